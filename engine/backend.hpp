@@ -1,0 +1,141 @@
+#pragma once
+// The kernels a layer may call. The CPU backend (Eigen) is the reference; the CUDA backend
+// (cuDNN, cuBLAS, own kernels) implements the same calls. Layers hold no backend-specific code.
+//
+// Conventions for every call:
+// - Tensors are views into memory of this backend's device (see device_memory()).
+// - Images are NCHW float32. Convolution weights are [out, in, kh, kw]; dense weights [out, in].
+// - `accumulate` on an input gradient: false writes dx, true adds to what dx holds (an
+//   activation used by two layers gets both contributions).
+// - Parameter gradients (dw, dbias, dgamma, dbeta) always accumulate: the trainer zeroes them
+//   once per optimizer step, so micro-batches add up to the full batch.
+// - Calls are ordered: a call sees the results of every call made before it.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/tensor.hpp"
+#include "memory/memory_resource.hpp"
+
+namespace cnn {
+
+enum class DeviceKind { cpu, cuda };
+
+struct Conv2dDesc {
+  int in_channels = 0, out_channels = 0;
+  int kernel_h = 1, kernel_w = 1;
+  int stride = 1, padding = 0;
+};
+
+enum class PoolMode { max, average };  // average excludes padding from the count
+
+struct Pool2dDesc {
+  PoolMode mode = PoolMode::max;
+  int window_h = 2, window_w = 2;
+  int stride_h = 2, stride_w = 2;
+  int pad_h = 0, pad_w = 0;
+};
+
+enum class ConvPass { forward, backward };  // backward covers backward-data and backward-filter
+
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+struct SgdConfig {
+  float momentum = 0.9f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+};
+
+struct AdamWConfig {
+  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
+  float weight_decay = 0.01f;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind kind() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu: Eigen 3.4.0, 2 threads"
+
+  // Where tensors of this backend live, and host memory the loader fills for copy_to_device
+  // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.
+  virtual memory::MemoryResource& device_memory() = 0;
+  virtual memory::MemoryResource& staging_memory() = 0;
+  // Bytes the backend's libraries hold for themselves (cuBLAS workspace, ...): counted in the
+  // budget under workspace.
+  virtual std::size_t library_reserved_bytes() const { return 0; }
+
+  // host -> device and device -> host. copy_to_device returns once `host` may be reused;
+  // later calls see the data.
+  virtual void copy_to_device(const void* host, void* device, std::size_t bytes) = 0;
+  virtual void copy_to_host(const void* device, void* host, std::size_t bytes) = 0;
+  virtual void fill(Tensor t, float value) = 0;
+  virtual void synchronize() = 0;
+
+  // Convolution. The workspace a pass needs for the fastest method whose workspace is at most
+  // `limit` bytes; the backend remembers that choice for the calls below.
+  virtual std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                             ConvPass pass, std::size_t limit) = 0;
+  virtual void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
+                              const Tensor& bias, Tensor y, Workspace ws) = 0;
+  virtual void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
+                                    Tensor dx, bool accumulate, Workspace ws) = 0;
+  // dbias may be empty (no bias).
+  virtual void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                                      Tensor dw, Tensor dbias, Workspace ws) = 0;
+
+  // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first.
+  virtual void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y) = 0;
+  virtual void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate) = 0;
+  virtual void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias) = 0;
+
+  virtual void relu_forward(const Tensor& x, Tensor y) = 0;
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) = 0;
+
+  virtual void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) = 0;
+  // Max pooling routes each gradient to the first input equal to the window's maximum.
+  virtual void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
+                               const Tensor& dy, Tensor dx, bool accumulate) = 0;
+
+  // Batch normalisation over N, H and W per channel. Running statistics move by `momentum`
+  // towards the batch's (variance unbiased, as PyTorch and cuDNN do); saved_mean and
+  // saved_inv_std keep what backward needs.
+  virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          Tensor y, Tensor running_mean, Tensor running_var,
+                                          float momentum, float epsilon, Tensor saved_mean,
+                                          Tensor saved_inv_std) = 0;
+  virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& running_mean, const Tensor& running_var,
+                                           float epsilon, Tensor y) = 0;
+  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                                  Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
+
+  // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(seed, i) (engine/counter_rng.hpp), so every
+  // backend draws the same mask for the same seed.
+  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed) = 0;
+  virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;
+
+  virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;
+  // dst = src (accumulate false) or dst += src.
+  virtual void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) = 0;
+
+  // Softmax cross-entropy over logits [N, classes] and int32 labels [N]. Adds the sum of the N
+  // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When
+  // dlogits is not empty, writes dlogits = (softmax - onehot) * grad_scale. A label outside
+  // [0, classes) is an error the backend reports by throwing std::out_of_range.
+  virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+                                     float grad_scale, Tensor loss_sum, Tensor correct) = 0;
+
+  // Fused optimizer updates over one flat block of parameters.
+  virtual void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                          float learning_rate) = 0;
+  virtual void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
+                            const AdamWConfig& config, float learning_rate, long step) = 0;
+};
+
+}  // namespace cnn

@@ -1,0 +1,46 @@
+#pragma once
+// A tensor shape: up to four dimensions, NCHW for images. dims beyond rank are 1.
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+
+namespace cnn {
+
+struct Shape {
+  std::array<int, 4> dims{1, 1, 1, 1};
+  int rank = 0;
+
+  Shape() = default;
+  Shape(std::initializer_list<int> list) {
+    for (int d : list) dims[static_cast<std::size_t>(rank++)] = d;
+  }
+  int operator[](int i) const { return dims[static_cast<std::size_t>(i)]; }
+  int& operator[](int i) { return dims[static_cast<std::size_t>(i)]; }
+  std::size_t elements() const {
+    std::size_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= static_cast<std::size_t>(dims[static_cast<std::size_t>(i)]);
+    return n;
+  }
+  bool operator==(const Shape& o) const {
+    if (rank != o.rank) return false;
+    for (int i = 0; i < rank; ++i)
+      if (dims[static_cast<std::size_t>(i)] != o.dims[static_cast<std::size_t>(i)]) return false;
+    return true;
+  }
+  // The same shape with a batch dimension in front: {C,H,W} -> {n,C,H,W}.
+  Shape batched(int n) const {
+    Shape s;
+    s.dims[0] = n;
+    for (int i = 0; i < rank; ++i) s.dims[static_cast<std::size_t>(i + 1)] = dims[static_cast<std::size_t>(i)];
+    s.rank = rank + 1;
+    return s;
+  }
+  std::string str() const {
+    std::string s = "[";
+    for (int i = 0; i < rank; ++i) s += (i ? "x" : "") + std::to_string(dims[static_cast<std::size_t>(i)]);
+    return s + "]";
+  }
+};
+
+}  // namespace cnn
