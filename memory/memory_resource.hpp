@@ -27,6 +27,8 @@ class MemoryResource {
 
   // Largest single request that would succeed now without growing (0 if unknown).
   virtual std::size_t largest_free_block() const { return 0; }
+  // Bytes free inside what the resource already holds, in any number of blocks (0 if unknown).
+  virtual std::size_t free_bytes() const { return 0; }
   // True when memory comes from the CUDA device (kernels may touch it, the host may not).
   virtual bool is_device_memory() const { return false; }
   virtual std::string name() const = 0;

@@ -1,0 +1,124 @@
+#include "memory/pool_resource.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "memory/alignment.hpp"
+#include "memory/bytes.hpp"
+#include "memory/out_of_memory.hpp"
+
+namespace cnn::memory {
+
+PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
+    : upstream_(upstream), options_(options) {
+  if (options_.growth == 0) throw std::invalid_argument("pool: growth must be positive");
+  options_.growth = BlockHeap::round(options_.growth);
+  options_.large_growth = BlockHeap::round(std::max(options_.large_growth, options_.growth));
+}
+
+PoolResource::~PoolResource() {
+  for (BlockHeap* heap : {&small_, &large_})
+    for (const auto& chunk : heap->remove_all_chunks())
+      upstream_.deallocate(chunk.base, chunk.bytes, kMaxAlignment, chunk.category);
+}
+
+std::size_t PoolResource::chunk_size(std::size_t rounded) const {
+  if (is_small(rounded)) return std::max(options_.growth, rounded);
+  if (rounded < options_.large_growth / 2) return options_.large_growth;
+  return align_up(rounded, options_.growth);
+}
+
+void* PoolResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
+  check_alignment(alignment, name());
+  const std::size_t rounded = BlockHeap::round(bytes);
+  std::lock_guard lock(mutex_);
+  BlockHeap& heap = is_small(rounded) ? small_ : large_;
+  void* ptr = heap.take(bytes, alignment, category);
+  if (!ptr) {
+    grow(heap, bytes, rounded, category);
+    // A fresh chunk starts at a kMaxAlignment boundary and holds the request: this cannot fail.
+    ptr = heap.take(bytes, alignment, category);
+  }
+  in_use_[category] += bytes;
+  return ptr;
+}
+
+void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded,
+                        Category category) {
+  const std::size_t chunk = chunk_size(rounded);
+  void* base = nullptr;
+  try {
+    base = upstream_.allocate(chunk, kMaxAlignment, category);
+  } catch (const OutOfMemory& upstream_failure) {
+    OutOfMemoryDetails details;
+    details.requested = bytes;
+    details.category = category;
+    details.in_use = in_use_;
+    details.largest_free_block = largest_free_locked();
+    details.total_free = small_.free_bytes() + large_.free_bytes();
+    details.resource = name();
+    throw OutOfMemory(describe(details) + "; the upstream refused a new chunk of " +
+                          format_bytes(chunk) + ": " + upstream_failure.what(),
+                      details);
+  }
+  try {
+    heap.add_chunk({base, chunk, category});
+  } catch (...) {
+    upstream_.deallocate(base, chunk, kMaxAlignment, category);
+    throw;
+  }
+  ++upstream_allocations_;
+}
+
+void PoolResource::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Category) {
+  std::lock_guard lock(mutex_);
+  BlockHeap* heap = small_.holds_live(ptr) ? &small_ : large_.holds_live(ptr) ? &large_ : nullptr;
+  if (!heap) throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
+  const auto released = heap->give_back(ptr, bytes);
+  in_use_[released.category] -= bytes;
+}
+
+void PoolResource::release() {
+  std::lock_guard lock(mutex_);
+  for (BlockHeap* heap : {&small_, &large_})
+    for (const auto& chunk : heap->remove_free_chunks())
+      upstream_.deallocate(chunk.base, chunk.bytes, kMaxAlignment, chunk.category);
+}
+
+std::size_t PoolResource::largest_free_locked() const {
+  // Large requests are served only from the large pool, small ones only from the small pool.
+  const std::size_t large = large_.largest_free();
+  if (large > options_.small_limit) return large;
+  return std::min(small_.largest_free(), options_.small_limit);
+}
+
+std::size_t PoolResource::largest_free_block() const {
+  std::lock_guard lock(mutex_);
+  return largest_free_locked();
+}
+
+std::size_t PoolResource::free_bytes() const {
+  std::lock_guard lock(mutex_);
+  return small_.free_bytes() + large_.free_bytes();
+}
+
+std::size_t PoolResource::reserved_bytes() const {
+  std::lock_guard lock(mutex_);
+  return small_.reserved_bytes() + large_.reserved_bytes();
+}
+
+PoolStats PoolResource::stats() const {
+  std::lock_guard lock(mutex_);
+  PoolStats s;
+  s.reserved_bytes = small_.reserved_bytes() + large_.reserved_bytes();
+  s.free_bytes = small_.free_bytes() + large_.free_bytes();
+  s.largest_free_block = largest_free_locked();
+  s.chunks = small_.chunk_count() + large_.chunk_count();
+  s.free_blocks = small_.free_block_count() + large_.free_block_count();
+  s.live_blocks = small_.live_block_count() + large_.live_block_count();
+  s.upstream_allocations = upstream_allocations_;
+  s.in_use = in_use_;
+  return s;
+}
+
+}  // namespace cnn::memory
