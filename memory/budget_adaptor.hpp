@@ -1,0 +1,53 @@
+#pragma once
+// A hard cap on the bytes live through it. A request that would go over is refused before the
+// upstream sees it, with an OutOfMemory that carries the request, the limit, the bytes in use by
+// category and the upstream's free space (largest block, total, hence fragmentation).
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+
+#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
+
+namespace cnn::memory {
+
+class BudgetAdaptor final : public MemoryResource {
+ public:
+  BudgetAdaptor(MemoryResource& upstream, std::size_t budget)
+      : upstream_(upstream), budget_(budget) {}
+  BudgetAdaptor(const BudgetAdaptor&) = delete;
+  BudgetAdaptor& operator=(const BudgetAdaptor&) = delete;
+
+  std::size_t budget() const;
+  // A smaller budget than what is in use refuses every request until enough is freed.
+  void set_budget(std::size_t budget);
+  CategoryBytes in_use() const;
+  std::size_t peak_bytes() const;
+  std::size_t headroom() const;  // budget - in use
+  MemoryResource& upstream() const { return upstream_; }
+
+  // The upstream's answers, cut to the headroom (0 stays "unknown").
+  std::size_t largest_free_block() const override;
+  std::size_t free_bytes() const override;
+  bool is_device_memory() const override { return upstream_.is_device_memory(); }
+  std::string name() const override { return "budget(" + upstream_.name() + ")"; }
+
+ private:
+  struct Live {
+    std::size_t bytes;
+    Category category;
+  };
+
+  void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
+  void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
+  [[noreturn]] void refuse(std::size_t bytes, Category category) const;
+
+  MemoryResource& upstream_;
+  mutable std::mutex mutex_;
+  std::size_t budget_;
+  CategoryBytes in_use_;
+  std::size_t peak_ = 0;
+  std::unordered_map<void*, Live> live_;
+};
+
+}  // namespace cnn::memory
