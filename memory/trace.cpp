@@ -1,0 +1,78 @@
+#include "memory/trace.hpp"
+
+#include <array>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace cnn::memory {
+namespace {
+
+constexpr std::array<std::string_view, kCategoryCount> kCategoryTokens = {
+    "parameters", "parameter_gradients", "optimizer_state", "activations",
+    "workspace",  "data_staging",        "other"};
+
+std::string_view op_token(TraceOp op) {
+  switch (op) {
+    case TraceOp::allocate: return "alloc";
+    case TraceOp::deallocate: return "free";
+    case TraceOp::failed: return "fail";
+  }
+  return "?";
+}
+
+TraceEvent parse_line(const std::string& line, const std::string& where) {
+  std::istringstream fields(line);
+  TraceEvent event;
+  std::string op, category, extra;
+  if (!(fields >> event.sequence >> op >> event.id >> event.bytes >> event.alignment >> category) ||
+      (fields >> extra))
+    throw std::runtime_error(where + ": expected 'seq op id bytes alignment category', got '" +
+                             line + "'");
+  if (op == "alloc") event.op = TraceOp::allocate;
+  else if (op == "free") event.op = TraceOp::deallocate;
+  else if (op == "fail") event.op = TraceOp::failed;
+  else throw std::runtime_error(where + ": unknown operation '" + op + "' (alloc, free, fail)");
+  bool known = false;
+  for (std::size_t i = 0; i < kCategoryCount; ++i) {
+    if (kCategoryTokens[i] == category) {
+      event.category = static_cast<Category>(i);
+      known = true;
+    }
+  }
+  if (!known) throw std::runtime_error(where + ": unknown category '" + category + "'");
+  return event;
+}
+
+}  // namespace
+
+std::string_view category_token(Category category) {
+  return kCategoryTokens[static_cast<std::size_t>(category)];
+}
+
+void write_trace_event(std::ostream& out, const TraceEvent& e) {
+  out << e.sequence << ' ' << op_token(e.op) << ' ' << e.id << ' ' << e.bytes << ' '
+      << e.alignment << ' ' << category_token(e.category) << '\n';
+}
+
+std::vector<TraceEvent> read_trace(std::istream& in, const std::string& source_name) {
+  std::vector<TraceEvent> events;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    events.push_back(parse_line(line, source_name + ":" + std::to_string(number)));
+  }
+  if (in.bad()) throw std::runtime_error(source_name + ": read error");
+  return events;
+}
+
+std::vector<TraceEvent> read_trace(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open memory trace '" + path.string() + "'");
+  return read_trace(in, path.string());
+}
+
+}  // namespace cnn::memory

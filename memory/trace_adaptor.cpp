@@ -1,0 +1,87 @@
+#include "memory/trace_adaptor.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "memory/out_of_memory.hpp"
+
+namespace cnn::memory {
+namespace {
+
+std::unique_ptr<std::ofstream> open_trace(const std::filesystem::path& path) {
+  auto file = std::make_unique<std::ofstream>(path, std::ios::out | std::ios::trunc);
+  if (!*file) throw std::runtime_error("cannot create memory trace '" + path.string() + "'");
+  return file;
+}
+
+}  // namespace
+
+TraceAdaptor::TraceAdaptor(MemoryResource& upstream, std::ostream& out)
+    : upstream_(upstream), out_(out) {
+  out_ << kTraceHeader << '\n';
+}
+
+TraceAdaptor::TraceAdaptor(MemoryResource& upstream, const std::filesystem::path& path)
+    : upstream_(upstream), file_(open_trace(path)), out_(*file_) {
+  out_ << kTraceHeader << '\n';
+}
+
+TraceAdaptor::~TraceAdaptor() { out_.flush(); }
+
+void* TraceAdaptor::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
+  void* ptr = nullptr;
+  try {
+    ptr = upstream_.allocate(bytes, alignment, category);
+  } catch (const OutOfMemory&) {
+    std::lock_guard lock(mutex_);
+    record(TraceOp::failed, 0, bytes, alignment, category);
+    throw;
+  }
+  std::lock_guard lock(mutex_);
+  const std::uint64_t id = next_id_++;
+  live_.emplace(ptr, Live{id, bytes, category});
+  record(TraceOp::allocate, id, bytes, alignment, category);
+  return ptr;
+}
+
+void TraceAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) {
+  Live live;
+  {
+    // Recorded before the upstream frees it: once freed, the address may be handed out again
+    // and its next allocation must come later in the trace.
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(ptr);
+    if (it == live_.end())
+      throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
+    if (it->second.bytes != bytes)
+      throw std::invalid_argument(name() + ": block was allocated with " +
+                                  std::to_string(it->second.bytes) + " bytes, freed with " +
+                                  std::to_string(bytes));
+    live = it->second;
+    live_.erase(it);
+    record(TraceOp::deallocate, live.id, bytes, alignment, live.category);
+  }
+  upstream_.deallocate(ptr, bytes, alignment, live.category);
+}
+
+void TraceAdaptor::record(TraceOp op, std::uint64_t id, std::size_t bytes, std::size_t alignment,
+                          Category category) {
+  write_trace_event(out_, TraceEvent{sequence_++, op, id, bytes, alignment, category});
+}
+
+std::uint64_t TraceAdaptor::events_recorded() const {
+  std::lock_guard lock(mutex_);
+  return sequence_;
+}
+
+bool TraceAdaptor::good() const {
+  std::lock_guard lock(mutex_);
+  return out_.good();
+}
+
+void TraceAdaptor::flush() {
+  std::lock_guard lock(mutex_);
+  out_.flush();
+}
+
+}  // namespace cnn::memory

@@ -1,0 +1,58 @@
+#pragma once
+// Records every allocate and deallocate that passes through as a trace line (see trace.hpp).
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <unordered_map>
+
+#include "memory/memory_resource.hpp"
+#include "memory/trace.hpp"
+
+namespace cnn::memory {
+
+class TraceAdaptor final : public MemoryResource {
+ public:
+  // Writes to `out`, which must outlive the adaptor.
+  TraceAdaptor(MemoryResource& upstream, std::ostream& out);
+  // Creates (truncates) the file; throws std::runtime_error naming it when it cannot.
+  TraceAdaptor(MemoryResource& upstream, const std::filesystem::path& path);
+  TraceAdaptor(const TraceAdaptor&) = delete;
+  TraceAdaptor& operator=(const TraceAdaptor&) = delete;
+  ~TraceAdaptor() override;
+
+  std::uint64_t events_recorded() const;
+  // False once a line could not be written (disk full, closed stream).
+  bool good() const;
+  void flush();
+  MemoryResource& upstream() const { return upstream_; }
+
+  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
+  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
+  bool is_device_memory() const override { return upstream_.is_device_memory(); }
+  std::string name() const override { return upstream_.name(); }
+
+ private:
+  struct Live {
+    std::uint64_t id;
+    std::size_t bytes;
+    Category category;
+  };
+
+  void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
+  void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
+  void record(TraceOp op, std::uint64_t id, std::size_t bytes, std::size_t alignment,
+              Category category);  // with mutex_ held
+
+  MemoryResource& upstream_;
+  std::unique_ptr<std::ofstream> file_;
+  std::ostream& out_;
+  mutable std::mutex mutex_;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<void*, Live> live_;
+};
+
+}  // namespace cnn::memory
