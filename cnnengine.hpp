@@ -1,0 +1,17 @@
+#pragma once
+// The public face of cnnengine: include this one header.
+#include "engine/backend.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/network.hpp"
+#include "engine/presets.hpp"
+#include "engine/trainer.hpp"
+#include "layers/add.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/flatten.hpp"
+#include "layers/pool2d.hpp"
+#include "layers/relu.hpp"
+#include "memory/bytes.hpp"
+#include "memory/host_resource.hpp"

@@ -1,0 +1,168 @@
+// Pooling and batch normalisation: loops over (image, channel) planes or channels, in parallel.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/cpu/parallel.hpp"
+
+namespace cnn {
+namespace {
+
+struct Window {
+  int h0, h1, w0, w1;  // clipped to the input
+};
+
+Window window_at(const Pool2dDesc& d, int oh, int ow, int h, int w) {
+  const int hs = oh * d.stride_h - d.pad_h, ws = ow * d.stride_w - d.pad_w;
+  return {std::max(hs, 0), std::min(hs + d.window_h, h), std::max(ws, 0), std::min(ws + d.window_w, w)};
+}
+
+}  // namespace
+
+void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
+  const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
+  const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
+  cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t p = b; p < e; ++p) {
+      const float* in = x.data + p * h * w;
+      float* out = y.data + p * ho * wo;
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          const Window win = window_at(d, oh, ow, h, w);
+          float acc = d.mode == PoolMode::max ? -std::numeric_limits<float>::infinity() : 0.f;
+          for (int i = win.h0; i < win.h1; ++i)
+            for (int j = win.w0; j < win.w1; ++j) {
+              const float v = in[i * w + j];
+              acc = d.mode == PoolMode::max ? std::max(acc, v) : acc + v;
+            }
+          if (d.mode == PoolMode::average) acc /= static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+          out[oh * wo + ow] = acc;
+        }
+    }
+  });
+}
+
+void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 Tensor dx, bool accumulate) {
+  const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
+  const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
+  cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t p = b; p < e; ++p) {
+      const float* in = x.data + p * h * w;
+      const float* out = y.data + p * ho * wo;
+      const float* grad_out = dy.data + p * ho * wo;
+      float* grad_in = dx.data + p * h * w;
+      if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          const Window win = window_at(d, oh, ow, h, w);
+          const float g = grad_out[oh * wo + ow];
+          if (d.mode == PoolMode::max) {
+            const float m = out[oh * wo + ow];
+            bool routed = false;
+            for (int i = win.h0; i < win.h1 && !routed; ++i)
+              for (int j = win.w0; j < win.w1 && !routed; ++j)
+                if (in[i * w + j] == m) {
+                  grad_in[i * w + j] += g;
+                  routed = true;
+                }
+          } else {
+            const float share = g / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+            for (int i = win.h0; i < win.h1; ++i)
+              for (int j = win.w0; j < win.w1; ++j) grad_in[i * w + j] += share;
+          }
+        }
+    }
+  });
+}
+
+void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           Tensor y, Tensor running_mean, Tensor running_var,
+                                           float momentum, float epsilon, Tensor saved_mean,
+                                           Tensor saved_inv_std) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const double count = static_cast<double>(n) * static_cast<double>(hw);
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(c), [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t ch = b; ch < e; ++ch) {
+      double sum = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const float* p = x.data + (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) sum += p[k];
+      }
+      const double mean = sum / count;
+      double squares = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const float* p = x.data + (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) squares += (p[k] - mean) * (p[k] - mean);
+      }
+      const double var = squares / count;
+      const float inv_std = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+      const float scale = gamma.data[ch] * inv_std;
+      const float shift = beta.data[ch] - static_cast<float>(mean) * scale;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) y.data[offset + k] = x.data[offset + k] * scale + shift;
+      }
+      saved_mean.data[ch] = static_cast<float>(mean);
+      saved_inv_std.data[ch] = inv_std;
+      const double unbiased = count > 1 ? var * count / (count - 1) : var;
+      running_mean.data[ch] = static_cast<float>((1.0 - momentum) * running_mean.data[ch] + momentum * mean);
+      running_var.data[ch] = static_cast<float>((1.0 - momentum) * running_var.data[ch] + momentum * unbiased);
+    }
+  });
+}
+
+void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                            const Tensor& running_mean, const Tensor& running_var,
+                                            float epsilon, Tensor y) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(n) * c, [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t plane = b; plane < e; ++plane) {
+      const std::size_t ch = plane % static_cast<std::size_t>(c);
+      const float scale = gamma.data[ch] / std::sqrt(running_var.data[ch] + epsilon);
+      const float shift = beta.data[ch] - running_mean.data[ch] * scale;
+      const float* in = x.data + plane * hw;
+      float* out = y.data + plane * hw;
+      for (std::size_t k = 0; k < hw; ++k) out[k] = in[k] * scale + shift;
+    }
+  });
+}
+
+void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                                   Tensor dgamma, Tensor dbeta, bool accumulate) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const double count = static_cast<double>(n) * static_cast<double>(hw);
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(c), [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t ch = b; ch < e; ++ch) {
+      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) {
+          const double g = dy.data[offset + k];
+          sum_dy += g;
+          sum_dy_xhat += g * (x.data[offset + k] - mean) * inv_std;
+        }
+      }
+      dgamma.data[ch] += static_cast<float>(sum_dy_xhat);
+      dbeta.data[ch] += static_cast<float>(sum_dy);
+      const double scale = gamma.data[ch] * inv_std / count;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) {
+          const double xhat = (x.data[offset + k] - mean) * inv_std;
+          const float g = static_cast<float>(scale * (count * dy.data[offset + k] - sum_dy - xhat * sum_dy_xhat));
+          if (accumulate) dx.data[offset + k] += g;
+          else dx.data[offset + k] = g;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace cnn

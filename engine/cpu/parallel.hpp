@@ -1,0 +1,39 @@
+#pragma once
+// Static work splitting over OpenMP threads. Each thread gets one contiguous range and its own
+// index, so per-thread partial results can be reduced in a fixed order (deterministic output).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
+
+namespace cnn::cpu {
+
+// Calls fn(thread, begin, end) on `threads` threads; ranges cover [0, n) in order. Returns the
+// number of threads that ran (partials [0, that) are valid).
+template <class Fn>
+int parallel_ranges(int threads, std::size_t n, Fn&& fn) {
+  threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(n, 1)));
+  if (threads == 1) {
+    fn(0, std::size_t{0}, n);
+    return 1;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    const int count = omp_get_num_threads();
+    const std::size_t begin = n * static_cast<std::size_t>(t) / static_cast<std::size_t>(count);
+    const std::size_t end = n * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(count);
+    fn(t, begin, end);
+  }
+  return threads;
+}
+
+// Element-wise loops: parallel only when there is enough work to pay for waking threads.
+template <class Fn>
+void parallel_elements(int threads, std::size_t n, Fn&& fn) {
+  constexpr std::size_t kMinPerThread = 1 << 15;
+  const int useful = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), n / kMinPerThread + 1));
+  parallel_ranges(useful, n, [&](int, std::size_t begin, std::size_t end) { fn(begin, end); });
+}
+
+}  // namespace cnn::cpu

@@ -1,0 +1,80 @@
+#include "engine/network.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+namespace cnn {
+
+Network::Network(Shape input_shape) {
+  if (input_shape.rank != 3 || input_shape.elements() == 0)
+    throw ShapeError("network input must be CxHxW with no zero dimension, got " + input_shape.str());
+  Node input;
+  input.shape = input_shape;
+  input.name = "input";
+  nodes_.push_back(std::move(input));
+}
+
+int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  if (!layer) throw std::invalid_argument("network: null layer");
+  if (inputs.empty()) inputs.push_back(last());
+  const int id = size();
+  if (static_cast<int>(inputs.size()) != layer->input_count())
+    throw ShapeError(layer->describe() + ": takes " + std::to_string(layer->input_count()) + " inputs, given " +
+                     std::to_string(inputs.size()));
+  std::vector<Shape> shapes;
+  for (int in : inputs) {
+    if (in < 0 || in >= id) throw std::invalid_argument(layer->describe() + ": input node " + std::to_string(in) + " does not exist");
+    shapes.push_back(node(in).shape);
+  }
+  Node n;
+  try {
+    n.shape = layer->output_shape(shapes);
+  } catch (const ShapeError& e) {
+    throw ShapeError("layer " + std::to_string(id) + " (" + e.what() + ")");
+  }
+  n.value = layer->is_view() ? node(inputs[0]).value : id;
+  n.name = std::to_string(id) + ":" + layer->kind();
+  n.inputs = std::move(inputs);
+  n.layer = std::move(layer);
+  nodes_.push_back(std::move(n));
+  return id;
+}
+
+std::vector<int> Network::readers_of_value(int value) const {
+  std::vector<int> readers;
+  for (int id = 1; id < size(); ++id) {
+    const Node& n = node(id);
+    if (n.layer->is_view()) continue;
+    for (int in : n.inputs)
+      if (node(in).value == value) {
+        readers.push_back(id);
+        break;
+      }
+  }
+  return readers;
+}
+
+std::string Network::summary() const {
+  std::ostringstream out;
+  std::size_t total = 0;
+  for (int id = 0; id < size(); ++id) {
+    const Node& n = node(id);
+    std::size_t params = 0;
+    if (n.layer)
+      for (const auto& p : n.layer->parameters())
+        if (p.trainable) params += p.shape.elements();
+    total += params;
+    out << "  " << std::left << std::setw(3) << id << std::setw(34)
+        << (n.layer ? n.layer->describe() : std::string("input")) << " -> " << std::setw(12) << n.shape.str();
+    if (params) out << "  (" << params << " parameters)";
+    if (n.inputs.size() > 1 || (id > 0 && n.inputs[0] != id - 1)) {
+      out << "  from";
+      for (int in : n.inputs) out << " " << in;
+    }
+    out << "\n";
+  }
+  out << "  total trainable parameters: " << total << "\n";
+  return out.str();
+}
+
+}  // namespace cnn

@@ -1,0 +1,50 @@
+#pragma once
+// A network is a graph of layers in the order they run. Node 0 is the input; every other node
+// applies one layer to earlier nodes. The last node gives the logits the loss reads.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/layer.hpp"
+
+namespace cnn {
+
+struct Node {
+  std::unique_ptr<Layer> layer;  // null for the input node
+  std::vector<int> inputs;       // earlier node ids
+  Shape shape;                   // per-sample output shape
+  int value = 0;                 // the buffer that holds the output: its own id, or its input's for a view
+  std::string name;
+};
+
+class Network {
+ public:
+  explicit Network(Shape input_shape);  // per-sample {C,H,W}
+  Network(Network&&) noexcept = default;
+  Network& operator=(Network&&) noexcept = default;
+
+  // Appends a layer reading `inputs` (default: the last node). Shapes are checked here:
+  // a mismatch throws ShapeError naming the layer. Returns the new node's id.
+  int add(std::unique_ptr<Layer> layer, std::vector<int> inputs = {});
+  template <class L, class... Args>
+  int emplace(Args&&... args) {
+    return add(std::make_unique<L>(std::forward<Args>(args)...));
+  }
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  int last() const { return size() - 1; }
+  const Node& node(int id) const { return nodes_.at(static_cast<std::size_t>(id)); }
+  Node& node(int id) { return nodes_.at(static_cast<std::size_t>(id)); }
+  const Shape& input_shape() const { return nodes_.front().shape; }
+  const Shape& output_shape() const { return nodes_.back().shape; }
+  int num_classes() const { return static_cast<int>(output_shape().elements()); }
+  // Node ids that read node `id`'s output, through views (a Flatten's readers read its input).
+  std::vector<int> readers_of_value(int value) const;
+
+  std::string summary() const;  // one line per layer: shape and parameter count
+
+ private:
+  std::vector<Node> nodes_;
+};
+
+}  // namespace cnn

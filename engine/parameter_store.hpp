@@ -1,0 +1,56 @@
+#pragma once
+// Parameters, their gradients and the optimizer state, each in one contiguous block on the
+// backend's device: a checkpoint is one write, the optimizer update one call over a flat block,
+// and (later) data-parallel training one all-reduce of the gradient block.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/network.hpp"
+#include "memory/category.hpp"
+
+namespace cnn {
+
+class ParameterStore {
+ public:
+  // Allocates the three blocks from `resource` and initialises the parameters from `seed`
+  // (He or Glorot by layer, counter-based: the same on every backend).
+  ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
+                 int optimizer_slots, std::uint64_t seed);
+  ~ParameterStore();
+  ParameterStore(const ParameterStore&) = delete;
+  ParameterStore& operator=(const ParameterStore&) = delete;
+
+  std::span<const Tensor> params(int node) const { return params_[static_cast<std::size_t>(node)]; }
+  std::span<const Tensor> grads(int node) const { return grads_[static_cast<std::size_t>(node)]; }
+
+  // Flat views over every trainable parameter (with alignment padding, which stays zero).
+  Tensor trainable() const { return flat(params_block_, trainable_floats_); }
+  Tensor gradients() const { return flat(grads_block_, trainable_floats_); }
+  Tensor optimizer_slot(int slot) const {
+    return flat(state_block_ + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
+  }
+  std::size_t trainable_count() const { return trainable_count_; }  // without padding
+
+  void zero_gradients();
+  memory::CategoryBytes bytes() const;
+
+  // All parameters and state (running statistics) as host floats, in a fixed order.
+  std::vector<float> download() const;
+  void upload(const std::vector<float>& values);
+  std::size_t total_floats() const { return total_floats_; }
+
+ private:
+  static Tensor flat(float* data, std::size_t n) { return Tensor{data, Shape{static_cast<int>(n)}}; }
+
+  Backend& backend_;
+  memory::MemoryResource& resource_;
+  int slots_;
+  std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
+  float* params_block_ = nullptr;
+  float* grads_block_ = nullptr;
+  float* state_block_ = nullptr;
+  std::vector<std::vector<Tensor>> params_, grads_;
+};
+
+}  // namespace cnn

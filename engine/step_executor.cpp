@@ -1,0 +1,117 @@
+#include "engine/step_executor.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "engine/counter_rng.hpp"
+
+namespace cnn {
+
+StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan,
+                           StepMemory& memory)
+    : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory) {
+  // Sized once so that a step allocates nothing on the host either.
+  inputs_.reserve(8);
+  grad_inputs_.reserve(8);
+  saved_.reserve(8);
+}
+
+Tensor StepExecutor::buffer(int index, Shape shape) const {
+  if (index < 0) return Tensor{};
+  return Tensor{static_cast<float*>(memory_.address(index)), shape};
+}
+
+Tensor StepExecutor::value(int node, int n) const {
+  const Node& nd = net_.node(node);
+  return buffer(plan_.value[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
+}
+
+Tensor StepExecutor::gradient(int node, int n) const {
+  const Node& nd = net_.node(node);
+  return buffer(plan_.value_grad[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
+}
+
+void StepExecutor::run(const MicroBatch& batch, float grad_scale, Tensor loss_sum, Tensor correct,
+                       std::uint64_t seed) {
+  const int n = batch.size;
+  if (n <= 0 || n > plan_.micro_batch)
+    throw std::invalid_argument("micro-batch of " + std::to_string(n) + " samples for a plan of " +
+                                std::to_string(plan_.micro_batch));
+  const bool training = plan_.training;
+  const int L = net_.last();
+
+  memory_.begin(0);
+  Tensor input = value(0, n);
+  backend_.copy_to_device(batch.images, input.data, input.bytes());
+  auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
+  backend_.copy_to_device(batch.labels, labels, static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  memory_.end(0);
+
+  auto& inputs = inputs_;
+  auto& saved = saved_;
+  auto& grad_inputs = grad_inputs_;
+  auto gather = [&](const Node& nd, int id) {
+    inputs.clear();
+    for (int in : nd.inputs) inputs.push_back(value(in, n));
+    saved.clear();
+    for (int s : plan_.saved[static_cast<std::size_t>(id)]) {
+      const auto floats = plan_.requests[static_cast<std::size_t>(s)].bytes / sizeof(float);
+      saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
+    }
+  };
+  auto context = [&](int id, int workspace) {
+    LayerContext c;
+    c.backend = &backend_;
+    c.batch = n;
+    c.training = training;
+    c.seed = splitmix64(seed ^ static_cast<std::uint64_t>(id));
+    c.inputs = inputs;
+    c.output = value(id, n);
+    c.params = params_.params(id);
+    c.grads = params_.grads(id);
+    c.saved = saved;
+    if (workspace >= 0)
+      c.workspace = Workspace{memory_.address(workspace), plan_.requests[static_cast<std::size_t>(workspace)].bytes};
+    return c;
+  };
+
+  for (int id = 1; id <= L; ++id) {
+    const int t = plan_.forward_time(id);
+    memory_.begin(t);
+    const Node& nd = net_.node(id);
+    if (!nd.layer->is_view()) {
+      gather(nd, id);
+      nd.layer->forward(context(id, plan_.forward_workspace[static_cast<std::size_t>(id)]));
+    }
+    memory_.end(t);
+  }
+
+  memory_.begin(plan_.loss_time());
+  const IntTensor label_view{labels, static_cast<std::size_t>(n)};
+  backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, grad_scale, loss_sum,
+                                 correct);
+  memory_.end(plan_.loss_time());
+  if (!training) return;
+
+  for (int id = L; id >= 1; --id) {
+    const int t = plan_.backward_time(id);
+    memory_.begin(t);
+    const Node& nd = net_.node(id);
+    if (!nd.layer->is_view()) {
+      gather(nd, id);
+      grad_inputs.clear();
+      for (int in : nd.inputs) grad_inputs.push_back(gradient(in, n));  // empty for the input
+      LayerContext c = context(id, plan_.backward_workspace[static_cast<std::size_t>(id)]);
+      c.grad_output = gradient(id, n);
+      c.grad_inputs = grad_inputs;
+      const auto& acc = plan_.accumulate[static_cast<std::size_t>(id)];
+      if (acc.size() > accumulate_.size()) throw std::logic_error(nd.name + ": too many inputs");
+      std::copy(acc.begin(), acc.end(), accumulate_.begin());
+      c.accumulate = std::span<const bool>(accumulate_.data(), acc.size());
+      nd.layer->backward(c);
+    }
+    memory_.end(t);
+  }
+}
+
+}  // namespace cnn

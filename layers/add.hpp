@@ -1,0 +1,25 @@
+#pragma once
+#include "layers/layer.hpp"
+
+namespace cnn {
+
+// Residual addition of two inputs of the same shape.
+class Add final : public Layer {
+ public:
+  std::string kind() const override { return "add"; }
+  std::string describe() const override { return "add"; }
+  int input_count() const override { return 2; }
+  Shape output_shape(const std::vector<Shape>& inputs) override {
+    if (inputs.size() != 2 || !(inputs[0] == inputs[1]))
+      throw ShapeError("add: needs two inputs of one shape, got " + inputs.at(0).str() + " and " +
+                       (inputs.size() > 1 ? inputs[1].str() : std::string("nothing")));
+    return inputs[0];
+  }
+  void forward(const LayerContext& c) override { c.backend->add(c.inputs[0], c.inputs[1], c.output); }
+  void backward(const LayerContext& c) override {
+    for (std::size_t i = 0; i < 2; ++i)
+      if (wants_gradient(c, i)) c.backend->copy_or_add(c.grad_output, c.grad_inputs[i], c.accumulate[i]);
+  }
+};
+
+}  // namespace cnn

@@ -1,0 +1,44 @@
+#include "layers/batchnorm2d.hpp"
+
+namespace cnn {
+
+BatchNorm2D::BatchNorm2D(float momentum, float epsilon) : momentum_(momentum), epsilon_(epsilon) {
+  if (!(momentum > 0.f && momentum <= 1.f) || !(epsilon > 0.f))
+    throw std::invalid_argument("batchnorm2d: momentum must be in (0, 1] and epsilon positive");
+}
+
+Shape BatchNorm2D::output_shape(const std::vector<Shape>& inputs) {
+  const Shape& x = inputs.at(0);
+  if (x.rank != 3 && x.rank != 1) throw ShapeError("batchnorm2d: needs a CxHxW or C input, got " + x.str());
+  channels_ = x[0];
+  return x;
+}
+
+std::vector<ParamSpec> BatchNorm2D::parameters() const {
+  const Shape c{channels_};
+  return {{"gamma", c, Init::ones, channels_, channels_, true},
+          {"beta", c, Init::zeros, channels_, channels_, true},
+          {"running_mean", c, Init::zeros, channels_, channels_, false},
+          {"running_var", c, Init::ones, channels_, channels_, false}};
+}
+
+void BatchNorm2D::forward(const LayerContext& c) {
+  if (c.training)
+    c.backend->batchnorm_forward_training(c.inputs[0], c.params[0], c.params[1], c.output, c.params[2], c.params[3],
+                                          momentum_, epsilon_, c.saved[0], c.saved[1]);
+  else
+    c.backend->batchnorm_forward_inference(c.inputs[0], c.params[0], c.params[1], c.params[2], c.params[3], epsilon_,
+                                           c.output);
+}
+
+void BatchNorm2D::backward(const LayerContext& c) {
+  Tensor dx = wants_gradient(c, 0) ? c.grad_inputs[0] : Tensor{};
+  // Without an input gradient the backend still needs somewhere to write; the layers before
+  // a BatchNorm always want one in practice, so this is a rare case: use grad_output in place.
+  const bool in_place = dx.empty();
+  if (in_place) dx = c.grad_output;
+  c.backend->batchnorm_backward(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], dx, c.grads[0],
+                                c.grads[1], in_place ? false : c.accumulate[0]);
+}
+
+}  // namespace cnn

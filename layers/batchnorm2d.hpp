@@ -1,0 +1,27 @@
+#pragma once
+#include "layers/layer.hpp"
+
+namespace cnn {
+
+// Batch normalisation per channel. In training, statistics come from the micro-batch being run
+// (see DESIGN.md: BatchNorm statistics per micro-batch); running statistics are used for inference.
+class BatchNorm2D final : public Layer {
+ public:
+  explicit BatchNorm2D(float momentum = 0.1f, float epsilon = 1e-5f);
+  std::string kind() const override { return "batchnorm2d"; }
+  std::string describe() const override { return "batchnorm2d"; }
+  Shape output_shape(const std::vector<Shape>& inputs) override;
+  std::vector<ParamSpec> parameters() const override;
+  std::vector<std::size_t> saved_floats(int) const override {
+    return {static_cast<std::size_t>(channels_), static_cast<std::size_t>(channels_)};
+  }
+  bool backward_needs_input() const override { return true; }
+  void forward(const LayerContext& c) override;
+  void backward(const LayerContext& c) override;
+
+ private:
+  float momentum_, epsilon_;
+  int channels_ = 0;
+};
+
+}  // namespace cnn

@@ -1,0 +1,58 @@
+#include "layers/conv2d.hpp"
+
+namespace cnn {
+
+Conv2D::Conv2D(int out_channels, int kernel, int stride, int padding, bool bias) : bias_(bias) {
+  if (out_channels <= 0 || kernel <= 0 || stride <= 0 || padding < 0)
+    throw std::invalid_argument("conv2d: channels, kernel and stride must be positive and padding not negative");
+  desc_.out_channels = out_channels;
+  desc_.kernel_h = desc_.kernel_w = kernel;
+  desc_.stride = stride;
+  desc_.padding = padding;
+}
+
+std::string Conv2D::describe() const {
+  return "conv2d " + std::to_string(desc_.kernel_h) + "x" + std::to_string(desc_.kernel_w) + "/" +
+         std::to_string(desc_.out_channels) + " stride " + std::to_string(desc_.stride) + " pad " +
+         std::to_string(desc_.padding) + (bias_ ? "" : " no-bias");
+}
+
+Shape Conv2D::output_shape(const std::vector<Shape>& inputs) {
+  const Shape& x = inputs.at(0);
+  if (x.rank != 3) throw ShapeError(describe() + ": needs a CxHxW input, got " + x.str());
+  const int h = (x[1] + 2 * desc_.padding - desc_.kernel_h) / desc_.stride + 1;
+  const int w = (x[2] + 2 * desc_.padding - desc_.kernel_w) / desc_.stride + 1;
+  if (x[1] + 2 * desc_.padding < desc_.kernel_h || x[2] + 2 * desc_.padding < desc_.kernel_w)
+    throw ShapeError(describe() + ": input " + x.str() + " is smaller than the kernel");
+  desc_.in_channels = x[0];
+  in_ = x;
+  out_ = Shape{desc_.out_channels, h, w};
+  return out_;
+}
+
+std::vector<ParamSpec> Conv2D::parameters() const {
+  const int fan_in = desc_.in_channels * desc_.kernel_h * desc_.kernel_w;
+  const int fan_out = desc_.out_channels * desc_.kernel_h * desc_.kernel_w;
+  std::vector<ParamSpec> specs{{"weight",
+                                Shape{desc_.out_channels, desc_.in_channels, desc_.kernel_h, desc_.kernel_w},
+                                Init::he_normal, fan_in, fan_out, true}};
+  if (bias_) specs.push_back({"bias", Shape{desc_.out_channels}, Init::zeros, fan_in, fan_out, true});
+  return specs;
+}
+
+std::size_t Conv2D::workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) {
+  return backend.conv2d_workspace_bytes(desc_, in_.batched(batch), out_.batched(batch), pass, limit);
+}
+
+void Conv2D::forward(const LayerContext& c) {
+  c.backend->conv2d_forward(desc_, c.inputs[0], c.params[0], bias_ ? c.params[1] : Tensor{}, c.output, c.workspace);
+}
+
+void Conv2D::backward(const LayerContext& c) {
+  c.backend->conv2d_backward_filter(desc_, c.inputs[0], c.grad_output, c.grads[0], bias_ ? c.grads[1] : Tensor{},
+                                    c.workspace);
+  if (wants_gradient(c, 0))
+    c.backend->conv2d_backward_data(desc_, c.grad_output, c.params[0], c.grad_inputs[0], c.accumulate[0], c.workspace);
+}
+
+}  // namespace cnn

@@ -1,0 +1,25 @@
+#pragma once
+#include "layers/layer.hpp"
+
+namespace cnn {
+
+class Conv2D final : public Layer {
+ public:
+  Conv2D(int out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
+  std::string kind() const override { return "conv2d"; }
+  std::string describe() const override;
+  Shape output_shape(const std::vector<Shape>& inputs) override;
+  std::vector<ParamSpec> parameters() const override;
+  std::size_t workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) override;
+  bool backward_needs_input() const override { return true; }
+  void forward(const LayerContext& c) override;
+  void backward(const LayerContext& c) override;
+  const Conv2dDesc& desc() const { return desc_; }
+
+ private:
+  Conv2dDesc desc_;
+  bool bias_;
+  Shape in_, out_;
+};
+
+}  // namespace cnn

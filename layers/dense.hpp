@@ -1,0 +1,24 @@
+#pragma once
+#include "layers/layer.hpp"
+
+namespace cnn {
+
+// Fully connected: y = x w^T + b over the flattened sample.
+class Dense final : public Layer {
+ public:
+  explicit Dense(int units, bool bias = true);
+  std::string kind() const override { return "dense"; }
+  std::string describe() const override { return "dense " + std::to_string(units_); }
+  Shape output_shape(const std::vector<Shape>& inputs) override;
+  std::vector<ParamSpec> parameters() const override;
+  bool backward_needs_input() const override { return true; }
+  void forward(const LayerContext& c) override;
+  void backward(const LayerContext& c) override;
+
+ private:
+  int units_;
+  bool bias_;
+  int in_features_ = 0;
+};
+
+}  // namespace cnn

@@ -1,0 +1,26 @@
+#pragma once
+#include "layers/layer.hpp"
+
+namespace cnn {
+
+// Inverted dropout: in training each element is kept with probability 1-p and scaled by 1/(1-p);
+// in inference the layer passes its input through.
+class Dropout final : public Layer {
+ public:
+  explicit Dropout(float p);
+  std::string kind() const override { return "dropout"; }
+  std::string describe() const override { return "dropout " + std::to_string(p_).substr(0, 4); }
+  Shape output_shape(const std::vector<Shape>& inputs) override {
+    sample_ = inputs.at(0).elements();
+    return inputs.at(0);
+  }
+  std::vector<std::size_t> saved_floats(int batch) const override { return {sample_ * static_cast<std::size_t>(batch)}; }
+  void forward(const LayerContext& c) override;
+  void backward(const LayerContext& c) override;
+
+ private:
+  float p_;
+  std::size_t sample_ = 0;
+};
+
+}  // namespace cnn

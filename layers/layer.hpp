@@ -1,0 +1,78 @@
+#pragma once
+// A layer knows its shapes, its parameters, the memory it needs and how to run forward and
+// backward through the Backend interface. It owns no memory: every tensor it touches is a view
+// the engine hands it in a LayerContext.
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/backend.hpp"
+
+namespace cnn {
+
+// A shape that does not fit a layer: the message names the layer and both shapes.
+class ShapeError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+enum class Init { he_normal, glorot_uniform, zeros, ones };
+
+struct ParamSpec {
+  std::string name;      // "weight", "bias", "running_mean", ...
+  Shape shape;
+  Init init = Init::zeros;
+  int fan_in = 1, fan_out = 1;
+  bool trainable = true;  // false: state such as running statistics (no gradient, no optimizer)
+};
+
+struct LayerContext {
+  Backend* backend = nullptr;
+  int batch = 0;
+  bool training = true;
+  std::uint64_t seed = 0;               // fresh per step and layer: dropout draws from it
+  std::span<const Tensor> inputs;       // batched inputs
+  Tensor output;                        // batched output
+  std::span<const Tensor> params;       // in parameters() order
+  std::span<const Tensor> grads;        // one per parameter; empty views for non-trainable ones
+  std::span<const Tensor> saved;        // in saved_floats() order; alive from forward to backward
+  Workspace workspace;
+  // Backward only.
+  Tensor grad_output;
+  std::span<const Tensor> grad_inputs;  // empty view where no gradient is wanted
+  std::span<const bool> accumulate;     // per input: add to grad_inputs[i] instead of writing it
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  virtual std::string kind() const = 0;
+  virtual std::string describe() const = 0;
+  virtual int input_count() const { return 1; }
+
+  // Per-sample shapes ({C,H,W} or {features}). Called once when the network is built; the layer
+  // keeps what it needs. Throws ShapeError naming the layer.
+  virtual Shape output_shape(const std::vector<Shape>& inputs) = 0;
+  virtual std::vector<ParamSpec> parameters() const { return {}; }
+
+  // Memory beyond inputs and outputs, for a batch of `batch` samples.
+  virtual std::vector<std::size_t> saved_floats(int /*batch*/) const { return {}; }
+  virtual std::size_t workspace_bytes(Backend&, int /*batch*/, ConvPass, std::size_t /*limit*/) { return 0; }
+  virtual bool backward_needs_input() const { return false; }
+  virtual bool backward_needs_output() const { return false; }
+  // True for a layer whose output is its input seen with another shape (Flatten): the engine
+  // gives it no buffer and never calls forward or backward.
+  virtual bool is_view() const { return false; }
+
+  virtual void forward(const LayerContext& context) = 0;
+  virtual void backward(const LayerContext& context) = 0;
+};
+
+inline bool wants_gradient(const LayerContext& c, std::size_t input) {
+  return input < c.grad_inputs.size() && !c.grad_inputs[input].empty();
+}
+
+}  // namespace cnn
