@@ -33,40 +33,63 @@ void initialise(const ParamSpec& spec, float* out, std::uint64_t seed) {
   }
 }
 
+// Each block is at least one float, so that every allocation is a real one.
+memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int slots) {
+  memory::CategoryBytes b;
+  b[memory::Category::parameters] = std::max<std::size_t>(total, 1) * sizeof(float);
+  b[memory::Category::parameter_gradients] = std::max<std::size_t>(trainable, 1) * sizeof(float);
+  b[memory::Category::optimizer_state] = std::max<std::size_t>(trainable * static_cast<std::size_t>(slots), 1) * sizeof(float);
+  return b;
+}
+
 }  // namespace
 
-ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
-                               int optimizer_slots, std::uint64_t seed)
-    : backend_(backend), resource_(resource), slots_(optimizer_slots) {
-  // Layout: trainable tensors first (they share offsets with the gradient block), state after.
-  struct Slot { int node; std::size_t index; ParamSpec spec; std::size_t offset; };
-  std::vector<Slot> slots;
-  for (int pass = 0; pass < 2; ++pass)
+ParameterStore::Layout ParameterStore::layout(const Network& network) {
+  // Trainable tensors first (they share offsets with the gradient block), state after.
+  Layout l;
+  for (int pass = 0; pass < 2; ++pass) {
     for (int id = 1; id < network.size(); ++id) {
       const auto specs = network.node(id).layer->parameters();
       for (std::size_t k = 0; k < specs.size(); ++k) {
         if (specs[k].trainable != (pass == 0)) continue;
-        slots.push_back({id, k, specs[k], total_floats_});
-        total_floats_ += padded(specs[k].shape.elements());
-        if (pass == 0) trainable_count_ += specs[k].shape.elements();
+        l.slots.push_back({id, k, specs[k], l.total_floats});
+        l.total_floats += padded(specs[k].shape.elements());
+        if (pass == 0) l.trainable_count += specs[k].shape.elements();
       }
-      if (pass == 0) trainable_floats_ = total_floats_;
     }
+    if (pass == 0) l.trainable_floats = l.total_floats;
+  }
+  return l;
+}
+
+memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int optimizer_slots) {
+  const Layout l = layout(network);
+  return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots);
+}
+
+std::size_t ParameterStore::block_bytes(memory::Category category) const { return bytes()[category]; }
+
+ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
+                               int optimizer_slots, std::uint64_t seed)
+    : backend_(backend), resource_(resource), slots_(optimizer_slots) {
+  const Layout l = layout(network);
+  trainable_floats_ = l.trainable_floats;
+  total_floats_ = l.total_floats;
+  trainable_count_ = l.trainable_count;
 
   using memory::Category;
-  params_block_ = static_cast<float*>(resource_.allocate(std::max<std::size_t>(total_floats_, 1) * sizeof(float),
-                                                         memory::kDefaultAlignment, Category::parameters));
+  auto allocate = [&](Category c) {
+    return static_cast<float*>(resource_.allocate(block_bytes(c), memory::kDefaultAlignment, c));
+  };
+  params_block_ = allocate(Category::parameters);
   try {
-    grads_block_ = static_cast<float*>(resource_.allocate(std::max<std::size_t>(trainable_floats_, 1) * sizeof(float),
-                                                          memory::kDefaultAlignment, Category::parameter_gradients));
-    state_block_ = static_cast<float*>(resource_.allocate(
-        std::max<std::size_t>(trainable_floats_ * static_cast<std::size_t>(slots_), 1) * sizeof(float),
-        memory::kDefaultAlignment, Category::optimizer_state));
+    grads_block_ = allocate(Category::parameter_gradients);
+    state_block_ = allocate(Category::optimizer_state);
   } catch (...) {
-    if (grads_block_) resource_.deallocate(grads_block_, std::max<std::size_t>(trainable_floats_, 1) * sizeof(float),
+    if (grads_block_) resource_.deallocate(grads_block_, block_bytes(Category::parameter_gradients),
                                            memory::kDefaultAlignment, Category::parameter_gradients);
-    resource_.deallocate(params_block_, std::max<std::size_t>(total_floats_, 1) * sizeof(float),
-                         memory::kDefaultAlignment, Category::parameters);
+    resource_.deallocate(params_block_, block_bytes(Category::parameters), memory::kDefaultAlignment,
+                         Category::parameters);
     throw;
   }
 
@@ -78,34 +101,30 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
     grads_[static_cast<std::size_t>(id)].resize(count);
   }
   std::vector<float> host(total_floats_, 0.f);
-  for (const Slot& s : slots) {
+  for (const Slot& s : l.slots) {
     params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_ + s.offset, s.spec.shape};
-    if (s.spec.trainable) grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_ + s.offset, s.spec.shape};
-    initialise(s.spec, host.data() + s.offset, splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(s.node) * 64 + s.index)));
+    if (s.spec.trainable)
+      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_ + s.offset, s.spec.shape};
+    const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
+    initialise(s.spec, host.data() + s.offset, splitmix64(seed ^ splitmix64(stream)));
   }
   upload(host);
   zero_gradients();
-  backend_.fill(flat(state_block_, trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
+  if (slots_) backend_.fill(flat(state_block_, trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
 }
 
 ParameterStore::~ParameterStore() {
   using memory::Category;
-  resource_.deallocate(state_block_, std::max<std::size_t>(trainable_floats_ * static_cast<std::size_t>(slots_), 1) * sizeof(float),
-                       memory::kDefaultAlignment, Category::optimizer_state);
-  resource_.deallocate(grads_block_, std::max<std::size_t>(trainable_floats_, 1) * sizeof(float),
-                       memory::kDefaultAlignment, Category::parameter_gradients);
-  resource_.deallocate(params_block_, std::max<std::size_t>(total_floats_, 1) * sizeof(float),
-                       memory::kDefaultAlignment, Category::parameters);
+  for (Category c : {Category::optimizer_state, Category::parameter_gradients, Category::parameters}) {
+    float* block = c == Category::parameters ? params_block_ : c == Category::parameter_gradients ? grads_block_ : state_block_;
+    resource_.deallocate(block, block_bytes(c), memory::kDefaultAlignment, c);
+  }
 }
 
 void ParameterStore::zero_gradients() { backend_.fill(gradients(), 0.f); }
 
 memory::CategoryBytes ParameterStore::bytes() const {
-  memory::CategoryBytes b;
-  b[memory::Category::parameters] = total_floats_ * sizeof(float);
-  b[memory::Category::parameter_gradients] = trainable_floats_ * sizeof(float);
-  b[memory::Category::optimizer_state] = trainable_floats_ * static_cast<std::size_t>(slots_) * sizeof(float);
-  return b;
+  return block_sizes(total_floats_, trainable_floats_, slots_);
 }
 
 std::vector<float> ParameterStore::download() const {

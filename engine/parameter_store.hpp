@@ -32,6 +32,9 @@ class ParameterStore {
   }
   std::size_t trainable_count() const { return trainable_count_; }  // without padding
 
+  // The bytes a store for this network and optimizer would take, without allocating.
+  static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots);
+
   void zero_gradients();
   memory::CategoryBytes bytes() const;
 
@@ -42,6 +45,18 @@ class ParameterStore {
 
  private:
   static Tensor flat(float* data, std::size_t n) { return Tensor{data, Shape{static_cast<int>(n)}}; }
+  struct Slot {
+    int node;
+    std::size_t index;
+    ParamSpec spec;
+    std::size_t offset;  // floats from the block's start
+  };
+  struct Layout {
+    std::vector<Slot> slots;
+    std::size_t trainable_floats = 0, total_floats = 0, trainable_count = 0;
+  };
+  static Layout layout(const Network& network);
+  std::size_t block_bytes(memory::Category category) const;
 
   Backend& backend_;
   memory::MemoryResource& resource_;

@@ -1,0 +1,37 @@
+#include "engine/memory_report.hpp"
+
+#include <cstdio>
+
+#include "memory/bytes.hpp"
+
+namespace cnn {
+
+std::string format_memory_table(const MemoryBreakdown& m) {
+  using memory::Category;
+  using memory::format_bytes;
+  std::string out;
+  auto row = [&](const char* name, std::size_t bytes, const std::string& note = "") {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %12s  %s\n", name, format_bytes(bytes).c_str(), note.c_str());
+    out += line;
+  };
+  out += "memory plan for micro-batch " + std::to_string(m.micro_batch) + "\n";
+  row("parameters", m.persistent[Category::parameters]);
+  row("parameter gradients", m.persistent[Category::parameter_gradients]);
+  row("optimizer state", m.persistent[Category::optimizer_state]);
+  row("activations", m.arena_peak[Category::activations], "at the step's peak");
+  row("workspace", m.arena_peak[Category::workspace] + m.library,
+      m.library ? "incl. " + format_bytes(m.library) + " held by libraries" : "at the step's peak");
+  row("data staging", m.arena_peak[Category::data_staging] + m.loader_staging,
+      "input slots + " + format_bytes(m.loader_staging) + " loader prefetch");
+  row("planning slack", m.arena_bytes - m.lower_bound);
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, "%.3f x the liveness lower bound %s", m.lower_bound ? double(m.arena_bytes) / m.lower_bound : 1.0,
+                format_bytes(m.lower_bound).c_str());
+  row("step arena", m.arena_bytes, ratio);
+  row("total", m.total());
+  if (m.budget) row("budget", m.budget, m.fits() ? "fits" : "DOES NOT FIT");
+  return out;
+}
+
+}  // namespace cnn

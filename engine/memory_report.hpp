@@ -1,0 +1,27 @@
+#pragma once
+// The table of bytes by category that the engine prints before step 1, and that a refusal to
+// train under a budget carries.
+#include <cstddef>
+#include <string>
+
+#include "memory/category.hpp"
+
+namespace cnn {
+
+struct MemoryBreakdown {
+  int micro_batch = 0;
+  memory::CategoryBytes persistent;  // parameters, their gradients, optimizer state
+  memory::CategoryBytes arena_peak;  // what is live in the step arena at its fullest moment
+  std::size_t arena_bytes = 0;       // the arena the plan needs
+  std::size_t lower_bound = 0;       // liveness lower bound of the arena
+  std::size_t loader_staging = 0;    // the loader's prefetch buffers
+  std::size_t library = 0;           // bytes the backend's libraries hold
+  std::size_t budget = 0;            // 0: none
+
+  std::size_t total() const { return persistent.total() + arena_bytes + loader_staging + library; }
+  bool fits() const { return budget == 0 || total() <= budget; }
+};
+
+std::string format_memory_table(const MemoryBreakdown& breakdown);
+
+}  // namespace cnn

@@ -1,0 +1,83 @@
+#include "engine/optimizer.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace cnn {
+namespace {
+
+class Sgd final : public Optimizer {
+ public:
+  explicit Sgd(const OptimizerConfig& c) {
+    config_.momentum = c.momentum;
+    config_.nesterov = c.nesterov;
+    config_.weight_decay = c.weight_decay < 0 ? 0.f : c.weight_decay;
+    if (config_.nesterov && config_.momentum <= 0.f) throw std::invalid_argument("sgd: Nesterov needs a positive momentum");
+  }
+  int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
+  void step(Backend& backend, ParameterStore& params, float lr) override {
+    backend.sgd_update(params.trainable(), params.gradients(),
+                       state_slots() ? params.optimizer_slot(0) : Tensor{}, config_, lr);
+  }
+  std::string describe() const override {
+    return std::string("sgd (momentum ") + std::to_string(config_.momentum).substr(0, 4) +
+           (config_.nesterov ? ", nesterov" : "") + ", weight decay " + std::to_string(config_.weight_decay) + ")";
+  }
+
+ private:
+  SgdConfig config_;
+};
+
+class AdamW final : public Optimizer {
+ public:
+  explicit AdamW(const OptimizerConfig& c) {
+    config_.beta1 = c.beta1;
+    config_.beta2 = c.beta2;
+    config_.epsilon = c.epsilon;
+    config_.weight_decay = c.weight_decay < 0 ? 0.01f : c.weight_decay;
+  }
+  int state_slots() const override { return 2; }
+  void step(Backend& backend, ParameterStore& params, float lr) override {
+    backend.adamw_update(params.trainable(), params.gradients(), params.optimizer_slot(0), params.optimizer_slot(1),
+                         config_, lr, ++steps_);
+  }
+  std::string describe() const override {
+    return "adamw (betas " + std::to_string(config_.beta1).substr(0, 5) + ", " + std::to_string(config_.beta2).substr(0, 5) +
+           ", weight decay " + std::to_string(config_.weight_decay) + ")";
+  }
+
+ private:
+  AdamWConfig config_;
+  long steps_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
+  if (!(config.learning_rate > 0.f)) throw std::invalid_argument("learning rate must be positive");
+  if (config.kind == "sgd") return std::make_unique<Sgd>(config);
+  if (config.kind == "adamw") return std::make_unique<AdamW>(config);
+  throw std::invalid_argument("unknown optimizer '" + config.kind + "': use sgd or adamw");
+}
+
+void validate(const ScheduleConfig& s) {
+  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
+    throw std::invalid_argument("unknown schedule '" + s.kind + "': use constant, step or cosine");
+  if (s.kind == "step" && s.step_every <= 0) throw std::invalid_argument("step schedule: step_every must be positive");
+  if (s.warmup_steps < 0) throw std::invalid_argument("warm-up steps must not be negative");
+}
+
+float scheduled_rate(const ScheduleConfig& s, float base, long step, long total) {
+  if (step < s.warmup_steps) return base * static_cast<float>(step + 1) / static_cast<float>(s.warmup_steps);
+  const long after = step - s.warmup_steps;
+  const long span = std::max<long>(total - s.warmup_steps, 1);
+  if (s.kind == "step") return base * std::pow(s.gamma, static_cast<float>(after / s.step_every));
+  if (s.kind == "cosine") {
+    const double progress = std::min(1.0, static_cast<double>(after) / static_cast<double>(span));
+    const double cosine = 0.5 * (1.0 + std::cos(3.14159265358979 * progress));
+    return base * static_cast<float>(s.final_fraction + (1.0 - s.final_fraction) * cosine);
+  }
+  return base;
+}
+
+}  // namespace cnn

@@ -1,0 +1,43 @@
+#pragma once
+// Optimizers and learning-rate schedules. An optimizer step is one fused backend call over the
+// flat parameter block.
+#include <memory>
+#include <string>
+
+#include "engine/parameter_store.hpp"
+
+namespace cnn {
+
+struct OptimizerConfig {
+  std::string kind = "adamw";  // "sgd" or "adamw"
+  float learning_rate = 1e-3f;
+  float weight_decay = -1.f;   // < 0: the optimizer's default (SGD 0, AdamW 0.01)
+  float momentum = 0.9f;       // SGD
+  bool nesterov = false;       // SGD
+  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;  // AdamW
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual int state_slots() const = 0;  // floats of state per parameter
+  virtual void step(Backend& backend, ParameterStore& params, float learning_rate) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// Throws std::invalid_argument naming the accepted kinds.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
+
+struct ScheduleConfig {
+  std::string kind = "cosine";  // "constant", "step" or "cosine"
+  long warmup_steps = 0;        // linear warm-up from 0 to the base rate
+  long step_every = 0;          // "step": multiply by `gamma` every this many steps
+  float gamma = 0.1f;
+  float final_fraction = 0.0f;  // "cosine": the rate at the end, as a fraction of the base
+};
+
+// The learning rate at optimizer step `step` (0-based) of `total_steps`.
+float scheduled_rate(const ScheduleConfig& schedule, float base_rate, long step, long total_steps);
+void validate(const ScheduleConfig& schedule);
+
+}  // namespace cnn

@@ -1,0 +1,173 @@
+#include "engine/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/counter_rng.hpp"
+#include "memory/bytes.hpp"
+
+namespace cnn {
+namespace {
+
+constexpr std::size_t kMetricsBytes = 2 * sizeof(float);  // loss sum, correct count
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& resource, TrainerOptions options)
+    : net_(network), backend_(backend), resource_(resource), options_(std::move(options)) {
+  if (options_.batch <= 0) throw std::invalid_argument("batch must be positive");
+  if (options_.accumulate < 0 || options_.micro_batch < 0)
+    throw std::invalid_argument("micro-batch and accumulation count must not be negative");
+  optimizer_ = make_optimizer(options_.optimizer);
+  validate(options_.schedule);
+
+  int b = 0;
+  if (options_.accumulate > 0) b = ceil_div(options_.batch, options_.accumulate);
+  else if (options_.micro_batch > 0) b = std::min(options_.micro_batch, options_.batch);
+  else b = largest_fitting_micro_batch(options_.batch);
+  if (b == 0 || !breakdown(b).fits()) {
+    const MemoryBreakdown smallest = breakdown(std::max(b, 1));
+    memory::OutOfMemoryDetails details;
+    details.requested = smallest.total();
+    details.limit = options_.memory_budget;
+    details.resource = "budget";
+    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.memory_budget) +
+                             " cannot hold this network at micro-batch " + std::to_string(smallest.micro_batch) +
+                             " (it needs " + memory::format_bytes(smallest.total()) + "):\n" +
+                             format_memory_table(smallest),
+                         details);
+  }
+  params_ = std::make_unique<ParameterStore>(net_, backend_, resource_, optimizer_->state_slots(), options_.seed);
+  metrics_ = static_cast<float*>(resource_.allocate(kMetricsBytes, memory::kDefaultAlignment, memory::Category::other));
+  build(b);
+}
+
+Trainer::~Trainer() {
+  executor_.reset();
+  eval_executor_.reset();
+  memory_.reset();
+  eval_memory_.reset();
+  release_arena();
+  if (metrics_) resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
+}
+
+MemoryBreakdown Trainer::breakdown(int micro_batch) {
+  const StepPlan training = plan_step(net_, backend_, micro_batch, true, options_.workspace_limit);
+  const StepPlan inference = plan_step(net_, backend_, micro_batch, false, options_.workspace_limit);
+  MemoryBreakdown m;
+  m.micro_batch = micro_batch;
+  m.persistent = ParameterStore::planned_bytes(net_, optimizer_->state_slots());
+  m.persistent[memory::Category::other] += kMetricsBytes;
+  m.arena_peak = training.plan.peak_by_category;
+  m.arena_bytes = std::max(training.arena_bytes(), inference.arena_bytes());
+  m.lower_bound = training.plan.lower_bound_bytes;
+  m.loader_staging = options_.loader_staging;
+  m.library = backend_.library_reserved_bytes();
+  m.budget = options_.memory_budget;
+  return m;
+}
+
+int Trainer::largest_fitting_micro_batch(int limit) {
+  if (options_.memory_budget == 0) return limit;
+  if (!breakdown(1).fits()) return 0;
+  int lo = 1, hi = limit;  // the plan grows with the micro-batch: bisect
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (breakdown(mid).fits()) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+void Trainer::release_arena() {
+  if (arena_) resource_.deallocate(arena_, arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
+  arena_ = nullptr;
+  arena_bytes_ = 0;
+}
+
+void Trainer::build(int micro_batch) {
+  executor_.reset();
+  eval_executor_.reset();
+  memory_.reset();
+  eval_memory_.reset();
+  release_arena();
+  plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, options_.workspace_limit));
+  eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, options_.workspace_limit));
+  breakdown_ = breakdown(micro_batch);
+  arena_bytes_ = std::max(plan_->arena_bytes(), eval_plan_->arena_bytes());
+  arena_ = resource_.allocate(arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
+  memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_);
+  eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_);
+  executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_);
+  eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
+}
+
+void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training) {
+  const int b = (training ? plan_ : eval_plan_)->micro_batch;
+  const std::size_t sample = net_.input_shape().elements();
+  StepExecutor& executor = training ? *executor_ : *eval_executor_;
+  for (int j = 0; j < count; ++j) {
+    const int first = j * b;
+    MicroBatch mb{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
+                  std::min(b, batch.size - first)};
+    const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_) * 1024 + j));
+    executor.run(mb, grad_scale, Tensor{metrics_, Shape{1}}, Tensor{metrics_ + 1, Shape{1}}, seed);
+  }
+}
+
+StepReport Trainer::train_step(const HostBatch& batch) {
+  if (batch.size <= 0) throw std::invalid_argument("train_step: empty batch");
+  const float grad_scale = 1.0f / static_cast<float>(batch.size);
+  for (;;) {
+    const int b = plan_->micro_batch;
+    params_->zero_gradients();
+    backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
+    try {
+      run_micro_batches(batch, ceil_div(batch.size, b), grad_scale, true);
+      break;
+    } catch (const memory::OutOfMemory& error) {
+      // Discard the partial gradients, halve the micro-batch and replay the same samples.
+      if (b == 1) throw;
+      const int smaller = std::max(1, b / 2);
+      if (on_recovery)
+        on_recovery("step " + std::to_string(steps_ + 1) + ": out of memory at micro-batch " + std::to_string(b) +
+                    " (" + error.what() + "); replaying the step at micro-batch " + std::to_string(smaller));
+      build(smaller);
+    }
+  }
+  const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
+  optimizer_->step(backend_, *params_, lr);
+  ++steps_;
+  float host[2];
+  backend_.copy_to_host(metrics_, host, sizeof host);
+  StepReport r;
+  r.step = steps_;
+  r.samples = batch.size;
+  r.loss = host[0] / batch.size;
+  r.accuracy = host[1] / batch.size;
+  r.learning_rate = lr;
+  r.micro_batch = plan_->micro_batch;
+  r.micro_batches = ceil_div(batch.size, plan_->micro_batch);
+  return r;
+}
+
+EvalResult Trainer::evaluate(const NextBatch& next) {
+  backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
+  EvalResult result;
+  while (auto batch = next()) {
+    if (batch->size <= 0) continue;
+    run_micro_batches(*batch, ceil_div(batch->size, eval_plan_->micro_batch), 0.f, false);
+    result.samples += static_cast<std::size_t>(batch->size);
+  }
+  float host[2];
+  backend_.copy_to_host(metrics_, host, sizeof host);
+  if (result.samples) {
+    result.loss = host[0] / static_cast<double>(result.samples);
+    result.accuracy = host[1] / static_cast<double>(result.samples);
+  }
+  return result;
+}
+
+}  // namespace cnn

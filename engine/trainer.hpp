@@ -1,0 +1,104 @@
+#pragma once
+// The training loop's engine side: chooses the micro-batch that fits the budget, reserves the
+// persistent block and the step arena once, and runs optimizer steps of the requested batch as
+// k micro-batches whose gradients add up to the full-batch gradient.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/memory_report.hpp"
+#include "engine/optimizer.hpp"
+#include "engine/step_executor.hpp"
+#include "memory/out_of_memory.hpp"
+
+namespace cnn {
+
+struct TrainerOptions {
+  int batch = 64;                   // samples per optimizer step (B)
+  int micro_batch = 0;              // 0: the largest that fits the budget, at most B
+  int accumulate = 0;               // > 0: exactly this many micro-batches per step
+  std::size_t memory_budget = 0;    // 0: no limit
+  std::size_t loader_staging = 0;   // bytes the caller's loader reserved (counted in the budget)
+  std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
+  std::uint64_t seed = 1;
+  long total_steps = 0;             // for the schedule
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+};
+
+// Refusal before step 1: the plan cannot fit the budget even at micro-batch 1.
+class BudgetTooSmall : public memory::OutOfMemory {
+ public:
+  BudgetTooSmall(std::string message, memory::OutOfMemoryDetails details)
+      : OutOfMemory(std::move(message), std::move(details)) {}
+};
+
+struct HostBatch {
+  const float* images = nullptr;  // size samples, NCHW
+  const std::int32_t* labels = nullptr;
+  int size = 0;
+};
+using NextBatch = std::function<std::optional<HostBatch>()>;
+
+struct StepReport {
+  long step = 0;        // optimizer steps so far
+  int samples = 0;
+  double loss = 0;      // mean over the step's samples
+  double accuracy = 0;
+  float learning_rate = 0;
+  int micro_batch = 0;
+  int micro_batches = 0;
+};
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  std::size_t samples = 0;
+};
+
+class Trainer {
+ public:
+  // `resource` gives the persistent block and the arena (wrap it in adaptors to count or cap).
+  Trainer(Network& network, Backend& backend, memory::MemoryResource& resource, TrainerOptions options);
+  ~Trainer();
+
+  // Bytes by category for micro-batch b, computed from the plan without allocating.
+  MemoryBreakdown breakdown(int micro_batch);
+  // The largest micro-batch whose plan fits the budget (at most `limit`); 0 if none.
+  int largest_fitting_micro_batch(int limit);
+  const MemoryBreakdown& memory() const { return breakdown_; }
+  int micro_batch() const { return plan_->micro_batch; }
+  const StepPlan& plan() const { return *plan_; }
+  ParameterStore& parameters() { return *params_; }
+  const Optimizer& optimizer() const { return *optimizer_; }
+  long steps() const { return steps_; }
+
+  // One optimizer step over a host batch of any size (split into micro-batches).
+  StepReport train_step(const HostBatch& batch);
+  EvalResult evaluate(const NextBatch& next);
+  // Logged when a step ran out of memory and was replayed at a smaller micro-batch.
+  std::function<void(const std::string&)> on_recovery;
+
+ private:
+  void build(int micro_batch);
+  void release_arena();
+  void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
+
+  Network& net_;
+  Backend& backend_;
+  memory::MemoryResource& resource_;
+  TrainerOptions options_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<ParameterStore> params_;
+  std::unique_ptr<StepPlan> plan_, eval_plan_;
+  void* arena_ = nullptr;
+  std::size_t arena_bytes_ = 0;
+  std::unique_ptr<StepMemory> memory_, eval_memory_;
+  std::unique_ptr<StepExecutor> executor_, eval_executor_;
+  float* metrics_ = nullptr;  // device: loss sum, correct count
+  MemoryBreakdown breakdown_;
+  long steps_ = 0;
+};
+
+}  // namespace cnn
