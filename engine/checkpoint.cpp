@@ -1,0 +1,89 @@
+#include "engine/checkpoint.hpp"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+
+namespace cnn {
+namespace {
+
+constexpr char kMagic[8] = {'C', 'N', 'N', 'W', 'E', 'I', 'G', 'H'};
+constexpr std::uint32_t kVersion = 1;
+
+struct Header {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t fingerprint;  // CRC-32 of the network summary: layers and shapes
+  std::uint64_t floats;
+};
+
+std::uint32_t crc(const void* data, std::size_t bytes, std::uint32_t seed = 0) {
+  uLong value = seed;
+  const auto* p = static_cast<const Bytef*>(data);
+  while (bytes) {
+    const auto chunk = static_cast<uInt>(std::min<std::size_t>(bytes, 1u << 30));
+    value = crc32(value, p, chunk);
+    p += chunk;
+    bytes -= chunk;
+  }
+  return static_cast<std::uint32_t>(value);
+}
+
+std::uint32_t fingerprint(const Network& network) {
+  const std::string summary = network.summary();
+  return crc(summary.data(), summary.size());
+}
+
+}  // namespace
+
+void save_weights(const std::filesystem::path& path, const Network& network, const ParameterStore& params) {
+  const std::vector<float> values = params.download();
+  Header header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.version = kVersion;
+  header.fingerprint = fingerprint(network);
+  header.floats = values.size();
+  const std::uint32_t checksum = crc(values.data(), values.size() * sizeof(float));
+
+  std::filesystem::path temporary = path;
+  temporary += ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw CheckpointError("cannot write " + temporary.string());
+    out.write(reinterpret_cast<const char*>(&header), sizeof header);
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+    out.write(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw CheckpointError("writing " + temporary.string() + " failed (disk full?); " + path.string() + " is unchanged");
+    }
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+void load_weights(const std::filesystem::path& path, const Network& network, ParameterStore& params) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError("cannot open " + path.string());
+  Header header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header) || std::memcmp(header.magic, kMagic, sizeof kMagic))
+    throw CheckpointError(path.string() + ": not a cnnengine weights file");
+  if (header.version != kVersion)
+    throw CheckpointError(path.string() + ": version " + std::to_string(header.version) + ", expected " + std::to_string(kVersion));
+  if (header.fingerprint != fingerprint(network) || header.floats != params.total_floats())
+    throw CheckpointError(path.string() + ": weights of another network (" + std::to_string(header.floats) +
+                          " values, this network has " + std::to_string(params.total_floats()) + ")");
+  std::vector<float> values(header.floats);
+  std::uint32_t checksum = 0;
+  if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float))) ||
+      !in.read(reinterpret_cast<char*>(&checksum), sizeof checksum))
+    throw CheckpointError(path.string() + ": truncated");
+  if (checksum != crc(values.data(), values.size() * sizeof(float)))
+    throw CheckpointError(path.string() + ": corrupt (checksum mismatch)");
+  params.upload(values);
+}
+
+}  // namespace cnn

@@ -1,0 +1,260 @@
+// train_images: train a convolutional network on an image folder or IDX files (Fashion-MNIST).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "data/data_error.hpp"
+#include "data/loader.hpp"
+#include "data/open_dataset.hpp"
+#include "engine/checkpoint.hpp"
+#include "engine/device.hpp"
+#include "engine/presets.hpp"
+#include "engine/trainer.hpp"
+#include "limited_dataset.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/bytes.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "progress.hpp"
+
+namespace {
+
+using namespace cnn;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string model = "small";
+  int epochs = 8;
+  int batch = 64;
+  int micro_batch = 0;
+  int accumulate = 0;
+  float lr = 1e-3f;
+  std::string optimizer = "adamw";
+  float weight_decay = -1.f;
+  float momentum = 0.9f;
+  bool nesterov = false;
+  std::string schedule = "cosine";
+  double warmup_epochs = 0.0;
+  std::uint64_t seed = 1;
+  int threads = 0;
+  std::string device = "auto";
+  bool tf32 = false;
+  std::string budget;
+  std::string metrics_out;
+  std::string save;
+  std::string load;
+  std::size_t limit = 0;
+  int image_size = 0;
+  int channels = 0;
+  bool augment = false;
+  bool quiet = false;
+  bool doctor = false;
+  bool plan_only = false;
+};
+
+class MetricsFile {
+ public:
+  explicit MetricsFile(const std::string& path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::trunc);
+    if (!out_) throw std::runtime_error("cannot write the metrics file " + path);
+  }
+  void write(const nlohmann::json& line) {
+    if (out_.is_open()) out_ << line.dump() << '\n' << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
+
+int run(const Options& o) {
+  if (o.doctor) {
+    std::cout << environment_report();
+    return 0;
+  }
+  const std::size_t budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
+
+  data::SampleShape target;
+  if (o.image_size) target.height = target.width = o.image_size;
+  if (o.channels) target.channels = o.channels;
+  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed);
+  std::unique_ptr<data::Dataset> limited;
+  const data::Dataset* train_set = splits.train.get();
+  if (o.limit) {
+    limited = std::make_unique<app::LimitedDataset>(*splits.train, o.limit);
+    train_set = limited.get();
+  }
+  const data::SampleShape shape = train_set->shape();
+  std::cout << "data: " << train_set->description() << "\n      test: " << splits.test->description() << "\n";
+
+  Network network = make_network(o.model, Shape{shape.channels, shape.height, shape.width}, train_set->num_classes());
+  DeviceRequest request;
+  request.device = o.device;
+  request.threads = o.threads;
+  request.tf32 = o.tf32;
+  DeviceChoice device = select_device(request);
+  Backend& backend = *device.backend;
+  std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
+  std::cout << "model: " << o.model << "\n" << network.summary();
+
+  data::LoaderOptions train_options;
+  train_options.batch = o.batch;
+  train_options.seed = o.seed;
+  train_options.augment_flip = o.augment;
+  data::LoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+  test_options.augment_flip = false;
+  memory::StatisticsAdaptor staging_stats(backend.staging_memory());
+  data::Loader train_loader(*train_set, train_options, staging_stats);
+  data::Loader test_loader(*splits.test, test_options, staging_stats);
+  const std::size_t staging = train_loader.staging_bytes() + test_loader.staging_bytes();
+
+  TrainerOptions t;
+  t.batch = o.batch;
+  t.micro_batch = o.micro_batch;
+  t.accumulate = o.accumulate;
+  t.memory_budget = budget;
+  t.loader_staging = staging;
+  t.seed = o.seed;
+  t.total_steps = static_cast<long>(train_loader.batches_per_epoch()) * o.epochs;
+  t.optimizer.kind = o.optimizer;
+  t.optimizer.learning_rate = o.lr;
+  t.optimizer.weight_decay = o.weight_decay;
+  t.optimizer.momentum = o.momentum;
+  t.optimizer.nesterov = o.nesterov;
+  t.schedule.kind = o.schedule;
+  t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(train_loader.batches_per_epoch()));
+
+  memory::StatisticsAdaptor device_stats(backend.device_memory());
+  std::optional<memory::BudgetAdaptor> capped;
+  if (budget) capped.emplace(device_stats, budget > staging ? budget - staging : 0);
+  memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : device_stats;
+
+  if (o.plan_only) {
+    Trainer planner(network, backend, resource, t);
+    std::cout << format_memory_table(planner.memory());
+    return 0;
+  }
+  Trainer trainer(network, backend, resource, t);
+  trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
+  if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());
+  const int k = (o.batch + trainer.micro_batch() - 1) / trainer.micro_batch();
+  std::cout << "optimizer: " << trainer.optimizer().describe() << ", lr " << o.lr << ", " << o.schedule
+            << " schedule; batch " << o.batch << " = " << k << " micro-batch" << (k > 1 ? "es" : "") << " of "
+            << trainer.micro_batch() << "\n"
+            << format_memory_table(trainer.memory()) << std::flush;
+
+  MetricsFile metrics(o.metrics_out);
+  const std::size_t reserved_before_step1 = device_stats.statistics().current_bytes;
+  auto memory_note = [&] { return memory::format_bytes(device_stats.statistics().current_bytes + staging); };
+  double total_train_seconds = 0, last_accuracy = 0;
+  std::size_t total_images = 0;
+  const auto run_start = Clock::now();
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    train_loader.start_epoch(epoch);
+    app::Progress progress(epoch, o.epochs, train_loader.batches_per_epoch(), o.quiet);
+    double loss_sum = 0, correct = 0;
+    std::size_t seen = 0, batches = 0;
+    const auto epoch_start = Clock::now();
+    while (auto batch = train_loader.next()) {
+      const StepReport r = trainer.train_step(to_host_batch(*batch));
+      loss_sum += r.loss * r.samples;
+      correct += r.accuracy * r.samples;
+      seen += static_cast<std::size_t>(r.samples);
+      ++batches;
+      const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+      const double rate = seconds > 0 ? static_cast<double>(seen) / seconds : 0;
+      progress.update(batches, rate, loss_sum / static_cast<double>(seen), correct / static_cast<double>(seen), memory_note());
+      metrics.write({{"type", "step"}, {"epoch", epoch}, {"step", r.step}, {"loss", r.loss}, {"accuracy", r.accuracy},
+                     {"lr", r.learning_rate}, {"micro_batch", r.micro_batch}, {"micro_batches", r.micro_batches},
+                     {"images_per_second", rate}, {"reserved_bytes", device_stats.statistics().current_bytes}});
+    }
+    progress.finish();
+    const double train_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
+    total_train_seconds += train_seconds;
+    total_images += seen;
+    test_loader.start_epoch(1);
+    const EvalResult test = trainer.evaluate([&]() -> std::optional<HostBatch> {
+      auto b = test_loader.next();
+      if (!b) return std::nullopt;
+      return to_host_batch(*b);
+    });
+    last_accuracy = test.accuracy;
+    const double rate = static_cast<double>(seen) / train_seconds;
+    std::printf("epoch %d/%d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1fs, %.0f img/s\n", epoch,
+                o.epochs, loss_sum / static_cast<double>(seen), correct / static_cast<double>(seen), test.loss,
+                test.accuracy, train_seconds, rate);
+    std::fflush(stdout);
+    metrics.write({{"type", "epoch"}, {"epoch", epoch}, {"train_loss", loss_sum / static_cast<double>(seen)},
+                   {"train_accuracy", correct / static_cast<double>(seen)}, {"test_loss", test.loss},
+                   {"test_accuracy", test.accuracy}, {"seconds", train_seconds}, {"images_per_second", rate}});
+    if (!o.save.empty()) save_weights(o.save, network, trainer.parameters());
+  }
+  const auto stats = device_stats.statistics();
+  const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
+  const double rate = total_train_seconds > 0 ? static_cast<double>(total_images) / total_train_seconds : 0;
+  std::printf("done: test accuracy %.4f after %d epochs in %.1fs (%.0f img/s training)\n", last_accuracy, o.epochs,
+              wall, rate);
+  std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total\n",
+              memory::format_bytes(reserved_before_step1).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
+              memory::format_bytes(stats.current_bytes).c_str(), stats.allocations);
+  std::cout << format_memory_table(trainer.memory());
+  if (!o.save.empty()) std::cout << "weights saved to " << o.save << "\n";
+  metrics.write({{"type", "summary"}, {"epochs", o.epochs}, {"test_accuracy", last_accuracy},
+                 {"images_per_second", rate}, {"seconds", wall}, {"batch", o.batch},
+                 {"micro_batch", trainer.micro_batch()}, {"peak_reserved_bytes", stats.peak_bytes},
+                 {"reserved_before_step1", reserved_before_step1}, {"upstream_allocations", stats.allocations}});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"train_images: train a convolutional network on images (cnnengine)"};
+  app.add_option("--data", o.data, "IDX folder (Fashion-MNIST layout) or image folder (one sub-folder per class)");
+  app.add_option("--model", o.model, "small, small-bn, resnet, resnet18, or a network text file");
+  app.add_option("--epochs", o.epochs)->check(CLI::PositiveNumber);
+  app.add_option("--batch", o.batch, "samples per optimizer step")->check(CLI::PositiveNumber);
+  app.add_option("--micro-batch", o.micro_batch, "samples per forward/backward pass (default: largest that fits)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--accumulate", o.accumulate, "micro-batches per optimizer step")->check(CLI::NonNegativeNumber);
+  app.add_option("--lr", o.lr, "base learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", o.optimizer)->check(CLI::IsMember({"sgd", "adamw"}));
+  app.add_option("--weight-decay", o.weight_decay, "default: sgd 0, adamw 0.01");
+  app.add_option("--momentum", o.momentum);
+  app.add_flag("--nesterov", o.nesterov);
+  app.add_option("--schedule", o.schedule)->check(CLI::IsMember({"constant", "step", "cosine"}));
+  app.add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)");
+  app.add_option("--seed", o.seed);
+  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--device", o.device)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_flag("--tf32", o.tf32, "CUDA: allow TF32 tensor cores");
+  app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB");
+  app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");
+  app.add_option("--save", o.save, "write the weights here after every epoch (atomically)");
+  app.add_option("--load", o.load, "start from these weights");
+  app.add_option("--limit", o.limit, "train on the first N samples only");
+  app.add_option("--image-size", o.image_size, "image folders: resize to NxN (default: first image's size)");
+  app.add_option("--channels", o.channels, "image folders: 1 (grey) or 3 (RGB)");
+  app.add_flag("--augment", o.augment, "random horizontal flips");
+  app.add_flag("--quiet", o.quiet, "no progress bar");
+  app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
+  app.add_flag("--plan", o.plan_only, "print the memory plan and exit");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const BudgetTooSmall& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
