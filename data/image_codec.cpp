@@ -1,0 +1,95 @@
+#include "data/image_codec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/data_error.hpp"
+#include "data/resize.hpp"
+
+// The one translation unit that compiles stb_image. Static, so that the library exports no stbi
+// symbols that could clash with an application's own copy.
+#define STB_IMAGE_IMPLEMENTATION
+#define STB_IMAGE_STATIC
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#include "stb_image.h"
+#pragma GCC diagnostic pop
+
+namespace cnn::data {
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+File open_file(const std::filesystem::path& path) {
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  return file;
+}
+
+std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
+  File file = open_file(path);
+  std::vector<unsigned char> bytes;
+  unsigned char chunk[1 << 16];
+  for (;;) {
+    std::size_t got = std::fread(chunk, 1, sizeof chunk, file.get());
+    bytes.insert(bytes.end(), chunk, chunk + got);
+    if (bytes.size() > static_cast<std::size_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
+    if (got < sizeof chunk) break;
+  }
+  if (std::ferror(file.get())) fail(path, std::string("read error: ") + std::strerror(errno));
+  return bytes;
+}
+
+std::string reason() {
+  const char* text = stbi_failure_reason();
+  return text ? text : "unknown reason";
+}
+
+}  // namespace
+
+bool has_image_extension(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
+}
+
+ImageInfo probe_image(const std::filesystem::path& path) {
+  File file = open_file(path);
+  ImageInfo info;
+  if (!stbi_info_from_file(file.get(), &info.width, &info.height, &info.channels))
+    fail(path, "not a readable PNG, JPEG or BMP image: " + reason());
+  return info;
+}
+
+void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out) {
+  if (target.channels != 1 && target.channels != 3)
+    fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
+  std::vector<unsigned char> bytes = read_whole_file(path);
+  const int length = static_cast<int>(bytes.size());
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &channels))
+    fail(path, "not a readable PNG, JPEG or BMP image: " + reason());
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(bytes.data(), length, &width, &height, &channels, target.channels),
+      stbi_image_free);
+  if (!pixels) fail(path, "corrupt image, decoding failed: " + reason());
+  resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width);
+}
+
+}  // namespace cnn::data

@@ -1,0 +1,22 @@
+#pragma once
+// A folder of class folders holding PNG, JPEG or BMP images (decoded by stb_image). Grey or RGB
+// images are converted to target.channels (1 or 3) and resized (bilinear) to target height x
+// width; target.height == 0 means the first image's size, width == 0 alone a square.
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+
+#include "data/dataset.hpp"
+
+namespace cnn::data {
+
+// Data sets up to this many decoded bytes are decoded at open and held in memory; larger ones
+// read only the image headers at open and decode each image in load().
+inline constexpr std::size_t kEagerDecodeLimit = std::size_t{1} << 30;
+
+std::unique_ptr<Dataset> open_image_folder(const std::filesystem::path& folder, SampleShape target);
+
+std::unique_ptr<Dataset> open_image_folder(const std::filesystem::path& folder, SampleShape target,
+                                           std::size_t eager_decode_limit);
+
+}  // namespace cnn::data

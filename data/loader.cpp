@@ -1,0 +1,186 @@
+#include "data/loader.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "data/augment.hpp"
+#include "data/random.hpp"
+#include "memory/bytes.hpp"
+
+namespace cnn::data {
+namespace {
+
+constexpr std::uint64_t kAugmentStream = 0xA116'0000'0000'0001ull;
+
+std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
+  if (options.batch <= 0) throw std::invalid_argument("Loader: batch must be positive, got " + std::to_string(options.batch));
+  const auto batch = static_cast<std::size_t>(options.batch);
+  return options.drop_last ? samples / batch : (samples + batch - 1) / batch;
+}
+
+void validate(const LoaderOptions& options, const memory::MemoryResource& staging) {
+  if (options.prefetch < 0)
+    throw std::invalid_argument("Loader: prefetch must be 0 or more, got " + std::to_string(options.prefetch));
+  if (options.augment_crop_padding < 0)
+    throw std::invalid_argument("Loader: augment_crop_padding must be 0 or more, got " +
+                                std::to_string(options.augment_crop_padding));
+  if (!(options.normalize_std > 0.0f))
+    throw std::invalid_argument("Loader: normalize_std must be positive, got " + std::to_string(options.normalize_std));
+  if (staging.is_device_memory())
+    throw std::invalid_argument("Loader: staging resource '" + staging.name() + "' is device memory; the loader writes from the host");
+}
+
+}  // namespace
+
+Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResource& staging)
+    : data_(data),
+      options_(options),
+      staging_(staging),
+      shape_(data.shape()),
+      samples_(data.size()),
+      batches_(count_batches(samples_, options)) {
+  validate(options_, staging_);
+  const std::size_t batch = static_cast<std::size_t>(options_.batch);
+  const std::size_t image_bytes = memory::align_up(batch * shape_.elements() * sizeof(float), memory::kDefaultAlignment);
+  const std::size_t label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
+  const std::size_t slot_count = static_cast<std::size_t>(options_.prefetch) + 1;
+  block_bytes_ = slot_count * (image_bytes + label_bytes);
+  block_ = staging_.allocate(block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
+  auto* base = static_cast<unsigned char*>(block_);
+  for (std::size_t s = 0; s < slot_count; ++s) {
+    unsigned char* slot = base + s * (image_bytes + label_bytes);
+    slots_.push_back({reinterpret_cast<float*>(slot), reinterpret_cast<std::int32_t*>(slot + image_bytes), 0});
+  }
+  try {
+    worker_ = std::thread([this] { run(); });
+  } catch (...) {
+    staging_.deallocate(block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
+    throw;
+  }
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+  staging_.deallocate(block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
+}
+
+void Loader::begin_epoch_locked(int epoch) {
+  ++generation_;
+  live_generation_ = generation_;
+  epoch_ = epoch;
+  produced_ = consumed_ = 0;
+  holding_ = false;
+  error_ = nullptr;
+  changed_.notify_all();
+}
+
+void Loader::start_epoch(int epoch) {
+  std::lock_guard lock(mutex_);
+  begin_epoch_locked(epoch);
+}
+
+std::optional<BatchView> Loader::next() {
+  std::unique_lock lock(mutex_);
+  if (generation_ == 0) begin_epoch_locked(0);
+  if (holding_) {
+    holding_ = false;
+    ++consumed_;
+    changed_.notify_all();  // its slot is free again
+  }
+  if (consumed_ >= batches_) return std::nullopt;
+  changed_.wait(lock, [&] { return produced_ > consumed_ || error_; });
+  if (produced_ <= consumed_) std::rethrow_exception(error_);
+  holding_ = true;
+  const Slot& slot = slots_[consumed_ % slots_.size()];
+  return BatchView{slot.images, slot.labels, slot.size, consumed_};
+}
+
+bool Loader::may_produce_locked(std::uint64_t generation, std::size_t batch) const {
+  // Slots of batches consumed_ .. batch-1 are in use (held or ready); batch's slot must not be one.
+  return generation == generation_ && generation != 0 && !error_ && batch < batches_ &&
+         batch < consumed_ + slots_.size();
+}
+
+void Loader::run() {
+  std::vector<float> scratch(shape_.elements());
+  std::vector<std::size_t> order;
+  std::uint64_t generation = 0;
+  int epoch = 0;
+  std::size_t batch = 0;
+  bool have_order = false;
+
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || generation != generation_ || may_produce_locked(generation, batch); });
+    if (stop_) return;
+    if (generation != generation_) {
+      generation = generation_;
+      epoch = epoch_;
+      batch = 0;
+      have_order = false;
+      continue;
+    }
+    lock.unlock();
+    std::exception_ptr failure;
+    bool complete = false;
+    Slot& slot = slots_[batch % slots_.size()];
+    try {
+      if (!have_order) {
+        if (options_.shuffle) {
+          order = permutation(samples_, hash_values(options_.seed, static_cast<std::uint64_t>(epoch)));
+        } else {
+          order.resize(samples_);
+          std::iota(order.begin(), order.end(), std::size_t{0});
+        }
+        have_order = true;
+      }
+      complete = fill(slot, batch, order, epoch, generation, scratch);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    if (stop_ || generation != generation_) continue;  // abandoned: a new epoch or shutdown
+    if (failure) {
+      error_ = failure;
+    } else if (complete) {
+      ++produced_;
+      ++batch;
+    }
+    changed_.notify_all();
+  }
+}
+
+bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
+                  std::uint64_t generation, std::vector<float>& scratch) {
+  const std::size_t first = batch * static_cast<std::size_t>(options_.batch);
+  const std::size_t count = std::min(static_cast<std::size_t>(options_.batch), samples_ - first);
+  const std::size_t elements = shape_.elements();
+  const bool augment = options_.augment_flip || options_.augment_crop_padding > 0;
+  const bool normalize = options_.normalize_mean != 0.0f || options_.normalize_std != 1.0f;
+  const float inv_std = 1.0f / options_.normalize_std;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (stopping_ || live_generation_ != generation) return false;
+    const std::size_t index = order[first + k];
+    float* image = slot.images + k * elements;
+    slot.labels[k] = static_cast<std::int32_t>(data_.load(index, image));
+    if (augment) {
+      std::uint64_t key = hash_values(options_.seed, static_cast<std::uint64_t>(epoch), index, kAugmentStream);
+      apply_augment(image, shape_, choose_augment(key, options_.augment_flip, options_.augment_crop_padding),
+                    scratch.data());
+    }
+    if (normalize)
+      for (std::size_t i = 0; i < elements; ++i) image[i] = (image[i] - options_.normalize_mean) * inv_std;
+  }
+  slot.size = static_cast<int>(count);
+  return true;
+}
+
+}  // namespace cnn::data

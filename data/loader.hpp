@@ -1,0 +1,98 @@
+#pragma once
+// Batches from a data set: shuffled by (seed, epoch), augmented, normalised, and decoded by a
+// background thread into a ring of staging slots ahead of the consumer.
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "data/dataset.hpp"
+#include "memory/memory_resource.hpp"
+
+namespace cnn::data {
+
+struct LoaderOptions {
+  int batch = 64;
+  bool shuffle = true;
+  std::uint64_t seed = 1;
+  bool drop_last = false;
+  int prefetch = 2;  // batches decoded ahead of the one in use (0: none)
+  bool augment_flip = false;
+  int augment_crop_padding = 0;
+  float normalize_mean = 0.f, normalize_std = 1.f;
+};
+
+struct BatchView {
+  const float* images;  // size x shape().elements() floats, CHW per sample
+  const std::int32_t* labels;
+  int size;
+  std::size_t index;  // batch number in the epoch
+};
+
+class Loader {
+ public:
+  // Allocates the staging ring (prefetch + 1 slots) from `staging`, as Category::data_staging,
+  // once; it must be memory the host can write. Throws std::invalid_argument on bad options.
+  Loader(const Dataset& data, LoaderOptions options, memory::MemoryResource& staging);
+  // Joins the thread (after at most the load() in progress), even mid-epoch or after an error.
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts (or restarts) an epoch: its order comes from (seed, epoch) alone.
+  void start_epoch(int epoch);
+  // The next batch of the epoch, blocking until it is ready; nullopt at the end of the epoch.
+  // The view is valid until the next call to next() or start_epoch(). An exception from the
+  // data set is rethrown here, after the batches before it, and again on every later call
+  // until start_epoch(). Called before any start_epoch(), it starts epoch 0.
+  std::optional<BatchView> next();
+
+  std::size_t batches_per_epoch() const { return batches_; }
+  std::size_t staging_bytes() const { return block_bytes_; }
+
+ private:
+  struct Slot {
+    float* images;
+    std::int32_t* labels;
+    int size;
+  };
+
+  void begin_epoch_locked(int epoch);
+  void run();
+  bool may_produce_locked(std::uint64_t generation, std::size_t batch) const;
+  bool fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
+            std::uint64_t generation, std::vector<float>& scratch);
+
+  const Dataset& data_;
+  const LoaderOptions options_;
+  memory::MemoryResource& staging_;
+  const SampleShape shape_;
+  const std::size_t samples_;
+  const std::size_t batches_;
+  std::size_t block_bytes_ = 0;
+  void* block_ = nullptr;
+  std::vector<Slot> slots_;
+
+  // Shared with the worker, under mutex_. Whoever changes them notifies changed_.
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::uint64_t generation_ = 0;  // one per start_epoch(); 0: none yet
+  int epoch_ = 0;
+  std::size_t produced_ = 0;  // batches of this generation ready in their slots
+  std::size_t consumed_ = 0;  // batches of this generation the consumer is done with
+  bool holding_ = false;      // the consumer holds batch consumed_
+  std::exception_ptr error_;  // stops this generation after produced_ batches
+  bool stop_ = false;
+  // Mirrors of generation_ and stop_ that the worker polls between samples without the lock.
+  std::atomic<std::uint64_t> live_generation_{0};
+  std::atomic<bool> stopping_{false};
+
+  std::thread worker_;
+};
+
+}  // namespace cnn::data

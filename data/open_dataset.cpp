@@ -1,0 +1,120 @@
+#include "data/open_dataset.hpp"
+
+#include <optional>
+#include <system_error>
+#include <vector>
+
+#include "data/data_error.hpp"
+#include "data/folder_scan.hpp"
+#include "data/idx_dataset.hpp"
+#include "data/image_folder_dataset.hpp"
+#include "data/subset_dataset.hpp"
+
+namespace cnn::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kIdxLookedFor =
+    "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz] and "
+    "t10k-labels-idx1-ubyte[.gz] (or test-...)";
+
+bool is_file(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+// The first of prefix-<stem>, for each prefix, raw before gzip, that exists.
+std::optional<fs::path> find_idx(const fs::path& folder, std::vector<std::string> prefixes, const std::string& stem) {
+  for (const std::string& prefix : prefixes) {
+    for (const char* suffix : {"", ".gz"}) {
+      fs::path candidate = folder / (prefix + "-" + stem + suffix);
+      if (is_file(candidate)) return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+struct IdxFiles {
+  std::optional<fs::path> train_images, train_labels, test_images, test_labels;
+  bool any() const { return train_images || train_labels || test_images || test_labels; }
+};
+
+IdxFiles find_idx_files(const fs::path& folder) {
+  return {find_idx(folder, {"train"}, "images-idx3-ubyte"), find_idx(folder, {"train"}, "labels-idx1-ubyte"),
+          find_idx(folder, {"t10k", "test"}, "images-idx3-ubyte"),
+          find_idx(folder, {"t10k", "test"}, "labels-idx1-ubyte")};
+}
+
+DatasetSplits open_idx_folder(const fs::path& folder, const IdxFiles& files) {
+  std::string missing;
+  auto note = [&](const std::optional<fs::path>& file, const char* name) {
+    if (!file) missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  note(files.train_images, "train-images-idx3-ubyte[.gz]");
+  note(files.train_labels, "train-labels-idx1-ubyte[.gz]");
+  note(files.test_images, "t10k-images-idx3-ubyte[.gz] (or test-...)");
+  note(files.test_labels, "t10k-labels-idx1-ubyte[.gz] (or test-...)");
+  if (!missing.empty()) fail(folder, "incomplete IDX data set: missing " + missing);
+
+  DatasetSplits splits;
+  splits.kind = "idx";
+  splits.train = open_idx(*files.train_images, *files.train_labels);
+  splits.test = open_idx(*files.test_images, *files.test_labels, splits.train->num_classes());
+  if (splits.test->shape() != splits.train->shape()) {
+    fail(*files.test_images, "image size differs from the training set: expected " + to_string(splits.train->shape()) +
+                                 ", found " + to_string(splits.test->shape()));
+  }
+  return splits;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return "[" + text + "]";
+}
+
+DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target) {
+  DatasetSplits splits;
+  splits.kind = "image-folder";
+  splits.train = open_image_folder(folder / "train", target);
+  splits.test = open_image_folder(folder / "test", splits.train->shape());
+  if (splits.test->class_names() != splits.train->class_names()) {
+    fail(folder / "test", "class folders differ from train/: expected " + joined(splits.train->class_names()) +
+                              ", found " + joined(splits.test->class_names()));
+  }
+  return splits;
+}
+
+DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uint64_t seed) {
+  std::shared_ptr<const Dataset> all = open_image_folder(folder, target);
+  Split split = stratified_split(all, seed);
+  return {std::move(split.train), std::move(split.test), "image-folder"};
+}
+
+}  // namespace
+
+DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint64_t seed) {
+  std::vector<fs::path> folders = sub_folders(folder);  // DataError when the folder is missing
+
+  if (IdxFiles idx = find_idx_files(folder); idx.any()) return open_idx_folder(folder, idx);
+
+  // A train/ or test/ that holds images directly is a class that happens to bear that name.
+  auto split_folder = [&](const char* name) {
+    for (const fs::path& f : folders)
+      if (f.filename() == name) return !sub_folders(f).empty();
+    return false;
+  };
+  const bool train = split_folder("train"), test = split_folder("test");
+  if (train && test) return open_train_test_folders(folder, target);
+  if (train || test) {
+    fail(folder, std::string("found ") + (train ? "train/" : "test/") + " but no " + (train ? "test/" : "train/") +
+                     " folder of class folders beside it: expected both");
+  }
+  if (!folders.empty()) return open_held_out(folder, target, seed);
+
+  fail(folder, std::string("no data set found: looked for IDX files (") + kIdxLookedFor +
+                   "), train/ and test/ folders of class folders, or class folders");
+}
+
+}  // namespace cnn::data

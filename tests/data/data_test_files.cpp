@@ -1,0 +1,123 @@
+#include "data_test_files.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#define STB_IMAGE_WRITE_STATIC
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#include <stb/stb_image_write.h>
+#pragma GCC diagnostic pop
+
+namespace cnn::data::test {
+namespace fs = std::filesystem;
+
+TempFolder::TempFolder() {
+  static std::atomic<int> counter{0};
+  std::random_device entropy;
+  path_ = fs::temp_directory_path() /
+          ("cnn_data_test_" + std::to_string(entropy()) + "_" + std::to_string(counter++));
+  fs::create_directories(path_);
+}
+
+TempFolder::~TempFolder() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+void write_bytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+namespace {
+
+std::uint32_t crc32(const std::vector<std::uint8_t>& bytes) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::uint8_t b : bytes) {
+    crc ^= b;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+void put_le(std::vector<std::uint8_t>& out, std::uint32_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
+}
+
+}  // namespace
+
+// The test program does not link zlib, so this writes a valid gzip member of stored (not
+// compressed) deflate blocks by hand.
+std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes) {
+  std::vector<std::uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};
+  std::size_t at = 0;
+  do {
+    const std::size_t length = std::min<std::size_t>(65535, bytes.size() - at);
+    const bool last = at + length == bytes.size();
+    out.push_back(last ? 1 : 0);
+    put_le(out, static_cast<std::uint32_t>(length), 2);
+    put_le(out, static_cast<std::uint32_t>(~length & 0xFFFF), 2);
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+               bytes.begin() + static_cast<std::ptrdiff_t>(at + length));
+    at += length;
+  } while (at < bytes.size());
+  put_le(out, crc32(bytes), 4);
+  put_le(out, static_cast<std::uint32_t>(bytes.size()), 4);
+  return out;
+}
+
+void write_gzip(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
+  write_bytes(path, gzip_bytes(bytes));
+}
+
+std::vector<std::uint8_t> read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data) {
+  std::vector<std::uint8_t> bytes = {0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
+  for (std::uint32_t d : dims)
+    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<std::uint8_t>(d >> shift));
+  bytes.insert(bytes.end(), data.begin(), data.end());
+  return bytes;
+}
+
+std::vector<std::uint8_t> idx_images(std::uint32_t n, std::uint32_t h, std::uint32_t w) {
+  std::vector<std::uint8_t> pixels;
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (std::uint32_t p = 0; p < h * w; ++p) pixels.push_back(static_cast<std::uint8_t>((i + p) % 256));
+  return idx_bytes({n, h, w}, pixels);
+}
+
+std::vector<std::uint8_t> idx_labels(std::uint32_t n, int classes) {
+  std::vector<std::uint8_t> labels;
+  for (std::uint32_t i = 0; i < n; ++i) labels.push_back(static_cast<std::uint8_t>(i % static_cast<std::uint32_t>(classes)));
+  return idx_bytes({n}, labels);
+}
+
+void write_image(const fs::path& path, int width, int height, int channels, const std::vector<std::uint8_t>& pixels) {
+  fs::create_directories(path.parent_path());
+  const std::string ext = path.extension().string();
+  int ok = 0;
+  if (ext == ".png") ok = stbi_write_png(path.c_str(), width, height, channels, pixels.data(), width * channels);
+  else if (ext == ".bmp") ok = stbi_write_bmp(path.c_str(), width, height, channels, pixels.data());
+  else if (ext == ".jpg") ok = stbi_write_jpg(path.c_str(), width, height, channels, pixels.data(), 95);
+  if (!ok) throw std::runtime_error("cannot write image " + path.string());
+}
+
+std::vector<std::uint8_t> flat_pixels(int width, int height, const std::vector<std::uint8_t>& value) {
+  std::vector<std::uint8_t> pixels;
+  for (int i = 0; i < width * height; ++i) pixels.insert(pixels.end(), value.begin(), value.end());
+  return pixels;
+}
+
+}  // namespace cnn::data::test

@@ -1,0 +1,44 @@
+#pragma once
+// Helpers for the data tests: a temporary folder removed at the end of the test, and writers
+// for the small IDX and image files the tests feed the readers.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace cnn::data::test {
+
+class TempFolder {
+ public:
+  TempFolder();
+  ~TempFolder();
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes);
+void write_gzip(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path);
+
+// An IDX file's bytes: big-endian magic 0x000008<rank>, the dimensions, then `data`.
+std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data);
+
+// n images of h x w whose pixel (i, y, x) is (i + y * w + x) % 256, and labels i % classes.
+std::vector<std::uint8_t> idx_images(std::uint32_t n, std::uint32_t h, std::uint32_t w);
+std::vector<std::uint8_t> idx_labels(std::uint32_t n, int classes);
+
+// Writes an image with stb_image_write; pixels are HWC with `channels` (1 or 3). The format
+// follows the extension: .png, .bmp or .jpg.
+void write_image(const std::filesystem::path& path, int width, int height, int channels,
+                 const std::vector<std::uint8_t>& pixels);
+
+// A flat image of one value per channel.
+std::vector<std::uint8_t> flat_pixels(int width, int height, const std::vector<std::uint8_t>& value);
+
+}  // namespace cnn::data::test
