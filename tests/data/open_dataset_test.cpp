@@ -1,0 +1,168 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data/data_error.hpp"
+#include "data/open_dataset.hpp"
+#include "data_test_files.hpp"
+
+using namespace cnn::data;
+using cnn::data::test::TempFolder;
+namespace t = cnn::data::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+void expect_error(const fs::path& folder, const fs::path& named, const std::string& words) {
+  try {
+    open_dataset(folder);
+    FAIL("expected a DataError naming " << named);
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find(full_path(named)) != std::string::npos);
+    CHECK(what.find(words) != std::string::npos);
+  }
+}
+
+// The first pixel, as a byte: the tests below give every image its own.
+int first_byte(const Dataset& data, std::size_t index) {
+  std::vector<float> out(data.shape().elements());
+  data.load(index, out.data());
+  return static_cast<int>(out[0] * 255 + 0.5f);
+}
+
+// Classes "cat" (12 images) and "dog" (7), each image flat grey with a distinct value.
+void write_class_folders(const fs::path& root) {
+  for (int i = 0; i < 12; ++i) t::write_image(root / "cat" / (std::to_string(i) + ".png"), 3, 3, 1, t::flat_pixels(3, 3, {static_cast<std::uint8_t>(i)}));
+  for (int i = 0; i < 7; ++i) t::write_image(root / "dog" / (std::to_string(i) + ".png"), 3, 3, 1, t::flat_pixels(3, 3, {static_cast<std::uint8_t>(100 + i)}));
+}
+
+std::set<int> values(const Dataset& data) {
+  std::set<int> seen;
+  for (std::size_t i = 0; i < data.size(); ++i) seen.insert(first_byte(data, i));
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("open_dataset: IDX folders, gzip or raw, t10k or test names", "[data][open]") {
+  TempFolder dir;
+  const bool gz = GENERATE(false, true);
+  const std::string test_prefix = GENERATE(std::string("t10k"), std::string("test"));
+  auto write = [&](const std::string& name, const std::vector<std::uint8_t>& bytes) {
+    if (gz) t::write_gzip(dir / (name + ".gz"), bytes);
+    else t::write_bytes(dir / name, bytes);
+  };
+  write("train-images-idx3-ubyte", t::idx_images(30, 5, 5));
+  write("train-labels-idx1-ubyte", t::idx_labels(30, 4));
+  write(test_prefix + "-images-idx3-ubyte", t::idx_images(8, 5, 5));
+  write(test_prefix + "-labels-idx1-ubyte", t::idx_labels(8, 3));  // fewer classes than train: fine
+  DatasetSplits splits = open_dataset(dir.path());
+  CHECK(splits.kind == "idx");
+  CHECK(splits.train->size() == 30);
+  CHECK(splits.test->size() == 8);
+  CHECK(splits.test->num_classes() == 4);
+  CHECK(splits.test->shape() == SampleShape{1, 5, 5});
+}
+
+TEST_CASE("open_dataset: IDX errors", "[data][open]") {
+  TempFolder dir;
+  t::write_bytes(dir / "train-images-idx3-ubyte", t::idx_images(30, 5, 5));
+  t::write_bytes(dir / "train-labels-idx1-ubyte", t::idx_labels(30, 4));
+  SECTION("missing test files") {
+    expect_error(dir.path(), dir.path(), "incomplete IDX data set: missing t10k-images-idx3-ubyte[.gz]");
+  }
+  SECTION("test labels beyond the training classes") {
+    t::write_bytes(dir / "t10k-images-idx3-ubyte", t::idx_images(8, 5, 5));
+    t::write_bytes(dir / "t10k-labels-idx1-ubyte", t::idx_labels(8, 6));
+    expect_error(dir.path(), dir / "t10k-labels-idx1-ubyte", "label out of range at record 4: expected < 4, found 4");
+  }
+  SECTION("test images of another size") {
+    t::write_bytes(dir / "t10k-images-idx3-ubyte", t::idx_images(8, 6, 5));
+    t::write_bytes(dir / "t10k-labels-idx1-ubyte", t::idx_labels(8, 4));
+    expect_error(dir.path(), dir / "t10k-images-idx3-ubyte", "expected 1x5x5, found 1x6x5");
+  }
+}
+
+TEST_CASE("open_dataset: train/ and test/ folders", "[data][open]") {
+  TempFolder dir;
+  write_class_folders(dir / "train");
+  t::write_image(dir / "test" / "cat" / "x.bmp", 8, 8, 3, t::flat_pixels(8, 8, {1, 2, 3}));
+  t::write_image(dir / "test" / "dog" / "y.jpg", 5, 2, 1, t::flat_pixels(5, 2, {4}));
+  SECTION("test takes the train shape") {
+    DatasetSplits splits = open_dataset(dir.path(), SampleShape{3, 0, 0});
+    CHECK(splits.kind == "image-folder");
+    CHECK(splits.train->size() == 19);
+    CHECK(splits.test->size() == 2);
+    CHECK(splits.train->shape() == SampleShape{3, 3, 3});
+    CHECK(splits.test->shape() == SampleShape{3, 3, 3});
+  }
+  SECTION("test classes must match") {
+    t::write_image(dir / "test" / "emu" / "z.png", 2, 2, 1, t::flat_pixels(2, 2, {9}));
+    expect_error(dir.path(), dir / "test", "class folders differ from train/: expected [cat, dog], found [cat, dog, emu]");
+  }
+  SECTION("train/ without test/") {
+    fs::remove_all(dir / "test");
+    expect_error(dir.path(), dir.path(), "found train/ but no test/");
+  }
+}
+
+TEST_CASE("open_dataset: one folder of classes gets a stratified, seeded 1/6 held out", "[data][open]") {
+  TempFolder dir;
+  write_class_folders(dir.path());
+  DatasetSplits a = open_dataset(dir.path(), {}, 7);
+  CHECK(a.kind == "image-folder");
+  REQUIRE(a.test->size() == 2 + 1);  // round(12/6) cats, round(7/6) dogs
+  REQUIRE(a.train->size() == 16);
+  int test_dogs = 0;
+  for (std::size_t i = 0; i < a.test->size(); ++i) test_dogs += a.test->label(i);
+  CHECK(test_dogs == 1);
+
+  std::set<int> train = values(*a.train), test = values(*a.test), all = train;
+  all.insert(test.begin(), test.end());
+  CHECK(all.size() == 19);  // disjoint and complete
+  CHECK(a.train->host_bytes() + a.test->host_bytes() > 19 * 9);
+
+  DatasetSplits same = open_dataset(dir.path(), {}, 7);
+  CHECK(values(*same.test) == test);
+  bool any_other = false;
+  for (std::uint64_t seed = 8; seed < 16 && !any_other; ++seed) any_other = values(*open_dataset(dir.path(), {}, seed).test) != test;
+  CHECK(any_other);
+}
+
+TEST_CASE("open_dataset: a class folder named train is just a class", "[data][open]") {
+  TempFolder dir;
+  t::write_image(dir / "train" / "1.png", 2, 2, 1, t::flat_pixels(2, 2, {1}));
+  t::write_image(dir / "plane" / "1.png", 2, 2, 1, t::flat_pixels(2, 2, {2}));
+  DatasetSplits splits = open_dataset(dir.path());
+  CHECK(splits.train->class_names() == std::vector<std::string>{"plane", "train"});
+}
+
+TEST_CASE("open_dataset: nothing recognisable", "[data][open]") {
+  TempFolder dir;
+  SECTION("missing folder") { expect_error(dir / "absent", dir / "absent", "folder not found"); }
+  SECTION("empty folder") { expect_error(dir.path(), dir.path(), "no data set found: looked for IDX files"); }
+  SECTION("only stray files") {
+    t::write_bytes(dir / "readme.md", {'x'});
+    expect_error(dir.path(), dir.path(), "no data set found");
+  }
+}
+
+TEST_CASE("open_dataset: the real Fashion-MNIST", "[data][open][fashion]") {
+  const fs::path root = CNN_FASHION_MNIST_DIR;
+  if (!fs::exists(root)) {
+    WARN("Fashion-MNIST not installed at " << root << ": skipped");
+    return;
+  }
+  DatasetSplits splits = open_dataset(root);
+  CHECK(splits.kind == "idx");
+  CHECK(splits.train->size() == 60000);
+  CHECK(splits.test->size() == 10000);
+  CHECK(splits.train->shape() == SampleShape{1, 28, 28});
+  CHECK(splits.test->num_classes() == 10);
+  CHECK(splits.train->description().find("60000 images 1x28x28, 10 classes") != std::string::npos);
+}
