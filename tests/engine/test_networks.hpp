@@ -1,0 +1,36 @@
+#pragma once
+// Small helpers shared by the engine tests: synthetic data and a trainer over a host resource.
+#include <cstdint>
+#include <vector>
+
+#include "engine/counter_rng.hpp"
+#include "engine/trainer.hpp"
+
+namespace cnn::testing {
+
+struct SyntheticData {
+  std::vector<float> images;
+  std::vector<std::int32_t> labels;
+  int samples = 0;
+  std::size_t sample_floats = 0;
+
+  // Images whose class is visible in the pixel values, so a network can learn it.
+  SyntheticData(int n, Shape shape, int classes, std::uint64_t seed) : samples(n), sample_floats(shape.elements()) {
+    images.resize(static_cast<std::size_t>(n) * sample_floats);
+    labels.resize(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const int label = static_cast<int>(splitmix64(seed + static_cast<std::uint64_t>(i)) % static_cast<std::uint64_t>(classes));
+      labels[static_cast<std::size_t>(i)] = label;
+      for (std::size_t k = 0; k < sample_floats; ++k) {
+        const float noise = uniform01(seed * 7919 + static_cast<std::uint64_t>(i), k);
+        const bool lit = (k * static_cast<std::size_t>(classes) / sample_floats) == static_cast<std::size_t>(label);
+        images[static_cast<std::size_t>(i) * sample_floats + k] = 0.5f * noise + (lit ? 0.5f : 0.f);
+      }
+    }
+  }
+  HostBatch batch(int first, int size) const {
+    return HostBatch{images.data() + static_cast<std::size_t>(first) * sample_floats, labels.data() + first, size};
+  }
+};
+
+}  // namespace cnn::testing

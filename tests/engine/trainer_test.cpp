@@ -1,0 +1,159 @@
+// The trainer: determinism, micro-batch equivalence, budget refusal, no allocation per step.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/presets.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "test_networks.hpp"
+
+using namespace cnn;
+using cnn::testing::SyntheticData;
+
+// Counts every global operator new in this test program, to prove a step makes none.
+namespace {
+std::atomic<long> g_news{0};
+}
+void* operator new(std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+const Shape kImage{1, 12, 12};
+
+std::vector<float> train_steps(const std::string& model, TrainerOptions options, int steps, std::vector<double>* losses = nullptr) {
+  Network net = make_preset(model, kImage, 4);
+  CpuBackend backend(2);
+  Trainer trainer(net, backend, memory::host_resource(), options);
+  SyntheticData data(options.batch * steps, kImage, 4, 11);
+  for (int s = 0; s < steps; ++s) {
+    const StepReport r = trainer.train_step(data.batch(s * options.batch, options.batch));
+    if (losses) losses->push_back(r.loss);
+  }
+  return trainer.parameters().download();
+}
+
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / std::max(1e-3, std::abs(double(a[i]))));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("the same seed gives the same losses", "[trainer]") {
+  TrainerOptions o;
+  o.batch = 16;
+  o.seed = 5;
+  for (const char* model : {"small", "small-bn", "resnet"}) {
+    std::vector<double> first, second;
+    train_steps(model, o, 6, &first);
+    train_steps(model, o, 6, &second);
+    INFO(model);
+    CHECK(first == second);
+    CHECK(first.back() < first.front());
+  }
+}
+
+TEST_CASE("one micro-batch, 8 x 8 and uneven micro-batches give the same parameters", "[trainer][accumulate]") {
+  TrainerOptions whole;
+  whole.batch = 64;
+  whole.optimizer.kind = "sgd";
+  whole.optimizer.learning_rate = 0.05f;
+  whole.schedule.kind = "constant";
+  const auto reference = train_steps("small", whole, 4);
+
+  TrainerOptions eights = whole;
+  eights.accumulate = 8;
+  CHECK(max_relative_difference(reference, train_steps("small", eights, 4)) < 1e-5);
+
+  TrainerOptions uneven = whole;
+  uneven.micro_batch = 24;  // 24 + 24 + 16
+  CHECK(max_relative_difference(reference, train_steps("small", uneven, 4)) < 1e-5);
+
+  TrainerOptions adam = whole;
+  adam.optimizer.kind = "adamw";
+  adam.optimizer.learning_rate = 1e-3f;
+  TrainerOptions adam_split = adam;
+  adam_split.micro_batch = 10;
+  CHECK(max_relative_difference(train_steps("small", adam, 3), train_steps("small", adam_split, 3)) < 1e-4);
+}
+
+TEST_CASE("a training step makes no allocation", "[trainer][memory]") {
+  Network net = make_preset("small-bn", kImage, 4);
+  CpuBackend backend(2);
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  TrainerOptions o;
+  o.batch = 32;
+  o.micro_batch = 8;
+  Trainer trainer(net, backend, stats, o);
+  SyntheticData data(32 * 4, kImage, 4, 3);
+  trainer.train_step(data.batch(0, 32));  // warm-up: lazily built thread pools
+  const auto before = stats.statistics();
+  const long news_before = g_news.load();
+  for (int s = 1; s < 4; ++s) trainer.train_step(data.batch(s * 32, 32));
+  const auto after = stats.statistics();
+  CHECK(after.allocations == before.allocations);
+  CHECK(after.deallocations == before.deallocations);
+  CHECK(after.peak_bytes == before.peak_bytes);
+  CHECK(g_news.load() == news_before);
+}
+
+TEST_CASE("a budget too small is refused before step 1 with the byte table", "[trainer][budget]") {
+  Network net = make_preset("small", kImage, 4);
+  CpuBackend backend(2);
+  TrainerOptions o;
+  o.memory_budget = 64 * 1024;
+  try {
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    FAIL("the trainer accepted a budget that cannot fit");
+  } catch (const BudgetTooSmall& e) {
+    const std::string message = e.what();
+    CHECK(message.find("parameters") != std::string::npos);
+    CHECK(message.find("step arena") != std::string::npos);
+    CHECK(message.find("DOES NOT FIT") != std::string::npos);
+  }
+}
+
+TEST_CASE("a tight budget gives a smaller micro-batch and the requested batch", "[trainer][budget]") {
+  Network net = make_preset("small", kImage, 4);
+  CpuBackend backend(2);
+  TrainerOptions probe;
+  probe.batch = 64;
+  Trainer ample(net, backend, memory::host_resource(), probe);
+  const std::size_t at_16 = ample.breakdown(16).total();
+  const std::size_t at_17 = ample.breakdown(17).total();
+  REQUIRE(at_17 > at_16);
+
+  TrainerOptions tight = probe;
+  tight.memory_budget = at_16;
+  Trainer trainer(net, backend, memory::host_resource(), tight);
+  CHECK(trainer.micro_batch() == 16);
+  SyntheticData data(64, kImage, 4, 9);
+  const StepReport r = trainer.train_step(data.batch(0, 64));
+  CHECK(r.samples == 64);
+  CHECK(r.micro_batches == 4);
+}
+
+TEST_CASE("plans stay within 1.10 x the liveness lower bound", "[planner][trainer]") {
+  CpuBackend backend(2);
+  for (const char* model : {"small", "resnet"})
+    for (int batch : {64, 256}) {
+      Network net = make_preset(model, Shape{1, 28, 28}, 10);
+      const StepPlan plan = plan_step(net, backend, batch, true, std::size_t{256} << 20);
+      INFO(model << " at batch " << batch << ": " << plan.plan.arena_bytes << " / " << plan.plan.lower_bound_bytes);
+      CHECK(memory::plan_is_valid(plan.requests, plan.plan));
+      CHECK(plan.plan.overhead() <= 1.10);
+    }
+}
