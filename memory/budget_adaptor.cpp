@@ -1,8 +1,6 @@
 #include "memory/budget_adaptor.hpp"
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 
 #include "memory/out_of_memory.hpp"
 
@@ -27,7 +25,7 @@ void* BudgetAdaptor::do_allocate(std::size_t bytes, std::size_t alignment, Categ
     throw;
   }
   std::lock_guard lock(mutex_);
-  live_.emplace(ptr, Live{bytes, category});
+  live_.add(ptr, {bytes, alignment, category});
   return ptr;
 }
 
@@ -43,25 +41,19 @@ void BudgetAdaptor::refuse(std::size_t bytes, Category category) const {
   throw OutOfMemory(details);
 }
 
-void BudgetAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) {
-  Live live;
+void BudgetAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Category) {
+  LiveBlock live;
   {
+    // Forgotten before the upstream frees it: the address may be handed out again at once.
     std::lock_guard lock(mutex_);
-    auto it = live_.find(ptr);
-    if (it == live_.end())
-      throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
-    if (it->second.bytes != bytes)
-      throw std::invalid_argument(name() + ": block was allocated with " +
-                                  std::to_string(it->second.bytes) + " bytes, freed with " +
-                                  std::to_string(bytes));
-    live = it->second;
-    live_.erase(it);  // before the upstream frees it: the address may be handed out again
+    live = live_.remove(ptr, bytes, *this);
   }
   try {
-    upstream_.deallocate(ptr, bytes, alignment, live.category);
+    // The upstream is told the alignment it was asked for, whatever the caller says now.
+    upstream_.deallocate(ptr, bytes, live.alignment, live.category);
   } catch (...) {
     std::lock_guard lock(mutex_);
-    live_.emplace(ptr, live);
+    live_.add(ptr, live);
     throw;
   }
   std::lock_guard lock(mutex_);

@@ -4,9 +4,9 @@
 // category and the upstream's free space (largest block, total, hence fragmentation).
 #include <cstddef>
 #include <mutex>
-#include <unordered_map>
 
 #include "memory/category.hpp"
+#include "memory/live_blocks.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
@@ -33,11 +33,6 @@ class BudgetAdaptor final : public MemoryResource {
   std::string name() const override { return "budget(" + upstream_.name() + ")"; }
 
  private:
-  struct Live {
-    std::size_t bytes;
-    Category category;
-  };
-
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
   [[noreturn]] void refuse(std::size_t bytes, Category category) const;
@@ -47,7 +42,7 @@ class BudgetAdaptor final : public MemoryResource {
   std::size_t budget_;
   CategoryBytes in_use_;
   std::size_t peak_ = 0;
-  std::unordered_map<void*, Live> live_;
+  LiveBlocks live_;
 };
 
 }  // namespace cnn::memory

@@ -2,8 +2,7 @@
 // The naive baseline strategy: every request is one upstream call, every release one free.
 // It remembers each live block only to refuse a foreign pointer or a wrong size.
 #include <mutex>
-#include <unordered_map>
-
+#include "memory/live_blocks.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
@@ -22,18 +21,12 @@ class DirectResource final : public MemoryResource {
   std::string name() const override { return "direct(" + upstream_.name() + ")"; }
 
  private:
-  struct Live {
-    std::size_t bytes;
-    std::size_t alignment;
-    Category category;
-  };
-
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
 
   MemoryResource& upstream_;
   mutable std::mutex mutex_;
-  std::unordered_map<void*, Live> live_;
+  LiveBlocks live_;
 };
 
 }  // namespace cnn::memory

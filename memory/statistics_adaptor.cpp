@@ -1,8 +1,6 @@
 #include "memory/statistics_adaptor.hpp"
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 
 #include "memory/out_of_memory.hpp"
 
@@ -19,7 +17,7 @@ void* StatisticsAdaptor::do_allocate(std::size_t bytes, std::size_t alignment,
     throw;
   }
   std::lock_guard lock(mutex_);
-  live_.emplace(ptr, Live{bytes, category});
+  live_.add(ptr, {bytes, alignment, category});
   ++stats_.allocations;
   stats_.allocated_bytes_total += bytes;
   stats_.current_bytes += bytes;
@@ -30,31 +28,24 @@ void* StatisticsAdaptor::do_allocate(std::size_t bytes, std::size_t alignment,
   return ptr;
 }
 
-void StatisticsAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment,
+void StatisticsAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t,
                                       Category) {
-  Live live;
+  LiveBlock live;
   {
     std::lock_guard lock(mutex_);
-    auto it = live_.find(ptr);
-    if (it == live_.end())
-      throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
-    if (it->second.bytes != bytes)
-      throw std::invalid_argument(name() + ": block was allocated with " +
-                                  std::to_string(it->second.bytes) + " bytes, freed with " +
-                                  std::to_string(bytes));
-    live = it->second;
     // Forgotten before the upstream frees it: once freed, another thread may be handed the
     // same address and must find no stale entry.
-    live_.erase(it);
+    live = live_.remove(ptr, bytes, *this);
     ++stats_.deallocations;
     stats_.current_bytes -= bytes;
     stats_.current_by_category[live.category] -= bytes;
   }
   try {
-    upstream_.deallocate(ptr, bytes, alignment, live.category);
+    // The upstream is told the alignment it was asked for, whatever the caller says now.
+    upstream_.deallocate(ptr, bytes, live.alignment, live.category);
   } catch (...) {
     std::lock_guard lock(mutex_);
-    live_.emplace(ptr, live);
+    live_.add(ptr, live);
     --stats_.deallocations;
     stats_.current_bytes += bytes;
     stats_.current_by_category[live.category] += bytes;

@@ -4,9 +4,9 @@
 // It remembers each live block, so a foreign pointer or a wrong size is refused, not counted.
 #include <cstddef>
 #include <mutex>
-#include <unordered_map>
 
 #include "memory/category.hpp"
+#include "memory/live_blocks.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
@@ -48,14 +48,9 @@ class StatisticsAdaptor final : public MemoryResource {
                      Category category) override;
 
   MemoryResource& upstream_;
-  struct Live {
-    std::size_t bytes;
-    Category category;
-  };
-
   mutable std::mutex mutex_;
   Statistics stats_;
-  std::unordered_map<void*, Live> live_;
+  LiveBlocks live_;
 };
 
 }  // namespace cnn::memory

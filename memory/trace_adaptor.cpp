@@ -39,29 +39,22 @@ void* TraceAdaptor::do_allocate(std::size_t bytes, std::size_t alignment, Catego
   }
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;
-  live_.emplace(ptr, Live{id, bytes, category});
+  live_.add(ptr, {bytes, alignment, category, id});
   record(TraceOp::allocate, id, bytes, alignment, category);
   return ptr;
 }
 
-void TraceAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) {
-  Live live;
+void TraceAdaptor::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Category) {
+  LiveBlock live;
   {
     // Recorded before the upstream frees it: once freed, the address may be handed out again
     // and its next allocation must come later in the trace.
     std::lock_guard lock(mutex_);
-    auto it = live_.find(ptr);
-    if (it == live_.end())
-      throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
-    if (it->second.bytes != bytes)
-      throw std::invalid_argument(name() + ": block was allocated with " +
-                                  std::to_string(it->second.bytes) + " bytes, freed with " +
-                                  std::to_string(bytes));
-    live = it->second;
-    live_.erase(it);
-    record(TraceOp::deallocate, live.id, bytes, alignment, live.category);
+    live = live_.remove(ptr, bytes, *this);
+    record(TraceOp::deallocate, live.id, bytes, live.alignment, live.category);
   }
-  upstream_.deallocate(ptr, bytes, alignment, live.category);
+  // The upstream is told the alignment it was asked for, whatever the caller says now.
+  upstream_.deallocate(ptr, bytes, live.alignment, live.category);
 }
 
 void TraceAdaptor::record(TraceOp op, std::uint64_t id, std::size_t bytes, std::size_t alignment,

@@ -6,8 +6,8 @@
 #include <memory>
 #include <mutex>
 #include <ostream>
-#include <unordered_map>
 
+#include "memory/live_blocks.hpp"
 #include "memory/memory_resource.hpp"
 #include "memory/trace.hpp"
 
@@ -35,12 +35,6 @@ class TraceAdaptor final : public MemoryResource {
   std::string name() const override { return upstream_.name(); }
 
  private:
-  struct Live {
-    std::uint64_t id;
-    std::size_t bytes;
-    Category category;
-  };
-
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
   void record(TraceOp op, std::uint64_t id, std::size_t bytes, std::size_t alignment,
@@ -52,7 +46,7 @@ class TraceAdaptor final : public MemoryResource {
   mutable std::mutex mutex_;
   std::uint64_t sequence_ = 0;
   std::uint64_t next_id_ = 1;
-  std::unordered_map<void*, Live> live_;
+  LiveBlocks live_;
 };
 
 }  // namespace cnn::memory
