@@ -3,6 +3,7 @@
 // train under a budget carries.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "memory/category.hpp"
 
@@ -23,5 +24,7 @@ struct MemoryBreakdown {
 };
 
 std::string format_memory_table(const MemoryBreakdown& breakdown);
+// One row per candidate micro-batch: bytes by category, total, and whether it fits the budget.
+std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows);
 
 }  // namespace cnn

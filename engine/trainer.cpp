@@ -17,18 +17,18 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& resource, TrainerOptions options)
     : net_(network), backend_(backend), resource_(resource), options_(std::move(options)) {
-  if (options_.batch <= 0) throw std::invalid_argument("batch must be positive");
-  if (options_.accumulate < 0 || options_.micro_batch < 0)
-    throw std::invalid_argument("micro-batch and accumulation count must not be negative");
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
+  options_.optimizer_slots = optimizer_->state_slots();
+  options_.extra_persistent = kMetricsBytes;
+  planner_ = std::make_unique<BatchPlanner>(net_, backend_, options_);
 
-  int b = 0;
-  if (options_.accumulate > 0) b = ceil_div(options_.batch, options_.accumulate);
-  else if (options_.micro_batch > 0) b = std::min(options_.micro_batch, options_.batch);
-  else b = largest_fitting_micro_batch(options_.batch);
-  if (b == 0 || !breakdown(b).fits()) {
-    const MemoryBreakdown smallest = breakdown(std::max(b, 1));
+  const int b = planner_->choose();
+  if (b == 0) {
+    const int asked = options_.accumulate > 0  ? ceil_div(options_.batch, options_.accumulate)
+                      : options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch)
+                                                 : 1;
+    const MemoryBreakdown smallest = breakdown(asked);
     memory::OutOfMemoryDetails details;
     details.requested = smallest.total();
     details.limit = options_.memory_budget;
@@ -51,34 +51,6 @@ Trainer::~Trainer() {
   eval_memory_.reset();
   release_arena();
   if (metrics_) resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
-}
-
-MemoryBreakdown Trainer::breakdown(int micro_batch) {
-  const StepPlan training = plan_step(net_, backend_, micro_batch, true, options_.workspace_limit);
-  const StepPlan inference = plan_step(net_, backend_, micro_batch, false, options_.workspace_limit);
-  MemoryBreakdown m;
-  m.micro_batch = micro_batch;
-  m.persistent = ParameterStore::planned_bytes(net_, optimizer_->state_slots());
-  m.persistent[memory::Category::other] += kMetricsBytes;
-  m.arena_peak = training.plan.peak_by_category;
-  m.arena_bytes = std::max(training.arena_bytes(), inference.arena_bytes());
-  m.lower_bound = training.plan.lower_bound_bytes;
-  m.loader_staging = options_.loader_staging;
-  m.library = backend_.library_reserved_bytes();
-  m.budget = options_.memory_budget;
-  return m;
-}
-
-int Trainer::largest_fitting_micro_batch(int limit) {
-  if (options_.memory_budget == 0) return limit;
-  if (!breakdown(1).fits()) return 0;
-  int lo = 1, hi = limit;  // the plan grows with the micro-batch: bisect
-  while (lo < hi) {
-    const int mid = lo + (hi - lo + 1) / 2;
-    if (breakdown(mid).fits()) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 void Trainer::release_arena() {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/batch_planner.hpp"
 #include "engine/memory_report.hpp"
 #include "engine/optimizer.hpp"
 #include "engine/step_executor.hpp"
@@ -15,13 +16,7 @@
 
 namespace cnn {
 
-struct TrainerOptions {
-  int batch = 64;                   // samples per optimizer step (B)
-  int micro_batch = 0;              // 0: the largest that fits the budget, at most B
-  int accumulate = 0;               // > 0: exactly this many micro-batches per step
-  std::size_t memory_budget = 0;    // 0: no limit
-  std::size_t loader_staging = 0;   // bytes the caller's loader reserved (counted in the budget)
-  std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
+struct TrainerOptions : BatchPlanOptions {
   std::uint64_t seed = 1;
   long total_steps = 0;             // for the schedule
   OptimizerConfig optimizer;
@@ -64,9 +59,7 @@ class Trainer {
   ~Trainer();
 
   // Bytes by category for micro-batch b, computed from the plan without allocating.
-  MemoryBreakdown breakdown(int micro_batch);
-  // The largest micro-batch whose plan fits the budget (at most `limit`); 0 if none.
-  int largest_fitting_micro_batch(int limit);
+  MemoryBreakdown breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
   const MemoryBreakdown& memory() const { return breakdown_; }
   int micro_batch() const { return plan_->micro_batch; }
   const StepPlan& plan() const { return *plan_; }
@@ -90,6 +83,7 @@ class Trainer {
   memory::MemoryResource& resource_;
   TrainerOptions options_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BatchPlanner> planner_;
   std::unique_ptr<ParameterStore> params_;
   std::unique_ptr<StepPlan> plan_, eval_plan_;
   void* arena_ = nullptr;

@@ -73,6 +73,35 @@ class MetricsFile {
 
 HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
 
+// --plan: bytes for a range of micro-batches, the largest that fits, the chosen b and k. It
+// plans only: nothing is allocated, whatever the device.
+int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
+  BatchPlanOptions options = t;
+  options.optimizer_slots = make_optimizer(t.optimizer)->state_slots();
+  const BatchPlanner planner(network, backend, options);
+  std::vector<MemoryBreakdown> rows;
+  for (int b = 1; b < t.batch; b *= 2) rows.push_back(planner.breakdown(b));
+  rows.push_back(planner.breakdown(t.batch));
+  std::cout << format_micro_batch_table(rows);
+  const int largest = planner.largest_fitting(t.batch);
+  if (largest == 0) {
+    std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory_budget) << "\n";
+    return 3;
+  }
+  std::cout << "largest micro-batch that fits: " << largest
+            << (t.memory_budget ? "" : " (no budget: the requested batch)") << "\n";
+  const int b = planner.choose();
+  if (b == 0) {
+    std::cout << "the micro-batch asked for does not fit the budget\n";
+    return 3;
+  }
+  const int k = (t.batch + b - 1) / b;
+  std::cout << "chosen: batch " << t.batch << " = " << k << " x micro-batch " << b;
+  if (t.batch % b) std::cout << " (the last one " << t.batch - (k - 1) * b << ")";
+  std::cout << "\n" << format_memory_table(planner.breakdown(b));
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.doctor) {
     std::cout << environment_report();
@@ -136,11 +165,7 @@ int run(const Options& o) {
   if (budget) capped.emplace(device_stats, budget > staging ? budget - staging : 0);
   memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : device_stats;
 
-  if (o.plan_only) {
-    Trainer planner(network, backend, resource, t);
-    std::cout << format_memory_table(planner.memory());
-    return 0;
-  }
+  if (o.plan_only) return print_plan(network, backend, t);
   Trainer trainer(network, backend, resource, t);
   trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
   if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());

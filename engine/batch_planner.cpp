@@ -1,0 +1,53 @@
+#include "engine/batch_planner.hpp"
+
+#include <algorithm>
+
+#include "engine/parameter_store.hpp"
+#include "engine/step_plan.hpp"
+
+namespace cnn {
+
+BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options)
+    : net_(network), backend_(backend), options_(options) {
+  if (options_.batch <= 0) throw std::invalid_argument("batch must be positive");
+  if (options_.accumulate < 0 || options_.micro_batch < 0)
+    throw std::invalid_argument("micro-batch and accumulation count must not be negative");
+}
+
+MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
+  const StepPlan training = plan_step(net_, backend_, micro_batch, true, options_.workspace_limit);
+  const StepPlan inference = plan_step(net_, backend_, micro_batch, false, options_.workspace_limit);
+  MemoryBreakdown m;
+  m.micro_batch = micro_batch;
+  m.persistent = ParameterStore::planned_bytes(net_, options_.optimizer_slots);
+  m.persistent[memory::Category::other] += options_.extra_persistent;
+  m.arena_peak = training.plan.peak_by_category;
+  m.arena_bytes = std::max(training.arena_bytes(), inference.arena_bytes());
+  m.lower_bound = training.plan.lower_bound_bytes;
+  m.loader_staging = options_.loader_staging;
+  m.library = backend_.library_reserved_bytes();
+  m.budget = options_.memory_budget;
+  return m;
+}
+
+int BatchPlanner::largest_fitting(int limit) const {
+  if (options_.memory_budget == 0) return limit;
+  if (!breakdown(1).fits()) return 0;
+  int lo = 1, hi = limit;  // the plan grows with the micro-batch: bisect
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (breakdown(mid).fits()) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+int BatchPlanner::choose() const {
+  int b = 0;
+  if (options_.accumulate > 0) b = (options_.batch + options_.accumulate - 1) / options_.accumulate;
+  else if (options_.micro_batch > 0) b = std::min(options_.micro_batch, options_.batch);
+  else return largest_fitting(options_.batch);
+  return breakdown(b).fits() ? b : 0;
+}
+
+}  // namespace cnn

@@ -1,0 +1,37 @@
+#pragma once
+// Answers "how many bytes at micro-batch b?" and "which b fits?" from the plans alone, before
+// anything is allocated. The trainer and `train_images --plan` both ask it.
+#include "engine/memory_report.hpp"
+#include "engine/network.hpp"
+
+namespace cnn {
+
+struct BatchPlanOptions {
+  int batch = 64;                   // samples per optimizer step (B)
+  int micro_batch = 0;              // 0: the largest that fits the budget, at most B
+  int accumulate = 0;               // > 0: exactly this many micro-batches per step
+  std::size_t memory_budget = 0;    // 0: no limit
+  std::size_t loader_staging = 0;   // bytes the caller's loader reserved (counted in the budget)
+  std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
+  int optimizer_slots = 0;          // floats of optimizer state per parameter
+  std::size_t extra_persistent = 0; // small persistent buffers of the trainer
+};
+
+class BatchPlanner {
+ public:
+  BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
+  MemoryBreakdown breakdown(int micro_batch) const;
+  // The largest micro-batch whose plan fits the budget, at most `limit`; 0 if none does.
+  int largest_fitting(int limit) const;
+  // What the options ask for: an explicit micro-batch or count, else the largest that fits.
+  // 0 when nothing fits.
+  int choose() const;
+  const BatchPlanOptions& options() const { return options_; }
+
+ private:
+  Network& net_;
+  Backend& backend_;
+  BatchPlanOptions options_;
+};
+
+}  // namespace cnn
