@@ -68,10 +68,15 @@ void Trainer::build(int micro_batch) {
   plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, options_.workspace_limit));
   eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, options_.workspace_limit));
   breakdown_ = breakdown(micro_batch);
-  arena_bytes_ = std::max(plan_->arena_bytes(), eval_plan_->arena_bytes());
-  arena_ = resource_.allocate(arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
-  memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_);
-  eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_);
+  if (options_.step_allocator) {
+    memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
+    eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);
+  } else {
+    arena_bytes_ = std::max(plan_->arena_bytes(), eval_plan_->arena_bytes());
+    arena_ = resource_.allocate(arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
+    memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_);
+    eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_);
+  }
   executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_);
   eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
 }

@@ -18,6 +18,10 @@ namespace cnn {
 
 struct TrainerOptions : BatchPlanOptions {
   std::uint64_t seed = 1;
+  // Null: the planned strategy (one arena, fixed offsets). Otherwise step buffers are allocated
+  // from this resource when they are produced and freed after their last use, as a framework
+  // would (direct, pool and arena strategies), for comparison.
+  memory::MemoryResource* step_allocator = nullptr;
   long total_steps = 0;             // for the schedule
   OptimizerConfig optimizer;
   ScheduleConfig schedule;

@@ -18,6 +18,7 @@
 #include "memory/budget_adaptor.hpp"
 #include "memory/bytes.hpp"
 #include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
 #include "progress.hpp"
 
 namespace {
@@ -54,6 +55,7 @@ struct Options {
   bool quiet = false;
   bool doctor = false;
   bool plan_only = false;
+  std::string allocator = "planned";
 };
 
 class MetricsFile {
@@ -166,6 +168,20 @@ int run(const Options& o) {
   memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : device_stats;
 
   if (o.plan_only) return print_plan(network, backend, t);
+  // --allocator: the planned arena (default) or a framework-style strategy that allocates each
+  // step buffer when it is produced and frees it after its last use.
+  std::unique_ptr<memory::MemoryResource> strategy;
+  if (o.allocator != "planned") {
+    BatchPlanOptions sizing = t;
+    sizing.optimizer_slots = make_optimizer(t.optimizer)->state_slots();
+    const MemoryBreakdown full = BatchPlanner(network, backend, sizing).breakdown(o.batch);
+    const std::size_t capacity = budget ? (budget > full.total() - full.arena_bytes ? budget - (full.total() - full.arena_bytes) : 0)
+                                        : 2 * full.arena_bytes;
+    strategy = memory::make_strategy(o.allocator, resource, capacity);
+    t.step_allocator = strategy.get();
+    std::cout << "allocator: " << o.allocator << (o.allocator == "arena" ? " of " + memory::format_bytes(capacity) : "")
+              << " for step buffers\n";
+  }
   Trainer trainer(network, backend, resource, t);
   trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
   if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());
@@ -272,6 +288,9 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet", o.quiet, "no progress bar");
   app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
   app.add_flag("--plan", o.plan_only, "print the memory plan and exit");
+  app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
+                                             "arena, pool or direct (allocated as produced, freed after last use)")
+      ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);
