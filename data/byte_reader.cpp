@@ -19,6 +19,13 @@ bool starts_with_gzip_magic(std::FILE* file) {
   return got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
 }
 
+// zlib's message, without the "<path>: " it starts with.
+std::string zlib_reason(const char* message, const std::filesystem::path& path) {
+  std::string text = message ? message : "unknown zlib error";
+  const std::string prefix = path.string() + ": ";
+  return text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : text;
+}
+
 }  // namespace
 
 ByteReader::ByteReader(const std::filesystem::path& path) : path_(path) {
@@ -60,7 +67,7 @@ std::size_t ByteReader::read(void* out, std::size_t bytes) {
       const char* message = gzerror(gz, &code);
       // A stream cut short reads as end of data with Z_BUF_ERROR set, not as n < 0.
       if (n < 0 || (code != Z_OK && code != Z_STREAM_END))
-        fail(path_, std::string("corrupt or truncated gzip data: ") + (message ? message : "unknown zlib error"));
+        fail(path_, "corrupt or truncated gzip data: " + zlib_reason(message, path_));
       got = static_cast<std::size_t>(n);
     }
     total += got;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "data/augment.hpp"
+#include "data/data_error.hpp"
 #include "data/random.hpp"
 #include "memory/bytes.hpp"
 
@@ -39,11 +40,15 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       options_(options),
       staging_(staging),
       shape_(data.shape()),
+      num_classes_(data.num_classes()),
       samples_(data.size()),
       batches_(count_batches(samples_, options)) {
   validate(options_, staging_);
   const std::size_t batch = static_cast<std::size_t>(options_.batch);
-  const std::size_t image_bytes = memory::align_up(batch * shape_.elements() * sizeof(float), memory::kDefaultAlignment);
+  std::size_t batch_image_bytes = 0;
+  if (__builtin_mul_overflow(batch, shape_.elements() * sizeof(float), &batch_image_bytes))
+    throw std::invalid_argument("Loader: batch " + std::to_string(batch) + " of " + to_string(shape_) + " is too large");
+  const std::size_t image_bytes = memory::align_up(batch_image_bytes, memory::kDefaultAlignment);
   const std::size_t label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
   const std::size_t slot_count = static_cast<std::size_t>(options_.prefetch) + 1;
   block_bytes_ = slot_count * (image_bytes + label_bytes);
@@ -170,7 +175,13 @@ bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>&
     if (stopping_ || live_generation_ != generation) return false;
     const std::size_t index = order[first + k];
     float* image = slot.images + k * elements;
-    slot.labels[k] = static_cast<std::int32_t>(data_.load(index, image));
+    const int label = data_.load(index, image);
+    // A label outside the classes would index past the end of the loss layer's rows.
+    if (label < 0 || label >= num_classes_) {
+      throw DataError(data_.description() + ": sample " + std::to_string(index) + " has label " +
+                      std::to_string(label) + ", expected 0.." + std::to_string(num_classes_ - 1));
+    }
+    slot.labels[k] = label;
     if (augment) {
       std::uint64_t key = hash_values(options_.seed, static_cast<std::uint64_t>(epoch), index, kAugmentStream);
       apply_augment(image, shape_, choose_augment(key, options_.augment_flip, options_.augment_crop_padding),

@@ -72,6 +72,7 @@ class Loader {
   const LoaderOptions options_;
   memory::MemoryResource& staging_;
   const SampleShape shape_;
+  const int num_classes_;
   const std::size_t samples_;
   const std::size_t batches_;
   std::size_t block_bytes_ = 0;

@@ -87,7 +87,14 @@ DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target
 }
 
 DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uint64_t seed) {
-  std::shared_ptr<const Dataset> all = open_image_folder(folder, target);
+  std::shared_ptr<const Dataset> all;
+  try {
+    all = open_image_folder(folder, target);
+  } catch (const DataError& e) {
+    // This layout is the last guess: say why it was tried, since the folder may be no data set at all.
+    throw DataError(std::string(e.what()) + " (read " + full_path(folder) +
+                    " as one folder per class: found no IDX files (" + kIdxLookedFor + ") and no train/ and test/ folders)");
+  }
   Split split = stratified_split(all, seed);
   return {std::move(split.train), std::move(split.test), "image-folder"};
 }

@@ -23,11 +23,12 @@ namespace {
 // at one index and be slow.
 class FakeDataset final : public Dataset {
  public:
-  explicit FakeDataset(std::size_t n, std::size_t fail_at = SIZE_MAX, std::chrono::milliseconds delay = 0ms)
-      : n_(n), fail_at_(fail_at), delay_(delay) {}
+  explicit FakeDataset(std::size_t n, std::size_t fail_at = SIZE_MAX, std::chrono::milliseconds delay = 0ms,
+                       int classes = 3)
+      : n_(n), fail_at_(fail_at), delay_(delay), classes_(classes) {}
   std::size_t size() const override { return n_; }
   SampleShape shape() const override { return {1, 2, 3}; }
-  int num_classes() const override { return 3; }
+  int num_classes() const override { return classes_; }
   std::vector<std::string> class_names() const override { return {"a", "b", "c"}; }
   std::string description() const override { return "fake"; }
   std::size_t host_bytes() const override { return 0; }
@@ -44,6 +45,7 @@ class FakeDataset final : public Dataset {
  private:
   std::size_t n_, fail_at_;
   std::chrono::milliseconds delay_;
+  int classes_;
 };
 
 // The sample indices of one epoch, batch by batch.
@@ -203,6 +205,12 @@ TEST_CASE("loader: an error in load() reaches next() after the batches before it
   }
   loader.start_epoch(1);  // a new epoch runs again up to the bad sample
   CHECK(loader.next()->index == 0);
+}
+
+TEST_CASE("loader: a label outside the classes is an error, not a crash later", "[data][loader]") {
+  FakeDataset data(10, SIZE_MAX, 0ms, 2);  // label i % 3 reaches 2
+  Loader loader(data, batch_of(4), cnn::memory::host_resource());
+  CHECK_THROWS_WITH([&] { while (loader.next()) {} }(), Catch::Contains("fake: sample") && Catch::Contains("has label 2, expected 0..1"));
 }
 
 TEST_CASE("loader: destruction never hangs", "[data][loader]") {
