@@ -52,6 +52,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
   const std::size_t label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
   const std::size_t slot_count = static_cast<std::size_t>(options_.prefetch) + 1;
   block_bytes_ = slot_count * (image_bytes + label_bytes);
+  slots_.reserve(slot_count);  // before the allocation: nothing may throw between it and the try below
   block_ = staging_.allocate(block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
   auto* base = static_cast<unsigned char*>(block_);
   for (std::size_t s = 0; s < slot_count; ++s) {
