@@ -10,6 +10,8 @@
 namespace cnn::memory {
 
 std::size_t BlockHeap::round(std::size_t bytes) {
+  constexpr std::size_t kLargest = SIZE_MAX / kGranularity * kGranularity;
+  if (bytes > kLargest) return kLargest;
   return bytes == 0 ? kGranularity : align_up(bytes, kGranularity);
 }
 
@@ -26,6 +28,7 @@ void BlockHeap::add_chunk(const Chunk& chunk) {
 }
 
 void* BlockHeap::take(std::size_t requested, std::size_t alignment, Category category) {
+  if (requested > largest_free()) return nullptr;
   const std::size_t bytes = round(requested);
   // Candidates in increasing size: the first whose aligned start still leaves room is the best
   // fit. With alignment <= kGranularity that is always the first candidate.

@@ -29,7 +29,9 @@ class BlockHeap {
     Category category = Category::other;
   };
 
-  static std::size_t round(std::size_t bytes);  // to kGranularity, at least one granule
+  // Up to a multiple of kGranularity, at least one granule; saturates instead of wrapping
+  // (a size that large never fits).
+  static std::size_t round(std::size_t bytes);
 
   // `base` must be kGranularity-aligned, `bytes` a positive multiple of kGranularity.
   void add_chunk(const Chunk& chunk);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "memory/alignment.hpp"
 #include "memory/bytes.hpp"
@@ -32,6 +33,7 @@ void* PoolResource::do_allocate(std::size_t bytes, std::size_t alignment, Catego
   check_alignment(alignment, name());
   const std::size_t rounded = BlockHeap::round(bytes);
   std::lock_guard lock(mutex_);
+  if (rounded > kMaxChunk) refuse(bytes, category, "; no chunk can be that large");
   BlockHeap& heap = is_small(rounded) ? small_ : large_;
   void* ptr = heap.take(bytes, alignment, category);
   if (!ptr) {
@@ -50,16 +52,9 @@ void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded,
   try {
     base = upstream_.allocate(chunk, kMaxAlignment, category);
   } catch (const OutOfMemory& upstream_failure) {
-    OutOfMemoryDetails details;
-    details.requested = bytes;
-    details.category = category;
-    details.in_use = in_use_;
-    details.largest_free_block = largest_free_locked();
-    details.total_free = small_.free_bytes() + large_.free_bytes();
-    details.resource = name();
-    throw OutOfMemory(describe(details) + "; the upstream refused a new chunk of " +
-                          format_bytes(chunk) + ": " + upstream_failure.what(),
-                      details);
+    refuse(bytes, category,
+           "; the upstream refused a new chunk of " + format_bytes(chunk) + ": " +
+               upstream_failure.what());
   }
   try {
     heap.add_chunk({base, chunk, category});
@@ -68,6 +63,17 @@ void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded,
     throw;
   }
   ++upstream_allocations_;
+}
+
+void PoolResource::refuse(std::size_t bytes, Category category, const std::string& why) const {
+  OutOfMemoryDetails details;
+  details.requested = bytes;
+  details.category = category;
+  details.in_use = in_use_;
+  details.largest_free_block = largest_free_locked();
+  details.total_free = small_.free_bytes() + large_.free_bytes();
+  details.resource = name();
+  throw OutOfMemory(describe(details) + why, details);
 }
 
 void PoolResource::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Category) {

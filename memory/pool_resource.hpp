@@ -6,6 +6,7 @@
 // fragment the chunks that hold large blocks. The pool grows by one upstream call when nothing
 // fits and gives memory back only on release() or destruction.
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "memory/block_heap.hpp"
@@ -60,6 +61,11 @@ class PoolResource final : public MemoryResource {
   std::size_t chunk_size(std::size_t rounded) const;
   std::size_t largest_free_locked() const;
   void grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded, Category category);
+  // Throws the pool's OutOfMemory (with mutex_ held); `why` is appended to the description.
+  [[noreturn]] void refuse(std::size_t bytes, Category category, const std::string& why) const;
+
+  // Keeps chunk sizes clear of overflow when they are rounded up to the growth.
+  static constexpr std::size_t kMaxChunk = SIZE_MAX / 4;
 
   MemoryResource& upstream_;
   PoolOptions options_;

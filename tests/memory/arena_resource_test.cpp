@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "memory/arena_resource.hpp"
@@ -97,6 +98,13 @@ TEST_CASE("arena: a request that does not fit says how much is free and how frag
   void* fits = arena.allocate(700 * KiB);
   arena.deallocate(fits, 700 * KiB);
   arena.deallocate(blocks[3], 256 * KiB);
+}
+
+TEST_CASE("arena: sizes near SIZE_MAX are refused before any rounding can wrap", "[memory]") {
+  ArenaResource arena(host_resource(), 1 * MiB);
+  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - 600})
+    CHECK_THROWS_AS(arena.allocate(bytes, 4096), OutOfMemory);
+  CHECK(arena.free_bytes() == 1 * MiB);
 }
 
 TEST_CASE("arena: large alignments inside the arena keep the padding usable", "[memory]") {

@@ -149,6 +149,14 @@ TEST_CASE("pool: an upstream refusal becomes the pool's OutOfMemory with its fre
   pool.deallocate(a, 3 * MiB);
 }
 
+TEST_CASE("pool: sizes near SIZE_MAX are refused before any rounding can wrap", "[memory]") {
+  StatisticsAdaptor upstream(host_resource());
+  PoolResource pool(upstream);
+  for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - 600, SIZE_MAX / 2})
+    CHECK_THROWS_AS(pool.allocate(bytes), OutOfMemory);
+  CHECK(upstream.statistics().allocations == 0);
+}
+
 TEST_CASE("pool: destruction returns every chunk, live blocks or not", "[memory]") {
   StatisticsAdaptor upstream(host_resource());
   {

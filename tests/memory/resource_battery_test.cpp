@@ -62,6 +62,19 @@ TEST_CASE("an alignment that is not a power of two up to 4096 is refused", "[mem
   }
 }
 
+TEST_CASE("an impossible size is an OutOfMemory, not an overflow", "[memory]") {
+  for (const auto& make : all_stacks()) {
+    auto stack = make();
+    INFO("resource stack: " << stack->name());
+    // (Sizes near SIZE_MAX are checked on the pool and the arena alone: libstdc++'s aligned
+    // operator new wraps them around, so the host upstream cannot be asked.)
+    for (std::size_t bytes : {SIZE_MAX / 2 + 1, SIZE_MAX / 4 * 3})
+      CHECK_THROWS_AS(stack->top().allocate(bytes), OutOfMemory);
+    BlockTracker tracker(stack->top());
+    REQUIRE_NOTHROW(tracker.churn(13, ChurnOptions{300}));
+  }
+}
+
 TEST_CASE("a foreign pointer or a wrong size is a logic error, not corruption", "[memory]") {
   for (const auto& make : all_stacks()) {
     auto stack = make();
