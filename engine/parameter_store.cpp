@@ -33,10 +33,11 @@ void initialise(const ParamSpec& spec, float* out, std::uint64_t seed) {
   }
 }
 
-// Each block is at least one float, so that every allocation is a real one.
+// Each block is at least one float, so that every allocation is a real one. The parameter block
+// also holds a copy of the non-trainable state (see save_state).
 memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int slots) {
   memory::CategoryBytes b;
-  b[memory::Category::parameters] = std::max<std::size_t>(total, 1) * sizeof(float);
+  b[memory::Category::parameters] = std::max<std::size_t>(total + (total - trainable), 1) * sizeof(float);
   b[memory::Category::parameter_gradients] = std::max<std::size_t>(trainable, 1) * sizeof(float);
   b[memory::Category::optimizer_state] = std::max<std::size_t>(trainable * static_cast<std::size_t>(slots), 1) * sizeof(float);
   return b;
@@ -122,6 +123,18 @@ ParameterStore::~ParameterStore() {
 }
 
 void ParameterStore::zero_gradients() { backend_.fill(gradients(), 0.f); }
+
+void ParameterStore::save_state() {
+  if (!state_floats()) return;
+  backend_.copy_or_add(flat(params_block_ + trainable_floats_, state_floats()),
+                       flat(params_block_ + total_floats_, state_floats()), false);
+}
+
+void ParameterStore::restore_state() {
+  if (!state_floats()) return;
+  backend_.copy_or_add(flat(params_block_ + total_floats_, state_floats()),
+                       flat(params_block_ + trainable_floats_, state_floats()), false);
+}
 
 memory::CategoryBytes ParameterStore::bytes() const {
   return block_sizes(total_floats_, trainable_floats_, slots_);

@@ -38,6 +38,11 @@ class ParameterStore {
   void zero_gradients();
   memory::CategoryBytes bytes() const;
 
+  // Non-trainable state (BatchNorm running statistics) is saved before a step and restored if
+  // the step is replayed after an out-of-memory failure, so a replay never counts twice.
+  void save_state();
+  void restore_state();
+
   // All parameters and state (running statistics) as host floats, in a fixed order.
   std::vector<float> download() const;
   void upload(const std::vector<float>& values);
@@ -57,6 +62,7 @@ class ParameterStore {
   };
   static Layout layout(const Network& network);
   std::size_t block_bytes(memory::Category category) const;
+  std::size_t state_floats() const { return total_floats_ - trainable_floats_; }
 
   Backend& backend_;
   memory::MemoryResource& resource_;

@@ -41,6 +41,7 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
   }
   params_ = std::make_unique<ParameterStore>(net_, backend_, resource_, optimizer_->state_slots(), options_.seed);
   metrics_ = static_cast<float*>(resource_.allocate(kMetricsBytes, memory::kDefaultAlignment, memory::Category::other));
+  target_micro_batch_ = b;
   build(b);
 }
 
@@ -81,6 +82,29 @@ void Trainer::build(int micro_batch) {
   eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
 }
 
+bool Trainer::try_build(int micro_batch) {
+  const int previous = plan_ ? plan_->micro_batch : 0;
+  try {
+    build(micro_batch);
+    return true;
+  } catch (const memory::OutOfMemory&) {
+    if (previous) build(previous);  // what we just released fits again
+    return false;
+  }
+}
+
+void Trainer::maybe_regrow() {
+  const int b = plan_->micro_batch;
+  if (b >= target_micro_batch_ || options_.regrow_after_steps <= 0 ||
+      good_steps_since_recovery_ < options_.regrow_after_steps)
+    return;
+  const int larger = std::min(target_micro_batch_, 2 * b);
+  good_steps_since_recovery_ = 0;
+  if (try_build(larger) && on_recovery)
+    on_recovery("step " + std::to_string(steps_ + 1) + ": micro-batch back up from " + std::to_string(b) + " to " +
+                std::to_string(larger));
+}
+
 void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training) {
   const int b = (training ? plan_ : eval_plan_)->micro_batch;
   const std::size_t sample = net_.input_shape().elements();
@@ -97,20 +121,29 @@ void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_sc
 StepReport Trainer::train_step(const HostBatch& batch) {
   if (batch.size <= 0) throw std::invalid_argument("train_step: empty batch");
   const float grad_scale = 1.0f / static_cast<float>(batch.size);
+  maybe_regrow();
+  params_->save_state();
   for (;;) {
     const int b = plan_->micro_batch;
     params_->zero_gradients();
     backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
     try {
       run_micro_batches(batch, ceil_div(batch.size, b), grad_scale, true);
+      ++good_steps_since_recovery_;
       break;
     } catch (const memory::OutOfMemory& error) {
-      // Discard the partial gradients, halve the micro-batch and replay the same samples.
-      if (b == 1) throw;
+      // Discard the partial gradients and state updates, halve the micro-batch and replay the
+      // same samples. At micro-batch 1 there is nothing left to halve.
+      params_->restore_state();
+      if (b == 1)
+        throw memory::OutOfMemory(std::string("out of memory at micro-batch 1, nothing left to halve: ") +
+                                      error.what() + "\n" + format_memory_table(breakdown(1)),
+                                  error.details());
       const int smaller = std::max(1, b / 2);
       if (on_recovery)
         on_recovery("step " + std::to_string(steps_ + 1) + ": out of memory at micro-batch " + std::to_string(b) +
                     " (" + error.what() + "); replaying the step at micro-batch " + std::to_string(smaller));
+      good_steps_since_recovery_ = 0;
       build(smaller);
     }
   }

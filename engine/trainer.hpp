@@ -22,6 +22,9 @@ struct TrainerOptions : BatchPlanOptions {
   // from this resource when they are produced and freed after their last use, as a framework
   // would (direct, pool and arena strategies), for comparison.
   memory::MemoryResource* step_allocator = nullptr;
+  // After an out-of-memory recovery, try the next larger micro-batch (up to the chosen one)
+  // after this many good steps: the pressure may have been transient. 0: never.
+  int regrow_after_steps = 200;
   long total_steps = 0;             // for the schedule
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
@@ -74,11 +77,14 @@ class Trainer {
   // One optimizer step over a host batch of any size (split into micro-batches).
   StepReport train_step(const HostBatch& batch);
   EvalResult evaluate(const NextBatch& next);
-  // Logged when a step ran out of memory and was replayed at a smaller micro-batch.
+  // Logged when a step ran out of memory and was replayed at a smaller micro-batch, or when
+  // the micro-batch grows back.
   std::function<void(const std::string&)> on_recovery;
 
  private:
   void build(int micro_batch);
+  bool try_build(int micro_batch);
+  void maybe_regrow();
   void release_arena();
   void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
 
@@ -97,6 +103,8 @@ class Trainer {
   float* metrics_ = nullptr;  // device: loss sum, correct count
   MemoryBreakdown breakdown_;
   long steps_ = 0;
+  int target_micro_batch_ = 0;  // what the budget allows; recoveries go below it for a while
+  long good_steps_since_recovery_ = 0;
 };
 
 }  // namespace cnn

@@ -58,12 +58,14 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 }
 
 // The plan's algorithm when its workspace fits what the caller passed, else the fastest that
-// fits, without measuring: a call inside a step must not allocate.
+// fits, without measuring: a call inside a step must not allocate. A smaller workspace in one
+// call does not replace the plan's choice.
 AlgoChoice CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
-  AlgoChoice& choice = plan.choice[static_cast<std::size_t>(pass)];
+  AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
   if (!choice.valid() || choice.workspace > workspace_bytes) {
     AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_};
     choice = choose_algorithm(search, plan, pass, workspace_bytes);
+    if (!plan.choice[static_cast<std::size_t>(pass)].valid()) plan.choice[static_cast<std::size_t>(pass)] = choice;
   }
   CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, choice.math));
   return choice;

@@ -40,8 +40,8 @@ CacheKey cache_key(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
   return key;
 }
 
-bool math_allowed(cudnnMathType_t math, bool tf32) {
-  return tf32 || (math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
+bool uses_tensor_ops(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
 // The three passes' perf structs share their fields; turn any into our choice list.
@@ -50,9 +50,12 @@ Candidates to_candidates(const Perf* perf, int count, bool tf32, std::size_t tes
   Candidates out;
   out.tested_workspace = tested_workspace;
   for (int i = 0; i < count; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || !math_allowed(perf[i].mathType, tf32)) continue;
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || (!tf32 && uses_tensor_ops(perf[i].mathType))) continue;
     if (perf[i].memory > tested_workspace) continue;
-    out.fastest_first.push_back({static_cast<int>(perf[i].algo), perf[i].memory, perf[i].mathType});
+    // Without tf32 the search ran under CUDNN_FMA_MATH, whatever math a result names: run it so
+    // (CUDNN_DEFAULT_MATH would let cuDNN use TF32 on Ampere and later).
+    const cudnnMathType_t math = tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
+    out.fastest_first.push_back({static_cast<int>(perf[i].algo), perf[i].memory, math});
     out.largest_useful = std::max(out.largest_useful, perf[i].memory);
   }
   return out;

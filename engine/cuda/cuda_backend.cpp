@@ -48,6 +48,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     compute_major_ = props.major;
     compute_minor_ = props.minor;
     multiprocessors_ = std::max(1, props.multiProcessorCount);
+    total_memory_ = props.totalGlobalMem;
     if (cudaError_t status = kernel_image_status(); status != cudaSuccess) {
       std::string archs;
       for (int a : compiled_architectures()) archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(a);
@@ -124,11 +125,9 @@ unsigned CudaBackend::blocks_for(std::size_t n) const {
 }
 
 std::string CudaBackend::description() const {
-  std::size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) cudaGetLastError();
   return "cuda: " + device_name_ + " (device " + std::to_string(options_.device) + ", compute capability " +
          std::to_string(compute_major_) + "." + std::to_string(compute_minor_) + ", " +
-         memory::format_bytes(total) + "), cuDNN " + cudnn_version_string() + ", cuBLAS " +
+         memory::format_bytes(total_memory_) + "), cuDNN " + cudnn_version_string() + ", cuBLAS " +
          cublas_version_string() + ", " + (options_.tf32 ? "tf32" : "fp32") + ", convolution algorithms " +
          (options_.fast_start ? "by heuristics" : "measured");
 }

@@ -118,6 +118,7 @@ class CudaBackend final : public Backend {
   CudaOptions options_;
   std::string device_name_;
   int compute_major_ = 0, compute_minor_ = 0, multiprocessors_ = 1;
+  std::size_t total_memory_ = 0;
   memory::CudaDeviceResource device_memory_;
   memory::CudaPinnedResource pinned_memory_;
   cudaStream_t compute_ = nullptr;
