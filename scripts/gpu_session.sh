@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# One session on a GPU machine (nvcc, CMake, ninja, PyTorch; no Debian packages, no network):
+# build with the header-only dependencies carried in .deps/ (scripts/fetch_gpu_deps.sh makes
+# it), run the CUDA and CPU tests, the environment report, our training benchmarks and the
+# PyTorch peer (benchmarks/peers/torch_gpu.py). Logs and JSON go to $OUT (./out by default),
+# at most 8 files. Every phase has a time limit; the whole stays under GPU_SESSION_SECONDS
+# (default 520). A phase that fails is logged and the next one runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/out}
+mkdir -p "$OUT"
+LIMIT=${GPU_SESSION_SECONDS:-520}
+BUDGET=${GPU_SESSION_BUDGET:-2GiB}  # memory budget for the largest-batch comparisons
+BUILD=${GPU_SESSION_BUILD:-$ROOT/build-gpu}
+START=$SECONDS
+SESSION_LOG=$OUT/session.log
+: > "$SESSION_LOG"
+
+log() { echo "[+$((SECONDS - START))s] $*" | tee -a "$SESSION_LOG"; }
+# Seconds a phase may take: its cap, less when that would eat the `reserve` later phases need.
+allow() {
+  local cap=$1 reserve=$2 left=$((LIMIT - (SECONDS - START) - $2))
+  if ((left < cap)); then cap=$left; fi
+  if ((cap < 5)); then cap=5; fi
+  echo "$cap"
+}
+run_phase() {  # name cap reserve logfile command...
+  local name=$1 cap seconds rc
+  cap=$(allow "$2" "$3")
+  local logfile=$4
+  shift 4
+  log "$name: start (limit ${cap}s)"
+  timeout --kill-after=10 "$cap" "$@" >>"$logfile" 2>&1
+  rc=$?
+  if ((rc == 124 || rc == 137)); then log "$name: TIMED OUT after ${cap}s"; else log "$name: exit $rc"; fi
+  return $rc
+}
+
+# ---- environment ---------------------------------------------------------------------------
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+log "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  nvcc --version 2>&1 | tail -1
+  cmake --version 2>&1 | head -1
+  echo "ninja $(ninja --version 2>&1)"
+  g++ --version 2>&1 | head -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
+} | tee -a "$SESSION_LOG"
+
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCNN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+            -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps")
+can_build=1
+
+# cuDNN: in the CUDA prefix, or in PyTorch's nvidia-cudnn wheel.
+if ls "$CUDA_HOME"/include/cudnn.h "$CUDA_HOME"/lib64/libcudnn.so >/dev/null 2>&1; then
+  log "cuDNN: in $CUDA_HOME"
+else
+  cudnn_root=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  cudnn_header=$( [ -n "$cudnn_root" ] && find "$cudnn_root" -name cudnn.h 2>/dev/null | head -1)
+  cudnn_lib=$( [ -n "$cudnn_root" ] && find "$cudnn_root" -name 'libcudnn.so*' 2>/dev/null | sort | head -1)
+  if [ -n "$cudnn_header" ] && [ -n "$cudnn_lib" ]; then
+    log "cuDNN: from the Python package at $cudnn_root ($cudnn_lib)"
+    cmake_args+=("-DCUDNN_ROOT=$cudnn_root" "-DCUDNN_INCLUDE_DIR=$(dirname "$cudnn_header")" "-DCUDNN_LIBRARY=$cudnn_lib")
+    export LD_LIBRARY_PATH=$(dirname "$cudnn_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else
+    log "ERROR: no cuDNN (neither $CUDA_HOME/include/cudnn.h nor the nvidia-cudnn Python package with headers)"
+    can_build=0
+  fi
+fi
+if ! ls "$CUDA_HOME"/lib64/libcublas.so >/dev/null 2>&1; then
+  log "ERROR: no cuBLAS in $CUDA_HOME/lib64 (libcublas.so)"
+  can_build=0
+fi
+# zlib: cnnengine reads gzipped IDX files. Not worked around: reported.
+zlib_header=$(ls /usr/include/zlib.h /usr/local/include/zlib.h 2>/dev/null | head -1)
+zlib_lib=$(ls /usr/lib/x86_64-linux-gnu/libz.so /usr/lib64/libz.so /usr/lib/libz.so /usr/local/lib/libz.so 2>/dev/null | head -1)
+if [ -z "$zlib_header" ] || [ -z "$zlib_lib" ]; then
+  log "ERROR: zlib development files missing (zlib.h: ${zlib_header:-none}, libz.so: ${zlib_lib:-none}; runtime: $(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1))"
+  can_build=0
+fi
+if [ ! -d "$ROOT/.deps/lib/cmake" ]; then
+  log "ERROR: .deps/ missing: run scripts/fetch_gpu_deps.sh on the Debian machine and carry .deps"
+  can_build=0
+fi
+
+# ---- build and test ------------------------------------------------------------------------
+built=0
+if ((can_build)); then
+  if run_phase configure 60 300 "$OUT/build.log" cmake -S . -B "$BUILD" -G Ninja "${cmake_args[@]}" &&
+     run_phase build 240 250 "$OUT/build.log" cmake --build "$BUILD" -j"$(nproc)"; then
+    built=1
+  else
+    tail -30 "$OUT/build.log" >>"$SESSION_LOG"
+  fi
+fi
+if ((built)); then
+  run_phase "cuda tests" 90 220 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" --durations yes
+  tail -4 "$OUT/cuda_tests.log" >>"$SESSION_LOG"
+  run_phase "cpu tests" 90 200 "$OUT/cpu_tests.log" \
+    ctest --test-dir "$BUILD" -LE "cuda|install" -j"$(nproc)" --timeout 80 --output-on-failure
+  tail -4 "$OUT/cpu_tests.log" >>"$SESSION_LOG"
+  run_phase doctor 20 190 "$OUT/doctor.txt" "$BUILD/examples/train_images/train_images" --doctor
+fi
+
+# ---- our training benchmarks ------------------------------------------------------------------
+OURS_LOG=$OUT/ours.log
+OURS_JSON=$OUT/ours.jsonl
+if ((built)); then
+  data_small=$ROOT/.deps/datasets/fashion-mnist
+  data_rgb=/tmp/cnn_synthetic_rgb32
+  # resnet18 runs on 3x32x32: synthetic PNGs, 10 classes, 10,000 training and 1,000 test images.
+  run_phase "synthetic data" 30 180 "$OURS_LOG" python3 - "$data_rgb" <<'PY'
+import os, sys
+import numpy as np
+from PIL import Image
+root = sys.argv[1]
+rng = np.random.default_rng(1)
+for split, per_class in (("train", 1000), ("test", 100)):
+    for c in range(10):
+        folder = os.path.join(root, split, f"class{c}")
+        os.makedirs(folder, exist_ok=True)
+        images = rng.integers(0, 256, size=(per_class, 32, 32, 3), dtype=np.uint8)
+        for i, image in enumerate(images):
+            Image.fromarray(image).save(os.path.join(folder, f"{i}.png"), compress_level=1)
+print("synthetic data in", root)
+PY
+  train=("$BUILD/examples/train_images/train_images" --device cuda --seed 1 --quiet)
+  bench() {  # model data precision
+    local metrics=/tmp/metrics_$1_$3.jsonl flags=()
+    [ "$3" = tf32 ] && flags=(--tf32)
+    rm -f "$metrics"
+    echo "=== $1 $3" >>"$OURS_LOG"
+    run_phase "ours $1 $3" 40 160 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --epochs 2 --batch 256 \
+      --micro-batch 256 --optimizer adamw --lr 1e-3 --metrics-out "$metrics" "${flags[@]}"
+    python3 - "$metrics" "$1" "$3" >>"$OURS_JSON" <<'PY'
+import json, sys
+path, model, precision = sys.argv[1:4]
+try:
+    records = [json.loads(l) for l in open(path) if l.strip()]
+except OSError:
+    records = []
+epochs = [r for r in records if r.get("type") == "epoch"]
+steps = [r for r in records if r.get("type") == "step"]
+print(json.dumps({"engine": "cnnengine", "kind": "throughput", "model": model, "precision": precision,
+                  "batch": 256, "epochs": len(epochs),
+                  "images_per_second": epochs[-1]["images_per_second"] if epochs else None,
+                  "images_per_second_by_epoch": [e["images_per_second"] for e in epochs],
+                  "reserved_bytes": max((s.get("reserved_bytes", 0) for s in steps), default=None)}))
+PY
+  }
+  plan() {  # model data largest-batch-to-try
+    echo "=== plan $1 budget $BUDGET" >>"$OURS_LOG"
+    local before after
+    before=$(wc -l <"$OURS_LOG")
+    run_phase "ours plan $1" 45 0 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --plan \
+      --memory-budget "$BUDGET" --batch "$3"
+    tail -n +"$((before + 1))" "$OURS_LOG" | python3 -c '
+import json, re, sys
+text = sys.stdin.read()
+m = re.search(r"chosen: batch \d+ = \d+ x micro-batch (\d+)", text)
+print(json.dumps({"engine": "cnnengine", "kind": "largest_batch", "model": sys.argv[1], "budget": sys.argv[2],
+                  "largest_batch": int(m.group(1)) if m else None,
+                  "note": "largest micro-batch the planner fits; capped at the batch asked for (" + sys.argv[3] + ")"}))' \
+      "$1" "$BUDGET" "$3" >>"$OURS_JSON"
+  }
+  if [ -d "$data_small" ]; then
+    bench small "$data_small" fp32
+    bench small "$data_small" tf32
+  else
+    log "no Fashion-MNIST in .deps/datasets: the small benchmarks are skipped"
+  fi
+  bench resnet18 "$data_rgb" fp32
+  bench resnet18 "$data_rgb" tf32
+fi
+
+# ---- the PyTorch peer -------------------------------------------------------------------------
+# It starts no measurement after its time budget and no torch.compile one in the last 100 s of it.
+peer_seconds=$(allow 200 40)
+log "pytorch peer: start (time budget ${peer_seconds}s)"
+PYTHONUNBUFFERED=1 timeout --kill-after=10 "$peer_seconds" python3 benchmarks/peers/torch_gpu.py \
+  --budget "$BUDGET" --time-budget "$((peer_seconds > 30 ? peer_seconds - 20 : 10))" --compile-reserve 100 \
+  --out "$OUT/torch_gpu.jsonl" >>"$SESSION_LOG" 2>&1
+log "pytorch peer: exit $?"
+
+# ---- the largest micro-batch our planner fits in the budget (slowest: cuDNN measures every
+# candidate batch's convolutions), with what time is left -------------------------------------
+if ((built)); then
+  [ -d "$data_small" ] && plan small "$data_small" 16384
+  plan resnet18 "$data_rgb" 2048
+  cat "$OURS_JSON" >>"$SESSION_LOG"
+fi
+
+log "done; files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
