@@ -1,0 +1,74 @@
+// The fused updates against the textbook formulas (PyTorch's SGD and AdamW), and the schedules.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/optimizer.hpp"
+
+using namespace cnn;
+
+TEST_CASE("SGD with momentum, Nesterov and weight decay follows PyTorch's formula", "[optimizer]") {
+  CpuBackend backend(2);
+  for (bool nesterov : {false, true}) {
+    std::vector<float> p{1.f, -2.f, 0.5f}, g{0.1f, 0.2f, -0.3f}, v(3, 0.f);
+    std::vector<double> rp(p.begin(), p.end()), rv(3, 0.0);
+    SgdConfig c;
+    c.momentum = 0.9f;
+    c.nesterov = nesterov;
+    c.weight_decay = 0.01f;
+    for (int step = 0; step < 3; ++step) {
+      backend.sgd_update(Tensor{p.data(), Shape{3}}, Tensor{g.data(), Shape{3}}, Tensor{v.data(), Shape{3}}, c, 0.1f);
+      for (int i = 0; i < 3; ++i) {
+        double d = g[i] + 0.01 * rp[i];
+        rv[i] = 0.9 * rv[i] + d;
+        d = nesterov ? d + 0.9 * rv[i] : rv[i];
+        rp[i] -= 0.1 * d;
+      }
+    }
+    for (int i = 0; i < 3; ++i) CHECK(p[i] == Approx(rp[i]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("AdamW follows PyTorch's formula with decoupled weight decay", "[optimizer]") {
+  CpuBackend backend(2);
+  std::vector<float> p{1.f, -2.f, 0.5f}, g{0.1f, 0.2f, -0.3f}, m(3, 0.f), v(3, 0.f);
+  std::vector<double> rp(p.begin(), p.end()), rm(3, 0.0), rv(3, 0.0);
+  AdamWConfig c;
+  const double lr = 0.01;
+  for (long step = 1; step <= 4; ++step) {
+    backend.adamw_update(Tensor{p.data(), Shape{3}}, Tensor{g.data(), Shape{3}}, Tensor{m.data(), Shape{3}},
+                         Tensor{v.data(), Shape{3}}, c, static_cast<float>(lr), step);
+    for (int i = 0; i < 3; ++i) {
+      rp[i] *= 1.0 - lr * c.weight_decay;
+      rm[i] = c.beta1 * rm[i] + (1 - c.beta1) * g[i];
+      rv[i] = c.beta2 * rv[i] + (1 - c.beta2) * g[i] * g[i];
+      const double mhat = rm[i] / (1 - std::pow(c.beta1, step)), vhat = rv[i] / (1 - std::pow(c.beta2, step));
+      rp[i] -= lr * mhat / (std::sqrt(vhat) + c.epsilon);
+    }
+  }
+  for (int i = 0; i < 3; ++i) CHECK(p[i] == Approx(rp[i]).epsilon(1e-5));
+}
+
+TEST_CASE("schedules: warm-up, constant, step and cosine", "[optimizer]") {
+  ScheduleConfig s;
+  s.kind = "cosine";
+  s.warmup_steps = 10;
+  CHECK(scheduled_rate(s, 1.f, 0, 110) == Approx(0.1f));
+  CHECK(scheduled_rate(s, 1.f, 9, 110) == Approx(1.f));
+  CHECK(scheduled_rate(s, 1.f, 10, 110) == Approx(1.f));
+  CHECK(scheduled_rate(s, 1.f, 60, 110) == Approx(0.5f));
+  CHECK(scheduled_rate(s, 1.f, 110, 110) == Approx(0.f).margin(1e-6));
+  s.kind = "step";
+  s.warmup_steps = 0;
+  s.step_every = 5;
+  CHECK(scheduled_rate(s, 1.f, 4, 100) == Approx(1.f));
+  CHECK(scheduled_rate(s, 1.f, 5, 100) == Approx(0.1f));
+  CHECK(scheduled_rate(s, 1.f, 12, 100) == Approx(0.01f));
+  s.kind = "constant";
+  CHECK(scheduled_rate(s, 0.3f, 77, 100) == Approx(0.3f));
+  s.kind = "linear";
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("constant, step or cosine"));
+  OptimizerConfig bad;
+  bad.kind = "rmsprop";
+  CHECK_THROWS_WITH(make_optimizer(bad), Catch::Contains("sgd or adamw"));
+}
