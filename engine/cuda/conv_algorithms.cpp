@@ -17,6 +17,7 @@ namespace {
 struct Candidates {
   std::vector<AlgoChoice> fastest_first;
   std::size_t tested_workspace = 0;  // measured with this much scratch; SIZE_MAX for heuristics
+  std::size_t asked_workspace = 0;   // what the measurement wanted (free memory may have cut it)
   std::size_t largest_useful = 0;    // the largest workspace any usable algorithm asks for
 };
 
@@ -200,12 +201,13 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
 
   const CacheKey measured_key = cache_key(search, plan, pass, true);
   auto measured = entries.find(measured_key);
-  // Measuring again pays only when the last measurement had less workspace than this limit
-  // allows and some algorithm could use more.
+  // Measuring again pays only when the last measurement was allowed less workspace than this
+  // limit allows and some algorithm could use more.
   const std::size_t useful = std::min(limit, heuristic->second.largest_useful);
-  if (search.measure && (measured == entries.end() || measured->second.tested_workspace < useful)) {
+  if (search.measure && (measured == entries.end() || measured->second.asked_workspace < useful)) {
     try {
       Candidates fresh = measure(search, plan, pass, useful);
+      fresh.asked_workspace = useful;
       measured = entries.insert_or_assign(measured_key, std::move(fresh)).first;
     } catch (const memory::OutOfMemory&) {
       // Not even the scratch tensors fit: the heuristics decide.

@@ -35,9 +35,14 @@ __device__ void warp_argmax(float& value, int& index) {
 __global__ void __launch_bounds__(kThreads)
 softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, int classes,
                              float* dlogits, float grad_scale, float* loss_sum, float* correct,
-                             LabelError* error) {
+                             volatile LabelError* error) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float warp_loss = 0.0f, warp_correct = 0.0f;
+  // The first bad label of this launch is reported. The claim is a shared-memory atomic: atomics
+  // on mapped host memory need PCIe atomics, which a machine may not offer.
+  __shared__ int claimed;
+  if (threadIdx.x == 0) claimed = 0;
+  __syncthreads();
 
   for (int row = warp; row < rows; row += kWarps) {
     const float* x = logits + static_cast<std::size_t>(row) * classes;
@@ -57,11 +62,12 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
 
     const int label = labels[row];
     const bool valid = label >= 0 && label < classes;
-    if (!valid && lane == 0 && atomicCAS(&error->raised, 0, 1) == 0) {
+    if (!valid && lane == 0 && atomicCAS(&claimed, 0, 1) == 0 && !error->raised) {
       error->row = row;
       error->label = label;
       error->classes = classes;
       __threadfence_system();
+      error->raised = 1;
     }
     if (dlogits) {
       float* d = dlogits + static_cast<std::size_t>(row) * classes;
