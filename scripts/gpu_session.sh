@@ -153,7 +153,7 @@ PY
   }
   plan() {  # model data largest-batch-to-try
     echo "=== plan $1 budget $BUDGET" >>"$OURS_LOG"
-    local before after
+    local before
     before=$(wc -l <"$OURS_LOG")
     run_phase "ours plan $1" 45 0 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --plan \
       --memory-budget "$BUDGET" --batch "$3"
