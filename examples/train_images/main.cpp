@@ -43,7 +43,8 @@ struct Options {
   std::uint64_t seed = 1;
   int threads = 0;
   std::string device = "auto";
-  bool tf32 = false;
+  std::string precision = "fp32";
+  bool fast_start = false;
   std::string budget;
   std::string metrics_out;
   std::string save;
@@ -128,7 +129,8 @@ int run(const Options& o) {
   DeviceRequest request;
   request.device = o.device;
   request.threads = o.threads;
-  request.tf32 = o.tf32;
+  request.tf32 = o.precision == "tf32";
+  request.fast_start = o.fast_start;
   DeviceChoice device = select_device(request);
   Backend& backend = *device.backend;
   std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
@@ -276,7 +278,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed);
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--device", o.device)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_flag("--tf32", o.tf32, "CUDA: allow TF32 tensor cores");
+  app.add_option("--precision", o.precision, "CUDA: fp32, or tf32 (cuDNN and cuBLAS may use tensor cores)")
+      ->check(CLI::IsMember({"fp32", "tf32"}));
+  app.add_flag("--fast-start", o.fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring");
   app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB");
   app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");
   app.add_option("--save", o.save, "write the weights here after every epoch (atomically)");
