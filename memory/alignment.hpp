@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "memory/memory_resource.hpp"
+
 namespace cnn::memory {
 
 inline constexpr std::size_t kMaxAlignment = 4096;
@@ -12,9 +14,9 @@ constexpr bool is_power_of_two(std::size_t value) { return value && !(value & (v
 
 // Throws std::invalid_argument naming the resource when `alignment` is not a power of two
 // or exceeds kMaxAlignment.
-inline void check_alignment(std::size_t alignment, const std::string& resource) {
+inline void check_alignment(std::size_t alignment, const MemoryResource& resource) {
   if (!is_power_of_two(alignment) || alignment > kMaxAlignment)
-    throw std::invalid_argument(resource + ": alignment " + std::to_string(alignment) +
+    throw std::invalid_argument(resource.name() + ": alignment " + std::to_string(alignment) +
                                 " is not a power of two up to " + std::to_string(kMaxAlignment));
 }
 

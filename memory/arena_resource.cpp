@@ -10,19 +10,19 @@ namespace cnn::memory {
 ArenaResource::ArenaResource(MemoryResource& upstream, std::size_t capacity, Category category)
     : upstream_(upstream), capacity_(BlockHeap::round(capacity)), category_(category) {
   if (capacity == 0) throw std::invalid_argument("arena: capacity must be positive");
-  base_ = upstream_.allocate(capacity_, kMaxAlignment, category_);
+  base_ = upstream_.allocate(capacity_, BlockHeap::kChunkAlignment, category_);
   try {
     heap_.add_chunk({base_, capacity_, category_});
   } catch (...) {
-    upstream_.deallocate(base_, capacity_, kMaxAlignment, category_);
+    upstream_.deallocate(base_, capacity_, BlockHeap::kChunkAlignment, category_);
     throw;
   }
 }
 
-ArenaResource::~ArenaResource() { upstream_.deallocate(base_, capacity_, kMaxAlignment, category_); }
+ArenaResource::~ArenaResource() { upstream_.deallocate(base_, capacity_, BlockHeap::kChunkAlignment, category_); }
 
 void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
-  check_alignment(alignment, name());
+  check_alignment(alignment, *this);
   std::lock_guard lock(mutex_);
   void* ptr = heap_.take(bytes, alignment, category);
   if (!ptr) {

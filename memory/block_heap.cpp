@@ -17,10 +17,11 @@ std::size_t BlockHeap::round(std::size_t bytes) {
 
 void BlockHeap::add_chunk(const Chunk& chunk) {
   char* base = static_cast<char*>(chunk.base);
-  if (!base || reinterpret_cast<std::uintptr_t>(base) % kGranularity != 0 || chunk.bytes == 0 ||
+  if (!base || reinterpret_cast<std::uintptr_t>(base) % kChunkAlignment != 0 || chunk.bytes == 0 ||
       chunk.bytes % kGranularity != 0)
     throw std::logic_error("BlockHeap: a chunk must be a non-empty multiple of " +
-                           std::to_string(kGranularity) + " bytes at an address aligned to it");
+                           std::to_string(kGranularity) + " bytes at an address aligned to " +
+                           std::to_string(kChunkAlignment));
   chunks_[base] = chunk;
   auto it = blocks_.emplace(base, Block{chunk.bytes, base, true, 0, Category::other}).first;
   insert_free(it);
@@ -31,7 +32,8 @@ void* BlockHeap::take(std::size_t requested, std::size_t alignment, Category cat
   if (requested > largest_free()) return nullptr;
   const std::size_t bytes = round(requested);
   // Candidates in increasing size: the first whose aligned start still leaves room is the best
-  // fit. With alignment <= kGranularity that is always the first candidate.
+  // fit. With alignment <= kChunkAlignment that is always the first candidate (every block
+  // starts at a multiple of kChunkAlignment: chunks do, and sizes and paddings are multiples).
   for (auto f = free_.lower_bound({bytes, nullptr}); f != free_.end(); ++f) {
     char* start = f->second;
     const auto address = reinterpret_cast<std::uintptr_t>(start);

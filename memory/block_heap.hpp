@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 
 class BlockHeap {
  public:
-  // Every block size and every block address within a chunk is a multiple of this.
+  // Requests are rounded up to a multiple of this (PyTorch's size classes).
   static constexpr std::size_t kGranularity = 512;
+  // What chunks must be aligned to: kDefaultAlignment, all that cudaMalloc guarantees. Larger
+  // alignments are served by leaving free padding in front of the block.
+  static constexpr std::size_t kChunkAlignment = kDefaultAlignment;
 
   struct Chunk {
     void* base = nullptr;
@@ -33,7 +37,7 @@ class BlockHeap {
   // (a size that large never fits).
   static std::size_t round(std::size_t bytes);
 
-  // `base` must be kGranularity-aligned, `bytes` a positive multiple of kGranularity.
+  // `base` must be kChunkAlignment-aligned, `bytes` a positive multiple of kGranularity.
   void add_chunk(const Chunk& chunk);
 
   // Best fit (ties: lowest address) for `bytes` at `alignment`; nullptr when no free block

@@ -10,7 +10,7 @@ DirectResource::~DirectResource() {
 }
 
 void* DirectResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
-  check_alignment(alignment, name());
+  check_alignment(alignment, *this);
   void* ptr = upstream_.allocate(bytes, alignment, category);
   try {
     std::lock_guard lock(mutex_);

@@ -20,37 +20,40 @@ PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
 PoolResource::~PoolResource() {
   for (BlockHeap* heap : {&small_, &large_})
     for (const auto& chunk : heap->remove_all_chunks())
-      upstream_.deallocate(chunk.base, chunk.bytes, kMaxAlignment, chunk.category);
+      upstream_.deallocate(chunk.base, chunk.bytes, BlockHeap::kChunkAlignment, chunk.category);
 }
 
-std::size_t PoolResource::chunk_size(std::size_t rounded) const {
-  if (is_small(rounded)) return std::max(options_.growth, rounded);
-  if (rounded < options_.large_growth / 2) return options_.large_growth;
-  return align_up(rounded, options_.growth);
+std::size_t PoolResource::chunk_size(std::size_t needed) const {
+  if (is_small(needed)) return std::max(options_.growth, BlockHeap::round(needed));
+  if (needed < options_.large_growth / 2) return options_.large_growth;
+  return align_up(needed, options_.growth);
 }
 
 void* PoolResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
-  check_alignment(alignment, name());
+  check_alignment(alignment, *this);
   const std::size_t rounded = BlockHeap::round(bytes);
   std::lock_guard lock(mutex_);
   if (rounded > kMaxChunk) refuse(bytes, category, "; no chunk can be that large");
   BlockHeap& heap = is_small(rounded) ? small_ : large_;
   void* ptr = heap.take(bytes, alignment, category);
   if (!ptr) {
-    grow(heap, bytes, rounded, category);
-    // A fresh chunk starts at a kMaxAlignment boundary and holds the request: this cannot fail.
+    // Room for the padding an alignment above the chunks' own may need: the fresh chunk then
+    // holds the request wherever its base lies, and the second take cannot fail.
+    const std::size_t padding =
+        alignment > BlockHeap::kChunkAlignment ? alignment - BlockHeap::kChunkAlignment : 0;
+    grow(heap, bytes, rounded + padding, category);
     ptr = heap.take(bytes, alignment, category);
   }
   in_use_[category] += bytes;
   return ptr;
 }
 
-void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded,
+void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t needed,
                         Category category) {
-  const std::size_t chunk = chunk_size(rounded);
+  const std::size_t chunk = chunk_size(needed);
   void* base = nullptr;
   try {
-    base = upstream_.allocate(chunk, kMaxAlignment, category);
+    base = upstream_.allocate(chunk, BlockHeap::kChunkAlignment, category);
   } catch (const OutOfMemory& upstream_failure) {
     refuse(bytes, category,
            "; the upstream refused a new chunk of " + format_bytes(chunk) + ": " +
@@ -59,7 +62,7 @@ void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded,
   try {
     heap.add_chunk({base, chunk, category});
   } catch (...) {
-    upstream_.deallocate(base, chunk, kMaxAlignment, category);
+    upstream_.deallocate(base, chunk, BlockHeap::kChunkAlignment, category);
     throw;
   }
   ++upstream_allocations_;
@@ -88,7 +91,7 @@ void PoolResource::release() {
   std::lock_guard lock(mutex_);
   for (BlockHeap* heap : {&small_, &large_})
     for (const auto& chunk : heap->remove_free_chunks())
-      upstream_.deallocate(chunk.base, chunk.bytes, kMaxAlignment, chunk.category);
+      upstream_.deallocate(chunk.base, chunk.bytes, BlockHeap::kChunkAlignment, chunk.category);
 }
 
 std::size_t PoolResource::largest_free_locked() const {

@@ -58,9 +58,10 @@ class PoolResource final : public MemoryResource {
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
 
   bool is_small(std::size_t rounded) const { return rounded <= options_.small_limit; }
-  std::size_t chunk_size(std::size_t rounded) const;
+  std::size_t chunk_size(std::size_t needed) const;
   std::size_t largest_free_locked() const;
-  void grow(BlockHeap& heap, std::size_t bytes, std::size_t rounded, Category category);
+  // Adds a chunk of at least `needed` bytes to `heap`.
+  void grow(BlockHeap& heap, std::size_t bytes, std::size_t needed, Category category);
   // Throws the pool's OutOfMemory (with mutex_ held); `why` is appended to the description.
   [[noreturn]] void refuse(std::size_t bytes, Category category, const std::string& why) const;
 

@@ -8,6 +8,7 @@
 #include "memory/out_of_memory.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "tests/memory/block_tracker.hpp"
+#include "tests/memory/page_offset_upstream.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;
@@ -63,7 +64,7 @@ TEST_CASE("arena: after churn and a full free, one request of the whole capacity
     CHECK(arena.free_bytes() == arena.capacity());
     CHECK(arena.largest_free_block() == arena.capacity());
     CHECK(arena.in_use().total() == 0);
-    void* whole = arena.allocate(arena.capacity(), 4096);
+    void* whole = arena.allocate(arena.capacity());
     arena.deallocate(whole, arena.capacity());
   }
 }
@@ -107,15 +108,37 @@ TEST_CASE("arena: sizes near SIZE_MAX are refused before any rounding can wrap",
   CHECK(arena.free_bytes() == 1 * MiB);
 }
 
-TEST_CASE("arena: large alignments inside the arena keep the padding usable", "[memory]") {
-  ArenaResource arena(host_resource(), 64 * KiB);
-  void* small = arena.allocate(512, 512);
-  void* page = arena.allocate(4096, 4096);  // leaves a 3.5 KiB free gap in front
-  CHECK(reinterpret_cast<std::uintptr_t>(page) % 4096 == 0);
-  CHECK(arena.free_bytes() == 64 * KiB - 512 - 4096);
-  void* gap = arena.allocate(3 * KiB, 512);
-  CHECK(gap == static_cast<char*>(small) + 512);
-  for (auto [p, n] : {std::pair{small, 512}, {page, 4096}, {gap, 3 * 1024}})
-    arena.deallocate(p, static_cast<std::size_t>(n));
-  CHECK(arena.largest_free_block() == 64 * KiB);
+TEST_CASE("arena: large alignments leave their padding usable", "[memory]") {
+  SECTION("page-aligned base: the layout is exact") {
+    PageOffsetUpstream upstream(0);
+    ArenaResource arena(upstream, 64 * KiB);
+    void* small = arena.allocate(512, 512);
+    void* page = arena.allocate(4096, 4096);  // leaves a 3.5 KiB free gap in front
+    CHECK(page == static_cast<char*>(small) + 4096);
+    CHECK(arena.free_bytes() == 64 * KiB - 512 - 4096);
+    void* gap = arena.allocate(3 * KiB, 512);
+    CHECK(gap == static_cast<char*>(small) + 512);
+    for (auto [p, n] : {std::pair{small, 512}, {page, 4096}, {gap, 3 * 1024}})
+      arena.deallocate(p, static_cast<std::size_t>(n));
+    CHECK(arena.largest_free_block() == 64 * KiB);
+  }
+  SECTION("a base only 256-aligned, as cudaMalloc promises") {
+    PageOffsetUpstream upstream(256);
+    ArenaResource arena(upstream, 64 * KiB);
+    void* page = arena.allocate(4096, 4096);
+    CHECK(reinterpret_cast<std::uintptr_t>(page) % 4096 == 0);
+    CHECK(arena.free_bytes() == 64 * KiB - 4096);
+    void* front = arena.allocate(3 * KiB);  // best fit: the 3.75 KiB padding in front
+    CHECK(front < page);
+    for (std::size_t alignment = 1; alignment <= 4096; alignment *= 2) {
+      void* p = arena.allocate(1000, alignment);
+      CHECK(reinterpret_cast<std::uintptr_t>(p) % alignment == 0);
+      arena.deallocate(p, 1000);
+    }
+    arena.deallocate(front, 3 * KiB);
+    arena.deallocate(page, 4096);
+    CHECK(arena.largest_free_block() == 64 * KiB);
+    void* whole = arena.allocate(64 * KiB);
+    arena.deallocate(whole, 64 * KiB);
+  }
 }

@@ -8,6 +8,7 @@
 #include "memory/pool_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "tests/memory/block_tracker.hpp"
+#include "tests/memory/page_offset_upstream.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;
@@ -155,6 +156,18 @@ TEST_CASE("pool: sizes near SIZE_MAX are refused before any rounding can wrap", 
   for (std::size_t bytes : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - 600, SIZE_MAX / 2})
     CHECK_THROWS_AS(pool.allocate(bytes), OutOfMemory);
   CHECK(upstream.statistics().allocations == 0);
+}
+
+TEST_CASE("pool: over a 256-aligned upstream, a 4096-aligned request still fits a new chunk",
+          "[memory]") {
+  PageOffsetUpstream upstream(256);
+  PoolResource pool(upstream, PoolOptions{4 * KiB, 4 * KiB, 4 * KiB});
+  for (std::size_t bytes : {std::size_t{4096}, std::size_t{100}, 64 * KiB}) {
+    void* p = pool.allocate(bytes, 4096);
+    CHECK(reinterpret_cast<std::uintptr_t>(p) % 4096 == 0);
+    pool.deallocate(p, bytes);
+  }
+  CHECK(pool.stats().free_blocks == pool.stats().chunks);
 }
 
 TEST_CASE("pool: destruction returns every chunk, live blocks or not", "[memory]") {

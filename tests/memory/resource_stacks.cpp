@@ -8,6 +8,7 @@
 #include "memory/pool_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/trace_adaptor.hpp"
+#include "tests/memory/page_offset_upstream.hpp"
 
 namespace cnn::memory::test {
 namespace {
@@ -71,6 +72,19 @@ std::vector<StackFactory> all_stacks() {
     auto s = std::make_unique<ResourceStack>("pool over statistics over host");
     s->push<StatisticsAdaptor>(host_resource());
     s->push<PoolResource>(s->below());
+    return s;
+  });
+  // Upstreams that align to 256 and no more, like cudaMalloc: larger alignments are padding.
+  stacks.push_back([] {
+    auto s = std::make_unique<ResourceStack>("pool over a 256-aligned upstream");
+    s->push<PageOffsetUpstream>(256);
+    s->push<PoolResource>(s->below());
+    return s;
+  });
+  stacks.push_back([] {
+    auto s = std::make_unique<ResourceStack>("arena over a 256-aligned upstream");
+    s->push<PageOffsetUpstream>(768);
+    s->push<ArenaResource>(s->below(), kStackArenaCapacity);
     return s;
   });
   stacks.push_back([] {
