@@ -1,5 +1,6 @@
 #include "memory/host_resource.hpp"
 
+#include <cstdint>
 #include <new>
 
 #include "memory/out_of_memory.hpp"
@@ -8,7 +9,8 @@ namespace cnn::memory {
 
 void* HostResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
   if (bytes == 0) bytes = 1;
-  void* ptr = ::operator new(bytes, std::align_val_t(alignment), std::nothrow);
+  // operator new rounds up to the alignment: a size near SIZE_MAX would wrap to a tiny block.
+  void* ptr = bytes > SIZE_MAX - alignment ? nullptr : ::operator new(bytes, std::align_val_t(alignment), std::nothrow);
   if (!ptr) {
     OutOfMemoryDetails details;
     details.requested = bytes;

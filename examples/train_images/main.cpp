@@ -179,6 +179,10 @@ int run(const Options& o) {
     const MemoryBreakdown full = BatchPlanner(network, backend, sizing).breakdown(o.batch);
     const std::size_t capacity = budget ? (budget > full.total() - full.arena_bytes ? budget - (full.total() - full.arena_bytes) : 0)
                                         : 2 * full.arena_bytes;
+    if (capacity == 0)
+      throw BudgetTooSmall("the memory budget of " + memory::format_bytes(budget) + " leaves nothing for an arena:\n" +
+                               format_memory_table(full),
+                           memory::OutOfMemoryDetails{});
     strategy = memory::make_strategy(o.allocator, resource, capacity);
     t.step_allocator = strategy.get();
     std::cout << "allocator: " << o.allocator << (o.allocator == "arena" ? " of " + memory::format_bytes(capacity) : "")
