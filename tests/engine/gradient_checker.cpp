@@ -73,23 +73,32 @@ struct Harness {
     return s;
   }
 
-  double objective() {
-    auto in = views(inputs, input_shapes);
-    auto p = views(params, param_shapes());
-    auto g = views(grads, param_shapes());
-    auto sv = views(saved, saved_shapes());
+  // Views of the harness's buffers; they stay valid while the harness lives.
+  struct Views {
+    std::vector<Tensor> inputs, params, grads, saved;
+  };
+  LayerContext context(Views& v) {
+    v.inputs = views(inputs, input_shapes);
+    v.params = views(params, param_shapes());
+    v.grads = views(grads, param_shapes());
+    v.saved = views(saved, saved_shapes());
     LayerContext c;
     c.backend = &backend;
     c.batch = opt.batch;
     c.training = opt.training;
     c.seed = 42;
-    c.inputs = in;
+    c.inputs = v.inputs;
     c.output = Tensor{output.data(), out_shape};
-    c.params = p;
-    c.grads = g;
-    c.saved = sv;
+    c.params = v.params;
+    c.grads = v.grads;
+    c.saved = v.saved;
     c.workspace = Workspace{workspace.data(), workspace.size() * sizeof(float)};
-    layer.forward(c);
+    return c;
+  }
+
+  double objective() {
+    Views v;
+    layer.forward(context(v));
     double sum = 0;
     for (std::size_t i = 0; i < output.size(); ++i) sum += static_cast<double>(output[i]) * weights_r[i];
     return sum;
@@ -100,25 +109,12 @@ struct Harness {
     for (auto& g : grads) std::fill(g.begin(), g.end(), 0.f);
     objective();
     std::vector<std::vector<float>> dx = prefill;
-    auto in = views(inputs, input_shapes);
-    auto p = views(params, param_shapes());
-    auto g = views(grads, param_shapes());
-    auto sv = views(saved, saved_shapes());
     auto dxv = views(dx, input_shapes);
     std::vector<float> dy = weights_r;
     bool acc[8];
     std::fill(acc, acc + 8, opt.accumulate);
-    LayerContext c;
-    c.backend = &backend;
-    c.batch = opt.batch;
-    c.training = opt.training;
-    c.seed = 42;
-    c.inputs = in;
-    c.output = Tensor{output.data(), out_shape};
-    c.params = p;
-    c.grads = g;
-    c.saved = sv;
-    c.workspace = Workspace{workspace.data(), workspace.size() * sizeof(float)};
+    Views v;
+    LayerContext c = context(v);
     c.grad_output = Tensor{dy.data(), out_shape};
     c.grad_inputs = dxv;
     c.accumulate = std::span<const bool>(acc, inputs.size());
