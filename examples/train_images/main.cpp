@@ -1,5 +1,4 @@
 // train_images: train a convolutional network on an image folder or IDX files (Fashion-MNIST).
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -19,45 +18,15 @@
 #include "memory/bytes.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
+#include "options.hpp"
+#include "plan_report.hpp"
 #include "progress.hpp"
 
 namespace {
 
 using namespace cnn;
+using app::Options;
 using Clock = std::chrono::steady_clock;
-
-struct Options {
-  std::string data = "/usr/share/datasets/fashion-mnist";
-  std::string model = "small";
-  int epochs = 8;
-  int batch = 64;
-  int micro_batch = 0;
-  int accumulate = 0;
-  float lr = 1e-3f;
-  std::string optimizer = "adamw";
-  float weight_decay = -1.f;
-  float momentum = 0.9f;
-  bool nesterov = false;
-  std::string schedule = "cosine";
-  double warmup_epochs = 0.0;
-  std::uint64_t seed = 1;
-  int threads = 0;
-  std::string device = "auto";
-  std::string precision = "fp32";
-  bool fast_start = false;
-  std::string budget;
-  std::string metrics_out;
-  std::string save;
-  std::string load;
-  std::size_t limit = 0;
-  int image_size = 0;
-  int channels = 0;
-  bool augment = false;
-  bool quiet = false;
-  bool doctor = false;
-  bool plan_only = false;
-  std::string allocator = "planned";
-};
 
 class MetricsFile {
  public:
@@ -75,35 +44,6 @@ class MetricsFile {
 };
 
 HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
-
-// --plan: bytes for a range of micro-batches, the largest that fits, the chosen b and k. It
-// plans only: nothing is allocated, whatever the device.
-int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
-  BatchPlanOptions options = t;
-  options.optimizer_slots = make_optimizer(t.optimizer)->state_slots();
-  const BatchPlanner planner(network, backend, options);
-  std::vector<MemoryBreakdown> rows;
-  for (int b = 1; b < t.batch; b *= 2) rows.push_back(planner.breakdown(b));
-  rows.push_back(planner.breakdown(t.batch));
-  std::cout << format_micro_batch_table(rows);
-  const int largest = planner.largest_fitting(t.batch);
-  if (largest == 0) {
-    std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory_budget) << "\n";
-    return 3;
-  }
-  std::cout << "largest micro-batch that fits: " << largest
-            << (t.memory_budget ? "" : " (no budget: the requested batch)") << "\n";
-  const int b = planner.choose();
-  if (b == 0) {
-    std::cout << "the micro-batch asked for does not fit the budget\n";
-    return 3;
-  }
-  const int k = (t.batch + b - 1) / b;
-  std::cout << "chosen: batch " << t.batch << " = " << k << " x micro-batch " << b;
-  if (t.batch % b) std::cout << " (the last one " << t.batch - (k - 1) * b << ")";
-  std::cout << "\n" << format_memory_table(planner.breakdown(b));
-  return 0;
-}
 
 int run(const Options& o) {
   if (o.doctor) {
@@ -169,7 +109,7 @@ int run(const Options& o) {
   if (budget) capped.emplace(device_stats, budget > staging ? budget - staging : 0);
   memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : device_stats;
 
-  if (o.plan_only) return print_plan(network, backend, t);
+  if (o.plan_only) return app::print_plan(network, backend, t);
   // --allocator: the planned arena (default) or a framework-style strategy that allocates each
   // step buffer when it is produced and frees it after its last use.
   std::unique_ptr<memory::MemoryResource> strategy;
@@ -263,42 +203,9 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  cnn::app::Options o;
   CLI::App app{"train_images: train a convolutional network on images (cnnengine)"};
-  app.add_option("--data", o.data, "IDX folder (Fashion-MNIST layout) or image folder (one sub-folder per class)");
-  app.add_option("--model", o.model, "small, small-bn, resnet, resnet18, or a network text file");
-  app.add_option("--epochs", o.epochs)->check(CLI::PositiveNumber);
-  app.add_option("--batch", o.batch, "samples per optimizer step")->check(CLI::PositiveNumber);
-  app.add_option("--micro-batch", o.micro_batch, "samples per forward/backward pass (default: largest that fits)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--accumulate", o.accumulate, "micro-batches per optimizer step")->check(CLI::NonNegativeNumber);
-  app.add_option("--lr", o.lr, "base learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", o.optimizer)->check(CLI::IsMember({"sgd", "adamw"}));
-  app.add_option("--weight-decay", o.weight_decay, "default: sgd 0, adamw 0.01");
-  app.add_option("--momentum", o.momentum);
-  app.add_flag("--nesterov", o.nesterov);
-  app.add_option("--schedule", o.schedule)->check(CLI::IsMember({"constant", "step", "cosine"}));
-  app.add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)");
-  app.add_option("--seed", o.seed);
-  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber);
-  app.add_option("--device", o.device)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--precision", o.precision, "CUDA: fp32, or tf32 (cuDNN and cuBLAS may use tensor cores)")
-      ->check(CLI::IsMember({"fp32", "tf32"}));
-  app.add_flag("--fast-start", o.fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring");
-  app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB");
-  app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");
-  app.add_option("--save", o.save, "write the weights here after every epoch (atomically)");
-  app.add_option("--load", o.load, "start from these weights");
-  app.add_option("--limit", o.limit, "train on the first N samples only");
-  app.add_option("--image-size", o.image_size, "image folders: resize to NxN (default: first image's size)");
-  app.add_option("--channels", o.channels, "image folders: 1 (grey) or 3 (RGB)");
-  app.add_flag("--augment", o.augment, "random horizontal flips");
-  app.add_flag("--quiet", o.quiet, "no progress bar");
-  app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
-  app.add_flag("--plan", o.plan_only, "print the memory plan and exit");
-  app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
-                                             "arena, pool or direct (allocated as produced, freed after last use)")
-      ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));
+  cnn::app::add_options(app, o);
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

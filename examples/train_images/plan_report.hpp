@@ -1,0 +1,11 @@
+#pragma once
+// train_images --plan: bytes for a range of micro-batches, the largest that fits the budget, and
+// the chosen micro-batch and count. It plans only: nothing is allocated, whatever the device.
+#include "engine/trainer.hpp"
+
+namespace cnn::app {
+
+// Returns the process exit code: 0, or 3 when nothing fits the budget.
+int print_plan(Network& network, Backend& backend, const TrainerOptions& options);
+
+}  // namespace cnn::app
