@@ -206,7 +206,12 @@ int main(int argc, char** argv) {
   cnn::app::Options o;
   CLI::App app{"train_images: train a convolutional network on images (cnnengine)"};
   cnn::app::add_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help or the error
+    return code == 0 ? 0 : 2;
+  }
   try {
     return run(o);
   } catch (const BudgetTooSmall& e) {
