@@ -18,11 +18,64 @@ Window window_at(const Pool2dDesc& d, int oh, int ow, int h, int w) {
   return {std::max(hs, 0), std::min(hs + d.window_h, h), std::max(ws, 0), std::min(ws + d.window_w, w)};
 }
 
+// Max pooling 2x2, stride 2, no padding: the networks' common case, without the general loop's
+// window clipping and mode tests. Ties go to the first element in row-major order, as in the
+// general path.
+bool is_max_2x2(const Pool2dDesc& d) {
+  return d.mode == PoolMode::max && d.window_h == 2 && d.window_w == 2 && d.stride_h == 2 && d.stride_w == 2 &&
+         d.pad_h == 0 && d.pad_w == 0;
+}
+
+int argmax_2x2(const float* row0, const float* row1, int j) {
+  int best = 0;
+  float m = row0[j];
+  if (row0[j + 1] > m) { m = row0[j + 1]; best = 1; }
+  if (row1[j] > m) { m = row1[j]; best = 2; }
+  if (row1[j + 1] > m) best = 3;
+  return best;
+}
+
+void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
+  for (int oh = 0; oh < ho; ++oh) {
+    const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
+    const float* r1 = r0 + w;
+    float* o = out + static_cast<std::size_t>(oh) * wo;
+    for (int ow = 0; ow < wo; ++ow)
+      o[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
+  }
+}
+
+void max_2x2_backward_plane(const float* in, const float* grad_out, float* grad_in, int w, int ho, int wo) {
+  for (int oh = 0; oh < ho; ++oh) {
+    const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
+    const float* r1 = r0 + w;
+    float* g0 = grad_in + static_cast<std::size_t>(2 * oh) * w;
+    float* g1 = g0 + w;
+    for (int ow = 0; ow < wo; ++ow) {
+      const int j = 2 * ow;
+      const float g = grad_out[oh * wo + ow];
+      switch (argmax_2x2(r0, r1, j)) {
+        case 0: g0[j] += g; break;
+        case 1: g0[j + 1] += g; break;
+        case 2: g1[j] += g; break;
+        default: g1[j + 1] += g; break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
   const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
   const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
+  if (is_max_2x2(d)) {
+    cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+      for (std::size_t p = b; p < e; ++p)
+        max_2x2_forward_plane(x.data + p * h * w, y.data + p * ho * wo, w, ho, wo);
+    });
+    return;
+  }
   cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
     for (std::size_t p = b; p < e; ++p) {
       const float* in = x.data + p * h * w;
@@ -54,6 +107,10 @@ void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Ten
       const float* grad_out = dy.data + p * ho * wo;
       float* grad_in = dx.data + p * h * w;
       if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
+      if (is_max_2x2(d)) {
+        max_2x2_backward_plane(in, grad_out, grad_in, w, ho, wo);
+        continue;
+      }
       for (int oh = 0; oh < ho; ++oh)
         for (int ow = 0; ow < wo; ++ow) {
           const Window win = window_at(d, oh, ow, h, w);
