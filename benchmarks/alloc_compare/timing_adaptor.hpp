@@ -1,0 +1,66 @@
+#pragma once
+// Meters the resource it wraps: the wall time spent inside allocate and deallocate (the
+// allocator's own cost, apart from the work between the calls) and the requests it refused.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "memory/memory_resource.hpp"
+#include "memory/out_of_memory.hpp"
+
+namespace alloc_compare {
+
+class TimingAdaptor final : public cnn::memory::MemoryResource {
+ public:
+  explicit TimingAdaptor(cnn::memory::MemoryResource& upstream) : upstream_(upstream) {}
+  TimingAdaptor(const TimingAdaptor&) = delete;
+  TimingAdaptor& operator=(const TimingAdaptor&) = delete;
+
+  std::uint64_t nanoseconds() const { return nanoseconds_.load(std::memory_order_relaxed); }
+  std::uint64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
+
+  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
+  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
+  bool is_device_memory() const override { return upstream_.is_device_memory(); }
+  std::string name() const override { return upstream_.name(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // Adds the time since construction, also when the call throws.
+  class Stopwatch {
+   public:
+    explicit Stopwatch(std::atomic<std::uint64_t>& sum) : sum_(sum), start_(Clock::now()) {}
+    ~Stopwatch() {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_);
+      sum_.fetch_add(static_cast<std::uint64_t>(ns.count()), std::memory_order_relaxed);
+    }
+    Stopwatch(const Stopwatch&) = delete;
+    Stopwatch& operator=(const Stopwatch&) = delete;
+
+   private:
+    std::atomic<std::uint64_t>& sum_;
+    Clock::time_point start_;
+  };
+
+  void* do_allocate(std::size_t bytes, std::size_t alignment, cnn::memory::Category category) override {
+    try {
+      Stopwatch watch(nanoseconds_);
+      return upstream_.allocate(bytes, alignment, category);
+    } catch (const cnn::memory::OutOfMemory&) {
+      refusals_.fetch_add(1, std::memory_order_relaxed);
+      throw;
+    }
+  }
+  void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment,
+                     cnn::memory::Category category) override {
+    Stopwatch watch(nanoseconds_);
+    upstream_.deallocate(ptr, bytes, alignment, category);
+  }
+
+  cnn::memory::MemoryResource& upstream_;
+  std::atomic<std::uint64_t> nanoseconds_{0};
+  std::atomic<std::uint64_t> refusals_{0};
+};
+
+}  // namespace alloc_compare

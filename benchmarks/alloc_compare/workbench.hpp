@@ -1,0 +1,90 @@
+#pragma once
+// What every workload shares: the network and backend, the base upstream, the step plans (made
+// once per batch size), and the bytes the Trainer would hold outside the step.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/batch_planner.hpp"
+#include "engine/step_plan.hpp"
+#include "memory/memory_resource.hpp"
+#include "rig.hpp"
+#include "run_result.hpp"
+
+namespace alloc_compare {
+
+struct BenchConfig {
+  std::uint64_t seed = 1;
+  double arena_factor = 2.0;  // the arena strategy's reservation without a budget, × the plan's arena
+  int warmup = 1;
+};
+
+class Workbench {
+ public:
+  Workbench(std::function<cnn::Network()> make_network, cnn::Backend& backend,
+            cnn::memory::MemoryResource& base, BenchConfig config);
+
+  cnn::Network& network() { return network_; }  // the one plans are made on
+  cnn::Network fresh_network() const { return make_network_(); }  // for a Trainer of its own
+  cnn::Backend& backend() { return backend_; }
+  cnn::memory::MemoryResource& base() { return base_; }
+  const BenchConfig& config() const { return config_; }
+
+  // The training step's plan at this micro-batch, made once.
+  const cnn::StepPlan& plan(int batch);
+  // As the Trainer sees it: persistent blocks (parameters, gradients, optimizer state, metrics),
+  // the arena (training or evaluation, whichever is larger) and the liveness lower bound.
+  cnn::MemoryBreakdown breakdown(int batch);
+  cnn::BatchPlanOptions plan_options(std::size_t budget) const;
+
+  // A fresh result for one run, with its reference (lower bound + persistent bytes).
+  RunResult start(const std::string& workload, const std::string& strategy, std::size_t budget,
+                  std::size_t reference_bytes) const;
+
+ private:
+  std::function<cnn::Network()> make_network_;
+  cnn::Network network_;
+  cnn::Backend& backend_;
+  cnn::memory::MemoryResource& base_;
+  BenchConfig config_;
+  int optimizer_slots_ = 0;
+  std::map<int, cnn::StepPlan> plans_;  // a map: references stay valid as it grows
+};
+
+// What the arena strategy reserves up front: under a budget all that the blocks held for the
+// whole run leave (as on a card of that size); otherwise arena_factor × the planned arena.
+RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget,
+                     std::size_t fixed_bytes, std::size_t planned_arena_bytes);
+
+// Blocks held for a whole run (persistent blocks, the planned arena), freed in reverse order.
+class HeldBlocks {
+ public:
+  HeldBlocks() = default;
+  HeldBlocks(const HeldBlocks&) = delete;
+  HeldBlocks& operator=(const HeldBlocks&) = delete;
+  ~HeldBlocks();
+  void* add(cnn::memory::MemoryResource& from, std::size_t bytes, cnn::memory::Category category,
+            std::size_t alignment = cnn::memory::kDefaultAlignment);
+
+ private:
+  struct Block {
+    cnn::memory::MemoryResource* from;
+    void* ptr;
+    std::size_t bytes, alignment;
+    cnn::memory::Category category;
+  };
+  std::vector<Block> blocks_;
+};
+
+// What the backend's libraries hold (cuBLAS workspace on CUDA, nothing on the CPU) is taken
+// from the run's upstream first, so that a budget counts it as BatchPlanner does.
+void hold_library_share(HeldBlocks& held, cnn::memory::MemoryResource& from, std::size_t library_bytes);
+
+// The batch of churn step `step`: drawn from [max(1, batch/2), batch] by a counter-based
+// generator, so every strategy sees the same sequence.
+int churn_batch(std::uint64_t seed, long step, int batch);
+
+}  // namespace alloc_compare
