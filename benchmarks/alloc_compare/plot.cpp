@@ -42,11 +42,12 @@ std::string script(const Comparison& c, const std::string& title, const std::fil
     s << "EOD\n";
   }
   s << "set multiplot layout " << rows << "," << columns << " title " << quoted(title) << "\n"
-    << "set xlabel 'step'\nset ylabel 'reserved (MiB)'\nset yrange [0:*]\nset grid\nset key bottom right\n";
+    << "set xlabel 'step'\nset ylabel 'reserved (MiB)'\nset yrange [0:*]\nset grid\nset key bottom right invert\n";
   for (const std::string& workload : workloads) {
     s << "set title " << quoted(workload) << "\nplot";
     const char* separator = " ";
-    for (std::size_t i = 0; i < c.rows.size(); ++i) {
+    // In reverse, so that the first strategy (planned) is drawn on top; the key is inverted back.
+    for (std::size_t i = c.rows.size(); i-- > 0;) {
       const RunResult& run = c.rows[i].run;
       if (run.workload != workload || run.steps.empty()) continue;
       s << separator << "$run" << i << " using 1:2 with steps lw 2 lc rgb '" << colour(run.strategy) << "' title "
