@@ -42,7 +42,12 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
   params_ = std::make_unique<ParameterStore>(net_, backend_, resource_, optimizer_->state_slots(), options_.seed);
   metrics_ = static_cast<float*>(resource_.allocate(kMetricsBytes, memory::kDefaultAlignment, memory::Category::other));
   target_micro_batch_ = b;
-  build(b);
+  try {
+    build(b);
+  } catch (...) {  // the destructor will not run: give back what the constructor took
+    resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
+    throw;
+  }
 }
 
 Trainer::~Trainer() {

@@ -1,6 +1,7 @@
 #include "memory/planner.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
@@ -40,26 +41,14 @@ void compute_lower_bound(const std::vector<BufferRequest>& requests,
 
 }  // namespace
 
-Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignment) {
-  Plan plan;
-  plan.alignment = alignment;
+namespace {
+
+// Greedy placement in the given order: each buffer goes into the best-fitting gap left by the
+// buffers already placed that overlap it in time, else after the last of them.
+void place_in_order(const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& sizes,
+                    const std::vector<std::size_t>& order, Plan& plan) {
   plan.offsets.assign(requests.size(), 0);
-  std::vector<std::size_t> sizes(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    if (requests[i].last_use < requests[i].first_use)
-      throw std::invalid_argument("buffer '" + requests[i].name + "' is last used before it is first used");
-    sizes[i] = align_up(std::max<std::size_t>(requests[i].bytes, 1), alignment);
-  }
-  compute_lower_bound(requests, sizes, plan);
-
-  // Largest first; ties broken by longer lifetime, then by request order (deterministic).
-  std::vector<std::size_t> order(requests.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (sizes[a] != sizes[b]) return sizes[a] > sizes[b];
-    return requests[a].last_use - requests[a].first_use > requests[b].last_use - requests[b].first_use;
-  });
-
+  plan.arena_bytes = 0;
   std::vector<bool> placed(requests.size(), false);
   std::vector<Placed> conflicts;
   for (std::size_t i : order) {
@@ -69,8 +58,6 @@ Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignm
         conflicts.push_back({plan.offsets[j], plan.offsets[j] + sizes[j]});
     std::sort(conflicts.begin(), conflicts.end(),
               [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
-
-    // Best fit among the gaps between conflicting buffers; else after the last of them.
     std::size_t best_offset = 0, best_gap = SIZE_MAX, cursor = 0;
     bool found = false;
     for (const auto& c : conflicts) {
@@ -87,6 +74,45 @@ Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignm
     plan.offsets[i] = found ? best_offset : cursor;
     placed[i] = true;
     plan.arena_bytes = std::max(plan.arena_bytes, plan.offsets[i] + sizes[i]);
+  }
+}
+
+}  // namespace
+
+Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignment) {
+  Plan plan;
+  plan.alignment = alignment;
+  plan.offsets.assign(requests.size(), 0);
+  std::vector<std::size_t> sizes(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].last_use < requests[i].first_use)
+      throw std::invalid_argument("buffer '" + requests[i].name + "' is last used before it is first used");
+    sizes[i] = align_up(std::max<std::size_t>(requests[i].bytes, 1), alignment);
+  }
+  compute_lower_bound(requests, sizes, plan);
+
+  // Largest first always; ties (and near-ties) are where greedy placements differ, so try a few
+  // tie-breaks and keep the smallest arena. Each order is deterministic.
+  auto lifetime = [&](std::size_t i) { return requests[i].last_use - requests[i].first_use; };
+  using Before = std::function<bool(std::size_t, std::size_t)>;
+  const std::vector<Before> tie_breaks = {
+      [&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); },
+      [&](std::size_t a, std::size_t b) { return requests[a].first_use < requests[b].first_use; },
+      [&](std::size_t a, std::size_t b) { return requests[a].last_use > requests[b].last_use; },
+      [&](std::size_t a, std::size_t b) { return lifetime(a) < lifetime(b); },
+  };
+  bool first = true;
+  for (const auto& tie_break : tie_breaks) {
+    std::vector<std::size_t> order(requests.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (sizes[a] != sizes[b]) return sizes[a] > sizes[b];
+      return tie_break(a, b);
+    });
+    Plan candidate = plan;
+    place_in_order(requests, sizes, order, candidate);
+    if (first || candidate.arena_bytes < plan.arena_bytes) plan = std::move(candidate);
+    first = false;
   }
   return plan;
 }

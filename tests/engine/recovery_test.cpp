@@ -166,3 +166,14 @@ TEST_CASE("a sweep of budgets: each run trains within its budget or is refused b
   CHECK(refused > 0);
   CHECK(trained > 0);
 }
+
+TEST_CASE("a trainer whose arena cannot be had leaves nothing behind", "[recovery][trainer]") {
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  memory::FaultInjectionAdaptor faults(stats);
+  faults.fail_on({4});  // parameters, gradients, optimizer state, metrics, then the arena
+  CpuBackend backend(1);
+  Network net = make_preset("small", kImage, 4);
+  CHECK_THROWS_AS(Trainer(net, backend, faults, TrainerOptions{}), memory::OutOfMemory);
+  CHECK(faults.injected_failures() == 1);
+  CHECK(stats.statistics().current_bytes == 0);
+}
