@@ -1,6 +1,7 @@
 // Convolution as im2col + one matrix product per image, images spread over threads; dense layers
 // as single matrix products that Eigen parallelises itself.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -26,6 +27,20 @@ ConvGeometry geometry(const Conv2dDesc& d, const Shape& x, const Shape& y) {
   return {x[1], x[2], x[3], d.out_channels, y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding};
 }
 
+// The output columns [lo, hi) whose input column ow * stride - pad + kj lies inside the image.
+struct ColumnRange {
+  int lo, hi;
+};
+
+ColumnRange valid_columns(const ConvGeometry& g, int kj) {
+  const int offset = kj - g.pad;  // iw = ow * stride + offset
+  int lo = offset >= 0 ? 0 : (-offset + g.stride - 1) / g.stride;
+  int hi = g.w - offset <= 0 ? 0 : (g.w - offset + g.stride - 1) / g.stride;
+  hi = std::min(hi, g.wout);
+  lo = std::min(lo, hi);
+  return {lo, hi};
+}
+
 void im2col(const ConvGeometry& g, const float* image, float* col) {
   const int P = g.pixels();
   for (int c = 0; c < g.cin; ++c)
@@ -33,18 +48,21 @@ void im2col(const ConvGeometry& g, const float* image, float* col) {
       for (int kj = 0; kj < g.kw; ++kj) {
         float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
         const float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
+        const ColumnRange cols = valid_columns(g, kj);
+        const int offset = kj - g.pad;
         for (int oh = 0; oh < g.hout; ++oh) {
           const int ih = oh * g.stride - g.pad + ki;
           float* out = row + oh * g.wout;
           if (ih < 0 || ih >= g.h) {
-            std::memset(out, 0, sizeof(float) * static_cast<std::size_t>(g.wout));
+            std::fill(out, out + g.wout, 0.f);
             continue;
           }
-          const float* in = plane + static_cast<std::size_t>(ih) * g.w;
-          for (int ow = 0; ow < g.wout; ++ow) {
-            const int iw = ow * g.stride - g.pad + kj;
-            out[ow] = (iw >= 0 && iw < g.w) ? in[iw] : 0.f;
-          }
+          const float* in = plane + static_cast<std::size_t>(ih) * g.w + offset;
+          std::fill(out, out + cols.lo, 0.f);
+          if (g.stride == 1) std::copy(in + cols.lo, in + cols.hi, out + cols.lo);
+          else
+            for (int ow = cols.lo; ow < cols.hi; ++ow) out[ow] = in[ow * g.stride];
+          std::fill(out + cols.hi, out + g.wout, 0.f);
         }
       }
 }
@@ -56,15 +74,17 @@ void col2im_add(const ConvGeometry& g, const float* col, float* image) {
       for (int kj = 0; kj < g.kw; ++kj) {
         const float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
         float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
+        const ColumnRange cols = valid_columns(g, kj);
+        const int offset = kj - g.pad;
         for (int oh = 0; oh < g.hout; ++oh) {
           const int ih = oh * g.stride - g.pad + ki;
           if (ih < 0 || ih >= g.h) continue;
-          float* out = plane + static_cast<std::size_t>(ih) * g.w;
+          float* out = plane + static_cast<std::size_t>(ih) * g.w + offset;
           const float* in = row + oh * g.wout;
-          for (int ow = 0; ow < g.wout; ++ow) {
-            const int iw = ow * g.stride - g.pad + kj;
-            if (iw >= 0 && iw < g.w) out[iw] += in[ow];
-          }
+          if (g.stride == 1)
+            for (int ow = cols.lo; ow < cols.hi; ++ow) out[ow] += in[ow];
+          else
+            for (int ow = cols.lo; ow < cols.hi; ++ow) out[ow * g.stride] += in[ow];
         }
       }
 }

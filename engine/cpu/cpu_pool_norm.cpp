@@ -45,7 +45,10 @@ void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
   }
 }
 
-void max_2x2_backward_plane(const float* in, const float* grad_out, float* grad_in, int w, int ho, int wo) {
+// Writes every input position of each window (the gradient or zero) unless accumulating, so the
+// plane needs no clearing first.
+void max_2x2_backward_plane(const float* in, const float* grad_out, float* grad_in, int w, int ho, int wo,
+                            bool accumulate) {
   for (int oh = 0; oh < ho; ++oh) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
@@ -54,11 +57,18 @@ void max_2x2_backward_plane(const float* in, const float* grad_out, float* grad_
     for (int ow = 0; ow < wo; ++ow) {
       const int j = 2 * ow;
       const float g = grad_out[oh * wo + ow];
-      switch (argmax_2x2(r0, r1, j)) {
-        case 0: g0[j] += g; break;
-        case 1: g0[j + 1] += g; break;
-        case 2: g1[j] += g; break;
-        default: g1[j + 1] += g; break;
+      const int best = argmax_2x2(r0, r1, j);
+      const float v[4] = {best == 0 ? g : 0.f, best == 1 ? g : 0.f, best == 2 ? g : 0.f, best == 3 ? g : 0.f};
+      if (accumulate) {
+        g0[j] += v[0];
+        g0[j + 1] += v[1];
+        g1[j] += v[2];
+        g1[j + 1] += v[3];
+      } else {
+        g0[j] = v[0];
+        g0[j + 1] = v[1];
+        g1[j] = v[2];
+        g1[j + 1] = v[3];
       }
     }
   }
@@ -106,9 +116,13 @@ void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Ten
       const float* out = y.data + p * ho * wo;
       const float* grad_out = dy.data + p * ho * wo;
       float* grad_in = dx.data + p * h * w;
+      if (is_max_2x2(d) && h == 2 * ho && w == 2 * wo) {  // windows tile the plane exactly
+        max_2x2_backward_plane(in, grad_out, grad_in, w, ho, wo, accumulate);
+        continue;
+      }
       if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
       if (is_max_2x2(d)) {
-        max_2x2_backward_plane(in, grad_out, grad_in, w, ho, wo);
+        max_2x2_backward_plane(in, grad_out, grad_in, w, ho, wo, true);
         continue;
       }
       for (int oh = 0; oh < ho; ++oh)
