@@ -12,6 +12,7 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.batch <= 0) throw std::invalid_argument("batch must be positive");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
     throw std::invalid_argument("micro-batch and accumulation count must not be negative");
+  if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
 }
 
 MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {

@@ -31,9 +31,14 @@ std::uint32_t crc(const void* data, std::size_t bytes, std::uint32_t seed = 0) {
   return static_cast<std::uint32_t>(value);
 }
 
+// The parameters' names and shapes in order: what the weights must match. Layers without
+// parameters (and their order, which the engine may rewrite) do not change it.
 std::uint32_t fingerprint(const Network& network) {
-  const std::string summary = network.summary();
-  return crc(summary.data(), summary.size());
+  std::string text;
+  for (int id = 1; id < network.size(); ++id)
+    for (const auto& p : network.node(id).layer->parameters())
+      text += network.node(id).layer->kind() + "." + p.name + p.shape.str() + ";";
+  return crc(text.data(), text.size());
 }
 
 }  // namespace

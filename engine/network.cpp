@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "layers/pool2d.hpp"
+
 namespace cnn {
 
 Network::Network(Shape input_shape) {
@@ -52,6 +54,27 @@ std::vector<int> Network::readers_of_value(int value) const {
       }
   }
   return readers;
+}
+
+int Network::commute_relu_and_max_pool() {
+  int swapped = 0;
+  for (int id = 1; id + 1 < size(); ++id) {
+    Node& first = node(id);
+    Node& second = node(id + 1);
+    auto* pool = dynamic_cast<Pool2D*>(second.layer.get());
+    if (first.layer->kind() != "relu" || !pool || !pool->is_max() || second.inputs != std::vector<int>{id} ||
+        readers_of_value(id) != std::vector<int>{id + 1})
+      continue;
+    // Node id becomes the pooling of the ReLU's input, node id + 1 the ReLU of that: readers of
+    // id + 1 see the same values as before.
+    std::swap(first.layer, second.layer);
+    first.shape = first.layer->output_shape({node(first.inputs[0]).shape});
+    second.shape = second.layer->output_shape({first.shape});
+    first.name = std::to_string(id) + ":" + first.layer->kind();
+    second.name = std::to_string(id + 1) + ":" + second.layer->kind();
+    ++swapped;
+  }
+  return swapped;
 }
 
 std::string Network::summary() const {

@@ -43,6 +43,12 @@ class Network {
 
   std::string summary() const;  // one line per layer: shape and parameter count
 
+  // Rewrites ReLU -> max pooling into max pooling -> ReLU wherever the ReLU's output is read by
+  // the pooling alone. Forward values and gradients are the same (ReLU is monotonic, and a
+  // window whose maximum is not positive passes no gradient either way); the ReLU then runs on
+  // a quarter of the elements and one full-size activation is gone. Returns the pairs swapped.
+  int commute_relu_and_max_pool();
+
  private:
   std::vector<Node> nodes_;
 };

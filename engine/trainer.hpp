@@ -25,6 +25,7 @@ struct TrainerOptions : BatchPlanOptions {
   // After an out-of-memory recovery, try the next larger micro-batch (up to the chosen one)
   // after this many good steps: the pressure may have been transient. 0: never.
   int regrow_after_steps = 200;
+
   long total_steps = 0;             // for the schedule
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
