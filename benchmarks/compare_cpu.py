@@ -18,10 +18,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
-def run(name, cmd):
+def run(name, cmd, env=None):
     """Run cmd, echo its output prefixed with name; return (stdout lines, peak RSS MiB)."""
     print(f"[{name}] $ {' '.join(cmd)}", flush=True)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines = []
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
@@ -40,7 +40,10 @@ def run_pytorch(a):
            "--lr", str(a.lr), "--threads", str(a.threads), "--seed", "1"]
     if a.limit:
         cmd += ["--limit", str(a.limit)]
-    lines, rss = run("pytorch", cmd)
+    env = None
+    if a.peer_blas:  # e.g. the openblas-openmp folder of an unpacked libopenblas0-openmp
+        env = dict(os.environ, LD_LIBRARY_PATH=a.peer_blas)
+    lines, rss = run("pytorch", cmd, env)
     result = json.loads(next(l for l in reversed(lines) if l.startswith('{"peer": "pytorch"')))
     return {"images_per_second": result["images_per_second"],
             "test_accuracy": result["test_accuracy"], "peak_rss_mib": rss, "raw": result}
@@ -97,6 +100,8 @@ def main():
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--repeat", type=int, default=1, help="alternate the two R times, report medians")
     p.add_argument("--json-out", default=None)
+    p.add_argument("--peer-blas", default=None,
+                   help="a folder holding another libblas.so.3 for PyTorch (LD_LIBRARY_PATH)")
     a = p.parse_args()
     if not os.access(a.train_images, os.X_OK):
         sys.exit(f"{a.train_images}: not an executable; build it or pass --train-images")

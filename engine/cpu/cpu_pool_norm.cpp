@@ -26,15 +26,6 @@ bool is_max_2x2(const Pool2dDesc& d) {
          d.pad_h == 0 && d.pad_w == 0;
 }
 
-int argmax_2x2(const float* row0, const float* row1, int j) {
-  int best = 0;
-  float m = row0[j];
-  if (row0[j + 1] > m) { m = row0[j + 1]; best = 1; }
-  if (row1[j] > m) { m = row1[j]; best = 2; }
-  if (row1[j + 1] > m) best = 3;
-  return best;
-}
-
 void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
   for (int oh = 0; oh < ho; ++oh) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
@@ -46,29 +37,36 @@ void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
 }
 
 // Writes every input position of each window (the gradient or zero) unless accumulating, so the
-// plane needs no clearing first.
-void max_2x2_backward_plane(const float* in, const float* grad_out, float* grad_in, int w, int ho, int wo,
-                            bool accumulate) {
+// plane needs no clearing first. Branch-free: which element is the first equal to the window's
+// maximum is data, and branching on it mispredicts half the time.
+void max_2x2_backward_plane(const float* in, const float* out, const float* grad_out, float* grad_in, int w,
+                            int ho, int wo, bool accumulate) {
   for (int oh = 0; oh < ho; ++oh) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
     float* g0 = grad_in + static_cast<std::size_t>(2 * oh) * w;
     float* g1 = g0 + w;
+    const float* m = out + static_cast<std::size_t>(oh) * wo;
+    const float* g = grad_out + static_cast<std::size_t>(oh) * wo;
     for (int ow = 0; ow < wo; ++ow) {
       const int j = 2 * ow;
-      const float g = grad_out[oh * wo + ow];
-      const int best = argmax_2x2(r0, r1, j);
-      const float v[4] = {best == 0 ? g : 0.f, best == 1 ? g : 0.f, best == 2 ? g : 0.f, best == 3 ? g : 0.f};
+      // Bitwise operators, not && and ?:, which compilers turn back into branches.
+      const unsigned e0 = r0[j] == m[ow];
+      const unsigned e1 = (r0[j + 1] == m[ow]) & (e0 ^ 1u);
+      const unsigned e2 = (r1[j] == m[ow]) & ((e0 | e1) ^ 1u);
+      const unsigned e3 = (e0 | e1 | e2) ^ 1u;
+      const float v0 = g[ow] * static_cast<float>(e0), v1 = g[ow] * static_cast<float>(e1),
+                  v2 = g[ow] * static_cast<float>(e2), v3 = g[ow] * static_cast<float>(e3);
       if (accumulate) {
-        g0[j] += v[0];
-        g0[j + 1] += v[1];
-        g1[j] += v[2];
-        g1[j + 1] += v[3];
+        g0[j] += v0;
+        g0[j + 1] += v1;
+        g1[j] += v2;
+        g1[j + 1] += v3;
       } else {
-        g0[j] = v[0];
-        g0[j + 1] = v[1];
-        g1[j] = v[2];
-        g1[j + 1] = v[3];
+        g0[j] = v0;
+        g0[j + 1] = v1;
+        g1[j] = v2;
+        g1[j + 1] = v3;
       }
     }
   }
@@ -117,12 +115,12 @@ void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Ten
       const float* grad_out = dy.data + p * ho * wo;
       float* grad_in = dx.data + p * h * w;
       if (is_max_2x2(d) && h == 2 * ho && w == 2 * wo) {  // windows tile the plane exactly
-        max_2x2_backward_plane(in, grad_out, grad_in, w, ho, wo, accumulate);
+        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, accumulate);
         continue;
       }
       if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
       if (is_max_2x2(d)) {
-        max_2x2_backward_plane(in, grad_out, grad_in, w, ho, wo, true);
+        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, true);
         continue;
       }
       for (int oh = 0; oh < ho; ++oh)
