@@ -16,6 +16,7 @@ class Pool2D final : public Layer {
   bool backward_needs_output() const override { return true; }
   void forward(const LayerContext& c) override { c.backend->pool2d_forward(desc_, c.inputs[0], c.output); }
   void backward(const LayerContext& c) override;
+  bool is_max() const { return desc_.mode == PoolMode::max && !global_; }
 
  private:
   Pool2dDesc desc_;

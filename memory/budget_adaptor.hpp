@@ -7,16 +7,14 @@
 
 #include "memory/category.hpp"
 #include "memory/live_blocks.hpp"
-#include "memory/memory_resource.hpp"
+#include "memory/adaptor.hpp"
 
 namespace cnn::memory {
 
-class BudgetAdaptor final : public MemoryResource {
+class BudgetAdaptor final : public Adaptor {
  public:
   BudgetAdaptor(MemoryResource& upstream, std::size_t budget)
-      : upstream_(upstream), budget_(budget) {}
-  BudgetAdaptor(const BudgetAdaptor&) = delete;
-  BudgetAdaptor& operator=(const BudgetAdaptor&) = delete;
+      : Adaptor(upstream), budget_(budget) {}
 
   std::size_t budget() const;
   // A smaller budget than what is in use refuses every request until enough is freed.
@@ -24,12 +22,10 @@ class BudgetAdaptor final : public MemoryResource {
   CategoryBytes in_use() const;
   std::size_t peak_bytes() const;
   std::size_t headroom() const;  // budget - in use
-  MemoryResource& upstream() const { return upstream_; }
 
   // The upstream's answers, cut to the headroom (0 stays "unknown").
   std::size_t largest_free_block() const override;
   std::size_t free_bytes() const override;
-  bool is_device_memory() const override { return upstream_.is_device_memory(); }
   std::string name() const override { return "budget(" + upstream_.name() + ")"; }
 
  private:
@@ -37,7 +33,6 @@ class BudgetAdaptor final : public MemoryResource {
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
   [[noreturn]] void refuse(std::size_t bytes, Category category) const;
 
-  MemoryResource& upstream_;
   mutable std::mutex mutex_;
   std::size_t budget_;
   CategoryBytes in_use_;

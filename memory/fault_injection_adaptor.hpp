@@ -8,15 +8,13 @@
 #include <random>
 #include <set>
 
-#include "memory/memory_resource.hpp"
+#include "memory/adaptor.hpp"
 
 namespace cnn::memory {
 
-class FaultInjectionAdaptor final : public MemoryResource {
+class FaultInjectionAdaptor final : public Adaptor {
  public:
-  explicit FaultInjectionAdaptor(MemoryResource& upstream) : upstream_(upstream) {}
-  FaultInjectionAdaptor(const FaultInjectionAdaptor&) = delete;
-  FaultInjectionAdaptor& operator=(const FaultInjectionAdaptor&) = delete;
+  explicit FaultInjectionAdaptor(MemoryResource& upstream) : Adaptor(upstream) {}
 
   // Each rule adds to the others: a request fails when any of them picks it.
   void fail_on(std::initializer_list<std::uint64_t> request_numbers);
@@ -27,12 +25,7 @@ class FaultInjectionAdaptor final : public MemoryResource {
 
   std::uint64_t requests_seen() const;
   std::size_t injected_failures() const;
-  MemoryResource& upstream() const { return upstream_; }
 
-  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
-  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
-  bool is_device_memory() const override { return upstream_.is_device_memory(); }
-  std::string name() const override { return upstream_.name(); }
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
@@ -40,7 +33,6 @@ class FaultInjectionAdaptor final : public MemoryResource {
                      Category category) override;
   bool should_fail();  // with mutex_ held; advances the request counter
 
-  MemoryResource& upstream_;
   mutable std::mutex mutex_;
   std::set<std::uint64_t> chosen_;
   std::size_t fail_next_ = 0;

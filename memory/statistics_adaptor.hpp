@@ -7,7 +7,7 @@
 
 #include "memory/category.hpp"
 #include "memory/live_blocks.hpp"
-#include "memory/memory_resource.hpp"
+#include "memory/adaptor.hpp"
 
 namespace cnn::memory {
 
@@ -26,28 +26,20 @@ struct Statistics {
   std::size_t live_blocks() const { return allocations - deallocations; }
 };
 
-class StatisticsAdaptor final : public MemoryResource {
+class StatisticsAdaptor final : public Adaptor {
  public:
-  explicit StatisticsAdaptor(MemoryResource& upstream) : upstream_(upstream) {}
-  StatisticsAdaptor(const StatisticsAdaptor&) = delete;
-  StatisticsAdaptor& operator=(const StatisticsAdaptor&) = delete;
+  explicit StatisticsAdaptor(MemoryResource& upstream) : Adaptor(upstream) {}
 
   Statistics statistics() const;
   // Peaks restart from the current values (e.g. to measure one training step).
   void reset_peak();
-  MemoryResource& upstream() const { return upstream_; }
 
-  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
-  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
-  bool is_device_memory() const override { return upstream_.is_device_memory(); }
-  std::string name() const override { return upstream_.name(); }
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment,
                      Category category) override;
 
-  MemoryResource& upstream_;
   mutable std::mutex mutex_;
   Statistics stats_;
   LiveBlocks live_;

@@ -17,12 +17,12 @@ std::unique_ptr<std::ofstream> open_trace(const std::filesystem::path& path) {
 }  // namespace
 
 TraceAdaptor::TraceAdaptor(MemoryResource& upstream, std::ostream& out)
-    : upstream_(upstream), out_(out) {
+    : Adaptor(upstream), out_(out) {
   out_ << kTraceHeader << '\n';
 }
 
 TraceAdaptor::TraceAdaptor(MemoryResource& upstream, const std::filesystem::path& path)
-    : upstream_(upstream), file_(open_trace(path)), out_(*file_) {
+    : Adaptor(upstream), file_(open_trace(path)), out_(*file_) {
   out_ << kTraceHeader << '\n';
 }
 

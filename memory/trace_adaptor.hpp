@@ -8,31 +8,24 @@
 #include <ostream>
 
 #include "memory/live_blocks.hpp"
-#include "memory/memory_resource.hpp"
+#include "memory/adaptor.hpp"
 #include "memory/trace.hpp"
 
 namespace cnn::memory {
 
-class TraceAdaptor final : public MemoryResource {
+class TraceAdaptor final : public Adaptor {
  public:
   // Writes to `out`, which must outlive the adaptor.
   TraceAdaptor(MemoryResource& upstream, std::ostream& out);
   // Creates (truncates) the file; throws std::runtime_error naming it when it cannot.
   TraceAdaptor(MemoryResource& upstream, const std::filesystem::path& path);
-  TraceAdaptor(const TraceAdaptor&) = delete;
-  TraceAdaptor& operator=(const TraceAdaptor&) = delete;
   ~TraceAdaptor() override;
 
   std::uint64_t events_recorded() const;
   // False once a line could not be written (disk full, closed stream).
   bool good() const;
   void flush();
-  MemoryResource& upstream() const { return upstream_; }
 
-  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
-  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
-  bool is_device_memory() const override { return upstream_.is_device_memory(); }
-  std::string name() const override { return upstream_.name(); }
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
@@ -40,7 +33,6 @@ class TraceAdaptor final : public MemoryResource {
   void record(TraceOp op, std::uint64_t id, std::size_t bytes, std::size_t alignment,
               Category category);  // with mutex_ held
 
-  MemoryResource& upstream_;
   std::unique_ptr<std::ofstream> file_;
   std::ostream& out_;
   mutable std::mutex mutex_;
