@@ -51,26 +51,22 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
 }
 
 Trainer::~Trainer() {
-  executor_.reset();
-  eval_executor_.reset();
-  memory_.reset();
-  eval_memory_.reset();
-  release_arena();
+  release_step_memory();
   if (metrics_) resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
 }
 
-void Trainer::release_arena() {
+void Trainer::release_step_memory() {
+  executor_.reset();
+  eval_executor_.reset();
+  memory_.reset();  // a dynamic step memory frees what a failed step still held
+  eval_memory_.reset();
   if (arena_) resource_.deallocate(arena_, arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
   arena_ = nullptr;
   arena_bytes_ = 0;
 }
 
 void Trainer::build(int micro_batch) {
-  executor_.reset();
-  eval_executor_.reset();
-  memory_.reset();
-  eval_memory_.reset();
-  release_arena();
+  release_step_memory();
   plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, options_.workspace_limit));
   eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, options_.workspace_limit));
   breakdown_ = breakdown(micro_batch);

@@ -86,7 +86,7 @@ class Trainer {
   void build(int micro_batch);
   bool try_build(int micro_batch);
   void maybe_regrow();
-  void release_arena();
+  void release_step_memory();
   void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
 
   Network& net_;
