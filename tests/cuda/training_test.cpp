@@ -1,0 +1,156 @@
+// Training on the GPU: close to the CPU from the same seed, no device allocation in steady
+// state, the budget refused before step 1, exact accumulation, recovery, and memory taken away
+// from the device mid-run.
+#include <cuda_runtime.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "engine/presets.hpp"
+#include "engine/test_networks.hpp"
+#include "engine/trainer.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
+#include "support.hpp"
+
+using namespace cnn;
+using cnn::testing::SyntheticData;
+
+namespace {
+
+const Shape kImage{1, 28, 28};
+
+TrainerOptions sgd(int batch) {
+  TrainerOptions o;
+  o.batch = batch;
+  o.optimizer.kind = "sgd";
+  o.optimizer.learning_rate = 0.02f;
+  o.schedule.kind = "constant";
+  return o;
+}
+
+std::size_t device_free_bytes() {
+  std::size_t free = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+  return free;
+}
+
+std::vector<double> losses(Backend& backend, const std::string& model, TrainerOptions o, int steps,
+                           std::vector<float>* params = nullptr) {
+  Network net = make_preset(model, kImage, 10);
+  Trainer trainer(net, backend, backend.device_memory(), o);
+  SyntheticData data(o.batch * steps, kImage, 10, 17);
+  std::vector<double> out;
+  for (int s = 0; s < steps; ++s) out.push_back(trainer.train_step(data.batch(s * o.batch, o.batch)).loss);
+  if (params) *params = trainer.parameters().download();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses", "[cuda][training]") {
+  for (const char* model : {"small", "small-bn"}) {
+    const auto cpu = losses(cuda_test::cpu(), model, sgd(32), 100);
+    const auto gpu = losses(cuda_test::gpu(), model, sgd(32), 100);
+    double worst = 0;
+    for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
+    INFO(model << ": largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
+    CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
+    CHECK(worst < 2e-2);
+    CHECK(gpu.back() < gpu.front());
+  }
+}
+
+TEST_CASE("a GPU training step allocates nothing", "[cuda][training]") {
+  Backend& gpu = cuda_test::gpu();
+  memory::StatisticsAdaptor stats(gpu.device_memory());
+  Network net = make_preset("small-bn", kImage, 10);
+  Trainer trainer(net, gpu, stats, sgd(64));
+  SyntheticData data(64 * 6, kImage, 10, 3);
+  trainer.train_step(data.batch(0, 64));  // warm-up: libraries load their kernels
+  gpu.synchronize();
+  const auto before = stats.statistics();
+  const std::size_t free_before = device_free_bytes();
+  for (int s = 1; s < 6; ++s) trainer.train_step(data.batch(s * 64, 64));
+  gpu.synchronize();
+  CHECK(stats.statistics().allocations == before.allocations);
+  CHECK(device_free_bytes() == free_before);  // no cudaMalloc behind our back either
+}
+
+TEST_CASE("on the GPU a budget smaller than the plan is refused before step 1", "[cuda][budget]") {
+  Backend& gpu = cuda_test::gpu();
+  memory::StatisticsAdaptor stats(gpu.device_memory());
+  Network net = make_preset("small", kImage, 10);
+  TrainerOptions o = sgd(64);
+  o.memory_budget = 256 * 1024;
+  try {
+    Trainer trainer(net, gpu, stats, o);
+    FAIL("accepted");
+  } catch (const BudgetTooSmall& e) {
+    CHECK(std::string(e.what()).find("step arena") != std::string::npos);
+    CHECK(stats.statistics().allocations == 0);
+  }
+}
+
+TEST_CASE("on the GPU 1 x 64, 8 x 8 and uneven micro-batches give the same parameters", "[cuda][accumulate]") {
+  std::vector<float> whole, eights, uneven;
+  losses(cuda_test::gpu(), "small", sgd(64), 4, &whole);
+  TrainerOptions o = sgd(64);
+  o.accumulate = 8;
+  losses(cuda_test::gpu(), "small", o, 4, &eights);
+  o.accumulate = 0;
+  o.micro_batch = 24;
+  losses(cuda_test::gpu(), "small", o, 4, &uneven);
+  double worst = 0;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    const double scale = std::max(1e-3, std::abs(double(whole[i])));
+    worst = std::max({worst, std::abs(double(whole[i]) - eights[i]) / scale, std::abs(double(whole[i]) - uneven[i]) / scale});
+  }
+  INFO("largest relative parameter difference " << worst);
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("on the GPU injected allocation failures are replayed without losing a sample", "[cuda][recovery]") {
+  Backend& gpu = cuda_test::gpu();
+  memory::StatisticsAdaptor stats(gpu.device_memory());
+  memory::FaultInjectionAdaptor faults(stats);
+  faults.fail_on({30, 200, 400, 650});
+  auto direct = memory::make_strategy("direct", faults, 0);
+  long samples = 0;
+  int recoveries = 0;
+  {
+    Network net = make_preset("small", kImage, 10);
+    TrainerOptions o = sgd(32);
+    o.step_allocator = direct.get();
+    o.regrow_after_steps = 1;
+    Trainer trainer(net, gpu, gpu.device_memory(), o);
+    trainer.on_recovery = [&](const std::string&) { ++recoveries; };
+    SyntheticData data(32 * 40, kImage, 10, 5);
+    for (int s = 0; s < 40; ++s) samples += trainer.train_step(data.batch(s * 32, 32)).samples;
+  }
+  CHECK(faults.injected_failures() == 4);
+  CHECK(recoveries >= 4);
+  CHECK(samples == 32 * 40);
+  CHECK(stats.statistics().current_bytes == 0);
+}
+
+TEST_CASE("memory taken away from the device mid-run does not stop planned training", "[cuda][recovery]") {
+  Backend& gpu = cuda_test::gpu();
+  Network net = make_preset("small-bn", kImage, 10);
+  Trainer trainer(net, gpu, gpu.device_memory(), sgd(64));
+  SyntheticData data(64 * 10, kImage, 10, 8);
+  for (int s = 0; s < 5; ++s) trainer.train_step(data.batch(s * 64, 64));
+  gpu.synchronize();
+  // Another tenant takes all but 16 MiB of what is free.
+  void* taken = nullptr;
+  const std::size_t free = device_free_bytes();
+  const std::size_t grab = free > (std::size_t{16} << 20) ? free - (std::size_t{16} << 20) : 0;
+  if (grab) REQUIRE(cudaMalloc(&taken, grab) == cudaSuccess);
+  double last = 0;
+  for (int s = 5; s < 10; ++s) last = trainer.train_step(data.batch(s * 64, 64)).loss;
+  gpu.synchronize();
+  if (taken) cudaFree(taken);
+  CHECK(std::isfinite(last));
+  CHECK(trainer.micro_batch() == 64);  // the plan needed nothing new
+}
