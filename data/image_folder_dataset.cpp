@@ -86,6 +86,10 @@ class ImageFolderDataset final : public Dataset {
 };
 
 SampleShape resolve_target(const fs::path& folder, SampleShape target, const ClassFolders& classes) {
+  if (target.channels == 0) {  // the first image decides: grey (with or without alpha) or colour
+    const ImageInfo first = probe_image(classes.files.front());
+    target.channels = first.channels <= 2 ? 1 : 3;
+  }
   if (target.channels != 1 && target.channels != 3)
     fail(folder, "cannot convert images to " + std::to_string(target.channels) + " channels: expected 1 or 3");
   if (target.height < 0 || target.width < 0)

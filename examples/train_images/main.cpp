@@ -54,7 +54,7 @@ int run(const Options& o) {
 
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
-  if (o.channels) target.channels = o.channels;
+  target.channels = o.channels;  // 0: as the first image is
   data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed);
   std::unique_ptr<data::Dataset> limited;
   const data::Dataset* train_set = splits.train.get();

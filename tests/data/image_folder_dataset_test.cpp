@@ -86,6 +86,18 @@ TEST_CASE("image folder: channel conversion", "[data][image]") {
   SECTION("other channel counts are refused") {
     expect_error(dir.path(), dir.path(), "expected 1 or 3", SampleShape{4, 0, 0});
   }
+  SECTION("0 channels: as the first image is (here the grey class's, sorted first)") {
+    CHECK(open_image_folder(dir.path(), SampleShape{0, 0, 0})->shape().channels == 1);
+  }
+}
+
+TEST_CASE("image folder: colour images stay colour when no channel count is asked", "[data][image]") {
+  TempFolder dir;
+  t::write_image(dir / "a" / "x.png", 2, 2, 3, t::flat_pixels(2, 2, {200, 100, 50}));
+  t::write_image(dir / "b" / "x.png", 2, 2, 3, t::flat_pixels(2, 2, {10, 20, 30}));
+  auto data = open_image_folder(dir.path(), SampleShape{0, 0, 0});
+  CHECK(data->shape().channels == 3);
+  CHECK(load(*data, 0)[0] * 255 == Approx(200));
 }
 
 TEST_CASE("image folder: bilinear resize", "[data][image]") {
