@@ -1,6 +1,7 @@
 #include "data/image_codec.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -61,6 +62,37 @@ std::string reason() {
   return text ? text : "unknown reason";
 }
 
+std::uint32_t little_endian(const std::vector<unsigned char>& b, std::size_t at, int bytes) {
+  std::uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | b[at + static_cast<std::size_t>(i)];
+  return v;
+}
+
+// stb_image reads past the end of a truncated BMP or JPEG as zeros and reports success; these
+// checks catch that. A BMP without compression must hold every row its header promises; a JPEG
+// must end its last scan with an end-of-image marker.
+void check_complete(const std::filesystem::path& path, const std::vector<unsigned char>& b) {
+  if (b.size() >= 34 && b[0] == 'B' && b[1] == 'M') {
+    const std::uint32_t compression = little_endian(b, 30, 4);
+    if (compression != 0 && compression != 3) return;  // run-length encoded: stb checks those
+    const std::uint64_t offset = little_endian(b, 10, 4), width = little_endian(b, 18, 4),
+                        bits = little_endian(b, 28, 2);
+    const auto height = static_cast<std::int32_t>(little_endian(b, 22, 4));
+    const std::uint64_t rows = static_cast<std::uint64_t>(height < 0 ? -static_cast<std::int64_t>(height) : height);
+    const std::uint64_t needed = offset + (bits * width + 31) / 32 * 4 * rows;
+    if (b.size() < needed)
+      fail(path, "truncated BMP: the header promises " + std::to_string(needed) + " bytes, the file has " +
+                     std::to_string(b.size()));
+  } else if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xD8) {
+    std::size_t last_scan = 0;
+    for (std::size_t i = 0; i + 1 < b.size(); ++i)
+      if (b[i] == 0xFF && b[i + 1] == 0xDA) last_scan = i;
+    bool ended = false;
+    for (std::size_t i = last_scan; i + 1 < b.size() && !ended; ++i) ended = b[i] == 0xFF && b[i + 1] == 0xD9;
+    if (!ended) fail(path, "truncated JPEG: no end-of-image marker after the last scan");
+  }
+}
+
 }  // namespace
 
 bool has_image_extension(const std::filesystem::path& path) {
@@ -85,6 +117,7 @@ void decode_image(const std::filesystem::path& path, SampleShape target, std::ui
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &channels))
     fail(path, "not a readable PNG, JPEG or BMP image: " + reason());
+  check_complete(path, bytes);
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
       stbi_load_from_memory(bytes.data(), length, &width, &height, &channels, target.channels),
       stbi_image_free);

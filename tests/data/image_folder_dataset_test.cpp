@@ -167,6 +167,19 @@ TEST_CASE("image folder: every bad input is a DataError naming the file", "[data
       }
     }
   }
+  SECTION("truncated BMP and JPEG (stb_image alone would read zeros past the end)") {
+    for (const char* ext : {".bmp", ".jpg"}) {
+      std::vector<std::uint8_t> noise(32 * 32);
+      for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<std::uint8_t>(i * 7919 % 251);
+      const fs::path file = dir / "b" / (std::string("cut") + ext);
+      t::write_image(file, 32, 32, 1, noise);
+      std::vector<std::uint8_t> bytes = t::read_bytes(file);
+      bytes.resize(bytes.size() * 2 / 3);
+      t::write_bytes(file, bytes);
+      expect_error(dir.path(), file, "truncated");
+      fs::remove(file);
+    }
+  }
   SECTION("garbage with an image extension") {
     t::write_bytes(dir / "a" / "fake.jpg", {'n', 'o', 't', ' ', 'a', 'n', ' ', 'i', 'm', 'a', 'g', 'e'});
     expect_error(dir.path(), dir / "a" / "fake.jpg", "not a readable PNG, JPEG or BMP image");
