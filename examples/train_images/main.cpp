@@ -18,6 +18,7 @@
 #include "memory/bytes.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
+#include "memory/trace_adaptor.hpp"
 #include "options.hpp"
 #include "plan_report.hpp"
 #include "progress.hpp"
@@ -104,10 +105,14 @@ int run(const Options& o) {
   t.schedule.kind = o.schedule;
   t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(train_loader.batches_per_epoch()));
 
+  // resource stack: [budget] -> [trace] -> statistics -> the device upstream
   memory::StatisticsAdaptor device_stats(backend.device_memory());
+  std::optional<memory::TraceAdaptor> traced;
+  if (!o.trace.empty()) traced.emplace(device_stats, std::filesystem::path(o.trace));
+  memory::MemoryResource& counted = traced ? static_cast<memory::MemoryResource&>(*traced) : device_stats;
   std::optional<memory::BudgetAdaptor> capped;
-  if (budget) capped.emplace(device_stats, budget > staging ? budget - staging : 0);
-  memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : device_stats;
+  if (budget) capped.emplace(counted, budget > staging ? budget - staging : 0);
+  memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : counted;
 
   if (o.plan_only) return app::print_plan(network, backend, t);
   // --allocator: the planned arena (default) or a framework-style strategy that allocates each

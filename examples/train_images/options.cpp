@@ -34,6 +34,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--quiet", o.quiet, "no progress bar");
   app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
   app.add_flag("--plan", o.plan_only, "print the memory plan and exit");
+  app.add_option("--trace", o.trace, "record every device allocation and release to this file "
+                                     "(memory::read_trace reads it, memory::replay runs it on any strategy)");
   app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
                                              "arena, pool or direct (allocated as produced, freed after last use)")
       ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));

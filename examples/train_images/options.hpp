@@ -37,6 +37,7 @@ struct Options {
   bool doctor = false;
   bool plan_only = false;
   std::string allocator = "planned";
+  std::string trace;
 };
 
 // Registers every option of `o` on `app`.
