@@ -9,7 +9,7 @@ namespace cnn {
 struct BatchPlanOptions {
   int batch = 64;                   // samples per optimizer step (B)
   int micro_batch = 0;              // 0: the largest that fits the budget, at most B
-  int accumulate = 0;               // > 0: exactly this many micro-batches per step
+  int accumulate = 0;               // > 0: micro-batch ceil(B / this), so at most this many per step
   std::size_t memory_budget = 0;    // 0: no limit
   std::size_t loader_staging = 0;   // bytes the caller's loader reserved (counted in the budget)
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer

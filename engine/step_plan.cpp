@@ -22,6 +22,7 @@ StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool trainin
   p.micro_batch = micro_batch;
   p.last_node = net.last();
   const int L = net.last();
+  const int logits = net.node(L).value;  // the buffer the loss reads (the last node may be a view)
   const std::size_t count = static_cast<std::size_t>(net.size());
   p.value.assign(count, -1);
   p.value_grad.assign(count, -1);
@@ -36,9 +37,9 @@ StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool trainin
     const Node& n = net.node(id);
     if (n.value != id) continue;  // a view: shares its input's buffer
     const std::vector<int> readers = net.readers_of_value(id);
-    if (readers.empty() && id != L)
+    if (readers.empty() && id != logits)
       throw ShapeError("node " + n.name + ": its output is never used");
-    int last = id == L ? p.loss_time() : id;
+    int last = id == logits ? p.loss_time() : id;
     bool producer_needs_output = n.layer && n.layer->backward_needs_output();
     for (int r : readers) {
       last = std::max(last, p.forward_time(r));
@@ -51,7 +52,7 @@ StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool trainin
                     id == 0 ? Category::data_staging : Category::activations);
 
     if (training && id != 0) {
-      int first = id == L ? p.loss_time() : p.time_steps;
+      int first = id == logits ? p.loss_time() : p.time_steps;
       for (int r : readers) first = std::min(first, p.backward_time(r));
       p.value_grad[static_cast<std::size_t>(id)] =
           add_request(p, "grad " + n.name, bytes, first, p.backward_time(id), Category::activations);

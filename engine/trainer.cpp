@@ -9,7 +9,7 @@
 namespace cnn {
 namespace {
 
-constexpr std::size_t kMetricsBytes = 2 * sizeof(float);  // loss sum, correct count
+constexpr std::size_t kMetricsBytes = kTrainerMetricsBytes;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -44,7 +44,8 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
   target_micro_batch_ = b;
   try {
     build(b);
-  } catch (...) {  // the destructor will not run: give back what the constructor took
+  } catch (...) {  // the destructor will not run: give back what the constructor took (build
+                   // gave back its own)
     resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
     throw;
   }
@@ -67,43 +68,66 @@ void Trainer::release_step_memory() {
 
 void Trainer::build(int micro_batch) {
   release_step_memory();
-  plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, options_.workspace_limit));
-  eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, options_.workspace_limit));
-  breakdown_ = breakdown(micro_batch);
-  if (options_.step_allocator) {
-    memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
-    eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);
-  } else {
-    arena_bytes_ = std::max(plan_->arena_bytes(), eval_plan_->arena_bytes());
-    arena_ = resource_.allocate(arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
-    memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_);
-    eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_);
+  micro_batch_ = micro_batch;
+  try {
+    plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, options_.workspace_limit));
+    eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, options_.workspace_limit));
+    breakdown_ = breakdown(micro_batch);
+    if (options_.step_allocator) {
+      memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
+      eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);
+    } else {
+      const std::size_t bytes = std::max(plan_->arena_bytes(), eval_plan_->arena_bytes());
+      arena_ = resource_.allocate(bytes, memory::kDefaultAlignment, memory::Category::activations);
+      arena_bytes_ = bytes;
+      memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_);
+      eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_);
+    }
+    executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_);
+    eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
+  } catch (...) {  // no half-built step: the next call builds again
+    release_step_memory();
+    throw;
   }
-  executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_);
-  eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
 }
 
-bool Trainer::try_build(int micro_batch) {
-  const int previous = plan_ ? plan_->micro_batch : 0;
-  try {
-    build(micro_batch);
-    return true;
-  } catch (const memory::OutOfMemory&) {
-    if (previous) build(previous);  // what we just released fits again
-    return false;
+int Trainer::build_fitting(int micro_batch) {
+  for (;;) {
+    try {
+      build(micro_batch);
+      return micro_batch;
+    } catch (const memory::OutOfMemory& error) {
+      if (micro_batch == 1)
+        throw memory::OutOfMemory(std::string("cannot reserve the step memory even at micro-batch 1: ") + error.what() +
+                                      "\n" + format_memory_table(breakdown(1)),
+                                  error.details());
+      micro_batch = std::max(1, micro_batch / 2);
+    }
   }
+}
+
+void Trainer::ensure_built() {
+  if (!executor_) build_fitting(micro_batch_);
 }
 
 void Trainer::maybe_regrow() {
-  const int b = plan_->micro_batch;
+  const int b = micro_batch_;
   if (b >= target_micro_batch_ || options_.regrow_after_steps <= 0 ||
       good_steps_since_recovery_ < options_.regrow_after_steps)
     return;
-  const int larger = std::min(target_micro_batch_, 2 * b);
   good_steps_since_recovery_ = 0;
-  if (try_build(larger) && on_recovery)
+  const int got = build_fitting(std::min(target_micro_batch_, 2 * b));
+  if (got > b && on_recovery)
     on_recovery("step " + std::to_string(steps_ + 1) + ": micro-batch back up from " + std::to_string(b) + " to " +
-                std::to_string(larger));
+                std::to_string(got));
+}
+
+void Trainer::check_labels(const HostBatch& batch) const {
+  const int classes = net_.num_classes();
+  for (int i = 0; i < batch.size; ++i)
+    if (batch.labels[i] < 0 || batch.labels[i] >= classes)
+      throw std::out_of_range("label " + std::to_string(batch.labels[i]) + " of sample " + std::to_string(i) +
+                              " is outside the " + std::to_string(classes) + " classes of the network");
 }
 
 void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training) {
@@ -114,18 +138,21 @@ void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_sc
     const int first = j * b;
     MicroBatch mb{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
                   std::min(b, batch.size - first)};
-    const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_) * 1024 + j));
+    const std::uint64_t seed =
+        splitmix64(options_.seed ^ splitmix64(splitmix64(static_cast<std::uint64_t>(steps_)) ^ static_cast<std::uint64_t>(j)));
     executor.run(mb, grad_scale, Tensor{metrics_, Shape{1}}, Tensor{metrics_ + 1, Shape{1}}, seed);
   }
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
   if (batch.size <= 0) throw std::invalid_argument("train_step: empty batch");
+  check_labels(batch);
   const float grad_scale = 1.0f / static_cast<float>(batch.size);
+  ensure_built();
   maybe_regrow();
   params_->save_state();
   for (;;) {
-    const int b = plan_->micro_batch;
+    const int b = micro_batch_;
     params_->zero_gradients();
     backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
     try {
@@ -136,16 +163,24 @@ StepReport Trainer::train_step(const HostBatch& batch) {
       // Discard the partial gradients and state updates, halve the micro-batch and replay the
       // same samples. At micro-batch 1 there is nothing left to halve.
       params_->restore_state();
-      if (b == 1)
+      if (b == 1) {
+        release_step_memory();
         throw memory::OutOfMemory(std::string("out of memory at micro-batch 1, nothing left to halve: ") +
                                       error.what() + "\n" + format_memory_table(breakdown(1)),
                                   error.details());
-      const int smaller = std::max(1, b / 2);
+      }
+      good_steps_since_recovery_ = 0;
+      const int smaller = build_fitting(std::max(1, b / 2));
       if (on_recovery)
         on_recovery("step " + std::to_string(steps_ + 1) + ": out of memory at micro-batch " + std::to_string(b) +
                     " (" + error.what() + "); replaying the step at micro-batch " + std::to_string(smaller));
-      good_steps_since_recovery_ = 0;
-      build(smaller);
+    } catch (...) {
+      // Any other failure: leave the parameters and state as they were before the step, and no
+      // buffers held, then report it.
+      params_->restore_state();
+      params_->zero_gradients();
+      release_step_memory();
+      throw;
     }
   }
   const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
@@ -159,17 +194,24 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   r.loss = host[0] / batch.size;
   r.accuracy = host[1] / batch.size;
   r.learning_rate = lr;
-  r.micro_batch = plan_->micro_batch;
-  r.micro_batches = ceil_div(batch.size, plan_->micro_batch);
+  r.micro_batch = micro_batch_;
+  r.micro_batches = ceil_div(batch.size, micro_batch_);
   return r;
 }
 
 EvalResult Trainer::evaluate(const NextBatch& next) {
+  ensure_built();
   backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
   EvalResult result;
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
-    run_micro_batches(*batch, ceil_div(batch->size, eval_plan_->micro_batch), 0.f, false);
+    check_labels(*batch);
+    try {
+      run_micro_batches(*batch, ceil_div(batch->size, micro_batch_), 0.f, false);
+    } catch (...) {
+      release_step_memory();  // a dynamic step memory may still hold buffers
+      throw;
+    }
     result.samples += static_cast<std::size_t>(batch->size);
   }
   float host[2];

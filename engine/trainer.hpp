@@ -31,6 +31,9 @@ struct TrainerOptions : BatchPlanOptions {
   ScheduleConfig schedule;
 };
 
+// Bytes the trainer itself keeps beside the parameter store (the loss and accuracy sums).
+inline constexpr std::size_t kTrainerMetricsBytes = 2 * sizeof(float);
+
 // Refusal before step 1: the plan cannot fit the budget even at micro-batch 1.
 class BudgetTooSmall : public memory::OutOfMemory {
  public:
@@ -69,8 +72,8 @@ class Trainer {
   // Bytes by category for micro-batch b, computed from the plan without allocating.
   MemoryBreakdown breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
   const MemoryBreakdown& memory() const { return breakdown_; }
-  int micro_batch() const { return plan_->micro_batch; }
-  const StepPlan& plan() const { return *plan_; }
+  int micro_batch() const { return micro_batch_; }
+  const StepPlan& plan() const { return *plan_; }  // the last plan made
   ParameterStore& parameters() { return *params_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
@@ -83,9 +86,13 @@ class Trainer {
   std::function<void(const std::string&)> on_recovery;
 
  private:
+  // Plans and reserves the step memory for micro-batch b; on failure holds none and rethrows.
   void build(int micro_batch);
-  bool try_build(int micro_batch);
+  // build(), halving b while the step memory cannot be had. Returns the b built.
+  int build_fitting(int micro_batch);
+  void ensure_built();
   void maybe_regrow();
+  void check_labels(const HostBatch& batch) const;
   void release_step_memory();
   void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
 
@@ -104,6 +111,7 @@ class Trainer {
   float* metrics_ = nullptr;  // device: loss sum, correct count
   MemoryBreakdown breakdown_;
   long steps_ = 0;
+  int micro_batch_ = 0;
   int target_micro_batch_ = 0;  // what the budget allows; recoveries go below it for a while
   long good_steps_since_recovery_ = 0;
 };

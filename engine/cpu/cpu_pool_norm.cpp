@@ -31,8 +31,14 @@ void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
     float* o = out + static_cast<std::size_t>(oh) * wo;
-    for (int ow = 0; ow < wo; ++ow)
-      o[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
+    // Folded in the general path's order from -inf, so a NaN is skipped there and here alike.
+    for (int ow = 0; ow < wo; ++ow) {
+      float m = -std::numeric_limits<float>::infinity();
+      m = std::max(m, r0[2 * ow]);
+      m = std::max(m, r0[2 * ow + 1]);
+      m = std::max(m, r1[2 * ow]);
+      o[ow] = std::max(m, r1[2 * ow + 1]);
+    }
   }
 }
 
@@ -54,7 +60,7 @@ void max_2x2_backward_plane(const float* in, const float* out, const float* grad
       const unsigned e0 = r0[j] == m[ow];
       const unsigned e1 = (r0[j + 1] == m[ow]) & (e0 ^ 1u);
       const unsigned e2 = (r1[j] == m[ow]) & ((e0 | e1) ^ 1u);
-      const unsigned e3 = (e0 | e1 | e2) ^ 1u;
+      const unsigned e3 = (r1[j + 1] == m[ow]) & ((e0 | e1 | e2) ^ 1u);  // none equal: no route
       const float v0 = g[ow] * static_cast<float>(e0), v1 = g[ow] * static_cast<float>(e1),
                   v2 = g[ow] * static_cast<float>(e2), v3 = g[ow] * static_cast<float>(e3);
       if (accumulate) {

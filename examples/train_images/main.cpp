@@ -121,9 +121,15 @@ int run(const Options& o) {
   if (o.allocator != "planned") {
     BatchPlanOptions sizing = t;
     sizing.optimizer_slots = make_optimizer(t.optimizer)->state_slots();
+    sizing.extra_persistent = kTrainerMetricsBytes;
     const MemoryBreakdown full = BatchPlanner(network, backend, sizing).breakdown(o.batch);
-    const std::size_t capacity = budget ? (budget > full.total() - full.arena_bytes ? budget - (full.total() - full.arena_bytes) : 0)
-                                        : 2 * full.arena_bytes;
+    // Without a budget: twice what the plan needs. With one: what the budget leaves after the
+    // persistent blocks, less a little for the arena's own rounding.
+    const std::size_t persistent = full.total() - full.arena_bytes;
+    constexpr std::size_t kRoundingSlack = 64 * 1024;
+    const std::size_t capacity = !budget ? 2 * full.arena_bytes
+                                 : budget > persistent + kRoundingSlack ? budget - persistent - kRoundingSlack
+                                                                        : 0;
     if (capacity == 0)
       throw BudgetTooSmall("the memory budget of " + memory::format_bytes(budget) + " leaves nothing for an arena:\n" +
                                format_memory_table(full),

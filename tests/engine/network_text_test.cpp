@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
+#include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
+#include "memory/host_resource.hpp"
+#include "test_networks.hpp"
 
 using namespace cnn;
 
@@ -67,4 +72,15 @@ TEST_CASE("unknown presets list the known ones", "[network]") {
   } catch (const std::invalid_argument& e) {
     CHECK(std::string(e.what()).find("small-bn") != std::string::npos);
   }
+}
+
+TEST_CASE("a network may end with a view", "[network][trainer]") {
+  Network net = parse_network("conv 10 3 pad=1\nglobalavgpool\nflatten\n", Shape{1, 8, 8}, 10);
+  CpuBackend backend(1);
+  TrainerOptions o;
+  o.batch = 8;
+  Trainer trainer(net, backend, memory::host_resource(), o);
+  testing::SyntheticData data(8, Shape{1, 8, 8}, 10, 1);
+  const StepReport r = trainer.train_step(data.batch(0, 8));
+  CHECK(std::isfinite(r.loss));
 }

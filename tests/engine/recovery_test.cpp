@@ -6,6 +6,9 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/flatten.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
@@ -175,5 +178,77 @@ TEST_CASE("a trainer whose arena cannot be had leaves nothing behind", "[recover
   Network net = make_preset("small", kImage, 4);
   CHECK_THROWS_AS(Trainer(net, backend, faults, TrainerOptions{}), memory::OutOfMemory);
   CHECK(faults.injected_failures() == 1);
+  CHECK(stats.statistics().current_bytes == 0);
+}
+
+namespace {
+// Throws OutOfMemory from its forward pass a chosen number of times, like a library that asks
+// for memory of its own.
+class FailingLayer final : public Layer {
+ public:
+  explicit FailingLayer(int failures) : failures_(failures) {}
+  std::string kind() const override { return "failing"; }
+  std::string describe() const override { return "failing"; }
+  Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
+  void forward(const LayerContext& c) override {
+    if (failures_ > 0 && c.training) {
+      --failures_;
+      throw memory::OutOfMemory(memory::OutOfMemoryDetails{});
+    }
+    c.backend->copy_or_add(c.inputs[0], c.output, false);
+  }
+  void backward(const LayerContext& c) override {
+    if (wants_gradient(c, 0)) c.backend->copy_or_add(c.grad_output, c.grad_inputs[0], c.accumulate[0]);
+  }
+
+ private:
+  int failures_;
+};
+}  // namespace
+
+TEST_CASE("a recovery whose smaller arena cannot be had either keeps halving, and never leaves a broken trainer",
+          "[recovery][trainer]") {
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  memory::FaultInjectionAdaptor faults(stats);
+  CpuBackend backend(1);
+  Network net(kImage);
+  net.emplace<Conv2D>(4, 3, 1, 1);
+  net.add(std::make_unique<FailingLayer>(1));
+  net.emplace<Flatten>();
+  net.emplace<Dense>(4);
+  TrainerOptions o = sgd_options(16);
+  SyntheticData data(16 * 4, kImage, 4, 2);
+  {
+    Trainer trainer(net, backend, faults, o);
+    faults.fail_next(1);  // the arena for micro-batch 8 fails: the engine goes on to 4
+    const StepReport r = trainer.train_step(data.batch(0, 16));
+    CHECK(r.samples == 16);
+    CHECK(trainer.micro_batch() == 4);
+    CHECK(trainer.train_step(data.batch(16, 16)).samples == 16);
+  }
+  CHECK(stats.statistics().current_bytes == 0);
+}
+
+TEST_CASE("a step that fails for another reason leaves parameters, state and memory as they were",
+          "[recovery][trainer]") {
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  auto direct = memory::make_strategy("direct", stats, 0);
+  CpuBackend backend(1);
+  Network net = make_preset("small-bn", kImage, 4);
+  TrainerOptions o = sgd_options(8);
+  o.micro_batch = 4;
+  o.step_allocator = direct.get();
+  {
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    SyntheticData data(16, kImage, 4, 6);
+    trainer.train_step(data.batch(0, 8));
+    const auto before = trainer.parameters().download();
+    data.labels[8 + 5] = 99;  // in the second micro-batch
+    CHECK_THROWS_WITH(trainer.train_step(data.batch(8, 8)), Catch::Contains("label 99 of sample 5"));
+    CHECK(trainer.parameters().download() == before);
+    CHECK(stats.statistics().current_bytes == 0);
+    data.labels[8 + 5] = 1;
+    CHECK(trainer.train_step(data.batch(8, 8)).samples == 8);
+  }
   CHECK(stats.statistics().current_bytes == 0);
 }
