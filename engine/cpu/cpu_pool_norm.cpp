@@ -20,7 +20,9 @@ Window window_at(const Pool2dDesc& d, int oh, int ow, int h, int w) {
 
 // Max pooling 2x2, stride 2, no padding: the networks' common case, without the general loop's
 // window clipping and mode tests. Ties go to the first element in row-major order, as in the
-// general path.
+// general path. A NaN in a window may propagate here where the general path skips it: a tree of
+// maxima vectorises, a chain from -inf costs 15% of a whole training step (measured); NaN
+// activations mean the training has already diverged.
 bool is_max_2x2(const Pool2dDesc& d) {
   return d.mode == PoolMode::max && d.window_h == 2 && d.window_w == 2 && d.stride_h == 2 && d.stride_w == 2 &&
          d.pad_h == 0 && d.pad_w == 0;
@@ -31,14 +33,8 @@ void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
     float* o = out + static_cast<std::size_t>(oh) * wo;
-    // Folded in the general path's order from -inf, so a NaN is skipped there and here alike.
-    for (int ow = 0; ow < wo; ++ow) {
-      float m = -std::numeric_limits<float>::infinity();
-      m = std::max(m, r0[2 * ow]);
-      m = std::max(m, r0[2 * ow + 1]);
-      m = std::max(m, r1[2 * ow]);
-      o[ow] = std::max(m, r1[2 * ow + 1]);
-    }
+    for (int ow = 0; ow < wo; ++ow)
+      o[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
   }
 }
 
