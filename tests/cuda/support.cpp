@@ -95,16 +95,4 @@ TwinLabels::TwinLabels(Backend& gpu, const std::vector<std::int32_t>& labels)
   gpu.copy_to_device(labels.data(), gpu_.data(), gpu_.bytes());
 }
 
-double relative_error(const std::vector<float>& got, const std::vector<float>& expected) {
-  if (got.size() != expected.size()) return INFINITY;
-  double worst = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double diff = std::abs(static_cast<double>(got[i]) - expected[i]);
-    if (std::isnan(diff)) return INFINITY;
-    worst = std::max(worst, diff);
-    scale = std::max(scale, std::abs(static_cast<double>(expected[i])));
-  }
-  return worst / std::max(scale, 1e-30);
-}
-
 }  // namespace cnn::cuda_test

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend.hpp"
+#include "relative_error.hpp"
 
 namespace cnn::cuda_test {
 
@@ -64,6 +65,6 @@ class TwinLabels {
   DeviceBuffer cpu_, gpu_;
 };
 
-double relative_error(const std::vector<float>& got, const std::vector<float>& expected);
+using cnn::testing::relative_error;
 
 }  // namespace cnn::cuda_test
