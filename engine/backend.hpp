@@ -115,9 +115,11 @@ class Backend {
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
                                   Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
 
-  // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(seed, i) (engine/counter_rng.hpp), so every
-  // backend draws the same mask for the same seed.
-  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed) = 0;
+  // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(seed, first_index + i) (engine/counter_rng.hpp),
+  // so every backend draws the same mask for the same seed, and a sample's mask depends on its
+  // place in the optimizer step's batch, not on how that batch was split into micro-batches.
+  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
+                               std::uint64_t first_index) = 0;
   virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;
 
   virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;

@@ -65,6 +65,7 @@ void StepExecutor::run(const MicroBatch& batch, float grad_scale, Tensor loss_su
     c.batch = n;
     c.training = training;
     c.seed = splitmix64(seed ^ static_cast<std::uint64_t>(id));
+    c.first_sample = batch.first;
     c.inputs = inputs;
     c.output = value(id, n);
     c.params = params_.params(id);

@@ -13,6 +13,7 @@ struct MicroBatch {
   const float* images = nullptr;          // host (staging) memory, n samples
   const std::int32_t* labels = nullptr;
   int size = 0;                           // n <= the plan's micro-batch
+  int first = 0;                          // index of its first sample in the optimizer step's batch
 };
 
 class StepExecutor {
@@ -20,7 +21,8 @@ class StepExecutor {
   StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan, StepMemory& memory);
 
   // Adds the summed loss to loss_sum[0] and correct predictions to correct[0]. In training,
-  // parameter gradients accumulate with the loss gradient scaled by grad_scale.
+  // parameter gradients accumulate with the loss gradient scaled by grad_scale. `seed` is the
+  // optimizer step's: the same for all its micro-batches.
   void run(const MicroBatch& batch, float grad_scale, Tensor loss_sum, Tensor correct, std::uint64_t seed);
 
  private:

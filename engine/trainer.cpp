@@ -134,12 +134,13 @@ void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_sc
   const int b = (training ? plan_ : eval_plan_)->micro_batch;
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = training ? *executor_ : *eval_executor_;
+  // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
+  // masks do not depend on the micro-batch size, so a replay at a smaller one gives the same result.
+  const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
   for (int j = 0; j < count; ++j) {
     const int first = j * b;
     MicroBatch mb{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
-                  std::min(b, batch.size - first)};
-    const std::uint64_t seed =
-        splitmix64(options_.seed ^ splitmix64(splitmix64(static_cast<std::uint64_t>(steps_)) ^ static_cast<std::uint64_t>(j)));
+                  std::min(b, batch.size - first), first};
     executor.run(mb, grad_scale, Tensor{metrics_, Shape{1}}, Tensor{metrics_ + 1, Shape{1}}, seed);
   }
 }

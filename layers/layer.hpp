@@ -32,7 +32,8 @@ struct LayerContext {
   Backend* backend = nullptr;
   int batch = 0;
   bool training = true;
-  std::uint64_t seed = 0;               // fresh per step and layer: dropout draws from it
+  std::uint64_t seed = 0;               // fresh per optimizer step and layer: dropout draws from it
+  int first_sample = 0;                 // index of the micro-batch's first sample in the step's batch
   std::span<const Tensor> inputs;       // batched inputs
   Tensor output;                        // batched output
   std::span<const Tensor> params;       // in parameters() order

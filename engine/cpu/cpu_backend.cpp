@@ -63,11 +63,12 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, boo
   });
 }
 
-void CpuBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed) {
+void CpuBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
+                                 std::uint64_t first_index) {
   const float scale = 1.0f / (1.0f - p);
   parallel_elements(threads_, x.elements(), [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
-      mask.data[i] = dropout_keep(seed, i, p) ? scale : 0.f;
+      mask.data[i] = dropout_keep(seed, first_index + i, p) ? scale : 0.f;
       y.data[i] = x.data[i] * mask.data[i];
     }
   });

@@ -78,7 +78,8 @@ class CudaBackend final : public Backend {
                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
-  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed) override;
+  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
+                       std::uint64_t first_index) override;
   void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) override;
 
   void add(const Tensor& a, const Tensor& b, Tensor y) override;

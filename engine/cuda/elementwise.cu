@@ -31,9 +31,9 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
 }
 
 __global__ void dropout_forward_kernel(const float* x, float* y, float* mask, std::size_t n, float p,
-                                       float scale, std::uint64_t seed) {
+                                       float scale, std::uint64_t seed, std::uint64_t first_index) {
   CNN_FOR_EACH_ELEMENT(i, n) {
-    const float m = dropout_keep(seed, i, p) ? scale : 0.0f;
+    const float m = dropout_keep(seed, first_index + i, p) ? scale : 0.0f;
     mask[i] = m;
     y[i] = x[i] * m;
   }
@@ -102,7 +102,8 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bo
   touched(y, dy, dx);
 }
 
-void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed) {
+void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
+                                  std::uint64_t first_index) {
   activate();
   if (!(p >= 0.0f && p <= 1.0f)) throw std::invalid_argument("dropout_forward: p = " + std::to_string(p) + " is outside [0, 1]");
   same_size("dropout_forward", x, y);
@@ -110,7 +111,8 @@ void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float 
   const std::size_t n = x.elements();
   if (n == 0) return;
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  dropout_forward_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, mask.data, n, p, scale, seed);
+  dropout_forward_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, mask.data, n, p, scale, seed,
+                                                                     first_index);
   check_launch("dropout_forward_kernel");
   touched(x, y, mask);
 }
