@@ -2,7 +2,7 @@
 # Copies the header-only dependencies from this (Debian) machine into .deps/ (git-ignored), with
 # CMake package files that find_package() accepts under -DCMAKE_PREFIX_PATH=.deps, so that a
 # machine without Debian's packages (the GPU machine) can build: Eigen 3.4, stb, Catch2 v2,
-# CLI11, nlohmann json. Also copies Fashion-MNIST when it is installed, for the benchmarks.
+# CLI11, nlohmann json, zlib's headers. Also copies Fashion-MNIST when it is installed, for the benchmarks.
 # Run here, then carry .deps to the GPU machine and run scripts/gpu_session.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +16,13 @@ need /usr/include/stb/stb_image.h libstb-dev
 need /usr/include/catch2/catch.hpp catch2
 need /usr/include/CLI/CLI.hpp libcli11-dev
 need /usr/include/nlohmann/json.hpp nlohmann-json3-dev
+need /usr/include/zlib.h zlib1g-dev
 
 cp -r /usr/include/eigen3 /usr/include/stb /usr/include/catch2 /usr/include/CLI /usr/include/nlohmann "$deps/include/"
+# zlib's headers: the GPU machine has libz.so.1 but no development files.
+cp /usr/include/zlib.h /usr/include/zconf.h "$deps/include/"
+# The commit the results belong to (the copy on the GPU machine may have no .git).
+git rev-parse HEAD > "$deps/commit"
 
 # Version files are location-independent: take Debian's. The config files are ours: Debian's
 # hard-code /usr.

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # One session on a GPU machine (nvcc, CMake, ninja, PyTorch; no Debian packages, no network):
 # build with the header-only dependencies carried in .deps/ (scripts/fetch_gpu_deps.sh makes
-# it), run the CUDA and CPU tests, the environment report, our training benchmarks and the
-# PyTorch peer (benchmarks/peers/torch_gpu.py). Logs and JSON go to $OUT (./out by default),
-# at most 8 files. Every phase has a time limit; the whole stays under GPU_SESSION_SECONDS
-# (default 520). A phase that fails is logged and the next one runs.
+# it), run the CUDA tests, the environment report, our training benchmarks and the PyTorch
+# peer (benchmarks/peers/torch_gpu.py), then the CPU tests with the time left. Logs and JSON go
+# to $OUT (./out by default), at most 8 files. Every phase has a time limit; the whole stays
+# under GPU_SESSION_SECONDS (default 520). A phase that fails is logged and the next one runs.
+#
+#   scripts/gpu_session.sh [all|test|bench]
+# all (default) does everything in one call. `test` (build, CUDA tests, doctor, CPU tests) then
+# `bench` (benchmarks and the peer) split it over two calls while the machine stays warm: the
+# second call finds build-gpu/ and only checks that it is up to date.
 set -uo pipefail
+WHAT=${1:-all}
+case "$WHAT" in all|test|bench) ;; *) echo "usage: $0 [all|test|bench]" >&2; exit 2 ;; esac
+want_tests() { [ "$WHAT" != bench ]; }
+want_bench() { [ "$WHAT" != test ]; }
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-$ROOT/out}
@@ -39,7 +48,8 @@ run_phase() {  # name cap reserve logfile command...
 
 # ---- environment ---------------------------------------------------------------------------
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-log "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores"
+commit=$(git rev-parse HEAD 2>/dev/null || cat "$ROOT/.deps/commit" 2>/dev/null || echo unknown)
+log "commit $commit (.deps made at $(cat "$ROOT/.deps/commit" 2>/dev/null || echo unknown)), $(nproc) cores"
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
   nvcc --version 2>&1 | tail -1
@@ -51,7 +61,8 @@ log "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) 
 
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCNN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-            -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps")
+            -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps" -DCNN_BUILD_BENCHMARKS=OFF
+            "-DCNN_FASHION_MNIST_DIR=$ROOT/.deps/datasets/fashion-mnist")
 can_build=1
 
 # cuDNN: in the CUDA prefix, or in PyTorch's nvidia-cudnn wheel.
@@ -74,12 +85,18 @@ if ! ls "$CUDA_HOME"/lib64/libcublas.so >/dev/null 2>&1; then
   log "ERROR: no cuBLAS in $CUDA_HOME/lib64 (libcublas.so)"
   can_build=0
 fi
-# zlib: cnnengine reads gzipped IDX files. Not worked around: reported.
-zlib_header=$(ls /usr/include/zlib.h /usr/local/include/zlib.h 2>/dev/null | head -1)
+# zlib (gzipped IDX files): the system's headers, else those carried in .deps/include; the
+# library, else the runtime libz.so.1 (no development symlink on a bare machine).
+zlib_header=$(ls /usr/include/zlib.h /usr/local/include/zlib.h "$ROOT/.deps/include/zlib.h" 2>/dev/null | head -1)
 zlib_lib=$(ls /usr/lib/x86_64-linux-gnu/libz.so /usr/lib64/libz.so /usr/lib/libz.so /usr/local/lib/libz.so 2>/dev/null | head -1)
+[ -n "$zlib_lib" ] || zlib_lib=$(ldconfig -p 2>/dev/null | awk '/libz\.so\.1 .*x86-64/ {print $NF; exit}')
+[ -n "$zlib_lib" ] || zlib_lib=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
 if [ -z "$zlib_header" ] || [ -z "$zlib_lib" ]; then
-  log "ERROR: zlib development files missing (zlib.h: ${zlib_header:-none}, libz.so: ${zlib_lib:-none}; runtime: $(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1))"
+  log "ERROR: zlib missing (zlib.h: ${zlib_header:-none}, libz: ${zlib_lib:-none}); run scripts/fetch_gpu_deps.sh"
   can_build=0
+else
+  log "zlib: $zlib_header, $zlib_lib"
+  cmake_args+=("-DZLIB_INCLUDE_DIR=$(dirname "$zlib_header")" "-DZLIB_LIBRARY=$zlib_lib")
 fi
 if [ ! -d "$ROOT/.deps/lib/cmake" ]; then
   log "ERROR: .deps/ missing: run scripts/fetch_gpu_deps.sh on the Debian machine and carry .deps"
@@ -96,19 +113,17 @@ if ((can_build)); then
     tail -30 "$OUT/build.log" >>"$SESSION_LOG"
   fi
 fi
-if ((built)); then
-  run_phase "cuda tests" 90 220 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" --durations yes
+if ((built)) && want_tests; then
+  run_phase "cuda tests" 150 "$(want_bench && echo 200 || echo 40)" "$OUT/cuda_tests.log" \
+    "$BUILD/tests/cnn_cuda_tests" --durations yes
   tail -4 "$OUT/cuda_tests.log" >>"$SESSION_LOG"
-  run_phase "cpu tests" 90 200 "$OUT/cpu_tests.log" \
-    ctest --test-dir "$BUILD" -LE "cuda|install" -j"$(nproc)" --timeout 80 --output-on-failure
-  tail -4 "$OUT/cpu_tests.log" >>"$SESSION_LOG"
   run_phase doctor 20 190 "$OUT/doctor.txt" "$BUILD/examples/train_images/train_images" --doctor
 fi
 
 # ---- our training benchmarks ------------------------------------------------------------------
 OURS_LOG=$OUT/ours.log
 OURS_JSON=$OUT/ours.jsonl
-if ((built)); then
+if ((built)) && want_bench; then
   data_small=$ROOT/.deps/datasets/fashion-mnist
   data_rgb=/tmp/cnn_synthetic_rgb32
   # resnet18 runs on 3x32x32: synthetic PNGs, 10 classes, 10,000 training and 1,000 test images.
@@ -130,7 +145,7 @@ PY
   train=("$BUILD/examples/train_images/train_images" --device cuda --seed 1 --quiet)
   bench() {  # model data precision
     local metrics=/tmp/metrics_$1_$3.jsonl flags=()
-    [ "$3" = tf32 ] && flags=(--tf32)
+    [ "$3" = tf32 ] && flags=(--precision tf32)
     rm -f "$metrics"
     echo "=== $1 $3" >>"$OURS_LOG"
     run_phase "ours $1 $3" 40 160 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --epochs 2 --batch 256 \
@@ -155,7 +170,8 @@ PY
     echo "=== plan $1 budget $BUDGET" >>"$OURS_LOG"
     local before
     before=$(wc -l <"$OURS_LOG")
-    run_phase "ours plan $1" 45 0 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --plan \
+    # --fast-start: measuring every candidate micro-batch's convolutions would not fit the time.
+    run_phase "ours plan $1" 45 0 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --plan --fast-start \
       --memory-budget "$BUDGET" --batch "$3"
     tail -n +"$((before + 1))" "$OURS_LOG" | python3 -c '
 import json, re, sys
@@ -178,19 +194,28 @@ fi
 
 # ---- the PyTorch peer -------------------------------------------------------------------------
 # It starts no measurement after its time budget and no torch.compile one in the last 100 s of it.
-peer_seconds=$(allow 200 40)
-log "pytorch peer: start (time budget ${peer_seconds}s)"
-PYTHONUNBUFFERED=1 timeout --kill-after=10 "$peer_seconds" python3 benchmarks/peers/torch_gpu.py \
-  --budget "$BUDGET" --time-budget "$((peer_seconds > 30 ? peer_seconds - 20 : 10))" --compile-reserve 100 \
-  --out "$OUT/torch_gpu.jsonl" >>"$SESSION_LOG" 2>&1
-log "pytorch peer: exit $?"
+if want_bench; then
+  peer_seconds=$(allow 200 40)
+  log "pytorch peer: start (time budget ${peer_seconds}s)"
+  PYTHONUNBUFFERED=1 timeout --kill-after=10 "$peer_seconds" python3 benchmarks/peers/torch_gpu.py \
+    --budget "$BUDGET" --time-budget "$((peer_seconds > 30 ? peer_seconds - 20 : 10))" --compile-reserve 100 \
+    --out "$OUT/torch_gpu.jsonl" >>"$SESSION_LOG" 2>&1
+  log "pytorch peer: exit $?"
+fi
 
 # ---- the largest micro-batch our planner fits in the budget (slowest: cuDNN measures every
 # candidate batch's convolutions), with what time is left -------------------------------------
-if ((built)); then
+if ((built)) && want_bench; then
   [ -d "$data_small" ] && plan small "$data_small" 16384
   plan resnet18 "$data_rgb" 2048
   cat "$OURS_JSON" >>"$SESSION_LOG"
+fi
+
+# ---- the CPU tests (CI runs them too): with the time left --------------------------------------
+if ((built)) && want_tests; then
+  run_phase "cpu tests" 200 0 "$OUT/cpu_tests.log" \
+    ctest --test-dir "$BUILD" -LE "cuda|install" -j"$(nproc)" --timeout 80 --output-on-failure
+  tail -4 "$OUT/cpu_tests.log" >>"$SESSION_LOG"
 fi
 
 log "done; files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
