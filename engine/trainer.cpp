@@ -15,13 +15,18 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+BatchPlanOptions planning_options(const TrainerOptions& options) {
+  BatchPlanOptions planning = options;
+  planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
+  planning.extra_persistent = kMetricsBytes;
+  return planning;
+}
+
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& resource, TrainerOptions options)
     : net_(network), backend_(backend), resource_(resource), options_(std::move(options)) {
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
-  options_.optimizer_slots = optimizer_->state_slots();
-  options_.extra_persistent = kMetricsBytes;
-  planner_ = std::make_unique<BatchPlanner>(net_, backend_, options_);
+  planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning_options(options_));
 
   const int b = planner_->choose();
   if (b == 0) {

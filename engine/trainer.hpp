@@ -34,6 +34,11 @@ struct TrainerOptions : BatchPlanOptions {
 // Bytes the trainer itself keeps beside the parameter store (the loss and accuracy sums).
 inline constexpr std::size_t kTrainerMetricsBytes = 2 * sizeof(float);
 
+// The options the trainer plans with: `options` plus its optimizer's state slots and its own
+// persistent bytes. `train_images --plan` and the benchmarks plan with these too, so that their
+// answers are the trainer's.
+BatchPlanOptions planning_options(const TrainerOptions& options);
+
 // Refusal before step 1: the plan cannot fit the budget even at micro-batch 1.
 class BudgetTooSmall : public memory::OutOfMemory {
  public:

@@ -14,7 +14,6 @@ void* BudgetAdaptor::do_allocate(std::size_t bytes, std::size_t alignment, Categ
     const std::size_t used = in_use_.total();
     if (used > budget_ || bytes > budget_ - used) refuse(bytes, category);
     in_use_[category] += bytes;
-    peak_ = std::max(peak_, used + bytes);
   }
   void* ptr = nullptr;
   try {
@@ -26,6 +25,7 @@ void* BudgetAdaptor::do_allocate(std::size_t bytes, std::size_t alignment, Categ
   }
   std::lock_guard lock(mutex_);
   live_.add(ptr, {bytes, alignment, category});
+  peak_ = std::max(peak_, in_use_.total());  // only what the upstream did give
   return ptr;
 }
 

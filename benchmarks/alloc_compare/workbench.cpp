@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/counter_rng.hpp"
-#include "engine/optimizer.hpp"
+#include "engine/trainer.hpp"
 #include "memory/bytes.hpp"
 
 namespace alloc_compare {
@@ -11,16 +11,13 @@ namespace alloc_compare {
 namespace mem = cnn::memory;
 
 namespace {
-// The Trainer's loss and accuracy sums, one persistent block beside the parameter store
-// (kMetricsBytes in engine/trainer.cpp).
-constexpr std::size_t kTrainerMetricsBytes = 2 * sizeof(float);
 constexpr std::size_t kArenaGranule = 512;  // the arena strategy rounds its capacity to this
 }  // namespace
 
 Workbench::Workbench(std::function<cnn::Network()> make_network, cnn::Backend& backend,
                      mem::MemoryResource& base, BenchConfig config)
     : make_network_(std::move(make_network)), network_(make_network_()), backend_(backend), base_(base),
-      config_(config), optimizer_slots_(cnn::make_optimizer(cnn::OptimizerConfig{})->state_slots()) {}
+      config_(config) {}
 
 const cnn::StepPlan& Workbench::plan(int batch) {
   auto it = plans_.find(batch);
@@ -30,11 +27,9 @@ const cnn::StepPlan& Workbench::plan(int batch) {
 }
 
 cnn::BatchPlanOptions Workbench::plan_options(std::size_t budget) const {
-  cnn::BatchPlanOptions o;
+  cnn::TrainerOptions o;  // the Trainer's defaults: AdamW
   o.memory_budget = budget;
-  o.optimizer_slots = optimizer_slots_;
-  o.extra_persistent = kTrainerMetricsBytes;
-  return o;
+  return cnn::planning_options(o);
 }
 
 cnn::MemoryBreakdown Workbench::breakdown(int batch) {

@@ -50,7 +50,6 @@ class Workbench {
   cnn::Backend& backend_;
   cnn::memory::MemoryResource& base_;
   BenchConfig config_;
-  int optimizer_slots_ = 0;
   std::map<int, cnn::StepPlan> plans_;  // a map: references stay valid as it grows
 };
 

@@ -105,13 +105,16 @@ int run(const Options& o) {
   t.schedule.kind = o.schedule;
   t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(train_loader.batches_per_epoch()));
 
-  // resource stack: [budget] -> [trace] -> statistics -> the device upstream
+  // resource stack: [budget] -> [trace] -> statistics -> the device upstream. The cap is what
+  // the budget leaves after the loader's staging and the libraries' own workspaces (cuBLAS),
+  // which do not come through this stack.
   memory::StatisticsAdaptor device_stats(backend.device_memory());
   std::optional<memory::TraceAdaptor> traced;
   if (!o.trace.empty()) traced.emplace(device_stats, std::filesystem::path(o.trace));
   memory::MemoryResource& counted = traced ? static_cast<memory::MemoryResource&>(*traced) : device_stats;
   std::optional<memory::BudgetAdaptor> capped;
-  if (budget) capped.emplace(counted, budget > staging ? budget - staging : 0);
+  const std::size_t outside_stack = staging + backend.library_reserved_bytes();
+  if (budget) capped.emplace(counted, budget > outside_stack ? budget - outside_stack : 0);
   memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : counted;
 
   if (o.plan_only) return app::print_plan(network, backend, t);
@@ -119,10 +122,7 @@ int run(const Options& o) {
   // step buffer when it is produced and frees it after its last use.
   std::unique_ptr<memory::MemoryResource> strategy;
   if (o.allocator != "planned") {
-    BatchPlanOptions sizing = t;
-    sizing.optimizer_slots = make_optimizer(t.optimizer)->state_slots();
-    sizing.extra_persistent = kTrainerMetricsBytes;
-    const MemoryBreakdown full = BatchPlanner(network, backend, sizing).breakdown(o.batch);
+    const MemoryBreakdown full = BatchPlanner(network, backend, planning_options(t)).breakdown(o.batch);
     // Without a budget: twice what the plan needs. With one: what the budget leaves after the
     // persistent blocks, less a little for the arena's own rounding.
     const std::size_t persistent = full.total() - full.arena_bytes;

@@ -7,9 +7,7 @@
 namespace cnn::app {
 
 int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
-  BatchPlanOptions options = t;
-  options.optimizer_slots = make_optimizer(t.optimizer)->state_slots();
-  const BatchPlanner planner(network, backend, options);
+  const BatchPlanner planner(network, backend, planning_options(t));
   std::vector<MemoryBreakdown> rows;
   for (int b = 1; b < t.batch; b *= 2) rows.push_back(planner.breakdown(b));
   rows.push_back(planner.breakdown(t.batch));

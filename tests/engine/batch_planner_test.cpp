@@ -19,12 +19,10 @@ TEST_CASE("the predicted largest micro-batch is the true largest", "[budget][pla
     Network net = make_preset(model, image, 10);
     TrainerOptions o;
     o.batch = 512;
-    o.optimizer_slots = 2;  // AdamW
-    o.extra_persistent = 2 * sizeof(float);
     // A budget that holds a micro-batch of about 100.
-    const BatchPlanner probe(net, backend, o);
+    const BatchPlanner probe(net, backend, planning_options(o));
     o.memory_budget = probe.breakdown(100).total() + 1000;
-    const BatchPlanner planner(net, backend, o);
+    const BatchPlanner planner(net, backend, planning_options(o));
     const int b = planner.largest_fitting(o.batch);
     INFO(model << ": largest micro-batch " << b);
     REQUIRE(b >= 100);

@@ -6,6 +6,7 @@
 
 #include "memory/arena_resource.hpp"
 #include "memory/budget_adaptor.hpp"
+#include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/out_of_memory.hpp"
 #include "memory/pool_resource.hpp"
@@ -112,6 +113,17 @@ TEST_CASE("budget: a smaller budget refuses until enough is freed", "[memory]") 
   budget.deallocate(a, 3 * MiB);
   void* b = budget.allocate(2 * MiB);
   budget.deallocate(b, 2 * MiB);
+}
+
+TEST_CASE("budget: a request the upstream refuses is not counted, in use or at the peak", "[memory]") {
+  FaultInjectionAdaptor faults(host_resource());
+  BudgetAdaptor budget(faults, 4 * MiB);
+  void* a = budget.allocate(1 * MiB);
+  faults.fail_next(1);
+  CHECK_THROWS_AS(budget.allocate(2 * MiB), OutOfMemory);
+  CHECK(budget.in_use().total() == 1 * MiB);
+  CHECK(budget.peak_bytes() == 1 * MiB);
+  budget.deallocate(a, 1 * MiB);
 }
 
 TEST_CASE("budget: free space reported through it is cut to the headroom", "[memory]") {
