@@ -72,27 +72,16 @@ std::size_t ParameterStore::block_bytes(memory::Category category) const { retur
 
 ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
                                int optimizer_slots, std::uint64_t seed)
-    : backend_(backend), resource_(resource), slots_(optimizer_slots) {
+    : backend_(backend), slots_(optimizer_slots) {
   const Layout l = layout(network);
   trainable_floats_ = l.trainable_floats;
   total_floats_ = l.total_floats;
   trainable_count_ = l.trainable_count;
 
   using memory::Category;
-  auto allocate = [&](Category c) {
-    return static_cast<float*>(resource_.allocate(block_bytes(c), memory::kDefaultAlignment, c));
-  };
-  params_block_ = allocate(Category::parameters);
-  try {
-    grads_block_ = allocate(Category::parameter_gradients);
-    state_block_ = allocate(Category::optimizer_state);
-  } catch (...) {
-    if (grads_block_) resource_.deallocate(grads_block_, block_bytes(Category::parameter_gradients),
-                                           memory::kDefaultAlignment, Category::parameter_gradients);
-    resource_.deallocate(params_block_, block_bytes(Category::parameters), memory::kDefaultAlignment,
-                         Category::parameters);
-    throw;
-  }
+  params_block_ = memory::Buffer(resource, block_bytes(Category::parameters), Category::parameters);
+  grads_block_ = memory::Buffer(resource, block_bytes(Category::parameter_gradients), Category::parameter_gradients);
+  state_block_ = memory::Buffer(resource, block_bytes(Category::optimizer_state), Category::optimizer_state);
 
   params_.resize(static_cast<std::size_t>(network.size()));
   grads_.resize(static_cast<std::size_t>(network.size()));
@@ -103,37 +92,29 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   }
   std::vector<float> host(total_floats_, 0.f);
   for (const Slot& s : l.slots) {
-    params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_ + s.offset, s.spec.shape};
+    params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_.floats() + s.offset, s.spec.shape};
     if (s.spec.trainable)
-      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_ + s.offset, s.spec.shape};
+      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_.floats() + s.offset, s.spec.shape};
     const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
     initialise(s.spec, host.data() + s.offset, splitmix64(seed ^ splitmix64(stream)));
   }
   upload(host);
   zero_gradients();
-  if (slots_) backend_.fill(flat(state_block_, trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
-}
-
-ParameterStore::~ParameterStore() {
-  using memory::Category;
-  for (Category c : {Category::optimizer_state, Category::parameter_gradients, Category::parameters}) {
-    float* block = c == Category::parameters ? params_block_ : c == Category::parameter_gradients ? grads_block_ : state_block_;
-    resource_.deallocate(block, block_bytes(c), memory::kDefaultAlignment, c);
-  }
+  if (slots_) backend_.fill(flat(state_block_.floats(), trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
 }
 
 void ParameterStore::zero_gradients() { backend_.fill(gradients(), 0.f); }
 
 void ParameterStore::save_state() {
   if (!state_floats()) return;
-  backend_.copy_or_add(flat(params_block_ + trainable_floats_, state_floats()),
-                       flat(params_block_ + total_floats_, state_floats()), false);
+  backend_.copy_or_add(flat(params_block_.floats() + trainable_floats_, state_floats()),
+                       flat(params_block_.floats() + total_floats_, state_floats()), false);
 }
 
 void ParameterStore::restore_state() {
   if (!state_floats()) return;
-  backend_.copy_or_add(flat(params_block_ + total_floats_, state_floats()),
-                       flat(params_block_ + trainable_floats_, state_floats()), false);
+  backend_.copy_or_add(flat(params_block_.floats() + total_floats_, state_floats()),
+                       flat(params_block_.floats() + trainable_floats_, state_floats()), false);
 }
 
 memory::CategoryBytes ParameterStore::bytes() const {
@@ -142,7 +123,7 @@ memory::CategoryBytes ParameterStore::bytes() const {
 
 std::vector<float> ParameterStore::download() const {
   std::vector<float> host(total_floats_);
-  backend_.copy_to_host(params_block_, host.data(), total_floats_ * sizeof(float));
+  backend_.copy_to_host(params_block_.floats(), host.data(), total_floats_ * sizeof(float));
   return host;
 }
 
@@ -150,7 +131,7 @@ void ParameterStore::upload(const std::vector<float>& values) {
   if (values.size() != total_floats_)
     throw std::invalid_argument("parameter upload: " + std::to_string(values.size()) + " values for " +
                                 std::to_string(total_floats_) + " slots");
-  backend_.copy_to_device(values.data(), params_block_, total_floats_ * sizeof(float));
+  backend_.copy_to_device(values.data(), params_block_.floats(), total_floats_ * sizeof(float));
 }
 
 }  // namespace cnn

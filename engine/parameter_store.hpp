@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/network.hpp"
+#include "memory/buffer.hpp"
 #include "memory/category.hpp"
 
 namespace cnn {
@@ -17,7 +18,6 @@ class ParameterStore {
   // (He or Glorot by layer, counter-based: the same on every backend).
   ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
                  int optimizer_slots, std::uint64_t seed);
-  ~ParameterStore();
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -25,10 +25,10 @@ class ParameterStore {
   std::span<const Tensor> grads(int node) const { return grads_[static_cast<std::size_t>(node)]; }
 
   // Flat views over every trainable parameter (with alignment padding, which stays zero).
-  Tensor trainable() const { return flat(params_block_, trainable_floats_); }
-  Tensor gradients() const { return flat(grads_block_, trainable_floats_); }
+  Tensor trainable() const { return flat(params_block_.floats(), trainable_floats_); }
+  Tensor gradients() const { return flat(grads_block_.floats(), trainable_floats_); }
   Tensor optimizer_slot(int slot) const {
-    return flat(state_block_ + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
+    return flat(state_block_.floats() + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
   }
   std::size_t trainable_count() const { return trainable_count_; }  // without padding
 
@@ -65,12 +65,9 @@ class ParameterStore {
   std::size_t state_floats() const { return total_floats_ - trainable_floats_; }
 
   Backend& backend_;
-  memory::MemoryResource& resource_;
   int slots_;
   std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
-  float* params_block_ = nullptr;
-  float* grads_block_ = nullptr;
-  float* state_block_ = nullptr;
+  memory::Buffer params_block_, grads_block_, state_block_;
   std::vector<std::vector<Tensor>> params_, grads_;
 };
 

@@ -45,30 +45,21 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
                          details);
   }
   params_ = std::make_unique<ParameterStore>(net_, backend_, resource_, optimizer_->state_slots(), options_.seed);
-  metrics_ = static_cast<float*>(resource_.allocate(kMetricsBytes, memory::kDefaultAlignment, memory::Category::other));
+  metrics_ = memory::Buffer(resource_, kMetricsBytes, memory::Category::other);
   target_micro_batch_ = b;
-  try {
-    build(b);
-  } catch (...) {  // the destructor will not run: give back what the constructor took (build
-                   // gave back its own)
-    resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
-    throw;
-  }
+  // The plan fits the budget, but the device may hold less than it (another process): halve
+  // as a step would.
+  build_fitting(b);
 }
 
-Trainer::~Trainer() {
-  release_step_memory();
-  if (metrics_) resource_.deallocate(metrics_, kMetricsBytes, memory::kDefaultAlignment, memory::Category::other);
-}
+Trainer::~Trainer() { release_step_memory(); }
 
 void Trainer::release_step_memory() {
   executor_.reset();
   eval_executor_.reset();
   memory_.reset();  // a dynamic step memory frees what a failed step still held
   eval_memory_.reset();
-  if (arena_) resource_.deallocate(arena_, arena_bytes_, memory::kDefaultAlignment, memory::Category::activations);
-  arena_ = nullptr;
-  arena_bytes_ = 0;
+  arena_.release();
 }
 
 void Trainer::build(int micro_batch) {
@@ -82,11 +73,10 @@ void Trainer::build(int micro_batch) {
       memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
       eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);
     } else {
-      const std::size_t bytes = std::max(plan_->arena_bytes(), eval_plan_->arena_bytes());
-      arena_ = resource_.allocate(bytes, memory::kDefaultAlignment, memory::Category::activations);
-      arena_bytes_ = bytes;
-      memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_);
-      eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_);
+      arena_ = memory::Buffer(resource_, std::max(plan_->arena_bytes(), eval_plan_->arena_bytes()),
+                              memory::Category::activations);
+      memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_.data());
+      eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_.data());
     }
     executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_);
     eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
@@ -146,7 +136,7 @@ void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_sc
     const int first = j * b;
     MicroBatch mb{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
                   std::min(b, batch.size - first), first};
-    executor.run(mb, grad_scale, Tensor{metrics_, Shape{1}}, Tensor{metrics_ + 1, Shape{1}}, seed);
+    executor.run(mb, grad_scale, Tensor{metrics_.floats(), Shape{1}}, Tensor{metrics_.floats() + 1, Shape{1}}, seed);
   }
 }
 
@@ -160,7 +150,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   for (;;) {
     const int b = micro_batch_;
     params_->zero_gradients();
-    backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
+    backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
     try {
       run_micro_batches(batch, ceil_div(batch.size, b), grad_scale, true);
       ++good_steps_since_recovery_;
@@ -193,7 +183,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   optimizer_->step(backend_, *params_, lr);
   ++steps_;
   float host[2];
-  backend_.copy_to_host(metrics_, host, sizeof host);
+  backend_.copy_to_host(metrics_.data(), host, sizeof host);
   StepReport r;
   r.step = steps_;
   r.samples = batch.size;
@@ -207,7 +197,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
 
 EvalResult Trainer::evaluate(const NextBatch& next) {
   ensure_built();
-  backend_.fill(Tensor{metrics_, Shape{2}}, 0.f);
+  backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
   EvalResult result;
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
@@ -221,7 +211,7 @@ EvalResult Trainer::evaluate(const NextBatch& next) {
     result.samples += static_cast<std::size_t>(batch->size);
   }
   float host[2];
-  backend_.copy_to_host(metrics_, host, sizeof host);
+  backend_.copy_to_host(metrics_.data(), host, sizeof host);
   if (result.samples) {
     result.loss = host[0] / static_cast<double>(result.samples);
     result.accuracy = host[1] / static_cast<double>(result.samples);

@@ -12,6 +12,7 @@
 #include "engine/memory_report.hpp"
 #include "engine/optimizer.hpp"
 #include "engine/step_executor.hpp"
+#include "memory/buffer.hpp"
 #include "memory/out_of_memory.hpp"
 
 namespace cnn {
@@ -109,11 +110,10 @@ class Trainer {
   std::unique_ptr<BatchPlanner> planner_;
   std::unique_ptr<ParameterStore> params_;
   std::unique_ptr<StepPlan> plan_, eval_plan_;
-  void* arena_ = nullptr;
-  std::size_t arena_bytes_ = 0;
+  memory::Buffer metrics_;  // device: loss sum, correct count
+  memory::Buffer arena_;    // the planned strategy's step arena
   std::unique_ptr<StepMemory> memory_, eval_memory_;
   std::unique_ptr<StepExecutor> executor_, eval_executor_;
-  float* metrics_ = nullptr;  // device: loss sum, correct count
   MemoryBreakdown breakdown_;
   long steps_ = 0;
   int micro_batch_ = 0;

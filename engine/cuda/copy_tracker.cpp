@@ -59,10 +59,11 @@ void CopyTracker::order_copy(const void* dst, std::size_t bytes, cudaStream_t co
     }
     if (slot.last_copy < victim->last_copy) victim = &slot;
   }
-  // A fresh event: the old one may carry a record of work on the evicted range.
+  // A fresh event: the old one may carry a record of work on the evicted range. Made first, so
+  // that a failure leaves the slot as it was.
+  cudaEvent_t fresh = make_event();
   if (victim->last_touch) cudaEventDestroy(victim->last_touch);
-  victim->last_touch = nullptr;
-  victim->last_touch = make_event();
+  victim->last_touch = fresh;
   victim->begin = begin;
   victim->end = end;
   victim->last_copy = copies_;

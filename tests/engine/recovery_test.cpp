@@ -172,14 +172,29 @@ TEST_CASE("a sweep of budgets: each run trains within its budget or is refused b
   CHECK(trained > 0);
 }
 
-TEST_CASE("a trainer whose arena cannot be had leaves nothing behind", "[recovery][trainer]") {
+TEST_CASE("a trainer whose arena cannot be had halves it, and leaves nothing behind when none can be had",
+          "[recovery][trainer]") {
   memory::StatisticsAdaptor stats(memory::host_resource());
   memory::FaultInjectionAdaptor faults(stats);
-  faults.fail_on({4});  // parameters, gradients, optimizer state, metrics, then the arena
   CpuBackend backend(1);
   Network net = make_preset("small", kImage, 4);
-  CHECK_THROWS_AS(Trainer(net, backend, faults, TrainerOptions{}), memory::OutOfMemory);
-  CHECK(faults.injected_failures() == 1);
+  TrainerOptions o;
+  o.batch = 64;
+  faults.fail_on({4});  // parameters, gradients, optimizer state, metrics, then the arena
+  {
+    Trainer trainer(net, backend, faults, o);
+    CHECK(trainer.micro_batch() == 32);
+    SyntheticData data(64, kImage, 4, 3);
+    CHECK(trainer.train_step(data.batch(0, 64)).samples == 64);
+  }
+  CHECK(stats.statistics().current_bytes == 0);
+
+  // Every arena, 64 down to 1, refused (requests are counted on from the first trainer's).
+  const std::uint64_t first = faults.requests_seen() + 4;
+  faults.fail_on({first, first + 1, first + 2, first + 3, first + 4, first + 5, first + 6});
+  CHECK_THROWS_WITH(Trainer(net, backend, faults, o),
+                    Catch::Contains("even at micro-batch 1") && Catch::Contains("step arena"));
+  CHECK(faults.injected_failures() == 8);
   CHECK(stats.statistics().current_bytes == 0);
 }
 
