@@ -26,7 +26,21 @@ PoolResource::~PoolResource() {
 std::size_t PoolResource::chunk_size(std::size_t needed) const {
   if (is_small(needed)) return std::max(options_.growth, BlockHeap::round(needed));
   if (needed < options_.large_growth / 2) return options_.large_growth;
-  return align_up(needed, options_.growth);
+  return smallest_chunk(needed);
+}
+
+std::size_t PoolResource::smallest_chunk(std::size_t needed) const {
+  return is_small(needed) ? std::max(options_.growth, BlockHeap::round(needed)) : align_up(needed, options_.growth);
+}
+
+std::size_t PoolResource::release_free_chunks() {
+  std::size_t released = 0;
+  for (BlockHeap* heap : {&small_, &large_})
+    for (const auto& chunk : heap->remove_free_chunks()) {
+      upstream_.deallocate(chunk.base, chunk.bytes, BlockHeap::kChunkAlignment, chunk.category);
+      released += chunk.bytes;
+    }
+  return released;
 }
 
 void* PoolResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
@@ -50,15 +64,27 @@ void* PoolResource::do_allocate(std::size_t bytes, std::size_t alignment, Catego
 
 void PoolResource::grow(BlockHeap& heap, std::size_t bytes, std::size_t needed,
                         Category category) {
-  const std::size_t chunk = chunk_size(needed);
-  void* base = nullptr;
-  try {
-    base = upstream_.allocate(chunk, BlockHeap::kChunkAlignment, category);
-  } catch (const OutOfMemory& upstream_failure) {
-    refuse(bytes, category,
-           "; the upstream refused a new chunk of " + format_bytes(chunk) + ": " +
-               upstream_failure.what());
+  // When the upstream refuses the usual chunk: a chunk of just the request (TensorFlow's BFC
+  // backs off so), then the same after giving back every cached chunk that holds no live block
+  // (PyTorch empties its cache so before it reports out of memory).
+  const std::size_t least = smallest_chunk(needed);
+  std::size_t chunk = chunk_size(needed);
+  std::string refusal;
+  auto try_upstream = [&]() -> void* {
+    try {
+      return upstream_.allocate(chunk, BlockHeap::kChunkAlignment, category);
+    } catch (const OutOfMemory& failure) {
+      refusal = failure.what();
+      return nullptr;
+    }
+  };
+  void* base = try_upstream();
+  if (!base && chunk > least) {
+    chunk = least;
+    base = try_upstream();
   }
+  if (!base && release_free_chunks() > 0) base = try_upstream();
+  if (!base) refuse(bytes, category, "; the upstream refused a new chunk of " + format_bytes(chunk) + ": " + refusal);
   try {
     heap.add_chunk({base, chunk, category});
   } catch (...) {
@@ -89,9 +115,7 @@ void PoolResource::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Cate
 
 void PoolResource::release() {
   std::lock_guard lock(mutex_);
-  for (BlockHeap* heap : {&small_, &large_})
-    for (const auto& chunk : heap->remove_free_chunks())
-      upstream_.deallocate(chunk.base, chunk.bytes, BlockHeap::kChunkAlignment, chunk.category);
+  release_free_chunks();
 }
 
 std::size_t PoolResource::largest_free_locked() const {

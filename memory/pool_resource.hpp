@@ -4,7 +4,8 @@
 // upstream, splitting a larger free block; a freed block merges with its free neighbours in the
 // same chunk. Small requests (<= small_limit) live in chunks of their own so that they do not
 // fragment the chunks that hold large blocks. The pool grows by one upstream call when nothing
-// fits and gives memory back only on release() or destruction.
+// fits; when the upstream refuses, it asks for just the request, then gives back its empty
+// chunks and asks once more. Otherwise it gives memory back only on release() or destruction.
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -58,7 +59,9 @@ class PoolResource final : public MemoryResource {
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
 
   bool is_small(std::size_t rounded) const { return rounded <= options_.small_limit; }
-  std::size_t chunk_size(std::size_t needed) const;
+  std::size_t chunk_size(std::size_t needed) const;      // the chunk it usually takes
+  std::size_t smallest_chunk(std::size_t needed) const;  // the least that holds `needed`
+  std::size_t release_free_chunks();                     // with mutex_ held; bytes given back
   std::size_t largest_free_locked() const;
   // Adds a chunk of at least `needed` bytes to `heap`.
   void grow(BlockHeap& heap, std::size_t bytes, std::size_t needed, Category category);

@@ -150,6 +150,35 @@ TEST_CASE("pool: an upstream refusal becomes the pool's OutOfMemory with its fre
   pool.deallocate(a, 3 * MiB);
 }
 
+TEST_CASE("pool: when the upstream refuses the usual chunk, a chunk of just the request", "[memory]") {
+  StatisticsAdaptor counted(host_resource());
+  BudgetAdaptor device(counted, 8 * MiB);
+  PoolResource pool(device);
+  void* a = pool.allocate(3 * MiB);  // a 20 MiB chunk would not fit: 4 MiB (the growth's multiple)
+  CHECK(pool.reserved_bytes() == 4 * MiB);
+  void* b = pool.allocate(3 * MiB);  // and again
+  CHECK(pool.reserved_bytes() == 8 * MiB);
+  CHECK_THROWS_AS(pool.allocate(1 * MiB + 1), OutOfMemory);  // the device is full
+  pool.deallocate(a, 3 * MiB);
+  pool.deallocate(b, 3 * MiB);
+  CHECK(counted.statistics().current_bytes == 8 * MiB);
+}
+
+TEST_CASE("pool: when the upstream refuses, the empty cached chunks go back and it asks again", "[memory]") {
+  StatisticsAdaptor counted(host_resource());
+  BudgetAdaptor device(counted, 24 * MiB);
+  PoolResource pool(device);
+  void* small = pool.allocate(100);       // a 2 MiB small chunk, kept live
+  void* mid = pool.allocate(3 * MiB);     // a 20 MiB chunk
+  pool.deallocate(mid, 3 * MiB);          // cached, empty
+  void* big = pool.allocate(21 * MiB);    // needs 22 MiB: only once the empty chunk is given back
+  CHECK(pool.reserved_bytes() == 2 * MiB + 22 * MiB);
+  CHECK(pool.stats().chunks == 2);
+  pool.deallocate(big, 21 * MiB);
+  pool.deallocate(small, 100);
+  CHECK(counted.statistics().current_bytes <= 24 * MiB);
+}
+
 TEST_CASE("pool: sizes near SIZE_MAX are refused before any rounding can wrap", "[memory]") {
   StatisticsAdaptor upstream(host_resource());
   PoolResource pool(upstream);
