@@ -40,6 +40,12 @@ int BatchPlanner::largest_fitting(int limit) const {
     if (breakdown(mid).fits()) lo = mid;
     else hi = mid - 1;
   }
+  // It grows only nearly monotonically: the greedy planner's arena may dip by a few KiB from
+  // one micro-batch to the next. Look a little above for one that fits after all (the window
+  // moves up with each one found).
+  constexpr int kLookAbove = 8;
+  for (int b = lo + 1; b <= limit && b <= lo + kLookAbove; ++b)
+    if (breakdown(b).fits()) lo = b;
   return lo;
 }
 
