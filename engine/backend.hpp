@@ -88,10 +88,12 @@ class Backend {
   virtual void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
                                       Tensor dw, Tensor dbias, Workspace ws) = 0;
 
-  // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first.
-  virtual void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y) = 0;
-  virtual void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate) = 0;
-  virtual void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias) = 0;
+  // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first. The workspace a
+  // pass needs for input x (batched) and `out` units; none where the library keeps its own.
+  virtual std::size_t dense_workspace_bytes(const Shape& /*x*/, int /*out*/, ConvPass) { return 0; }
+  virtual void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) = 0;
+  virtual void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) = 0;
+  virtual void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) = 0;
 
   virtual void relu_forward(const Tensor& x, Tensor y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) = 0;

@@ -12,13 +12,14 @@ class Dense final : public Layer {
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;
   bool backward_needs_input() const override { return true; }
+  std::size_t workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
 
  private:
   int units_;
   bool bias_;
-  int in_features_ = 0;
+  Shape in_;  // per sample
 };
 
 }  // namespace cnn

@@ -32,9 +32,10 @@ class CpuBackend final : public Backend {
   void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
                               Tensor dbias, Workspace ws) override;
 
-  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y) override;
-  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate) override;
-  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias) override;
+  std::size_t dense_workspace_bytes(const Shape& x, int out, ConvPass pass) override;
+  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) override;
+  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) override;
+  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) override;
 
   void relu_forward(const Tensor& x, Tensor y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override;

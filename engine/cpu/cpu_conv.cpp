@@ -1,11 +1,12 @@
-// Convolution as im2col + one matrix product per image, images spread over threads; dense layers
-// as single matrix products that Eigen parallelises itself.
+// Convolution as im2col + one matrix product per image, images spread over threads. Each
+// product's packing buffers come from the layer's planned workspace (engine/cpu/gemm.hpp).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/cpu/gemm.hpp"
 #include "engine/cpu/parallel.hpp"
 
 namespace cnn {
@@ -14,7 +15,9 @@ namespace {
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatrixMap = Eigen::Map<RowMatrix>;
 using ConstMatrixMap = Eigen::Map<const RowMatrix>;
-using VectorMap = Eigen::Map<Eigen::VectorXf>;
+using cpu::aligned_floats;
+using cpu::GemmOperand;
+using cpu::GemmOutput;
 
 struct ConvGeometry {
   int cin, h, w, cout, hout, wout, kh, kw, stride, pad;
@@ -89,6 +92,28 @@ void col2im_add(const ConvGeometry& g, const float* col, float* image) {
       }
 }
 
+// One thread's share of a convolution's workspace, in floats (each part 64-byte aligned): the
+// column matrix, the partial weight and bias gradients (backward), the products' packing.
+struct ConvThreadSpace {
+  std::size_t col = 0, partial = 0, packing = 0;
+  std::size_t total() const { return col + partial + packing; }
+};
+
+ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass) {
+  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
+                    C = static_cast<std::size_t>(g.cout);
+  ConvThreadSpace s;
+  s.col = g.is_pointwise() ? 0 : aligned_floats(K * P);
+  if (pass == ConvPass::forward) {
+    s.packing = cpu::gemm_packing_floats(C, P, K);  // y[C x P] = w[C x K] col[K x P]
+  } else {
+    s.partial = aligned_floats(C * K + C);
+    s.packing = std::max(cpu::gemm_packing_floats(K, P, C),   // dcol[K x P] = w^T dy
+                         cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
+  }
+  return s;
+}
+
 void require_workspace(const Workspace& ws, std::size_t needed, const char* what) {
   if (ws.bytes < needed)
     throw std::logic_error(std::string(what) + ": workspace of " + std::to_string(ws.bytes) +
@@ -99,31 +124,29 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 
 std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
                                                ConvPass pass, std::size_t) {
-  const ConvGeometry g = geometry(d, x, y);
   const std::size_t workers = static_cast<std::size_t>(std::min(threads_, std::max(x[0], 1)));
-  const std::size_t col = g.is_pointwise() ? 0 : static_cast<std::size_t>(g.patch()) * g.pixels();
-  if (pass == ConvPass::forward) return workers * col * sizeof(float);
-  const std::size_t partial_grads = static_cast<std::size_t>(g.cout) * g.patch() + g.cout;
-  return workers * (col + partial_grads) * sizeof(float);
+  return workers * thread_space(geometry(d, x, y), pass).total() * sizeof(float);
 }
 
 void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
                                 const Tensor& bias, Tensor y, Workspace ws) {
   const ConvGeometry g = geometry(d, x.shape, y.shape);
-  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels());
-  const std::size_t col_floats = g.is_pointwise() ? 0 : K * P;
+  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
+                    C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");
+  const ConvThreadSpace space = thread_space(g, ConvPass::forward);
   const std::size_t in_stride = x.sample_elements(), out_stride = y.sample_elements();
-  ConstMatrixMap weights(w.data, g.cout, static_cast<Eigen::Index>(K));
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
-    float* col = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * col_floats;
+    float* col = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * space.total();
+    const cpu::Packing packing{col + space.col, space.packing};
     for (std::size_t i = b; i < e; ++i) {
       const float* image = x.data + i * in_stride;
       if (!g.is_pointwise()) im2col(g, image, col);
-      ConstMatrixMap columns(g.is_pointwise() ? image : col, static_cast<Eigen::Index>(K), static_cast<Eigen::Index>(P));
-      MatrixMap out(y.data + i * out_stride, g.cout, static_cast<Eigen::Index>(P));
-      out.noalias() = weights * columns;
-      if (!bias.empty()) out.colwise() += Eigen::Map<const Eigen::VectorXf>(bias.data, g.cout);
+      float* out = y.data + i * out_stride;
+      cpu::gemm(C, P, K, GemmOperand{w.data, K}, GemmOperand{g.is_pointwise() ? image : col, P}, GemmOutput{out, P},
+                packing);
+      if (!bias.empty())
+        MatrixMap(out, g.cout, static_cast<Eigen::Index>(P)).colwise() += Eigen::Map<const Eigen::VectorXf>(bias.data, g.cout);
     }
   });
 }
@@ -131,24 +154,23 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
 void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                                       bool accumulate, Workspace ws) {
   const ConvGeometry g = geometry(d, dx.shape, dy.shape);
-  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels());
+  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
+                    C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, dx.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_data");
-  const std::size_t per_thread = (g.is_pointwise() ? 0 : K * P) + static_cast<std::size_t>(g.cout) * K + g.cout;
+  const ConvThreadSpace space = thread_space(g, ConvPass::backward);
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
-  ConstMatrixMap weights(w.data, g.cout, static_cast<Eigen::Index>(K));
+  const GemmOperand weights_transposed{w.data, K, true};  // w^T: w is stored [C x K]
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
-    float* col = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * per_thread;
+    float* col = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * space.total();
+    const cpu::Packing packing{col + space.col + space.partial, space.packing};
     for (std::size_t i = b; i < e; ++i) {
-      ConstMatrixMap grad_out(dy.data + i * out_stride, g.cout, static_cast<Eigen::Index>(P));
+      const GemmOperand grad_out{dy.data + i * out_stride, P};
       float* image = dx.data + i * in_stride;
       if (g.is_pointwise()) {
-        MatrixMap grad_in(image, static_cast<Eigen::Index>(K), static_cast<Eigen::Index>(P));
-        if (accumulate) grad_in.noalias() += weights.transpose() * grad_out;
-        else grad_in.noalias() = weights.transpose() * grad_out;
+        cpu::gemm(K, P, C, weights_transposed, grad_out, GemmOutput{image, P, accumulate}, packing);
         continue;
       }
-      MatrixMap columns(col, static_cast<Eigen::Index>(K), static_cast<Eigen::Index>(P));
-      columns.noalias() = weights.transpose() * grad_out;
+      cpu::gemm(K, P, C, weights_transposed, grad_out, GemmOutput{col, P}, packing);
       if (!accumulate) std::memset(image, 0, in_stride * sizeof(float));
       col2im_add(g, col, image);
     }
@@ -158,68 +180,38 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
 void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                                         Tensor dbias, Workspace ws) {
   const ConvGeometry g = geometry(d, x.shape, dy.shape);
-  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels());
+  const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
+                    C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, x.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_filter");
-  const std::size_t col_floats = g.is_pointwise() ? 0 : K * P;
-  const std::size_t grad_floats = static_cast<std::size_t>(g.cout) * K + g.cout;
-  const std::size_t per_thread = col_floats + grad_floats;
+  const ConvThreadSpace space = thread_space(g, ConvPass::backward);
+  const std::size_t grad_floats = C * K + C;
   const std::size_t in_stride = x.sample_elements(), out_stride = dy.sample_elements();
   float* base = static_cast<float*>(ws.data);
   const int used = cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
-    float* col = base + static_cast<std::size_t>(t) * per_thread;
-    float* partial = col + col_floats;
+    float* col = base + static_cast<std::size_t>(t) * space.total();
+    float* partial = col + space.col;
+    const cpu::Packing packing{partial + space.partial, space.packing};
     std::memset(partial, 0, grad_floats * sizeof(float));
-    MatrixMap partial_w(partial, g.cout, static_cast<Eigen::Index>(K));
-    VectorMap partial_b(partial + static_cast<std::size_t>(g.cout) * K, g.cout);
+    Eigen::Map<Eigen::VectorXf> partial_b(partial + C * K, g.cout);
     for (std::size_t i = b; i < e; ++i) {
       const float* image = x.data + i * in_stride;
       if (!g.is_pointwise()) im2col(g, image, col);
-      ConstMatrixMap columns(g.is_pointwise() ? image : col, static_cast<Eigen::Index>(K), static_cast<Eigen::Index>(P));
-      ConstMatrixMap grad_out(dy.data + i * out_stride, g.cout, static_cast<Eigen::Index>(P));
-      partial_w.noalias() += grad_out * columns.transpose();
-      partial_b += grad_out.rowwise().sum();
+      const GemmOperand columns_transposed{g.is_pointwise() ? image : col, P, true};  // col^T: col is [K x P]
+      const float* grad_out = dy.data + i * out_stride;
+      cpu::gemm(C, K, P, GemmOperand{grad_out, P}, columns_transposed, GemmOutput{partial, K, true}, packing);
+      partial_b += ConstMatrixMap(grad_out, g.cout, static_cast<Eigen::Index>(P)).rowwise().sum();
     }
   });
   // Fixed-order reduction of the per-thread partials.
-  const std::size_t weight_floats = static_cast<std::size_t>(g.cout) * K;
+  const std::size_t weight_floats = C * K;
   cpu::parallel_elements(threads_, grad_floats, [&](std::size_t b, std::size_t e) {
     for (std::size_t j = b; j < e; ++j) {
       float sum = 0.f;
-      for (int t = 0; t < used; ++t) sum += base[static_cast<std::size_t>(t) * per_thread + col_floats + j];
+      for (int t = 0; t < used; ++t) sum += base[static_cast<std::size_t>(t) * space.total() + space.col + j];
       if (j < weight_floats) dw.data[j] += sum;
       else if (!dbias.empty()) dbias.data[j - weight_floats] += sum;
     }
   });
-}
-
-void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y) {
-  const Eigen::Index n = x.n(), in = static_cast<Eigen::Index>(x.sample_elements()),
-                     out = static_cast<Eigen::Index>(y.sample_elements());
-  ConstMatrixMap input(x.data, n, in);
-  ConstMatrixMap weights(w.data, out, in);
-  MatrixMap output(y.data, n, out);
-  output.noalias() = input * weights.transpose();
-  if (!bias.empty()) output.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias.data, out);
-}
-
-void CpuBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate) {
-  const Eigen::Index n = dy.n(), in = static_cast<Eigen::Index>(dx.sample_elements()),
-                     out = static_cast<Eigen::Index>(dy.sample_elements());
-  ConstMatrixMap grad_out(dy.data, n, out);
-  ConstMatrixMap weights(w.data, out, in);
-  MatrixMap grad_in(dx.data, n, in);
-  if (accumulate) grad_in.noalias() += grad_out * weights;
-  else grad_in.noalias() = grad_out * weights;
-}
-
-void CpuBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias) {
-  const Eigen::Index n = x.n(), in = static_cast<Eigen::Index>(x.sample_elements()),
-                     out = static_cast<Eigen::Index>(dy.sample_elements());
-  ConstMatrixMap input(x.data, n, in);
-  ConstMatrixMap grad_out(dy.data, n, out);
-  MatrixMap grad_w(dw.data, out, in);
-  grad_w.noalias() += grad_out.transpose() * input;
-  if (!dbias.empty()) Eigen::Map<Eigen::RowVectorXf>(dbias.data, out) += grad_out.colwise().sum();
 }
 
 }  // namespace cnn

@@ -57,9 +57,10 @@ class CudaBackend final : public Backend {
   void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
                               Tensor dbias, Workspace ws) override;
 
-  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y) override;
-  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate) override;
-  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias) override;
+  // cuBLAS works in its own workspace (library_reserved_bytes): the Workspace arguments are empty.
+  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace) override;
+  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace) override;
+  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace) override;
 
   void relu_forward(const Tensor& x, Tensor y) override;
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override;

@@ -33,7 +33,7 @@ DenseDims dense_dims(const Tensor& x, const Tensor& y, const Tensor& w, const ch
 
 }  // namespace
 
-void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y) {
+void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace) {
   activate();
   const DenseDims d = dense_dims(x, y, w, "dense_forward");
   CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, &kOne, w.data, d.in, x.data,
@@ -48,7 +48,7 @@ void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& 
   touched(x, w, bias, y);
 }
 
-void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate) {
+void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace) {
   activate();
   const DenseDims d = dense_dims(dx, dy, w, "dense_backward_data");
   const float beta = accumulate ? 1.0f : 0.0f;
@@ -58,7 +58,7 @@ void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor 
   touched(dy, w, dx);
 }
 
-void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias) {
+void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace) {
   activate();
   const DenseDims d = dense_dims(x, dy, dw, "dense_backward_weights");
   // dw[out,in] += dy^T[out,N] * x[N,in]

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "engine/counter_rng.hpp"
+#include "memory/buffer.hpp"
+#include "memory/host_resource.hpp"
 
 namespace cnn::testing {
 namespace {
@@ -35,7 +37,7 @@ struct Harness {
   std::vector<ParamSpec> specs;
   Shape out_shape;
   std::vector<float> output, weights_r;
-  std::vector<float> workspace;
+  memory::Buffer workspace;  // aligned as the planner aligns a workspace
 
   Harness(Layer& l, const std::vector<Shape>& shapes, const GradientCheckOptions& o) : layer(l), opt(o) {
     for (const auto& s : shapes) input_shapes.push_back(s.batched(o.batch));
@@ -51,7 +53,7 @@ struct Harness {
     for (auto n : layer.saved_floats(o.batch)) saved.push_back(std::vector<float>(n));
     const std::size_t ws = std::max(layer.workspace_bytes(backend, o.batch, ConvPass::forward, 1 << 30),
                                     layer.workspace_bytes(backend, o.batch, ConvPass::backward, 1 << 30));
-    workspace.assign(ws / sizeof(float) + 1, 0.f);
+    workspace = memory::Buffer(memory::host_resource(), ws, memory::Category::workspace);
     output.assign(out_shape.elements(), 0.f);
     weights_r = random_vector(output.size(), o.seed + 999);
   }
@@ -92,7 +94,7 @@ struct Harness {
     c.params = v.params;
     c.grads = v.grads;
     c.saved = v.saved;
-    c.workspace = Workspace{workspace.data(), workspace.size() * sizeof(float)};
+    c.workspace = Workspace{workspace.data(), workspace.bytes()};
     return c;
   }
 

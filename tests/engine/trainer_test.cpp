@@ -9,24 +9,13 @@
 #include "engine/presets.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
+#include "heap_counter.hpp"
 #include "relative_error.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
 using cnn::testing::relative_error;
 using cnn::testing::SyntheticData;
-
-// Counts every global operator new in this test program, to prove a step makes none.
-namespace {
-std::atomic<long> g_news{0};
-}
-void* operator new(std::size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -116,13 +105,13 @@ TEST_CASE("a training step makes no allocation", "[trainer][memory]") {
   SyntheticData data(32 * 4, kImage, 4, 3);
   trainer.train_step(data.batch(0, 32));  // warm-up: lazily built thread pools
   const auto before = stats.statistics();
-  const long news_before = g_news.load();
+  const long heap_before = testing::heap_allocations();
   for (int s = 1; s < 4; ++s) trainer.train_step(data.batch(s * 32, 32));
   const auto after = stats.statistics();
   CHECK(after.allocations == before.allocations);
   CHECK(after.deallocations == before.deallocations);
   CHECK(after.peak_bytes == before.peak_bytes);
-  CHECK(g_news.load() == news_before);
+  CHECK(testing::heap_allocations() == heap_before);  // Eigen's and OpenMP's included
 }
 
 TEST_CASE("a budget too small is refused before step 1 with the byte table", "[trainer][budget]") {
