@@ -1,15 +1,34 @@
 #include "engine/network.hpp"
 
+#include <climits>
+#include <cstdint>
 #include <iomanip>
 #include <sstream>
 
 #include "layers/pool2d.hpp"
 
 namespace cnn {
+namespace {
+
+// Layers index a sample with int: every dimension positive, at most INT_MAX elements in all.
+// Returns what is wrong, or nothing. Counted in 64 bits: the dimensions may multiply past int.
+std::string sample_shape_problem(const Shape& shape) {
+  std::int64_t elements = 1;
+  for (int i = 0; i < shape.rank; ++i) {
+    if (shape[i] <= 0) return "dimension " + std::to_string(shape[i]) + " is not positive";
+    elements *= shape[i];
+    if (elements > INT_MAX)
+      return "more than " + std::to_string(INT_MAX) + " elements per sample";
+  }
+  return {};
+}
+
+}  // namespace
 
 Network::Network(Shape input_shape) {
-  if (input_shape.rank != 3 || input_shape.elements() == 0)
-    throw ShapeError("network input must be CxHxW with no zero dimension, got " + input_shape.str());
+  if (input_shape.rank != 3) throw ShapeError("network input must be CxHxW, got " + input_shape.str());
+  if (const std::string problem = sample_shape_problem(input_shape); !problem.empty())
+    throw ShapeError("network input " + input_shape.str() + ": " + problem);
   Node input;
   input.shape = input_shape;
   input.name = "input";
@@ -34,6 +53,8 @@ int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   } catch (const ShapeError& e) {
     throw ShapeError("layer " + std::to_string(id) + " (" + e.what() + ")");
   }
+  if (const std::string problem = sample_shape_problem(n.shape); !problem.empty())
+    throw ShapeError("layer " + std::to_string(id) + " (" + layer->describe() + ") -> " + n.shape.str() + ": " + problem);
   n.value = layer->is_view() ? node(inputs[0]).value : id;
   n.name = std::to_string(id) + ":" + layer->kind();
   n.inputs = std::move(inputs);

@@ -1,4 +1,6 @@
 #pragma once
+#include <climits>
+
 #include "layers/layer.hpp"
 
 namespace cnn {
@@ -9,7 +11,11 @@ class Flatten final : public Layer {
   std::string kind() const override { return "flatten"; }
   std::string describe() const override { return "flatten"; }
   Shape output_shape(const std::vector<Shape>& inputs) override {
-    return Shape{static_cast<int>(inputs.at(0).elements())};
+    const std::size_t elements = inputs.at(0).elements();
+    if (elements > static_cast<std::size_t>(INT_MAX))
+      throw ShapeError("flatten: " + inputs.at(0).str() + " holds " + std::to_string(elements) + " elements, more than " +
+                       std::to_string(INT_MAX));
+    return Shape{static_cast<int>(elements)};
   }
   bool is_view() const override { return true; }
   void forward(const LayerContext&) override {}

@@ -1,9 +1,14 @@
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
 #include <cmath>
+#include <filesystem>
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
+#include "layers/flatten.hpp"
 #include "memory/host_resource.hpp"
 #include "test_networks.hpp"
 
@@ -63,6 +68,52 @@ TEST_CASE("network text errors name the file and line", "[network]") {
   CHECK(parse_error("flatten\ndense 7\n").find("10 classes") != std::string::npos);
   CHECK(parse_error("# nothing\n").find("describes no layer") != std::string::npos);
   CHECK(parse_error("dropout 1.5\nflatten\ndense 10\n").find("net.txt:1:") != std::string::npos);
+}
+
+TEST_CASE("network text: unknown or repeated options and bad names are errors, not ignored", "[network]") {
+  CHECK(parse_error("conv 8 3 foo=1\nflatten\ndense 10\n").find("net.txt:1: unknown option 'foo' for conv") !=
+        std::string::npos);
+  CHECK(parse_error("conv 8 3 strid=2\nflatten\ndense 10\n").find("unknown option 'strid'") != std::string::npos);
+  CHECK(parse_error("relu pad=1\n").find("net.txt:1: unknown option 'pad' for relu") != std::string::npos);
+  CHECK(parse_error("conv 8 3 pad=1 pad=2\nflatten\ndense 10\n").find("net.txt:1: option 'pad=' given twice") !=
+        std::string::npos);
+  CHECK(parse_error("conv 8 3 as=\nflatten\ndense 10\n").find("net.txt:1: as= needs a name") != std::string::npos);
+  CHECK(parse_error("conv 8 3 as=x\nrelu as=x\nflatten\ndense 10\n")
+            .find("net.txt:2: the name 'x' is already taken on line 1") != std::string::npos);
+  CHECK(parse_error("conv 8 3 as=input\nflatten\ndense 10\n").find("already taken") != std::string::npos);
+  CHECK(parse_error("conv 8 3 in=\nflatten\ndense 10\n").find("net.txt:1:") != std::string::npos);
+  CHECK(parse_error("relu 3\nflatten\ndense 10\n").find("net.txt:1: expected: relu") != std::string::npos);
+  CHECK(parse_error("conv 8 3 bias=2\nflatten\ndense 10\n").find("bias= takes 0 or 1") != std::string::npos);
+  CHECK(parse_error("conv 8 3 pad=1.5\nflatten\ndense 10\n").find("'1.5' is not a whole number") != std::string::npos);
+  CHECK(parse_error("conv 8 3 pad=1e20\nflatten\ndense 10\n").find("is not a whole number") != std::string::npos);
+}
+
+TEST_CASE("shapes are counted in 64 bits: more than INT_MAX elements per sample is an error", "[network]") {
+  // 8 x 200026 x 200026 = 3.2e11 elements; Flatten's int product used to wrap to -2039341792.
+  const std::string message = parse_error("conv 8 3 pad=100000\nflatten\ndense 10\n");
+  INFO(message);
+  CHECK(message.find("net.txt:1: layer 1 (conv") != std::string::npos);
+  CHECK(message.find("[8x200026x200026]: more than " + std::to_string(INT_MAX) + " elements per sample") !=
+        std::string::npos);
+  CHECK_THROWS_AS(Network(Shape{1, 0, 28}), ShapeError);
+  CHECK_THROWS_AS(Network(Shape{3, 50000, 50000}), ShapeError);
+  // Flatten alone, given a shape the network would have refused.
+  Flatten flatten;
+  CHECK_THROWS_AS(flatten.output_shape({Shape{8, 200000, 200000}}), ShapeError);
+}
+
+TEST_CASE("a network file that is a FIFO is refused, not read (it would block)", "[network]") {
+  const std::filesystem::path fifo =
+      std::filesystem::temp_directory_path() / ("cnn_net_fifo_" + std::to_string(::getpid()));
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string message;
+  try {
+    make_network(fifo.string(), Shape{1, 28, 28}, 10);
+  } catch (const std::invalid_argument& e) {
+    message = e.what();
+  }
+  std::filesystem::remove(fifo);
+  CHECK(message.find("it is a FIFO (named pipe), not a regular file") != std::string::npos);
 }
 
 TEST_CASE("unknown presets list the known ones", "[network]") {
