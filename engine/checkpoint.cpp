@@ -1,10 +1,17 @@
 #include "engine/checkpoint.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <system_error>
+
+#include "engine/regular_file.hpp"
 
 namespace cnn {
 namespace {
@@ -41,10 +48,41 @@ std::uint32_t fingerprint(const Network& network) {
   return crc(text.data(), text.size());
 }
 
+// Unique per process: two runs saving to one path each write their own.
+std::filesystem::path temporary_path(const std::filesystem::path& path) {
+  std::filesystem::path temporary = path;
+  temporary += ".partial." + std::to_string(::getpid());
+  return temporary;
+}
+
+void remove_quietly(const std::filesystem::path& path) {
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+}
+
 }  // namespace
+
+void check_save_path(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  const std::string where = "cannot save weights to " + path.string() + ": ";
+  if (path.empty() || !path.has_filename()) throw CheckpointError(where + "give a file name");
+  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) throw CheckpointError(where + "the folder " + folder.string() + " does not exist");
+  if (fs::exists(path, ec))  // a new file is fine; an existing one must be a regular file
+    if (const std::string problem = regular_file_problem(path); !problem.empty())
+      throw CheckpointError(where + "it " + problem);
+  const fs::path probe = temporary_path(path);
+  if (!std::ofstream(probe, std::ios::binary | std::ios::trunc))
+    throw CheckpointError(where + "cannot create a file in " + folder.string() + ": " + std::strerror(errno));
+  remove_quietly(probe);
+}
 
 void save_weights(const std::filesystem::path& path, const Network& network, const ParameterStore& params) {
   const std::vector<float> values = params.download();
+  if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
+    throw CheckpointError("training diverged: the weights hold NaN or infinite values; " + path.string() +
+                          " is unchanged");
   Header header{};
   std::memcpy(header.magic, kMagic, sizeof kMagic);
   header.version = kVersion;
@@ -52,27 +90,35 @@ void save_weights(const std::filesystem::path& path, const Network& network, con
   header.floats = values.size();
   const std::uint32_t checksum = crc(values.data(), values.size() * sizeof(float));
 
-  std::filesystem::path temporary = path;
-  temporary += ".partial";
+  const std::filesystem::path temporary = temporary_path(path);
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw CheckpointError("cannot write " + temporary.string());
+    if (!out)
+      throw CheckpointError("cannot write " + temporary.string() + ": " + std::strerror(errno) + "; " + path.string() +
+                            " is unchanged");
     out.write(reinterpret_cast<const char*>(&header), sizeof header);
     out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
     out.write(reinterpret_cast<const char*>(&checksum), sizeof checksum);
     out.flush();
     if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
+      remove_quietly(temporary);
       throw CheckpointError("writing " + temporary.string() + " failed (disk full?); " + path.string() + " is unchanged");
     }
   }
-  std::filesystem::rename(temporary, path);
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    remove_quietly(temporary);
+    throw CheckpointError("cannot replace " + path.string() + " with the new weights: " + ec.message() + "; " +
+                          path.string() + " is unchanged");
+  }
 }
 
 void load_weights(const std::filesystem::path& path, const Network& network, ParameterStore& params) {
+  if (const std::string problem = regular_file_problem(path); !problem.empty())
+    throw CheckpointError("cannot load weights from " + path.string() + ": it " + problem);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("cannot open " + path.string());
+  if (!in) throw CheckpointError("cannot open " + path.string() + ": " + std::strerror(errno));
   Header header{};
   if (!in.read(reinterpret_cast<char*>(&header), sizeof header) || std::memcmp(header.magic, kMagic, sizeof kMagic))
     throw CheckpointError(path.string() + ": not a cnnengine weights file");
@@ -88,6 +134,8 @@ void load_weights(const std::filesystem::path& path, const Network& network, Par
     throw CheckpointError(path.string() + ": truncated");
   if (checksum != crc(values.data(), values.size() * sizeof(float)))
     throw CheckpointError(path.string() + ": corrupt (checksum mismatch)");
+  if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
+    throw CheckpointError(path.string() + ": holds NaN or infinite weights (saved from a run that diverged)");
   params.upload(values);
 }
 

@@ -37,8 +37,6 @@ void write_bytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-namespace {
-
 std::uint32_t crc32(const std::vector<std::uint8_t>& bytes) {
   std::uint32_t crc = 0xFFFFFFFFu;
   for (std::uint8_t b : bytes) {
@@ -47,6 +45,8 @@ std::uint32_t crc32(const std::vector<std::uint8_t>& bytes) {
   }
   return ~crc;
 }
+
+namespace {
 
 void put_le(std::vector<std::uint8_t>& out, std::uint32_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));

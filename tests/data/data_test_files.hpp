@@ -22,6 +22,8 @@ class TempFolder {
 };
 
 void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+// CRC-32 (zlib's, and the checkpoint's): the test program does not link zlib.
+std::uint32_t crc32(const std::vector<std::uint8_t>& bytes);
 std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes);
 void write_gzip(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
 std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path);

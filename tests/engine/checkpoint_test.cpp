@@ -1,9 +1,15 @@
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <unistd.h>
+#include <iterator>
+#include <limits>
 
+#include "data/data_test_files.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
@@ -29,6 +35,22 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+std::string bytes_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Files in `dir` other than `keep`: temporary files left behind.
+int others_in(const fs::path& dir, const fs::path& keep) {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) n += entry.path() != keep;
+  return n;
+}
+
+std::string save_path_error(const fs::path& path) {
+  return error_of([&] { check_save_path(path); });
+}
+
 }  // namespace
 
 TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]") {
@@ -38,7 +60,7 @@ TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]"
   Network net = make_preset("small-bn", Shape{1, 8, 8}, 3);
   ParameterStore saved(net, backend, memory::host_resource(), 0, 1);
   save_weights(file, net, saved);
-  CHECK_FALSE(fs::exists(scratch.dir / "w.bin.partial"));
+  CHECK(others_in(scratch.dir, file) == 0);  // no temporary file left
 
   ParameterStore loaded(net, backend, memory::host_resource(), 0, 2);
   REQUIRE(loaded.download() != saved.download());
@@ -72,6 +94,70 @@ TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]"
     CHECK_THROWS(save_weights(scratch.dir / "missing-folder" / "w.bin", net, saved));
     CHECK(fs::file_size(file) == before);
     load_weights(file, net, loaded);
+  }
+}
+
+TEST_CASE("weights holding NaN or infinity are never written, nor read", "[checkpoint]") {
+  Scratch scratch;
+  const fs::path file = scratch.dir / "w.bin";
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 8, 8}, 3);
+  ParameterStore params(net, backend, memory::host_resource(), 0, 1);
+  save_weights(file, net, params);
+  const std::string good = bytes_of(file);
+
+  std::vector<float> values = params.download();
+  values[7] = std::numeric_limits<float>::quiet_NaN();
+  values[9] = std::numeric_limits<float>::infinity();
+  params.upload(values);
+  const std::string message = error_of([&] { save_weights(file, net, params); });
+  CHECK(message.find("training diverged") != std::string::npos);
+  CHECK(message.find(file.string() + " is unchanged") != std::string::npos);
+  CHECK(bytes_of(file) == good);
+  CHECK(others_in(scratch.dir, file) == 0);
+
+  // A file written with NaN by an older build (checksum right) is refused on load.
+  std::string bad = good;
+  const std::size_t first_float = 24;  // after the header
+  std::memcpy(bad.data() + first_float + 7 * sizeof(float), &values[7], sizeof(float));
+  const std::uint32_t crc = data::test::crc32(
+      std::vector<std::uint8_t>(bad.begin() + first_float, bad.begin() + first_float + values.size() * sizeof(float)));
+  std::memcpy(bad.data() + bad.size() - sizeof crc, &crc, sizeof crc);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bad;
+  CHECK(error_of([&] { load_weights(file, net, params); }).find("NaN or infinite") != std::string::npos);
+}
+
+TEST_CASE("the save path is checked before training, and a failed save leaves nothing behind", "[checkpoint]") {
+  Scratch scratch;
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 8, 8}, 3);
+  ParameterStore params(net, backend, memory::host_resource(), 0, 1);
+
+  CHECK(save_path_error(scratch.dir / "new.bin").empty());
+  CHECK(others_in(scratch.dir, {}) == 0);  // the probe file is gone
+  CHECK(save_path_error(scratch.dir / "missing" / "w.bin").find("the folder " + (scratch.dir / "missing").string() +
+                                                                " does not exist") != std::string::npos);
+  fs::create_directories(scratch.dir / "adir");
+  CHECK(save_path_error(scratch.dir / "adir").find("it is a folder") != std::string::npos);
+  REQUIRE(::mkfifo((scratch.dir / "pipe").c_str(), 0600) == 0);
+  CHECK(save_path_error(scratch.dir / "pipe").find("it is a FIFO") != std::string::npos);
+  CHECK(save_path_error("/dev/null").find("it is a device") != std::string::npos);
+
+  SECTION("saving over a folder says so and removes its temporary file") {
+    const std::string message = error_of([&] { save_weights(scratch.dir / "adir", net, params); });
+    CHECK(message.find("cannot replace " + (scratch.dir / "adir").string()) != std::string::npos);
+    CHECK(fs::is_directory(scratch.dir / "adir"));
+    CHECK(others_in(scratch.dir, scratch.dir / "adir") == 1);  // the FIFO only
+  }
+  SECTION("loading a FIFO is refused at once (open() would block)") {
+    CHECK(error_of([&] { load_weights(scratch.dir / "pipe", net, params); }).find("it is a FIFO") != std::string::npos);
+  }
+  SECTION("the temporary file is this process's own") {
+    // Another run's temporary file, under the old shared name or its own pid, is left alone.
+    std::ofstream(scratch.dir / "w.bin.partial") << "another run";
+    save_weights(scratch.dir / "w.bin", net, params);
+    CHECK(bytes_of(scratch.dir / "w.bin.partial") == "another run");
+    load_weights(scratch.dir / "w.bin", net, params);
   }
 }
 
