@@ -12,6 +12,8 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.batch <= 0) throw std::invalid_argument("batch must be positive");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
     throw std::invalid_argument("micro-batch and accumulation count must not be negative");
+  if (options_.accumulate > 0 && options_.micro_batch > 0)
+    throw std::invalid_argument("give a micro-batch or an accumulation count, not both");
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
 }
 

@@ -11,7 +11,7 @@ class Sgd final : public Optimizer {
   explicit Sgd(const OptimizerConfig& c) {
     config_.momentum = c.momentum;
     config_.nesterov = c.nesterov;
-    config_.weight_decay = c.weight_decay < 0 ? 0.f : c.weight_decay;
+    config_.weight_decay = c.weight_decay.value_or(0.f);
     if (config_.nesterov && config_.momentum <= 0.f) throw std::invalid_argument("sgd: Nesterov needs a positive momentum");
   }
   int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
@@ -34,7 +34,7 @@ class AdamW final : public Optimizer {
     config_.beta1 = c.beta1;
     config_.beta2 = c.beta2;
     config_.epsilon = c.epsilon;
-    config_.weight_decay = c.weight_decay < 0 ? 0.01f : c.weight_decay;
+    config_.weight_decay = c.weight_decay.value_or(0.01f);
   }
   int state_slots() const override { return 2; }
   void step(Backend& backend, ParameterStore& params, float lr) override {
@@ -51,10 +51,26 @@ class AdamW final : public Optimizer {
   long steps_ = 0;
 };
 
+void check_range(const char* name, float value, bool positive, bool below_one = false) {
+  const bool ok = std::isfinite(value) && (positive ? value > 0.f : value >= 0.f) && (!below_one || value < 1.f);
+  if (!ok)
+    throw std::invalid_argument(std::string(name) + " must be " + (positive ? "positive" : "at least 0") +
+                                (below_one ? " and below 1" : " and finite") + ", got " + std::to_string(value));
+}
+
+void validate(const OptimizerConfig& c) {
+  check_range("learning rate", c.learning_rate, true);
+  if (c.weight_decay) check_range("weight decay", *c.weight_decay, false);
+  check_range("momentum", c.momentum, false, true);
+  check_range("beta1", c.beta1, false, true);
+  check_range("beta2", c.beta2, false, true);
+  check_range("epsilon", c.epsilon, true);
+}
+
 }  // namespace
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
-  if (!(config.learning_rate > 0.f)) throw std::invalid_argument("learning rate must be positive");
+  validate(config);
   if (config.kind == "sgd") return std::make_unique<Sgd>(config);
   if (config.kind == "adamw") return std::make_unique<AdamW>(config);
   throw std::invalid_argument("unknown optimizer '" + config.kind + "': use sgd or adamw");
@@ -65,6 +81,9 @@ void validate(const ScheduleConfig& s) {
     throw std::invalid_argument("unknown schedule '" + s.kind + "': use constant, step or cosine");
   if (s.kind == "step" && s.step_every <= 0) throw std::invalid_argument("step schedule: step_every must be positive");
   if (s.warmup_steps < 0) throw std::invalid_argument("warm-up steps must not be negative");
+  if (!(std::isfinite(s.gamma) && s.gamma > 0.f)) throw std::invalid_argument("step schedule: gamma must be positive");
+  if (!(s.final_fraction >= 0.f && s.final_fraction <= 1.f))
+    throw std::invalid_argument("cosine schedule: the final fraction must be in [0, 1]");
 }
 
 float scheduled_rate(const ScheduleConfig& s, float base, long step, long total) {

@@ -2,6 +2,7 @@
 // Optimizers and learning-rate schedules. An optimizer step is one fused backend call over the
 // flat parameter block.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/parameter_store.hpp"
@@ -11,7 +12,7 @@ namespace cnn {
 struct OptimizerConfig {
   std::string kind = "adamw";  // "sgd" or "adamw"
   float learning_rate = 1e-3f;
-  float weight_decay = -1.f;   // < 0: the optimizer's default (SGD 0, AdamW 0.01)
+  std::optional<float> weight_decay;  // none: the optimizer's default (SGD 0, AdamW 0.01)
   float momentum = 0.9f;       // SGD
   bool nesterov = false;       // SGD
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;  // AdamW
@@ -25,7 +26,9 @@ class Optimizer {
   virtual std::string describe() const = 0;
 };
 
-// Throws std::invalid_argument naming the accepted kinds.
+// Throws std::invalid_argument naming the accepted kinds, or the setting that is out of range
+// (every number finite; learning rate and epsilon positive, weight decay not negative,
+// momentum and betas in [0, 1)).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
 
 struct ScheduleConfig {

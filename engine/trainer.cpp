@@ -15,6 +15,11 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+TrainingDiverged::TrainingDiverged(long step, double loss)
+    : std::runtime_error("training diverged at step " + std::to_string(step) + ": the loss is " +
+                         std::to_string(loss) + " (try a smaller learning rate); the step was not applied"),
+      step_(step), loss_(loss) {}
+
 BatchPlanOptions planning_options(const TrainerOptions& options) {
   BatchPlanOptions planning = options;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
@@ -179,11 +184,17 @@ StepReport Trainer::train_step(const HostBatch& batch) {
       throw;
     }
   }
+  float host[2];
+  backend_.copy_to_host(metrics_.data(), host, sizeof host);
+  if (!std::isfinite(host[0])) {
+    // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
+    params_->restore_state();
+    params_->zero_gradients();
+    throw TrainingDiverged(steps_ + 1, host[0]);
+  }
   const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
   optimizer_->step(backend_, *params_, lr);
   ++steps_;
-  float host[2];
-  backend_.copy_to_host(metrics_.data(), host, sizeof host);
   StepReport r;
   r.step = steps_;
   r.samples = batch.size;

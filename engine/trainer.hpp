@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "engine/batch_planner.hpp"
@@ -47,6 +48,19 @@ class BudgetTooSmall : public memory::OutOfMemory {
       : OutOfMemory(std::move(message), std::move(details)) {}
 };
 
+// A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
+// the optimizer state are as they were before the step.
+class TrainingDiverged : public std::runtime_error {
+ public:
+  TrainingDiverged(long step, double loss);
+  long step() const { return step_; }
+  double loss() const { return loss_; }
+
+ private:
+  long step_;
+  double loss_;
+};
+
 struct HostBatch {
   const float* images = nullptr;  // size samples, NCHW
   const std::int32_t* labels = nullptr;
@@ -84,7 +98,8 @@ class Trainer {
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
 
-  // One optimizer step over a host batch of any size (split into micro-batches).
+  // One optimizer step over a host batch of any size (split into micro-batches). Throws
+  // TrainingDiverged, changing nothing, when the loss is not finite.
   StepReport train_step(const HostBatch& batch);
   EvalResult evaluate(const NextBatch& next);
   // Logged when a step ran out of memory and was replayed at a smaller micro-batch, or when

@@ -1,0 +1,105 @@
+// Bad numbers never reach the weights: optimizer settings are checked, and a step whose loss is
+// NaN or infinite is refused before the optimizer runs.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/presets.hpp"
+#include "memory/host_resource.hpp"
+#include "test_networks.hpp"
+
+using namespace cnn;
+using cnn::testing::SyntheticData;
+
+namespace {
+
+const Shape kImage{1, 12, 12};
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+std::string optimizer_error(const OptimizerConfig& config) {
+  try {
+    make_optimizer(config);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", "[trainer][diverged]") {
+  // No ReLU, which would turn NaN into 0: one NaN pixel reaches every logit through the
+  // BatchNorm's batch mean, and the failed forward pass writes NaN into its running statistics.
+  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  TrainerOptions o;
+  o.batch = 8;
+  o.optimizer.kind = "adamw";  // its step count and moments would show a step that ran
+  CpuBackend backend(1);
+  Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
+  Trainer clean(clean_net, backend, memory::host_resource(), o);
+  Trainer tested(tested_net, backend, memory::host_resource(), o);
+  SyntheticData data(16, kImage, 4, 3);
+  SyntheticData poisoned = data;
+  poisoned.images[5] = kNaN;
+
+  clean.train_step(data.batch(0, 8));
+  tested.train_step(data.batch(0, 8));
+  const std::vector<float> before = tested.parameters().download();
+  try {
+    tested.train_step(poisoned.batch(0, 8));
+    FAIL("a NaN loss was accepted");
+  } catch (const TrainingDiverged& e) {
+    CHECK(e.step() == 2);
+    CHECK(std::isnan(e.loss()));
+    CHECK(std::string(e.what()).find("training diverged at step 2: the loss is") != std::string::npos);
+  }
+  CHECK(tested.steps() == 1);
+  const std::vector<float> after = tested.parameters().download();
+  CHECK(after == before);  // no NaN anywhere, so == compares every value
+
+  // The optimizer state is untouched too: the next step is the clean run's next step.
+  clean.train_step(data.batch(8, 8));
+  tested.train_step(data.batch(8, 8));
+  CHECK(tested.parameters().download() == clean.parameters().download());
+}
+
+TEST_CASE("optimizer settings that are NaN, infinite or out of range are refused", "[optimizer]") {
+  OptimizerConfig good;
+  CHECK(optimizer_error(good).empty());
+  auto with = [&](auto change) {
+    OptimizerConfig c = good;
+    change(c);
+    return optimizer_error(c);
+  };
+  CHECK(with([](auto& c) { c.learning_rate = kNaN; }).find("learning rate must be positive") != std::string::npos);
+  CHECK(with([](auto& c) { c.learning_rate = std::numeric_limits<float>::infinity(); }).find("learning rate") !=
+        std::string::npos);
+  CHECK(with([](auto& c) { c.learning_rate = 0; }).find("learning rate") != std::string::npos);
+  CHECK(with([](auto& c) { c.weight_decay = kNaN; }).find("weight decay") != std::string::npos);
+  CHECK(with([](auto& c) { c.weight_decay = -1.f; }).find("weight decay must be at least 0") != std::string::npos);
+  CHECK(with([](auto& c) { c.momentum = kNaN; }).find("momentum") != std::string::npos);
+  CHECK(with([](auto& c) { c.momentum = 1.f; }).find("momentum must be at least 0 and below 1") != std::string::npos);
+  CHECK(with([](auto& c) { c.beta2 = 1.5f; }).find("beta2") != std::string::npos);
+  CHECK(with([](auto& c) { c.epsilon = 0; }).find("epsilon") != std::string::npos);
+}
+
+TEST_CASE("weight decay not given takes the optimizer's default; 0 given is 0", "[optimizer]") {
+  OptimizerConfig c;
+  CHECK(make_optimizer(c)->describe().find("weight decay 0.010000") != std::string::npos);
+  c.kind = "sgd";
+  CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
+  c.kind = "adamw";
+  c.weight_decay = 0.f;
+  CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
+}
+
+TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", kImage, 4);
+  BatchPlanOptions o;
+  o.batch = 8;
+  o.micro_batch = 3;
+  o.accumulate = 2;
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("not both"));
+}
