@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/data_error.hpp"
+#include "data/regular_file.hpp"
 
 namespace cnn::data {
 namespace {
@@ -29,9 +30,7 @@ std::string zlib_reason(const char* message, const std::filesystem::path& path) 
 }  // namespace
 
 ByteReader::ByteReader(const std::filesystem::path& path) : path_(path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) fail(path, "file not found");
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a folder, expected a file");
+  require_regular_file(path);
   raw_ = std::fopen(path.c_str(), "rb");
   if (!raw_) fail(path, std::string("cannot open: ") + std::strerror(errno));
   if (!starts_with_gzip_magic(raw_)) {

@@ -5,6 +5,7 @@
 
 #include "data/data_error.hpp"
 #include "data/image_codec.hpp"
+#include "data/regular_file.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;
@@ -72,6 +73,7 @@ ClassFolders scan_class_folders(const fs::path& folder) {
       if (is_folder(entry)) fail(entry, "unexpected folder inside class folder: expected only images");
       if (!has_image_extension(entry))
         fail(entry, "not an image file: expected only .png, .jpg, .jpeg or .bmp files in a class folder");
+      require_regular_file(entry);  // a FIFO named x.png would block the decoder forever
       result.files.push_back(entry);
       result.labels.push_back(static_cast<int>(c));
       ++images;

@@ -22,7 +22,8 @@ struct ClassFolders {
 };
 
 // Validates the layout: the folder exists, holds at least two class folders, no image sits
-// outside a class folder, each class folder holds at least one image and nothing else.
+// outside a class folder, each class folder holds at least one image and nothing else (an
+// image name on a FIFO, a device or a broken link is an error too).
 ClassFolders scan_class_folders(const std::filesystem::path& folder);
 
 }  // namespace cnn::data

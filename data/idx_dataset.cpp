@@ -64,6 +64,28 @@ class IdxDataset final : public Dataset {
   int num_classes_;
 };
 
+// The class count comes from the largest label: a single corrupt label (200 among 0..9) would
+// silently build a network of 201 classes. Every class below it must have a sample.
+void check_every_class_present(const std::filesystem::path& labels_path, const std::vector<std::uint8_t>& values,
+                               int num_classes) {
+  std::vector<std::size_t> count(static_cast<std::size_t>(num_classes), 0);
+  for (std::uint8_t v : values) ++count[v];
+  std::vector<int> missing;
+  for (int c = 0; c < num_classes; ++c)
+    if (count[static_cast<std::size_t>(c)] == 0) missing.push_back(c);
+  if (missing.empty()) return;
+  constexpr std::size_t kListed = 10;
+  std::string list;
+  for (std::size_t i = 0; i < missing.size() && i < kListed; ++i)
+    list += (i ? ", " : "") + std::to_string(missing[i]);
+  if (missing.size() > kListed) list += " and " + std::to_string(missing.size() - kListed) + " more";
+  const auto largest = std::max_element(values.begin(), values.end()) - values.begin();
+  fail(labels_path, "the largest label, " + std::to_string(num_classes - 1) + " at record " + std::to_string(largest) +
+                        ", makes " + std::to_string(num_classes) + " classes, but class" +
+                        (missing.size() > 1 ? "es " : " ") + list + " ha" + (missing.size() > 1 ? "ve" : "s") +
+                        " no training sample (a corrupt label?)");
+}
+
 // num_classes <= 0: take the largest label + 1.
 std::unique_ptr<Dataset> open(const std::filesystem::path& images_path,
                               const std::filesystem::path& labels_path, int num_classes) {
@@ -81,6 +103,7 @@ std::unique_ptr<Dataset> open(const std::filesystem::path& images_path,
       fail(labels_path, "every label is " + std::to_string(num_classes - 1) +
                             ": expected at least 2 classes");
     }
+    check_every_class_present(labels_path, values, num_classes);
   }
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (values[i] >= num_classes) {

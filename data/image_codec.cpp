@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/data_error.hpp"
+#include "data/regular_file.hpp"
 #include "data/resize.hpp"
 
 // The one translation unit that compiles stb_image. Static, so that the library exports no stbi
@@ -38,6 +39,7 @@ struct FileCloser {
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
 File open_file(const std::filesystem::path& path) {
+  require_regular_file(path);
   File file(std::fopen(path.c_str(), "rb"));
   if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
   return file;
@@ -93,6 +95,48 @@ void check_complete(const std::filesystem::path& path, const std::vector<unsigne
   }
 }
 
+std::uint32_t big_endian(const unsigned char* b) {
+  return static_cast<std::uint32_t>(b[0]) << 24 | static_cast<std::uint32_t>(b[1]) << 16 |
+         static_cast<std::uint32_t>(b[2]) << 8 | b[3];
+}
+
+// Why stbi_info refused the file. It tries PNG, then JPEG, then BMP, so its own reason is the
+// last format's "unknown image type" whatever stopped the first: ask the format the file's
+// signature names instead, and for a PNG say what size its header gives.
+std::string unreadable_reason(const std::vector<unsigned char>& bytes) {
+  const int length = static_cast<int>(bytes.size());
+  stbi__context s;
+  int width = 0, height = 0, channels = 0;
+  stbi__start_mem(&s, bytes.data(), length);
+  if (stbi__png_test(&s)) {
+    stbi__start_mem(&s, bytes.data(), length);
+    if (stbi__png_info(&s, &width, &height, &channels)) return "unknown reason";
+    constexpr std::size_t kSizeEnd = 24;  // signature, IHDR length and tag, width, height
+    if (bytes.size() >= kSizeEnd && std::memcmp(bytes.data() + 12, "IHDR", 4) == 0) {
+      const std::uint32_t w = big_endian(bytes.data() + 16), h = big_endian(bytes.data() + 20);
+      const std::string size = std::to_string(w) + "x" + std::to_string(h);
+      if (w == 0 || h == 0) return "the PNG header gives a size of " + size + ": an image needs at least one pixel";
+      if (reason() == std::string("too large"))
+        return "the PNG header gives a size of " + size + ": too large to decode (at most " +
+               std::to_string(STBI_MAX_DIMENSIONS) + " pixels a side and 1 GiB decoded)";
+    }
+    return "not a readable PNG image: " + reason();
+  }
+  stbi__start_mem(&s, bytes.data(), length);
+  if (stbi__jpeg_test(&s)) {
+    stbi__start_mem(&s, bytes.data(), length);
+    stbi__jpeg_info(&s, &width, &height, &channels);
+    return "not a readable JPEG image: " + reason();
+  }
+  stbi__start_mem(&s, bytes.data(), length);
+  if (stbi__bmp_test(&s)) {
+    stbi__start_mem(&s, bytes.data(), length);
+    stbi__bmp_info(&s, &width, &height, &channels);
+    return "not a readable BMP image: " + reason();
+  }
+  return "not a readable PNG, JPEG or BMP image: unknown signature";
+}
+
 }  // namespace
 
 bool has_image_extension(const std::filesystem::path& path) {
@@ -105,7 +149,7 @@ ImageInfo probe_image(const std::filesystem::path& path) {
   File file = open_file(path);
   ImageInfo info;
   if (!stbi_info_from_file(file.get(), &info.width, &info.height, &info.channels))
-    fail(path, "not a readable PNG, JPEG or BMP image: " + reason());
+    fail(path, unreadable_reason(read_whole_file(path)));
   return info;
 }
 
@@ -116,7 +160,7 @@ void decode_image(const std::filesystem::path& path, SampleShape target, std::ui
   const int length = static_cast<int>(bytes.size());
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &channels))
-    fail(path, "not a readable PNG, JPEG or BMP image: " + reason());
+    fail(path, unreadable_reason(bytes));
   check_complete(path, bytes);
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
       stbi_load_from_memory(bytes.data(), length, &width, &height, &channels, target.channels),

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <string>
@@ -151,6 +152,37 @@ TEST_CASE("IDX: label values out of range or a single class", "[data][idx]") {
     t::write_bytes(dir / "labels", t::idx_labels(10, 1));
     expect_error(dir / "images", dir / "labels", dir / "labels", "at least 2 classes");
   }
+}
+
+TEST_CASE("IDX: a class without a training sample means a corrupt label, not more classes", "[data][idx]") {
+  TempFolder dir;
+  t::write_bytes(dir / "images", t::idx_images(10, 2, 2));
+  SECTION("one label of 200 among 0..2") {
+    std::vector<std::uint8_t> labels = {0, 1, 2, 0, 1, 2, 200, 0, 1, 2};
+    t::write_bytes(dir / "labels", t::idx_bytes({10}, labels));
+    expect_error(dir / "images", dir / "labels", dir / "labels",
+                 "the largest label, 200 at record 6, makes 201 classes, but classes 3, 4, 5");
+    expect_error(dir / "images", dir / "labels", dir / "labels", "and 187 more have no training sample");
+  }
+  SECTION("every label 255") {
+    t::write_bytes(dir / "labels", t::idx_bytes({10}, std::vector<std::uint8_t>(10, 255)));
+    expect_error(dir / "images", dir / "labels", dir / "labels", "makes 256 classes, but classes 0, 1,");
+  }
+  SECTION("one missing class in the middle") {
+    t::write_bytes(dir / "labels", t::idx_bytes({10}, {0, 2, 3, 0, 2, 3, 0, 2, 3, 0}));
+    expect_error(dir / "images", dir / "labels", dir / "labels", "but class 1 has no training sample");
+  }
+  SECTION("a test set may lack classes: its count comes from the training set") {
+    t::write_bytes(dir / "labels", t::idx_bytes({10}, std::vector<std::uint8_t>(10, 3)));
+    CHECK(open_idx(dir / "images", dir / "labels", 5)->num_classes() == 5);
+  }
+}
+
+TEST_CASE("IDX: a FIFO is refused, not opened (open() would block forever)", "[data][idx]") {
+  TempFolder dir;
+  t::write_bytes(dir / "labels", t::idx_labels(4, 2));
+  REQUIRE(::mkfifo((dir / "images").c_str(), 0600) == 0);
+  expect_error(dir / "images", dir / "labels", dir / "images", "is a FIFO (named pipe), not a regular file");
 }
 
 TEST_CASE("IDX: zero and absurd dimensions", "[data][idx]") {

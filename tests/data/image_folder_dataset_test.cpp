@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <string>
@@ -218,5 +219,51 @@ TEST_CASE("image folder: every bad input is a DataError naming the file", "[data
     auto data = open_image_folder(dir.path(), {});
     std::vector<float> out(data->shape().elements());
     CHECK_THROWS_AS(data->load(3, out.data()), DataError);
+  }
+}
+
+TEST_CASE("image folder: only regular files are read; a FIFO, a device or a broken link is named", "[data][image]") {
+  TempFolder dir;
+  write_two_classes(dir.path(), ".png", 1);
+  SECTION("a FIFO with an image name (opening it would block forever)") {
+    REQUIRE(::mkfifo((dir / "a" / "pipe.png").c_str(), 0600) == 0);
+    expect_error(dir.path(), dir / "a" / "pipe.png", "is a FIFO (named pipe), not a regular file");
+  }
+  SECTION("a link to /dev/zero (reading it never ends)") {
+    fs::create_symlink("/dev/zero", dir / "b" / "zero.png");
+    expect_error(dir.path(), dir / "b" / "zero.png", "is a device, not a regular file");
+  }
+  SECTION("a broken link") {
+    fs::create_symlink(dir / "nowhere.png", dir / "b" / "gone.png");
+    expect_error(dir.path(), dir / "b" / "gone.png", "broken symbolic link");
+  }
+  SECTION("a link to a regular image is read") {
+    fs::create_symlink(dir / "a" / "1.png", dir / "b" / "linked.png");
+    CHECK(open_image_folder(dir.path(), {})->size() == 4);
+  }
+}
+
+TEST_CASE("image folder: a PNG header with an impossible size says so", "[data][image]") {
+  TempFolder dir;
+  write_two_classes(dir.path(), ".png", 1);
+  // Width and height sit big-endian at bytes 16..23 of a PNG (after the signature and IHDR tag).
+  auto with_size = [&](const fs::path& file, std::uint32_t width, std::uint32_t height) {
+    std::vector<std::uint8_t> bytes = t::read_bytes(dir / "a" / "1.png");
+    for (int i = 0; i < 4; ++i) {
+      bytes[static_cast<std::size_t>(16 + i)] = static_cast<std::uint8_t>(width >> (24 - 8 * i));
+      bytes[static_cast<std::size_t>(20 + i)] = static_cast<std::uint8_t>(height >> (24 - 8 * i));
+    }
+    t::write_bytes(file, bytes);
+  };
+  SECTION("too large (the first image is probed, the others decoded)") {
+    for (const fs::path& file : {dir / "a" / "0.png", dir / "b" / "9.png"}) {
+      with_size(file, 100000, 100000);
+      expect_error(dir.path(), file, "the PNG header gives a size of 100000x100000: too large to decode");
+      fs::remove(file);
+    }
+  }
+  SECTION("zero width") {
+    with_size(dir / "b" / "9.png", 0, 16);
+    expect_error(dir.path(), dir / "b" / "9.png", "the PNG header gives a size of 0x16: an image needs at least one pixel");
   }
 }
