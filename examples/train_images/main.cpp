@@ -14,6 +14,7 @@
 #include "engine/presets.hpp"
 #include "engine/trainer.hpp"
 #include "limited_dataset.hpp"
+#include "metrics_file.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/bytes.hpp"
 #include "memory/statistics_adaptor.hpp"
@@ -29,28 +30,23 @@ using namespace cnn;
 using app::Options;
 using Clock = std::chrono::steady_clock;
 
-class MetricsFile {
- public:
-  explicit MetricsFile(const std::string& path) {
-    if (path.empty()) return;
-    out_.open(path, std::ios::trunc);
-    if (!out_) throw std::runtime_error("cannot write the metrics file " + path);
-  }
-  void write(const nlohmann::json& line) {
-    if (out_.is_open()) out_ << line.dump() << '\n' << std::flush;
-  }
-
- private:
-  std::ofstream out_;
-};
-
 HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
+
+// The adaptor cannot throw from inside an allocation; it keeps the stream's failure for this.
+void check_trace_written(memory::TraceAdaptor& trace, const std::string& path) {
+  trace.flush();
+  if (!trace.good()) throw std::runtime_error("writing the memory trace " + path + " failed (disk full?): it is incomplete");
+}
+
+// JSON null where there is no test set: 0 would read as a measured accuracy.
+nlohmann::json test_value(bool has_test, double value) { return has_test ? nlohmann::json(value) : nlohmann::json(); }
 
 int run(const Options& o) {
   if (o.doctor) {
     std::cout << environment_report();
     return 0;
   }
+  if (!o.save.empty() && !o.plan_only) check_save_path(o.save);  // before training, not after an epoch
   const std::size_t budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
 
   data::SampleShape target;
@@ -64,7 +60,9 @@ int run(const Options& o) {
     train_set = limited.get();
   }
   const data::SampleShape shape = train_set->shape();
-  std::cout << "data: " << train_set->description() << "\n      test: " << splits.test->description() << "\n";
+  const bool has_test = splits.test->size() > 0;
+  std::cout << "data: " << train_set->description() << "\n      test: "
+            << (has_test ? splits.test->description() : "none (the test split is empty): no evaluation") << "\n";
 
   Network network = make_network(o.model, Shape{shape.channels, shape.height, shape.width}, train_set->num_classes());
   DeviceRequest request;
@@ -139,7 +137,8 @@ int run(const Options& o) {
     std::cout << "allocator: " << o.allocator << (o.allocator == "arena" ? " of " + memory::format_bytes(capacity) : "")
               << " for step buffers\n";
   }
-  Trainer trainer(network, backend, resource, t);
+  std::optional<Trainer> trainer_storage;  // released before the trace is checked
+  Trainer& trainer = trainer_storage.emplace(network, backend, resource, t);
   trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
   if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());
   const int k = (o.batch + trainer.micro_batch() - 1) / trainer.micro_batch();
@@ -148,7 +147,7 @@ int run(const Options& o) {
             << trainer.micro_batch() << "\n"
             << format_memory_table(trainer.memory()) << std::flush;
 
-  MetricsFile metrics(o.metrics_out);
+  app::MetricsFile metrics(o.metrics_out);
   const std::size_t reserved_before_step1 = device_stats.statistics().current_bytes;
   auto memory_note = [&] { return memory::format_bytes(device_stats.statistics().current_bytes + staging); };
   double total_train_seconds = 0, last_accuracy = 0;
@@ -177,37 +176,50 @@ int run(const Options& o) {
     const double train_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
     total_train_seconds += train_seconds;
     total_images += seen;
-    test_loader.start_epoch(1);
-    const EvalResult test = trainer.evaluate([&]() -> std::optional<HostBatch> {
-      auto b = test_loader.next();
-      if (!b) return std::nullopt;
-      return to_host_batch(*b);
-    });
-    last_accuracy = test.accuracy;
+    EvalResult test;
+    if (has_test) {
+      test_loader.start_epoch(1);
+      test = trainer.evaluate([&]() -> std::optional<HostBatch> {
+        auto b = test_loader.next();
+        if (!b) return std::nullopt;
+        return to_host_batch(*b);
+      });
+      last_accuracy = test.accuracy;
+    }
     const double rate = static_cast<double>(seen) / train_seconds;
-    std::printf("epoch %d/%d: train loss %.4f acc %.4f | test loss %.4f acc %.4f | %.1fs, %.0f img/s\n", epoch,
-                o.epochs, loss_sum / static_cast<double>(seen), correct / static_cast<double>(seen), test.loss,
-                test.accuracy, train_seconds, rate);
+    char test_text[64] = "no test set";
+    if (has_test) std::snprintf(test_text, sizeof test_text, "test loss %.4f acc %.4f", test.loss, test.accuracy);
+    std::printf("epoch %d/%d: train loss %.4f acc %.4f | %s | %.1fs, %.0f img/s\n", epoch, o.epochs,
+                loss_sum / static_cast<double>(seen), correct / static_cast<double>(seen), test_text, train_seconds,
+                rate);
     std::fflush(stdout);
     metrics.write({{"type", "epoch"}, {"epoch", epoch}, {"train_loss", loss_sum / static_cast<double>(seen)},
-                   {"train_accuracy", correct / static_cast<double>(seen)}, {"test_loss", test.loss},
-                   {"test_accuracy", test.accuracy}, {"seconds", train_seconds}, {"images_per_second", rate}});
+                   {"train_accuracy", correct / static_cast<double>(seen)}, {"test_loss", test_value(has_test, test.loss)},
+                   {"test_accuracy", test_value(has_test, test.accuracy)}, {"seconds", train_seconds},
+                   {"images_per_second", rate}});
     if (!o.save.empty()) save_weights(o.save, network, trainer.parameters());
   }
   const auto stats = device_stats.statistics();
   const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
   const double rate = total_train_seconds > 0 ? static_cast<double>(total_images) / total_train_seconds : 0;
-  std::printf("done: test accuracy %.4f after %d epochs in %.1fs (%.0f img/s training)\n", last_accuracy, o.epochs,
-              wall, rate);
+  if (has_test)
+    std::printf("done: test accuracy %.4f after %d epochs in %.1fs (%.0f img/s training)\n", last_accuracy, o.epochs,
+                wall, rate);
+  else
+    std::printf("done: no test set; %d epochs in %.1fs (%.0f img/s training)\n", o.epochs, wall, rate);
   std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total\n",
               memory::format_bytes(reserved_before_step1).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
               memory::format_bytes(stats.current_bytes).c_str(), stats.allocations);
   std::cout << format_memory_table(trainer.memory());
   if (!o.save.empty()) std::cout << "weights saved to " << o.save << "\n";
-  metrics.write({{"type", "summary"}, {"epochs", o.epochs}, {"test_accuracy", last_accuracy},
+  metrics.write({{"type", "summary"}, {"epochs", o.epochs}, {"test_accuracy", test_value(has_test, last_accuracy)},
                  {"images_per_second", rate}, {"seconds", wall}, {"batch", o.batch},
                  {"micro_batch", trainer.micro_batch()}, {"peak_reserved_bytes", stats.peak_bytes},
                  {"reserved_before_step1", reserved_before_step1}, {"upstream_allocations", stats.allocations}});
+  // Every release is in the trace before it is checked: the trainer's, then the strategy's.
+  trainer_storage.reset();
+  strategy.reset();
+  if (traced) check_trace_written(*traced, o.trace);
   return 0;
 }
 
@@ -219,12 +231,16 @@ int main(int argc, char** argv) {
   cnn::app::add_options(app, o);
   try {
     app.parse(argc, argv);
+    cnn::app::check_combinations(o);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help or the error
     return code == 0 ? 0 : 2;
   }
   try {
     return run(o);
+  } catch (const cnn::TrainingDiverged& e) {
+    std::cerr << "error: " << e.what() << (o.save.empty() ? "" : "; " + o.save + " is unchanged") << "\n";
+    return 1;
   } catch (const BudgetTooSmall& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 3;

@@ -2,6 +2,7 @@
 // train_images' command line.
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace cnn::app {
@@ -11,11 +12,11 @@ struct Options {
   std::string model = "small";
   int epochs = 8;
   int batch = 64;
-  int micro_batch = 0;
-  int accumulate = 0;
+  int micro_batch = 0;  // 0: not given
+  int accumulate = 0;   // 0: not given
   float lr = 1e-3f;
   std::string optimizer = "adamw";
-  float weight_decay = -1.f;
+  std::optional<float> weight_decay;  // not given: the optimizer's default
   float momentum = 0.9f;
   bool nesterov = false;
   std::string schedule = "cosine";
@@ -40,7 +41,12 @@ struct Options {
   std::string trace;
 };
 
+// CPU threads beyond this are a typo, and would fail inside OpenMP with no message of ours.
+inline constexpr int kMaxThreads = 256;
+
 // Registers every option of `o` on `app`.
 void add_options(CLI::App& app, Options& o);
+// What no single option's check can see: throws CLI::ValidationError for conflicting options.
+void check_combinations(const Options& o);
 
 }  // namespace cnn::app
