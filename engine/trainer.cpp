@@ -153,28 +153,17 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   maybe_regrow();
   params_->save_state();
   for (;;) {
-    const int b = micro_batch_;
     params_->zero_gradients();
     backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
     try {
-      run_micro_batches(batch, ceil_div(batch.size, b), grad_scale, true);
+      run_micro_batches(batch, ceil_div(batch.size, micro_batch_), grad_scale, true);
       ++good_steps_since_recovery_;
       break;
     } catch (const memory::OutOfMemory& error) {
       // Discard the partial gradients and state updates, halve the micro-batch and replay the
-      // same samples. At micro-batch 1 there is nothing left to halve.
+      // same samples.
       params_->restore_state();
-      if (b == 1) {
-        release_step_memory();
-        throw memory::OutOfMemory(std::string("out of memory at micro-batch 1, nothing left to halve: ") +
-                                      error.what() + "\n" + format_memory_table(breakdown(1)),
-                                  error.details());
-      }
-      good_steps_since_recovery_ = 0;
-      const int smaller = build_fitting(std::max(1, b / 2));
-      if (on_recovery)
-        on_recovery("step " + std::to_string(steps_ + 1) + ": out of memory at micro-batch " + std::to_string(b) +
-                    " (" + error.what() + "); replaying the step at micro-batch " + std::to_string(smaller));
+      shrink_after(error, "step " + std::to_string(steps_ + 1));
     } catch (...) {
       // Any other failure: leave the parameters and state as they were before the step, and no
       // buffers held, then report it.
@@ -206,26 +195,53 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   return r;
 }
 
+void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
+  const int b = micro_batch_;
+  if (b == 1) {  // nothing left to halve
+    release_step_memory();
+    throw memory::OutOfMemory(where + ": out of memory at micro-batch 1, nothing left to halve: " + error.what() +
+                                  "\n" + format_memory_table(breakdown(1)),
+                              error.details());
+  }
+  good_steps_since_recovery_ = 0;
+  const int smaller = build_fitting(std::max(1, b / 2));
+  if (on_recovery)
+    on_recovery(where + ": out of memory at micro-batch " + std::to_string(b) + " (" + error.what() +
+                "); replaying it at micro-batch " + std::to_string(smaller));
+}
+
 EvalResult Trainer::evaluate(const NextBatch& next) {
   ensure_built();
-  backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
   EvalResult result;
+  double loss_sum = 0, correct = 0;
+  long batches = 0;
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
     check_labels(*batch);
-    try {
-      run_micro_batches(*batch, ceil_div(batch->size, micro_batch_), 0.f, false);
-    } catch (...) {
-      release_step_memory();  // a dynamic step memory may still hold buffers
-      throw;
+    ++batches;
+    // Each batch's sums are read back on their own, so that a batch replayed after an
+    // out-of-memory failure at a smaller micro-batch counts once.
+    for (;;) {
+      backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
+      try {
+        run_micro_batches(*batch, ceil_div(batch->size, micro_batch_), 0.f, false);
+        break;
+      } catch (const memory::OutOfMemory& error) {
+        shrink_after(error, "evaluation batch " + std::to_string(batches));
+      } catch (...) {
+        release_step_memory();  // a dynamic step memory may still hold buffers
+        throw;
+      }
     }
+    float host[2];
+    backend_.copy_to_host(metrics_.data(), host, sizeof host);
+    loss_sum += host[0];
+    correct += host[1];
     result.samples += static_cast<std::size_t>(batch->size);
   }
-  float host[2];
-  backend_.copy_to_host(metrics_.data(), host, sizeof host);
   if (result.samples) {
-    result.loss = host[0] / static_cast<double>(result.samples);
-    result.accuracy = host[1] / static_cast<double>(result.samples);
+    result.loss = loss_sum / static_cast<double>(result.samples);
+    result.accuracy = correct / static_cast<double>(result.samples);
   }
   return result;
 }

@@ -115,6 +115,9 @@ class Trainer {
   void maybe_regrow();
   void check_labels(const HostBatch& batch) const;
   void release_step_memory();
+  // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at half
+  // the micro-batch or less, or, at micro-batch 1, an OutOfMemory with the byte table.
+  void shrink_after(const memory::OutOfMemory& error, const std::string& where);
   void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
 
   Network& net_;

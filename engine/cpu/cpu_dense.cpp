@@ -12,16 +12,9 @@ namespace {
 using cpu::GemmOperand;
 using cpu::GemmOutput;
 
-struct DenseDims {
-  std::size_t n, in, out;
-};
-
-cpu::Packing packing_of(const Workspace& ws, std::size_t floats_needed, const char* what) {
-  if (ws.bytes < floats_needed * sizeof(float))
-    throw std::logic_error(std::string(what) + ": workspace of " + std::to_string(ws.bytes) + " bytes, " +
-                           std::to_string(floats_needed * sizeof(float)) + " needed");
-  return {static_cast<float*>(ws.data), ws.bytes / sizeof(float)};
-}
+// The packing a layer's workspace holds. It was planned for the plan's micro-batch; a smaller
+// last one may want other block sizes, and gemm fits its blocks to what there is.
+cpu::Packing packing_of(const Workspace& ws) { return {static_cast<float*>(ws.data), ws.bytes / sizeof(float)}; }
 
 }  // namespace
 
@@ -35,8 +28,7 @@ std::size_t CpuBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass 
 
 void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
   const std::size_t n = static_cast<std::size_t>(x.n()), in = x.sample_elements(), out = y.sample_elements();
-  const cpu::Packing packing =
-      packing_of(ws, cpu::parallel_gemm_packing_floats(threads_, n, out, in), "dense_forward");
+  const cpu::Packing packing = packing_of(ws);
   // y[n x out] = x[n x in] w^T, w stored [out x in]
   cpu::parallel_gemm(threads_, n, out, in, GemmOperand{x.data, in}, GemmOperand{w.data, in, true}, GemmOutput{y.data, out},
                      packing);
@@ -47,8 +39,7 @@ void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& b
 
 void CpuBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
   const std::size_t n = static_cast<std::size_t>(dy.n()), in = dx.sample_elements(), out = dy.sample_elements();
-  const cpu::Packing packing =
-      packing_of(ws, cpu::parallel_gemm_packing_floats(threads_, n, in, out), "dense_backward_data");
+  const cpu::Packing packing = packing_of(ws);
   // dx[n x in] = dy[n x out] w[out x in]
   cpu::parallel_gemm(threads_, n, in, out, GemmOperand{dy.data, out}, GemmOperand{w.data, in},
                      GemmOutput{dx.data, in, accumulate}, packing);
@@ -56,8 +47,7 @@ void CpuBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor d
 
 void CpuBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
   const std::size_t n = static_cast<std::size_t>(x.n()), in = x.sample_elements(), out = dy.sample_elements();
-  const cpu::Packing packing =
-      packing_of(ws, cpu::parallel_gemm_packing_floats(threads_, out, in, n), "dense_backward_weights");
+  const cpu::Packing packing = packing_of(ws);
   // dw[out x in] += dy^T[out x n] x[n x in], dy stored [n x out]
   cpu::parallel_gemm(threads_, out, in, n, GemmOperand{dy.data, out, true}, GemmOperand{x.data, in},
                      GemmOutput{dw.data, in, true}, packing);

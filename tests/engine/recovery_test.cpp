@@ -117,6 +117,46 @@ TEST_CASE("a replayed step without BatchNorm gives the parameters of the clean r
   CHECK(relative_error(faulty, clean) < 1e-5);  // float rounding of a different grouping of the same sum
 }
 
+TEST_CASE("an out-of-memory failure during evaluation replays that batch at a smaller micro-batch",
+          "[recovery][trainer]") {
+  CpuBackend backend(2);
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  memory::FaultInjectionAdaptor faults(stats);
+  auto direct = memory::make_strategy("direct", faults, 0);
+  Network net = small_with_dropout();
+  TrainerOptions o = sgd_options(16);
+  o.step_allocator = direct.get();
+  SyntheticData data(16 * 8, kImage, 4, 9);
+  {
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    int recoveries = 0;
+    trainer.on_recovery = [&](const std::string& message) {
+      ++recoveries;
+      CHECK(message.find("evaluation batch 3") != std::string::npos);
+    };
+    for (int s = 0; s < 4; ++s) trainer.train_step(data.batch(s * 16, 16));
+    auto batches = [&] {
+      return [&, next = 4]() mutable -> std::optional<HostBatch> {
+        if (next == 8) return std::nullopt;
+        return data.batch(16 * next++, 16);
+      };
+    };
+    const std::uint64_t before = faults.requests_seen();
+    const EvalResult clean = trainer.evaluate(batches());
+    // Fail a request of the third batch: it is run again at micro-batch 8, and counted once.
+    const std::uint64_t per_batch = (faults.requests_seen() - before) / 4;  // 4 batches alike
+    faults.fail_on({faults.requests_seen() + 2 * per_batch + per_batch / 2});
+    const EvalResult replayed = trainer.evaluate(batches());
+    CHECK(faults.injected_failures() == 1);
+    CHECK(recoveries == 1);
+    CHECK(trainer.micro_batch() == 8);
+    CHECK(replayed.samples == clean.samples);
+    CHECK(replayed.accuracy == clean.accuracy);
+    CHECK(replayed.loss == Approx(clean.loss).epsilon(1e-5));
+  }
+  CHECK(stats.statistics().current_bytes == 0);
+}
+
 TEST_CASE("at micro-batch 1 an out-of-memory failure stops with the byte table", "[recovery][trainer]") {
   memory::FaultInjectionAdaptor faults(memory::host_resource());
   auto direct = memory::make_strategy("direct", faults, 0);
