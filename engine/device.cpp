@@ -3,9 +3,7 @@
 #include <stdexcept>
 
 #include "engine/cpu/cpu_backend.hpp"
-#if CNN_HAVE_CUDA
-#include "engine/cuda/cuda_backend.hpp"
-#endif
+#include "engine/cuda_plugin.hpp"
 
 namespace cnn {
 
@@ -21,21 +19,21 @@ DeviceChoice select_device(const DeviceRequest& request) {
   if (request.device != "auto" && request.device != "cpu" && request.device != "cuda")
     throw std::invalid_argument("unknown device '" + request.device + "': use auto, cpu or cuda");
   DeviceChoice choice;
-  std::string why_not_cuda = "this build has no CUDA backend (built without the CUDA toolkit and cuDNN)";
-#if CNN_HAVE_CUDA
-  if (request.device != "cpu") {
-    const CudaProbe probe = probe_cuda();
-    if (probe.available) {
-      CudaOptions options;
-      options.tf32 = request.tf32;
-      options.fast_start = request.fast_start;
-      choice.backend = make_cuda_backend(options);
-      choice.reason = request.device + ": using CUDA device " + probe.device_name;
-      return choice;
+  std::string why_not_cuda;
+  if (request.device != "cpu" && (!built_with_cuda() || nvidia_driver_present(&why_not_cuda))) {
+    if (const CudaPlugin* cuda = cuda_plugin(&why_not_cuda)) {
+      const CudaProbe probe = cuda->probe();
+      if (probe.available) {
+        CudaOptions options;
+        options.tf32 = request.tf32;
+        options.fast_start = request.fast_start;
+        choice.backend = cuda->make_backend(options);
+        choice.reason = request.device + ": using CUDA device " + probe.device_name;
+        return choice;
+      }
+      why_not_cuda = probe.reason;
     }
-    why_not_cuda = probe.reason;
   }
-#endif
   if (request.device == "cuda") throw std::runtime_error("--device cuda: " + why_not_cuda);
   choice.backend = std::make_unique<CpuBackend>(request.threads);
   choice.reason = request.device == "cpu" ? "cpu: as asked" : "auto: no usable GPU (" + why_not_cuda + "); using the CPU";
@@ -46,11 +44,10 @@ std::string environment_report() {
   std::string report = "cnnengine built with CUDA: ";
   report += built_with_cuda() ? "yes\n" : "no\n";
   report += "CPU backend: " + CpuBackend(0).description() + "\n";
-#if CNN_HAVE_CUDA
-  report += cuda_environment_report();
-#else
-  report += "CUDA: not compiled in; rebuild with the CUDA toolkit and cuDNN installed (CNN_CUDA=ON)\n";
-#endif
+  std::string why;
+  if (const CudaPlugin* cuda = cuda_plugin(&why)) report += cuda->environment_report();
+  else if (!built_with_cuda()) report += "CUDA: not compiled in; rebuild with the CUDA toolkit and cuDNN installed (CNN_CUDA=ON)\n";
+  else report += "ERROR: " + why + "\n";
   return report;
 }
 
