@@ -159,11 +159,16 @@ except OSError:
     records = []
 epochs = [r for r in records if r.get("type") == "epoch"]
 steps = [r for r in records if r.get("type") == "step"]
+summary = next((r for r in records if r.get("type") == "summary"), {})
+# Everything we reserve on the device: the step arena and persistent blocks, and cuBLAS's
+# workspace (PyTorch's max_memory_reserved counts its own too).
+library = summary.get("library_reserved_bytes", 0)
 print(json.dumps({"engine": "cnnengine", "kind": "throughput", "model": model, "precision": precision,
                   "batch": 256, "epochs": len(epochs),
                   "images_per_second": epochs[-1]["images_per_second"] if epochs else None,
                   "images_per_second_by_epoch": [e["images_per_second"] for e in epochs],
-                  "reserved_bytes": max((s.get("reserved_bytes", 0) for s in steps), default=None)}))
+                  "reserved_bytes": max((s.get("reserved_bytes", 0) + library for s in steps), default=None),
+                  "library_reserved_bytes": library}))
 PY
   }
   plan() {  # model data largest-batch-to-try

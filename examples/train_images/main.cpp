@@ -215,7 +215,8 @@ int run(const Options& o) {
   metrics.write({{"type", "summary"}, {"epochs", o.epochs}, {"test_accuracy", test_value(has_test, last_accuracy)},
                  {"images_per_second", rate}, {"seconds", wall}, {"batch", o.batch},
                  {"micro_batch", trainer.micro_batch()}, {"peak_reserved_bytes", stats.peak_bytes},
-                 {"reserved_before_step1", reserved_before_step1}, {"upstream_allocations", stats.allocations}});
+                 {"reserved_before_step1", reserved_before_step1}, {"upstream_allocations", stats.allocations},
+                 {"library_reserved_bytes", backend.library_reserved_bytes()}, {"loader_staging_bytes", staging}});
   // Every release is in the trace before it is checked: the trainer's, then the strategy's.
   trainer_storage.reset();
   strategy.reset();

@@ -21,11 +21,14 @@ namespace {
 
 const Shape kImage{1, 28, 28};
 
+// lr 0.01: at larger steps training amplifies rounding differences into flipped ReLU or
+// max-pooling ties (seen on the CPU between micro-batch sizes, tests/engine/recovery_test.cpp),
+// and the comparisons would measure that rather than the kernels.
 TrainerOptions sgd(int batch) {
   TrainerOptions o;
   o.batch = batch;
   o.optimizer.kind = "sgd";
-  o.optimizer.learning_rate = 0.02f;
+  o.optimizer.learning_rate = 0.01f;
   o.schedule.kind = "constant";
   return o;
 }
@@ -50,12 +53,17 @@ std::vector<double> losses(Backend& backend, const std::string& model, TrainerOp
 }  // namespace
 
 TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses", "[cuda][training]") {
-  for (const char* model : {"small", "small-bn"}) {
-    const auto cpu = losses(cuda_test::cpu(), model, sgd(32), 100);
-    const auto gpu = losses(cuda_test::gpu(), model, sgd(32), 100);
+  TrainerOptions adamw = sgd(32);
+  adamw.optimizer.kind = "adamw";
+  adamw.optimizer.learning_rate = 1e-3f;
+  // resnet: BatchNorm, residual adds, strided 1x1 projections and global average pooling.
+  for (auto [model, options] : {std::pair{"small", sgd(32)}, {"small-bn", sgd(32)}, {"resnet", sgd(32)}, {"small", adamw}}) {
+    const auto cpu = losses(cuda_test::cpu(), model, options, 100);
+    const auto gpu = losses(cuda_test::gpu(), model, options, 100);
     double worst = 0;
     for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
-    INFO(model << ": largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
+    INFO(model << " (" << options.optimizer.kind << "): largest relative loss difference " << worst << ", final "
+               << cpu.back() << " / " << gpu.back());
     CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
     CHECK(worst < 2e-2);
     CHECK(gpu.back() < gpu.front());
