@@ -26,13 +26,7 @@ namespace {
 
 const Shape kImage{1, 12, 12};
 
-// `small` with dropout and no BatchNorm: a replay at a smaller micro-batch must draw the same
-// dropout masks, and nothing else depends on the micro-batch but rounding.
-Network small_with_dropout() {
-  return parse_network("conv 32 3 pad=1\nrelu\nmaxpool 2\nconv 64 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
-                       "dense 128\nrelu\ndropout 0.3\ndense 4\n",
-                       kImage, 4);
-}
+Network small_with_dropout() { return cnn::testing::small_with_dropout(kImage, 4); }
 
 // A small learning rate: with a large one, training amplifies the rounding differences of a
 // differently grouped sum into a flipped ReLU or max-pooling tie (2e-2 apart after 100 steps at

@@ -1,9 +1,11 @@
 #pragma once
 // Small helpers shared by the engine tests: synthetic data and a trainer over a host resource.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/counter_rng.hpp"
+#include "engine/network_text.hpp"
 #include "engine/trainer.hpp"
 
 namespace cnn::testing {
@@ -32,5 +34,13 @@ struct SyntheticData {
     return HostBatch{images.data() + static_cast<std::size_t>(first) * sample_floats, labels.data() + first, size};
   }
 };
+
+// `small` with dropout and no BatchNorm: a replay at a smaller micro-batch must draw the same
+// dropout masks, and nothing else depends on the micro-batch but rounding.
+inline Network small_with_dropout(Shape image, int classes) {
+  return parse_network("conv 32 3 pad=1\nrelu\nmaxpool 2\nconv 64 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
+                       "dense 128\nrelu\ndropout 0.3\ndense " + std::to_string(classes) + "\n",
+                       image, classes);
+}
 
 }  // namespace cnn::testing
