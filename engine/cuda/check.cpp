@@ -50,7 +50,12 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call) {
   char detail[512] = {};
   cudnnGetLastErrorString(detail, sizeof detail);
   if (detail[0]) error += std::string(" (") + detail + ")";
-  if (status == CUDNN_STATUS_ALLOC_FAILED) throw_out_of_memory(name, error);
+  // cuDNN 9 splits the old CUDNN_STATUS_ALLOC_FAILED (now an alias of the host case) into host and
+  // device allocation failures; running out of device memory is the device one.
+  if (status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
+      status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) {
+    throw_out_of_memory(name, error);
+  }
   throw std::runtime_error(name + " failed: " + error);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Every CUDA, cuDNN and cuBLAS call goes through these checks. A failure becomes an
 // std::runtime_error naming the call and the library's error string; running out of device memory
-// (cudaErrorMemoryAllocation, CUDNN_STATUS_ALLOC_FAILED, CUBLAS_STATUS_ALLOC_FAILED) becomes
-// memory::OutOfMemory, so the trainer can shrink the micro-batch and replay the step.
+// (cudaErrorMemoryAllocation, cuDNN 9's CUDNN_STATUS_INTERNAL_ERROR_{DEVICE,HOST}_ALLOCATION_FAILED,
+// CUBLAS_STATUS_ALLOC_FAILED) becomes memory::OutOfMemory, so the trainer can shrink the
+// micro-batch and replay the step.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
