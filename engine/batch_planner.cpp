@@ -17,9 +17,10 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
 }
 
-MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
-  const StepPlan training = plan_step(net_, backend_, micro_batch, true, options_.workspace_limit);
-  const StepPlan inference = plan_step(net_, backend_, micro_batch, false, options_.workspace_limit);
+MemoryBreakdown BatchPlanner::breakdown_at(int micro_batch, std::size_t workspace_limit,
+                                          std::size_t* largest_workspace) const {
+  const StepPlan training = plan_step(net_, backend_, micro_batch, true, workspace_limit);
+  const StepPlan inference = plan_step(net_, backend_, micro_batch, false, workspace_limit);
   MemoryBreakdown m;
   m.micro_batch = micro_batch;
   m.persistent = ParameterStore::planned_bytes(net_, options_.optimizer_slots);
@@ -30,7 +31,36 @@ MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
   m.loader_staging = options_.loader_staging;
   m.library = backend_.library_reserved_bytes();
   m.budget = options_.memory_budget;
+  m.workspace_limit = workspace_limit;
+  if (largest_workspace) {
+    *largest_workspace = 0;
+    for (const StepPlan* plan : {&training, &inference})
+      for (const memory::BufferRequest& r : plan->requests)
+        if (r.category == memory::Category::workspace) *largest_workspace = std::max(*largest_workspace, r.bytes);
+  }
   return m;
+}
+
+std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
+  std::size_t limit = options_.workspace_limit;
+  if (options_.memory_budget == 0) return limit;
+  std::size_t largest = 0;
+  MemoryBreakdown m = breakdown_at(micro_batch, limit, &largest);
+  // Each round asks the largest workspace to give up what the plan is over the budget. The
+  // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
+  for (int round = 0; round < 8 && !m.fits() && largest > 0; ++round) {
+    const std::size_t over = m.total() - m.budget;
+    const std::size_t lower = largest > over ? largest - over : 0;
+    const MemoryBreakdown smaller = breakdown_at(micro_batch, lower, &largest);
+    if (smaller.total() >= m.total()) break;  // the backend has nothing leaner (the CPU: im2col)
+    limit = lower;
+    m = smaller;
+  }
+  return limit;
+}
+
+MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
+  return breakdown_at(micro_batch, workspace_limit(micro_batch), nullptr);
 }
 
 int BatchPlanner::largest_fitting(int limit) const {

@@ -24,7 +24,12 @@ struct BatchPlanOptions {
 class BatchPlanner {
  public:
   BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
+  // The bytes at micro-batch b, with the workspace limit below.
   MemoryBreakdown breakdown(int micro_batch) const;
+  // The per-layer workspace limit for micro-batch b: the options' limit, lowered under a budget
+  // until the plan fits where the backend has methods that need less workspace (cuDNN's slower
+  // convolution algorithms). Keeping the micro-batch is preferred to the fastest algorithm.
+  std::size_t workspace_limit(int micro_batch) const;
   // The largest micro-batch whose plan fits the budget, at most `limit`; 0 if none does.
   int largest_fitting(int limit) const;
   // What the options ask for: an explicit micro-batch or count, else the largest that fits.
@@ -36,6 +41,8 @@ class BatchPlanner {
   Network& net_;
   Backend& backend_;
   BatchPlanOptions options_;
+
+  MemoryBreakdown breakdown_at(int micro_batch, std::size_t workspace_limit, std::size_t* largest_workspace) const;
 };
 
 }  // namespace cnn

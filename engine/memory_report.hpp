@@ -18,6 +18,7 @@ struct MemoryBreakdown {
   std::size_t loader_staging = 0;    // the loader's prefetch buffers
   std::size_t library = 0;           // bytes the backend's libraries hold
   std::size_t budget = 0;            // 0: none
+  std::size_t workspace_limit = 0;   // what one layer's workspace was allowed when planning
 
   std::size_t total() const { return persistent.total() + arena_bytes + loader_staging + library; }
   bool fits() const { return budget == 0 || total() <= budget; }

@@ -71,9 +71,10 @@ void Trainer::build(int micro_batch) {
   release_step_memory();
   micro_batch_ = micro_batch;
   try {
-    plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, options_.workspace_limit));
-    eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, options_.workspace_limit));
     breakdown_ = breakdown(micro_batch);
+    // The same limit as the breakdown, so that the backend picks the methods it counted.
+    plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, breakdown_.workspace_limit));
+    eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, breakdown_.workspace_limit));
     if (options_.step_allocator) {
       memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
       eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);

@@ -7,7 +7,7 @@
 
 namespace cnn {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   // threads <= 0: all the cores OpenMP sees.
   explicit CpuBackend(int threads = 0);

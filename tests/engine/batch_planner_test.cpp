@@ -64,3 +64,60 @@ TEST_CASE("where the plan dips from one micro-batch to the next, the largest tha
   INFO("dip at micro-batch " << dip);
   CHECK(planner.largest_fitting(dip) == dip);
 }
+
+namespace {
+
+// A CPU backend whose convolutions could also use a method that wants 4 MiB more workspace
+// when it is allowed that much, as cuDNN's faster algorithms do. The kernels themselves run on
+// the CPU's im2col workspace, which is the lean answer.
+class WorkspaceHungryBackend : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  static constexpr std::size_t kExtra = std::size_t{4} << 20;
+  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
+                                     std::size_t limit) override {
+    const std::size_t lean = CpuBackend::conv2d_workspace_bytes(desc, x, y, pass, limit);
+    return limit >= lean + kExtra ? lean + kExtra : lean;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("under a budget the planner gives up workspace before it gives up micro-batch", "[budget][planner]") {
+  WorkspaceHungryBackend backend(2);
+  const Shape image{1, 28, 28};
+  Network net = make_preset("small", image, 10);
+  TrainerOptions o;
+  o.batch = 64;
+  const std::size_t hungry = BatchPlanner(net, backend, planning_options(o)).breakdown(64).total();
+  BatchPlanOptions lean_options = planning_options(o);
+  lean_options.workspace_limit = 0;
+  const std::size_t lean = BatchPlanner(net, backend, lean_options).breakdown(64).total();
+  REQUIRE(lean < hungry);  // 24.6 against 28.1 MB
+
+  o.memory_budget = lean + 1000;  // the whole batch fits only with the lean method
+  const BatchPlanner planner(net, backend, planning_options(o));
+  CHECK(planner.choose() == 64);
+  const MemoryBreakdown chosen = planner.breakdown(64);
+  CHECK(chosen.workspace_limit < planning_options(o).workspace_limit);
+  CHECK(chosen.total() <= o.memory_budget);
+
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  memory::BudgetAdaptor capped(stats, o.memory_budget);
+  Trainer trainer(net, backend, capped, o);
+  CHECK(trainer.micro_batch() == 64);
+  CHECK(stats.statistics().current_bytes == chosen.total());  // what was planned is what was built
+  testing::SyntheticData data(64, image, 10, 4);
+  CHECK(trainer.train_step(data.batch(0, 64)).samples == 64);
+  CHECK(stats.statistics().peak_bytes <= o.memory_budget);
+
+  // Without a budget the hungry method is planned; where the backend has nothing leaner (the
+  // plain CPU backend) a budget lowers the micro-batch instead.
+  o.memory_budget = 0;
+  CHECK(BatchPlanner(net, backend, planning_options(o)).breakdown(64).total() == hungry);
+  CpuBackend plain(2);
+  o.memory_budget = BatchPlanner(net, plain, planning_options(o)).breakdown(64).total() - 1;
+  const BatchPlanner refused(net, plain, planning_options(o));
+  CHECK(refused.choose() < 64);
+  CHECK(refused.breakdown(64).workspace_limit == planning_options(o).workspace_limit);
+}
