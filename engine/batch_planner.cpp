@@ -42,8 +42,10 @@ MemoryBreakdown BatchPlanner::breakdown_at(int micro_batch, std::size_t workspac
 }
 
 std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
-  std::size_t limit = options_.workspace_limit;
-  if (options_.memory_budget == 0) return limit;
+  if (options_.memory_budget == 0) return options_.workspace_limit;
+  // No layer's workspace can be more than the whole budget; this also bounds the scratch that
+  // cuDNN's algorithm measurement takes while planning.
+  std::size_t limit = std::min(options_.workspace_limit, options_.memory_budget);
   std::size_t largest = 0;
   MemoryBreakdown m = breakdown_at(micro_batch, limit, &largest);
   // Each round asks the largest workspace to give up what the plan is over the budget. The
