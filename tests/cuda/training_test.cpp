@@ -21,17 +21,8 @@ namespace {
 
 const Shape kImage{1, 28, 28};
 
-// lr 0.01: at larger steps training amplifies rounding differences into flipped ReLU or
-// max-pooling ties (seen on the CPU between micro-batch sizes, tests/engine/recovery_test.cpp),
-// and the comparisons would measure that rather than the kernels.
-TrainerOptions sgd(int batch) {
-  TrainerOptions o;
-  o.batch = batch;
-  o.optimizer.kind = "sgd";
-  o.optimizer.learning_rate = 0.01f;
-  o.schedule.kind = "constant";
-  return o;
-}
+// lr 0.01 (see constant_sgd), and the trainer's usual regrowing.
+TrainerOptions sgd(int batch) { return cnn::testing::constant_sgd(batch, TrainerOptions{}.regrow_after_steps); }
 
 std::size_t device_free_bytes() {
   std::size_t free = 0, total = 0;

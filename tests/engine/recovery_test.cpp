@@ -1,25 +1,26 @@
 // Out-of-memory inside a step: the engine halves the micro-batch and replays the same samples.
 // And a sweep of budgets: every run trains within its budget or is refused before step 1.
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <optional>
-#include <set>
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/flatten.hpp"
-#include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
 #include "relative_error.hpp"
+#include "recovery_checks.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
 using cnn::testing::relative_error;
+using cnn::testing::check_budget_sweep;
+using cnn::testing::constant_sgd;
+using cnn::testing::run_with_injected_failures;
 using cnn::testing::SyntheticData;
 
 namespace {
@@ -28,68 +29,21 @@ const Shape kImage{1, 12, 12};
 
 Network small_with_dropout() { return cnn::testing::small_with_dropout(kImage, 4); }
 
-// A small learning rate: with a large one, training amplifies the rounding differences of a
-// differently grouped sum into a flipped ReLU or max-pooling tie (2e-2 apart after 100 steps at
-// 0.05, between micro-batches 16 and 4, with no failure at all), and the comparisons below
-// would measure that instead of the replay. At 0.01 the runs stay 1e-7 apart.
-TrainerOptions sgd_options(int batch) {
-  TrainerOptions o;
-  o.batch = batch;
-  o.optimizer.kind = "sgd";
-  o.optimizer.learning_rate = 0.01f;
-  o.schedule.kind = "constant";
-  o.regrow_after_steps = 1;
-  return o;
-}
-
 }  // namespace
 
 TEST_CASE("100 injected allocation failures change nothing but the micro-batch", "[recovery][trainer]") {
-  const int batch = 16, steps = 600;
-  SyntheticData data(batch * steps, kImage, 4, 21);
   CpuBackend backend(2);
-
-  auto run = [&](bool inject, long* samples_seen, std::size_t* injected, int* recoveries) {
-    memory::StatisticsAdaptor stats(memory::host_resource());
-    memory::FaultInjectionAdaptor faults(stats);
-    if (inject) {
-      std::set<std::uint64_t> chosen;
-      // One failure every 70 to 210 requests (a step at micro-batch 16 makes about 25): never
-      // so many in a row that the micro-batch reaches 1.
-      for (std::uint64_t i = 0; i < 100; ++i) chosen.insert(i * 140 + splitmix64(i) % 70);
-      faults.fail_on(chosen);
-    }
-    auto direct = memory::make_strategy("direct", faults, 0);
-    std::vector<float> result;
-    {
-      Network net = small_with_dropout();
-      TrainerOptions o = sgd_options(batch);
-      o.step_allocator = direct.get();
-      Trainer trainer(net, backend, memory::host_resource(), o);
-      trainer.on_recovery = [&](const std::string&) { ++*recoveries; };
-      for (int s = 0; s < steps; ++s) *samples_seen += trainer.train_step(data.batch(s * batch, batch)).samples;
-      result = trainer.parameters().download();
-    }
-    *injected = faults.injected_failures();
-    const auto st = stats.statistics();
-    CHECK(st.current_bytes == 0);  // nothing leaked, failed steps included
-    CHECK(st.live_blocks() == 0);
-    return result;
-  };
-
-  long clean_samples = 0, faulty_samples = 0;
-  std::size_t clean_injected = 0, faulty_injected = 0;
-  int clean_recoveries = 0, faulty_recoveries = 0;
-  const auto clean = run(false, &clean_samples, &clean_injected, &clean_recoveries);
-  const auto faulty = run(true, &faulty_samples, &faulty_injected, &faulty_recoveries);
-  CHECK(faulty_injected == 100);
-  CHECK(faulty_recoveries >= 100);
-  CHECK(faulty_samples == clean_samples);
-  CHECK(clean_samples == static_cast<long>(batch) * steps);
+  const int batch = 16, steps = 600;
+  const auto clean = run_with_injected_failures(backend, memory::host_resource(), 0, batch, steps);
+  const auto faulty = run_with_injected_failures(backend, memory::host_resource(), 100, batch, steps);
+  CHECK(faulty.injected == 100);
+  CHECK(faulty.recoveries >= 100);
+  CHECK(faulty.samples == clean.samples);
+  CHECK(clean.samples == static_cast<long>(batch) * steps);
   // Without BatchNorm (whose statistics are per micro-batch, DESIGN.md) a replay at a smaller
   // micro-batch differs by the rounding of a differently grouped sum only. A replay that drew
   // other dropout masks, or kept a failed attempt's gradients, would be far away.
-  CHECK(relative_error(faulty, clean) < 1e-5);
+  CHECK(relative_error(faulty.parameters, clean.parameters) < 1e-5);
 }
 
 TEST_CASE("a replayed step without BatchNorm gives the parameters of the clean run", "[recovery][trainer]") {
@@ -101,7 +55,7 @@ TEST_CASE("a replayed step without BatchNorm gives the parameters of the clean r
     if (inject) faults.fail_on({3, 70, 200, 333, 500, 610});
     auto direct = memory::make_strategy("direct", faults, 0);
     Network net = small_with_dropout();
-    TrainerOptions o = sgd_options(batch);
+    TrainerOptions o = constant_sgd(batch);
     o.step_allocator = direct.get();
     Trainer trainer(net, backend, memory::host_resource(), o);
     for (int s = 0; s < steps; ++s) trainer.train_step(data.batch(s * batch, batch));
@@ -118,7 +72,7 @@ TEST_CASE("an out-of-memory failure during evaluation replays that batch at a sm
   memory::FaultInjectionAdaptor faults(stats);
   auto direct = memory::make_strategy("direct", faults, 0);
   Network net = small_with_dropout();
-  TrainerOptions o = sgd_options(16);
+  TrainerOptions o = constant_sgd(16);
   o.step_allocator = direct.get();
   SyntheticData data(16 * 8, kImage, 4, 9);
   {
@@ -155,7 +109,7 @@ TEST_CASE("at micro-batch 1 an out-of-memory failure stops with the byte table",
   memory::FaultInjectionAdaptor faults(memory::host_resource());
   auto direct = memory::make_strategy("direct", faults, 0);
   Network net = make_preset("small", kImage, 4);
-  TrainerOptions o = sgd_options(4);
+  TrainerOptions o = constant_sgd(4);
   o.step_allocator = direct.get();
   CpuBackend backend(1);
   Trainer trainer(net, backend, memory::host_resource(), o);
@@ -172,47 +126,7 @@ TEST_CASE("at micro-batch 1 an out-of-memory failure stops with the byte table",
 
 TEST_CASE("a sweep of budgets: each run trains within its budget or is refused before step 1", "[budget][trainer]") {
   CpuBackend backend(2);
-  SyntheticData data(64 * 3, kImage, 4, 8);
-  int refused = 0, trained = 0;
-  for (std::size_t budget = 16 * 1024; budget <= (std::size_t{64} << 20); budget *= 2)
-    for (const char* strategy : {"planned", "pool"}) {
-      memory::StatisticsAdaptor stats(memory::host_resource());
-      memory::BudgetAdaptor capped(stats, budget);
-      std::unique_ptr<memory::MemoryResource> dynamic;
-      std::optional<memory::StatisticsAdaptor> step_buffers;  // what the trainer took from the pool
-      TrainerOptions o = sgd_options(64);
-      o.memory_budget = budget;
-      if (std::string(strategy) == "pool") {
-        dynamic = memory::make_strategy("pool", capped, 0);
-        o.step_allocator = &step_buffers.emplace(*dynamic);
-      }
-      Network net = make_preset("small-bn", kImage, 4);
-      INFO(strategy << " under " << budget << " bytes");
-      try {
-        Trainer trainer(net, backend, capped, o);
-        for (int s = 0; s < 3; ++s) {
-          const StepReport r = trainer.train_step(data.batch(s * 64, 64));
-          CHECK(r.samples == 64);
-        }
-        ++trained;
-      } catch (const BudgetTooSmall&) {
-        CHECK(stats.statistics().allocations == 0);  // refused before anything was reserved
-        ++refused;
-      } catch (const memory::OutOfMemory& e) {
-        // Only a framework-style strategy can fail inside a step: a pool grows by chunks of
-        // 2 MiB at least and fragments, which the plan cannot foresee (here: at 2 MiB, where
-        // planned trains). The planned strategy never does.
-        CHECK(std::string(strategy) == "pool");
-        CHECK(std::string(e.what()).find("micro-batch 1") != std::string::npos);
-      }
-      if (step_buffers) CHECK(step_buffers->statistics().current_bytes == 0);  // the trainer gave all back
-      step_buffers.reset();
-      dynamic.reset();  // a pool keeps its cache until it goes
-      CHECK(stats.statistics().peak_bytes <= budget);
-      CHECK(stats.statistics().current_bytes == 0);
-    }
-  CHECK(refused > 0);
-  CHECK(trained > 0);
+  check_budget_sweep(backend, memory::host_resource(), std::size_t{64} << 20);
 }
 
 TEST_CASE("a trainer whose arena cannot be had halves it, and leaves nothing behind when none can be had",
@@ -276,7 +190,7 @@ TEST_CASE("a recovery whose smaller arena cannot be had either keeps halving, an
   net.add(std::make_unique<FailingLayer>(1));
   net.emplace<Flatten>();
   net.emplace<Dense>(4);
-  TrainerOptions o = sgd_options(16);
+  TrainerOptions o = constant_sgd(16);
   SyntheticData data(16 * 4, kImage, 4, 2);
   {
     Trainer trainer(net, backend, faults, o);
@@ -295,7 +209,7 @@ TEST_CASE("a step that fails for another reason leaves parameters, state and mem
   auto direct = memory::make_strategy("direct", stats, 0);
   CpuBackend backend(1);
   Network net = make_preset("small-bn", kImage, 4);
-  TrainerOptions o = sgd_options(8);
+  TrainerOptions o = constant_sgd(8);
   o.micro_batch = 4;
   o.step_allocator = direct.get();
   {

@@ -35,6 +35,21 @@ struct SyntheticData {
   }
 };
 
+// Plain SGD at lr 0.01 with a constant schedule, for tests that compare runs: with a large step,
+// training amplifies the rounding differences of a differently grouped sum into a flipped ReLU
+// or max-pooling tie (2e-2 apart after 100 steps at 0.05, between micro-batches 16 and 4, with
+// no failure at all), and the comparison would measure that. At 0.01 runs stay 1e-7 apart.
+// regrow_after_steps 1: after a recovery the trainer tries the larger micro-batch at once.
+inline TrainerOptions constant_sgd(int batch, int regrow_after_steps = 1) {
+  TrainerOptions o;
+  o.batch = batch;
+  o.optimizer.kind = "sgd";
+  o.optimizer.learning_rate = 0.01f;
+  o.schedule.kind = "constant";
+  o.regrow_after_steps = regrow_after_steps;
+  return o;
+}
+
 // `small` with dropout and no BatchNorm: a replay at a smaller micro-batch must draw the same
 // dropout masks, and nothing else depends on the micro-batch but rounding.
 inline Network small_with_dropout(Shape image, int classes) {
