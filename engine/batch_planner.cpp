@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "engine/parameter_store.hpp"
-#include "engine/step_plan.hpp"
 
 namespace cnn {
 
@@ -17,53 +16,55 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
 }
 
-MemoryBreakdown BatchPlanner::breakdown_at(int micro_batch, std::size_t workspace_limit,
-                                          std::size_t* largest_workspace) const {
-  const StepPlan training = plan_step(net_, backend_, micro_batch, true, workspace_limit);
-  const StepPlan inference = plan_step(net_, backend_, micro_batch, false, workspace_limit);
-  MemoryBreakdown m;
+MicroBatchPlan BatchPlanner::plan_at(int micro_batch, std::size_t workspace_limit) const {
+  MicroBatchPlan p{plan_step(net_, backend_, micro_batch, true, workspace_limit),
+                   plan_step(net_, backend_, micro_batch, false, workspace_limit), {}};
+  MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
   m.persistent = ParameterStore::planned_bytes(net_, options_.optimizer_slots);
   m.persistent[memory::Category::other] += options_.extra_persistent;
-  m.arena_peak = training.plan.peak_by_category;
-  m.arena_bytes = std::max(training.arena_bytes(), inference.arena_bytes());
-  m.lower_bound = training.plan.lower_bound_bytes;
+  m.arena_peak = p.training.plan.peak_by_category;
+  m.arena_bytes = std::max(p.training.arena_bytes(), p.inference.arena_bytes());
+  m.lower_bound = p.training.plan.lower_bound_bytes;
   m.loader_staging = options_.loader_staging;
   m.library = backend_.library_reserved_bytes();
   m.budget = options_.memory_budget;
   m.workspace_limit = workspace_limit;
-  if (largest_workspace) {
-    *largest_workspace = 0;
-    for (const StepPlan* plan : {&training, &inference})
-      for (const memory::BufferRequest& r : plan->requests)
-        if (r.category == memory::Category::workspace) *largest_workspace = std::max(*largest_workspace, r.bytes);
-  }
-  return m;
+  return p;
 }
+
+namespace {
+std::size_t largest_workspace(const MicroBatchPlan& p) {
+  std::size_t largest = 0;
+  for (const StepPlan* plan : {&p.training, &p.inference})
+    for (const memory::BufferRequest& r : plan->requests)
+      if (r.category == memory::Category::workspace) largest = std::max(largest, r.bytes);
+  return largest;
+}
+}  // namespace
 
 std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
   if (options_.memory_budget == 0) return options_.workspace_limit;
   // No layer's workspace can be more than the whole budget; this also bounds the scratch that
   // cuDNN's algorithm measurement takes while planning.
   std::size_t limit = std::min(options_.workspace_limit, options_.memory_budget);
-  std::size_t largest = 0;
-  MemoryBreakdown m = breakdown_at(micro_batch, limit, &largest);
+  MicroBatchPlan p = plan_at(micro_batch, limit);
   // Each round asks the largest workspace to give up what the plan is over the budget. The
   // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
-  for (int round = 0; round < 8 && !m.fits() && largest > 0; ++round) {
-    const std::size_t over = m.total() - m.budget;
+  for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
+    const std::size_t largest = largest_workspace(p);
+    if (largest == 0) break;
+    const std::size_t over = p.breakdown.total() - p.breakdown.budget;
     const std::size_t lower = largest > over ? largest - over : 0;
-    const MemoryBreakdown smaller = breakdown_at(micro_batch, lower, &largest);
-    if (smaller.total() >= m.total()) break;  // the backend has nothing leaner (the CPU: im2col)
+    MicroBatchPlan smaller = plan_at(micro_batch, lower);
+    if (smaller.breakdown.total() >= p.breakdown.total()) break;  // nothing leaner (the CPU: im2col)
     limit = lower;
-    m = smaller;
+    p = std::move(smaller);
   }
   return limit;
 }
 
-MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
-  return breakdown_at(micro_batch, workspace_limit(micro_batch), nullptr);
-}
+MicroBatchPlan BatchPlanner::plan(int micro_batch) const { return plan_at(micro_batch, workspace_limit(micro_batch)); }
 
 int BatchPlanner::largest_fitting(int limit) const {
   if (options_.memory_budget == 0) return limit;

@@ -3,6 +3,7 @@
 // anything is allocated. The trainer and `train_images --plan` both ask it.
 #include "engine/memory_report.hpp"
 #include "engine/network.hpp"
+#include "engine/step_plan.hpp"
 
 namespace cnn {
 
@@ -21,11 +22,18 @@ struct BatchPlanOptions {
   bool rewrite_graph = true;
 };
 
+// The plans of one micro-batch and what they take: what the trainer builds, and what it reports.
+struct MicroBatchPlan {
+  StepPlan training, inference;
+  MemoryBreakdown breakdown;
+};
+
 class BatchPlanner {
  public:
   BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
-  // The bytes at micro-batch b, with the workspace limit below.
-  MemoryBreakdown breakdown(int micro_batch) const;
+  // The step plans at micro-batch b, with the workspace limit below, and their bytes.
+  MicroBatchPlan plan(int micro_batch) const;
+  MemoryBreakdown breakdown(int micro_batch) const { return plan(micro_batch).breakdown; }
   // The per-layer workspace limit for micro-batch b: the options' limit, lowered under a budget
   // until the plan fits where the backend has methods that need less workspace (cuDNN's slower
   // convolution algorithms). Keeping the micro-batch is preferred to the fastest algorithm.
@@ -42,7 +50,7 @@ class BatchPlanner {
   Backend& backend_;
   BatchPlanOptions options_;
 
-  MemoryBreakdown breakdown_at(int micro_batch, std::size_t workspace_limit, std::size_t* largest_workspace) const;
+  MicroBatchPlan plan_at(int micro_batch, std::size_t workspace_limit) const;
 };
 
 }  // namespace cnn

@@ -71,10 +71,10 @@ void Trainer::build(int micro_batch) {
   release_step_memory();
   micro_batch_ = micro_batch;
   try {
-    breakdown_ = breakdown(micro_batch);
-    // The same limit as the breakdown, so that the backend picks the methods it counted.
-    plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, true, breakdown_.workspace_limit));
-    eval_plan_ = std::make_unique<StepPlan>(plan_step(net_, backend_, micro_batch, false, breakdown_.workspace_limit));
+    MicroBatchPlan planned = planner_->plan(micro_batch);
+    breakdown_ = planned.breakdown;
+    plan_ = std::make_unique<StepPlan>(std::move(planned.training));
+    eval_plan_ = std::make_unique<StepPlan>(std::move(planned.inference));
     if (options_.step_allocator) {
       memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
       eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);
