@@ -124,7 +124,8 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 
 std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
                                                ConvPass pass, std::size_t) {
-  const std::size_t workers = static_cast<std::size_t>(std::min(threads_, std::max(x[0], 1)));
+  // One share per thread that parallel_ranges runs over the images.
+  const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   return workers * thread_space(geometry(d, x, y), pass).total() * sizeof(float);
 }
 

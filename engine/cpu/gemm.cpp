@@ -81,27 +81,17 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperan
     run<Eigen::RowMajor, Eigen::RowMajor>(rows, cols, depth, b.data, lhs_stride, a.data, rhs_stride, c.data, res_stride, blocking);
 }
 
-namespace {
-// The rows [begin, end) of thread t of `count`, as parallel_ranges splits them.
-std::size_t split(std::size_t m, int t, int count) {
-  return m * static_cast<std::size_t>(t) / static_cast<std::size_t>(count);
-}
-int useful_threads(int threads, std::size_t m) {
-  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(m, 1)));
-}
-}  // namespace
-
 std::size_t parallel_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k) {
-  const int count = useful_threads(threads, m);
-  std::size_t per_thread = 0;
+  const int count = range_threads(threads, m);
+  std::size_t per_thread = 0;  // for the rows parallel_ranges gives each thread
   for (int t = 0; t < count; ++t)
-    per_thread = std::max(per_thread, gemm_packing_floats(split(m, t + 1, count) - split(m, t, count), n, k));
+    per_thread = std::max(per_thread, gemm_packing_floats(range_begin(m, t + 1, count) - range_begin(m, t, count), n, k));
   return per_thread * static_cast<std::size_t>(count);
 }
 
 void parallel_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b,
                    GemmOutput c, Packing packing) {
-  const int count = useful_threads(threads, m);
+  const int count = range_threads(threads, m);
   const std::size_t per_thread = packing.floats / static_cast<std::size_t>(count) / 16 * 16;  // aligned slices
   parallel_ranges(count, m, [&](int t, std::size_t begin, std::size_t end) {
     GemmOperand rows_of_a = a;

@@ -8,11 +8,20 @@
 
 namespace cnn::cpu {
 
+// How many threads parallel_ranges asks for to split n items (at least 1, at most n).
+inline int range_threads(int threads, std::size_t n) {
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(n, 1)));
+}
+// Where thread t of `count` starts in [0, n); thread t ends where t + 1 starts.
+inline std::size_t range_begin(std::size_t n, int t, int count) {
+  return n * static_cast<std::size_t>(t) / static_cast<std::size_t>(count);
+}
+
 // Calls fn(thread, begin, end) on `threads` threads; ranges cover [0, n) in order. Returns the
 // number of threads that ran (partials [0, that) are valid).
 template <class Fn>
 int parallel_ranges(int threads, std::size_t n, Fn&& fn) {
-  threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(n, 1)));
+  threads = range_threads(threads, n);
   if (threads == 1) {
     fn(0, std::size_t{0}, n);
     return 1;
@@ -21,9 +30,7 @@ int parallel_ranges(int threads, std::size_t n, Fn&& fn) {
   {
     const int t = omp_get_thread_num();
     const int count = omp_get_num_threads();
-    const std::size_t begin = n * static_cast<std::size_t>(t) / static_cast<std::size_t>(count);
-    const std::size_t end = n * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(count);
-    fn(t, begin, end);
+    fn(t, range_begin(n, t, count), range_begin(n, t + 1, count));
   }
   return threads;
 }
