@@ -24,8 +24,7 @@ PoolResource::~PoolResource() {
 }
 
 std::size_t PoolResource::chunk_size(std::size_t needed) const {
-  if (is_small(needed)) return std::max(options_.growth, BlockHeap::round(needed));
-  if (needed < options_.large_growth / 2) return options_.large_growth;
+  if (!is_small(needed) && needed < options_.large_growth / 2) return options_.large_growth;
   return smallest_chunk(needed);
 }
 
