@@ -2,10 +2,16 @@
 // Sequential reading of a file that may be gzip-compressed: the first two bytes (1f 8b) decide,
 // not the name. Every failure, a broken gzip stream included, is a DataError naming the file.
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 
 namespace cnn::data {
+
+// The 32-bit big-endian number at `b` (IDX headers, PNG chunks).
+inline std::uint32_t big_endian_u32(const unsigned char* b) {
+  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
+}
 
 class ByteReader {
  public:

@@ -11,10 +11,6 @@ namespace {
 
 constexpr std::uint8_t kUnsignedByteType = 0x08;
 
-std::uint32_t big_endian(const unsigned char* b) {
-  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
-}
-
 std::string hex32(std::uint32_t value) {
   char text[16];
   std::snprintf(text, sizeof text, "0x%08X", value);
@@ -56,7 +52,7 @@ IdxArray read_idx(const std::filesystem::path& path, int rank, const std::string
   unsigned char header[4];
   std::size_t got = in.read(header, 4);
   if (got < 4) fail(path, "truncated: expected a 4-byte IDX magic number, found " + bytes_text(got));
-  std::uint32_t magic = big_endian(header);
+  std::uint32_t magic = big_endian_u32(header);
   if ((magic >> 8) != kUnsignedByteType) {
     fail(path, "bad magic number: expected " + hex32(expected_magic) + " (IDX, unsigned bytes, " +
                    std::to_string(rank) + " dimensions), found " + hex32(magic));
@@ -76,7 +72,7 @@ IdxArray read_idx(const std::filesystem::path& path, int rank, const std::string
       fail(path, "truncated header: expected " + std::to_string(rank) + " dimension sizes of 4 bytes, file ends in dimension " +
                      std::to_string(d));
     }
-    std::uint32_t size = big_endian(b);
+    std::uint32_t size = big_endian_u32(b);
     if (size == 0) fail(path, "dimension " + std::to_string(d) + " is 0: expected a nonzero size");
     if (size > 0x7FFFFFFFu || __builtin_mul_overflow(expected, std::size_t{size}, &expected))
       fail(path, "dimension " + std::to_string(d) + " of " + std::to_string(size) + " is too large");

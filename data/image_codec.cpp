@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "data/byte_reader.hpp"
 #include "data/data_error.hpp"
 #include "data/regular_file.hpp"
 #include "data/resize.hpp"
@@ -95,11 +96,6 @@ void check_complete(const std::filesystem::path& path, const std::vector<unsigne
   }
 }
 
-std::uint32_t big_endian(const unsigned char* b) {
-  return static_cast<std::uint32_t>(b[0]) << 24 | static_cast<std::uint32_t>(b[1]) << 16 |
-         static_cast<std::uint32_t>(b[2]) << 8 | b[3];
-}
-
 // Why stbi_info refused the file. It tries PNG, then JPEG, then BMP, so its own reason is the
 // last format's "unknown image type" whatever stopped the first: ask the format the file's
 // signature names instead, and for a PNG say what size its header gives.
@@ -113,7 +109,7 @@ std::string unreadable_reason(const std::vector<unsigned char>& bytes) {
     if (stbi__png_info(&s, &width, &height, &channels)) return "unknown reason";
     constexpr std::size_t kSizeEnd = 24;  // signature, IHDR length and tag, width, height
     if (bytes.size() >= kSizeEnd && std::memcmp(bytes.data() + 12, "IHDR", 4) == 0) {
-      const std::uint32_t w = big_endian(bytes.data() + 16), h = big_endian(bytes.data() + 20);
+      const std::uint32_t w = big_endian_u32(bytes.data() + 16), h = big_endian_u32(bytes.data() + 20);
       const std::string size = std::to_string(w) + "x" + std::to_string(h);
       if (w == 0 || h == 0) return "the PNG header gives a size of " + size + ": an image needs at least one pixel";
       if (reason() == std::string("too large"))
