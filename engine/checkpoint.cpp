@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <vector>
 
 #include "engine/regular_file.hpp"
 
@@ -60,6 +61,10 @@ void remove_quietly(const std::filesystem::path& path) {
   std::filesystem::remove(path, ignored);
 }
 
+bool all_finite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
 }  // namespace
 
 void check_save_path(const std::filesystem::path& path) {
@@ -80,7 +85,7 @@ void check_save_path(const std::filesystem::path& path) {
 
 void save_weights(const std::filesystem::path& path, const Network& network, const ParameterStore& params) {
   const std::vector<float> values = params.download();
-  if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
+  if (!all_finite(values))
     throw CheckpointError("training diverged: the weights hold NaN or infinite values; " + path.string() +
                           " is unchanged");
   Header header{};
@@ -134,7 +139,7 @@ void load_weights(const std::filesystem::path& path, const Network& network, Par
     throw CheckpointError(path.string() + ": truncated");
   if (checksum != crc(values.data(), values.size() * sizeof(float)))
     throw CheckpointError(path.string() + ": corrupt (checksum mismatch)");
-  if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
+  if (!all_finite(values))
     throw CheckpointError(path.string() + ": holds NaN or infinite weights (saved from a run that diverged)");
   params.upload(values);
 }
