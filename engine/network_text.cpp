@@ -86,9 +86,11 @@ int whole_number(const std::string& text) {
 
 class Parser {
  public:
-  Parser(Shape input, std::string source) : net_(input), source_(std::move(source)) {}
+  explicit Parser(Shape input) : net_(input) {}
 
-  void add_line(const std::string& text) {
+  // `line_no` is where a name given with as= is recorded, for the "already taken" message.
+  void add_line(const std::string& text, int line_no) {
+    line_no_ = line_no;
     Line line = split(text);
     std::vector<int> inputs;
     if (line.options.count("in")) inputs.push_back(named(line.options["in"]));
@@ -97,7 +99,6 @@ class Parser {
     if (line.options.count("as")) name_output(line.options["as"], id);
   }
 
-  void set_line(int line_no) { line_no_ = line_no; }
   Network take() { return std::move(net_); }
 
  private:
@@ -165,7 +166,6 @@ class Parser {
     int id = 0, line = 0;  // line 0: the input
   };
   Network net_;
-  std::string source_;
   std::map<std::string, Name> names_{{"input", {0, 0}}};
   int line_no_ = 0;
 };
@@ -173,7 +173,7 @@ class Parser {
 }  // namespace
 
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source) {
-  Parser parser(input, source);
+  Parser parser(input);
   std::istringstream lines(text);
   std::string raw;
   int line_no = 0;
@@ -182,9 +182,8 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
     ++line_no;
     raw = raw.substr(0, raw.find('#'));
     if (raw.find_first_not_of(" \t\r\v\f") == std::string::npos) continue;
-    parser.set_line(line_no);
     try {
-      parser.add_line(raw);
+      parser.add_line(raw, line_no);
       any = true;
     } catch (const std::invalid_argument& e) {  // LineError, ShapeError and the layers' own checks
       throw std::invalid_argument(source + ":" + std::to_string(line_no) + ": " + e.what());
