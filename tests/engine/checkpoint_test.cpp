@@ -1,12 +1,10 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 
 #include "data/data_test_files.hpp"
@@ -17,14 +15,9 @@
 
 using namespace cnn;
 namespace fs = std::filesystem;
+namespace t = cnn::data::test;
 
 namespace {
-
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("cnn_checkpoint_" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() { fs::remove_all(dir); }
-};
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -33,11 +26,6 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
-}
-
-std::string bytes_of(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // Files in `dir` other than `keep`: temporary files left behind.
@@ -54,13 +42,13 @@ std::string save_path_error(const fs::path& path) {
 }  // namespace
 
 TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]") {
-  Scratch scratch;
-  const fs::path file = scratch.dir / "w.bin";
+  t::TempFolder scratch;
+  const fs::path file = scratch / "w.bin";
   CpuBackend backend(1);
   Network net = make_preset("small-bn", Shape{1, 8, 8}, 3);
   ParameterStore saved(net, backend, memory::host_resource(), 0, 1);
   save_weights(file, net, saved);
-  CHECK(others_in(scratch.dir, file) == 0);  // no temporary file left
+  CHECK(others_in(scratch.path(), file) == 0);  // no temporary file left
 
   ParameterStore loaded(net, backend, memory::host_resource(), 0, 2);
   REQUIRE(loaded.download() != saved.download());
@@ -91,20 +79,20 @@ TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]"
   }
   SECTION("a failed save leaves the previous file intact") {
     const auto before = fs::file_size(file);
-    CHECK_THROWS(save_weights(scratch.dir / "missing-folder" / "w.bin", net, saved));
+    CHECK_THROWS(save_weights(scratch / "missing-folder" / "w.bin", net, saved));
     CHECK(fs::file_size(file) == before);
     load_weights(file, net, loaded);
   }
 }
 
 TEST_CASE("weights holding NaN or infinity are never written, nor read", "[checkpoint]") {
-  Scratch scratch;
-  const fs::path file = scratch.dir / "w.bin";
+  t::TempFolder scratch;
+  const fs::path file = scratch / "w.bin";
   CpuBackend backend(1);
   Network net = make_preset("small", Shape{1, 8, 8}, 3);
   ParameterStore params(net, backend, memory::host_resource(), 0, 1);
   save_weights(file, net, params);
-  const std::string good = bytes_of(file);
+  const std::vector<std::uint8_t> good = t::read_bytes(file);
 
   std::vector<float> values = params.download();
   values[7] = std::numeric_limits<float>::quiet_NaN();
@@ -113,51 +101,52 @@ TEST_CASE("weights holding NaN or infinity are never written, nor read", "[check
   const std::string message = error_of([&] { save_weights(file, net, params); });
   CHECK(message.find("training diverged") != std::string::npos);
   CHECK(message.find(file.string() + " is unchanged") != std::string::npos);
-  CHECK(bytes_of(file) == good);
-  CHECK(others_in(scratch.dir, file) == 0);
+  CHECK(t::read_bytes(file) == good);
+  CHECK(others_in(scratch.path(), file) == 0);
 
   // A file written with NaN by an older build (checksum right) is refused on load.
-  std::string bad = good;
-  const std::size_t first_float = 24;  // after the header
+  std::vector<std::uint8_t> bad = good;
+  // The file: a header, the floats, their CRC-32.
+  const std::size_t first_float = good.size() - values.size() * sizeof(float) - sizeof(std::uint32_t);
   std::memcpy(bad.data() + first_float + 7 * sizeof(float), &values[7], sizeof(float));
-  const std::uint32_t crc = data::test::crc32(
-      std::vector<std::uint8_t>(bad.begin() + first_float, bad.begin() + first_float + values.size() * sizeof(float)));
+  const std::uint32_t crc = t::crc32({bad.begin() + first_float, bad.end() - sizeof(std::uint32_t)});
   std::memcpy(bad.data() + bad.size() - sizeof crc, &crc, sizeof crc);
-  std::ofstream(file, std::ios::binary | std::ios::trunc) << bad;
+  t::write_bytes(file, bad);
   CHECK(error_of([&] { load_weights(file, net, params); }).find("NaN or infinite") != std::string::npos);
 }
 
 TEST_CASE("the save path is checked before training, and a failed save leaves nothing behind", "[checkpoint]") {
-  Scratch scratch;
+  t::TempFolder scratch;
   CpuBackend backend(1);
   Network net = make_preset("small", Shape{1, 8, 8}, 3);
   ParameterStore params(net, backend, memory::host_resource(), 0, 1);
 
-  CHECK(save_path_error(scratch.dir / "new.bin").empty());
-  CHECK(others_in(scratch.dir, {}) == 0);  // the probe file is gone
-  CHECK(save_path_error(scratch.dir / "missing" / "w.bin").find("the folder " + (scratch.dir / "missing").string() +
+  CHECK(save_path_error(scratch / "new.bin").empty());
+  CHECK(others_in(scratch.path(), {}) == 0);  // the probe file is gone
+  CHECK(save_path_error(scratch / "missing" / "w.bin").find("the folder " + (scratch / "missing").string() +
                                                                 " does not exist") != std::string::npos);
-  fs::create_directories(scratch.dir / "adir");
-  CHECK(save_path_error(scratch.dir / "adir").find("it is a folder") != std::string::npos);
-  REQUIRE(::mkfifo((scratch.dir / "pipe").c_str(), 0600) == 0);
-  CHECK(save_path_error(scratch.dir / "pipe").find("it is a FIFO") != std::string::npos);
+  fs::create_directories(scratch / "adir");
+  CHECK(save_path_error(scratch / "adir").find("it is a folder") != std::string::npos);
+  REQUIRE(::mkfifo((scratch / "pipe").c_str(), 0600) == 0);
+  CHECK(save_path_error(scratch / "pipe").find("it is a FIFO") != std::string::npos);
   CHECK(save_path_error("/dev/null").find("it is a device") != std::string::npos);
 
   SECTION("saving over a folder says so and removes its temporary file") {
-    const std::string message = error_of([&] { save_weights(scratch.dir / "adir", net, params); });
-    CHECK(message.find("cannot replace " + (scratch.dir / "adir").string()) != std::string::npos);
-    CHECK(fs::is_directory(scratch.dir / "adir"));
-    CHECK(others_in(scratch.dir, scratch.dir / "adir") == 1);  // the FIFO only
+    const std::string message = error_of([&] { save_weights(scratch / "adir", net, params); });
+    CHECK(message.find("cannot replace " + (scratch / "adir").string()) != std::string::npos);
+    CHECK(fs::is_directory(scratch / "adir"));
+    CHECK(others_in(scratch.path(), scratch / "adir") == 1);  // the FIFO only
   }
   SECTION("loading a FIFO is refused at once (open() would block)") {
-    CHECK(error_of([&] { load_weights(scratch.dir / "pipe", net, params); }).find("it is a FIFO") != std::string::npos);
+    CHECK(error_of([&] { load_weights(scratch / "pipe", net, params); }).find("it is a FIFO") != std::string::npos);
   }
   SECTION("the temporary file is this process's own") {
     // Another run's temporary file, under the old shared name or its own pid, is left alone.
-    std::ofstream(scratch.dir / "w.bin.partial") << "another run";
-    save_weights(scratch.dir / "w.bin", net, params);
-    CHECK(bytes_of(scratch.dir / "w.bin.partial") == "another run");
-    load_weights(scratch.dir / "w.bin", net, params);
+    const std::vector<std::uint8_t> another_run = {'a', 'n', 'o', 't', 'h', 'e', 'r'};
+    for (const char* name : {"w.bin.partial", "w.bin.partial.1"}) t::write_bytes(scratch / name, another_run);
+    save_weights(scratch / "w.bin", net, params);
+    for (const char* name : {"w.bin.partial", "w.bin.partial.1"}) CHECK(t::read_bytes(scratch / name) == another_run);
+    load_weights(scratch / "w.bin", net, params);
   }
 }
 

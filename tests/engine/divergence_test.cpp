@@ -84,16 +84,6 @@ TEST_CASE("optimizer settings that are NaN, infinite or out of range are refused
   CHECK(with([](auto& c) { c.epsilon = 0; }).find("epsilon") != std::string::npos);
 }
 
-TEST_CASE("weight decay not given takes the optimizer's default; 0 given is 0", "[optimizer]") {
-  OptimizerConfig c;
-  CHECK(make_optimizer(c)->describe().find("weight decay 0.010000") != std::string::npos);
-  c.kind = "sgd";
-  CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
-  c.kind = "adamw";
-  c.weight_decay = 0.f;
-  CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
-}
-
 TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {
   CpuBackend backend(1);
   Network net = make_preset("small", kImage, 4);

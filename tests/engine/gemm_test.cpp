@@ -5,23 +5,18 @@
 
 #include <vector>
 
-#include "engine/counter_rng.hpp"
 #include "engine/cpu/gemm.hpp"
 #include "heap_counter.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
 #include "relative_error.hpp"
+#include "test_networks.hpp"
 
 using namespace cnn;
+using cnn::testing::random_vector;
 using cnn::testing::relative_error;
 
 namespace {
-
-std::vector<float> random_values(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = 2.f * uniform01(seed, i) - 1.f;
-  return v;
-}
 
 struct Case {
   std::size_t m, n, k;
@@ -43,7 +38,7 @@ std::vector<float> reference(const Case& c, const std::vector<float>& a, const s
 void check(const Case& c, std::size_t packing_floats) {
   INFO("m " << c.m << " n " << c.n << " k " << c.k << " A^T " << c.a_transposed << " B^T " << c.b_transposed
             << " accumulate " << c.accumulate << " packing " << packing_floats);
-  const auto a = random_values(c.m * c.k, 1), b = random_values(c.k * c.n, 2), start = random_values(c.m * c.n, 3);
+  const auto a = random_vector(c.m * c.k, 1), b = random_vector(c.k * c.n, 2), start = random_vector(c.m * c.n, 3);
   const memory::Buffer packing(memory::host_resource(), packing_floats * sizeof(float), memory::Category::workspace);
   std::vector<float> got = start;
   const long heap_before = testing::heap_allocations();
@@ -76,7 +71,7 @@ TEST_CASE("gemm: with less packing than it asks for, smaller blocks give the sam
 
 TEST_CASE("gemm: rows spread over threads give the single-thread product", "[gemm]") {
   const std::size_t m = 67, n = 129, k = 300;
-  const auto a = random_values(m * k, 4), b = random_values(n * k, 5);
+  const auto a = random_vector(m * k, 4), b = random_vector(n * k, 5);
   std::vector<float> one(m * n), four(m * n);
   for (auto [threads, out] : {std::pair{1, &one}, std::pair{4, &four}}) {
     const std::size_t floats = cpu::parallel_gemm_packing_floats(threads, m, n, k);

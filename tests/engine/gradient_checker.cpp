@@ -6,15 +6,10 @@
 #include "engine/counter_rng.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
+#include "test_networks.hpp"
 
 namespace cnn::testing {
 namespace {
-
-std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = 2.f * uniform01(seed, i) - 1.f;
-  return v;
-}
 
 // Evenly spaced values in [-1, 1] in random order: no ties for max pooling, and no value nearer
 // to a kink (0 for ReLU, a neighbour for max pooling) than half the spacing.

@@ -1,11 +1,11 @@
 #include <catch2/catch.hpp>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <climits>
 #include <cmath>
 #include <filesystem>
 
+#include "data/data_test_files.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
 #include "layers/flatten.hpp"
@@ -103,8 +103,8 @@ TEST_CASE("shapes are counted in 64 bits: more than INT_MAX elements per sample 
 }
 
 TEST_CASE("a network file that is a FIFO is refused, not read (it would block)", "[network]") {
-  const std::filesystem::path fifo =
-      std::filesystem::temp_directory_path() / ("cnn_net_fifo_" + std::to_string(::getpid()));
+  cnn::data::test::TempFolder dir;
+  const std::filesystem::path fifo = dir / "net.txt";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   std::string message;
   try {
@@ -112,7 +112,6 @@ TEST_CASE("a network file that is a FIFO is refused, not read (it would block)",
   } catch (const std::invalid_argument& e) {
     message = e.what();
   }
-  std::filesystem::remove(fifo);
   CHECK(message.find("it is a FIFO (named pipe), not a regular file") != std::string::npos);
 }
 

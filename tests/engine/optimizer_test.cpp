@@ -72,3 +72,13 @@ TEST_CASE("schedules: warm-up, constant, step and cosine", "[optimizer]") {
   bad.kind = "rmsprop";
   CHECK_THROWS_WITH(make_optimizer(bad), Catch::Contains("sgd or adamw"));
 }
+
+TEST_CASE("weight decay not given takes the optimizer's default; 0 given is 0", "[optimizer]") {
+  OptimizerConfig c;
+  CHECK(make_optimizer(c)->describe().find("weight decay 0.010000") != std::string::npos);
+  c.kind = "sgd";
+  CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
+  c.kind = "adamw";
+  c.weight_decay = 0.f;
+  CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
+}

@@ -1,5 +1,5 @@
 #pragma once
-// Small helpers shared by the engine tests: synthetic data and a trainer over a host resource.
+// Small helpers shared by the engine tests: random values, synthetic data and trainer settings.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,6 +9,13 @@
 #include "engine/trainer.hpp"
 
 namespace cnn::testing {
+
+// n values in [-1, 1), the same for the same seed.
+inline std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = 2.f * uniform01(seed, i) - 1.f;
+  return v;
+}
 
 struct SyntheticData {
   std::vector<float> images;

@@ -1,15 +1,12 @@
 // The trainer: determinism, micro-batch equivalence, budget refusal, no allocation per step.
 #include <catch2/catch.hpp>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
-#include <new>
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/presets.hpp"
+#include "heap_counter.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "heap_counter.hpp"
 #include "relative_error.hpp"
 #include "test_networks.hpp"
 
