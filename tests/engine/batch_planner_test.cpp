@@ -121,3 +121,13 @@ TEST_CASE("under a budget the planner gives up workspace before it gives up micr
   CHECK(refused.choose() < 64);
   CHECK(refused.breakdown(64).workspace_limit == std::min(planning_options(o).workspace_limit, o.memory_budget));
 }
+
+TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 12, 12}, 4);
+  BatchPlanOptions o;
+  o.batch = 8;
+  o.micro_batch = 3;
+  o.accumulate = 2;
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("not both"));
+}

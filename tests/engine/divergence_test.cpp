@@ -83,13 +83,3 @@ TEST_CASE("optimizer settings that are NaN, infinite or out of range are refused
   CHECK(with([](auto& c) { c.beta2 = 1.5f; }).find("beta2") != std::string::npos);
   CHECK(with([](auto& c) { c.epsilon = 0; }).find("epsilon") != std::string::npos);
 }
-
-TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {
-  CpuBackend backend(1);
-  Network net = make_preset("small", kImage, 4);
-  BatchPlanOptions o;
-  o.batch = 8;
-  o.micro_batch = 3;
-  o.accumulate = 2;
-  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("not both"));
-}
