@@ -2,7 +2,8 @@
 # One session on a GPU machine (nvcc, CMake, ninja, PyTorch; no Debian packages, no network):
 # build with the header-only dependencies carried in .deps/ (scripts/fetch_gpu_deps.sh makes
 # it), run the CUDA tests, the environment report, our training benchmarks and the PyTorch
-# peer (benchmarks/peers/torch_gpu.py), then the CPU tests with the time left. Logs and JSON go
+# peer (benchmarks/peers/torch_gpu.py), the allocation comparison on the device, then the CPU
+# tests with the time left. Logs and JSON go
 # to $OUT (./out by default), at most 8 files. Every phase has a time limit; the whole stays
 # under GPU_SESSION_SECONDS (default 520). A phase that fails is logged and the next one runs.
 #
@@ -61,7 +62,7 @@ log "commit $commit (.deps made at $(cat "$ROOT/.deps/commit" 2>/dev/null || ech
 
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCNN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-            -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps" -DCNN_BUILD_BENCHMARKS=OFF
+            -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps" -DCNN_BUILD_BENCHMARKS=ON
             "-DCNN_FASHION_MNIST_DIR=$ROOT/.deps/datasets/fashion-mnist")
 can_build=1
 
@@ -117,7 +118,7 @@ if ((built)) && want_tests; then
   run_phase "cuda tests" 150 "$(want_bench && echo 200 || echo 40)" "$OUT/cuda_tests.log" \
     "$BUILD/tests/cnn_cuda_tests" --durations yes
   tail -4 "$OUT/cuda_tests.log" >>"$SESSION_LOG"
-  run_phase doctor 20 190 "$OUT/doctor.txt" "$BUILD/examples/train_images/train_images" --doctor
+  run_phase doctor 20 190 "$SESSION_LOG" "$BUILD/examples/train_images/train_images" --doctor
 fi
 
 # ---- our training benchmarks ------------------------------------------------------------------
@@ -214,6 +215,16 @@ if ((built)) && want_bench; then
   [ -d "$data_small" ] && plan small "$data_small" 16384
   plan resnet18 "$data_rgb" 2048
   cat "$OURS_JSON" >>"$SESSION_LOG"
+fi
+
+# ---- the allocation-strategy comparison on the cudaMalloc upstream (issue 3), with the time
+# left; its five files come back as one archive ($OUT takes 8 files) -------------------------
+if ((built)) && want_bench; then
+  alloc_out=/tmp/alloc_gpu
+  rm -rf "$alloc_out"
+  run_phase "alloc_compare cuda" 120 0 "$OURS_LOG" "$BUILD/benchmarks/alloc_compare" --device cuda \
+    --budget 64MiB --churn-steps 1000 --search-steps 100 --series-stride 10 --out "$alloc_out"
+  [ -d "$alloc_out" ] && tar -czf "$OUT/alloc_gpu.tar.gz" -C "$alloc_out" . && cat "$alloc_out"/alloc_table.txt >>"$SESSION_LOG"
 fi
 
 # ---- the CPU tests (CI runs them too): with the time left --------------------------------------
