@@ -16,7 +16,7 @@ WHAT=${1:-all}
 case "$WHAT" in all|test|bench) ;; *) echo "usage: $0 [all|test|bench]" >&2; exit 2 ;; esac
 want_tests() { [ "$WHAT" != bench ]; }
 want_bench() { [ "$WHAT" != test ]; }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/out}
 mkdir -p "$OUT"
@@ -30,13 +30,13 @@ SESSION_LOG=$OUT/session.log
 log() { echo "[+$((SECONDS - START))s] $*" | tee -a "$SESSION_LOG"; }
 # Seconds a phase may take: its cap, less when that would eat the `reserve` later phases need.
 allow() {
-  local cap=$1 reserve=$2 left=$((LIMIT - (SECONDS - START) - $2))
+  local cap=$1 left=$((LIMIT - (SECONDS - START) - $2))
   if ((left < cap)); then cap=$left; fi
   if ((cap < 5)); then cap=5; fi
   echo "$cap"
 }
 run_phase() {  # name cap reserve logfile command...
-  local name=$1 cap seconds rc
+  local name=$1 cap rc
   cap=$(allow "$2" "$3")
   local logfile=$4
   shift 4
@@ -66,25 +66,62 @@ cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCNN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=
             "-DCNN_FASHION_MNIST_DIR=$ROOT/.deps/datasets/fashion-mnist")
 can_build=1
 
-# cuDNN: in the CUDA prefix, or in PyTorch's nvidia-cudnn wheel.
-if ls "$CUDA_HOME"/include/cudnn.h "$CUDA_HOME"/lib64/libcudnn.so >/dev/null 2>&1; then
+# cuDNN and cuBLAS: in the CUDA prefix, else in the NVIDIA Python wheels PyTorch came with
+# (nvidia.cudnn; cuBLAS in nvidia.cu13 from CUDA 13 on, nvidia.cublas before), which hold only
+# versioned libraries (libcudnn.so.9, libcublas.so.13) and no unversioned development symlink.
+wheel_dirs() {  # python-package...: their folders, one a line
+  python3 - "$@" 2>/dev/null <<'PY'
+import importlib, sys
+for name in sys.argv[1:]:
+    try:
+        print(*importlib.import_module(name).__path__, sep="\n")
+    except Exception:
+        pass
+PY
+}
+first_file() {  # name-pattern folder...: the first file of that name under the folders
+  local pattern=$1
+  shift
+  (($#)) && find "$@" -name "$pattern" 2>/dev/null | sort | head -1
+}
+prepend_library_path() { export LD_LIBRARY_PATH=$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; }
+cuda_lib_dirs=("$CUDA_HOME"/lib64 "$CUDA_HOME"/lib "$CUDA_HOME"/targets/*/lib)
+
+if [ -e "$CUDA_HOME"/include/cudnn.h ] && [ -n "$(first_file 'libcudnn.so' "${cuda_lib_dirs[@]}")" ]; then
   log "cuDNN: in $CUDA_HOME"
 else
-  cudnn_root=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)
-  cudnn_header=$( [ -n "$cudnn_root" ] && find "$cudnn_root" -name cudnn.h 2>/dev/null | head -1)
-  cudnn_lib=$( [ -n "$cudnn_root" ] && find "$cudnn_root" -name 'libcudnn.so*' 2>/dev/null | sort | head -1)
+  mapfile -t cudnn_roots < <(wheel_dirs nvidia.cudnn)
+  cudnn_header=$(first_file cudnn.h "${cudnn_roots[@]}")
+  cudnn_lib=$(first_file 'libcudnn.so*' "${cudnn_roots[@]}")
   if [ -n "$cudnn_header" ] && [ -n "$cudnn_lib" ]; then
-    log "cuDNN: from the Python package at $cudnn_root ($cudnn_lib)"
-    cmake_args+=("-DCUDNN_ROOT=$cudnn_root" "-DCUDNN_INCLUDE_DIR=$(dirname "$cudnn_header")" "-DCUDNN_LIBRARY=$cudnn_lib")
-    export LD_LIBRARY_PATH=$(dirname "$cudnn_lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    log "cuDNN: from the Python package at ${cudnn_roots[0]} ($cudnn_lib)"
+    cmake_args+=("-DCUDNN_ROOT=${cudnn_roots[0]}" "-DCUDNN_INCLUDE_DIR=$(dirname "$cudnn_header")" "-DCUDNN_LIBRARY=$cudnn_lib")
+    prepend_library_path "$(dirname "$cudnn_lib")"
   else
     log "ERROR: no cuDNN (neither $CUDA_HOME/include/cudnn.h nor the nvidia-cudnn Python package with headers)"
     can_build=0
   fi
 fi
-if ! ls "$CUDA_HOME"/lib64/libcublas.so >/dev/null 2>&1; then
-  log "ERROR: no cuBLAS in $CUDA_HOME/lib64 (libcublas.so)"
-  can_build=0
+if [ -e "$CUDA_HOME"/include/cublas_v2.h ] && [ -n "$(first_file 'libcublas.so' "${cuda_lib_dirs[@]}")" ]; then
+  log "cuBLAS: in $CUDA_HOME"
+else
+  mapfile -t cublas_roots < <(wheel_dirs nvidia.cu13 nvidia.cublas)
+  cublas_header=$(first_file cublas_v2.h "${cublas_roots[@]}")
+  cublas_lib=$(first_file 'libcublas.so*' "${cublas_roots[@]}")
+  cublaslt_lib=$(first_file 'libcublasLt.so*' "${cublas_roots[@]}")
+  if [ -n "$cublas_header" ] && [ -n "$cublas_lib" ] && [ -n "$cublaslt_lib" ]; then
+    log "cuBLAS: from the Python package ($cublas_lib, $cublaslt_lib, $cublas_header)"
+    # FindCUDAToolkit's CUDA::cublas takes the cached library paths; its headers come last on
+    # every compile line (the tests include engine/cuda/check.hpp too).
+    cublas_include=$(dirname "$cublas_header")
+    cmake_args+=("-DCUDA_cublas_LIBRARY=$cublas_lib" "-DCUDA_cublasLt_LIBRARY=$cublaslt_lib"
+                 "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$cublas_include"
+                 "-DCMAKE_CUDA_STANDARD_INCLUDE_DIRECTORIES=$cublas_include")
+    prepend_library_path "$(dirname "$cublas_lib")"
+  else
+    log "ERROR: no cuBLAS (neither $CUDA_HOME/include/cublas_v2.h with libcublas.so nor the nvidia-cublas Python package)"
+    can_build=0
+  fi
 fi
 # zlib (gzipped IDX files): the system's headers, else those carried in .deps/include; the
 # library, else the runtime libz.so.1 (no development symlink on a bare machine).
@@ -105,26 +142,37 @@ if [ ! -d "$ROOT/.deps/lib/cmake" ]; then
 fi
 
 # ---- build and test ------------------------------------------------------------------------
-built=0
-if ((can_build)); then
-  if run_phase configure 60 300 "$OUT/build.log" cmake -S . -B "$BUILD" -G Ninja "${cmake_args[@]}" &&
-     run_phase build 240 250 "$OUT/build.log" cmake --build "$BUILD" -j"$(nproc)"; then
-    built=1
-  else
-    tail -30 "$OUT/build.log" >>"$SESSION_LOG"
+configured=0
+if ((can_build)) && run_phase configure 60 300 "$OUT/build.log" cmake -S . -B "$BUILD" -G Ninja "${cmake_args[@]}"; then
+  configured=1
+  # -k 0: a file that does not compile (one test, say) leaves the other programs built; each
+  # phase below runs when its program is there.
+  if ! run_phase build 240 250 "$OUT/build.log" cmake --build "$BUILD" -j"$(nproc)" -- -k 0; then
+    { grep -E '^FAILED: |error:' "$OUT/build.log" | head -20; tail -3 "$OUT/build.log"; } >>"$SESSION_LOG"
   fi
+else
+  tail -30 "$OUT/build.log" >>"$SESSION_LOG" 2>/dev/null
 fi
-if ((built)) && want_tests; then
+TRAIN_IMAGES=$BUILD/examples/train_images/train_images
+built() {  # program: whether the build made it (else says so)
+  ((configured)) || return 1
+  [ -x "$1" ] && return 0
+  log "not built: $1"
+  return 1
+}
+if want_tests && built "$BUILD/tests/cnn_cuda_tests"; then
   run_phase "cuda tests" 150 "$(want_bench && echo 200 || echo 40)" "$OUT/cuda_tests.log" \
     "$BUILD/tests/cnn_cuda_tests" --durations yes
   tail -4 "$OUT/cuda_tests.log" >>"$SESSION_LOG"
-  run_phase doctor 20 190 "$SESSION_LOG" "$BUILD/examples/train_images/train_images" --doctor
+fi
+if want_tests && built "$TRAIN_IMAGES"; then
+  run_phase doctor 20 190 "$SESSION_LOG" "$TRAIN_IMAGES" --doctor
 fi
 
 # ---- our training benchmarks ------------------------------------------------------------------
 OURS_LOG=$OUT/ours.log
 OURS_JSON=$OUT/ours.jsonl
-if ((built)) && want_bench; then
+if want_bench && built "$TRAIN_IMAGES"; then
   data_small=$ROOT/.deps/datasets/fashion-mnist
   data_rgb=/tmp/cnn_synthetic_rgb32
   # resnet18 runs on 3x32x32: synthetic PNGs, 10 classes, 10,000 training and 1,000 test images.
@@ -143,7 +191,7 @@ for split, per_class in (("train", 1000), ("test", 100)):
             Image.fromarray(image).save(os.path.join(folder, f"{i}.png"), compress_level=1)
 print("synthetic data in", root)
 PY
-  train=("$BUILD/examples/train_images/train_images" --device cuda --seed 1 --quiet)
+  train=("$TRAIN_IMAGES" --device cuda --seed 1 --quiet)
   bench() {  # model data precision
     local metrics=/tmp/metrics_$1_$3.jsonl flags=()
     [ "$3" = tf32 ] && flags=(--precision tf32)
@@ -182,7 +230,8 @@ PY
     tail -n +"$((before + 1))" "$OURS_LOG" | python3 -c '
 import json, re, sys
 text = sys.stdin.read()
-m = re.search(r"chosen: batch \d+ = \d+ x micro-batch (\d+)", text)
+m = (re.search(r"largest micro-batch that fits: (\d+)", text)  # examples/train_images/plan_report.cpp
+     or re.search(r"chosen: batch \d+ = \d+ x micro-batch (\d+)", text))
 print(json.dumps({"engine": "cnnengine", "kind": "largest_batch", "model": sys.argv[1], "budget": sys.argv[2],
                   "largest_batch": int(m.group(1)) if m else None,
                   "note": "largest micro-batch the planner fits; capped at the batch asked for (" + sys.argv[3] + ")"}))' \
@@ -211,7 +260,7 @@ fi
 
 # ---- the largest micro-batch our planner fits in the budget (slowest: cuDNN measures every
 # candidate batch's convolutions), with what time is left -------------------------------------
-if ((built)) && want_bench; then
+if want_bench && built "$TRAIN_IMAGES"; then
   [ -d "$data_small" ] && plan small "$data_small" 16384
   plan resnet18 "$data_rgb" 2048
   cat "$OURS_JSON" >>"$SESSION_LOG"
@@ -219,7 +268,7 @@ fi
 
 # ---- the allocation-strategy comparison on the cudaMalloc upstream (issue 3), with the time
 # left; its five files come back as one archive ($OUT takes 8 files) -------------------------
-if ((built)) && want_bench; then
+if want_bench && built "$BUILD/benchmarks/alloc_compare"; then
   alloc_out=/tmp/alloc_gpu
   rm -rf "$alloc_out"
   run_phase "alloc_compare cuda" 120 0 "$OURS_LOG" "$BUILD/benchmarks/alloc_compare" --device cuda \
@@ -228,7 +277,7 @@ if ((built)) && want_bench; then
 fi
 
 # ---- the CPU tests (CI runs them too): with the time left --------------------------------------
-if ((built)) && want_tests; then
+if want_tests && ((configured)); then
   run_phase "cpu tests" 200 0 "$OUT/cpu_tests.log" \
     ctest --test-dir "$BUILD" -LE "cuda|install" -j"$(nproc)" --timeout 80 --output-on-failure
   tail -4 "$OUT/cpu_tests.log" >>"$SESSION_LOG"
