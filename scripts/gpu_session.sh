@@ -61,6 +61,7 @@ log "commit $commit (.deps made at $(cat "$ROOT/.deps/commit" 2>/dev/null || ech
 } | tee -a "$SESSION_LOG"
 
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
+log "nvcc: $(command -v nvcc || echo none), CUDA prefix $CUDA_HOME"
 cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCNN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
             -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps" -DCNN_BUILD_BENCHMARKS=ON
             "-DCNN_FASHION_MNIST_DIR=$ROOT/.deps/datasets/fashion-mnist")
@@ -82,7 +83,7 @@ PY
 first_file() {  # name-pattern folder...: the first file of that name under the folders
   local pattern=$1
   shift
-  (($#)) && find "$@" -name "$pattern" 2>/dev/null | sort | head -1
+  (($#)) && find -L "$@" -name "$pattern" 2>/dev/null | sort | head -1
 }
 prepend_library_path() { export LD_LIBRARY_PATH=$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; }
 cuda_lib_dirs=("$CUDA_HOME"/lib64 "$CUDA_HOME"/lib "$CUDA_HOME"/targets/*/lib)
@@ -277,7 +278,7 @@ if want_bench && built "$BUILD/benchmarks/alloc_compare"; then
 fi
 
 # ---- the CPU tests (CI runs them too): with the time left --------------------------------------
-if want_tests && ((configured)); then
+if want_tests && built "$BUILD/tests/cnn_tests"; then
   run_phase "cpu tests" 200 0 "$OUT/cpu_tests.log" \
     ctest --test-dir "$BUILD" -LE "cuda|install" -j"$(nproc)" --timeout 80 --output-on-failure
   tail -4 "$OUT/cpu_tests.log" >>"$SESSION_LOG"
