@@ -12,6 +12,8 @@
 // - Calls are ordered: a call sees the results of every call made before it.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "engine/tensor.hpp"
@@ -52,6 +54,23 @@ struct SgdConfig {
 struct AdamWConfig {
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
   float weight_decay = 0.01f;
+};
+
+// Values that change from one micro-batch to the next. Kernels read them from device memory,
+// not from their arguments, so that a captured step (see Backend::begin_capture) replays with the
+// values of the micro-batch at hand.
+struct StepScalars {
+  std::uint64_t seed = 0;          // the optimizer step's; dropout layer l draws from splitmix64(seed ^ l)
+  std::uint64_t first_sample = 0;  // the micro-batch's first sample in the optimizer step's batch
+  float grad_scale = 0.0f;         // the loss gradient's factor: 1 / samples in the optimizer step
+};
+
+// Backend calls recorded once and run again on demand (a CUDA graph).
+class CapturedCalls {
+ public:
+  virtual ~CapturedCalls() = default;
+  // Runs the recorded calls, ordered after every call made before it.
+  virtual void replay() = 0;
 };
 
 class Backend {
@@ -117,11 +136,13 @@ class Backend {
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
                                   Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
 
-  // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(seed, first_index + i) (engine/counter_rng.hpp),
-  // so every backend draws the same mask for the same seed, and a sample's mask depends on its
-  // place in the optimizer step's batch, not on how that batch was split into micro-batches.
-  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
-                               std::uint64_t first_index) = 0;
+  // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
+  // step->first_sample * x.sample_elements() + i) (engine/counter_rng.hpp), so every backend
+  // draws the same mask for the same seed, and a sample's mask depends on its place in the
+  // optimizer step's batch, not on how that batch was split into micro-batches. `step` is in
+  // this backend's device memory.
+  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                               std::uint64_t layer) = 0;
   virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;
 
   virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;
@@ -130,16 +151,28 @@ class Backend {
 
   // Softmax cross-entropy over logits [N, classes] and int32 labels [N]. Adds the sum of the N
   // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When
-  // dlogits is not empty, writes dlogits = (softmax - onehot) * grad_scale. A label outside
-  // [0, classes) is an error the backend reports by throwing std::out_of_range.
+  // dlogits is not empty, writes dlogits = (softmax - onehot) * step->grad_scale (`step` in
+  // device memory; unused, and may be null, without dlogits). A label outside [0, classes) is an
+  // error the backend reports by throwing std::out_of_range.
   virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
-                                     float grad_scale, Tensor loss_sum, Tensor correct) = 0;
+                                     const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
 
   // Fused optimizer updates over one flat block of parameters.
   virtual void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
                           float learning_rate) = 0;
   virtual void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
                             const AdamWConfig& config, float learning_rate, long step) = 0;
+
+  // Capture: between begin_capture() and end_capture() the compute calls above are recorded
+  // instead of run (no copies, no synchronize). Tensors are recorded by address and every other
+  // argument by value, so what changes between replays must come from device memory
+  // (StepScalars). end_capture() returns the recording or throws what made the capture fail;
+  // abort_capture() ends a capture after a call threw. Either way capturing has ended. A backend
+  // that cannot capture says why in capture_support() (empty: it can).
+  virtual std::string capture_support() const { return "this backend cannot capture calls"; }
+  virtual void begin_capture() { throw std::logic_error(capture_support()); }
+  virtual std::unique_ptr<CapturedCalls> end_capture() { throw std::logic_error(capture_support()); }
+  virtual void abort_capture() noexcept {}
 };
 
 }  // namespace cnn

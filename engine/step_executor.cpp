@@ -3,17 +3,18 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/counter_rng.hpp"
-
 namespace cnn {
 
 StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan,
-                           StepMemory& memory)
-    : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory) {
+                           StepMemory& memory, StepSlots slots, bool capture)
+    : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
+      capture_(capture) {
   // Sized once so that a step allocates nothing on the host either.
   inputs_.reserve(8);
   grad_inputs_.reserve(8);
   saved_.reserve(8);
+  ran_once_.reserve(kMaxRecordings);
+  graphs_.reserve(kMaxRecordings);
 }
 
 Tensor StepExecutor::buffer(int index, Shape shape) const {
@@ -31,21 +32,60 @@ Tensor StepExecutor::gradient(int node, int n) const {
   return buffer(plan_.value_grad[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
 }
 
-void StepExecutor::run(const MicroBatch& batch, float grad_scale, Tensor loss_sum, Tensor correct,
-                       std::uint64_t seed) {
+void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed) {
   const int n = batch.size;
   if (n <= 0 || n > plan_.micro_batch)
     throw std::invalid_argument("micro-batch of " + std::to_string(n) + " samples for a plan of " +
                                 std::to_string(plan_.micro_batch));
+  memory_.begin(0);
+  const Tensor input = value(0, n);
+  backend_.copy_to_device(batch.images, input.data, input.bytes());
+  backend_.copy_to_device(batch.labels, memory_.address(plan_.labels), static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
+  backend_.copy_to_device(&scalars, slots_.scalars, sizeof scalars);
+  memory_.end(0);
+  compute_or_replay(n);
+}
+
+void StepExecutor::compute_or_replay(int n) {
+  if (!capture_) return compute(n);
+  for (Recording& r : graphs_) {
+    if (r.batch != n) continue;
+    r.calls->replay();
+    ++replays_;
+    return;
+  }
+  const bool second_run = std::find(ran_once_.begin(), ran_once_.end(), n) != ran_once_.end();
+  if (!second_run || graphs_.size() == kMaxRecordings) {
+    // The first run measures nothing and fills the libraries' caches outside the recording.
+    if (!second_run && ran_once_.size() < kMaxRecordings) ran_once_.push_back(n);
+    return compute(n);
+  }
+  std::unique_ptr<CapturedCalls> calls;
+  try {
+    backend_.begin_capture();
+    try {
+      compute(n);
+    } catch (...) {
+      backend_.abort_capture();
+      throw;
+    }
+    calls = backend_.end_capture();
+  } catch (const std::exception& e) {
+    // Nothing of the step ran while capturing: run it eagerly, and every later step too.
+    capture_ = false;
+    capture_failure_ = e.what();
+    return compute(n);
+  }
+  graphs_.push_back(Recording{n, std::move(calls)});
+  graphs_.back().calls->replay();
+  ++replays_;
+}
+
+void StepExecutor::compute(int n) {
   const bool training = plan_.training;
   const int L = net_.last();
-
-  memory_.begin(0);
-  Tensor input = value(0, n);
-  backend_.copy_to_device(batch.images, input.data, input.bytes());
   auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
-  backend_.copy_to_device(batch.labels, labels, static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  memory_.end(0);
 
   auto& inputs = inputs_;
   auto& saved = saved_;
@@ -64,8 +104,8 @@ void StepExecutor::run(const MicroBatch& batch, float grad_scale, Tensor loss_su
     c.backend = &backend_;
     c.batch = n;
     c.training = training;
-    c.seed = splitmix64(seed ^ static_cast<std::uint64_t>(id));
-    c.first_sample = batch.first;
+    c.step = slots_.scalars;
+    c.node = id;
     c.inputs = inputs;
     c.output = value(id, n);
     c.params = params_.params(id);
@@ -89,8 +129,8 @@ void StepExecutor::run(const MicroBatch& batch, float grad_scale, Tensor loss_su
 
   memory_.begin(plan_.loss_time());
   const IntTensor label_view{labels, static_cast<std::size_t>(n)};
-  backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, grad_scale, loss_sum,
-                                 correct);
+  backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, slots_.scalars,
+                                 slots_.loss_sum, slots_.correct);
   memory_.end(plan_.loss_time());
   if (!training) return;
 

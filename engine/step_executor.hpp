@@ -3,6 +3,9 @@
 // memory comes from (StepMemory) or which device runs the kernels (Backend).
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "engine/parameter_store.hpp"
 #include "engine/step_memory.hpp"
@@ -16,27 +19,64 @@ struct MicroBatch {
   int first = 0;                          // index of its first sample in the optimizer step's batch
 };
 
+// Where a micro-batch's results and scalars live: fixed device addresses, the trainer's.
+struct StepSlots {
+  Tensor loss_sum;       // one float: the summed loss is added to it
+  Tensor correct;        // one float: correct predictions are added to it
+  StepScalars* scalars;  // the micro-batch's StepScalars, copied in before its compute
+};
+
 class StepExecutor {
  public:
-  StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan, StepMemory& memory);
+  // capture: after the first run of a micro-batch size, record its compute (forward, loss and
+  // backward) with the backend's capture and replay that instead of calling the layers (CUDA
+  // graphs). Needs fixed addresses: planned step memory, fixed slots.
+  StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan, StepMemory& memory,
+               StepSlots slots, bool capture = false);
 
-  // Adds the summed loss to loss_sum[0] and correct predictions to correct[0]. In training,
-  // parameter gradients accumulate with the loss gradient scaled by grad_scale. `seed` is the
-  // optimizer step's: the same for all its micro-batches.
-  void run(const MicroBatch& batch, float grad_scale, Tensor loss_sum, Tensor correct, std::uint64_t seed);
+  // Adds the summed loss to slots.loss_sum and correct predictions to slots.correct. In
+  // training, parameter gradients accumulate with the loss gradient scaled by grad_scale.
+  // `seed` is the optimizer step's: the same for all its micro-batches.
+  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed);
+
+  int graphs_captured() const { return static_cast<int>(graphs_.size()); }
+  long graph_replays() const { return replays_; }
+  // Why capture stopped (the backend refused a call): empty while it works or was not asked for.
+  const std::string& capture_failure() const { return capture_failure_; }
+  // Runs eagerly from now on (another executor's capture failed).
+  void stop_capturing() {
+    capture_ = false;
+    graphs_.clear();
+  }
 
  private:
+  // Forward, loss and backward of n samples already in the input, label and scalar slots.
+  void compute(int n);
+  // compute(n), or the replay of its recording, recording it on its second run.
+  void compute_or_replay(int n);
   Tensor value(int node, int n) const;
   Tensor gradient(int node, int n) const;
   Tensor buffer(int index, Shape shape) const;
+
+  struct Recording {
+    int batch;
+    std::unique_ptr<CapturedCalls> calls;
+  };
+  static constexpr std::size_t kMaxRecordings = 4;  // the full micro-batch, the last one, ... then eager
 
   Network& net_;
   Backend& backend_;
   ParameterStore& params_;
   const StepPlan& plan_;
   StepMemory& memory_;
+  StepSlots slots_;
+  bool capture_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
   std::array<bool, 8> accumulate_{};
+  std::vector<int> ran_once_;  // micro-batch sizes run eagerly once: the next run records
+  std::vector<Recording> graphs_;
+  long replays_ = 0;
+  std::string capture_failure_;
 };
 
 }  // namespace cnn

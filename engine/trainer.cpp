@@ -29,6 +29,13 @@ BatchPlanOptions planning_options(const TrainerOptions& options) {
 
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& resource, TrainerOptions options)
     : net_(network), backend_(backend), resource_(resource), options_(std::move(options)) {
+  if (options_.capture_graphs) {
+    if (options_.step_allocator)
+      throw std::invalid_argument("recording steps as graphs needs the planned strategy: other strategies move buffers between steps");
+    if (const std::string why = backend_.capture_support(); !why.empty())
+      throw std::invalid_argument("recording steps as graphs: " + why);
+    capture_ = true;
+  }
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
   planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning_options(options_));
@@ -59,7 +66,34 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
 
 Trainer::~Trainer() { release_step_memory(); }
 
+long Trainer::graph_replays() const {
+  long replays = replays_before_rebuild_;
+  if (executor_) replays += executor_->graph_replays();
+  if (eval_executor_) replays += eval_executor_->graph_replays();
+  return replays;
+}
+
+StepSlots Trainer::slots() const {
+  auto* slots = static_cast<TrainerSlots*>(metrics_.data());
+  return StepSlots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars};
+}
+
+void Trainer::check_capture() {
+  if (!capture_) return;
+  for (StepExecutor* failed : {executor_.get(), eval_executor_.get()}) {
+    if (!failed || failed->capture_failure().empty()) continue;
+    capture_ = false;  // and the executors built from now on run eagerly
+    executor_->stop_capturing();
+    eval_executor_->stop_capturing();
+    if (on_recovery)
+      on_recovery("step " + std::to_string(steps_ + 1) + ": recording the step as a graph failed (" +
+                  failed->capture_failure() + "); running without graphs");
+    return;
+  }
+}
+
 void Trainer::release_step_memory() {
+  replays_before_rebuild_ = graph_replays();
   executor_.reset();
   eval_executor_.reset();
   memory_.reset();  // a dynamic step memory frees what a failed step still held
@@ -84,8 +118,8 @@ void Trainer::build(int micro_batch) {
       memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_.data());
       eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_.data());
     }
-    executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_);
-    eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_);
+    executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_, slots(), capture_);
+    eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_, slots(), capture_);
   } catch (...) {  // no half-built step: the next call builds again
     release_step_memory();
     throw;
@@ -142,8 +176,9 @@ void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_sc
     const int first = j * b;
     MicroBatch mb{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
                   std::min(b, batch.size - first), first};
-    executor.run(mb, grad_scale, Tensor{metrics_.floats(), Shape{1}}, Tensor{metrics_.floats() + 1, Shape{1}}, seed);
+    executor.run(mb, grad_scale, seed);
   }
+  check_capture();
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {

@@ -28,13 +28,25 @@ struct TrainerOptions : BatchPlanOptions {
   // after this many good steps: the pressure may have been transient. 0: never.
   int regrow_after_steps = 200;
 
+  // Record each micro-batch size's forward and backward once and replay the recording (CUDA
+  // graphs): one launch instead of one per kernel. Needs the planned strategy and a backend
+  // that can capture (Backend::capture_support); a capture that fails is logged and the run
+  // goes on without.
+  bool capture_graphs = false;
+
   long total_steps = 0;             // for the schedule
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
 };
 
-// Bytes the trainer itself keeps beside the parameter store (the loss and accuracy sums).
-inline constexpr std::size_t kTrainerMetricsBytes = 2 * sizeof(float);
+// What the trainer itself keeps on the device beside the parameter store: the loss and accuracy
+// sums and the micro-batch's scalars, at fixed addresses (a recorded step reads them there).
+struct TrainerSlots {
+  float loss_sum = 0.0f;
+  float correct = 0.0f;
+  StepScalars scalars;
+};
+inline constexpr std::size_t kTrainerMetricsBytes = sizeof(TrainerSlots);
 
 // The options the trainer plans with: `options` plus its optimizer's state slots and its own
 // persistent bytes. `train_images --plan` and the benchmarks plan with these too, so that their
@@ -97,6 +109,9 @@ class Trainer {
   ParameterStore& parameters() { return *params_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
+  // Micro-batches run by replaying a recording (capture_graphs), and whether recording is on.
+  long graph_replays() const;
+  bool capturing_graphs() const { return capture_; }
 
   // One optimizer step over a host batch of any size (split into micro-batches). Throws
   // TrainingDiverged, changing nothing, when the loss is not finite.
@@ -104,6 +119,7 @@ class Trainer {
   EvalResult evaluate(const NextBatch& next);
   // Logged when a step ran out of memory and was replayed at a smaller micro-batch, or when
   // the micro-batch grows back.
+  // Also logged when a capture fails and the run goes on without graphs.
   std::function<void(const std::string&)> on_recovery;
 
  private:
@@ -119,6 +135,9 @@ class Trainer {
   // the micro-batch or less, or, at micro-batch 1, an OutOfMemory with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
   void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
+  StepSlots slots() const;
+  // After a capture failed in an executor: log it once and record no more.
+  void check_capture();
 
   Network& net_;
   Backend& backend_;
@@ -137,6 +156,8 @@ class Trainer {
   int micro_batch_ = 0;
   int target_micro_batch_ = 0;  // what the budget allows; recoveries go below it for a while
   long good_steps_since_recovery_ = 0;
+  bool capture_ = false;
+  long replays_before_rebuild_ = 0;  // by executors since released
 };
 
 }  // namespace cnn

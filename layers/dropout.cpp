@@ -10,8 +10,7 @@ void Dropout::forward(const LayerContext& c) {
   if (c.training) {
     Tensor mask = c.saved[0];
     mask.shape = c.output.shape;
-    c.backend->dropout_forward(c.inputs[0], c.output, mask, p_, c.seed,
-                               static_cast<std::uint64_t>(c.first_sample) * sample_);
+    c.backend->dropout_forward(c.inputs[0], c.output, mask, p_, c.step, static_cast<std::uint64_t>(c.node));
   } else {
     c.backend->copy_or_add(c.inputs[0], c.output, false);
   }

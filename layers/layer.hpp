@@ -32,8 +32,8 @@ struct LayerContext {
   Backend* backend = nullptr;
   int batch = 0;
   bool training = true;
-  std::uint64_t seed = 0;               // fresh per optimizer step and layer: dropout draws from it
-  int first_sample = 0;                 // index of the micro-batch's first sample in the step's batch
+  const StepScalars* step = nullptr;    // device memory: the step's seed, first sample, gradient scale
+  int node = 0;                         // the layer's place in the network, its own random stream
   std::span<const Tensor> inputs;       // batched inputs
   Tensor output;                        // batched output
   std::span<const Tensor> params;       // in parameters() order

@@ -81,9 +81,11 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, boo
   });
 }
 
-void CpuBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
-                                 std::uint64_t first_index) {
+void CpuBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                                 std::uint64_t layer) {
   const float scale = 1.0f / (1.0f - p);
+  const std::uint64_t seed = splitmix64(step->seed ^ layer);
+  const std::uint64_t first_index = step->first_sample * x.sample_elements();
   parallel_elements(threads_, x.elements(), [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
       mask.data[i] = dropout_keep(seed, first_index + i, p) ? scale : 0.f;
@@ -117,7 +119,9 @@ void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
 }
 
 void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
-                                       float grad_scale, Tensor loss_sum, Tensor correct) {
+                                       const StepScalars* step, Tensor loss_sum, Tensor correct) {
+  if (!dlogits.empty() && !step) throw std::invalid_argument("softmax_cross_entropy: a gradient needs the step scalars");
+  const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale;
   const int n = logits.n();
   const int classes = static_cast<int>(logits.sample_elements());
   double loss = 0.0;

@@ -54,15 +54,15 @@ class CpuBackend : public Backend {
                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
-  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
-                       std::uint64_t first_index) override;
+  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                       std::uint64_t layer) override;
   void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) override;
 
   void add(const Tensor& a, const Tensor& b, Tensor y) override;
   void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override;
 
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
-                             float grad_scale, Tensor loss_sum, Tensor correct) override;
+                             const StepScalars* step, Tensor loss_sum, Tensor correct) override;
 
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
                   float learning_rate) override;

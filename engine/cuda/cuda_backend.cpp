@@ -92,6 +92,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
 CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::release() noexcept {
+  abort_capture();
   if (compute_) cudaStreamSynchronize(compute_);
   if (copy_) cudaStreamSynchronize(copy_);
   conv_plans_.clear();
@@ -132,7 +133,12 @@ std::string CudaBackend::description() const {
          (options_.fast_start ? "by heuristics" : "measured");
 }
 
+void CudaBackend::refuse_while_capturing(const char* call) const {
+  if (capturing_) throw std::logic_error(std::string(call) + " cannot be part of a captured graph");
+}
+
 void CudaBackend::copy_to_device(const void* host, void* device, std::size_t bytes) {
+  refuse_while_capturing("copy_to_device");
   if (bytes == 0) return;
   activate();
   tracker_.order_copy(device, bytes, compute_, copy_);
@@ -144,6 +150,7 @@ void CudaBackend::copy_to_device(const void* host, void* device, std::size_t byt
 }
 
 void CudaBackend::copy_to_host(const void* device, void* host, std::size_t bytes) {
+  refuse_while_capturing("copy_to_host");
   activate();
   if (bytes) CNN_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, compute_));
   CNN_CHECK(cudaStreamSynchronize(compute_));
@@ -151,6 +158,7 @@ void CudaBackend::copy_to_host(const void* device, void* host, std::size_t bytes
 }
 
 void CudaBackend::synchronize() {
+  refuse_while_capturing("synchronize");
   activate();
   CNN_CHECK(cudaStreamSynchronize(copy_));
   CNN_CHECK(cudaStreamSynchronize(compute_));

@@ -79,20 +79,27 @@ class CudaBackend final : public Backend {
                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
-  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
-                       std::uint64_t first_index) override;
+  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                       std::uint64_t layer) override;
   void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) override;
 
   void add(const Tensor& a, const Tensor& b, Tensor y) override;
   void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override;
 
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
-                             float grad_scale, Tensor loss_sum, Tensor correct) override;
+                             const StepScalars* step, Tensor loss_sum, Tensor correct) override;
 
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
                   float learning_rate) override;
   void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
                     float learning_rate, long step) override;
+
+  // CUDA graphs (graph.cpp): the compute stream is captured; a replay is one cudaGraphLaunch.
+  std::string capture_support() const override { return {}; }
+  void begin_capture() override;
+  std::unique_ptr<CapturedCalls> end_capture() override;
+  void abort_capture() noexcept override;
+  void launch_graph(cudaGraphExec_t graph);
 
  private:
   void release() noexcept;
@@ -100,6 +107,8 @@ class CudaBackend final : public Backend {
   void activate() const;
   // Throws what the device found since the last check (a label out of range).
   void raise_device_errors();
+  // Copies and synchronisation cannot be part of a graph.
+  void refuse_while_capturing(const char* call) const;
   // Grid size for an element-wise kernel over n elements with 256 threads a block.
   unsigned blocks_for(std::size_t n) const;
 
@@ -108,8 +117,13 @@ class CudaBackend final : public Backend {
   static DeviceRange range_of(const Tensor& t) { return {t.data, t.bytes()}; }
   static DeviceRange range_of(const IntTensor& t) { return {t.data, t.size * sizeof(std::int32_t)}; }
   static DeviceRange range_of(const Workspace& w) { return {w.data, w.bytes}; }
+  static DeviceRange range_of(const DeviceRange& r) { return r; }
+  static DeviceRange scalars_range(const StepScalars* step) { return {step, step ? sizeof(StepScalars) : 0}; }
+  // While capturing, events recorded on the stream would belong to the graph: a replay marks
+  // every tracked range touched instead (launch_graph).
   template <class... Views>
   void touched(const Views&... views) {
+    if (capturing_) return;
     const DeviceRange ranges[] = {range_of(views)...};
     tracker_.touched(compute_, ranges, sizeof...(Views));
   }
@@ -133,6 +147,7 @@ class CudaBackend final : public Backend {
   LabelError* label_error_ = nullptr;         // host view
   LabelError* label_error_device_ = nullptr;  // the same memory, as kernels see it
   CopyTracker tracker_;
+  bool capturing_ = false;
   std::unordered_map<ConvShape, std::unique_ptr<ConvPlan>, ConvShapeHash> conv_plans_;
   // cuDNN wants backward's epsilon equal to forward's; backward_batchnorm is not told it.
   std::unordered_map<const float*, float> batchnorm_epsilon_;

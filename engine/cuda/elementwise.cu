@@ -30,8 +30,12 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
   }
 }
 
+// The seed and the first sample come from device memory: a replayed graph reads the current ones.
 __global__ void dropout_forward_kernel(const float* x, float* y, float* mask, std::size_t n, float p,
-                                       float scale, std::uint64_t seed, std::uint64_t first_index) {
+                                       float scale, const StepScalars* step, std::uint64_t layer,
+                                       std::size_t sample_elements) {
+  const std::uint64_t seed = splitmix64(step->seed ^ layer);
+  const std::uint64_t first_index = step->first_sample * sample_elements;
   CNN_FOR_EACH_ELEMENT(i, n) {
     const float m = dropout_keep(seed, first_index + i, p) ? scale : 0.0f;
     mask[i] = m;
@@ -102,8 +106,8 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bo
   touched(y, dy, dx);
 }
 
-void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, std::uint64_t seed,
-                                  std::uint64_t first_index) {
+void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                                  std::uint64_t layer) {
   activate();
   if (!(p >= 0.0f && p <= 1.0f)) throw std::invalid_argument("dropout_forward: p = " + std::to_string(p) + " is outside [0, 1]");
   same_size("dropout_forward", x, y);
@@ -111,10 +115,10 @@ void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float 
   const std::size_t n = x.elements();
   if (n == 0) return;
   const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  dropout_forward_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, mask.data, n, p, scale, seed,
-                                                                     first_index);
+  dropout_forward_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, mask.data, n, p, scale, step,
+                                                                     layer, x.sample_elements());
   check_launch("dropout_forward_kernel");
-  touched(x, y, mask);
+  touched(x, y, mask, scalars_range(step));
 }
 
 void CudaBackend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {

@@ -34,8 +34,10 @@ __device__ void warp_argmax(float& value, int& index) {
 
 __global__ void __launch_bounds__(kThreads)
 softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, int classes,
-                             float* dlogits, float grad_scale, float* loss_sum, float* correct,
+                             float* dlogits, const StepScalars* step, float* loss_sum, float* correct,
                              volatile LabelError* error) {
+  // From device memory: a replayed graph reads the current micro-batch's.
+  const float grad_scale = dlogits ? step->grad_scale : 0.0f;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float warp_loss = 0.0f, warp_correct = 0.0f;
   // The first bad label of this launch is reported. The claim is a shared-memory atomic: atomics
@@ -102,7 +104,7 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
 }  // namespace
 
 void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
-                                        float grad_scale, Tensor loss_sum, Tensor correct) {
+                                        const StepScalars* step, Tensor loss_sum, Tensor correct) {
   activate();
   const int rows = logits.n();
   const std::size_t classes = logits.sample_elements();
@@ -113,12 +115,13 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& l
                                 std::to_string(labels.size) + " labels, gradient " + dlogits.shape.str() +
                                 " and one-element loss and accuracy tensors do not fit together");
   }
+  if (!dlogits.empty() && !step) throw std::invalid_argument("softmax_cross_entropy: a gradient needs the step scalars");
   if (rows == 0) return;
   softmax_cross_entropy_kernel<<<1, kThreads, 0, compute_>>>(
       logits.data, labels.data, rows, static_cast<int>(classes), dlogits.empty() ? nullptr : dlogits.data,
-      grad_scale, loss_sum.data, correct.data, label_error_device_);
+      step, loss_sum.data, correct.data, label_error_device_);
   check_launch("softmax_cross_entropy_kernel");
-  touched(logits, labels, dlogits, loss_sum, correct);
+  touched(logits, labels, dlogits, loss_sum, correct, scalars_range(step));
 }
 
 }  // namespace cnn::cuda

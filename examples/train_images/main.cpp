@@ -102,6 +102,11 @@ int run(const Options& o) {
   t.optimizer.nesterov = o.nesterov;
   t.schedule.kind = o.schedule;
   t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(train_loader.batches_per_epoch()));
+  if (o.cuda_graph) {
+    const std::string why_not = backend.capture_support();
+    t.capture_graphs = why_not.empty();
+    std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
+  }
 
   // resource stack: [budget] -> [trace] -> statistics -> the device upstream. The cap is what
   // the budget leaves after the loader's staging and the libraries' own workspaces (cuBLAS),
@@ -207,6 +212,8 @@ int run(const Options& o) {
                 wall, rate);
   else
     std::printf("done: no test set; %d epochs in %.1fs (%.0f img/s training)\n", o.epochs, wall, rate);
+  if (trainer.capturing_graphs() || trainer.graph_replays() > 0)
+    std::printf("cuda graphs: %ld micro-batches replayed\n", trainer.graph_replays());
   std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total\n",
               memory::format_bytes(reserved_before_step1).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
               memory::format_bytes(stats.current_bytes).c_str(), stats.allocations);
@@ -216,7 +223,8 @@ int run(const Options& o) {
                  {"images_per_second", rate}, {"seconds", wall}, {"batch", o.batch},
                  {"micro_batch", trainer.micro_batch()}, {"peak_reserved_bytes", stats.peak_bytes},
                  {"reserved_before_step1", reserved_before_step1}, {"upstream_allocations", stats.allocations},
-                 {"library_reserved_bytes", backend.library_reserved_bytes()}, {"loader_staging_bytes", staging}});
+                 {"library_reserved_bytes", backend.library_reserved_bytes()}, {"loader_staging_bytes", staging},
+                 {"graph_replays", trainer.graph_replays()}});
   // Every release is in the trace before it is checked: the trainer's, then the strategy's.
   trainer_storage.reset();
   strategy.reset();

@@ -27,6 +27,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--precision", o.precision, "CUDA: fp32, or tf32 (cuDNN and cuBLAS may use tensor cores)")
       ->check(CLI::IsMember({"fp32", "tf32"}));
   app.add_flag("--fast-start", o.fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring");
+  app.add_flag("--cuda-graph", o.cuda_graph, "CUDA: record each micro-batch's kernels once as a CUDA graph and "
+                                             "replay it (one launch a micro-batch)");
   app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB")
       ->check(positive_size());
   app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");
@@ -50,6 +52,9 @@ void add_options(CLI::App& app, Options& o) {
 void check_combinations(const Options& o) {
   if (o.micro_batch > 0 && o.accumulate > 0)
     throw CLI::ValidationError("--micro-batch, --accumulate", "give --micro-batch or --accumulate, not both");
+  if (o.cuda_graph && o.allocator != "planned")
+    throw CLI::ValidationError("--cuda-graph, --allocator",
+                               "--cuda-graph needs --allocator planned: other strategies move buffers between steps");
 }
 
 }  // namespace cnn::app

@@ -26,6 +26,7 @@ struct Options {
   std::string device = "auto";
   std::string precision = "fp32";
   bool fast_start = false;
+  bool cuda_graph = false;
   std::string budget;
   std::string metrics_out;
   std::string save;

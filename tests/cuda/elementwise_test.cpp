@@ -81,8 +81,9 @@ TEST_CASE("cuda dropout draws the CPU's mask", "[cuda][elementwise]") {
   for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
     INFO("p " << p);
     Twin x(gpu(), s, 68), y(gpu(), s, 69), mask(gpu(), s, 70);
-    cpu().dropout_forward(x.cpu(), y.cpu(), mask.cpu(), p, 1234567, 4096);
-    gpu().dropout_forward(x.gpu(), y.gpu(), mask.gpu(), p, 1234567, 4096);
+    const TwinScalars step(gpu(), StepScalars{1234567, 40, 0.0f});  // samples 40 to 55 of the step
+    cpu().dropout_forward(x.cpu(), y.cpu(), mask.cpu(), p, step.cpu(), 7);
+    gpu().dropout_forward(x.gpu(), y.gpu(), mask.gpu(), p, step.gpu(), 7);
     CHECK(mask.gpu_values() == mask.cpu_values());
     CHECK(y.gpu_values() == y.cpu_values());
     Twin dy(gpu(), s, 71);

@@ -95,4 +95,10 @@ TwinLabels::TwinLabels(Backend& gpu, const std::vector<std::int32_t>& labels)
   gpu.copy_to_device(labels.data(), gpu_.data(), gpu_.bytes());
 }
 
+TwinScalars::TwinScalars(Backend& gpu, const StepScalars& values)
+    : cpu_(cuda_test::cpu(), sizeof(StepScalars)), gpu_(gpu, sizeof(StepScalars)) {
+  cuda_test::cpu().copy_to_device(&values, cpu_.data(), sizeof values);
+  gpu.copy_to_device(&values, gpu_.data(), sizeof values);
+}
+
 }  // namespace cnn::cuda_test

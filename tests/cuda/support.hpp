@@ -65,6 +65,17 @@ class TwinLabels {
   DeviceBuffer cpu_, gpu_;
 };
 
+// One StepScalars on both sides (dropout's seed and first sample, the loss gradient's scale).
+class TwinScalars {
+ public:
+  TwinScalars(Backend& gpu, const StepScalars& values);
+  const StepScalars* cpu() const { return static_cast<const StepScalars*>(cpu_.data()); }
+  const StepScalars* gpu() const { return static_cast<const StepScalars*>(gpu_.data()); }
+
+ private:
+  DeviceBuffer cpu_, gpu_;
+};
+
 using cnn::testing::relative_error;
 
 }  // namespace cnn::cuda_test

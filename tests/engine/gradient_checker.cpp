@@ -26,6 +26,7 @@ std::vector<float> spaced_vector(std::size_t n, std::uint64_t seed) {
 struct Harness {
   Layer& layer;
   CpuBackend backend{2};
+  StepScalars step{42, 0, 1.0f};  // dropout's seed (CPU: host memory is device memory)
   GradientCheckOptions opt;
   std::vector<std::vector<float>> inputs, params, grads, saved;
   std::vector<Shape> input_shapes;
@@ -83,7 +84,7 @@ struct Harness {
     c.backend = &backend;
     c.batch = opt.batch;
     c.training = opt.training;
-    c.seed = 42;
+    c.step = &step;
     c.inputs = v.inputs;
     c.output = Tensor{output.data(), out_shape};
     c.params = v.params;

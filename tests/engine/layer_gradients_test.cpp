@@ -95,14 +95,15 @@ TEST_CASE("softmax cross-entropy gradient", "[gradients]") {
   std::vector<std::int32_t> labels{0, 3, 6, 2, 3};
   const IntTensor label_view{labels.data(), labels.size()};
   const float scale = 1.0f / n;
+  const StepScalars scalars{0, 0, scale};
   auto loss = [&]() {
     std::vector<float> m(2, 0.f);
-    backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view, Tensor{}, 0.f,
+    backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view, Tensor{}, nullptr,
                                   Tensor{m.data(), Shape{1}}, Tensor{m.data() + 1, Shape{1}});
     return static_cast<double>(m[0]) * scale;
   };
   backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view,
-                                Tensor{dlogits.data(), Shape{n, classes}}, scale, Tensor{metrics.data(), Shape{1}},
+                                Tensor{dlogits.data(), Shape{n, classes}}, &scalars, Tensor{metrics.data(), Shape{1}},
                                 Tensor{metrics.data() + 1, Shape{1}});
   const float step = 1e-2f;
   for (std::size_t i = 0; i < logits.size(); ++i) {
