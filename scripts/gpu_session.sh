@@ -193,16 +193,17 @@ for split, per_class in (("train", 1000), ("test", 100)):
 print("synthetic data in", root)
 PY
   train=("$TRAIN_IMAGES" --device cuda --seed 1 --quiet)
-  bench() {  # model data precision
-    local metrics=/tmp/metrics_$1_$3.jsonl flags=()
-    [ "$3" = tf32 ] && flags=(--precision tf32)
+  bench() {  # model data precision [graph]
+    local metrics=/tmp/metrics_$1_$3${4:+_$4}.jsonl flags=()
+    [ "$3" = tf32 ] && flags+=(--precision tf32)
+    [ "${4:-}" = graph ] && flags+=(--cuda-graph)
     rm -f "$metrics"
-    echo "=== $1 $3" >>"$OURS_LOG"
-    run_phase "ours $1 $3" 40 160 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --epochs 2 --batch 256 \
+    echo "=== $1 $3 ${4:-}" >>"$OURS_LOG"
+    run_phase "ours $1 $3 ${4:-}" 40 160 "$OURS_LOG" "${train[@]}" --data "$2" --model "$1" --epochs 2 --batch 256 \
       --micro-batch 256 --optimizer adamw --lr 1e-3 --metrics-out "$metrics" "${flags[@]}"
-    python3 - "$metrics" "$1" "$3" >>"$OURS_JSON" <<'PY'
+    python3 - "$metrics" "$1" "$3" "${4:-eager}" >>"$OURS_JSON" <<'PY'
 import json, sys
-path, model, precision = sys.argv[1:4]
+path, model, precision, mode = sys.argv[1:5]
 try:
     records = [json.loads(l) for l in open(path) if l.strip()]
 except OSError:
@@ -214,7 +215,7 @@ summary = next((r for r in records if r.get("type") == "summary"), {})
 # workspace (PyTorch's max_memory_reserved counts its own too).
 library = summary.get("library_reserved_bytes", 0)
 print(json.dumps({"engine": "cnnengine", "kind": "throughput", "model": model, "precision": precision,
-                  "batch": 256, "epochs": len(epochs),
+                  "mode": mode, "graph_replays": summary.get("graph_replays"), "batch": 256, "epochs": len(epochs),
                   "images_per_second": epochs[-1]["images_per_second"] if epochs else None,
                   "images_per_second_by_epoch": [e["images_per_second"] for e in epochs],
                   "reserved_bytes": max((s.get("reserved_bytes", 0) + library for s in steps), default=None),
@@ -240,12 +241,15 @@ print(json.dumps({"engine": "cnnengine", "kind": "largest_batch", "model": sys.a
   }
   if [ -d "$data_small" ]; then
     bench small "$data_small" fp32
+    bench small "$data_small" fp32 graph
     bench small "$data_small" tf32
+    bench small "$data_small" tf32 graph
   else
     log "no Fashion-MNIST in .deps/datasets: the small benchmarks are skipped"
   fi
   bench resnet18 "$data_rgb" fp32
   bench resnet18 "$data_rgb" tf32
+  bench resnet18 "$data_rgb" tf32 graph
 fi
 
 # ---- the PyTorch peer -------------------------------------------------------------------------
