@@ -57,7 +57,7 @@ void StepExecutor::compute_or_replay(int n) {
   }
   const bool second_run = std::find(ran_once_.begin(), ran_once_.end(), n) != ran_once_.end();
   if (!second_run || graphs_.size() == kMaxRecordings) {
-    // The first run measures nothing and fills the libraries' caches outside the recording.
+    // A size's first run is eager: the libraries set themselves up outside the recording.
     if (!second_run && ran_once_.size() < kMaxRecordings) ran_once_.push_back(n);
     return compute(n);
   }
