@@ -39,7 +39,6 @@ class StepExecutor {
   // `seed` is the optimizer step's: the same for all its micro-batches.
   void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed);
 
-  int graphs_captured() const { return static_cast<int>(graphs_.size()); }
   long graph_replays() const { return replays_; }
   // Why capture stopped (the backend refused a call): empty while it works or was not asked for.
   const std::string& capture_failure() const { return capture_failure_; }

@@ -1,6 +1,7 @@
 #include "engine/trainer.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 
 #include "engine/counter_rng.hpp"
@@ -10,6 +11,8 @@ namespace cnn {
 namespace {
 
 constexpr std::size_t kMetricsBytes = kTrainerMetricsBytes;
+// The loss and accuracy sums are zeroed and read back as two adjacent floats at the block's start.
+static_assert(offsetof(TrainerSlots, loss_sum) == 0 && offsetof(TrainerSlots, correct) == sizeof(float));
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 

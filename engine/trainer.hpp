@@ -117,9 +117,8 @@ class Trainer {
   // TrainingDiverged, changing nothing, when the loss is not finite.
   StepReport train_step(const HostBatch& batch);
   EvalResult evaluate(const NextBatch& next);
-  // Logged when a step ran out of memory and was replayed at a smaller micro-batch, or when
-  // the micro-batch grows back.
-  // Also logged when a capture fails and the run goes on without graphs.
+  // Logged when a step ran out of memory and was replayed at a smaller micro-batch, when the
+  // micro-batch grows back, and when a capture fails and the run goes on without graphs.
   std::function<void(const std::string&)> on_recovery;
 
  private:
