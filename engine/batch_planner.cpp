@@ -1,6 +1,8 @@
 #include "engine/batch_planner.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "engine/parameter_store.hpp"
 
@@ -14,6 +16,38 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.accumulate > 0 && options_.micro_batch > 0)
     throw std::invalid_argument("give a micro-batch or an accumulation count, not both");
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
+  need_ = net_.training_batch_need();
+  if (need_.samples > 1) {
+    const int b = options_.batch;
+    smallest_ = std::min(b, 2 * need_.samples - 1);
+    if (b < need_.samples) throw std::invalid_argument("a batch of " + std::to_string(b) + ": " + need_.why);
+    const int asked = options_.accumulate > 0 ? (b + options_.accumulate - 1) / options_.accumulate
+                                              : std::min(options_.micro_batch, b);
+    if (asked > 0 && asked < smallest_)
+      throw std::invalid_argument(
+          "micro-batch " + std::to_string(asked) + " is too small: " + need_.why + "; the smallest micro-batch is " +
+          std::to_string(smallest_) + ", so that every batch of " + std::to_string(need_.samples) +
+          " or more samples splits into micro-batches of " + std::to_string(need_.samples) + " or more");
+  }
+}
+
+MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need) {
+  if (samples < need || micro_batch < need)
+    throw std::invalid_argument("split_into_micro_batches: " + std::to_string(samples) + " samples at micro-batch " +
+                                std::to_string(micro_batch) + " with a need of " + std::to_string(need));
+  MicroBatchSplit split;
+  split.count = (samples + micro_batch - 1) / micro_batch;
+  split.micro_batch = split.before_last = micro_batch;
+  split.last = samples - (split.count - 1) * micro_batch;
+  if (split.last < need) {
+    const int lacking = need - split.last;
+    if (split.count < 2 || micro_batch - lacking < need)
+      throw std::invalid_argument("split_into_micro_batches: micro-batch " + std::to_string(micro_batch) +
+                                  " is below 2 x " + std::to_string(need) + " - 1");
+    split.before_last -= lacking;
+    split.last = need;
+  }
+  return split;
 }
 
 MicroBatchPlan BatchPlanner::plan_at(int micro_batch, std::size_t workspace_limit) const {
@@ -68,8 +102,8 @@ MicroBatchPlan BatchPlanner::plan(int micro_batch) const { return plan_at(micro_
 
 int BatchPlanner::largest_fitting(int limit) const {
   if (options_.memory_budget == 0) return limit;
-  if (!breakdown(1).fits()) return 0;
-  int lo = 1, hi = limit;  // the plan grows with the micro-batch: bisect
+  if (limit < smallest_ || !breakdown(smallest_).fits()) return 0;
+  int lo = smallest_, hi = limit;  // the plan grows with the micro-batch: bisect
   while (lo < hi) {
     const int mid = lo + (hi - lo + 1) / 2;
     if (breakdown(mid).fits()) lo = mid;

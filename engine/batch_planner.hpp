@@ -22,6 +22,18 @@ struct BatchPlanOptions {
   bool rewrite_graph = true;
 };
 
+// How a step of `samples` runs at micro-batch b: micro-batches of b, then the rest. A rest below
+// `need` samples (a layer's training minimum) takes what it lacks from the micro-batch before it,
+// which b >= 2 * need - 1 always allows. Needs samples >= need. (No vector: a step allocates nothing.)
+struct MicroBatchSplit {
+  int count = 0;
+  int micro_batch = 0;
+  int before_last = 0;  // less than micro_batch only where it gave to the last
+  int last = 0;
+  int size(int j) const { return j == count - 1 ? last : j == count - 2 ? before_last : micro_batch; }
+};
+MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need = 1);
+
 // The plans of one micro-batch and what they take: what the trainer builds, and what it reports.
 struct MicroBatchPlan {
   StepPlan training, inference;
@@ -44,11 +56,18 @@ class BatchPlanner {
   // 0 when nothing fits.
   int choose() const;
   const BatchPlanOptions& options() const { return options_; }
+  // What the network's layers need of a training micro-batch, and the smallest micro-batch the
+  // planner will use: 1, or with a need of n > 1 samples 2n - 1 (at most the batch), so that any
+  // step of n samples or more splits into micro-batches of n or more.
+  const TrainingBatchNeed& training_batch_need() const { return need_; }
+  int smallest_micro_batch() const { return smallest_; }
 
  private:
   Network& net_;
   Backend& backend_;
   BatchPlanOptions options_;
+  TrainingBatchNeed need_;
+  int smallest_ = 1;
 
   MicroBatchPlan plan_at(int micro_batch, std::size_t workspace_limit) const;
 };

@@ -77,6 +77,18 @@ std::vector<int> Network::readers_of_value(int value) const {
   return readers;
 }
 
+TrainingBatchNeed Network::training_batch_need() const {
+  TrainingBatchNeed most;
+  for (int id = 1; id < size(); ++id) {
+    const TrainingBatchNeed need = node(id).layer->training_batch_need();
+    if (need.samples <= most.samples) continue;
+    most.samples = need.samples;
+    most.why = "layer " + node(id).name + " on " + node(node(id).inputs[0]).shape.str() + " needs at least " +
+               std::to_string(need.samples) + " samples per training micro-batch: " + need.why;
+  }
+  return most;
+}
+
 int Network::commute_relu_and_max_pool() {
   int swapped = 0;
   for (int id = 1; id + 1 < size(); ++id) {

@@ -41,6 +41,10 @@ class Network {
   // Node ids that read node `id`'s output, through views (a Flatten's readers read its input).
   std::vector<int> readers_of_value(int value) const;
 
+  // The fewest samples a training micro-batch may hold: the largest any layer needs, its reason
+  // naming that layer and its input.
+  TrainingBatchNeed training_batch_need() const;
+
   std::string summary() const;  // one line per layer: shape and parameter count
 
   // Rewrites ReLU -> max pooling into max pooling -> ReLU wherever the ReLU's output is read by

@@ -47,7 +47,7 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
   if (b == 0) {
     const int asked = options_.accumulate > 0  ? ceil_div(options_.batch, options_.accumulate)
                       : options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch)
-                                                 : 1;
+                                                 : planner_->smallest_micro_batch();
     const MemoryBreakdown smallest = breakdown(asked);
     memory::OutOfMemoryDetails details;
     details.requested = smallest.total();
@@ -130,16 +130,17 @@ void Trainer::build(int micro_batch) {
 }
 
 int Trainer::build_fitting(int micro_batch) {
+  const int smallest = planner_->smallest_micro_batch();
   for (;;) {
     try {
       build(micro_batch);
       return micro_batch;
     } catch (const memory::OutOfMemory& error) {
-      if (micro_batch == 1)
-        throw memory::OutOfMemory(std::string("cannot reserve the step memory even at micro-batch 1: ") + error.what() +
-                                      "\n" + format_memory_table(breakdown(1)),
+      if (micro_batch <= smallest)
+        throw memory::OutOfMemory("cannot reserve the step memory even at micro-batch " + std::to_string(micro_batch) +
+                                      ": " + error.what() + "\n" + format_memory_table(breakdown(micro_batch)),
                                   error.details());
-      micro_batch = std::max(1, micro_batch / 2);
+      micro_batch = std::max(smallest, micro_batch / 2);
     }
   }
 }
@@ -168,26 +169,31 @@ void Trainer::check_labels(const HostBatch& batch) const {
                               " is outside the " + std::to_string(classes) + " classes of the network");
 }
 
-void Trainer::run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training) {
-  const int b = (training ? plan_ : eval_plan_)->micro_batch;
+MicroBatchSplit Trainer::micro_batch_sizes(int samples, bool training) const {
+  return split_into_micro_batches(samples, micro_batch_, training ? planner_->training_batch_need().samples : 1);
+}
+
+void Trainer::run_micro_batches(const HostBatch& batch, bool training) {
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = training ? *executor_ : *eval_executor_;
   // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
   // masks do not depend on the micro-batch size, so a replay at a smaller one gives the same result.
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
-  for (int j = 0; j < count; ++j) {
-    const int first = j * b;
-    MicroBatch mb{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
-                  std::min(b, batch.size - first), first};
-    executor.run(mb, grad_scale, seed);
-  }
+  const float grad_scale = training ? 1.0f / static_cast<float>(batch.size) : 0.f;
+  const MicroBatchSplit split = micro_batch_sizes(batch.size, training);
+  for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
+    executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
+                            split.size(j), first},
+                 grad_scale, seed);
   check_capture();
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
   if (batch.size <= 0) throw std::invalid_argument("train_step: empty batch");
+  if (const TrainingBatchNeed& need = planner_->training_batch_need(); batch.size < need.samples)
+    throw std::invalid_argument("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " +
+                                need.why);
   check_labels(batch);
-  const float grad_scale = 1.0f / static_cast<float>(batch.size);
   ensure_built();
   maybe_regrow();
   params_->save_state();
@@ -195,7 +201,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
     params_->zero_gradients();
     backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
     try {
-      run_micro_batches(batch, ceil_div(batch.size, micro_batch_), grad_scale, true);
+      run_micro_batches(batch, true);
       ++good_steps_since_recovery_;
       break;
     } catch (const memory::OutOfMemory& error) {
@@ -230,20 +236,22 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   r.accuracy = host[1] / batch.size;
   r.learning_rate = lr;
   r.micro_batch = micro_batch_;
-  r.micro_batches = ceil_div(batch.size, micro_batch_);
+  r.micro_batches = micro_batch_sizes(batch.size, true).count;
   return r;
 }
 
 void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
   const int b = micro_batch_;
-  if (b == 1) {  // nothing left to halve
+  const int smallest = planner_->smallest_micro_batch();
+  if (b <= smallest) {  // nothing left to halve
     release_step_memory();
-    throw memory::OutOfMemory(where + ": out of memory at micro-batch 1, nothing left to halve: " + error.what() +
-                                  "\n" + format_memory_table(breakdown(1)),
+    throw memory::OutOfMemory(where + ": out of memory at micro-batch " + std::to_string(b) +
+                                  ", the smallest this network trains at: " + error.what() + "\n" +
+                                  format_memory_table(breakdown(b)),
                               error.details());
   }
   good_steps_since_recovery_ = 0;
-  const int smaller = build_fitting(std::max(1, b / 2));
+  const int smaller = build_fitting(std::max(smallest, b / 2));
   if (on_recovery)
     on_recovery(where + ": out of memory at micro-batch " + std::to_string(b) + " (" + error.what() +
                 "); replaying it at micro-batch " + std::to_string(smaller));
@@ -263,7 +271,7 @@ EvalResult Trainer::evaluate(const NextBatch& next) {
     for (;;) {
       backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
       try {
-        run_micro_batches(*batch, ceil_div(batch->size, micro_batch_), 0.f, false);
+        run_micro_batches(*batch, false);
         break;
       } catch (const memory::OutOfMemory& error) {
         shrink_after(error, "evaluation batch " + std::to_string(batches));

@@ -53,7 +53,7 @@ inline constexpr std::size_t kTrainerMetricsBytes = sizeof(TrainerSlots);
 // answers are the trainer's.
 BatchPlanOptions planning_options(const TrainerOptions& options);
 
-// Refusal before step 1: the plan cannot fit the budget even at micro-batch 1.
+// Refusal before step 1: the plan cannot fit the budget even at the smallest micro-batch.
 class BudgetTooSmall : public memory::OutOfMemory {
  public:
   BudgetTooSmall(std::string message, memory::OutOfMemoryDetails details)
@@ -131,9 +131,11 @@ class Trainer {
   void check_labels(const HostBatch& batch) const;
   void release_step_memory();
   // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at half
-  // the micro-batch or less, or, at micro-batch 1, an OutOfMemory with the byte table.
+  // the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
-  void run_micro_batches(const HostBatch& batch, int count, float grad_scale, bool training);
+  void run_micro_batches(const HostBatch& batch, bool training);
+  // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
+  MicroBatchSplit micro_batch_sizes(int samples, bool training) const;
   StepSlots slots() const;
   // After a capture failed in an executor: log it once and record no more.
   void check_capture();

@@ -11,7 +11,15 @@ Shape BatchNorm2D::output_shape(const std::vector<Shape>& inputs) {
   const Shape& x = inputs.at(0);
   if (x.rank != 3 && x.rank != 1) throw ShapeError("batchnorm2d: needs a CxHxW or C input, got " + x.str());
   channels_ = x[0];
+  values_per_channel_ = x.elements() / static_cast<std::size_t>(channels_);
   return x;
+}
+
+TrainingBatchNeed BatchNorm2D::training_batch_need() const {
+  // One value per channel has no variance: it would normalise to beta, pass no gradient back and
+  // pull the running variance towards zero. Frameworks fail there mid-run; the planner refuses it.
+  if (values_per_channel_ != 1) return {};
+  return {2, "it normalises one value per channel per sample, and a batch variance needs two samples"};
 }
 
 std::vector<ParamSpec> BatchNorm2D::parameters() const {
@@ -23,6 +31,9 @@ std::vector<ParamSpec> BatchNorm2D::parameters() const {
 }
 
 void BatchNorm2D::forward(const LayerContext& c) {
+  if (c.training && static_cast<std::size_t>(c.batch) * values_per_channel_ < 2)
+    throw std::invalid_argument("batchnorm2d: training on a micro-batch of " + std::to_string(c.batch) +
+                                " sample(s) with one value per channel: " + training_batch_need().why);
   if (c.training)
     c.backend->batchnorm_forward_training(c.inputs[0], c.params[0], c.params[1], c.output, c.params[2], c.params[3],
                                           momentum_, epsilon_, c.saved[0], c.saved[1]);

@@ -16,12 +16,14 @@ class BatchNorm2D final : public Layer {
     return {static_cast<std::size_t>(channels_), static_cast<std::size_t>(channels_)};
   }
   bool backward_needs_input() const override { return true; }
+  TrainingBatchNeed training_batch_need() const override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
 
  private:
   float momentum_, epsilon_;
   int channels_ = 0;
+  std::size_t values_per_channel_ = 0;  // per sample: H x W, or 1 after a dense layer
 };
 
 }  // namespace cnn

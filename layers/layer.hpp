@@ -28,6 +28,11 @@ struct ParamSpec {
   bool trainable = true;  // false: state such as running statistics (no gradient, no optimizer)
 };
 
+struct TrainingBatchNeed {
+  int samples = 1;
+  std::string why;
+};
+
 struct LayerContext {
   Backend* backend = nullptr;
   int batch = 0;
@@ -63,6 +68,8 @@ class Layer {
   virtual std::vector<std::size_t> saved_floats(int /*batch*/) const { return {}; }
   virtual std::size_t workspace_bytes(Backend&, int /*batch*/, ConvPass, std::size_t /*limit*/) { return 0; }
   virtual bool backward_needs_input() const { return false; }
+  // The fewest samples a training micro-batch may hold, and why (empty when any number will do).
+  virtual TrainingBatchNeed training_batch_need() const { return {}; }
   virtual bool backward_needs_output() const { return false; }
   // True for a layer whose output is its input seen with another shape (Flatten): the engine
   // gives it no buffer and never calls forward or backward.

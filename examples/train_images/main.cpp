@@ -79,7 +79,20 @@ int run(const Options& o) {
   train_options.batch = o.batch;
   train_options.seed = o.seed;
   train_options.augment_flip = o.augment;
+  // A last batch too small for the network to train on (BatchNorm over one value per channel
+  // needs two samples) is left out of each epoch, with a note: the order is shuffled, so a
+  // different sample each epoch.
+  const TrainingBatchNeed need = network.training_batch_need();
+  const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
+  if (samples < static_cast<std::size_t>(need.samples))
+    throw std::invalid_argument("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
+  if (samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < static_cast<std::size_t>(need.samples)) {
+    train_options.drop_last = true;
+    std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
+              << ") is left out, a different one each epoch, because " << need.why << "\n";
+  }
   data::LoaderOptions test_options = train_options;
+  test_options.drop_last = false;
   test_options.shuffle = false;
   test_options.augment_flip = false;
   memory::StatisticsAdaptor staging_stats(backend.staging_memory());

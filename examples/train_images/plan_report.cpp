@@ -19,14 +19,18 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
   }
   std::cout << "largest micro-batch that fits: " << largest
             << (t.memory_budget ? "" : " (no budget: the requested batch)") << "\n";
+  if (planner.smallest_micro_batch() > 1)
+    std::cout << "smallest micro-batch: " << planner.smallest_micro_batch() << ", because "
+              << planner.training_batch_need().why << "\n";
   const int b = planner.choose();
   if (b == 0) {
     std::cout << "the micro-batch asked for does not fit the budget\n";
     return 3;
   }
-  const int k = (t.batch + b - 1) / b;
-  std::cout << "chosen: batch " << t.batch << " = " << k << " x micro-batch " << b;
-  if (t.batch % b) std::cout << " (the last one " << t.batch - (k - 1) * b << ")";
+  const MicroBatchSplit split = split_into_micro_batches(t.batch, b, planner.training_batch_need().samples);
+  std::cout << "chosen: batch " << t.batch << " = " << split.count << " x micro-batch " << b;
+  if (split.before_last != b) std::cout << " (the last two " << split.before_last << " and " << split.last << ")";
+  else if (split.last != b) std::cout << " (the last one " << split.last << ")";
   std::cout << "\n" << format_memory_table(planner.breakdown(b));
   return 0;
 }

@@ -1,0 +1,180 @@
+// A BatchNorm that sees one value per channel per sample (after a dense layer or a global
+// pooling) has no variance to normalise with on a micro-batch of one sample: it would output beta,
+// pass no gradient back and pull its running variance towards zero. The planner keeps training
+// micro-batches at two samples or more and refuses what cannot, before step 1.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/presets.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
+#include "test_networks.hpp"
+
+using namespace cnn;
+using cnn::testing::constant_sgd;
+using cnn::testing::SyntheticData;
+
+namespace {
+
+const Shape kImage{1, 6, 6};
+
+Network dense_batchnorm() {
+  return parse_network("conv 4 3 pad=1\nrelu\nflatten\ndense 16\nbatchnorm\nrelu\ndense 4\n", kImage, 4);
+}
+
+Network pooled_batchnorm() {
+  return parse_network("conv 8 3 pad=1\nglobalavgpool\nbatchnorm\nflatten\ndense 4\n", kImage, 4);
+}
+
+std::vector<int> sizes(int samples, int micro_batch, int need = 1) {
+  const MicroBatchSplit split = split_into_micro_batches(samples, micro_batch, need);
+  std::vector<int> out;
+  for (int j = 0; j < split.count; ++j) out.push_back(split.size(j));
+  return out;
+}
+
+int total(const std::vector<int>& sizes) {
+  int sum = 0;
+  for (int s : sizes) sum += s;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("a step splits into micro-batches of the need or more, and of the micro-batch or less", "[planner]") {
+  CHECK(sizes(16, 4) == std::vector<int>{4, 4, 4, 4});
+  CHECK(sizes(10, 4) == std::vector<int>{4, 4, 2});
+  CHECK(sizes(9, 4) == std::vector<int>{4, 4, 1});
+  CHECK(sizes(9, 4, 2) == std::vector<int>{4, 3, 2});
+  CHECK(sizes(7, 3, 2) == std::vector<int>{3, 2, 2});
+  CHECK(sizes(4, 3, 2) == std::vector<int>{2, 2});
+  CHECK(sizes(2, 2, 2) == std::vector<int>{2});
+  CHECK_THROWS_AS(split_into_micro_batches(1, 3, 2), std::invalid_argument);
+  CHECK_THROWS_AS(split_into_micro_batches(5, 2, 2), std::invalid_argument);  // 2 + 2 + 1: b < 2 x 2 - 1
+  for (int need = 1; need <= 3; ++need)
+    for (int b = 2 * need - 1; b <= 20; ++b)
+      for (int samples = need; samples <= 70; ++samples) {
+        INFO("need " << need << ", micro-batch " << b << ", " << samples << " samples");
+        const std::vector<int> split = sizes(samples, b, need);
+        REQUIRE(total(split) == samples);
+        REQUIRE(static_cast<int>(split.size()) == (samples + b - 1) / b);  // no more than plain splitting
+        for (int s : split) REQUIRE((s >= need && s <= b));
+      }
+}
+
+TEST_CASE("a BatchNorm over one value per channel sets the smallest micro-batch", "[planner][batchnorm]") {
+  CpuBackend backend(1);
+  BatchPlanOptions o;
+  o.batch = 16;
+  SECTION("after a dense layer") {
+    Network net = dense_batchnorm();
+    const BatchPlanner planner(net, backend, o);
+    CHECK(planner.training_batch_need().samples == 2);
+    CHECK_THAT(planner.training_batch_need().why, Catch::Contains("5:batchnorm2d on [16]"));
+    CHECK(planner.smallest_micro_batch() == 3);
+  }
+  SECTION("after a global pooling") {
+    Network net = pooled_batchnorm();
+    CHECK(BatchPlanner(net, backend, o).smallest_micro_batch() == 3);
+  }
+  SECTION("a batch of 2 may not be split") {
+    Network net = dense_batchnorm();
+    o.batch = 2;
+    CHECK(BatchPlanner(net, backend, o).smallest_micro_batch() == 2);
+  }
+  SECTION("on images any micro-batch will do") {
+    Network net = make_preset("small-bn", kImage, 4);
+    const BatchPlanner planner(net, backend, o);
+    CHECK(planner.training_batch_need().samples == 1);
+    CHECK(planner.smallest_micro_batch() == 1);
+  }
+}
+
+TEST_CASE("batches and micro-batches too small for such a BatchNorm are refused before step 1",
+          "[planner][batchnorm]") {
+  CpuBackend backend(1);
+  Network net = dense_batchnorm();
+  BatchPlanOptions o;
+  o.batch = 1;
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("a batch of 1") && Catch::Contains("batchnorm2d"));
+  o.batch = 16;
+  o.micro_batch = 2;
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o),
+                    Catch::Contains("micro-batch 2 is too small") && Catch::Contains("smallest micro-batch is 3"));
+  o.micro_batch = 0;
+  o.accumulate = 8;
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("micro-batch 2 is too small"));
+
+  // A budget that holds micro-batch 2 but not 3: refused, naming micro-batch 3.
+  TrainerOptions t = constant_sgd(16);
+  const BatchPlanner probe(net, backend, planning_options(t));
+  t.memory_budget = probe.breakdown(2).total();
+  REQUIRE(probe.breakdown(3).total() > t.memory_budget);
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  CHECK_THROWS_WITH(Trainer(net, backend, stats, t), Catch::Contains("at micro-batch 3"));
+  CHECK(stats.statistics().allocations == 0);
+}
+
+TEST_CASE("a trainer keeps such a BatchNorm's micro-batches at two samples or more", "[trainer][batchnorm]") {
+  CpuBackend backend(1);
+  Network net = dense_batchnorm();
+  TrainerOptions o = constant_sgd(7);
+  o.micro_batch = 3;
+  Trainer trainer(net, backend, memory::host_resource(), o);
+  const SyntheticData data(8, kImage, 4, 5);
+  const StepReport r = trainer.train_step(data.batch(0, 7));  // 3 + 2 + 2, not 3 + 3 + 1
+  CHECK(r.micro_batches == 3);
+  CHECK(std::isfinite(r.loss));
+
+  // A batch of one sample (an epoch's last) is refused and changes nothing.
+  const std::vector<float> before = trainer.parameters().download();
+  CHECK_THROWS_WITH(trainer.train_step(data.batch(7, 1)), Catch::Contains("a batch of 1 cannot train"));
+  CHECK(trainer.parameters().download() == before);
+  CHECK(trainer.steps() == 1);
+  // Evaluation uses the running statistics: one sample is fine.
+  bool given = false;
+  const EvalResult eval = trainer.evaluate([&]() -> std::optional<HostBatch> {
+    if (given) return std::nullopt;
+    given = true;
+    return data.batch(7, 1);
+  });
+  CHECK(eval.samples == 1);
+}
+
+TEST_CASE("out-of-memory recovery halves no further than the smallest micro-batch", "[recovery][batchnorm]") {
+  memory::FaultInjectionAdaptor faults(memory::host_resource());
+  auto direct = memory::make_strategy("direct", faults, 0);
+  Network net = dense_batchnorm();
+  TrainerOptions o = constant_sgd(16);
+  o.step_allocator = direct.get();
+  CpuBackend backend(1);
+  Trainer trainer(net, backend, memory::host_resource(), o);
+  std::vector<std::string> recoveries;
+  trainer.on_recovery = [&](const std::string& message) { recoveries.push_back(message); };
+  const SyntheticData data(16, kImage, 4, 6);
+  // The first request of each attempt fails: 16 -> 8 -> 4 -> 3, then nothing is left to halve.
+  std::set<std::uint64_t> first_of_each;
+  for (std::uint64_t i = 0; i < 200; ++i) first_of_each.insert(i);
+  faults.fail_on(first_of_each);
+  CHECK_THROWS_WITH(trainer.train_step(data.batch(0, 16)),
+                    Catch::Contains("micro-batch 3, the smallest this network trains at"));
+  REQUIRE(recoveries.size() == 3);
+  CHECK_THAT(recoveries.back(), Catch::Contains("replaying it at micro-batch 3"));
+}
+
+TEST_CASE("the layer refuses a one-sample training pass with one value per channel", "[batchnorm]") {
+  BatchNorm2D layer;
+  layer.output_shape({Shape{6}});
+  LayerContext c;
+  c.batch = 1;
+  c.training = true;
+  CHECK_THROWS_WITH(layer.forward(c), Catch::Contains("micro-batch of 1 sample"));
+}
