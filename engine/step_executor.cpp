@@ -141,7 +141,11 @@ void StepExecutor::compute(int n) {
     if (!nd.layer->is_view()) {
       gather(nd, id);
       grad_inputs.clear();
-      for (int in : nd.inputs) grad_inputs.push_back(gradient(in, n));  // empty for the input
+      for (int in : nd.inputs) {
+        Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
+        if (g.empty()) g = buffer(plan_.discarded_input_grad[static_cast<std::size_t>(id)], net_.node(in).shape.batched(n));
+        grad_inputs.push_back(g);
+      }
       LayerContext c = context(id, plan_.backward_workspace[static_cast<std::size_t>(id)]);
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;

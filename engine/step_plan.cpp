@@ -30,6 +30,7 @@ StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool trainin
   p.forward_workspace.assign(count, -1);
   p.backward_workspace.assign(count, -1);
   p.accumulate.assign(count, {});
+  p.discarded_input_grad.assign(count, -1);
   p.time_steps = training ? 2 * L + 2 : L + 2;
   const auto b = static_cast<std::size_t>(micro_batch);
 
@@ -88,6 +89,17 @@ StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool trainin
         for (int in : net.node(r).inputs) acc[k] = acc[k] || net.node(in).value == v;
       }
       for (std::size_t j = 0; j < k && !acc[k]; ++j) acc[k] = net.node(n.inputs[j]).value == v;
+    }
+    if (training && n.layer->backward_writes_input_gradient()) {
+      std::size_t largest = 0;
+      for (std::size_t k = 0; k < n.inputs.size(); ++k)
+        if (p.value_grad[static_cast<std::size_t>(net.node(n.inputs[k]).value)] < 0) {
+          largest = std::max(largest, net.node(n.inputs[k]).shape.elements() * b * sizeof(float));
+          acc[k] = false;  // written, never added to
+        }
+      if (largest)
+        p.discarded_input_grad[static_cast<std::size_t>(id)] = add_request(
+            p, "discarded grad " + n.name, largest, p.backward_time(id), p.backward_time(id), Category::activations);
     }
   }
   p.labels = add_request(p, "labels", b * sizeof(std::int32_t), 0, p.loss_time(), Category::data_staging);

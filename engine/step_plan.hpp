@@ -23,6 +23,9 @@ struct StepPlan {
   std::vector<std::vector<int>> saved;
   std::vector<int> forward_workspace, backward_workspace;
   std::vector<std::vector<bool>> accumulate;  // per node, per input: add into the input gradient
+  // Per node: where its layer writes an input gradient nothing reads (the network input's), a
+  // buffer live during its backward only (Layer::backward_writes_input_gradient).
+  std::vector<int> discarded_input_grad;
   int labels = -1;
 
   int forward_time(int node) const { return node; }

@@ -43,13 +43,10 @@ void BatchNorm2D::forward(const LayerContext& c) {
 }
 
 void BatchNorm2D::backward(const LayerContext& c) {
-  Tensor dx = wants_gradient(c, 0) ? c.grad_inputs[0] : Tensor{};
-  // Without an input gradient the backend still needs somewhere to write; the layers before
-  // a BatchNorm always want one in practice, so this is a rare case: use grad_output in place.
-  const bool in_place = dx.empty();
-  if (in_place) dx = c.grad_output;
-  c.backend->batchnorm_backward(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], dx, c.grads[0],
-                                c.grads[1], in_place ? false : c.accumulate[0]);
+  // The plan gives an input gradient buffer even where nothing reads it (backward_writes_input_gradient).
+  if (!wants_gradient(c, 0)) throw std::logic_error("batchnorm2d: backward without a buffer for the input gradient");
+  c.backend->batchnorm_backward(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], c.grad_inputs[0],
+                                c.grads[0], c.grads[1], c.accumulate[0]);
 }
 
 }  // namespace cnn

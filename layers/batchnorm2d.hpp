@@ -16,6 +16,7 @@ class BatchNorm2D final : public Layer {
     return {static_cast<std::size_t>(channels_), static_cast<std::size_t>(channels_)};
   }
   bool backward_needs_input() const override { return true; }
+  bool backward_writes_input_gradient() const override { return true; }
   TrainingBatchNeed training_batch_need() const override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;

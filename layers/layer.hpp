@@ -68,6 +68,10 @@ class Layer {
   virtual std::vector<std::size_t> saved_floats(int /*batch*/) const { return {}; }
   virtual std::size_t workspace_bytes(Backend&, int /*batch*/, ConvPass, std::size_t /*limit*/) { return 0; }
   virtual bool backward_needs_input() const { return false; }
+  // True for a layer whose backward always writes its input's gradient (cuDNN's BatchNorm
+  // backward has no form without it, and writing it over the output gradient in place is not
+  // documented to work): where nothing wants that gradient, the plan gives a buffer to discard.
+  virtual bool backward_writes_input_gradient() const { return false; }
   // The fewest samples a training micro-batch may hold, and why (empty when any number will do).
   virtual TrainingBatchNeed training_batch_need() const { return {}; }
   virtual bool backward_needs_output() const { return false; }

@@ -1,7 +1,10 @@
-// A BatchNorm that sees one value per channel per sample (after a dense layer or a global
-// pooling) has no variance to normalise with on a micro-batch of one sample: it would output beta,
-// pass no gradient back and pull its running variance towards zero. The planner keeps training
-// micro-batches at two samples or more and refuses what cannot, before step 1.
+// What BatchNorm asks of the plan.
+// - One value per channel per sample (after a dense layer or a global pooling) has no variance on
+//   a micro-batch of one sample: it would output beta, pass no gradient back and pull its running
+//   variance towards zero. The planner keeps training micro-batches at two samples or more and
+//   refuses what cannot, before step 1.
+// - Its backward always writes an input gradient (cuDNN's has no form without one): reading the
+//   network input, it gets a buffer to discard instead of writing over its output gradient.
 #include <catch2/catch.hpp>
 
 #include <set>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/step_plan.hpp"
 #include "engine/presets.hpp"
 #include "layers/batchnorm2d.hpp"
 #include "memory/budget_adaptor.hpp"
@@ -177,4 +181,51 @@ TEST_CASE("the layer refuses a one-sample training pass with one value per chann
   c.batch = 1;
   c.training = true;
   CHECK_THROWS_WITH(layer.forward(c), Catch::Contains("micro-batch of 1 sample"));
+}
+
+namespace {
+
+// Records whether BatchNorm's backward was ever asked to write its input gradient over its
+// output gradient.
+class AliasSpy final : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  int calls = 0, aliased = 0;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
+                          const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) override {
+    ++calls;
+    if (dx.data == dy.data) ++aliased;
+    CpuBackend::batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a BatchNorm on the network input writes its input gradient to a buffer of its own", "[planner][batchnorm]") {
+  const char* text = "batchnorm\nconv 4 3 pad=1\nrelu\nflatten\ndense 4\n";
+  AliasSpy backend(1);
+  {
+    Network net = parse_network(text, kImage, 4);
+    const StepPlan training = plan_step(net, backend, 8, true, 0);
+    const int discarded = training.discarded_input_grad[1];
+    REQUIRE(discarded >= 0);
+    CHECK(training.requests[static_cast<std::size_t>(discarded)].name == "discarded grad 1:batchnorm2d");
+    CHECK(training.requests[static_cast<std::size_t>(discarded)].bytes == kImage.elements() * 8 * sizeof(float));
+    CHECK(training.accumulate[1][0] == false);
+    for (int id = 2; id < net.size(); ++id) CHECK(training.discarded_input_grad[static_cast<std::size_t>(id)] == -1);
+    const StepPlan inference = plan_step(net, backend, 8, false, 0);
+    CHECK(inference.discarded_input_grad[1] == -1);
+  }
+  {
+    Network net = make_preset("small-bn", kImage, 4);  // BatchNorm after convolutions: gradients wanted
+    const StepPlan training = plan_step(net, backend, 8, true, 0);
+    for (int id = 1; id < net.size(); ++id) CHECK(training.discarded_input_grad[static_cast<std::size_t>(id)] == -1);
+  }
+
+  Network net = parse_network(text, kImage, 4);
+  Trainer trainer(net, backend, memory::host_resource(), constant_sgd(8));
+  const SyntheticData data(8, kImage, 4, 9);
+  CHECK(std::isfinite(trainer.train_step(data.batch(0, 8)).loss));
+  CHECK(backend.calls == 1);
+  CHECK(backend.aliased == 0);
 }
