@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "engine/network_text.hpp"
 #include "engine/presets.hpp"
 #include "engine/test_networks.hpp"
 #include "engine/trainer.hpp"
@@ -30,9 +31,14 @@ std::size_t device_free_bytes() {
   return free;
 }
 
+// A preset's name, or a network text (it has a newline).
+Network make_network(const std::string& model) {
+  return model.find('\n') == std::string::npos ? make_preset(model, kImage, 10) : parse_network(model, kImage, 10);
+}
+
 std::vector<double> losses(Backend& backend, const std::string& model, TrainerOptions o, int steps,
                            std::vector<float>* params = nullptr) {
-  Network net = make_preset(model, kImage, 10);
+  Network net = make_network(model);
   Trainer trainer(net, backend, backend.device_memory(), o);
   SyntheticData data(o.batch * steps, kImage, 10, 17);
   std::vector<double> out;
@@ -59,6 +65,24 @@ TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses
     CHECK(worst < 2e-2);
     CHECK(gpu.back() < gpu.front());
   }
+}
+
+TEST_CASE("BatchNorm on the network input and after a dense layer trains on the GPU as on the CPU",
+          "[cuda][training][batchnorm]") {
+  // The first BatchNorm writes an input gradient nobody reads (the plan's discarded buffer, not
+  // its output gradient in place); the second sees one value per channel, so 29 samples at
+  // micro-batch 7 run as 7 + 7 + 7 + 6 + 2.
+  const std::string text = "batchnorm\nconv 8 3 pad=1\nrelu\nmaxpool 2\nflatten\ndense 32\nbatchnorm\nrelu\ndense 10\n";
+  TrainerOptions o = sgd(29);
+  o.micro_batch = 7;
+  const auto cpu = losses(cuda_test::cpu(), text, o, 30);
+  const auto gpu = losses(cuda_test::gpu(), text, o, 30);
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
+  INFO("largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
+  CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
+  CHECK(worst < 2e-2);
+  CHECK(gpu.back() < gpu.front());
 }
 
 TEST_CASE("a GPU training step allocates nothing", "[cuda][training]") {
