@@ -23,11 +23,16 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
     if (b < need_.samples) throw std::invalid_argument("a batch of " + std::to_string(b) + ": " + need_.why);
     const int asked = options_.accumulate > 0 ? (b + options_.accumulate - 1) / options_.accumulate
                                               : std::min(options_.micro_batch, b);
-    if (asked > 0 && asked < smallest_)
-      throw std::invalid_argument(
-          "micro-batch " + std::to_string(asked) + " is too small: " + need_.why + "; the smallest micro-batch is " +
-          std::to_string(smallest_) + ", so that every batch of " + std::to_string(need_.samples) +
-          " or more samples splits into micro-batches of " + std::to_string(need_.samples) + " or more");
+    if (asked > 0 && asked < smallest_) {
+      const std::string how = options_.accumulate > 0 ? "accumulating " + std::to_string(options_.accumulate) +
+                                                            " micro-batches of a batch of " + std::to_string(b) +
+                                                            " gives micro-batch " + std::to_string(asked)
+                                                      : "micro-batch " + std::to_string(asked);
+      throw std::invalid_argument(how + ", too small: " + need_.why + "; the smallest micro-batch is " +
+                                  std::to_string(smallest_) + ", so that every batch of " +
+                                  std::to_string(need_.samples) + " or more samples splits into micro-batches of " +
+                                  std::to_string(need_.samples) + " or more");
+    }
   }
 }
 

@@ -61,7 +61,7 @@ class StepExecutor {
     int batch;
     std::unique_ptr<CapturedCalls> calls;
   };
-  static constexpr std::size_t kMaxRecordings = 4;  // the full micro-batch, the last one, ... then eager
+  static constexpr std::size_t kMaxRecordings = 4;  // the full micro-batch, the last one or two, ... then eager
 
   Network& net_;
   Backend& backend_;

@@ -190,9 +190,17 @@ void Trainer::run_micro_batches(const HostBatch& batch, bool training) {
 
 StepReport Trainer::train_step(const HostBatch& batch) {
   if (batch.size <= 0) throw std::invalid_argument("train_step: empty batch");
-  if (const TrainingBatchNeed& need = planner_->training_batch_need(); batch.size < need.samples)
+  const TrainingBatchNeed& need = planner_->training_batch_need();
+  if (batch.size < need.samples)
     throw std::invalid_argument("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " +
                                 need.why);
+  // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
+  // cannot split: an odd one larger than 2.
+  if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
+    throw std::invalid_argument("train_step: a batch of " + std::to_string(batch.size) +
+                                " does not split into micro-batches of " + std::to_string(need.samples) + " to " +
+                                std::to_string(micro_batch_) + " samples (this trainer was planned for batches of " +
+                                std::to_string(options_.batch) + "): " + need.why);
   check_labels(batch);
   ensure_built();
   maybe_regrow();
@@ -246,7 +254,7 @@ void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& 
   if (b <= smallest) {  // nothing left to halve
     release_step_memory();
     throw memory::OutOfMemory(where + ": out of memory at micro-batch " + std::to_string(b) +
-                                  ", the smallest this network trains at: " + error.what() + "\n" +
+                                  ", the smallest planned for this network: " + error.what() + "\n" +
                                   format_memory_table(breakdown(b)),
                               error.details());
   }

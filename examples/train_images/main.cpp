@@ -84,7 +84,7 @@ int run(const Options& o) {
   // different sample each epoch.
   const TrainingBatchNeed need = network.training_batch_need();
   const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
-  if (samples < static_cast<std::size_t>(need.samples))
+  if (need.samples > 1 && samples < static_cast<std::size_t>(need.samples))
     throw std::invalid_argument("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
   if (samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < static_cast<std::size_t>(need.samples)) {
     train_options.drop_last = true;

@@ -20,6 +20,7 @@
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
+#include "heap_counter.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
@@ -112,10 +113,11 @@ TEST_CASE("batches and micro-batches too small for such a BatchNorm are refused 
   o.batch = 16;
   o.micro_batch = 2;
   CHECK_THROWS_WITH(BatchPlanner(net, backend, o),
-                    Catch::Contains("micro-batch 2 is too small") && Catch::Contains("smallest micro-batch is 3"));
+                    Catch::Contains("micro-batch 2, too small") && Catch::Contains("smallest micro-batch is 3"));
   o.micro_batch = 0;
   o.accumulate = 8;
-  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("micro-batch 2 is too small"));
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o),
+                    Catch::Contains("accumulating 8 micro-batches of a batch of 16 gives micro-batch 2, too small"));
 
   // A budget that holds micro-batch 2 but not 3: refused, naming micro-batch 3.
   TrainerOptions t = constant_sgd(16);
@@ -153,6 +155,20 @@ TEST_CASE("a trainer keeps such a BatchNorm's micro-batches at two samples or mo
   CHECK(eval.samples == 1);
 }
 
+TEST_CASE("a trainer planned for batches of 2 refuses an odd larger batch, and changes nothing", "[trainer][batchnorm]") {
+  CpuBackend backend(1);
+  Network net = dense_batchnorm();
+  Trainer trainer(net, backend, memory::host_resource(), constant_sgd(2));
+  REQUIRE(trainer.micro_batch() == 2);
+  const SyntheticData data(4, kImage, 4, 7);
+  CHECK(trainer.train_step(data.batch(0, 4)).micro_batches == 2);  // 2 + 2
+  const std::vector<float> before = trainer.parameters().download();
+  CHECK_THROWS_WITH(trainer.train_step(data.batch(0, 3)),
+                    Catch::Contains("a batch of 3 does not split into micro-batches of 2 to 2 samples") &&
+                        Catch::Contains("planned for batches of 2") && Catch::Contains("batchnorm2d"));
+  CHECK(trainer.parameters().download() == before);
+}
+
 TEST_CASE("out-of-memory recovery halves no further than the smallest micro-batch", "[recovery][batchnorm]") {
   memory::FaultInjectionAdaptor faults(memory::host_resource());
   auto direct = memory::make_strategy("direct", faults, 0);
@@ -168,10 +184,12 @@ TEST_CASE("out-of-memory recovery halves no further than the smallest micro-batc
   std::set<std::uint64_t> first_of_each;
   for (std::uint64_t i = 0; i < 200; ++i) first_of_each.insert(i);
   faults.fail_on(first_of_each);
+  const std::vector<float> before = trainer.parameters().download();  // running statistics included
   CHECK_THROWS_WITH(trainer.train_step(data.batch(0, 16)),
-                    Catch::Contains("micro-batch 3, the smallest this network trains at"));
+                    Catch::Contains("micro-batch 3, the smallest planned for this network"));
   REQUIRE(recoveries.size() == 3);
   CHECK_THAT(recoveries.back(), Catch::Contains("replaying it at micro-batch 3"));
+  CHECK(trainer.parameters().download() == before);
 }
 
 TEST_CASE("the layer refuses a one-sample training pass with one value per channel", "[batchnorm]") {
@@ -228,4 +246,33 @@ TEST_CASE("a BatchNorm on the network input writes its input gradient to a buffe
   CHECK(std::isfinite(trainer.train_step(data.batch(0, 8)).loss));
   CHECK(backend.calls == 1);
   CHECK(backend.aliased == 0);
+}
+
+TEST_CASE("steps that borrow, with BatchNorm on the input and after a dense layer, allocate nothing and "
+          "give the same parameters under a framework-style strategy", "[trainer][batchnorm][memory]") {
+  const char* text = "batchnorm\nconv 4 3 pad=1\nrelu\nflatten\ndense 16\nbatchnorm\nrelu\ndense 4\n";
+  const int batch = 25, steps = 4;  // 25 at micro-batch 8: 8 + 8 + 7 + 2
+  const SyntheticData data(batch * steps, kImage, 4, 11);
+  TrainerOptions o = constant_sgd(batch);
+  o.micro_batch = 8;
+  CpuBackend backend(2);
+
+  std::vector<float> planned;
+  {
+    Network net = parse_network(text, kImage, 4);
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    CHECK(trainer.train_step(data.batch(0, batch)).micro_batches == 4);  // warm-up: lazily built thread pools
+    const long heap_before = testing::heap_allocations();
+    for (int s = 1; s < steps; ++s) trainer.train_step(data.batch(s * batch, batch));
+    CHECK(testing::heap_allocations() == heap_before);
+    planned = trainer.parameters().download();
+  }
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  auto direct = memory::make_strategy("direct", stats, 0);
+  o.step_allocator = direct.get();
+  Network net = parse_network(text, kImage, 4);
+  Trainer trainer(net, backend, memory::host_resource(), o);
+  for (int s = 0; s < steps; ++s) trainer.train_step(data.batch(s * batch, batch));
+  CHECK(trainer.parameters().download() == planned);  // the same operations on other addresses
+  CHECK(stats.statistics().current_bytes == 0);
 }
