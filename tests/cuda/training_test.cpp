@@ -47,6 +47,17 @@ std::vector<double> losses(Backend& backend, const std::string& model, TrainerOp
   return out;
 }
 
+// The GPU's losses against the CPU's from the same seed: the first step alike, the run close,
+// and learning.
+void check_close_losses(const std::vector<double>& cpu, const std::vector<double>& gpu) {
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
+  INFO("largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
+  CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
+  CHECK(worst < 2e-2);
+  CHECK(gpu.back() < gpu.front());
+}
+
 }  // namespace
 
 TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses", "[cuda][training]") {
@@ -55,15 +66,8 @@ TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses
   adamw.optimizer.learning_rate = 1e-3f;
   // resnet: BatchNorm, residual adds, strided 1x1 projections and global average pooling.
   for (auto [model, options] : {std::pair{"small", sgd(32)}, {"small-bn", sgd(32)}, {"resnet", sgd(32)}, {"small", adamw}}) {
-    const auto cpu = losses(cuda_test::cpu(), model, options, 100);
-    const auto gpu = losses(cuda_test::gpu(), model, options, 100);
-    double worst = 0;
-    for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
-    INFO(model << " (" << options.optimizer.kind << "): largest relative loss difference " << worst << ", final "
-               << cpu.back() << " / " << gpu.back());
-    CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
-    CHECK(worst < 2e-2);
-    CHECK(gpu.back() < gpu.front());
+    INFO(model << " (" << options.optimizer.kind << ")");
+    check_close_losses(losses(cuda_test::cpu(), model, options, 100), losses(cuda_test::gpu(), model, options, 100));
   }
 }
 
@@ -75,14 +79,7 @@ TEST_CASE("BatchNorm on the network input and after a dense layer trains on the 
   const std::string text = "batchnorm\nconv 8 3 pad=1\nrelu\nmaxpool 2\nflatten\ndense 32\nbatchnorm\nrelu\ndense 10\n";
   TrainerOptions o = sgd(29);
   o.micro_batch = 7;
-  const auto cpu = losses(cuda_test::cpu(), text, o, 30);
-  const auto gpu = losses(cuda_test::gpu(), text, o, 30);
-  double worst = 0;
-  for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
-  INFO("largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
-  CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
-  CHECK(worst < 2e-2);
-  CHECK(gpu.back() < gpu.front());
+  check_close_losses(losses(cuda_test::cpu(), text, o, 30), losses(cuda_test::gpu(), text, o, 30));
 }
 
 TEST_CASE("a GPU training step allocates nothing", "[cuda][training]") {
