@@ -21,9 +21,7 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
     const int b = options_.batch;
     smallest_ = std::min(b, 2 * need_.samples - 1);
     if (b < need_.samples) throw std::invalid_argument("a batch of " + std::to_string(b) + ": " + need_.why);
-    const int asked = options_.accumulate > 0 ? (b + options_.accumulate - 1) / options_.accumulate
-                                              : std::min(options_.micro_batch, b);
-    if (asked > 0 && asked < smallest_) {
+    if (const int asked = asked_micro_batch(); asked > 0 && asked < smallest_) {
       const std::string how = options_.accumulate > 0 ? "accumulating " + std::to_string(options_.accumulate) +
                                                             " micro-batches of a batch of " + std::to_string(b) +
                                                             " gives micro-batch " + std::to_string(asked)
@@ -123,11 +121,14 @@ int BatchPlanner::largest_fitting(int limit) const {
   return lo;
 }
 
+int BatchPlanner::asked_micro_batch() const {
+  if (options_.accumulate > 0) return (options_.batch + options_.accumulate - 1) / options_.accumulate;
+  return std::min(options_.micro_batch, options_.batch);
+}
+
 int BatchPlanner::choose() const {
-  int b = 0;
-  if (options_.accumulate > 0) b = (options_.batch + options_.accumulate - 1) / options_.accumulate;
-  else if (options_.micro_batch > 0) b = std::min(options_.micro_batch, options_.batch);
-  else return largest_fitting(options_.batch);
+  const int b = asked_micro_batch();
+  if (b == 0) return largest_fitting(options_.batch);
   return breakdown(b).fits() ? b : 0;
 }
 

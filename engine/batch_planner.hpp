@@ -55,6 +55,9 @@ class BatchPlanner {
   // What the options ask for: an explicit micro-batch or count, else the largest that fits.
   // 0 when nothing fits.
   int choose() const;
+  // The micro-batch the options ask for (an explicit one, or from the accumulation count); 0:
+  // the largest that fits.
+  int asked_micro_batch() const;
   const BatchPlanOptions& options() const { return options_; }
   // What the network's layers need of a training micro-batch, and the smallest micro-batch the
   // planner will use: 1, or with a need of n > 1 samples 2n - 1 (at most the batch), so that any

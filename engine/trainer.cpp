@@ -45,10 +45,8 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
 
   const int b = planner_->choose();
   if (b == 0) {
-    const int asked = options_.accumulate > 0  ? ceil_div(options_.batch, options_.accumulate)
-                      : options_.micro_batch > 0 ? std::min(options_.micro_batch, options_.batch)
-                                                 : planner_->smallest_micro_batch();
-    const MemoryBreakdown smallest = breakdown(asked);
+    const int asked = planner_->asked_micro_batch();
+    const MemoryBreakdown smallest = breakdown(asked > 0 ? asked : planner_->smallest_micro_batch());
     memory::OutOfMemoryDetails details;
     details.requested = smallest.total();
     details.limit = options_.memory_budget;
@@ -169,23 +167,22 @@ void Trainer::check_labels(const HostBatch& batch) const {
                               " is outside the " + std::to_string(classes) + " classes of the network");
 }
 
-MicroBatchSplit Trainer::micro_batch_sizes(int samples, bool training) const {
-  return split_into_micro_batches(samples, micro_batch_, training ? planner_->training_batch_need().samples : 1);
-}
-
-void Trainer::run_micro_batches(const HostBatch& batch, bool training) {
+int Trainer::run_micro_batches(const HostBatch& batch, bool training) {
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = training ? *executor_ : *eval_executor_;
   // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
   // masks do not depend on the micro-batch size, so a replay at a smaller one gives the same result.
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
   const float grad_scale = training ? 1.0f / static_cast<float>(batch.size) : 0.f;
-  const MicroBatchSplit split = micro_batch_sizes(batch.size, training);
+  // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
+  const MicroBatchSplit split =
+      split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
   for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
     executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
                             split.size(j), first},
                  grad_scale, seed);
   check_capture();
+  return split.count;
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
@@ -205,11 +202,12 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   ensure_built();
   maybe_regrow();
   params_->save_state();
+  int micro_batches = 0;
   for (;;) {
     params_->zero_gradients();
     backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
     try {
-      run_micro_batches(batch, true);
+      micro_batches = run_micro_batches(batch, true);
       ++good_steps_since_recovery_;
       break;
     } catch (const memory::OutOfMemory& error) {
@@ -244,7 +242,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   r.accuracy = host[1] / batch.size;
   r.learning_rate = lr;
   r.micro_batch = micro_batch_;
-  r.micro_batches = micro_batch_sizes(batch.size, true).count;
+  r.micro_batches = micro_batches;
   return r;
 }
 

@@ -133,9 +133,8 @@ class Trainer {
   // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at half
   // the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
-  void run_micro_batches(const HostBatch& batch, bool training);
-  // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
-  MicroBatchSplit micro_batch_sizes(int samples, bool training) const;
+  // Runs the batch's micro-batches; returns how many.
+  int run_micro_batches(const HostBatch& batch, bool training);
   StepSlots slots() const;
   // After a capture failed in an executor: log it once and record no more.
   void check_capture();
