@@ -79,6 +79,9 @@ int run(const Options& o) {
   train_options.batch = o.batch;
   train_options.seed = o.seed;
   train_options.augment_flip = o.augment;
+  data::LoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+  test_options.augment_flip = false;
   // A last batch too small for the network to train on (BatchNorm over one value per channel
   // needs two samples) is left out of each epoch, with a note: the order is shuffled, so a
   // different sample each epoch.
@@ -91,10 +94,6 @@ int run(const Options& o) {
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
               << ") is left out, a different one each epoch, because " << need.why << "\n";
   }
-  data::LoaderOptions test_options = train_options;
-  test_options.drop_last = false;
-  test_options.shuffle = false;
-  test_options.augment_flip = false;
   memory::StatisticsAdaptor staging_stats(backend.staging_memory());
   data::Loader train_loader(*train_set, train_options, staging_stats);
   data::Loader test_loader(*splits.test, test_options, staging_stats);
