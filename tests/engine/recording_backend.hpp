@@ -17,8 +17,6 @@ class RecordingBackend final : public Backend {
  public:
   explicit RecordingBackend(int threads) : cpu_(threads) {}
 
-  int captures() const { return captures_; }
-  long replays() const { return replays_; }
   // The n-th recorded call of the next capture throws (n >= 1; 0: none), as a library call
   // that cannot be captured would.
   void fail_next_capture_at(int call) { fail_at_ = call; }
@@ -137,7 +135,6 @@ class RecordingBackend final : public Backend {
   }
   std::unique_ptr<CapturedCalls> end_capture() override {
     if (!recording_) throw std::logic_error("end_capture without begin_capture");
-    ++captures_;
     return std::make_unique<Recording>(*this, std::move(*std::exchange(recording_, nullptr)));
   }
   void abort_capture() noexcept override { recording_.reset(); }
@@ -149,7 +146,6 @@ class RecordingBackend final : public Backend {
     Recording(RecordingBackend& backend, Calls calls) : backend_(backend), calls_(std::move(calls)) {}
     void replay() override {
       backend_.refuse("a replay");
-      ++backend_.replays_;
       for (auto& c : calls_) c();
     }
 
@@ -173,8 +169,6 @@ class RecordingBackend final : public Backend {
 
   CpuBackend cpu_;
   std::unique_ptr<Calls> recording_;
-  int captures_ = 0;
-  long replays_ = 0;
   int fail_at_ = 0;
 };
 
