@@ -39,6 +39,16 @@ std::string compiled_vector_units() {
 }
 }  // namespace
 
+std::string CpuBackend::instruction_set() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "avx2";
+#else
+  return "generic";
+#endif
+}
+
 std::string CpuBackend::description() const {
   return "cpu: Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
          "." + std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() +

@@ -12,6 +12,9 @@ class CpuBackend : public Backend {
   // threads <= 0: all the cores OpenMP sees.
   explicit CpuBackend(int threads = 0);
   int threads() const { return threads_; }
+  // The vector instructions the kernels were compiled for: "avx512", "avx2" (with FMA) or
+  // "generic". Results are reproducible to the bit within one of them (see gemm.cpp).
+  static std::string instruction_set();
 
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string description() const override;

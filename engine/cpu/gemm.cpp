@@ -13,12 +13,28 @@ namespace {
 
 using Eigen::Index;
 
+// Note [Fixed cache sizes]: Eigen sizes its product blocks from the cache sizes it reads with
+// cpuid, and the blocks set both the packing a layer's workspace holds and the order in which a
+// product's sums are rounded. Left to the host, the same seed planned other bytes and trained
+// other losses on a machine with other caches. Fixed sizes (those of the 2-core AMD EPYC the
+// recorded results come from) make plans and losses depend on the instruction set alone.
+constexpr std::ptrdiff_t kL1Bytes = 48 << 10, kL2Bytes = 1 << 20, kL3Bytes = std::ptrdiff_t{384} << 20;
+
+void fix_cache_sizes() {
+  static const bool fixed = [] {
+    Eigen::setCpuCacheSizes(kL1Bytes, kL2Bytes, kL3Bytes);
+    return true;
+  }();
+  (void)fixed;
+}
+
 // Eigen computes column-major products, so C[m x n] row-major is computed as its transpose,
 // C^T[n x m] = op(B)^T[n x k] * op(A)^T[k x m], each row-major operand read as column-major.
 // Blocks: kc along k, mc along Eigen's rows (n), nc along its columns (m).
 class Blocking final : public Eigen::internal::level3_blocking<float, float> {
  public:
   Blocking(std::size_t m, std::size_t n, std::size_t k) {
+    fix_cache_sizes();
     m_kc = static_cast<Index>(k);
     m_mc = static_cast<Index>(n);
     m_nc = static_cast<Index>(m);
