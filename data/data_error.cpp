@@ -1,6 +1,8 @@
-#include "data/data_error.hpp"
+#include "cnnengine/data/data_error.hpp"
 
 #include <system_error>
+
+#include "cnnengine/base/detail/regular_file.hpp"
 
 namespace cnn::data {
 
@@ -12,6 +14,10 @@ std::string full_path(const std::filesystem::path& path) {
 
 void fail(const std::filesystem::path& path, const std::string& what) {
   throw DataError(full_path(path) + ": " + what);
+}
+
+void require_regular_file(const std::filesystem::path& path) {
+  if (const std::string problem = regular_file_problem(path); !problem.empty()) fail(path, problem);
 }
 
 }  // namespace cnn::data

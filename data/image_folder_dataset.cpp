@@ -1,13 +1,13 @@
-#include "data/image_folder_dataset.hpp"
+#include "cnnengine/data/image_folder_dataset.hpp"
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "data/data_error.hpp"
-#include "data/folder_scan.hpp"
-#include "data/image_codec.hpp"
-#include "data/parallel_for.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/folder_scan.hpp"
+#include "cnnengine/data/detail/image_codec.hpp"
+#include "cnnengine/data/detail/parallel_for.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

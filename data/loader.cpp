@@ -1,14 +1,14 @@
-#include "data/loader.hpp"
+#include "cnnengine/data/loader.hpp"
 
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-#include "data/augment.hpp"
-#include "data/data_error.hpp"
-#include "data/random.hpp"
-#include "memory/bytes.hpp"
+#include "cnnengine/data/detail/augment.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/random.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::data {
 namespace {
@@ -16,21 +16,21 @@ namespace {
 constexpr std::uint64_t kAugmentStream = 0xA116'0000'0000'0001ull;
 
 std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
-  if (options.batch <= 0) throw std::invalid_argument("Loader: batch must be positive, got " + std::to_string(options.batch));
+  if (options.batch <= 0) throw ConfigError("Loader: batch must be positive, got " + std::to_string(options.batch));
   const auto batch = static_cast<std::size_t>(options.batch);
   return options.drop_last ? samples / batch : (samples + batch - 1) / batch;
 }
 
 void validate(const LoaderOptions& options, const memory::MemoryResource& staging) {
   if (options.prefetch < 0)
-    throw std::invalid_argument("Loader: prefetch must be 0 or more, got " + std::to_string(options.prefetch));
+    throw ConfigError("Loader: prefetch must be 0 or more, got " + std::to_string(options.prefetch));
   if (options.augment_crop_padding < 0)
-    throw std::invalid_argument("Loader: augment_crop_padding must be 0 or more, got " +
-                                std::to_string(options.augment_crop_padding));
+    throw ConfigError("Loader: augment_crop_padding must be 0 or more, got " +
+                      std::to_string(options.augment_crop_padding));
   if (!(options.normalize_std > 0.0f))
-    throw std::invalid_argument("Loader: normalize_std must be positive, got " + std::to_string(options.normalize_std));
+    throw ConfigError("Loader: normalize_std must be positive, got " + std::to_string(options.normalize_std));
   if (staging.is_device_memory())
-    throw std::invalid_argument("Loader: staging resource '" + staging.name() + "' is device memory; the loader writes from the host");
+    throw ConfigError("Loader: staging resource '" + staging.name() + "' is device memory; the loader writes from the host");
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
   const std::size_t batch = static_cast<std::size_t>(options_.batch);
   std::size_t batch_image_bytes = 0;
   if (__builtin_mul_overflow(batch, shape_.elements() * sizeof(float), &batch_image_bytes))
-    throw std::invalid_argument("Loader: batch " + std::to_string(batch) + " of " + to_string(shape_) + " is too large");
+    throw ConfigError("Loader: batch " + std::to_string(batch) + " of " + to_string(shape_) + " is too large");
   const std::size_t image_bytes = memory::align_up(batch_image_bytes, memory::kDefaultAlignment);
   const std::size_t label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
   const std::size_t slot_count = static_cast<std::size_t>(options_.prefetch) + 1;

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "data/dataset.hpp"
-#include "memory/memory_resource.hpp"
+#include "cnnengine/data/dataset.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn::data {
 
@@ -37,7 +37,7 @@ struct BatchView {
 class Loader {
  public:
   // Allocates the staging ring (prefetch + 1 slots) from `staging`, as Category::data_staging,
-  // once; it must be memory the host can write. Throws std::invalid_argument on bad options.
+  // once; it must be memory the host can write. Throws ConfigError on bad options.
   Loader(const Dataset& data, LoaderOptions options, memory::MemoryResource& staging);
   // Joins the thread (after at most the load() in progress), even mid-epoch or after an error.
   ~Loader();

@@ -1,14 +1,14 @@
-#include "data/open_dataset.hpp"
+#include "cnnengine/data/open_dataset.hpp"
 
 #include <optional>
 #include <system_error>
 #include <vector>
 
-#include "data/data_error.hpp"
-#include "data/folder_scan.hpp"
-#include "data/idx_dataset.hpp"
-#include "data/image_folder_dataset.hpp"
-#include "data/subset_dataset.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/folder_scan.hpp"
+#include "cnnengine/data/idx_dataset.hpp"
+#include "cnnengine/data/image_folder_dataset.hpp"
+#include "cnnengine/data/subset_dataset.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

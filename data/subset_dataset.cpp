@@ -1,9 +1,9 @@
-#include "data/subset_dataset.hpp"
+#include "cnnengine/data/subset_dataset.hpp"
 
 #include <algorithm>
 
-#include "data/data_error.hpp"
-#include "data/random.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/random.hpp"
 
 namespace cnn::data {
 namespace {

@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/tensor.hpp"
-#include "memory/memory_resource.hpp"
+#include "cnnengine/engine/tensor.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn {
 
@@ -153,7 +153,7 @@ class Backend {
   // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When
   // dlogits is not empty, writes dlogits = (softmax - onehot) * step->grad_scale (`step` in
   // device memory; unused, and may be null, without dlogits). A label outside [0, classes) is an
-  // error the backend reports by throwing std::out_of_range.
+  // error the backend reports by throwing DataError.
   virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                                      const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
 

@@ -1,43 +1,44 @@
-#include "engine/batch_planner.hpp"
+#include "cnnengine/engine/batch_planner.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "engine/parameter_store.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
 
 BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options)
     : net_(network), backend_(backend), options_(options) {
-  if (options_.batch <= 0) throw std::invalid_argument("batch must be positive");
+  if (options_.batch <= 0) throw ConfigError("batch must be positive");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
-    throw std::invalid_argument("micro-batch and accumulation count must not be negative");
+    throw ConfigError("micro-batch and accumulation count must not be negative");
   if (options_.accumulate > 0 && options_.micro_batch > 0)
-    throw std::invalid_argument("give a micro-batch or an accumulation count, not both");
+    throw ConfigError("give a micro-batch or an accumulation count, not both");
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
   need_ = net_.training_batch_need();
   if (need_.samples > 1) {
     const int b = options_.batch;
     smallest_ = std::min(b, 2 * need_.samples - 1);
-    if (b < need_.samples) throw std::invalid_argument("a batch of " + std::to_string(b) + ": " + need_.why);
+    if (b < need_.samples) throw ConfigError("a batch of " + std::to_string(b) + ": " + need_.why);
     if (const int asked = asked_micro_batch(); asked > 0 && asked < smallest_) {
       const std::string how = options_.accumulate > 0 ? "accumulating " + std::to_string(options_.accumulate) +
                                                             " micro-batches of a batch of " + std::to_string(b) +
                                                             " gives micro-batch " + std::to_string(asked)
                                                       : "micro-batch " + std::to_string(asked);
-      throw std::invalid_argument(how + ", too small: " + need_.why + "; the smallest micro-batch is " +
-                                  std::to_string(smallest_) + ", so that every batch of " +
-                                  std::to_string(need_.samples) + " or more samples splits into micro-batches of " +
-                                  std::to_string(need_.samples) + " or more");
+      throw ConfigError(how + ", too small: " + need_.why + "; the smallest micro-batch is " +
+                        std::to_string(smallest_) + ", so that every batch of " +
+                        std::to_string(need_.samples) + " or more samples splits into micro-batches of " +
+                        std::to_string(need_.samples) + " or more");
     }
   }
 }
 
 MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need) {
   if (samples < need || micro_batch < need)
-    throw std::invalid_argument("split_into_micro_batches: " + std::to_string(samples) + " samples at micro-batch " +
-                                std::to_string(micro_batch) + " with a need of " + std::to_string(need));
+    throw ConfigError("split_into_micro_batches: " + std::to_string(samples) + " samples at micro-batch " +
+                      std::to_string(micro_batch) + " with a need of " + std::to_string(need));
   MicroBatchSplit split;
   split.count = (samples + micro_batch - 1) / micro_batch;
   split.micro_batch = split.before_last = micro_batch;
@@ -45,8 +46,8 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need)
   if (split.last < need) {
     const int lacking = need - split.last;
     if (split.count < 2 || micro_batch - lacking < need)
-      throw std::invalid_argument("split_into_micro_batches: micro-batch " + std::to_string(micro_batch) +
-                                  " is below 2 x " + std::to_string(need) + " - 1");
+      throw ConfigError("split_into_micro_batches: micro-batch " + std::to_string(micro_batch) +
+                        " is below 2 x " + std::to_string(need) + " - 1");
     split.before_last -= lacking;
     split.last = need;
   }

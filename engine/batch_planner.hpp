@@ -1,9 +1,9 @@
 #pragma once
 // Answers "how many bytes at micro-batch b?" and "which b fits?" from the plans alone, before
 // anything is allocated. The trainer and `train_images --plan` both ask it.
-#include "engine/memory_report.hpp"
-#include "engine/network.hpp"
-#include "engine/step_plan.hpp"
+#include "cnnengine/engine/memory_report.hpp"
+#include "cnnengine/engine/network.hpp"
+#include "cnnengine/engine/detail/step_plan.hpp"
 
 namespace cnn {
 

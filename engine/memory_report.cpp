@@ -1,8 +1,8 @@
-#include "engine/memory_report.hpp"
+#include "cnnengine/engine/memory_report.hpp"
 
 #include <cstdio>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn {
 

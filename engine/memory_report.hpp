@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/category.hpp"
+#include "cnnengine/memory/category.hpp"
 
 namespace cnn {
 

@@ -1,11 +1,12 @@
-#include "engine/network.hpp"
+#include "cnnengine/engine/network.hpp"
 
 #include <climits>
 #include <cstdint>
 #include <iomanip>
 #include <sstream>
 
-#include "layers/pool2d.hpp"
+#include "cnnengine/base/error.hpp"
+
 
 namespace cnn {
 namespace {
@@ -36,7 +37,7 @@ Network::Network(Shape input_shape) {
 }
 
 int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
-  if (!layer) throw std::invalid_argument("network: null layer");
+  if (!layer) throw ConfigError("network: null layer");
   if (inputs.empty()) inputs.push_back(last());
   const int id = size();
   if (static_cast<int>(inputs.size()) != layer->input_count())
@@ -44,7 +45,7 @@ int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
                      std::to_string(inputs.size()));
   std::vector<Shape> shapes;
   for (int in : inputs) {
-    if (in < 0 || in >= id) throw std::invalid_argument(layer->describe() + ": input node " + std::to_string(in) + " does not exist");
+    if (in < 0 || in >= id) throw ConfigError(layer->describe() + ": input node " + std::to_string(in) + " does not exist");
     shapes.push_back(node(in).shape);
   }
   Node n;
@@ -56,7 +57,7 @@ int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   if (const std::string problem = sample_shape_problem(n.shape); !problem.empty())
     throw ShapeError("layer " + std::to_string(id) + " (" + layer->describe() + ") -> " + n.shape.str() + ": " + problem);
   n.value = layer->is_view() ? node(inputs[0]).value : id;
-  n.name = std::to_string(id) + ":" + layer->kind();
+  n.name = std::to_string(id) + ":" + layer->type_name();
   n.inputs = std::move(inputs);
   n.layer = std::move(layer);
   nodes_.push_back(std::move(n));
@@ -94,8 +95,8 @@ int Network::commute_relu_and_max_pool() {
   for (int id = 1; id + 1 < size(); ++id) {
     Node& first = node(id);
     Node& second = node(id + 1);
-    auto* pool = dynamic_cast<Pool2D*>(second.layer.get());
-    if (first.layer->kind() != "relu" || !pool || !pool->is_max() || second.inputs != std::vector<int>{id} ||
+    if (first.layer->kind() != LayerKind::relu || second.layer->kind() != LayerKind::max_pool2d ||
+        second.inputs != std::vector<int>{id} ||
         readers_of_value(id) != std::vector<int>{id + 1})
       continue;
     // Node id becomes the pooling of the ReLU's input, node id + 1 the ReLU of that: readers of
@@ -103,8 +104,8 @@ int Network::commute_relu_and_max_pool() {
     std::swap(first.layer, second.layer);
     first.shape = first.layer->output_shape({node(first.inputs[0]).shape});
     second.shape = second.layer->output_shape({first.shape});
-    first.name = std::to_string(id) + ":" + first.layer->kind();
-    second.name = std::to_string(id + 1) + ":" + second.layer->kind();
+    first.name = std::to_string(id) + ":" + first.layer->type_name();
+    second.name = std::to_string(id + 1) + ":" + second.layer->type_name();
     ++swapped;
   }
   return swapped;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 

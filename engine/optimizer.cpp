@@ -1,7 +1,9 @@
-#include "engine/optimizer.hpp"
+#include "cnnengine/engine/optimizer.hpp"
 
 #include <cmath>
 #include <stdexcept>
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn {
 namespace {
@@ -12,7 +14,7 @@ class Sgd final : public Optimizer {
     config_.momentum = c.momentum;
     config_.nesterov = c.nesterov;
     config_.weight_decay = c.weight_decay.value_or(0.f);
-    if (config_.nesterov && config_.momentum <= 0.f) throw std::invalid_argument("sgd: Nesterov needs a positive momentum");
+    if (config_.nesterov && config_.momentum <= 0.f) throw ConfigError("sgd: Nesterov needs a positive momentum");
   }
   int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
   void step(Backend& backend, ParameterStore& params, float lr) override {
@@ -54,8 +56,8 @@ class AdamW final : public Optimizer {
 void check_range(const char* name, float value, bool positive, bool below_one = false) {
   const bool ok = std::isfinite(value) && (positive ? value > 0.f : value >= 0.f) && (!below_one || value < 1.f);
   if (!ok)
-    throw std::invalid_argument(std::string(name) + " must be " + (positive ? "positive" : "at least 0") +
-                                (below_one ? " and below 1" : " and finite") + ", got " + std::to_string(value));
+    throw ConfigError(std::string(name) + " must be " + (positive ? "positive" : "at least 0") +
+                      (below_one ? " and below 1" : " and finite") + ", got " + std::to_string(value));
 }
 
 void validate(const OptimizerConfig& c) {
@@ -73,17 +75,17 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
   validate(config);
   if (config.kind == "sgd") return std::make_unique<Sgd>(config);
   if (config.kind == "adamw") return std::make_unique<AdamW>(config);
-  throw std::invalid_argument("unknown optimizer '" + config.kind + "': use sgd or adamw");
+  throw ConfigError("unknown optimizer '" + config.kind + "': use sgd or adamw");
 }
 
 void validate(const ScheduleConfig& s) {
   if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
-    throw std::invalid_argument("unknown schedule '" + s.kind + "': use constant, step or cosine");
-  if (s.kind == "step" && s.step_every <= 0) throw std::invalid_argument("step schedule: step_every must be positive");
-  if (s.warmup_steps < 0) throw std::invalid_argument("warm-up steps must not be negative");
-  if (!(std::isfinite(s.gamma) && s.gamma > 0.f)) throw std::invalid_argument("step schedule: gamma must be positive");
+    throw ConfigError("unknown schedule '" + s.kind + "': use constant, step or cosine");
+  if (s.kind == "step" && s.step_every <= 0) throw ConfigError("step schedule: step_every must be positive");
+  if (s.warmup_steps < 0) throw ConfigError("warm-up steps must not be negative");
+  if (!(std::isfinite(s.gamma) && s.gamma > 0.f)) throw ConfigError("step schedule: gamma must be positive");
   if (!(s.final_fraction >= 0.f && s.final_fraction <= 1.f))
-    throw std::invalid_argument("cosine schedule: the final fraction must be in [0, 1]");
+    throw ConfigError("cosine schedule: the final fraction must be in [0, 1]");
 }
 
 float scheduled_rate(const ScheduleConfig& s, float base, long step, long total) {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/parameter_store.hpp"
+#include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
 
@@ -26,7 +26,7 @@ class Optimizer {
   virtual std::string describe() const = 0;
 };
 
-// Throws std::invalid_argument naming the accepted kinds, or the setting that is out of range
+// Throws ConfigError naming the accepted kinds, or the setting that is out of range
 // (every number finite; learning rate and epsilon positive, weight decay not negative,
 // momentum and betas in [0, 1)).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);

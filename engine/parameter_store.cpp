@@ -1,9 +1,10 @@
-#include "engine/parameter_store.hpp"
+#include "cnnengine/engine/parameter_store.hpp"
 
 #include <cmath>
 
-#include "engine/counter_rng.hpp"
-#include "memory/bytes.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn {
 namespace {
@@ -129,8 +130,8 @@ std::vector<float> ParameterStore::download() const {
 
 void ParameterStore::upload(const std::vector<float>& values) {
   if (values.size() != total_floats_)
-    throw std::invalid_argument("parameter upload: " + std::to_string(values.size()) + " values for " +
-                                std::to_string(total_floats_) + " slots");
+    throw ConfigError("parameter upload: " + std::to_string(values.size()) + " values for " +
+                      std::to_string(total_floats_) + " slots");
   backend_.copy_to_device(values.data(), params_block_.floats(), total_floats_ * sizeof(float));
 }
 

@@ -6,9 +6,9 @@
 #include <span>
 #include <vector>
 
-#include "engine/network.hpp"
-#include "memory/buffer.hpp"
-#include "memory/category.hpp"
+#include "cnnengine/engine/network.hpp"
+#include "cnnengine/memory/buffer.hpp"
+#include "cnnengine/memory/category.hpp"
 
 namespace cnn {
 

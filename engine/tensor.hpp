@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/shape.hpp"
+#include "cnnengine/engine/shape.hpp"
 
 namespace cnn {
 

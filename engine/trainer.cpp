@@ -1,11 +1,12 @@
-#include "engine/trainer.hpp"
+#include "cnnengine/engine/trainer.hpp"
 
 #include <algorithm>
 #include <cstddef>
 #include <cmath>
 
-#include "engine/counter_rng.hpp"
-#include "memory/bytes.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn {
 namespace {
@@ -19,7 +20,7 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 }  // namespace
 
 TrainingDiverged::TrainingDiverged(long step, double loss)
-    : std::runtime_error("training diverged at step " + std::to_string(step) + ": the loss is " +
+    : Error("training diverged at step " + std::to_string(step) + ": the loss is " +
                          std::to_string(loss) + " (try a smaller learning rate); the step was not applied"),
       step_(step), loss_(loss) {}
 
@@ -34,9 +35,9 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
     : net_(network), backend_(backend), resource_(resource), options_(std::move(options)) {
   if (options_.capture_graphs) {
     if (options_.step_allocator)
-      throw std::invalid_argument("recording steps as graphs needs the planned strategy: other strategies move buffers between steps");
+      throw ConfigError("recording steps as graphs needs the planned strategy: other strategies move buffers between steps");
     if (const std::string why = backend_.capture_support(); !why.empty())
-      throw std::invalid_argument("recording steps as graphs: " + why);
+      throw ConfigError("recording steps as graphs: " + why);
     capture_ = true;
   }
   optimizer_ = make_optimizer(options_.optimizer);
@@ -163,8 +164,8 @@ void Trainer::check_labels(const HostBatch& batch) const {
   const int classes = net_.num_classes();
   for (int i = 0; i < batch.size; ++i)
     if (batch.labels[i] < 0 || batch.labels[i] >= classes)
-      throw std::out_of_range("label " + std::to_string(batch.labels[i]) + " of sample " + std::to_string(i) +
-                              " is outside the " + std::to_string(classes) + " classes of the network");
+      throw DataError("label " + std::to_string(batch.labels[i]) + " of sample " + std::to_string(i) +
+                      " is outside the " + std::to_string(classes) + " classes of the network");
 }
 
 int Trainer::run_micro_batches(const HostBatch& batch, bool training) {
@@ -186,18 +187,18 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training) {
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
-  if (batch.size <= 0) throw std::invalid_argument("train_step: empty batch");
+  if (batch.size <= 0) throw ConfigError("train_step: empty batch");
   const TrainingBatchNeed& need = planner_->training_batch_need();
   if (batch.size < need.samples)
-    throw std::invalid_argument("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " +
-                                need.why);
+    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " +
+                      need.why);
   // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
   // cannot split: an odd one larger than 2.
   if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
-    throw std::invalid_argument("train_step: a batch of " + std::to_string(batch.size) +
-                                " does not split into micro-batches of " + std::to_string(need.samples) + " to " +
-                                std::to_string(micro_batch_) + " samples (this trainer was planned for batches of " +
-                                std::to_string(options_.batch) + "): " + need.why);
+    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) +
+                      " does not split into micro-batches of " + std::to_string(need.samples) + " to " +
+                      std::to_string(micro_batch_) + " samples (this trainer was planned for batches of " +
+                      std::to_string(options_.batch) + "): " + need.why);
   check_labels(batch);
   ensure_built();
   maybe_regrow();

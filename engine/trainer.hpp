@@ -9,12 +9,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/batch_planner.hpp"
-#include "engine/memory_report.hpp"
-#include "engine/optimizer.hpp"
-#include "engine/step_executor.hpp"
-#include "memory/buffer.hpp"
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/engine/batch_planner.hpp"
+#include "cnnengine/engine/memory_report.hpp"
+#include "cnnengine/engine/optimizer.hpp"
+#include "cnnengine/engine/detail/step_executor.hpp"
+#include "cnnengine/memory/buffer.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn {
 
@@ -62,7 +62,7 @@ class BudgetTooSmall : public memory::OutOfMemory {
 
 // A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
 // the optimizer state are as they were before the step.
-class TrainingDiverged : public std::runtime_error {
+class TrainingDiverged : public Error {
  public:
   TrainingDiverged(long step, double loss);
   long step() const { return step_; }

@@ -1,12 +1,12 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
 // Residual addition of two inputs of the same shape.
 class Add final : public Layer {
  public:
-  std::string kind() const override { return "add"; }
+  LayerKind kind() const override { return LayerKind::add; }
   std::string describe() const override { return "add"; }
   int input_count() const override { return 2; }
   Shape output_shape(const std::vector<Shape>& inputs) override {

@@ -1,10 +1,12 @@
-#include "layers/batchnorm2d.hpp"
+#include "cnnengine/layers/batchnorm2d.hpp"
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn {
 
 BatchNorm2D::BatchNorm2D(float momentum, float epsilon) : momentum_(momentum), epsilon_(epsilon) {
   if (!(momentum > 0.f && momentum <= 1.f) || !(epsilon > 0.f))
-    throw std::invalid_argument("batchnorm2d: momentum must be in (0, 1] and epsilon positive");
+    throw ConfigError("batchnorm2d: momentum must be in (0, 1] and epsilon positive");
 }
 
 Shape BatchNorm2D::output_shape(const std::vector<Shape>& inputs) {
@@ -32,8 +34,8 @@ std::vector<ParamSpec> BatchNorm2D::parameters() const {
 
 void BatchNorm2D::forward(const LayerContext& c) {
   if (c.training && static_cast<std::size_t>(c.batch) * values_per_channel_ < 2)
-    throw std::invalid_argument("batchnorm2d: training on a micro-batch of " + std::to_string(c.batch) +
-                                " sample(s) with one value per channel: " + training_batch_need().why);
+    throw ConfigError("batchnorm2d: training on a micro-batch of " + std::to_string(c.batch) +
+                      " sample(s) with one value per channel: " + training_batch_need().why);
   if (c.training)
     c.backend->batchnorm_forward_training(c.inputs[0], c.params[0], c.params[1], c.output, c.params[2], c.params[3],
                                           momentum_, epsilon_, c.saved[0], c.saved[1]);

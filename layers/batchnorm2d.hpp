@@ -1,5 +1,5 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
@@ -8,7 +8,7 @@ namespace cnn {
 class BatchNorm2D final : public Layer {
  public:
   explicit BatchNorm2D(float momentum = 0.1f, float epsilon = 1e-5f);
-  std::string kind() const override { return "batchnorm2d"; }
+  LayerKind kind() const override { return LayerKind::batchnorm2d; }
   std::string describe() const override { return "batchnorm2d"; }
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;

@@ -1,10 +1,12 @@
-#include "layers/conv2d.hpp"
+#include "cnnengine/layers/conv2d.hpp"
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn {
 
 Conv2D::Conv2D(int out_channels, int kernel, int stride, int padding, bool bias) : bias_(bias) {
   if (out_channels <= 0 || kernel <= 0 || stride <= 0 || padding < 0)
-    throw std::invalid_argument("conv2d: channels, kernel and stride must be positive and padding not negative");
+    throw ConfigError("conv2d: channels, kernel and stride must be positive and padding not negative");
   desc_.out_channels = out_channels;
   desc_.kernel_h = desc_.kernel_w = kernel;
   desc_.stride = stride;

@@ -1,12 +1,12 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
 class Conv2D final : public Layer {
  public:
   Conv2D(int out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
-  std::string kind() const override { return "conv2d"; }
+  LayerKind kind() const override { return LayerKind::conv2d; }
   std::string describe() const override;
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;

@@ -1,9 +1,11 @@
-#include "layers/dense.hpp"
+#include "cnnengine/layers/dense.hpp"
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn {
 
 Dense::Dense(int units, bool bias) : units_(units), bias_(bias) {
-  if (units <= 0) throw std::invalid_argument("dense: units must be positive");
+  if (units <= 0) throw ConfigError("dense: units must be positive");
 }
 
 Shape Dense::output_shape(const std::vector<Shape>& inputs) {

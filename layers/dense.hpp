@@ -1,5 +1,5 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
@@ -7,7 +7,7 @@ namespace cnn {
 class Dense final : public Layer {
  public:
   explicit Dense(int units, bool bias = true);
-  std::string kind() const override { return "dense"; }
+  LayerKind kind() const override { return LayerKind::dense; }
   std::string describe() const override { return "dense " + std::to_string(units_); }
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;

@@ -1,9 +1,11 @@
-#include "layers/dropout.hpp"
+#include "cnnengine/layers/dropout.hpp"
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn {
 
 Dropout::Dropout(float p) : p_(p) {
-  if (!(p >= 0.f && p < 1.f)) throw std::invalid_argument("dropout: p must be in [0, 1)");
+  if (!(p >= 0.f && p < 1.f)) throw ConfigError("dropout: p must be in [0, 1)");
 }
 
 void Dropout::forward(const LayerContext& c) {

@@ -1,5 +1,5 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
@@ -8,7 +8,7 @@ namespace cnn {
 class Dropout final : public Layer {
  public:
   explicit Dropout(float p);
-  std::string kind() const override { return "dropout"; }
+  LayerKind kind() const override { return LayerKind::dropout; }
   std::string describe() const override { return "dropout " + std::to_string(p_).substr(0, 4); }
   Shape output_shape(const std::vector<Shape>& inputs) override {
     sample_ = inputs.at(0).elements();

@@ -1,14 +1,14 @@
 #pragma once
 #include <climits>
 
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
 // CxHxW -> C*H*W. A view: the engine aliases its output to its input and never runs it.
 class Flatten final : public Layer {
  public:
-  std::string kind() const override { return "flatten"; }
+  LayerKind kind() const override { return LayerKind::flatten; }
   std::string describe() const override { return "flatten"; }
   Shape output_shape(const std::vector<Shape>& inputs) override {
     const std::size_t elements = inputs.at(0).elements();

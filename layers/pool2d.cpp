@@ -1,10 +1,12 @@
-#include "layers/pool2d.hpp"
+#include "cnnengine/layers/pool2d.hpp"
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn {
 
 Pool2D::Pool2D(PoolMode mode, int window, int stride, int padding) {
   if (window <= 0 || stride < 0 || padding < 0 || padding >= window)
-    throw std::invalid_argument("pool2d: window must be positive and padding smaller than the window");
+    throw ConfigError("pool2d: window must be positive and padding smaller than the window");
   desc_.mode = mode;
   desc_.window_h = desc_.window_w = window;
   desc_.stride_h = desc_.stride_w = stride ? stride : window;
@@ -17,14 +19,14 @@ Pool2D Pool2D::global_average() {
   return layer;
 }
 
-std::string Pool2D::kind() const {
-  if (global_) return "global_avgpool";
-  return desc_.mode == PoolMode::max ? "maxpool2d" : "avgpool2d";
+LayerKind Pool2D::kind() const {
+  if (global_) return LayerKind::global_average_pool;
+  return desc_.mode == PoolMode::max ? LayerKind::max_pool2d : LayerKind::average_pool2d;
 }
 
 std::string Pool2D::describe() const {
-  if (global_) return kind();
-  return kind() + " " + std::to_string(desc_.window_h) + " stride " + std::to_string(desc_.stride_h) +
+  if (global_) return type_name();
+  return type_name() + " " + std::to_string(desc_.window_h) + " stride " + std::to_string(desc_.stride_h) +
          (desc_.pad_h ? " pad " + std::to_string(desc_.pad_h) : "");
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
@@ -8,7 +8,7 @@ class Pool2D final : public Layer {
  public:
   Pool2D(PoolMode mode, int window, int stride = 0, int padding = 0);  // stride 0: = window
   static Pool2D global_average();
-  std::string kind() const override;
+  LayerKind kind() const override;
   std::string describe() const override;
   Shape output_shape(const std::vector<Shape>& inputs) override;
   // cuDNN's pooling backward takes x and y for every mode, so both stay alive.
@@ -16,7 +16,6 @@ class Pool2D final : public Layer {
   bool backward_needs_output() const override { return true; }
   void forward(const LayerContext& c) override { c.backend->pool2d_forward(desc_, c.inputs[0], c.output); }
   void backward(const LayerContext& c) override;
-  bool is_max() const { return desc_.mode == PoolMode::max && !global_; }
 
  private:
   Pool2dDesc desc_;

@@ -1,11 +1,11 @@
 #pragma once
-#include "layers/layer.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn {
 
 class ReLU final : public Layer {
  public:
-  std::string kind() const override { return "relu"; }
+  LayerKind kind() const override { return LayerKind::relu; }
   std::string describe() const override { return "relu"; }
   Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
   bool backward_needs_output() const override { return true; }

@@ -1,15 +1,15 @@
-#include "memory/arena_resource.hpp"
+#include "cnnengine/memory/arena_resource.hpp"
 
 #include <stdexcept>
 
-#include "memory/alignment.hpp"
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/detail/alignment.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 
 ArenaResource::ArenaResource(MemoryResource& upstream, std::size_t capacity, Category category)
     : upstream_(upstream), capacity_(BlockHeap::round(capacity)), category_(category) {
-  if (capacity == 0) throw std::invalid_argument("arena: capacity must be positive");
+  if (capacity == 0) throw ConfigError("arena: capacity must be positive");
   base_ = upstream_.allocate(capacity_, BlockHeap::kChunkAlignment, category_);
   try {
     heap_.add_chunk({base_, capacity_, category_});

@@ -5,16 +5,16 @@
 #include <cstddef>
 #include <mutex>
 
-#include "memory/block_heap.hpp"
-#include "memory/category.hpp"
-#include "memory/memory_resource.hpp"
+#include "cnnengine/memory/block_heap.hpp"
+#include "cnnengine/memory/category.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn::memory {
 
 class ArenaResource final : public MemoryResource {
  public:
   // Reserves `capacity` (rounded up to 512 bytes) from the upstream now, under `category`.
-  // Throws std::invalid_argument for a zero capacity; the upstream's OutOfMemory passes through.
+  // Throws ConfigError for a zero capacity; the upstream's OutOfMemory passes through.
   ArenaResource(MemoryResource& upstream, std::size_t capacity,
                 Category category = Category::other);
   ArenaResource(const ArenaResource&) = delete;

@@ -1,11 +1,11 @@
-#include "memory/block_heap.hpp"
+#include "cnnengine/memory/block_heap.hpp"
 
 #include <cstdint>
 #include <iterator>
 #include <stdexcept>
 #include <string>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::memory {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "memory/category.hpp"
-#include "memory/memory_resource.hpp"
+#include "cnnengine/memory/category.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn::memory {
 
@@ -45,8 +45,8 @@ class BlockHeap {
   void* take(std::size_t requested, std::size_t alignment, Category category);
 
   bool holds_live(const void* ptr) const;
-  // Throws std::invalid_argument when `ptr` is not a live block of this heap or was
-  // allocated with a different size.
+  // Throws std::invalid_argument (a logic error: the caller's bug) when `ptr` is not a live block
+  // of this heap or was allocated with a different size.
   Released give_back(void* ptr, std::size_t requested);
 
   std::size_t largest_free() const { return free_.empty() ? 0 : free_.rbegin()->first; }

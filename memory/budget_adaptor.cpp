@@ -1,8 +1,8 @@
-#include "memory/budget_adaptor.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
 
 #include <algorithm>
 
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 

@@ -1,4 +1,4 @@
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,13 +8,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "cnnengine/base/error.hpp"
+
 namespace cnn::memory {
 
 std::size_t parse_bytes(std::string_view text) {
   auto fail = [&] {
-    throw std::invalid_argument("cannot read '" + std::string(text) +
-                                "' as a size: expected a number with an optional unit such as "
-                                "512MiB, 2GiB, 64KB or 1000000");
+    throw ConfigError("cannot read '" + std::string(text) +
+                      "' as a size: expected a number with an optional unit such as "
+                      "512MiB, 2GiB, 64KB or 1000000");
   };
   std::size_t pos = 0;
   while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.'))

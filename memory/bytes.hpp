@@ -7,7 +7,7 @@
 namespace cnn::memory {
 
 // Accepts a plain number of bytes or a number with B, KB/KiB, MB/MiB, GB/GiB (case-insensitive;
-// KB means 1000, KiB 1024). Throws std::invalid_argument naming the text on anything else.
+// KB means 1000, KiB 1024). Throws ConfigError naming the text on anything else.
 std::size_t parse_bytes(std::string_view text);
 std::string format_bytes(std::size_t bytes);
 

@@ -1,6 +1,6 @@
-#include "memory/direct_resource.hpp"
+#include "cnnengine/memory/direct_resource.hpp"
 
-#include "memory/alignment.hpp"
+#include "cnnengine/memory/detail/alignment.hpp"
 
 namespace cnn::memory {
 

@@ -1,9 +1,9 @@
-#include "memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 
@@ -18,7 +18,7 @@ void FaultInjectionAdaptor::fail_on(const std::set<std::uint64_t>& request_numbe
 
 void FaultInjectionAdaptor::fail_randomly(double probability, std::uint64_t seed) {
   if (!(probability >= 0.0 && probability <= 1.0))
-    throw std::invalid_argument("fault injection: probability must be within [0, 1]");
+    throw ConfigError("fault injection: probability must be within [0, 1]");
   std::lock_guard lock(mutex_);
   probability_ = probability;
   random_.seed(seed);

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "memory/adaptor.hpp"
+#include "cnnengine/memory/adaptor.hpp"
 
 namespace cnn::memory {
 

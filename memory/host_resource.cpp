@@ -1,9 +1,9 @@
-#include "memory/host_resource.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 
 #include <cstdint>
 #include <new>
 
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 

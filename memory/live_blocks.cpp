@@ -1,7 +1,8 @@
-#include "memory/live_blocks.hpp"
+#include "cnnengine/memory/live_blocks.hpp"
 
 #include <stdexcept>
 #include <string>
+
 
 namespace cnn::memory {
 

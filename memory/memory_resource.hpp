@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "memory/category.hpp"
+#include "cnnengine/memory/category.hpp"
 
 namespace cnn::memory {
 

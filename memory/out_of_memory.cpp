@@ -1,8 +1,8 @@
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 #include <sstream>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::memory {
 
@@ -29,9 +29,9 @@ std::string describe(const OutOfMemoryDetails& d) {
 }
 
 OutOfMemory::OutOfMemory(OutOfMemoryDetails details)
-    : std::runtime_error(describe(details)), details_(std::move(details)) {}
+    : Error(describe(details)), details_(std::move(details)) {}
 
 OutOfMemory::OutOfMemory(std::string message, OutOfMemoryDetails details)
-    : std::runtime_error(std::move(message)), details_(std::move(details)) {}
+    : Error(std::move(message)), details_(std::move(details)) {}
 
 }  // namespace cnn::memory

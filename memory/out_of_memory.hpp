@@ -2,10 +2,10 @@
 // The typed failure of any resource: what was asked, what was in use by category, and how
 // fragmented the free space was, so the message alone explains the failure.
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 
-#include "memory/category.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/category.hpp"
 
 namespace cnn::memory {
 
@@ -26,7 +26,7 @@ struct OutOfMemoryDetails {
   }
 };
 
-class OutOfMemory : public std::runtime_error {
+class OutOfMemory : public Error {
  public:
   explicit OutOfMemory(OutOfMemoryDetails details);
   OutOfMemory(std::string message, OutOfMemoryDetails details);

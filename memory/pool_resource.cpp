@@ -1,18 +1,18 @@
-#include "memory/pool_resource.hpp"
+#include "cnnengine/memory/pool_resource.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "memory/alignment.hpp"
-#include "memory/bytes.hpp"
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/detail/alignment.hpp"
+#include "cnnengine/memory/bytes.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 
 PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
     : upstream_(upstream), options_(options) {
-  if (options_.growth == 0) throw std::invalid_argument("pool: growth must be positive");
+  if (options_.growth == 0) throw ConfigError("pool: growth must be positive");
   options_.growth = BlockHeap::round(options_.growth);
   options_.large_growth = BlockHeap::round(std::max(options_.large_growth, options_.growth));
 }

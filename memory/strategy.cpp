@@ -1,11 +1,12 @@
-#include "memory/strategy.hpp"
+#include "cnnengine/memory/strategy.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "memory/arena_resource.hpp"
-#include "memory/direct_resource.hpp"
-#include "memory/pool_resource.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/arena_resource.hpp"
+#include "cnnengine/memory/direct_resource.hpp"
+#include "cnnengine/memory/pool_resource.hpp"
 
 namespace cnn::memory {
 
@@ -14,8 +15,8 @@ std::unique_ptr<MemoryResource> make_strategy(std::string_view name, MemoryResou
   if (name == "direct") return std::make_unique<DirectResource>(upstream);
   if (name == "pool") return std::make_unique<PoolResource>(upstream);
   if (name == "arena") return std::make_unique<ArenaResource>(upstream, arena_capacity);
-  throw std::invalid_argument("unknown memory strategy '" + std::string(name) +
-                              "': expected direct, pool or arena");
+  throw ConfigError("unknown memory strategy '" + std::string(name) +
+                    "': expected direct, pool or arena");
 }
 
 }  // namespace cnn::memory

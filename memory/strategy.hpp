@@ -4,13 +4,13 @@
 #include <memory>
 #include <string_view>
 
-#include "memory/memory_resource.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn::memory {
 
 // "direct", "pool" (default PoolOptions) or "arena" (reserving `arena_capacity` now).
 // The planned strategy is the planner's arena and is built by the engine, not here.
-// Throws std::invalid_argument naming the accepted names on any other name.
+// Throws ConfigError naming the accepted names on any other name.
 std::unique_ptr<MemoryResource> make_strategy(std::string_view name, MemoryResource& upstream,
                                               std::size_t arena_capacity);
 

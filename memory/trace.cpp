@@ -1,4 +1,4 @@
-#include "memory/trace.hpp"
+#include "cnnengine/memory/trace.hpp"
 
 #include <array>
 #include <fstream>
@@ -6,6 +6,8 @@
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+
+#include "cnnengine/base/error.hpp"
 
 namespace cnn::memory {
 namespace {
@@ -29,12 +31,12 @@ TraceEvent parse_line(const std::string& line, const std::string& where) {
   std::string op, category, extra;
   if (!(fields >> event.sequence >> op >> event.id >> event.bytes >> event.alignment >> category) ||
       (fields >> extra))
-    throw std::runtime_error(where + ": expected 'seq op id bytes alignment category', got '" +
-                             line + "'");
+    throw DataError(where + ": expected 'seq op id bytes alignment category', got '" +
+                    line + "'");
   if (op == "alloc") event.op = TraceOp::allocate;
   else if (op == "free") event.op = TraceOp::deallocate;
   else if (op == "fail") event.op = TraceOp::failed;
-  else throw std::runtime_error(where + ": unknown operation '" + op + "' (alloc, free, fail)");
+  else throw DataError(where + ": unknown operation '" + op + "' (alloc, free, fail)");
   bool known = false;
   for (std::size_t i = 0; i < kCategoryCount; ++i) {
     if (kCategoryTokens[i] == category) {
@@ -42,7 +44,7 @@ TraceEvent parse_line(const std::string& line, const std::string& where) {
       known = true;
     }
   }
-  if (!known) throw std::runtime_error(where + ": unknown category '" + category + "'");
+  if (!known) throw DataError(where + ": unknown category '" + category + "'");
   return event;
 }
 
@@ -65,13 +67,13 @@ std::vector<TraceEvent> read_trace(std::istream& in, const std::string& source_n
     if (first == std::string::npos || line[first] == '#') continue;
     events.push_back(parse_line(line, source_name + ":" + std::to_string(number)));
   }
-  if (in.bad()) throw std::runtime_error(source_name + ": read error");
+  if (in.bad()) throw DataError(source_name + ": read error");
   return events;
 }
 
 std::vector<TraceEvent> read_trace(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open memory trace '" + path.string() + "'");
+  if (!in) throw DataError("cannot open memory trace '" + path.string() + "'");
   return read_trace(in, path.string());
 }
 

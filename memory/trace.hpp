@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "memory/category.hpp"
+#include "cnnengine/memory/category.hpp"
 
 namespace cnn::memory {
 
@@ -41,7 +41,7 @@ std::string_view category_token(Category category);
 
 void write_trace_event(std::ostream& out, const TraceEvent& event);
 
-// Throws std::runtime_error naming the source and line on a line it cannot read, and when the
+// Throws DataError naming the source and line on a line it cannot read, and when the
 // file cannot be opened.
 std::vector<TraceEvent> read_trace(const std::filesystem::path& path);
 std::vector<TraceEvent> read_trace(std::istream& in, const std::string& source_name = "trace");

@@ -1,16 +1,16 @@
-#include "memory/trace_adaptor.hpp"
+#include "cnnengine/memory/trace_adaptor.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {
 
 std::unique_ptr<std::ofstream> open_trace(const std::filesystem::path& path) {
   auto file = std::make_unique<std::ofstream>(path, std::ios::out | std::ios::trunc);
-  if (!*file) throw std::runtime_error("cannot create memory trace '" + path.string() + "'");
+  if (!*file) throw ConfigError("cannot create memory trace '" + path.string() + "'");
   return file;
 }
 

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <ostream>
 
-#include "memory/live_blocks.hpp"
-#include "memory/adaptor.hpp"
-#include "memory/trace.hpp"
+#include "cnnengine/memory/live_blocks.hpp"
+#include "cnnengine/memory/adaptor.hpp"
+#include "cnnengine/memory/trace.hpp"
 
 namespace cnn::memory {
 
@@ -17,7 +17,7 @@ class TraceAdaptor final : public Adaptor {
  public:
   // Writes to `out`, which must outlive the adaptor.
   TraceAdaptor(MemoryResource& upstream, std::ostream& out);
-  // Creates (truncates) the file; throws std::runtime_error naming it when it cannot.
+  // Creates (truncates) the file; throws ConfigError naming it when it cannot.
   TraceAdaptor(MemoryResource& upstream, const std::filesystem::path& path);
   ~TraceAdaptor() override;
 

@@ -1,4 +1,4 @@
-#include "memory/trace_replay.hpp"
+#include "cnnengine/memory/trace_replay.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {
@@ -19,7 +19,7 @@ struct Block {
 };
 
 [[noreturn]] void bad_trace(const TraceEvent& event, const std::string& what) {
-  throw std::invalid_argument("memory trace event " + std::to_string(event.sequence) + ": " + what);
+  throw DataError("memory trace event " + std::to_string(event.sequence) + ": " + what);
 }
 
 }  // namespace

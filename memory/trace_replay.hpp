@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "memory/memory_resource.hpp"
-#include "memory/trace.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
+#include "cnnengine/memory/trace.hpp"
 
 namespace cnn::memory {
 
@@ -21,7 +21,7 @@ struct ReplayResult {
 };
 
 // Every block still live at the end is freed, so `resource` is left as it was found.
-// Throws std::invalid_argument on an inconsistent trace (a free of an id never allocated,
+// Throws DataError on an inconsistent trace (a free of an id never allocated,
 // an id allocated twice, a free whose size differs from its allocation).
 ReplayResult replay(const std::vector<TraceEvent>& events, MemoryResource& resource);
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace alloc_compare {
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine/step_memory.hpp"
+#include "cnnengine/engine/detail/step_memory.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {

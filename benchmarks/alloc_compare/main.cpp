@@ -13,14 +13,14 @@
 
 #include "checks.hpp"
 #include "comparison.hpp"
-#include "engine/device.hpp"
-#include "engine/presets.hpp"
-#include "memory/bytes.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/backends/device/device.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/memory/bytes.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 #include "plot.hpp"
 #include "report.hpp"
 #if CNN_HAVE_CUDA
-#include "memory/cuda/cuda_resources.hpp"
+#include "cnnengine/backends/cuda/cuda_resources.hpp"
 #endif
 
 namespace {

@@ -5,7 +5,7 @@
 // and would always read near 0.
 #include <cstddef>
 
-#include "memory/memory_resource.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
 
 namespace alloc_compare {
 

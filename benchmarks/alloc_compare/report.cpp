@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace alloc_compare {
 

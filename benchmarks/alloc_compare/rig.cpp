@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "memory/out_of_memory.hpp"
-#include "memory/strategy.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+#include "cnnengine/memory/strategy.hpp"
 
 namespace alloc_compare {
 

@@ -13,8 +13,8 @@
 #include <optional>
 #include <string>
 
-#include "memory/budget_adaptor.hpp"
-#include "memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "peak_probe.hpp"
 #include "run_result.hpp"
 #include "timing_adaptor.hpp"

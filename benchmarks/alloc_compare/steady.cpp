@@ -3,8 +3,8 @@
 #include <memory>
 #include <optional>
 
-#include "engine/counter_rng.hpp"
-#include "engine/trainer.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/engine/trainer.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/memory/memory_resource.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace alloc_compare {
 

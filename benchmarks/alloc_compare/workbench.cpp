@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "engine/counter_rng.hpp"
-#include "engine/trainer.hpp"
-#include "memory/bytes.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace alloc_compare {
 

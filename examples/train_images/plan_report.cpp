@@ -2,7 +2,7 @@
 
 #include <iostream>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::app {
 

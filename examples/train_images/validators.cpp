@@ -5,7 +5,7 @@
 #include <cmath>
 #include <optional>
 
-#include "memory/bytes.hpp"
+#include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::app {
 namespace {

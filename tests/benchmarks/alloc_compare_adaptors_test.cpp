@@ -4,8 +4,8 @@
 
 #include "../../benchmarks/alloc_compare/peak_probe.hpp"
 #include "../../benchmarks/alloc_compare/timing_adaptor.hpp"
-#include "memory/budget_adaptor.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 
 namespace mem = cnn::memory;
 

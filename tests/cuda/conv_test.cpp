@@ -7,6 +7,8 @@
 
 #include "cuda/support.hpp"
 
+#include "cnnengine/base/error.hpp"
+
 using namespace cnn;
 using namespace cnn::cuda_test;
 
@@ -137,5 +139,5 @@ TEST_CASE("cuda conv2d: shapes that do not fit the convolution are refused", "[c
   Shape wrong = output_shape(c);
   wrong[2] += 1;
   CHECK_THROWS_AS(gpu().conv2d_workspace_bytes(desc_of(c), input_shape(c), wrong, ConvPass::forward, kLimit),
-                  std::invalid_argument);
+                  ShapeError);
 }

@@ -4,9 +4,10 @@
 #include <string>
 
 #include "cuda/support.hpp"
-#include "engine/cuda/check.hpp"
-#include "engine/cuda/cuda_backend.hpp"
-#include "memory/out_of_memory.hpp"
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/device/cuda_api.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
 
 using namespace cnn;
 using namespace cnn::cuda_test;
@@ -56,7 +57,7 @@ TEST_CASE("cuda device memory that does not exist is a typed OutOfMemory", "[cud
 TEST_CASE("make_cuda_backend refuses a device that does not exist", "[cuda][environment]") {
   CudaOptions options;
   options.device = 1000;
-  CHECK_THROWS_AS(make_cuda_backend(options), std::runtime_error);
+  CHECK_THROWS_AS(make_cuda_backend(options), DeviceError);
 }
 
 TEST_CASE("the libraries' out-of-device-memory statuses are a typed OutOfMemory", "[cuda][environment]") {
@@ -73,7 +74,7 @@ TEST_CASE("the libraries' out-of-device-memory statuses are a typed OutOfMemory"
     cuda::check(CUDNN_STATUS_BAD_PARAM, "cudnnAddTensor(handle)");
   } catch (const memory::OutOfMemory&) {
     typed = true;
-  } catch (const std::runtime_error&) {
+  } catch (const DeviceError&) {
   }
-  CHECK_FALSE(typed);  // other failures stay plain errors
+  CHECK_FALSE(typed);  // other failures are device errors
 }

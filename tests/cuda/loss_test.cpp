@@ -1,11 +1,13 @@
 // Fused softmax cross-entropy against the CPU backend: loss and accuracy accumulate, gradient is
-// scaled, and a label out of range surfaces as std::out_of_range at the next synchronisation.
+// scaled, and a label out of range surfaces as a DataError at the next synchronisation.
 #include <catch2/catch.hpp>
 
 #include <random>
 #include <stdexcept>
 
 #include "cuda/support.hpp"
+
+#include "cnnengine/base/error.hpp"
 
 using namespace cnn;
 using namespace cnn::cuda_test;
@@ -57,12 +59,12 @@ TEST_CASE("cuda softmax cross-entropy reports a label out of range on synchroniz
   const TwinScalars step(gpu(), StepScalars{0, 0, 1.0f});
   TwinLabels bad(gpu(), {1, 2, 10, 3});
   gpu().softmax_cross_entropy(logits.gpu(), bad.gpu(), dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
-  CHECK_THROWS_AS(gpu().synchronize(), std::out_of_range);
+  CHECK_THROWS_AS(gpu().synchronize(), DataError);
 
   TwinLabels negative(gpu(), {1, -1, 0, 3});
   gpu().softmax_cross_entropy(logits.gpu(), negative.gpu(), dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
   std::vector<float> host(1);
-  CHECK_THROWS_AS(gpu().copy_to_host(loss_sum.gpu().data, host.data(), sizeof(float)), std::out_of_range);
+  CHECK_THROWS_AS(gpu().copy_to_host(loss_sum.gpu().data, host.data(), sizeof(float)), DataError);
 
   // Reported once: the backend goes on working.
   TwinLabels good(gpu(), {1, 2, 9, 0});

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "engine/cuda/cuda_backend.hpp"
+#include "cnnengine/backends/device/cuda_api.hpp"
 
 int main(int argc, char** argv) {
   const cnn::CudaProbe probe = cnn::probe_cuda();

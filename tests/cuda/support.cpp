@@ -5,8 +5,8 @@
 #include <memory>
 #include <random>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/cuda/cuda_backend.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/backends/device/cuda_api.hpp"
 
 namespace cnn::cuda_test {
 

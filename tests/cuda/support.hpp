@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/backend.hpp"
+#include "cnnengine/engine/backend.hpp"
 #include "relative_error.hpp"
 
 namespace cnn::cuda_test {

@@ -6,13 +6,13 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "engine/network_text.hpp"
-#include "engine/presets.hpp"
+#include "cnnengine/models/network_text.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "engine/test_networks.hpp"
-#include "engine/trainer.hpp"
-#include "memory/fault_injection_adaptor.hpp"
-#include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
+#include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/strategy.hpp"
 #include "support.hpp"
 
 using namespace cnn;

@@ -4,10 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "data/data_error.hpp"
-#include "data/idx_dataset.hpp"
-#include "data/image_folder_dataset.hpp"
-#include "data/random.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/idx_dataset.hpp"
+#include "cnnengine/data/image_folder_dataset.hpp"
+#include "cnnengine/data/detail/random.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

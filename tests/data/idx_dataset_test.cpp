@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "data/data_error.hpp"
-#include "data/idx_dataset.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/idx_dataset.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;
@@ -205,7 +206,7 @@ TEST_CASE("IDX: zero and absurd dimensions", "[data][idx]") {
 TEST_CASE("IDX: missing files and folders", "[data][idx]") {
   TempFolder dir;
   t::write_bytes(dir / "labels", t::idx_labels(4, 2));
-  expect_error(dir / "nope", dir / "labels", dir / "nope", "file not found");
+  expect_error(dir / "nope", dir / "labels", dir / "nope", "does not exist");
   expect_error(dir.path(), dir / "labels", dir.path(), "is a folder");
 }
 

@@ -7,11 +7,12 @@
 #include <thread>
 #include <vector>
 
-#include "data/augment.hpp"
-#include "data/data_error.hpp"
-#include "data/loader.hpp"
-#include "data/random.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/data/detail/augment.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/loader.hpp"
+#include "cnnengine/data/detail/random.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 
 using namespace cnn::data;
 using namespace std::chrono_literals;
@@ -261,13 +262,13 @@ TEST_CASE("loader: bad options are refused", "[data][loader]") {
   FakeDataset data(20);
   LoaderOptions options;
   options.batch = 0;
-  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), std::invalid_argument);
+  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
   options = {};
   options.normalize_std = 0;
-  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), std::invalid_argument);
+  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
   options = {};
   options.prefetch = -1;
-  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), std::invalid_argument);
+  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
 }
 
 TEST_CASE("loader: normalisation after augmentation, augmentation deterministic", "[data][loader]") {

@@ -2,12 +2,12 @@
 // reserves, so the largest b it finds fits and b + 1 does not.
 #include <catch2/catch.hpp>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/presets.hpp"
-#include "engine/trainer.hpp"
-#include "memory/budget_adaptor.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/statistics_adaptor.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;

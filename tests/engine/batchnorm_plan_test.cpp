@@ -11,15 +11,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/step_plan.hpp"
-#include "engine/presets.hpp"
-#include "layers/batchnorm2d.hpp"
-#include "memory/budget_adaptor.hpp"
-#include "memory/fault_injection_adaptor.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/step_plan.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/layers/batchnorm2d.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/strategy.hpp"
 #include "heap_counter.hpp"
 #include "test_networks.hpp"
 
@@ -62,8 +63,8 @@ TEST_CASE("a step splits into micro-batches of the need or more, and of the micr
   CHECK(sizes(7, 3, 2) == std::vector<int>{3, 2, 2});
   CHECK(sizes(4, 3, 2) == std::vector<int>{2, 2});
   CHECK(sizes(2, 2, 2) == std::vector<int>{2});
-  CHECK_THROWS_AS(split_into_micro_batches(1, 3, 2), std::invalid_argument);
-  CHECK_THROWS_AS(split_into_micro_batches(5, 2, 2), std::invalid_argument);  // 2 + 2 + 1: b < 2 x 2 - 1
+  CHECK_THROWS_AS(split_into_micro_batches(1, 3, 2), ConfigError);
+  CHECK_THROWS_AS(split_into_micro_batches(5, 2, 2), ConfigError);  // 2 + 2 + 1: b < 2 x 2 - 1
   for (int need = 1; need <= 3; ++need)
     for (int b = 2 * need - 1; b <= 20; ++b)
       for (int samples = need; samples <= 70; ++samples) {

@@ -8,10 +8,10 @@
 #include <limits>
 
 #include "data/data_test_files.hpp"
-#include "engine/checkpoint.hpp"
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/presets.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/models/checkpoint.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 
 using namespace cnn;
 namespace fs = std::filesystem;

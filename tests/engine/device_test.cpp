@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "engine/cuda_plugin.hpp"
-#include "engine/device.hpp"
+#include "cnnengine/backends/device/detail/cuda_plugin.hpp"
+#include "cnnengine/backends/device/device.hpp"
 
 using namespace cnn;
 

@@ -4,9 +4,10 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/presets.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
@@ -20,7 +21,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 std::string optimizer_error(const OptimizerConfig& config) {
   try {
     make_optimizer(config);
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     return e.what();
   }
   return "";

@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "engine/cpu/gemm.hpp"
+#include "cnnengine/backends/cpu/detail/gemm.hpp"
 #include "heap_counter.hpp"
-#include "memory/buffer.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/memory/buffer.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 #include "relative_error.hpp"
 #include "test_networks.hpp"
 

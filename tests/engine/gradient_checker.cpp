@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/counter_rng.hpp"
-#include "memory/buffer.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/memory/buffer.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 #include "test_networks.hpp"
 
 namespace cnn::testing {

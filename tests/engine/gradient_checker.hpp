@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "layers/layer.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/engine/layer.hpp"
 
 namespace cnn::testing {
 

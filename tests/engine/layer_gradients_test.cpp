@@ -2,15 +2,16 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "engine/counter_rng.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
 #include "gradient_checker.hpp"
-#include "layers/add.hpp"
-#include "layers/batchnorm2d.hpp"
-#include "layers/conv2d.hpp"
-#include "layers/dense.hpp"
-#include "layers/dropout.hpp"
-#include "layers/pool2d.hpp"
-#include "layers/relu.hpp"
+#include "cnnengine/layers/add.hpp"
+#include "cnnengine/layers/batchnorm2d.hpp"
+#include "cnnengine/layers/conv2d.hpp"
+#include "cnnengine/layers/dense.hpp"
+#include "cnnengine/layers/dropout.hpp"
+#include "cnnengine/layers/pool2d.hpp"
+#include "cnnengine/layers/relu.hpp"
 
 using namespace cnn;
 using cnn::testing::check_gradients;
@@ -121,7 +122,7 @@ TEST_CASE("softmax cross-entropy gradient", "[gradients]") {
     try {
       loss();
       FAIL("no error");
-    } catch (const std::out_of_range& e) {
+    } catch (const DataError& e) {
       CHECK(std::string(e.what()).find("sample 2") != std::string::npos);
     }
   }
@@ -131,7 +132,8 @@ namespace {
 // A layer whose backward is wrong on purpose: the checker must notice.
 class WrongGradient final : public Layer {
  public:
-  std::string kind() const override { return "wrong"; }
+  LayerKind kind() const override { return LayerKind::custom; }
+  std::string type_name() const override { return "wrong"; }
   std::string describe() const override { return "wrong"; }
   Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
   void forward(const LayerContext& c) override { c.backend->copy_or_add(c.inputs[0], c.output, false); }

@@ -6,10 +6,11 @@
 #include <filesystem>
 
 #include "data/data_test_files.hpp"
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/presets.hpp"
-#include "layers/flatten.hpp"
-#include "memory/host_resource.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/layers/flatten.hpp"
+#include "cnnengine/memory/host_resource.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
@@ -109,7 +110,7 @@ TEST_CASE("a network file that is a FIFO is refused, not read (it would block)",
   std::string message;
   try {
     make_network(fifo.string(), Shape{1, 28, 28}, 10);
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     message = e.what();
   }
   CHECK(message.find("it is a FIFO (named pipe), not a regular file") != std::string::npos);
@@ -119,7 +120,7 @@ TEST_CASE("unknown presets list the known ones", "[network]") {
   try {
     make_network("tiny", Shape{1, 28, 28}, 10);
     FAIL("accepted an unknown model");
-  } catch (const std::invalid_argument& e) {
+  } catch (const ConfigError& e) {
     CHECK(std::string(e.what()).find("small-bn") != std::string::npos);
   }
 }

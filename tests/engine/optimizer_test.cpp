@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/optimizer.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/engine/optimizer.hpp"
 
 using namespace cnn;
 

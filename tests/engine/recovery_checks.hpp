@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/presets.hpp"
-#include "memory/budget_adaptor.hpp"
-#include "memory/fault_injection_adaptor.hpp"
-#include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/strategy.hpp"
 #include "test_networks.hpp"
 
 namespace cnn::testing {

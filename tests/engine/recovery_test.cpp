@@ -3,15 +3,15 @@
 #include <catch2/catch.hpp>
 #include <optional>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/presets.hpp"
-#include "layers/conv2d.hpp"
-#include "layers/dense.hpp"
-#include "layers/flatten.hpp"
-#include "memory/fault_injection_adaptor.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "cnnengine/layers/conv2d.hpp"
+#include "cnnengine/layers/dense.hpp"
+#include "cnnengine/layers/flatten.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/strategy.hpp"
 #include "relative_error.hpp"
 #include "recovery_checks.hpp"
 #include "test_networks.hpp"
@@ -161,7 +161,8 @@ namespace {
 class FailingLayer final : public Layer {
  public:
   explicit FailingLayer(int failures) : failures_(failures) {}
-  std::string kind() const override { return "failing"; }
+  LayerKind kind() const override { return LayerKind::custom; }
+  std::string type_name() const override { return "failing"; }
   std::string describe() const override { return "failing"; }
   Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
   void forward(const LayerContext& c) override {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/counter_rng.hpp"
-#include "engine/network_text.hpp"
-#include "engine/trainer.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/models/network_text.hpp"
+#include "cnnengine/engine/trainer.hpp"
 
 namespace cnn::testing {
 

@@ -2,11 +2,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "engine/cpu/cpu_backend.hpp"
-#include "engine/presets.hpp"
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "heap_counter.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "relative_error.hpp"
 #include "test_networks.hpp"
 

@@ -3,12 +3,13 @@
 #include <cstdint>
 #include <string>
 
-#include "memory/arena_resource.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
-#include "memory/statistics_adaptor.hpp"
-#include "tests/memory/block_tracker.hpp"
-#include "tests/memory/page_offset_upstream.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/arena_resource.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "memory/block_tracker.hpp"
+#include "memory/page_offset_upstream.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;
@@ -32,7 +33,7 @@ TEST_CASE("arena: one upstream reservation in the constructor, never more", "[me
     CHECK(upstream.statistics().allocations == 1);
   }
   CHECK(upstream.statistics().current_bytes == 0);
-  CHECK_THROWS_AS(ArenaResource(host_resource(), 0), std::invalid_argument);
+  CHECK_THROWS_AS(ArenaResource(host_resource(), 0), cnn::ConfigError);
 }
 
 TEST_CASE("arena: best fit picks the smallest hole that holds the request", "[memory]") {

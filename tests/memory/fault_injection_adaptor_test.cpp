@@ -3,10 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "memory/fault_injection_adaptor.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
-#include "memory/statistics_adaptor.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
 
 using namespace cnn::memory;
 
@@ -74,5 +75,5 @@ TEST_CASE("fault injection: random failures follow the seed", "[memory]") {
   CHECK(first.injected_failures() == a.size());
   first.clear();
   CHECK(failing_requests(first, 100).empty());
-  CHECK_THROWS_AS(first.fail_randomly(1.5, 1), std::invalid_argument);
+  CHECK_THROWS_AS(first.fail_randomly(1.5, 1), cnn::ConfigError);
 }

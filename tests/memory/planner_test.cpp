@@ -5,8 +5,9 @@
 #include <random>
 #include <vector>
 
-#include "memory/bytes.hpp"
-#include "memory/planner.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/bytes.hpp"
+#include "cnnengine/memory/detail/planner.hpp"
 
 using namespace cnn::memory;
 
@@ -136,7 +137,7 @@ TEST_CASE("planner: empty input and a reversed lifetime", "[memory]") {
   CHECK(empty.arena_bytes == 0);
   CHECK(empty.lower_bound_bytes == 0);
   CHECK(plan_is_valid({}, empty));
-  CHECK_THROWS_AS(plan_offsets({{"bad", 64, 5, 4}}, 256), std::invalid_argument);
+  CHECK_THROWS_AS(plan_offsets({{"bad", 64, 5, 4}}, 256), cnn::ConfigError);
   // A plan that is tampered with is caught.
   std::vector<BufferRequest> two = {{"a", 1024, 0, 1}, {"b", 1024, 1, 2}};
   Plan plan = plan_offsets(two, 256);

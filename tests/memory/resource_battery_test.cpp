@@ -9,9 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "memory/out_of_memory.hpp"
-#include "tests/memory/block_tracker.hpp"
-#include "tests/memory/resource_stacks.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/block_tracker.hpp"
+#include "memory/resource_stacks.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;
@@ -54,8 +55,8 @@ TEST_CASE("an alignment that is not a power of two up to 4096 is refused", "[mem
   for (const auto& make : all_stacks()) {
     auto stack = make();
     INFO("resource stack: " << stack->name());
-    CHECK_THROWS_AS(stack->top().allocate(64, 3), std::invalid_argument);
-    CHECK_THROWS_AS(stack->top().allocate(64, 8192), std::invalid_argument);
+    CHECK_THROWS_AS(stack->top().allocate(64, 3), cnn::ConfigError);
+    CHECK_THROWS_AS(stack->top().allocate(64, 8192), cnn::ConfigError);
     // A refused request leaves nothing behind: the whole budget and arena remain usable.
     BlockTracker tracker(stack->top());
     REQUIRE_NOTHROW(tracker.churn(7, ChurnOptions{300}));

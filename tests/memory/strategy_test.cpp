@@ -2,8 +2,9 @@
 
 #include <string>
 
-#include "memory/host_resource.hpp"
-#include "memory/strategy.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/strategy.hpp"
 
 using namespace cnn::memory;
 
@@ -18,7 +19,7 @@ TEST_CASE("make_strategy builds each strategy by name", "[memory]") {
 }
 
 TEST_CASE("make_strategy names the accepted strategies on an unknown one", "[memory]") {
-  CHECK_THROWS_AS(make_strategy("planned", host_resource(), 0), std::invalid_argument);
+  CHECK_THROWS_AS(make_strategy("planned", host_resource(), 0), cnn::ConfigError);
   CHECK_THROWS_WITH(make_strategy("bfc", host_resource(), 0),
                     Catch::Contains("'bfc'") && Catch::Contains("direct") &&
                         Catch::Contains("pool") && Catch::Contains("arena"));

@@ -8,17 +8,18 @@
 
 #include <unistd.h>
 
-#include "memory/arena_resource.hpp"
-#include "memory/budget_adaptor.hpp"
-#include "memory/fault_injection_adaptor.hpp"
-#include "memory/host_resource.hpp"
-#include "memory/pool_resource.hpp"
-#include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
-#include "memory/trace.hpp"
-#include "memory/trace_adaptor.hpp"
-#include "memory/trace_replay.hpp"
-#include "tests/memory/block_tracker.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/arena_resource.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/fault_injection_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/pool_resource.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/strategy.hpp"
+#include "cnnengine/memory/trace.hpp"
+#include "cnnengine/memory/trace_adaptor.hpp"
+#include "cnnengine/memory/trace_replay.hpp"
+#include "memory/block_tracker.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;
@@ -122,7 +123,7 @@ TEST_CASE("trace: a bad line or a missing file is an error that says where", "[m
   CHECK_THROWS_WITH(read_trace(std::filesystem::path("/nonexistent/run.trace")),
                     Catch::Contains("/nonexistent/run.trace"));
   CHECK_THROWS_AS(TraceAdaptor(host_resource(), std::filesystem::path("/nonexistent/dir/x")),
-                  std::runtime_error);
+                  cnn::ConfigError);
 }
 
 TEST_CASE("trace: replay refuses an inconsistent trace and leaves the resource clean",
@@ -132,16 +133,16 @@ TEST_CASE("trace: replay refuses an inconsistent trace and leaves the resource c
       {0, TraceOp::allocate, 1, 64, 256, Category::other},
       {1, TraceOp::deallocate, 2, 64, 256, Category::other},
   };
-  CHECK_THROWS_AS(replay(unknown_free, stats), std::invalid_argument);
+  CHECK_THROWS_AS(replay(unknown_free, stats), cnn::DataError);
   const std::vector<TraceEvent> twice = {
       {0, TraceOp::allocate, 1, 64, 256, Category::other},
       {1, TraceOp::allocate, 1, 64, 256, Category::other},
   };
-  CHECK_THROWS_AS(replay(twice, stats), std::invalid_argument);
+  CHECK_THROWS_AS(replay(twice, stats), cnn::DataError);
   const std::vector<TraceEvent> wrong_size = {
       {0, TraceOp::allocate, 1, 64, 256, Category::other},
       {1, TraceOp::deallocate, 1, 65, 256, Category::other},
   };
-  CHECK_THROWS_AS(replay(wrong_size, stats), std::invalid_argument);
+  CHECK_THROWS_AS(replay(wrong_size, stats), cnn::DataError);
   CHECK(stats.statistics().current_bytes == 0);
 }

@@ -1,0 +1,79 @@
+#pragma once
+// The reference backend: Eigen matrix products and plain loops, parallel over the batch with
+// OpenMP. Deterministic for a given thread count: every reduction adds in a fixed order.
+#include <memory>
+
+#include "cnnengine/engine/backend.hpp"
+
+namespace cnn {
+
+class CpuBackend : public Backend {
+ public:
+  // threads <= 0: all the cores OpenMP sees.
+  explicit CpuBackend(int threads = 0);
+  int threads() const { return threads_; }
+  // The vector instructions the kernels were compiled for: "avx512", "avx2" (with FMA) or
+  // "generic". Results are reproducible to the bit within one of them (see gemm.cpp).
+  static std::string instruction_set();
+
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  std::string description() const override;
+  memory::MemoryResource& device_memory() override;
+  memory::MemoryResource& staging_memory() override;
+
+  void copy_to_device(const void* host, void* device, std::size_t bytes) override;
+  void copy_to_host(const void* device, void* host, std::size_t bytes) override;
+  void fill(Tensor t, float value) override;
+  void synchronize() override {}
+
+  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                     ConvPass pass, std::size_t limit) override;
+  void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                      Tensor y, Workspace ws) override;
+  void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
+                            bool accumulate, Workspace ws) override;
+  void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
+                              Tensor dbias, Workspace ws) override;
+
+  std::size_t dense_workspace_bytes(const Shape& x, int out, ConvPass pass) override;
+  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) override;
+  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) override;
+  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) override;
+
+  void relu_forward(const Tensor& x, Tensor y) override;
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override;
+
+  void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) override;
+  void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                       Tensor dx, bool accumulate) override;
+
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                  Tensor running_mean, Tensor running_var, float momentum,
+                                  float epsilon, Tensor saved_mean, Tensor saved_inv_std) override;
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& running_mean, const Tensor& running_var,
+                                   float epsilon, Tensor y) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                          Tensor dgamma, Tensor dbeta, bool accumulate) override;
+
+  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                       std::uint64_t layer) override;
+  void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) override;
+
+  void add(const Tensor& a, const Tensor& b, Tensor y) override;
+  void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override;
+
+  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+                             const StepScalars* step, Tensor loss_sum, Tensor correct) override;
+
+  void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                  float learning_rate) override;
+  void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
+                    float learning_rate, long step) override;
+
+ private:
+  int threads_;
+};
+
+}  // namespace cnn

@@ -1,0 +1,239 @@
+// Pooling and batch normalisation: loops over (image, channel) planes or channels, in parallel.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/backends/cpu/detail/parallel.hpp"
+
+namespace cnn {
+namespace {
+
+struct Window {
+  int h0, h1, w0, w1;  // clipped to the input
+};
+
+Window window_at(const Pool2dDesc& d, int oh, int ow, int h, int w) {
+  const int hs = oh * d.stride_h - d.pad_h, ws = ow * d.stride_w - d.pad_w;
+  return {std::max(hs, 0), std::min(hs + d.window_h, h), std::max(ws, 0), std::min(ws + d.window_w, w)};
+}
+
+// Max pooling 2x2, stride 2, no padding: the networks' common case, without the general loop's
+// window clipping and mode tests. Ties go to the first element in row-major order, as in the
+// general path. A NaN in a window may propagate here where the general path skips it: a tree of
+// maxima vectorises, a chain from -inf costs 15% of a whole training step (measured); NaN
+// activations mean the training has already diverged.
+bool is_max_2x2(const Pool2dDesc& d) {
+  return d.mode == PoolMode::max && d.window_h == 2 && d.window_w == 2 && d.stride_h == 2 && d.stride_w == 2 &&
+         d.pad_h == 0 && d.pad_w == 0;
+}
+
+void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
+  for (int oh = 0; oh < ho; ++oh) {
+    const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
+    const float* r1 = r0 + w;
+    float* o = out + static_cast<std::size_t>(oh) * wo;
+    for (int ow = 0; ow < wo; ++ow)
+      o[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
+  }
+}
+
+// Writes every input position of each window (the gradient or zero) unless accumulating, so the
+// plane needs no clearing first. Branch-free: which element is the first equal to the window's
+// maximum is data, and branching on it mispredicts half the time.
+void max_2x2_backward_plane(const float* in, const float* out, const float* grad_out, float* grad_in, int w,
+                            int ho, int wo, bool accumulate) {
+  for (int oh = 0; oh < ho; ++oh) {
+    const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
+    const float* r1 = r0 + w;
+    float* g0 = grad_in + static_cast<std::size_t>(2 * oh) * w;
+    float* g1 = g0 + w;
+    const float* m = out + static_cast<std::size_t>(oh) * wo;
+    const float* g = grad_out + static_cast<std::size_t>(oh) * wo;
+    for (int ow = 0; ow < wo; ++ow) {
+      const int j = 2 * ow;
+      // Bitwise operators, not && and ?:, which compilers turn back into branches.
+      const unsigned e0 = r0[j] == m[ow];
+      const unsigned e1 = (r0[j + 1] == m[ow]) & (e0 ^ 1u);
+      const unsigned e2 = (r1[j] == m[ow]) & ((e0 | e1) ^ 1u);
+      const unsigned e3 = (r1[j + 1] == m[ow]) & ((e0 | e1 | e2) ^ 1u);  // none equal: no route
+      const float v0 = g[ow] * static_cast<float>(e0), v1 = g[ow] * static_cast<float>(e1),
+                  v2 = g[ow] * static_cast<float>(e2), v3 = g[ow] * static_cast<float>(e3);
+      if (accumulate) {
+        g0[j] += v0;
+        g0[j + 1] += v1;
+        g1[j] += v2;
+        g1[j + 1] += v3;
+      } else {
+        g0[j] = v0;
+        g0[j + 1] = v1;
+        g1[j] = v2;
+        g1[j + 1] = v3;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
+  const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
+  const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
+  if (is_max_2x2(d)) {
+    cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+      for (std::size_t p = b; p < e; ++p)
+        max_2x2_forward_plane(x.data + p * h * w, y.data + p * ho * wo, w, ho, wo);
+    });
+    return;
+  }
+  cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t p = b; p < e; ++p) {
+      const float* in = x.data + p * h * w;
+      float* out = y.data + p * ho * wo;
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          const Window win = window_at(d, oh, ow, h, w);
+          float acc = d.mode == PoolMode::max ? -std::numeric_limits<float>::infinity() : 0.f;
+          for (int i = win.h0; i < win.h1; ++i)
+            for (int j = win.w0; j < win.w1; ++j) {
+              const float v = in[i * w + j];
+              acc = d.mode == PoolMode::max ? std::max(acc, v) : acc + v;
+            }
+          if (d.mode == PoolMode::average) acc /= static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+          out[oh * wo + ow] = acc;
+        }
+    }
+  });
+}
+
+void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                 Tensor dx, bool accumulate) {
+  const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
+  const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
+  cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t p = b; p < e; ++p) {
+      const float* in = x.data + p * h * w;
+      const float* out = y.data + p * ho * wo;
+      const float* grad_out = dy.data + p * ho * wo;
+      float* grad_in = dx.data + p * h * w;
+      if (is_max_2x2(d) && h == 2 * ho && w == 2 * wo) {  // windows tile the plane exactly
+        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, accumulate);
+        continue;
+      }
+      if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
+      if (is_max_2x2(d)) {
+        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, true);
+        continue;
+      }
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          const Window win = window_at(d, oh, ow, h, w);
+          const float g = grad_out[oh * wo + ow];
+          if (d.mode == PoolMode::max) {
+            const float m = out[oh * wo + ow];
+            bool routed = false;
+            for (int i = win.h0; i < win.h1 && !routed; ++i)
+              for (int j = win.w0; j < win.w1 && !routed; ++j)
+                if (in[i * w + j] == m) {
+                  grad_in[i * w + j] += g;
+                  routed = true;
+                }
+          } else {
+            const float share = g / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+            for (int i = win.h0; i < win.h1; ++i)
+              for (int j = win.w0; j < win.w1; ++j) grad_in[i * w + j] += share;
+          }
+        }
+    }
+  });
+}
+
+void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           Tensor y, Tensor running_mean, Tensor running_var,
+                                           float momentum, float epsilon, Tensor saved_mean,
+                                           Tensor saved_inv_std) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const double count = static_cast<double>(n) * static_cast<double>(hw);
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(c), [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t ch = b; ch < e; ++ch) {
+      double sum = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const float* p = x.data + (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) sum += p[k];
+      }
+      const double mean = sum / count;
+      double squares = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const float* p = x.data + (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) squares += (p[k] - mean) * (p[k] - mean);
+      }
+      const double var = squares / count;
+      const float inv_std = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+      const float scale = gamma.data[ch] * inv_std;
+      const float shift = beta.data[ch] - static_cast<float>(mean) * scale;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) y.data[offset + k] = x.data[offset + k] * scale + shift;
+      }
+      saved_mean.data[ch] = static_cast<float>(mean);
+      saved_inv_std.data[ch] = inv_std;
+      const double unbiased = count > 1 ? var * count / (count - 1) : var;
+      running_mean.data[ch] = static_cast<float>((1.0 - momentum) * running_mean.data[ch] + momentum * mean);
+      running_var.data[ch] = static_cast<float>((1.0 - momentum) * running_var.data[ch] + momentum * unbiased);
+    }
+  });
+}
+
+void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                            const Tensor& running_mean, const Tensor& running_var,
+                                            float epsilon, Tensor y) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(n) * c, [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t plane = b; plane < e; ++plane) {
+      const std::size_t ch = plane % static_cast<std::size_t>(c);
+      const float scale = gamma.data[ch] / std::sqrt(running_var.data[ch] + epsilon);
+      const float shift = beta.data[ch] - running_mean.data[ch] * scale;
+      const float* in = x.data + plane * hw;
+      float* out = y.data + plane * hw;
+      for (std::size_t k = 0; k < hw; ++k) out[k] = in[k] * scale + shift;
+    }
+  });
+}
+
+void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                                   Tensor dgamma, Tensor dbeta, bool accumulate) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const double count = static_cast<double>(n) * static_cast<double>(hw);
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(c), [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t ch = b; ch < e; ++ch) {
+      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
+      double sum_dy = 0.0, sum_dy_xhat = 0.0;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) {
+          const double g = dy.data[offset + k];
+          sum_dy += g;
+          sum_dy_xhat += g * (x.data[offset + k] - mean) * inv_std;
+        }
+      }
+      dgamma.data[ch] += static_cast<float>(sum_dy_xhat);
+      dbeta.data[ch] += static_cast<float>(sum_dy);
+      const double scale = gamma.data[ch] * inv_std / count;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) {
+          const double xhat = (x.data[offset + k] - mean) * inv_std;
+          const float g = static_cast<float>(scale * (count * dy.data[offset + k] - sum_dy - xhat * sum_dy_xhat));
+          if (accumulate) dx.data[offset + k] += g;
+          else dx.data[offset + k] = g;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace cnn

@@ -1,0 +1,84 @@
+// Batch normalisation on cuDNN, spatial mode: statistics per channel over N, H and W. cuDNN keeps
+// the running variance unbiased and saves the batch mean and 1 / sqrt(biased variance + epsilon),
+// which is what the interface asks for.
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/descriptors.hpp"
+#include "cnnengine/base/error.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+
+struct BatchnormDescriptors {
+  TensorDescriptor x, params;
+};
+
+// x as NCHW (rank 2 is [N, C, 1, 1]) and the per-channel parameter layout derived from it.
+void describe(BatchnormDescriptors& d, const Tensor& x, std::initializer_list<const Tensor*> params,
+              const char* call) {
+  if (x.shape.rank < 2) throw ShapeError(std::string(call) + ": input " + x.shape.str() + " has no channels");
+  set_nchw(d.x, x.shape);
+  CNN_CHECK(cudnnDeriveBNTensorDescriptor(d.params, d.x, kMode));
+  for (const Tensor* p : params) {
+    if (!p->empty() && p->elements() != static_cast<std::size_t>(x.c())) {
+      throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " +
+                       x.shape.str() + " should hold " + std::to_string(x.c()) + " values");
+    }
+  }
+}
+
+}  // namespace
+
+void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                             Tensor y, Tensor running_mean, Tensor running_var,
+                                             float momentum, float epsilon, Tensor saved_mean,
+                                             Tensor saved_inv_std) {
+  activate();
+  BatchnormDescriptors d;
+  describe(d, x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std},
+           "batchnorm_forward_training");
+  CNN_CHECK(cudnnBatchNormalizationForwardTraining(
+      cudnn_, kMode, &kOne, &kZero, d.x, x.data, d.x, y.data, d.params, gamma.data, beta.data,
+      static_cast<double>(momentum), running_mean.data, running_var.data, static_cast<double>(epsilon),
+      saved_mean.data, saved_inv_std.data));
+  batchnorm_epsilon_[saved_inv_std.data] = epsilon;
+  touched(x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std);
+}
+
+void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                              const Tensor& running_mean, const Tensor& running_var,
+                                              float epsilon, Tensor y) {
+  activate();
+  BatchnormDescriptors d;
+  describe(d, x, {&gamma, &beta, &running_mean, &running_var}, "batchnorm_forward_inference");
+  CNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn_, kMode, &kOne, &kZero, d.x, x.data, d.x, y.data,
+                                                    d.params, gamma.data, beta.data, running_mean.data,
+                                                    running_var.data, static_cast<double>(epsilon)));
+  touched(x, gamma, beta, running_mean, running_var, y);
+}
+
+void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                     const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                                     Tensor dgamma, Tensor dbeta, bool accumulate) {
+  activate();
+  BatchnormDescriptors d;
+  describe(d, x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta}, "batchnorm_backward");
+  // With the saved statistics given cuDNN does not recompute them, but it wants forward's epsilon.
+  auto remembered = batchnorm_epsilon_.find(saved_inv_std.data);
+  const double epsilon = remembered != batchnorm_epsilon_.end() ? remembered->second : 1e-5;
+  const float beta_data = accumulate ? 1.0f : 0.0f;
+  // betaParamDiff = 1: parameter gradients accumulate over micro-batches.
+  CNN_CHECK(cudnnBatchNormalizationBackward(cudnn_, kMode, &kOne, &beta_data, &kOne, &kOne, d.x, x.data, d.x,
+                                            dy.data, d.x, dx.data, d.params, gamma.data, dgamma.data,
+                                            dbeta.data, epsilon, saved_mean.data, saved_inv_std.data));
+  touched(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
+}
+
+}  // namespace cnn::cuda

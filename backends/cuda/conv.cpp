@@ -1,0 +1,131 @@
+// Convolution on cuDNN's legacy API: NCHW float, cross-correlation, one algorithm per pass chosen
+// by conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/base/error.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+constexpr float kOne = 1.0f, kZero = 0.0f;
+
+std::string describe(const Conv2dDesc& d, const Shape& x, const Shape& y) {
+  return "conv2d " + std::to_string(d.in_channels) + "->" + std::to_string(d.out_channels) + " " +
+         std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " stride " +
+         std::to_string(d.stride) + " padding " + std::to_string(d.padding) + " with input " + x.str() +
+         " and output " + y.str();
+}
+
+void check_weights(const Conv2dDesc& d, const Tensor& w, const char* what) {
+  const std::size_t expected = static_cast<std::size_t>(d.out_channels) * static_cast<std::size_t>(d.in_channels) *
+                               static_cast<std::size_t>(d.kernel_h) * static_cast<std::size_t>(d.kernel_w);
+  if (w.elements() != expected) {
+    throw ShapeError(std::string(what) + ": weights " + w.shape.str() + " hold " +
+                     std::to_string(w.elements()) + " values, the convolution needs " +
+                     std::to_string(expected));
+  }
+}
+
+}  // namespace
+
+ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shape& y) {
+  if (x.rank != 4 || y.rank != 4 || x[1] != d.in_channels || y[1] != d.out_channels || x[0] != y[0]) {
+    throw ShapeError(describe(d, x, y) + ": the shapes do not match the convolution");
+  }
+  const ConvShape key{x[0], x[1], x[2], x[3], y[1], y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding};
+  auto found = conv_plans_.find(key);
+  if (found != conv_plans_.end()) return *found->second;
+
+  auto plan = std::make_unique<ConvPlan>();
+  plan->shape = key;
+  set_nchw(plan->x, x[0], x[1], x[2], x[3]);
+  set_nchw(plan->y, y[0], y[1], y[2], y[3]);
+  set_nchw(plan->bias, 1, y[1], 1, 1);
+  CNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.out_channels,
+                                       d.in_channels, d.kernel_h, d.kernel_w));
+  CNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padding, d.padding, d.stride, d.stride, 1, 1,
+                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  int n = 0, c = 0, h = 0, w = 0;
+  CNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &c, &h, &w));
+  if (n != y[0] || c != y[1] || h != y[2] || w != y[3]) {
+    throw ShapeError(describe(d, x, y) + ": the output should be [" + std::to_string(n) + "x" +
+                     std::to_string(c) + "x" + std::to_string(h) + "x" + std::to_string(w) + "]");
+  }
+  return *conv_plans_.emplace(key, std::move(plan)).first->second;
+}
+
+// The plan's algorithm when its workspace fits what the caller passed, else the fastest that
+// fits, without measuring: a call inside a step must not allocate. A smaller workspace in one
+// call does not replace the plan's choice.
+AlgoChoice CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
+  AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
+  if (!choice.valid() || choice.workspace > workspace_bytes) {
+    AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_};
+    choice = choose_algorithm(search, plan, pass, workspace_bytes);
+    if (!plan.choice[static_cast<std::size_t>(pass)].valid()) plan.choice[static_cast<std::size_t>(pass)] = choice;
+  }
+  CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, choice.math));
+  return choice;
+}
+
+std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                                ConvPass pass, std::size_t limit) {
+  activate();
+  ConvPlan& plan = conv_plan(desc, x, y);
+  AlgoSearch search{cudnn_, options_.device, options_.tf32, !options_.fast_start, &device_memory_};
+  auto choose = [&](ConvAlgoPass p) {
+    AlgoChoice& choice = plan.choice[static_cast<std::size_t>(p)];
+    choice = choose_algorithm(search, plan, p, limit);
+    return choice.workspace;
+  };
+  if (pass == ConvPass::forward) return choose(ConvAlgoPass::forward);
+  // Backward-data and backward-filter run one after the other on the same workspace.
+  return std::max(choose(ConvAlgoPass::backward_data), choose(ConvAlgoPass::backward_filter));
+}
+
+void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
+                                 const Tensor& bias, Tensor y, Workspace ws) {
+  activate();
+  check_weights(desc, w, "conv2d_forward");
+  ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
+  const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::forward, ws.bytes);
+  CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), ws.data,
+                                    choice.workspace, &kZero, plan.y, y.data));
+  if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y, y.data));
+  touched(x, w, bias, y, ws);
+}
+
+void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
+                                       Tensor dx, bool accumulate, Workspace ws) {
+  activate();
+  check_weights(desc, w, "conv2d_backward_data");
+  ConvPlan& plan = conv_plan(desc, dx.shape, dy.shape);
+  const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::backward_data, ws.bytes);
+  const float beta = accumulate ? 1.0f : 0.0f;
+  CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w.data, plan.y, dy.data, plan.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), ws.data,
+                                         choice.workspace, &beta, plan.x, dx.data));
+  touched(dy, w, dx, ws);
+}
+
+void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                                         Tensor dw, Tensor dbias, Workspace ws) {
+  activate();
+  check_weights(desc, dw, "conv2d_backward_filter");
+  ConvPlan& plan = conv_plan(desc, x.shape, dy.shape);
+  const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::backward_filter, ws.bytes);
+  CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x.data, plan.y, dy.data, plan.conv,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo),
+                                           ws.data, choice.workspace, &kOne, plan.w, dw.data));
+  if (!dbias.empty()) {
+    CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, plan.y, dy.data, &kOne, plan.bias, dbias.data));
+  }
+  touched(x, dy, dw, dbias, ws);
+}
+
+}  // namespace cnn::cuda

@@ -1,0 +1,192 @@
+#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "cnnengine/backends/cuda/architectures.hpp"
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/memory/bytes.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+std::string version_string(int major, int minor, int patch) {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string cudnn_version_string() {
+  std::size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9
+  return version_string(static_cast<int>(v / 10000), static_cast<int>(v / 100 % 100),
+                        static_cast<int>(v % 100));
+}
+
+std::string cublas_version_string() {
+  int major = 0, minor = 0, patch = 0;
+  cublasGetProperty(MAJOR_VERSION, &major);
+  cublasGetProperty(MINOR_VERSION, &minor);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  return version_string(major, minor, patch);
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(const CudaOptions& options)
+    : options_(options), device_memory_(options.device) {
+  try {
+    int count = 0;
+    CNN_CHECK(cudaGetDeviceCount(&count));
+    if (options_.device < 0 || options_.device >= count) {
+      throw DeviceError("CUDA device " + std::to_string(options_.device) + " does not exist: " +
+                        std::to_string(count) + " device(s) found");
+    }
+    activate();
+    cudaDeviceProp props{};
+    CNN_CHECK(cudaGetDeviceProperties(&props, options_.device));
+    device_name_ = props.name;
+    compute_major_ = props.major;
+    compute_minor_ = props.minor;
+    multiprocessors_ = std::max(1, props.multiProcessorCount);
+    total_memory_ = props.totalGlobalMem;
+    if (cudaError_t status = kernel_image_status(); status != cudaSuccess) {
+      std::string archs;
+      for (int a : compiled_architectures()) archs += (archs.empty() ? "sm_" : ", sm_") + std::to_string(a);
+      throw DeviceError(device_name_ + " (compute capability " + std::to_string(compute_major_) +
+                        "." + std::to_string(compute_minor_) + ") cannot run this build's kernels (" +
+                        archs + "): " + cudaGetErrorString(status) +
+                        "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
+                        std::to_string(compute_major_ * 10 + compute_minor_));
+    }
+
+    CNN_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    CNN_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+    CNN_CHECK(cudaEventCreateWithFlags(&copy_done_, cudaEventDisableTiming));
+
+    CNN_CHECK(cudnnCreate(&cudnn_));
+    CNN_CHECK(cudnnSetStream(cudnn_, compute_));
+
+    CNN_CHECK(cublasCreate(&cublas_));
+    CNN_CHECK(cublasSetStream(cublas_, compute_));
+    CNN_CHECK(cublasSetMathMode(cublas_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB before. Reserved once so
+    // that cuBLAS never allocates inside a step and the budget sees it.
+    cublas_workspace_bytes_ = (compute_major_ >= 9 ? std::size_t{32} : std::size_t{4}) << 20;
+    cublas_workspace_ = device_memory_.allocate(cublas_workspace_bytes_, memory::kDefaultAlignment,
+                                                memory::Category::workspace);
+    CNN_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, cublas_workspace_bytes_));
+
+    void* flag = nullptr;
+    CNN_CHECK(cudaHostAlloc(&flag, sizeof(LabelError), cudaHostAllocMapped));
+    label_error_ = static_cast<LabelError*>(flag);
+    *label_error_ = LabelError{};
+    void* flag_device = nullptr;
+    CNN_CHECK(cudaHostGetDevicePointer(&flag_device, flag, 0));
+    label_error_device_ = static_cast<LabelError*>(flag_device);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() { release(); }
+
+void CudaBackend::release() noexcept {
+  abort_capture();
+  if (compute_) cudaStreamSynchronize(compute_);
+  if (copy_) cudaStreamSynchronize(copy_);
+  conv_plans_.clear();
+  tracker_.release();
+  if (label_error_) cudaFreeHost(label_error_);
+  label_error_ = label_error_device_ = nullptr;
+  if (cublas_) cublasDestroy(cublas_);
+  cublas_ = nullptr;
+  if (cublas_workspace_) {
+    device_memory_.deallocate(cublas_workspace_, cublas_workspace_bytes_, memory::kDefaultAlignment,
+                              memory::Category::workspace);
+  }
+  cublas_workspace_ = nullptr;
+  cublas_workspace_bytes_ = 0;
+  if (cudnn_) cudnnDestroy(cudnn_);
+  cudnn_ = nullptr;
+  if (copy_done_) cudaEventDestroy(copy_done_);
+  copy_done_ = nullptr;
+  if (copy_) cudaStreamDestroy(copy_);
+  if (compute_) cudaStreamDestroy(compute_);
+  copy_ = compute_ = nullptr;
+  cudaGetLastError();
+}
+
+void CudaBackend::activate() const { CNN_CHECK(cudaSetDevice(options_.device)); }
+
+unsigned CudaBackend::blocks_for(std::size_t n) const {
+  const std::size_t wanted = (n + 255) / 256;
+  const std::size_t most = static_cast<std::size_t>(multiprocessors_) * 8;  // the rest grid-strides
+  return static_cast<unsigned>(std::clamp<std::size_t>(wanted, 1, most));
+}
+
+std::string CudaBackend::description() const {
+  return "cuda: " + device_name_ + " (device " + std::to_string(options_.device) + ", compute capability " +
+         std::to_string(compute_major_) + "." + std::to_string(compute_minor_) + ", " +
+         memory::format_bytes(total_memory_) + "), cuDNN " + cudnn_version_string() + ", cuBLAS " +
+         cublas_version_string() + ", " + (options_.tf32 ? "tf32" : "fp32") + ", convolution algorithms " +
+         (options_.fast_start ? "by heuristics" : "measured");
+}
+
+void CudaBackend::refuse_while_capturing(const char* call) const {
+  if (capturing_) throw std::logic_error(std::string(call) + " cannot be part of a captured graph");
+}
+
+void CudaBackend::copy_to_device(const void* host, void* device, std::size_t bytes) {
+  refuse_while_capturing("copy_to_device");
+  if (bytes == 0) return;
+  activate();
+  tracker_.order_copy(device, bytes, compute_, copy_);
+  CNN_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy_));
+  CNN_CHECK(cudaEventRecord(copy_done_, copy_));
+  CNN_CHECK(cudaStreamWaitEvent(compute_, copy_done_, 0));
+  // `host` may be reused once the copy is done; earlier compute work may still be running.
+  CNN_CHECK(cudaEventSynchronize(copy_done_));
+}
+
+void CudaBackend::copy_to_host(const void* device, void* host, std::size_t bytes) {
+  refuse_while_capturing("copy_to_host");
+  activate();
+  if (bytes) CNN_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, compute_));
+  CNN_CHECK(cudaStreamSynchronize(compute_));
+  raise_device_errors();
+}
+
+void CudaBackend::synchronize() {
+  refuse_while_capturing("synchronize");
+  activate();
+  CNN_CHECK(cudaStreamSynchronize(copy_));
+  CNN_CHECK(cudaStreamSynchronize(compute_));
+  raise_device_errors();
+}
+
+void CudaBackend::raise_device_errors() {
+  volatile LabelError* error = label_error_;
+  if (!error->raised) return;
+  const int row = error->row, label = error->label, classes = error->classes;
+  error->raised = 0;
+  throw DataError("softmax_cross_entropy: label " + std::to_string(label) + " of sample " +
+                  std::to_string(row) + " is outside [0, " + std::to_string(classes) + ")");
+}
+
+}  // namespace cnn::cuda
+
+namespace cnn {
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
+  try {
+    return std::make_unique<cuda::CudaBackend>(options);
+  } catch (const memory::OutOfMemory&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DeviceError("cannot start the CUDA backend on device " + std::to_string(options.device) +
+                      ": " + e.what());
+  }
+}
+
+}  // namespace cnn

@@ -1,0 +1,156 @@
+#pragma once
+// The CUDA backend's class. Internal: includes CUDA headers; the public face is
+// engine/cuda/cuda_backend.hpp. Its calls are defined by job: cuda_backend.cpp (setup, copies,
+// synchronisation), conv.cpp, dense.cpp, batchnorm.cpp, pooling.cu, elementwise.cu, loss.cu,
+// optimizers.cu.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "cnnengine/engine/backend.hpp"
+#include "cnnengine/backends/cuda/conv_algorithms.hpp"
+#include "cnnengine/backends/cuda/copy_tracker.hpp"
+#include "cnnengine/backends/device/cuda_api.hpp"
+#include "cnnengine/backends/cuda/cuda_resources.hpp"
+
+namespace cnn::cuda {
+
+// Written by the loss kernel when a label is out of range; lives in mapped pinned host memory so
+// that checking it after a synchronisation costs no copy.
+struct LabelError {
+  int raised;
+  int row;
+  int label;
+  int classes;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  DeviceKind kind() const override { return DeviceKind::cuda; }
+  std::string description() const override;
+  memory::MemoryResource& device_memory() override { return device_memory_; }
+  memory::MemoryResource& staging_memory() override { return pinned_memory_; }
+  std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_; }
+
+  void copy_to_device(const void* host, void* device, std::size_t bytes) override;
+  void copy_to_host(const void* device, void* host, std::size_t bytes) override;
+  void fill(Tensor t, float value) override;
+  void synchronize() override;
+
+  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                     ConvPass pass, std::size_t limit) override;
+  void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                      Tensor y, Workspace ws) override;
+  void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
+                            bool accumulate, Workspace ws) override;
+  void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
+                              Tensor dbias, Workspace ws) override;
+
+  // cuBLAS works in its own workspace (library_reserved_bytes): the Workspace arguments are empty.
+  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace) override;
+  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace) override;
+  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace) override;
+
+  void relu_forward(const Tensor& x, Tensor y) override;
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override;
+
+  void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) override;
+  void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                       Tensor dx, bool accumulate) override;
+
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                  Tensor running_mean, Tensor running_var, float momentum,
+                                  float epsilon, Tensor saved_mean, Tensor saved_inv_std) override;
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& running_mean, const Tensor& running_var,
+                                   float epsilon, Tensor y) override;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                          Tensor dgamma, Tensor dbeta, bool accumulate) override;
+
+  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                       std::uint64_t layer) override;
+  void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) override;
+
+  void add(const Tensor& a, const Tensor& b, Tensor y) override;
+  void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override;
+
+  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+                             const StepScalars* step, Tensor loss_sum, Tensor correct) override;
+
+  void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                  float learning_rate) override;
+  void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
+                    float learning_rate, long step) override;
+
+  // CUDA graphs (graph.cpp): the compute stream is captured; a replay is one cudaGraphLaunch.
+  std::string capture_support() const override { return {}; }
+  void begin_capture() override;
+  std::unique_ptr<CapturedCalls> end_capture() override;
+  void abort_capture() noexcept override;
+  void launch_graph(cudaGraphExec_t graph);
+
+ private:
+  void release() noexcept;
+  // Makes this backend's device current for the calling thread.
+  void activate() const;
+  // Throws what the device found since the last check (a label out of range).
+  void raise_device_errors();
+  // Copies and synchronisation cannot be part of a graph.
+  void refuse_while_capturing(const char* call) const;
+  // Grid size for an element-wise kernel over n elements with 256 threads a block.
+  unsigned blocks_for(std::size_t n) const;
+
+  // Every call reports the device memory it touched, after enqueueing its work, so that
+  // copy_to_device can wait for exactly that work (copy_tracker.hpp).
+  static DeviceRange range_of(const Tensor& t) { return {t.data, t.bytes()}; }
+  static DeviceRange range_of(const IntTensor& t) { return {t.data, t.size * sizeof(std::int32_t)}; }
+  static DeviceRange range_of(const Workspace& w) { return {w.data, w.bytes}; }
+  static DeviceRange range_of(const DeviceRange& r) { return r; }
+  static DeviceRange scalars_range(const StepScalars* step) { return {step, step ? sizeof(StepScalars) : 0}; }
+  // While capturing, events recorded on the stream would belong to the graph: a replay marks
+  // every tracked range touched instead (launch_graph).
+  template <class... Views>
+  void touched(const Views&... views) {
+    if (capturing_) return;
+    const DeviceRange ranges[] = {range_of(views)...};
+    tracker_.touched(compute_, ranges, sizeof...(Views));
+  }
+
+  ConvPlan& conv_plan(const Conv2dDesc& desc, const Shape& x, const Shape& y);
+  AlgoChoice conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes);
+
+  CudaOptions options_;
+  std::string device_name_;
+  int compute_major_ = 0, compute_minor_ = 0, multiprocessors_ = 1;
+  std::size_t total_memory_ = 0;
+  memory::CudaDeviceResource device_memory_;
+  memory::CudaPinnedResource pinned_memory_;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t copy_done_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  std::size_t cublas_workspace_bytes_ = 0;
+  LabelError* label_error_ = nullptr;         // host view
+  LabelError* label_error_device_ = nullptr;  // the same memory, as kernels see it
+  CopyTracker tracker_;
+  bool capturing_ = false;
+  std::unordered_map<ConvShape, std::unique_ptr<ConvPlan>, ConvShapeHash> conv_plans_;
+  // cuDNN wants backward's epsilon equal to forward's; backward_batchnorm is not told it.
+  std::unordered_map<const float*, float> batchnorm_epsilon_;
+};
+
+}  // namespace cnn::cuda

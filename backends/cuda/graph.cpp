@@ -1,0 +1,77 @@
+// CUDA graphs: the calls between begin_capture and end_capture are captured from the compute
+// stream (thread-local mode: a call that would synchronise fails the capture instead of running)
+// and instantiated once; a replay is one launch instead of one per kernel.
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+class CudaGraph final : public CapturedCalls {
+ public:
+  CudaGraph(CudaBackend& backend, cudaGraphExec_t graph) : backend_(backend), graph_(graph) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(graph_); }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  void replay() override { backend_.launch_graph(graph_); }
+
+ private:
+  CudaBackend& backend_;
+  cudaGraphExec_t graph_;
+};
+
+}  // namespace
+
+void CudaBackend::begin_capture() {
+  refuse_while_capturing("begin_capture");
+  activate();
+  CNN_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
+  capturing_ = true;
+}
+
+std::unique_ptr<CapturedCalls> CudaBackend::end_capture() {
+  if (!capturing_) throw std::logic_error("end_capture without begin_capture");
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(compute_, &graph);
+  if (ended != cudaSuccess) {
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    check(ended, "cudaStreamEndCapture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(instantiated, "cudaGraphInstantiate");
+  try {
+    // Uploading now keeps the first replay as fast as the rest.
+    CNN_CHECK(cudaGraphUpload(exec, compute_));
+    return std::make_unique<CudaGraph>(*this, exec);
+  } catch (...) {
+    cudaGraphExecDestroy(exec);
+    throw;
+  }
+}
+
+void CudaBackend::abort_capture() noexcept {
+  if (!capturing_) return;
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(compute_, &graph);
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();  // the capture's error is not the next call's
+}
+
+void CudaBackend::launch_graph(cudaGraphExec_t graph) {
+  refuse_while_capturing("a graph replay");
+  activate();
+  CNN_CHECK(cudaGraphLaunch(graph, compute_));
+  tracker_.touched_all(compute_);
+}
+
+}  // namespace cnn::cuda

@@ -1,0 +1,157 @@
+// Max and average pooling. Forward: one thread per output. Backward gathers instead of
+// scattering: one thread per input sums, in a fixed order, the gradients of the windows that
+// route to it, so no atomics and the result does not depend on scheduling.
+#include <cfloat>
+#include <stdexcept>
+#include <string>
+
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/grid_stride.cuh"
+#include "cnnengine/base/error.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+struct PoolGeometry {
+  int planes;  // N * C
+  int h, w, out_h, out_w;
+  int window_h, window_w, stride_h, stride_w, pad_h, pad_w;
+};
+
+struct Window {
+  int h0, h1, w0, w1;  // the part of the window inside the input: [h0, h1) x [w0, w1)
+};
+
+__device__ Window window_of(const PoolGeometry& g, int oh, int ow) {
+  const int top = oh * g.stride_h - g.pad_h, left = ow * g.stride_w - g.pad_w;
+  return {max(top, 0), min(top + g.window_h, g.h), max(left, 0), min(left + g.window_w, g.w)};
+}
+
+template <bool Max>
+__global__ void pool_forward_kernel(const float* x, float* y, PoolGeometry g) {
+  const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.out_h * g.out_w;
+  CNN_FOR_EACH_ELEMENT(i, total) {
+    const int ow = static_cast<int>(i % g.out_w);
+    const int oh = static_cast<int>(i / g.out_w % g.out_h);
+    const float* plane = x + i / (std::size_t{static_cast<unsigned>(g.out_h)} * g.out_w) * g.h * g.w;
+    const Window win = window_of(g, oh, ow);
+    float best = -FLT_MAX, sum = 0.0f;
+    bool any = false;
+    for (int h = win.h0; h < win.h1; ++h) {
+      for (int w = win.w0; w < win.w1; ++w) {
+        const float v = plane[h * g.w + w];
+        if (Max) {
+          if (!any || v > best) best = v;
+        } else {
+          sum += v;
+        }
+        any = true;
+      }
+    }
+    const int count = (win.h1 - win.h0) * (win.w1 - win.w0);
+    y[i] = !any ? 0.0f : Max ? best : sum / static_cast<float>(count);
+  }
+}
+
+template <bool Max, bool Accumulate>
+__global__ void pool_backward_kernel(const float* x, const float* y, const float* dy, float* dx,
+                                     PoolGeometry g) {
+  const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.h * g.w;
+  CNN_FOR_EACH_ELEMENT(i, total) {
+    const int iw = static_cast<int>(i % g.w);
+    const int ih = static_cast<int>(i / g.w % g.h);
+    const std::size_t plane_index = i / (std::size_t{static_cast<unsigned>(g.h)} * g.w);
+    const float* x_plane = x + plane_index * g.h * g.w;
+    const std::size_t out_plane = plane_index * g.out_h * g.out_w;
+    const float value = x[i];
+
+    // Outputs whose window covers (ih, iw): oh * stride - pad <= ih < oh * stride - pad + window.
+    const int oh_first = max(0, (ih + g.pad_h - g.window_h + g.stride_h) / g.stride_h);
+    const int oh_last = min(g.out_h - 1, (ih + g.pad_h) / g.stride_h);
+    const int ow_first = max(0, (iw + g.pad_w - g.window_w + g.stride_w) / g.stride_w);
+    const int ow_last = min(g.out_w - 1, (iw + g.pad_w) / g.stride_w);
+
+    float grad = 0.0f;
+    for (int oh = oh_first; oh <= oh_last; ++oh) {
+      for (int ow = ow_first; ow <= ow_last; ++ow) {
+        const std::size_t o = out_plane + static_cast<std::size_t>(oh) * g.out_w + ow;
+        const Window win = window_of(g, oh, ow);
+        if (ih < win.h0 || ih >= win.h1 || iw < win.w0 || iw >= win.w1) continue;
+        if (Max) {
+          if (value != y[o]) continue;
+          // The gradient goes to the first input equal to the maximum, in row-major order.
+          bool earlier = false;
+          for (int h = win.h0; h <= ih && !earlier; ++h) {
+            const int w_end = h < ih ? win.w1 : iw;
+            for (int w = win.w0; w < w_end; ++w) {
+              if (x_plane[h * g.w + w] == value) {
+                earlier = true;
+                break;
+              }
+            }
+          }
+          if (!earlier) grad += dy[o];
+        } else {
+          grad += dy[o] / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+        }
+      }
+    }
+    dx[i] = Accumulate ? dx[i] + grad : grad;
+  }
+}
+
+PoolGeometry geometry(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const char* call) {
+  if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c()) {
+    throw ShapeError(std::string(call) + ": input " + x.shape.str() + " and output " + y.shape.str() +
+                     " are not matching NCHW tensors");
+  }
+  if (d.window_h < 1 || d.window_w < 1 || d.stride_h < 1 || d.stride_w < 1 || d.pad_h < 0 || d.pad_w < 0) {
+    throw ConfigError(std::string(call) + ": window, stride and padding must be positive");
+  }
+  return {x.n() * x.c(), x.h(), x.w(), y.h(), y.w(), d.window_h, d.window_w,
+          d.stride_h, d.stride_w, d.pad_h, d.pad_w};
+}
+
+}  // namespace
+
+void CudaBackend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
+  activate();
+  const PoolGeometry g = geometry(desc, x, y, "pool2d_forward");
+  const std::size_t n = y.elements();
+  if (n == 0) return;
+  if (desc.mode == PoolMode::max) {
+    pool_forward_kernel<true><<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, g);
+  } else {
+    pool_forward_kernel<false><<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, g);
+  }
+  check_launch("pool_forward_kernel");
+  touched(x, y);
+}
+
+void CudaBackend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
+                                  const Tensor& dy, Tensor dx, bool accumulate) {
+  activate();
+  const PoolGeometry g = geometry(desc, x, y, "pool2d_backward");
+  if (dy.elements() != y.elements() || dx.elements() != x.elements()) {
+    throw ShapeError("pool2d_backward: gradients " + dy.shape.str() + " and " + dx.shape.str() +
+                     " do not match " + y.shape.str() + " and " + x.shape.str());
+  }
+  const std::size_t n = x.elements();
+  if (n == 0) return;
+  const unsigned blocks = blocks_for(n);
+  const bool is_max = desc.mode == PoolMode::max;
+  if (is_max && accumulate) {
+    pool_backward_kernel<true, true><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+  } else if (is_max) {
+    pool_backward_kernel<true, false><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+  } else if (accumulate) {
+    pool_backward_kernel<false, true><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+  } else {
+    pool_backward_kernel<false, false><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+  }
+  check_launch("pool_backward_kernel");
+  touched(x, y, dy, dx);
+}
+
+}  // namespace cnn::cuda

@@ -1,0 +1,40 @@
+#pragma once
+// The CUDA backend: cuDNN for convolution and batch normalisation, cuBLAS for dense layers, own
+// kernels for the rest. No CUDA header here: code built without nvcc may include this. The
+// functions are in libcnnengine_cuda (engine/cuda_plugin.hpp loads it on first use); a program
+// that calls them directly links cnnengine::cuda.
+//
+// Asynchrony, beyond what engine/backend.hpp promises:
+// - Every call enqueues work on one compute stream and returns; copy_to_host and synchronize wait.
+// - copy_to_device runs on its own copy stream and returns once `host` may be reused. It waits
+//   only for earlier work that touched the destination (the backend tracks the ranges it has
+//   copied into), so a loader filling a second input slot overlaps the running step.
+// - A label out of range in softmax_cross_entropy is found on the device; the DataError
+//   comes from the next synchronize() or copy_to_host(), not from the call itself.
+#include <memory>
+#include <string>
+
+#include "cnnengine/engine/backend.hpp"
+
+namespace cnn {
+
+struct CudaOptions {
+  int device = 0;
+  bool tf32 = false;
+  bool fast_start = false;  // heuristics (cudnnGetConvolution*Algorithm_v7) instead of cudnnFind*
+};
+
+struct CudaProbe {
+  bool available = false;
+  std::string reason;  // why not: no driver, no device, driver too old for runtime, cuDNN load failure...
+  std::string device_name;
+};
+
+CudaProbe probe_cuda() noexcept;
+// Throws DeviceError with a clear message when the device cannot be used.
+std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);
+// For `train_images --doctor`: versions compiled against and loaded, the GPU, and every mismatch
+// that will fail flagged "ERROR:" with what to install. Never throws; works without a GPU.
+std::string cuda_environment_report();
+
+}  // namespace cnn

@@ -1,0 +1,32 @@
+#pragma once
+// The CUDA backend lives in its own library, libcnnengine_cuda, loaded on first use. A CPU run
+// of a CUDA build then maps none of the CUDA runtime, cuBLAS and cuDNN (about 150 MiB of
+// resident memory), and a machine without them, or with versions that do not load, still runs
+// on the CPU and is told why CUDA is not there, instead of the program failing to start.
+#include <memory>
+#include <string>
+
+#include "cnnengine/backends/device/cuda_api.hpp"
+
+namespace cnn {
+
+// What the plugin gives: engine/cuda/plugin.cpp fills it. `abi` guards against a plugin from
+// another build of cnnengine.
+struct CudaPlugin {
+  int abi = 0;
+  CudaProbe (*probe)() noexcept = nullptr;
+  std::unique_ptr<Backend> (*make_backend)(const CudaOptions&) = nullptr;
+  std::string (*environment_report)() = nullptr;
+};
+inline constexpr int kCudaPluginAbi = 1;
+inline constexpr const char* kCudaPluginEntry = "cnn_cuda_plugin";  // extern "C" const CudaPlugin* ()
+
+// The loaded plugin, or null with `why` saying what is missing (not built, not found beside
+// libcnnengine, or a CUDA library it needs cannot be loaded: dlerror's words).
+const CudaPlugin* cuda_plugin(std::string* why);
+
+// Whether an NVIDIA driver can be loaded (libcuda.so.1), checked without loading the plugin:
+// where there is none, --device auto need not map the CUDA libraries only to learn that.
+bool nvidia_driver_present(std::string* why);
+
+}  // namespace cnn

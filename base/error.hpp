@@ -1,0 +1,45 @@
+#pragma once
+// Every error a user of cnnengine can cause is a cnn::Error, and its message names what was
+// wrong: the file, the record, the layer, the option, the bytes. Catch cnn::Error for all of
+// them, or one kind below. std::logic_error remains for what only a bug in cnnengine can cause.
+// The out-of-memory errors carry a breakdown of the bytes: memory/out_of_memory.hpp.
+#include <stdexcept>
+
+namespace cnn {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An option or argument out of range, options that conflict, a call that breaks its contract.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A layer that does not fit its input; a network that does not fit the data.
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A data file that is missing, truncated, corrupt or too large; a label outside the classes.
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A checkpoint that cannot be written, or read back as this network's.
+class CheckpointError : public Error {
+ public:
+  using Error::Error;
+};
+
+// No usable device; a CUDA, cuDNN or cuBLAS call that failed.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace cnn

@@ -1,0 +1,86 @@
+#include "cnnengine/data/detail/folder_scan.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/image_codec.hpp"
+
+namespace cnn::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+void require_folder(const fs::path& folder) {
+  std::error_code ec;
+  fs::file_status status = fs::status(folder, ec);
+  if (!fs::exists(status)) fail(folder, "folder not found");
+  if (!fs::is_directory(status)) fail(folder, "not a folder");
+}
+
+bool is_folder(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+}  // namespace
+
+bool is_hidden(const fs::path& path) {
+  std::string name = path.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+std::vector<fs::path> visible_entries(const fs::path& folder) {
+  require_folder(folder);
+  std::vector<fs::path> entries;
+  std::error_code ec;
+  fs::directory_iterator it(folder, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (!is_hidden(it->path())) entries.push_back(it->path());
+  }
+  if (ec) fail(folder, "cannot list folder: " + ec.message());
+  std::sort(entries.begin(), entries.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename().native() < b.filename().native(); });
+  return entries;
+}
+
+std::vector<fs::path> sub_folders(const fs::path& folder) {
+  std::vector<fs::path> folders;
+  for (const fs::path& entry : visible_entries(folder))
+    if (is_folder(entry)) folders.push_back(entry);
+  return folders;
+}
+
+ClassFolders scan_class_folders(const fs::path& folder) {
+  ClassFolders result;
+  std::vector<fs::path> classes;
+  for (const fs::path& entry : visible_entries(folder)) {
+    if (is_folder(entry)) {
+      classes.push_back(entry);
+    } else if (has_image_extension(entry)) {
+      fail(entry, "image outside a class folder: expected one sub-folder per class in " + full_path(folder));
+    }
+    // Other files beside the class folders (a README, a CSV index) are not part of the data.
+  }
+  if (classes.size() < 2) {
+    fail(folder, "expected at least 2 class folders (one sub-folder per class, holding PNG, JPEG or BMP images), found " +
+                     std::to_string(classes.size()));
+  }
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    std::size_t images = 0;
+    for (const fs::path& entry : visible_entries(classes[c])) {
+      if (is_folder(entry)) fail(entry, "unexpected folder inside class folder: expected only images");
+      if (!has_image_extension(entry))
+        fail(entry, "not an image file: expected only .png, .jpg, .jpeg or .bmp files in a class folder");
+      require_regular_file(entry);  // a FIFO named x.png would block the decoder forever
+      result.files.push_back(entry);
+      result.labels.push_back(static_cast<int>(c));
+      ++images;
+    }
+    if (images == 0) fail(classes[c], "empty class folder: expected at least one PNG, JPEG or BMP image");
+    result.class_names.push_back(classes[c].filename().string());
+  }
+  return result;
+}
+
+}  // namespace cnn::data

@@ -1,0 +1,167 @@
+#include "cnnengine/data/detail/image_codec.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cnnengine/data/detail/byte_reader.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/resize.hpp"
+
+// The one translation unit that compiles stb_image. Static, so that the library exports no stbi
+// symbols that could clash with an application's own copy.
+#define STB_IMAGE_IMPLEMENTATION
+#define STB_IMAGE_STATIC
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
+#include "stb_image.h"
+#pragma GCC diagnostic pop
+
+namespace cnn::data {
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+File open_file(const std::filesystem::path& path) {
+  require_regular_file(path);
+  File file(std::fopen(path.c_str(), "rb"));
+  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  return file;
+}
+
+std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
+  File file = open_file(path);
+  std::vector<unsigned char> bytes;
+  unsigned char chunk[1 << 16];
+  for (;;) {
+    std::size_t got = std::fread(chunk, 1, sizeof chunk, file.get());
+    bytes.insert(bytes.end(), chunk, chunk + got);
+    if (bytes.size() > static_cast<std::size_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
+    if (got < sizeof chunk) break;
+  }
+  if (std::ferror(file.get())) fail(path, std::string("read error: ") + std::strerror(errno));
+  return bytes;
+}
+
+std::string reason() {
+  const char* text = stbi_failure_reason();
+  return text ? text : "unknown reason";
+}
+
+std::uint32_t little_endian(const std::vector<unsigned char>& b, std::size_t at, int bytes) {
+  std::uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | b[at + static_cast<std::size_t>(i)];
+  return v;
+}
+
+// stb_image reads past the end of a truncated BMP or JPEG as zeros and reports success; these
+// checks catch that. A BMP without compression must hold every row its header promises; a JPEG
+// must end its last scan with an end-of-image marker.
+void check_complete(const std::filesystem::path& path, const std::vector<unsigned char>& b) {
+  if (b.size() >= 34 && b[0] == 'B' && b[1] == 'M') {
+    const std::uint32_t compression = little_endian(b, 30, 4);
+    if (compression != 0 && compression != 3) return;  // run-length encoded: stb checks those
+    const std::uint64_t offset = little_endian(b, 10, 4), width = little_endian(b, 18, 4),
+                        bits = little_endian(b, 28, 2);
+    const auto height = static_cast<std::int32_t>(little_endian(b, 22, 4));
+    const std::uint64_t rows = static_cast<std::uint64_t>(height < 0 ? -static_cast<std::int64_t>(height) : height);
+    const std::uint64_t needed = offset + (bits * width + 31) / 32 * 4 * rows;
+    if (b.size() < needed)
+      fail(path, "truncated BMP: the header promises " + std::to_string(needed) + " bytes, the file has " +
+                     std::to_string(b.size()));
+  } else if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xD8) {
+    std::size_t last_scan = 0;
+    for (std::size_t i = 0; i + 1 < b.size(); ++i)
+      if (b[i] == 0xFF && b[i + 1] == 0xDA) last_scan = i;
+    bool ended = false;
+    for (std::size_t i = last_scan; i + 1 < b.size() && !ended; ++i) ended = b[i] == 0xFF && b[i + 1] == 0xD9;
+    if (!ended) fail(path, "truncated JPEG: no end-of-image marker after the last scan");
+  }
+}
+
+// Why stbi_info refused the file. It tries PNG, then JPEG, then BMP, so its own reason is the
+// last format's "unknown image type" whatever stopped the first: ask the format the file's
+// signature names instead, and for a PNG say what size its header gives.
+std::string unreadable_reason(const std::vector<unsigned char>& bytes) {
+  const int length = static_cast<int>(bytes.size());
+  stbi__context s;
+  int width = 0, height = 0, channels = 0;
+  stbi__start_mem(&s, bytes.data(), length);
+  if (stbi__png_test(&s)) {
+    stbi__start_mem(&s, bytes.data(), length);
+    if (stbi__png_info(&s, &width, &height, &channels)) return "unknown reason";
+    constexpr std::size_t kSizeEnd = 24;  // signature, IHDR length and tag, width, height
+    if (bytes.size() >= kSizeEnd && std::memcmp(bytes.data() + 12, "IHDR", 4) == 0) {
+      const std::uint32_t w = big_endian_u32(bytes.data() + 16), h = big_endian_u32(bytes.data() + 20);
+      const std::string size = std::to_string(w) + "x" + std::to_string(h);
+      if (w == 0 || h == 0) return "the PNG header gives a size of " + size + ": an image needs at least one pixel";
+      if (reason() == std::string("too large"))
+        return "the PNG header gives a size of " + size + ": too large to decode (at most " +
+               std::to_string(STBI_MAX_DIMENSIONS) + " pixels a side and 1 GiB decoded)";
+    }
+    return "not a readable PNG image: " + reason();
+  }
+  stbi__start_mem(&s, bytes.data(), length);
+  if (stbi__jpeg_test(&s)) {
+    stbi__start_mem(&s, bytes.data(), length);
+    stbi__jpeg_info(&s, &width, &height, &channels);
+    return "not a readable JPEG image: " + reason();
+  }
+  stbi__start_mem(&s, bytes.data(), length);
+  if (stbi__bmp_test(&s)) {
+    stbi__start_mem(&s, bytes.data(), length);
+    stbi__bmp_info(&s, &width, &height, &channels);
+    return "not a readable BMP image: " + reason();
+  }
+  return "not a readable PNG, JPEG or BMP image: unknown signature";
+}
+
+}  // namespace
+
+bool has_image_extension(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
+}
+
+ImageInfo probe_image(const std::filesystem::path& path) {
+  File file = open_file(path);
+  ImageInfo info;
+  if (!stbi_info_from_file(file.get(), &info.width, &info.height, &info.channels))
+    fail(path, unreadable_reason(read_whole_file(path)));
+  return info;
+}
+
+void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out) {
+  if (target.channels != 1 && target.channels != 3)
+    fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
+  std::vector<unsigned char> bytes = read_whole_file(path);
+  const int length = static_cast<int>(bytes.size());
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &channels))
+    fail(path, unreadable_reason(bytes));
+  check_complete(path, bytes);
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(bytes.data(), length, &width, &height, &channels, target.channels),
+      stbi_image_free);
+  if (!pixels) fail(path, "corrupt image, decoding failed: " + reason());
+  resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width);
+}
+
+}  // namespace cnn::data

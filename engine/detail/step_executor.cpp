@@ -1,0 +1,164 @@
+#include "cnnengine/engine/detail/step_executor.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "cnnengine/base/error.hpp"
+
+namespace cnn {
+
+StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan,
+                           StepMemory& memory, StepSlots slots, bool capture)
+    : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
+      capture_(capture) {
+  // Sized once so that a step allocates nothing on the host either.
+  inputs_.reserve(8);
+  grad_inputs_.reserve(8);
+  saved_.reserve(8);
+  ran_once_.reserve(kMaxRecordings);
+  graphs_.reserve(kMaxRecordings);
+}
+
+Tensor StepExecutor::buffer(int index, Shape shape) const {
+  if (index < 0) return Tensor{};
+  return Tensor{static_cast<float*>(memory_.address(index)), shape};
+}
+
+Tensor StepExecutor::value(int node, int n) const {
+  const Node& nd = net_.node(node);
+  return buffer(plan_.value[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
+}
+
+Tensor StepExecutor::gradient(int node, int n) const {
+  const Node& nd = net_.node(node);
+  return buffer(plan_.value_grad[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
+}
+
+void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed) {
+  const int n = batch.size;
+  if (n <= 0 || n > plan_.micro_batch)
+    throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
+                      std::to_string(plan_.micro_batch));
+  memory_.begin(0);
+  const Tensor input = value(0, n);
+  backend_.copy_to_device(batch.images, input.data, input.bytes());
+  backend_.copy_to_device(batch.labels, memory_.address(plan_.labels), static_cast<std::size_t>(n) * sizeof(std::int32_t));
+  const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
+  backend_.copy_to_device(&scalars, slots_.scalars, sizeof scalars);
+  memory_.end(0);
+  compute_or_replay(n);
+}
+
+void StepExecutor::compute_or_replay(int n) {
+  if (!capture_) return compute(n);
+  for (Recording& r : graphs_) {
+    if (r.batch != n) continue;
+    r.calls->replay();
+    ++replays_;
+    return;
+  }
+  const bool second_run = std::find(ran_once_.begin(), ran_once_.end(), n) != ran_once_.end();
+  if (!second_run || graphs_.size() == kMaxRecordings) {
+    // A size's first run is eager: the libraries set themselves up outside the recording.
+    if (!second_run && ran_once_.size() < kMaxRecordings) ran_once_.push_back(n);
+    return compute(n);
+  }
+  std::unique_ptr<CapturedCalls> calls;
+  try {
+    backend_.begin_capture();
+    try {
+      compute(n);
+    } catch (...) {
+      backend_.abort_capture();
+      throw;
+    }
+    calls = backend_.end_capture();
+  } catch (const std::exception& e) {
+    // Nothing of the step ran while capturing: run it eagerly, and every later step too.
+    capture_ = false;
+    capture_failure_ = e.what();
+    return compute(n);
+  }
+  graphs_.push_back(Recording{n, std::move(calls)});
+  graphs_.back().calls->replay();
+  ++replays_;
+}
+
+void StepExecutor::compute(int n) {
+  const bool training = plan_.training;
+  const int L = net_.last();
+  auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
+
+  auto& inputs = inputs_;
+  auto& saved = saved_;
+  auto& grad_inputs = grad_inputs_;
+  auto gather = [&](const Node& nd, int id) {
+    inputs.clear();
+    for (int in : nd.inputs) inputs.push_back(value(in, n));
+    saved.clear();
+    for (int s : plan_.saved[static_cast<std::size_t>(id)]) {
+      const auto floats = plan_.requests[static_cast<std::size_t>(s)].bytes / sizeof(float);
+      saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
+    }
+  };
+  auto context = [&](int id, int workspace) {
+    LayerContext c;
+    c.backend = &backend_;
+    c.batch = n;
+    c.training = training;
+    c.step = slots_.scalars;
+    c.node = id;
+    c.inputs = inputs;
+    c.output = value(id, n);
+    c.params = params_.params(id);
+    c.grads = params_.grads(id);
+    c.saved = saved;
+    if (workspace >= 0)
+      c.workspace = Workspace{memory_.address(workspace), plan_.requests[static_cast<std::size_t>(workspace)].bytes};
+    return c;
+  };
+
+  for (int id = 1; id <= L; ++id) {
+    const int t = plan_.forward_time(id);
+    memory_.begin(t);
+    const Node& nd = net_.node(id);
+    if (!nd.layer->is_view()) {
+      gather(nd, id);
+      nd.layer->forward(context(id, plan_.forward_workspace[static_cast<std::size_t>(id)]));
+    }
+    memory_.end(t);
+  }
+
+  memory_.begin(plan_.loss_time());
+  const IntTensor label_view{labels, static_cast<std::size_t>(n)};
+  backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, slots_.scalars,
+                                 slots_.loss_sum, slots_.correct);
+  memory_.end(plan_.loss_time());
+  if (!training) return;
+
+  for (int id = L; id >= 1; --id) {
+    const int t = plan_.backward_time(id);
+    memory_.begin(t);
+    const Node& nd = net_.node(id);
+    if (!nd.layer->is_view()) {
+      gather(nd, id);
+      grad_inputs.clear();
+      for (int in : nd.inputs) {
+        Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
+        if (g.empty()) g = buffer(plan_.discarded_input_grad[static_cast<std::size_t>(id)], net_.node(in).shape.batched(n));
+        grad_inputs.push_back(g);
+      }
+      LayerContext c = context(id, plan_.backward_workspace[static_cast<std::size_t>(id)]);
+      c.grad_output = gradient(id, n);
+      c.grad_inputs = grad_inputs;
+      const auto& acc = plan_.accumulate[static_cast<std::size_t>(id)];
+      if (acc.size() > accumulate_.size()) throw std::logic_error(nd.name + ": too many inputs");
+      std::copy(acc.begin(), acc.end(), accumulate_.begin());
+      c.accumulate = std::span<const bool>(accumulate_.data(), acc.size());
+      nd.layer->backward(c);
+    }
+    memory_.end(t);
+  }
+}
+
+}  // namespace cnn

@@ -1,0 +1,81 @@
+#pragma once
+// Runs one micro-batch through a plan: copy in, forward, loss, backward. Knows nothing of where
+// memory comes from (StepMemory) or which device runs the kernels (Backend).
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cnnengine/engine/parameter_store.hpp"
+#include "cnnengine/engine/detail/step_memory.hpp"
+
+namespace cnn {
+
+struct MicroBatch {
+  const float* images = nullptr;          // host (staging) memory, n samples
+  const std::int32_t* labels = nullptr;
+  int size = 0;                           // n <= the plan's micro-batch
+  int first = 0;                          // index of its first sample in the optimizer step's batch
+};
+
+// Where a micro-batch's results and scalars live: fixed device addresses, the trainer's.
+struct StepSlots {
+  Tensor loss_sum;       // one float: the summed loss is added to it
+  Tensor correct;        // one float: correct predictions are added to it
+  StepScalars* scalars;  // the micro-batch's StepScalars, copied in before its compute
+};
+
+class StepExecutor {
+ public:
+  // capture: after the first run of a micro-batch size, record its compute (forward, loss and
+  // backward) with the backend's capture and replay that instead of calling the layers (CUDA
+  // graphs). Needs fixed addresses: planned step memory, fixed slots.
+  StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan, StepMemory& memory,
+               StepSlots slots, bool capture = false);
+
+  // Adds the summed loss to slots.loss_sum and correct predictions to slots.correct. In
+  // training, parameter gradients accumulate with the loss gradient scaled by grad_scale.
+  // `seed` is the optimizer step's: the same for all its micro-batches.
+  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed);
+
+  long graph_replays() const { return replays_; }
+  // Why capture stopped (the backend refused a call): empty while it works or was not asked for.
+  const std::string& capture_failure() const { return capture_failure_; }
+  // Runs eagerly from now on (another executor's capture failed).
+  void stop_capturing() {
+    capture_ = false;
+    graphs_.clear();
+  }
+
+ private:
+  // Forward, loss and backward of n samples already in the input, label and scalar slots.
+  void compute(int n);
+  // compute(n), or the replay of its recording, recording it on its second run.
+  void compute_or_replay(int n);
+  Tensor value(int node, int n) const;
+  Tensor gradient(int node, int n) const;
+  Tensor buffer(int index, Shape shape) const;
+
+  struct Recording {
+    int batch;
+    std::unique_ptr<CapturedCalls> calls;
+  };
+  static constexpr std::size_t kMaxRecordings = 4;  // the full micro-batch, the last one or two, ... then eager
+
+  Network& net_;
+  Backend& backend_;
+  ParameterStore& params_;
+  const StepPlan& plan_;
+  StepMemory& memory_;
+  StepSlots slots_;
+  bool capture_;
+  std::vector<Tensor> inputs_, grad_inputs_, saved_;
+  std::array<bool, 8> accumulate_{};
+  std::vector<int> ran_once_;  // micro-batch sizes run eagerly once: the next run records
+  std::vector<Recording> graphs_;
+  long replays_ = 0;
+  std::string capture_failure_;
+};
+
+}  // namespace cnn

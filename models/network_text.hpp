@@ -1,0 +1,21 @@
+#pragma once
+// The plain-text network description. One layer per line, '#' starts a comment. Words:
+//   conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]   relu        flatten
+//   maxpool WINDOW [stride=S] [pad=P]               avgpool WINDOW [stride=S] [pad=P]
+//   globalavgpool     batchnorm     dropout P       dense UNITS
+//   add NAME                                        (adds the named output to the previous one)
+// Any line may end with `as=NAME` (names its output) and `in=NAME` (reads NAME instead of the
+// previous line; `input` is the network input). An unknown or repeated option, an empty or
+// reused name is an error; every error names the file and line.
+#include <filesystem>
+#include <string>
+
+#include "cnnengine/engine/network.hpp"
+
+namespace cnn {
+
+Network parse_network(const std::string& text, Shape input, int classes, const std::string& source = "<text>");
+// Reads a regular file only (a FIFO or a device would block or never end).
+Network load_network_file(const std::filesystem::path& path, Shape input, int classes);
+
+}  // namespace cnn
