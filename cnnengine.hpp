@@ -1,9 +1,26 @@
 #pragma once
-// The public face of cnnengine: include this one header.
-#include "cnnengine/engine/backend.hpp"
+// The public face of cnnengine: include this one header, <cnnengine/cnnengine.hpp>, and link
+// cnnengine::cnnengine. docs/design.md is the map of what is behind it.
+//
+//   select_device        backends/device/device.hpp   the CPU or a GPU, and why
+//   open_dataset, Loader data/                        IDX files and image folders, batched and staged
+//   Network, layers      engine/network.hpp, layers/  a graph of layers; make_network for presets and files
+//   Trainer              engine/trainer.hpp           plans memory under a budget, trains, evaluates
+//   MemoryStack          memory/memory_stack.hpp      the budget, the statistics, the trace, the strategy
+//   save/load_weights    models/checkpoint.hpp
+//   cnn::Error           base/error.hpp               every error a user can cause
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/backends/device/device.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/dataset.hpp"
+#include "cnnengine/data/loader.hpp"
+#include "cnnengine/data/open_dataset.hpp"
+#include "cnnengine/engine/backend.hpp"
+#include "cnnengine/engine/batch_planner.hpp"
+#include "cnnengine/engine/memory_report.hpp"
 #include "cnnengine/engine/network.hpp"
-#include "cnnengine/models/presets.hpp"
+#include "cnnengine/engine/optimizer.hpp"
 #include "cnnengine/engine/trainer.hpp"
 #include "cnnengine/layers/add.hpp"
 #include "cnnengine/layers/batchnorm2d.hpp"
@@ -15,3 +32,9 @@
 #include "cnnengine/layers/relu.hpp"
 #include "cnnengine/memory/bytes.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/memory_stack.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/models/checkpoint.hpp"
+#include "cnnengine/models/network_text.hpp"
+#include "cnnengine/models/presets.hpp"

@@ -22,6 +22,7 @@
 namespace cnn {
 
 enum class DeviceKind { cpu, cuda };
+inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
 
 struct Conv2dDesc {
   int in_channels = 0, out_channels = 0;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/micro_batch_plan.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
@@ -54,21 +55,28 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need)
   return split;
 }
 
-MicroBatchPlan BatchPlanner::plan_at(int micro_batch, std::size_t workspace_limit) const {
-  MicroBatchPlan p{plan_step(net_, backend_, micro_batch, true, workspace_limit),
-                   plan_step(net_, backend_, micro_batch, false, workspace_limit), {}};
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit) {
+  Network& net = planner.network();
+  Backend& backend = planner.backend();
+  const BatchPlanOptions& options = planner.options();
+  MicroBatchPlan p{plan_step(net, backend, micro_batch, true, workspace_limit),
+                   plan_step(net, backend, micro_batch, false, workspace_limit), {}};
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
-  m.persistent = ParameterStore::planned_bytes(net_, options_.optimizer_slots);
-  m.persistent[memory::Category::other] += options_.extra_persistent;
+  m.persistent = ParameterStore::planned_bytes(net, options.optimizer_slots);
+  m.persistent[memory::Category::other] += options.extra_persistent;
   m.arena_peak = p.training.plan.peak_by_category;
   m.arena_bytes = std::max(p.training.arena_bytes(), p.inference.arena_bytes());
   m.lower_bound = p.training.plan.lower_bound_bytes;
-  m.loader_staging = options_.loader_staging;
-  m.library = backend_.library_reserved_bytes();
-  m.budget = options_.memory_budget;
+  m.loader_staging = options.loader_staging;
+  m.library = backend.library_reserved_bytes();
+  m.budget = options.memory.budget;
   m.workspace_limit = workspace_limit;
   return p;
+}
+
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch) {
+  return plan_micro_batch(planner, micro_batch, planner.workspace_limit(micro_batch));
 }
 
 namespace {
@@ -82,11 +90,11 @@ std::size_t largest_workspace(const MicroBatchPlan& p) {
 }  // namespace
 
 std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
-  if (options_.memory_budget == 0) return options_.workspace_limit;
+  if (options_.memory.budget == 0) return options_.workspace_limit;
   // No layer's workspace can be more than the whole budget; this also bounds the scratch that
   // cuDNN's algorithm measurement takes while planning.
-  std::size_t limit = std::min(options_.workspace_limit, options_.memory_budget);
-  MicroBatchPlan p = plan_at(micro_batch, limit);
+  std::size_t limit = std::min(options_.workspace_limit, options_.memory.budget);
+  MicroBatchPlan p = plan_micro_batch(*this, micro_batch, limit);
   // Each round asks the largest workspace to give up what the plan is over the budget. The
   // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
   for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
@@ -94,7 +102,7 @@ std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
     if (largest == 0) break;
     const std::size_t over = p.breakdown.total() - p.breakdown.budget;
     const std::size_t lower = largest > over ? largest - over : 0;
-    MicroBatchPlan smaller = plan_at(micro_batch, lower);
+    MicroBatchPlan smaller = plan_micro_batch(*this, micro_batch, lower);
     if (smaller.breakdown.total() >= p.breakdown.total()) break;  // nothing leaner (the CPU: im2col)
     limit = lower;
     p = std::move(smaller);
@@ -102,10 +110,10 @@ std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
   return limit;
 }
 
-MicroBatchPlan BatchPlanner::plan(int micro_batch) const { return plan_at(micro_batch, workspace_limit(micro_batch)); }
+MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const { return plan_micro_batch(*this, micro_batch).breakdown; }
 
 int BatchPlanner::largest_fitting(int limit) const {
-  if (options_.memory_budget == 0) return limit;
+  if (options_.memory.budget == 0) return limit;
   if (limit < smallest_ || !breakdown(smallest_).fits()) return 0;
   int lo = smallest_, hi = limit;  // the plan grows with the micro-batch: bisect
   while (lo < hi) {

@@ -1,9 +1,11 @@
 #pragma once
 // Answers "how many bytes at micro-batch b?" and "which b fits?" from the plans alone, before
 // anything is allocated. The trainer and `train_images --plan` both ask it.
+#include <cstddef>
+
 #include "cnnengine/engine/memory_report.hpp"
 #include "cnnengine/engine/network.hpp"
-#include "cnnengine/engine/detail/step_plan.hpp"
+#include "cnnengine/memory/memory_stack.hpp"
 
 namespace cnn {
 
@@ -11,7 +13,7 @@ struct BatchPlanOptions {
   int batch = 64;                   // samples per optimizer step (B)
   int micro_batch = 0;              // 0: the largest that fits the budget, at most B
   int accumulate = 0;               // > 0: micro-batch ceil(B / this), so at most this many per step
-  std::size_t memory_budget = 0;    // 0: no limit
+  memory::MemoryOptions memory;     // the budget (0: none), and the strategy and trace the trainer uses
   std::size_t loader_staging = 0;   // bytes the caller's loader reserved (counted in the budget)
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
   int optimizer_slots = 0;          // floats of optimizer state per parameter
@@ -34,18 +36,11 @@ struct MicroBatchSplit {
 };
 MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need = 1);
 
-// The plans of one micro-batch and what they take: what the trainer builds, and what it reports.
-struct MicroBatchPlan {
-  StepPlan training, inference;
-  MemoryBreakdown breakdown;
-};
-
 class BatchPlanner {
  public:
   BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
-  // The step plans at micro-batch b, with the workspace limit below, and their bytes.
-  MicroBatchPlan plan(int micro_batch) const;
-  MemoryBreakdown breakdown(int micro_batch) const { return plan(micro_batch).breakdown; }
+  // The bytes of the step plans at micro-batch b, with the workspace limit below.
+  MemoryBreakdown breakdown(int micro_batch) const;
   // The per-layer workspace limit for micro-batch b: the options' limit, lowered under a budget
   // until the plan fits where the backend has methods that need less workspace (cuDNN's slower
   // convolution algorithms). Keeping the micro-batch is preferred to the fastest algorithm.
@@ -59,6 +54,8 @@ class BatchPlanner {
   // the largest that fits.
   int asked_micro_batch() const;
   const BatchPlanOptions& options() const { return options_; }
+  Network& network() const { return net_; }
+  Backend& backend() const { return backend_; }
   // What the network's layers need of a training micro-batch, and the smallest micro-batch the
   // planner will use: 1, or with a need of n > 1 samples 2n - 1 (at most the batch), so that any
   // step of n samples or more splits into micro-batches of n or more.
@@ -71,8 +68,6 @@ class BatchPlanner {
   BatchPlanOptions options_;
   TrainingBatchNeed need_;
   int smallest_ = 1;
-
-  MicroBatchPlan plan_at(int micro_batch, std::size_t workspace_limit) const;
 };
 
 }  // namespace cnn

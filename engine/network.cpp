@@ -64,16 +64,15 @@ int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   return id;
 }
 
-std::vector<int> Network::readers_of_value(int value) const {
-  std::vector<int> readers;
+std::vector<std::vector<int>> Network::value_readers() const {
+  std::vector<std::vector<int>> readers(static_cast<std::size_t>(size()));
   for (int id = 1; id < size(); ++id) {
     const Node& n = node(id);
     if (n.layer->is_view()) continue;
-    for (int in : n.inputs)
-      if (node(in).value == value) {
-        readers.push_back(id);
-        break;
-      }
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      auto& of_value = readers[static_cast<std::size_t>(node(n.inputs[k]).value)];
+      if (of_value.empty() || of_value.back() != id) of_value.push_back(id);  // once per reader
+    }
   }
   return readers;
 }
@@ -91,13 +90,13 @@ TrainingBatchNeed Network::training_batch_need() const {
 }
 
 int Network::commute_relu_and_max_pool() {
+  const std::vector<std::vector<int>> readers = value_readers();  // a swap changes no edge
   int swapped = 0;
   for (int id = 1; id + 1 < size(); ++id) {
     Node& first = node(id);
     Node& second = node(id + 1);
     if (first.layer->kind() != LayerKind::relu || second.layer->kind() != LayerKind::max_pool2d ||
-        second.inputs != std::vector<int>{id} ||
-        readers_of_value(id) != std::vector<int>{id + 1})
+        second.inputs != std::vector<int>{id} || readers[static_cast<std::size_t>(id)] != std::vector<int>{id + 1})
       continue;
     // Node id becomes the pooling of the ReLU's input, node id + 1 the ReLU of that: readers of
     // id + 1 see the same values as before.

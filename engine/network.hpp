@@ -38,8 +38,9 @@ class Network {
   const Shape& input_shape() const { return nodes_.front().shape; }
   const Shape& output_shape() const { return nodes_.back().shape; }
   int num_classes() const { return static_cast<int>(output_shape().elements()); }
-  // Node ids that read node `id`'s output, through views (a Flatten's readers read its input).
-  std::vector<int> readers_of_value(int value) const;
+  // For each node, the ids of the nodes that read its output through views (a Flatten's readers
+  // read its input), in increasing order; empty for a view. One pass over the graph.
+  std::vector<std::vector<int>> value_readers() const;
 
   // The fewest samples a training micro-batch may hold: the largest any layer needs, its reason
   // naming that layer and its input.

@@ -71,17 +71,37 @@ void validate(const OptimizerConfig& c) {
 
 }  // namespace
 
+OptimizerKind parse_optimizer_kind(std::string_view word) {
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw})
+    if (word == to_string(kind)) return kind;
+  throw ConfigError("unknown optimizer '" + std::string(word) + "': use sgd or adamw");
+}
+
+std::string to_string(OptimizerKind kind) { return kind == OptimizerKind::sgd ? "sgd" : "adamw"; }
+
+ScheduleKind parse_schedule_kind(std::string_view word) {
+  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+    if (word == to_string(kind)) return kind;
+  throw ConfigError("unknown schedule '" + std::string(word) + "': use constant, step or cosine");
+}
+
+std::string to_string(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::constant: return "constant";
+    case ScheduleKind::step: return "step";
+    case ScheduleKind::cosine: return "cosine";
+  }
+  return "constant";
+}
+
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
   validate(config);
-  if (config.kind == "sgd") return std::make_unique<Sgd>(config);
-  if (config.kind == "adamw") return std::make_unique<AdamW>(config);
-  throw ConfigError("unknown optimizer '" + config.kind + "': use sgd or adamw");
+  if (config.kind == OptimizerKind::sgd) return std::make_unique<Sgd>(config);
+  return std::make_unique<AdamW>(config);
 }
 
 void validate(const ScheduleConfig& s) {
-  if (s.kind != "constant" && s.kind != "step" && s.kind != "cosine")
-    throw ConfigError("unknown schedule '" + s.kind + "': use constant, step or cosine");
-  if (s.kind == "step" && s.step_every <= 0) throw ConfigError("step schedule: step_every must be positive");
+  if (s.kind == ScheduleKind::step && s.step_every <= 0) throw ConfigError("step schedule: step_every must be positive");
   if (s.warmup_steps < 0) throw ConfigError("warm-up steps must not be negative");
   if (!(std::isfinite(s.gamma) && s.gamma > 0.f)) throw ConfigError("step schedule: gamma must be positive");
   if (!(s.final_fraction >= 0.f && s.final_fraction <= 1.f))
@@ -92,8 +112,8 @@ float scheduled_rate(const ScheduleConfig& s, float base, long step, long total)
   if (step < s.warmup_steps) return base * static_cast<float>(step + 1) / static_cast<float>(s.warmup_steps);
   const long after = step - s.warmup_steps;
   const long span = std::max<long>(total - s.warmup_steps, 1);
-  if (s.kind == "step") return base * std::pow(s.gamma, static_cast<float>(after / s.step_every));
-  if (s.kind == "cosine") {
+  if (s.kind == ScheduleKind::step) return base * std::pow(s.gamma, static_cast<float>(after / s.step_every));
+  if (s.kind == ScheduleKind::cosine) {
     const double progress = std::min(1.0, static_cast<double>(after) / static_cast<double>(span));
     const double cosine = 0.5 * (1.0 + std::cos(3.14159265358979 * progress));
     return base * static_cast<float>(s.final_fraction + (1.0 - s.final_fraction) * cosine);

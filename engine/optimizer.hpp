@@ -4,13 +4,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
 
+enum class OptimizerKind { sgd, adamw };
+// "sgd" or "adamw"; anything else is a ConfigError naming them.
+OptimizerKind parse_optimizer_kind(std::string_view word);
+std::string to_string(OptimizerKind kind);
+
 struct OptimizerConfig {
-  std::string kind = "adamw";  // "sgd" or "adamw"
+  OptimizerKind kind = OptimizerKind::adamw;
   float learning_rate = 1e-3f;
   std::optional<float> weight_decay;  // none: the optimizer's default (SGD 0, AdamW 0.01)
   float momentum = 0.9f;       // SGD
@@ -26,13 +32,18 @@ class Optimizer {
   virtual std::string describe() const = 0;
 };
 
-// Throws ConfigError naming the accepted kinds, or the setting that is out of range
+// Throws ConfigError naming the setting that is out of range
 // (every number finite; learning rate and epsilon positive, weight decay not negative,
 // momentum and betas in [0, 1)).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
 
+enum class ScheduleKind { constant, step, cosine };
+// "constant", "step" or "cosine"; anything else is a ConfigError naming them.
+ScheduleKind parse_schedule_kind(std::string_view word);
+std::string to_string(ScheduleKind kind);
+
 struct ScheduleConfig {
-  std::string kind = "cosine";  // "constant", "step" or "cosine"
+  ScheduleKind kind = ScheduleKind::cosine;
   long warmup_steps = 0;        // linear warm-up from 0 to the base rate
   long step_every = 0;          // "step": multiply by `gamma` every this many steps
   float gamma = 0.1f;

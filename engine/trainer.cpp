@@ -1,40 +1,69 @@
 #include "cnnengine/engine/trainer.hpp"
 
 #include <algorithm>
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 
-#include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/engine/detail/recovery.hpp"
+#include "cnnengine/engine/detail/step_resources.hpp"
 #include "cnnengine/memory/bytes.hpp"
 
 namespace cnn {
 namespace {
 
-constexpr std::size_t kMetricsBytes = kTrainerMetricsBytes;
+// What the trainer keeps on the device beside the parameter store: the loss and accuracy sums
+// and the micro-batch's scalars, at fixed addresses (a recorded step reads them there).
+struct TrainerSlots {
+  float loss_sum = 0.0f;
+  float correct = 0.0f;
+  StepScalars scalars;
+};
 // The loss and accuracy sums are zeroed and read back as two adjacent floats at the block's start.
 static_assert(offsetof(TrainerSlots, loss_sum) == 0 && offsetof(TrainerSlots, correct) == sizeof(float));
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// Bytes the budget must leave to memory that does not come through the trainer's stack.
+std::size_t outside_stack(const TrainerOptions& options, const Backend& backend) {
+  return options.loader_staging + backend.library_reserved_bytes();
+}
+
 }  // namespace
 
 TrainingDiverged::TrainingDiverged(long step, double loss)
-    : Error("training diverged at step " + std::to_string(step) + ": the loss is " +
-                         std::to_string(loss) + " (try a smaller learning rate); the step was not applied"),
+    : Error("training diverged at step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
+            " (try a smaller learning rate); the step was not applied"),
       step_(step), loss_(loss) {}
 
 BatchPlanOptions planning_options(const TrainerOptions& options) {
   BatchPlanOptions planning = options;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
-  planning.extra_persistent = kMetricsBytes;
+  planning.extra_persistent = sizeof(TrainerSlots);
   return planning;
 }
 
-Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& resource, TrainerOptions options)
-    : net_(network), backend_(backend), resource_(resource), options_(std::move(options)) {
+Trainer::Trainer(Network& network, Backend& backend, TrainerOptions options)
+    : Trainer(network, backend, backend.device_memory(), std::move(options)) {}
+
+Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options)
+    : net_(network), backend_(backend), options_(std::move(options)),
+      own_stack_(std::make_unique<memory::MemoryStack>(upstream, options_.memory, outside_stack(options_, backend))),
+      stack_(own_stack_.get()) {
+  start();
+}
+
+Trainer::Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options)
+    : net_(network), backend_(backend), options_(std::move(options)), stack_(&stack) {
+  options_.memory = stack.options();
+  start();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::start() {
   if (options_.capture_graphs) {
-    if (options_.step_allocator)
+    if (options_.memory.strategy != memory::Strategy::planned)
       throw ConfigError("recording steps as graphs needs the planned strategy: other strategies move buffers between steps");
     if (const std::string why = backend_.capture_support(); !why.empty())
       throw ConfigError("recording steps as graphs: " + why);
@@ -50,114 +79,64 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& res
     const MemoryBreakdown smallest = breakdown(asked > 0 ? asked : planner_->smallest_micro_batch());
     memory::OutOfMemoryDetails details;
     details.requested = smallest.total();
-    details.limit = options_.memory_budget;
+    details.limit = options_.memory.budget;
     details.resource = "budget";
-    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.memory_budget) +
+    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.memory.budget) +
                              " cannot hold this network at micro-batch " + std::to_string(smallest.micro_batch) +
                              " (it needs " + memory::format_bytes(smallest.total()) + "):\n" +
                              format_memory_table(smallest),
                          details);
   }
-  params_ = std::make_unique<ParameterStore>(net_, backend_, resource_, optimizer_->state_slots(), options_.seed);
-  metrics_ = memory::Buffer(resource_, kMetricsBytes, memory::Category::other);
-  target_micro_batch_ = b;
+  params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed);
+  slots_ = memory::Buffer(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
+  if (!stack_->step_buffers_built()) {
+    const MemoryBreakdown full = breakdown(options_.batch);
+    try {
+      stack_->build_step_buffers(full.persistent.total(), full.arena_bytes);
+    } catch (const memory::OutOfMemory& error) {
+      throw BudgetTooSmall(std::string(error.what()) + ":\n" + format_memory_table(full), error.details());
+    }
+  }
+  auto* slots = static_cast<TrainerSlots*>(slots_.data());
+  step_ = std::make_unique<StepResources>(net_, backend_, *params_, *planner_, *stack_,
+                                          StepSlots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}},
+                                                    &slots->scalars},
+                                          capture_);
+  recovery_ = std::make_unique<Recovery>(b, planner_->smallest_micro_batch(), options_.regrow_after_steps);
   // The plan fits the budget, but the device may hold less than it (another process): halve
   // as a step would.
-  build_fitting(b);
+  micro_batch_ = step_->build_fitting(b, recovery_->smallest());
 }
 
-Trainer::~Trainer() { release_step_memory(); }
+const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
 
-long Trainer::graph_replays() const {
-  long replays = replays_before_rebuild_;
-  if (executor_) replays += executor_->graph_replays();
-  if (eval_executor_) replays += eval_executor_->graph_replays();
-  return replays;
-}
+long Trainer::graph_replays() const { return step_ ? step_->graph_replays() : 0; }
 
-StepSlots Trainer::slots() const {
-  auto* slots = static_cast<TrainerSlots*>(metrics_.data());
-  return StepSlots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars};
-}
+Tensor Trainer::metric_sums() const { return Tensor{slots_.floats(), Shape{2}}; }
 
 void Trainer::check_capture() {
   if (!capture_) return;
-  for (StepExecutor* failed : {executor_.get(), eval_executor_.get()}) {
-    if (!failed || failed->capture_failure().empty()) continue;
-    capture_ = false;  // and the executors built from now on run eagerly
-    executor_->stop_capturing();
-    eval_executor_->stop_capturing();
-    if (on_recovery)
-      on_recovery("step " + std::to_string(steps_ + 1) + ": recording the step as a graph failed (" +
-                  failed->capture_failure() + "); running without graphs");
-    return;
-  }
-}
-
-void Trainer::release_step_memory() {
-  replays_before_rebuild_ = graph_replays();
-  executor_.reset();
-  eval_executor_.reset();
-  memory_.reset();  // a dynamic step memory frees what a failed step still held
-  eval_memory_.reset();
-  arena_.release();
-}
-
-void Trainer::build(int micro_batch) {
-  release_step_memory();
-  micro_batch_ = micro_batch;
-  try {
-    MicroBatchPlan planned = planner_->plan(micro_batch);
-    breakdown_ = planned.breakdown;
-    plan_ = std::make_unique<StepPlan>(std::move(planned.training));
-    eval_plan_ = std::make_unique<StepPlan>(std::move(planned.inference));
-    if (options_.step_allocator) {
-      memory_ = std::make_unique<DynamicStepMemory>(*plan_, *options_.step_allocator);
-      eval_memory_ = std::make_unique<DynamicStepMemory>(*eval_plan_, *options_.step_allocator);
-    } else {
-      arena_ = memory::Buffer(resource_, std::max(plan_->arena_bytes(), eval_plan_->arena_bytes()),
-                              memory::Category::activations);
-      memory_ = std::make_unique<PlannedStepMemory>(*plan_, arena_.data());
-      eval_memory_ = std::make_unique<PlannedStepMemory>(*eval_plan_, arena_.data());
-    }
-    executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *plan_, *memory_, slots(), capture_);
-    eval_executor_ = std::make_unique<StepExecutor>(net_, backend_, *params_, *eval_plan_, *eval_memory_, slots(), capture_);
-  } catch (...) {  // no half-built step: the next call builds again
-    release_step_memory();
-    throw;
-  }
-}
-
-int Trainer::build_fitting(int micro_batch) {
-  const int smallest = planner_->smallest_micro_batch();
-  for (;;) {
-    try {
-      build(micro_batch);
-      return micro_batch;
-    } catch (const memory::OutOfMemory& error) {
-      if (micro_batch <= smallest)
-        throw memory::OutOfMemory("cannot reserve the step memory even at micro-batch " + std::to_string(micro_batch) +
-                                      ": " + error.what() + "\n" + format_memory_table(breakdown(micro_batch)),
-                                  error.details());
-      micro_batch = std::max(smallest, micro_batch / 2);
-    }
-  }
+  const std::string failure = step_->capture_failure();
+  if (failure.empty()) return;
+  capture_ = false;
+  step_->stop_capturing();  // and the executors built from now on run eagerly
+  if (on_recovery)
+    on_recovery("step " + std::to_string(steps_ + 1) + ": recording the step as a graph failed (" + failure +
+                "); running without graphs");
 }
 
 void Trainer::ensure_built() {
-  if (!executor_) build_fitting(micro_batch_);
+  if (!step_->built()) micro_batch_ = step_->build_fitting(micro_batch_, recovery_->smallest());
 }
 
 void Trainer::maybe_regrow() {
   const int b = micro_batch_;
-  if (b >= target_micro_batch_ || options_.regrow_after_steps <= 0 ||
-      good_steps_since_recovery_ < options_.regrow_after_steps)
-    return;
-  good_steps_since_recovery_ = 0;
-  const int got = build_fitting(std::min(target_micro_batch_, 2 * b));
-  if (got > b && on_recovery)
+  const int larger = recovery_->regrow(b);
+  if (larger == 0) return;
+  micro_batch_ = step_->build_fitting(larger, recovery_->smallest());
+  if (micro_batch_ > b && on_recovery)
     on_recovery("step " + std::to_string(steps_ + 1) + ": micro-batch back up from " + std::to_string(b) + " to " +
-                std::to_string(got));
+                std::to_string(micro_batch_));
 }
 
 void Trainer::check_labels(const HostBatch& batch) const {
@@ -170,7 +149,7 @@ void Trainer::check_labels(const HostBatch& batch) const {
 
 int Trainer::run_micro_batches(const HostBatch& batch, bool training) {
   const std::size_t sample = net_.input_shape().elements();
-  StepExecutor& executor = training ? *executor_ : *eval_executor_;
+  StepExecutor& executor = step_->executor(training);
   // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
   // masks do not depend on the micro-batch size, so a replay at a smaller one gives the same result.
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
@@ -190,15 +169,14 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   if (batch.size <= 0) throw ConfigError("train_step: empty batch");
   const TrainingBatchNeed& need = planner_->training_batch_need();
   if (batch.size < need.samples)
-    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " +
-                      need.why);
+    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
   // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
   // cannot split: an odd one larger than 2.
   if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
-    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) +
-                      " does not split into micro-batches of " + std::to_string(need.samples) + " to " +
-                      std::to_string(micro_batch_) + " samples (this trainer was planned for batches of " +
-                      std::to_string(options_.batch) + "): " + need.why);
+    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
+                      std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
+                      " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
+                      "): " + need.why);
   check_labels(batch);
   ensure_built();
   maybe_regrow();
@@ -206,10 +184,10 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   int micro_batches = 0;
   for (;;) {
     params_->zero_gradients();
-    backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
+    backend_.fill(metric_sums(), 0.f);
     try {
       micro_batches = run_micro_batches(batch, true);
-      ++good_steps_since_recovery_;
+      recovery_->step_succeeded();
       break;
     } catch (const memory::OutOfMemory& error) {
       // Discard the partial gradients and state updates, halve the micro-batch and replay the
@@ -221,12 +199,12 @@ StepReport Trainer::train_step(const HostBatch& batch) {
       // buffers held, then report it.
       params_->restore_state();
       params_->zero_gradients();
-      release_step_memory();
+      step_->release();
       throw;
     }
   }
   float host[2];
-  backend_.copy_to_host(metrics_.data(), host, sizeof host);
+  backend_.copy_to_host(slots_.data(), host, sizeof host);
   if (!std::isfinite(host[0])) {
     // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
     params_->restore_state();
@@ -249,19 +227,18 @@ StepReport Trainer::train_step(const HostBatch& batch) {
 
 void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
   const int b = micro_batch_;
-  const int smallest = planner_->smallest_micro_batch();
-  if (b <= smallest) {  // nothing left to halve
-    release_step_memory();
+  const int smaller = recovery_->after_failure(b);
+  if (smaller == 0) {  // nothing left to halve
+    step_->release();
     throw memory::OutOfMemory(where + ": out of memory at micro-batch " + std::to_string(b) +
                                   ", the smallest planned for this network: " + error.what() + "\n" +
                                   format_memory_table(breakdown(b)),
                               error.details());
   }
-  good_steps_since_recovery_ = 0;
-  const int smaller = build_fitting(std::max(smallest, b / 2));
+  micro_batch_ = step_->build_fitting(smaller, recovery_->smallest());
   if (on_recovery)
     on_recovery(where + ": out of memory at micro-batch " + std::to_string(b) + " (" + error.what() +
-                "); replaying it at micro-batch " + std::to_string(smaller));
+                "); replaying it at micro-batch " + std::to_string(micro_batch_));
 }
 
 EvalResult Trainer::evaluate(const NextBatch& next) {
@@ -276,19 +253,19 @@ EvalResult Trainer::evaluate(const NextBatch& next) {
     // Each batch's sums are read back on their own, so that a batch replayed after an
     // out-of-memory failure at a smaller micro-batch counts once.
     for (;;) {
-      backend_.fill(Tensor{metrics_.floats(), Shape{2}}, 0.f);
+      backend_.fill(metric_sums(), 0.f);
       try {
         run_micro_batches(*batch, false);
         break;
       } catch (const memory::OutOfMemory& error) {
         shrink_after(error, "evaluation batch " + std::to_string(batches));
       } catch (...) {
-        release_step_memory();  // a dynamic step memory may still hold buffers
+        step_->release();  // a dynamic step memory may still hold buffers
         throw;
       }
     }
     float host[2];
-    backend_.copy_to_host(metrics_.data(), host, sizeof host);
+    backend_.copy_to_host(slots_.data(), host, sizeof host);
     loss_sum += host[0];
     correct += host[1];
     result.samples += static_cast<std::size_t>(batch->size);
@@ -298,6 +275,15 @@ EvalResult Trainer::evaluate(const NextBatch& next) {
     result.accuracy = correct / static_cast<double>(result.samples);
   }
   return result;
+}
+
+void Trainer::finish() {
+  backend_.synchronize();
+  step_->release();
+  slots_.release();
+  params_.reset();
+  stack_->release_step_buffers();
+  stack_->finish_trace();
 }
 
 }  // namespace cnn

@@ -1,6 +1,6 @@
 #include "cnnengine/backends/device/device.hpp"
 
-#include <stdexcept>
+#include <string>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/backends/device/detail/cuda_plugin.hpp"
@@ -16,12 +16,18 @@ bool built_with_cuda() {
 #endif
 }
 
+std::optional<DeviceKind> parse_device(std::string_view word) {
+  if (word == "auto") return std::nullopt;
+  if (word == "cpu") return DeviceKind::cpu;
+  if (word == "cuda") return DeviceKind::cuda;
+  throw ConfigError("unknown device '" + std::string(word) + "': use auto, cpu or cuda");
+}
+
 DeviceChoice select_device(const DeviceRequest& request) {
-  if (request.device != "auto" && request.device != "cpu" && request.device != "cuda")
-    throw ConfigError("unknown device '" + request.device + "': use auto, cpu or cuda");
+  const std::string asked = request.device ? to_string(*request.device) : "auto";
   DeviceChoice choice;
   std::string why_not_cuda;
-  if (request.device != "cpu" && (!built_with_cuda() || nvidia_driver_present(&why_not_cuda))) {
+  if (request.device != DeviceKind::cpu && (!built_with_cuda() || nvidia_driver_present(&why_not_cuda))) {
     if (const CudaPlugin* cuda = cuda_plugin(&why_not_cuda)) {
       const CudaProbe probe = cuda->probe();
       if (probe.available) {
@@ -29,15 +35,15 @@ DeviceChoice select_device(const DeviceRequest& request) {
         options.tf32 = request.tf32;
         options.fast_start = request.fast_start;
         choice.backend = cuda->make_backend(options);
-        choice.reason = request.device + ": using CUDA device " + probe.device_name;
+        choice.reason = asked + ": using CUDA device " + probe.device_name;
         return choice;
       }
       why_not_cuda = probe.reason;
     }
   }
-  if (request.device == "cuda") throw DeviceError("--device cuda: " + why_not_cuda);
+  if (request.device == DeviceKind::cuda) throw DeviceError("--device cuda: " + why_not_cuda);
   choice.backend = std::make_unique<CpuBackend>(request.threads);
-  choice.reason = request.device == "cpu" ? "cpu: as asked" : "auto: no usable GPU (" + why_not_cuda + "); using the CPU";
+  choice.reason = request.device ? "cpu: as asked" : "auto: no usable GPU (" + why_not_cuda + "); using the CPU";
   return choice;
 }
 

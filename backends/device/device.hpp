@@ -2,18 +2,23 @@
 // Picks the backend for --device auto|cpu|cuda and says why. Never falls back silently: asking
 // for cuda where there is none is an error that says what is missing.
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "cnnengine/engine/backend.hpp"
 
 namespace cnn {
 
 struct DeviceRequest {
-  std::string device = "auto";  // auto, cpu or cuda
-  int threads = 0;              // CPU threads (0: all cores)
-  bool tf32 = false;            // CUDA: let cuDNN and cuBLAS use tensor cores
-  bool fast_start = false;      // CUDA: heuristics instead of measuring convolution algorithms
+  std::optional<DeviceKind> device;  // none: auto, the GPU where one is usable
+  int threads = 0;                   // CPU threads (0: all cores)
+  bool tf32 = false;                 // CUDA: let cuDNN and cuBLAS use tensor cores
+  bool fast_start = false;           // CUDA: heuristics instead of measuring convolution algorithms
 };
+
+// "auto" (none), "cpu" or "cuda"; anything else is a ConfigError naming them.
+std::optional<DeviceKind> parse_device(std::string_view word);
 
 struct DeviceChoice {
   std::unique_ptr<Backend> backend;

@@ -45,8 +45,7 @@ RunResult run_churn(Workbench& bench, const std::string& strategy, const ChurnSp
   std::unique_ptr<cnn::PlannedStepMemory> planned;
   std::map<int, std::unique_ptr<cnn::DynamicStepMemory>> dynamic;  // by batch, reused
   try {
-    rig.emplace(bench.base(), rig_config(bench, strategy, spec.budget, fixed, sizes.arena_bytes));
-    hold_library_share(held, rig->upstream(), sizes.library);
+    rig.emplace(bench.base(), rig_config(bench, strategy, spec.budget, sizes.persistent.total(), sizes.arena_bytes));
     for (std::size_t c = 0; c < mem::kCategoryCount; ++c) {
       const auto category = static_cast<mem::Category>(c);
       if (sizes.persistent[category]) held.add(rig->upstream(), sizes.persistent[category], category);

@@ -77,7 +77,7 @@ int run(const Options& o, const std::string& command) {
   const std::unique_ptr<mem::MemoryResource> device_memory = device_upstream(o.device);
   mem::MemoryResource& base = device_memory ? *device_memory : mem::host_resource();
   cnn::DeviceRequest request;
-  request.device = o.device;
+  request.device = cnn::parse_device(o.device);
   request.threads = o.threads;
   const cnn::DeviceChoice device = cnn::select_device(request);
 

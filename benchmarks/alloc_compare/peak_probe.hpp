@@ -5,15 +5,13 @@
 // and would always read near 0.
 #include <cstddef>
 
-#include "cnnengine/memory/memory_resource.hpp"
+#include "cnnengine/memory/adaptor.hpp"
 
 namespace alloc_compare {
 
-class PeakProbe final : public cnn::memory::MemoryResource {
+class PeakProbe final : public cnn::memory::Adaptor {
  public:
-  explicit PeakProbe(cnn::memory::MemoryResource& upstream) : upstream_(upstream) {}
-  PeakProbe(const PeakProbe&) = delete;
-  PeakProbe& operator=(const PeakProbe&) = delete;
+  explicit PeakProbe(cnn::memory::MemoryResource& upstream) : Adaptor(upstream) {}
 
   void begin_step() {
     step_high_ = live_;
@@ -21,11 +19,6 @@ class PeakProbe final : public cnn::memory::MemoryResource {
   }
   // At the moment this step held the most bytes through the probe.
   double fragmentation() const { return fragmentation_; }
-
-  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
-  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
-  bool is_device_memory() const override { return upstream_.is_device_memory(); }
-  std::string name() const override { return upstream_.name(); }
 
  private:
   double sample() const {
@@ -49,7 +42,6 @@ class PeakProbe final : public cnn::memory::MemoryResource {
     live_ -= bytes;
   }
 
-  cnn::memory::MemoryResource& upstream_;
   std::size_t live_ = 0;
   std::size_t step_high_ = 0;
   double fragmentation_ = 0.0;

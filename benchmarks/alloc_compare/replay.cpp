@@ -70,7 +70,7 @@ RecordedTrace record_training_trace(Workbench& bench, int batch, int steps, cons
       options.batch = options.micro_batch = batch;
       options.seed = bench.config().seed;
       options.total_steps = steps;
-      options.step_allocator = &trace;  // step buffers as a framework allocates them
+      options.memory.strategy = mem::Strategy::direct;  // step buffers as a framework allocates them
       cnn::Trainer trainer(network, bench.backend(), trace, options);
       std::vector<float> images(static_cast<std::size_t>(batch) * network.input_shape().elements(), 0.5f);
       std::vector<std::int32_t> labels(static_cast<std::size_t>(batch), 0);
@@ -101,15 +101,13 @@ RunResult run_replay(Workbench& bench, const RecordedTrace& trace, const std::st
     arena_bytes = std::max(arena_bytes, plan.arena_bytes);
     lower_bound = std::max(lower_bound, plan.lower_bound_bytes);
   }
-  const std::size_t library = bench.breakdown(trace.batch).library;
-  const std::size_t fixed = allocated_bytes(trace.setup) + library;
-  RunResult r = bench.start("replay", strategy, budget, lower_bound + fixed);
+  const std::size_t persistent = allocated_bytes(trace.setup);
+  RunResult r = bench.start("replay", strategy, budget, lower_bound + persistent + bench.backend().library_reserved_bytes());
 
   std::optional<Rig> rig;
   HeldBlocks held;
   try {
-    rig.emplace(bench.base(), rig_config(bench, strategy, budget, fixed, arena_bytes));
-    hold_library_share(held, rig->upstream(), library);
+    rig.emplace(bench.base(), rig_config(bench, strategy, budget, persistent, arena_bytes));
     for (const auto& e : trace.setup) {
       if (e.op != mem::TraceOp::allocate) throw std::runtime_error("trace: a free before step 1");
       held.add(rig->upstream(), e.bytes, e.category, e.alignment);

@@ -1,40 +1,35 @@
 #include "rig.hpp"
 
 #include <algorithm>
+#include <memory>
 
-#include "cnnengine/memory/out_of_memory.hpp"
 #include "cnnengine/memory/strategy.hpp"
 
 namespace alloc_compare {
 
 namespace mem = cnn::memory;
 
-Rig::Rig(mem::MemoryResource& base, const RigConfig& config) : stats_(base) {
-  if (config.budget) budget_.emplace(stats_, config.budget);
-  if (config.strategy == "planned") return;
+Rig::Rig(mem::MemoryResource& base, const RigConfig& config)
+    : stack_(base, mem::MemoryOptions{config.budget, mem::parse_strategy(config.strategy), {}, config.arena_factor},
+             config.library) {
+  stack_.build_step_buffers(config.persistent, config.planned_arena);
+  if (!stack_.step_buffers()) return;  // planned
   has_free_list_ = config.strategy == "pool" || config.strategy == "arena";
-  if (config.strategy == "arena" && config.arena_capacity == 0) {
-    mem::OutOfMemoryDetails details;
-    details.limit = config.budget;
-    details.resource = "arena";
-    throw mem::OutOfMemory("the budget leaves nothing for the arena", details);
-  }
-  strategy_ = mem::make_strategy(config.strategy, upstream(), config.arena_capacity);
-  timing_.emplace(*strategy_);
-  probe_.emplace(*timing_);
+  timing_ = &static_cast<TimingAdaptor&>(stack_.wrap_step_buffers(std::make_unique<TimingAdaptor>(*stack_.step_buffers())));
+  probe_ = &static_cast<PeakProbe&>(stack_.wrap_step_buffers(std::make_unique<PeakProbe>(*stack_.step_buffers())));
 }
 
 void Rig::begin_step() {
-  at_begin_ = stats_.statistics();
+  at_begin_ = stack_.statistics();
   run_peak_ = std::max(run_peak_, at_begin_.peak_bytes);  // the setup before step 1
-  stats_.reset_peak();
+  stack_.reset_peak();
   ns_at_begin_ = timing_ ? timing_->nanoseconds() : 0;
   refusals_at_begin_ = timing_ ? timing_->refusals() : 0;
   if (probe_) probe_->begin_step();
 }
 
 StepSample Rig::end_step(int batch, std::uint64_t step_ns) {
-  const mem::Statistics now = stats_.statistics();
+  const mem::Statistics now = stack_.statistics();
   StepSample s;
   s.batch = batch;
   s.reserved = now.peak_bytes;
@@ -50,6 +45,6 @@ StepSample Rig::end_step(int batch, std::uint64_t step_ns) {
   return s;
 }
 
-std::size_t Rig::peak_reserved() const { return std::max(run_peak_, stats_.statistics().peak_bytes); }
+std::size_t Rig::peak_reserved() const { return std::max(run_peak_, stack_.statistics().peak_bytes); }
 
 }  // namespace alloc_compare

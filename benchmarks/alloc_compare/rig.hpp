@@ -1,20 +1,18 @@
 #pragma once
-// The resource stack one strategy runs on:
+// The resource stack one strategy runs on: the engine's MemoryStack (the one the Trainer
+// builds), with the comparison's own probes over the step buffers:
 //
-//   step buffers  -> PeakProbe -> TimingAdaptor -> strategy -+
-//   persistent blocks, the planned arena --------------------+-> [BudgetAdaptor] -> StatisticsAdaptor -> base
+//   step buffers -> PeakProbe -> TimingAdaptor -> strategy -+
+//   persistent blocks, the planned arena --------------------+-> [budget] -> statistics -> base
 //
-// The statistics adaptor sits on the base upstream (host or CUDA device), so its allocations are
-// the upstream calls and its bytes are what the run reserves. The budget, when there is one,
+// The statistics sit on the base upstream (host or CUDA device), so their allocations are the
+// upstream calls and their bytes are what the run reserves. The budget, when there is one,
 // plays a device of that capacity. "planned" has no strategy: its arena is one upstream call
 // made before step 1, as the Trainer does.
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <string>
 
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/memory_stack.hpp"
 #include "peak_probe.hpp"
 #include "run_result.hpp"
 #include "timing_adaptor.hpp"
@@ -22,9 +20,12 @@
 namespace alloc_compare {
 
 struct RigConfig {
-  std::string strategy;            // planned, arena, pool or direct
-  std::size_t budget = 0;          // 0: none
-  std::size_t arena_capacity = 0;  // "arena" only
+  std::string strategy;             // planned, arena, pool or direct
+  std::size_t budget = 0;           // 0: none
+  std::size_t library = 0;          // counted in the budget, held outside the stack (cuBLAS's workspace)
+  std::size_t persistent = 0;       // blocks held for the whole run: the arena gets what the budget leaves
+  std::size_t planned_arena = 0;    // without a budget the arena reserves arena_factor x this
+  double arena_factor = 2.0;
 };
 
 class Rig {
@@ -34,24 +35,24 @@ class Rig {
   Rig(const Rig&) = delete;
   Rig& operator=(const Rig&) = delete;
 
-  bool planned() const { return !strategy_; }
+  bool planned() const { return probe_ == nullptr; }
+  // For a Trainer of the run: its persistent blocks, step memory and statistics come from here.
+  cnn::memory::MemoryStack& stack() { return stack_; }
   // Where the persistent blocks and the planned arena come from.
-  cnn::memory::MemoryResource& upstream() { return budget_ ? static_cast<cnn::memory::MemoryResource&>(*budget_) : stats_; }
+  cnn::memory::MemoryResource& upstream() { return stack_.blocks(); }
   // Where step buffers come from; null for planned.
-  cnn::memory::MemoryResource* step_allocator() { return probe_ ? &*probe_ : nullptr; }
+  cnn::memory::MemoryResource* step_allocator() { return stack_.step_buffers(); }
 
   void begin_step();
   StepSample end_step(int batch, std::uint64_t step_ns);
-  std::size_t reserved() const { return stats_.statistics().current_bytes; }
+  std::size_t reserved() const { return stack_.statistics().current_bytes; }
   std::size_t peak_reserved() const;
 
  private:
   bool has_free_list_ = false;  // pool and arena: fragmentation is defined
-  cnn::memory::StatisticsAdaptor stats_;
-  std::optional<cnn::memory::BudgetAdaptor> budget_;
-  std::unique_ptr<cnn::memory::MemoryResource> strategy_;
-  std::optional<TimingAdaptor> timing_;
-  std::optional<PeakProbe> probe_;
+  cnn::memory::MemoryStack stack_;
+  TimingAdaptor* timing_ = nullptr;
+  PeakProbe* probe_ = nullptr;
 
   cnn::memory::Statistics at_begin_;
   std::uint64_t ns_at_begin_ = 0, refusals_at_begin_ = 0;

@@ -37,17 +37,14 @@ RunResult run_steady(Workbench& bench, const std::string& strategy, const Steady
   RunResult r = bench.start("steady", strategy, spec.budget, sizes.lower_bound + fixed);
   cnn::Network network = bench.fresh_network();
   std::optional<Rig> rig;
-  HeldBlocks held;
   std::unique_ptr<cnn::Trainer> trainer;
   try {
-    rig.emplace(bench.base(), rig_config(bench, strategy, spec.budget, fixed, sizes.arena_bytes));
-    hold_library_share(held, rig->upstream(), sizes.library);
+    rig.emplace(bench.base(), rig_config(bench, strategy, spec.budget, sizes.persistent.total(), sizes.arena_bytes));
     cnn::TrainerOptions options;
     options.batch = options.micro_batch = spec.batch;
     options.seed = bench.config().seed;
     options.total_steps = spec.steps;
-    options.step_allocator = rig->step_allocator();  // null: planned
-    trainer = std::make_unique<cnn::Trainer>(network, bench.backend(), rig->upstream(), options);
+    trainer = std::make_unique<cnn::Trainer>(network, bench.backend(), rig->stack(), options);
   } catch (const mem::OutOfMemory& e) {
     r.setup_failed = true;
     r.failure = e.what();

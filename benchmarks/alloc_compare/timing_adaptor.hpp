@@ -5,24 +5,17 @@
 #include <chrono>
 #include <cstdint>
 
-#include "cnnengine/memory/memory_resource.hpp"
+#include "cnnengine/memory/adaptor.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
 
 namespace alloc_compare {
 
-class TimingAdaptor final : public cnn::memory::MemoryResource {
+class TimingAdaptor final : public cnn::memory::Adaptor {
  public:
-  explicit TimingAdaptor(cnn::memory::MemoryResource& upstream) : upstream_(upstream) {}
-  TimingAdaptor(const TimingAdaptor&) = delete;
-  TimingAdaptor& operator=(const TimingAdaptor&) = delete;
+  explicit TimingAdaptor(cnn::memory::MemoryResource& upstream) : Adaptor(upstream) {}
 
   std::uint64_t nanoseconds() const { return nanoseconds_.load(std::memory_order_relaxed); }
   std::uint64_t refusals() const { return refusals_.load(std::memory_order_relaxed); }
-
-  std::size_t largest_free_block() const override { return upstream_.largest_free_block(); }
-  std::size_t free_bytes() const override { return upstream_.free_bytes(); }
-  bool is_device_memory() const override { return upstream_.is_device_memory(); }
-  std::string name() const override { return upstream_.name(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -58,7 +51,6 @@ class TimingAdaptor final : public cnn::memory::MemoryResource {
     upstream_.deallocate(ptr, bytes, alignment, category);
   }
 
-  cnn::memory::MemoryResource& upstream_;
   std::atomic<std::uint64_t> nanoseconds_{0};
   std::atomic<std::uint64_t> refusals_{0};
 };

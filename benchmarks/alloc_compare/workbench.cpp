@@ -10,10 +10,6 @@ namespace alloc_compare {
 
 namespace mem = cnn::memory;
 
-namespace {
-constexpr std::size_t kArenaGranule = 512;  // the arena strategy rounds its capacity to this
-}  // namespace
-
 Workbench::Workbench(std::function<cnn::Network()> make_network, cnn::Backend& backend,
                      mem::MemoryResource& base, BenchConfig config)
     : make_network_(std::move(make_network)), network_(make_network_()), backend_(backend), base_(base),
@@ -28,7 +24,7 @@ const cnn::StepPlan& Workbench::plan(int batch) {
 
 cnn::BatchPlanOptions Workbench::plan_options(std::size_t budget) const {
   cnn::TrainerOptions o;  // the Trainer's defaults: AdamW
-  o.memory_budget = budget;
+  o.memory.budget = budget;
   return cnn::planning_options(o);
 }
 
@@ -49,19 +45,15 @@ RunResult Workbench::start(const std::string& workload, const std::string& strat
   return r;
 }
 
-RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget,
-                     std::size_t fixed_bytes, std::size_t planned_arena_bytes) {
+RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget, std::size_t persistent,
+                     std::size_t planned_arena) {
   RigConfig c;
   c.strategy = strategy;
   c.budget = budget;
-  if (strategy != "arena") return c;
-  if (budget) {
-    // Rounded down: the arena rounds its capacity up, and must still fit.
-    c.arena_capacity = budget > fixed_bytes ? (budget - fixed_bytes) / kArenaGranule * kArenaGranule : 0;
-  } else {
-    c.arena_capacity = mem::align_up(
-        static_cast<std::size_t>(bench.config().arena_factor * static_cast<double>(planned_arena_bytes)), kArenaGranule);
-  }
+  c.library = bench.backend().library_reserved_bytes();
+  c.persistent = persistent;
+  c.planned_arena = planned_arena;
+  c.arena_factor = bench.config().arena_factor;
   return c;
 }
 
@@ -74,10 +66,6 @@ void* HeldBlocks::add(mem::MemoryResource& from, std::size_t bytes, mem::Categor
   void* ptr = from.allocate(bytes, alignment, category);
   blocks_.push_back({&from, ptr, bytes, alignment, category});
   return ptr;
-}
-
-void hold_library_share(HeldBlocks& held, mem::MemoryResource& from, std::size_t library_bytes) {
-  if (library_bytes) held.add(from, library_bytes, mem::Category::workspace);
 }
 
 int churn_batch(std::uint64_t seed, long step, int batch) {

@@ -29,7 +29,7 @@ class Workbench {
 
   cnn::Network& network() { return network_; }  // the one plans are made on
   cnn::Network fresh_network() const { return make_network_(); }  // for a Trainer of its own
-  cnn::Backend& backend() { return backend_; }
+  cnn::Backend& backend() const { return backend_; }
   cnn::memory::MemoryResource& base() { return base_; }
   const BenchConfig& config() const { return config_; }
 
@@ -53,10 +53,10 @@ class Workbench {
   std::map<int, cnn::StepPlan> plans_;  // a map: references stay valid as it grows
 };
 
-// What the arena strategy reserves up front: under a budget all that the blocks held for the
-// whole run leave (as on a card of that size); otherwise arena_factor × the planned arena.
-RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget,
-                     std::size_t fixed_bytes, std::size_t planned_arena_bytes);
+// A run's rig: `persistent` bytes held for the whole run and the planned arena size the arena
+// strategy (MemoryStack::build_step_buffers); the libraries' workspace counts in the budget.
+RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget, std::size_t persistent,
+                     std::size_t planned_arena);
 
 // Blocks held for a whole run (persistent blocks, the planned arena), freed in reverse order.
 class HeldBlocks {
@@ -77,10 +77,6 @@ class HeldBlocks {
   };
   std::vector<Block> blocks_;
 };
-
-// What the backend's libraries hold (cuBLAS workspace on CUDA, nothing on the CPU) is taken
-// from the run's upstream first, so that a budget counts it as BatchPlanner does.
-void hold_library_share(HeldBlocks& held, cnn::memory::MemoryResource& from, std::size_t library_bytes);
 
 // The batch of churn step `step`: drawn from [max(1, batch/2), batch] by a counter-based
 // generator, so every strategy sees the same sequence.

@@ -12,9 +12,15 @@ StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& p
     : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
       capture_(capture) {
   // Sized once so that a step allocates nothing on the host either.
-  inputs_.reserve(8);
-  grad_inputs_.reserve(8);
-  saved_.reserve(8);
+  std::size_t most_inputs = 0, most_saved = 0;
+  for (int id = 1; id < net_.size(); ++id) {
+    most_inputs = std::max(most_inputs, net_.node(id).inputs.size());
+    most_saved = std::max(most_saved, plan_.node(id).saved.size());
+  }
+  inputs_.reserve(most_inputs);
+  grad_inputs_.reserve(most_inputs);
+  saved_.reserve(most_saved);
+  accumulate_ = std::make_unique<bool[]>(most_inputs);
   ran_once_.reserve(kMaxRecordings);
   graphs_.reserve(kMaxRecordings);
 }
@@ -26,12 +32,12 @@ Tensor StepExecutor::buffer(int index, Shape shape) const {
 
 Tensor StepExecutor::value(int node, int n) const {
   const Node& nd = net_.node(node);
-  return buffer(plan_.value[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
+  return buffer(plan_.node(nd.value).value, nd.shape.batched(n));
 }
 
 Tensor StepExecutor::gradient(int node, int n) const {
   const Node& nd = net_.node(node);
-  return buffer(plan_.value_grad[static_cast<std::size_t>(nd.value)], nd.shape.batched(n));
+  return buffer(plan_.node(nd.value).value_grad, nd.shape.batched(n));
 }
 
 void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed) {
@@ -96,7 +102,7 @@ void StepExecutor::compute(int n) {
     inputs.clear();
     for (int in : nd.inputs) inputs.push_back(value(in, n));
     saved.clear();
-    for (int s : plan_.saved[static_cast<std::size_t>(id)]) {
+    for (int s : plan_.node(id).saved) {
       const auto floats = plan_.requests[static_cast<std::size_t>(s)].bytes / sizeof(float);
       saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
     }
@@ -124,7 +130,7 @@ void StepExecutor::compute(int n) {
     const Node& nd = net_.node(id);
     if (!nd.layer->is_view()) {
       gather(nd, id);
-      nd.layer->forward(context(id, plan_.forward_workspace[static_cast<std::size_t>(id)]));
+      nd.layer->forward(context(id, plan_.node(id).forward_workspace));
     }
     memory_.end(t);
   }
@@ -145,16 +151,15 @@ void StepExecutor::compute(int n) {
       grad_inputs.clear();
       for (int in : nd.inputs) {
         Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
-        if (g.empty()) g = buffer(plan_.discarded_input_grad[static_cast<std::size_t>(id)], net_.node(in).shape.batched(n));
+        if (g.empty()) g = buffer(plan_.node(id).discarded_input_grad, net_.node(in).shape.batched(n));
         grad_inputs.push_back(g);
       }
-      LayerContext c = context(id, plan_.backward_workspace[static_cast<std::size_t>(id)]);
+      LayerContext c = context(id, plan_.node(id).backward_workspace);
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;
-      const auto& acc = plan_.accumulate[static_cast<std::size_t>(id)];
-      if (acc.size() > accumulate_.size()) throw std::logic_error(nd.name + ": too many inputs");
-      std::copy(acc.begin(), acc.end(), accumulate_.begin());
-      c.accumulate = std::span<const bool>(accumulate_.data(), acc.size());
+      const std::vector<bool>& acc = plan_.node(id).accumulate;
+      std::copy(acc.begin(), acc.end(), accumulate_.get());
+      c.accumulate = std::span<const bool>(accumulate_.get(), acc.size());
       nd.layer->backward(c);
     }
     memory_.end(t);

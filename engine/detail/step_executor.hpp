@@ -1,7 +1,6 @@
 #pragma once
 // Runs one micro-batch through a plan: copy in, forward, loss, backward. Knows nothing of where
 // memory comes from (StepMemory) or which device runs the kernels (Backend).
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,7 +70,9 @@ class StepExecutor {
   StepSlots slots_;
   bool capture_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
-  std::array<bool, 8> accumulate_{};
+  // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):
+  // as many as the layer with the most inputs has.
+  std::unique_ptr<bool[]> accumulate_;
   std::vector<int> ran_once_;  // micro-batch sizes run eagerly once: the next run records
   std::vector<Recording> graphs_;
   long replays_ = 0;

@@ -10,30 +10,36 @@
 
 namespace cnn {
 
+// One node's buffers: indices into StepPlan::requests, -1 where there is none.
+struct NodeBuffers {
+  int value = -1;       // the node's output (a view has none: it is its input's)
+  int value_grad = -1;  // the output's gradient (training)
+  std::vector<int> saved;  // what the layer keeps from forward to backward, in saved_floats() order
+  int forward_workspace = -1;
+  int backward_workspace = -1;
+  // Per input: backward adds to that input's gradient instead of writing it (another reader,
+  // run backward earlier, wrote it first).
+  std::vector<bool> accumulate;
+  // Where the layer writes an input gradient nothing reads (the network input's): a buffer live
+  // during its backward only (Layer::backward_writes_input_gradient).
+  int discarded_input_grad = -1;
+};
+
 struct StepPlan {
   bool training = true;
   int micro_batch = 0;
   int time_steps = 0;  // times run from 0 to time_steps-1
+  int last_node = 0;
   std::vector<memory::BufferRequest> requests;
   memory::Plan plan;
-
-  // Indices into `requests`; -1 where there is none. Indexed by node id.
-  std::vector<int> value;       // the buffer holding a node's output (for its value id)
-  std::vector<int> value_grad;  // its gradient (training)
-  std::vector<std::vector<int>> saved;
-  std::vector<int> forward_workspace, backward_workspace;
-  std::vector<std::vector<bool>> accumulate;  // per node, per input: add into the input gradient
-  // Per node: where its layer writes an input gradient nothing reads (the network input's), a
-  // buffer live during its backward only (Layer::backward_writes_input_gradient).
-  std::vector<int> discarded_input_grad;
+  std::vector<NodeBuffers> nodes;  // by node id
   int labels = -1;
 
   int forward_time(int node) const { return node; }
   int loss_time() const { return last_node + 1; }
   int backward_time(int node) const { return 2 * last_node + 2 - node; }
-  int last_node = 0;
-
   std::size_t arena_bytes() const { return plan.arena_bytes; }
+  const NodeBuffers& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
 };
 
 // Throws ShapeError if a node's output is never read. workspace_limit bounds what one layer's

@@ -15,7 +15,7 @@ int main() {
   CpuBackend backend(1);
   TrainerOptions options;
   options.batch = 16;
-  options.memory_budget = memory::parse_bytes("8MiB");
+  options.memory.budget = memory::parse_bytes("8MiB");
   Trainer trainer(net, backend, memory::host_resource(), options);
   std::fputs(format_memory_table(trainer.memory()).c_str(), stdout);
 

@@ -6,20 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/loader.hpp"
-#include "cnnengine/data/open_dataset.hpp"
-#include "cnnengine/models/checkpoint.hpp"
-#include "cnnengine/backends/device/device.hpp"
-#include "cnnengine/models/presets.hpp"
-#include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/cnnengine.hpp"
 #include "limited_dataset.hpp"
 #include "metrics_file.hpp"
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "cnnengine/memory/strategy.hpp"
-#include "cnnengine/memory/trace_adaptor.hpp"
 #include "options.hpp"
 #include "plan_report.hpp"
 #include "progress.hpp"
@@ -31,12 +20,6 @@ using app::Options;
 using Clock = std::chrono::steady_clock;
 
 HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
-
-// The adaptor cannot throw from inside an allocation; it keeps the stream's failure for this.
-void check_trace_written(memory::TraceAdaptor& trace, const std::string& path) {
-  trace.flush();
-  if (!trace.good()) throw std::runtime_error("writing the memory trace " + path + " failed (disk full?): it is incomplete");
-}
 
 // JSON null where there is no test set: 0 would read as a measured accuracy.
 nlohmann::json test_value(bool has_test, double value) { return has_test ? nlohmann::json(value) : nlohmann::json(); }
@@ -66,7 +49,7 @@ int run(const Options& o) {
 
   Network network = make_network(o.model, Shape{shape.channels, shape.height, shape.width}, train_set->num_classes());
   DeviceRequest request;
-  request.device = o.device;
+  request.device = parse_device(o.device);
   request.threads = o.threads;
   request.tf32 = o.precision == "tf32";
   request.fast_start = o.fast_start;
@@ -103,16 +86,18 @@ int run(const Options& o) {
   t.batch = o.batch;
   t.micro_batch = o.micro_batch;
   t.accumulate = o.accumulate;
-  t.memory_budget = budget;
+  t.memory.budget = budget;
+  t.memory.strategy = memory::parse_strategy(o.allocator);
+  t.memory.trace = o.trace;
   t.loader_staging = staging;
   t.seed = o.seed;
   t.total_steps = static_cast<long>(train_loader.batches_per_epoch()) * o.epochs;
-  t.optimizer.kind = o.optimizer;
+  t.optimizer.kind = parse_optimizer_kind(o.optimizer);
   t.optimizer.learning_rate = o.lr;
   t.optimizer.weight_decay = o.weight_decay;
   t.optimizer.momentum = o.momentum;
   t.optimizer.nesterov = o.nesterov;
-  t.schedule.kind = o.schedule;
+  t.schedule.kind = parse_schedule_kind(o.schedule);
   t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(train_loader.batches_per_epoch()));
   if (o.cuda_graph) {
     const std::string why_not = backend.capture_support();
@@ -120,42 +105,16 @@ int run(const Options& o) {
     std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
   }
 
-  // resource stack: [budget] -> [trace] -> statistics -> the device upstream. The cap is what
-  // the budget leaves after the loader's staging and the libraries' own workspaces (cuBLAS),
-  // which do not come through this stack.
-  memory::StatisticsAdaptor device_stats(backend.device_memory());
-  std::optional<memory::TraceAdaptor> traced;
-  if (!o.trace.empty()) traced.emplace(device_stats, std::filesystem::path(o.trace));
-  memory::MemoryResource& counted = traced ? static_cast<memory::MemoryResource&>(*traced) : device_stats;
-  std::optional<memory::BudgetAdaptor> capped;
-  const std::size_t outside_stack = staging + backend.library_reserved_bytes();
-  if (budget) capped.emplace(counted, budget > outside_stack ? budget - outside_stack : 0);
-  memory::MemoryResource& resource = capped ? static_cast<memory::MemoryResource&>(*capped) : counted;
-
   if (o.plan_only) return app::print_plan(network, backend, t);
-  // --allocator: the planned arena (default) or a framework-style strategy that allocates each
-  // step buffer when it is produced and frees it after its last use.
-  std::unique_ptr<memory::MemoryResource> strategy;
-  if (o.allocator != "planned") {
-    const MemoryBreakdown full = BatchPlanner(network, backend, planning_options(t)).breakdown(o.batch);
-    // Without a budget: twice what the plan needs. With one: what the budget leaves after the
-    // persistent blocks, less a little for the arena's own rounding.
-    const std::size_t persistent = full.total() - full.arena_bytes;
-    constexpr std::size_t kRoundingSlack = 64 * 1024;
-    const std::size_t capacity = !budget ? 2 * full.arena_bytes
-                                 : budget > persistent + kRoundingSlack ? budget - persistent - kRoundingSlack
-                                                                        : 0;
-    if (capacity == 0)
-      throw BudgetTooSmall("the memory budget of " + memory::format_bytes(budget) + " leaves nothing for an arena:\n" +
-                               format_memory_table(full),
-                           memory::OutOfMemoryDetails{});
-    strategy = memory::make_strategy(o.allocator, resource, capacity);
-    t.step_allocator = strategy.get();
-    std::cout << "allocator: " << o.allocator << (o.allocator == "arena" ? " of " + memory::format_bytes(capacity) : "")
+  // The trainer builds the memory stack from t.memory: the budget (less the loader's staging and
+  // the libraries' workspaces) enforced, the strategy for step buffers, the trace.
+  Trainer trainer(network, backend, t);
+  if (t.memory.strategy != memory::Strategy::planned)
+    std::cout << "allocator: " << o.allocator
+              << (t.memory.strategy == memory::Strategy::arena
+                      ? " of " + memory::format_bytes(trainer.memory_stack().arena_capacity())
+                      : std::string())
               << " for step buffers\n";
-  }
-  std::optional<Trainer> trainer_storage;  // released before the trace is checked
-  Trainer& trainer = trainer_storage.emplace(network, backend, resource, t);
   trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
   if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());
   const int k = (o.batch + trainer.micro_batch() - 1) / trainer.micro_batch();
@@ -165,8 +124,9 @@ int run(const Options& o) {
             << format_memory_table(trainer.memory()) << std::flush;
 
   app::MetricsFile metrics(o.metrics_out);
-  const std::size_t reserved_before_step1 = device_stats.statistics().current_bytes;
-  auto memory_note = [&] { return memory::format_bytes(device_stats.statistics().current_bytes + staging); };
+  const memory::MemoryStack& stack = trainer.memory_stack();
+  const std::size_t reserved_before_step1 = stack.statistics().current_bytes;
+  auto memory_note = [&] { return memory::format_bytes(stack.statistics().current_bytes + staging); };
   double total_train_seconds = 0, last_accuracy = 0;
   std::size_t total_images = 0;
   const auto run_start = Clock::now();
@@ -187,7 +147,7 @@ int run(const Options& o) {
       progress.update(batches, rate, loss_sum / static_cast<double>(seen), correct / static_cast<double>(seen), memory_note());
       metrics.write({{"type", "step"}, {"epoch", epoch}, {"step", r.step}, {"loss", r.loss}, {"accuracy", r.accuracy},
                      {"lr", r.learning_rate}, {"micro_batch", r.micro_batch}, {"micro_batches", r.micro_batches},
-                     {"images_per_second", rate}, {"reserved_bytes", device_stats.statistics().current_bytes}});
+                     {"images_per_second", rate}, {"reserved_bytes", stack.statistics().current_bytes}});
     }
     progress.finish();
     const double train_seconds = std::chrono::duration<double>(Clock::now() - epoch_start).count();
@@ -216,7 +176,7 @@ int run(const Options& o) {
                    {"images_per_second", rate}});
     if (!o.save.empty()) save_weights(o.save, network, trainer.parameters());
   }
-  const auto stats = device_stats.statistics();
+  const auto stats = stack.statistics();
   const double wall = std::chrono::duration<double>(Clock::now() - run_start).count();
   const double rate = total_train_seconds > 0 ? static_cast<double>(total_images) / total_train_seconds : 0;
   if (has_test)
@@ -237,10 +197,7 @@ int run(const Options& o) {
                  {"reserved_before_step1", reserved_before_step1}, {"upstream_allocations", stats.allocations},
                  {"library_reserved_bytes", backend.library_reserved_bytes()}, {"loader_staging_bytes", staging},
                  {"graph_replays", trainer.graph_replays()}});
-  // Every release is in the trace before it is checked: the trainer's, then the strategy's.
-  trainer_storage.reset();
-  strategy.reset();
-  if (traced) check_trace_written(*traced, o.trace);
+  trainer.finish();  // every byte given back, so the trace is whole when it is checked
   return 0;
 }
 

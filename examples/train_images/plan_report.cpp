@@ -14,11 +14,11 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
   std::cout << format_micro_batch_table(rows);
   const int largest = planner.largest_fitting(t.batch);
   if (largest == 0) {
-    std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory_budget) << "\n";
+    std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory.budget) << "\n";
     return 3;
   }
   std::cout << "largest micro-batch that fits: " << largest
-            << (t.memory_budget ? "" : " (no budget: the requested batch)") << "\n";
+            << (t.memory.budget ? "" : " (no budget: the requested batch)") << "\n";
   if (planner.smallest_micro_batch() > 1)
     std::cout << "smallest micro-batch: " << planner.smallest_micro_batch() << ", because "
               << planner.training_batch_need().why << "\n";

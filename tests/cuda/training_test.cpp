@@ -8,6 +8,7 @@
 
 #include "cnnengine/models/network_text.hpp"
 #include "cnnengine/models/presets.hpp"
+#include "engine/step_buffers.hpp"
 #include "engine/test_networks.hpp"
 #include "cnnengine/engine/trainer.hpp"
 #include "cnnengine/memory/fault_injection_adaptor.hpp"
@@ -62,11 +63,11 @@ void check_close_losses(const std::vector<double>& cpu, const std::vector<double
 
 TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses", "[cuda][training]") {
   TrainerOptions adamw = sgd(32);
-  adamw.optimizer.kind = "adamw";
+  adamw.optimizer.kind = OptimizerKind::adamw;
   adamw.optimizer.learning_rate = 1e-3f;
   // resnet: BatchNorm, residual adds, strided 1x1 projections and global average pooling.
   for (auto [model, options] : {std::pair{"small", sgd(32)}, {"small-bn", sgd(32)}, {"resnet", sgd(32)}, {"small", adamw}}) {
-    INFO(model << " (" << options.optimizer.kind << ")");
+    INFO(model << " (" << to_string(options.optimizer.kind) << ")");
     check_close_losses(losses(cuda_test::cpu(), model, options, 100), losses(cuda_test::gpu(), model, options, 100));
   }
 }
@@ -103,7 +104,7 @@ TEST_CASE("on the GPU a budget smaller than the plan is refused before step 1", 
   memory::StatisticsAdaptor stats(gpu.device_memory());
   Network net = make_preset("small", kImage, 10);
   TrainerOptions o = sgd(64);
-  o.memory_budget = 256 * 1024;
+  o.memory.budget = 256 * 1024;
   try {
     Trainer trainer(net, gpu, stats, o);
     FAIL("accepted");
@@ -133,18 +134,16 @@ TEST_CASE("on the GPU 1 x 64, 8 x 8 and uneven micro-batches give the same param
 
 TEST_CASE("on the GPU injected allocation failures are replayed without losing a sample", "[cuda][recovery]") {
   Backend& gpu = cuda_test::gpu();
-  memory::StatisticsAdaptor stats(gpu.device_memory());
-  memory::FaultInjectionAdaptor faults(stats);
+  testing::StepBufferStack buffers(gpu.device_memory());
+  memory::FaultInjectionAdaptor& faults = buffers.faults();
   faults.fail_on({30, 200, 400, 650});
-  auto direct = memory::make_strategy("direct", faults, 0);
   long samples = 0;
   int recoveries = 0;
   {
     Network net = make_preset("small", kImage, 10);
     TrainerOptions o = sgd(32);
-    o.step_allocator = direct.get();
     o.regrow_after_steps = 1;
-    Trainer trainer(net, gpu, gpu.device_memory(), o);
+    Trainer trainer(net, gpu, buffers.stack(), o);
     trainer.on_recovery = [&](const std::string&) { ++recoveries; };
     SyntheticData data(32 * 40, kImage, 10, 5);
     for (int s = 0; s < 40; ++s) samples += trainer.train_step(data.batch(s * 32, 32)).samples;
@@ -152,7 +151,7 @@ TEST_CASE("on the GPU injected allocation failures are replayed without losing a
   CHECK(faults.injected_failures() == 4);
   CHECK(recoveries >= 4);
   CHECK(samples == 32 * 40);
-  CHECK(stats.statistics().current_bytes == 0);
+  CHECK(buffers.step_buffers().current_bytes == 0);
 }
 
 TEST_CASE("memory taken away from the device mid-run does not stop planned training", "[cuda][recovery]") {

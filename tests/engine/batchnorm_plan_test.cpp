@@ -22,10 +22,12 @@
 #include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/memory/strategy.hpp"
 #include "heap_counter.hpp"
+#include "step_buffers.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
 using cnn::testing::constant_sgd;
+using cnn::testing::StepBufferStack;
 using cnn::testing::SyntheticData;
 
 namespace {
@@ -123,8 +125,8 @@ TEST_CASE("batches and micro-batches too small for such a BatchNorm are refused 
   // A budget that holds micro-batch 2 but not 3: refused, naming micro-batch 3.
   TrainerOptions t = constant_sgd(16);
   const BatchPlanner probe(net, backend, planning_options(t));
-  t.memory_budget = probe.breakdown(2).total();
-  REQUIRE(probe.breakdown(3).total() > t.memory_budget);
+  t.memory.budget = probe.breakdown(2).total();
+  REQUIRE(probe.breakdown(3).total() > t.memory.budget);
   memory::StatisticsAdaptor stats(memory::host_resource());
   CHECK_THROWS_WITH(Trainer(net, backend, stats, t), Catch::Contains("at micro-batch 3"));
   CHECK(stats.statistics().allocations == 0);
@@ -171,13 +173,12 @@ TEST_CASE("a trainer planned for batches of 2 refuses an odd larger batch, and c
 }
 
 TEST_CASE("out-of-memory recovery halves no further than the smallest micro-batch", "[recovery][batchnorm]") {
-  memory::FaultInjectionAdaptor faults(memory::host_resource());
-  auto direct = memory::make_strategy("direct", faults, 0);
+  StepBufferStack buffers(memory::host_resource());
+  memory::FaultInjectionAdaptor& faults = buffers.faults();
   Network net = dense_batchnorm();
   TrainerOptions o = constant_sgd(16);
-  o.step_allocator = direct.get();
   CpuBackend backend(1);
-  Trainer trainer(net, backend, memory::host_resource(), o);
+  Trainer trainer(net, backend, buffers.stack(), o);
   std::vector<std::string> recoveries;
   trainer.on_recovery = [&](const std::string& message) { recoveries.push_back(message); };
   const SyntheticData data(16, kImage, 4, 6);
@@ -226,19 +227,19 @@ TEST_CASE("a BatchNorm on the network input writes its input gradient to a buffe
   {
     Network net = parse_network(text, kImage, 4);
     const StepPlan training = plan_step(net, backend, 8, true, 0);
-    const int discarded = training.discarded_input_grad[1];
+    const int discarded = training.node(1).discarded_input_grad;
     REQUIRE(discarded >= 0);
     CHECK(training.requests[static_cast<std::size_t>(discarded)].name == "discarded grad 1:batchnorm2d");
     CHECK(training.requests[static_cast<std::size_t>(discarded)].bytes == kImage.elements() * 8 * sizeof(float));
-    CHECK(training.accumulate[1][0] == false);
-    for (int id = 2; id < net.size(); ++id) CHECK(training.discarded_input_grad[static_cast<std::size_t>(id)] == -1);
+    CHECK(training.node(1).accumulate[0] == false);
+    for (int id = 2; id < net.size(); ++id) CHECK(training.node(id).discarded_input_grad == -1);
     const StepPlan inference = plan_step(net, backend, 8, false, 0);
-    CHECK(inference.discarded_input_grad[1] == -1);
+    CHECK(inference.node(1).discarded_input_grad == -1);
   }
   {
     Network net = make_preset("small-bn", kImage, 4);  // BatchNorm after convolutions: gradients wanted
     const StepPlan training = plan_step(net, backend, 8, true, 0);
-    for (int id = 1; id < net.size(); ++id) CHECK(training.discarded_input_grad[static_cast<std::size_t>(id)] == -1);
+    for (int id = 1; id < net.size(); ++id) CHECK(training.node(id).discarded_input_grad == -1);
   }
 
   Network net = parse_network(text, kImage, 4);
@@ -268,12 +269,10 @@ TEST_CASE("steps that borrow, with BatchNorm on the input and after a dense laye
     CHECK(testing::heap_allocations() == heap_before);
     planned = trainer.parameters().download();
   }
-  memory::StatisticsAdaptor stats(memory::host_resource());
-  auto direct = memory::make_strategy("direct", stats, 0);
-  o.step_allocator = direct.get();
+  StepBufferStack buffers(memory::host_resource());
   Network net = parse_network(text, kImage, 4);
-  Trainer trainer(net, backend, memory::host_resource(), o);
+  Trainer trainer(net, backend, buffers.stack(), o);
   for (int s = 0; s < steps; ++s) trainer.train_step(data.batch(s * batch, batch));
   CHECK(trainer.parameters().download() == planned);  // the same operations on other addresses
-  CHECK(stats.statistics().current_bytes == 0);
+  CHECK(buffers.step_buffers().current_bytes == 0);
 }

@@ -1,5 +1,5 @@
 // Device selection: --device cpu touches no CUDA library, auto says what it chose and why, and
-// the CUDA backend, where it was built, loads as a plugin (engine/cuda_plugin.hpp).
+// the CUDA backend, where it was built, loads as a plugin (backends/device/detail/cuda_plugin.hpp).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -21,7 +21,7 @@ bool mapped(const std::string& library) {
 }  // namespace
 
 TEST_CASE("device cpu loads no CUDA library", "[device]") {
-  const DeviceChoice choice = select_device(DeviceRequest{"cpu", 1});
+  const DeviceChoice choice = select_device(DeviceRequest{DeviceKind::cpu, 1});
   CHECK(choice.backend->kind() == DeviceKind::cpu);
   CHECK(choice.reason == "cpu: as asked");
   for (const char* library : {"libcudart", "libcublas", "libcudnn", "libcnnengine_cuda"}) {
@@ -31,7 +31,7 @@ TEST_CASE("device cpu loads no CUDA library", "[device]") {
 }
 
 TEST_CASE("device auto says which device it chose and why", "[device]") {
-  const DeviceChoice choice = select_device(DeviceRequest{"auto", 1});
+  const DeviceChoice choice = select_device(DeviceRequest{std::nullopt, 1});
   INFO(choice.reason);
   if (choice.backend->kind() == DeviceKind::cpu) {
     CHECK(choice.reason.rfind("auto: no usable GPU (", 0) == 0);
@@ -41,7 +41,9 @@ TEST_CASE("device auto says which device it chose and why", "[device]") {
   } else {
     CHECK(choice.reason.rfind("auto: using CUDA device ", 0) == 0);
   }
-  CHECK_THROWS_WITH(select_device(DeviceRequest{"tpu", 1}), Catch::Contains("unknown device 'tpu'"));
+  CHECK_THROWS_WITH(parse_device("tpu"), Catch::Contains("unknown device 'tpu'"));
+  CHECK(parse_device("auto") == std::nullopt);
+  CHECK(parse_device("cuda") == DeviceKind::cuda);
 }
 
 TEST_CASE("a CUDA build loads its backend as a plugin; a CPU build says it has none", "[device]") {

@@ -35,7 +35,7 @@ TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", 
   const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
   TrainerOptions o;
   o.batch = 8;
-  o.optimizer.kind = "adamw";  // its step count and moments would show a step that ran
+  o.optimizer.kind = OptimizerKind::adamw;  // its step count and moments would show a step that ran
   CpuBackend backend(1);
   Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
   Trainer clean(clean_net, backend, memory::host_resource(), o);

@@ -18,7 +18,7 @@ TEST_CASE("small learns a Fashion-MNIST subset", "[training][fashion-mnist]") {
   CpuBackend backend(2);
   TrainerOptions options;
   options.batch = 64;
-  options.schedule.kind = "constant";
+  options.schedule.kind = ScheduleKind::constant;
   Trainer trainer(net, backend, memory::host_resource(), options);
 
   data::LoaderOptions lo;

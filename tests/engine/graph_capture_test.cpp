@@ -64,7 +64,7 @@ TrainerOptions options(int batch, bool capture) {
   TrainerOptions o;
   o.batch = batch;
   o.seed = 9;
-  o.schedule.kind = "constant";  // cosine without total_steps would stop learning after step 1
+  o.schedule.kind = ScheduleKind::constant;  // cosine without total_steps would stop learning after step 1
   o.capture_graphs = capture;
   return o;
 }
@@ -113,7 +113,7 @@ TEST_CASE("recording steps is refused where it cannot work", "[trainer][graphs]"
                     Catch::Contains("this backend cannot capture calls"));
   RecordingBackend recording(1);
   TrainerOptions dynamic = options(8, true);
-  dynamic.step_allocator = &memory::host_resource();
+  dynamic.memory.strategy = memory::Strategy::direct;
   CHECK_THROWS_WITH(Trainer(net, recording, memory::host_resource(), dynamic),
                     Catch::Contains("needs the planned strategy"));
 }

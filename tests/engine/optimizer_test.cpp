@@ -51,34 +51,34 @@ TEST_CASE("AdamW follows PyTorch's formula with decoupled weight decay", "[optim
 
 TEST_CASE("schedules: warm-up, constant, step and cosine", "[optimizer]") {
   ScheduleConfig s;
-  s.kind = "cosine";
+  s.kind = ScheduleKind::cosine;
   s.warmup_steps = 10;
   CHECK(scheduled_rate(s, 1.f, 0, 110) == Approx(0.1f));
   CHECK(scheduled_rate(s, 1.f, 9, 110) == Approx(1.f));
   CHECK(scheduled_rate(s, 1.f, 10, 110) == Approx(1.f));
   CHECK(scheduled_rate(s, 1.f, 60, 110) == Approx(0.5f));
   CHECK(scheduled_rate(s, 1.f, 110, 110) == Approx(0.f).margin(1e-6));
-  s.kind = "step";
+  s.kind = ScheduleKind::step;
   s.warmup_steps = 0;
   s.step_every = 5;
   CHECK(scheduled_rate(s, 1.f, 4, 100) == Approx(1.f));
   CHECK(scheduled_rate(s, 1.f, 5, 100) == Approx(0.1f));
   CHECK(scheduled_rate(s, 1.f, 12, 100) == Approx(0.01f));
-  s.kind = "constant";
+  s.kind = ScheduleKind::constant;
   CHECK(scheduled_rate(s, 0.3f, 77, 100) == Approx(0.3f));
-  s.kind = "linear";
-  CHECK_THROWS_WITH(validate(s), Catch::Contains("constant, step or cosine"));
-  OptimizerConfig bad;
-  bad.kind = "rmsprop";
-  CHECK_THROWS_WITH(make_optimizer(bad), Catch::Contains("sgd or adamw"));
+  CHECK_THROWS_WITH(parse_schedule_kind("linear"), Catch::Contains("constant, step or cosine"));
+  CHECK_THROWS_WITH(parse_optimizer_kind("rmsprop"), Catch::Contains("sgd or adamw"));
+  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+    CHECK(parse_schedule_kind(to_string(kind)) == kind);
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw}) CHECK(parse_optimizer_kind(to_string(kind)) == kind);
 }
 
 TEST_CASE("weight decay not given takes the optimizer's default; 0 given is 0", "[optimizer]") {
   OptimizerConfig c;
   CHECK(make_optimizer(c)->describe().find("weight decay 0.010000") != std::string::npos);
-  c.kind = "sgd";
+  c.kind = OptimizerKind::sgd;
   CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
-  c.kind = "adamw";
+  c.kind = OptimizerKind::adamw;
   c.weight_decay = 0.f;
   CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
 }

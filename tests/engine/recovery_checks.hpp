@@ -14,7 +14,9 @@
 #include "cnnengine/memory/budget_adaptor.hpp"
 #include "cnnengine/memory/fault_injection_adaptor.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/memory/memory_stack.hpp"
 #include "cnnengine/memory/strategy.hpp"
+#include "step_buffers.hpp"
 #include "test_networks.hpp"
 
 namespace cnn::testing {
@@ -35,24 +37,23 @@ inline InjectedRun run_with_injected_failures(Backend& backend, memory::MemoryRe
   const Shape image{1, 12, 12};
   const SyntheticData data(batch * steps, image, 4, 21);
   InjectedRun run;
-  memory::StatisticsAdaptor stats(device);
-  memory::FaultInjectionAdaptor faults(stats);
+  StepBufferStack buffers(device);
   std::set<std::uint64_t> chosen;
   for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(failures); ++i) chosen.insert(i * 140 + splitmix64(i) % 70);
-  faults.fail_on(chosen);
-  auto direct = memory::make_strategy("direct", faults, 0);
+  buffers.faults().fail_on(chosen);
   {
     Network net = small_with_dropout(image, 4);
     TrainerOptions o = constant_sgd(batch);
-    o.step_allocator = direct.get();
-    Trainer trainer(net, backend, device, o);
+    Trainer trainer(net, backend, buffers.stack(), o);
     trainer.on_recovery = [&](const std::string&) { ++run.recoveries; };
     for (int s = 0; s < steps; ++s) run.samples += trainer.train_step(data.batch(s * batch, batch)).samples;
     run.parameters = trainer.parameters().download();
   }
-  run.injected = faults.injected_failures();
-  CHECK(stats.statistics().current_bytes == 0);  // nothing leaked, failed steps included
-  CHECK(stats.statistics().live_blocks() == 0);
+  run.injected = buffers.faults().injected_failures();
+  CHECK(buffers.step_buffers().current_bytes == 0);  // nothing leaked, failed steps included
+  CHECK(buffers.step_buffers().live_blocks() == 0);
+  buffers.stack().release_step_buffers();
+  CHECK(buffers.stack().statistics().current_bytes == 0);
   return run;
 }
 
@@ -64,21 +65,20 @@ inline void check_budget_sweep(Backend& backend, memory::MemoryResource& device,
   const SyntheticData data(64 * 3, image, 4, 8);
   int refused = 0, trained = 0;
   for (std::size_t budget = 16 * 1024; budget <= largest; budget *= 2)
-    for (const std::string strategy : {"planned", "pool"}) {
+    for (const memory::Strategy strategy : {memory::Strategy::planned, memory::Strategy::pool}) {
       memory::StatisticsAdaptor stats(device);
-      memory::BudgetAdaptor capped(stats, budget);
-      std::unique_ptr<memory::MemoryResource> dynamic;
-      std::optional<memory::StatisticsAdaptor> step_buffers;  // what the trainer took from the pool
-      TrainerOptions o = constant_sgd(64);
-      o.memory_budget = budget;
-      if (strategy == "pool") {
-        dynamic = memory::make_strategy("pool", capped, 0);
-        o.step_allocator = &step_buffers.emplace(*dynamic);
+      memory::MemoryStack stack(stats, memory::MemoryOptions{budget, strategy}, backend.library_reserved_bytes());
+      memory::StatisticsAdaptor* step_buffers = nullptr;  // what the trainer took from the pool
+      if (strategy == memory::Strategy::pool) {
+        stack.build_step_buffers(0, 0);
+        step_buffers = &static_cast<memory::StatisticsAdaptor&>(
+            stack.wrap_step_buffers(std::make_unique<memory::StatisticsAdaptor>(*stack.step_buffers())));
       }
+      TrainerOptions o = constant_sgd(64);
       Network net = make_preset("small-bn", image, 4);
-      INFO(strategy << " under " << budget << " bytes");
+      INFO(memory::to_string(strategy) << " under " << budget << " bytes");
       try {
-        Trainer trainer(net, backend, capped, o);
+        Trainer trainer(net, backend, stack, o);
         for (int s = 0; s < 3; ++s) {
           const StepReport r = trainer.train_step(data.batch(s * 64, 64));  // outside CHECK: it may throw
           CHECK(r.samples == 64);
@@ -92,12 +92,11 @@ inline void check_budget_sweep(Backend& backend, memory::MemoryResource& device,
         // Only a framework-style strategy can fail inside a step: a pool grows by chunks of
         // 2 MiB at least and fragments, which the plan cannot foresee (on the CPU: at 2 MiB,
         // where planned trains). The planned strategy never does.
-        CHECK(strategy == "pool");
+        CHECK(strategy == memory::Strategy::pool);
         CHECK(std::string(e.what()).find("micro-batch 1") != std::string::npos);
       }
       if (step_buffers) CHECK(step_buffers->statistics().current_bytes == 0);  // the trainer gave all back
-      step_buffers.reset();
-      dynamic.reset();  // a pool keeps its cache until it goes
+      stack.release_step_buffers();  // a pool keeps its cache until it goes
       CHECK(stats.statistics().peak_bytes <= budget);
       CHECK(stats.statistics().current_bytes == 0);
     }

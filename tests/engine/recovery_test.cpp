@@ -14,6 +14,7 @@
 #include "cnnengine/memory/strategy.hpp"
 #include "relative_error.hpp"
 #include "recovery_checks.hpp"
+#include "step_buffers.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;
@@ -21,6 +22,7 @@ using cnn::testing::relative_error;
 using cnn::testing::check_budget_sweep;
 using cnn::testing::constant_sgd;
 using cnn::testing::run_with_injected_failures;
+using cnn::testing::StepBufferStack;
 using cnn::testing::SyntheticData;
 
 namespace {
@@ -51,13 +53,11 @@ TEST_CASE("a replayed step without BatchNorm gives the parameters of the clean r
   SyntheticData data(batch * steps, kImage, 4, 5);
   CpuBackend backend(2);
   auto run = [&](bool inject) {
-    memory::FaultInjectionAdaptor faults(memory::host_resource());
-    if (inject) faults.fail_on({3, 70, 200, 333, 500, 610});
-    auto direct = memory::make_strategy("direct", faults, 0);
+    StepBufferStack buffers(memory::host_resource());
+    if (inject) buffers.faults().fail_on({3, 70, 200, 333, 500, 610});
     Network net = small_with_dropout();
     TrainerOptions o = constant_sgd(batch);
-    o.step_allocator = direct.get();
-    Trainer trainer(net, backend, memory::host_resource(), o);
+    Trainer trainer(net, backend, buffers.stack(), o);
     for (int s = 0; s < steps; ++s) trainer.train_step(data.batch(s * batch, batch));
     return trainer.parameters().download();
   };
@@ -68,15 +68,13 @@ TEST_CASE("a replayed step without BatchNorm gives the parameters of the clean r
 TEST_CASE("an out-of-memory failure during evaluation replays that batch at a smaller micro-batch",
           "[recovery][trainer]") {
   CpuBackend backend(2);
-  memory::StatisticsAdaptor stats(memory::host_resource());
-  memory::FaultInjectionAdaptor faults(stats);
-  auto direct = memory::make_strategy("direct", faults, 0);
+  StepBufferStack buffers(memory::host_resource());
+  memory::FaultInjectionAdaptor& faults = buffers.faults();
   Network net = small_with_dropout();
   TrainerOptions o = constant_sgd(16);
-  o.step_allocator = direct.get();
   SyntheticData data(16 * 8, kImage, 4, 9);
   {
-    Trainer trainer(net, backend, memory::host_resource(), o);
+    Trainer trainer(net, backend, buffers.stack(), o);
     int recoveries = 0;
     trainer.on_recovery = [&](const std::string& message) {
       ++recoveries;
@@ -102,19 +100,17 @@ TEST_CASE("an out-of-memory failure during evaluation replays that batch at a sm
     CHECK(replayed.accuracy == clean.accuracy);
     CHECK(replayed.loss == Approx(clean.loss).epsilon(1e-5));
   }
-  CHECK(stats.statistics().current_bytes == 0);
+  CHECK(buffers.step_buffers().current_bytes == 0);
 }
 
 TEST_CASE("at micro-batch 1 an out-of-memory failure stops with the byte table", "[recovery][trainer]") {
-  memory::FaultInjectionAdaptor faults(memory::host_resource());
-  auto direct = memory::make_strategy("direct", faults, 0);
+  StepBufferStack buffers(memory::host_resource());
   Network net = make_preset("small", kImage, 4);
   TrainerOptions o = constant_sgd(4);
-  o.step_allocator = direct.get();
   CpuBackend backend(1);
-  Trainer trainer(net, backend, memory::host_resource(), o);
+  Trainer trainer(net, backend, buffers.stack(), o);
   SyntheticData data(4, kImage, 4, 1);
-  faults.fail_randomly(1.0, 1);
+  buffers.faults().fail_randomly(1.0, 1);
   try {
     trainer.train_step(data.batch(0, 4));
     FAIL("no error");
@@ -206,24 +202,22 @@ TEST_CASE("a recovery whose smaller arena cannot be had either keeps halving, an
 
 TEST_CASE("a step that fails for another reason leaves parameters, state and memory as they were",
           "[recovery][trainer]") {
-  memory::StatisticsAdaptor stats(memory::host_resource());
-  auto direct = memory::make_strategy("direct", stats, 0);
+  StepBufferStack buffers(memory::host_resource());
   CpuBackend backend(1);
   Network net = make_preset("small-bn", kImage, 4);
   TrainerOptions o = constant_sgd(8);
   o.micro_batch = 4;
-  o.step_allocator = direct.get();
   {
-    Trainer trainer(net, backend, memory::host_resource(), o);
+    Trainer trainer(net, backend, buffers.stack(), o);
     SyntheticData data(16, kImage, 4, 6);
     trainer.train_step(data.batch(0, 8));
     const auto before = trainer.parameters().download();
     data.labels[8 + 5] = 99;  // in the second micro-batch
     CHECK_THROWS_WITH(trainer.train_step(data.batch(8, 8)), Catch::Contains("label 99 of sample 5"));
     CHECK(trainer.parameters().download() == before);
-    CHECK(stats.statistics().current_bytes == 0);
+    CHECK(buffers.step_buffers().current_bytes == 0);
     data.labels[8 + 5] = 1;
     CHECK(trainer.train_step(data.batch(8, 8)).samples == 8);
   }
-  CHECK(stats.statistics().current_bytes == 0);
+  CHECK(buffers.step_buffers().current_bytes == 0);
 }

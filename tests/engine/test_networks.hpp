@@ -50,9 +50,9 @@ struct SyntheticData {
 inline TrainerOptions constant_sgd(int batch, int regrow_after_steps = 1) {
   TrainerOptions o;
   o.batch = batch;
-  o.optimizer.kind = "sgd";
+  o.optimizer.kind = OptimizerKind::sgd;
   o.optimizer.learning_rate = 0.01f;
-  o.schedule.kind = "constant";
+  o.schedule.kind = ScheduleKind::constant;
   o.regrow_after_steps = regrow_after_steps;
   return o;
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/engine/detail/step_plan.hpp"
 #include "cnnengine/models/presets.hpp"
 #include "heap_counter.hpp"
 #include "cnnengine/memory/host_resource.hpp"
@@ -53,9 +54,9 @@ TEST_CASE("the same seed gives the same losses", "[trainer]") {
 TEST_CASE("one micro-batch, 8 x 8 and uneven micro-batches give the same parameters", "[trainer][accumulate]") {
   TrainerOptions whole;
   whole.batch = 64;
-  whole.optimizer.kind = "sgd";
+  whole.optimizer.kind = OptimizerKind::sgd;
   whole.optimizer.learning_rate = 0.05f;
-  whole.schedule.kind = "constant";
+  whole.schedule.kind = ScheduleKind::constant;
   const auto reference = train_steps("small", whole, 4);
 
   TrainerOptions eights = whole;
@@ -67,7 +68,7 @@ TEST_CASE("one micro-batch, 8 x 8 and uneven micro-batches give the same paramet
   CHECK(relative_error(train_steps("small", uneven, 4), reference) < 1e-5);
 
   TrainerOptions adam = whole;
-  adam.optimizer.kind = "adamw";
+  adam.optimizer.kind = OptimizerKind::adamw;
   adam.optimizer.learning_rate = 1e-3f;
   TrainerOptions adam_split = adam;
   adam_split.micro_batch = 10;
@@ -79,9 +80,9 @@ TEST_CASE("with dropout, one micro-batch and 8 x 8 give the same parameters", "[
   const std::string text = "conv 8 3 pad=1\nrelu\nmaxpool 2\nflatten\ndropout 0.5\ndense 16\nrelu\ndropout 0.3\ndense 4\n";
   TrainerOptions whole;
   whole.batch = 64;
-  whole.optimizer.kind = "sgd";
+  whole.optimizer.kind = OptimizerKind::sgd;
   whole.optimizer.learning_rate = 0.05f;
-  whole.schedule.kind = "constant";
+  whole.schedule.kind = ScheduleKind::constant;
   const auto reference = train_steps(parse_network(text, kImage, 4), whole, 4);
   TrainerOptions eights = whole;
   eights.accumulate = 8;
@@ -115,7 +116,7 @@ TEST_CASE("a budget too small is refused before step 1 with the byte table", "[t
   Network net = make_preset("small", kImage, 4);
   CpuBackend backend(2);
   TrainerOptions o;
-  o.memory_budget = 64 * 1024;
+  o.memory.budget = 64 * 1024;
   try {
     Trainer trainer(net, backend, memory::host_resource(), o);
     FAIL("the trainer accepted a budget that cannot fit");
@@ -138,7 +139,7 @@ TEST_CASE("a tight budget gives a smaller micro-batch and the requested batch", 
   REQUIRE(at_17 > at_16);
 
   TrainerOptions tight = probe;
-  tight.memory_budget = at_16;
+  tight.memory.budget = at_16;
   Trainer trainer(net, backend, memory::host_resource(), tight);
   CHECK(trainer.micro_batch() == 16);
   SyntheticData data(64, kImage, 4, 9);

@@ -66,7 +66,7 @@ TEST_CASE("trace: record, read and replay give the same peak on every strategy",
 
   for (const char* strategy : {"direct", "pool", "arena"}) {
     INFO("strategy " << strategy);
-    auto resource = make_strategy(strategy, host_resource(), 64 * MiB);
+    auto resource = make_strategy(parse_strategy(strategy), host_resource(), 64 * MiB);
     StatisticsAdaptor replay_stats(*resource);
     const ReplayResult result = replay(trace_events, replay_stats);
     CHECK(result.peak_bytes == recorded.peak_bytes);

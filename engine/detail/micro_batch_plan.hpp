@@ -1,0 +1,21 @@
+#pragma once
+// The step plans of one micro-batch and what they take: what the trainer builds, and what
+// BatchPlanner::breakdown reports.
+#include <cstddef>
+
+#include "cnnengine/engine/batch_planner.hpp"
+#include "cnnengine/engine/detail/step_plan.hpp"
+
+namespace cnn {
+
+struct MicroBatchPlan {
+  StepPlan training, inference;
+  MemoryBreakdown breakdown;
+};
+
+// The plans at micro-batch b with the workspace limit the planner allows at b.
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch);
+// The plans at micro-batch b with a given per-layer workspace limit.
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit);
+
+}  // namespace cnn

@@ -1,0 +1,63 @@
+#pragma once
+// What a trainer needs to run one micro-batch size: the training and inference plans, their step
+// memory (one planned arena, or a strategy's buffers) and their executors. They are built and
+// released together, here and nowhere else.
+#include <memory>
+#include <string>
+
+#include "cnnengine/engine/batch_planner.hpp"
+#include "cnnengine/engine/detail/micro_batch_plan.hpp"
+#include "cnnengine/engine/detail/step_executor.hpp"
+#include "cnnengine/engine/detail/step_memory.hpp"
+#include "cnnengine/memory/buffer.hpp"
+#include "cnnengine/memory/memory_stack.hpp"
+
+namespace cnn {
+
+class StepResources {
+ public:
+  // capture: the executors record each micro-batch size as a graph (StepExecutor).
+  StepResources(Network& network, Backend& backend, ParameterStore& params, const BatchPlanner& planner,
+                memory::MemoryStack& stack, StepSlots slots, bool capture);
+  StepResources(const StepResources&) = delete;
+  StepResources& operator=(const StepResources&) = delete;
+  ~StepResources() { release(); }
+
+  // Plans micro-batch b and reserves its step memory. On failure holds nothing and rethrows.
+  void build(int micro_batch);
+  // build(), halving b (not below `smallest`) while the step memory cannot be had. Returns the
+  // b built; at `smallest`, throws OutOfMemory with the byte table.
+  int build_fitting(int micro_batch, int smallest);
+  // Gives back the step memory: the one place it is released.
+  void release();
+
+  bool built() const { return executor_ != nullptr; }
+  int micro_batch() const { return micro_batch_; }
+  const MemoryBreakdown& breakdown() const { return plans_.breakdown; }
+  const StepPlan& plan() const { return plans_.training; }
+  StepExecutor& executor(bool training) { return training ? *executor_ : *eval_executor_; }
+
+  // Micro-batches run by replaying a recording, over every build.
+  long graph_replays() const;
+  // Why recording failed in either executor (empty: it did not); capturing stops then, for the
+  // executors built from now on too.
+  std::string capture_failure() const;
+  void stop_capturing();
+
+ private:
+  Network& net_;
+  Backend& backend_;
+  ParameterStore& params_;
+  const BatchPlanner& planner_;
+  memory::MemoryStack& stack_;
+  StepSlots slots_;
+  bool capture_;
+  int micro_batch_ = 0;
+  MicroBatchPlan plans_;
+  memory::Buffer arena_;  // the planned strategy's
+  std::unique_ptr<StepMemory> memory_, eval_memory_;
+  std::unique_ptr<StepExecutor> executor_, eval_executor_;
+  long replays_released_ = 0;  // by executors since released
+};
+
+}  // namespace cnn
