@@ -133,9 +133,10 @@ class Backend {
   virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            const Tensor& running_mean, const Tensor& running_var,
                                            float epsilon, Tensor y) = 0;
+  // epsilon: forward's (cuDNN wants the same value in both passes).
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                  const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
-                                  Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                  Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
 
   // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
   // step->first_sample * x.sample_elements() + i) (engine/counter_rng.hpp), so every backend

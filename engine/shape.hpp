@@ -5,14 +5,21 @@
 #include <initializer_list>
 #include <string>
 
+#include "cnnengine/base/error.hpp"
+
 namespace cnn {
 
 struct Shape {
-  std::array<int, 4> dims{1, 1, 1, 1};
+  static constexpr int kMaxRank = 4;
+  std::array<int, kMaxRank> dims{1, 1, 1, 1};
   int rank = 0;
 
   Shape() = default;
+  // Throws ShapeError for more than four dimensions.
   Shape(std::initializer_list<int> list) {
+    if (list.size() > static_cast<std::size_t>(kMaxRank))
+      throw ShapeError("a shape has at most " + std::to_string(kMaxRank) + " dimensions, got " +
+                       std::to_string(list.size()));
     for (int d : list) dims[static_cast<std::size_t>(rank++)] = d;
   }
   int operator[](int i) const { return dims[static_cast<std::size_t>(i)]; }
@@ -28,8 +35,10 @@ struct Shape {
       if (dims[static_cast<std::size_t>(i)] != o.dims[static_cast<std::size_t>(i)]) return false;
     return true;
   }
-  // The same shape with a batch dimension in front: {C,H,W} -> {n,C,H,W}.
+  // The same shape with a batch dimension in front: {C,H,W} -> {n,C,H,W}. Throws ShapeError
+  // for a shape of four dimensions already.
   Shape batched(int n) const {
+    if (rank >= kMaxRank) throw ShapeError("cannot add a batch dimension to " + str() + ": it has four already");
     Shape s;
     s.dims[0] = n;
     for (int i = 0; i < rank; ++i) s.dims[static_cast<std::size_t>(i + 1)] = dims[static_cast<std::size_t>(i)];

@@ -47,8 +47,8 @@ void BatchNorm2D::forward(const LayerContext& c) {
 void BatchNorm2D::backward(const LayerContext& c) {
   // The plan gives an input gradient buffer even where nothing reads it (backward_writes_input_gradient).
   if (!wants_gradient(c, 0)) throw std::logic_error("batchnorm2d: backward without a buffer for the input gradient");
-  c.backend->batchnorm_backward(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], c.grad_inputs[0],
-                                c.grads[0], c.grads[1], c.accumulate[0]);
+  c.backend->batchnorm_backward(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], epsilon_,
+                                c.grad_inputs[0], c.grads[0], c.grads[1], c.accumulate[0]);
 }
 
 }  // namespace cnn

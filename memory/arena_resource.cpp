@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/detail/alignment.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
 
@@ -19,7 +20,7 @@ ArenaResource::ArenaResource(MemoryResource& upstream, std::size_t capacity, Cat
   }
 }
 
-ArenaResource::~ArenaResource() { upstream_.deallocate(base_, capacity_, BlockHeap::kChunkAlignment, category_); }
+ArenaResource::~ArenaResource() { give_back(upstream_, base_, capacity_, BlockHeap::kChunkAlignment, category_); }
 
 void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {
   check_alignment(alignment, *this);

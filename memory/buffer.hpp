@@ -8,6 +8,14 @@
 
 namespace cnn::memory {
 
+// Releases that a resource refused (a CUDA device that failed, a bug in a resource): each is
+// reported on standard error, the block forgotten, and counted here. Giving memory back never
+// throws: it runs in destructors and in the paths that recover from errors.
+std::size_t failed_releases();
+// resource.deallocate(...), with a refusal reported and counted instead of thrown.
+void give_back(MemoryResource& resource, void* ptr, std::size_t bytes, std::size_t alignment,
+               Category category) noexcept;
+
 class Buffer {
  public:
   Buffer() = default;
@@ -36,9 +44,9 @@ class Buffer {
   std::size_t bytes() const { return bytes_; }
   explicit operator bool() const { return data_ != nullptr; }
 
-  // Gives the block back now (a no-op when empty).
+  // Gives the block back now (a no-op when empty). Never throws (see failed_releases).
   void release() noexcept {
-    if (data_) resource_->deallocate(data_, bytes_, alignment_, category_);
+    if (data_) give_back(*resource_, data_, bytes_, alignment_, category_);
     data_ = nullptr;
     bytes_ = 0;
   }

@@ -1,12 +1,12 @@
 #include "cnnengine/memory/direct_resource.hpp"
 
+#include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/detail/alignment.hpp"
 
 namespace cnn::memory {
 
 DirectResource::~DirectResource() {
-  for (const auto& [ptr, live] : live_.all())
-    upstream_.deallocate(ptr, live.bytes, live.alignment, live.category);
+  for (const auto& [ptr, live] : live_.all()) give_back(upstream_, ptr, live.bytes, live.alignment, live.category);
 }
 
 void* DirectResource::do_allocate(std::size_t bytes, std::size_t alignment, Category category) {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/detail/alignment.hpp"
 #include "cnnengine/memory/bytes.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
@@ -20,7 +21,7 @@ PoolResource::PoolResource(MemoryResource& upstream, PoolOptions options)
 PoolResource::~PoolResource() {
   for (BlockHeap* heap : {&small_, &large_})
     for (const auto& chunk : heap->remove_all_chunks())
-      upstream_.deallocate(chunk.base, chunk.bytes, BlockHeap::kChunkAlignment, chunk.category);
+      give_back(upstream_, chunk.base, chunk.bytes, BlockHeap::kChunkAlignment, chunk.category);
 }
 
 std::size_t PoolResource::chunk_size(std::size_t needed) const {

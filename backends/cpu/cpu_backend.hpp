@@ -54,7 +54,7 @@ class CpuBackend : public Backend {
                                    const Tensor& running_mean, const Tensor& running_var,
                                    float epsilon, Tensor y) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                          const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
   void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,

@@ -202,9 +202,10 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
   });
 }
 
+// epsilon is in saved_inv_std already.
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
-                                   Tensor dgamma, Tensor dbeta, bool accumulate) {
+                                   const Tensor& saved_mean, const Tensor& saved_inv_std, float /*epsilon*/,
+                                   Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   const int n = x.n(), c = x.c();
   const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
   const double count = static_cast<double>(n) * static_cast<double>(hw);

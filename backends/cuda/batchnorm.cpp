@@ -48,7 +48,6 @@ void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamm
       cudnn_, kMode, &kOne, &kZero, d.x, x.data, d.x, y.data, d.params, gamma.data, beta.data,
       static_cast<double>(momentum), running_mean.data, running_var.data, static_cast<double>(epsilon),
       saved_mean.data, saved_inv_std.data));
-  batchnorm_epsilon_[saved_inv_std.data] = epsilon;
   touched(x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std);
 }
 
@@ -65,19 +64,18 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
 }
 
 void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                     const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
-                                     Tensor dgamma, Tensor dbeta, bool accumulate) {
+                                     const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                     Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   activate();
   BatchnormDescriptors d;
   describe(d, x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta}, "batchnorm_backward");
   // With the saved statistics given cuDNN does not recompute them, but it wants forward's epsilon.
-  auto remembered = batchnorm_epsilon_.find(saved_inv_std.data);
-  const double epsilon = remembered != batchnorm_epsilon_.end() ? remembered->second : 1e-5;
   const float beta_data = accumulate ? 1.0f : 0.0f;
   // betaParamDiff = 1: parameter gradients accumulate over micro-batches.
   CNN_CHECK(cudnnBatchNormalizationBackward(cudnn_, kMode, &kOne, &beta_data, &kOne, &kOne, d.x, x.data, d.x,
                                             dy.data, d.x, dx.data, d.params, gamma.data, dgamma.data,
-                                            dbeta.data, epsilon, saved_mean.data, saved_inv_std.data));
+                                            dbeta.data, static_cast<double>(epsilon), saved_mean.data,
+                                            saved_inv_std.data));
   touched(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
 }
 

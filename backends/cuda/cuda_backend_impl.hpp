@@ -76,7 +76,7 @@ class CudaBackend final : public Backend {
                                    const Tensor& running_mean, const Tensor& running_var,
                                    float epsilon, Tensor y) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                          const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
   void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
@@ -149,8 +149,6 @@ class CudaBackend final : public Backend {
   CopyTracker tracker_;
   bool capturing_ = false;
   std::unordered_map<ConvShape, std::unique_ptr<ConvPlan>, ConvShapeHash> conv_plans_;
-  // cuDNN wants backward's epsilon equal to forward's; backward_batchnorm is not told it.
-  std::unordered_map<const float*, float> batchnorm_epsilon_;
 };
 
 }  // namespace cnn::cuda

@@ -1,5 +1,7 @@
 #include "cnnengine/engine/detail/step_memory.hpp"
 
+#include "cnnengine/memory/buffer.hpp"
+
 namespace cnn {
 
 DynamicStepMemory::DynamicStepMemory(const StepPlan& plan, memory::MemoryResource& resource)
@@ -30,7 +32,7 @@ void DynamicStepMemory::end(int time) {
 void DynamicStepMemory::release(std::size_t i) {
   if (!addresses_[i]) return;
   const auto& r = plan_.requests[i];
-  resource_.deallocate(addresses_[i], r.bytes, memory::kDefaultAlignment, r.category);
+  memory::give_back(resource_, addresses_[i], r.bytes, memory::kDefaultAlignment, r.category);
   addresses_[i] = nullptr;
 }
 

@@ -14,6 +14,9 @@
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/step_plan.hpp"
+#include "cnnengine/layers/conv2d.hpp"
+#include "cnnengine/layers/dense.hpp"
+#include "cnnengine/layers/flatten.hpp"
 #include "cnnengine/models/presets.hpp"
 #include "cnnengine/layers/batchnorm2d.hpp"
 #include "cnnengine/memory/budget_adaptor.hpp"
@@ -211,11 +214,14 @@ class AliasSpy final : public CpuBackend {
  public:
   using CpuBackend::CpuBackend;
   int calls = 0, aliased = 0;
+  float epsilon_seen = 0;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
-                          const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) override {
+                          const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
+                          bool accumulate) override {
     ++calls;
+    epsilon_seen = epsilon;
     if (dx.data == dy.data) ++aliased;
-    CpuBackend::batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
+    CpuBackend::batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
   }
 };
 
@@ -248,6 +254,21 @@ TEST_CASE("a BatchNorm on the network input writes its input gradient to a buffe
   CHECK(std::isfinite(trainer.train_step(data.batch(0, 8)).loss));
   CHECK(backend.calls == 1);
   CHECK(backend.aliased == 0);
+}
+
+TEST_CASE("a BatchNorm gives its backward the epsilon of its forward", "[batchnorm]") {
+  // The CUDA backend once looked epsilon up by the saved buffer's address (1e-5 where unknown).
+  AliasSpy backend(1);
+  Network net(kImage);
+  net.emplace<Conv2D>(4, 3, 1, 1);
+  net.emplace<BatchNorm2D>(0.1f, 0.25f);
+  net.emplace<Flatten>();
+  net.emplace<Dense>(4);
+  Trainer trainer(net, backend, memory::host_resource(), constant_sgd(8));
+  const SyntheticData data(8, kImage, 4, 9);
+  trainer.train_step(data.batch(0, 8));
+  CHECK(backend.calls == 1);
+  CHECK(backend.epsilon_seen == 0.25f);
 }
 
 TEST_CASE("steps that borrow, with BatchNorm on the input and after a dense layer, allocate nothing and "

@@ -97,9 +97,11 @@ class RecordingBackend final : public Backend {
     call([=, this] { cpu_.batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, epsilon, y); });
   }
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
-                          const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta,
+                          const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
                           bool accumulate) override {
-    call([=, this] { cpu_.batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate); });
+    call([=, this] {
+      cpu_.batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
+    });
   }
 
   void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
