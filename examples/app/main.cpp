@@ -1,10 +1,15 @@
-// Builds a network, trains it for a few steps on made-up data and prints the memory report.
+// A program that uses the installed library as a user's project would: one header, a device
+// picked for it, training under a memory budget the engine enforces, the statistics read back,
+// and the typed error of going over the budget. It exits 0 only when all of that holds.
 #include <cnnengine/cnnengine.hpp>
 #include <cstdio>
 #include <vector>
 
 int main() {
   using namespace cnn;
+  const DeviceChoice device = select_device(DeviceRequest{});  // auto: a GPU where one is usable
+  std::printf("%s\n", device.reason.c_str());
+
   Network net(Shape{1, 8, 8});
   net.emplace<Conv2D>(8, 3, 1, 1);
   net.emplace<ReLU>();
@@ -12,11 +17,11 @@ int main() {
   net.emplace<Flatten>();
   net.emplace<Dense>(2);
 
-  CpuBackend backend(1);
   TrainerOptions options;
   options.batch = 16;
+  options.total_steps = 30;
   options.memory.budget = memory::parse_bytes("8MiB");
-  Trainer trainer(net, backend, memory::host_resource(), options);
+  Trainer trainer(net, *device.backend, options);
   std::fputs(format_memory_table(trainer.memory()).c_str(), stdout);
 
   // Class 1 images are bright, class 0 dark.
@@ -32,6 +37,18 @@ int main() {
     if (step == 0) first = r.loss;
     last = r.loss;
   }
-  std::printf("loss %.4f -> %.4f\n", first, last);
-  return last < first ? 0 : 1;
+  const memory::Statistics stats = trainer.memory_stack().statistics();
+  std::printf("loss %.4f -> %.4f; reserved %s, peak %s of a %s budget\n", first, last,
+              memory::format_bytes(stats.current_bytes).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
+              memory::format_bytes(options.memory.budget).c_str());
+
+  // The budget is a hard cap: asking the trainer's memory for more than it leaves is refused.
+  bool refused = false;
+  try {
+    trainer.memory_stack().blocks().allocate(options.memory.budget);
+  } catch (const memory::OutOfMemory& e) {
+    refused = true;
+    std::printf("refused as it should be: %s\n", e.what());
+  }
+  return last < first && stats.peak_bytes <= options.memory.budget && refused ? 0 : 1;
 }

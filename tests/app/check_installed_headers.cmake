@@ -1,0 +1,32 @@
+# The installed headers are the public set alone: no detail/ header, none that includes a CUDA,
+# cuDNN, cuBLAS or NCCL header, and each compiles on its own (it includes what it uses, and no
+# header that was left out of the install). Invoked by ctest after installed_package_app made
+# the prefix: -DPREFIX=<install prefix> -DCXX=<compiler> -DWORK_DIR=<scratch>.
+file(GLOB_RECURSE headers RELATIVE ${PREFIX}/include ${PREFIX}/include/cnnengine/*)
+if(NOT headers)
+  message(FATAL_ERROR "no header installed under ${PREFIX}/include/cnnengine")
+endif()
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(problems "")
+foreach(header IN LISTS headers)
+  if(header MATCHES "/detail/")
+    string(APPEND problems "  ${header}: an internal header was installed\n")
+    continue()
+  endif()
+  file(STRINGS ${PREFIX}/include/${header} cuda_includes REGEX "#[ \t]*include[ \t]*[<\"](cuda|cudnn|cublas|nccl|curand)")
+  if(cuda_includes)
+    string(APPEND problems "  ${header}: includes a CUDA library header: ${cuda_includes}\n")
+  endif()
+  string(MAKE_C_IDENTIFIER ${header} name)
+  file(WRITE ${WORK_DIR}/${name}.cpp "#include <${header}>\n")
+  execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -I${PREFIX}/include ${WORK_DIR}/${name}.cpp
+                  RESULT_VARIABLE status ERROR_VARIABLE errors)
+  if(status)
+    string(APPEND problems "  ${header} does not compile on its own:\n${errors}\n")
+  endif()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "installed headers:\n${problems}")
+endif()
+list(LENGTH headers count)
+message(STATUS "${count} installed headers: public, free of CUDA headers, each compiles on its own")

@@ -1,0 +1,31 @@
+# Includes that would walk around the views (docs/design.md, "How the order is enforced"):
+# - the library's project includes are written by their full name, "cnnengine/<folder>/...";
+#   a relative one ("../layers/x.hpp", or a neighbour's bare name) would find a file without
+#   the include path;
+# - the applications in examples/ include public headers only, never a detail/ one.
+# Invoked by ctest (layering_includes_by_full_name) with -DSOURCE_DIR=<the repository>.
+set(problems "")
+foreach(folder base memory data engine layers backends models)
+  file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
+                            ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
+  foreach(source IN LISTS sources)
+    file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    foreach(line IN LISTS lines)
+      string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+      if(included MATCHES "\\.\\." OR (NOT included MATCHES "^cnnengine/" AND NOT included STREQUAL "stb_image.h"))
+        string(APPEND problems "  ${source}: #include \"${included}\"\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+file(GLOB_RECURSE app_sources ${SOURCE_DIR}/examples/*.hpp ${SOURCE_DIR}/examples/*.cpp)
+foreach(source IN LISTS app_sources)
+  file(STRINGS ${source} lines REGEX "#[ \t]*include.*/detail/")
+  foreach(line IN LISTS lines)
+    string(APPEND problems "  ${source}: an internal header in an application: ${line}\n")
+  endforeach()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "includes against the layering:\n${problems}")
+endif()
+message(STATUS "every include is by full name; the applications include public headers only")
