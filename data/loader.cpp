@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/detail/random.hpp"
 #include "cnnengine/memory/bytes.hpp"
 

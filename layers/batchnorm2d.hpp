@@ -4,7 +4,7 @@
 namespace cnn {
 
 // Batch normalisation per channel. In training, statistics come from the micro-batch being run
-// (see DESIGN.md: BatchNorm statistics per micro-batch); running statistics are used for inference.
+// (docs/design.md, "One training step"); running statistics are used for inference.
 class BatchNorm2D final : public Layer {
  public:
   explicit BatchNorm2D(float momentum = 0.1f, float epsilon = 1e-5f);

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/detail/alignment.hpp"
 #include "cnnengine/memory/bytes.hpp"
+#include "cnnengine/memory/detail/alignment.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {

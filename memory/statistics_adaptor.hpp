@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <mutex>
 
+#include "cnnengine/memory/adaptor.hpp"
 #include "cnnengine/memory/category.hpp"
 #include "cnnengine/memory/live_blocks.hpp"
-#include "cnnengine/memory/adaptor.hpp"
 
 namespace cnn::memory {
 

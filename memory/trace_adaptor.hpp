@@ -7,8 +7,8 @@
 #include <mutex>
 #include <ostream>
 
-#include "cnnengine/memory/live_blocks.hpp"
 #include "cnnengine/memory/adaptor.hpp"
+#include "cnnengine/memory/live_blocks.hpp"
 #include "cnnengine/memory/trace.hpp"
 
 namespace cnn::memory {

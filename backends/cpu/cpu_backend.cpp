@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "cnnengine/backends/cpu/detail/parallel.hpp"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
-#include "cnnengine/backends/cpu/detail/parallel.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 
 namespace cnn {

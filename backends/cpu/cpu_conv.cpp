@@ -1,5 +1,5 @@
 // Convolution as im2col + one matrix product per image, images spread over threads. Each
-// product's packing buffers come from the layer's planned workspace (engine/cpu/gemm.hpp).
+// product's packing buffers come from the layer's planned workspace (backends/cpu/detail/gemm.hpp).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>

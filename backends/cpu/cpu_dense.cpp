@@ -1,5 +1,5 @@
 // Dense layers as one matrix product each, its rows spread over threads, with the packing
-// buffers from the layer's planned workspace (engine/cpu/gemm.hpp).
+// buffers from the layer's planned workspace (backends/cpu/detail/gemm.hpp).
 #include <Eigen/Core>
 #include <algorithm>
 

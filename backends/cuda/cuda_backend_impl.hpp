@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA backend's class. Internal: includes CUDA headers; the public face is
-// engine/cuda/cuda_backend.hpp. Its calls are defined by job: cuda_backend.cpp (setup, copies,
+// backends/device/cuda_api.hpp. Its calls are defined by job: cuda_backend.cpp (setup, copies,
 // synchronisation), conv.cpp, dense.cpp, batchnorm.cpp, pooling.cu, elementwise.cu, loss.cu,
 // optimizers.cu.
 #include <cublas_v2.h>
@@ -13,11 +13,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "cnnengine/engine/backend.hpp"
 #include "cnnengine/backends/cuda/conv_algorithms.hpp"
 #include "cnnengine/backends/cuda/copy_tracker.hpp"
-#include "cnnengine/backends/device/cuda_api.hpp"
 #include "cnnengine/backends/cuda/cuda_resources.hpp"
+#include "cnnengine/backends/device/cuda_api.hpp"
+#include "cnnengine/engine/backend.hpp"
 
 namespace cnn::cuda {
 

@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/engine/detail/counter_rng.hpp"
 #include "cnnengine/backends/cuda/check.hpp"
 #include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
 #include "cnnengine/backends/cuda/grid_stride.cuh"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/counter_rng.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -1,4 +1,4 @@
-// The entry point engine/cuda_plugin.cpp looks up in libcnnengine_cuda.
+// The entry point backends/device/cuda_plugin.cpp looks up in libcnnengine_cuda.
 #include "cnnengine/backends/device/detail/cuda_plugin.hpp"
 
 extern "C" __attribute__((visibility("default"))) const cnn::CudaPlugin* cnn_cuda_plugin() {

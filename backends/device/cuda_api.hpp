@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA backend: cuDNN for convolution and batch normalisation, cuBLAS for dense layers, own
 // kernels for the rest. No CUDA header here: code built without nvcc may include this. The
-// functions are in libcnnengine_cuda (engine/cuda_plugin.hpp loads it on first use); a program
+// functions are in libcnnengine_cuda (backends/device/cuda_plugin.cpp loads it on first use); a program
 // that calls them directly links cnnengine::cuda.
 //
 // Asynchrony, beyond what engine/backend.hpp promises:

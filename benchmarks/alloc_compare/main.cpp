@@ -12,11 +12,11 @@
 #include <thread>
 
 #include "checks.hpp"
-#include "comparison.hpp"
 #include "cnnengine/backends/device/device.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/bytes.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "comparison.hpp"
 #include "plot.hpp"
 #include "report.hpp"
 #if CNN_HAVE_CUDA

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cnnengine/data/detail/byte_reader.hpp"
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/byte_reader.hpp"
 
 namespace cnn::data {
 namespace {

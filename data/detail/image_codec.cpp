@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/data/detail/byte_reader.hpp"
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/byte_reader.hpp"
 #include "cnnengine/data/detail/resize.hpp"
 
 // The one translation unit that compiles stb_image. Static, so that the library exports no stbi

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/engine/parameter_store.hpp"
 #include "cnnengine/engine/detail/step_memory.hpp"
+#include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
 

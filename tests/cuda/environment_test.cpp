@@ -3,11 +3,11 @@
 
 #include <string>
 
-#include "cuda/support.hpp"
 #include "cnnengine/backends/cuda/check.hpp"
 #include "cnnengine/backends/device/cuda_api.hpp"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
+#include "cuda/support.hpp"
 
 using namespace cnn;
 using namespace cnn::cuda_test;

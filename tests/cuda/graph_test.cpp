@@ -6,11 +6,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/models/network_text.hpp"
 #include "cnnengine/models/presets.hpp"
 #include "engine/test_networks.hpp"
-#include "cnnengine/engine/trainer.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "relative_error.hpp"
 #include "support.hpp"
 

@@ -6,14 +6,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "cnnengine/models/network_text.hpp"
-#include "cnnengine/models/presets.hpp"
-#include "engine/step_buffers.hpp"
-#include "engine/test_networks.hpp"
 #include "cnnengine/engine/trainer.hpp"
 #include "cnnengine/memory/fault_injection_adaptor.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/memory/strategy.hpp"
+#include "cnnengine/models/network_text.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "engine/step_buffers.hpp"
+#include "engine/test_networks.hpp"
 #include "support.hpp"
 
 using namespace cnn;

@@ -6,9 +6,9 @@
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/random.hpp"
 #include "cnnengine/data/idx_dataset.hpp"
 #include "cnnengine/data/image_folder_dataset.hpp"
-#include "cnnengine/data/detail/random.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

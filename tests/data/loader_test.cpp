@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "cnnengine/base/error.hpp"
-#include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/loader.hpp"
+#include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/detail/random.hpp"
+#include "cnnengine/data/loader.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 
 using namespace cnn::data;

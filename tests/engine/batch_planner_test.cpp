@@ -3,11 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/engine/trainer.hpp"
 #include "cnnengine/memory/budget_adaptor.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;

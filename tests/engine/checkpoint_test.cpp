@@ -7,11 +7,11 @@
 #include <functional>
 #include <limits>
 
-#include "data/data_test_files.hpp"
-#include "cnnengine/models/checkpoint.hpp"
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/checkpoint.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "data/data_test_files.hpp"
 
 using namespace cnn;
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/base/error.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;

@@ -1,12 +1,12 @@
 // A short training run on a real Fashion-MNIST subset: the loss falls and accuracy rises.
 #include <catch2/catch.hpp>
 
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/data/idx_dataset.hpp"
 #include "cnnengine/data/loader.hpp"
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/engine/trainer.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
 
 using namespace cnn;
 

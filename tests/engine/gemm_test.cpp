@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "cnnengine/backends/cpu/detail/gemm.hpp"
-#include "heap_counter.hpp"
 #include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "heap_counter.hpp"
 #include "relative_error.hpp"
 #include "test_networks.hpp"
 

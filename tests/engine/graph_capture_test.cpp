@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "recording_backend.hpp"
 #include "test_networks.hpp"
 

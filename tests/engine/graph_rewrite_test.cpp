@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;

@@ -4,7 +4,6 @@
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
-#include "gradient_checker.hpp"
 #include "cnnengine/layers/add.hpp"
 #include "cnnengine/layers/batchnorm2d.hpp"
 #include "cnnengine/layers/conv2d.hpp"
@@ -12,6 +11,7 @@
 #include "cnnengine/layers/dropout.hpp"
 #include "cnnengine/layers/pool2d.hpp"
 #include "cnnengine/layers/relu.hpp"
+#include "gradient_checker.hpp"
 
 using namespace cnn;
 using cnn::testing::check_gradients;

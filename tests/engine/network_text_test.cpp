@@ -5,12 +5,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "data/data_test_files.hpp"
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/base/error.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/layers/flatten.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "data/data_test_files.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;

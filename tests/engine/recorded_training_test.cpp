@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "test_networks.hpp"
 
 using namespace cnn;

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/memory/budget_adaptor.hpp"
 #include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/memory/memory_stack.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/memory/strategy.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "step_buffers.hpp"
 #include "test_networks.hpp"
 

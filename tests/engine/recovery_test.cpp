@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/models/presets.hpp"
 #include "cnnengine/layers/conv2d.hpp"
 #include "cnnengine/layers/dense.hpp"
 #include "cnnengine/layers/flatten.hpp"
@@ -12,8 +11,9 @@
 #include "cnnengine/memory/host_resource.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/memory/strategy.hpp"
-#include "relative_error.hpp"
+#include "cnnengine/models/presets.hpp"
 #include "recovery_checks.hpp"
+#include "relative_error.hpp"
 #include "step_buffers.hpp"
 #include "test_networks.hpp"
 
@@ -42,7 +42,7 @@ TEST_CASE("100 injected allocation failures change nothing but the micro-batch",
   CHECK(faulty.recoveries >= 100);
   CHECK(faulty.samples == clean.samples);
   CHECK(clean.samples == static_cast<long>(batch) * steps);
-  // Without BatchNorm (whose statistics are per micro-batch, DESIGN.md) a replay at a smaller
+  // Without BatchNorm (whose statistics are per micro-batch, docs/design.md) a replay at a smaller
   // micro-batch differs by the rounding of a differently grouped sum only. A replay that drew
   // other dropout masks, or kept a failed attempt's gradients, would be far away.
   CHECK(relative_error(faulty.parameters, clean.parameters) < 1e-5);

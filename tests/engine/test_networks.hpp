@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "cnnengine/engine/detail/counter_rng.hpp"
-#include "cnnengine/models/network_text.hpp"
 #include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/models/network_text.hpp"
 
 namespace cnn::testing {
 

@@ -4,10 +4,10 @@
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/engine/detail/step_plan.hpp"
-#include "cnnengine/models/presets.hpp"
-#include "heap_counter.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "heap_counter.hpp"
 #include "relative_error.hpp"
 #include "test_networks.hpp"
 

@@ -10,7 +10,7 @@
 
 namespace cnn {
 
-// What the plugin gives: engine/cuda/plugin.cpp fills it. `abi` guards against a plugin from
+// What the plugin gives: backends/cuda/plugin.cpp fills it. `abi` guards against a plugin from
 // another build of cnnengine.
 struct CudaPlugin {
   int abi = 0;
