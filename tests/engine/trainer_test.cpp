@@ -4,6 +4,10 @@
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/engine/detail/step_plan.hpp"
+#include "cnnengine/layers/conv2d.hpp"
+#include "cnnengine/layers/dense.hpp"
+#include "cnnengine/layers/flatten.hpp"
+#include "cnnengine/layers/relu.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/models/presets.hpp"
@@ -158,4 +162,56 @@ TEST_CASE("plans stay within 1.10 x the liveness lower bound", "[planner][traine
       CHECK(memory::plan_is_valid(plan.requests, plan.plan));
       CHECK(plan.plan.overhead() <= 1.10);
     }
+}
+
+namespace {
+// The sum of `count` inputs of one shape: a layer with more inputs than the step executor once
+// had room for (a fixed array of 8 flags).
+class SumOfInputs final : public Layer {
+ public:
+  explicit SumOfInputs(int count) : count_(count) {}
+  LayerKind kind() const override { return LayerKind::custom; }
+  std::string type_name() const override { return "sum"; }
+  std::string describe() const override { return "sum of " + std::to_string(count_); }
+  int input_count() const override { return count_; }
+  Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
+  void forward(const LayerContext& c) override {
+    c.backend->copy_or_add(c.inputs[0], c.output, false);
+    for (std::size_t i = 1; i < c.inputs.size(); ++i) c.backend->copy_or_add(c.inputs[i], c.output, true);
+  }
+  void backward(const LayerContext& c) override {
+    for (std::size_t i = 0; i < c.inputs.size(); ++i)
+      if (wants_gradient(c, i)) c.backend->copy_or_add(c.grad_output, c.grad_inputs[i], c.accumulate[i]);
+  }
+
+ private:
+  int count_;
+};
+}  // namespace
+
+TEST_CASE("a layer may read more than eight inputs, the same one several times", "[trainer]") {
+  CpuBackend backend(1);
+  auto build = [](int count) {
+    Network net(kImage);
+    const int conv = net.emplace<Conv2D>(4, 3, 1, 1);
+    const int relu = net.emplace<ReLU>();
+    std::vector<int> inputs;
+    for (int i = 0; i < count; ++i) inputs.push_back(i % 2 ? conv : relu);
+    net.add(std::make_unique<SumOfInputs>(count), inputs);
+    net.emplace<Flatten>();
+    net.emplace<Dense>(4);
+    return net;
+  };
+  TrainerOptions o = testing::constant_sgd(8);
+  o.optimizer.learning_rate = 1e-3f;  // the sum of twelve is large
+  SyntheticData data(8 * 3, kImage, 4, 13);
+  Network twelve = build(12);
+  Trainer trainer(twelve, backend, memory::host_resource(), o);
+  std::vector<double> losses;
+  for (int s = 0; s < 3; ++s) losses.push_back(trainer.train_step(data.batch(s * 8, 8)).loss);
+  CHECK(losses.back() < losses.front());
+  Network two = build(2);
+  const BatchPlanOptions plan = planning_options(o);
+  CHECK(plan_step(twelve, backend, 8, true, plan.workspace_limit).node(3).accumulate.size() == 12);
+  CHECK(plan_step(two, backend, 8, true, plan.workspace_limit).node(3).accumulate.size() == 2);
 }
