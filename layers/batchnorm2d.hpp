@@ -20,6 +20,8 @@ class BatchNorm2D final : public Layer {
   TrainingBatchNeed training_batch_need() const override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  float momentum() const { return momentum_; }
+  float epsilon() const { return epsilon_; }
 
  private:
   float momentum_, epsilon_;

@@ -15,6 +15,7 @@ class Conv2D final : public Layer {
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
   const Conv2dDesc& desc() const { return desc_; }
+  bool has_bias() const { return bias_; }
 
  private:
   Conv2dDesc desc_;

@@ -15,6 +15,8 @@ class Dense final : public Layer {
   std::size_t workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  int units() const { return units_; }
+  bool has_bias() const { return bias_; }
 
  private:
   int units_;

@@ -17,6 +17,7 @@ class Dropout final : public Layer {
   std::vector<std::size_t> saved_floats(int batch) const override { return {sample_ * static_cast<std::size_t>(batch)}; }
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  float p() const { return p_; }
 
  private:
   float p_;

@@ -16,6 +16,8 @@ class Pool2D final : public Layer {
   bool backward_needs_output() const override { return true; }
   void forward(const LayerContext& c) override { c.backend->pool2d_forward(desc_, c.inputs[0], c.output); }
   void backward(const LayerContext& c) override;
+  const Pool2dDesc& desc() const { return desc_; }
+  bool is_global() const { return global_; }
 
  private:
   Pool2dDesc desc_;

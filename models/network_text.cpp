@@ -25,8 +25,8 @@ namespace {
 // Options each layer accepts besides as= and in=.
 const std::map<std::string, std::set<std::string>> kLayerOptions = {
     {"conv", {"stride", "pad", "bias"}}, {"maxpool", {"stride", "pad"}}, {"avgpool", {"stride", "pad"}},
-    {"dense", {}}, {"relu", {}}, {"flatten", {}}, {"batchnorm", {}}, {"globalavgpool", {}}, {"dropout", {}},
-    {"add", {}}};
+    {"dense", {"bias"}}, {"relu", {}}, {"flatten", {}}, {"batchnorm", {"momentum", "eps"}}, {"globalavgpool", {}},
+    {"dropout", {}}, {"add", {}}};
 
 class LineError : public ConfigError {
  public:
@@ -112,14 +112,23 @@ class Parser {
     return it == line.options.end() ? fallback : whole_number(it->second);
   }
 
+  static float real_option(const Line& line, const std::string& key, float fallback) {
+    const auto it = line.options.find(key);
+    return it == line.options.end() ? fallback : static_cast<float>(number(it->second));
+  }
+
+  static bool bias_option(const Line& line) {
+    const int bias = option(line, "bias", 1);
+    if (bias != 0 && bias != 1) throw LineError("bias= takes 0 or 1, got " + std::to_string(bias));
+    return bias == 1;
+  }
+
   std::unique_ptr<Layer> make_layer(const Line& line, std::vector<int>& inputs) {
     const std::string& op = line.op;
     if (op == "conv") {
       need(line, 2, "conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]");
-      const int bias = option(line, "bias", 1);
-      if (bias != 0 && bias != 1) throw LineError("bias= takes 0 or 1, got " + std::to_string(bias));
       return std::make_unique<Conv2D>(whole_number(line.args[0]), whole_number(line.args[1]), option(line, "stride", 1),
-                                      option(line, "pad", 0), bias == 1);
+                                      option(line, "pad", 0), bias_option(line));
     }
     if (op == "maxpool" || op == "avgpool") {
       need(line, 1, "maxpool|avgpool WINDOW [stride=S] [pad=P]");
@@ -127,8 +136,8 @@ class Parser {
                                       option(line, "stride", 0), option(line, "pad", 0));
     }
     if (op == "dense") {
-      need(line, 1, "dense UNITS");
-      return std::make_unique<Dense>(whole_number(line.args[0]));
+      need(line, 1, "dense UNITS [bias=0|1]");
+      return std::make_unique<Dense>(whole_number(line.args[0]), bias_option(line));
     }
     if (op == "dropout") {
       need(line, 1, "dropout P");
@@ -143,7 +152,8 @@ class Parser {
     need(line, 0, (op + " (no arguments)").c_str());
     if (op == "relu") return std::make_unique<ReLU>();
     if (op == "flatten") return std::make_unique<Flatten>();
-    if (op == "batchnorm") return std::make_unique<BatchNorm2D>();
+    if (op == "batchnorm")
+      return std::make_unique<BatchNorm2D>(real_option(line, "momentum", 0.1f), real_option(line, "eps", 1e-5f));
     return std::make_unique<Pool2D>(Pool2D::global_average());  // globalavgpool
   }
 

@@ -2,7 +2,7 @@
 // The plain-text network description. One layer per line, '#' starts a comment. Words:
 //   conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]   relu        flatten
 //   maxpool WINDOW [stride=S] [pad=P]               avgpool WINDOW [stride=S] [pad=P]
-//   globalavgpool     batchnorm     dropout P       dense UNITS
+//   globalavgpool     batchnorm [momentum=M] [eps=E]     dropout P      dense UNITS [bias=0|1]
 //   add NAME                                        (adds the named output to the previous one)
 // Any line may end with `as=NAME` (names its output) and `in=NAME` (reads NAME instead of the
 // previous line; `input` is the network input). An unknown or repeated option, an empty or
@@ -17,5 +17,10 @@ namespace cnn {
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source = "<text>");
 // Reads a regular file only (a FIFO or a device would block or never end).
 Network load_network_file(const std::filesystem::path& path, Shape input, int classes);
+
+// The text form of a network, such that parse_network(network_text(n), ...) builds the same
+// layers, in the same order, on the same inputs (a saved file holds it). A layer of one's own
+// (LayerKind::custom) has none: a ConfigError naming it.
+std::string network_text(const Network& network);
 
 }  // namespace cnn

@@ -135,3 +135,52 @@ TEST_CASE("a network may end with a view", "[network][trainer]") {
   const StepReport r = trainer.train_step(data.batch(0, 8));
   CHECK(std::isfinite(r.loss));
 }
+
+namespace {
+// Every node's layer, shape and inputs, and the parameters' layout: what must survive a round trip.
+std::string structure(const Network& net) {
+  std::string text = net.summary();
+  for (int id = 1; id < net.size(); ++id) {
+    text += std::to_string(id) + ":";
+    for (int in : net.node(id).inputs) text += " " + std::to_string(in);
+    for (const ParamSpec& p : net.node(id).layer->parameters()) text += " " + p.name + p.shape.str();
+    text += "\n";
+  }
+  return text;
+}
+}  // namespace
+
+TEST_CASE("a network's text form builds the same network", "[network]") {
+  const Shape image{3, 32, 32};
+  for (const std::string& preset : preset_names()) {
+    INFO(preset);
+    const Network net = make_preset(preset, image, 10);
+    const std::string text = network_text(net);
+    const Network again = parse_network(text, image, 10);
+    CHECK(structure(again) == structure(net));
+    CHECK(network_text(again) == text);
+  }
+  const std::string custom = "conv 8 3 stride=2 pad=1 bias=0 as=stem\nbatchnorm momentum=0.25 eps=0.001\n"
+                             "relu\nconv 8 1 in=stem\nadd stem\navgpool 3 stride=1 pad=1\ndropout 0.3\n"
+                             "globalavgpool\nflatten\ndense 10 bias=0\n";
+  const Network net = parse_network(custom, image, 10);
+  const std::string text = network_text(net);
+  CHECK(structure(parse_network(text, image, 10)) == structure(net));
+  CHECK(text.find("dropout 0.3\n") != std::string::npos);  // the shortest text of the float
+  CHECK(text.find("batchnorm momentum=0.25 eps=0.001") != std::string::npos);
+  CHECK(text.find("dense 10 bias=0") != std::string::npos);
+}
+
+TEST_CASE("a network with a layer of one's own has no text form", "[network]") {
+  struct Custom final : Layer {
+    LayerKind kind() const override { return LayerKind::custom; }
+    std::string type_name() const override { return "mine"; }
+    std::string describe() const override { return "mine"; }
+    Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
+    void forward(const LayerContext&) override {}
+    void backward(const LayerContext&) override {}
+  };
+  Network net(Shape{1, 4, 4});
+  net.add(std::make_unique<Custom>());
+  CHECK_THROWS_WITH(network_text(net), Catch::Contains("1:mine") && Catch::Contains("no text form"));
+}
