@@ -28,7 +28,9 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual int state_slots() const = 0;  // floats of state per parameter
-  virtual void step(Backend& backend, ParameterStore& params, float learning_rate) = 0;
+  // Optimizer step `step` (1 for the first): AdamW's bias correction counts them. The optimizer
+  // keeps no count of its own, so a run resumed from a checkpoint continues exactly.
+  virtual void step(Backend& backend, ParameterStore& params, float learning_rate, long step) = 0;
   virtual std::string describe() const = 0;
 };
 

@@ -13,22 +13,24 @@ constexpr std::size_t kFloatAlignment = 16;  // 64 bytes between tensors
 
 std::size_t padded(std::size_t floats) { return memory::align_up(floats, kFloatAlignment); }
 
-void initialise(const ParamSpec& spec, float* out, std::uint64_t seed) {
-  const std::size_t n = spec.shape.elements();
+// Elements [begin, end) of a parameter's initial values into out[0, end - begin): counter-based,
+// so any range is computed alone.
+void initialise(const ParamSpec& spec, float* out, std::uint64_t seed, std::size_t begin, std::size_t end) {
+  const std::size_t n = end - begin;
   switch (spec.init) {
     case Init::zeros: std::fill(out, out + n, 0.f); break;
     case Init::ones: std::fill(out, out + n, 1.f); break;
     case Init::he_normal: {
       const float stddev = std::sqrt(2.0f / static_cast<float>(spec.fan_in));
-      for (std::size_t i = 0; i < n; ++i) {  // Box-Muller on counter-based uniforms
+      for (std::size_t i = begin; i < end; ++i) {  // Box-Muller on counter-based uniforms
         const float u1 = std::max(uniform01(seed, 2 * i), 1e-7f), u2 = uniform01(seed, 2 * i + 1);
-        out[i] = stddev * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
+        out[i - begin] = stddev * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
       }
       break;
     }
     case Init::glorot_uniform: {
       const float limit = std::sqrt(6.0f / static_cast<float>(spec.fan_in + spec.fan_out));
-      for (std::size_t i = 0; i < n; ++i) out[i] = limit * (2.0f * uniform01(seed, i) - 1.0f);
+      for (std::size_t i = begin; i < end; ++i) out[i - begin] = limit * (2.0f * uniform01(seed, i) - 1.0f);
       break;
     }
   }
@@ -91,15 +93,21 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
     params_[static_cast<std::size_t>(id)].resize(count);
     grads_[static_cast<std::size_t>(id)].resize(count);
   }
-  std::vector<float> host(total_floats_, 0.f);
+  // Padding and the state's copy stay zero; each parameter is initialised a chunk at a time.
+  backend_.fill(flat(params_block_.floats(), params_block_.bytes() / sizeof(float)), 0.f);
+  std::vector<float> chunk(std::min(kCopyChunkFloats, std::max<std::size_t>(total_floats_, 1)));
   for (const Slot& s : l.slots) {
     params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_.floats() + s.offset, s.spec.shape};
     if (s.spec.trainable)
       grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_.floats() + s.offset, s.spec.shape};
     const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
-    initialise(s.spec, host.data() + s.offset, splitmix64(seed ^ splitmix64(stream)));
+    const std::size_t n = s.spec.shape.elements();
+    for (std::size_t begin = 0; begin < n; begin += chunk.size()) {
+      const std::size_t end = std::min(n, begin + chunk.size());
+      initialise(s.spec, chunk.data(), splitmix64(seed ^ splitmix64(stream)), begin, end);
+      upload(Block::parameters, s.offset + begin, end - begin, chunk.data());
+    }
   }
-  upload(host);
   zero_gradients();
   if (slots_) backend_.fill(flat(state_block_.floats(), trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
 }
@@ -124,7 +132,7 @@ memory::CategoryBytes ParameterStore::bytes() const {
 
 std::vector<float> ParameterStore::download() const {
   std::vector<float> host(total_floats_);
-  backend_.copy_to_host(params_block_.floats(), host.data(), total_floats_ * sizeof(float));
+  download(Block::parameters, 0, total_floats_, host.data());
   return host;
 }
 
@@ -132,7 +140,26 @@ void ParameterStore::upload(const std::vector<float>& values) {
   if (values.size() != total_floats_)
     throw ConfigError("parameter upload: " + std::to_string(values.size()) + " values for " +
                       std::to_string(total_floats_) + " slots");
-  backend_.copy_to_device(values.data(), params_block_.floats(), total_floats_ * sizeof(float));
+  upload(Block::parameters, 0, total_floats_, values.data());
+}
+
+std::size_t ParameterStore::floats(Block block) const {
+  return block == Block::parameters ? total_floats_ : trainable_floats_ * static_cast<std::size_t>(slots_);
+}
+
+float* ParameterStore::block_data(Block block, std::size_t first, std::size_t count) const {
+  if (first > floats(block) || count > floats(block) - first)
+    throw ConfigError("parameter store: floats " + std::to_string(first) + " to " + std::to_string(first + count) +
+                      " of a block of " + std::to_string(floats(block)));
+  return (block == Block::parameters ? params_block_.floats() : state_block_.floats()) + first;
+}
+
+void ParameterStore::download(Block block, std::size_t first, std::size_t count, float* host) const {
+  backend_.copy_to_host(block_data(block, first, count), host, count * sizeof(float));
+}
+
+void ParameterStore::upload(Block block, std::size_t first, std::size_t count, const float* host) {
+  backend_.copy_to_device(host, block_data(block, first, count), count * sizeof(float));
 }
 
 }  // namespace cnn

@@ -48,6 +48,18 @@ class ParameterStore {
   void upload(const std::vector<float>& values);
   std::size_t total_floats() const { return total_floats_; }
 
+  // The blocks a checkpoint holds, read and written a range at a time (no host copy of a whole
+  // block: see kCopyChunkFloats): the parameters with their state (total_floats()), and the
+  // optimizer's state (optimizer_floats()). Ranges are in floats; one out of bounds is a
+  // ConfigError.
+  enum class Block { parameters, optimizer_state };
+  std::size_t floats(Block block) const;
+  void download(Block block, std::size_t first, std::size_t count, float* host) const;
+  void upload(Block block, std::size_t first, std::size_t count, const float* host);
+  // The host memory a range copy needs at most (the initialisation, save and load use chunks
+  // of this many floats).
+  static constexpr std::size_t kCopyChunkFloats = std::size_t{1} << 18;  // 1 MiB
+
  private:
   static Tensor flat(float* data, std::size_t n) { return Tensor{data, Shape{static_cast<int>(n)}}; }
   struct Slot {
@@ -63,6 +75,7 @@ class ParameterStore {
   static Layout layout(const Network& network);
   std::size_t block_bytes(memory::Category category) const;
   std::size_t state_floats() const { return total_floats_ - trainable_floats_; }
+  float* block_data(Block block, std::size_t first, std::size_t count) const;
 
   Backend& backend_;
   int slots_;

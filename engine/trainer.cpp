@@ -110,6 +110,19 @@ void Trainer::start() {
 
 const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
 
+TrainerState Trainer::state() const { return TrainerState{steps_, micro_batch_, recovery_->good_steps()}; }
+
+void Trainer::restore(const TrainerState& state) {
+  if (state.steps < 0 || state.good_steps < 0 || state.micro_batch < recovery_->smallest() ||
+      state.micro_batch > recovery_->target())
+    throw ConfigError("cannot continue at step " + std::to_string(state.steps) + " with micro-batch " +
+                      std::to_string(state.micro_batch) + ": this trainer runs micro-batches of " +
+                      std::to_string(recovery_->smallest()) + " to " + std::to_string(recovery_->target()));
+  steps_ = state.steps;
+  recovery_->set_good_steps(state.good_steps);
+  if (state.micro_batch != micro_batch_) micro_batch_ = step_->build_fitting(state.micro_batch, recovery_->smallest());
+}
+
 long Trainer::graph_replays() const { return step_ ? step_->graph_replays() : 0; }
 
 Tensor Trainer::metric_sums() const { return Tensor{slots_.floats(), Shape{2}}; }
@@ -212,7 +225,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
     throw TrainingDiverged(steps_ + 1, host[0]);
   }
   const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
-  optimizer_->step(backend_, *params_, lr);
+  optimizer_->step(backend_, *params_, lr, steps_ + 1);
   ++steps_;
   StepReport r;
   r.step = steps_;

@@ -82,6 +82,14 @@ struct StepReport {
   int micro_batches = 0;
 };
 
+// Where a trainer is: what a checkpoint keeps of it, so that a run resumed from the checkpoint
+// continues exactly as if it had not stopped.
+struct TrainerState {
+  long steps = 0;        // optimizer steps taken: the schedule's position, dropout's seed, AdamW's count
+  int micro_batch = 0;   // in use now (below the planned one for a while after a recovery)
+  long good_steps = 0;   // steps since the last recovery (the micro-batch grows back after enough)
+};
+
 struct EvalResult {
   double loss = 0, accuracy = 0;
   std::size_t samples = 0;
@@ -107,6 +115,10 @@ class Trainer {
   ParameterStore& parameters() { return *params_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
+  TrainerState state() const;
+  // Continues from `state` (the parameters and optimizer state are restored apart, into
+  // parameters()). A micro-batch this trainer may not use is a ConfigError.
+  void restore(const TrainerState& state);
   memory::MemoryStack& memory_stack() { return *stack_; }
   // Micro-batches run by replaying a recording (capture_graphs), and whether recording is on.
   long graph_replays() const;

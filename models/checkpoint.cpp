@@ -1,5 +1,7 @@
 #include "cnnengine/models/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -8,28 +10,49 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <system_error>
 #include <vector>
 
+#include "cnnengine/base/detail/atomic_file.hpp"
 #include "cnnengine/base/detail/regular_file.hpp"
+#include "cnnengine/models/detail/checkpoint_meta.hpp"
+#include "cnnengine/models/network_text.hpp"
+
+// Note [Checkpoint layout]: version 2 is a header (magic, version, flags, the description's
+// length), the description (JSON: checkpoint_meta.cpp), the float blocks in this order
+// (parameters with BatchNorm statistics, the optimizer's state, three floats per recorded step:
+// loss, accuracy, learning rate) and a CRC-32 of every byte before it. The file's size is
+// exactly that: a byte more or less is an error. Floats are little-endian IEEE 754, as on every
+// host cnnengine builds for. Version 1 (weights only: magic, version, fingerprint, float count,
+// the floats, their CRC-32) is still read by load_weights.
 
 namespace cnn {
 namespace {
 
-constexpr char kMagic[8] = {'C', 'N', 'N', 'W', 'E', 'I', 'G', 'H'};
-constexpr std::uint32_t kVersion = 1;
+constexpr char kMagic[8] = {'C', 'N', 'N', 'C', 'K', 'P', 'T', '\n'};
+constexpr char kMagicV1[8] = {'C', 'N', 'N', 'W', 'E', 'I', 'G', 'H'};
+constexpr std::uint64_t kMaxMetaBytes = std::uint64_t{64} << 20;
+constexpr std::size_t kChunk = ParameterStore::kCopyChunkFloats;
 
 struct Header {
   char magic[8];
   std::uint32_t version;
-  std::uint32_t fingerprint;  // CRC-32 of the network summary: layers and shapes
+  std::uint32_t flags;
+  std::uint64_t meta_bytes;
+};
+static_assert(sizeof(Header) == 24);
+
+struct HeaderV1 {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t fingerprint;
   std::uint64_t floats;
 };
+static_assert(sizeof(HeaderV1) == 24);
 
-std::uint32_t crc(const void* data, std::size_t bytes, std::uint32_t seed = 0) {
-  uLong value = seed;
+std::uint32_t crc(std::uint32_t running, const void* data, std::size_t bytes) {
   const auto* p = static_cast<const Bytef*>(data);
+  uLong value = running;
   while (bytes) {
     const auto chunk = static_cast<uInt>(std::min<std::size_t>(bytes, 1u << 30));
     value = crc32(value, p, chunk);
@@ -46,102 +69,330 @@ std::uint32_t fingerprint(const Network& network) {
   for (int id = 1; id < network.size(); ++id)
     for (const auto& p : network.node(id).layer->parameters())
       text += network.node(id).layer->type_name() + "." + p.name + p.shape.str() + ";";
-  return crc(text.data(), text.size());
+  return crc(0, text.data(), text.size());
 }
 
-// Unique per process: two runs saving to one path each write their own.
-std::filesystem::path temporary_path(const std::filesystem::path& path) {
-  std::filesystem::path temporary = path;
-  temporary += ".partial." + std::to_string(::getpid());
-  return temporary;
+std::string file_problem(const std::filesystem::path& path) {
+  const std::string problem = regular_file_problem(path);
+  return problem.empty() ? problem : path.string() + ": it " + problem;
 }
 
-void remove_quietly(const std::filesystem::path& path) {
-  std::error_code ignored;
-  std::filesystem::remove(path, ignored);
+// Writes through an AtomicFile, keeping the CRC of every byte.
+class ChecksummedWriter {
+ public:
+  explicit ChecksummedWriter(AtomicFile& file) : file_(file) {}
+  void write(const void* data, std::size_t bytes) {
+    sum_ = crc(sum_, data, bytes);
+    file_.write(data, bytes);
+  }
+  void finish() { file_.write(&sum_, sizeof sum_); }
+
+ private:
+  AtomicFile& file_;
+  std::uint32_t sum_ = 0;
+};
+
+// A block of the store, a chunk at a time; parameters are refused when not finite.
+void write_block(ChecksummedWriter& out, const ParameterStore& params, ParameterStore::Block block,
+                 const std::filesystem::path& path) {
+  const std::size_t total = params.floats(block);
+  std::vector<float> chunk(std::min(kChunk, std::max<std::size_t>(total, 1)));
+  for (std::size_t first = 0; first < total; first += chunk.size()) {
+    const std::size_t count = std::min(chunk.size(), total - first);
+    params.download(block, first, count, chunk.data());
+    if (!std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(count),
+                     [](float v) { return std::isfinite(v); }))
+      throw CheckpointError("training diverged: the weights hold NaN or infinite values; " + path.string() +
+                            " is unchanged");
+    out.write(chunk.data(), count * sizeof(float));
+  }
 }
 
-bool all_finite(const std::vector<float>& values) {
-  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+// Reads one file from an open descriptor, keeping the CRC of what it read. Every shortfall is a
+// CheckpointError naming the file.
+class Reader {
+ public:
+  explicit Reader(const std::filesystem::path& path) : path_(path) {
+    if (const std::string problem = file_problem(path); !problem.empty())
+      throw CheckpointError("cannot read the checkpoint " + problem);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw CheckpointError("cannot open " + path.string() + ": " + std::strerror(errno));
+    struct stat status {};
+    if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) {
+      ::close(fd_);
+      throw CheckpointError("cannot read " + path.string() + ": not a regular file");
+    }
+    size_ = static_cast<std::uint64_t>(status.st_size);
+  }
+  ~Reader() { ::close(fd_); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  std::uint64_t size() const { return size_; }
+  std::uint64_t position() const { return position_; }
+  const std::filesystem::path& path() const { return path_; }
+  std::uint32_t checksum() const { return sum_; }
+
+  void read(void* data, std::size_t bytes, bool checksummed = true) {
+    char* p = static_cast<char*>(data);
+    std::size_t left = bytes;
+    while (left > 0) {
+      const ssize_t got = ::read(fd_, p, left);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw CheckpointError("reading " + path_.string() + " failed: " + std::strerror(errno));
+      if (got == 0) throw CheckpointError(path_.string() + ": truncated (it ends at byte " + std::to_string(size_) + ")");
+      p += got;
+      left -= static_cast<std::size_t>(got);
+    }
+    if (checksummed) sum_ = crc(sum_, data, bytes);
+    position_ += bytes;
+  }
+
+  void restart_checksum() { sum_ = 0; }
+  // Back to `offset`, the checksum no longer kept.
+  void seek(std::uint64_t offset) {
+    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0)
+      throw CheckpointError("reading " + path_.string() + " failed: " + std::strerror(errno));
+    position_ = offset;
+  }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0, position_ = 0;
+  std::uint32_t sum_ = 0;
+};
+
+// A file checked whole: its description, and where its blocks begin.
+struct Verified {
+  int version = 0;
+  CheckpointMeta meta;
+  std::uint64_t parameters_offset = 0;  // floats of the parameters block begin here
+};
+
+void check_size(Reader& in, std::uint64_t expected) {
+  if (in.size() < expected) throw CheckpointError(in.path().string() + ": truncated (" + std::to_string(in.size()) +
+                                                  " bytes, its description says " + std::to_string(expected) + ")");
+  if (in.size() > expected)
+    throw CheckpointError(in.path().string() + ": " + std::to_string(in.size() - expected) +
+                          " bytes after its checksum: the file was appended to or is not what it seems");
+}
+
+void check_checksum(Reader& in) {
+  const std::uint32_t computed = in.checksum();
+  std::uint32_t stored = 0;
+  in.read(&stored, sizeof stored, false);
+  if (stored != computed) throw CheckpointError(in.path().string() + ": corrupt (checksum mismatch)");
+}
+
+// Reads `floats` floats, chunk by chunk; parameters must be finite.
+void read_floats(Reader& in, std::uint64_t floats, bool must_be_finite) {
+  std::vector<float> chunk(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, std::max<std::uint64_t>(floats, 1))));
+  for (std::uint64_t done = 0; done < floats;) {
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), floats - done));
+    in.read(chunk.data(), count * sizeof(float));
+    if (must_be_finite && !std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(count),
+                                       [](float v) { return std::isfinite(v); }))
+      throw CheckpointError(in.path().string() + ": holds NaN or infinite weights (saved from a run that diverged)");
+    done += count;
+  }
+}
+
+// Version 1: its checksum covers the floats alone.
+Verified verify_v1(Reader& in) {
+  HeaderV1 header{};
+  in.read(&header.version, sizeof header - sizeof header.magic);
+  if (header.version != 1)
+    throw CheckpointError(in.path().string() + ": weights file version " + std::to_string(header.version) +
+                          ", not one this cnnengine reads");
+  if (header.floats > in.size() / sizeof(float)) check_size(in, in.size() + 1);  // cannot be in this file
+  check_size(in, sizeof(HeaderV1) + header.floats * sizeof(float) + sizeof(std::uint32_t));
+  in.restart_checksum();
+  read_floats(in, header.floats, true);
+  check_checksum(in);
+  Verified v;
+  v.version = 1;
+  v.meta.fingerprint = header.fingerprint;
+  v.meta.parameter_floats = header.floats;
+  v.parameters_offset = sizeof(HeaderV1);
+  return v;
+}
+
+Verified verify(Reader& in) {
+  char magic[8] = {};
+  if (in.size() < sizeof(Header)) throw CheckpointError(in.path().string() + ": not a cnnengine weights file or checkpoint (too short)");
+  in.read(magic, sizeof magic);
+  if (std::memcmp(magic, kMagicV1, sizeof magic) == 0) return verify_v1(in);
+  if (std::memcmp(magic, kMagic, sizeof magic) != 0)
+    throw CheckpointError(in.path().string() + ": not a cnnengine weights file or checkpoint");
+  Header header{};
+  in.read(&header.version, sizeof header - sizeof magic);
+  if (header.version > static_cast<std::uint32_t>(kCheckpointVersion))
+    throw CheckpointError(in.path().string() + ": checkpoint version " + std::to_string(header.version) +
+                          " is newer than this cnnengine reads (" + std::to_string(kCheckpointVersion) +
+                          "): update cnnengine");
+  if (header.version != static_cast<std::uint32_t>(kCheckpointVersion) || header.flags != 0)
+    throw CheckpointError(in.path().string() + ": corrupt (version " + std::to_string(header.version) + ", flags " +
+                          std::to_string(header.flags) + ")");
+  if (header.meta_bytes > kMaxMetaBytes || header.meta_bytes > in.size() - sizeof(Header))
+    throw CheckpointError(in.path().string() + ": corrupt or truncated (a description of " +
+                          std::to_string(header.meta_bytes) + " bytes in a file of " + std::to_string(in.size()) + ")");
+  std::string text(static_cast<std::size_t>(header.meta_bytes), '\0');
+  in.read(text.data(), text.size());
+  Verified v;
+  v.version = kCheckpointVersion;
+  v.meta = read_meta(text, in.path().string());
+  v.parameters_offset = in.position();
+  const CheckpointMeta& m = v.meta;
+  const std::uint64_t limit = in.size() / sizeof(float);
+  if (m.parameter_floats > limit || m.optimizer_floats > limit || m.history_steps > limit)
+    check_size(in, in.size() + 1);  // the blocks it describes cannot be in this file
+  check_size(in, v.parameters_offset + (m.parameter_floats + m.optimizer_floats + 3 * m.history_steps) * sizeof(float) +
+                     sizeof(std::uint32_t));
+  read_floats(in, m.parameter_floats, true);
+  read_floats(in, m.optimizer_floats, false);
+  read_floats(in, 3 * m.history_steps, false);
+  check_checksum(in);
+  return v;
+}
+
+void check_network(const Verified& v, const Network& network, const ParameterStore& params,
+                   const std::filesystem::path& path) {
+  if (v.meta.fingerprint != fingerprint(network) || v.meta.parameter_floats != params.total_floats())
+    throw CheckpointError(path.string() + ": weights of another network (" + std::to_string(v.meta.parameter_floats) +
+                          " values, this network has " + std::to_string(params.total_floats()) + ")");
+}
+
+// Streams `floats` floats from `in` into a block of the store.
+void upload_block(Reader& in, ParameterStore& params, ParameterStore::Block block, std::uint64_t floats) {
+  std::vector<float> chunk(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, std::max<std::uint64_t>(floats, 1))));
+  for (std::uint64_t first = 0; first < floats;) {
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), floats - first));
+    in.read(chunk.data(), count * sizeof(float), false);
+    params.upload(block, static_cast<std::size_t>(first), count, chunk.data());
+    first += count;
+  }
 }
 
 }  // namespace
 
-void check_save_path(const std::filesystem::path& path) {
+ModelDescription describe_model(const Network& network) {
+  ModelDescription m;
+  m.network = network_text(network);
+  m.input = network.input_shape();
+  m.preprocessing.shape = data::SampleShape{m.input[0], m.input[1], m.input[2]};
+  return m;
+}
+
+bool is_checkpoint(const std::filesystem::path& path) {
+  if (!regular_file_problem(path).empty()) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[8] = {};
+  const bool read = ::read(fd, magic, sizeof magic) == static_cast<ssize_t>(sizeof magic);
+  ::close(fd);
+  return read && (std::memcmp(magic, kMagic, sizeof magic) == 0 || std::memcmp(magic, kMagicV1, sizeof magic) == 0);
+}
+
+void check_save_path(const std::filesystem::path& path, bool overwrite) {
   namespace fs = std::filesystem;
   const std::string where = "cannot save weights to " + path.string() + ": ";
   if (path.empty() || !path.has_filename()) throw CheckpointError(where + "give a file name");
-  const fs::path folder = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) throw CheckpointError(where + "the folder " + folder.string() + " does not exist");
-  if (fs::exists(path, ec))  // a new file is fine; an existing one must be a regular file
+  if (fs::exists(path, ec)) {  // a new file is fine; an existing one must be a regular file
     if (const std::string problem = regular_file_problem(path); !problem.empty())
       throw CheckpointError(where + "it " + problem);
-  const fs::path probe = temporary_path(path);
-  if (!std::ofstream(probe, std::ios::binary | std::ios::trunc))
-    throw CheckpointError(where + "cannot create a file in " + folder.string() + ": " + std::strerror(errno));
-  remove_quietly(probe);
+    if (!overwrite && !is_checkpoint(path))
+      throw CheckpointError(where + "it exists and is not a cnnengine checkpoint (give --overwrite to replace it)");
+  }
+  try {
+    AtomicFile probe(path);  // its folder exists and takes a new file
+  } catch (const Error& e) {
+    throw CheckpointError(where + e.what());
+  }
+}
+
+void save_checkpoint(const std::filesystem::path& path, const Network& network, const ParameterStore& params,
+                     const ModelDescription& model, const TrainingCheckpoint* training) {
+  CheckpointMeta meta;
+  meta.model = model;
+  meta.fingerprint = fingerprint(network);
+  meta.parameter_floats = params.floats(ParameterStore::Block::parameters);
+  if (training) {
+    meta.optimizer_floats = params.floats(ParameterStore::Block::optimizer_state);
+    meta.history_steps = training->progress.steps.size();
+    meta.training = *training;
+    meta.training->progress.steps.clear();
+  }
+  const std::string text = write_meta(meta);
+  Header header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.version = kCheckpointVersion;
+  header.meta_bytes = text.size();
+  try {
+    AtomicFile file(path);
+    ChecksummedWriter out(file);
+    out.write(&header, sizeof header);
+    out.write(text.data(), text.size());
+    write_block(out, params, ParameterStore::Block::parameters, path);
+    if (training) {
+      write_block(out, params, ParameterStore::Block::optimizer_state, path);
+      for (const StepRecord& s : training->progress.steps) {
+        const float record[3] = {s.loss, s.accuracy, s.learning_rate};
+        out.write(record, sizeof record);
+      }
+    }
+    out.finish();
+    file.commit();
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CheckpointError(std::string(e.what()) + "; " + path.string() + " is unchanged");
+  }
+}
+
+CheckpointInfo read_checkpoint(const std::filesystem::path& path) {
+  Reader in(path);
+  Verified v = verify(in);
+  CheckpointInfo info;
+  info.version = v.version;
+  info.model = std::move(v.meta.model);
+  info.parameter_floats = v.meta.parameter_floats;
+  info.optimizer_floats = v.meta.optimizer_floats;
+  if (v.meta.training) {
+    info.training = std::move(v.meta.training);
+    in.seek(v.parameters_offset + (v.meta.parameter_floats + v.meta.optimizer_floats) * sizeof(float));
+    std::vector<float> history(static_cast<std::size_t>(3 * v.meta.history_steps));
+    in.read(history.data(), history.size() * sizeof(float), false);
+    for (std::size_t s = 0; s < v.meta.history_steps; ++s)
+      info.training->progress.steps.push_back({history[3 * s], history[3 * s + 1], history[3 * s + 2]});
+  }
+  return info;
+}
+
+void load_parameters(const std::filesystem::path& path, const Network& network, ParameterStore& params,
+                     bool optimizer_state) {
+  Reader in(path);
+  const Verified v = verify(in);
+  check_network(v, network, params, path);
+  if (optimizer_state && v.meta.optimizer_floats != params.floats(ParameterStore::Block::optimizer_state))
+    throw CheckpointError(path.string() + ": holds " + std::to_string(v.meta.optimizer_floats) +
+                          " values of optimizer state, this optimizer has " +
+                          std::to_string(params.floats(ParameterStore::Block::optimizer_state)) +
+                          (v.meta.optimizer_floats ? " (another optimizer?)" : " (a file of weights only)"));
+  in.seek(v.parameters_offset);
+  upload_block(in, params, ParameterStore::Block::parameters, v.meta.parameter_floats);
+  if (optimizer_state) upload_block(in, params, ParameterStore::Block::optimizer_state, v.meta.optimizer_floats);
 }
 
 void save_weights(const std::filesystem::path& path, const Network& network, const ParameterStore& params) {
-  const std::vector<float> values = params.download();
-  if (!all_finite(values))
-    throw CheckpointError("training diverged: the weights hold NaN or infinite values; " + path.string() +
-                          " is unchanged");
-  Header header{};
-  std::memcpy(header.magic, kMagic, sizeof kMagic);
-  header.version = kVersion;
-  header.fingerprint = fingerprint(network);
-  header.floats = values.size();
-  const std::uint32_t checksum = crc(values.data(), values.size() * sizeof(float));
-
-  const std::filesystem::path temporary = temporary_path(path);
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw CheckpointError("cannot write " + temporary.string() + ": " + std::strerror(errno) + "; " + path.string() +
-                            " is unchanged");
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
-    out.write(reinterpret_cast<const char*>(&checksum), sizeof checksum);
-    out.flush();
-    if (!out) {
-      remove_quietly(temporary);
-      throw CheckpointError("writing " + temporary.string() + " failed (disk full?); " + path.string() + " is unchanged");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    remove_quietly(temporary);
-    throw CheckpointError("cannot replace " + path.string() + " with the new weights: " + ec.message() + "; " +
-                          path.string() + " is unchanged");
-  }
+  save_checkpoint(path, network, params, describe_model(network));
 }
 
 void load_weights(const std::filesystem::path& path, const Network& network, ParameterStore& params) {
-  if (const std::string problem = regular_file_problem(path); !problem.empty())
-    throw CheckpointError("cannot load weights from " + path.string() + ": it " + problem);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("cannot open " + path.string() + ": " + std::strerror(errno));
-  Header header{};
-  if (!in.read(reinterpret_cast<char*>(&header), sizeof header) || std::memcmp(header.magic, kMagic, sizeof kMagic))
-    throw CheckpointError(path.string() + ": not a cnnengine weights file");
-  if (header.version != kVersion)
-    throw CheckpointError(path.string() + ": version " + std::to_string(header.version) + ", expected " + std::to_string(kVersion));
-  if (header.fingerprint != fingerprint(network) || header.floats != params.total_floats())
-    throw CheckpointError(path.string() + ": weights of another network (" + std::to_string(header.floats) +
-                          " values, this network has " + std::to_string(params.total_floats()) + ")");
-  std::vector<float> values(header.floats);
-  std::uint32_t checksum = 0;
-  if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float))) ||
-      !in.read(reinterpret_cast<char*>(&checksum), sizeof checksum))
-    throw CheckpointError(path.string() + ": truncated");
-  if (checksum != crc(values.data(), values.size() * sizeof(float)))
-    throw CheckpointError(path.string() + ": corrupt (checksum mismatch)");
-  if (!all_finite(values))
-    throw CheckpointError(path.string() + ": holds NaN or infinite weights (saved from a run that diverged)");
-  params.upload(values);
+  load_parameters(path, network, params, false);
 }
 
 }  // namespace cnn

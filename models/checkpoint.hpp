@@ -1,24 +1,98 @@
 #pragma once
-// Weights on disk: a header (magic, version, a fingerprint of the network, the float count),
-// the parameter block, and a CRC-32. Saving writes a temporary file (named with the process id,
-// so that two runs saving to one path do not share it) and renames it over the target, so a
-// crash, a full disk or weights that diverged never leave a bad file where a good one was.
+// Checkpoints: one self-describing file. It holds the network (its text form), what an image
+// goes through to be fed to it and the names of its classes, the parameters with the BatchNorm
+// statistics, and, for a run to continue exactly, the optimizer's state, the trainer's position
+// and the run's progress (epoch, batch, metrics so far, the application's settings).
+//
+// A file is written atomically (base/detail/atomic_file.hpp): a kill, a crash, a power loss or
+// a full disk never leaves a half-written file where a good one was. It is checked whole when
+// read, before anything is taken from it: its format version, its exact size and a CRC-32. A
+// truncated, corrupt, newer or foreign file, or one of another network, is a CheckpointError
+// naming it, and is never modified. The parameters go to and from the file in chunks: saving
+// and loading hold no host copy of the whole parameter block (ParameterStore::kCopyChunkFloats).
+#include <cstddef>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/data/preprocessing.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
+#include "cnnengine/engine/trainer.hpp"
 
 namespace cnn {
 
-// Before training: throws CheckpointError saying why weights could not be saved at `path`
-// (its folder is missing, it is a folder or a device, nothing can be created beside it).
-void check_save_path(const std::filesystem::path& path);
+// What a program that knows nothing of the run needs to use the model.
+struct ModelDescription {
+  std::string network;                   // its text form (models/network_text.hpp)
+  Shape input;                           // C x H x W of one sample
+  std::vector<std::string> class_names;  // one per output (none saved: "0", "1", ...)
+  data::Preprocessing preprocessing;     // how an image becomes an input
+};
 
-// Throws CheckpointError, leaving `path` as it was, when the weights hold NaN or infinity or
-// the file cannot be written.
+// A description of `network` with no class names and no normalisation.
+ModelDescription describe_model(const Network& network);
+
+struct StepRecord {
+  float loss = 0, accuracy = 0, learning_rate = 0;
+};
+
+struct EpochRecord {
+  int epoch = 0;
+  double train_loss = 0, train_accuracy = 0;
+  std::optional<double> test_loss, test_accuracy;  // none without a test set
+  double seconds = 0, images_per_second = 0;
+};
+
+// Where a run is in its data, and what it has measured.
+struct RunProgress {
+  int epoch = 1;                     // the epoch in progress, from 1
+  std::size_t batches_done = 0;      // batches of it already trained
+  double loss_sum = 0, correct = 0;  // over those batches' samples
+  std::size_t seen = 0;
+  double seconds = 0;                // their training time
+  std::vector<StepRecord> steps;     // every optimizer step so far, step 1 first
+  std::vector<EpochRecord> epochs;   // every finished epoch
+};
+
+// What a resumed run needs beyond the model and its parameters.
+struct TrainingCheckpoint {
+  TrainerState trainer;
+  RunProgress progress;
+  std::string settings;  // the application's own (train_images: its options, as JSON)
+};
+
+struct CheckpointInfo {
+  int version = 0;
+  ModelDescription model;
+  std::optional<TrainingCheckpoint> training;  // none: a file of weights only
+  std::size_t parameter_floats = 0, optimizer_floats = 0;
+};
+
+inline constexpr int kCheckpointVersion = 2;
+
+// Before training: throws CheckpointError saying why a checkpoint could not be written at
+// `path` (its folder is missing, it is a folder or a device, nothing can be created beside it,
+// or, unless `overwrite`, it is a file that is not a cnnengine checkpoint).
+void check_save_path(const std::filesystem::path& path, bool overwrite = false);
+// Whether `path` is a regular file that begins as a cnnengine checkpoint of any version.
+bool is_checkpoint(const std::filesystem::path& path);
+
+// With `training`, the optimizer state and the run's position too. Throws CheckpointError,
+// leaving `path` as it was, when the weights hold NaN or infinity or the file cannot be written.
+void save_checkpoint(const std::filesystem::path& path, const Network& network, const ParameterStore& params,
+                     const ModelDescription& model, const TrainingCheckpoint* training = nullptr);
+// Reads and checks the whole file (not the parameters' values into memory).
+CheckpointInfo read_checkpoint(const std::filesystem::path& path);
+// The parameters and BatchNorm statistics into `params`, and with `optimizer_state` the
+// optimizer's state (the file must hold it). The file must be of `network`.
+void load_parameters(const std::filesystem::path& path, const Network& network, ParameterStore& params,
+                     bool optimizer_state = false);
+
+// Weights only: save_checkpoint with describe_model(network), and load_parameters. load_weights
+// also reads the files of version 1.
 void save_weights(const std::filesystem::path& path, const Network& network, const ParameterStore& params);
-// Throws CheckpointError naming the file: not a regular file, not a checkpoint, truncated,
-// corrupt, or for another network.
 void load_weights(const std::filesystem::path& path, const Network& network, ParameterStore& params);
 
 }  // namespace cnn

@@ -11,6 +11,9 @@ class Recovery {
   Recovery(int target, int smallest, int regrow_after);
 
   int smallest() const { return smallest_; }
+  int target() const { return target_; }
+  long good_steps() const { return good_steps_; }
+  void set_good_steps(long steps) { good_steps_ = steps; }
   // The micro-batch to replay at after a failure at b: half of it, not below the smallest; 0
   // when b is the smallest already (nothing left to halve).
   int after_failure(int micro_batch);

@@ -1,0 +1,112 @@
+#include "cnnengine/base/detail/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "cnnengine/base/error.hpp"
+
+namespace cnn {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kPrefix = ".cnnengine-";
+constexpr const char* kSuffix = ".partial";
+
+std::string errno_text() { return std::strerror(errno); }
+
+// The file a path names, through any chain of symbolic links, a link to a file not yet there
+// included (weakly_canonical would take such a link for the file).
+fs::path resolved(const fs::path& path) {
+  std::error_code ec;
+  fs::path current = fs::absolute(path, ec);
+  if (ec) return path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(current, ec)); ++hops) {
+    const fs::path target = fs::read_symlink(current, ec);
+    if (ec) break;
+    current = target.is_absolute() ? target : current.parent_path() / target;
+  }
+  const fs::path canonical = fs::weakly_canonical(current, ec);
+  return ec ? current : canonical;
+}
+
+fs::path folder_of(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
+
+void sync_folder(const fs::path& folder) {
+  const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the rename happened; only its durability is left to the file system
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// The pid in ".cnnengine-<pid>-<n>.partial", or 0.
+pid_t owner_of(const std::string& name) {
+  const std::string prefix = kPrefix, suffix = kSuffix;
+  if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + suffix.size() ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return 0;
+  try {
+    return static_cast<pid_t>(std::stol(name.substr(prefix.size())));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+int AtomicFile::remove_stale_temporaries(const fs::path& folder) {
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const pid_t pid = owner_of(it->path().filename().string());
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == -1 && errno == ESRCH) {
+      std::error_code ignored;
+      if (fs::remove(it->path(), ignored)) ++removed;
+    }
+  }
+  return removed;
+}
+
+AtomicFile::AtomicFile(const fs::path& target) : target_(resolved(target)) {
+  static std::atomic<unsigned> counter{0};
+  const fs::path folder = folder_of(target_);
+  remove_stale_temporaries(folder);
+  temporary_ = folder / (kPrefix + std::to_string(::getpid()) + "-" + std::to_string(counter++) + kSuffix);
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot create a file in " + folder.string() + " to write " + target_.string() + ": " + errno_text());
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temporary_.c_str());
+}
+
+void AtomicFile::write(const void* data, std::size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t written = ::write(fd_, p, bytes);
+    if (written < 0 && errno == EINTR) continue;  // a signal arrived: go on
+    if (written <= 0) throw Error("writing " + target_.string() + " failed: " + errno_text());
+    p += written;
+    bytes -= static_cast<std::size_t>(written);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) throw Error("writing " + target_.string() + " failed: " + errno_text());
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  if (closed != 0) throw Error("writing " + target_.string() + " failed: " + errno_text());
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0)
+    throw Error("cannot replace " + target_.string() + ": " + errno_text());
+  committed_ = true;
+  sync_folder(folder_of(target_));
+}
+
+}  // namespace cnn
