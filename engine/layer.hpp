@@ -99,6 +99,12 @@ class Layer {
   virtual void backward(const LayerContext& context) = 0;
 };
 
+// The output length of a window (a convolution's kernel, a pooling's window: `window_name`)
+// sliding over `length` with this stride and padding on both sides, counted in 64 bits: a
+// ShapeError naming `layer` when the window does not fit or the output does not fit an int.
+int sliding_output(const std::string& layer, const char* window_name, int length, int window, int stride,
+                   int padding);
+
 inline bool wants_gradient(const LayerContext& c, std::size_t input) {
   return input < c.grad_inputs.size() && !c.grad_inputs[input].empty();
 }

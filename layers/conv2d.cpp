@@ -22,13 +22,10 @@ std::string Conv2D::describe() const {
 Shape Conv2D::output_shape(const std::vector<Shape>& inputs) {
   const Shape& x = inputs.at(0);
   if (x.rank != 3) throw ShapeError(describe() + ": needs a CxHxW input, got " + x.str());
-  const int h = (x[1] + 2 * desc_.padding - desc_.kernel_h) / desc_.stride + 1;
-  const int w = (x[2] + 2 * desc_.padding - desc_.kernel_w) / desc_.stride + 1;
-  if (x[1] + 2 * desc_.padding < desc_.kernel_h || x[2] + 2 * desc_.padding < desc_.kernel_w)
-    throw ShapeError(describe() + ": input " + x.str() + " is smaller than the kernel");
   desc_.in_channels = x[0];
   in_ = x;
-  out_ = Shape{desc_.out_channels, h, w};
+  out_ = Shape{desc_.out_channels, sliding_output(describe(), "kernel", x[1], desc_.kernel_h, desc_.stride, desc_.padding),
+               sliding_output(describe(), "kernel", x[2], desc_.kernel_w, desc_.stride, desc_.padding)};
   return out_;
 }
 

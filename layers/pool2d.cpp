@@ -38,10 +38,8 @@ Shape Pool2D::output_shape(const std::vector<Shape>& inputs) {
     desc_.window_w = desc_.stride_w = x[2];
     return Shape{x[0], 1, 1};
   }
-  if (x[1] + 2 * desc_.pad_h < desc_.window_h || x[2] + 2 * desc_.pad_w < desc_.window_w)
-    throw ShapeError(describe() + ": input " + x.str() + " is smaller than the window");
-  return Shape{x[0], (x[1] + 2 * desc_.pad_h - desc_.window_h) / desc_.stride_h + 1,
-               (x[2] + 2 * desc_.pad_w - desc_.window_w) / desc_.stride_w + 1};
+  return Shape{x[0], sliding_output(describe(), "window", x[1], desc_.window_h, desc_.stride_h, desc_.pad_h),
+               sliding_output(describe(), "window", x[2], desc_.window_w, desc_.stride_w, desc_.pad_w)};
 }
 
 void Pool2D::backward(const LayerContext& c) {

@@ -16,18 +16,17 @@ std::size_t parse_bytes(std::string_view text) {
   auto fail = [&] {
     throw ConfigError("cannot read '" + std::string(text) +
                       "' as a size: expected a number with an optional unit such as "
-                      "512MiB, 2GiB, 64KB or 1000000");
+                      "512MiB, 2GiB, 1TiB, 64KB or 1000000");
   };
+  // Digits with at most one decimal point among them, all read as the number ("1.2.3MiB" is not).
   std::size_t pos = 0;
+  int points = 0;
   while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.'))
-    ++pos;
-  if (pos == 0) fail();
+    points += text[pos++] == '.';
+  if (pos == 0 || points > 1) fail();
   double number = 0;
-  try {
-    number = std::stod(std::string(text.substr(0, pos)));
-  } catch (...) {
-    fail();
-  }
+  const auto [end, error] = std::from_chars(text.data(), text.data() + pos, number);
+  if (error != std::errc() || end != text.data() + pos) fail();
   std::string unit(text.substr(pos));
   unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
   std::transform(unit.begin(), unit.end(), unit.begin(),
@@ -40,6 +39,8 @@ std::size_t parse_bytes(std::string_view text) {
   else if (unit == "mib") scale = 1024.0 * 1024.0;
   else if (unit == "gb" || unit == "g") scale = 1e9;
   else if (unit == "gib") scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "tb" || unit == "t") scale = 1e12;
+  else if (unit == "tib") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   else fail();
   const double bytes = number * scale;
   if (!std::isfinite(bytes) || bytes < 0 || bytes > 1e18) fail();

@@ -6,8 +6,8 @@
 
 namespace cnn::memory {
 
-// Accepts a plain number of bytes or a number with B, KB/KiB, MB/MiB, GB/GiB (case-insensitive;
-// KB means 1000, KiB 1024). Throws ConfigError naming the text on anything else.
+// Accepts a plain number of bytes or a number with B, KB/KiB, MB/MiB, GB/GiB, TB/TiB
+// (case-insensitive; KB means 1000, KiB 1024): the units format_bytes writes. Throws ConfigError naming the text on anything else.
 std::size_t parse_bytes(std::string_view text);
 std::string format_bytes(std::size_t bytes);
 

@@ -103,6 +103,17 @@ TEST_CASE("shapes are counted in 64 bits: more than INT_MAX elements per sample 
   CHECK_THROWS_AS(flatten.output_shape({Shape{8, 200000, 200000}}), ShapeError);
 }
 
+TEST_CASE("padding that overflows an int is named as such, not as an input smaller than the kernel", "[network]") {
+  const std::string conv = parse_error("conv 8 3 pad=1500000000\n");
+  CHECK(conv.find("gives an output of") != std::string::npos);
+  CHECK(conv.find("smaller than") == std::string::npos);
+  // (28 + 2 x 1999999999 - 2e9) / 2e9 + 1 = 2: the pooling fits, and the text goes on to the end.
+  const std::string pool = parse_error("maxpool 2000000000 pad=1999999999\n");
+  CHECK(pool.find("smaller than the window") == std::string::npos);
+  CHECK(pool.find("the network ends with [1x2x2]") != std::string::npos);
+  CHECK(parse_error("conv 8 31\n").find("smaller than the kernel of 31") != std::string::npos);
+}
+
 TEST_CASE("a network file that is a FIFO is refused, not read (it would block)", "[network]") {
   cnn::data::test::TempFolder dir;
   const std::filesystem::path fifo = dir / "net.txt";
