@@ -78,24 +78,27 @@ Loader::~Loader() {
   staging_.deallocate(block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
 }
 
-void Loader::begin_epoch_locked(int epoch) {
+void Loader::begin_epoch_locked(int epoch, std::size_t first_batch) {
   ++generation_;
   live_generation_ = generation_;
   epoch_ = epoch;
-  produced_ = consumed_ = 0;
+  first_batch_ = first_batch;
+  produced_ = consumed_ = first_batch;
   holding_ = false;
   error_ = nullptr;
   changed_.notify_all();
 }
 
-void Loader::start_epoch(int epoch) {
+void Loader::start_epoch(int epoch, std::size_t first_batch) {
+  if (first_batch > batches_)
+    throw ConfigError("Loader: batch " + std::to_string(first_batch) + " of an epoch of " + std::to_string(batches_));
   std::lock_guard lock(mutex_);
-  begin_epoch_locked(epoch);
+  begin_epoch_locked(epoch, first_batch);
 }
 
 std::optional<BatchView> Loader::next() {
   std::unique_lock lock(mutex_);
-  if (generation_ == 0) begin_epoch_locked(0);
+  if (generation_ == 0) begin_epoch_locked(0, 0);
   if (holding_) {
     holding_ = false;
     ++consumed_;
@@ -130,7 +133,7 @@ void Loader::run() {
     if (generation != generation_) {
       generation = generation_;
       epoch = epoch_;
-      batch = 0;
+      batch = first_batch_;
       have_order = false;
       continue;
     }

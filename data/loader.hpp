@@ -44,8 +44,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Starts (or restarts) an epoch: its order comes from (seed, epoch) alone.
-  void start_epoch(int epoch);
+  // Starts (or restarts) an epoch: its order comes from (seed, epoch) alone. From `first_batch`
+  // on (a resumed run), the batches before it neither decoded nor returned; more than the epoch
+  // has is a ConfigError.
+  void start_epoch(int epoch, std::size_t first_batch = 0);
   // The next batch of the epoch, blocking until it is ready; nullopt at the end of the epoch.
   // The view is valid until the next call to next() or start_epoch(). An exception from the
   // data set is rethrown here, after the batches before it, and again on every later call
@@ -62,7 +64,7 @@ class Loader {
     int size;
   };
 
-  void begin_epoch_locked(int epoch);
+  void begin_epoch_locked(int epoch, std::size_t first_batch);
   void run();
   bool may_produce_locked(std::uint64_t generation, std::size_t batch) const;
   bool fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
@@ -84,6 +86,7 @@ class Loader {
   std::condition_variable changed_;
   std::uint64_t generation_ = 0;  // one per start_epoch(); 0: none yet
   int epoch_ = 0;
+  std::size_t first_batch_ = 0;  // of this generation
   std::size_t produced_ = 0;  // batches of this generation ready in their slots
   std::size_t consumed_ = 0;  // batches of this generation the consumer is done with
   bool holding_ = false;      // the consumer holds batch consumed_

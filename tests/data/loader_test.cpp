@@ -172,6 +172,28 @@ TEST_CASE("loader: restarting mid-epoch starts a full epoch", "[data][loader]") 
   CHECK(flat(batches).size() == 40);
 }
 
+TEST_CASE("loader: an epoch started at batch k gives the epoch's batches from k, loading no others",
+          "[data][loader]") {
+  FakeDataset data(50);
+  LoaderOptions options;
+  options.batch = 8;
+  Loader loader(data, options, cnn::memory::host_resource());
+  const auto whole = epoch_batches(loader, 4);
+  const int loads_before = data.loads;
+  loader.start_epoch(4, 3);
+  for (std::size_t b = 3; b < whole.size(); ++b) {
+    const auto batch = loader.next();
+    REQUIRE(batch);
+    CHECK(batch->index == b);
+    for (int s = 0; s < batch->size; ++s) CHECK(static_cast<int>(batch->images[s * 6]) == whole[b][static_cast<std::size_t>(s)]);
+  }
+  CHECK_FALSE(loader.next());
+  CHECK(data.loads - loads_before == 50 - 3 * 8);
+  loader.start_epoch(5, whole.size());  // a run saved at the end of an epoch's batches
+  CHECK_FALSE(loader.next());
+  CHECK_THROWS_AS(loader.start_epoch(5, whole.size() + 1), cnn::ConfigError);
+}
+
 TEST_CASE("loader: next() before start_epoch() runs epoch 0", "[data][loader]") {
   FakeDataset data(9);
   Loader a(data, batch_of(4), cnn::memory::host_resource());
