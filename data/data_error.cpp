@@ -2,7 +2,7 @@
 
 #include <system_error>
 
-#include "cnnengine/base/detail/regular_file.hpp"
+#include "cnnengine/base/regular_file.hpp"
 
 namespace cnn::data {
 

@@ -59,6 +59,7 @@ DatasetSplits open_idx_folder(const fs::path& folder, const IdxFiles& files) {
 
   DatasetSplits splits;
   splits.kind = "idx";
+  splits.files = {*files.train_images, *files.train_labels, *files.test_images, *files.test_labels};
   splits.train = open_idx(*files.train_images, *files.train_labels);
   splits.test = open_idx(*files.test_images, *files.test_labels, splits.train->num_classes());
   if (splits.test->shape() != splits.train->shape()) {
@@ -77,6 +78,8 @@ std::string joined(const std::vector<std::string>& names) {
 DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target) {
   DatasetSplits splits;
   splits.kind = "image-folder";
+  splits.files = scan_class_folders(folder / "train").files;
+  for (fs::path& file : scan_class_folders(folder / "test").files) splits.files.push_back(std::move(file));
   splits.train = open_image_folder(folder / "train", target);
   splits.test = open_image_folder(folder / "test", splits.train->shape());
   if (splits.test->class_names() != splits.train->class_names()) {
@@ -96,7 +99,7 @@ DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uin
                     " as one folder per class: found no IDX files (" + kIdxLookedFor + ") and no train/ and test/ folders)");
   }
   Split split = stratified_split(all, seed);
-  return {std::move(split.train), std::move(split.test), "image-folder"};
+  return {std::move(split.train), std::move(split.test), "image-folder", scan_class_folders(folder).files};
 }
 
 }  // namespace

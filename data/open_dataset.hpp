@@ -17,6 +17,7 @@ namespace cnn::data {
 struct DatasetSplits {
   std::unique_ptr<Dataset> train, test;
   std::string kind;  // "idx" or "image-folder"
+  std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
 };
 
 // target applies to image folders (see open_image_folder); the test side always takes the

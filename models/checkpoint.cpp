@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cnnengine/base/detail/atomic_file.hpp"
-#include "cnnengine/base/detail/regular_file.hpp"
+#include "cnnengine/base/regular_file.hpp"
 #include "cnnengine/models/detail/checkpoint_meta.hpp"
 #include "cnnengine/models/network_text.hpp"
 

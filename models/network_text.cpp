@@ -8,8 +8,8 @@
 #include <sstream>
 #include <vector>
 
-#include "cnnengine/base/detail/regular_file.hpp"
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/base/regular_file.hpp"
 #include "cnnengine/layers/add.hpp"
 #include "cnnengine/layers/batchnorm2d.hpp"
 #include "cnnengine/layers/conv2d.hpp"

@@ -6,23 +6,18 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
 #include "cnnengine/base/error.hpp"
 
 namespace cnn {
-namespace {
 
 namespace fs = std::filesystem;
-constexpr const char* kPrefix = ".cnnengine-";
-constexpr const char* kSuffix = ".partial";
 
-std::string errno_text() { return std::strerror(errno); }
-
-// The file a path names, through any chain of symbolic links, a link to a file not yet there
-// included (weakly_canonical would take such a link for the file).
-fs::path resolved(const fs::path& path) {
+// weakly_canonical alone would take a link to a file not yet there for the file itself.
+fs::path resolve_links(const fs::path& path) {
   std::error_code ec;
   fs::path current = fs::absolute(path, ec);
   if (ec) return path;
@@ -34,6 +29,13 @@ fs::path resolved(const fs::path& path) {
   const fs::path canonical = fs::weakly_canonical(current, ec);
   return ec ? current : canonical;
 }
+
+namespace {
+
+constexpr const char* kPrefix = ".cnnengine-";
+constexpr const char* kSuffix = ".partial";
+
+std::string errno_text() { return std::strerror(errno); }
 
 fs::path folder_of(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
 
@@ -73,7 +75,7 @@ int AtomicFile::remove_stale_temporaries(const fs::path& folder) {
   return removed;
 }
 
-AtomicFile::AtomicFile(const fs::path& target) : target_(resolved(target)) {
+AtomicFile::AtomicFile(const fs::path& target) : target_(resolve_links(target)) {
   static std::atomic<unsigned> counter{0};
   const fs::path folder = folder_of(target_);
   remove_stale_temporaries(folder);
@@ -87,7 +89,23 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(temporary_.c_str());
 }
 
+namespace {
+
+// Test hook: CNN_TEST_KILL_AFTER_BYTES=N ends the process with SIGKILL once N bytes have gone
+// through AtomicFile::write in this process, what a kill -9 in the middle of a save leaves.
+void die_after(std::size_t bytes) {
+  static const unsigned long long limit = [] {
+    const char* text = std::getenv("CNN_TEST_KILL_AFTER_BYTES");
+    return text ? std::strtoull(text, nullptr, 10) : 0ULL;
+  }();
+  static std::atomic<unsigned long long> written{0};
+  if (limit && (written += bytes) >= limit) ::kill(::getpid(), SIGKILL);
+}
+
+}  // namespace
+
 void AtomicFile::write(const void* data, std::size_t bytes) {
+  die_after(bytes);
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t written = ::write(fd_, p, bytes);

@@ -12,6 +12,10 @@
 
 namespace cnn {
 
+// The file `path` names, through any chain of symbolic links (a link to a file not there yet
+// included), as an absolute path: where AtomicFile writes.
+std::filesystem::path resolve_links(const std::filesystem::path& path);
+
 class AtomicFile {
  public:
   // Creates the temporary; throws cnn::Error saying why it cannot.

@@ -5,6 +5,7 @@
 namespace cnn::app {
 
 void add_options(CLI::App& app, Options& o) {
+  app.option_defaults()->always_capture_default();
   app.add_option("--data", o.data, "IDX folder (Fashion-MNIST layout) or image folder (one sub-folder per class)");
   app.add_option("--model", o.model, "small, small-bn, resnet, resnet18, or a network text file");
   app.add_option("--epochs", o.epochs)->check(positive_integer());
@@ -32,8 +33,14 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB")
       ->check(positive_size());
   app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");
-  app.add_option("--save", o.save, "write the weights here after every epoch (atomically)");
-  app.add_option("--load", o.load, "start from these weights");
+  app.add_option("--save", o.save, "checkpoint the whole run here, atomically, after every epoch (and every "
+                                   "--save-every steps, and when stopped by Ctrl-C or SIGTERM)");
+  app.add_option("--save-every", o.save_every, "optimizer steps between checkpoints, beside each epoch's end")
+      ->check(positive_integer(LLONG_MAX));
+  app.add_flag("--overwrite", o.overwrite, "let --save replace a file that is not a cnnengine checkpoint");
+  app.add_option("--load", o.load, "start a new run from these weights (a checkpoint of the same network)");
+  app.add_option("--resume", o.resume, "continue the run saved in this checkpoint, exactly where it stopped, "
+                                       "with its own settings (--save defaults to it)");
   app.add_option("--limit", o.limit, "train on the first N samples only")->check(positive_integer(LLONG_MAX));
   app.add_option("--image-size", o.image_size, "image folders: resize to NxN (default: first image's size)")
       ->check(positive_integer());
@@ -49,9 +56,19 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));
 }
 
+void record_given(const CLI::App& app, Options& o) {
+  for (const CLI::Option* option : app.get_options())
+    if (option->count() > 0) o.given.insert(option->get_name());
+}
+
 void check_combinations(const Options& o) {
   if (o.micro_batch > 0 && o.accumulate > 0)
     throw CLI::ValidationError("--micro-batch, --accumulate", "give --micro-batch or --accumulate, not both");
+  if (!o.resume.empty() && !o.load.empty())
+    throw CLI::ValidationError("--resume, --load", "give --resume (continue a run) or --load (start one from weights), "
+                                                   "not both");
+  if (o.save_every > 0 && o.save.empty() && o.resume.empty())
+    throw CLI::ValidationError("--save-every", "--save-every needs --save: where would the checkpoints go?");
   if (o.cuda_graph && o.allocator != "planned")
     throw CLI::ValidationError("--cuda-graph, --allocator",
                                "--cuda-graph needs --allocator planned: other strategies move buffers between steps");

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace cnn::app {
@@ -30,7 +31,10 @@ struct Options {
   std::string budget;
   std::string metrics_out;
   std::string save;
+  long save_every = 0;  // optimizer steps between saves (0: at the end of each epoch only)
+  bool overwrite = false;
   std::string load;
+  std::string resume;
   std::size_t limit = 0;
   int image_size = 0;
   int channels = 0;
@@ -40,6 +44,10 @@ struct Options {
   bool plan_only = false;
   std::string allocator = "planned";
   std::string trace;
+
+  // The options given on the command line, by name ("--lr"): a resumed run refuses those that
+  // differ from its own settings.
+  std::set<std::string> given;
 };
 
 // CPU threads beyond this are a typo, and would fail inside OpenMP with no message of ours.
@@ -47,6 +55,8 @@ inline constexpr int kMaxThreads = 256;
 
 // Registers every option of `o` on `app`.
 void add_options(CLI::App& app, Options& o);
+// After parsing: the names of the options the command line gave, into o.given.
+void record_given(const CLI::App& app, Options& o);
 // What no single option's check can see: throws CLI::ValidationError for conflicting options.
 void check_combinations(const Options& o);
 

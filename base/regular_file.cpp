@@ -1,4 +1,4 @@
-#include "cnnengine/base/detail/regular_file.hpp"
+#include "cnnengine/base/regular_file.hpp"
 
 #include <system_error>
 

@@ -1,0 +1,219 @@
+#include "train_command.hpp"
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cnnengine/cnnengine.hpp"
+#include "limited_dataset.hpp"
+#include "output_paths.hpp"
+#include "plan_report.hpp"
+#include "run_settings.hpp"
+#include "training_loop.hpp"
+#include "usage_error.hpp"
+
+namespace cnn::app {
+namespace {
+
+using nlohmann::json;
+
+// The run being resumed: its checkpoint, and what train_images keeps in it.
+struct Resumed {
+  CheckpointInfo info;
+  json settings;            // run_settings() of the run
+  std::uint64_t metrics_bytes = 0;
+};
+
+std::optional<Resumed> read_resumed(Options& o) {
+  if (o.resume.empty()) return std::nullopt;
+  Resumed r{read_checkpoint(o.resume), {}, 0};
+  if (!r.info.training)
+    throw UsageError("--resume " + o.resume + ": a file of weights only, with no run to continue; start a new run from "
+                     "it with --load");
+  try {
+    const json saved = json::parse(r.info.training->settings);
+    r.settings = saved.at("options");
+    r.metrics_bytes = saved.at("metrics_bytes").get<std::uint64_t>();
+  } catch (const json::exception& e) {
+    throw CheckpointError(o.resume + ": the run's settings cannot be read: " + e.what());
+  }
+  apply_saved_settings(r.settings, o);
+  if (o.save.empty()) o.save = o.resume;  // a resumed run keeps saving where it came from
+  return r;
+}
+
+DeviceChoice choose_device(const Options& o) {
+  DeviceRequest request;
+  request.device = parse_device(o.device);
+  request.threads = o.threads;
+  request.tf32 = o.precision == "tf32";
+  request.fast_start = o.fast_start;
+  DeviceChoice device = select_device(request);
+  if (device.backend->kind() == DeviceKind::cpu)
+    for (const char* option : {"--precision", "--fast-start"})
+      if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";
+  return device;
+}
+
+// Options that would silently do nothing on this data.
+void check_data_options(const Options& o, const data::DatasetSplits& splits) {
+  if (splits.kind != "idx") return;
+  for (const char* option : {"--image-size", "--channels"})
+    if (o.given.count(option))
+      throw UsageError(std::string(option) + " applies to image folders; " + o.data + " holds IDX files (" +
+                       data::to_string(splits.train->shape()) + ")");
+}
+
+std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& splits) {
+  std::vector<PathUse> inputs;
+  for (const std::filesystem::path& file : splits.files) inputs.push_back({"a data file", file});
+  if (std::filesystem::exists(o.model)) inputs.push_back({"--model", o.model});
+  if (!o.load.empty()) inputs.push_back({"--load", o.load});
+  if (!o.resume.empty()) inputs.push_back({"--resume", o.resume});
+  return inputs;
+}
+
+std::vector<PathUse> outputs_of(const Options& o) {
+  std::vector<PathUse> outputs;
+  if (!o.save.empty()) outputs.push_back({"--save", o.save});
+  if (!o.metrics_out.empty()) outputs.push_back({"--metrics-out", o.metrics_out});
+  if (!o.trace.empty()) outputs.push_back({"--trace", o.trace});
+  return outputs;
+}
+
+Network build_network(const Options& o, const std::optional<Resumed>& resumed, const data::Dataset& train_set) {
+  const data::SampleShape shape = train_set.shape();
+  const Shape input{shape.channels, shape.height, shape.width};
+  if (!resumed) return make_network(o.model, input, train_set.num_classes());
+  const ModelDescription& model = resumed->info.model;
+  if (!(model.input == input))
+    throw UsageError("--resume " + o.resume + ": the run trained on " + model.input.str() + " samples, the data now gives " +
+                     input.str());
+  return parse_network(model.network, input, train_set.num_classes(), o.resume);
+}
+
+TrainerOptions trainer_options(const Options& o, const data::Loader& train_loader, std::size_t staging) {
+  TrainerOptions t;
+  t.batch = o.batch;
+  t.micro_batch = o.micro_batch;
+  t.accumulate = o.accumulate;
+  t.memory.budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
+  t.memory.strategy = memory::parse_strategy(o.allocator);
+  t.memory.trace = o.trace;
+  t.loader_staging = staging;
+  t.seed = o.seed;
+  const auto batches = static_cast<double>(train_loader.batches_per_epoch());
+  t.total_steps = static_cast<long>(train_loader.batches_per_epoch()) * o.epochs;
+  t.optimizer.kind = parse_optimizer_kind(o.optimizer);
+  t.optimizer.learning_rate = o.lr;
+  t.optimizer.weight_decay = o.weight_decay;
+  t.optimizer.momentum = o.momentum;
+  t.optimizer.nesterov = o.nesterov;
+  t.schedule.kind = parse_schedule_kind(o.schedule);
+  t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * batches);
+  return t;
+}
+
+}  // namespace
+
+int train(Options o) {
+  std::optional<Resumed> resumed = read_resumed(o);
+  if (o.warmup_epochs > o.epochs)
+    throw UsageError("--warmup-epochs " + std::to_string(o.warmup_epochs) + " is more than the run's " +
+                     std::to_string(o.epochs) + " epochs");
+  if (!o.save.empty() && !o.plan_only) check_save_path(o.save, o.overwrite || !o.resume.empty());
+
+  // The device before the data: --device cuda without a GPU fails before anything is read.
+  DeviceChoice device = choose_device(o);
+  Backend& backend = *device.backend;
+
+  data::SampleShape target;
+  if (o.image_size) target.height = target.width = o.image_size;
+  target.channels = o.channels;  // 0: as the first image is
+  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed);
+  check_data_options(o, splits);
+  check_outputs(outputs_of(o), inputs_of(o, splits), {{"--save", "--load"}, {"--save", "--resume"}});
+  std::unique_ptr<data::Dataset> limited;
+  const data::Dataset* train_set = splits.train.get();
+  if (o.limit) {
+    limited = std::make_unique<LimitedDataset>(*splits.train, o.limit);
+    train_set = limited.get();
+  }
+  const bool has_test = splits.test->size() > 0;
+  std::cout << "data: " << train_set->description() << "\n      test: "
+            << (has_test ? splits.test->description() : "none (the test split is empty): no evaluation") << "\n";
+  std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
+
+  Network network = build_network(o, resumed, *train_set);
+  std::cout << "model: " << (resumed ? "the network of " + o.resume : o.model) << "\n" << network.summary();
+  ModelDescription model = resumed ? resumed->info.model : describe_model(network);
+  if (!resumed) model.class_names = train_set->class_names();
+
+  data::LoaderOptions train_options;
+  train_options.batch = o.batch;
+  train_options.seed = o.seed;
+  train_options.augment_flip = o.augment;
+  data::LoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+  test_options.augment_flip = false;
+  // A last batch too small for the network to train on (BatchNorm over one value per channel
+  // needs two samples) is left out of each epoch, with a note: the order is shuffled, so a
+  // different sample each epoch.
+  const TrainingBatchNeed need = network.training_batch_need();
+  const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
+  if (need.samples > 1 && samples < static_cast<std::size_t>(need.samples))
+    throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
+  if (samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < static_cast<std::size_t>(need.samples)) {
+    train_options.drop_last = true;
+    std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
+              << ") is left out, a different one each epoch, because " << need.why << "\n";
+  }
+  memory::StatisticsAdaptor staging_stats(backend.staging_memory());
+  data::Loader train_loader(*train_set, train_options, staging_stats);
+  data::Loader test_loader(*splits.test, test_options, staging_stats);
+  const std::size_t staging = train_loader.staging_bytes() + test_loader.staging_bytes();
+
+  TrainerOptions t = trainer_options(o, train_loader, staging);
+  if (o.cuda_graph) {
+    const std::string why_not = backend.capture_support();
+    t.capture_graphs = why_not.empty();
+    std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
+  }
+  if (o.plan_only) return print_plan(network, backend, t);
+
+  // The trainer builds the memory stack from t.memory: the budget (less the loader's staging and
+  // the libraries' workspaces) enforced, the strategy for step buffers, the trace.
+  Trainer trainer(network, backend, t);
+  if (t.memory.strategy != memory::Strategy::planned)
+    std::cout << "allocator: " << o.allocator
+              << (t.memory.strategy == memory::Strategy::arena
+                      ? " of " + memory::format_bytes(trainer.memory_stack().arena_capacity())
+                      : std::string())
+              << " for step buffers\n";
+  trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
+  RunProgress progress;
+  if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());
+  if (resumed) {
+    load_parameters(o.resume, network, trainer.parameters(), true);
+    trainer.restore(resumed->info.training->trainer);
+    progress = resumed->info.training->progress;
+    std::cout << "resumed: epoch " << progress.epoch << ", batch " << progress.batches_done << ", step "
+              << trainer.steps() << "\n";
+  }
+  const int k = (o.batch + trainer.micro_batch() - 1) / trainer.micro_batch();
+  std::cout << "optimizer: " << trainer.optimizer().describe() << ", lr " << o.lr << ", " << o.schedule
+            << " schedule; batch " << o.batch << " = " << k << " micro-batch" << (k > 1 ? "es" : "") << " of "
+            << trainer.micro_batch() << "\n"
+            << format_memory_table(trainer.memory()) << std::flush;
+
+  MetricsFile metrics(o.metrics_out, resumed ? resumed->metrics_bytes : 0);
+  if (resumed && !metrics.kept()) write_history(metrics, progress, train_loader.batches_per_epoch());
+  LoopSetup setup{o, network, backend, trainer, train_loader, test_loader, has_test, model, run_settings(o), metrics,
+                  staging};
+  const int code = run_epochs(setup, std::move(progress));
+  trainer.finish();  // every byte given back, so the trace is whole when it is checked
+  return code;
+}
+
+}  // namespace cnn::app

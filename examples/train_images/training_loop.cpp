@@ -1,0 +1,200 @@
+#include "training_loop.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "progress.hpp"
+#include "stop_signal.hpp"
+
+namespace cnn::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
+
+json optional_value(const std::optional<double>& value) { return value ? json(*value) : json(); }
+
+json epoch_line(const EpochRecord& e) {
+  return {{"type", "epoch"}, {"epoch", e.epoch}, {"train_loss", e.train_loss}, {"train_accuracy", e.train_accuracy},
+          {"test_loss", optional_value(e.test_loss)}, {"test_accuracy", optional_value(e.test_accuracy)},
+          {"seconds", e.seconds}, {"images_per_second", e.images_per_second}};
+}
+
+// Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
+// (what a kill -9 there would leave). tests/train_images/check_resume.cmake uses it.
+long kill_at_step() {
+  static const long step = [] {
+    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_AT_STEP");
+    return text ? std::atol(text) : 0L;
+  }();
+  return step;
+}
+
+class Loop {
+ public:
+  Loop(LoopSetup& s, RunProgress progress) : s_(s), o_(s.options), progress_(std::move(progress)) {}
+
+  int run() {
+    const auto run_start = Clock::now();
+    for (; progress_.epoch <= o_.epochs; ++progress_.epoch) {
+      if (const int signal = train_epoch()) return stop(signal);
+      finish_epoch();
+    }
+    summary(std::chrono::duration<double>(Clock::now() - run_start).count());
+    return 0;
+  }
+
+ private:
+  // The epoch's batches from where the run stands; a signal's number when a stop was asked.
+  int train_epoch() {
+    const int epoch = progress_.epoch;
+    s_.train_loader.start_epoch(epoch, progress_.batches_done);
+    Progress bar(epoch, o_.epochs, s_.train_loader.batches_per_epoch(), o_.quiet);
+    const double seconds_before = progress_.seconds;
+    const auto start = Clock::now();
+    while (auto batch = s_.train_loader.next()) {
+      const StepReport r = s_.trainer.train_step(to_host_batch(*batch));
+      progress_.loss_sum += r.loss * r.samples;
+      progress_.correct += r.accuracy * r.samples;
+      progress_.seen += static_cast<std::size_t>(r.samples);
+      ++progress_.batches_done;
+      progress_.seconds = seconds_before + std::chrono::duration<double>(Clock::now() - start).count();
+      progress_.steps.push_back({static_cast<float>(r.loss), static_cast<float>(r.accuracy), r.learning_rate});
+      const double rate = progress_.seconds > 0 ? static_cast<double>(progress_.seen) / progress_.seconds : 0;
+      const double seen = static_cast<double>(progress_.seen);
+      bar.update(progress_.batches_done, rate, progress_.loss_sum / seen, progress_.correct / seen, memory_note());
+      s_.metrics.write({{"type", "step"}, {"epoch", epoch}, {"step", r.step}, {"loss", r.loss},
+                        {"accuracy", r.accuracy}, {"lr", r.learning_rate}, {"micro_batch", r.micro_batch},
+                        {"micro_batches", r.micro_batches}, {"images_per_second", rate},
+                        {"reserved_bytes", s_.trainer.memory_stack().statistics().current_bytes}});
+      if (r.step == kill_at_step()) std::raise(SIGKILL);
+      if (o_.save_every > 0 && r.step % o_.save_every == 0) save();
+      if (const int signal = stop_requested()) {
+        bar.finish();
+        return signal;
+      }
+    }
+    bar.finish();
+    return 0;
+  }
+
+  void finish_epoch() {
+    EvalResult test;
+    if (s_.has_test) {
+      s_.test_loader.start_epoch(1);
+      test = s_.trainer.evaluate([&]() -> std::optional<HostBatch> {
+        auto b = s_.test_loader.next();
+        if (!b) return std::nullopt;
+        return to_host_batch(*b);
+      });
+    }
+    const double seen = static_cast<double>(progress_.seen);
+    EpochRecord e;
+    e.epoch = progress_.epoch;
+    e.train_loss = progress_.loss_sum / seen;
+    e.train_accuracy = progress_.correct / seen;
+    if (s_.has_test) {
+      e.test_loss = test.loss;
+      e.test_accuracy = test.accuracy;
+    }
+    e.seconds = progress_.seconds;
+    e.images_per_second = progress_.seconds > 0 ? seen / progress_.seconds : 0;
+    char test_text[64] = "no test set";
+    if (s_.has_test) std::snprintf(test_text, sizeof test_text, "test loss %.4f acc %.4f", test.loss, test.accuracy);
+    std::printf("epoch %d/%d: train loss %.4f acc %.4f | %s | %.1fs, %.0f img/s\n", e.epoch, o_.epochs, e.train_loss,
+                e.train_accuracy, test_text, e.seconds, e.images_per_second);
+    std::fflush(stdout);
+    s_.metrics.write(epoch_line(e));
+    progress_.epochs.push_back(e);
+    progress_.batches_done = 0;
+    progress_.loss_sum = progress_.correct = progress_.seconds = 0;
+    progress_.seen = 0;
+    // The checkpoint names the next epoch: a run resumed from it starts there.
+    ++progress_.epoch;
+    save();
+    --progress_.epoch;
+  }
+
+  void save() {
+    if (o_.save.empty()) return;
+    TrainingCheckpoint training;
+    training.trainer = s_.trainer.state();
+    training.progress = progress_;
+    training.settings = json{{"options", s_.settings}, {"metrics_bytes", s_.metrics.bytes()}}.dump();
+    save_checkpoint(o_.save, s_.network, s_.trainer.parameters(), s_.model, &training);
+  }
+
+  int stop(int signal) {
+    save();
+    std::cout << "\nstopped by signal " << signal << " at step " << s_.trainer.steps() << " (epoch "
+              << progress_.epoch << ", batch " << progress_.batches_done << ")";
+    if (!o_.save.empty()) std::cout << ": the run is saved in " << o_.save << "; continue it with --resume " << o_.save;
+    std::cout << "\n";
+    return 128 + signal;
+  }
+
+  void summary(double wall) {
+    const auto stats = s_.trainer.memory_stack().statistics();
+    double seconds = 0, images = 0;
+    for (const EpochRecord& e : progress_.epochs) {
+      seconds += e.seconds;
+      images += e.images_per_second * e.seconds;
+    }
+    const double rate = seconds > 0 ? images / seconds : 0;
+    const std::optional<double> accuracy = progress_.epochs.empty() ? std::nullopt : progress_.epochs.back().test_accuracy;
+    if (accuracy)
+      std::printf("done: test accuracy %.4f after %d epochs in %.1fs (%.0f img/s training)\n", *accuracy, o_.epochs, wall,
+                  rate);
+    else
+      std::printf("done: no test set; %d epochs in %.1fs (%.0f img/s training)\n", o_.epochs, wall, rate);
+    if (s_.trainer.capturing_graphs() || s_.trainer.graph_replays() > 0)
+      std::printf("cuda graphs: %ld micro-batches replayed\n", s_.trainer.graph_replays());
+    std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total\n",
+                memory::format_bytes(reserved_at_start_).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
+                memory::format_bytes(stats.current_bytes).c_str(), stats.allocations);
+    std::cout << format_memory_table(s_.trainer.memory());
+    if (!o_.save.empty())
+      std::cout << "the run is saved in " << o_.save << " (weights, optimizer state and position: --resume it)\n";
+    s_.metrics.write({{"type", "summary"}, {"epochs", o_.epochs}, {"test_accuracy", optional_value(accuracy)},
+                      {"images_per_second", rate}, {"seconds", wall}, {"batch", o_.batch},
+                      {"micro_batch", s_.trainer.micro_batch()}, {"peak_reserved_bytes", stats.peak_bytes},
+                      {"reserved_before_step1", reserved_at_start_}, {"upstream_allocations", stats.allocations},
+                      {"library_reserved_bytes", s_.backend.library_reserved_bytes()},
+                      {"loader_staging_bytes", s_.staging}, {"graph_replays", s_.trainer.graph_replays()}});
+  }
+
+  std::string memory_note() const {
+    return memory::format_bytes(s_.trainer.memory_stack().statistics().current_bytes + s_.staging);
+  }
+
+  LoopSetup& s_;
+  const Options& o_;
+  RunProgress progress_;
+  const std::size_t reserved_at_start_ = s_.trainer.memory_stack().statistics().current_bytes;
+};
+
+}  // namespace
+
+int run_epochs(LoopSetup& setup, RunProgress progress) { return Loop(setup, std::move(progress)).run(); }
+
+void write_history(MetricsFile& metrics, const RunProgress& progress, std::size_t batches_per_epoch) {
+  std::size_t next_epoch = 0;
+  for (std::size_t s = 0; s < progress.steps.size(); ++s) {
+    const std::size_t epoch = batches_per_epoch ? s / batches_per_epoch + 1 : 1;
+    while (next_epoch < progress.epochs.size() && static_cast<std::size_t>(progress.epochs[next_epoch].epoch) < epoch)
+      metrics.write(epoch_line(progress.epochs[next_epoch++]));
+    const StepRecord& r = progress.steps[s];
+    metrics.write({{"type", "step"}, {"epoch", epoch}, {"step", s + 1}, {"loss", r.loss}, {"accuracy", r.accuracy},
+                   {"lr", r.learning_rate}, {"from_checkpoint", true}});
+  }
+  while (next_epoch < progress.epochs.size()) metrics.write(epoch_line(progress.epochs[next_epoch++]));
+}
+
+}  // namespace cnn::app
