@@ -122,7 +122,10 @@ int train(Options o) {
   if (o.warmup_epochs > o.epochs)
     throw UsageError("--warmup-epochs " + std::to_string(o.warmup_epochs) + " is more than the run's " +
                      std::to_string(o.epochs) + " epochs");
-  if (!o.save.empty() && !o.plan_only) check_save_path(o.save, o.overwrite || !o.resume.empty());
+
+  // Where --save writes is checked before anything is read (whether it may replace the file
+  // there, once the inputs are known).
+  if (!o.save.empty() && !o.plan_only) check_save_path(o.save, true);
 
   // The device before the data: --device cuda without a GPU fails before anything is read.
   DeviceChoice device = choose_device(o);
@@ -134,6 +137,7 @@ int train(Options o) {
   data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed);
   check_data_options(o, splits);
   check_outputs(outputs_of(o), inputs_of(o, splits), {{"--save", "--load"}, {"--save", "--resume"}});
+  if (!o.save.empty() && !o.plan_only) check_save_path(o.save, o.overwrite || !o.resume.empty());
   std::unique_ptr<data::Dataset> limited;
   const data::Dataset* train_set = splits.train.get();
   if (o.limit) {

@@ -1,0 +1,10 @@
+# --doctor exits 1 when its report names a problem ("ERROR:"), 0 otherwise: a script can trust it.
+string(REPLACE "|" ";" command "${COMMAND}")
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(out MATCHES "ERROR" AND NOT rc EQUAL 1)
+  message(FATAL_ERROR "the report names a problem but the exit code is ${rc}:\n${out}${err}")
+endif()
+if(NOT out MATCHES "ERROR" AND NOT rc EQUAL 0)
+  message(FATAL_ERROR "the report names no problem but the exit code is ${rc}:\n${out}${err}")
+endif()
+message(STATUS "exit ${rc} for:\n${out}")
