@@ -75,10 +75,6 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   return p;
 }
 
-MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch) {
-  return plan_micro_batch(planner, micro_batch, planner.workspace_limit(micro_batch));
-}
-
 namespace {
 std::size_t largest_workspace(const MicroBatchPlan& p) {
   std::size_t largest = 0;
@@ -89,12 +85,12 @@ std::size_t largest_workspace(const MicroBatchPlan& p) {
 }
 }  // namespace
 
-std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
-  if (options_.memory.budget == 0) return options_.workspace_limit;
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch) {
+  const BatchPlanOptions& options = planner.options();
+  if (options.memory.budget == 0) return plan_micro_batch(planner, micro_batch, options.workspace_limit);
   // No layer's workspace can be more than the whole budget; this also bounds the scratch that
   // cuDNN's algorithm measurement takes while planning.
-  std::size_t limit = std::min(options_.workspace_limit, options_.memory.budget);
-  MicroBatchPlan p = plan_micro_batch(*this, micro_batch, limit);
+  MicroBatchPlan p = plan_micro_batch(planner, micro_batch, std::min(options.workspace_limit, options.memory.budget));
   // Each round asks the largest workspace to give up what the plan is over the budget. The
   // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
   for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
@@ -102,15 +98,20 @@ std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
     if (largest == 0) break;
     const std::size_t over = p.breakdown.total() - p.breakdown.budget;
     const std::size_t lower = largest > over ? largest - over : 0;
-    MicroBatchPlan smaller = plan_micro_batch(*this, micro_batch, lower);
+    MicroBatchPlan smaller = plan_micro_batch(planner, micro_batch, lower);
     if (smaller.breakdown.total() >= p.breakdown.total()) break;  // nothing leaner (the CPU: im2col)
-    limit = lower;
     p = std::move(smaller);
   }
-  return limit;
+  return p;
 }
 
-MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const { return plan_micro_batch(*this, micro_batch).breakdown; }
+std::size_t BatchPlanner::workspace_limit(int micro_batch) const { return breakdown(micro_batch).workspace_limit; }
+
+MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
+  auto known = breakdowns_.find(micro_batch);
+  if (known == breakdowns_.end()) known = breakdowns_.emplace(micro_batch, plan_micro_batch(*this, micro_batch).breakdown).first;
+  return known->second;
+}
 
 int BatchPlanner::largest_fitting(int limit) const {
   if (options_.memory.budget == 0) return limit;

@@ -2,6 +2,7 @@
 // Answers "how many bytes at micro-batch b?" and "which b fits?" from the plans alone, before
 // anything is allocated. The trainer and `train_images --plan` both ask it.
 #include <cstddef>
+#include <map>
 
 #include "cnnengine/engine/memory_report.hpp"
 #include "cnnengine/engine/network.hpp"
@@ -36,6 +37,7 @@ struct MicroBatchSplit {
 };
 MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need = 1);
 
+// Not thread-safe: it keeps what it planned.
 class BatchPlanner {
  public:
   BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
@@ -68,6 +70,8 @@ class BatchPlanner {
   BatchPlanOptions options_;
   TrainingBatchNeed need_;
   int smallest_ = 1;
+  // Each micro-batch is planned once: the search for the largest that fits asks again and again.
+  mutable std::map<int, MemoryBreakdown> breakdowns_;
 };
 
 }  // namespace cnn

@@ -13,7 +13,8 @@ struct MicroBatchPlan {
   MemoryBreakdown breakdown;
 };
 
-// The plans at micro-batch b with the workspace limit the planner allows at b.
+// The plans at micro-batch b with the workspace limit the planner allows at b: under a budget,
+// lowered until the plan fits where the backend has leaner methods (BatchPlanner::workspace_limit).
 MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch);
 // The plans at micro-batch b with a given per-layer workspace limit.
 MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit);
