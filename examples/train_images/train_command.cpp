@@ -213,8 +213,9 @@ int train(Options o) {
 
   MetricsFile metrics(o.metrics_out, resumed ? resumed->metrics_bytes : 0);
   if (resumed && !metrics.kept()) write_history(metrics, progress, train_loader.batches_per_epoch());
-  LoopSetup setup{o, network, backend, trainer, train_loader, test_loader, has_test, model, run_settings(o), metrics,
-                  staging};
+  LoopSetup setup{o,       network,          backend, trainer, train_loader,
+                  test_loader, has_test, model, run_settings(o), metrics,
+                  staging, splits.train->host_bytes() + splits.test->host_bytes()};
   const int code = run_epochs(setup, std::move(progress));
   trainer.finish();  // every byte given back, so the trace is whole when it is checked
   return code;

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -13,6 +14,15 @@
 
 namespace cnn::app {
 namespace {
+
+// The most resident memory the process has held (VmHWM), in bytes; 0 where /proc cannot say.
+std::size_t peak_resident_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return static_cast<std::size_t>(std::stoull(line.substr(6))) * 1024;
+  return 0;
+}
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -156,9 +166,12 @@ class Loop {
       std::printf("done: no test set; %d epochs in %.1fs (%.0f img/s training)\n", o_.epochs, wall, rate);
     if (s_.trainer.capturing_graphs() || s_.trainer.graph_replays() > 0)
       std::printf("cuda graphs: %ld micro-batches replayed\n", s_.trainer.graph_replays());
-    std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total\n",
+    const std::size_t resident = peak_resident_bytes();
+    std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total; the process's "
+                "peak resident memory %s\n",
                 memory::format_bytes(reserved_at_start_).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
-                memory::format_bytes(stats.current_bytes).c_str(), stats.allocations);
+                memory::format_bytes(stats.current_bytes).c_str(), stats.allocations,
+                memory::format_bytes(resident).c_str());
     std::cout << format_memory_table(s_.trainer.memory());
     if (!o_.save.empty())
       std::cout << "the run is saved in " << o_.save << " (weights, optimizer state and position: --resume it)\n";
@@ -167,7 +180,8 @@ class Loop {
                       {"micro_batch", s_.trainer.micro_batch()}, {"peak_reserved_bytes", stats.peak_bytes},
                       {"reserved_before_step1", reserved_at_start_}, {"upstream_allocations", stats.allocations},
                       {"library_reserved_bytes", s_.backend.library_reserved_bytes()},
-                      {"loader_staging_bytes", s_.staging}, {"graph_replays", s_.trainer.graph_replays()}});
+                      {"loader_staging_bytes", s_.staging}, {"graph_replays", s_.trainer.graph_replays()},
+                      {"peak_resident_bytes", resident}, {"data_set_host_bytes", s_.data_host_bytes}});
   }
 
   std::string memory_note() const {

@@ -21,7 +21,8 @@ struct LoopSetup {
   const ModelDescription& model;
   nlohmann::json settings;  // run_settings(options): kept in every checkpoint
   MetricsFile& metrics;
-  std::size_t staging = 0;  // bytes the loaders hold
+  std::size_t staging = 0;          // bytes the loaders hold
+  std::size_t data_host_bytes = 0;  // what the data sets hold in host memory (outside the budget)
 };
 
 // Trains from `progress` (a new run's is the default) to the last epoch. Returns the exit code:
