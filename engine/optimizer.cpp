@@ -109,6 +109,7 @@ void validate(const ScheduleConfig& s) {
 
 float scheduled_rate(const ScheduleConfig& s, float base, long step, long total) {
   if (step < s.warmup_steps) return base * static_cast<float>(step + 1) / static_cast<float>(s.warmup_steps);
+  if (s.kind == ScheduleKind::cosine && total <= 0) return base;  // no horizon to decay over
   const long after = step - s.warmup_steps;
   const long span = std::max<long>(total - s.warmup_steps, 1);
   if (s.kind == ScheduleKind::step) return base * std::pow(s.gamma, static_cast<float>(after / s.step_every));

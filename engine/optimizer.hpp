@@ -52,7 +52,9 @@ struct ScheduleConfig {
   float final_fraction = 0.0f;  // "cosine": the rate at the end, as a fraction of the base
 };
 
-// The learning rate at optimizer step `step` (0-based) of `total_steps`.
+// The learning rate at optimizer step `step` (0-based) of `total_steps`. Cosine decays over
+// total_steps; with none given (0) it keeps the base rate after the warm-up: a run of unknown
+// length never has its rate dropped to 0 after one step.
 float scheduled_rate(const ScheduleConfig& schedule, float base_rate, long step, long total_steps);
 void validate(const ScheduleConfig& schedule);
 

@@ -35,7 +35,7 @@ struct TrainerOptions : BatchPlanOptions {
   // goes on without.
   bool capture_graphs = false;
 
-  long total_steps = 0;             // for the schedule
+  long total_steps = 0;             // the run's length, for the cosine schedule (0: unknown, no decay)
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
 };

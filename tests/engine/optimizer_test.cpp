@@ -82,3 +82,14 @@ TEST_CASE("weight decay not given takes the optimizer's default; 0 given is 0", 
   c.weight_decay = 0.f;
   CHECK(make_optimizer(c)->describe().find("weight decay 0.000000") != std::string::npos);
 }
+
+TEST_CASE("cosine with no run length keeps the base rate: the library's defaults never stop training", "[optimizer]") {
+  // TrainerOptions leaves total_steps at 0; the cosine default once dropped the rate to 0 after
+  // the first step, and training stopped without a word.
+  ScheduleConfig s;
+  CHECK(s.kind == ScheduleKind::cosine);
+  for (long step : {0L, 1L, 10L, 100000L}) CHECK(scheduled_rate(s, 0.5f, step, 0) == 0.5f);
+  s.warmup_steps = 4;
+  CHECK(scheduled_rate(s, 0.5f, 1, 0) == Approx(0.25f));
+  CHECK(scheduled_rate(s, 0.5f, 40, 0) == 0.5f);
+}
