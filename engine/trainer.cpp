@@ -160,7 +160,7 @@ void Trainer::check_labels(const HostBatch& batch) const {
                       " is outside the " + std::to_string(classes) + " classes of the network");
 }
 
-int Trainer::run_micro_batches(const HostBatch& batch, bool training) {
+int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* logits) {
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = step_->executor(training);
   // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
@@ -170,10 +170,11 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training) {
   // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
   const MicroBatchSplit split =
       split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
+  const auto classes = static_cast<std::size_t>(net_.num_classes());
   for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
     executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
                             split.size(j), first},
-                 grad_scale, seed);
+                 grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr);
   check_capture();
   return split.count;
 }
@@ -254,21 +255,34 @@ void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& 
                 "); replaying it at micro-batch " + std::to_string(micro_batch_));
 }
 
-EvalResult Trainer::evaluate(const NextBatch& next) {
+EvalResult Trainer::evaluate(const NextBatch& next) { return run_evaluation(next, nullptr); }
+
+ClassEvaluation Trainer::evaluate_classes(const NextBatch& next) {
+  ClassEvaluation result;
+  const auto classes = static_cast<std::size_t>(net_.num_classes());
+  result.confusion.assign(classes, std::vector<std::size_t>(classes, 0));
+  static_cast<EvalResult&>(result) = run_evaluation(next, &result);
+  return result;
+}
+
+EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* classes) {
   ensure_built();
   EvalResult result;
   double loss_sum = 0, correct = 0;
   long batches = 0;
+  std::vector<float> logits;
+  const auto count = static_cast<std::size_t>(net_.num_classes());
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
     check_labels(*batch);
     ++batches;
+    if (classes) logits.resize(static_cast<std::size_t>(batch->size) * count);
     // Each batch's sums are read back on their own, so that a batch replayed after an
     // out-of-memory failure at a smaller micro-batch counts once.
     for (;;) {
       backend_.fill(metric_sums(), 0.f);
       try {
-        run_micro_batches(*batch, false);
+        run_micro_batches(*batch, false, classes ? logits.data() : nullptr);
         break;
       } catch (const memory::OutOfMemory& error) {
         shrink_after(error, "evaluation batch " + std::to_string(batches));
@@ -282,12 +296,61 @@ EvalResult Trainer::evaluate(const NextBatch& next) {
     loss_sum += host[0];
     correct += host[1];
     result.samples += static_cast<std::size_t>(batch->size);
+    if (classes)
+      for (int i = 0; i < batch->size; ++i) {
+        const float* row = logits.data() + static_cast<std::size_t>(i) * count;
+        const auto predicted = static_cast<std::size_t>(std::max_element(row, row + count) - row);
+        ++classes->confusion[static_cast<std::size_t>(batch->labels[i])][predicted];
+      }
   }
   if (result.samples) {
     result.loss = loss_sum / static_cast<double>(result.samples);
     result.accuracy = correct / static_cast<double>(result.samples);
   }
   return result;
+}
+
+void Trainer::predict(const float* images, int count, float* logits) {
+  if (count <= 0) return;
+  ensure_built();
+  const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
+  for (;;) {
+    try {
+      run_micro_batches(HostBatch{images, labels.data(), count}, false, logits);
+      return;
+    } catch (const memory::OutOfMemory& error) {
+      shrink_after(error, "prediction");
+    } catch (...) {
+      step_->release();
+      throw;
+    }
+  }
+}
+
+double ClassEvaluation::precision(int c) const {
+  std::size_t predicted = 0;
+  for (const auto& row : confusion) predicted += row[static_cast<std::size_t>(c)];
+  const std::size_t right = confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(c)];
+  return predicted ? static_cast<double>(right) / static_cast<double>(predicted) : 0.0;
+}
+
+double ClassEvaluation::recall(int c) const {
+  const auto& row = confusion[static_cast<std::size_t>(c)];
+  std::size_t actual = 0;
+  for (std::size_t n : row) actual += n;
+  return actual ? static_cast<double>(row[static_cast<std::size_t>(c)]) / static_cast<double>(actual) : 0.0;
+}
+
+double ClassEvaluation::class_accuracy(int c) const {
+  // One against the rest: right are the samples of c predicted as c and the others predicted as not c.
+  std::size_t total = 0, wrong = 0;
+  const auto k = static_cast<std::size_t>(c);
+  for (std::size_t t = 0; t < confusion.size(); ++t)
+    for (std::size_t p = 0; p < confusion[t].size(); ++p) {
+      total += confusion[t][p];
+      if ((t == k) != (p == k)) wrong += confusion[t][p];
+    }
+  return total ? static_cast<double>(total - wrong) / static_cast<double>(total) : 0.0;
 }
 
 void Trainer::finish() {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/batch_planner.hpp"
@@ -95,6 +96,16 @@ struct EvalResult {
   std::size_t samples = 0;
 };
 
+// An evaluation with the confusion matrix: for each class, its precision (of the samples
+// predicted as it, those that are), recall (of its samples, those predicted as it) and accuracy
+// (of all samples, those it gets right as one against the rest).
+struct ClassEvaluation : EvalResult {
+  std::vector<std::vector<std::size_t>> confusion;  // [true class][predicted class]
+  double precision(int c) const;
+  double recall(int c) const;
+  double class_accuracy(int c) const;
+};
+
 class Trainer {
  public:
   // Memory from the backend's device, through a memory stack built from options.memory: the
@@ -128,6 +139,10 @@ class Trainer {
   // TrainingDiverged, changing nothing, when the loss is not finite.
   StepReport train_step(const HostBatch& batch);
   EvalResult evaluate(const NextBatch& next);
+  ClassEvaluation evaluate_classes(const NextBatch& next);
+  // The network's outputs for `count` images (host floats, NCHW of the input shape): count x
+  // classes floats into `logits`. Inference form (BatchNorm on its running statistics, no dropout).
+  void predict(const float* images, int count, float* logits);
   // Gives back every byte (the trainer cannot train after this) and checks that the memory
   // trace, if one was asked for, was written whole (MemoryStack::finish_trace).
   void finish();
@@ -143,8 +158,10 @@ class Trainer {
   // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at half
   // the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
-  // Runs the batch's micro-batches; returns how many.
-  int run_micro_batches(const HostBatch& batch, bool training);
+  // Runs the batch's micro-batches, their logits to `logits` when it is not null; returns how many.
+  int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);
+  // evaluate(), and the confusion matrix into `classes` when it is not null.
+  EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
   // After a capture failed: log it once and record no more.
   void check_capture();
   Tensor metric_sums() const;

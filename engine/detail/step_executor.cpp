@@ -40,7 +40,7 @@ Tensor StepExecutor::gradient(int node, int n) const {
   return buffer(plan_.node(nd.value).value_grad, nd.shape.batched(n));
 }
 
-void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed) {
+void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits) {
   const int n = batch.size;
   if (n <= 0 || n > plan_.micro_batch)
     throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
@@ -52,7 +52,8 @@ void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t 
   const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
   backend_.copy_to_device(&scalars, slots_.scalars, sizeof scalars);
   memory_.end(0);
-  compute_or_replay(n);
+  if (logits) compute(n, logits);
+  else compute_or_replay(n);
 }
 
 void StepExecutor::compute_or_replay(int n) {
@@ -90,7 +91,7 @@ void StepExecutor::compute_or_replay(int n) {
   ++replays_;
 }
 
-void StepExecutor::compute(int n) {
+void StepExecutor::compute(int n, float* logits) {
   const bool training = plan_.training;
   const int L = net_.last();
   auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
@@ -139,6 +140,7 @@ void StepExecutor::compute(int n) {
   const IntTensor label_view{labels, static_cast<std::size_t>(n)};
   backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, slots_.scalars,
                                  slots_.loss_sum, slots_.correct);
+  if (logits) backend_.copy_to_host(value(L, n).data, logits, value(L, n).bytes());  // before its buffer may go
   memory_.end(plan_.loss_time());
   if (!training) return;
 

@@ -35,8 +35,10 @@ class StepExecutor {
 
   // Adds the summed loss to slots.loss_sum and correct predictions to slots.correct. In
   // training, parameter gradients accumulate with the loss gradient scaled by grad_scale.
-  // `seed` is the optimizer step's: the same for all its micro-batches.
-  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed);
+  // `seed` is the optimizer step's: the same for all its micro-batches. With `logits`, the
+  // network's outputs (n x classes floats) are copied there too; such a run is never recorded
+  // (a copy to the host cannot be part of a graph).
+  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits = nullptr);
 
   long graph_replays() const { return replays_; }
   // Why capture stopped (the backend refused a call): empty while it works or was not asked for.
@@ -48,8 +50,9 @@ class StepExecutor {
   }
 
  private:
-  // Forward, loss and backward of n samples already in the input, label and scalar slots.
-  void compute(int n);
+  // Forward, loss and backward of n samples already in the input, label and scalar slots; the
+  // logits to `logits` where it is not null.
+  void compute(int n, float* logits = nullptr);
   // compute(n), or the replay of its recording, recording it on its second run.
   void compute_or_replay(int n);
   Tensor value(int node, int n) const;
