@@ -21,14 +21,13 @@ std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
   return options.drop_last ? samples / batch : (samples + batch - 1) / batch;
 }
 
-void validate(const LoaderOptions& options, const memory::MemoryResource& staging) {
+void validate(const LoaderOptions& options, const memory::MemoryResource& staging, int channels) {
   if (options.prefetch < 0)
     throw ConfigError("Loader: prefetch must be 0 or more, got " + std::to_string(options.prefetch));
   if (options.augment_crop_padding < 0)
     throw ConfigError("Loader: augment_crop_padding must be 0 or more, got " +
                       std::to_string(options.augment_crop_padding));
-  if (!(options.normalize_std > 0.0f))
-    throw ConfigError("Loader: normalize_std must be positive, got " + std::to_string(options.normalize_std));
+  check_normalization(options.normalization, channels);
   if (staging.is_device_memory())
     throw ConfigError("Loader: staging resource '" + staging.name() + "' is device memory; the loader writes from the host");
 }
@@ -43,7 +42,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       num_classes_(data.num_classes()),
       samples_(data.size()),
       batches_(count_batches(samples_, options)) {
-  validate(options_, staging_);
+  validate(options_, staging_, shape_.channels);
   const std::size_t batch = static_cast<std::size_t>(options_.batch);
   std::size_t batch_image_bytes = 0;
   if (__builtin_mul_overflow(batch, shape_.elements() * sizeof(float), &batch_image_bytes))
@@ -173,8 +172,6 @@ bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>&
   const std::size_t count = std::min(static_cast<std::size_t>(options_.batch), samples_ - first);
   const std::size_t elements = shape_.elements();
   const bool augment = options_.augment_flip || options_.augment_crop_padding > 0;
-  const bool normalize = options_.normalize_mean != 0.0f || options_.normalize_std != 1.0f;
-  const float inv_std = 1.0f / options_.normalize_std;
   for (std::size_t k = 0; k < count; ++k) {
     if (stopping_ || live_generation_ != generation) return false;
     const std::size_t index = order[first + k];
@@ -191,8 +188,7 @@ bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>&
       apply_augment(image, shape_, choose_augment(key, options_.augment_flip, options_.augment_crop_padding),
                     scratch.data());
     }
-    if (normalize)
-      for (std::size_t i = 0; i < elements; ++i) image[i] = (image[i] - options_.normalize_mean) * inv_std;
+    normalize(image, shape_, options_.normalization);
   }
   slot.size = static_cast<int>(count);
   return true;

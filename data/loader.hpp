@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cnnengine/data/dataset.hpp"
+#include "cnnengine/data/preprocessing.hpp"
 #include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn::data {
@@ -24,7 +25,7 @@ struct LoaderOptions {
   int prefetch = 2;  // batches decoded ahead of the one in use (0: none)
   bool augment_flip = false;
   int augment_crop_padding = 0;
-  float normalize_mean = 0.f, normalize_std = 1.f;
+  Normalization normalization;  // per channel, after augmentation (data/preprocessing.hpp)
 };
 
 struct BatchView {

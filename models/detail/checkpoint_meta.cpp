@@ -9,7 +9,7 @@ using nlohmann::json;
 
 json preprocessing_json(const data::Preprocessing& p) {
   return {{"channels", p.shape.channels}, {"height", p.shape.height}, {"width", p.shape.width},
-          {"mean", p.mean}, {"stddev", p.stddev}};
+          {"mean", p.normalization.mean}, {"stddev", p.normalization.stddev}};
 }
 
 data::Preprocessing preprocessing_of(const json& j) {
@@ -17,8 +17,8 @@ data::Preprocessing preprocessing_of(const json& j) {
   p.shape.channels = j.at("channels").get<int>();
   p.shape.height = j.at("height").get<int>();
   p.shape.width = j.at("width").get<int>();
-  p.mean = j.at("mean").get<std::vector<float>>();
-  p.stddev = j.at("stddev").get<std::vector<float>>();
+  p.normalization.mean = j.at("mean").get<std::vector<float>>();
+  p.normalization.stddev = j.at("stddev").get<std::vector<float>>();
   return p;
 }
 

@@ -286,7 +286,7 @@ TEST_CASE("loader: bad options are refused", "[data][loader]") {
   options.batch = 0;
   CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
   options = {};
-  options.normalize_std = 0;
+  options.normalization = {{0.5f}, {0.0f}};
   CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
   options = {};
   options.prefetch = -1;
@@ -297,8 +297,7 @@ TEST_CASE("loader: normalisation after augmentation, augmentation deterministic"
   FakeDataset data(64);
   LoaderOptions options = batch_of(64);
   options.shuffle = false;
-  options.normalize_mean = 0.5f;
-  options.normalize_std = 2.0f;
+  options.normalization = {{0.5f}, {2.0f}};
 
   SECTION("normalise only") {
     Loader loader(data, options, cnn::memory::host_resource());

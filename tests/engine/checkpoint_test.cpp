@@ -214,8 +214,7 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
 
   ModelDescription model = describe_model(net);
   model.class_names = {"cat", "dog", "eel"};
-  model.preprocessing.mean = {0.5f};
-  model.preprocessing.stddev = {0.25f};
+  model.preprocessing.normalization = {{0.5f}, {0.25f}};
   TrainingCheckpoint training;
   training.trainer = {37, 16, 5};
   training.progress.epoch = 3;
@@ -233,8 +232,8 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
   CHECK(info.model.network == network_text(net));
   CHECK(info.model.input == (Shape{1, 8, 8}));
   CHECK(info.model.class_names == model.class_names);
-  CHECK(info.model.preprocessing.mean == model.preprocessing.mean);
-  CHECK(info.model.preprocessing.stddev == model.preprocessing.stddev);
+  CHECK(info.model.preprocessing.normalization.mean == model.preprocessing.normalization.mean);
+  CHECK(info.model.preprocessing.normalization.stddev == model.preprocessing.normalization.stddev);
   REQUIRE(info.training);
   CHECK(info.training->trainer.steps == 37);
   CHECK(info.training->trainer.micro_batch == 16);
