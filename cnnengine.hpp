@@ -7,7 +7,9 @@
 //   Network, layers      engine/network.hpp, layers/  a graph of layers; make_network for presets and files
 //   Trainer              engine/trainer.hpp           plans memory under a budget, trains, evaluates
 //   MemoryStack          memory/memory_stack.hpp      the budget, the statistics, the trace, the strategy
-//   save/load_weights    models/checkpoint.hpp
+//   save/read_checkpoint models/checkpoint.hpp         self-describing files, the whole state of a run
+//   Model                models/model.hpp              a saved model loaded for inference
+//   preprocess_image     data/preprocessing.hpp        an image file as the network takes it
 //   cnn::Error           base/error.hpp               every error a user can cause
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/backends/device/device.hpp"
@@ -16,6 +18,7 @@
 #include "cnnengine/data/dataset.hpp"
 #include "cnnengine/data/loader.hpp"
 #include "cnnengine/data/open_dataset.hpp"
+#include "cnnengine/data/preprocessing.hpp"
 #include "cnnengine/engine/backend.hpp"
 #include "cnnengine/engine/batch_planner.hpp"
 #include "cnnengine/engine/memory_report.hpp"
@@ -36,5 +39,6 @@
 #include "cnnengine/memory/out_of_memory.hpp"
 #include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/models/checkpoint.hpp"
+#include "cnnengine/models/model.hpp"
 #include "cnnengine/models/network_text.hpp"
 #include "cnnengine/models/presets.hpp"

@@ -204,7 +204,7 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
   }
   if (!any) throw ConfigError(source + ": describes no layer");
   Network net = parser.take();
-  if (net.output_shape().elements() != static_cast<std::size_t>(classes))
+  if (classes > 0 && net.output_shape().elements() != static_cast<std::size_t>(classes))
     throw ShapeError(source + ": the network ends with " + net.output_shape().str() + " outputs but the data has " +
                      std::to_string(classes) + " classes");
   return net;

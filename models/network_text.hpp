@@ -14,6 +14,7 @@
 
 namespace cnn {
 
+// `classes` must be the network's output count (a ShapeError otherwise); 0 takes it as it is.
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source = "<text>");
 // Reads a regular file only (a FIFO or a device would block or never end).
 Network load_network_file(const std::filesystem::path& path, Shape input, int classes);

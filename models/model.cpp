@@ -1,0 +1,82 @@
+#include "cnnengine/models/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/data/preprocessing.hpp"
+#include "cnnengine/models/network_text.hpp"
+
+namespace cnn {
+namespace {
+
+CheckpointInfo read_model(const std::filesystem::path& file) {
+  CheckpointInfo info = read_checkpoint(file);
+  if (info.model.network.empty())
+    throw CheckpointError(file.string() + ": weights only (a file of version " + std::to_string(info.version) +
+                          "), with no network: load them into a network built as it was trained");
+  return info;
+}
+
+// Inference only: plain SGD keeps no optimizer state beside the parameters.
+TrainerOptions inference_options(const ModelOptions& options) {
+  TrainerOptions t;
+  t.batch = std::max(options.max_batch, 1);
+  t.memory.budget = options.memory_budget;
+  t.optimizer.kind = OptimizerKind::sgd;
+  t.optimizer.momentum = 0.0f;
+  t.schedule.kind = ScheduleKind::constant;
+  return t;
+}
+
+}  // namespace
+
+Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions options)
+    : description_(read_model(file).model),
+      network_(parse_network(description_.network, description_.input,
+                             static_cast<int>(description_.class_names.size()), file.string())) {
+  trainer_ = std::make_unique<Trainer>(network_, backend, inference_options(options));
+  load_parameters(file, network_, trainer_->parameters(), false);
+}
+
+Model::~Model() = default;
+
+ParameterStore& Model::parameters() { return trainer_->parameters(); }
+
+std::string Model::class_name(int c) const {
+  if (c >= 0 && static_cast<std::size_t>(c) < description_.class_names.size())
+    return description_.class_names[static_cast<std::size_t>(c)];
+  return std::to_string(c);
+}
+
+std::vector<float> Model::logits(const float* images, int count) {
+  std::vector<float> out(static_cast<std::size_t>(std::max(count, 0)) * static_cast<std::size_t>(classes()));
+  trainer_->predict(images, count, out.data());
+  return out;
+}
+
+std::vector<float> Model::probabilities(const float* images, int count) {
+  std::vector<float> out = logits(images, count);
+  softmax_rows(out, classes());
+  return out;
+}
+
+std::vector<float> Model::classify(const std::filesystem::path& image) {
+  const std::vector<float> input = data::preprocess_image(image, description_.preprocessing);
+  return probabilities(input.data(), 1);
+}
+
+ClassEvaluation Model::evaluate(const NextBatch& next) { return trainer_->evaluate_classes(next); }
+
+void softmax_rows(std::vector<float>& logits, int classes) {
+  const auto k = static_cast<std::size_t>(classes);
+  for (std::size_t row = 0; row + k <= logits.size(); row += k) {
+    float* x = logits.data() + row;
+    const float top = *std::max_element(x, x + k);
+    double sum = 0;
+    for (std::size_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(x[c] - top));
+    for (std::size_t c = 0; c < k; ++c) x[c] = static_cast<float>(std::exp(static_cast<double>(x[c] - top)) / sum);
+  }
+}
+
+}  // namespace cnn

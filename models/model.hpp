@@ -1,0 +1,55 @@
+#pragma once
+// A saved model ready to use, without knowing its architecture in advance: the network is read
+// from the checkpoint and built on a backend, its parameters and BatchNorm statistics loaded,
+// and an image file goes through the preprocessing the file recorded.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/models/checkpoint.hpp"
+
+namespace cnn {
+
+struct ModelOptions {
+  int max_batch = 256;            // images one call takes at most at once
+  std::size_t memory_budget = 0;  // 0: none
+};
+
+class Model {
+ public:
+  // Throws CheckpointError naming the file when it holds no network (weights of version 1) or
+  // does not read; the budget refuses as a trainer's does (BudgetTooSmall).
+  Model(const std::filesystem::path& file, Backend& backend, ModelOptions options = {});
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const ModelDescription& description() const { return description_; }
+  const Network& network() const { return network_; }
+  int classes() const { return network_.num_classes(); }
+  // The class's saved name, or its number where none was saved.
+  std::string class_name(int c) const;
+
+  // For `count` images already preprocessed (host floats, NCHW of the input shape): count x
+  // classes floats, the network's outputs or their softmax per image.
+  std::vector<float> logits(const float* images, int count);
+  std::vector<float> probabilities(const float* images, int count);
+  // One image file, preprocessed as recorded (data::preprocess_image): its class probabilities.
+  std::vector<float> classify(const std::filesystem::path& image);
+  ClassEvaluation evaluate(const NextBatch& next);
+
+  ParameterStore& parameters();
+  Trainer& trainer() { return *trainer_; }
+
+ private:
+  ModelDescription description_;
+  Network network_;
+  std::unique_ptr<Trainer> trainer_;
+};
+
+// Softmax of each row of `logits` (rows of `classes` values), in place.
+void softmax_rows(std::vector<float>& logits, int classes);
+
+}  // namespace cnn

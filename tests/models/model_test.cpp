@@ -1,0 +1,62 @@
+// A saved file loads into a ready network without its architecture being known: the same
+// outputs as the trainer that saved it, and image files preprocessed as recorded.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/data/preprocessing.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/models/model.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "data/data_test_files.hpp"
+#include "engine/test_networks.hpp"
+
+using namespace cnn;
+namespace t = cnn::data::test;
+
+TEST_CASE("a model loaded from its file gives the outputs of the trainer that saved it", "[models]") {
+  t::TempFolder dir;
+  const Shape image{3, 8, 8};
+  CpuBackend backend(2);
+  Network net = make_preset("small-bn", image, 3);
+  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
+  const testing::SyntheticData data(24, image, 3, 5);
+  for (int s = 0; s < 2; ++s) trainer.train_step(data.batch(s * 8, 8));
+  ModelDescription described = describe_model(net);
+  described.class_names = {"red", "green", "blue"};
+  described.preprocessing.normalization = {{0.5f}, {0.25f}};
+  save_checkpoint(dir / "m.ckpt", net, trainer.parameters(), described);
+
+  Model model(dir / "m.ckpt", backend);
+  CHECK(model.classes() == 3);
+  CHECK(model.class_name(2) == "blue");
+  CHECK(model.network().summary() == net.summary());
+  std::vector<float> expected(8 * 3);
+  trainer.predict(data.images.data() + 16 * image.elements(), 8, expected.data());
+  CHECK(model.logits(data.images.data() + 16 * image.elements(), 8) == expected);
+
+  const std::vector<float> p = model.probabilities(data.images.data() + 16 * image.elements(), 8);
+  for (int i = 0; i < 8; ++i) CHECK(std::accumulate(p.begin() + 3 * i, p.begin() + 3 * i + 3, 0.0f) == Approx(1.0f));
+
+  // An image file of another size and channel count: converted, resized, normalised as recorded.
+  t::write_image(dir / "photo.png", 20, 12, 1, std::vector<std::uint8_t>(240, 77));
+  const std::vector<float> input = data::preprocess_image(dir / "photo.png", described.preprocessing);
+  CHECK(input.size() == image.elements());
+  CHECK(input[0] == Approx((77.0f / 255.0f - 0.5f) / 0.25f));
+  CHECK(model.classify(dir / "photo.png") == model.probabilities(input.data(), 1));
+}
+
+TEST_CASE("a weights-only file of version 1 has no network to load", "[models]") {
+  t::TempFolder dir;
+  std::vector<std::uint8_t> v1(28, 0);
+  std::memcpy(v1.data(), "CNNWEIGH", 8);
+  v1[8] = 1;  // version 1, no floats
+  const std::uint32_t crc = t::crc32({});
+  std::memcpy(v1.data() + 24, &crc, 4);
+  t::write_bytes(dir / "old.bin", v1);
+  CpuBackend backend(1);
+  CHECK_THROWS_WITH(Model(dir / "old.bin", backend), Catch::Contains("with no network"));
+}
