@@ -67,6 +67,8 @@ Normalization measure_normalization(const Dataset& data) {
   return n;
 }
 
+bool is_image_file(const std::filesystem::path& file) { return has_image_extension(file); }
+
 std::vector<float> preprocess_image(const std::filesystem::path& file, const Preprocessing& p) {
   check_normalization(p.normalization, p.shape.channels);
   std::vector<std::uint8_t> pixels(p.shape.elements());

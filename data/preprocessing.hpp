@@ -31,6 +31,9 @@ void normalize(float* sample, SampleShape shape, const Normalization& n);
 // load() gives them: scaled to [0, 1]), in one pass, in double precision.
 Normalization measure_normalization(const Dataset& data);
 
+// Whether the file name is one of an image the engine reads: .png, .jpg, .jpeg, .bmp, any case.
+bool is_image_file(const std::filesystem::path& file);
+
 // An image file as a network takes it: decoded (and checked: DataError naming the file),
 // converted to p.shape.channels, resized to p.shape, scaled to [0, 1] and normalised.
 std::vector<float> preprocess_image(const std::filesystem::path& file, const Preprocessing& p);

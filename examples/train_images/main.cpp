@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cnnengine/cnnengine.hpp"
+#include "inference_commands.hpp"
 #include "options.hpp"
 #include "stop_signal.hpp"
 #include "train_command.hpp"
@@ -37,6 +38,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (o.doctor) return doctor();
+    if (o.evaluate) return cnn::app::evaluate_command(o);
+    if (!o.predict.empty()) return cnn::app::predict_command(o);
     cnn::app::install_stop_handlers();
     return cnn::app::train(o);
   } catch (const cnn::TrainingDiverged& e) {

@@ -21,6 +21,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--schedule", o.schedule)->check(CLI::IsMember({"constant", "step", "cosine"}));
   app.add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)")
       ->check(non_negative_number());
+  app.add_option("--lr-step-epochs", o.lr_step_epochs, "--schedule step: epochs between drops (0: a third of the run)")
+      ->check(non_negative_number());
+  app.add_option("--lr-step-factor", o.lr_step_factor, "--schedule step: what each drop multiplies the rate by")
+      ->check(positive_number());
   app.add_option("--seed", o.seed);
   app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
       ->check(integer_between(0, kMaxThreads, "(0: all cores)"));
@@ -46,11 +50,25 @@ void add_options(CLI::App& app, Options& o) {
       ->check(positive_integer());
   app.add_option("--channels", o.channels, "image folders: 1 (grey) or 3 (RGB)")->check(CLI::IsMember({1, 3}));
   app.add_flag("--augment", o.augment, "random horizontal flips");
+  app.add_option("--crop-padding", o.crop_padding, "random crops of each image padded by this many pixels")
+      ->check(integer_between(0, 64, ""));
+  app.add_flag("--normalize", o.normalize, "normalise each channel by the training set's mean and standard deviation");
+  app.add_option("--mean", o.mean, "per-channel means to subtract (one value, or one per channel)")->delimiter(',');
+  app.add_option("--std", o.std, "per-channel standard deviations to divide by")->delimiter(',');
   app.add_flag("--quiet", o.quiet, "no progress bar");
   app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
   app.add_flag("--plan", o.plan_only, "print the memory plan and exit");
   app.add_option("--trace", o.trace, "record every device allocation and release to this file "
                                      "(memory::read_trace reads it, memory::replay runs it on any strategy)");
+  app.add_option("--plot", o.plot, "a PNG of the learning curves (gnuplot), rewritten after every epoch");
+  app.add_flag("--keep-best", o.keep_best, "with --save: also keep the checkpoint of the best test accuracy, as "
+                                          "NAME.best.EXT");
+  app.add_option("--early-stop", o.early_stop, "stop after this many epochs without a better test accuracy")
+      ->check(integer_between(0, 1000000, "(0: never)"));
+  app.add_flag("--evaluate", o.evaluate, "with --load: test loss, accuracy, per-class precision and recall, and the "
+                                         "confusion matrix on --data's test split");
+  app.add_option("--predict", o.predict, "with --load: classify these images or folders of images")->expected(1, -1);
+  app.add_option("--top", o.top, "--predict: the classes shown per image")->check(integer_between(1, 1000, ""));
   app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
                                              "arena, pool or direct (allocated as produced, freed after last use)")
       ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));
@@ -69,6 +87,17 @@ void check_combinations(const Options& o) {
                                                    "not both");
   if (o.save_every > 0 && o.save.empty() && o.resume.empty())
     throw CLI::ValidationError("--save-every", "--save-every needs --save: where would the checkpoints go?");
+  const bool inference = o.evaluate || !o.predict.empty();
+  if (inference && o.load.empty())
+    throw CLI::ValidationError("--evaluate, --predict", "--evaluate and --predict need the model: give --load FILE");
+  if (o.evaluate && !o.predict.empty())
+    throw CLI::ValidationError("--evaluate, --predict", "give --evaluate or --predict, not both");
+  if (o.keep_best && o.save.empty() && o.resume.empty())
+    throw CLI::ValidationError("--keep-best", "--keep-best needs --save: the best checkpoint is kept beside it");
+  if (o.normalize && (!o.mean.empty() || !o.std.empty()))
+    throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize (measured) or --mean and --std, not both");
+  if (o.mean.empty() != o.std.empty())
+    throw CLI::ValidationError("--mean, --std", "give --mean and --std together");
   if (o.cuda_graph && o.allocator != "planned")
     throw CLI::ValidationError("--cuda-graph, --allocator",
                                "--cuda-graph needs --allocator planned: other strategies move buffers between steps");

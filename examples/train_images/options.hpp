@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace cnn::app {
 
@@ -22,6 +23,8 @@ struct Options {
   bool nesterov = false;
   std::string schedule = "cosine";
   double warmup_epochs = 0.0;
+  double lr_step_epochs = 0.0;  // --schedule step: epochs between drops (0: a third of the run)
+  float lr_step_factor = 0.1f;
   std::uint64_t seed = 1;
   int threads = 0;
   std::string device = "auto";
@@ -38,12 +41,23 @@ struct Options {
   std::size_t limit = 0;
   int image_size = 0;
   int channels = 0;
-  bool augment = false;
+  bool augment = false;          // random horizontal flips
+  int crop_padding = 0;           // random crops of the image padded by this many pixels
+  bool normalize = false;         // per-channel mean and standard deviation measured on the training set
+  std::vector<float> mean, std;   // or given (one value, or one per channel)
   bool quiet = false;
   bool doctor = false;
   bool plan_only = false;
   std::string allocator = "planned";
   std::string trace;
+  std::string plot;      // a PNG of the learning curves, rewritten after every epoch
+  bool keep_best = false;
+  int early_stop = 0;    // epochs without a better test accuracy before the run stops (0: never)
+
+  // The other commands: with --load, evaluate it, classify images, or export it.
+  bool evaluate = false;
+  std::vector<std::string> predict;
+  int top = 3;
 
   // The options given on the command line, by name ("--lr"): a resumed run refuses those that
   // differ from its own settings.

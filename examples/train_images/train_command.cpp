@@ -8,6 +8,7 @@
 #include "cnnengine/cnnengine.hpp"
 #include "limited_dataset.hpp"
 #include "output_paths.hpp"
+#include "plot.hpp"
 #include "plan_report.hpp"
 #include "run_settings.hpp"
 #include "training_loop.hpp"
@@ -77,9 +78,26 @@ std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& spli
 std::vector<PathUse> outputs_of(const Options& o) {
   std::vector<PathUse> outputs;
   if (!o.save.empty()) outputs.push_back({"--save", o.save});
+  if (!o.save.empty() && o.keep_best) outputs.push_back({"--keep-best", best_path(o.save)});
   if (!o.metrics_out.empty()) outputs.push_back({"--metrics-out", o.metrics_out});
   if (!o.trace.empty()) outputs.push_back({"--trace", o.trace});
+  if (!o.plot.empty()) outputs.push_back({"--plot", o.plot});
   return outputs;
+}
+
+// --normalize measures the training set; --mean and --std give the values; a resumed run has its own.
+data::Normalization normalization_of(const Options& o, const std::optional<Resumed>& resumed,
+                                     const data::Dataset& train_set) {
+  if (resumed) return resumed->info.model.preprocessing.normalization;
+  if (!o.mean.empty()) return data::Normalization{o.mean, o.std};
+  if (!o.normalize) return {};
+  data::Normalization n = data::measure_normalization(train_set);
+  std::cout << "normalisation: mean";
+  for (float m : n.mean) std::cout << " " << m;
+  std::cout << ", standard deviation";
+  for (float s : n.stddev) std::cout << " " << s;
+  std::cout << " (measured on the training set)\n";
+  return n;
 }
 
 Network build_network(const Options& o, const std::optional<Resumed>& resumed, const data::Dataset& train_set) {
@@ -112,6 +130,9 @@ TrainerOptions trainer_options(const Options& o, const data::Loader& train_loade
   t.optimizer.nesterov = o.nesterov;
   t.schedule.kind = parse_schedule_kind(o.schedule);
   t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * batches);
+  const double step_epochs = o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0);
+  t.schedule.step_every = std::max(1L, static_cast<long>(step_epochs * batches));
+  t.schedule.gamma = o.lr_step_factor;
   return t;
 }
 
@@ -136,6 +157,10 @@ int train(Options o) {
   target.channels = o.channels;  // 0: as the first image is
   data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed);
   check_data_options(o, splits);
+  if (!o.plot.empty()) check_plotting();
+  if ((o.keep_best || o.early_stop > 0) && splits.test->size() == 0)
+    throw UsageError(std::string(o.keep_best ? "--keep-best" : "--early-stop") + " needs a test set, and " + o.data +
+                     " has none");
   check_outputs(outputs_of(o), inputs_of(o, splits), {{"--save", "--load"}, {"--save", "--resume"}});
   if (!o.save.empty() && !o.plan_only) check_save_path(o.save, o.overwrite || !o.resume.empty());
   std::unique_ptr<data::Dataset> limited;
@@ -152,15 +177,22 @@ int train(Options o) {
   Network network = build_network(o, resumed, *train_set);
   std::cout << "model: " << (resumed ? "the network of " + o.resume : o.model) << "\n" << network.summary();
   ModelDescription model = resumed ? resumed->info.model : describe_model(network);
-  if (!resumed) model.class_names = train_set->class_names();
+  if (!resumed) {
+    model.class_names = train_set->class_names();
+    model.preprocessing.normalization = normalization_of(o, resumed, *train_set);
+  }
+  data::check_normalization(model.preprocessing.normalization, train_set->shape().channels);
 
   data::LoaderOptions train_options;
   train_options.batch = o.batch;
   train_options.seed = o.seed;
   train_options.augment_flip = o.augment;
+  train_options.augment_crop_padding = o.crop_padding;
+  train_options.normalization = model.preprocessing.normalization;
   data::LoaderOptions test_options = train_options;
   test_options.shuffle = false;
   test_options.augment_flip = false;
+  test_options.augment_crop_padding = 0;
   // A last batch too small for the network to train on (BatchNorm over one value per channel
   // needs two samples) is left out of each epoch, with a note: the order is shuffled, so a
   // different sample each epoch.

@@ -4,11 +4,13 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
 
+#include "plot.hpp"
 #include "progress.hpp"
 #include "stop_signal.hpp"
 
@@ -53,7 +55,7 @@ class Loop {
 
   int run() {
     const auto run_start = Clock::now();
-    for (; progress_.epoch <= o_.epochs; ++progress_.epoch) {
+    for (; progress_.epoch <= o_.epochs && !stopped_early(); ++progress_.epoch) {
       if (const int signal = train_epoch()) return stop(signal);
       finish_epoch();
     }
@@ -129,16 +131,43 @@ class Loop {
     // The checkpoint names the next epoch: a run resumed from it starts there.
     ++progress_.epoch;
     save();
+    if (o_.keep_best && best_epoch() == e.epoch) save_to(best_path(o_.save));
     --progress_.epoch;
+    if (!o_.plot.empty()) write_plot(o_.plot, progress_, s_.train_loader.batches_per_epoch());
+  }
+
+  // The epoch of the best test accuracy so far (the first of equals); 0 without a test set.
+  int best_epoch() const {
+    int best = 0;
+    double accuracy = -1;
+    for (const EpochRecord& e : progress_.epochs)
+      if (e.test_accuracy && *e.test_accuracy > accuracy) {
+        accuracy = *e.test_accuracy;
+        best = e.epoch;
+      }
+    return best;
+  }
+
+  // --early-stop N: N epochs have passed without a better test accuracy.
+  bool stopped_early() const {
+    if (o_.early_stop <= 0 || progress_.epochs.empty() || !s_.has_test) return false;
+    const int best = best_epoch(), last = progress_.epochs.back().epoch;
+    if (last - best < o_.early_stop) return false;
+    std::printf("early stop: no better test accuracy for %d epochs (the best, %.4f, at epoch %d)\n", last - best,
+                *progress_.epochs[static_cast<std::size_t>(best - progress_.epochs.front().epoch)].test_accuracy, best);
+    return true;
   }
 
   void save() {
-    if (o_.save.empty()) return;
+    if (!o_.save.empty()) save_to(o_.save);
+  }
+
+  void save_to(const std::string& path) {
     TrainingCheckpoint training;
     training.trainer = s_.trainer.state();
     training.progress = progress_;
     training.settings = json{{"options", s_.settings}, {"metrics_bytes", s_.metrics.bytes()}}.dump();
-    save_checkpoint(o_.save, s_.network, s_.trainer.parameters(), s_.model, &training);
+    save_checkpoint(path, s_.network, s_.trainer.parameters(), s_.model, &training);
   }
 
   int stop(int signal) {
@@ -197,6 +226,13 @@ class Loop {
 }  // namespace
 
 int run_epochs(LoopSetup& setup, RunProgress progress) { return Loop(setup, std::move(progress)).run(); }
+
+std::string best_path(const std::string& save) {
+  const std::filesystem::path path(save);
+  std::filesystem::path best = path.parent_path() / path.stem();
+  best += ".best" + path.extension().string();
+  return best.string();
+}
 
 void write_history(MetricsFile& metrics, const RunProgress& progress, std::size_t batches_per_epoch) {
   std::size_t next_epoch = 0;

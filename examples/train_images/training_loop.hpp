@@ -29,6 +29,9 @@ struct LoopSetup {
 // 0, or 128 + the signal that stopped it, after the checkpoint was written where one was asked.
 int run_epochs(LoopSetup& setup, RunProgress progress);
 
+// Where --keep-best keeps the best checkpoint: NAME.best.EXT beside NAME.EXT.
+std::string best_path(const std::string& save);
+
 // The lines a metrics file holds for the steps and epochs of `progress`: written afresh for a
 // resumed run whose earlier file is gone. `batches_per_epoch` gives each step its epoch.
 void write_history(MetricsFile& metrics, const RunProgress& progress, std::size_t batches_per_epoch);

@@ -1,0 +1,157 @@
+#include "inference_commands.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "cnnengine/cnnengine.hpp"
+#include "metrics_file.hpp"
+#include "usage_error.hpp"
+
+namespace cnn::app {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+DeviceChoice device_for(const Options& o) {
+  DeviceRequest request;
+  request.device = parse_device(o.device);
+  request.threads = o.threads;
+  request.tf32 = o.precision == "tf32";
+  return select_device(request);
+}
+
+ModelOptions model_options(const Options& o) {
+  ModelOptions m;
+  m.max_batch = o.batch;
+  m.memory_budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
+  return m;
+}
+
+HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
+
+// The names of the model's classes, printed at most `width` characters wide.
+std::string cell(const std::string& name, std::size_t width) {
+  return name.size() <= width ? name : name.substr(0, width - 1) + "~";
+}
+
+void print_evaluation(const Model& model, const ClassEvaluation& e) {
+  std::printf("test loss %.4f, accuracy %.4f over %zu samples\n\n", e.loss, e.accuracy, e.samples);
+  std::printf("  %-16s %9s %9s %9s %9s\n", "class", "precision", "recall", "accuracy", "samples");
+  for (int c = 0; c < model.classes(); ++c) {
+    const auto& row = e.confusion[static_cast<std::size_t>(c)];
+    std::printf("  %-16s %9.4f %9.4f %9.4f %9zu\n", cell(model.class_name(c), 16).c_str(), e.precision(c), e.recall(c),
+                e.class_accuracy(c), std::accumulate(row.begin(), row.end(), std::size_t{0}));
+  }
+  std::printf("\nconfusion matrix (rows: true class, columns: predicted)\n  %-12s", "");
+  for (int c = 0; c < model.classes(); ++c) std::printf(" %7s", cell(model.class_name(c), 7).c_str());
+  std::printf("\n");
+  for (int t = 0; t < model.classes(); ++t) {
+    std::printf("  %-12s", cell(model.class_name(t), 12).c_str());
+    for (std::size_t n : e.confusion[static_cast<std::size_t>(t)]) std::printf(" %7zu", n);
+    std::printf("\n");
+  }
+}
+
+json evaluation_line(const Model& model, const ClassEvaluation& e) {
+  json classes = json::array();
+  for (int c = 0; c < model.classes(); ++c)
+    classes.push_back({{"class", model.class_name(c)},
+                       {"precision", e.precision(c)},
+                       {"recall", e.recall(c)},
+                       {"accuracy", e.class_accuracy(c)}});
+  return {{"type", "evaluation"}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"samples", e.samples},
+          {"classes", classes}, {"confusion", e.confusion}};
+}
+
+// The image files under each path (a folder: every image in it and below it, sorted).
+std::vector<fs::path> image_files(const std::vector<std::string>& paths) {
+  std::vector<fs::path> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      files.emplace_back(path);
+      continue;
+    }
+    std::vector<fs::path> found;
+    for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec) && data::is_image_file(it->path())) found.push_back(it->path());
+    if (ec) throw DataError(path + ": cannot be read: " + ec.message());
+    if (found.empty()) throw UsageError("--predict " + path + ": a folder with no image in it");
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+}  // namespace
+
+int evaluate_command(const Options& o) {
+  DeviceChoice device = device_for(o);
+  Model model(o.load, *device.backend, model_options(o));
+  const data::Preprocessing& pre = model.description().preprocessing;
+  data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed);
+  const data::Dataset& test = *splits.test;
+  if (!(test.shape() == pre.shape))
+    throw UsageError("--evaluate: " + o.data + " holds " + data::to_string(test.shape()) + " samples, the model takes " +
+                     data::to_string(pre.shape));
+  if (test.num_classes() != model.classes() ||
+      (!model.description().class_names.empty() && test.class_names() != model.description().class_names))
+    throw UsageError("--evaluate: the classes of " + o.data + " are not the model's");
+  std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
+  data::LoaderOptions options;
+  options.batch = o.batch;
+  options.shuffle = false;
+  options.normalization = pre.normalization;
+  data::Loader loader(test, options, device.backend->staging_memory());
+  loader.start_epoch(1);
+  const ClassEvaluation e = model.evaluate([&]() -> std::optional<HostBatch> {
+    auto b = loader.next();
+    if (!b) return std::nullopt;
+    return to_host_batch(*b);
+  });
+  print_evaluation(model, e);
+  MetricsFile metrics(o.metrics_out);
+  metrics.write(evaluation_line(model, e));
+  return 0;
+}
+
+int predict_command(const Options& o) {
+  DeviceChoice device = device_for(o);
+  Model model(o.load, *device.backend, model_options(o));
+  MetricsFile metrics(o.metrics_out);
+  const int top = std::min(o.top, model.classes());
+  std::printf("%s: the %d most likely of the model's %d classes, with their probabilities\n", o.load.c_str(), top,
+              model.classes());
+  int failed = 0;
+  for (const fs::path& file : image_files(o.predict)) {
+    std::vector<float> p;
+    try {
+      p = model.classify(file);
+    } catch (const DataError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      metrics.write({{"type", "prediction"}, {"file", file.string()}, {"error", e.what()}});
+      ++failed;
+      continue;
+    }
+    std::vector<int> order(p.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    json classes = json::array();
+    std::printf("%s", file.string().c_str());
+    for (int k = 0; k < top; ++k) {
+      const int c = order[static_cast<std::size_t>(k)];
+      std::printf("  %s %.4f", model.class_name(c).c_str(), p[static_cast<std::size_t>(c)]);
+      classes.push_back({{"class", model.class_name(c)}, {"index", c}, {"probability", p[static_cast<std::size_t>(c)]}});
+    }
+    std::printf("\n");
+    metrics.write({{"type", "prediction"}, {"file", file.string()}, {"top", classes}});
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace cnn::app

@@ -1,0 +1,17 @@
+#pragma once
+// --plot: the learning curves as a PNG drawn by gnuplot: train and test loss and accuracy per
+// epoch, and the loss of every step. Written beside the target and renamed over it, so a
+// viewer never sees half a file; rewritten after every epoch, so a long run can be watched.
+#include <cstddef>
+#include <string>
+
+#include "cnnengine/models/checkpoint.hpp"
+
+namespace cnn::app {
+
+// Throws cnn::Error when gnuplot cannot run here (before training, not after an epoch).
+void check_plotting();
+// Throws cnn::Error naming the file when gnuplot fails.
+void write_plot(const std::string& path, const RunProgress& progress, std::size_t batches_per_epoch);
+
+}  // namespace cnn::app
