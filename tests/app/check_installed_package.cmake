@@ -1,5 +1,6 @@
 # Installs the build to a scratch prefix, builds examples/app against it with
-# find_package(cnnengine), and runs the app. Invoked by ctest (installed_package_app).
+# find_package(cnnengine), runs the app, and runs the installed train_images. Invoked by ctest
+# (installed_package_app).
 file(REMOVE_RECURSE ${WORK_DIR})
 execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
                 RESULT_VARIABLE status)
@@ -19,4 +20,10 @@ endif()
 execute_process(COMMAND ${WORK_DIR}/build/cnnengine_app RESULT_VARIABLE status)
 if(status)
   message(FATAL_ERROR "examples/app failed")
+endif()
+# The installed train_images runs from the prefix: it finds its library there.
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/train_images --data ${FMNIST} --plan --batch 64
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(status OR NOT out MATCHES "chosen: batch 64")
+  message(FATAL_ERROR "the installed train_images does not run from its prefix (${status}):\n${out}${err}")
 endif()
