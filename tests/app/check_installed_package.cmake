@@ -21,6 +21,43 @@ execute_process(COMMAND ${WORK_DIR}/build/cnnengine_app RESULT_VARIABLE status)
 if(status)
   message(FATAL_ERROR "examples/app failed")
 endif()
+# The README's two programs, exactly as printed: both build against the package; the first
+# (Fashion-MNIST on the CPU here) runs and its loss falls; the second needs a GPU, so it only builds.
+file(READ ${SOURCE_DIR}/README.md readme)
+string(FIND "${readme}" "## The library in a few lines" at)
+string(SUBSTRING "${readme}" ${at} -1 readme)
+foreach(program readme_train readme_gpu)
+  string(FIND "${readme}" "```cpp\n" begin)
+  if(begin EQUAL -1)
+    message(FATAL_ERROR "README.md: no C++ block for ${program} under 'The library in a few lines'")
+  endif()
+  math(EXPR begin "${begin} + 7")
+  string(SUBSTRING "${readme}" ${begin} -1 readme)
+  string(FIND "${readme}" "```" end)
+  string(SUBSTRING "${readme}" 0 ${end} code)
+  string(SUBSTRING "${readme}" ${end} -1 readme)
+  file(MAKE_DIRECTORY ${WORK_DIR}/${program})
+  file(WRITE ${WORK_DIR}/${program}/main.cpp "${code}")
+  file(WRITE ${WORK_DIR}/${program}/CMakeLists.txt
+       "cmake_minimum_required(VERSION 3.22)\nproject(${program} LANGUAGES CXX)\nset(CMAKE_CXX_STANDARD 20)\n"
+       "find_package(cnnengine REQUIRED)\nadd_executable(${program} main.cpp)\n"
+       "target_link_libraries(${program} PRIVATE cnnengine::cnnengine)\n")
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${WORK_DIR}/${program} -B ${WORK_DIR}/${program}/build -G ${GENERATOR}
+                          -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_CXX_COMPILER=${CXX} RESULT_VARIABLE status
+                          OUTPUT_QUIET)
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/${program}/build RESULT_VARIABLE build_status
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(status OR build_status)
+    message(FATAL_ERROR "the README's program ${program} does not build as printed:\n${out}${err}")
+  endif()
+endforeach()
+execute_process(COMMAND ${WORK_DIR}/readme_train/build/readme_train WORKING_DIRECTORY ${WORK_DIR}/readme_train
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(status OR NOT EXISTS ${WORK_DIR}/readme_train/fashion.ckpt)
+  message(FATAL_ERROR "the README's program did not train (its loss must fall) or save (${status}):\n${out}${err}")
+endif()
+message(STATUS "the README's program:\n${out}")
+
 # The installed train_images runs from the prefix: it finds its library there.
 execute_process(COMMAND ${WORK_DIR}/prefix/bin/train_images --data ${FMNIST} --plan --batch 64
                 RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
