@@ -37,12 +37,32 @@ void write_bytes(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+namespace {
+
+struct CrcTable {
+  std::uint32_t entry[256];
+  CrcTable() {
+    for (std::uint32_t n = 0; n < 256; ++n) {
+      std::uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+      entry[n] = c;
+    }
+  }
+};
+
+// Continues a CRC-32 over `count` copies of `byte` (crc is the running value before the final
+// inversion).
+std::uint32_t crc32_update(std::uint32_t crc, std::uint8_t byte, std::size_t count = 1) {
+  static const CrcTable table;
+  for (std::size_t i = 0; i < count; ++i) crc = table.entry[(crc ^ byte) & 0xFFu] ^ (crc >> 8);
+  return crc;
+}
+
+}  // namespace
+
 std::uint32_t crc32(const std::vector<std::uint8_t>& bytes) {
   std::uint32_t crc = 0xFFFFFFFFu;
-  for (std::uint8_t b : bytes) {
-    crc ^= b;
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
+  for (std::uint8_t b : bytes) crc = crc32_update(crc, b);
   return ~crc;
 }
 
@@ -71,6 +91,67 @@ std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes) {
   } while (at < bytes.size());
   put_le(out, crc32(bytes), 4);
   put_le(out, static_cast<std::uint32_t>(bytes.size()), 4);
+  return out;
+}
+
+namespace {
+
+// Deflate's bit order: values least significant bit first, Huffman codes most significant first.
+class BitWriter {
+ public:
+  explicit BitWriter(std::vector<std::uint8_t>& out) : out_(out) {}
+  void value(std::uint32_t bits, int count) {
+    for (int i = 0; i < count; ++i) bit((bits >> i) & 1u);
+  }
+  void code(std::uint32_t bits, int count) {
+    for (int i = count - 1; i >= 0; --i) bit((bits >> i) & 1u);
+  }
+  void flush() {
+    if (used_) out_.push_back(current_);
+    current_ = 0;
+    used_ = 0;
+  }
+
+ private:
+  void bit(std::uint32_t b) {
+    current_ = static_cast<std::uint8_t>(current_ | (b << used_));
+    if (++used_ == 8) flush();
+  }
+  std::vector<std::uint8_t>& out_;
+  std::uint8_t current_ = 0;
+  int used_ = 0;
+};
+
+// Fixed-Huffman codes (RFC 1951, 3.2.6) of a literal byte, and of the end of a block.
+void literal(BitWriter& bits, std::uint8_t byte) {
+  if (byte < 144) bits.code(0x30u + byte, 8);
+  else bits.code(0x190u + (byte - 144u), 9);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefix, std::size_t zeros) {
+  std::vector<std::uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};
+  BitWriter bits(out);
+  bits.value(1, 1);  // the last block
+  bits.value(1, 2);  // fixed Huffman codes
+  for (std::uint8_t b : prefix) literal(bits, b);
+  std::size_t left = zeros;
+  if (left > 0) {
+    literal(bits, 0);
+    --left;
+  }
+  for (; left >= 258; left -= 258) {  // copy 258 bytes from 1 back: length code 285, distance code 0
+    bits.code(0xC5, 8);
+    bits.code(0, 5);
+  }
+  for (; left > 0; --left) literal(bits, 0);
+  bits.code(0, 7);  // end of block
+  bits.flush();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::uint8_t b : prefix) crc = crc32_update(crc, b);
+  put_le(out, ~crc32_update(crc, 0, zeros), 4);
+  put_le(out, static_cast<std::uint32_t>(prefix.size() + zeros), 4);
   return out;
 }
 

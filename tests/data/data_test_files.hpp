@@ -26,6 +26,9 @@ void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8
 std::uint32_t crc32(const std::vector<std::uint8_t>& bytes);
 std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes);
 void write_gzip(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+// A gzip member of `prefix` then `zeros` zero bytes, compressed about 1000:1 (what gzip -9 does
+// to zeros): for files that inflate to far more than they take on disk.
+std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefix, std::size_t zeros);
 std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path);
 
 // An IDX file's bytes: big-endian magic 0x000008<rank>, the dimensions, then `data`.
