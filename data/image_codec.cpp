@@ -9,10 +9,12 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "data/byte_reader.hpp"
 #include "data/data_error.hpp"
+#include "data/png_check.hpp"
 #include "data/regular_file.hpp"
 #include "data/resize.hpp"
 
@@ -48,15 +50,14 @@ File open_file(const std::filesystem::path& path) {
 
 std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
   File file = open_file(path);
-  std::vector<unsigned char> bytes;
-  unsigned char chunk[1 << 16];
-  for (;;) {
-    std::size_t got = std::fread(chunk, 1, sizeof chunk, file.get());
-    bytes.insert(bytes.end(), chunk, chunk + got);
-    if (bytes.size() > static_cast<std::size_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
-    if (got < sizeof chunk) break;
-  }
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) fail(path, "cannot read its size: " + ec.message());
+  if (size > static_cast<std::uintmax_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
+  std::vector<unsigned char> bytes(size);
+  const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file.get());
   if (std::ferror(file.get())) fail(path, std::string("read error: ") + std::strerror(errno));
+  bytes.resize(got);  // the file may have shrunk since; the checks below see what was read
   return bytes;
 }
 
@@ -141,25 +142,65 @@ bool has_image_extension(const std::filesystem::path& path) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
 }
 
-ImageInfo probe_image(const std::filesystem::path& path) {
+namespace {
+
+void check_decoded_size(const std::filesystem::path& path, const ImageInfo& info, bool sixteen_bit,
+                        std::size_t max_decoded_bytes) {
+  const std::uint64_t bytes = std::uint64_t(info.width) * std::uint64_t(info.height) *
+                              std::uint64_t(info.channels) * (sixteen_bit ? 2 : 1);
+  if (bytes <= max_decoded_bytes) return;
+  fail(path, "too large: " + std::to_string(info.width) + "x" + std::to_string(info.height) + " with " +
+                 std::to_string(info.channels) + (info.channels == 1 ? " channel" : " channels") +
+                 (sixteen_bit ? " of 16 bits" : "") + " decodes to " + std::to_string(bytes) +
+                 " bytes, over the limit of " + std::to_string(max_decoded_bytes) +
+                 " bytes for one image (max_decoded_image_bytes)");
+}
+
+struct CheckedImage {
+  std::vector<unsigned char> bytes;
+  ImageInfo info;
+};
+
+// The file, read whole and checked as far as it can be without decoding its pixels: a known
+// format, a decoded size within the limit, complete (BMP rows, JPEG end marker), and for a PNG
+// its chunk CRCs and compressed stream, which stb_image does not check.
+CheckedImage read_checked_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
+  CheckedImage image{read_whole_file(path), {}};
+  const std::vector<unsigned char>& bytes = image.bytes;
+  const int length = static_cast<int>(bytes.size());
+  ImageInfo& info = image.info;
+  if (!stbi_info_from_memory(bytes.data(), length, &info.width, &info.height, &info.channels))
+    fail(path, unreadable_reason(bytes));
+  check_decoded_size(path, info, stbi_is_16_bit_from_memory(bytes.data(), length), max_decoded_bytes);
+  check_complete(path, bytes);
+  if (has_png_signature(bytes.data(), bytes.size())) check_png_integrity(path, bytes.data(), bytes.size());
+  return image;
+}
+
+}  // namespace
+
+ImageInfo probe_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
   File file = open_file(path);
   ImageInfo info;
   if (!stbi_info_from_file(file.get(), &info.width, &info.height, &info.channels))
     fail(path, unreadable_reason(read_whole_file(path)));
+  check_decoded_size(path, info, stbi_is_16_bit_from_file(file.get()), max_decoded_bytes);
   return info;
 }
 
-void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out) {
+ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
+  return read_checked_image(path, max_decoded_bytes).info;
+}
+
+void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+                  std::size_t max_decoded_bytes) {
   if (target.channels != 1 && target.channels != 3)
     fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
-  std::vector<unsigned char> bytes = read_whole_file(path);
-  const int length = static_cast<int>(bytes.size());
+  const CheckedImage image = read_checked_image(path, max_decoded_bytes);
   int width = 0, height = 0, channels = 0;
-  if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &channels))
-    fail(path, unreadable_reason(bytes));
-  check_complete(path, bytes);
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-      stbi_load_from_memory(bytes.data(), length, &width, &height, &channels, target.channels),
+      stbi_load_from_memory(image.bytes.data(), static_cast<int>(image.bytes.size()), &width, &height, &channels,
+                            target.channels),
       stbi_image_free);
   if (!pixels) fail(path, "corrupt image, decoding failed: " + reason());
   resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width);

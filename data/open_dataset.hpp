@@ -11,6 +11,7 @@
 #include <string>
 
 #include "data/dataset.hpp"
+#include "data/image_folder_dataset.hpp"
 
 namespace cnn::data {
 
@@ -19,8 +20,9 @@ struct DatasetSplits {
   std::string kind;  // "idx" or "image-folder"
 };
 
-// target applies to image folders (see open_image_folder); the test side always takes the
-// train side's shape and must have the same classes.
-DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1);
+// target and images apply to image folders (see open_image_folder); the test side always takes
+// the train side's shape, the same options, and must have the same classes.
+DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
+                           const ImageFolderOptions& images = {});
 
 }  // namespace cnn::data

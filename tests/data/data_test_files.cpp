@@ -122,16 +122,15 @@ class BitWriter {
   int used_ = 0;
 };
 
-// Fixed-Huffman codes (RFC 1951, 3.2.6) of a literal byte, and of the end of a block.
+// The fixed-Huffman code (RFC 1951, 3.2.6) of a literal byte.
 void literal(BitWriter& bits, std::uint8_t byte) {
   if (byte < 144) bits.code(0x30u + byte, 8);
   else bits.code(0x190u + (byte - 144u), 9);
 }
 
-}  // namespace
-
-std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefix, std::size_t zeros) {
-  std::vector<std::uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};
+// Appends one fixed-Huffman deflate block of `prefix` as literals, then `zeros` zero bytes as
+// matches of 258 bytes at distance 1.
+void deflate_with_zeros(std::vector<std::uint8_t>& out, const std::vector<std::uint8_t>& prefix, std::size_t zeros) {
   BitWriter bits(out);
   bits.value(1, 1);  // the last block
   bits.value(1, 2);  // fixed Huffman codes
@@ -141,18 +140,55 @@ std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefi
     literal(bits, 0);
     --left;
   }
-  for (; left >= 258; left -= 258) {  // copy 258 bytes from 1 back: length code 285, distance code 0
+  for (; left >= 258; left -= 258) {  // length code 285 (258), distance code 0 (1)
     bits.code(0xC5, 8);
     bits.code(0, 5);
   }
   for (; left > 0; --left) literal(bits, 0);
   bits.code(0, 7);  // end of block
   bits.flush();
+}
+
+void put_be(std::vector<std::uint8_t>& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefix, std::size_t zeros) {
+  std::vector<std::uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};
+  deflate_with_zeros(out, prefix, zeros);
   std::uint32_t crc = 0xFFFFFFFFu;
   for (std::uint8_t b : prefix) crc = crc32_update(crc, b);
   put_le(out, ~crc32_update(crc, 0, zeros), 4);
   put_le(out, static_cast<std::uint32_t>(prefix.size() + zeros), 4);
   return out;
+}
+
+std::vector<std::uint8_t> png_chunk(const std::string& type, const std::vector<std::uint8_t>& data) {
+  std::vector<std::uint8_t> typed(type.begin(), type.end());
+  typed.insert(typed.end(), data.begin(), data.end());
+  std::vector<std::uint8_t> chunk;
+  chunk.reserve(typed.size() + 8);
+  put_be(chunk, static_cast<std::uint32_t>(data.size()));
+  chunk.insert(chunk.end(), typed.begin(), typed.end());
+  put_be(chunk, crc32(typed));
+  return chunk;
+}
+
+std::vector<std::uint8_t> zero_png(std::uint32_t width, std::uint32_t height) {
+  std::vector<std::uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<std::uint8_t> header;
+  put_be(header, width);
+  put_be(header, height);
+  header.insert(header.end(), {8, 0, 0, 0, 0});  // 8-bit grey, deflate, adaptive filters, no interlace
+  std::vector<std::uint8_t> image = {0x78, 0x01};  // zlib: deflate, 32 KiB window
+  const std::size_t zeros = std::size_t{height} * (std::size_t{width} + 1);  // a filter byte (0) a row
+  deflate_with_zeros(image, {}, zeros);
+  put_be(image, static_cast<std::uint32_t>((zeros % 65521) << 16 | 1));  // adler-32 of zeros
+  for (const auto& chunk : {png_chunk("IHDR", header), png_chunk("IDAT", image), png_chunk("IEND", {})})
+    png.insert(png.end(), chunk.begin(), chunk.end());
+  return png;
 }
 
 void write_gzip(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
