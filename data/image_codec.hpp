@@ -25,7 +25,8 @@ struct ImageInfo {
 // Every function below refuses, with a DataError naming the file, an image whose decoded size
 // is over max_decoded_bytes, before decoding it.
 
-// Reads the header only.
+// Checks the header: a known format, at least one pixel, the size limit. (The file is read
+// whole: stb_image's JPEG header parser must not see one the marker checks have not passed.)
 ImageInfo probe_image(const std::filesystem::path& path, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
 
 // Reads the file and checks all that can be checked without decoding the pixels: the header,

@@ -128,6 +128,33 @@ TEST_CASE("image hostile: JPEG and BMP headers declaring huge sizes are refused 
   }
 }
 
+TEST_CASE("image hostile: headers stb_image would trust", "[data][image][hostile]") {
+  TempFolder dir;
+  write_two_classes(dir.path());
+  std::vector<std::uint8_t> noise(16 * 16);
+  for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<std::uint8_t>(i * 31 % 256);
+  const bool lazy = GENERATE(false, true);
+  SECTION("a JPEG Huffman table of more than 256 codes (stb_image 2.27 writes past its tables)") {
+    const fs::path file = dir / "b" / "tables.jpg";
+    t::write_image(file, 16, 16, 1, noise);
+    std::vector<std::uint8_t> bytes = t::read_bytes(file);
+    const std::uint8_t tables[2] = {0xFF, 0xC4};
+    const auto dht = static_cast<std::size_t>(std::search(bytes.begin(), bytes.end(), tables, tables + 2) - bytes.begin());
+    bytes[dht + 6] = 255;  // the counts of codes of 2 and 3 bits, after the marker, length and table id
+    bytes[dht + 7] = 255;
+    t::write_bytes(file, bytes);
+    check_words(open_error(dir.path(), eager_or_lazy(lazy)), {full_path(file), "corrupt image: a JPEG Huffman table", "at most 256"});
+  }
+  SECTION("a BMP of width 0 (stb_image returns no pixels and success)") {
+    const fs::path file = dir / "b" / "empty.bmp";
+    t::write_image(file, 4, 4, 3, std::vector<std::uint8_t>(48, 9));
+    std::vector<std::uint8_t> bytes = t::read_bytes(file);
+    std::memset(&bytes[18], 0, 4);
+    t::write_bytes(file, bytes);
+    check_words(open_error(dir.path(), eager_or_lazy(lazy)), {full_path(file), "the header gives a size of 0x4: an image needs at least one pixel"});
+  }
+}
+
 TEST_CASE("image hostile: the size limit is an option", "[data][image][hostile]") {
   TempFolder dir;
   write_two_classes(dir.path());
