@@ -152,7 +152,7 @@ void check_decoded_size(const std::filesystem::path& path, const ImageInfo& info
 // least one pixel (a BMP may declare none), a decoded size within the limit.
 ImageInfo checked_header(const std::filesystem::path& path, const std::vector<unsigned char>& bytes,
                          std::size_t max_decoded_bytes) {
-  if (has_jpeg_signature(bytes.data(), bytes.size())) check_jpeg_markers(path, bytes.data(), bytes.size());
+  check_jpeg_markers(path, bytes.data(), bytes.size());
   const int length = static_cast<int>(bytes.size());
   ImageInfo info;
   if (!stbi_info_from_memory(bytes.data(), length, &info.width, &info.height, &info.channels))

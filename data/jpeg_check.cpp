@@ -8,7 +8,7 @@
 namespace cnn::data {
 namespace {
 
-constexpr unsigned char kEndOfImage = 0xD9, kStartOfScan = 0xDA, kHuffmanTables = 0xC4;
+constexpr unsigned char kStartOfImage = 0xD8, kEndOfImage = 0xD9, kStartOfScan = 0xDA, kHuffmanTables = 0xC4;
 constexpr std::uint32_t kMaxHuffmanCodes = 256;
 
 bool is_restart(unsigned char marker) { return marker >= 0xD0 && marker <= 0xD7; }
@@ -27,7 +27,10 @@ class MarkerWalk {
       : path_(path), bytes_(bytes), size_(size) {}
 
   void run() {
-    std::size_t at = 2;  // after the start-of-image marker
+    std::size_t at = 0;
+    if (size_ == 0 || bytes_[0] != 0xFF) return;
+    while (at < size_ && bytes_[at] == 0xFF) ++at;
+    if (at >= size_ || bytes_[at++] != kStartOfImage) return;
     bool before_frame = true;
     for (;;) {
       // Before the frame header stb_image skips stray bytes between segments; after it, a
@@ -98,10 +101,6 @@ class MarkerWalk {
 };
 
 }  // namespace
-
-bool has_jpeg_signature(const unsigned char* bytes, std::size_t size) {
-  return size >= 2 && bytes[0] == 0xFF && bytes[1] == 0xD8;
-}
 
 void check_jpeg_markers(const std::filesystem::path& path, const unsigned char* bytes, std::size_t size) {
   MarkerWalk(path, bytes, size).run();

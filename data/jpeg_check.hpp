@@ -8,9 +8,10 @@
 
 namespace cnn::data {
 
-bool has_jpeg_signature(const unsigned char* bytes, std::size_t size);
-
-// Throws DataError naming the file. Other faults are left to stb_image, which refuses them.
+// Does nothing unless the bytes start as stb_image's JPEG reader sees a JPEG (0xFF fill bytes,
+// then the start-of-image marker 0xD8), whatever the rest says: stbi_info tries JPEG first on
+// every file. Throws DataError naming the file; other faults are left to stb_image, which
+// refuses them.
 void check_jpeg_markers(const std::filesystem::path& path, const unsigned char* bytes, std::size_t size);
 
 }  // namespace cnn::data

@@ -144,6 +144,11 @@ TEST_CASE("image hostile: headers stb_image would trust", "[data][image][hostile
     bytes[dht + 7] = 255;
     t::write_bytes(file, bytes);
     check_words(open_error(dir.path(), eager_or_lazy(lazy)), {full_path(file), "corrupt image: a JPEG Huffman table", "at most 256"});
+    SECTION("also after 0xFF fill bytes before the start-of-image marker, which stb_image skips") {
+      bytes.insert(bytes.begin(), 5, 0xFF);
+      t::write_bytes(file, bytes);
+      check_words(open_error(dir.path(), eager_or_lazy(lazy)), {full_path(file), "a JPEG Huffman table"});
+    }
   }
   SECTION("a BMP of width 0 (stb_image returns no pixels and success)") {
     const fs::path file = dir / "b" / "empty.bmp";
