@@ -1,5 +1,8 @@
 #include "layers/conv2d.hpp"
 
+#include <climits>
+#include <cstdint>
+
 namespace cnn {
 
 Conv2D::Conv2D(int out_channels, int kernel, int stride, int padding, bool bias) : bias_(bias) {
@@ -20,13 +23,19 @@ std::string Conv2D::describe() const {
 Shape Conv2D::output_shape(const std::vector<Shape>& inputs) {
   const Shape& x = inputs.at(0);
   if (x.rank != 3) throw ShapeError(describe() + ": needs a CxHxW input, got " + x.str());
-  const int h = (x[1] + 2 * desc_.padding - desc_.kernel_h) / desc_.stride + 1;
-  const int w = (x[2] + 2 * desc_.padding - desc_.kernel_w) / desc_.stride + 1;
-  if (x[1] + 2 * desc_.padding < desc_.kernel_h || x[2] + 2 * desc_.padding < desc_.kernel_w)
+  // In 64 bits: twice a large padding overflows an int.
+  const std::int64_t padded_h = std::int64_t{x[1]} + 2 * std::int64_t{desc_.padding};
+  const std::int64_t padded_w = std::int64_t{x[2]} + 2 * std::int64_t{desc_.padding};
+  if (padded_h < desc_.kernel_h || padded_w < desc_.kernel_w)
     throw ShapeError(describe() + ": input " + x.str() + " is smaller than the kernel");
+  const std::int64_t h = (padded_h - desc_.kernel_h) / desc_.stride + 1;
+  const std::int64_t w = (padded_w - desc_.kernel_w) / desc_.stride + 1;
+  if (h > INT_MAX || w > INT_MAX)
+    throw ShapeError(describe() + ": input " + x.str() + " gives an output of " + std::to_string(h) + "x" +
+                     std::to_string(w) + ", more than " + std::to_string(INT_MAX) + " a side");
   desc_.in_channels = x[0];
   in_ = x;
-  out_ = Shape{desc_.out_channels, h, w};
+  out_ = Shape{desc_.out_channels, static_cast<int>(h), static_cast<int>(w)};
   return out_;
 }
 

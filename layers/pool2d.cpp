@@ -1,5 +1,8 @@
 #include "layers/pool2d.hpp"
 
+#include <climits>
+#include <cstdint>
+
 namespace cnn {
 
 Pool2D::Pool2D(PoolMode mode, int window, int stride, int padding) {
@@ -36,10 +39,17 @@ Shape Pool2D::output_shape(const std::vector<Shape>& inputs) {
     desc_.window_w = desc_.stride_w = x[2];
     return Shape{x[0], 1, 1};
   }
-  if (x[1] + 2 * desc_.pad_h < desc_.window_h || x[2] + 2 * desc_.pad_w < desc_.window_w)
+  // In 64 bits: twice a large padding overflows an int.
+  const std::int64_t padded_h = std::int64_t{x[1]} + 2 * std::int64_t{desc_.pad_h};
+  const std::int64_t padded_w = std::int64_t{x[2]} + 2 * std::int64_t{desc_.pad_w};
+  if (padded_h < desc_.window_h || padded_w < desc_.window_w)
     throw ShapeError(describe() + ": input " + x.str() + " is smaller than the window");
-  return Shape{x[0], (x[1] + 2 * desc_.pad_h - desc_.window_h) / desc_.stride_h + 1,
-               (x[2] + 2 * desc_.pad_w - desc_.window_w) / desc_.stride_w + 1};
+  const std::int64_t h = (padded_h - desc_.window_h) / desc_.stride_h + 1;
+  const std::int64_t w = (padded_w - desc_.window_w) / desc_.stride_w + 1;
+  if (h > INT_MAX || w > INT_MAX)
+    throw ShapeError(describe() + ": input " + x.str() + " gives an output of " + std::to_string(h) + "x" +
+                     std::to_string(w) + ", more than " + std::to_string(INT_MAX) + " a side");
+  return Shape{x[0], static_cast<int>(h), static_cast<int>(w)};
 }
 
 void Pool2D::backward(const LayerContext& c) {
