@@ -150,6 +150,19 @@ TEST_CASE("image hostile: headers stb_image would trust", "[data][image][hostile
       check_words(open_error(dir.path(), eager_or_lazy(lazy)), {full_path(file), "a JPEG Huffman table"});
     }
   }
+  SECTION("a JPEG of more than 64 scans (each decodes the whole image again)") {
+    const fs::path file = dir / "b" / "scans.jpg";
+    t::write_image(file, 16, 16, 1, noise);
+    const std::vector<std::uint8_t> one_scan = t::read_bytes(file);
+    const std::uint8_t scan_start[2] = {0xFF, 0xDA};
+    const auto scan = std::search(one_scan.begin(), one_scan.end(), scan_start, scan_start + 2);
+    const auto end_of_image = one_scan.end() - 2;
+    std::vector<std::uint8_t> bytes(one_scan.begin(), scan);
+    for (int i = 0; i < 65; ++i) bytes.insert(bytes.end(), scan, end_of_image);
+    bytes.insert(bytes.end(), end_of_image, one_scan.end());
+    t::write_bytes(file, bytes);
+    check_words(open_error(dir.path(), eager_or_lazy(lazy)), {full_path(file), "too many JPEG scans: more than 64"});
+  }
   SECTION("a BMP of width 0 (stb_image returns no pixels and success)") {
     const fs::path file = dir / "b" / "empty.bmp";
     t::write_image(file, 4, 4, 3, std::vector<std::uint8_t>(48, 9));
