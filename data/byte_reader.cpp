@@ -127,10 +127,10 @@ void ByteReader::start_next_member_or_end() {
 }
 
 std::size_t ByteReader::skip_to_end(std::size_t at_most) {
-  std::vector<unsigned char> buffer(1 << 16);
+  unsigned char buffer[1 << 14];
   std::size_t total = 0;
   while (total < at_most) {
-    const std::size_t got = read(buffer.data(), std::min(buffer.size(), at_most - total));
+    const std::size_t got = read(buffer, std::min(sizeof buffer, at_most - total));
     total += got;
     if (got == 0) break;
   }
