@@ -176,6 +176,82 @@ std::vector<std::uint8_t> png_chunk(const std::string& type, const std::vector<s
   return chunk;
 }
 
+namespace {
+
+std::vector<std::uint8_t> stored_deflate(const std::vector<std::uint8_t>& bytes) {
+  std::vector<std::uint8_t> out;
+  std::size_t at = 0;
+  do {
+    const std::size_t length = std::min<std::size_t>(65535, bytes.size() - at);
+    out.push_back(at + length == bytes.size() ? 1 : 0);
+    put_le(out, static_cast<std::uint32_t>(length), 2);
+    put_le(out, static_cast<std::uint32_t>(~length & 0xFFFF), 2);
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+               bytes.begin() + static_cast<std::ptrdiff_t>(at + length));
+    at += length;
+  } while (at < bytes.size());
+  return out;
+}
+
+std::uint32_t adler32(const std::vector<std::uint8_t>& bytes) {
+  std::uint32_t a = 1, b = 0;
+  for (std::uint8_t byte : bytes) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  return b << 16 | a;
+}
+
+// The rows of the pixels at (first_x + i * step_x, first_y + j * step_y), each a filter byte (0)
+// and the values packed most significant bits first.
+void append_rows(std::vector<std::uint8_t>& out, int width, int height, int depth, const std::vector<std::uint8_t>& values,
+                 int first_x, int first_y, int step_x, int step_y) {
+  for (int y = first_y; y < height; y += step_y) {
+    if (first_x >= width) return;  // an empty pass has no rows at all
+    out.push_back(0);
+    int bits = 0;
+    std::uint8_t current = 0;
+    for (int x = first_x; x < width; x += step_x) {
+      current = static_cast<std::uint8_t>(current << depth | values[static_cast<std::size_t>(y * width + x)]);
+      bits += depth;
+      if (bits == 8) {
+        out.push_back(current);
+        bits = 0;
+        current = 0;
+      }
+    }
+    if (bits) out.push_back(static_cast<std::uint8_t>(current << (8 - bits)));
+  }
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> grey_png(int width, int height, int depth, bool interlaced,
+                                   const std::vector<std::uint8_t>& values, bool cgbi) {
+  std::vector<std::uint8_t> raw;
+  if (interlaced) {
+    constexpr int kAdam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                  {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+    for (const auto& pass : kAdam7) append_rows(raw, width, height, depth, values, pass[0], pass[1], pass[2], pass[3]);
+  } else {
+    append_rows(raw, width, height, depth, values, 0, 0, 1, 1);
+  }
+  std::vector<std::uint8_t> image = cgbi ? std::vector<std::uint8_t>{} : std::vector<std::uint8_t>{0x78, 0x01};
+  const std::vector<std::uint8_t> blocks = stored_deflate(raw);
+  image.insert(image.end(), blocks.begin(), blocks.end());
+  if (!cgbi) put_be(image, adler32(raw));
+  std::vector<std::uint8_t> header;
+  put_be(header, static_cast<std::uint32_t>(width));
+  put_be(header, static_cast<std::uint32_t>(height));
+  header.insert(header.end(), {static_cast<std::uint8_t>(depth), 0, 0, 0, static_cast<std::uint8_t>(interlaced)});
+  std::vector<std::uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<std::vector<std::uint8_t>> chunks;
+  if (cgbi) chunks.push_back(png_chunk("CgBI", {0x50, 0x00, 0x20, 0x06}));
+  for (const auto& chunk : {png_chunk("IHDR", header), png_chunk("IDAT", image), png_chunk("IEND", {})}) chunks.push_back(chunk);
+  for (const auto& chunk : chunks) png.insert(png.end(), chunk.begin(), chunk.end());
+  return png;
+}
+
 std::vector<std::uint8_t> zero_png(std::uint32_t width, std::uint32_t height) {
   std::vector<std::uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   std::vector<std::uint8_t> header;

@@ -33,6 +33,11 @@ std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path);
 
 // A PNG chunk: length, type, data and CRC.
 std::vector<std::uint8_t> png_chunk(const std::string& type, const std::vector<std::uint8_t>& data);
+// A grey PNG of `depth` bits a pixel (1, 2, 4 or 8; values below 2^depth, row by row),
+// interlaced (Adam7) or not, its image data in stored deflate blocks. cgbi: Apple's variant, a
+// CgBI chunk first and raw deflate without the zlib wrapper.
+std::vector<std::uint8_t> grey_png(int width, int height, int depth, bool interlaced,
+                                   const std::vector<std::uint8_t>& values, bool cgbi = false);
 // A valid 8-bit grey PNG of zeros, compressed as gzip_with_zeros is: 30000x30000 takes 5.7 MB.
 std::vector<std::uint8_t> zero_png(std::uint32_t width, std::uint32_t height);
 

@@ -226,6 +226,24 @@ TEST_CASE("image hostile: a PNG whose checksums do not match is corrupt", "[data
   }
 }
 
+TEST_CASE("image hostile: the PNG checks accept what stb_image reads: bit depths, Adam7, Apple's CgBI", "[data][image][hostile]") {
+  TempFolder dir;
+  write_two_classes(dir.path());
+  const int depth = GENERATE(1, 2, 4, 8);
+  const bool interlaced = GENERATE(false, true);
+  const auto [width, height] = GENERATE(std::pair{1, 1}, std::pair{3, 2}, std::pair{9, 7}, std::pair{17, 12});
+  const bool cgbi = depth == 8 && GENERATE(false, true);
+  INFO("depth " << depth << (interlaced ? ", interlaced " : " ") << width << "x" << height << (cgbi ? ", CgBI" : ""));
+  std::vector<std::uint8_t> values(static_cast<std::size_t>(width * height));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<std::uint8_t>((i * 7 + 3) % (1u << depth));
+  t::write_bytes(dir / "b" / "grey.png", t::grey_png(width, height, depth, interlaced, values, cgbi));
+  auto data = open_image_folder(dir.path(), SampleShape{1, height, width});
+  std::vector<float> out(values.size());
+  data->load(3, out.data());
+  const int scale = 255 / ((1 << depth) - 1);  // stb_image widens low bit depths to 8 bits
+  for (std::size_t i = 0; i < values.size(); ++i) REQUIRE(out[i] * 255.0f == Approx(values[i] * scale));
+}
+
 TEST_CASE("image hostile: skip_corrupt leaves unreadable images out and says which", "[data][image][hostile]") {
   TempFolder dir;
   write_two_classes(dir.path());
