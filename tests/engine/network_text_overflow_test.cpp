@@ -26,12 +26,14 @@ TEST_CASE("network text: a padding of billions is refused, not overflowed", "[ne
     const std::string what = parse_error("conv 4 3 pad=2000000000\nflatten\ndense 10\n");
     INFO(what);
     CHECK(what.find("net.txt:1:") != std::string::npos);
-    CHECK(what.find("gives an output of 4000000026x4000000026, more than 2147483647 a side") != std::string::npos);
+    CHECK(what.find("gives an output of 4000000026") != std::string::npos);
+    CHECK(what.find("more than 2147483647") != std::string::npos);
   }
   SECTION("maxpool: the output would be over INT_MAX values") {
     const std::string what = parse_error("maxpool 2000000000 stride=1 pad=1999999999\nflatten\ndense 10\n");
     INFO(what);
     CHECK(what.find("net.txt:1:") != std::string::npos);
-    CHECK(what.find("more than 2147483647 elements per sample") != std::string::npos);
+    CHECK(what.find("more than 2147483647") != std::string::npos);
+    CHECK(what.find("smaller than the window") == std::string::npos);
   }
 }
