@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <new>
 
 #include "data/byte_reader.hpp"
 #include "data/data_error.hpp"
@@ -126,7 +127,11 @@ IdxArray read_idx(const std::filesystem::path& path, int rank, const std::string
   std::uint64_t declared = 0;
   array.dims = read_dims(in, path, rank, declared);
   check_declared_size(in, path, array.dims, declared, what);
-  array.data = read_payload(in, path, static_cast<std::size_t>(declared), what);
+  try {
+    array.data = read_payload(in, path, static_cast<std::size_t>(declared), what);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory: " + declared_text(array.dims, declared, what));
+  }
   return array;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -55,7 +56,12 @@ std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) fail(path, "cannot read its size: " + ec.message());
   if (size > static_cast<std::uintmax_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
-  std::vector<unsigned char> bytes(size);
+  std::vector<unsigned char> bytes;
+  try {
+    bytes.resize(size);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory reading its " + std::to_string(size) + " bytes");
+  }
   const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file.get());
   if (std::ferror(file.get())) fail(path, std::string("read error: ") + std::strerror(errno));
   bytes.resize(got);  // the file may have shrunk since; the checks below see what was read

@@ -19,12 +19,13 @@ namespace cnn::data {
 inline constexpr std::size_t kEagerDecodeLimit = std::size_t{1} << 30;
 
 struct ImageFolderOptions {
-  std::size_t eager_decode_limit = kEagerDecodeLimit;
+  std::size_t eager_decode_limit = kEagerDecodeLimit;  // see kEagerDecodeLimit
   // An image is refused before it is decoded when its decoded size is over this (see
   // kDefaultMaxDecodedImageBytes).
   std::size_t max_decoded_image_bytes = kDefaultMaxDecodedImageBytes;
   // Leave out images that cannot be read (corrupt, truncated, not an image, over the size limit)
-  // instead of failing. A class folder left with no image is still an error.
+  // instead of failing; the data set's description counts them. A class folder left with no
+  // image is still an error.
   bool skip_corrupt = false;
   // Called once for each image left out, in file order, on the thread that opens the folder,
   // with a line naming the file and why ("skipped <path>: <what was wrong>").
