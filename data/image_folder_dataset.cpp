@@ -1,6 +1,8 @@
 #include "cnnengine/data/image_folder_dataset.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,18 +22,15 @@ void to_float(const std::uint8_t* src, std::size_t n, float* out) {
 
 class ImageFolderDataset final : public Dataset {
  public:
-  ImageFolderDataset(fs::path folder, ClassFolders classes, SampleShape shape, bool eager)
-      : folder_(std::move(folder)), classes_(std::move(classes)), shape_(shape) {
-    const std::size_t n = classes_.files.size();
-    if (eager) {
-      pixels_.resize(n * shape_.elements());
-      parallel_for(n, [&](std::size_t i) {
-        decode_image(classes_.files[i], shape_, pixels_.data() + i * shape_.elements());
-      });
-    } else {
-      parallel_for(n, [&](std::size_t i) { probe_image(classes_.files[i]); });
-    }
-  }
+  // pixels: every image decoded, CHW, one after the other; empty to decode each in load().
+  ImageFolderDataset(fs::path folder, ClassFolders classes, SampleShape shape, std::vector<std::uint8_t> pixels,
+                     std::size_t max_decoded_image_bytes, std::size_t skipped)
+      : folder_(std::move(folder)),
+        classes_(std::move(classes)),
+        shape_(shape),
+        pixels_(std::move(pixels)),
+        max_decoded_image_bytes_(max_decoded_image_bytes),
+        skipped_(skipped) {}
 
   std::size_t size() const override { return classes_.files.size(); }
   SampleShape shape() const override { return shape_; }
@@ -42,6 +41,8 @@ class ImageFolderDataset final : public Dataset {
     std::string text = "image folder " + full_path(folder_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape_) + ", " + std::to_string(num_classes()) + " classes";
     if (lazy()) text += ", decoded on load (too large to hold decoded)";
+    if (skipped_ > 0)
+      text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
     return text;
   }
 
@@ -55,7 +56,7 @@ class ImageFolderDataset final : public Dataset {
     const std::size_t n = shape_.elements();
     if (lazy()) {
       std::vector<std::uint8_t> decoded(n);
-      decode_image(classes_.files[index], shape_, decoded.data());
+      decode_image(classes_.files[index], shape_, decoded.data(), max_decoded_image_bytes_);
       to_float(decoded.data(), n, out);
     } else {
       to_float(pixels_.data() + index * n, n, out);
@@ -83,41 +84,121 @@ class ImageFolderDataset final : public Dataset {
   ClassFolders classes_;
   SampleShape shape_;
   std::vector<std::uint8_t> pixels_;  // CHW per image, all images; empty when decoding lazily
+  std::size_t max_decoded_image_bytes_;
+  std::size_t skipped_;
 };
 
-SampleShape resolve_target(const fs::path& folder, SampleShape target, const ClassFolders& classes) {
-  if (target.channels == 0) {  // the first image decides: grey (with or without alpha) or colour
-    const ImageInfo first = probe_image(classes.files.front());
-    target.channels = first.channels <= 2 ? 1 : 3;
+// The header of the first image that can be read. Without skip_corrupt that is the first image,
+// whatever it holds.
+ImageInfo first_image(const ClassFolders& classes, const ImageFolderOptions& options) {
+  if (options.skip_corrupt) {
+    for (const fs::path& file : classes.files) {
+      try {
+        return verify_image(file, options.max_decoded_image_bytes);
+      } catch (const DataError&) {
+        // left out later, with a warning
+      }
+    }
   }
+  return probe_image(classes.files.front(), options.max_decoded_image_bytes);
+}
+
+SampleShape resolve_target(const fs::path& folder, SampleShape target, const ClassFolders& classes,
+                           const ImageFolderOptions& options) {
+  std::optional<ImageInfo> first;
+  auto first_info = [&] {
+    if (!first) first = first_image(classes, options);
+    return *first;
+  };
+  if (target.channels == 0)  // the first image decides: grey (with or without alpha) or colour
+    target.channels = first_info().channels <= 2 ? 1 : 3;
   if (target.channels != 1 && target.channels != 3)
     fail(folder, "cannot convert images to " + std::to_string(target.channels) + " channels: expected 1 or 3");
   if (target.height < 0 || target.width < 0)
     fail(folder, "invalid target size " + to_string(target) + ": expected positive height and width");
   if (target.height == 0) {
-    ImageInfo first = probe_image(classes.files.front());
-    target.height = first.height;
-    target.width = first.width;
+    target.height = first_info().height;
+    target.width = first_info().width;
   } else if (target.width == 0) {
     target.width = target.height;
   }
   return target;
 }
 
+// Runs check(i) for every file, on a few threads. Without skip_corrupt the first DataError (of
+// the lowest index) is thrown; with it, each file's error is kept by index ("" when it passed).
+template <typename Check>
+std::vector<std::string> check_each(std::size_t n, bool skip_corrupt, Check check) {
+  std::vector<std::string> errors(n);
+  parallel_for(n, [&](std::size_t i) {
+    try {
+      check(i);
+    } catch (const DataError& e) {
+      if (!skip_corrupt) throw;
+      errors[i] = e.what();
+    }
+  });
+  return errors;
+}
+
+// Takes the images that failed out of the data set, and their pixels out of `pixels` when it
+// holds them, reporting each to on_skipped in file order. Returns how many were left out.
+std::size_t leave_out_failed(const fs::path& folder, ClassFolders& classes, std::vector<std::uint8_t>& pixels,
+                             std::size_t per_image, const std::vector<std::string>& errors,
+                             const ImageFolderOptions& options) {
+  std::vector<std::size_t> kept_in_class(classes.class_names.size()), skipped_in_class(classes.class_names.size());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    const auto label = static_cast<std::size_t>(classes.labels[i]);
+    if (!errors[i].empty()) {
+      ++skipped_in_class[label];
+      if (options.on_skipped) options.on_skipped("skipped " + errors[i]);
+      continue;
+    }
+    ++kept_in_class[label];
+    if (kept != i) {
+      classes.files[kept] = std::move(classes.files[i]);
+      classes.labels[kept] = classes.labels[i];
+      if (!pixels.empty())
+        std::copy_n(pixels.begin() + static_cast<std::ptrdiff_t>(i * per_image), per_image,
+                    pixels.begin() + static_cast<std::ptrdiff_t>(kept * per_image));
+    }
+    ++kept;
+  }
+  classes.files.resize(kept);
+  classes.labels.resize(kept);
+  if (!pixels.empty()) pixels.resize(kept * per_image);
+  for (std::size_t c = 0; c < kept_in_class.size(); ++c) {
+    if (kept_in_class[c] == 0)
+      fail(folder / classes.class_names[c], "no readable image left in this class folder (" +
+                                                std::to_string(skipped_in_class[c]) + " skipped)");
+  }
+  return errors.size() - kept;
+}
+
 }  // namespace
 
 std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape target,
-                                           std::size_t eager_decode_limit) {
+                                           const ImageFolderOptions& options) {
   ClassFolders classes = scan_class_folders(folder);
-  SampleShape shape = resolve_target(folder, target, classes);
+  const SampleShape shape = resolve_target(folder, target, classes, options);
+  const std::size_t n = classes.files.size(), per_image = shape.elements();
   std::size_t decoded_bytes = 0;
-  const bool eager = !__builtin_mul_overflow(classes.files.size(), shape.elements(), &decoded_bytes) &&
-                     decoded_bytes <= eager_decode_limit;
-  return std::make_unique<ImageFolderDataset>(folder, std::move(classes), shape, eager);
+  const bool eager = !__builtin_mul_overflow(n, per_image, &decoded_bytes) && decoded_bytes <= options.eager_decode_limit;
+  std::vector<std::uint8_t> pixels(eager ? decoded_bytes : 0);
+  const std::vector<std::string> errors = check_each(n, options.skip_corrupt, [&](std::size_t i) {
+    if (eager) decode_image(classes.files[i], shape, pixels.data() + i * per_image, options.max_decoded_image_bytes);
+    else verify_image(classes.files[i], options.max_decoded_image_bytes);
+  });
+  const std::size_t skipped = leave_out_failed(folder, classes, pixels, per_image, errors, options);
+  return std::make_unique<ImageFolderDataset>(folder, std::move(classes), shape, std::move(pixels),
+                                              options.max_decoded_image_bytes, skipped);
 }
 
-std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape target) {
-  return open_image_folder(folder, target, kEagerDecodeLimit);
+std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape target, std::size_t eager_decode_limit) {
+  ImageFolderOptions options;
+  options.eager_decode_limit = eager_decode_limit;
+  return open_image_folder(folder, target, options);
 }
 
 }  // namespace cnn::data

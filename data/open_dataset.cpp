@@ -75,13 +75,13 @@ std::string joined(const std::vector<std::string>& names) {
   return "[" + text + "]";
 }
 
-DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target) {
+DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target, const ImageFolderOptions& options) {
   DatasetSplits splits;
   splits.kind = "image-folder";
   splits.files = scan_class_folders(folder / "train").files;
   for (fs::path& file : scan_class_folders(folder / "test").files) splits.files.push_back(std::move(file));
-  splits.train = open_image_folder(folder / "train", target);
-  splits.test = open_image_folder(folder / "test", splits.train->shape());
+  splits.train = open_image_folder(folder / "train", target, options);
+  splits.test = open_image_folder(folder / "test", splits.train->shape(), options);
   if (splits.test->class_names() != splits.train->class_names()) {
     fail(folder / "test", "class folders differ from train/: expected " + joined(splits.train->class_names()) +
                               ", found " + joined(splits.test->class_names()));
@@ -89,10 +89,11 @@ DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target
   return splits;
 }
 
-DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uint64_t seed) {
+DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uint64_t seed,
+                            const ImageFolderOptions& options) {
   std::shared_ptr<const Dataset> all;
   try {
-    all = open_image_folder(folder, target);
+    all = open_image_folder(folder, target, options);
   } catch (const DataError& e) {
     // This layout is the last guess: say why it was tried, since the folder may be no data set at all.
     throw DataError(std::string(e.what()) + " (read " + full_path(folder) +
@@ -104,7 +105,8 @@ DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uin
 
 }  // namespace
 
-DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint64_t seed) {
+DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint64_t seed,
+                           const ImageFolderOptions& images) {
   std::vector<fs::path> folders = sub_folders(folder);  // DataError when the folder is missing
 
   if (IdxFiles idx = find_idx_files(folder); idx.any()) return open_idx_folder(folder, idx);
@@ -116,12 +118,12 @@ DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint
     return false;
   };
   const bool train = split_folder("train"), test = split_folder("test");
-  if (train && test) return open_train_test_folders(folder, target);
+  if (train && test) return open_train_test_folders(folder, target, images);
   if (train || test) {
     fail(folder, std::string("found ") + (train ? "train/" : "test/") + " but no " + (train ? "test/" : "train/") +
                      " folder of class folders beside it: expected both");
   }
-  if (!folders.empty()) return open_held_out(folder, target, seed);
+  if (!folders.empty()) return open_held_out(folder, target, seed, images);
 
   fail(folder, std::string("no data set found: looked for IDX files (") + kIdxLookedFor +
                    "), train/ and test/ folders of class folders, or class folders");

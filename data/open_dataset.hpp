@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cnnengine/data/dataset.hpp"
+#include "cnnengine/data/image_folder_dataset.hpp"
 
 namespace cnn::data {
 
@@ -20,8 +21,9 @@ struct DatasetSplits {
   std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
 };
 
-// target applies to image folders (see open_image_folder); the test side always takes the
-// train side's shape and must have the same classes.
-DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1);
+// target and images apply to image folders (see open_image_folder); the test side always takes
+// the train side's shape, the same options, and must have the same classes.
+DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
+                           const ImageFolderOptions& images = {});
 
 }  // namespace cnn::data

@@ -8,11 +8,15 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/detail/byte_reader.hpp"
+#include "cnnengine/data/detail/jpeg_check.hpp"
+#include "cnnengine/data/detail/png_check.hpp"
 #include "cnnengine/data/detail/resize.hpp"
 
 // The one translation unit that compiles stb_image. Static, so that the library exports no stbi
@@ -47,15 +51,19 @@ File open_file(const std::filesystem::path& path) {
 
 std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
   File file = open_file(path);
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) fail(path, "cannot read its size: " + ec.message());
+  if (size > static_cast<std::uintmax_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
   std::vector<unsigned char> bytes;
-  unsigned char chunk[1 << 16];
-  for (;;) {
-    std::size_t got = std::fread(chunk, 1, sizeof chunk, file.get());
-    bytes.insert(bytes.end(), chunk, chunk + got);
-    if (bytes.size() > static_cast<std::size_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
-    if (got < sizeof chunk) break;
+  try {
+    bytes.resize(size);
+  } catch (const std::bad_alloc&) {
+    fail(path, "out of memory reading its " + std::to_string(size) + " bytes");
   }
+  const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file.get());
   if (std::ferror(file.get())) fail(path, std::string("read error: ") + std::strerror(errno));
+  bytes.resize(got);  // the file may have shrunk since; the checks below see what was read
   return bytes;
 }
 
@@ -70,29 +78,20 @@ std::uint32_t little_endian(const std::vector<unsigned char>& b, std::size_t at,
   return v;
 }
 
-// stb_image reads past the end of a truncated BMP or JPEG as zeros and reports success; these
-// checks catch that. A BMP without compression must hold every row its header promises; a JPEG
-// must end its last scan with an end-of-image marker.
-void check_complete(const std::filesystem::path& path, const std::vector<unsigned char>& b) {
-  if (b.size() >= 34 && b[0] == 'B' && b[1] == 'M') {
-    const std::uint32_t compression = little_endian(b, 30, 4);
-    if (compression != 0 && compression != 3) return;  // run-length encoded: stb checks those
-    const std::uint64_t offset = little_endian(b, 10, 4), width = little_endian(b, 18, 4),
-                        bits = little_endian(b, 28, 2);
-    const auto height = static_cast<std::int32_t>(little_endian(b, 22, 4));
-    const std::uint64_t rows = static_cast<std::uint64_t>(height < 0 ? -static_cast<std::int64_t>(height) : height);
-    const std::uint64_t needed = offset + (bits * width + 31) / 32 * 4 * rows;
-    if (b.size() < needed)
-      fail(path, "truncated BMP: the header promises " + std::to_string(needed) + " bytes, the file has " +
-                     std::to_string(b.size()));
-  } else if (b.size() >= 4 && b[0] == 0xFF && b[1] == 0xD8) {
-    std::size_t last_scan = 0;
-    for (std::size_t i = 0; i + 1 < b.size(); ++i)
-      if (b[i] == 0xFF && b[i + 1] == 0xDA) last_scan = i;
-    bool ended = false;
-    for (std::size_t i = last_scan; i + 1 < b.size() && !ended; ++i) ended = b[i] == 0xFF && b[i + 1] == 0xD9;
-    if (!ended) fail(path, "truncated JPEG: no end-of-image marker after the last scan");
-  }
+// stb_image reads past the end of a truncated BMP as zeros and reports success: one without
+// compression must hold every row its header promises.
+void check_bmp_complete(const std::filesystem::path& path, const std::vector<unsigned char>& b) {
+  if (b.size() < 34 || b[0] != 'B' || b[1] != 'M') return;
+  const std::uint32_t compression = little_endian(b, 30, 4);
+  if (compression != 0 && compression != 3) return;  // run-length encoded: stb checks those
+  const std::uint64_t offset = little_endian(b, 10, 4), width = little_endian(b, 18, 4),
+                      bits = little_endian(b, 28, 2);
+  const auto height = static_cast<std::int32_t>(little_endian(b, 22, 4));
+  const std::uint64_t rows = static_cast<std::uint64_t>(height < 0 ? -static_cast<std::int64_t>(height) : height);
+  const std::uint64_t needed = offset + (bits * width + 31) / 32 * 4 * rows;
+  if (b.size() < needed)
+    fail(path, "truncated BMP: the header promises " + std::to_string(needed) + " bytes, the file has " +
+                   std::to_string(b.size()));
 }
 
 // Why stbi_info refused the file. It tries PNG, then JPEG, then BMP, so its own reason is the
@@ -140,27 +139,79 @@ bool has_image_extension(const std::filesystem::path& path) {
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
 }
 
-ImageInfo probe_image(const std::filesystem::path& path) {
-  File file = open_file(path);
+namespace {
+
+void check_decoded_size(const std::filesystem::path& path, const ImageInfo& info, bool sixteen_bit,
+                        std::size_t max_decoded_bytes) {
+  const std::uint64_t bytes = std::uint64_t(info.width) * std::uint64_t(info.height) *
+                              std::uint64_t(info.channels) * (sixteen_bit ? 2 : 1);
+  if (bytes <= max_decoded_bytes) return;
+  fail(path, "too large: " + std::to_string(info.width) + "x" + std::to_string(info.height) + " with " +
+                 std::to_string(info.channels) + (info.channels == 1 ? " channel" : " channels") +
+                 (sixteen_bit ? " of 16 bits" : "") + " decodes to " + std::to_string(bytes) +
+                 " bytes, over the limit of " + std::to_string(max_decoded_bytes) +
+                 " bytes for one image (max_decoded_image_bytes)");
+}
+
+// The header, read by stb_image once the checks it relies on have passed: a known format, at
+// least one pixel (a BMP may declare none), a decoded size within the limit.
+ImageInfo checked_header(const std::filesystem::path& path, const std::vector<unsigned char>& bytes,
+                         std::size_t max_decoded_bytes) {
+  check_jpeg_markers(path, bytes.data(), bytes.size());
+  const int length = static_cast<int>(bytes.size());
   ImageInfo info;
-  if (!stbi_info_from_file(file.get(), &info.width, &info.height, &info.channels))
-    fail(path, unreadable_reason(read_whole_file(path)));
+  if (!stbi_info_from_memory(bytes.data(), length, &info.width, &info.height, &info.channels))
+    fail(path, unreadable_reason(bytes));
+  if (info.width <= 0 || info.height <= 0)
+    fail(path, "the header gives a size of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
+                   ": an image needs at least one pixel");
+  check_decoded_size(path, info, stbi_is_16_bit_from_memory(bytes.data(), length), max_decoded_bytes);
   return info;
 }
 
-void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out) {
+struct CheckedImage {
+  std::vector<unsigned char> bytes;
+  ImageInfo info;
+};
+
+// The file, read whole and checked as far as it can be without decoding its pixels: the header,
+// that a BMP holds all its rows, and for a PNG its chunk CRCs and compressed stream, which
+// stb_image does not check.
+CheckedImage read_checked_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
+  CheckedImage image{read_whole_file(path), {}};
+  image.info = checked_header(path, image.bytes, max_decoded_bytes);
+  check_bmp_complete(path, image.bytes);
+  if (has_png_signature(image.bytes.data(), image.bytes.size()))
+    check_png_integrity(path, image.bytes.data(), image.bytes.size());
+  return image;
+}
+
+}  // namespace
+
+// The whole file is read: stb_image's JPEG header parser cannot be trusted with a file that
+// check_jpeg_markers has not seen.
+ImageInfo probe_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
+  return checked_header(path, read_whole_file(path), max_decoded_bytes);
+}
+
+ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
+  return read_checked_image(path, max_decoded_bytes).info;
+}
+
+void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+                  std::size_t max_decoded_bytes) {
   if (target.channels != 1 && target.channels != 3)
     fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
-  std::vector<unsigned char> bytes = read_whole_file(path);
-  const int length = static_cast<int>(bytes.size());
+  const CheckedImage image = read_checked_image(path, max_decoded_bytes);
   int width = 0, height = 0, channels = 0;
-  if (!stbi_info_from_memory(bytes.data(), length, &width, &height, &channels))
-    fail(path, unreadable_reason(bytes));
-  check_complete(path, bytes);
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-      stbi_load_from_memory(bytes.data(), length, &width, &height, &channels, target.channels),
+      stbi_load_from_memory(image.bytes.data(), static_cast<int>(image.bytes.size()), &width, &height, &channels,
+                            target.channels),
       stbi_image_free);
   if (!pixels) fail(path, "corrupt image, decoding failed: " + reason());
+  if (width != image.info.width || height != image.info.height)
+    fail(path, "corrupt image: decoded as " + std::to_string(width) + "x" + std::to_string(height) +
+                   ", its header gives " + std::to_string(image.info.width) + "x" + std::to_string(image.info.height));
   resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width);
 }
 

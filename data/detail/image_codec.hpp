@@ -1,25 +1,38 @@
 #pragma once
 // Image files through stb_image: PNG, JPEG and BMP, grey or colour, to 8-bit planar pixels at
 // a chosen channel count and size. Every failure is a DataError naming the file.
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 
 #include "cnnengine/data/dataset.hpp"
+#include "cnnengine/data/image_folder_dataset.hpp"  // kDefaultMaxDecodedImageBytes
 
 namespace cnn::data {
 
 // .png, .jpg, .jpeg, .bmp in any letter case.
 bool has_image_extension(const std::filesystem::path& path);
 
+
 struct ImageInfo {
   int width = 0, height = 0, channels = 0;
 };
 
-// Reads the header only.
-ImageInfo probe_image(const std::filesystem::path& path);
+// Every function below refuses, with a DataError naming the file, an image whose decoded size
+// is over max_decoded_bytes, before decoding it.
 
-// Decodes the whole file, converts it to target.channels (1 or 3) and resizes it (bilinear) to
-// target.height x target.width; writes target.elements() bytes, CHW, into out.
-void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out);
+// Checks the header: a known format, at least one pixel, the size limit. (The file is read
+// whole: stb_image's JPEG header parser must not see one the marker checks have not passed.)
+ImageInfo probe_image(const std::filesystem::path& path, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
+
+// Reads the file and checks all that can be checked without decoding the pixels: the header,
+// that the file is complete, and for a PNG its chunk CRCs and compressed stream (adler-32).
+ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
+
+// Verifies (as verify_image) and decodes the whole file, converts it to target.channels (1 or
+// 3) and resizes it (bilinear) to target.height x target.width; writes target.elements()
+// bytes, CHW, into out.
+void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+                  std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
 
 }  // namespace cnn::data

@@ -26,7 +26,20 @@ void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8
 std::uint32_t crc32(const std::vector<std::uint8_t>& bytes);
 std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes);
 void write_gzip(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+// A gzip member of `prefix` then `zeros` zero bytes, compressed about 160:1 (fixed Huffman
+// codes; gzip -9 reaches 1000:1): for files that inflate to far more than they take on disk.
+std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefix, std::size_t zeros);
 std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path);
+
+// A PNG chunk: length, type, data and CRC.
+std::vector<std::uint8_t> png_chunk(const std::string& type, const std::vector<std::uint8_t>& data);
+// A grey PNG of `depth` bits a pixel (1, 2, 4 or 8; values below 2^depth, row by row),
+// interlaced (Adam7) or not, its image data in stored deflate blocks. cgbi: Apple's variant, a
+// CgBI chunk first and raw deflate without the zlib wrapper.
+std::vector<std::uint8_t> grey_png(int width, int height, int depth, bool interlaced,
+                                   const std::vector<std::uint8_t>& values, bool cgbi = false);
+// A valid 8-bit grey PNG of zeros, compressed as gzip_with_zeros is: 30000x30000 takes 5.7 MB.
+std::vector<std::uint8_t> zero_png(std::uint32_t width, std::uint32_t height);
 
 // An IDX file's bytes: big-endian magic 0x000008<rank>, the dimensions, then `data`.
 std::vector<std::uint8_t> idx_bytes(const std::vector<std::uint32_t>& dims, const std::vector<std::uint8_t>& data);

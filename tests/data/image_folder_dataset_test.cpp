@@ -154,12 +154,16 @@ TEST_CASE("image folder: every bad input is a DataError naming the file", "[data
     std::vector<std::uint8_t> noise(32 * 32);
     for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<std::uint8_t>(i * 7919 % 251);
     t::write_image(dir / "b" / "broken.png", 32, 32, 1, noise);
-    std::vector<std::uint8_t> bytes = t::read_bytes(dir / "b" / "broken.png");
+    const std::vector<std::uint8_t> whole = t::read_bytes(dir / "b" / "broken.png");
+    std::vector<std::uint8_t> bytes = whole;
     bytes.resize(bytes.size() * 2 / 3);
     t::write_bytes(dir / "b" / "broken.png", bytes);
     expect_error(dir.path(), dir / "b" / "broken.png", "corrupt image");
-    SECTION("also when decoding on load") {
+    SECTION("also when decoding on load: checked at open, and on load") {
+      CHECK_THROWS_AS(open_image_folder(dir.path(), SampleShape{1, 4, 4}, 0), DataError);
+      t::write_bytes(dir / "b" / "broken.png", whole);
       auto data = open_image_folder(dir.path(), SampleShape{1, 4, 4}, 0);
+      t::write_bytes(dir / "b" / "broken.png", bytes);
       std::vector<float> out(16);
       try {
         data->load(3, out.data());
