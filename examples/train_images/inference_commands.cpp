@@ -9,6 +9,7 @@
 
 #include "cnnengine/cnnengine.hpp"
 #include "metrics_file.hpp"
+#include "train_command.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {
@@ -94,7 +95,7 @@ int evaluate_command(const Options& o) {
   DeviceChoice device = device_for(o);
   Model model(o.load, *device.backend, model_options(o));
   const data::Preprocessing& pre = model.description().preprocessing;
-  data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed);
+  data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
   const data::Dataset& test = *splits.test;
   if (!(test.shape() == pre.shape))
     throw UsageError("--evaluate: " + o.data + " holds " + data::to_string(test.shape()) + " samples, the model takes " +

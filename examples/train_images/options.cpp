@@ -49,6 +49,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--image-size", o.image_size, "image folders: resize to NxN (default: first image's size)")
       ->check(positive_integer());
   app.add_option("--channels", o.channels, "image folders: 1 (grey) or 3 (RGB)")->check(CLI::IsMember({1, 3}));
+  app.add_option("--max-image-bytes", o.max_image_bytes, "image folders: refuse an image that decodes to more, "
+                                                         "before decoding it")
+      ->check(positive_size());
+  app.add_flag("--skip-corrupt", o.skip_corrupt, "image folders: leave out images that do not read (a warning "
+                                                 "each) instead of stopping");
   app.add_flag("--augment", o.augment, "random horizontal flips");
   app.add_option("--crop-padding", o.crop_padding, "random crops of each image padded by this many pixels")
       ->check(integer_between(0, 64, ""));

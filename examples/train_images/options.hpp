@@ -41,6 +41,8 @@ struct Options {
   std::size_t limit = 0;
   int image_size = 0;
   int channels = 0;
+  std::string max_image_bytes = "256MiB";  // an image that decodes to more is refused before decoding
+  bool skip_corrupt = false;               // leave out images that do not read, with a warning each
   bool augment = false;          // random horizontal flips
   int crop_padding = 0;           // random crops of the image padded by this many pixels
   bool normalize = false;         // per-channel mean and standard deviation measured on the training set

@@ -39,6 +39,7 @@ const Setting kSettings[] = {
     CNN_SETTING("--crop-padding", crop_padding), CNN_SETTING("--normalize", normalize),
     CNN_SETTING("--mean", mean),           CNN_SETTING("--std", std),
     CNN_SETTING("--keep-best", keep_best), CNN_SETTING("--early-stop", early_stop),
+    CNN_SETTING("--max-image-bytes", max_image_bytes), CNN_SETTING("--skip-corrupt", skip_corrupt),
 };
 
 #undef CNN_SETTING

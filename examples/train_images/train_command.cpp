@@ -60,7 +60,7 @@ DeviceChoice choose_device(const Options& o) {
 // Options that would silently do nothing on this data.
 void check_data_options(const Options& o, const data::DatasetSplits& splits) {
   if (splits.kind != "idx") return;
-  for (const char* option : {"--image-size", "--channels"})
+  for (const char* option : {"--image-size", "--channels", "--max-image-bytes", "--skip-corrupt"})
     if (o.given.count(option))
       throw UsageError(std::string(option) + " applies to image folders; " + o.data + " holds IDX files (" +
                        data::to_string(splits.train->shape()) + ")");
@@ -138,6 +138,14 @@ TrainerOptions trainer_options(const Options& o, const data::Loader& train_loade
 
 }  // namespace
 
+data::ImageFolderOptions image_options(const Options& o) {
+  data::ImageFolderOptions images;
+  images.max_decoded_image_bytes = memory::parse_bytes(o.max_image_bytes);
+  images.skip_corrupt = o.skip_corrupt;
+  images.on_skipped = [](const std::string& warning) { std::cerr << "warning: " << warning << "\n"; };
+  return images;
+}
+
 int train(Options o) {
   std::optional<Resumed> resumed = read_resumed(o);
   if (o.warmup_epochs > o.epochs)
@@ -155,7 +163,7 @@ int train(Options o) {
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
   target.channels = o.channels;  // 0: as the first image is
-  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed);
+  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed, image_options(o));
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
   if ((o.keep_best || o.early_stop > 0) && splits.test->size() == 0)
