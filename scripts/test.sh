@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
-# Install, build and run every test (GPU tests skip with a message where there is no GPU).
+# Install, build and run every test (GPU tests skip with a message where there is no GPU); then
+# the CPU tests again under AddressSanitizer and UndefinedBehaviorSanitizer, and the fuzzers for
+# CNN_FUZZ_SECONDS each (default 30; 0 leaves them out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
+CNN_WITH_TEST_TOOLS=1 bash scripts/install_deps.sh
 # In CI, device code is built for sm_90 (H100/H200) only, to keep the build short.
 # Tests and benchmarks ON explicitly: the main job turns them off in the same build folder.
 bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DCNN_BUILD_TESTS=ON -DCNN_BUILD_BENCHMARKS=ON
-cd build
-ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900
+(cd build && ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900)
+
+# The same tests under the sanitizers: the library, the trainer and train_images (CUDA, the
+# installed package, the layering probes, the benchmarks and the resident-memory bound, which a
+# sanitizer's shadow memory breaks, left out). An error stops the program that made it.
+echo "== the tests under AddressSanitizer and UndefinedBehaviorSanitizer"
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCNN_CUDA=OFF \
+  -DCNN_SANITIZE=address,undefined -DCNN_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build build-sanitize -j"$(nproc)"
+(cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900 -LE "cuda|install|layering|resident")
+
+seconds=${CNN_FUZZ_SECONDS:-30}
+if ((seconds > 0)); then
+  echo "== the fuzzers, ${seconds}s each"
+  bash scripts/fuzz.sh "$seconds"
+fi
