@@ -101,6 +101,10 @@ class CudaBackend final : public Backend {
   void abort_capture() noexcept override;
   void launch_graph(cudaGraphExec_t graph);
 
+  // For the NCCL communicator: the stream every call enqueues on, and this device made current.
+  cudaStream_t compute_stream() const { return compute_; }
+  void make_current() const { activate(); }
+
  private:
   void release() noexcept;
   // Makes this backend's device current for the calling thread.

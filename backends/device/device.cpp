@@ -34,6 +34,7 @@ DeviceChoice select_device(const DeviceRequest& request) {
         CudaOptions options;
         options.tf32 = request.tf32;
         options.fast_start = request.fast_start;
+        options.device = request.cuda_device;
         choice.backend = cuda->make_backend(options);
         choice.reason = asked + ": using CUDA device " + probe.device_name;
         return choice;
@@ -45,6 +46,17 @@ DeviceChoice select_device(const DeviceRequest& request) {
   choice.backend = std::make_unique<CpuBackend>(request.threads);
   choice.reason = request.device ? "cpu: as asked" : "auto: no usable GPU (" + why_not_cuda + "); using the CPU";
   return choice;
+}
+
+std::unique_ptr<Communicator> make_device_communicator(Backend& backend, Communicator& host) {
+  if (backend.kind() == host.memory_kind()) return nullptr;
+  std::string why;
+  const CudaPlugin* cuda = backend.kind() == DeviceKind::cuda ? cuda_plugin(&why) : nullptr;
+  if (!cuda) throw ConfigError("no communicator reaches the memory of " + backend.description() + ": " + why);
+  if (!cuda->make_nccl_communicator)
+    throw ConfigError("this build's CUDA backend has no NCCL (nccl.h and libnccl were not found beside the CUDA "
+                      "toolkit when it was configured): it cannot train over several GPUs");
+  return cuda->make_nccl_communicator(backend, host);
 }
 
 std::string environment_report() {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cnnengine/engine/backend.hpp"
+#include "cnnengine/engine/communicator.hpp"
 
 namespace cnn {
 
@@ -15,6 +16,7 @@ struct DeviceRequest {
   int threads = 0;                   // CPU threads (0: all cores)
   bool tf32 = false;                 // CUDA: let cuDNN and cuBLAS use tensor cores
   bool fast_start = false;           // CUDA: heuristics instead of measuring convolution algorithms
+  int cuda_device = 0;               // CUDA: which GPU (a data-parallel rank takes its local rank's)
 };
 
 // "auto" (none), "cpu" or "cuda"; anything else is a ConfigError naming them.
@@ -27,6 +29,12 @@ struct DeviceChoice {
 
 DeviceChoice select_device(const DeviceRequest& request);
 bool built_with_cuda();
+
+// The communicator whose sums reach `backend`'s memory, for a data-parallel run over the ranks
+// `host` joins: null where `host` reaches it already (the CPU); NCCL for a CUDA backend (its
+// unique id sent through `host`, which must outlive it). A ConfigError where this build has no
+// NCCL.
+std::unique_ptr<Communicator> make_device_communicator(Backend& backend, Communicator& host);
 // Driver, runtime, cuDNN and cuBLAS versions, GPU and memory; problems marked "ERROR:".
 std::string environment_report();
 

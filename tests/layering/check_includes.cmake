@@ -5,7 +5,7 @@
 # - the applications in examples/ include public headers only, never a detail/ one.
 # Invoked by ctest (layering_includes_by_full_name) with -DSOURCE_DIR=<the repository>.
 set(problems "")
-foreach(folder base memory data engine layers backends models)
+foreach(folder base memory data engine layers backends dist models)
   file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
                             ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
   foreach(source IN LISTS sources)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cnnengine/backends/device/cuda_api.hpp"
+#include "cnnengine/engine/communicator.hpp"
 
 namespace cnn {
 
@@ -17,8 +18,10 @@ struct CudaPlugin {
   CudaProbe (*probe)() noexcept = nullptr;
   std::unique_ptr<Backend> (*make_backend)(const CudaOptions&) = nullptr;
   std::string (*environment_report)() = nullptr;
+  // NCCL over the ranks `host` joins, for a backend make_backend made; null in a build without NCCL.
+  std::unique_ptr<Communicator> (*make_nccl_communicator)(Backend&, Communicator& host) = nullptr;
 };
-inline constexpr int kCudaPluginAbi = 1;
+inline constexpr int kCudaPluginAbi = 2;
 inline constexpr const char* kCudaPluginEntry = "cnn_cuda_plugin";  // extern "C" const CudaPlugin* ()
 
 // The loaded plugin, or null with `why` saying what is missing (not built, not found beside

@@ -1,0 +1,89 @@
+#if CNN_HAVE_NCCL
+#include "cnnengine/backends/cuda/nccl_communicator.hpp"
+
+#include <cstring>
+
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/base/error.hpp"
+#include "cnnengine/memory/out_of_memory.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+void check_nccl(ncclResult_t status, const char* call) {
+  if (status == ncclSuccess) return;
+  const std::string words = std::string("NCCL: ") + call + " failed: " + ncclGetErrorString(status);
+  if (status == ncclSystemError || status == ncclUnhandledCudaError) {
+    // NCCL's buffers did not fit, most often: the trainer may retry smaller.
+    if (std::strstr(ncclGetLastError(nullptr), "out of memory")) throw memory::OutOfMemory(words, {});
+  }
+  throw DeviceError(words);
+}
+
+std::size_t free_device_bytes() {
+  std::size_t free = 0, total = 0;
+  CNN_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(CudaBackend& backend, Communicator& host) : backend_(backend), host_(host) {
+  backend_.make_current();
+  ncclUniqueId id{};
+  if (host_.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  host_.broadcast_host(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)));
+  const std::size_t free_before = free_device_bytes();
+  check_nccl(ncclCommInitRank(&comm_, host_.ranks(), id, host_.rank()), "ncclCommInitRank");
+  CNN_CHECK(cudaStreamCreateWithFlags(&sums_, cudaStreamNonBlocking));
+  CNN_CHECK(cudaEventCreateWithFlags(&compute_ready_, cudaEventDisableTiming));
+  CNN_CHECK(cudaEventCreateWithFlags(&sums_done_, cudaEventDisableTiming));
+  // NCCL sets up its buffers lazily: one sum now, so that what it takes is measured before the
+  // trainer plans with the rest.
+  float* one = nullptr;
+  CNN_CHECK(cudaMalloc(&one, sizeof(float)));
+  check_nccl(ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm_, sums_), "ncclAllReduce");
+  CNN_CHECK(cudaStreamSynchronize(sums_));
+  CNN_CHECK(cudaFree(one));
+  const std::size_t free_after = free_device_bytes();
+  nccl_bytes_ = free_before > free_after ? free_before - free_after : 0;
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (sums_) cudaStreamSynchronize(sums_);
+  if (comm_) ncclCommDestroy(comm_);
+  if (compute_ready_) cudaEventDestroy(compute_ready_);
+  if (sums_done_) cudaEventDestroy(sums_done_);
+  if (sums_) cudaStreamDestroy(sums_);
+}
+
+std::string NcclCommunicator::describe() const {
+  int version = 0;
+  ncclGetVersion(&version);
+  return "NCCL " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100) + " over " + host_.describe();
+}
+
+void NcclCommunicator::sum(const Tensor& values) {
+  check_nccl(ncclAllReduce(values.data, values.data, values.elements(), ncclFloat, ncclSum, comm_,
+                           backend_.compute_stream()),
+             "ncclAllReduce");
+}
+
+void NcclCommunicator::start_sum(const Tensor& values) {
+  CNN_CHECK(cudaEventRecord(compute_ready_, backend_.compute_stream()));
+  CNN_CHECK(cudaStreamWaitEvent(sums_, compute_ready_, 0));
+  check_nccl(ncclAllReduce(values.data, values.data, values.elements(), ncclFloat, ncclSum, comm_, sums_),
+             "ncclAllReduce");
+  started_ = true;
+}
+
+void NcclCommunicator::wait_started() {
+  if (!started_) return;
+  CNN_CHECK(cudaEventRecord(sums_done_, sums_));
+  CNN_CHECK(cudaStreamWaitEvent(backend_.compute_stream(), sums_done_, 0));
+  started_ = false;
+}
+
+}  // namespace cnn::cuda
+#endif
