@@ -15,6 +15,8 @@ class Dense final : public Layer {
   std::size_t workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  bool recomputable() const override { return true; }
+  LayerCost forward_cost() const override;
 
  private:
   int units_;

@@ -16,10 +16,13 @@ class Pool2D final : public Layer {
   bool backward_needs_output() const override { return true; }
   void forward(const LayerContext& c) override { c.backend->pool2d_forward(desc_, c.inputs[0], c.output); }
   void backward(const LayerContext& c) override;
+  bool recomputable() const override { return true; }
+  LayerCost forward_cost() const override;
 
  private:
   Pool2dDesc desc_;
   bool global_ = false;
+  double in_elements_ = 0, out_elements_ = 0;  // per sample
 };
 
 }  // namespace cnn
