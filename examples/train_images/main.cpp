@@ -89,6 +89,7 @@ int run(const Options& o) {
   t.memory.budget = budget;
   t.memory.strategy = memory::parse_strategy(o.allocator);
   t.memory.trace = o.trace;
+  t.recompute = parse_recompute_policy(o.recompute);
   t.loader_staging = staging;
   t.seed = o.seed;
   t.total_steps = static_cast<long>(train_loader.batches_per_epoch()) * o.epochs;

@@ -39,6 +39,7 @@ struct Options {
   bool doctor = false;
   bool plan_only = false;
   std::string allocator = "planned";
+  std::string recompute = "none";
   std::string trace;
 };
 
