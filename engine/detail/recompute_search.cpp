@@ -83,11 +83,11 @@ class Descent {
   }
 
   // The best move at the peak: recompute one more output (with its ancestors), or keep one
-  // recomputed output again, which can free more than it holds: recomputing it early for another
-  // recomputation (a residual block's output, read by the next block's addition) pulls its own
-  // inputs' recomputations early too. A move must lower the bytes live at the peak's operation and
-  // raise no other time step above the peak; the best frees the most there per second of
-  // recomputation it adds, and one that saves recomputation comes first.
+  // recomputed output again, which frees more than it holds where its recomputation needs
+  // temporary copies of its inputs live at the peak (a residual block's output recomputed for the
+  // next block's addition needs the block before's). A move must lower the bytes live at the
+  // peak's operation and raise no other time step above the peak; the best frees the most there
+  // per second of recomputation it adds, and one that saves recomputation comes first.
   bool move() {
     double best_score = 0;
     std::optional<Evaluated> best;
