@@ -79,37 +79,42 @@ Trained train(const std::string& name, const TrainerOptions& o, int steps) {
   return t;
 }
 
-// Cheap recomputation, and the most recomputation the planner finds (convolutions included), each
-// against keeping: 20 steps, their losses, parameters and running statistics, and an evaluation.
-void check_same_as_keeping(const std::string& name) {
+// The most recomputation the planner finds (convolutions included), and with `with_cheap` cheap
+// recomputation too, each against keeping: 20 steps, their losses, parameters and running
+// statistics, and an evaluation.
+void check_same_as_keeping(const std::string& name, bool with_cheap) {
   const Trained kept = train(name, options(name, RecomputePolicy::none, 0), 20);
-  const Trained cheap = train(name, options(name, RecomputePolicy::cheap, 0), 20);
   const Trained most = train(name, options(name, RecomputePolicy::automatic, smallest_with_recomputation(name)), 20);
   CHECK(kept.plan.recomputed_layers == 0);
+  CHECK(most.plan.recomputed_layers > 0);
+  CHECK(most.plan.arena_bytes < kept.plan.arena_bytes);
+  CHECK(most.losses == kept.losses);
+  CHECK(most.parameters == kept.parameters);
+  CHECK(most.test_loss == kept.test_loss);
+  if (!with_cheap) return;
+  const Trained cheap = train(name, options(name, RecomputePolicy::cheap, 0), 20);
   CHECK(cheap.plan.recomputed_layers > 0);
   CHECK(most.plan.recomputed_layers > cheap.plan.recomputed_layers);
   CHECK(cheap.plan.arena_bytes < kept.plan.arena_bytes);
   CHECK(most.plan.arena_bytes < cheap.plan.arena_bytes);
   CHECK(cheap.losses == kept.losses);
-  CHECK(most.losses == kept.losses);
   CHECK(cheap.parameters == kept.parameters);
-  CHECK(most.parameters == kept.parameters);
   CHECK(cheap.test_loss == kept.test_loss);
-  CHECK(most.test_loss == kept.test_loss);
 }
 
 }  // namespace
 
 TEST_CASE("small-bn recomputing trains as keeping, to the bit", "[recompute][trainer]") {
-  check_same_as_keeping("small-bn");
+  check_same_as_keeping("small-bn", true);
 }
 
 TEST_CASE("resnet recomputing trains as keeping, to the bit", "[recompute][trainer]") {
-  check_same_as_keeping("resnet");
+  check_same_as_keeping("resnet", true);
 }
 
+// Its steps are the suite's costliest: cheap recomputation is checked on the two above.
 TEST_CASE("resnet18 with dropout recomputing trains as keeping, to the bit", "[recompute][trainer]") {
-  check_same_as_keeping("resnet18+dropout");
+  check_same_as_keeping("resnet18+dropout", false);
 }
 
 TEST_CASE("a network the budget cannot hold even at micro-batch 1 without recomputation trains with it",
