@@ -66,6 +66,15 @@ struct StepScalars {
   float grad_scale = 0.0f;         // the loss gradient's factor: 1 / samples in the optimizer step
 };
 
+// How fast a backend is, roughly: the planner's cost model (engine/detail/cost_model.hpp) prices
+// a call as its fixed cost plus the larger of its arithmetic and its memory traffic at these
+// rates. Round figures that rank plans, not measurements.
+struct ComputeRates {
+  double flops_per_second = 0;
+  double bytes_per_second = 0;
+  double seconds_per_call = 0;  // a launch, a parallel region: what a call costs however small
+};
+
 // Backend calls recorded once and run again on demand (a CUDA graph).
 class CapturedCalls {
  public:
@@ -88,6 +97,7 @@ class Backend {
   // Bytes the backend's libraries hold for themselves (cuBLAS workspace, ...): counted in the
   // budget under workspace.
   virtual std::size_t library_reserved_bytes() const { return 0; }
+  virtual ComputeRates compute_rates() const = 0;
 
   // host -> device and device -> host. copy_to_device returns once `host` may be reused;
   // later calls see the data.
@@ -133,6 +143,11 @@ class Backend {
   virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            const Tensor& running_mean, const Tensor& running_var,
                                            float epsilon, Tensor y) = 0;
+  // y from x with the batch statistics batchnorm_forward_training saved (a recomputation during
+  // backward): y = (x - saved_mean) * saved_inv_std * gamma + beta, computed as that call computes
+  // y, so that on the CPU both give the same bits. No running statistic moves.
+  virtual void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) = 0;
   // epsilon: forward's (cuDNN wants the same value in both passes).
   virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/engine/detail/cost_model.hpp"
 #include "cnnengine/engine/detail/micro_batch_plan.hpp"
+#include "cnnengine/engine/detail/recompute_search.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
@@ -55,27 +57,52 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need)
   return split;
 }
 
-MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit) {
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit,
+                                RecomputePolicy policy, std::optional<std::size_t> arena_cap) {
   Network& net = planner.network();
   Backend& backend = planner.backend();
   const BatchPlanOptions& options = planner.options();
-  MicroBatchPlan p{plan_step(net, backend, micro_batch, true, workspace_limit),
-                   plan_step(net, backend, micro_batch, false, workspace_limit), {}};
+  const StepNeeds training = step_needs(net, backend, micro_batch, true, workspace_limit);
+  const StepNeeds inference = step_needs(net, backend, micro_batch, false, workspace_limit);
+  MicroBatchPlan p;
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
   m.persistent = ParameterStore::planned_bytes(net, options.optimizer_slots);
   m.persistent[memory::Category::other] += options.extra_persistent;
-  m.arena_peak = p.training.plan.peak_by_category;
-  m.arena_bytes = std::max(p.training.arena_bytes(), p.inference.arena_bytes());
-  m.lower_bound = p.training.plan.lower_bound_bytes;
   m.loader_staging = options.loader_staging;
   m.library = backend.library_reserved_bytes();
   m.budget = options.memory.budget;
   m.workspace_limit = workspace_limit;
+
+  const CostModel cost(net, backend.compute_rates());
+  switch (policy) {
+    case RecomputePolicy::none: p.training = plan_step(net, training); break;
+    case RecomputePolicy::cheap: p.training = plan_step(net, training, cheap_recompute_set(net, training, cost)); break;
+    case RecomputePolicy::automatic: {
+      const std::size_t outside = m.persistent.total() + m.loader_staging + m.library;
+      if (!arena_cap && m.budget) arena_cap = m.budget > outside ? m.budget - outside : 0;
+      p.training = arena_cap ? least_recompute_within(net, training, cost, *arena_cap).plan : plan_step(net, training);
+      break;
+    }
+  }
+  p.inference = plan_step(net, inference);
+
+  m.arena_peak = p.training.plan.peak_by_category;
+  m.arena_bytes = std::max(p.training.arena_bytes(), p.inference.arena_bytes());
+  m.lower_bound = p.training.plan.lower_bound_bytes;
+  m.recompute = policy;
+  std::vector<int> layers = p.training.recomputed;
+  std::sort(layers.begin(), layers.end());
+  m.recomputed_layers = static_cast<int>(std::unique(layers.begin(), layers.end()) - layers.begin());
+  m.recompute_fraction = cost.extra_fraction(p.training.recomputed, micro_batch);
+  if (micro_batch >= planner.smallest_micro_batch())
+    m.expected_samples_per_second = cost.throughput(options.batch, micro_batch, planner.training_batch_need().samples,
+                                                    p.training.recomputed);
   return p;
 }
 
 namespace {
+
 std::size_t largest_workspace(const MicroBatchPlan& p) {
   std::size_t largest = 0;
   for (const StepPlan* plan : {&p.training, &p.inference})
@@ -83,14 +110,15 @@ std::size_t largest_workspace(const MicroBatchPlan& p) {
       if (r.category == memory::Category::workspace) largest = std::max(largest, r.bytes);
   return largest;
 }
-}  // namespace
 
-MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch) {
+// The plans at micro-batch b with the largest per-layer workspace limit that fits the budget.
+MicroBatchPlan plan_within_budget(const BatchPlanner& planner, int micro_batch, RecomputePolicy policy) {
   const BatchPlanOptions& options = planner.options();
-  if (options.memory.budget == 0) return plan_micro_batch(planner, micro_batch, options.workspace_limit);
+  if (options.memory.budget == 0) return plan_micro_batch(planner, micro_batch, options.workspace_limit, policy);
   // No layer's workspace can be more than the whole budget; this also bounds the scratch that
   // cuDNN's algorithm measurement takes while planning.
-  MicroBatchPlan p = plan_micro_batch(planner, micro_batch, std::min(options.workspace_limit, options.memory.budget));
+  MicroBatchPlan p =
+      plan_micro_batch(planner, micro_batch, std::min(options.workspace_limit, options.memory.budget), policy);
   // Each round asks the largest workspace to give up what the plan is over the budget. The
   // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
   for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
@@ -98,28 +126,47 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch) {
     if (largest == 0) break;
     const std::size_t over = p.breakdown.total() - p.breakdown.budget;
     const std::size_t lower = largest > over ? largest - over : 0;
-    MicroBatchPlan smaller = plan_micro_batch(planner, micro_batch, lower);
+    MicroBatchPlan smaller = plan_micro_batch(planner, micro_batch, lower, policy);
     if (smaller.breakdown.total() >= p.breakdown.total()) break;  // nothing leaner (the CPU: im2col)
     p = std::move(smaller);
   }
   return p;
 }
 
-std::size_t BatchPlanner::workspace_limit(int micro_batch) const { return breakdown(micro_batch).workspace_limit; }
+}  // namespace
 
-MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const {
-  auto known = breakdowns_.find(micro_batch);
-  if (known == breakdowns_.end()) known = breakdowns_.emplace(micro_batch, plan_micro_batch(*this, micro_batch).breakdown).first;
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch) {
+  return plan_within_budget(planner, micro_batch, planner.options().recompute);
+}
+
+std::size_t BatchPlanner::workspace_limit(int micro_batch) const {
+  return workspace_limit(micro_batch, options_.recompute);
+}
+
+std::size_t BatchPlanner::workspace_limit(int micro_batch, RecomputePolicy policy) const {
+  return breakdown(micro_batch, policy).workspace_limit;
+}
+
+MemoryBreakdown BatchPlanner::breakdown(int micro_batch) const { return breakdown(micro_batch, options_.recompute); }
+
+MemoryBreakdown BatchPlanner::breakdown(int micro_batch, RecomputePolicy policy) const {
+  const auto key = std::make_pair(micro_batch, policy);
+  auto known = breakdowns_.find(key);
+  if (known == breakdowns_.end())
+    known = breakdowns_.emplace(key, plan_within_budget(*this, micro_batch, policy).breakdown).first;
   return known->second;
 }
 
-int BatchPlanner::largest_fitting(int limit) const {
+int BatchPlanner::largest_fitting(int limit) const { return largest_fitting(limit, options_.recompute); }
+
+int BatchPlanner::largest_fitting(int limit, RecomputePolicy policy) const {
   if (options_.memory.budget == 0) return limit;
-  if (limit < smallest_ || !breakdown(smallest_).fits()) return 0;
+  auto fits = [&](int b) { return breakdown(b, policy).fits(); };
+  if (limit < smallest_ || !fits(smallest_)) return 0;
   int lo = smallest_, hi = limit;  // the plan grows with the micro-batch: bisect
   while (lo < hi) {
     const int mid = lo + (hi - lo + 1) / 2;
-    if (breakdown(mid).fits()) lo = mid;
+    if (fits(mid)) lo = mid;
     else hi = mid - 1;
   }
   // It grows only nearly monotonically: the greedy planner's arena may dip by a few KiB from
@@ -127,8 +174,33 @@ int BatchPlanner::largest_fitting(int limit) const {
   // moves up with each one found).
   constexpr int kLookAbove = 8;
   for (int b = lo + 1; b <= limit && b <= lo + kLookAbove; ++b)
-    if (breakdown(b).fits()) lo = b;
+    if (fits(b)) lo = b;
   return lo;
+}
+
+std::vector<MemoryBreakdown> BatchPlanner::weighed_micro_batches() const {
+  if (options_.recompute != RecomputePolicy::automatic || options_.memory.budget == 0) return {};
+  const int batch = options_.batch;
+  const int plain = largest_fitting(batch, RecomputePolicy::none);
+  const int most = plain == batch ? batch : largest_fitting(batch, RecomputePolicy::automatic);
+  if (most == 0) return {};
+  // Only the number of micro-batches per step changes the expected time at a given amount of
+  // recomputation: for each count from the one without recomputation down to the fewest, the
+  // smallest micro-batch that gives it (it recomputes least). Counts thinned out geometrically.
+  auto count = [&](int b) { return (batch + b - 1) / b; };
+  std::vector<int> sizes;
+  if (plain > 0) sizes.push_back(plain);
+  const int fewest = count(most);
+  constexpr int kMostWeighed = 10;
+  for (int k = plain > 0 ? count(plain) - 1 : count(smallest_); k >= fewest;) {
+    const int b = std::max((batch + k - 1) / k, smallest_);
+    if (b > plain && b <= most && (sizes.empty() || b > sizes.back())) sizes.push_back(b);
+    if (k == fewest) break;
+    k = std::max(fewest, std::min(k - 1, k * (kMostWeighed - 1) / kMostWeighed));
+  }
+  std::vector<MemoryBreakdown> weighed;
+  for (int b : sizes) weighed.push_back(breakdown(b, RecomputePolicy::automatic));
+  return weighed;
 }
 
 int BatchPlanner::asked_micro_batch() const {
@@ -138,8 +210,17 @@ int BatchPlanner::asked_micro_batch() const {
 
 int BatchPlanner::choose() const {
   const int b = asked_micro_batch();
-  if (b == 0) return largest_fitting(options_.batch);
-  return breakdown(b).fits() ? b : 0;
+  if (b > 0) return breakdown(b).fits() ? b : 0;
+  if (options_.recompute != RecomputePolicy::automatic || options_.memory.budget == 0)
+    return largest_fitting(options_.batch);
+  int fastest = 0;
+  double best = 0;
+  for (const MemoryBreakdown& m : weighed_micro_batches())
+    if (m.fits() && m.expected_samples_per_second > best) {
+      best = m.expected_samples_per_second;
+      fastest = m.micro_batch;
+    }
+  return fastest;
 }
 
 }  // namespace cnn

@@ -3,9 +3,12 @@
 // anything is allocated. The trainer and `train_images --plan` both ask it.
 #include <cstddef>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "cnnengine/engine/memory_report.hpp"
 #include "cnnengine/engine/network.hpp"
+#include "cnnengine/engine/recompute_policy.hpp"
 #include "cnnengine/memory/memory_stack.hpp"
 
 namespace cnn {
@@ -23,6 +26,10 @@ struct BatchPlanOptions {
   // max pooling becomes max pooling then ReLU; see Network::commute_relu_and_max_pool). The
   // planner applies it, so that what it plans is what the trainer runs.
   bool rewrite_graph = true;
+  // What a step may recompute during backward instead of keeping (docs/design.md,
+  // "Recomputation"). Under `automatic` with no micro-batch or count given, the planner weighs
+  // micro-batch and recomputation together for the highest expected throughput.
+  RecomputePolicy recompute = RecomputePolicy::none;
 };
 
 // How a step of `samples` runs at micro-batch b: micro-batches of b, then the rest. A rest below
@@ -41,17 +48,26 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need 
 class BatchPlanner {
  public:
   BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
-  // The bytes of the step plans at micro-batch b, with the workspace limit below.
+  // The bytes of the step plans at micro-batch b, with the workspace limit below, recomputing as
+  // the options' policy (or `policy`) asks.
   MemoryBreakdown breakdown(int micro_batch) const;
+  MemoryBreakdown breakdown(int micro_batch, RecomputePolicy policy) const;
   // The per-layer workspace limit for micro-batch b: the options' limit, lowered under a budget
   // until the plan fits where the backend has methods that need less workspace (cuDNN's slower
-  // convolution algorithms). Keeping the micro-batch is preferred to the fastest algorithm.
+  // convolution algorithms). Keeping the micro-batch is preferred to the fastest algorithm, and
+  // recomputation (which the plan tries first) to a slower algorithm.
   std::size_t workspace_limit(int micro_batch) const;
+  std::size_t workspace_limit(int micro_batch, RecomputePolicy policy) const;
   // The largest micro-batch whose plan fits the budget, at most `limit`; 0 if none does.
   int largest_fitting(int limit) const;
-  // What the options ask for: an explicit micro-batch or count, else the largest that fits.
-  // 0 when nothing fits.
+  int largest_fitting(int limit, RecomputePolicy policy) const;
+  // What the options ask for: an explicit micro-batch or count; else the largest that fits, or
+  // under RecomputePolicy::automatic the fastest of weighed_micro_batches(). 0 when nothing fits.
   int choose() const;
+  // Under RecomputePolicy::automatic and a budget: the micro-batches weighed (the largest that
+  // fits without recomputation, and larger ones that need fewer micro-batches per step up to the
+  // largest that fits with it), each with its plan and expected throughput. Empty otherwise.
+  std::vector<MemoryBreakdown> weighed_micro_batches() const;
   // The micro-batch the options ask for (an explicit one, or from the accumulation count); 0:
   // the largest that fits.
   int asked_micro_batch() const;
@@ -70,8 +86,8 @@ class BatchPlanner {
   BatchPlanOptions options_;
   TrainingBatchNeed need_;
   int smallest_ = 1;
-  // Each micro-batch is planned once: the search for the largest that fits asks again and again.
-  mutable std::map<int, MemoryBreakdown> breakdowns_;
+  // Each micro-batch is planned once per policy: the search for the largest that fits asks again and again.
+  mutable std::map<std::pair<int, RecomputePolicy>, MemoryBreakdown> breakdowns_;
 };
 
 }  // namespace cnn

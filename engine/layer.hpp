@@ -42,6 +42,14 @@ struct ParamSpec {
   bool trainable = true;  // false: state such as running statistics (no gradient, no optimizer)
 };
 
+// What one sample's forward pass costs: floating-point operations (a multiply-add counts two) and
+// bytes read and written. The recomputation planner prices a layer's recomputation with it
+// (engine/detail/cost_model.hpp); an estimate, not a measurement.
+struct LayerCost {
+  double flops = 0;
+  double bytes = 0;
+};
+
 struct TrainingBatchNeed {
   int samples = 1;
   std::string why;
@@ -97,6 +105,20 @@ class Layer {
 
   virtual void forward(const LayerContext& context) = 0;
   virtual void backward(const LayerContext& context) = 0;
+
+  // Recomputation (docs/design.md, "Recomputation"): the plan may drop a layer's output after
+  // forward and have recompute() write it again during backward, from the same inputs.
+  // True when recompute() gives forward's output to the bit (on the CPU) and changes no state.
+  virtual bool recomputable() const { return false; }
+  // Element-wise or normalisation: what RecomputePolicy::cheap recomputes.
+  virtual bool cheap_to_recompute() const { return false; }
+  // True when recompute() writes the saved buffers again (dropout's mask, drawn from its key)
+  // instead of reading forward's (BatchNorm's batch statistics): then they need not be kept.
+  virtual bool recompute_rewrites_saved() const { return false; }
+  // Forward once more in training, during backward: the context is forward's, with the output and
+  // the saved buffers the plan gives the recomputation. Never moves running statistics.
+  virtual void recompute(const LayerContext& context) { forward(context); }
+  virtual LayerCost forward_cost() const { return {}; }
 };
 
 // The output length of a window (a convolution's kernel, a pooling's window: `window_name`)

@@ -31,6 +31,13 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   row("step arena", m.arena_bytes, ratio);
   row("total", m.total());
   if (m.budget) row("budget", m.budget, m.fits() ? "fits" : "DOES NOT FIT");
+  if (m.recompute != RecomputePolicy::none) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %12s  +%.1f%% compute in backward\n",
+                  ("recomputed (" + to_string(m.recompute) + ")").c_str(),
+                  (std::to_string(m.recomputed_layers) + " layers").c_str(), 100.0 * m.recompute_fraction);
+    out += line;
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cnnengine/engine/recompute_policy.hpp"
 #include "cnnengine/memory/category.hpp"
 
 namespace cnn {
@@ -19,6 +20,14 @@ struct MemoryBreakdown {
   std::size_t library = 0;           // bytes the backend's libraries hold
   std::size_t budget = 0;            // 0: none
   std::size_t workspace_limit = 0;   // what one layer's workspace was allowed when planning
+  // Recomputation (docs/design.md): the policy planned with, the layers recomputed during
+  // backward (some more than once), what their recomputations add to a micro-batch's time, and
+  // the optimizer steps' samples per second the cost model expects at this micro-batch
+  // (engine/detail/cost_model.hpp).
+  RecomputePolicy recompute = RecomputePolicy::none;
+  int recomputed_layers = 0;
+  double recompute_fraction = 0;
+  double expected_samples_per_second = 0;
 
   std::size_t total() const { return persistent.total() + arena_bytes + loader_staging + library; }
   bool fits() const { return budget == 0 || total() <= budget; }

@@ -144,6 +144,14 @@ void Trainer::ensure_built() {
 
 void Trainer::maybe_regrow() {
   const int b = micro_batch_;
+  if (step_->recomputing_more()) {  // first back to the recomputation the budget alone asks for
+    if (!recovery_->regrow_due()) return;
+    micro_batch_ = step_->build_fitting(b, recovery_->smallest());
+    if (!step_->recomputing_more() && on_recovery)
+      on_recovery("step " + std::to_string(steps_ + 1) + ": micro-batch " + std::to_string(micro_batch_) +
+                  " back to " + std::to_string(step_->breakdown().recomputed_layers) + " recomputed layers");
+    return;
+  }
   const int larger = recovery_->regrow(b);
   if (larger == 0) return;
   micro_batch_ = step_->build_fitting(larger, recovery_->smallest());
@@ -241,6 +249,14 @@ StepReport Trainer::train_step(const HostBatch& batch) {
 
 void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
   const int b = micro_batch_;
+  if (step_->recompute_more()) {
+    recovery_->failed_and_recomputed();
+    if (on_recovery)
+      on_recovery(where + ": out of memory at micro-batch " + std::to_string(b) + " (" + error.what() +
+                  "); replaying it at micro-batch " + std::to_string(b) + " recomputing " +
+                  std::to_string(step_->breakdown().recomputed_layers) + " layers");
+    return;
+  }
   const int smaller = recovery_->after_failure(b);
   if (smaller == 0) {  // nothing left to halve
     step_->release();

@@ -155,8 +155,10 @@ class Trainer {
   void check_labels(const HostBatch& batch) const;
   void ensure_built();
   void maybe_regrow();
-  // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at half
-  // the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory with the byte table.
+  // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at the same
+  // micro-batch recomputing more (RecomputePolicy::automatic) where that reaches the bytes of half
+  // of it, else at half the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory
+  // with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
   // Runs the batch's micro-batches, their logits to `logits` when it is not null; returns how many.
   int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);

@@ -13,13 +13,20 @@ class Add final : public Layer {
     if (inputs.size() != 2 || !(inputs[0] == inputs[1]))
       throw ShapeError("add: needs two inputs of one shape, got " + inputs.at(0).str() + " and " +
                        (inputs.size() > 1 ? inputs[1].str() : std::string("nothing")));
+    elements_ = static_cast<double>(inputs[0].elements());
     return inputs[0];
   }
+  bool recomputable() const override { return true; }
+  bool cheap_to_recompute() const override { return true; }
+  LayerCost forward_cost() const override { return {elements_, 3 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->add(c.inputs[0], c.inputs[1], c.output); }
   void backward(const LayerContext& c) override {
     for (std::size_t i = 0; i < 2; ++i)
       if (wants_gradient(c, i)) c.backend->copy_or_add(c.grad_output, c.grad_inputs[i], c.accumulate[i]);
   }
+
+ private:
+  double elements_ = 0;  // per sample
 };
 
 }  // namespace cnn

@@ -44,6 +44,15 @@ void BatchNorm2D::forward(const LayerContext& c) {
                                            c.output);
 }
 
+void BatchNorm2D::recompute(const LayerContext& c) {
+  c.backend->batchnorm_forward_saved(c.inputs[0], c.params[0], c.params[1], c.saved[0], c.saved[1], c.output);
+}
+
+LayerCost BatchNorm2D::forward_cost() const {
+  const double n = static_cast<double>(values_per_channel_) * channels_;
+  return {2 * n, 2 * sizeof(float) * n};  // the recomputation's: one multiply-add per value
+}
+
 void BatchNorm2D::backward(const LayerContext& c) {
   // The plan gives an input gradient buffer even where nothing reads it (backward_writes_input_gradient).
   if (!wants_gradient(c, 0)) throw std::logic_error("batchnorm2d: backward without a buffer for the input gradient");

@@ -22,6 +22,11 @@ class BatchNorm2D final : public Layer {
   void backward(const LayerContext& c) override;
   float momentum() const { return momentum_; }
   float epsilon() const { return epsilon_; }
+  // From the saved batch statistics: the running statistics move once per micro-batch, in forward.
+  bool recomputable() const override { return true; }
+  bool cheap_to_recompute() const override { return true; }
+  void recompute(const LayerContext& c) override;
+  LayerCost forward_cost() const override;
 
  private:
   float momentum_, epsilon_;

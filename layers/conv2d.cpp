@@ -43,6 +43,12 @@ std::size_t Conv2D::workspace_bytes(Backend& backend, int batch, ConvPass pass, 
   return backend.conv2d_workspace_bytes(desc_, in_.batched(batch), out_.batched(batch), pass, limit);
 }
 
+LayerCost Conv2D::forward_cost() const {
+  const double outputs = static_cast<double>(out_.elements());
+  const double macs = outputs * desc_.in_channels * desc_.kernel_h * desc_.kernel_w;
+  return {2 * macs + (bias_ ? outputs : 0), sizeof(float) * (static_cast<double>(in_.elements()) + outputs)};
+}
+
 void Conv2D::forward(const LayerContext& c) {
   c.backend->conv2d_forward(desc_, c.inputs[0], c.params[0], bias_ ? c.params[1] : Tensor{}, c.output, c.workspace);
 }

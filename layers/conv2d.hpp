@@ -14,6 +14,8 @@ class Conv2D final : public Layer {
   bool backward_needs_input() const override { return true; }
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  bool recomputable() const override { return true; }
+  LayerCost forward_cost() const override;
   const Conv2dDesc& desc() const { return desc_; }
   bool has_bias() const { return bias_; }
 

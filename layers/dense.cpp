@@ -24,6 +24,11 @@ std::vector<ParamSpec> Dense::parameters() const {
   return specs;
 }
 
+LayerCost Dense::forward_cost() const {
+  const double in = static_cast<double>(in_.elements());
+  return {2 * in * units_ + (bias_ ? units_ : 0), sizeof(float) * (in + units_)};
+}
+
 void Dense::forward(const LayerContext& c) {
   c.backend->dense_forward(c.inputs[0], c.params[0], bias_ ? c.params[1] : Tensor{}, c.output, c.workspace);
 }

@@ -17,6 +17,8 @@ class Dense final : public Layer {
   void backward(const LayerContext& c) override;
   int units() const { return units_; }
   bool has_bias() const { return bias_; }
+  bool recomputable() const override { return true; }
+  LayerCost forward_cost() const override;
 
  private:
   int units_;

@@ -15,6 +15,14 @@ class Dropout final : public Layer {
     return inputs.at(0);
   }
   std::vector<std::size_t> saved_floats(int batch) const override { return {sample_ * static_cast<std::size_t>(batch)}; }
+  // The mask is drawn again from its key (the step's seed, the layer, the sample's place).
+  bool recomputable() const override { return true; }
+  bool cheap_to_recompute() const override { return true; }
+  bool recompute_rewrites_saved() const override { return true; }
+  LayerCost forward_cost() const override {
+    const auto n = static_cast<double>(sample_);
+    return {2 * n, 3 * sizeof(float) * n};
+  }
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
   float p() const { return p_; }

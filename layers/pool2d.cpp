@@ -33,13 +33,21 @@ std::string Pool2D::describe() const {
 Shape Pool2D::output_shape(const std::vector<Shape>& inputs) {
   const Shape& x = inputs.at(0);
   if (x.rank != 3) throw ShapeError(describe() + ": needs a CxHxW input, got " + x.str());
+  in_elements_ = static_cast<double>(x.elements());
+  Shape y{x[0], 1, 1};
   if (global_) {
     desc_.window_h = desc_.stride_h = x[1];
     desc_.window_w = desc_.stride_w = x[2];
-    return Shape{x[0], 1, 1};
+  } else {
+    y = Shape{x[0], sliding_output(describe(), "window", x[1], desc_.window_h, desc_.stride_h, desc_.pad_h),
+              sliding_output(describe(), "window", x[2], desc_.window_w, desc_.stride_w, desc_.pad_w)};
   }
-  return Shape{x[0], sliding_output(describe(), "window", x[1], desc_.window_h, desc_.stride_h, desc_.pad_h),
-               sliding_output(describe(), "window", x[2], desc_.window_w, desc_.stride_w, desc_.pad_w)};
+  out_elements_ = static_cast<double>(y.elements());
+  return y;
+}
+
+LayerCost Pool2D::forward_cost() const {
+  return {out_elements_ * desc_.window_h * desc_.window_w, sizeof(float) * (in_elements_ + out_elements_)};
 }
 
 void Pool2D::backward(const LayerContext& c) {

@@ -18,10 +18,13 @@ class Pool2D final : public Layer {
   void backward(const LayerContext& c) override;
   const Pool2dDesc& desc() const { return desc_; }
   bool is_global() const { return global_; }
+  bool recomputable() const override { return true; }
+  LayerCost forward_cost() const override;
 
  private:
   Pool2dDesc desc_;
   bool global_ = false;
+  double in_elements_ = 0, out_elements_ = 0;  // per sample
 };
 
 }  // namespace cnn

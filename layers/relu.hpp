@@ -7,12 +7,21 @@ class ReLU final : public Layer {
  public:
   LayerKind kind() const override { return LayerKind::relu; }
   std::string describe() const override { return "relu"; }
-  Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }
+  Shape output_shape(const std::vector<Shape>& inputs) override {
+    elements_ = static_cast<double>(inputs.at(0).elements());
+    return inputs.at(0);
+  }
   bool backward_needs_output() const override { return true; }
+  bool recomputable() const override { return true; }
+  bool cheap_to_recompute() const override { return true; }
+  LayerCost forward_cost() const override { return {elements_, 2 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->relu_forward(c.inputs[0], c.output); }
   void backward(const LayerContext& c) override {
     if (wants_gradient(c, 0)) c.backend->relu_backward(c.output, c.grad_output, c.grad_inputs[0], c.accumulate[0]);
   }
+
+ private:
+  double elements_ = 0;  // per sample
 };
 
 }  // namespace cnn

@@ -20,6 +20,7 @@ class CpuBackend : public Backend {
   std::string description() const override;
   memory::MemoryResource& device_memory() override;
   memory::MemoryResource& staging_memory() override;
+  ComputeRates compute_rates() const override;
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
@@ -53,6 +54,8 @@ class CpuBackend : public Backend {
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    const Tensor& running_mean, const Tensor& running_var,
                                    float epsilon, Tensor y) override;
+  void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;

@@ -74,6 +74,22 @@ void max_2x2_backward_plane(const float* in, const float* out, const float* grad
   }
 }
 
+// One channel of a batch normalisation's output, y = x * scale + shift with scale = gamma * inv_std
+// and shift = beta - mean * scale. Training's forward and the recomputation from the saved
+// statistics both call it, so that they round alike (not inlined: the same instructions,
+// contractions into fused multiply-adds included, in both).
+[[gnu::noinline]] void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std,
+                                         std::size_t ch, Tensor& y) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const float scale = gamma * inv_std;
+  const float shift = beta - mean * scale;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+    for (std::size_t k = 0; k < hw; ++k) y.data[offset + k] = x.data[offset + k] * scale + shift;
+  }
+}
+
 }  // namespace
 
 void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
@@ -170,18 +186,21 @@ void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma
       }
       const double var = squares / count;
       const float inv_std = static_cast<float>(1.0 / std::sqrt(var + epsilon));
-      const float scale = gamma.data[ch] * inv_std;
-      const float shift = beta.data[ch] - static_cast<float>(mean) * scale;
-      for (int i = 0; i < n; ++i) {
-        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-        for (std::size_t k = 0; k < hw; ++k) y.data[offset + k] = x.data[offset + k] * scale + shift;
-      }
+      normalise_channel(x, gamma.data[ch], beta.data[ch], static_cast<float>(mean), inv_std, ch, y);
       saved_mean.data[ch] = static_cast<float>(mean);
       saved_inv_std.data[ch] = inv_std;
       const double unbiased = count > 1 ? var * count / (count - 1) : var;
       running_mean.data[ch] = static_cast<float>((1.0 - momentum) * running_mean.data[ch] + momentum * mean);
       running_var.data[ch] = static_cast<float>((1.0 - momentum) * running_var.data[ch] + momentum * unbiased);
     }
+  });
+}
+
+void CpuBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t b, std::size_t e) {
+    for (std::size_t ch = b; ch < e; ++ch)
+      normalise_channel(x, gamma.data[ch], beta.data[ch], saved_mean.data[ch], saved_inv_std.data[ch], ch, y);
   });
 }
 

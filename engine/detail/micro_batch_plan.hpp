@@ -2,6 +2,7 @@
 // The step plans of one micro-batch and what they take: what the trainer builds, and what
 // BatchPlanner::breakdown reports.
 #include <cstddef>
+#include <optional>
 
 #include "cnnengine/engine/batch_planner.hpp"
 #include "cnnengine/engine/detail/step_plan.hpp"
@@ -13,10 +14,13 @@ struct MicroBatchPlan {
   MemoryBreakdown breakdown;
 };
 
-// The plans at micro-batch b with the workspace limit the planner allows at b: under a budget,
-// lowered until the plan fits where the backend has leaner methods (BatchPlanner::workspace_limit).
+// The plans at micro-batch b with the workspace limit the planner allows at b (under a budget,
+// lowered until the plan fits where the backend has leaner methods), recomputing as the options ask.
 MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch);
-// The plans at micro-batch b with a given per-layer workspace limit.
-MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit);
+// The plans at micro-batch b with a given per-layer workspace limit and policy. Under
+// RecomputePolicy::automatic, the training plan's arena within `arena_cap` where one is given (a
+// recovery's), else within what the budget leaves (without a budget nothing is recomputed).
+MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit,
+                                RecomputePolicy policy, std::optional<std::size_t> arena_cap = {});
 
 }  // namespace cnn

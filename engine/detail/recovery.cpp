@@ -13,9 +13,14 @@ int Recovery::after_failure(int micro_batch) {
   return std::max(smallest_, micro_batch / 2);
 }
 
-int Recovery::regrow(int micro_batch) {
-  if (micro_batch >= target_ || regrow_after_ <= 0 || good_steps_ < regrow_after_) return 0;
+bool Recovery::regrow_due() {
+  if (regrow_after_ <= 0 || good_steps_ < regrow_after_) return false;
   good_steps_ = 0;
+  return true;
+}
+
+int Recovery::regrow(int micro_batch) {
+  if (micro_batch >= target_ || !regrow_due()) return 0;
   return std::min(target_, 2 * micro_batch);
 }
 

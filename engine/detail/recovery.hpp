@@ -17,7 +17,11 @@ class Recovery {
   // The micro-batch to replay at after a failure at b: half of it, not below the smallest; 0
   // when b is the smallest already (nothing left to halve).
   int after_failure(int micro_batch);
+  // A failure met by recomputing more at the same micro-batch: the count of good steps restarts.
+  void failed_and_recomputed() { good_steps_ = 0; }
   void step_succeeded() { ++good_steps_; }
+  // True once, after enough good steps since the last failure, to try more memory again.
+  bool regrow_due();
   // The micro-batch to try now, after enough good steps since the last failure: twice b, up to
   // the target; 0 while it is not time (or b is the target).
   int regrow(int micro_batch);

@@ -21,6 +21,7 @@ StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& p
   grad_inputs_.reserve(most_inputs);
   saved_.reserve(most_saved);
   accumulate_ = std::make_unique<bool[]>(most_inputs);
+  copies_.assign(static_cast<std::size_t>(net_.size()), -1);
   ran_once_.reserve(kMaxRecordings);
   graphs_.reserve(kMaxRecordings);
 }
@@ -33,6 +34,13 @@ Tensor StepExecutor::buffer(int index, Shape shape) const {
 Tensor StepExecutor::value(int node, int n) const {
   const Node& nd = net_.node(node);
   return buffer(plan_.node(nd.value).value, nd.shape.batched(n));
+}
+
+Tensor StepExecutor::backward_value(int node, int n) const {
+  const Node& nd = net_.node(node);
+  const int copy = copies_[static_cast<std::size_t>(nd.value)];
+  const int index = copy >= 0 ? plan_.recomputations[static_cast<std::size_t>(copy)].output : plan_.node(nd.value).value;
+  return buffer(index, nd.shape.batched(n));
 }
 
 Tensor StepExecutor::gradient(int node, int n) const {
@@ -99,16 +107,20 @@ void StepExecutor::compute(int n, float* logits) {
   auto& inputs = inputs_;
   auto& saved = saved_;
   auto& grad_inputs = grad_inputs_;
-  auto gather = [&](const Node& nd, int id) {
+  // After the loss, a recomputed value is read from its latest copy, and so are the saved buffers
+  // its recomputation wrote again.
+  auto gather = [&](const Node& nd, int id, bool after_loss, int recomputation) {
     inputs.clear();
-    for (int in : nd.inputs) inputs.push_back(value(in, n));
+    for (int in : nd.inputs) inputs.push_back(after_loss ? backward_value(in, n) : value(in, n));
     saved.clear();
-    for (int s : plan_.node(id).saved) {
+    const int copy = recomputation >= 0 ? recomputation : after_loss ? copies_[static_cast<std::size_t>(id)] : -1;
+    const std::vector<int>* rewritten = copy >= 0 ? &plan_.recomputations[static_cast<std::size_t>(copy)].saved : nullptr;
+    for (int s : rewritten && !rewritten->empty() ? *rewritten : plan_.node(id).saved) {
       const auto floats = plan_.requests[static_cast<std::size_t>(s)].bytes / sizeof(float);
       saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
     }
   };
-  auto context = [&](int id, int workspace) {
+  auto context = [&](int id, int workspace, Tensor output) {
     LayerContext c;
     c.backend = &backend_;
     c.batch = n;
@@ -116,7 +128,7 @@ void StepExecutor::compute(int n, float* logits) {
     c.step = slots_.scalars;
     c.node = id;
     c.inputs = inputs;
-    c.output = value(id, n);
+    c.output = output;
     c.params = params_.params(id);
     c.grads = params_.grads(id);
     c.saved = saved;
@@ -130,8 +142,8 @@ void StepExecutor::compute(int n, float* logits) {
     memory_.begin(t);
     const Node& nd = net_.node(id);
     if (!nd.layer->is_view()) {
-      gather(nd, id);
-      nd.layer->forward(context(id, plan_.node(id).forward_workspace));
+      gather(nd, id, false, -1);
+      nd.layer->forward(context(id, plan_.node(id).forward_workspace, value(id, n)));
     }
     memory_.end(t);
   }
@@ -144,19 +156,26 @@ void StepExecutor::compute(int n, float* logits) {
   memory_.end(plan_.loss_time());
   if (!training) return;
 
-  for (int id = L; id >= 1; --id) {
-    const int t = plan_.backward_time(id);
+  std::fill(copies_.begin(), copies_.end(), -1);
+  for (int t = plan_.loss_time() + 1; t < plan_.time_steps; ++t) {
     memory_.begin(t);
+    const StepOp op = plan_.ops[static_cast<std::size_t>(t)];
+    const int id = op.node;
     const Node& nd = net_.node(id);
-    if (!nd.layer->is_view()) {
-      gather(nd, id);
+    if (op.kind == StepOpKind::recompute) {
+      const RecomputeBuffers& r = plan_.recomputations[static_cast<std::size_t>(t)];
+      gather(nd, id, true, t);
+      nd.layer->recompute(context(id, r.workspace, buffer(r.output, nd.shape.batched(n))));
+      copies_[static_cast<std::size_t>(id)] = t;
+    } else if (!nd.layer->is_view()) {
+      gather(nd, id, true, -1);
       grad_inputs.clear();
       for (int in : nd.inputs) {
         Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
         if (g.empty()) g = buffer(plan_.node(id).discarded_input_grad, net_.node(in).shape.batched(n));
         grad_inputs.push_back(g);
       }
-      LayerContext c = context(id, plan_.node(id).backward_workspace);
+      LayerContext c = context(id, plan_.node(id).backward_workspace, backward_value(id, n));
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;
       const std::vector<bool>& acc = plan_.node(id).accumulate;

@@ -1,5 +1,6 @@
 #pragma once
-// Runs one micro-batch through a plan: copy in, forward, loss, backward. Knows nothing of where
+// Runs one micro-batch through a plan: copy in, forward, loss, backward with the recomputations
+// the plan puts in it, in the plan's order of operations. Knows nothing of where
 // memory comes from (StepMemory) or which device runs the kernels (Backend).
 #include <cstdint>
 #include <memory>
@@ -56,6 +57,8 @@ class StepExecutor {
   // compute(n), or the replay of its recording, recording it on its second run.
   void compute_or_replay(int n);
   Tensor value(int node, int n) const;
+  // The node's output as backward reads it: its latest recomputed copy, if any.
+  Tensor backward_value(int node, int n) const;
   Tensor gradient(int node, int n) const;
   Tensor buffer(int index, Shape shape) const;
 
@@ -76,6 +79,7 @@ class StepExecutor {
   // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):
   // as many as the layer with the most inputs has.
   std::unique_ptr<bool[]> accumulate_;
+  std::vector<int> copies_;   // by node during backward: the time of its latest recomputation, -1: none
   std::vector<int> ran_once_;  // micro-batch sizes run eagerly once: the next run records
   std::vector<Recording> graphs_;
   long replays_ = 0;

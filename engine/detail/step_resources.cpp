@@ -42,8 +42,33 @@ void StepResources::release() {
 void StepResources::build(int micro_batch) {
   release();
   micro_batch_ = micro_batch;
+  arena_cap_.reset();
+  plans_ = plan_micro_batch(planner_, micro_batch);
+  reserve();
+}
+
+bool StepResources::recompute_more() {
+  if (planner_.options().recompute != RecomputePolicy::automatic) return false;
+  release();
+  const int b = micro_batch_;
+  const std::size_t failed = plans_.breakdown.arena_bytes;
+  if (failed == 0) return false;
+  const std::size_t cap = std::min(planner_.breakdown(std::max(1, b / 2)).arena_bytes, failed - 1);
+  MicroBatchPlan tighter =
+      plan_micro_batch(planner_, b, planner_.workspace_limit(b), RecomputePolicy::automatic, cap);
+  if (tighter.breakdown.arena_bytes > cap) return false;
+  plans_ = std::move(tighter);
   try {
-    plans_ = plan_micro_batch(planner_, micro_batch);
+    reserve();
+  } catch (const memory::OutOfMemory&) {
+    return false;
+  }
+  arena_cap_ = cap;
+  return true;
+}
+
+void StepResources::reserve() {
+  try {
     if (memory::MemoryResource* buffers = stack_.step_buffers()) {
       memory_ = std::make_unique<DynamicStepMemory>(plans_.training, *buffers);
       eval_memory_ = std::make_unique<DynamicStepMemory>(plans_.inference, *buffers);
@@ -68,6 +93,7 @@ int StepResources::build_fitting(int micro_batch, int smallest) {
       build(micro_batch);
       return micro_batch;
     } catch (const memory::OutOfMemory& error) {
+      if (recompute_more()) return micro_batch;
       if (micro_batch <= smallest)
         throw memory::OutOfMemory("cannot reserve the step memory even at micro-batch " + std::to_string(micro_batch) +
                                       ": " + error.what() + "\n" + format_memory_table(planner_.breakdown(micro_batch)),

@@ -2,7 +2,9 @@
 // What a trainer needs to run one micro-batch size: the training and inference plans, their step
 // memory (one planned arena, or a strategy's buffers) and their executors. They are built and
 // released together, here and nowhere else.
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cnnengine/engine/batch_planner.hpp"
@@ -25,9 +27,17 @@ class StepResources {
 
   // Plans micro-batch b and reserves its step memory. On failure holds nothing and rethrows.
   void build(int micro_batch);
-  // build(), halving b (not below `smallest`) while the step memory cannot be had. Returns the
-  // b built; at `smallest`, throws OutOfMemory with the byte table.
+  // build(), while the step memory cannot be had recomputing more (recompute_more) or else
+  // halving b (not below `smallest`). Returns the b built; at `smallest`, throws OutOfMemory with
+  // the byte table.
   int build_fitting(int micro_batch, int smallest);
+  // After an out-of-memory failure at micro-batch b, under RecomputePolicy::automatic: builds b
+  // again with a step arena no larger than half of b would take (or than the failed one, at
+  // micro-batch 1), recomputing more. False, holding nothing, where recomputation cannot reach it,
+  // the memory still cannot be had, or the policy is another.
+  bool recompute_more();
+  // Built by recompute_more: beyond what the budget alone asks.
+  bool recomputing_more() const { return arena_cap_.has_value(); }
   // Gives back the step memory: the one place it is released.
   void release();
 
@@ -52,7 +62,11 @@ class StepResources {
   memory::MemoryStack& stack_;
   StepSlots slots_;
   bool capture_;
+  // Reserves the step memory of plans_ (built at micro_batch_) and makes the executors.
+  void reserve();
+
   int micro_batch_ = 0;
+  std::optional<std::size_t> arena_cap_;  // recompute_more's
   MicroBatchPlan plans_;
   memory::Buffer arena_;  // the planned strategy's
   std::unique_ptr<StepMemory> memory_, eval_memory_;

@@ -77,6 +77,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
                                              "arena, pool or direct (allocated as produced, freed after last use)")
       ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));
+  app.add_option("--recompute", o.recompute, "during backward, recompute instead of keeping: none; cheap "
+                                             "(element-wise and normalisation outputs); auto (under a budget, the "
+                                             "least recomputation that fits, and the micro-batch expected fastest)")
+      ->check(CLI::IsMember({"none", "cheap", "auto"}));
 }
 
 void record_given(const CLI::App& app, Options& o) {

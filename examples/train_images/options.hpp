@@ -51,6 +51,7 @@ struct Options {
   bool doctor = false;
   bool plan_only = false;
   std::string allocator = "planned";
+  std::string recompute = "none";
   std::string trace;
   std::string plot;      // a PNG of the learning curves, rewritten after every epoch
   bool keep_best = false;

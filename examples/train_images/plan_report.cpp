@@ -1,17 +1,76 @@
 #include "plan_report.hpp"
 
+#include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::app {
+namespace {
+
+constexpr RecomputePolicy kPolicies[] = {RecomputePolicy::none, RecomputePolicy::cheap, RecomputePolicy::automatic};
+
+std::string cell(const MemoryBreakdown& m) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%11s %3d %6.1f%% %-3s", memory::format_bytes(m.total()).c_str(),
+                m.recomputed_layers, 100.0 * m.recompute_fraction, m.budget == 0 ? "-" : m.fits() ? "yes" : "no");
+  return text;
+}
+
+// For each micro-batch and policy: total bytes, layers recomputed, the compute they add, fits.
+void print_policies(const BatchPlanner& planner, const std::vector<int>& sizes) {
+  std::cout << "recomputation by policy: total bytes, layers recomputed in backward, the compute they add, fits\n"
+            << "  micro-batch";
+  for (RecomputePolicy policy : kPolicies) {
+    char head[40];
+    std::snprintf(head, sizeof head, " | %-26s", to_string(policy).c_str());
+    std::cout << head;
+  }
+  std::cout << "\n";
+  for (int b : sizes) {
+    char first[16];
+    std::snprintf(first, sizeof first, "  %11d", b);
+    std::cout << first;
+    for (RecomputePolicy policy : kPolicies) std::cout << " | " << cell(planner.breakdown(b, policy));
+    std::cout << "\n";
+  }
+}
+
+int micro_batches(int batch, int micro_batch) { return (batch + micro_batch - 1) / micro_batch; }
+
+// Why auto chose its micro-batch: each one weighed, with the cost model's expected throughput.
+void print_weighed(const BatchPlanner& planner, int chosen) {
+  const int batch = planner.options().batch;
+  std::cout << "auto weighed (expected samples per second from the cost model, docs/design.md):\n";
+  for (const MemoryBreakdown& m : planner.weighed_micro_batches()) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  micro-batch %5d: %3d per step, %3d layers recomputed (+%.1f%% compute), %s, "
+                                     "%.0f samples/s%s\n",
+                  m.micro_batch, micro_batches(batch, m.micro_batch), m.recomputed_layers, 100.0 * m.recompute_fraction,
+                  memory::format_bytes(m.total()).c_str(), m.expected_samples_per_second,
+                  m.micro_batch == chosen ? "  <- chosen: the highest" : "");
+    std::cout << line;
+  }
+}
+
+}  // namespace
 
 int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
   const BatchPlanner planner(network, backend, planning_options(t));
+  std::vector<int> sizes;
+  for (int b = 1; b < t.batch; b *= 2) sizes.push_back(b);
+  sizes.push_back(t.batch);
   std::vector<MemoryBreakdown> rows;
-  for (int b = 1; b < t.batch; b *= 2) rows.push_back(planner.breakdown(b));
-  rows.push_back(planner.breakdown(t.batch));
-  std::cout << format_micro_batch_table(rows);
+  for (int b : sizes) rows.push_back(planner.breakdown(b));
+  std::cout << "recomputation: " << to_string(t.recompute) << "\n" << format_micro_batch_table(rows);
+  print_policies(planner, sizes);
+  if (t.memory.budget) {
+    std::cout << "largest micro-batch that fits, by policy:";
+    for (RecomputePolicy policy : kPolicies)
+      std::cout << " " << to_string(policy) << " " << planner.largest_fitting(t.batch, policy);
+    std::cout << "\n";
+  }
   const int largest = planner.largest_fitting(t.batch);
   if (largest == 0) {
     std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory.budget) << "\n";
@@ -26,6 +85,10 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
   if (b == 0) {
     std::cout << "the micro-batch asked for does not fit the budget\n";
     return 3;
+  }
+  if (t.recompute == RecomputePolicy::automatic && planner.asked_micro_batch() == 0) {
+    if (t.memory.budget) print_weighed(planner, b);
+    else std::cout << "auto without a budget recomputes nothing: the whole batch at once\n";
   }
   const MicroBatchSplit split = split_into_micro_batches(t.batch, b, planner.training_batch_need().samples);
   std::cout << "chosen: batch " << t.batch << " = " << split.count << " x micro-batch " << b;

@@ -35,6 +35,7 @@ const Setting kSettings[] = {
     CNN_SETTING("--limit", limit),         CNN_SETTING("--image-size", image_size),
     CNN_SETTING("--channels", channels),   CNN_SETTING("--augment", augment),
     CNN_SETTING("--memory-budget", budget), CNN_SETTING("--allocator", allocator),
+    CNN_SETTING("--recompute", recompute),
     CNN_SETTING("--lr-step-epochs", lr_step_epochs), CNN_SETTING("--lr-step-factor", lr_step_factor),
     CNN_SETTING("--crop-padding", crop_padding), CNN_SETTING("--normalize", normalize),
     CNN_SETTING("--mean", mean),           CNN_SETTING("--std", std),
@@ -55,6 +56,8 @@ json run_settings(const Options& o) {
 void apply_saved_settings(const json& saved, Options& o) {
   try {
     for (const Setting& s : kSettings) {
+      // A setting the run did not record (saved by an earlier version) keeps its default.
+      if (!saved.contains(s.name)) continue;
       const json& value = saved.at(s.name);
       const std::string name = s.name;
       if (o.given.count(name) && s.read(o) != value) {

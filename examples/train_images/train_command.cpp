@@ -119,6 +119,7 @@ TrainerOptions trainer_options(const Options& o, const data::Loader& train_loade
   t.memory.budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
   t.memory.strategy = memory::parse_strategy(o.allocator);
   t.memory.trace = o.trace;
+  t.recompute = parse_recompute_policy(o.recompute);
   t.loader_staging = staging;
   t.seed = o.seed;
   const auto batches = static_cast<double>(train_loader.batches_per_epoch());

@@ -84,3 +84,27 @@ TEST_CASE("cuda batchnorm backward takes forward's epsilon as an argument, where
   CHECK(dgamma.relative_error() <= 1e-4);
   CHECK(dbeta.relative_error() <= 1e-4);
 }
+
+TEST_CASE("cuda batchnorm from saved statistics matches the CPU and the GPU's training output", "[cuda][batchnorm]") {
+  // A recomputation during backward: the statistics forward saved, no running statistic.
+  for (const Shape xs : {Shape{8, 16, 7, 9}, Shape{32, 64, 16, 16}, Shape{12, 10}}) {
+    INFO("input " << xs.str());
+    const Shape cs{xs[1]};
+    Twin x(gpu(), xs, random_values(xs.elements(), 81, -2.0f, 3.0f));
+    Twin gamma(gpu(), cs, random_values(cs.elements(), 82, 0.5f, 1.5f));
+    Twin beta(gpu(), cs, 83), running_mean(gpu(), cs, 84);
+    Twin running_var(gpu(), cs, random_values(cs.elements(), 85, 0.5f, 1.5f));
+    Twin saved_mean(gpu(), cs, 86), saved_inv_std(gpu(), cs, 87), y(gpu(), xs, 88);
+    gpu().batchnorm_forward_training(x.gpu(), gamma.gpu(), beta.gpu(), y.gpu(), running_mean.gpu(),
+                                     running_var.gpu(), 0.1f, 1e-5f, saved_mean.gpu(), saved_inv_std.gpu());
+    // The same statistics on both sides: the GPU's, copied to the reference.
+    const Twin mean(gpu(), cs, saved_mean.gpu_values()), inv_std(gpu(), cs, saved_inv_std.gpu_values());
+    const std::vector<float> running_before = running_mean.gpu_values();
+    Twin again(gpu(), xs, 89);
+    cpu().batchnorm_forward_saved(x.cpu(), gamma.cpu(), beta.cpu(), mean.cpu(), inv_std.cpu(), again.cpu());
+    gpu().batchnorm_forward_saved(x.gpu(), gamma.gpu(), beta.gpu(), mean.gpu(), inv_std.gpu(), again.gpu());
+    CHECK(again.relative_error() <= 1e-6);
+    CHECK(relative_error(again.gpu_values(), y.gpu_values()) <= 1e-5);
+    CHECK(running_mean.gpu_values() == running_before);
+  }
+}

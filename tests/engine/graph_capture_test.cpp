@@ -93,6 +93,40 @@ TEST_CASE("recorded steps give the eager run's losses, parameters and evaluation
   }
 }
 
+TEST_CASE("recorded steps that recompute give the eager run's results, recomputations recorded too",
+          "[trainer][graphs][recompute]") {
+  const std::vector<int> batches{16, 16, 16, 10};
+  for (const std::string model : {"small-bn", "resnet"}) {
+    // The least bytes recomputation reaches at micro-batch 6, as a budget: convolutions recomputed.
+    TrainerOptions probe = options(16, false);
+    probe.micro_batch = 6;
+    probe.recompute = RecomputePolicy::automatic;
+    probe.memory.budget = 1;
+    Network net = make_preset(model, kImage, kClasses);
+    RecordingBackend backend(2);
+    const std::size_t smallest = BatchPlanner(net, backend, planning_options(probe)).breakdown(6).total();
+    for (const RecomputePolicy policy : {RecomputePolicy::cheap, RecomputePolicy::automatic}) {
+      INFO(model << ", " << to_string(policy));
+      TrainerOptions eager = options(16, false), recorded = options(16, true);
+      for (TrainerOptions* o : {&eager, &recorded}) {
+        o->micro_batch = 6;
+        o->recompute = policy;
+        if (policy == RecomputePolicy::automatic) o->memory.budget = smallest;
+      }
+      const Run a = train(model, eager, batches), b = train(model, recorded, batches);
+      CHECK(b.losses == a.losses);
+      CHECK(b.parameters == a.parameters);
+      CHECK(b.test_loss == a.test_loss);
+      CHECK(b.replays > 0);
+      CHECK(b.log.empty());
+      // And as keeping: the recomputations replayed are the forward's kernels on forward's inputs.
+      TrainerOptions kept = options(16, true);
+      kept.micro_batch = 6;
+      CHECK(train(model, kept, batches).parameters == b.parameters);
+    }
+  }
+}
+
 TEST_CASE("a failed capture is logged and the run goes on without graphs, unchanged", "[trainer][graphs]") {
   const std::vector<int> batches{16, 16, 16};
   const Run eager = train("small-bn", options(16, false), batches);

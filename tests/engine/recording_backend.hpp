@@ -25,6 +25,7 @@ class RecordingBackend final : public Backend {
   std::string description() const override { return "recording " + cpu_.description(); }
   memory::MemoryResource& device_memory() override { return cpu_.device_memory(); }
   memory::MemoryResource& staging_memory() override { return cpu_.staging_memory(); }
+  ComputeRates compute_rates() const override { return cpu_.compute_rates(); }
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override {
     refuse("copy_to_device");
@@ -95,6 +96,10 @@ class RecordingBackend final : public Backend {
                                    const Tensor& running_mean, const Tensor& running_var, float epsilon,
                                    Tensor y) override {
     call([=, this] { cpu_.batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, epsilon, y); });
+  }
+  void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& saved_mean,
+                               const Tensor& saved_inv_std, Tensor y) override {
+    call([=, this] { cpu_.batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y); });
   }
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
                           const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,

@@ -1,11 +1,21 @@
 #pragma once
 // Small helpers shared by the engine tests: random values, synthetic data and trainer settings.
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cnnengine/engine/detail/counter_rng.hpp"
 #include "cnnengine/engine/trainer.hpp"
+#include "cnnengine/layers/add.hpp"
+#include "cnnengine/layers/batchnorm2d.hpp"
+#include "cnnengine/layers/conv2d.hpp"
+#include "cnnengine/layers/dense.hpp"
+#include "cnnengine/layers/dropout.hpp"
+#include "cnnengine/layers/flatten.hpp"
+#include "cnnengine/layers/pool2d.hpp"
+#include "cnnengine/layers/relu.hpp"
 #include "cnnengine/models/network_text.hpp"
 
 namespace cnn::testing {
@@ -63,6 +73,39 @@ inline Network small_with_dropout(Shape image, int classes) {
   return parse_network("conv 32 3 pad=1\nrelu\nmaxpool 2\nconv 64 3 pad=1\nrelu\nmaxpool 2\nflatten\n"
                        "dense 128\nrelu\ndropout 0.3\ndense " + std::to_string(classes) + "\n",
                        image, classes);
+}
+
+// The resnet18 preset with a dropout layer inside its first block (conv, BatchNorm, ReLU,
+// dropout, conv, ...): every kind of layer the presets use, on a spatial activation.
+inline Network resnet18_with_dropout(Shape image, int classes) {
+  Network net(image);
+  net.emplace<Conv2D>(64, 3, 1, 1, false);
+  net.emplace<BatchNorm2D>();
+  int x = net.emplace<ReLU>();
+  bool dropout = true;
+  const std::vector<int> widths{64, 128, 256, 512};
+  for (std::size_t stage = 0; stage < widths.size(); ++stage)
+    for (int block = 0; block < 2; ++block) {
+      const int channels = widths[stage], stride = stage > 0 && block == 0 ? 2 : 1;
+      const int in = x;
+      net.add(std::make_unique<Conv2D>(channels, 3, stride, 1, false), {in});
+      net.emplace<BatchNorm2D>();
+      net.emplace<ReLU>();
+      if (std::exchange(dropout, false)) net.emplace<Dropout>(0.2f);
+      net.emplace<Conv2D>(channels, 3, 1, 1, false);
+      const int branch = net.emplace<BatchNorm2D>();
+      int shortcut = in;
+      if (stride != 1 || net.node(in).shape[0] != channels) {
+        net.add(std::make_unique<Conv2D>(channels, 1, stride, 0, false), {in});
+        shortcut = net.emplace<BatchNorm2D>();
+      }
+      net.add(std::make_unique<Add>(), {branch, shortcut});
+      x = net.emplace<ReLU>();
+    }
+  net.add(std::make_unique<Pool2D>(Pool2D::global_average()));
+  net.emplace<Flatten>();
+  net.emplace<Dense>(classes);
+  return net;
 }
 
 }  // namespace cnn::testing

@@ -1,0 +1,209 @@
+// What recomputation asks of the plan (docs/design.md, "Recomputation"): every operation reads
+// buffers live at its time step, forward drops what is recomputed, each policy recomputes what it
+// says, and the bytes the planner predicts are the bytes the trainer reserves.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/engine/detail/cost_model.hpp"
+#include "cnnengine/engine/detail/recompute_search.hpp"
+#include "cnnengine/engine/detail/step_plan.hpp"
+#include "cnnengine/memory/budget_adaptor.hpp"
+#include "cnnengine/memory/host_resource.hpp"
+#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "cnnengine/models/presets.hpp"
+#include "heap_counter.hpp"
+#include "test_networks.hpp"
+
+using namespace cnn;
+using cnn::testing::SyntheticData;
+
+namespace {
+
+const Shape kImage{1, 12, 12};
+
+// Goes through the operations as the step executor does, and checks that each buffer an
+// operation reads or writes is live at its time step.
+void check_reads_are_live(const Network& net, const StepPlan& p) {
+  auto live = [&](int index, int t) {
+    if (index < 0) return false;
+    const memory::BufferRequest& r = p.requests[static_cast<std::size_t>(index)];
+    return r.first_use <= t && t <= r.last_use;
+  };
+  std::vector<int> copy(static_cast<std::size_t>(net.size()), -1);  // latest recomputation, by node
+  auto value = [&](int node) {
+    const int v = net.node(node).value;
+    const int c = copy[static_cast<std::size_t>(v)];
+    return c >= 0 ? p.recomputations[static_cast<std::size_t>(c)].output : p.node(v).value;
+  };
+  auto saved = [&](int node, int recomputation) {
+    if (recomputation >= 0 && !p.recomputations[static_cast<std::size_t>(recomputation)].saved.empty())
+      return p.recomputations[static_cast<std::size_t>(recomputation)].saved;
+    return p.node(node).saved;
+  };
+  for (int t = p.loss_time() + 1; t < p.time_steps; ++t) {
+    const StepOp op = p.ops[static_cast<std::size_t>(t)];
+    const Node& n = net.node(op.node);
+    INFO("time " << t << ": " << (op.kind == StepOpKind::recompute ? "recompute " : "backward ") << n.name);
+    if (op.kind == StepOpKind::recompute) {
+      const RecomputeBuffers& r = p.recomputations[static_cast<std::size_t>(t)];
+      for (int in : n.inputs) CHECK(live(value(in), t));
+      CHECK(live(r.output, t));
+      for (int s : saved(op.node, t)) CHECK(live(s, t));
+      if (r.workspace >= 0) CHECK(live(r.workspace, t));
+      copy[static_cast<std::size_t>(op.node)] = t;
+      continue;
+    }
+    REQUIRE(op.kind == StepOpKind::backward);
+    if (n.layer->is_view()) continue;
+    if (n.layer->backward_needs_input())
+      for (int in : n.inputs) CHECK(live(value(in), t));
+    if (n.layer->backward_needs_output()) CHECK(live(value(op.node), t));
+    for (int s : saved(op.node, copy[static_cast<std::size_t>(op.node)])) CHECK(live(s, t));
+    CHECK(live(p.node(op.node).value_grad, t));
+  }
+  CHECK(memory::plan_is_valid(p.requests, p.plan));
+}
+
+// Every output that can be recomputed.
+RecomputeSet everything(const Network& net) {
+  RecomputeSet set(static_cast<std::size_t>(net.size()), false);
+  for (int id = 0; id < net.size(); ++id) set[static_cast<std::size_t>(id)] = can_recompute(net, id);
+  return set;
+}
+
+}  // namespace
+
+TEST_CASE("with recomputation every operation reads live buffers, and forward keeps less", "[recompute][planner]") {
+  CpuBackend backend(2);
+  for (const std::string name : {"small-bn", "resnet", "resnet18+dropout"}) {
+    INFO(name);
+    Network net = name == "resnet18+dropout" ? testing::resnet18_with_dropout(kImage, 4) : make_preset(name, kImage, 4);
+    const StepNeeds needs = step_needs(net, backend, 8, true, std::size_t{256} << 20);
+    const CostModel cost(net, backend.compute_rates());
+    const StepPlan kept = plan_step(net, needs);
+    check_reads_are_live(net, kept);
+    for (const RecomputeSet& set : {cheap_recompute_set(net, needs, cost), everything(net),
+                                    least_recompute_within(net, needs, cost, kept.arena_bytes() / 2).set}) {
+      const StepPlan p = plan_step(net, needs, set);
+      REQUIRE_FALSE(p.recomputed.empty());
+      check_reads_are_live(net, p);
+      CHECK(p.arena_bytes() < kept.arena_bytes());
+      // Forward's buffer of a recomputed output is given back before backward.
+      for (int id : p.recomputed)
+        CHECK(p.requests[static_cast<std::size_t>(p.node(id).value)].last_use < p.loss_time());
+    }
+  }
+}
+
+TEST_CASE("recomputing everything recomputes temporary copies for a residual chain, not early ones",
+          "[recompute][planner]") {
+  // Each residual block's output is read by the next block's addition: recomputing them all, the
+  // next block needs a copy long before this block's backward. The copy it gets is temporary,
+  // so at no time step are the block outputs all live again.
+  CpuBackend backend(2);
+  Network net = make_preset("resnet", kImage, 4);
+  const StepNeeds needs = step_needs(net, backend, 8, true, std::size_t{256} << 20);
+  const StepPlan p = plan_step(net, needs, everything(net));
+  int copies_of_the_first_block = 0;
+  const int first_block_output = 10;  // stem (3 nodes), then conv bn relu conv bn add relu
+  REQUIRE(net.node(first_block_output).layer->kind() == LayerKind::relu);
+  for (int id : p.recomputed) copies_of_the_first_block += id == first_block_output;
+  CHECK(copies_of_the_first_block > 1);
+  check_reads_are_live(net, p);
+}
+
+TEST_CASE("cheap recomputes element-wise and normalisation layers only, auto nothing it need not",
+          "[recompute][planner]") {
+  CpuBackend backend(2);
+  Network net = make_preset("resnet", kImage, 4);
+  TrainerOptions o = testing::constant_sgd(64);
+  o.recompute = RecomputePolicy::cheap;
+  const BatchPlanner cheap(net, backend, planning_options(o));
+  const StepNeeds needs = step_needs(net, backend, 64, true, o.workspace_limit);
+  const CostModel cost(net, backend.compute_rates());
+  const StepPlan p = plan_step(net, needs, cheap_recompute_set(net, needs, cost));
+  REQUIRE_FALSE(p.recomputed.empty());
+  for (int id : p.recomputed) CHECK(net.node(id).layer->cheap_to_recompute());
+  CHECK(cheap.breakdown(64).recomputed_layers > 0);
+  CHECK(cheap.breakdown(64).recompute_fraction > 0);
+
+  o.recompute = RecomputePolicy::automatic;
+  const BatchPlanner unbounded(net, backend, planning_options(o));
+  CHECK(unbounded.breakdown(64).recomputed_layers == 0);  // no budget: nothing to fit
+  CHECK(unbounded.choose() == 64);
+  o.memory.budget = unbounded.breakdown(64).total();
+  const BatchPlanner roomy(net, backend, planning_options(o));
+  CHECK(roomy.breakdown(64).recomputed_layers == 0);  // fits as it is
+  o.memory.budget -= (unbounded.breakdown(64).arena_bytes - unbounded.breakdown(32).arena_bytes) / 2;
+  const BatchPlanner tight(net, backend, planning_options(o));
+  const MemoryBreakdown m = tight.breakdown(64);
+  CHECK(m.fits());
+  CHECK(m.recomputed_layers > 0);
+  CHECK(m.recompute == RecomputePolicy::automatic);
+}
+
+TEST_CASE("under a budget auto fits a larger micro-batch, reserves what it predicts and allocates nothing in a step",
+          "[recompute][planner][budget]") {
+  CpuBackend backend(2);
+  Network net = make_preset("resnet", kImage, 4);
+  TrainerOptions o = testing::constant_sgd(128);
+  const BatchPlanner probe(net, backend, planning_options(o));
+  o.memory.budget = probe.breakdown(32).total();
+  o.recompute = RecomputePolicy::automatic;
+  const BatchPlanner planner(net, backend, planning_options(o));
+  const int plain = planner.largest_fitting(o.batch, RecomputePolicy::none);
+  const int most = planner.largest_fitting(o.batch, RecomputePolicy::automatic);
+  INFO("without recomputation " << plain << ", with " << most);
+  CHECK(plain >= 32);
+  CHECK(plain < 40);
+  CHECK(most >= 2 * plain);
+
+  o.micro_batch = most;
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  memory::BudgetAdaptor capped(stats, o.memory.budget);
+  Trainer trainer(net, backend, capped, o);
+  REQUIRE(trainer.micro_batch() == most);
+  CHECK(trainer.memory().recomputed_layers > 0);
+  CHECK(stats.statistics().current_bytes == planner.breakdown(most).total());
+  SyntheticData data(o.batch * 3, kImage, 4, 6);
+  trainer.train_step(data.batch(0, o.batch));  // warm-up: lazily built thread pools
+  const auto before = stats.statistics();
+  const long heap_before = testing::heap_allocations();
+  for (int s = 1; s < 3; ++s) trainer.train_step(data.batch(s * o.batch, o.batch));
+  CHECK(testing::heap_allocations() == heap_before);
+  CHECK(stats.statistics().allocations == before.allocations);
+  CHECK(stats.statistics().peak_bytes == planner.breakdown(most).total());
+}
+
+TEST_CASE("auto weighs micro-batches by expected throughput and takes the fastest", "[recompute][planner]") {
+  CpuBackend backend(2);
+  Network net = make_preset("resnet", kImage, 4);
+  TrainerOptions o = testing::constant_sgd(128);
+  const BatchPlanner probe(net, backend, planning_options(o));
+  o.memory.budget = probe.breakdown(16).total();
+  o.recompute = RecomputePolicy::automatic;
+  const BatchPlanner planner(net, backend, planning_options(o));
+  const std::vector<MemoryBreakdown> weighed = planner.weighed_micro_batches();
+  REQUIRE(weighed.size() >= 2);
+  CHECK(weighed.front().micro_batch == planner.largest_fitting(o.batch, RecomputePolicy::none));
+  CHECK(weighed.front().recomputed_layers == 0);
+  const MemoryBreakdown* fastest = &weighed.front();
+  for (const MemoryBreakdown& m : weighed) {
+    CHECK(m.fits());
+    CHECK(m.expected_samples_per_second > 0);
+    if (m.expected_samples_per_second > fastest->expected_samples_per_second) fastest = &m;
+  }
+  CHECK(planner.choose() == fastest->micro_batch);
+  CHECK(weighed.back().recomputed_layers > 0);
+}
+
+TEST_CASE("recomputation policies by name", "[recompute]") {
+  for (RecomputePolicy policy : {RecomputePolicy::none, RecomputePolicy::cheap, RecomputePolicy::automatic})
+    CHECK(parse_recompute_policy(to_string(policy)) == policy);
+  CHECK(to_string(RecomputePolicy::automatic) == "auto");
+  CHECK_THROWS_AS(parse_recompute_policy("all"), ConfigError);
+  CHECK_THROWS_WITH(parse_recompute_policy("all"), Catch::Contains("none, cheap or auto"));
+}
