@@ -37,4 +37,5 @@
 #include "cnnengine/memory/statistics_adaptor.hpp"
 #include "cnnengine/models/checkpoint.hpp"
 #include "cnnengine/models/network_text.hpp"
+#include "cnnengine/models/onnx_export.hpp"
 #include "cnnengine/models/presets.hpp"
