@@ -41,4 +41,5 @@
 #include "cnnengine/models/checkpoint.hpp"
 #include "cnnengine/models/model.hpp"
 #include "cnnengine/models/network_text.hpp"
+#include "cnnengine/models/onnx_export.hpp"
 #include "cnnengine/models/presets.hpp"

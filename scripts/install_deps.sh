@@ -4,6 +4,10 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build libeigen3-dev libstb-dev catch2 dataset-fashion-mnist
           libcli11-dev nlohmann-json3-dev zlib1g-dev gnuplot-nox)
+# ONNX export (optional in the build), and the venv its onnxruntime test makes.
+packages+=(libonnx-dev libprotobuf-dev python3-venv)
+# Data-parallel training (optional in the build): mpirun and the MPI library.
+packages+=(openmpi-bin libopenmpi-dev)
 # The tests also run the fuzzers (clang's libFuzzer).
 if [ "${CNN_WITH_TEST_TOOLS:-0}" = 1 ]; then packages+=(clang libclang-rt-14-dev); fi
 if [ "${CNN_WITH_PEERS:-0}" = 1 ]; then packages+=(python3-torch); fi

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Makes, once, the virtual environment in which the ONNX tests run onnxruntime (from PyPI), and
+# prints its python. Usage: scripts/onnx_venv.sh FOLDER
+# A folder already made is reused as it is; one left half-made (no .ready) is made again. When
+# it cannot be made (no python3-venv, no network) it says why and exits 77: ctest's "skipped".
+set -euo pipefail
+venv=${1:?usage: onnx_venv.sh FOLDER}
+python=$venv/bin/python
+if [ -f "$venv/.ready" ] && "$python" -c 'import onnxruntime, numpy' 2>/dev/null; then
+  echo "$python"
+  exit 0
+fi
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9  # another build tree may be making the same one
+if [ -f "$venv/.ready" ] && "$python" -c 'import onnxruntime, numpy' 2>/dev/null; then
+  echo "$python"
+  exit 0
+fi
+if [ -e "$venv" ] && [ ! -f "$venv/pyvenv.cfg" ]; then
+  echo "onnx_venv: $venv exists and is not a virtual environment: not touching it" >&2
+  exit 1
+fi
+rm -rf "$venv"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! python3 -m venv "$venv" >"$log" 2>&1; then
+  echo "onnx_venv: cannot make a virtual environment in $venv (install python3-venv):" >&2
+  cat "$log" >&2
+  rm -rf "$venv"
+  exit 77
+fi
+if ! "$python" -m pip install --quiet --disable-pip-version-check onnxruntime numpy >"$log" 2>&1; then
+  echo "onnx_venv: cannot install onnxruntime and numpy from PyPI into $venv (no network?):" >&2
+  tail -n 5 "$log" >&2
+  rm -rf "$venv"
+  exit 77
+fi
+touch "$venv/.ready"
+echo "$python"
