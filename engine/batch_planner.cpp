@@ -71,6 +71,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.persistent[memory::Category::other] += options.extra_persistent;
   m.loader_staging = options.loader_staging;
   m.library = backend.library_reserved_bytes();
+  m.communication = options.communication;
   m.budget = options.memory.budget;
   m.workspace_limit = workspace_limit;
 
@@ -79,7 +80,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
     case RecomputePolicy::none: p.training = plan_step(net, training); break;
     case RecomputePolicy::cheap: p.training = plan_step(net, training, cheap_recompute_set(net, training, cost)); break;
     case RecomputePolicy::automatic: {
-      const std::size_t outside = m.persistent.total() + m.loader_staging + m.library;
+      const std::size_t outside = m.persistent.total() + m.loader_staging + m.library + m.communication;
       if (!arena_cap && m.budget) arena_cap = m.budget > outside ? m.budget - outside : 0;
       p.training = arena_cap ? least_recompute_within(net, training, cost, *arena_cap).plan : plan_step(net, training);
       break;

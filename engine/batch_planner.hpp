@@ -22,6 +22,7 @@ struct BatchPlanOptions {
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
   int optimizer_slots = 0;          // floats of optimizer state per parameter
   std::size_t extra_persistent = 0; // small persistent buffers of the trainer
+  std::size_t communication = 0;    // bytes a data-parallel run's communicator holds (Communicator::reserved_bytes)
   // Let the engine rewrite the network where the result is provably the same (today: ReLU then
   // max pooling becomes max pooling then ReLU; see Network::commute_relu_and_max_pool). The
   // planner applies it, so that what it plans is what the trainer runs.

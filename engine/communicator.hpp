@@ -31,6 +31,8 @@ class Communicator {
 
   // Host doubles summed over the ranks in place. Blocks until every rank has called.
   virtual void sum_host(std::span<double> values) = 0;
+  // The largest over the ranks, in place (the smallest: of the values negated).
+  virtual void max_host(std::span<double> values) = 0;
   // Rank 0's bytes copied over every rank's.
   virtual void broadcast_host(std::span<std::byte> bytes) = 0;
 

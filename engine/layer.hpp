@@ -10,6 +10,7 @@
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/backend.hpp"
+#include "cnnengine/engine/communicator.hpp"
 
 namespace cnn {
 
@@ -55,6 +56,13 @@ struct TrainingBatchNeed {
   std::string why;
 };
 
+// Synchronised BatchNorm in a data-parallel run: batch statistics over every rank's micro-batch
+// (docs/design.md, "Data-parallel training").
+struct CrossRankContext {
+  Communicator* communicator = nullptr;
+  Tensor scratch;  // device floats for a layer's sums: two per channel of the widest BatchNorm
+};
+
 struct LayerContext {
   Backend* backend = nullptr;
   int batch = 0;
@@ -67,6 +75,7 @@ struct LayerContext {
   std::span<const Tensor> grads;        // one per parameter; empty views for non-trainable ones
   std::span<const Tensor> saved;        // in saved_floats() order; alive from forward to backward
   Workspace workspace;
+  const CrossRankContext* cross_rank = nullptr;  // set for synchronised BatchNorm only
   // Backward only.
   Tensor grad_output;
   std::span<const Tensor> grad_inputs;  // empty view where no gradient is wanted

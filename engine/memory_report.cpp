@@ -24,6 +24,7 @@ std::string format_memory_table(const MemoryBreakdown& m) {
       m.library ? "incl. " + format_bytes(m.library) + " held by libraries" : "at the step's peak");
   row("data staging", m.arena_peak[Category::data_staging] + m.loader_staging,
       "input slots + " + format_bytes(m.loader_staging) + " loader prefetch");
+  if (m.communication) row("communication", m.communication, "the ranks' sums (data-parallel)");
   row("planning slack", m.arena_bytes - m.lower_bound);
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, "%.3f x the liveness lower bound %s", m.lower_bound ? double(m.arena_bytes) / m.lower_bound : 1.0,

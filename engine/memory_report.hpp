@@ -18,6 +18,7 @@ struct MemoryBreakdown {
   std::size_t lower_bound = 0;       // liveness lower bound of the arena
   std::size_t loader_staging = 0;    // the loader's prefetch buffers
   std::size_t library = 0;           // bytes the backend's libraries hold
+  std::size_t communication = 0;     // bytes a data-parallel run's communicator holds
   std::size_t budget = 0;            // 0: none
   std::size_t workspace_limit = 0;   // what one layer's workspace was allowed when planning
   // Recomputation (docs/design.md): the policy planned with, the layers recomputed during
@@ -29,7 +30,7 @@ struct MemoryBreakdown {
   double recompute_fraction = 0;
   double expected_samples_per_second = 0;
 
-  std::size_t total() const { return persistent.total() + arena_bytes + loader_staging + library; }
+  std::size_t total() const { return persistent.total() + arena_bytes + loader_staging + library + communication; }
   bool fits() const { return budget == 0 || total() <= budget; }
 };
 

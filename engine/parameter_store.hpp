@@ -31,6 +31,10 @@ class ParameterStore {
     return flat(state_block_.floats() + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
   }
   std::size_t trainable_count() const { return trainable_count_; }  // without padding
+  // The non-trainable state (BatchNorm running statistics) as one flat view; empty without any.
+  Tensor running_state() const {
+    return state_floats() ? flat(params_block_.floats() + trainable_floats_, state_floats()) : Tensor{};
+  }
 
   // The bytes a store for this network and optimizer would take, without allocating.
   static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots);
@@ -54,6 +58,8 @@ class ParameterStore {
   // ConfigError.
   enum class Block { parameters, optimizer_state };
   std::size_t floats(Block block) const;
+  // A block as one flat view (for data-parallel replicas kept alike).
+  Tensor block_view(Block block) const { return flat(block_data(block, 0, floats(block)), floats(block)); }
   void download(Block block, std::size_t first, std::size_t count, float* host) const;
   void upload(Block block, std::size_t first, std::size_t count, const float* host);
   // The host memory a range copy needs at most (the initialisation, save and load use chunks

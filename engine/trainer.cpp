@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <chrono>
 #include <cstddef>
+#include <optional>
+#include <span>
 
 #include "cnnengine/engine/detail/counter_rng.hpp"
+#include "cnnengine/engine/detail/gradient_buckets.hpp"
 #include "cnnengine/engine/detail/recovery.hpp"
 #include "cnnengine/engine/detail/step_resources.hpp"
 #include "cnnengine/memory/bytes.hpp"
@@ -26,8 +30,22 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // Bytes the budget must leave to memory that does not come through the trainer's stack.
 std::size_t outside_stack(const TrainerOptions& options, const Backend& backend) {
-  return options.loader_staging + backend.library_reserved_bytes();
+  const std::size_t communication =
+      options.communicator ? options.communicator->reserved_bytes(options.gradient_bucket_bytes) : 0;
+  return options.loader_staging + backend.library_reserved_bytes() + communication;
 }
+
+// Synchronised BatchNorm's sums: two floats per channel of the widest BatchNorm layer.
+std::size_t cross_rank_scratch_floats(const Network& network) {
+  std::size_t channels = 0;
+  for (int id = 1; id < network.size(); ++id) {
+    const Layer& layer = *network.node(id).layer;
+    if (layer.kind() == LayerKind::batchnorm2d) channels = std::max(channels, layer.parameters().at(0).shape.elements());
+  }
+  return 2 * channels;
+}
+
+using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -36,10 +54,20 @@ TrainingDiverged::TrainingDiverged(long step, double loss)
             " (try a smaller learning rate); the step was not applied"),
       step_(step), loss_(loss) {}
 
-BatchPlanOptions planning_options(const TrainerOptions& options) {
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network) {
   BatchPlanOptions planning = options;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
   planning.extra_persistent = sizeof(TrainerSlots);
+  if (const Communicator* c = options.communicator) {
+    // A rank plans for its share of the batch: the largest one (share_of_batch).
+    planning.batch = std::max(1, ceil_div(options.batch, c->ranks()));
+    if (options.accumulate > 0) {  // k micro-batches per step on every rank
+      planning.micro_batch = ceil_div(planning.batch, options.accumulate);
+      planning.accumulate = 0;
+    }
+    planning.communication = c->reserved_bytes(options.gradient_bucket_bytes);
+    if (options.sync_batchnorm) planning.extra_persistent += cross_rank_scratch_floats(network) * sizeof(float);
+  }
   return planning;
 }
 
@@ -69,9 +97,10 @@ void Trainer::start() {
       throw ConfigError("recording steps as graphs: " + why);
     capture_ = true;
   }
+  check_data_parallel();
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
-  planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning_options(options_));
+  planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning_options(options_, net_));
 
   const int b = planner_->choose();
   if (b == 0) {
@@ -98,14 +127,66 @@ void Trainer::start() {
     }
   }
   auto* slots = static_cast<TrainerSlots*>(slots_.data());
-  step_ = std::make_unique<StepResources>(net_, backend_, *params_, *planner_, *stack_,
-                                          StepSlots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}},
-                                                    &slots->scalars},
-                                          capture_);
+  StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars};
+  if (Communicator* c = options_.communicator) {
+    buckets_ = std::make_unique<GradientBuckets>(net_, *params_, *c, options_.gradient_bucket_bytes);
+    if (options_.sync_batchnorm) {
+      const std::size_t floats = std::max<std::size_t>(cross_rank_scratch_floats(net_), 1);
+      cross_rank_scratch_ = memory::Buffer(stack_->blocks(), floats * sizeof(float), memory::Category::other);
+      cross_rank_ = std::make_unique<CrossRankContext>(
+          CrossRankContext{c, Tensor{cross_rank_scratch_.floats(), Shape{static_cast<int>(floats)}}});
+      step_slots.cross_rank = cross_rank_.get();
+    }
+  }
+  step_ = std::make_unique<StepResources>(net_, backend_, *params_, *planner_, *stack_, step_slots, capture_);
   recovery_ = std::make_unique<Recovery>(b, planner_->smallest_micro_batch(), options_.regrow_after_steps);
   // The plan fits the budget, but the device may hold less than it (another process): halve
   // as a step would.
   micro_batch_ = step_->build_fitting(b, recovery_->smallest());
+  if (options_.communicator && options_.sync_batchnorm) {
+    // Every rank's micro-batch j is normalised together: the same micro-batches everywhere.
+    double smallest[1] = {-static_cast<double>(micro_batch_)};
+    options_.communicator->max_host(smallest);
+    const int agreed = static_cast<int>(-smallest[0]);
+    if (agreed != micro_batch_) micro_batch_ = step_->build_fitting(agreed, recovery_->smallest());
+  }
+}
+
+void Trainer::check_data_parallel() const {
+  const Communicator* c = options_.communicator;
+  if (!c) {
+    if (options_.sync_batchnorm) throw ConfigError("synchronised BatchNorm needs a data-parallel run (a communicator)");
+    return;
+  }
+  if (c->memory_kind() != backend_.kind())
+    throw ConfigError("the communicator (" + c->describe() + ") sums " + to_string(c->memory_kind()) +
+                      " memory; this trainer's backend is " + to_string(backend_.kind()));
+  if (options_.batch < c->ranks())
+    throw ConfigError("a batch of " + std::to_string(options_.batch) + " over " + std::to_string(c->ranks()) +
+                      " ranks: every rank needs a sample (--batch at least the number of ranks)");
+  if (options_.sync_batchnorm) {
+    if (options_.batch % c->ranks() != 0)
+      throw ConfigError("synchronised BatchNorm needs the batch (" + std::to_string(options_.batch) +
+                        ") shared evenly over the " + std::to_string(c->ranks()) + " ranks");
+    if (options_.capture_graphs)
+      throw ConfigError("synchronised BatchNorm sums inside forward and backward: it cannot be recorded as a graph");
+  }
+}
+
+int Trainer::rank() const { return options_.communicator ? options_.communicator->rank() : 0; }
+int Trainer::ranks() const { return options_.communicator ? options_.communicator->ranks() : 1; }
+
+void Trainer::synchronize_replicas() {
+  Communicator* c = options_.communicator;
+  if (!c) return;
+  // A broadcast from rank 0 as a sum: the other ranks add zeros (exact: x + 0 = x).
+  for (ParameterStore::Block block : {ParameterStore::Block::parameters, ParameterStore::Block::optimizer_state}) {
+    if (params_->floats(block) == 0) continue;
+    const Tensor all = params_->block_view(block);
+    if (c->rank() != 0) backend_.fill(all, 0.f);
+    c->sum(all);
+  }
+  backend_.synchronize();
 }
 
 const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
@@ -169,25 +250,39 @@ void Trainer::check_labels(const HostBatch& batch) const {
 }
 
 int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* logits) {
+  if (batch.size == 0) return 0;  // a data-parallel rank's empty share
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = step_->executor(training);
   // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
-  // masks do not depend on the micro-batch size, so a replay at a smaller one gives the same result.
+  // masks do not depend on the micro-batch size (nor on the rank a sample went to), so a replay
+  // at a smaller one gives the same result.
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
-  const float grad_scale = training ? 1.0f / static_cast<float>(batch.size) : 0.f;
+  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  const float grad_scale = training ? 1.0f / static_cast<float>(whole) : 0.f;
+  GradientBuckets* buckets = training ? buckets_.get() : nullptr;
   // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
   const MicroBatchSplit split =
       split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
   const auto classes = static_cast<std::size_t>(net_.num_classes());
   for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
     executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
-                            split.size(j), first},
-                 grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr);
+                            split.size(j), batch.first + first},
+                 grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr,
+                 j == split.count - 1 ? buckets : nullptr);
   check_capture();
   return split.count;
 }
 
-StepReport Trainer::train_step(const HostBatch& batch) {
+void Trainer::check_step_batch(const HostBatch& batch) const {
+  if (options_.communicator) {
+    if (batch.global_size <= 0 || batch.size < 0 || batch.first < 0 || batch.first + batch.size > batch.global_size)
+      throw ConfigError("train_step: samples " + std::to_string(batch.first) + " to " +
+                        std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
+                        std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
+    if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
+  } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
+    throw ConfigError("train_step: a share of a batch (HostBatch::first, global_size) without a communicator");
+  }
   if (batch.size <= 0) throw ConfigError("train_step: empty batch");
   const TrainingBatchNeed& need = planner_->training_batch_need();
   if (batch.size < need.samples)
@@ -199,23 +294,30 @@ StepReport Trainer::train_step(const HostBatch& batch) {
                       std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
                       " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
                       "): " + need.why);
+}
+
+StepReport Trainer::train_step(const HostBatch& batch) {
+  check_step_batch(batch);
   check_labels(batch);
   ensure_built();
   maybe_regrow();
   params_->save_state();
   int micro_batches = 0;
+  double communication = 0;
+  // {ranks that failed, loss sum, correct}: this rank's, then (data-parallel) every rank's.
+  double sums[3];
   for (;;) {
     params_->zero_gradients();
     backend_.fill(metric_sums(), 0.f);
+    if (buckets_) buckets_->begin();
+    std::optional<memory::OutOfMemory> failure;
     try {
       micro_batches = run_micro_batches(batch, true);
-      recovery_->step_succeeded();
-      break;
     } catch (const memory::OutOfMemory& error) {
-      // Discard the partial gradients and state updates, halve the micro-batch and replay the
-      // same samples.
-      params_->restore_state();
-      shrink_after(error, "step " + std::to_string(steps_ + 1));
+      if (options_.sync_batchnorm && ranks() > 1)  // the other ranks wait in a BatchNorm's sum
+        throw Error("step " + std::to_string(steps_ + 1) + ": out of memory on rank " + std::to_string(rank()) +
+                    " with synchronised BatchNorm, which cannot replay a step on one rank alone: " + error.what());
+      failure = error;
     } catch (...) {
       // Any other failure: leave the parameters and state as they were before the step, and no
       // buffers held, then report it.
@@ -224,27 +326,59 @@ StepReport Trainer::train_step(const HostBatch& batch) {
       step_->release();
       throw;
     }
+    sums[0] = failure ? 1 : 0;
+    sums[1] = sums[2] = 0;
+    if (!failure) {
+      float host[2];
+      backend_.copy_to_host(slots_.data(), host, sizeof host);
+      sums[1] = host[0];
+      sums[2] = host[1];
+    }
+    if (buckets_) communication += sum_over_ranks(sums);
+    if (sums[0] == 0) break;
+    // Some rank ran out of memory: every rank discards the partial gradients and state updates and
+    // replays the same samples; the one that failed recomputes more or halves its micro-batch.
+    params_->restore_state();
+    if (failure) shrink_after(*failure, "step " + std::to_string(steps_ + 1));
   }
-  float host[2];
-  backend_.copy_to_host(slots_.data(), host, sizeof host);
-  if (!std::isfinite(host[0])) {
+  recovery_->step_succeeded();
+  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  if (!std::isfinite(sums[1])) {
     // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
     params_->restore_state();
     params_->zero_gradients();
-    throw TrainingDiverged(steps_ + 1, host[0]);
+    throw TrainingDiverged(steps_ + 1, sums[1]);
   }
   const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
   optimizer_->step(backend_, *params_, lr, steps_ + 1);
   ++steps_;
   StepReport r;
   r.step = steps_;
-  r.samples = batch.size;
-  r.loss = host[0] / batch.size;
-  r.accuracy = host[1] / batch.size;
+  r.samples = whole;
+  r.loss = sums[1] / whole;
+  r.accuracy = sums[2] / whole;
   r.learning_rate = lr;
   r.micro_batch = micro_batch_;
   r.micro_batches = micro_batches;
+  r.communication_seconds = communication;
   return r;
+}
+
+double Trainer::sum_over_ranks(double sums[3]) {
+  Communicator& c = *options_.communicator;
+  const auto start = Clock::now();
+  buckets_->finish();
+  if (!options_.sync_batchnorm) {
+    // BatchNorm's running statistics moved with each rank's own batches: keep rank 0's (as
+    // DDP's broadcast_buffers), a broadcast as a sum with zeros.
+    const Tensor running = params_->running_state();
+    if (!running.empty()) {
+      if (c.rank() != 0) backend_.fill(running, 0.f);
+      c.sum(running);
+    }
+  }
+  c.sum_host(std::span<double>(sums, 3));
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
@@ -318,6 +452,21 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
         const auto predicted = static_cast<std::size_t>(std::max_element(row, row + count) - row);
         ++classes->confusion[static_cast<std::size_t>(batch->labels[i])][predicted];
       }
+  }
+  if (Communicator* c = options_.communicator) {
+    // Each rank evaluated its share of the batches: the result is every rank's.
+    std::vector<double> totals = {loss_sum, correct, static_cast<double>(result.samples)};
+    if (classes)
+      for (const auto& row : classes->confusion) totals.insert(totals.end(), row.begin(), row.end());
+    c->sum_host(totals);
+    loss_sum = totals[0];
+    correct = totals[1];
+    result.samples = static_cast<std::size_t>(totals[2]);
+    if (classes) {
+      std::size_t k = 3;
+      for (auto& row : classes->confusion)
+        for (std::size_t& n : row) n = static_cast<std::size_t>(totals[k++]);
+    }
   }
   if (result.samples) {
     result.loss = loss_sum / static_cast<double>(result.samples);

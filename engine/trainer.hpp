@@ -12,6 +12,8 @@
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/batch_planner.hpp"
+#include "cnnengine/engine/communicator.hpp"
+#include "cnnengine/engine/layer.hpp"
 #include "cnnengine/engine/memory_report.hpp"
 #include "cnnengine/engine/optimizer.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
@@ -23,6 +25,7 @@ namespace cnn {
 
 class StepResources;
 class Recovery;
+class GradientBuckets;
 
 struct TrainerOptions : BatchPlanOptions {
   std::uint64_t seed = 1;
@@ -39,12 +42,23 @@ struct TrainerOptions : BatchPlanOptions {
   long total_steps = 0;             // the run's length, for the cosine schedule (0: unknown, no decay)
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
+
+  // Data-parallel training (docs/design.md, "Data-parallel training"): this trainer is one of
+  // communicator->ranks() replicas that train one model, each on its share of every batch
+  // (HostBatch::first and global_size, share_of_batch); `batch` stays the whole batch. Gradients
+  // are summed over the ranks in buckets of gradient_bucket_bytes as backward produces them;
+  // BatchNorm's running statistics are rank 0's (DDP's choice), or with sync_batchnorm its batch
+  // statistics are over every rank's micro-batch. Not owned: it must outlive the trainer.
+  Communicator* communicator = nullptr;
+  bool sync_batchnorm = false;
+  std::size_t gradient_bucket_bytes = std::size_t{1} << 20;
 };
 
-// The options the trainer plans with: `options` plus its optimizer's state slots and its own
-// persistent bytes. `train_images --plan` and the benchmarks plan with these too, so that their
-// answers are the trainer's.
-BatchPlanOptions planning_options(const TrainerOptions& options);
+// The options the trainer plans with: `options` plus its optimizer's state slots, its own
+// persistent bytes and, in a data-parallel run, the communicator's and a rank's share of the
+// batch. `train_images --plan` and the benchmarks plan with these too, so that their answers are
+// the trainer's.
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network);
 
 // Refusal before step 1: the plan cannot fit the budget even at the smallest micro-batch.
 class BudgetTooSmall : public memory::OutOfMemory {
@@ -70,17 +84,24 @@ struct HostBatch {
   const float* images = nullptr;  // size samples, NCHW
   const std::int32_t* labels = nullptr;
   int size = 0;
+  // Data-parallel: these `size` samples are this rank's share of a batch of `global_size`,
+  // from its sample `first` (share_of_batch). 0: the batch is all there is.
+  int first = 0;
+  int global_size = 0;
 };
 using NextBatch = std::function<std::optional<HostBatch>()>;
 
 struct StepReport {
   long step = 0;        // optimizer steps so far
-  int samples = 0;
-  double loss = 0;      // mean over the step's samples
+  int samples = 0;      // the whole batch's, over every rank
+  double loss = 0;      // mean over the step's samples (every rank's)
   double accuracy = 0;
   float learning_rate = 0;
   int micro_batch = 0;
   int micro_batches = 0;
+  // Data-parallel: seconds this rank waited, after its last backward, for the gradient sums and
+  // the step's status (the communication that computation did not hide).
+  double communication_seconds = 0;
 };
 
 // Where a trainer is: what a checkpoint keeps of it, so that a run resumed from the checkpoint
@@ -130,6 +151,11 @@ class Trainer {
   // Continues from `state` (the parameters and optimizer state are restored apart, into
   // parameters()). A micro-batch this trainer may not use is a ConfigError.
   void restore(const TrainerState& state);
+  // Data-parallel: rank 0's parameters, running statistics and optimizer state over every
+  // rank's (after loading or restoring them, so that the replicas start alike). Nothing alone.
+  void synchronize_replicas();
+  int rank() const;
+  int ranks() const;
   memory::MemoryStack& memory_stack() { return *stack_; }
   // Micro-batches run by replaying a recording (capture_graphs), and whether recording is on.
   long graph_replays() const;
@@ -138,6 +164,7 @@ class Trainer {
   // One optimizer step over a host batch of any size (split into micro-batches). Throws
   // TrainingDiverged, changing nothing, when the loss is not finite.
   StepReport train_step(const HostBatch& batch);
+  // In a data-parallel run each rank gives its share of the batches, and the result is every rank's.
   EvalResult evaluate(const NextBatch& next);
   ClassEvaluation evaluate_classes(const NextBatch& next);
   // The network's outputs for `count` images (host floats, NCHW of the input shape): count x
@@ -153,6 +180,7 @@ class Trainer {
  private:
   void start();
   void check_labels(const HostBatch& batch) const;
+  void check_step_batch(const HostBatch& batch) const;
   void ensure_built();
   void maybe_regrow();
   // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at the same
@@ -160,8 +188,14 @@ class Trainer {
   // of it, else at half the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory
   // with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
-  // Runs the batch's micro-batches, their logits to `logits` when it is not null; returns how many.
+  // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
+  // gradients to the buckets in a data-parallel step; returns how many.
   int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);
+  // A data-parallel step's sums: the gradient buckets finished (whatever this rank's micro-batches
+  // did), the running statistics made rank 0's, and `sums` ({ranks that failed, loss sum,
+  // correct}, this rank's) added over the ranks. Returns the seconds spent there.
+  double sum_over_ranks(double sums[3]);
+  void check_data_parallel() const;
   // evaluate(), and the confusion matrix into `classes` when it is not null.
   EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
   // After a capture failed: log it once and record no more.
@@ -179,6 +213,9 @@ class Trainer {
   memory::Buffer slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
   std::unique_ptr<StepResources> step_;
   std::unique_ptr<Recovery> recovery_;
+  std::unique_ptr<GradientBuckets> buckets_;   // data-parallel runs only
+  memory::Buffer cross_rank_scratch_;          // synchronised BatchNorm's sums
+  std::unique_ptr<CrossRankContext> cross_rank_;
   long steps_ = 0;
   int micro_batch_ = 0;
   bool capture_ = false;

@@ -26,6 +26,7 @@ class NcclCommunicator final : public Communicator {
   std::size_t reserved_bytes(std::size_t) const override { return nccl_bytes_; }
 
   void sum_host(std::span<double> values) override { host_.sum_host(values); }
+  void max_host(std::span<double> values) override { host_.max_host(values); }
   void broadcast_host(std::span<std::byte> bytes) override { host_.broadcast_host(bytes); }
   void sum(const Tensor& values) override;
   void start_sum(const Tensor& values) override;

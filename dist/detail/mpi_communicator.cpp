@@ -42,10 +42,14 @@ std::size_t MpiCommunicator::reserved_bytes(std::size_t largest_sum_bytes) const
   return ranks_ > 1 ? largest_sum_bytes : 0;
 }
 
-void MpiCommunicator::sum_host(std::span<double> values) {
+void MpiCommunicator::sum_host(std::span<double> values) { reduce_host(values, MPI_SUM); }
+
+void MpiCommunicator::max_host(std::span<double> values) { reduce_host(values, MPI_MAX); }
+
+void MpiCommunicator::reduce_host(std::span<double> values, MPI_Op op) {
   for (std::size_t done = 0; done < values.size(); done += kMaxCount) {
     const std::size_t n = std::min(kMaxCount, values.size() - done);
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data() + done, count_of(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data() + done, count_of(n), MPI_DOUBLE, op, MPI_COMM_WORLD),
               "MPI_Allreduce");
   }
 }

@@ -21,6 +21,7 @@ class MpiCommunicator final : public Communicator {
   std::size_t reserved_bytes(std::size_t largest_sum_bytes) const override;
 
   void sum_host(std::span<double> values) override;
+  void max_host(std::span<double> values) override;
   void broadcast_host(std::span<std::byte> bytes) override;
   void sum(const Tensor& values) override;
   void start_sum(const Tensor& values) override;
@@ -28,6 +29,8 @@ class MpiCommunicator final : public Communicator {
   void wait_started() override;
 
  private:
+  void reduce_host(std::span<double> values, MPI_Op op);
+
   int rank_ = 0, ranks_ = 1;
   std::vector<MPI_Request> started_;
 };

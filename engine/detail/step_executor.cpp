@@ -48,7 +48,8 @@ Tensor StepExecutor::gradient(int node, int n) const {
   return buffer(plan_.node(nd.value).value_grad, nd.shape.batched(n));
 }
 
-void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits) {
+void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits,
+                       GradientBuckets* buckets) {
   const int n = batch.size;
   if (n <= 0 || n > plan_.micro_batch)
     throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
@@ -60,7 +61,7 @@ void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t 
   const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
   backend_.copy_to_device(&scalars, slots_.scalars, sizeof scalars);
   memory_.end(0);
-  if (logits) compute(n, logits);
+  if (logits || buckets) compute(n, logits, buckets);
   else compute_or_replay(n);
 }
 
@@ -99,7 +100,7 @@ void StepExecutor::compute_or_replay(int n) {
   ++replays_;
 }
 
-void StepExecutor::compute(int n, float* logits) {
+void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   const bool training = plan_.training;
   const int L = net_.last();
   auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
@@ -132,6 +133,7 @@ void StepExecutor::compute(int n, float* logits) {
     c.params = params_.params(id);
     c.grads = params_.grads(id);
     c.saved = saved;
+    c.cross_rank = slots_.cross_rank;
     if (workspace >= 0)
       c.workspace = Workspace{memory_.address(workspace), plan_.requests[static_cast<std::size_t>(workspace)].bytes};
     return c;
@@ -182,6 +184,7 @@ void StepExecutor::compute(int n, float* logits) {
       std::copy(acc.begin(), acc.end(), accumulate_.get());
       c.accumulate = std::span<const bool>(accumulate_.get(), acc.size());
       nd.layer->backward(c);
+      if (buckets) buckets->node_done(id);
     }
     memory_.end(t);
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cnnengine/engine/detail/gradient_buckets.hpp"
 #include "cnnengine/engine/detail/step_memory.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
 
@@ -24,6 +25,8 @@ struct StepSlots {
   Tensor loss_sum;       // one float: the summed loss is added to it
   Tensor correct;        // one float: correct predictions are added to it
   StepScalars* scalars;  // the micro-batch's StepScalars, copied in before its compute
+  // Synchronised BatchNorm in a data-parallel run (the layers see it in LayerContext); null otherwise.
+  const CrossRankContext* cross_rank = nullptr;
 };
 
 class StepExecutor {
@@ -38,8 +41,11 @@ class StepExecutor {
   // training, parameter gradients accumulate with the loss gradient scaled by grad_scale.
   // `seed` is the optimizer step's: the same for all its micro-batches. With `logits`, the
   // network's outputs (n x classes floats) are copied there too; such a run is never recorded
-  // (a copy to the host cannot be part of a graph).
-  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits = nullptr);
+  // (a copy to the host cannot be part of a graph). With `buckets` (a data-parallel step's last
+  // micro-batch), each layer's gradients are handed to them as its backward finishes; such a
+  // run is never recorded either (the sums are the communicator's calls, not the backend's).
+  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits = nullptr,
+           GradientBuckets* buckets = nullptr);
 
   long graph_replays() const { return replays_; }
   // Why capture stopped (the backend refused a call): empty while it works or was not asked for.
@@ -52,8 +58,8 @@ class StepExecutor {
 
  private:
   // Forward, loss and backward of n samples already in the input, label and scalar slots; the
-  // logits to `logits` where it is not null.
-  void compute(int n, float* logits = nullptr);
+  // logits to `logits` where it is not null, each layer's gradients to `buckets` where it is not.
+  void compute(int n, float* logits = nullptr, GradientBuckets* buckets = nullptr);
   // compute(n), or the replay of its recording, recording it on its second run.
   void compute_or_replay(int n);
   Tensor value(int node, int n) const;

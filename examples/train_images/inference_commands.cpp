@@ -9,6 +9,7 @@
 
 #include "cnnengine/cnnengine.hpp"
 #include "metrics_file.hpp"
+#include "output_paths.hpp"
 #include "train_command.hpp"
 #include "usage_error.hpp"
 
@@ -153,6 +154,31 @@ int predict_command(const Options& o) {
     metrics.write({{"type", "prediction"}, {"file", file.string()}, {"top", classes}});
   }
   return failed ? 1 : 0;
+}
+
+void require_onnx_export() {
+  if (!onnx_export_available())
+    throw UsageError("--export-onnx: this train_images was built without ONNX export (install libonnx-dev and "
+                     "libprotobuf-dev, then configure and build again)");
+}
+
+int export_command(const Options& o) {
+  require_onnx_export();
+  check_outputs({{"--export-onnx", o.export_onnx}}, {{"--load", o.load}});
+  DeviceRequest cpu;  // an export computes nothing: the CPU reads the file as well as any device
+  cpu.device = DeviceKind::cpu;
+  cpu.threads = 1;
+  DeviceChoice device = select_device(cpu);
+  Model model(o.load, *device.backend, model_options(o));
+  export_onnx(o.export_onnx, model.network(), model.parameters(), model.description());
+  std::cout << "exported " << o.load << " to " << o.export_onnx << describe_onnx_export(model.network()) << "\n";
+  return 0;
+}
+
+std::string describe_onnx_export(const Network& network) {
+  return " (ONNX opset " + std::to_string(kOnnxOpset) + ", inference form: input \"" + kOnnxInputName + "\" N x " +
+         network.input_shape().str() + ", outputs \"" + kOnnxLogitsName + "\" and \"" + kOnnxProbabilitiesName +
+         "\"; class names and normalisation in its metadata)";
 }
 
 }  // namespace cnn::app

@@ -1,6 +1,9 @@
 #pragma once
 // The commands that use a saved model (--load FILE): --evaluate it on a data set's test split,
-// --predict the classes of image files. Neither trains; neither needs --model.
+// --predict the classes of image files, --export-onnx it. None trains; none needs --model.
+#include <string>
+
+#include "cnnengine/cnnengine.hpp"
 #include "options.hpp"
 
 namespace cnn::app {
@@ -8,5 +11,11 @@ namespace cnn::app {
 // Each returns the exit code: 0, or 1 when an image could not be classified (--predict).
 int evaluate_command(const Options& o);
 int predict_command(const Options& o);
+int export_command(const Options& o);
+
+// A UsageError, before anything runs, where this build cannot export to ONNX.
+void require_onnx_export();
+// What an exported file holds, for the message after writing it.
+std::string describe_onnx_export(const Network& network);
 
 }  // namespace cnn::app

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     if (o.doctor) return doctor();
     if (o.evaluate) return cnn::app::evaluate_command(o);
     if (!o.predict.empty()) return cnn::app::predict_command(o);
+    if (!o.export_onnx.empty() && !o.load.empty() && !o.given.count("--data")) return cnn::app::export_command(o);
     cnn::app::install_stop_handlers();
     return cnn::app::train(o);
   } catch (const cnn::TrainingDiverged& e) {

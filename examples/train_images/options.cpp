@@ -73,6 +73,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--evaluate", o.evaluate, "with --load: test loss, accuracy, per-class precision and recall, and the "
                                          "confusion matrix on --data's test split");
   app.add_option("--predict", o.predict, "with --load: classify these images or folders of images")->expected(1, -1);
+  app.add_option("--export-onnx", o.export_onnx, "write the model as ONNX (opset 13, inference form): with --load and "
+                                                 "no --data, the loaded model; else the trained one, after the run");
   app.add_option("--top", o.top, "--predict: the classes shown per image")->check(integer_between(1, 1000, ""));
   app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
                                              "arena, pool or direct (allocated as produced, freed after last use)")
@@ -101,6 +103,8 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--evaluate, --predict", "--evaluate and --predict need the model: give --load FILE");
   if (o.evaluate && !o.predict.empty())
     throw CLI::ValidationError("--evaluate, --predict", "give --evaluate or --predict, not both");
+  if (inference && !o.export_onnx.empty())
+    throw CLI::ValidationError("--export-onnx", "--export-onnx with --evaluate or --predict: give one command at a time");
   if (o.keep_best && o.save.empty() && o.resume.empty())
     throw CLI::ValidationError("--keep-best", "--keep-best needs --save: the best checkpoint is kept beside it");
   if (o.normalize && (!o.mean.empty() || !o.std.empty()))

@@ -61,6 +61,9 @@ struct Options {
   bool evaluate = false;
   std::vector<std::string> predict;
   int top = 3;
+  // The model as ONNX: with --load and no --data, the loaded model (an export alone); else the
+  // run's model once it has trained.
+  std::string export_onnx;
 
   // The options given on the command line, by name ("--lr"): a resumed run refuses those that
   // differ from its own settings.

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cnnengine/cnnengine.hpp"
+#include "inference_commands.hpp"
 #include "limited_dataset.hpp"
 #include "output_paths.hpp"
 #include "plan_report.hpp"
@@ -82,6 +83,7 @@ std::vector<PathUse> outputs_of(const Options& o) {
   if (!o.metrics_out.empty()) outputs.push_back({"--metrics-out", o.metrics_out});
   if (!o.trace.empty()) outputs.push_back({"--trace", o.trace});
   if (!o.plot.empty()) outputs.push_back({"--plot", o.plot});
+  if (!o.export_onnx.empty()) outputs.push_back({"--export-onnx", o.export_onnx});
   return outputs;
 }
 
@@ -156,6 +158,7 @@ int train(Options o) {
   // Where --save writes is checked before anything is read (whether it may replace the file
   // there, once the inputs are known).
   if (!o.save.empty() && !o.plan_only) check_save_path(o.save, true);
+  if (!o.export_onnx.empty()) require_onnx_export();
 
   // The device before the data: --device cuda without a GPU fails before anything is read.
   DeviceChoice device = choose_device(o);
@@ -258,6 +261,10 @@ int train(Options o) {
                   test_loader, has_test, model, run_settings(o), metrics,
                   staging, splits.train->host_bytes() + splits.test->host_bytes()};
   const int code = run_epochs(setup, std::move(progress));
+  if (code == 0 && !o.export_onnx.empty()) {
+    export_onnx(o.export_onnx, network, trainer.parameters(), model);
+    std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network) << "\n";
+  }
   trainer.finish();  // every byte given back, so the trace is whole when it is checked
   return code;
 }

@@ -195,8 +195,8 @@ TEST_CASE("ONNX export of small-bn: opset, input and outputs, nodes, initializer
   ModelDescription description = describe_model(net);
   description.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                              "Sandal", "Shirt", "Sneaker", "Bag", "say \"boot\""};
-  description.preprocessing.mean = {0.5f};
-  description.preprocessing.stddev = {0.25f};
+  description.preprocessing.normalization.mean = {0.5f};
+  description.preprocessing.normalization.stddev = {0.25f};
   Exported e(net, description);
   const auto& g = e.graph();
 
@@ -400,11 +400,11 @@ TEST_CASE("ONNX export refuses what it cannot write, naming it, and leaves the f
   CHECK_THAT(error_of<ConfigError>([&] { export_onnx(file, net, params, three_names); }),
              Contains("3 class names for a network of 10 outputs"));
   ModelDescription two_means = describe_model(net);
-  two_means.preprocessing.mean = {0.1f, 0.2f};
+  two_means.preprocessing.normalization.mean = {0.1f, 0.2f};
   CHECK_THAT(error_of<ConfigError>([&] { export_onnx(file, net, params, two_means); }),
              Contains("mean has 2 values for an input of 1 channels"));
   ModelDescription zero_std = describe_model(net);
-  zero_std.preprocessing.stddev = {0.f};
+  zero_std.preprocessing.normalization.stddev = {0.f};
   CHECK_THAT(error_of<ConfigError>([&] { export_onnx(file, net, params, zero_std); }), Contains("is not positive"));
 
   CHECK_THAT(error_of<Error>([&] { export_onnx(scratch / "missing" / "m.onnx", net, params, describe_model(net)); }),

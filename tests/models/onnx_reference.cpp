@@ -95,8 +95,8 @@ int run(const std::string& data_dir, const std::string& model, const std::string
 
   ModelDescription description = describe_model(network);
   description.class_names = splits.train->class_names();
-  description.preprocessing.mean = {kMean};
-  description.preprocessing.stddev = {kStd};
+  description.preprocessing.normalization.mean = {kMean};
+  description.preprocessing.normalization.stddev = {kStd};
   export_onnx(prefix + ".onnx", network, trainer.parameters(), description);
 
   const Samples test = first_samples(*splits.test, count);

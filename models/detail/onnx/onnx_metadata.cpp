@@ -44,8 +44,8 @@ std::vector<std::string> class_names(const ModelDescription& description, int cl
 void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const ModelDescription& description) {
   const Shape& input = network.input_shape();
   const int channels = input[0];
-  const auto mean = per_channel(description.preprocessing.mean, channels, 0.f, "mean");
-  const auto stddev = per_channel(description.preprocessing.stddev, channels, 1.f, "std");
+  const auto mean = per_channel(description.preprocessing.normalization.mean, channels, 0.f, "mean");
+  const auto stddev = per_channel(description.preprocessing.normalization.stddev, channels, 1.f, "std");
   for (float s : stddev)
     if (!(s > 0)) throw ConfigError("ONNX export: the normalisation's std " + std::to_string(s) + " is not positive");
   set_property(model, "class_names", nlohmann::json(class_names(description, network.num_classes())).dump());
