@@ -3,7 +3,7 @@
 // cnnengine::cnnengine. docs/design.md is the map of what is behind it.
 //
 //   select_device        backends/device/device.hpp   the CPU or a GPU, and why
-//   open_dataset, Loader data/                        IDX files and image folders, batched and staged
+//   open_dataset, Loader data/                        IDX, CIFAR and image folders, batched and staged
 //   Network, layers      engine/network.hpp, layers/  a graph of layers; make_network for presets and files
 //   Trainer              engine/trainer.hpp           plans memory under a budget, trains, evaluates
 //   MemoryStack          memory/memory_stack.hpp      the budget, the statistics, the trace, the strategy
@@ -14,6 +14,7 @@
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/backends/device/device.hpp"
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/data/cifar_folder.hpp"
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/dataset.hpp"
 #include "cnnengine/data/loader.hpp"

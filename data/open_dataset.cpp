@@ -4,7 +4,9 @@
 #include <system_error>
 #include <vector>
 
+#include "cnnengine/data/cifar_folder.hpp"
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/cifar_layout.hpp"
 #include "cnnengine/data/detail/folder_scan.hpp"
 #include "cnnengine/data/idx_dataset.hpp"
 #include "cnnengine/data/image_folder_dataset.hpp"
@@ -97,7 +99,8 @@ DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uin
   } catch (const DataError& e) {
     // This layout is the last guess: say why it was tried, since the folder may be no data set at all.
     throw DataError(std::string(e.what()) + " (read " + full_path(folder) +
-                    " as one folder per class: found no IDX files (" + kIdxLookedFor + ") and no train/ and test/ folders)");
+                    " as one folder per class: found no IDX files (" + kIdxLookedFor +
+                    "), no CIFAR binary files and no train/ and test/ folders)");
   }
   Split split = stratified_split(all, seed);
   return {std::move(split.train), std::move(split.test), "image-folder", scan_class_folders(folder).files};
@@ -110,6 +113,7 @@ DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint
   std::vector<fs::path> folders = sub_folders(folder);  // DataError when the folder is missing
 
   if (IdxFiles idx = find_idx_files(folder); idx.any()) return open_idx_folder(folder, idx);
+  if (find_cifar_layout(folder)) return open_cifar_folder(folder);
 
   // A train/ or test/ that holds images directly is a class that happens to bear that name.
   auto split_folder = [&](const char* name) {
@@ -126,7 +130,8 @@ DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint
   if (!folders.empty()) return open_held_out(folder, target, seed, images);
 
   fail(folder, std::string("no data set found: looked for IDX files (") + kIdxLookedFor +
-                   "), train/ and test/ folders of class folders, or class folders");
+                   "), CIFAR binary files (data_batch_N.bin and test_batch.bin, or train.bin and test.bin), "
+                   "train/ and test/ folders of class folders, or class folders");
 }
 
 }  // namespace cnn::data

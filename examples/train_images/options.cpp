@@ -6,7 +6,9 @@ namespace cnn::app {
 
 void add_options(CLI::App& app, Options& o) {
   app.option_defaults()->always_capture_default();
-  app.add_option("--data", o.data, "IDX folder (Fashion-MNIST layout) or image folder (one sub-folder per class)");
+  app.add_option("--data", o.data,
+                 "IDX folder (Fashion-MNIST layout), CIFAR-10/100 binary folder or image folder (one sub-folder per "
+                 "class)");
   app.add_option("--model", o.model, "small, small-bn, resnet, resnet18, or a network text file");
   app.add_option("--epochs", o.epochs)->check(positive_integer());
   app.add_option("--batch", o.batch, "samples per optimizer step")->check(positive_integer());

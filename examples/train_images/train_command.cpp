@@ -60,10 +60,11 @@ DeviceChoice choose_device(const Options& o) {
 
 // Options that would silently do nothing on this data.
 void check_data_options(const Options& o, const data::DatasetSplits& splits) {
-  if (splits.kind != "idx") return;
+  if (splits.kind == "image-folder") return;
+  const std::string holds = splits.kind == "idx" ? "IDX files" : "CIFAR binary files";
   for (const char* option : {"--image-size", "--channels", "--max-image-bytes", "--skip-corrupt"})
     if (o.given.count(option))
-      throw UsageError(std::string(option) + " applies to image folders; " + o.data + " holds IDX files (" +
+      throw UsageError(std::string(option) + " applies to image folders; " + o.data + " holds " + holds + " (" +
                        data::to_string(splits.train->shape()) + ")");
 }
 
