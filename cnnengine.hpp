@@ -10,6 +10,8 @@
 //   save/read_checkpoint models/checkpoint.hpp         self-describing files, the whole state of a run
 //   Model                models/model.hpp              a saved model loaded for inference
 //   preprocess_image     data/preprocessing.hpp        an image file as the network takes it
+//   export_onnx          models/onnx_export.hpp        the network as ONNX, for other runtimes
+//   MpiSession           dist/mpi_session.hpp          data-parallel training over mpirun's ranks
 //   cnn::Error           base/error.hpp               every error a user can cause
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/backends/device/device.hpp"
@@ -20,8 +22,11 @@
 #include "cnnengine/data/loader.hpp"
 #include "cnnengine/data/open_dataset.hpp"
 #include "cnnengine/data/preprocessing.hpp"
+#include "cnnengine/dist/launch.hpp"
+#include "cnnengine/dist/mpi_session.hpp"
 #include "cnnengine/engine/backend.hpp"
 #include "cnnengine/engine/batch_planner.hpp"
+#include "cnnengine/engine/communicator.hpp"
 #include "cnnengine/engine/memory_report.hpp"
 #include "cnnengine/engine/network.hpp"
 #include "cnnengine/engine/optimizer.hpp"

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cnnengine/base/rank_share.hpp"
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/detail/random.hpp"
@@ -22,6 +23,8 @@ std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
 }
 
 void validate(const LoaderOptions& options, const memory::MemoryResource& staging, int channels) {
+  if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks)
+    throw ConfigError("Loader: rank " + std::to_string(options.rank) + " of " + std::to_string(options.ranks));
   if (options.prefetch < 0)
     throw ConfigError("Loader: prefetch must be 0 or more, got " + std::to_string(options.prefetch));
   if (options.augment_crop_padding < 0)
@@ -43,7 +46,8 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       samples_(data.size()),
       batches_(count_batches(samples_, options)) {
   validate(options_, staging_, shape_.channels);
-  const std::size_t batch = static_cast<std::size_t>(options_.batch);
+  // A slot holds one rank's share at most: the batch over the ranks, rounded up.
+  const auto batch = static_cast<std::size_t>((options_.batch + options_.ranks - 1) / options_.ranks);
   std::size_t batch_image_bytes = 0;
   if (__builtin_mul_overflow(batch, shape_.elements() * sizeof(float), &batch_image_bytes))
     throw ConfigError("Loader: batch " + std::to_string(batch) + " of " + to_string(shape_) + " is too large");
@@ -56,7 +60,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
   auto* base = static_cast<unsigned char*>(block_);
   for (std::size_t s = 0; s < slot_count; ++s) {
     unsigned char* slot = base + s * (image_bytes + label_bytes);
-    slots_.push_back({reinterpret_cast<float*>(slot), reinterpret_cast<std::int32_t*>(slot + image_bytes), 0});
+    slots_.push_back({reinterpret_cast<float*>(slot), reinterpret_cast<std::int32_t*>(slot + image_bytes), 0, 0, 0});
   }
   try {
     worker_ = std::thread([this] { run(); });
@@ -108,7 +112,7 @@ std::optional<BatchView> Loader::next() {
   if (produced_ <= consumed_) std::rethrow_exception(error_);
   holding_ = true;
   const Slot& slot = slots_[consumed_ % slots_.size()];
-  return BatchView{slot.images, slot.labels, slot.size, consumed_};
+  return BatchView{slot.images, slot.labels, slot.size, consumed_, slot.first, slot.global_size};
 }
 
 bool Loader::may_produce_locked(std::uint64_t generation, std::size_t batch) const {
@@ -168,8 +172,11 @@ void Loader::run() {
 
 bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
                   std::uint64_t generation, std::vector<float>& scratch) {
-  const std::size_t first = batch * static_cast<std::size_t>(options_.batch);
-  const std::size_t count = std::min(static_cast<std::size_t>(options_.batch), samples_ - first);
+  const std::size_t start = batch * static_cast<std::size_t>(options_.batch);
+  const std::size_t whole = std::min(static_cast<std::size_t>(options_.batch), samples_ - start);
+  const RankShare share = share_of_batch(static_cast<int>(whole), options_.rank, options_.ranks);
+  const std::size_t first = start + static_cast<std::size_t>(share.first);
+  const auto count = static_cast<std::size_t>(share.size);
   const std::size_t elements = shape_.elements();
   const bool augment = options_.augment_flip || options_.augment_crop_padding > 0;
   for (std::size_t k = 0; k < count; ++k) {
@@ -191,6 +198,8 @@ bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>&
     normalize(image, shape_, options_.normalization);
   }
   slot.size = static_cast<int>(count);
+  slot.first = share.first;
+  slot.global_size = static_cast<int>(whole);
   return true;
 }
 

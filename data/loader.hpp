@@ -26,6 +26,10 @@ struct LoaderOptions {
   bool augment_flip = false;
   int augment_crop_padding = 0;
   Normalization normalization;  // per channel, after augmentation (data/preprocessing.hpp)
+  // Data-parallel training: this process is rank `rank` of `ranks`, and loads only its share of
+  // each batch (share_of_batch, base/rank_share.hpp). The batches are the whole run's all the same.
+  int rank = 0;
+  int ranks = 1;
 };
 
 struct BatchView {
@@ -33,6 +37,10 @@ struct BatchView {
   const std::int32_t* labels;
   int size;
   std::size_t index;  // batch number in the epoch
+  // The batch these `size` samples are a share of (LoaderOptions::ranks): its size, and where
+  // the share starts in it. One rank: the batch itself (first 0).
+  int first;
+  int global_size;
 };
 
 class Loader {
@@ -63,6 +71,7 @@ class Loader {
     float* images;
     std::int32_t* labels;
     int size;
+    int first, global_size;
   };
 
   void begin_epoch_locked(int epoch, std::size_t first_batch);

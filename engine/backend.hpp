@@ -153,6 +153,29 @@ class Backend {
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                                   Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
 
+  // Synchronised BatchNorm (data-parallel): the batch statistics over every rank's micro-batch,
+  // from per-channel sums that the ranks add up between these calls. `count` is the values per
+  // channel over every rank (N x H x W each). Forward:
+  //   channel_sums:          sums[c] = sum of x over N, H, W
+  //   centered_squares:      out[c] = sum of (x - sums[c] / count)^2          (sums: every rank's)
+  //   forward_from_sums:     from saved_mean = every rank's sums and saved_inv_std = every rank's
+  //                          centered squares, both replaced by the mean and 1 / sqrt(var + eps);
+  //                          y, and the running statistics, as batchnorm_forward_training
+  // Backward (dgamma and dbeta are the rank's own sums[C + c] and sums[c]: the trainer adds them
+  // up over the ranks with the other gradients):
+  //   backward_sums:         sums[c] = sum of dy, sums[C + c] = sum of dy * xhat
+  //   backward_from_sums:    dx from every rank's sums, as batchnorm_backward computes it
+  virtual void batchnorm_channel_sums(const Tensor& x, Tensor sums) = 0;
+  virtual void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) = 0;
+  virtual void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                           Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                           double count, Tensor saved_mean, Tensor saved_inv_std) = 0;
+  virtual void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                       const Tensor& saved_inv_std, Tensor sums) = 0;
+  virtual void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                            const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                            const Tensor& sums, double count, Tensor dx, bool accumulate) = 0;
+
   // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
   // step->first_sample * x.sample_elements() + i) (engine/counter_rng.hpp), so every backend
   // draws the same mask for the same seed, and a sample's mask depends on its place in the

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "cnnengine/base/rank_share.hpp"
 #include "cnnengine/engine/backend.hpp"
 #include "cnnengine/engine/tensor.hpp"
 
@@ -47,16 +48,5 @@ class Communicator {
   // Every started sum is complete (for the device's work issued after this call).
   virtual void wait_started() = 0;
 };
-
-// A rank's part of a batch of `batch` samples shared over `ranks`: the first `batch % ranks`
-// ranks take one sample more, in rank order, so that the shares laid end to end are the batch.
-struct RankShare {
-  int first = 0;  // the share's first sample in the batch
-  int size = 0;
-};
-inline RankShare share_of_batch(int batch, int rank, int ranks) {
-  const int base = batch / ranks, extra = batch % ranks;
-  return RankShare{rank * base + (rank < extra ? rank : extra), base + (rank < extra ? 1 : 0)};
-}
 
 }  // namespace cnn

@@ -36,6 +36,7 @@ void BatchNorm2D::forward(const LayerContext& c) {
   if (c.training && static_cast<std::size_t>(c.batch) * values_per_channel_ < 2)
     throw ConfigError("batchnorm2d: training on a micro-batch of " + std::to_string(c.batch) +
                       " sample(s) with one value per channel: " + training_batch_need().why);
+  if (c.training && c.cross_rank) return forward_over_ranks(c);
   if (c.training)
     c.backend->batchnorm_forward_training(c.inputs[0], c.params[0], c.params[1], c.output, c.params[2], c.params[3],
                                           momentum_, epsilon_, c.saved[0], c.saved[1]);
@@ -56,8 +57,42 @@ LayerCost BatchNorm2D::forward_cost() const {
 void BatchNorm2D::backward(const LayerContext& c) {
   // The plan gives an input gradient buffer even where nothing reads it (backward_writes_input_gradient).
   if (!wants_gradient(c, 0)) throw std::logic_error("batchnorm2d: backward without a buffer for the input gradient");
+  if (c.cross_rank) return backward_over_ranks(c);
   c.backend->batchnorm_backward(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], epsilon_,
                                 c.grad_inputs[0], c.grads[0], c.grads[1], c.accumulate[0]);
+}
+
+// Synchronised BatchNorm: the ranks' micro-batches are one batch. Every rank has the same
+// micro-batch here (the trainer sees to it), so the values per channel are this one's times the ranks.
+double BatchNorm2D::values_over_ranks(const LayerContext& c) const {
+  return static_cast<double>(c.batch) * static_cast<double>(values_per_channel_) * c.cross_rank->communicator->ranks();
+}
+
+void BatchNorm2D::forward_over_ranks(const LayerContext& c) {
+  Communicator& ranks = *c.cross_rank->communicator;
+  const Tensor& x = c.inputs[0];
+  const double count = values_over_ranks(c);
+  // The saved buffers carry the sums between the calls, and end holding the statistics.
+  const Tensor &sums = c.saved[0], &squares = c.saved[1];
+  c.backend->batchnorm_channel_sums(x, sums);
+  ranks.sum(sums);
+  c.backend->batchnorm_centered_squares(x, sums, count, squares);
+  ranks.sum(squares);
+  c.backend->batchnorm_forward_from_sums(x, c.params[0], c.params[1], c.output, c.params[2], c.params[3], momentum_,
+                                         epsilon_, count, sums, squares);
+}
+
+void BatchNorm2D::backward_over_ranks(const LayerContext& c) {
+  Communicator& ranks = *c.cross_rank->communicator;
+  const Tensor sums{c.cross_rank->scratch.data, Shape{2 * channels_}};
+  c.backend->batchnorm_backward_sums(c.inputs[0], c.grad_output, c.saved[0], c.saved[1], sums);
+  // This rank's own gamma and beta gradients: the trainer sums them over the ranks with the others.
+  const Tensor sum_dy{sums.data, Shape{channels_}}, sum_dy_xhat{sums.data + channels_, Shape{channels_}};
+  c.backend->copy_or_add(sum_dy_xhat, c.grads[0], true);
+  c.backend->copy_or_add(sum_dy, c.grads[1], true);
+  ranks.sum(sums);
+  c.backend->batchnorm_backward_from_sums(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], sums,
+                                          values_over_ranks(c), c.grad_inputs[0], c.accumulate[0]);
 }
 
 }  // namespace cnn

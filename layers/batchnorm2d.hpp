@@ -29,6 +29,10 @@ class BatchNorm2D final : public Layer {
   LayerCost forward_cost() const override;
 
  private:
+  double values_over_ranks(const LayerContext& c) const;
+  void forward_over_ranks(const LayerContext& c);
+  void backward_over_ranks(const LayerContext& c);
+
   float momentum_, epsilon_;
   int channels_ = 0;
   std::size_t values_per_channel_ = 0;  // per sample: H x W, or 1 after a dense layer

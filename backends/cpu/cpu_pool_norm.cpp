@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/backends/cpu/detail/batchnorm_channel.hpp"
 #include "cnnengine/backends/cpu/detail/parallel.hpp"
 
 namespace cnn {
@@ -71,22 +72,6 @@ void max_2x2_backward_plane(const float* in, const float* out, const float* grad
         g1[j + 1] = v3;
       }
     }
-  }
-}
-
-// One channel of a batch normalisation's output, y = x * scale + shift with scale = gamma * inv_std
-// and shift = beta - mean * scale. Training's forward and the recomputation from the saved
-// statistics both call it, so that they round alike (not inlined: the same instructions,
-// contractions into fused multiply-adds included, in both).
-[[gnu::noinline]] void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std,
-                                         std::size_t ch, Tensor& y) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  const float scale = gamma * inv_std;
-  const float shift = beta - mean * scale;
-  for (int i = 0; i < n; ++i) {
-    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-    for (std::size_t k = 0; k < hw; ++k) y.data[offset + k] = x.data[offset + k] * scale + shift;
   }
 }
 
@@ -168,30 +153,13 @@ void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma
                                            Tensor y, Tensor running_mean, Tensor running_var,
                                            float momentum, float epsilon, Tensor saved_mean,
                                            Tensor saved_inv_std) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  const double count = static_cast<double>(n) * static_cast<double>(hw);
-  cpu::parallel_ranges(threads_, static_cast<std::size_t>(c), [&](int, std::size_t b, std::size_t e) {
-    for (std::size_t ch = b; ch < e; ++ch) {
-      double sum = 0.0;
-      for (int i = 0; i < n; ++i) {
-        const float* p = x.data + (static_cast<std::size_t>(i) * c + ch) * hw;
-        for (std::size_t k = 0; k < hw; ++k) sum += p[k];
-      }
-      const double mean = sum / count;
-      double squares = 0.0;
-      for (int i = 0; i < n; ++i) {
-        const float* p = x.data + (static_cast<std::size_t>(i) * c + ch) * hw;
-        for (std::size_t k = 0; k < hw; ++k) squares += (p[k] - mean) * (p[k] - mean);
-      }
-      const double var = squares / count;
-      const float inv_std = static_cast<float>(1.0 / std::sqrt(var + epsilon));
-      normalise_channel(x, gamma.data[ch], beta.data[ch], static_cast<float>(mean), inv_std, ch, y);
-      saved_mean.data[ch] = static_cast<float>(mean);
-      saved_inv_std.data[ch] = inv_std;
-      const double unbiased = count > 1 ? var * count / (count - 1) : var;
-      running_mean.data[ch] = static_cast<float>((1.0 - momentum) * running_mean.data[ch] + momentum * mean);
-      running_var.data[ch] = static_cast<float>((1.0 - momentum) * running_var.data[ch] + momentum * unbiased);
+  const double count = static_cast<double>(x.n()) * x.h() * x.w();
+  const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std, momentum, epsilon};
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch) {
+      const double mean = cpu::channel_sum(x, ch, [&](std::size_t i) { return x.data[i]; }) / count;
+      const double squares = cpu::channel_sum(x, ch, [&](std::size_t i) { return (x.data[i] - mean) * (x.data[i] - mean); });
+      cpu::finish_channel(b, ch, mean, squares / count, count);
     }
   });
 }
@@ -200,7 +168,7 @@ void CpuBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, c
                                         const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t b, std::size_t e) {
     for (std::size_t ch = b; ch < e; ++ch)
-      normalise_channel(x, gamma.data[ch], beta.data[ch], saved_mean.data[ch], saved_inv_std.data[ch], ch, y);
+      cpu::normalise_channel(x, gamma.data[ch], beta.data[ch], saved_mean.data[ch], saved_inv_std.data[ch], ch, y);
   });
 }
 

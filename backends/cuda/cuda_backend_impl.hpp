@@ -84,6 +84,17 @@ class CudaBackend final : public Backend {
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                           Tensor dgamma, Tensor dbeta, bool accumulate) override;
+  // Synchronised BatchNorm: batchnorm_sync.cu.
+  void batchnorm_channel_sums(const Tensor& x, Tensor sums) override;
+  void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) override;
+  void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                   Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                   double count, Tensor saved_mean, Tensor saved_inv_std) override;
+  void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                               const Tensor& saved_inv_std, Tensor sums) override;
+  void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& sums,
+                                    double count, Tensor dx, bool accumulate) override;
 
   void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
                        std::uint64_t layer) override;

@@ -11,6 +11,7 @@
 #include "metrics_file.hpp"
 #include "output_paths.hpp"
 #include "train_command.hpp"
+#include "training_loop.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {
@@ -33,8 +34,6 @@ ModelOptions model_options(const Options& o) {
   m.memory_budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
   return m;
 }
-
-HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
 
 // The names of the model's classes, printed at most `width` characters wide.
 std::string cell(const std::string& name, std::size_t width) {

@@ -1,14 +1,19 @@
-// train_images: train a convolutional network on an image folder or IDX files (Fashion-MNIST).
+// train_images: train a convolutional network on an image folder, IDX files (Fashion-MNIST) or
+// CIFAR's binary files; on one process, or on several with `mpirun -np N train_images ...`.
 //
 // Exit codes: 0 success; 1 an error (a corrupt file, a run that diverged: the message names it);
 // 2 a command line that cannot run as given; 3 the budget cannot hold the network; 128 + N when
 // signal N (SIGINT 130, SIGTERM 143) stopped the run, after it was saved where one was asked.
+// Over several ranks an error on one ends them all (the message names the rank).
+#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "cnnengine/cnnengine.hpp"
 #include "inference_commands.hpp"
 #include "options.hpp"
+#include "ranks.hpp"
 #include "stop_signal.hpp"
 #include "train_command.hpp"
 #include "usage_error.hpp"
@@ -17,14 +22,43 @@ namespace {
 
 // --doctor: the environment report; exit 1 when it found a problem.
 int doctor() {
-  const std::string report = cnn::environment_report();
+  std::string report = cnn::environment_report();
+  report += "MPI (data-parallel training): " +
+            (cnn::dist::MpiSession::available() ? cnn::dist::MpiSession::version() +
+                                                      " (mpirun -np N train_images ... trains over N processes)"
+                                                : std::string("not built in (install libopenmpi-dev and rebuild)")) +
+            "\n";
   std::cout << report;
   return report.find("ERROR") == std::string::npos ? 0 : 1;
+}
+
+int run_command(cnn::app::Options& o, cnn::app::Ranks& ranks) {
+  const bool inference = o.doctor || o.evaluate || !o.predict.empty() ||
+                         (!o.export_onnx.empty() && !o.load.empty() && !o.given.count("--data"));
+  if (inference && ranks.several())
+    throw cnn::app::UsageError("--doctor, --evaluate, --predict and an export alone run in one process: start them "
+                               "without mpirun");
+  if (o.doctor) return doctor();
+  if (o.evaluate) return cnn::app::evaluate_command(o);
+  if (!o.predict.empty()) return cnn::app::predict_command(o);
+  if (inference) return cnn::app::export_command(o);
+  cnn::app::install_stop_handlers();
+  return cnn::app::train(o, ranks);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::optional<cnn::app::Ranks> ranks;
+  try {
+    ranks.emplace();
+  } catch (const cnn::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+  // Rank 0 alone speaks; the others' errors still reach stderr.
+  if (!ranks->writes() && !std::freopen("/dev/null", "w", stdout)) return 1;
+
   cnn::app::Options o;
   CLI::App app{"train_images: train a convolutional network on images (cnnengine)"};
   cnn::app::add_options(app, o);
@@ -33,27 +67,24 @@ int main(int argc, char** argv) {
     cnn::app::check_combinations(o);
     cnn::app::record_given(app, o);
   } catch (const CLI::ParseError& e) {
+    if (!ranks->writes()) return e.get_exit_code() == 0 ? 0 : 2;  // every rank parses alike: rank 0 says it
     const int code = app.exit(e);  // prints help or the error
     return code == 0 ? 0 : 2;
   }
   try {
-    if (o.doctor) return doctor();
-    if (o.evaluate) return cnn::app::evaluate_command(o);
-    if (!o.predict.empty()) return cnn::app::predict_command(o);
-    if (!o.export_onnx.empty() && !o.load.empty() && !o.given.count("--data")) return cnn::app::export_command(o);
-    cnn::app::install_stop_handlers();
-    return cnn::app::train(o);
+    ranks->start(&argc, &argv);
+  } catch (const cnn::Error& e) {
+    ranks->fail(std::string("error: ") + e.what(), 2);
+  }
+  try {
+    return run_command(o, *ranks);
   } catch (const cnn::TrainingDiverged& e) {
-    std::cerr << "error: " << e.what() << (o.save.empty() ? "" : "; " + o.save + " is unchanged") << "\n";
-    return 1;
+    ranks->fail(std::string("error: ") + e.what() + (o.save.empty() ? "" : "; " + o.save + " is unchanged"), 1);
   } catch (const cnn::app::UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    ranks->fail(std::string("error: ") + e.what(), 2);
   } catch (const cnn::BudgetTooSmall& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 3;
+    ranks->fail(std::string("error: ") + e.what(), 3);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    ranks->fail(std::string("error: ") + e.what(), 1);
   }
 }

@@ -81,6 +81,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
                                              "arena, pool or direct (allocated as produced, freed after last use)")
       ->check(CLI::IsMember({"planned", "arena", "pool", "direct"}));
+  app.add_flag("--sync-batchnorm", o.sync_batchnorm, "over the ranks of mpirun -np N: BatchNorm's batch statistics "
+                                                    "over every rank's micro-batch (default: each rank its own, as "
+                                                    "PyTorch's DDP; the running statistics are rank 0's)");
   app.add_option("--recompute", o.recompute, "during backward, recompute instead of keeping: none; cheap "
                                              "(element-wise and normalisation outputs); auto (under a budget, the "
                                              "least recomputation that fits, and the micro-batch expected fastest)")

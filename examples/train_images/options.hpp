@@ -52,6 +52,7 @@ struct Options {
   bool plan_only = false;
   std::string allocator = "planned";
   std::string recompute = "none";
+  bool sync_batchnorm = false;  // over mpirun's ranks: BatchNorm's batch statistics over every rank
   std::string trace;
   std::string plot;      // a PNG of the learning curves, rewritten after every epoch
   bool keep_best = false;

@@ -35,7 +35,7 @@ const Setting kSettings[] = {
     CNN_SETTING("--limit", limit),         CNN_SETTING("--image-size", image_size),
     CNN_SETTING("--channels", channels),   CNN_SETTING("--augment", augment),
     CNN_SETTING("--memory-budget", budget), CNN_SETTING("--allocator", allocator),
-    CNN_SETTING("--recompute", recompute),
+    CNN_SETTING("--recompute", recompute), CNN_SETTING("--sync-batchnorm", sync_batchnorm),
     CNN_SETTING("--lr-step-epochs", lr_step_epochs), CNN_SETTING("--lr-step-factor", lr_step_factor),
     CNN_SETTING("--crop-padding", crop_padding), CNN_SETTING("--normalize", normalize),
     CNN_SETTING("--mean", mean),           CNN_SETTING("--std", std),

@@ -4,6 +4,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "cnnengine/cnnengine.hpp"
 #include "inference_commands.hpp"
@@ -27,7 +28,7 @@ struct Resumed {
   std::uint64_t metrics_bytes = 0;
 };
 
-std::optional<Resumed> read_resumed(Options& o) {
+std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
   if (o.resume.empty()) return std::nullopt;
   Resumed r{read_checkpoint(o.resume), {}, 0};
   if (!r.info.training)
@@ -37,6 +38,11 @@ std::optional<Resumed> read_resumed(Options& o) {
     const json saved = json::parse(r.info.training->settings);
     r.settings = saved.at("options");
     r.metrics_bytes = saved.at("metrics_bytes").get<std::uint64_t>();
+    const int trained_over = saved.value("ranks", 1);
+    if (trained_over != ranks.count())
+      throw UsageError("--resume " + o.resume + ": the run trained over " + std::to_string(trained_over) +
+                       " process(es); continue it with as many (mpirun -np " + std::to_string(trained_over) +
+                       "), not " + std::to_string(ranks.count()));
   } catch (const json::exception& e) {
     throw CheckpointError(o.resume + ": the run's settings cannot be read: " + e.what());
   }
@@ -45,10 +51,16 @@ std::optional<Resumed> read_resumed(Options& o) {
   return r;
 }
 
-DeviceChoice choose_device(const Options& o) {
+DeviceChoice choose_device(const Options& o, const Ranks& ranks) {
   DeviceRequest request;
   request.device = parse_device(o.device);
   request.threads = o.threads;
+  if (ranks.several()) {
+    // The machine's cores shared by its ranks, one GPU each.
+    if (!o.given.count("--threads"))
+      request.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks.local_count());
+    request.cuda_device = ranks.local_rank();
+  }
   request.tf32 = o.precision == "tf32";
   request.fast_start = o.fast_start;
   DeviceChoice device = select_device(request);
@@ -150,8 +162,8 @@ data::ImageFolderOptions image_options(const Options& o) {
   return images;
 }
 
-int train(Options o) {
-  std::optional<Resumed> resumed = read_resumed(o);
+int train(Options o, Ranks& ranks) {
+  std::optional<Resumed> resumed = read_resumed(o, ranks);
   if (o.warmup_epochs > o.epochs)
     throw UsageError("--warmup-epochs " + std::to_string(o.warmup_epochs) + " is more than the run's " +
                      std::to_string(o.epochs) + " epochs");
@@ -162,8 +174,17 @@ int train(Options o) {
   if (!o.export_onnx.empty()) require_onnx_export();
 
   // The device before the data: --device cuda without a GPU fails before anything is read.
-  DeviceChoice device = choose_device(o);
+  DeviceChoice device = choose_device(o, ranks);
   Backend& backend = *device.backend;
+  // Over several ranks: the sums reach the device's memory (NCCL on GPUs, MPI on the CPU).
+  std::unique_ptr<Communicator> device_sums;
+  Communicator* communicator = ranks.world();
+  if (communicator) {
+    device_sums = make_device_communicator(backend, *communicator);
+    if (device_sums) communicator = device_sums.get();
+  }
+  if (o.sync_batchnorm && !communicator)
+    throw UsageError("--sync-batchnorm synchronises BatchNorm over the ranks of mpirun -np N: this run has one");
 
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
@@ -186,6 +207,10 @@ int train(Options o) {
   std::cout << "data: " << train_set->description() << "\n      test: "
             << (has_test ? splits.test->description() : "none (the test split is empty): no evaluation") << "\n";
   std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
+  if (communicator)
+    std::cout << "ranks: " << communicator->describe() << "; each takes its share of every batch of " << o.batch
+              << "; BatchNorm statistics " << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)")
+              << "\n";
 
   Network network = build_network(o, resumed, *train_set);
   std::cout << "model: " << (resumed ? "the network of " + o.resume : o.model) << "\n" << network.summary();
@@ -198,6 +223,8 @@ int train(Options o) {
 
   data::LoaderOptions train_options;
   train_options.batch = o.batch;
+  train_options.rank = ranks.rank();
+  train_options.ranks = ranks.count();
   train_options.seed = o.seed;
   train_options.augment_flip = o.augment;
   train_options.augment_crop_padding = o.crop_padding;
@@ -209,11 +236,16 @@ int train(Options o) {
   // A last batch too small for the network to train on (BatchNorm over one value per channel
   // needs two samples) is left out of each epoch, with a note: the order is shuffled, so a
   // different sample each epoch.
+  // Over several ranks every rank's share of a batch must train: a share of none sits the step out.
   const TrainingBatchNeed need = network.training_batch_need();
   const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
-  if (need.samples > 1 && samples < static_cast<std::size_t>(need.samples))
+  const auto least = static_cast<std::size_t>(need.samples) * static_cast<std::size_t>(ranks.count());
+  if (o.batch < ranks.count() || (need.samples > 1 && static_cast<std::size_t>(o.batch) < least))
+    throw UsageError("--batch " + std::to_string(o.batch) + " over " + std::to_string(ranks.count()) +
+                     " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
+  if (need.samples > 1 && samples < least)
     throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
-  if (samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < static_cast<std::size_t>(need.samples)) {
+  if (need.samples > 1 && samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < least) {
     train_options.drop_last = true;
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
               << ") is left out, a different one each epoch, because " << need.why << "\n";
@@ -224,6 +256,9 @@ int train(Options o) {
   const std::size_t staging = train_loader.staging_bytes() + test_loader.staging_bytes();
 
   TrainerOptions t = trainer_options(o, train_loader, staging);
+  t.communicator = communicator;
+  t.sync_batchnorm = o.sync_batchnorm;
+  if (!ranks.writes()) t.memory.trace.clear();  // rank 0 writes the trace
   if (o.cuda_graph) {
     const std::string why_not = backend.capture_support();
     t.capture_graphs = why_not.empty();
@@ -242,27 +277,33 @@ int train(Options o) {
               << " for step buffers\n";
   trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
   RunProgress progress;
-  if (!o.load.empty()) load_weights(o.load, network, trainer.parameters());
+  if (!o.load.empty()) {
+    load_weights(o.load, network, trainer.parameters());
+    trainer.synchronize_replicas();
+  }
   if (resumed) {
     load_parameters(o.resume, network, trainer.parameters(), true);
     trainer.restore(resumed->info.training->trainer);
     progress = resumed->info.training->progress;
+    trainer.synchronize_replicas();  // they read the same file; this makes sure
     std::cout << "resumed: epoch " << progress.epoch << ", batch " << progress.batches_done << ", step "
               << trainer.steps() << "\n";
   }
-  const int k = (o.batch + trainer.micro_batch() - 1) / trainer.micro_batch();
+  const int share = (o.batch + ranks.count() - 1) / ranks.count();  // the largest rank's
+  const int k = (share + trainer.micro_batch() - 1) / trainer.micro_batch();
   std::cout << "optimizer: " << trainer.optimizer().describe() << ", lr " << o.lr << ", " << o.schedule
-            << " schedule; batch " << o.batch << " = " << k << " micro-batch" << (k > 1 ? "es" : "") << " of "
-            << trainer.micro_batch() << "\n"
+            << " schedule; batch " << o.batch << " = "
+            << (ranks.several() ? std::to_string(ranks.count()) + " ranks x " : std::string()) << k << " micro-batch"
+            << (k > 1 ? "es" : "") << " of " << trainer.micro_batch() << "\n"
             << format_memory_table(trainer.memory()) << std::flush;
 
-  MetricsFile metrics(o.metrics_out, resumed ? resumed->metrics_bytes : 0);
+  MetricsFile metrics(ranks.writes() ? o.metrics_out : std::string(), resumed ? resumed->metrics_bytes : 0);
   if (resumed && !metrics.kept()) write_history(metrics, progress, train_loader.batches_per_epoch());
   LoopSetup setup{o,       network,          backend, trainer, train_loader,
                   test_loader, has_test, model, run_settings(o), metrics,
-                  staging, splits.train->host_bytes() + splits.test->host_bytes()};
+                  staging, splits.train->host_bytes() + splits.test->host_bytes(), communicator, ranks.writes()};
   const int code = run_epochs(setup, std::move(progress));
-  if (code == 0 && !o.export_onnx.empty()) {
+  if (code == 0 && !o.export_onnx.empty() && ranks.writes()) {
     export_onnx(o.export_onnx, network, trainer.parameters(), model);
     std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network) << "\n";
   }

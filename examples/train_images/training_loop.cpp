@@ -29,8 +29,6 @@ std::size_t peak_resident_bytes() {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
-
 json optional_value(const std::optional<double>& value) { return value ? json(*value) : json(); }
 
 json epoch_line(const EpochRecord& e) {
@@ -40,7 +38,8 @@ json epoch_line(const EpochRecord& e) {
 }
 
 // Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
-// (what a kill -9 there would leave). tests/train_images/check_resume.cmake uses it.
+// (what a kill -9 there would leave); with CNN_TRAIN_IMAGES_KILL_RANK=R only rank R's.
+// tests/train_images/check_resume.cmake uses it.
 long kill_at_step() {
   static const long step = [] {
     const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_AT_STEP");
@@ -50,6 +49,12 @@ long kill_at_step() {
 }
 
 class Loop {
+  bool kill_this_rank() const {
+    const char* rank = std::getenv("CNN_TRAIN_IMAGES_KILL_RANK");
+    return !rank || std::atoi(rank) == s_.trainer.rank();
+  }
+
+
  public:
   Loop(LoopSetup& s, RunProgress progress) : s_(s), o_(s.options), progress_(std::move(progress)) {}
 
@@ -82,13 +87,16 @@ class Loop {
       const double rate = progress_.seconds > 0 ? static_cast<double>(progress_.seen) / progress_.seconds : 0;
       const double seen = static_cast<double>(progress_.seen);
       bar.update(progress_.batches_done, rate, progress_.loss_sum / seen, progress_.correct / seen, memory_note());
-      s_.metrics.write({{"type", "step"}, {"epoch", epoch}, {"step", r.step}, {"loss", r.loss},
-                        {"accuracy", r.accuracy}, {"lr", r.learning_rate}, {"micro_batch", r.micro_batch},
-                        {"micro_batches", r.micro_batches}, {"images_per_second", rate},
-                        {"reserved_bytes", s_.trainer.memory_stack().statistics().current_bytes}});
-      if (r.step == kill_at_step()) std::raise(SIGKILL);
+      communication_seconds_ += r.communication_seconds;
+      json line = {{"type", "step"}, {"epoch", epoch}, {"step", r.step}, {"loss", r.loss},
+                   {"accuracy", r.accuracy}, {"lr", r.learning_rate}, {"micro_batch", r.micro_batch},
+                   {"micro_batches", r.micro_batches}, {"images_per_second", rate},
+                   {"reserved_bytes", s_.trainer.memory_stack().statistics().current_bytes}};
+      if (s_.communicator) line["communication_seconds"] = r.communication_seconds;
+      s_.metrics.write(line);
+      if (r.step == kill_at_step() && kill_this_rank()) std::raise(SIGKILL);
       if (o_.save_every > 0 && r.step % o_.save_every == 0) save();
-      if (const int signal = stop_requested()) {
+      if (const int signal = agreed_stop()) {
         bar.finish();
         return signal;
       }
@@ -131,9 +139,9 @@ class Loop {
     // The checkpoint names the next epoch: a run resumed from it starts there.
     ++progress_.epoch;
     save();
-    if (o_.keep_best && best_epoch() == e.epoch) save_to(best_path(o_.save));
+    if (o_.keep_best && best_epoch() == e.epoch && s_.writes) save_to(best_path(o_.save));
     --progress_.epoch;
-    if (!o_.plot.empty()) write_plot(o_.plot, progress_, s_.train_loader.batches_per_epoch());
+    if (!o_.plot.empty() && s_.writes) write_plot(o_.plot, progress_, s_.train_loader.batches_per_epoch());
   }
 
   // The epoch of the best test accuracy so far (the first of equals); 0 without a test set.
@@ -159,14 +167,24 @@ class Loop {
   }
 
   void save() {
-    if (!o_.save.empty()) save_to(o_.save);
+    if (!o_.save.empty() && s_.writes) save_to(o_.save);
+  }
+
+  // A stop asked on any rank stops every rank at the same step (each rank gets the signal from
+  // mpirun, but not necessarily between the same two steps).
+  int agreed_stop() {
+    if (!s_.communicator) return stop_requested();
+    double signal[1] = {static_cast<double>(stop_requested())};
+    s_.communicator->max_host(signal);
+    return static_cast<int>(signal[0]);
   }
 
   void save_to(const std::string& path) {
     TrainingCheckpoint training;
     training.trainer = s_.trainer.state();
     training.progress = progress_;
-    training.settings = json{{"options", s_.settings}, {"metrics_bytes", s_.metrics.bytes()}}.dump();
+    training.settings =
+        json{{"options", s_.settings}, {"metrics_bytes", s_.metrics.bytes()}, {"ranks", s_.trainer.ranks()}}.dump();
     save_checkpoint(path, s_.network, s_.trainer.parameters(), s_.model, &training);
   }
 
@@ -193,6 +211,11 @@ class Loop {
                   rate);
     else
       std::printf("done: no test set; %d epochs in %.1fs (%.0f img/s training)\n", o_.epochs, wall, rate);
+    const double steps_run = static_cast<double>(s_.trainer.steps() - steps_at_start_);
+    const double communication_per_step = steps_run > 0 ? communication_seconds_ / steps_run : 0;
+    if (s_.communicator)
+      std::printf("ranks: %d, each waited %.2f ms a step for the others (gradient sums after its backward)\n",
+                  s_.trainer.ranks(), 1e3 * communication_per_step);
     if (s_.trainer.capturing_graphs() || s_.trainer.graph_replays() > 0)
       std::printf("cuda graphs: %ld micro-batches replayed\n", s_.trainer.graph_replays());
     const std::size_t resident = peak_resident_bytes();
@@ -210,7 +233,8 @@ class Loop {
                       {"reserved_before_step1", reserved_at_start_}, {"upstream_allocations", stats.allocations},
                       {"library_reserved_bytes", s_.backend.library_reserved_bytes()},
                       {"loader_staging_bytes", s_.staging}, {"graph_replays", s_.trainer.graph_replays()},
-                      {"peak_resident_bytes", resident}, {"data_set_host_bytes", s_.data_host_bytes}});
+                      {"peak_resident_bytes", resident}, {"data_set_host_bytes", s_.data_host_bytes},
+                      {"ranks", s_.trainer.ranks()}, {"communication_seconds_per_step", communication_per_step}});
   }
 
   std::string memory_note() const {
@@ -221,6 +245,8 @@ class Loop {
   const Options& o_;
   RunProgress progress_;
   const std::size_t reserved_at_start_ = s_.trainer.memory_stack().statistics().current_bytes;
+  const long steps_at_start_ = s_.trainer.steps();
+  double communication_seconds_ = 0;  // this run's steps, waiting for the other ranks
 };
 
 }  // namespace

@@ -23,7 +23,16 @@ struct LoopSetup {
   MetricsFile& metrics;
   std::size_t staging = 0;          // bytes the loaders hold
   std::size_t data_host_bytes = 0;  // what the data sets hold in host memory (outside the budget)
+  // Over several ranks (mpirun): the ranks agree on a stop; only the one that `writes` (rank 0)
+  // prints, writes metrics, checkpoints and plots.
+  Communicator* communicator = nullptr;
+  bool writes = true;
 };
+
+// A loader's batch (a rank's share of it, over several ranks) as the trainer takes it.
+inline HostBatch to_host_batch(const data::BatchView& b) {
+  return HostBatch{b.images, b.labels, b.size, b.first, b.global_size};
+}
 
 // Trains from `progress` (a new run's is the default) to the last epoch. Returns the exit code:
 // 0, or 128 + the signal that stopped it, after the checkpoint was written where one was asked.

@@ -108,6 +108,31 @@ class RecordingBackend final : public Backend {
       cpu_.batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
     });
   }
+  void batchnorm_channel_sums(const Tensor& x, Tensor sums) override {
+    call([=, this] { cpu_.batchnorm_channel_sums(x, sums); });
+  }
+  void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) override {
+    call([=, this] { cpu_.batchnorm_centered_squares(x, sums, count, out); });
+  }
+  void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                   Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                   double count, Tensor saved_mean, Tensor saved_inv_std) override {
+    call([=, this] {
+      cpu_.batchnorm_forward_from_sums(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, count,
+                                       saved_mean, saved_inv_std);
+    });
+  }
+  void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                               const Tensor& saved_inv_std, Tensor sums) override {
+    call([=, this] { cpu_.batchnorm_backward_sums(x, dy, saved_mean, saved_inv_std, sums); });
+  }
+  void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& sums,
+                                    double count, Tensor dx, bool accumulate) override {
+    call([=, this] {
+      cpu_.batchnorm_backward_from_sums(x, dy, gamma, saved_mean, saved_inv_std, sums, count, dx, accumulate);
+    });
+  }
 
   void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
                        std::uint64_t layer) override {

@@ -1,0 +1,75 @@
+// Synchronised BatchNorm on the CPU (engine/backend.hpp): the per-channel sums the ranks add up,
+// and forward and backward from every rank's sums, rounded as the one-rank calls round.
+#include <cmath>
+
+#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/backends/cpu/detail/batchnorm_channel.hpp"
+#include "cnnengine/backends/cpu/detail/parallel.hpp"
+
+namespace cnn {
+
+void CpuBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch)
+      sums.data[ch] = static_cast<float>(cpu::channel_sum(x, ch, [&](std::size_t i) { return x.data[i]; }));
+  });
+}
+
+void CpuBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch) {
+      const double mean = sums.data[ch] / count;
+      out.data[ch] = static_cast<float>(
+          cpu::channel_sum(x, ch, [&](std::size_t i) { return (x.data[i] - mean) * (x.data[i] - mean); }));
+    }
+  });
+}
+
+void CpuBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                             Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                             double count, Tensor saved_mean, Tensor saved_inv_std) {
+  const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std, momentum, epsilon};
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch)
+      cpu::finish_channel(b, ch, saved_mean.data[ch] / count, saved_inv_std.data[ch] / count, count);
+  });
+}
+
+void CpuBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                         const Tensor& saved_inv_std, Tensor sums) {
+  const auto c = static_cast<std::size_t>(x.c());
+  cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch) {
+      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
+      sums.data[ch] = static_cast<float>(cpu::channel_sum(x, ch, [&](std::size_t i) { return double(dy.data[i]); }));
+      sums.data[c + ch] = static_cast<float>(
+          cpu::channel_sum(x, ch, [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }));
+    }
+  });
+}
+
+void CpuBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                              const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                              const Tensor& sums, double count, Tensor dx, bool accumulate) {
+  const int n = x.n();
+  const auto c = static_cast<std::size_t>(x.c());
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch) {
+      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
+      const double sum_dy = sums.data[ch], sum_dy_xhat = sums.data[c + ch];
+      const double scale = gamma.data[ch] * inv_std / count;
+      for (int i = 0; i < n; ++i) {
+        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+        for (std::size_t k = 0; k < hw; ++k) {
+          const double xhat = (x.data[offset + k] - mean) * inv_std;
+          const float g = static_cast<float>(scale * (count * dy.data[offset + k] - sum_dy - xhat * sum_dy_xhat));
+          if (accumulate) dx.data[offset + k] += g;
+          else dx.data[offset + k] = g;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace cnn

@@ -1,0 +1,38 @@
+#pragma once
+// One channel of a batch normalisation on the CPU, shared by training's forward, its recomputation
+// from the saved statistics and synchronised BatchNorm, so that all three round alike.
+#include <cstddef>
+
+#include "cnnengine/engine/tensor.hpp"
+
+namespace cnn::cpu {
+
+// y = x * scale + shift with scale = gamma * inv_std and shift = beta - mean * scale, for channel
+// `ch` of every sample (not inlined: the same instructions, contractions into fused
+// multiply-adds included, wherever it is called).
+void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y);
+
+// Channel `ch` of a training forward once its batch mean and (biased) variance over `count`
+// values are known: y normalised, the mean and 1 / sqrt(var + epsilon) saved for backward, the
+// running statistics moved by `momentum` (the variance unbiased).
+struct BatchNormChannel {
+  const Tensor &x, &gamma, &beta;
+  Tensor &y, &running_mean, &running_var, &saved_mean, &saved_inv_std;
+  float momentum, epsilon;
+};
+void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count);
+
+// Sum over the samples and positions of channel `ch` of fn(value index), in double.
+template <class Fn>
+double channel_sum(const Tensor& x, std::size_t ch, Fn&& fn) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+    for (std::size_t k = 0; k < hw; ++k) sum += fn(offset + k);
+  }
+  return sum;
+}
+
+}  // namespace cnn::cpu

@@ -1,0 +1,181 @@
+// Synchronised BatchNorm on CUDA (Backend::batchnorm_channel_sums and the calls after it): the
+// per-channel sums are one block per channel reducing in double, as the CPU backend sums; the
+// forward normalises through batchnorm_forward_saved, so that a recomputation rounds alike.
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+
+#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/grid_stride.cuh"
+#include "cnnengine/base/error.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+constexpr int kReduceThreads = 256;
+
+// Where value k of channel ch sits: samples of `channels` planes of `plane` values each.
+struct ChannelLayout {
+  std::size_t samples, channels, plane;
+  __device__ std::size_t at(std::size_t ch, std::size_t k) const {
+    return ((k / plane) * channels + ch) * plane + k % plane;
+  }
+  __device__ std::size_t values() const { return samples * plane; }
+};
+
+// Block `ch` sums term(i) over the channel's values into out[ch] (and term2 into out2[ch] when
+// out2 is not null), in double.
+template <class Term, class Term2>
+__global__ void channel_sums_kernel(ChannelLayout layout, Term term, Term2 term2, float* out, float* out2) {
+  __shared__ double partial[kReduceThreads], partial2[kReduceThreads];
+  const std::size_t ch = blockIdx.x;
+  double sum = 0, sum2 = 0;
+  for (std::size_t k = threadIdx.x; k < layout.values(); k += blockDim.x) {
+    const std::size_t i = layout.at(ch, k);
+    sum += term(i, ch);
+    if (out2) sum2 += term2(i, ch);
+  }
+  partial[threadIdx.x] = sum;
+  partial2[threadIdx.x] = sum2;
+  __syncthreads();
+  for (int half = kReduceThreads / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      partial[threadIdx.x] += partial[threadIdx.x + half];
+      partial2[threadIdx.x] += partial2[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    out[ch] = static_cast<float>(partial[0]);
+    if (out2) out2[ch] = static_cast<float>(partial2[0]);
+  }
+}
+
+struct Value {
+  const float* x;
+  __device__ double operator()(std::size_t i, std::size_t) const { return x[i]; }
+};
+struct CenteredSquare {
+  const float* x;
+  const float* sums;
+  double count;
+  __device__ double operator()(std::size_t i, std::size_t ch) const {
+    const double d = x[i] - sums[ch] / count;
+    return d * d;
+  }
+};
+struct OutputGradient {
+  const float* dy;
+  __device__ double operator()(std::size_t i, std::size_t) const { return dy[i]; }
+};
+struct GradientTimesNormalised {
+  const float *x, *dy, *mean, *inv_std;
+  __device__ double operator()(std::size_t i, std::size_t ch) const {
+    return static_cast<double>(dy[i]) * (x[i] - static_cast<double>(mean[ch])) * inv_std[ch];
+  }
+};
+
+// From every rank's sums: the mean and 1 / sqrt(var + epsilon) in place of them, and the running
+// statistics moved (the variance unbiased).
+__global__ void statistics_from_sums_kernel(float* mean, float* inv_std, float* running_mean, float* running_var,
+                                            std::size_t channels, double count, float momentum, float epsilon) {
+  CNN_FOR_EACH_ELEMENT(ch, channels) {
+    const double m = mean[ch] / count, var = inv_std[ch] / count;
+    mean[ch] = static_cast<float>(m);
+    inv_std[ch] = static_cast<float>(1.0 / sqrt(var + epsilon));
+    const double unbiased = count > 1 ? var * count / (count - 1) : var;
+    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m);
+    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+  }
+}
+
+__global__ void backward_from_sums_kernel(const float* x, const float* dy, const float* gamma, const float* mean,
+                                          const float* inv_std, const float* sums, double count, float* dx,
+                                          std::size_t n, std::size_t channels, std::size_t plane, bool accumulate) {
+  CNN_FOR_EACH_ELEMENT(i, n) {
+    const std::size_t ch = (i / plane) % channels;
+    const double is = inv_std[ch];
+    const double xhat = (x[i] - static_cast<double>(mean[ch])) * is;
+    const double scale = gamma[ch] * is / count;
+    const float g = static_cast<float>(scale * (count * dy[i] - sums[ch] - xhat * sums[channels + ch]));
+    dx[i] = accumulate ? dx[i] + g : g;
+  }
+}
+
+void check_channels(const char* call, const Tensor& x, std::initializer_list<const Tensor*> per_channel,
+                    std::size_t per) {
+  if (x.shape.rank < 2) throw ShapeError(std::string(call) + ": input " + x.shape.str() + " has no channels");
+  for (const Tensor* p : per_channel)
+    if (p->elements() < per * static_cast<std::size_t>(x.c()))
+      throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " + x.shape.str());
+}
+
+ChannelLayout layout_of(const Tensor& x) {
+  return {static_cast<std::size_t>(x.n()), static_cast<std::size_t>(x.c()),
+          static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w())};
+}
+
+}  // namespace
+
+void CudaBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
+  activate();
+  check_channels("batchnorm_channel_sums", x, {&sums}, 1);
+  channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), Value{x.data}, Value{x.data}, sums.data,
+                                                               nullptr);
+  check_launch("channel_sums_kernel");
+  touched(x, sums);
+}
+
+void CudaBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
+  activate();
+  check_channels("batchnorm_centered_squares", x, {&sums, &out}, 1);
+  const CenteredSquare term{x.data, sums.data, count};
+  channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), term, term, out.data, nullptr);
+  check_launch("channel_sums_kernel");
+  touched(x, sums, out);
+}
+
+void CudaBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                              Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                              double count, Tensor saved_mean, Tensor saved_inv_std) {
+  activate();
+  check_channels("batchnorm_forward_from_sums", x, {&running_mean, &running_var, &saved_mean, &saved_inv_std}, 1);
+  const auto channels = static_cast<std::size_t>(x.c());
+  statistics_from_sums_kernel<<<blocks_for(channels), 256, 0, compute_>>>(
+      saved_mean.data, saved_inv_std.data, running_mean.data, running_var.data, channels, count, momentum, epsilon);
+  check_launch("statistics_from_sums_kernel");
+  touched(saved_mean, saved_inv_std, running_mean, running_var);
+  batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y);
+}
+
+void CudaBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                          const Tensor& saved_inv_std, Tensor sums) {
+  activate();
+  check_channels("batchnorm_backward_sums", x, {&saved_mean, &saved_inv_std}, 1);
+  check_channels("batchnorm_backward_sums", x, {&sums}, 2);
+  channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(
+      layout_of(x), OutputGradient{dy.data}, GradientTimesNormalised{x.data, dy.data, saved_mean.data, saved_inv_std.data},
+      sums.data, sums.data + x.c());
+  check_launch("channel_sums_kernel");
+  touched(x, dy, saved_mean, saved_inv_std, sums);
+}
+
+void CudaBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                               const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                               const Tensor& sums, double count, Tensor dx, bool accumulate) {
+  activate();
+  check_channels("batchnorm_backward_from_sums", x, {&gamma, &saved_mean, &saved_inv_std}, 1);
+  check_channels("batchnorm_backward_from_sums", x, {&sums}, 2);
+  const std::size_t n = x.elements();
+  if (n == 0) return;
+  const auto channels = static_cast<std::size_t>(x.c());
+  const std::size_t plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
+  backward_from_sums_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, dy.data, gamma.data, saved_mean.data,
+                                                                  saved_inv_std.data, sums.data, count, dx.data, n,
+                                                                  channels, plane, accumulate);
+  check_launch("backward_from_sums_kernel");
+  touched(x, dy, gamma, saved_mean, saved_inv_std, sums, dx);
+}
+
+}  // namespace cnn::cuda

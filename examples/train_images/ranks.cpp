@@ -1,0 +1,27 @@
+#include "ranks.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace cnn::app {
+
+Ranks::Ranks() : launched_(dist::launched_rank()) {}
+
+void Ranks::start(int* argc, char*** argv) {
+  if (!several()) return;
+  session_ = std::make_unique<dist::MpiSession>(argc, argv);
+}
+
+Communicator* Ranks::world() { return session_ ? &session_->world() : nullptr; }
+
+void Ranks::fail(const std::string& message, int code) {
+  std::cout.flush();
+  std::fflush(stdout);
+  if (session_) session_->abort(message, code);
+  std::cerr << (several() ? "rank " + std::to_string(rank()) + " of " + std::to_string(count()) + ": " : "")
+            << message << "\n";
+  std::exit(code);
+}
+
+}  // namespace cnn::app
