@@ -91,6 +91,7 @@ struct Harness {
     c.grads = v.grads;
     c.saved = v.saved;
     c.workspace = Workspace{workspace.data(), workspace.bytes()};
+    c.cross_rank = opt.cross_rank;
     return c;
   }
 

@@ -23,6 +23,7 @@ struct GradientCheckOptions {
   bool accumulate = false;  // backward adds to a pre-filled dx: checks the accumulate path too
   std::size_t max_checks_per_tensor = 60;
   std::uint64_t seed = 7;
+  const CrossRankContext* cross_rank = nullptr;  // synchronised BatchNorm's path
 };
 
 GradientCheckResult check_gradients(Layer& layer, const std::vector<Shape>& input_shapes, const GradientCheckOptions& options);
