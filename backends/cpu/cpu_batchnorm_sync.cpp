@@ -51,24 +51,10 @@ void CpuBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, cons
 void CpuBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                               const Tensor& saved_mean, const Tensor& saved_inv_std,
                                               const Tensor& sums, double count, Tensor dx, bool accumulate) {
-  const int n = x.n();
   const auto c = static_cast<std::size_t>(x.c());
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate};
   cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {
-    for (std::size_t ch = begin; ch < end; ++ch) {
-      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
-      const double sum_dy = sums.data[ch], sum_dy_xhat = sums.data[c + ch];
-      const double scale = gamma.data[ch] * inv_std / count;
-      for (int i = 0; i < n; ++i) {
-        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-        for (std::size_t k = 0; k < hw; ++k) {
-          const double xhat = (x.data[offset + k] - mean) * inv_std;
-          const float g = static_cast<float>(scale * (count * dy.data[offset + k] - sum_dy - xhat * sum_dy_xhat));
-          if (accumulate) dx.data[offset + k] += g;
-          else dx.data[offset + k] = g;
-        }
-      }
-    }
+    for (std::size_t ch = begin; ch < end; ++ch) cpu::input_gradient(g, ch, sums.data[ch], sums.data[c + ch], count);
   });
 }
 

@@ -193,33 +193,20 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
 void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& saved_mean, const Tensor& saved_inv_std, float /*epsilon*/,
                                    Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  const double count = static_cast<double>(n) * static_cast<double>(hw);
-  cpu::parallel_ranges(threads_, static_cast<std::size_t>(c), [&](int, std::size_t b, std::size_t e) {
-    for (std::size_t ch = b; ch < e; ++ch) {
+  const double count = static_cast<double>(x.n()) * x.h() * x.w();
+  const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate};
+  cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t ch = begin; ch < end; ++ch) {
       const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
       double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      for (int i = 0; i < n; ++i) {
-        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-        for (std::size_t k = 0; k < hw; ++k) {
-          const double g = dy.data[offset + k];
-          sum_dy += g;
-          sum_dy_xhat += g * (x.data[offset + k] - mean) * inv_std;
-        }
-      }
+      cpu::for_each_in_channel(x, ch, [&](std::size_t i) {
+        const double d = dy.data[i];
+        sum_dy += d;
+        sum_dy_xhat += d * (x.data[i] - mean) * inv_std;
+      });
       dgamma.data[ch] += static_cast<float>(sum_dy_xhat);
       dbeta.data[ch] += static_cast<float>(sum_dy);
-      const double scale = gamma.data[ch] * inv_std / count;
-      for (int i = 0; i < n; ++i) {
-        const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-        for (std::size_t k = 0; k < hw; ++k) {
-          const double xhat = (x.data[offset + k] - mean) * inv_std;
-          const float g = static_cast<float>(scale * (count * dy.data[offset + k] - sum_dy - xhat * sum_dy_xhat));
-          if (accumulate) dx.data[offset + k] += g;
-          else dx.data[offset + k] = g;
-        }
-      }
+      cpu::input_gradient(g, ch, sum_dy, sum_dy_xhat, count);
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/open_file.hpp"
 
 namespace cnn::data {
 namespace {
@@ -20,18 +21,6 @@ std::string record_size_text(const CifarRecordLayout& layout) {
   for (const std::string& name : layout.label_names) parts += (parts.empty() ? "a " : ", a ") + name + " byte";
   return "of " + std::to_string(layout.record_bytes()) + " bytes (" + parts + " and " +
          std::to_string(kCifarPixelBytes) + " pixel bytes)";
-}
-
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
-File open_file(const std::filesystem::path& path) {
-  require_regular_file(path);
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  return file;
 }
 
 void check_labels(const std::filesystem::path& path, const CifarRecordLayout& layout, const std::uint8_t* record,
@@ -70,7 +59,7 @@ void read_cifar_records(const std::filesystem::path& path, const CifarRecordLayo
                         std::vector<std::uint8_t>& labels, std::vector<std::uint8_t>& pixels) {
   constexpr std::size_t kChunkRecords = 256;
   const std::size_t record = layout.record_bytes();
-  File file = open_file(path);
+  File file = open_for_reading(path);
   std::vector<std::uint8_t> chunk(std::min(records, kChunkRecords) * record);
   for (std::size_t first = 0; first < records; first += kChunkRecords) {
     const std::size_t count = std::min(kChunkRecords, records - first);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cnnengine/data/data_error.hpp"
+#include "cnnengine/data/detail/open_file.hpp"
 #include "cnnengine/data/detail/byte_reader.hpp"
 #include "cnnengine/data/detail/jpeg_check.hpp"
 #include "cnnengine/data/detail/png_check.hpp"
@@ -37,20 +38,8 @@
 namespace cnn::data {
 namespace {
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
-File open_file(const std::filesystem::path& path) {
-  require_regular_file(path);
-  File file(std::fopen(path.c_str(), "rb"));
-  if (!file) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  return file;
-}
-
 std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
-  File file = open_file(path);
+  File file = open_for_reading(path);
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) fail(path, "cannot read its size: " + ec.message());

@@ -40,21 +40,19 @@ json epoch_line(const EpochRecord& e) {
 // Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
 // (what a kill -9 there would leave); with CNN_TRAIN_IMAGES_KILL_RANK=R only rank R's.
 // tests/train_images/check_resume.cmake uses it.
-long kill_at_step() {
-  static const long step = [] {
+bool killed_after(long step, int rank) {
+  static const long kill_step = [] {
     const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_AT_STEP");
     return text ? std::atol(text) : 0L;
   }();
-  return step;
+  static const int kill_rank = [] {
+    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_RANK");
+    return text ? std::atoi(text) : -1;
+  }();
+  return step == kill_step && (kill_rank < 0 || kill_rank == rank);
 }
 
 class Loop {
-  bool kill_this_rank() const {
-    const char* rank = std::getenv("CNN_TRAIN_IMAGES_KILL_RANK");
-    return !rank || std::atoi(rank) == s_.trainer.rank();
-  }
-
-
  public:
   Loop(LoopSetup& s, RunProgress progress) : s_(s), o_(s.options), progress_(std::move(progress)) {}
 
@@ -94,7 +92,7 @@ class Loop {
                    {"reserved_bytes", s_.trainer.memory_stack().statistics().current_bytes}};
       if (s_.communicator) line["communication_seconds"] = r.communication_seconds;
       s_.metrics.write(line);
-      if (r.step == kill_at_step() && kill_this_rank()) std::raise(SIGKILL);
+      if (killed_after(r.step, s_.trainer.rank())) std::raise(SIGKILL);
       if (o_.save_every > 0 && r.step % o_.save_every == 0) save();
       if (const int signal = agreed_stop()) {
         bar.finish();

@@ -6,14 +6,9 @@ namespace cnn::cpu {
 
 [[gnu::noinline]] void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std,
                                          std::size_t ch, Tensor& y) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
   const float scale = gamma * inv_std;
   const float shift = beta - mean * scale;
-  for (int i = 0; i < n; ++i) {
-    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-    for (std::size_t k = 0; k < hw; ++k) y.data[offset + k] = x.data[offset + k] * scale + shift;
-  }
+  for_each_in_channel(x, ch, [&](std::size_t i) { y.data[i] = x.data[i] * scale + shift; });
 }
 
 void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count) {
@@ -24,6 +19,17 @@ void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, doub
   const double unbiased = count > 1 ? var * count / (count - 1) : var;
   b.running_mean.data[ch] = static_cast<float>((1.0 - b.momentum) * b.running_mean.data[ch] + b.momentum * mean);
   b.running_var.data[ch] = static_cast<float>((1.0 - b.momentum) * b.running_var.data[ch] + b.momentum * unbiased);
+}
+
+void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count) {
+  const double mean = g.saved_mean.data[ch], inv_std = g.saved_inv_std.data[ch];
+  const double scale = g.gamma.data[ch] * inv_std / count;
+  for_each_in_channel(g.x, ch, [&](std::size_t i) {
+    const double xhat = (g.x.data[i] - mean) * inv_std;
+    const float d = static_cast<float>(scale * (count * g.dy.data[i] - sum_dy - xhat * sum_dy_xhat));
+    if (g.accumulate) g.dx.data[i] += d;
+    else g.dx.data[i] = d;
+  });
 }
 
 }  // namespace cnn::cpu

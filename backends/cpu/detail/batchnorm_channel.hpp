@@ -22,16 +22,31 @@ struct BatchNormChannel {
 };
 void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count);
 
-// Sum over the samples and positions of channel `ch` of fn(value index), in double.
+// Channel `ch` of backward's input gradient from the channel's sums of dy and dy * xhat over
+// `count` values (one rank's, or every rank's): written to dx, or added to it.
+struct BatchNormGradient {
+  const Tensor &x, &dy, &gamma, &saved_mean, &saved_inv_std;
+  Tensor& dx;
+  bool accumulate;
+};
+void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count);
+
+// fn(value index) for every value of channel `ch`: each sample's plane in turn.
 template <class Fn>
-double channel_sum(const Tensor& x, std::size_t ch, Fn&& fn) {
+void for_each_in_channel(const Tensor& x, std::size_t ch, Fn&& fn) {
   const int n = x.n(), c = x.c();
   const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  double sum = 0.0;
   for (int i = 0; i < n; ++i) {
     const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
-    for (std::size_t k = 0; k < hw; ++k) sum += fn(offset + k);
+    for (std::size_t k = 0; k < hw; ++k) fn(offset + k);
   }
+}
+
+// The sum of term(value index) over channel `ch`, in double.
+template <class Term>
+double channel_sum(const Tensor& x, std::size_t ch, Term&& term) {
+  double sum = 0.0;
+  for_each_in_channel(x, ch, [&](std::size_t i) { sum += term(i); });
   return sum;
 }
 
