@@ -37,14 +37,13 @@ std::optional<LaunchedRank> launched_rank() {
   for (const Names& names : kLaunchers) {
     const std::optional<int> ranks = number(names.ranks);
     if (!ranks) continue;
-    if (*ranks <= 1) return std::nullopt;
     LaunchedRank r;
     r.launcher = names.launcher;
     r.ranks = *ranks;
     r.rank = number(names.rank).value_or(0);
     r.local_ranks = number(names.local_ranks).value_or(1);
     r.local_rank = number(names.local_rank).value_or(0);
-    if (r.rank >= r.ranks || r.local_ranks < 1 || r.local_rank >= r.local_ranks)
+    if (r.ranks < 1 || r.rank >= r.ranks || r.local_ranks < 1 || r.local_rank >= r.local_ranks)
       throw ConfigError("the launcher (" + r.launcher + ") says rank " + std::to_string(r.rank) + " of " +
                         std::to_string(r.ranks) + ", local rank " + std::to_string(r.local_rank) + " of " +
                         std::to_string(r.local_ranks) + ": not a rank of the job");

@@ -13,8 +13,8 @@ struct LaunchedRank {
   std::string launcher;                 // "Open MPI", "PMI"
 };
 
-// The job's shape when a launcher started this process with more than one rank; nullopt otherwise
-// (one rank, or no launcher). Values that do not read as a rank in a job are a ConfigError.
+// The job's shape when a launcher started this process (`mpirun -np 1` too); nullopt when none
+// did. Values that do not read as a rank in a job are a ConfigError.
 std::optional<LaunchedRank> launched_rank();
 
 }  // namespace cnn::dist

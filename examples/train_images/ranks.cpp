@@ -9,7 +9,8 @@ namespace cnn::app {
 Ranks::Ranks() : launched_(dist::launched_rank()) {}
 
 void Ranks::start(int* argc, char*** argv) {
-  if (!several()) return;
+  // mpirun -np 1 runs over MPI too (the data-parallel path with one rank) where the build has it.
+  if (!launched_ || (!several() && !dist::MpiSession::available())) return;
   session_ = std::make_unique<dist::MpiSession>(argc, argv);
 }
 

@@ -14,8 +14,8 @@ class Ranks {
   // From the launcher's environment, before MPI starts: rank and size (one process: 0 of 1).
   // A ConfigError where the environment does not read.
   Ranks();
-  // Starts MPI when a launcher started this process as one of several. A ConfigError where this
-  // build has no MPI: N copies would each train alone and write the same files.
+  // Starts MPI when a launcher started this process (as one of several: a ConfigError where this
+  // build has no MPI, as N copies would each train alone and write the same files).
   void start(int* argc, char*** argv);
 
   int rank() const { return launched_ ? launched_->rank : 0; }
@@ -24,7 +24,7 @@ class Ranks {
   int local_count() const { return launched_ ? launched_->local_ranks : 1; }
   bool several() const { return count() > 1; }
   bool writes() const { return rank() == 0; }  // prints, writes metrics, checkpoints, plots, exports
-  // The host communicator over the ranks; null for one process.
+  // The host communicator over the ranks; null without MPI.
   Communicator* world();
   // Ends the process with `code` after `message` on stderr: for several ranks, the whole job
   // (MPI_Abort), the message naming the rank.
