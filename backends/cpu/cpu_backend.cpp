@@ -132,6 +132,7 @@ void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
 void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                                        const StepScalars* step, Tensor loss_sum, Tensor correct) {
   if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
+  const cpu::FlushSubnormals flush;  // a sure prediction's probabilities fall below 2^-126
   const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale;
   const int n = logits.n();
   const int classes = static_cast<int>(logits.sample_elements());

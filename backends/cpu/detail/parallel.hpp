@@ -1,10 +1,13 @@
 #pragma once
 // Static work splitting over OpenMP threads. Each thread gets one contiguous range and its own
 // index, so per-thread partial results can be reduced in a fixed order (deterministic output).
+// Every thread runs its share with subnormals flushed (Note [Flushed subnormals]).
 #include <omp.h>
 
 #include <algorithm>
 #include <cstddef>
+
+#include "cnnengine/backends/cpu/detail/subnormals.hpp"
 
 namespace cnn::cpu {
 
@@ -23,11 +26,13 @@ template <class Fn>
 int parallel_ranges(int threads, std::size_t n, Fn&& fn) {
   threads = range_threads(threads, n);
   if (threads == 1) {
+    const FlushSubnormals flush;
     fn(0, std::size_t{0}, n);
     return 1;
   }
 #pragma omp parallel num_threads(threads)
   {
+    const FlushSubnormals flush;  // each worker has its own MXCSR
     const int t = omp_get_thread_num();
     const int count = omp_get_num_threads();
     fn(t, range_begin(n, t, count), range_begin(n, t + 1, count));
