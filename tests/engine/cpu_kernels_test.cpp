@@ -62,3 +62,97 @@ TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and
         CHECK(wrong == 0);
       }
 }
+
+namespace {
+
+struct ConvCase {
+  int cin, h, w, cout, kh, kw, stride, pad;
+};
+
+// y[n][o][oh][ow] = sum over c, i, j of x[n][c][oh*s - p + i][ow*s - p + j] w[o][c][i][j], in double.
+void reference_conv(const ConvCase& k, int n, const std::vector<float>& x, const std::vector<float>& w,
+                    std::vector<double>& y, int ho, int wo) {
+  for (int b = 0; b < n; ++b)
+    for (int o = 0; o < k.cout; ++o)
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          double sum = 0;
+          for (int c = 0; c < k.cin; ++c)
+            for (int i = 0; i < k.kh; ++i)
+              for (int j = 0; j < k.kw; ++j) {
+                const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                sum += static_cast<double>(x[((static_cast<std::size_t>(b) * k.cin + c) * k.h + ih) * k.w + iw]) *
+                       w[((static_cast<std::size_t>(o) * k.cin + c) * k.kh + i) * k.kw + j];
+              }
+          y[((static_cast<std::size_t>(b) * k.cout + o) * ho + oh) * wo + ow] = sum;
+        }
+}
+
+}  // namespace
+
+// The column matrix is built and added back as flat shifts for stride-1 convolutions with as many
+// output columns as input columns, row by row otherwise: both against a direct convolution,
+// forward, backward data (writing and accumulating) and backward filter, images as narrow as one
+// column.
+TEST_CASE("convolution forward and backward match a direct convolution", "[cpu][conv]") {
+  const ConvCase cases[] = {{3, 6, 7, 4, 3, 3, 1, 1}, {2, 1, 1, 3, 3, 3, 1, 1}, {2, 2, 3, 2, 3, 3, 1, 1},
+                            {2, 5, 4, 3, 1, 3, 1, 1}, {2, 6, 6, 2, 5, 5, 1, 2}, {3, 7, 6, 2, 3, 3, 2, 1},
+                            {2, 5, 5, 3, 1, 1, 1, 0}, {1, 12, 20, 4, 3, 3, 1, 1}};
+  for (int threads : {1, 2})
+    for (const ConvCase& k : cases)
+      for (bool accumulate : {false, true}) {
+        CAPTURE(threads, k.cin, k.h, k.w, k.cout, k.kh, k.kw, k.stride, k.pad, accumulate);
+        CpuBackend backend(threads);
+        const int n = 3, ho = (k.h + 2 * k.pad - k.kh) / k.stride + 1, wo = (k.w + 2 * k.pad - k.kw) / k.stride + 1;
+        const Conv2dDesc d{k.cin, k.cout, k.kh, k.kw, k.stride, k.pad};
+        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo};
+        std::vector<float> x(xs.elements()), w(static_cast<std::size_t>(k.cout) * k.cin * k.kh * k.kw), y(ys.elements()),
+            dy(ys.elements()), dx(xs.elements());
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2.f * uniform01(11, i) - 1.f;
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = 2.f * uniform01(12, i) - 1.f;
+        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 2.f * uniform01(13, i) - 1.f;
+        for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = accumulate ? uniform01(14, i) : 7.f;
+        const std::vector<float> dx_before = dx;
+        std::vector<float> ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, 0) / sizeof(float) + 16);
+        std::vector<float> wf(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0) / sizeof(float) + 16);
+        auto aligned = [](std::vector<float>& v, std::size_t floats) {
+          void* p = v.data();
+          std::size_t space = v.size() * sizeof(float);
+          return Workspace{std::align(64, floats * sizeof(float), p, space), floats * sizeof(float)};
+        };
+        backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), Shape{k.cout, k.cin, k.kh, k.kw}}, Tensor{},
+                               Tensor{y.data(), ys}, aligned(wf, wf.size() - 16));
+        std::vector<double> want(ys.elements());
+        reference_conv(k, n, x, w, want, ho, wo);
+        for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-5));
+
+        backend.conv2d_backward_data(d, Tensor{dy.data(), ys}, Tensor{w.data(), Shape{k.cout, k.cin, k.kh, k.kw}},
+                                     Tensor{dx.data(), xs}, accumulate, aligned(ws, ws.size() - 16));
+        // dx by the definition: the derivative of sum(y * dy) by x, from the same reference.
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          std::vector<float> unit(x.size(), 0.f);
+          unit[i] = 1.f;
+          std::vector<double> response(ys.elements());
+          reference_conv(k, n, unit, w, response, ho, wo);
+          double grad = accumulate ? dx_before[i] : 0.0;
+          for (std::size_t o = 0; o < response.size(); ++o) grad += response[o] * dy[o];
+          REQUIRE(dx[i] == Approx(grad).margin(1e-5));
+        }
+
+        // dw (accumulating, as always): the derivative of sum(y * dy) by w.
+        std::vector<float> dw(w.size(), 0.5f), dbias(static_cast<std::size_t>(k.cout), 0.25f);
+        backend.conv2d_backward_filter(d, Tensor{x.data(), xs}, Tensor{dy.data(), ys},
+                                       Tensor{dw.data(), Shape{k.cout, k.cin, k.kh, k.kw}},
+                                       Tensor{dbias.data(), Shape{k.cout}}, aligned(ws, ws.size() - 16));
+        for (std::size_t i = 0; i < w.size(); ++i) {
+          std::vector<float> unit(w.size(), 0.f);
+          unit[i] = 1.f;
+          std::vector<double> response(ys.elements());
+          reference_conv(k, n, x, unit, response, ho, wo);
+          double grad = 0.5;
+          for (std::size_t o = 0; o < response.size(); ++o) grad += response[o] * dy[o];
+          REQUIRE(dw[i] == Approx(grad).margin(1e-4));
+        }
+      }
+}
