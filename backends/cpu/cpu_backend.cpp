@@ -20,6 +20,7 @@ using cpu::parallel_elements;
 CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
   omp_set_dynamic(0);
   Eigen::setNbThreads(threads_);
+  cpu::WorkPool::instance().reserve(threads_ - 1);  // the kernels' workers, started before any step
 }
 
 namespace {

@@ -2,9 +2,12 @@
 // vector lanes and the scalar rest of a row, ties, accumulation.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/backends/cpu/detail/parallel.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
 
 using namespace cnn;
@@ -155,4 +158,38 @@ TEST_CASE("convolution forward and backward match a direct convolution", "[cpu][
           REQUIRE(dw[i] == Approx(grad).margin(1e-4));
         }
       }
+}
+
+// Note [Work that waits for no one]: every range runs exactly once whoever runs it, also when
+// two threads submit work at once (one of them then runs its ranges itself) and when a range
+// submits work of its own.
+TEST_CASE("the CPU work pool runs every range once, from several threads and nested", "[cpu][pool]") {
+  cpu::WorkPool::instance().reserve(3);
+  auto check = [](int threads, std::size_t n) {
+    std::vector<std::atomic<int>> hits(n);
+    std::vector<int> ranges_seen(static_cast<std::size_t>(threads), 0);
+    const int count = cpu::parallel_ranges(threads, n, [&](int r, std::size_t b, std::size_t e) {
+      ranges_seen[static_cast<std::size_t>(r)] += 1;
+      for (std::size_t i = b; i < e; ++i) hits[i] += 1;
+      // A kernel inside a range: runs inline, still once per range.
+      std::atomic<int> inner{0};
+      cpu::parallel_ranges(2, 10, [&](int, std::size_t ib, std::size_t ie) { inner += static_cast<int>(ie - ib); });
+      if (inner != 10) hits[b] += 100;
+    });
+    bool ok = count == cpu::range_threads(threads, n);
+    for (auto& h : hits) ok = ok && h == 1;
+    for (int r = 0; r < count; ++r) ok = ok && ranges_seen[static_cast<std::size_t>(r)] == 1;
+    return ok;
+  };
+  for (int round = 0; round < 200; ++round) REQUIRE(check(2, 1000));
+  REQUIRE(check(4, 3));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&] {
+      for (int round = 0; round < 300; ++round)
+        if (!check(2 + round % 3, 257)) ++failures;
+    });
+  for (auto& t : callers) t.join();
+  CHECK(failures == 0);
 }

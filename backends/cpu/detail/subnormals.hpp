@@ -8,9 +8,9 @@
 // its first epoch, more with AdamW than with SGD (issue 18 has the counts and times).
 //
 // FTZ writes zero for a subnormal result, DAZ reads a subnormal operand as zero. The setting is
-// per thread (MXCSR), and OpenMP's workers each have their own, so it is set on every thread for
-// the duration of a kernel's work and then restored: the caller's threads see no change. The
-// values differ from IEEE arithmetic only where a subnormal would have been, by less than 2^-126.
+// per thread (MXCSR): the kernels' worker threads set it for good, the calling thread for the
+// duration of a kernel's work, after which its own mode is restored. The values differ from IEEE
+// arithmetic only where a subnormal would have been, by less than 2^-126.
 #if defined(__SSE__) || defined(__x86_64__)
 #include <xmmintrin.h>
 #define CNN_HAVE_MXCSR 1
