@@ -78,10 +78,13 @@ def run_ours(a, binary, label):
     # Epochs have equal size, so the harmonic mean of the per-epoch rates is total images
     # over total training time: the PyTorch peer's definition.
     rates = [r["images_per_second"] for r in epochs]
+    # Images per CPU second of the process (every thread): what a busy machine changes least.
+    per_cpu = [r["images_per_second"] * r["seconds"] / r["cpu_seconds"] for r in epochs if r.get("cpu_seconds")]
     device = next((l.strip() for l in lines if l.strip().startswith("cpu: Eigen")), None)
     return {"images_per_second": statistics.harmonic_mean(rates), "process_seconds": wall,
             "test_accuracy": summary["test_accuracy"], "peak_rss_mib": rss, "load_at_start": load,
-            "epoch_images_per_second": rates, "backend": device, "raw": summary}
+            "epoch_images_per_second": rates, "epoch_images_per_cpu_second": per_cpu, "backend": device,
+            "raw": summary}
 
 
 def sgemm_fraction(a, build, label):
@@ -101,6 +104,8 @@ def sgemm_fraction(a, build, label):
     e = p["epochs"][0]
     return {"sgemm_peak_gflops": p["sgemm_peak_gflops"], "conv_gflops": e["conv_gflops"],
             "conv_fraction_of_sgemm_peak": e["conv_fraction_of_sgemm_peak"],
+            "conv_gflops_fastest_calls": e["conv_gflops_fastest_calls"],
+            "conv_fraction_of_sgemm_peak_fastest_calls": e["conv_fraction_of_sgemm_peak_fastest_calls"],
             "conv_share_of_training_time": e["conv_seconds"] / e["train_seconds"],
             "images": a.profile_limit, "instruction_set": p["instruction_set"]}
 
@@ -185,6 +190,9 @@ def main():
         held = [r["epoch_images_per_second"][-1] / r["epoch_images_per_second"][0]
                 for r in rs if len(r["epoch_images_per_second"]) > 1]
         med[name]["last_over_first_epoch"] = statistics.median(held) if held else None
+        held_cpu = [r["epoch_images_per_cpu_second"][-1] / r["epoch_images_per_cpu_second"][0]
+                    for r in rs if len(r.get("epoch_images_per_cpu_second", [])) > 1]
+        med[name]["last_over_first_epoch_per_cpu_second"] = statistics.median(held_cpu) if held_cpu else None
     profiles = {}
     if a.profile_limit:
         for b in builds:
@@ -211,13 +219,21 @@ def main():
             print(f"{name} / pytorch: {ratios[name]['whole_process']:.2f}x whole process, "
                   f"{ratios[name]['training_images_per_second']:.2f}x training images/s")
         for r in runs[name]:
-            print(f"{name} per-epoch images/s: {', '.join(f'{x:.0f}' for x in r['epoch_images_per_second'])}")
+            print(f"{name} per-epoch images/s: {', '.join(f'{x:.0f}' for x in r['epoch_images_per_second'])}"
+                  + (f"; per CPU second: {', '.join(f'{x:.0f}' for x in r['epoch_images_per_cpu_second'])}"
+                     if r["epoch_images_per_cpu_second"] else "")
+                  + f" (load {r['load_at_start']:.1f} at start)")
+        if med[name]["last_over_first_epoch_per_cpu_second"] is not None:
+            print(f"{name}: last epoch over first, median: {med[name]['last_over_first_epoch']:.3f} (images/s), "
+                  f"{med[name]['last_over_first_epoch_per_cpu_second']:.3f} (images per CPU second)")
         prof = profiles.get(name)
         if prof:
             peak = prof["sgemm_peak_gflops"][str(a.threads)]
-            print(f"{name}: convolutions {prof['conv_gflops']:.1f} GFLOP/s = "
+            print(f"{name}: convolutions {prof['conv_gflops']:.1f} GFLOP/s over the run = "
                   f"{100 * prof['conv_fraction_of_sgemm_peak']:.1f}% of our {a.threads}-thread SGEMM peak "
-                  f"({peak:.1f} GFLOP/s; 1 thread {prof['sgemm_peak_gflops']['1']:.1f}), "
+                  f"({peak:.1f} GFLOP/s; 1 thread {prof['sgemm_peak_gflops']['1']:.1f}); in their fastest calls "
+                  f"{prof['conv_gflops_fastest_calls']:.1f} GFLOP/s = "
+                  f"{100 * prof['conv_fraction_of_sgemm_peak_fastest_calls']:.1f}%; "
                   f"{100 * prof['conv_share_of_training_time']:.0f}% of the training time "
                   f"({prof['instruction_set']} build)")
     if not a.no_pytorch:

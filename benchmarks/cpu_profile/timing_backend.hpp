@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "cnnengine/engine/backend.hpp"
 
@@ -45,6 +47,9 @@ class TimingBackend final : public Backend {
   explicit TimingBackend(Backend& inner) : in_(inner) {}
   Totals totals{};
   bool count_subnormals = false;
+  // The fastest call of each convolution pass and size (kernel, floating-point operations): a
+  // busy machine slows most calls, the best of hundreds shows what the kernel can do.
+  std::map<std::pair<std::size_t, double>, std::pair<double, long>> best_conv;  // -> (seconds, calls)
 
   DeviceKind kind() const override { return in_.kind(); }
   std::string description() const override { return in_.description(); }
@@ -181,7 +186,13 @@ class TimingBackend final : public Backend {
     }
     ~Timer() {
       KernelTotals& s = b_.totals[k_];
-      s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      s.seconds += seconds;
+      if (is_conv(k_)) {
+        auto [it, fresh] = b_.best_conv.try_emplace({k_, flops_}, seconds, 0);
+        it->second.first = std::min(it->second.first, seconds);
+        ++it->second.second;
+      }
       s.flops += flops_;
       ++s.calls;
       if (!b_.count_subnormals) return;
