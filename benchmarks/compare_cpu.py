@@ -170,8 +170,7 @@ def main():
         binary, folder = binary_of(path)
         if not os.access(binary, os.X_OK):
             sys.exit(f"{binary}: not an executable; build it or pass --ours")
-        builds.append({"label": "cnnengine " + os.path.basename(os.path.normpath(folder)), "binary": binary,
-                       "build": folder})
+        builds.append({"label": "cnnengine " + os.path.normpath(folder), "binary": binary, "build": folder})
 
     runs = {b["label"]: [] for b in builds}
     if not a.no_pytorch:
