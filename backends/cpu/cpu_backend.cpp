@@ -20,6 +20,7 @@ using cpu::parallel_elements;
 CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
   omp_set_dynamic(0);
   Eigen::setNbThreads(threads_);
+  cpu::WorkPool::instance().reserve(threads_ - 1);  // the kernels' workers, started before any step
 }
 
 namespace {
@@ -91,11 +92,17 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, boo
   const float* out = y.data;
   const float* g = dy.data;
   float* d = dx.data;
-  parallel_elements(threads_, y.elements(), [&](std::size_t b, std::size_t e) {
+  parallel_elements(threads_, y.elements(), [=](std::size_t b, std::size_t e) {  // by value: the loops vectorize
     if (accumulate)
-      for (std::size_t i = b; i < e; ++i) d[i] += out[i] > 0.f ? g[i] : 0.f;
+      for (std::size_t i = b; i < e; ++i) {
+        const float gi = g[i];  // read unconditionally: the select then vectorizes
+        d[i] += out[i] > 0.f ? gi : 0.f;
+      }
     else
-      for (std::size_t i = b; i < e; ++i) d[i] = out[i] > 0.f ? g[i] : 0.f;
+      for (std::size_t i = b; i < e; ++i) {
+        const float gi = g[i];
+        d[i] = out[i] > 0.f ? gi : 0.f;
+      }
   });
 }
 
@@ -139,6 +146,7 @@ void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
 void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                                        const StepScalars* step, Tensor loss_sum, Tensor correct) {
   if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
+  const cpu::FlushSubnormals flush;  // a sure prediction's probabilities fall below 2^-126
   const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale;
   const int n = logits.n();
   const int classes = static_cast<int>(logits.sample_elements());
@@ -171,16 +179,39 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& la
   correct.data[0] += static_cast<float>(right);
 }
 
+// The optimizer updates read every pointer and setting into locals first. Through the Tensor and
+// config references the compiler must assume that a store to params could change them: it
+// reloaded them for every element and left the loops scalar (AdamW's square root and division
+// one element at a time, 1.1 ms of a 421,642-parameter update where the vector loop takes 0.12).
+// The statements are those of the scalar loops, so the results are the same bits: params is
+// still stored after the decay and read back, which keeps the decay's product rounded on its own
+// (PyTorch's mul_ then addcdiv_) instead of fused into the subtraction.
 void CpuBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& c,
                             float lr) {
-  parallel_elements(threads_, params.elements(), [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) {
-      float g = grads.data[i] + c.weight_decay * params.data[i];
-      if (c.momentum != 0.f) {
-        velocity.data[i] = c.momentum * velocity.data[i] + g;
-        g = c.nesterov ? g + c.momentum * velocity.data[i] : velocity.data[i];
+  float* p = params.data;
+  const float* grad = grads.data;
+  float* vel = velocity.data;
+  const float weight_decay = c.weight_decay, momentum = c.momentum;
+  const bool nesterov = c.nesterov;
+  parallel_elements(threads_, params.elements(), [=](std::size_t b, std::size_t e) {
+    if (momentum == 0.f) {
+      for (std::size_t i = b; i < e; ++i) p[i] -= lr * (grad[i] + weight_decay * p[i]);
+    } else if (nesterov) {
+      for (std::size_t i = b; i < e; ++i) {
+        const float param = p[i];
+        const float g = grad[i] + weight_decay * param;
+        const float moved = momentum * vel[i] + g;
+        const float ahead = g + momentum * moved;
+        vel[i] = moved;
+        p[i] = param - lr * ahead;
       }
-      params.data[i] -= lr * g;
+    } else {
+      for (std::size_t i = b; i < e; ++i) {
+        const float param = p[i];
+        const float moved = momentum * vel[i] + (grad[i] + weight_decay * param);
+        vel[i] = moved;
+        p[i] = param - lr * moved;
+      }
     }
   });
 }
@@ -192,14 +223,19 @@ void CpuBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tens
   const float step_size = lr / correction1;
   const float sqrt_correction2 = std::sqrt(correction2);
   const float decay = 1.0f - lr * c.weight_decay;
-  parallel_elements(threads_, params.elements(), [&](std::size_t b, std::size_t e) {
+  const float beta1 = c.beta1, beta2 = c.beta2, epsilon = c.epsilon;
+  float* p = params.data;
+  const float* grad = grads.data;
+  float* m1 = m.data;
+  float* m2 = v.data;
+  parallel_elements(threads_, params.elements(), [=](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
-      const float g = grads.data[i];
-      params.data[i] *= decay;
-      m.data[i] = c.beta1 * m.data[i] + (1.0f - c.beta1) * g;
-      v.data[i] = c.beta2 * v.data[i] + (1.0f - c.beta2) * g * g;
-      const float denom = std::sqrt(v.data[i]) / sqrt_correction2 + c.epsilon;
-      params.data[i] -= step_size * m.data[i] / denom;
+      const float g = grad[i];
+      p[i] *= decay;
+      m1[i] = beta1 * m1[i] + (1.0f - beta1) * g;
+      m2[i] = beta2 * m2[i] + (1.0f - beta2) * g * g;
+      const float denom = std::sqrt(m2[i]) / sqrt_correction2 + epsilon;
+      p[i] -= step_size * m1[i] / denom;
     }
   });
 }

@@ -1,6 +1,9 @@
 #pragma once
-// The reference backend: Eigen matrix products and plain loops, parallel over the batch with
-// OpenMP. Deterministic for a given thread count: every reduction adds in a fixed order.
+// The reference backend: Eigen matrix products and plain loops, parallel over the batch on a
+// work pool that the calling thread shares with its workers (backends/cpu/detail/work_pool.hpp),
+// with subnormals flushed to zero (detail/subnormals.hpp). Deterministic for a given thread count:
+// the work is cut into the same ranges whichever threads run them, and every reduction adds in a
+// fixed order.
 #include <memory>
 
 #include "cnnengine/engine/backend.hpp"

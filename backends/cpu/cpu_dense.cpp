@@ -5,6 +5,7 @@
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/backends/cpu/detail/gemm.hpp"
+#include "cnnengine/backends/cpu/detail/subnormals.hpp"
 
 namespace cnn {
 namespace {
@@ -32,6 +33,7 @@ void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& b
   // y[n x out] = x[n x in] w^T, w stored [out x in]
   cpu::parallel_gemm(threads_, n, out, in, GemmOperand{x.data, in}, GemmOperand{w.data, in, true}, GemmOutput{y.data, out},
                      packing);
+  const cpu::FlushSubnormals flush;  // the products flush on their own threads (parallel_ranges)
   if (!bias.empty())
     Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(y.data, x.n(), static_cast<Eigen::Index>(out))
         .rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias.data, static_cast<Eigen::Index>(out));
@@ -51,6 +53,7 @@ void CpuBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tenso
   // dw[out x in] += dy^T[out x n] x[n x in], dy stored [n x out]
   cpu::parallel_gemm(threads_, out, in, n, GemmOperand{dy.data, out, true}, GemmOperand{x.data, in},
                      GemmOutput{dw.data, in, true}, packing);
+  const cpu::FlushSubnormals flush;
   if (!dbias.empty())
     Eigen::Map<Eigen::RowVectorXf>(dbias.data, static_cast<Eigen::Index>(out)) +=
         Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(dy.data, dy.n(),

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <sys/resource.h>
 
 #include "plot.hpp"
 #include "progress.hpp"
@@ -27,6 +28,15 @@ std::size_t peak_resident_bytes() {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// CPU seconds of the whole process (every thread), user and system: a machine shared with other
+// work stretches an epoch's wall time, much less the CPU time it took.
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
 using nlohmann::json;
 
 json optional_value(const std::optional<double>& value) { return value ? json(*value) : json(); }
@@ -74,6 +84,7 @@ class Loop {
     Progress bar(epoch, o_.epochs, s_.train_loader.batches_per_epoch(), o_.quiet);
     const double seconds_before = progress_.seconds;
     const auto start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
     while (auto batch = s_.train_loader.next()) {
       const StepReport r = s_.trainer.train_step(to_host_batch(*batch));
       progress_.loss_sum += r.loss * r.samples;
@@ -100,6 +111,7 @@ class Loop {
       }
     }
     bar.finish();
+    epoch_cpu_seconds_ = process_cpu_seconds() - cpu_start;
     return 0;
   }
 
@@ -129,7 +141,9 @@ class Loop {
     std::printf("epoch %d/%d: train loss %.4f acc %.4f | %s | %.1fs, %.0f img/s\n", e.epoch, o_.epochs, e.train_loss,
                 e.train_accuracy, test_text, e.seconds, e.images_per_second);
     std::fflush(stdout);
-    s_.metrics.write(epoch_line(e));
+    json line = epoch_line(e);
+    line["cpu_seconds"] = epoch_cpu_seconds_;  // every thread's, in this process, for this epoch's training
+    s_.metrics.write(line);
     progress_.epochs.push_back(e);
     progress_.batches_done = 0;
     progress_.loss_sum = progress_.correct = progress_.seconds = 0;
@@ -245,6 +259,7 @@ class Loop {
   const std::size_t reserved_at_start_ = s_.trainer.memory_stack().statistics().current_bytes;
   const long steps_at_start_ = s_.trainer.steps();
   double communication_seconds_ = 0;  // this run's steps, waiting for the other ranks
+  double epoch_cpu_seconds_ = 0;      // the last epoch's training loop
 };
 
 }  // namespace

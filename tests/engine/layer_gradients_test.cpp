@@ -59,6 +59,9 @@ TEST_CASE("pooling gradients", "[gradients]") {
   o.step = 1e-3f;
   SECTION("max 2x2") { Pool2D l(PoolMode::max, 2); require_close(l, {Shape{3, 6, 6}}, o); }
   SECTION("max 2x2 over odd sizes") { Pool2D l(PoolMode::max, 2); require_close(l, {Shape{2, 7, 5}}, o); }
+  // Rows of 9 and 5 windows: four at a time in vector lanes, the rest one by one.
+  SECTION("max 2x2, wide rows") { Pool2D l(PoolMode::max, 2); require_close(l, {Shape{2, 4, 18}}, o); }
+  SECTION("max 2x2, wide odd rows") { Pool2D l(PoolMode::max, 2); require_close(l, {Shape{2, 5, 11}}, o); }
   SECTION("max 3x3 stride 2 pad 1") { Pool2D l(PoolMode::max, 3, 2, 1); require_close(l, {Shape{2, 7, 5}}, o); }
   SECTION("average 2x2") { Pool2D l(PoolMode::average, 2); require_close(l, {Shape{3, 6, 6}}, o); }
   SECTION("average 3x3 stride 2 pad 1") { Pool2D l(PoolMode::average, 3, 2, 1); require_close(l, {Shape{2, 7, 5}}, o); }

@@ -1,6 +1,11 @@
 // The fused updates against the textbook formulas (PyTorch's SGD and AdamW), and the schedules.
 #include <catch2/catch.hpp>
+#include <cfloat>
 #include <cmath>
+#include <vector>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/engine/optimizer.hpp"
@@ -47,6 +52,34 @@ TEST_CASE("AdamW follows PyTorch's formula with decoupled weight decay", "[optim
     }
   }
   for (int i = 0; i < 3; ++i) CHECK(p[i] == Approx(rp[i]).epsilon(1e-5));
+}
+
+// Note [Flushed subnormals] (backends/cpu/detail/subnormals.hpp): a first moment that decays
+// below 2^-126 becomes zero instead of a subnormal, on every thread, and the caller's own
+// floating-point mode is left as it was.
+TEST_CASE("CPU kernels flush subnormals to zero and leave the caller's mode alone", "[optimizer]") {
+  for (int threads : {1, 2}) {
+    CpuBackend backend(threads);
+    const std::size_t n = 1 << 17;  // enough for both threads
+    std::vector<float> p(n, 1.f), g(n, 0.f), m(n, 1.05f * FLT_MIN), v(n, 1.f), velocity(n, 1.05f * FLT_MIN);
+#if defined(__x86_64__)
+    const unsigned mode = _mm_getcsr();
+#endif
+    backend.adamw_update(Tensor{p.data(), Shape{static_cast<int>(n)}}, Tensor{g.data(), Shape{static_cast<int>(n)}},
+                         Tensor{m.data(), Shape{static_cast<int>(n)}}, Tensor{v.data(), Shape{static_cast<int>(n)}},
+                         AdamWConfig{}, 1e-3f, 5);
+    backend.sgd_update(Tensor{p.data(), Shape{static_cast<int>(n)}}, Tensor{g.data(), Shape{static_cast<int>(n)}},
+                       Tensor{velocity.data(), Shape{static_cast<int>(n)}}, SgdConfig{}, 1e-3f);
+#if defined(__x86_64__)
+    const unsigned status_flags = 0x3f;  // sticky exception flags: any arithmetic may set them
+    CHECK((_mm_getcsr() & ~status_flags) == (mode & ~status_flags));
+    // 0.9 x 1.05 FLT_MIN is below FLT_MIN: flushed, on both halves of the block.
+    for (std::size_t i : {std::size_t{0}, n - 1}) {
+      CHECK(m[i] == 0.f);
+      CHECK(velocity[i] == 0.f);
+    }
+#endif
+  }
 }
 
 TEST_CASE("schedules: warm-up, constant, step and cosine", "[optimizer]") {

@@ -1,38 +1,48 @@
 #pragma once
-// Static work splitting over OpenMP threads. Each thread gets one contiguous range and its own
-// index, so per-thread partial results can be reduced in a fixed order (deterministic output).
-#include <omp.h>
-
+// Static work splitting over threads. The work is cut into one contiguous range per thread, and
+// each range has its own index, so per-range partial results can be reduced in a fixed order
+// (deterministic output). The calling thread and the pool's workers claim the ranges
+// (Note [Work that waits for no one]); every thread runs its share with subnormals flushed
+// (Note [Flushed subnormals]).
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
+
+#include "cnnengine/backends/cpu/detail/subnormals.hpp"
+#include "cnnengine/backends/cpu/detail/work_pool.hpp"
 
 namespace cnn::cpu {
 
-// How many threads parallel_ranges asks for to split n items (at least 1, at most n).
+// How many ranges parallel_ranges cuts n items into for `threads` threads (at least 1, at most n).
 inline int range_threads(int threads, std::size_t n) {
   return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), std::max<std::size_t>(n, 1)));
 }
-// Where thread t of `count` starts in [0, n); thread t ends where t + 1 starts.
+// Where range t of `count` starts in [0, n); range t ends where t + 1 starts.
 inline std::size_t range_begin(std::size_t n, int t, int count) {
   return n * static_cast<std::size_t>(t) / static_cast<std::size_t>(count);
 }
 
-// Calls fn(thread, begin, end) on `threads` threads; ranges cover [0, n) in order. Returns the
-// number of threads that ran (partials [0, that) are valid).
+// Calls fn(range, begin, end) once for each of range_threads(threads, n) ranges covering [0, n)
+// in order, on up to that many threads; which thread runs a range is not fixed. Returns the
+// number of ranges (partials [0, that) are valid).
 template <class Fn>
 int parallel_ranges(int threads, std::size_t n, Fn&& fn) {
-  threads = range_threads(threads, n);
-  if (threads == 1) {
+  const int count = range_threads(threads, n);
+  const FlushSubnormals flush;  // the pool's workers flush for good
+  if (count == 1) {
     fn(0, std::size_t{0}, n);
     return 1;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num();
-    const int count = omp_get_num_threads();
-    fn(t, range_begin(n, t, count), range_begin(n, t + 1, count));
-  }
-  return threads;
+  struct Job {
+    std::remove_reference_t<Fn>* fn;
+    std::size_t n;
+    int count;
+  } job{&fn, n, count};
+  WorkPool::instance().run(count, [](void* context, int r) {
+    const Job& j = *static_cast<const Job*>(context);
+    (*j.fn)(r, range_begin(j.n, r, j.count), range_begin(j.n, r + 1, j.count));
+  }, &job);
+  return count;
 }
 
 // Element-wise loops: parallel only when there is enough work to pay for waking threads.
