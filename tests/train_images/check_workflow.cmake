@@ -1,7 +1,8 @@
 # The workflow after training (issue 15): the model a run saved is evaluated (the accuracy the
 # run printed), classifies a folder of PNGs, and its learning curves were drawn.
 #   -DTRAIN=<train_images> -DWORK=<folder of the fixture run: run.ckpt, run.jsonl, curves.png>
-#   -DSTEP=evaluate|predict|plot   -DIMAGES=<folder of PNGs> (predict)
+#   -DSTEP=evaluate|predict|plot|export   -DIMAGES=<folder of PNGs> (predict)
+#   -DHAVE_ONNX=ON|OFF (export: whether this build exports; without, the refusal is checked)
 function(run out_var)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
   if(NOT rc EQUAL 0)
@@ -49,6 +50,37 @@ elseif(STEP STREQUAL "predict")
     message(FATAL_ERROR "the grey and the RGB copy of one image are classified differently:\n${out}")
   endif()
   message(STATUS "${count} images classified:\n${out}")
+elseif(STEP STREQUAL "export")
+  # An ONNX file is a protobuf ModelProto: field 1 (ir_version, a varint) first, then the graph
+  # with our input and output names. onnxruntime runs such files in onnx_export_matches_onnxruntime.
+  function(check_onnx file)
+    file(READ ${file} first LIMIT 1 HEX)
+    file(STRINGS ${file} names REGEX "images|logits|probabilities")
+    if(NOT first STREQUAL "08" OR NOT names MATCHES "images" OR NOT names MATCHES "logits")
+      message(FATAL_ERROR "${file} is not an ONNX model with input images and output logits")
+    endif()
+  endfunction()
+  if(NOT HAVE_ONNX)
+    execute_process(COMMAND ${TRAIN} --load ${WORK}/run.ckpt --export-onnx ${WORK}/model.onnx RESULT_VARIABLE rc
+                    ERROR_VARIABLE err)
+    if(NOT rc EQUAL 2 OR NOT err MATCHES "built without ONNX export")
+      message(FATAL_ERROR "a build without ONNX did not refuse --export-onnx clearly (${rc}): ${err}")
+    endif()
+    message(STATUS "this build has no ONNX export, and says so")
+    return()
+  endif()
+  check_onnx(${WORK}/trained.onnx)  # written by the training run, at its end
+  run(out ${TRAIN} --load ${WORK}/run.ckpt --export-onnx ${WORK}/model.onnx)
+  check_onnx(${WORK}/model.onnx)
+  if(NOT out MATCHES "exported .*run.ckpt to .*model.onnx \\(ONNX opset 13")
+    message(FATAL_ERROR "no word of what was exported:\n${out}")
+  endif()
+  execute_process(COMMAND ${TRAIN} --load ${WORK}/run.ckpt --export-onnx ${WORK}/run.ckpt RESULT_VARIABLE rc
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "--export-onnx.*--load")
+    message(FATAL_ERROR "an export over the model it reads was not refused (${rc}): ${err}")
+  endif()
+  message(STATUS "exported after training and from the saved file: ${out}")
 elseif(STEP STREQUAL "plot")
   file(READ ${WORK}/curves.png magic LIMIT 8 HEX)
   if(NOT magic STREQUAL "89504e470d0a1a0a")
