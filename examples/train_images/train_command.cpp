@@ -240,7 +240,7 @@ int train(Options o, Ranks& ranks) {
   const TrainingBatchNeed need = network.training_batch_need();
   const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
   const auto least = static_cast<std::size_t>(need.samples) * static_cast<std::size_t>(ranks.count());
-  if (o.batch < ranks.count() || (need.samples > 1 && static_cast<std::size_t>(o.batch) < least))
+  if (ranks.several() && (o.batch < ranks.count() || (need.samples > 1 && static_cast<std::size_t>(o.batch) < least)))
     throw UsageError("--batch " + std::to_string(o.batch) + " over " + std::to_string(ranks.count()) +
                      " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
   if (need.samples > 1 && samples < least)
