@@ -44,13 +44,7 @@ void MpiSession::abort(const std::string& message, int code) {
 
 bool MpiSession::available() { return true; }
 
-std::string MpiSession::version() {
-  char words[MPI_MAX_LIBRARY_VERSION_STRING];
-  int length = 0;
-  MPI_Get_library_version(words, &length);
-  const std::string text(words, static_cast<std::size_t>(length));
-  return text.substr(0, text.find_first_of(",\n"));
-}
+std::string MpiSession::version() { return mpi_library_version(); }
 
 #else
 

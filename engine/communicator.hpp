@@ -26,9 +26,9 @@ class Communicator {
   // Whose memory the Tensor sums below take: the trainer's backend must be of this kind.
   virtual DeviceKind memory_kind() const = 0;
   // Device bytes the communicator holds outside the trainer's memory stack (NCCL's own buffers,
-  // MPI's temporaries for a sum of `largest_sum_bytes`): the budget leaves them, as it leaves
-  // the libraries' workspaces.
-  virtual std::size_t reserved_bytes(std::size_t largest_sum_bytes) const = 0;
+  // MPI's temporaries) while sums of `in_flight_bytes` in all are under way at once: the budget
+  // leaves them, as it leaves the libraries' workspaces.
+  virtual std::size_t reserved_bytes(std::size_t in_flight_bytes) const = 0;
 
   // Host doubles summed over the ranks in place. Blocks until every rank has called.
   virtual void sum_host(std::span<double> values) = 0;

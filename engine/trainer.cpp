@@ -1,6 +1,7 @@
 #include "cnnengine/engine/trainer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <chrono>
 #include <cstddef>
@@ -28,11 +29,35 @@ static_assert(offsetof(TrainerSlots, loss_sum) == 0 && offsetof(TrainerSlots, co
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// Bytes the communicator holds for the sums that may be in flight at once: every gradient bucket
+// (started as backward goes, waited for together), or one piece of a blocking sum (sum_in_pieces).
+std::size_t communication_bytes(const TrainerOptions& options, const Network& network) {
+  const Communicator* c = options.communicator;
+  if (!c) return 0;
+  const std::size_t gradients = ParameterStore::planned_bytes(network, 0)[memory::Category::parameter_gradients];
+  return c->reserved_bytes(std::max(gradients, options.gradient_bucket_bytes));
+}
+
 // Bytes the budget must leave to memory that does not come through the trainer's stack.
-std::size_t outside_stack(const TrainerOptions& options, const Backend& backend) {
-  const std::size_t communication =
-      options.communicator ? options.communicator->reserved_bytes(options.gradient_bucket_bytes) : 0;
-  return options.loader_staging + backend.library_reserved_bytes() + communication;
+std::size_t outside_stack(const TrainerOptions& options, const Network& network, const Backend& backend) {
+  return options.loader_staging + backend.library_reserved_bytes() + communication_bytes(options, network);
+}
+
+// A blocking sum of a whole block in pieces of at most `piece_bytes`, so that what the
+// communicator holds for it stays within what the plan counted (communication_bytes).
+void sum_in_pieces(Communicator& c, const Tensor& values, std::size_t piece_bytes) {
+  const std::size_t piece = std::max<std::size_t>(piece_bytes / sizeof(float), 1);
+  for (std::size_t done = 0; done < values.elements(); done += piece) {
+    const std::size_t n = std::min(piece, values.elements() - done);
+    c.sum(Tensor{values.data + done, Shape{static_cast<int>(n)}});
+  }
+}
+
+// Rank 0's values over every rank's: a sum in which the other ranks add zeros (exact: x + 0 = x).
+void broadcast_from_rank0(Backend& backend, Communicator& c, const Tensor& values, std::size_t piece_bytes) {
+  if (values.empty()) return;
+  if (c.rank() != 0) backend.fill(values, 0.f);
+  sum_in_pieces(c, values, piece_bytes);
 }
 
 // Synchronised BatchNorm's sums: two floats per channel of the widest BatchNorm layer.
@@ -60,12 +85,12 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
   planning.extra_persistent = sizeof(TrainerSlots);
   if (const Communicator* c = options.communicator) {
     // A rank plans for its share of the batch: the largest one (share_of_batch).
-    planning.batch = std::max(1, ceil_div(options.batch, c->ranks()));
+    planning.batch = std::max(1, share_of_batch(options.batch, 0, c->ranks()).size);
     if (options.accumulate > 0) {  // k micro-batches per step on every rank
       planning.micro_batch = ceil_div(planning.batch, options.accumulate);
       planning.accumulate = 0;
     }
-    planning.communication = c->reserved_bytes(options.gradient_bucket_bytes);
+    planning.communication = communication_bytes(options, network);
     if (options.sync_batchnorm) planning.extra_persistent += cross_rank_scratch_floats(network) * sizeof(float);
   }
   return planning;
@@ -76,7 +101,8 @@ Trainer::Trainer(Network& network, Backend& backend, TrainerOptions options)
 
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options)
     : net_(network), backend_(backend), options_(std::move(options)),
-      own_stack_(std::make_unique<memory::MemoryStack>(upstream, options_.memory, outside_stack(options_, backend))),
+      own_stack_(std::make_unique<memory::MemoryStack>(upstream, options_.memory,
+                                                      outside_stack(options_, network, backend))),
       stack_(own_stack_.get()) {
   start();
 }
@@ -143,12 +169,31 @@ void Trainer::start() {
   // The plan fits the budget, but the device may hold less than it (another process): halve
   // as a step would.
   micro_batch_ = step_->build_fitting(b, recovery_->smallest());
-  if (options_.communicator && options_.sync_batchnorm) {
-    // Every rank's micro-batch j is normalised together: the same micro-batches everywhere.
-    double smallest[1] = {-static_cast<double>(micro_batch_)};
-    options_.communicator->max_host(smallest);
-    const int agreed = static_cast<int>(-smallest[0]);
-    if (agreed != micro_batch_) micro_batch_ = step_->build_fitting(agreed, recovery_->smallest());
+  if (synchronised_batchnorm()) {
+    agree_micro_batch();
+    // No growing back: a rank alone cannot, and the others would follow it down each step.
+    recovery_ = std::make_unique<Recovery>(micro_batch_, planner_->smallest_micro_batch(), 0);
+  }
+}
+
+bool Trainer::synchronised_batchnorm() const { return options_.sync_batchnorm && ranks() > 1; }
+
+// Note [Synchronised micro-batches]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Synchronised BatchNorm sums every rank's micro-batch j together, once per BatchNorm layer: the
+// ranks must run the same micro-batches, or one waits in a sum the others never make. The
+// shares are equal (check_step_batch), so the micro-batch size must be too; it can differ after
+// start-up (a device that holds less than the plan), an evaluation that ran out of memory on one
+// rank, or a restored state. Before each step the ranks agree on the smallest; one whose device
+// cannot build even that goes lower, and they agree again.
+void Trainer::agree_micro_batch() {
+  Communicator& c = *options_.communicator;
+  for (;;) {
+    double range[2] = {static_cast<double>(micro_batch_), -static_cast<double>(micro_batch_)};
+    c.max_host(range);
+    const int largest = static_cast<int>(range[0]), smallest = static_cast<int>(-range[1]);
+    if (largest == smallest) return;
+    if (micro_batch_ != smallest) micro_batch_ = step_->build_fitting(smallest, recovery_->smallest());
   }
 }
 
@@ -179,13 +224,9 @@ int Trainer::ranks() const { return options_.communicator ? options_.communicato
 void Trainer::synchronize_replicas() {
   Communicator* c = options_.communicator;
   if (!c) return;
-  // A broadcast from rank 0 as a sum: the other ranks add zeros (exact: x + 0 = x).
-  for (ParameterStore::Block block : {ParameterStore::Block::parameters, ParameterStore::Block::optimizer_state}) {
-    if (params_->floats(block) == 0) continue;
-    const Tensor all = params_->block_view(block);
-    if (c->rank() != 0) backend_.fill(all, 0.f);
-    c->sum(all);
-  }
+  for (ParameterStore::Block block : {ParameterStore::Block::parameters, ParameterStore::Block::optimizer_state})
+    if (params_->floats(block) > 0)
+      broadcast_from_rank0(backend_, *c, params_->block_view(block), options_.gradient_bucket_bytes);
   backend_.synchronize();
 }
 
@@ -279,6 +320,11 @@ void Trainer::check_step_batch(const HostBatch& batch) const {
       throw ConfigError("train_step: samples " + std::to_string(batch.first) + " to " +
                         std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
                         std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
+    // Every rank sees the same global size, so every rank refuses alike: none is left in a sum.
+    if (synchronised_batchnorm() && (batch.global_size % ranks() != 0 || batch.size != batch.global_size / ranks()))
+      throw ConfigError("train_step: synchronised BatchNorm needs every batch shared evenly over the " +
+                        std::to_string(ranks()) + " ranks; this one holds " + std::to_string(batch.global_size) +
+                        " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
     if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
   } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
     throw ConfigError("train_step: a share of a batch (HostBatch::first, global_size) without a communicator");
@@ -301,11 +347,12 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   check_labels(batch);
   ensure_built();
   maybe_regrow();
+  if (synchronised_batchnorm()) agree_micro_batch();
   params_->save_state();
   int micro_batches = 0;
   double communication = 0;
   // {ranks that failed, loss sum, correct}: this rank's, then (data-parallel) every rank's.
-  double sums[3];
+  std::array<double, 3> sums{};
   for (;;) {
     params_->zero_gradients();
     backend_.fill(metric_sums(), 0.f);
@@ -314,7 +361,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
     try {
       micro_batches = run_micro_batches(batch, true);
     } catch (const memory::OutOfMemory& error) {
-      if (options_.sync_batchnorm && ranks() > 1)  // the other ranks wait in a BatchNorm's sum
+      if (synchronised_batchnorm())  // the other ranks wait in a BatchNorm's sum
         throw Error("step " + std::to_string(steps_ + 1) + ": out of memory on rank " + std::to_string(rank()) +
                     " with synchronised BatchNorm, which cannot replay a step on one rank alone: " + error.what());
       failure = error;
@@ -364,20 +411,15 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   return r;
 }
 
-double Trainer::sum_over_ranks(double sums[3]) {
+double Trainer::sum_over_ranks(std::array<double, 3>& sums) {
   Communicator& c = *options_.communicator;
   const auto start = Clock::now();
   buckets_->finish();
-  if (!options_.sync_batchnorm) {
-    // BatchNorm's running statistics moved with each rank's own batches: keep rank 0's (as
-    // DDP's broadcast_buffers), a broadcast as a sum with zeros.
-    const Tensor running = params_->running_state();
-    if (!running.empty()) {
-      if (c.rank() != 0) backend_.fill(running, 0.f);
-      c.sum(running);
-    }
-  }
-  c.sum_host(std::span<double>(sums, 3));
+  // BatchNorm's running statistics moved with each rank's own batches: keep rank 0's (as DDP's
+  // broadcast_buffers). Synchronised BatchNorm's moved alike on every rank.
+  if (!options_.sync_batchnorm)
+    broadcast_from_rank0(backend_, c, params_->running_state(), options_.gradient_bucket_bytes);
+  c.sum_host(sums);
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 

@@ -3,6 +3,7 @@
 // enforced with no more code), chooses the micro-batch that fits it, reserves the persistent
 // blocks and the step memory once, and runs optimizer steps of the requested batch as k
 // micro-batches whose gradients add up to the full-batch gradient.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -194,7 +195,11 @@ class Trainer {
   // A data-parallel step's sums: the gradient buckets finished (whatever this rank's micro-batches
   // did), the running statistics made rank 0's, and `sums` ({ranks that failed, loss sum,
   // correct}, this rank's) added over the ranks. Returns the seconds spent there.
-  double sum_over_ranks(double sums[3]);
+  double sum_over_ranks(std::array<double, 3>& sums);
+  // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
+  // [Synchronised micro-batches] in trainer.cpp).
+  bool synchronised_batchnorm() const;
+  void agree_micro_batch();
   void check_data_parallel() const;
   // evaluate(), and the confusion matrix into `classes` when it is not null.
   EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);

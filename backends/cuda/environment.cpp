@@ -56,7 +56,7 @@ std::string kernel_problem(int device, const cudaDeviceProp& props) {
 
 }  // namespace
 
-CudaProbe probe_cuda() noexcept {
+CudaProbe probe_cuda(int device) noexcept {
   CudaProbe probe;
   try {
     int driver = 0, runtime = 0;
@@ -85,14 +85,20 @@ CudaProbe probe_cuda() noexcept {
       probe.reason = "no CUDA device visible";
       return probe;
     }
+    if (device < 0 || device >= count) {
+      probe.reason = "GPU " + std::to_string(device) + " was asked for, and " + std::to_string(count) +
+                     " are visible (a data-parallel run takes one GPU per rank: no more ranks on a machine than "
+                     "its GPUs)";
+      return probe;
+    }
     cudaDeviceProp props{};
-    if ((status = cudaGetDeviceProperties(&props, 0)) != cudaSuccess) {
+    if ((status = cudaGetDeviceProperties(&props, device)) != cudaSuccess) {
       cudaGetLastError();
       probe.reason = "cudaGetDeviceProperties failed: " + error_text(status);
       return probe;
     }
     probe.device_name = props.name;
-    if (std::string problem = kernel_problem(0, props); !problem.empty()) {
+    if (std::string problem = kernel_problem(device, props); !problem.empty()) {
       probe.reason = probe.device_name + ": " + problem;
       return probe;
     }

@@ -1,23 +1,20 @@
 #if CNN_HAVE_NCCL
 #include "cnnengine/backends/cuda/nccl_communicator.hpp"
 
-#include <cstring>
-
 #include "cnnengine/backends/cuda/check.hpp"
 #include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::cuda {
 namespace {
 
+// Never an OutOfMemory, though NCCL's buffers may not have fitted: the other ranks are inside the
+// same collective by now, and a rank that replayed its step alone would leave them there. The
+// failure ends the job (train_images: MPI_Abort), saying what NCCL said.
 void check_nccl(ncclResult_t status, const char* call) {
   if (status == ncclSuccess) return;
-  const std::string words = std::string("NCCL: ") + call + " failed: " + ncclGetErrorString(status);
-  if (status == ncclSystemError || status == ncclUnhandledCudaError) {
-    // NCCL's buffers did not fit, most often: the trainer may retry smaller.
-    if (std::strstr(ncclGetLastError(nullptr), "out of memory")) throw memory::OutOfMemory(words, {});
-  }
-  throw DeviceError(words);
+  const char* last = ncclGetLastError(nullptr);
+  throw DeviceError(std::string("NCCL: ") + call + " failed: " + ncclGetErrorString(status) +
+                    (last && *last ? std::string(" (") + last + ")" : std::string()));
 }
 
 std::size_t free_device_bytes() {
@@ -38,13 +35,15 @@ NcclCommunicator::NcclCommunicator(CudaBackend& backend, Communicator& host) : b
   CNN_CHECK(cudaStreamCreateWithFlags(&sums_, cudaStreamNonBlocking));
   CNN_CHECK(cudaEventCreateWithFlags(&compute_ready_, cudaEventDisableTiming));
   CNN_CHECK(cudaEventCreateWithFlags(&sums_done_, cudaEventDisableTiming));
-  // NCCL sets up its buffers lazily: one sum now, so that what it takes is measured before the
-  // trainer plans with the rest.
-  float* one = nullptr;
-  CNN_CHECK(cudaMalloc(&one, sizeof(float)));
-  check_nccl(ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm_, sums_), "ncclAllReduce");
+  // NCCL connects and sets up its buffers lazily (NCCL_RUNTIME_CONNECT): one sum of a gradient
+  // bucket's size now, so that what it takes is measured before the trainer plans with the rest.
+  constexpr std::size_t kWarmUpFloats = std::size_t{1} << 18;  // TrainerOptions' default bucket, 1 MiB
+  float* warm_up = nullptr;
+  CNN_CHECK(cudaMalloc(&warm_up, kWarmUpFloats * sizeof(float)));
+  CNN_CHECK(cudaMemsetAsync(warm_up, 0, kWarmUpFloats * sizeof(float), sums_));
+  check_nccl(ncclAllReduce(warm_up, warm_up, kWarmUpFloats, ncclFloat, ncclSum, comm_, sums_), "ncclAllReduce");
   CNN_CHECK(cudaStreamSynchronize(sums_));
-  CNN_CHECK(cudaFree(one));
+  CNN_CHECK(cudaFree(warm_up));
   const std::size_t free_after = free_device_bytes();
   nccl_bytes_ = free_before > free_after ? free_before - free_after : 0;
 }

@@ -30,7 +30,8 @@ struct CudaProbe {
   std::string device_name;
 };
 
-CudaProbe probe_cuda() noexcept;
+// Whether GPU `device` (of those visible) can run this build: every reason it cannot, in words.
+CudaProbe probe_cuda(int device = 0) noexcept;
 // Throws DeviceError with a clear message when the device cannot be used.
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options);
 // For `train_images --doctor`: versions compiled against and loaded, the GPU, and every mismatch

@@ -29,14 +29,14 @@ DeviceChoice select_device(const DeviceRequest& request) {
   std::string why_not_cuda;
   if (request.device != DeviceKind::cpu && (!built_with_cuda() || nvidia_driver_present(&why_not_cuda))) {
     if (const CudaPlugin* cuda = cuda_plugin(&why_not_cuda)) {
-      const CudaProbe probe = cuda->probe();
+      const CudaProbe probe = cuda->probe(request.cuda_device);
       if (probe.available) {
         CudaOptions options;
         options.tf32 = request.tf32;
         options.fast_start = request.fast_start;
         options.device = request.cuda_device;
         choice.backend = cuda->make_backend(options);
-        choice.reason = asked + ": using CUDA device " + probe.device_name;
+        choice.reason = asked + ": using CUDA device " + std::to_string(request.cuda_device) + ", " + probe.device_name;
         return choice;
       }
       why_not_cuda = probe.reason;

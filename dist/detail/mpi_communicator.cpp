@@ -28,18 +28,22 @@ MpiCommunicator::MpiCommunicator() {
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &ranks_), "MPI_Comm_size");
 }
 
-std::string MpiCommunicator::describe() const {
-  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+std::string mpi_library_version() {
+  char words[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
-  MPI_Get_library_version(version, &length);
-  std::string words(version, static_cast<std::size_t>(length));
-  words = words.substr(0, words.find_first_of(",\n"));
-  return "MPI (" + words + "), " + std::to_string(ranks_) + " ranks, sums in host memory";
+  MPI_Get_library_version(words, &length);
+  const std::string text(words, static_cast<std::size_t>(length));
+  return text.substr(0, text.find_first_of(",\n"));
 }
 
-std::size_t MpiCommunicator::reserved_bytes(std::size_t largest_sum_bytes) const {
-  // An in-place MPI_Iallreduce (Open MPI's libnbc) works in a temporary as large as the message.
-  return ranks_ > 1 ? largest_sum_bytes : 0;
+std::string MpiCommunicator::describe() const {
+  return "MPI (" + mpi_library_version() + "), " + std::to_string(ranks_) + " ranks";
+}
+
+std::size_t MpiCommunicator::reserved_bytes(std::size_t in_flight_bytes) const {
+  // An in-place MPI_Iallreduce (Open MPI's libnbc) works in a temporary as large as its message,
+  // held until it completes.
+  return ranks_ > 1 ? in_flight_bytes : 0;
 }
 
 void MpiCommunicator::sum_host(std::span<double> values) { reduce_host(values, MPI_SUM); }

@@ -18,7 +18,7 @@ class MpiCommunicator final : public Communicator {
   int ranks() const override { return ranks_; }
   std::string describe() const override;
   DeviceKind memory_kind() const override { return DeviceKind::cpu; }
-  std::size_t reserved_bytes(std::size_t largest_sum_bytes) const override;
+  std::size_t reserved_bytes(std::size_t in_flight_bytes) const override;
 
   void sum_host(std::span<double> values) override;
   void max_host(std::span<double> values) override;
@@ -38,5 +38,7 @@ class MpiCommunicator final : public Communicator {
 // An MPI call's result: anything but MPI_SUCCESS is a DeviceError naming the call and MPI's words
 // (with the default error handler MPI aborts first; the session sets MPI_ERRORS_RETURN).
 void check_mpi(int status, const char* call);
+// The library's name and version ("Open MPI v4.1.4"): the first words of MPI_Get_library_version.
+std::string mpi_library_version();
 
 }  // namespace cnn::dist

@@ -47,13 +47,17 @@ void GradientBuckets::node_done(int node) {
 }
 
 void GradientBuckets::launch_ready() {
-  while (launched_ < count() && buckets_[static_cast<std::size_t>(launched_)].pending == 0)
-    communicator_.start_sum(buckets_[static_cast<std::size_t>(launched_++)].range);
+  while (launched_ < count() && buckets_[static_cast<std::size_t>(launched_)].pending == 0) launch_next();
 }
 
 void GradientBuckets::finish() {
-  while (launched_ < count()) communicator_.start_sum(buckets_[static_cast<std::size_t>(launched_++)].range);
+  while (launched_ < count()) launch_next();
   communicator_.wait_started();
+}
+
+void GradientBuckets::launch_next() {
+  communicator_.start_sum(buckets_[static_cast<std::size_t>(launched_)].range);
+  ++launched_;  // after it started: a sum that failed to start is not counted as launched
 }
 
 }  // namespace cnn

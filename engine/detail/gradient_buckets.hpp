@@ -53,6 +53,7 @@ class GradientBuckets {
     int first = -1, last = -1;  // the buckets holding the node's gradients; -1: it has none
   };
   void launch_ready();
+  void launch_next();
 
   Communicator& communicator_;
   std::vector<Bucket> buckets_;

@@ -28,7 +28,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--lr-step-factor", o.lr_step_factor, "--schedule step: what each drop multiplies the rate by")
       ->check(positive_number());
   app.add_option("--seed", o.seed);
-  app.add_option("--threads", o.threads, "CPU threads (0: all cores)")
+  app.add_option("--threads", o.threads, "CPU threads (default: the cores this process may run on, shared by its machine's ranks; 0: all cores)")
       ->check(integer_between(0, kMaxThreads, "(0: all cores)"));
   app.add_option("--device", o.device)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--precision", o.precision, "CUDA: fp32, or tf32 (cuDNN and cuBLAS may use tensor cores)")
@@ -116,6 +116,10 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize (measured) or --mean and --std, not both");
   if (o.mean.empty() != o.std.empty())
     throw CLI::ValidationError("--mean, --std", "give --mean and --std together");
+  if (o.cuda_graph && o.sync_batchnorm)
+    throw CLI::ValidationError("--cuda-graph, --sync-batchnorm",
+                               "--sync-batchnorm sums over the ranks inside forward and backward, which a recorded "
+                               "graph cannot: give one of them");
   if (o.cuda_graph && o.allocator != "planned")
     throw CLI::ValidationError("--cuda-graph, --allocator",
                                "--cuda-graph needs --allocator planned: other strategies move buffers between steps");

@@ -24,8 +24,20 @@ class Ranks {
   int local_count() const { return launched_ ? launched_->local_ranks : 1; }
   bool several() const { return count() > 1; }
   bool writes() const { return rank() == 0; }  // prints, writes metrics, checkpoints, plots, exports
+  // "rank R: " over several ranks, else nothing: for the warnings every rank prints itself.
+  std::string prefix() const;
+  // CPU threads for this rank: the cores the launcher bound it to (mpirun binds each rank of a
+  // small job to a core), else this machine's cores shared by its ranks.
+  int cpu_threads() const;
   // The host communicator over the ranks; null without MPI.
   Communicator* world();
+  // Over several ranks: a UsageError on every rank unless all chose the same kind of device
+  // (--device auto may find a GPU on one machine and none on another).
+  void agree_on_device(DeviceKind kind);
+  // Over several ranks: a UsageError on every rank, naming one, unless every rank's `job` (its
+  // settings, network, data and device in words) is rank 0's, so that no two ranks train
+  // different models while summing each other's gradients.
+  void check_same_job(const std::string& job);
   // Ends the process with `code` after `message` on stderr: for several ranks, the whole job
   // (MPI_Abort), the message naming the rank.
   [[noreturn]] void fail(const std::string& message, int code);

@@ -4,7 +4,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include "cnnengine/cnnengine.hpp"
 #include "inference_commands.hpp"
@@ -54,13 +53,9 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
 DeviceChoice choose_device(const Options& o, const Ranks& ranks) {
   DeviceRequest request;
   request.device = parse_device(o.device);
-  request.threads = o.threads;
-  if (ranks.several()) {
-    // The machine's cores shared by its ranks, one GPU each.
-    if (!o.given.count("--threads"))
-      request.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks.local_count());
-    request.cuda_device = ranks.local_rank();
-  }
+  // The cores this process may run on (taskset, mpirun's binding), shared by the machine's ranks.
+  request.threads = o.given.count("--threads") ? o.threads : ranks.cpu_threads();
+  if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
   request.tf32 = o.precision == "tf32";
   request.fast_start = o.fast_start;
   DeviceChoice device = select_device(request);
@@ -68,6 +63,17 @@ DeviceChoice choose_device(const Options& o, const Ranks& ranks) {
     for (const char* option : {"--precision", "--fast-start"})
       if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";
   return device;
+}
+
+// What must be alike on every rank of a data-parallel run, in words, a line each.
+std::string job_description(const Options& o, const ModelDescription& model, const data::Dataset& train_set,
+                            const data::Dataset& test_set, const Backend& backend) {
+  std::string job = run_settings(o).dump(1) + "\nnetwork: " + model.network + "\ninput: " + model.input.str() +
+                    "\nclasses:";
+  for (const std::string& name : model.class_names) job += " " + name;
+  job += "\ntraining samples: " + std::to_string(train_set.size()) + "\ntest samples: " +
+         std::to_string(test_set.size()) + "\ndevice: " + to_string(backend.kind()) + "\n";
+  return job;
 }
 
 // Options that would silently do nothing on this data.
@@ -154,11 +160,13 @@ TrainerOptions trainer_options(const Options& o, const data::Loader& train_loade
 
 }  // namespace
 
-data::ImageFolderOptions image_options(const Options& o) {
+data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
   data::ImageFolderOptions images;
   images.max_decoded_image_bytes = memory::parse_bytes(o.max_image_bytes);
   images.skip_corrupt = o.skip_corrupt;
-  images.on_skipped = [](const std::string& warning) { std::cerr << "warning: " << warning << "\n"; };
+  images.on_skipped = [prefix = warning_prefix](const std::string& warning) {
+    std::cerr << prefix << "warning: " << warning << "\n";
+  };
   return images;
 }
 
@@ -169,13 +177,15 @@ int train(Options o, Ranks& ranks) {
                      std::to_string(o.epochs) + " epochs");
 
   // Where --save writes is checked before anything is read (whether it may replace the file
-  // there, once the inputs are known).
-  if (!o.save.empty() && !o.plan_only) check_save_path(o.save, true);
+  // there, once the inputs are known), by rank 0 alone, which writes it.
+  const bool check_save = !o.save.empty() && !o.plan_only && ranks.writes();
+  if (check_save) check_save_path(o.save, true);
   if (!o.export_onnx.empty()) require_onnx_export();
 
   // The device before the data: --device cuda without a GPU fails before anything is read.
   DeviceChoice device = choose_device(o, ranks);
   Backend& backend = *device.backend;
+  ranks.agree_on_device(backend.kind());
   // Over several ranks: the sums reach the device's memory (NCCL on GPUs, MPI on the CPU).
   std::unique_ptr<Communicator> device_sums;
   Communicator* communicator = ranks.world();
@@ -189,14 +199,14 @@ int train(Options o, Ranks& ranks) {
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
   target.channels = o.channels;  // 0: as the first image is
-  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed, image_options(o));
+  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed, image_options(o, ranks.prefix()));
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
   if ((o.keep_best || o.early_stop > 0) && splits.test->size() == 0)
     throw UsageError(std::string(o.keep_best ? "--keep-best" : "--early-stop") + " needs a test set, and " + o.data +
                      " has none");
   check_outputs(outputs_of(o), inputs_of(o, splits), {{"--save", "--load"}, {"--save", "--resume"}});
-  if (!o.save.empty() && !o.plan_only) check_save_path(o.save, o.overwrite || !o.resume.empty());
+  if (check_save) check_save_path(o.save, o.overwrite || !o.resume.empty());
   std::unique_ptr<data::Dataset> limited;
   const data::Dataset* train_set = splits.train.get();
   if (o.limit) {
@@ -220,6 +230,7 @@ int train(Options o, Ranks& ranks) {
     model.preprocessing.normalization = normalization_of(o, resumed, *train_set);
   }
   data::check_normalization(model.preprocessing.normalization, train_set->shape().channels);
+  ranks.check_same_job(job_description(o, model, *train_set, *splits.test, backend));
 
   data::LoaderOptions train_options;
   train_options.batch = o.batch;
@@ -249,6 +260,14 @@ int train(Options o, Ranks& ranks) {
     train_options.drop_last = true;
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
               << ") is left out, a different one each epoch, because " << need.why << "\n";
+  } else if (o.sync_batchnorm && samples > static_cast<std::size_t>(o.batch) &&
+             rest % static_cast<std::size_t>(ranks.count()) != 0) {
+    // Synchronised BatchNorm runs the same micro-batches on every rank: an uneven last batch cannot.
+    train_options.drop_last = true;
+    std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
+              << ") is left out, a different one each epoch: synchronised BatchNorm needs every batch shared "
+                 "evenly over the "
+              << ranks.count() << " ranks\n";
   }
   memory::StatisticsAdaptor staging_stats(backend.staging_memory());
   data::Loader train_loader(*train_set, train_options, staging_stats);
@@ -275,7 +294,9 @@ int train(Options o, Ranks& ranks) {
                       ? " of " + memory::format_bytes(trainer.memory_stack().arena_capacity())
                       : std::string())
               << " for step buffers\n";
-  trainer.on_recovery = [](const std::string& message) { std::cerr << "\nrecovered: " << message << "\n"; };
+  trainer.on_recovery = [prefix = ranks.prefix()](const std::string& message) {
+    std::cerr << "\n" << prefix << "recovered: " << message << "\n";
+  };
   RunProgress progress;
   if (!o.load.empty()) {
     load_weights(o.load, network, trainer.parameters());
@@ -289,7 +310,7 @@ int train(Options o, Ranks& ranks) {
     std::cout << "resumed: epoch " << progress.epoch << ", batch " << progress.batches_done << ", step "
               << trainer.steps() << "\n";
   }
-  const int share = (o.batch + ranks.count() - 1) / ranks.count();  // the largest rank's
+  const int share = share_of_batch(o.batch, 0, ranks.count()).size;  // rank 0's, the largest
   const int k = (share + trainer.micro_batch() - 1) / trainer.micro_batch();
   std::cout << "optimizer: " << trainer.optimizer().describe() << ", lr " << o.lr << ", " << o.schedule
             << " schedule; batch " << o.batch << " = "

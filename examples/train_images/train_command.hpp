@@ -1,5 +1,7 @@
 #pragma once
 // train_images without --doctor: a new run, or (--resume) the continuation of a saved one.
+#include <string>
+
 #include "cnnengine/data/image_folder_dataset.hpp"
 #include "options.hpp"
 #include "ranks.hpp"
@@ -9,7 +11,8 @@ namespace cnn::app {
 // Returns the exit code (see main.cpp); throws what the run hit. Over several ranks, each trains
 // on its share of every batch and rank 0 writes.
 int train(Options o, Ranks& ranks);
-// The image-folder options the command line gives (--max-image-bytes, --skip-corrupt).
-data::ImageFolderOptions image_options(const Options& o);
+// The image-folder options the command line gives (--max-image-bytes, --skip-corrupt); a skipped
+// image's warning starts with `warning_prefix` (a rank's).
+data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix = "");
 
 }  // namespace cnn::app

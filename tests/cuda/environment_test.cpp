@@ -19,6 +19,15 @@ TEST_CASE("cuda probe finds the device", "[cuda][environment]") {
   CHECK_FALSE(probe.device_name.empty());
 }
 
+TEST_CASE("cuda probe of a GPU past those visible says how many there are", "[cuda][environment]") {
+  int count = 0;
+  CNN_CHECK(cudaGetDeviceCount(&count));
+  const CudaProbe probe = probe_cuda(count);  // a data-parallel rank with no GPU of its own
+  CHECK_FALSE(probe.available);
+  CHECK(probe.reason.find("GPU " + std::to_string(count) + " was asked for") != std::string::npos);
+  CHECK_FALSE(probe_cuda(-1).available);
+}
+
 TEST_CASE("cuda environment report names versions and the GPU without errors", "[cuda][environment]") {
   const std::string report = cuda_environment_report();
   INFO(report);

@@ -22,7 +22,7 @@ for _ in $(seq 1 600); do  # 30 s at most, then it is a hang
   sleep 0.05
 done
 if kill -0 $job 2>/dev/null; then
-  kill -9 $job; pkill -9 -f "$work" 2>/dev/null
+  pkill -9 -P $job 2>/dev/null; kill -9 $job
   echo "FAILED: the job still runs 30 s after rank 1 was killed (a hang)"; cat log.txt; exit 1
 fi
 wait $job

@@ -197,6 +197,73 @@ TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-pa
   CHECK(largest_difference(one.trainable, apart[0].trainable) > 1e-4);
 }
 
+TEST_CASE("synchronised BatchNorm refuses an uneven batch on every rank, none left waiting",
+          "[data-parallel][batchnorm]") {
+  const SyntheticData data(16 + 15 + 14, kImage, kClasses, 10);
+  ThreadRanks group(2);
+  group.run([&](int r) {
+    CpuBackend backend(1);
+    Network net = make_preset("small-bn", kImage, kClasses);
+    TrainerOptions o = testing::constant_sgd(16);
+    o.sync_batchnorm = true;
+    o.communicator = &group.rank(r);
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    auto share_of = [&](int first, int batch) {
+      const RankShare mine = share_of_batch(batch, r, 2);
+      HostBatch b = data.batch(first + mine.first, mine.size);
+      b.first = mine.first;
+      b.global_size = batch;
+      return b;
+    };
+    CHECK(trainer.train_step(share_of(0, 16)).samples == 16);
+    // 15 over 2 ranks is 8 and 7: the ranks' micro-batches could not be paired in BatchNorm's sums.
+    REQUIRE_THROWS_WITH(trainer.train_step(share_of(16, 15)), Catch::Contains("shared evenly"));
+    CHECK(trainer.steps() == 1);
+    // A shorter batch that is even still trains: 7 on each rank.
+    const StepReport last = trainer.train_step(share_of(31, 14));
+    CHECK(last.samples == 14);
+    CHECK(std::isfinite(last.loss));
+  });
+}
+
+TEST_CASE("synchronised BatchNorm: ranks that would run different micro-batches agree on the smallest",
+          "[data-parallel][batchnorm]") {
+  const SyntheticData data(16 * 3, kImage, kClasses, 11);
+  auto make = [] { return make_preset("small-bn", kImage, kClasses); };
+  TrainerOptions o = testing::constant_sgd(16);
+  o.sync_batchnorm = true;
+  o.micro_batch = 4;
+  const std::vector<Run> alike = data_parallel(make, o, data, 3, 2);
+
+  // Rank 1 asks for micro-batch 8 (as a rank whose budget or device allows more would): both
+  // run 4, as the run above. Before the third step rank 1 alone goes down to 2 (a restored
+  // state; an evaluation out of memory does the same): both run 2. Neither waits in a sum alone.
+  ThreadRanks group(2);
+  std::vector<Run> runs(2);
+  group.run([&](int r) {
+    CpuBackend backend(1);
+    Network net = make();
+    TrainerOptions mine = o;
+    mine.micro_batch = r == 0 ? 4 : 8;
+    mine.communicator = &group.rank(r);
+    Trainer trainer(net, backend, memory::host_resource(), mine);
+    CHECK(trainer.micro_batch() == 4);
+    Run& run = runs[static_cast<std::size_t>(r)];
+    for (int s = 0; s < 3; ++s) {
+      if (s == 2 && r == 1) trainer.restore(TrainerState{trainer.steps(), 2, 0});  // one rank alone goes lower
+      const StepReport report = trainer.train_step(share(data, s, 16, r, 2));
+      run.losses.push_back(report.loss);
+      run.micro_batches.push_back(report.micro_batch);
+    }
+    run.trainable = trainable_of(trainer);
+  });
+  CHECK(runs[0].micro_batches == std::vector<int>{4, 4, 2});
+  CHECK(runs[1].micro_batches == std::vector<int>{4, 4, 2});
+  CHECK(largest_difference(runs[0].trainable, runs[1].trainable) == 0);
+  CHECK(runs[0].losses[0] == alike[0].losses[0]);
+  CHECK(runs[0].losses[1] == alike[0].losses[1]);
+}
+
 TEST_CASE("the trainer refuses data-parallel settings that cannot work", "[data-parallel]") {
   CpuBackend backend(1);
   Network net = make_preset("small-bn", kImage, kClasses);

@@ -57,7 +57,7 @@ TEST_CASE("a CUDA build loads its backend as a plugin; a CPU build says it has n
   }
   REQUIRE(plugin != nullptr);  // the toolkit's libraries load here even without a GPU
   CHECK(plugin->abi == kCudaPluginAbi);
-  const CudaProbe probe = plugin->probe();
+  const CudaProbe probe = plugin->probe(0);
   if (!probe.available) CHECK_FALSE(probe.reason.empty());
   CHECK(environment_report().find("cnnengine built with CUDA: yes") != std::string::npos);
 }

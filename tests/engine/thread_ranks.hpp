@@ -86,22 +86,27 @@ class ThreadRanks {
     const long generation = generation_;
     arrived_[static_cast<std::size_t>(rank)] = mine;
     if (++count_ == ranks_) {
-      combine();
+      mismatched_ = mismatched_ || !same_calls();
+      if (!mismatched_) combine();
       count_ = 0;
       ++generation_;
       changed_.notify_all();
-      return;
-    }
-    if (!changed_.wait_for(lock, std::chrono::seconds(60), [&] { return generation_ != generation; }))
+    } else if (!changed_.wait_for(lock, std::chrono::seconds(60), [&] { return generation_ != generation; })) {
       throw std::runtime_error("thread ranks: rank " + std::to_string(rank) + " waited 60 s for the others");
+    }
+    // Every rank fails, outside the combining, rather than one throwing while the others wait.
+    if (mismatched_) throw std::logic_error("thread ranks: the ranks made different collective calls");
+  }
+
+  bool same_calls() const {
+    for (const Contribution& c : arrived_)
+      if (c.op != arrived_[0].op || c.count != arrived_[0].count) return false;
+    return true;
   }
 
   // Every rank's contribution is in arrived_; they all wait, so their buffers may be written.
   void combine() {
     const Contribution& first = arrived_[0];
-    for (const Contribution& c : arrived_)
-      if (c.op != first.op || c.count != first.count)
-        throw std::logic_error("thread ranks: the ranks made different collective calls");
     for (std::size_t i = 0; i < first.count; ++i) {
       switch (first.op) {
         case Op::sum_floats: {
@@ -134,6 +139,7 @@ class ThreadRanks {
   std::vector<Contribution> arrived_;
   int count_ = 0;
   long generation_ = 0;
+  bool mismatched_ = false;  // once the ranks' calls differed, every later call fails too
 };
 
 }  // namespace cnn::testing

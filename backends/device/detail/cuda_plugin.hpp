@@ -15,13 +15,13 @@ namespace cnn {
 // another build of cnnengine.
 struct CudaPlugin {
   int abi = 0;
-  CudaProbe (*probe)() noexcept = nullptr;
+  CudaProbe (*probe)(int device) noexcept = nullptr;
   std::unique_ptr<Backend> (*make_backend)(const CudaOptions&) = nullptr;
   std::string (*environment_report)() = nullptr;
   // NCCL over the ranks `host` joins, for a backend make_backend made; null in a build without NCCL.
   std::unique_ptr<Communicator> (*make_nccl_communicator)(Backend&, Communicator& host) = nullptr;
 };
-inline constexpr int kCudaPluginAbi = 2;
+inline constexpr int kCudaPluginAbi = 3;
 inline constexpr const char* kCudaPluginEntry = "cnn_cuda_plugin";  // extern "C" const CudaPlugin* ()
 
 // The loaded plugin, or null with `why` saying what is missing (not built, not found beside
