@@ -40,8 +40,8 @@ void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
   }
 }
 
-// Eight floats: one AVX register (two SSE registers without AVX). GCC's vector extensions, so
-// that one code serves every instruction set.
+// Eight floats: one AVX register (two SSE registers without AVX). GCC's vector extensions (Clang
+// has them too: the fuzzers build this file with it), so that one code serves every instruction set.
 using Floats8 = float __attribute__((vector_size(32)));
 using Ints8 = std::int32_t __attribute__((vector_size(32)));
 
@@ -59,9 +59,11 @@ void max_2x2_backward_4(const float* r0, const float* r1, const float* m, const 
                         bool accumulate) {
   const Floats8 max_up = {m[0], m[0], m[1], m[1], m[2], m[2], m[3], m[3]};
   const Floats8 grad_up = {g[0], g[0], g[1], g[1], g[2], g[2], g[3], g[3]};
-  const Ints8 partner = {1, 0, 3, 2, 5, 4, 7, 6}, odd = {0, -1, 0, -1, 0, -1, 0, -1};
+  const Ints8 odd = {0, -1, 0, -1, 0, -1, 0, -1};
   const Ints8 eq0 = load8(r0) == max_up, eq1 = load8(r1) == max_up;
-  const Ints8 eq0_partner = __builtin_shuffle(eq0, partner), eq1_partner = __builtin_shuffle(eq1, partner);
+  // Each lane's partner, lanes swapped in pairs (GCC 12 and Clang both have __builtin_shufflevector).
+  const Ints8 eq0_partner = __builtin_shufflevector(eq0, eq0, 1, 0, 3, 2, 5, 4, 7, 6);
+  const Ints8 eq1_partner = __builtin_shufflevector(eq1, eq1, 1, 0, 3, 2, 5, 4, 7, 6);
   const Ints8 pick0 = eq0 & ~(eq0_partner & odd);                        // e0 (even lanes), e1 (odd)
   const Ints8 pick1 = eq1 & ~(eq0 | eq0_partner) & ~(eq1_partner & odd);  // e2, e3
   const Floats8 one = {1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f, 1.f};
