@@ -46,7 +46,8 @@ std::size_t outside_stack(const TrainerOptions& options, const Network& network,
 // A blocking sum of a whole block in pieces of at most `piece_bytes`, so that what the
 // communicator holds for it stays within what the plan counted (communication_bytes).
 void sum_in_pieces(Communicator& c, const Tensor& values, std::size_t piece_bytes) {
-  const std::size_t piece = std::max<std::size_t>(piece_bytes / sizeof(float), 1);
+  constexpr std::size_t kLargestPiece = std::size_t{1} << 30;  // floats: a Shape's dimension is an int
+  const std::size_t piece = std::clamp<std::size_t>(piece_bytes / sizeof(float), 1, kLargestPiece);
   for (std::size_t done = 0; done < values.elements(); done += piece) {
     const std::size_t n = std::min(piece, values.elements() - done);
     c.sum(Tensor{values.data + done, Shape{static_cast<int>(n)}});
@@ -171,8 +172,9 @@ void Trainer::start() {
   micro_batch_ = step_->build_fitting(b, recovery_->smallest());
   if (synchronised_batchnorm()) {
     agree_micro_batch();
-    // No growing back: a rank alone cannot, and the others would follow it down each step.
-    recovery_ = std::make_unique<Recovery>(micro_batch_, planner_->smallest_micro_batch(), 0);
+    // No growing back: a rank alone cannot, and the others would follow it down each step. The
+    // target stays the plan's, so that a restored state may ask for it (the ranks then agree).
+    recovery_ = std::make_unique<Recovery>(b, planner_->smallest_micro_batch(), 0);
   }
 }
 
@@ -206,6 +208,9 @@ void Trainer::check_data_parallel() const {
   if (c->memory_kind() != backend_.kind())
     throw ConfigError("the communicator (" + c->describe() + ") sums " + to_string(c->memory_kind()) +
                       " memory; this trainer's backend is " + to_string(backend_.kind()));
+  if (options_.gradient_bucket_bytes < sizeof(float))
+    throw ConfigError("gradient_bucket_bytes of " + std::to_string(options_.gradient_bucket_bytes) +
+                      ": a bucket holds at least one float");
   if (options_.batch < c->ranks())
     throw ConfigError("a batch of " + std::to_string(options_.batch) + " over " + std::to_string(c->ranks()) +
                       " ranks: every rank needs a sample (--batch at least the number of ranks)");
@@ -343,11 +348,12 @@ void Trainer::check_step_batch(const HostBatch& batch) const {
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
-  check_step_batch(batch);
-  check_labels(batch);
   ensure_built();
   maybe_regrow();
+  // Before the checks, which read the micro-batch: every rank then refuses a batch alike.
   if (synchronised_batchnorm()) agree_micro_batch();
+  check_step_batch(batch);
+  check_labels(batch);
   params_->save_state();
   int micro_batches = 0;
   double communication = 0;

@@ -35,13 +35,16 @@ NcclCommunicator::NcclCommunicator(CudaBackend& backend, Communicator& host) : b
   CNN_CHECK(cudaStreamCreateWithFlags(&sums_, cudaStreamNonBlocking));
   CNN_CHECK(cudaEventCreateWithFlags(&compute_ready_, cudaEventDisableTiming));
   CNN_CHECK(cudaEventCreateWithFlags(&sums_done_, cudaEventDisableTiming));
-  // NCCL connects and sets up its buffers lazily (NCCL_RUNTIME_CONNECT): one sum of a gradient
-  // bucket's size now, so that what it takes is measured before the trainer plans with the rest.
+  // NCCL connects and sets up its buffers lazily (NCCL_RUNTIME_CONNECT), for the algorithm and
+  // protocol a sum's size picks: sums of a gradient bucket's size and of one float (synchronised
+  // BatchNorm's and a short last bucket's sizes) now, so that what they take is measured before
+  // the trainer plans with the rest.
   constexpr std::size_t kWarmUpFloats = std::size_t{1} << 18;  // TrainerOptions' default bucket, 1 MiB
   float* warm_up = nullptr;
   CNN_CHECK(cudaMalloc(&warm_up, kWarmUpFloats * sizeof(float)));
   CNN_CHECK(cudaMemsetAsync(warm_up, 0, kWarmUpFloats * sizeof(float), sums_));
-  check_nccl(ncclAllReduce(warm_up, warm_up, kWarmUpFloats, ncclFloat, ncclSum, comm_, sums_), "ncclAllReduce");
+  for (std::size_t floats : {kWarmUpFloats, std::size_t{1}})
+    check_nccl(ncclAllReduce(warm_up, warm_up, floats, ncclFloat, ncclSum, comm_, sums_), "ncclAllReduce");
   CNN_CHECK(cudaStreamSynchronize(sums_));
   CNN_CHECK(cudaFree(warm_up));
   const std::size_t free_after = free_device_bytes();

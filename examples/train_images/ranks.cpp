@@ -1,14 +1,17 @@
 #include "ranks.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "usage_error.hpp"
 
@@ -24,13 +27,39 @@ void Ranks::start(int* argc, char*** argv) {
 
 std::string Ranks::prefix() const { return several() ? "rank " + std::to_string(rank()) + ": " : std::string(); }
 
-int Ranks::cpu_threads() const {
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+namespace {
+
+// FNV-1a over `bytes`, continuing from `hash`.
+std::uint64_t fnv1a(std::span<const std::byte> bytes, std::uint64_t hash = 14695981039346656037ull) {
+  for (std::byte b : bytes) hash = (hash ^ static_cast<std::uint64_t>(b)) * 1099511628211ull;
+  return hash;
+}
+
+}  // namespace
+
+int Ranks::cpu_threads() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  const int bound = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : cores;
-  if (bound > 0 && bound < cores) return bound;
-  return std::max(1, cores / local_count());
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    CPU_ZERO(&allowed);
+    for (unsigned cpu = 0; cpu < std::max(1u, std::thread::hardware_concurrency()) && cpu < CPU_SETSIZE; ++cpu)
+      CPU_SET(cpu, &allowed);
+  }
+  const int cores = std::max(1, CPU_COUNT(&allowed));
+  Communicator* c = world();
+  if (!c || !several()) return cores;
+  // The ranks on this machine bound to the same cores share them: mpirun binds each rank of a
+  // small job to a core of its own, larger jobs to a socket each, a container or a batch system
+  // may give them all one set. Every rank learns every rank's (machine, cores) in one sum.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  std::uint64_t key = fnv1a(std::as_bytes(std::span<const char>(host, std::strlen(host))));
+  key = fnv1a(std::as_bytes(std::span<const cpu_set_t>(&allowed, 1)), key);
+  std::vector<double> keys(static_cast<std::size_t>(count()), 0.0);
+  keys[static_cast<std::size_t>(rank())] = static_cast<double>(key >> 12) + 1.0;  // 52 bits: exact in a double
+  c->sum_host(keys);
+  const auto sharing = std::count(keys.begin(), keys.end(), keys[static_cast<std::size_t>(rank())]);
+  return std::max(1, cores / static_cast<int>(sharing));
 }
 
 Communicator* Ranks::world() { return session_ ? &session_->world() : nullptr; }
@@ -55,24 +84,36 @@ void Ranks::check_same_job(const std::string& job) {
   if (rank() == 0) rank0 = job;
   c->broadcast_host(std::as_writable_bytes(std::span<char>(rank0.data(), rank0.size())));
   const bool differs = rank0 != job;
-  double differing_rank[1] = {differs ? static_cast<double>(rank()) : -1.0};  // the last one that differs
+  double differing_rank[1] = {differs ? static_cast<double>(rank()) : -1.0};
   c->max_host(differing_rank);
   if (differing_rank[0] < 0) return;
-  const std::string who = "rank " + std::to_string(static_cast<int>(differing_rank[0]));
-  if (!differs)
-    throw UsageError(who + " is not running rank 0's job (another data set, network, setting or build): see its "
-                      "message");
-  // The first line that differs, as each has it.
-  std::size_t at = 0;
-  while (at < job.size() && at < rank0.size() && job[at] == rank0[at]) ++at;
-  const std::size_t newline = at == 0 ? std::string::npos : job.rfind('\n', at - 1);
-  const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
-  const auto line_from = [begin](const std::string& text) {
-    const std::size_t first = std::min(text.find_first_not_of(' ', begin), text.size());
-    return text.substr(first, text.find('\n', first) - first);
-  };
-  throw UsageError(who + " is not running rank 0's job: rank 0 has '" + line_from(rank0) + "', this rank '" +
-                    line_from(job) + "'");
+  // The last rank that differs says how, and every rank ends with the same words (whichever
+  // rank's MPI_Abort wins, the message is whole).
+  const int who = static_cast<int>(differing_rank[0]);
+  constexpr std::size_t kWords = 400;
+  std::string words;
+  if (rank() == who) {
+    // The first line that differs, as rank 0 and this rank have it.
+    std::size_t at = 0;
+    while (at < job.size() && at < rank0.size() && job[at] == rank0[at]) ++at;
+    const std::size_t newline = at == 0 ? std::string::npos : job.rfind('\n', at - 1);
+    const std::size_t begin = newline == std::string::npos ? 0 : newline + 1;
+    const auto line_from = [begin](const std::string& text) {
+      const std::size_t first = std::min(text.find_first_not_of(' ', begin), text.size());
+      return text.substr(first, std::min<std::size_t>(text.find('\n', first) - first, kWords / 3));
+    };
+    words = "rank 0 has '" + line_from(rank0) + "', rank " + std::to_string(who) + " '" + line_from(job) + "'";
+  }
+  std::vector<double> shared(kWords, 0.0);  // the words as byte values, summed: zeros elsewhere
+  for (std::size_t i = 0; i < words.size() && i < kWords; ++i) shared[i] = static_cast<unsigned char>(words[i]);
+  c->sum_host(shared);
+  words.clear();
+  for (double b : shared) {
+    if (b == 0) break;
+    words += static_cast<char>(static_cast<unsigned char>(b));
+  }
+  throw UsageError("rank " + std::to_string(who) + " is not running rank 0's job (its settings, network, data or "
+                   "device): " + words);
 }
 
 void Ranks::fail(const std::string& message, int code) {

@@ -26,9 +26,10 @@ class Ranks {
   bool writes() const { return rank() == 0; }  // prints, writes metrics, checkpoints, plots, exports
   // "rank R: " over several ranks, else nothing: for the warnings every rank prints itself.
   std::string prefix() const;
-  // CPU threads for this rank: the cores the launcher bound it to (mpirun binds each rank of a
-  // small job to a core), else this machine's cores shared by its ranks.
-  int cpu_threads() const;
+  // CPU threads for this process: the cores it may run on (taskset, mpirun's binding, a
+  // container), over the ranks on this machine that may run on the same ones. Over several ranks
+  // a collective call: every rank calls it.
+  int cpu_threads();
   // The host communicator over the ranks; null without MPI.
   Communicator* world();
   // Over several ranks: a UsageError on every rank unless all chose the same kind of device

@@ -50,11 +50,13 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
   return r;
 }
 
-DeviceChoice choose_device(const Options& o, const Ranks& ranks) {
+DeviceChoice choose_device(const Options& o, Ranks& ranks) {
   DeviceRequest request;
   request.device = parse_device(o.device);
-  // The cores this process may run on (taskset, mpirun's binding), shared by the machine's ranks.
-  request.threads = o.given.count("--threads") ? o.threads : ranks.cpu_threads();
+  // The cores this process may run on (taskset, mpirun's binding), shared by the machine's ranks
+  // (asked of every rank: a collective call).
+  const int fitting_threads = ranks.cpu_threads();
+  request.threads = o.given.count("--threads") ? o.threads : fitting_threads;
   if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
   request.tf32 = o.precision == "tf32";
   request.fast_start = o.fast_start;
@@ -65,10 +67,15 @@ DeviceChoice choose_device(const Options& o, const Ranks& ranks) {
   return device;
 }
 
-// What must be alike on every rank of a data-parallel run, in words, a line each.
+// What must be alike on every rank of a data-parallel run, in words, a line each. Not where the
+// data is (machines may mount it apart; its sizes and class names are compared) nor the budget
+// (GPUs of different sizes may have their own).
 std::string job_description(const Options& o, const ModelDescription& model, const data::Dataset& train_set,
                             const data::Dataset& test_set, const Backend& backend) {
-  std::string job = run_settings(o).dump(1) + "\nnetwork: " + model.network + "\ninput: " + model.input.str() +
+  nlohmann::json settings = run_settings(o);
+  settings.erase("--data");
+  settings.erase("--memory-budget");
+  std::string job = settings.dump(1) + "\nnetwork: " + model.network + "\ninput: " + model.input.str() +
                     "\nclasses:";
   for (const std::string& name : model.class_names) job += " " + name;
   job += "\ntraining samples: " + std::to_string(train_set.size()) + "\ntest samples: " +
@@ -256,6 +263,11 @@ int train(Options o, Ranks& ranks) {
                      " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
   if (need.samples > 1 && samples < least)
     throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
+  if (o.sync_batchnorm && ranks.several() && samples < static_cast<std::size_t>(o.batch) &&
+      samples % static_cast<std::size_t>(ranks.count()) != 0)
+    throw UsageError("--sync-batchnorm: the training set's " + std::to_string(samples) +
+                     " samples make one batch, which cannot be shared evenly over the " +
+                     std::to_string(ranks.count()) + " ranks (give --limit or --batch a multiple of them)");
   if (need.samples > 1 && samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < least) {
     train_options.drop_last = true;
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
