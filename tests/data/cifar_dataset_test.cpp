@@ -2,7 +2,6 @@
 // from the tests): samples, labels, class names, splits and files; then every way a folder or a
 // file can be wrong, each a DataError naming the file.
 #include <catch2/catch.hpp>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/open_dataset.hpp"
 #include "data_test_files.hpp"
+#include "expect_open_error.hpp"
 
 using namespace cnn::data;
 using cnn::data::test::TempFolder;
@@ -23,19 +23,6 @@ namespace t = cnn::data::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Expects open_dataset to throw a DataError naming `named` and containing `words`.
-void expect_error(const fs::path& folder, const fs::path& named, const std::string& words) {
-  try {
-    open_dataset(folder);
-    FAIL("expected a DataError naming " << named);
-  } catch (const DataError& e) {
-    const std::string what = e.what();
-    INFO(what);
-    CHECK(what.find(full_path(named) + ":") != std::string::npos);
-    CHECK(what.find(words) != std::string::npos);
-  }
-}
 
 // Loads every sample of `data` and checks it is record `first + i` of cifar10_records.
 void check_records(const Dataset& data, int first, int classes, int per_class_label(int)) {
@@ -60,12 +47,6 @@ std::vector<fs::path> cifar10_files(const fs::path& folder) {
   return {folder / "data_batch_1.bin", folder / "data_batch_2.bin", folder / "data_batch_3.bin",
           folder / "data_batch_4.bin", folder / "data_batch_5.bin", folder / "test_batch.bin",
           folder / "batches.meta.txt"};
-}
-
-long peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024;
 }
 
 }  // namespace
@@ -129,7 +110,7 @@ TEST_CASE("CIFAR-10: found by its files, by the tarball's folder name, or as tha
   SECTION("given with a trailing slash, the folder's name still counts") {
     fs::create_directories(dir / "cifar-10-batches-bin");
     const fs::path given = (dir / "cifar-10-batches-bin").string() + "/";
-    expect_error(given, given,
+    t::expect_open_error(given, given,
                  "incomplete CIFAR-10 data set: missing data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, "
                  "data_batch_4.bin, data_batch_5.bin, test_batch.bin");
   }
@@ -187,7 +168,7 @@ TEST_CASE("CIFAR: a file that is not a whole number of records names the record 
     std::vector<std::uint8_t> bytes = t::cifar10_records(3, 6);
     bytes.resize(2 * 3073 + 100);
     t::write_file(dir / "ten" / "data_batch_3.bin", bytes);
-    expect_error(dir / "ten", dir / "ten" / "data_batch_3.bin",
+    t::expect_open_error(dir / "ten", dir / "ten" / "data_batch_3.bin",
                  "truncated: record 2 has 100 of its 3073 bytes; the file holds 6246 bytes, 2 whole records of 3073 "
                  "bytes (a label byte and 3072 pixel bytes) and part of one");
   }
@@ -195,13 +176,13 @@ TEST_CASE("CIFAR: a file that is not a whole number of records names the record 
     std::vector<std::uint8_t> bytes = t::cifar100_records(2, 1000);
     bytes.pop_back();
     t::write_file(dir / "hundred" / "test.bin", bytes);
-    expect_error(dir / "hundred", dir / "hundred" / "test.bin",
+    t::expect_open_error(dir / "hundred", dir / "hundred" / "test.bin",
                  "truncated: record 1 has 3073 of its 3074 bytes; the file holds 6147 bytes, 1 whole record of 3074 "
                  "bytes (a coarse label byte, a fine label byte and 3072 pixel bytes) and part of one");
   }
   SECTION("less than one record") {
     t::write_file(dir / "ten" / "test_batch.bin", {3, 1, 2});
-    expect_error(dir / "ten", dir / "ten" / "test_batch.bin", "truncated: record 0 has 3 of its 3073 bytes");
+    t::expect_open_error(dir / "ten", dir / "ten" / "test_batch.bin", "truncated: record 0 has 3 of its 3073 bytes");
   }
 }
 
@@ -213,21 +194,21 @@ TEST_CASE("CIFAR: a label out of range names the record", "[data][cifar]") {
     std::vector<std::uint8_t> bytes = t::cifar10_records(3, 3);
     bytes[3073] = 10;
     t::write_file(dir / "ten" / "data_batch_2.bin", bytes);
-    expect_error(dir / "ten", dir / "ten" / "data_batch_2.bin",
+    t::expect_open_error(dir / "ten", dir / "ten" / "data_batch_2.bin",
                  "label out of range at record 1 (byte 3073): expected < 10, found 10");
   }
   SECTION("CIFAR-100 fine") {
     std::vector<std::uint8_t> bytes = t::cifar100_records(5);
     bytes[2 * 3074 + 1] = 100;
     t::write_file(dir / "hundred" / "train.bin", bytes);
-    expect_error(dir / "hundred", dir / "hundred" / "train.bin",
+    t::expect_open_error(dir / "hundred", dir / "hundred" / "train.bin",
                  "fine label out of range at record 2 (byte 6149): expected < 100, found 100");
   }
   SECTION("CIFAR-100 coarse, checked even when the fine labels are the classes") {
     std::vector<std::uint8_t> bytes = t::cifar100_records(5);
     bytes[4 * 3074] = 255;
     t::write_file(dir / "hundred" / "train.bin", bytes);
-    expect_error(dir / "hundred", dir / "hundred" / "train.bin",
+    t::expect_open_error(dir / "hundred", dir / "hundred" / "train.bin",
                  "coarse label out of range at record 4 (byte 12296): expected < 20, found 255");
   }
 }
@@ -236,7 +217,7 @@ TEST_CASE("CIFAR: an empty file holds no records", "[data][cifar]") {
   TempFolder dir;
   t::write_cifar10_folder(dir.path(), 3, 2);
   t::write_file(dir / "test_batch.bin", {});
-  expect_error(dir.path(), dir / "test_batch.bin",
+  t::expect_open_error(dir.path(), dir / "test_batch.bin",
                "holds no records: expected records of 3073 bytes (a label byte and 3072 pixel bytes)");
 }
 
@@ -247,29 +228,29 @@ TEST_CASE("CIFAR: missing files are listed, and batches beyond data_batch_5.bin 
   SECTION("training batches") {
     fs::remove(dir / "ten" / "data_batch_2.bin");
     fs::remove(dir / "ten" / "data_batch_4.bin");
-    expect_error(dir / "ten", dir / "ten", "incomplete CIFAR-10 data set: missing data_batch_2.bin, data_batch_4.bin");
+    t::expect_open_error(dir / "ten", dir / "ten", "incomplete CIFAR-10 data set: missing data_batch_2.bin, data_batch_4.bin");
   }
   SECTION("the test batch") {
     fs::remove(dir / "ten" / "test_batch.bin");
-    expect_error(dir / "ten", dir / "ten", "incomplete CIFAR-10 data set: missing test_batch.bin");
+    t::expect_open_error(dir / "ten", dir / "ten", "incomplete CIFAR-10 data set: missing test_batch.bin");
   }
   SECTION("a sixth batch") {
     t::write_file(dir / "ten" / "data_batch_6.bin", t::cifar10_records(1));
-    expect_error(dir / "ten", dir / "ten",
+    t::expect_open_error(dir / "ten", dir / "ten",
                  "data_batch_6.bin is not part of CIFAR-10: its training set is data_batch_1.bin .. data_batch_5.bin");
   }
   SECTION("CIFAR-100's test file") {
     fs::remove(dir / "hundred" / "test.bin");
-    expect_error(dir / "hundred", dir / "hundred", "incomplete CIFAR-100 data set: missing test.bin");
+    t::expect_open_error(dir / "hundred", dir / "hundred", "incomplete CIFAR-100 data set: missing test.bin");
   }
   SECTION("files of both versions in one folder") {
     t::write_file(dir / "ten" / "train.bin", t::cifar100_records(1));
-    expect_error(dir / "ten", dir / "ten", "holds files of both CIFAR-10");
+    t::expect_open_error(dir / "ten", dir / "ten", "holds files of both CIFAR-10");
   }
   SECTION("both tarballs' folders side by side") {
     fs::rename(dir / "ten", dir / "cifar-10-batches-bin");
     fs::rename(dir / "hundred", dir / "cifar-100-binary");
-    expect_error(dir.path(), dir.path(),
+    t::expect_open_error(dir.path(), dir.path(),
                  "holds both cifar-10-batches-bin/ and cifar-100-binary/: give one of them as the data folder");
   }
   SECTION("open_cifar_folder on a folder that is no CIFAR data set") {
@@ -290,25 +271,25 @@ TEST_CASE("CIFAR: a names file with the wrong names", "[data][cifar]") {
   const fs::path meta = dir / "ten" / "batches.meta.txt";
   SECTION("one name short") {
     t::write_text(meta, "airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\n\n\n");
-    expect_error(dir / "ten", meta, "expected 10 class names, one a line, found 9");
+    t::expect_open_error(dir / "ten", meta, "expected 10 class names, one a line, found 9");
   }
   SECTION("CIFAR-100's fine names, one too many") {
     std::string names;
     for (int c = 0; c <= 100; ++c) names += "c" + std::to_string(c) + "\n";
     t::write_text(dir / "hundred" / "fine_label_names.txt", names);
-    expect_error(dir / "hundred", dir / "hundred" / "fine_label_names.txt", "expected 100 class names, one a line, found 101");
+    t::expect_open_error(dir / "hundred", dir / "hundred" / "fine_label_names.txt", "expected 100 class names, one a line, found 101");
   }
   SECTION("a blank line between names") {
     t::write_text(meta, "airplane\nautomobile\n\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n");
-    expect_error(dir / "ten", meta, "line 3 is blank: expected one class name a line");
+    t::expect_open_error(dir / "ten", meta, "line 3 is blank: expected one class name a line");
   }
   SECTION("a name twice") {
     t::write_text(meta, "airplane\nautomobile\nbird\ncat\nbird\ndog\nfrog\nhorse\nship\ntruck\n");
-    expect_error(dir / "ten", meta, "line 5 repeats the class name 'bird' of line 3");
+    t::expect_open_error(dir / "ten", meta, "line 5 repeats the class name 'bird' of line 3");
   }
   SECTION("not text") {
     t::write_file(meta, t::cifar10_records(1));
-    expect_error(dir / "ten", meta, "holds a control character");
+    t::expect_open_error(dir / "ten", meta, "holds a control character");
   }
   SECTION("spaces and Windows line ends are not part of a name") {
     t::write_text(meta, " airplane\r\nautomobile \r\nbird\r\ncat\r\ndeer\r\ndog\r\nfrog\r\nhorse\r\nship\r\ntruck");
@@ -316,7 +297,7 @@ TEST_CASE("CIFAR: a names file with the wrong names", "[data][cifar]") {
   }
   SECTION("too large to be a list of names") {
     t::write_text(meta, std::string((1 << 20) + 1, 'x'));
-    expect_error(dir / "ten", meta, "holds 1048577 bytes, over the limit of 1 MiB for a list of class names");
+    t::expect_open_error(dir / "ten", meta, "holds 1048577 bytes, over the limit of 1 MiB for a list of class names");
   }
 }
 
@@ -326,22 +307,22 @@ TEST_CASE("CIFAR: a FIFO or a device is refused, not opened", "[data][cifar]") {
   SECTION("a FIFO as the test batch") {
     fs::remove(dir / "test_batch.bin");
     REQUIRE(::mkfifo((dir / "test_batch.bin").c_str(), 0600) == 0);
-    expect_error(dir.path(), dir / "test_batch.bin", "is a FIFO (named pipe), not a regular file");
+    t::expect_open_error(dir.path(), dir / "test_batch.bin", "is a FIFO (named pipe), not a regular file");
   }
   SECTION("a FIFO as the names file") {
     fs::remove(dir / "batches.meta.txt");
     REQUIRE(::mkfifo((dir / "batches.meta.txt").c_str(), 0600) == 0);
-    expect_error(dir.path(), dir / "batches.meta.txt", "is a FIFO (named pipe), not a regular file");
+    t::expect_open_error(dir.path(), dir / "batches.meta.txt", "is a FIFO (named pipe), not a regular file");
   }
   SECTION("a link to /dev/zero as a training batch") {
     fs::remove(dir / "data_batch_4.bin");
     fs::create_symlink("/dev/zero", dir / "data_batch_4.bin");
-    expect_error(dir.path(), dir / "data_batch_4.bin", "is a device, not a regular file");
+    t::expect_open_error(dir.path(), dir / "data_batch_4.bin", "is a device, not a regular file");
   }
   SECTION("a broken link") {
     fs::remove(dir / "data_batch_1.bin");
     fs::create_symlink(dir / "nowhere.bin", dir / "data_batch_1.bin");
-    expect_error(dir.path(), dir / "data_batch_1.bin", "is a broken symbolic link");
+    t::expect_open_error(dir.path(), dir / "data_batch_1.bin", "is a broken symbolic link");
   }
 }
 
@@ -350,10 +331,10 @@ TEST_CASE("CIFAR: a file over 4 GiB is refused at once, before anything is alloc
   t::write_cifar10_folder(dir.path(), 1, 1);
   const std::uintmax_t size = (std::uintmax_t{5} << 30) - 2;  // 5 GiB, a sparse file: no disk taken
   fs::resize_file(dir / "data_batch_5.bin", size);
-  const long rss_before = peak_rss_mib();
+  const long rss_before = t::peak_rss_mib();
   const auto start = std::chrono::steady_clock::now();
-  expect_error(dir.path(), dir / "data_batch_5.bin",
+  t::expect_open_error(dir.path(), dir / "data_batch_5.bin",
                "holds " + std::to_string(size) + " bytes, over the limit of 4 GiB for one CIFAR file");
   CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 1.0);
-  CHECK(peak_rss_mib() - rss_before < 50);
+  CHECK(t::peak_rss_mib() - rss_before < 50);
 }

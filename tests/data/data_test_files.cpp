@@ -1,5 +1,7 @@
 #include "data_test_files.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
@@ -72,23 +74,29 @@ void put_le(std::vector<std::uint8_t>& out, std::uint32_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(value >> (8 * i)));
 }
 
-}  // namespace
-
-// The test program does not link zlib, so this writes a valid gzip member of stored (not
-// compressed) deflate blocks by hand.
-std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes) {
-  std::vector<std::uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};
+std::vector<std::uint8_t> stored_deflate(const std::vector<std::uint8_t>& bytes) {
+  std::vector<std::uint8_t> out;
   std::size_t at = 0;
   do {
     const std::size_t length = std::min<std::size_t>(65535, bytes.size() - at);
-    const bool last = at + length == bytes.size();
-    out.push_back(last ? 1 : 0);
+    out.push_back(at + length == bytes.size() ? 1 : 0);
     put_le(out, static_cast<std::uint32_t>(length), 2);
     put_le(out, static_cast<std::uint32_t>(~length & 0xFFFF), 2);
     out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
                bytes.begin() + static_cast<std::ptrdiff_t>(at + length));
     at += length;
   } while (at < bytes.size());
+  return out;
+}
+
+}  // namespace
+
+// The test program does not link zlib, so this writes a valid gzip member of stored (not
+// compressed) deflate blocks by hand.
+std::vector<std::uint8_t> gzip_bytes(const std::vector<std::uint8_t>& bytes) {
+  std::vector<std::uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};
+  const std::vector<std::uint8_t> blocks = stored_deflate(bytes);
+  out.insert(out.end(), blocks.begin(), blocks.end());
   put_le(out, crc32(bytes), 4);
   put_le(out, static_cast<std::uint32_t>(bytes.size()), 4);
   return out;
@@ -178,21 +186,6 @@ std::vector<std::uint8_t> png_chunk(const std::string& type, const std::vector<s
 
 namespace {
 
-std::vector<std::uint8_t> stored_deflate(const std::vector<std::uint8_t>& bytes) {
-  std::vector<std::uint8_t> out;
-  std::size_t at = 0;
-  do {
-    const std::size_t length = std::min<std::size_t>(65535, bytes.size() - at);
-    out.push_back(at + length == bytes.size() ? 1 : 0);
-    put_le(out, static_cast<std::uint32_t>(length), 2);
-    put_le(out, static_cast<std::uint32_t>(~length & 0xFFFF), 2);
-    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
-               bytes.begin() + static_cast<std::ptrdiff_t>(at + length));
-    at += length;
-  } while (at < bytes.size());
-  return out;
-}
-
 std::uint32_t adler32(const std::vector<std::uint8_t>& bytes) {
   std::uint32_t a = 1, b = 0;
   for (std::uint8_t byte : bytes) {
@@ -269,6 +262,12 @@ std::vector<std::uint8_t> zero_png(std::uint32_t width, std::uint32_t height) {
 
 void write_gzip(const fs::path& path, const std::vector<std::uint8_t>& bytes) {
   write_bytes(path, gzip_bytes(bytes));
+}
+
+long peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
 }
 
 std::vector<std::uint8_t> read_bytes(const fs::path& path) {

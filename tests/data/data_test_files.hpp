@@ -30,6 +30,8 @@ void write_gzip(const std::filesystem::path& path, const std::vector<std::uint8_
 // codes; gzip -9 reaches 1000:1): for files that inflate to far more than they take on disk.
 std::vector<std::uint8_t> gzip_with_zeros(const std::vector<std::uint8_t>& prefix, std::size_t zeros);
 std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path);
+// The process's peak resident memory so far, in MiB (getrusage).
+long peak_rss_mib();
 
 // A PNG chunk: length, type, data and CRC.
 std::vector<std::uint8_t> png_chunk(const std::string& type, const std::vector<std::uint8_t>& data);

@@ -2,7 +2,6 @@
 // bytes after the gzip stream. Each is refused quickly with a DataError, before the memory
 // the header asks for is taken.
 #include <catch2/catch.hpp>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <string>
@@ -35,12 +34,6 @@ void check_words(const std::string& what, const std::vector<std::string>& words)
   for (const std::string& w : words) CHECK(what.find(w) != std::string::npos);
 }
 
-long peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024;
-}
-
 }  // namespace
 
 TEST_CASE("IDX hostile: a gzip file declaring 2^31-1 images is refused at once", "[data][idx][hostile]") {
@@ -51,7 +44,7 @@ TEST_CASE("IDX hostile: a gzip file declaring 2^31-1 images is refused at once",
   const std::uintmax_t on_disk = fs::file_size(dir / "images.gz");
   REQUIRE(on_disk < (std::uintmax_t{2} << 20));
 
-  const long rss_before = peak_rss_mib();
+  const long rss_before = t::peak_rss_mib();
   const auto start = std::chrono::steady_clock::now();
   const std::string what = idx_error(dir / "images.gz", 3);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -59,7 +52,7 @@ TEST_CASE("IDX hostile: a gzip file declaring 2^31-1 images is refused at once",
   check_words(what, {full_path(dir / "images.gz"), "the header declares 2147483647x28x28 pixels (1683627179248 bytes)",
                      "limit of 4 GiB", std::to_string(on_disk) + " bytes gzip-compressed"});
   CHECK(seconds < 1.0);
-  CHECK(peak_rss_mib() - rss_before < 200);
+  CHECK(t::peak_rss_mib() - rss_before < 200);
 }
 
 TEST_CASE("IDX hostile: declared sizes are checked against the file before reading", "[data][idx][hostile]") {

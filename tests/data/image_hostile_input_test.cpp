@@ -2,7 +2,6 @@
 // (stb_image checks neither the chunk CRCs nor the zlib adler-32), and what skip_corrupt does
 // with them.
 #include <catch2/catch.hpp>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,12 +20,6 @@ namespace t = cnn::data::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-long peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024;
-}
 
 // Opens the folder (and loads every image, for the lazy path) expecting a DataError.
 std::string open_error(const fs::path& folder, const ImageFolderOptions& options, SampleShape target = {1, 8, 8}) {
@@ -88,7 +81,7 @@ TEST_CASE("image hostile: a 5.7 MB PNG declaring 30000x30000 (900 MB decoded) is
   REQUIRE(fs::file_size(huge) < 6000000);
   const bool lazy = GENERATE(false, true);
 
-  const long rss_before = peak_rss_mib();
+  const long rss_before = t::peak_rss_mib();
   const auto start = std::chrono::steady_clock::now();
   const std::string what = open_error(dir.path(), eager_or_lazy(lazy));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -96,7 +89,7 @@ TEST_CASE("image hostile: a 5.7 MB PNG declaring 30000x30000 (900 MB decoded) is
   check_words(what, {full_path(huge), "30000x30000 with 1 channel decodes to 900000000 bytes",
                      "over the limit of 268435456 bytes"});
   CHECK(seconds < 1.0);
-  CHECK(peak_rss_mib() - rss_before < 200);
+  CHECK(t::peak_rss_mib() - rss_before < 200);
 }
 
 TEST_CASE("image hostile: JPEG and BMP headers declaring huge sizes are refused too", "[data][image][hostile]") {

@@ -9,6 +9,7 @@
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/open_dataset.hpp"
 #include "data_test_files.hpp"
+#include "expect_open_error.hpp"
 
 using namespace cnn::data;
 using cnn::data::test::TempFolder;
@@ -16,18 +17,6 @@ namespace t = cnn::data::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-void expect_error(const fs::path& folder, const fs::path& named, const std::string& words) {
-  try {
-    open_dataset(folder);
-    FAIL("expected a DataError naming " << named);
-  } catch (const DataError& e) {
-    const std::string what = e.what();
-    INFO(what);
-    CHECK(what.find(full_path(named)) != std::string::npos);
-    CHECK(what.find(words) != std::string::npos);
-  }
-}
 
 // The first pixel, as a byte: the tests below give every image its own.
 int first_byte(const Dataset& data, std::size_t index) {
@@ -75,17 +64,17 @@ TEST_CASE("open_dataset: IDX errors", "[data][open]") {
   t::write_bytes(dir / "train-images-idx3-ubyte", t::idx_images(30, 5, 5));
   t::write_bytes(dir / "train-labels-idx1-ubyte", t::idx_labels(30, 4));
   SECTION("missing test files") {
-    expect_error(dir.path(), dir.path(), "incomplete IDX data set: missing t10k-images-idx3-ubyte[.gz]");
+    t::expect_open_error(dir.path(), dir.path(), "incomplete IDX data set: missing t10k-images-idx3-ubyte[.gz]");
   }
   SECTION("test labels beyond the training classes") {
     t::write_bytes(dir / "t10k-images-idx3-ubyte", t::idx_images(8, 5, 5));
     t::write_bytes(dir / "t10k-labels-idx1-ubyte", t::idx_labels(8, 6));
-    expect_error(dir.path(), dir / "t10k-labels-idx1-ubyte", "label out of range at record 4: expected < 4, found 4");
+    t::expect_open_error(dir.path(), dir / "t10k-labels-idx1-ubyte", "label out of range at record 4: expected < 4, found 4");
   }
   SECTION("test images of another size") {
     t::write_bytes(dir / "t10k-images-idx3-ubyte", t::idx_images(8, 6, 5));
     t::write_bytes(dir / "t10k-labels-idx1-ubyte", t::idx_labels(8, 4));
-    expect_error(dir.path(), dir / "t10k-images-idx3-ubyte", "expected 1x5x5, found 1x6x5");
+    t::expect_open_error(dir.path(), dir / "t10k-images-idx3-ubyte", "expected 1x5x5, found 1x6x5");
   }
 }
 
@@ -104,11 +93,11 @@ TEST_CASE("open_dataset: train/ and test/ folders", "[data][open]") {
   }
   SECTION("test classes must match") {
     t::write_image(dir / "test" / "emu" / "z.png", 2, 2, 1, t::flat_pixels(2, 2, {9}));
-    expect_error(dir.path(), dir / "test", "class folders differ from train/: expected [cat, dog], found [cat, dog, emu]");
+    t::expect_open_error(dir.path(), dir / "test", "class folders differ from train/: expected [cat, dog], found [cat, dog, emu]");
   }
   SECTION("train/ without test/") {
     fs::remove_all(dir / "test");
-    expect_error(dir.path(), dir.path(), "found train/ but no test/");
+    t::expect_open_error(dir.path(), dir.path(), "found train/ but no test/");
   }
 }
 
@@ -145,11 +134,11 @@ TEST_CASE("open_dataset: a class folder named train is just a class", "[data][op
 
 TEST_CASE("open_dataset: nothing recognisable", "[data][open]") {
   TempFolder dir;
-  SECTION("missing folder") { expect_error(dir / "absent", dir / "absent", "folder not found"); }
-  SECTION("empty folder") { expect_error(dir.path(), dir.path(), "no data set found: looked for IDX files"); }
+  SECTION("missing folder") { t::expect_open_error(dir / "absent", dir / "absent", "folder not found"); }
+  SECTION("empty folder") { t::expect_open_error(dir.path(), dir.path(), "no data set found: looked for IDX files"); }
   SECTION("only stray files") {
     t::write_bytes(dir / "readme.md", {'x'});
-    expect_error(dir.path(), dir.path(), "no data set found");
+    t::expect_open_error(dir.path(), dir.path(), "no data set found");
   }
 }
 
