@@ -39,13 +39,10 @@ std::uint64_t fnv1a(std::span<const std::byte> bytes, std::uint64_t hash = 14695
 
 int Ranks::cpu_threads() {
   cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-    CPU_ZERO(&allowed);
-    for (unsigned cpu = 0; cpu < std::max(1u, std::thread::hardware_concurrency()) && cpu < CPU_SETSIZE; ++cpu)
-      CPU_SET(cpu, &allowed);
-  }
-  const int cores = std::max(1, CPU_COUNT(&allowed));
+  CPU_ZERO(&allowed);  // stays empty (and names no cores) where the affinity cannot be read
+  const int cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                        ? std::max(1, CPU_COUNT(&allowed))
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   Communicator* c = world();
   if (!c || !several()) return cores;
   // The ranks on this machine bound to the same cores share them: mpirun binds each rank of a

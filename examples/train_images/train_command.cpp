@@ -83,6 +83,35 @@ std::string job_description(const Options& o, const ModelDescription& model, con
   return job;
 }
 
+// Refuses a batch, or a training set, that cannot train this network over these ranks; returns
+// why each epoch's last batch must be left out (the order is shuffled: a different one each
+// epoch), or "" when it trains.
+// - BatchNorm over one value per channel needs two samples, on every rank (a rank's share of
+//   none sits the step out, but a share of one cannot train).
+// - Synchronised BatchNorm needs every batch shared evenly over the ranks.
+std::string last_batch_left_out(const Options& o, const TrainingBatchNeed& need, std::size_t samples,
+                                const Ranks& ranks) {
+  const auto batch = static_cast<std::size_t>(o.batch), rank_count = static_cast<std::size_t>(ranks.count());
+  const std::size_t least = static_cast<std::size_t>(need.samples) * rank_count;
+  if (ranks.several() && (batch < rank_count || (need.samples > 1 && batch < least)))
+    throw UsageError("--batch " + std::to_string(o.batch) + " over " + std::to_string(ranks.count()) +
+                     " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
+  if (need.samples > 1 && samples < least)
+    throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
+  const bool synchronised = o.sync_batchnorm && ranks.several();
+  if (synchronised && samples < batch && samples % rank_count != 0)
+    throw UsageError("--sync-batchnorm: the training set's " + std::to_string(samples) +
+                     " samples make one batch, which cannot be shared evenly over the " +
+                     std::to_string(ranks.count()) + " ranks (give --limit or --batch a multiple of them)");
+  const std::size_t rest = samples % batch;
+  if (samples <= batch || rest == 0) return "";
+  if (need.samples > 1 && rest < least) return ", because " + need.why;
+  if (synchronised && rest % rank_count != 0)
+    return ": synchronised BatchNorm needs every batch shared evenly over the " + std::to_string(ranks.count()) +
+           " ranks";
+  return "";
+}
+
 // Options that would silently do nothing on this data.
 void check_data_options(const Options& o, const data::DatasetSplits& splits) {
   if (splits.kind == "image-folder") return;
@@ -251,35 +280,11 @@ int train(Options o, Ranks& ranks) {
   test_options.shuffle = false;
   test_options.augment_flip = false;
   test_options.augment_crop_padding = 0;
-  // A last batch too small for the network to train on (BatchNorm over one value per channel
-  // needs two samples) is left out of each epoch, with a note: the order is shuffled, so a
-  // different sample each epoch.
-  // Over several ranks every rank's share of a batch must train: a share of none sits the step out.
-  const TrainingBatchNeed need = network.training_batch_need();
   const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
-  const auto least = static_cast<std::size_t>(need.samples) * static_cast<std::size_t>(ranks.count());
-  if (ranks.several() && (o.batch < ranks.count() || (need.samples > 1 && static_cast<std::size_t>(o.batch) < least)))
-    throw UsageError("--batch " + std::to_string(o.batch) + " over " + std::to_string(ranks.count()) +
-                     " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
-  if (need.samples > 1 && samples < least)
-    throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
-  if (o.sync_batchnorm && ranks.several() && samples < static_cast<std::size_t>(o.batch) &&
-      samples % static_cast<std::size_t>(ranks.count()) != 0)
-    throw UsageError("--sync-batchnorm: the training set's " + std::to_string(samples) +
-                     " samples make one batch, which cannot be shared evenly over the " +
-                     std::to_string(ranks.count()) + " ranks (give --limit or --batch a multiple of them)");
-  if (need.samples > 1 && samples > static_cast<std::size_t>(o.batch) && rest > 0 && rest < least) {
+  if (const std::string why = last_batch_left_out(o, network.training_batch_need(), samples, ranks); !why.empty()) {
     train_options.drop_last = true;
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
-              << ") is left out, a different one each epoch, because " << need.why << "\n";
-  } else if (o.sync_batchnorm && samples > static_cast<std::size_t>(o.batch) &&
-             rest % static_cast<std::size_t>(ranks.count()) != 0) {
-    // Synchronised BatchNorm runs the same micro-batches on every rank: an uneven last batch cannot.
-    train_options.drop_last = true;
-    std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
-              << ") is left out, a different one each epoch: synchronised BatchNorm needs every batch shared "
-                 "evenly over the "
-              << ranks.count() << " ranks\n";
+              << ") is left out, a different one each epoch" << why << "\n";
   }
   memory::StatisticsAdaptor staging_stats(backend.staging_memory());
   data::Loader train_loader(*train_set, train_options, staging_stats);
