@@ -1,3 +1,4 @@
+cmake_minimum_required(VERSION 3.22)
 # Includes that would walk around the views (docs/design.md, "How the order is enforced"):
 # - the library's project includes are written by their full name, "cnnengine/<folder>/...";
 #   a relative one ("../layers/x.hpp", or a neighbour's bare name) would find a file without
@@ -18,6 +19,30 @@ foreach(folder base memory data engine layers backends dist models)
     endforeach()
   endforeach()
 endforeach()
+# Each folder's includes against the order of docs/design.md, read from the sources alone: the
+# build's views enforce it only as far as the links do.
+include(${SOURCE_DIR}/cmake/CnnOrder.cmake)
+cnn_read_design_order(${SOURCE_DIR}/docs/design.md order)
+set(table_folders "")
+foreach(target IN LISTS order_TARGETS)
+  list(APPEND table_folders ${order_FOLDER_${target}})
+endforeach()
+foreach(folder IN LISTS table_folders)
+  cnn_folders_reached(${SOURCE_DIR}/docs/design.md ${folder} allowed)
+  file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
+                            ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
+  foreach(source IN LISTS sources)
+    file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"cnnengine/")
+    foreach(line IN LISTS lines)
+      string(REGEX REPLACE "^[^\"]*\"cnnengine/([^\"]*)/[^/\"]*\".*$" "\\1" included "${line}")
+      string(REGEX REPLACE "/detail.*$" "" included "${included}")
+      if(included IN_LIST table_folders AND NOT included IN_LIST allowed)
+        string(APPEND problems "  ${source}: ${folder}/ may not include from ${included}/: ${line}\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
 file(GLOB_RECURSE app_sources ${SOURCE_DIR}/examples/*.hpp ${SOURCE_DIR}/examples/*.cpp)
 foreach(source IN LISTS app_sources)
   file(STRINGS ${source} lines REGEX "#[ \t]*include.*/detail/")
@@ -28,4 +53,4 @@ endforeach()
 if(problems)
   message(FATAL_ERROR "includes against the layering:\n${problems}")
 endif()
-message(STATUS "every include is by full name; the applications include public headers only")
+message(STATUS "every include is by full name and within the order of docs/design.md; the applications include public headers only")
