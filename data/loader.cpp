@@ -9,6 +9,7 @@
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/detail/random.hpp"
+#include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::data {
@@ -65,7 +66,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
   try {
     worker_ = std::thread([this] { run(); });
   } catch (...) {
-    staging_.deallocate(block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
+    memory::give_back(staging_, block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
     throw;
   }
 }
@@ -78,7 +79,7 @@ Loader::~Loader() {
   }
   changed_.notify_all();
   worker_.join();
-  staging_.deallocate(block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
+  memory::give_back(staging_, block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
 }
 
 void Loader::begin_epoch_locked(int epoch, std::size_t first_batch) {

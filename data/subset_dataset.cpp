@@ -46,7 +46,11 @@ Split stratified_split(std::shared_ptr<const Dataset> base, std::uint64_t seed) 
   const std::size_t classes = static_cast<std::size_t>(std::max(base->num_classes(), 0));
   std::vector<std::vector<std::size_t>> by_class(classes);
   for (std::size_t i = 0; i < base->size(); ++i) {
-    by_class.at(static_cast<std::size_t>(base->label(i))).push_back(i);
+    const int label = base->label(i);
+    if (label < 0 || static_cast<std::size_t>(label) >= classes)
+      throw DataError(base->description() + ": sample " + std::to_string(i) + " has label " + std::to_string(label) +
+                      ", outside its " + std::to_string(classes) + " classes");
+    by_class[static_cast<std::size_t>(label)].push_back(i);
   }
   std::vector<std::size_t> train, test;
   for (std::size_t c = 0; c < classes; ++c) {

@@ -13,9 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/tensor.hpp"
 #include "cnnengine/memory/memory_resource.hpp"
 
@@ -210,8 +210,8 @@ class Backend {
   // abort_capture() ends a capture after a call threw. Either way capturing has ended. A backend
   // that cannot capture says why in capture_support() (empty: it can).
   virtual std::string capture_support() const { return "this backend cannot capture calls"; }
-  virtual void begin_capture() { throw std::logic_error(capture_support()); }
-  virtual std::unique_ptr<CapturedCalls> end_capture() { throw std::logic_error(capture_support()); }
+  virtual void begin_capture() { throw ConfigError(capture_support()); }
+  virtual std::unique_ptr<CapturedCalls> end_capture() { throw ConfigError(capture_support()); }
   virtual void abort_capture() noexcept {}
 };
 

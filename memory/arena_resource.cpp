@@ -1,7 +1,6 @@
 #include "cnnengine/memory/arena_resource.hpp"
 
-#include <stdexcept>
-
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/detail/alignment.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
@@ -44,7 +43,7 @@ void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment, Categ
 void ArenaResource::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Category) {
   std::lock_guard lock(mutex_);
   if (!heap_.holds_live(ptr))
-    throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
+    throw ConfigError(name() + ": deallocate of a pointer it did not allocate");
   in_use_[heap_.give_back(ptr, bytes).category] -= bytes;
 }
 

@@ -2,9 +2,9 @@
 
 #include <cstdint>
 #include <iterator>
-#include <stdexcept>
 #include <string>
 
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::memory {
@@ -19,7 +19,7 @@ void BlockHeap::add_chunk(const Chunk& chunk) {
   char* base = static_cast<char*>(chunk.base);
   if (!base || reinterpret_cast<std::uintptr_t>(base) % kChunkAlignment != 0 || chunk.bytes == 0 ||
       chunk.bytes % kGranularity != 0)
-    throw std::logic_error("BlockHeap: a chunk must be a non-empty multiple of " +
+    throw ConfigError("BlockHeap: a chunk must be a non-empty multiple of " +
                            std::to_string(kGranularity) + " bytes at an address aligned to " +
                            std::to_string(kChunkAlignment));
   chunks_[base] = chunk;
@@ -64,9 +64,9 @@ bool BlockHeap::holds_live(const void* ptr) const {
 BlockHeap::Released BlockHeap::give_back(void* ptr, std::size_t requested) {
   auto it = blocks_.find(static_cast<char*>(ptr));
   if (it == blocks_.end() || it->second.free)
-    throw std::invalid_argument("deallocate: pointer is not a live block of this resource");
+    throw ConfigError("deallocate: pointer is not a live block of this resource");
   if (it->second.requested != requested)
-    throw std::invalid_argument("deallocate: block was allocated with " +
+    throw ConfigError("deallocate: block was allocated with " +
                                 std::to_string(it->second.requested) + " bytes, freed with " +
                                 std::to_string(requested));
   const Released released{it->second.bytes, it->second.category};

@@ -45,7 +45,7 @@ class BlockHeap {
   void* take(std::size_t requested, std::size_t alignment, Category category);
 
   bool holds_live(const void* ptr) const;
-  // Throws std::invalid_argument (a logic error: the caller's bug) when `ptr` is not a live block
+  // Throws ConfigError (the caller broke the contract) when `ptr` is not a live block
   // of this heap or was allocated with a different size.
   Released give_back(void* ptr, std::size_t requested);
 

@@ -22,7 +22,7 @@ class LiveBlocks {
  public:
   void add(void* ptr, const LiveBlock& block) { blocks_.emplace(ptr, block); }
 
-  // Forgets the block and returns what it was allocated with. Throws std::invalid_argument
+  // Forgets the block and returns what it was allocated with. Throws ConfigError
   // naming `owner` when `ptr` is not live here or `bytes` differs from its allocation.
   LiveBlock remove(void* ptr, std::size_t bytes, const MemoryResource& owner);
 

@@ -1,9 +1,9 @@
 #include "cnnengine/memory/pool_resource.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <string>
 
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/bytes.hpp"
 #include "cnnengine/memory/detail/alignment.hpp"
@@ -108,7 +108,7 @@ void PoolResource::refuse(std::size_t bytes, Category category, const std::strin
 void PoolResource::do_deallocate(void* ptr, std::size_t bytes, std::size_t, Category) {
   std::lock_guard lock(mutex_);
   BlockHeap* heap = small_.holds_live(ptr) ? &small_ : large_.holds_live(ptr) ? &large_ : nullptr;
-  if (!heap) throw std::invalid_argument(name() + ": deallocate of a pointer it did not allocate");
+  if (!heap) throw ConfigError(name() + ": deallocate of a pointer it did not allocate");
   const auto released = heap->give_back(ptr, bytes);
   in_use_[released.category] -= bytes;
 }

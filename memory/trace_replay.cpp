@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
 
 namespace cnn::memory {
@@ -32,7 +33,7 @@ ReplayResult replay(const std::vector<TraceEvent>& events, MemoryResource& resou
 
   auto free_all = [&] {
     for (auto& [id, block] : live)
-      resource.deallocate(block.ptr, block.bytes, block.alignment, block.category);
+      give_back(resource, block.ptr, block.bytes, block.alignment, block.category);
     live.clear();
   };
 

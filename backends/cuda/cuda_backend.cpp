@@ -6,6 +6,7 @@
 
 #include "cnnengine/backends/cuda/architectures.hpp"
 #include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/bytes.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
 
@@ -102,8 +103,8 @@ void CudaBackend::release() noexcept {
   if (cublas_) cublasDestroy(cublas_);
   cublas_ = nullptr;
   if (cublas_workspace_) {
-    device_memory_.deallocate(cublas_workspace_, cublas_workspace_bytes_, memory::kDefaultAlignment,
-                              memory::Category::workspace);
+    memory::give_back(device_memory_, cublas_workspace_, cublas_workspace_bytes_, memory::kDefaultAlignment,
+                      memory::Category::workspace);
   }
   cublas_workspace_ = nullptr;
   cublas_workspace_bytes_ = 0;

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "cnnengine/data/detail/augment.hpp"
 #include "cnnengine/data/detail/random.hpp"
 #include "cnnengine/data/loader.hpp"
+#include "cnnengine/data/subset_dataset.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 
 using namespace cnn::data;
@@ -359,4 +361,12 @@ TEST_CASE("augment: flip mirrors rows, crop shifts in zeros", "[data][loader]") 
       CHECK(c.shift_y <= 2);
     }
   }
+}
+
+TEST_CASE("stratified_split refuses a label outside the data set's classes, naming the sample") {
+  // A user's data set whose labels run 0, 1, 2 but that declares two classes.
+  auto data = std::make_shared<FakeDataset>(6, SIZE_MAX, 0ms, 2);
+  CHECK_THROWS_AS(stratified_split(data, 1), DataError);
+  CHECK_THROWS_WITH(stratified_split(data, 1), Catch::Contains("fake: sample 2 has label 2, outside its 2 classes"));
+  CHECK_NOTHROW(stratified_split(std::make_shared<FakeDataset>(6), 1));
 }
