@@ -23,7 +23,8 @@ std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
   return options.drop_last ? samples / batch : (samples + batch - 1) / batch;
 }
 
-void validate(const LoaderOptions& options, const memory::MemoryResource& staging, int channels) {
+void validate(const LoaderOptions& options, int channels) {
+  if (options.batch <= 0) throw ConfigError("Loader: batch must be positive, got " + std::to_string(options.batch));
   if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks)
     throw ConfigError("Loader: rank " + std::to_string(options.rank) + " of " + std::to_string(options.ranks));
   if (options.prefetch < 0)
@@ -32,11 +33,42 @@ void validate(const LoaderOptions& options, const memory::MemoryResource& stagin
     throw ConfigError("Loader: augment_crop_padding must be 0 or more, got " +
                       std::to_string(options.augment_crop_padding));
   check_normalization(options.normalization, channels);
-  if (staging.is_device_memory())
-    throw ConfigError("Loader: staging resource '" + staging.name() + "' is device memory; the loader writes from the host");
+}
+
+// The staging ring: prefetch + 1 slots, each one rank's share of a batch (at most the batch over
+// the ranks, rounded up) of images and labels.
+struct Ring {
+  std::size_t image_bytes = 0, label_bytes = 0, slots = 0;
+  std::size_t slot_bytes() const { return image_bytes + label_bytes; }
+  std::size_t bytes() const { return slots * slot_bytes(); }
+};
+
+Ring ring_for(const SampleShape& shape, const LoaderOptions& options) {
+  const auto batch = static_cast<std::size_t>((options.batch + options.ranks - 1) / options.ranks);
+  Ring ring;
+  ring.slots = static_cast<std::size_t>(options.prefetch) + 1;
+  std::size_t batch_image_bytes = 0, ring_bytes = 0;
+  if (__builtin_mul_overflow(batch, shape.elements() * sizeof(float), &batch_image_bytes) ||
+      batch_image_bytes > (std::size_t{1} << 60))
+    throw ConfigError("Loader: batch " + std::to_string(batch) + " of " + to_string(shape) + " is too large");
+  ring.image_bytes = memory::align_up(batch_image_bytes, memory::kDefaultAlignment);
+  ring.label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
+  if (__builtin_mul_overflow(ring.slots, ring.slot_bytes(), &ring_bytes))
+    throw ConfigError("Loader: " + std::to_string(ring.slots) + " staging slots of " + std::to_string(ring.slot_bytes()) +
+                      " bytes do not fit in memory (prefetch " + std::to_string(options.prefetch) + ")");
+  return ring;
 }
 
 }  // namespace
+
+std::size_t Loader::staging_bytes_for(const Dataset& data, const LoaderOptions& options) {
+  validate(options, data.shape().channels);
+  return ring_for(data.shape(), options).bytes();
+}
+
+std::size_t Loader::batches_per_epoch_for(const Dataset& data, const LoaderOptions& options) {
+  return count_batches(data.size(), options);
+}
 
 Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResource& staging)
     : data_(data),
@@ -46,24 +78,21 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       num_classes_(data.num_classes()),
       samples_(data.size()),
       batches_(count_batches(samples_, options)) {
-  validate(options_, staging_, shape_.channels);
-  // A slot holds one rank's share at most: the batch over the ranks, rounded up.
-  const auto batch = static_cast<std::size_t>((options_.batch + options_.ranks - 1) / options_.ranks);
-  std::size_t batch_image_bytes = 0;
-  if (__builtin_mul_overflow(batch, shape_.elements() * sizeof(float), &batch_image_bytes))
-    throw ConfigError("Loader: batch " + std::to_string(batch) + " of " + to_string(shape_) + " is too large");
-  const std::size_t image_bytes = memory::align_up(batch_image_bytes, memory::kDefaultAlignment);
-  const std::size_t label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
-  const std::size_t slot_count = static_cast<std::size_t>(options_.prefetch) + 1;
-  block_bytes_ = slot_count * (image_bytes + label_bytes);
-  slots_.reserve(slot_count);  // before the allocation: nothing may throw between it and the try below
+  validate(options_, shape_.channels);
+  if (staging_.is_device_memory())
+    throw ConfigError("Loader: staging resource '" + staging_.name() + "' is device memory; the loader writes from the host");
+  const Ring ring = ring_for(shape_, options_);
+  block_bytes_ = ring.bytes();
+  // The block first: a ring larger than the staging resource allows is refused before anything
+  // else grows with the slot count.
   block_ = staging_.allocate(block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
-  auto* base = static_cast<unsigned char*>(block_);
-  for (std::size_t s = 0; s < slot_count; ++s) {
-    unsigned char* slot = base + s * (image_bytes + label_bytes);
-    slots_.push_back({reinterpret_cast<float*>(slot), reinterpret_cast<std::int32_t*>(slot + image_bytes), 0, 0, 0});
-  }
   try {
+    slots_.reserve(ring.slots);
+    auto* base = static_cast<unsigned char*>(block_);
+    for (std::size_t s = 0; s < ring.slots; ++s) {
+      unsigned char* slot = base + s * ring.slot_bytes();
+      slots_.push_back({reinterpret_cast<float*>(slot), reinterpret_cast<std::int32_t*>(slot + ring.image_bytes), 0, 0, 0});
+    }
     worker_ = std::thread([this] { run(); });
   } catch (...) {
     memory::give_back(staging_, block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);

@@ -46,7 +46,8 @@ struct BatchView {
 class Loader {
  public:
   // Allocates the staging ring (prefetch + 1 slots) from `staging`, as Category::data_staging,
-  // once; it must be memory the host can write. Throws ConfigError on bad options.
+  // once; it must be memory the host can write: a MemoryStack's staging() counts it in the
+  // budget. Throws ConfigError on bad options, memory::OutOfMemory when `staging` refuses.
   Loader(const Dataset& data, LoaderOptions options, memory::MemoryResource& staging);
   // Joins the thread (after at most the load() in progress), even mid-epoch or after an error.
   ~Loader();
@@ -65,6 +66,12 @@ class Loader {
 
   std::size_t batches_per_epoch() const { return batches_; }
   std::size_t staging_bytes() const { return block_bytes_; }
+  // What a loader of `data` with `options` will stage, before it is built (a Trainer built
+  // first leaves it room in the budget: TrainerOptions::loader_staging). Throws as the
+  // constructor does on bad options.
+  static std::size_t staging_bytes_for(const Dataset& data, const LoaderOptions& options);
+  // batches_per_epoch() of a loader of `data` with `options`, before it is built.
+  static std::size_t batches_per_epoch_for(const Dataset& data, const LoaderOptions& options);
 
  private:
   struct Slot {

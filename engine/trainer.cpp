@@ -38,11 +38,6 @@ std::size_t communication_bytes(const TrainerOptions& options, const Network& ne
   return c->reserved_bytes(std::max(gradients, options.gradient_bucket_bytes));
 }
 
-// Bytes the budget must leave to memory that does not come through the trainer's stack.
-std::size_t outside_stack(const TrainerOptions& options, const Network& network, const Backend& backend) {
-  return options.loader_staging + backend.library_reserved_bytes() + communication_bytes(options, network);
-}
-
 // A blocking sum of a whole block in pieces of at most `piece_bytes`, so that what the
 // communicator holds for it stays within what the plan counted (communication_bytes).
 void sum_in_pieces(Communicator& c, const Tensor& values, std::size_t piece_bytes) {
@@ -102,8 +97,7 @@ Trainer::Trainer(Network& network, Backend& backend, TrainerOptions options)
 
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options)
     : net_(network), backend_(backend), options_(std::move(options)),
-      own_stack_(std::make_unique<memory::MemoryStack>(upstream, options_.memory,
-                                                      outside_stack(options_, network, backend))),
+      own_stack_(std::make_unique<memory::MemoryStack>(upstream, backend.staging_memory(), options_.memory)),
       stack_(own_stack_.get()) {
   start();
 }
@@ -127,7 +121,12 @@ void Trainer::start() {
   check_data_parallel();
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
-  planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning_options(options_, net_));
+  // One account of the budget: what the libraries and the communicator hold is set aside in the
+  // stack, and the plan leaves room for the loaders' staging, whether staged already or to come.
+  BatchPlanOptions planning = planning_options(options_, net_);
+  planning.loader_staging = std::max(planning.loader_staging, stack_->staging_bytes());
+  stack_->set_aside(backend_.library_reserved_bytes() + planning.communication);
+  planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning);
 
   const int b = planner_->choose();
   if (b == 0) {
@@ -148,7 +147,7 @@ void Trainer::start() {
   if (!stack_->step_buffers_built()) {
     const MemoryBreakdown full = breakdown(options_.batch);
     try {
-      stack_->build_step_buffers(full.persistent.total(), full.arena_bytes);
+      stack_->build_step_buffers(full.persistent.total() + full.loader_staging, full.arena_bytes);
     } catch (const memory::OutOfMemory& error) {
       throw BudgetTooSmall(std::string(error.what()) + ":\n" + format_memory_table(full), error.details());
     }

@@ -131,8 +131,11 @@ struct ClassEvaluation : EvalResult {
 class Trainer {
  public:
   // Memory from the backend's device, through a memory stack built from options.memory: the
-  // budget (less the loader's staging and the libraries' workspaces) is a hard cap, and going
-  // over it is a memory::OutOfMemory.
+  // budget is a hard cap on the trainer's memory, the libraries' workspaces and the loaders'
+  // staging together, and going over it is a memory::OutOfMemory. Stage a loader's batches
+  // from memory_stack().staging(): built before this trainer (on a stack of your own) it is
+  // counted by the plan; built after, the plan must leave it room (TrainerOptions::loader_staging,
+  // data::Loader::staging_bytes_for), or the loader is refused.
   Trainer(Network& network, Backend& backend, TrainerOptions options);
   // The same stack over `upstream` instead (to count or fail its calls).
   Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options);

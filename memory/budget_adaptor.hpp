@@ -3,6 +3,7 @@
 // upstream sees it, with an OutOfMemory that carries the request, the limit, the bytes in use by
 // category and the upstream's free space (largest block, total, hence fragmentation).
 #include <cstddef>
+#include <memory>
 #include <mutex>
 
 #include "cnnengine/memory/adaptor.hpp"
@@ -13,13 +14,16 @@ namespace cnn::memory {
 
 class BudgetAdaptor final : public Adaptor {
  public:
-  BudgetAdaptor(MemoryResource& upstream, std::size_t budget)
-      : Adaptor(upstream), budget_(budget) {}
+  BudgetAdaptor(MemoryResource& upstream, std::size_t budget);
+  // Over another upstream, against the same budget as `shared` (which must outlive it): the
+  // bytes through the two together are capped, as the device memory and the pinned staging a
+  // loader fills are under one budget (MemoryStack). Each takes back only its own blocks.
+  BudgetAdaptor(MemoryResource& upstream, BudgetAdaptor& shared);
 
   std::size_t budget() const;
   // A smaller budget than what is in use refuses every request until enough is freed.
   void set_budget(std::size_t budget);
-  CategoryBytes in_use() const;
+  CategoryBytes in_use() const;  // through every adaptor sharing the budget
   std::size_t peak_bytes() const;
   std::size_t headroom() const;  // budget - in use
 
@@ -29,15 +33,20 @@ class BudgetAdaptor final : public Adaptor {
   std::string name() const override { return "budget(" + upstream_.name() + ")"; }
 
  private:
+  // What the adaptors sharing one budget count together.
+  struct Account {
+    std::mutex mutex;
+    std::size_t budget = 0;
+    CategoryBytes in_use;
+    std::size_t peak = 0;
+  };
+
   void* do_allocate(std::size_t bytes, std::size_t alignment, Category category) override;
   void do_deallocate(void* ptr, std::size_t bytes, std::size_t alignment, Category) override;
   [[noreturn]] void refuse(std::size_t bytes, Category category) const;
 
-  mutable std::mutex mutex_;
-  std::size_t budget_;
-  CategoryBytes in_use_;
-  std::size_t peak_ = 0;
-  LiveBlocks live_;
+  std::shared_ptr<Account> account_;
+  LiveBlocks live_;  // under account_->mutex
 };
 
 }  // namespace cnn::memory

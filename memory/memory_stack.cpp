@@ -16,36 +16,58 @@ MemoryResource& counted(StatisticsAdaptor& stats, std::optional<TraceAdaptor>& t
 
 }  // namespace
 
-MemoryStack::MemoryStack(MemoryResource& upstream, MemoryOptions options, std::size_t outside)
+MemoryStack::MemoryStack(MemoryResource& upstream, MemoryOptions options)
     : options_(std::move(options)), stats_(upstream) {
   if (!options_.trace.empty()) trace_.emplace(stats_, options_.trace);
-  if (options_.budget) {
-    cap_ = options_.budget > outside ? options_.budget - outside : 0;
-    budget_.emplace(counted(stats_, trace_), cap_);
-  }
+  if (options_.budget) budget_.emplace(counted(stats_, trace_), options_.budget);
+}
+
+MemoryStack::MemoryStack(MemoryResource& upstream, MemoryResource& staging_upstream, MemoryOptions options)
+    : MemoryStack(upstream, std::move(options)) {
+  staging_stats_.emplace(staging_upstream);
+  if (budget_) staging_budget_.emplace(*staging_stats_, *budget_);
 }
 
 MemoryStack::~MemoryStack() { release_step_buffers(); }
+
+void MemoryStack::set_aside(std::size_t bytes) {
+  set_aside_ = bytes;
+  if (budget_) budget_->set_budget(options_.budget > bytes ? options_.budget - bytes : 0);
+}
+
+std::size_t MemoryStack::cap() const { return budget_ ? budget_->budget() : 0; }
 
 MemoryResource& MemoryStack::blocks() {
   return budget_ ? static_cast<MemoryResource&>(*budget_) : counted(stats_, trace_);
 }
 
-void MemoryStack::build_step_buffers(std::size_t persistent, std::size_t planned_arena) {
+MemoryResource& MemoryStack::staging() {
+  if (!staging_stats_)
+    throw ConfigError("this memory stack was built without a staging upstream: build it with the backend's "
+                      "staging_memory() to stage a loader's batches under its budget");
+  return staging_budget_ ? static_cast<MemoryResource&>(*staging_budget_) : *staging_stats_;
+}
+
+std::size_t MemoryStack::staging_bytes() const { return staging_stats_ ? staging_stats_->statistics().current_bytes : 0; }
+
+Statistics MemoryStack::staging_statistics() const { return staging_stats_ ? staging_stats_->statistics() : Statistics{}; }
+
+void MemoryStack::build_step_buffers(std::size_t outside_arena, std::size_t planned_arena) {
   if (built_) return;
   std::size_t capacity = 0;
   if (options_.strategy == Strategy::arena) {
     // Rounded down: the arena rounds its capacity up to its granule, and must still fit.
-    capacity = options_.budget ? (cap_ > persistent ? (cap_ - persistent) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0)
+    const std::size_t cap = this->cap();  // the budget less what is set aside
+    capacity = options_.budget ? (cap > outside_arena ? (cap - outside_arena) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0)
                                : align_up(static_cast<std::size_t>(options_.arena_factor * static_cast<double>(planned_arena)),
                                           BlockHeap::kGranularity);
     if (capacity == 0) {
       OutOfMemoryDetails details;
-      details.limit = cap_;
-      details.requested = persistent;
+      details.limit = cap;
+      details.requested = outside_arena;
       details.resource = "arena";
       throw OutOfMemory("the memory budget of " + format_bytes(options_.budget) + " leaves nothing for an arena after " +
-                            format_bytes(persistent) + " of persistent blocks",
+                            format_bytes(outside_arena) + " of persistent blocks and staging",
                         details);
     }
   }

@@ -1,12 +1,14 @@
 #pragma once
-// The one place a memory budget becomes a cap. From one description (MemoryOptions) and the
-// device's upstream it builds every resource the engine allocates from:
+// The one place a memory budget becomes a cap. From one description (MemoryOptions), the
+// device's upstream and its staging upstream it builds every resource the engine allocates from:
 //
 //   persistent blocks, the planned arena -------------------------------+
 //   step buffers -> [the caller's adaptors] -> strategy (arena, pool, direct) +-> budget -> [trace] -> statistics -> upstream
+//   a loader's staging ----------------------------------------------------> budget -> staging statistics -> staging upstream
 //
-// The budget adaptor's cap is the budget less what is counted in the budget but does not come
-// through the stack (the loader's staging, the libraries' own workspaces such as cuBLAS's). The
+// The two budget adaptors share one budget: what the device holds and what the loaders stage
+// are capped together. The cap is the budget less what is counted in it but allocated by others
+// (set_aside: the libraries' own workspaces such as cuBLAS's, the communicator's buffers). The
 // Trainer builds one for itself; train_images and the allocation comparison use the same class.
 #include <cstddef>
 #include <filesystem>
@@ -31,25 +33,36 @@ struct MemoryOptions {
 
 class MemoryStack {
  public:
-  // `outside`: bytes the budget must leave to memory that does not come through the stack.
-  // Throws ConfigError when the trace file cannot be created.
-  MemoryStack(MemoryResource& upstream, MemoryOptions options, std::size_t outside = 0);
+  // Throws ConfigError when the trace file cannot be created. Without a staging upstream there
+  // is no staging() (a stack for step buffers alone, as the allocation comparison's).
+  MemoryStack(MemoryResource& upstream, MemoryOptions options);
+  MemoryStack(MemoryResource& upstream, MemoryResource& staging_upstream, MemoryOptions options);
   MemoryStack(const MemoryStack&) = delete;
   MemoryStack& operator=(const MemoryStack&) = delete;
   ~MemoryStack();
 
   const MemoryOptions& options() const { return options_; }
-  // What the budget lets through the stack (the budget less `outside`); 0 without a budget.
-  std::size_t cap() const { return cap_; }
+  // Bytes the budget keeps for memory that others allocate (the libraries' workspaces, the
+  // communicator's buffers); the Trainer sets them before it plans. Replaces the earlier amount.
+  void set_aside(std::size_t bytes);
+  std::size_t set_aside() const { return set_aside_; }
+  // What the budget lets through the stack (the budget less what is set aside); 0 without a budget.
+  std::size_t cap() const;
 
   // Persistent blocks and the planned arena come from here.
   MemoryResource& blocks();
+  // A loader's staging comes from here (data::Loader takes it): the staging upstream, under the
+  // same budget as blocks(), counted in staging_statistics() and left out of the trace (which is
+  // the steps'). A stack built without a staging upstream throws ConfigError.
+  MemoryResource& staging();
+  // Bytes in use through staging() now.
+  std::size_t staging_bytes() const;
 
   // Builds the strategy that serves step buffers, once; nothing under the planned strategy. The
   // arena strategy reserves its capacity now: under a budget all that the cap leaves after
-  // `persistent` bytes (as on a card of that size), otherwise arena_factor x `planned_arena`.
-  // The arena's reservation may throw OutOfMemory.
-  void build_step_buffers(std::size_t persistent, std::size_t planned_arena);
+  // `outside_arena` bytes (the persistent blocks, the loaders' staging; as on a card of that
+  // size), otherwise arena_factor x `planned_arena`. The arena's reservation may throw OutOfMemory.
+  void build_step_buffers(std::size_t outside_arena, std::size_t planned_arena);
   bool step_buffers_built() const { return built_; }
   // What the arena strategy reserved (0 under the others).
   std::size_t arena_capacity() const { return arena_capacity_; }
@@ -63,6 +76,8 @@ class MemoryStack {
 
   // Everything the stack has taken from its upstream, now and at the peak.
   Statistics statistics() const { return stats_.statistics(); }
+  // Everything staging() has taken from the staging upstream (zeros without one).
+  Statistics staging_statistics() const;
   void reset_peak() { stats_.reset_peak(); }
   // Flushes the trace; throws cnn::Error naming the file when a line could not be written (a
   // full disk). Call it when everything has been given back, so that the trace is whole.
@@ -70,10 +85,12 @@ class MemoryStack {
 
  private:
   MemoryOptions options_;
-  std::size_t cap_ = 0;
+  std::size_t set_aside_ = 0;
   StatisticsAdaptor stats_;
   std::optional<TraceAdaptor> trace_;
   std::optional<BudgetAdaptor> budget_;
+  std::optional<StatisticsAdaptor> staging_stats_;
+  std::optional<BudgetAdaptor> staging_budget_;  // shares budget_'s
   std::unique_ptr<MemoryResource> strategy_;
   std::vector<std::unique_ptr<Adaptor>> wrappers_;
   MemoryResource* top_ = nullptr;

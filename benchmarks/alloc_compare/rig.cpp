@@ -10,8 +10,8 @@ namespace alloc_compare {
 namespace mem = cnn::memory;
 
 Rig::Rig(mem::MemoryResource& base, const RigConfig& config)
-    : stack_(base, mem::MemoryOptions{config.budget, mem::parse_strategy(config.strategy), {}, config.arena_factor},
-             config.library) {
+    : stack_(base, mem::MemoryOptions{config.budget, mem::parse_strategy(config.strategy), {}, config.arena_factor}) {
+  stack_.set_aside(config.library);
   stack_.build_step_buffers(config.persistent, config.planned_arena);
   if (!stack_.step_buffers()) return;  // planned
   has_free_list_ = config.strategy == "pool" || config.strategy == "arena";

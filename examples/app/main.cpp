@@ -42,13 +42,16 @@ int main() {
               memory::format_bytes(stats.current_bytes).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
               memory::format_bytes(options.memory.budget).c_str());
 
-  // The budget is a hard cap: asking the trainer's memory for more than it leaves is refused.
-  bool refused = false;
-  try {
-    trainer.memory_stack().blocks().allocate(options.memory.budget);
-  } catch (const memory::OutOfMemory& e) {
-    refused = true;
-    std::printf("refused as it should be: %s\n", e.what());
+  // The budget is a hard cap over the trainer's memory and a loader's staging together: asking
+  // either for more than it leaves is refused.
+  int refused = 0;
+  for (memory::MemoryResource* resource : {&trainer.memory_stack().blocks(), &trainer.memory_stack().staging()}) {
+    try {
+      resource->allocate(options.memory.budget - stats.current_bytes + 1);  // one byte more than it leaves
+    } catch (const memory::OutOfMemory& e) {
+      ++refused;
+      std::printf("refused as it should be: %s\n", e.what());
+    }
   }
-  return last < first && stats.peak_bytes <= options.memory.budget && refused ? 0 : 1;
+  return last < first && stats.peak_bytes <= options.memory.budget && refused == 2 ? 0 : 1;
 }

@@ -168,7 +168,7 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return parse_network(model.network, input, train_set.num_classes(), o.resume);
 }
 
-TrainerOptions trainer_options(const Options& o, const data::Loader& train_loader, std::size_t staging) {
+TrainerOptions trainer_options(const Options& o, std::size_t batches_per_epoch, std::size_t staging) {
   TrainerOptions t;
   t.batch = o.batch;
   t.micro_batch = o.micro_batch;
@@ -179,8 +179,8 @@ TrainerOptions trainer_options(const Options& o, const data::Loader& train_loade
   t.recompute = parse_recompute_policy(o.recompute);
   t.loader_staging = staging;
   t.seed = o.seed;
-  const auto batches = static_cast<double>(train_loader.batches_per_epoch());
-  t.total_steps = static_cast<long>(train_loader.batches_per_epoch()) * o.epochs;
+  const auto batches = static_cast<double>(batches_per_epoch);
+  t.total_steps = static_cast<long>(batches_per_epoch) * o.epochs;
   t.optimizer.kind = parse_optimizer_kind(o.optimizer);
   t.optimizer.learning_rate = o.lr;
   t.optimizer.weight_decay = o.weight_decay;
@@ -286,12 +286,10 @@ int train(Options o, Ranks& ranks) {
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
               << ") is left out, a different one each epoch" << why << "\n";
   }
-  memory::StatisticsAdaptor staging_stats(backend.staging_memory());
-  data::Loader train_loader(*train_set, train_options, staging_stats);
-  data::Loader test_loader(*splits.test, test_options, staging_stats);
-  const std::size_t staging = train_loader.staging_bytes() + test_loader.staging_bytes();
-
-  TrainerOptions t = trainer_options(o, train_loader, staging);
+  // The loaders stage from the trainer's memory stack, under its budget: the plan leaves them room.
+  const std::size_t staging = data::Loader::staging_bytes_for(*train_set, train_options) +
+                              data::Loader::staging_bytes_for(*splits.test, test_options);
+  TrainerOptions t = trainer_options(o, data::Loader::batches_per_epoch_for(*train_set, train_options), staging);
   t.communicator = communicator;
   t.sync_batchnorm = o.sync_batchnorm;
   if (!ranks.writes()) t.memory.trace.clear();  // rank 0 writes the trace
@@ -302,9 +300,11 @@ int train(Options o, Ranks& ranks) {
   }
   if (o.plan_only) return print_plan(network, backend, t);
 
-  // The trainer builds the memory stack from t.memory: the budget (less the loader's staging and
-  // the libraries' workspaces) enforced, the strategy for step buffers, the trace.
+  // The trainer builds the memory stack from t.memory: one budget over its memory, the libraries'
+  // workspaces and the loaders' staging, the strategy for step buffers, the trace.
   Trainer trainer(network, backend, t);
+  data::Loader train_loader(*train_set, train_options, trainer.memory_stack().staging());
+  data::Loader test_loader(*splits.test, test_options, trainer.memory_stack().staging());
   if (t.memory.strategy != memory::Strategy::planned)
     std::cout << "allocator: " << o.allocator
               << (t.memory.strategy == memory::Strategy::arena

@@ -67,7 +67,8 @@ inline void check_budget_sweep(Backend& backend, memory::MemoryResource& device,
   for (std::size_t budget = 16 * 1024; budget <= largest; budget *= 2)
     for (const memory::Strategy strategy : {memory::Strategy::planned, memory::Strategy::pool}) {
       memory::StatisticsAdaptor stats(device);
-      memory::MemoryStack stack(stats, memory::MemoryOptions{budget, strategy}, backend.library_reserved_bytes());
+      memory::MemoryStack stack(stats, memory::MemoryOptions{budget, strategy});
+      stack.set_aside(backend.library_reserved_bytes());
       memory::StatisticsAdaptor* step_buffers = nullptr;  // what the trainer took from the pool
       if (strategy == memory::Strategy::pool) {
         stack.build_step_buffers(0, 0);

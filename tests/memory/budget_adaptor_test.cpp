@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/arena_resource.hpp"
 #include "cnnengine/memory/budget_adaptor.hpp"
 #include "cnnengine/memory/fault_injection_adaptor.hpp"
@@ -133,4 +134,21 @@ TEST_CASE("budget: free space reported through it is cut to the headroom", "[mem
   CHECK(budget.free_bytes() == 2 * MiB);
   BudgetAdaptor over_host(host_resource(), 2 * MiB);
   CHECK(over_host.largest_free_block() == 0);  // the host cannot tell
+}
+
+TEST_CASE("two adaptors sharing a budget are capped together, each taking back its own blocks", "[memory]") {
+  StatisticsAdaptor device(host_resource()), staging(host_resource());
+  BudgetAdaptor on_device(device, 8 * MiB);
+  BudgetAdaptor on_staging(staging, on_device);
+  void* a = on_device.allocate(5 * MiB);
+  CHECK_THROWS_AS(on_staging.allocate(4 * MiB, kDefaultAlignment, Category::data_staging), OutOfMemory);
+  void* b = on_staging.allocate(3 * MiB, kDefaultAlignment, Category::data_staging);
+  CHECK(on_device.headroom() == 0);
+  CHECK(on_staging.in_use()[Category::data_staging] == 3 * MiB);
+  CHECK(on_device.peak_bytes() == 8 * MiB);
+  CHECK_THROWS_AS(on_device.deallocate(b, 3 * MiB), cnn::ConfigError);  // not its block
+  on_staging.deallocate(b, 3 * MiB, kDefaultAlignment, Category::data_staging);
+  CHECK(staging.statistics().current_bytes == 0);
+  CHECK(on_staging.headroom() == 3 * MiB);
+  on_device.deallocate(a, 5 * MiB);
 }
