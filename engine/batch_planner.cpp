@@ -15,6 +15,11 @@ namespace cnn {
 BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options)
     : net_(network), backend_(backend), options_(options) {
   if (options_.batch <= 0) throw ConfigError("batch must be positive");
+  // Far above any batch that trains, and low enough that sums of sample counts stay in an int.
+  constexpr int kLargestBatch = 1 << 24;
+  if (options_.batch > kLargestBatch)
+    throw ConfigError("a batch of " + std::to_string(options_.batch) + " samples: at most " +
+                      std::to_string(kLargestBatch) + " are taken");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
     throw ConfigError("micro-batch and accumulation count must not be negative");
   if (options_.accumulate > 0 && options_.micro_batch > 0)

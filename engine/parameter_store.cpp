@@ -71,6 +71,8 @@ memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int 
   return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots);
 }
 
+std::size_t ParameterStore::planned_parameter_floats(const Network& network) { return layout(network).total_floats; }
+
 std::size_t ParameterStore::block_bytes(memory::Category category) const { return bytes()[category]; }
 
 ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,

@@ -38,6 +38,8 @@ class ParameterStore {
 
   // The bytes a store for this network and optimizer would take, without allocating.
   static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots);
+  // floats(Block::parameters) of a store for this network, without allocating.
+  static std::size_t planned_parameter_floats(const Network& network);
 
   void zero_gradients();
   memory::CategoryBytes bytes() const;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -127,6 +127,7 @@ void Trainer::start() {
   planning.loader_staging = std::max(planning.loader_staging, stack_->staging_bytes());
   stack_->set_aside(backend_.library_reserved_bytes() + planning.communication);
   planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning);
+  planned_nodes_ = net_.size();
 
   const int b = planner_->choose();
   if (b == 0) {
@@ -264,8 +265,31 @@ void Trainer::check_capture() {
                 "); running without graphs");
 }
 
-void Trainer::ensure_built() {
+void Trainer::ensure_built(const char* call) {
+  if (!params_) throw ConfigError(std::string(call) + ": this trainer has finished (finish() gave its memory back)");
+  if (net_.size() != planned_nodes_)
+    throw ConfigError(std::string(call) + ": the network has " + std::to_string(net_.size() - 1) + " layers, " +
+                      std::to_string(planned_nodes_ - 1) + " when this trainer planned it: build a trainer for it");
   if (!step_->built()) micro_batch_ = step_->build_fitting(micro_batch_, recovery_->smallest());
+}
+
+ParameterStore& Trainer::parameters() {
+  if (!params_) throw ConfigError("parameters: this trainer has finished (finish() gave its memory back)");
+  return *params_;
+}
+
+void Trainer::check_inputs(const HostBatch& batch, const char* call) const {
+  if (batch.size <= 0) return;
+  if (!batch.images || !batch.labels)
+    throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
+                      (batch.images ? "labels" : "images"));
+  const std::size_t sample = net_.input_shape().elements();
+  const std::size_t n = sample * static_cast<std::size_t>(batch.size);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(batch.images[i]))
+      throw DataError(std::string(call) + ": sample " + std::to_string(i / sample) + " of the batch holds " +
+                      (std::isnan(batch.images[i]) ? "a NaN" : "an infinity") + " (value " + std::to_string(i % sample) +
+                      "); nothing was trained on it");
 }
 
 void Trainer::maybe_regrow() {
@@ -347,11 +371,12 @@ void Trainer::check_step_batch(const HostBatch& batch) const {
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
-  ensure_built();
+  ensure_built("train_step");
   maybe_regrow();
   // Before the checks, which read the micro-batch: every rank then refuses a batch alike.
   if (synchronised_batchnorm()) agree_micro_batch();
   check_step_batch(batch);
+  check_inputs(batch, "train_step");
   check_labels(batch);
   params_->save_state();
   int micro_batches = 0;
@@ -463,7 +488,8 @@ ClassEvaluation Trainer::evaluate_classes(const NextBatch& next) {
 }
 
 EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* classes) {
-  ensure_built();
+  if (!next) throw ConfigError("evaluate: no source of batches (an empty NextBatch)");
+  ensure_built("evaluate");
   EvalResult result;
   double loss_sum = 0, correct = 0;
   long batches = 0;
@@ -471,6 +497,7 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
   const auto count = static_cast<std::size_t>(net_.num_classes());
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
+    check_inputs(*batch, "evaluate");
     check_labels(*batch);
     ++batches;
     if (classes) logits.resize(static_cast<std::size_t>(batch->size) * count);
@@ -523,9 +550,12 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
 }
 
 void Trainer::predict(const float* images, int count, float* logits) {
-  if (count <= 0) return;
-  ensure_built();
+  if (count < 0) throw ConfigError("predict: " + std::to_string(count) + " images");
+  if (count == 0) return;
+  if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
+  ensure_built("predict");
   const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
+  check_inputs(HostBatch{images, labels.data(), count}, "predict");
   for (;;) {
     try {
       run_micro_batches(HostBatch{images, labels.data(), count}, false, logits);
@@ -539,7 +569,18 @@ void Trainer::predict(const float* images, int count, float* logits) {
   }
 }
 
+namespace {
+
+void check_class(const ClassEvaluation& e, int c) {
+  if (c < 0 || static_cast<std::size_t>(c) >= e.confusion.size())
+    throw ConfigError("class " + std::to_string(c) + " of an evaluation of " + std::to_string(e.confusion.size()) +
+                      " classes");
+}
+
+}  // namespace
+
 double ClassEvaluation::precision(int c) const {
+  check_class(*this, c);
   std::size_t predicted = 0;
   for (const auto& row : confusion) predicted += row[static_cast<std::size_t>(c)];
   const std::size_t right = confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(c)];
@@ -547,6 +588,7 @@ double ClassEvaluation::precision(int c) const {
 }
 
 double ClassEvaluation::recall(int c) const {
+  check_class(*this, c);
   const auto& row = confusion[static_cast<std::size_t>(c)];
   std::size_t actual = 0;
   for (std::size_t n : row) actual += n;
@@ -554,6 +596,7 @@ double ClassEvaluation::recall(int c) const {
 }
 
 double ClassEvaluation::class_accuracy(int c) const {
+  check_class(*this, c);
   // One against the rest: right are the samples of c predicted as c and the others predicted as not c.
   std::size_t total = 0, wrong = 0;
   const auto k = static_cast<std::size_t>(c);

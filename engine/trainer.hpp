@@ -148,7 +148,8 @@ class Trainer {
   MemoryBreakdown breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
   const MemoryBreakdown& memory() const;
   int micro_batch() const { return micro_batch_; }
-  ParameterStore& parameters() { return *params_; }
+  // Throws ConfigError after finish().
+  ParameterStore& parameters();
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
   TrainerState state() const;
@@ -185,7 +186,12 @@ class Trainer {
   void start();
   void check_labels(const HostBatch& batch) const;
   void check_step_batch(const HostBatch& batch) const;
-  void ensure_built();
+  // Before a call that runs the network: refuses a finished trainer or a network changed since
+  // the plan, then builds the step memory if a failure released it.
+  void ensure_built(const char* call);
+  // The batch's pointers, and every pixel finite (a NaN would reach the weights through the
+  // gradients while the loss stays finite).
+  void check_inputs(const HostBatch& batch, const char* call) const;
   void maybe_regrow();
   // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at the same
   // micro-batch recomputing more (RecomputePolicy::automatic) where that reaches the bytes of half
@@ -226,6 +232,7 @@ class Trainer {
   std::unique_ptr<CrossRankContext> cross_rank_;
   long steps_ = 0;
   int micro_batch_ = 0;
+  int planned_nodes_ = 0;  // the network's size when planned
   bool capture_ = false;
 };
 

@@ -18,6 +18,9 @@ MemoryResource& counted(StatisticsAdaptor& stats, std::optional<TraceAdaptor>& t
 
 MemoryStack::MemoryStack(MemoryResource& upstream, MemoryOptions options)
     : options_(std::move(options)), stats_(upstream) {
+  if (!(options_.arena_factor >= 1.0 && options_.arena_factor <= 1024.0))  // NaN too
+    throw ConfigError("MemoryOptions::arena_factor must be from 1 to 1024 (times the planned arena), got " +
+                      std::to_string(options_.arena_factor));
   if (!options_.trace.empty()) trace_.emplace(stats_, options_.trace);
   if (options_.budget) budget_.emplace(counted(stats_, trace_), options_.budget);
 }

@@ -10,18 +10,21 @@
 namespace cnn {
 namespace {
 
-CheckpointInfo read_model(const std::filesystem::path& file) {
+CheckpointInfo read_model(const std::filesystem::path& file, std::size_t& parameter_floats) {
   CheckpointInfo info = read_checkpoint(file);
   if (info.model.network.empty())
     throw CheckpointError(file.string() + ": weights only (a file of version " + std::to_string(info.version) +
                           "), with no network: load them into a network built as it was trained");
+  parameter_floats = info.parameter_floats;
   return info;
 }
 
 // Inference only: plain SGD keeps no optimizer state beside the parameters.
 TrainerOptions inference_options(const ModelOptions& options) {
+  if (options.max_batch <= 0)
+    throw ConfigError("ModelOptions::max_batch must be positive, got " + std::to_string(options.max_batch));
   TrainerOptions t;
-  t.batch = std::max(options.max_batch, 1);
+  t.batch = options.max_batch;
   t.memory.budget = options.memory_budget;
   t.optimizer.kind = OptimizerKind::sgd;
   t.optimizer.momentum = 0.0f;
@@ -32,9 +35,16 @@ TrainerOptions inference_options(const ModelOptions& options) {
 }  // namespace
 
 Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions options)
-    : description_(read_model(file).model),
+    : description_(read_model(file, file_parameter_floats_).model),
       network_(parse_network(description_.network, description_.input,
                              static_cast<int>(description_.class_names.size()), file.string())) {
+  // Before anything is allocated: a file whose network text was altered could otherwise ask for
+  // any amount of memory with a few bytes.
+  const std::size_t network_floats = ParameterStore::planned_parameter_floats(network_);
+  if (network_floats != file_parameter_floats_)
+    throw CheckpointError(file.string() + ": its network has " + std::to_string(network_floats) +
+                          " parameters but the file holds " + std::to_string(file_parameter_floats_) +
+                          " values: the file is corrupt or was altered");
   trainer_ = std::make_unique<Trainer>(network_, backend, inference_options(options));
   load_parameters(file, network_, trainer_->parameters(), false);
 }
@@ -50,7 +60,8 @@ std::string Model::class_name(int c) const {
 }
 
 std::vector<float> Model::logits(const float* images, int count) {
-  std::vector<float> out(static_cast<std::size_t>(std::max(count, 0)) * static_cast<std::size_t>(classes()));
+  if (count < 0) throw ConfigError("Model::logits: " + std::to_string(count) + " images");
+  std::vector<float> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(classes()));
   trainer_->predict(images, count, out.data());
   return out;
 }
@@ -69,6 +80,7 @@ std::vector<float> Model::classify(const std::filesystem::path& image) {
 ClassEvaluation Model::evaluate(const NextBatch& next) { return trainer_->evaluate_classes(next); }
 
 void softmax_rows(std::vector<float>& logits, int classes) {
+  if (classes <= 0) throw ConfigError("softmax_rows: rows of " + std::to_string(classes) + " classes");
   const auto k = static_cast<std::size_t>(classes);
   for (std::size_t row = 0; row + k <= logits.size(); row += k) {
     float* x = logits.data() + row;

@@ -44,6 +44,7 @@ class Model {
   Trainer& trainer() { return *trainer_; }
 
  private:
+  std::size_t file_parameter_floats_ = 0;  // what the file holds, read with the description
   ModelDescription description_;
   Network network_;
   std::unique_ptr<Trainer> trainer_;

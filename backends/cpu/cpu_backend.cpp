@@ -17,7 +17,19 @@ namespace cnn {
 
 using cpu::parallel_elements;
 
-CpuBackend::CpuBackend(int threads) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
+namespace {
+
+int checked_threads(int threads) {
+  constexpr int kMostThreads = 1024;
+  if (threads > kMostThreads)
+    throw ConfigError("the CPU backend takes at most " + std::to_string(kMostThreads) + " threads, not " +
+                      std::to_string(threads));
+  return threads > 0 ? threads : omp_get_num_procs();
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(int threads) : threads_(checked_threads(threads)) {
   omp_set_dynamic(0);
   Eigen::setNbThreads(threads_);
   cpu::WorkPool::instance().reserve(threads_ - 1);  // the kernels' workers, started before any step

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/base/regular_file.hpp"
 
 namespace cnn {
 
@@ -75,7 +76,21 @@ int AtomicFile::remove_stale_temporaries(const fs::path& folder) {
   return removed;
 }
 
+namespace {
+
+// Only a regular file, or nothing, may be replaced: a rename over a device, a FIFO or a socket
+// would put a file where it was (as root, /dev/null). Checked on opening and again on commit.
+void check_replaceable(const fs::path& target) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(target, ec))) return;
+  if (const std::string problem = regular_file_problem(target); !problem.empty())
+    throw Error("cannot replace " + target.string() + ": it " + problem);
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(const fs::path& target) : target_(resolve_links(target)) {
+  check_replaceable(target_);
   static std::atomic<unsigned> counter{0};
   const fs::path folder = folder_of(target_);
   remove_stale_temporaries(folder);
@@ -121,6 +136,7 @@ void AtomicFile::commit() {
   const int closed = ::close(fd_);
   fd_ = -1;
   if (closed != 0) throw Error("writing " + target_.string() + " failed: " + errno_text());
+  check_replaceable(target_);
   if (::rename(temporary_.c_str(), target_.c_str()) != 0)
     throw Error("cannot replace " + target_.string() + ": " + errno_text());
   committed_ = true;

@@ -140,6 +140,12 @@ TEST_CASE("the save path is checked before training, and a failed save leaves no
     CHECK(fs::is_directory(scratch / "adir"));
     CHECK(others_in(scratch.path(), scratch / "adir") == 1);  // the FIFO only
   }
+  SECTION("saving over a FIFO is refused and leaves it a FIFO (a rename would put a file there)") {
+    const std::string message = error_of([&] { save_weights(scratch / "pipe", net, params); });
+    CHECK(message.find("cannot replace " + (scratch / "pipe").string() + ": it is a FIFO") != std::string::npos);
+    CHECK(fs::is_fifo(scratch / "pipe"));
+    CHECK(others_in(scratch.path(), scratch / "pipe") == 1);  // the folder only: no temporary left
+  }
   SECTION("loading a FIFO is refused at once (open() would block)") {
     CHECK(error_of([&] { load_weights(scratch / "pipe", net, params); }).find("it is a FIFO") != std::string::npos);
   }

@@ -1,6 +1,7 @@
 // Bad numbers never reach the weights: optimizer settings are checked, and a step whose loss is
 // NaN or infinite is refused before the optimizer runs.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -30,8 +31,10 @@ std::string optimizer_error(const OptimizerConfig& config) {
 }  // namespace
 
 TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", "[trainer][diverged]") {
-  // No ReLU, which would turn NaN into 0: one NaN pixel reaches every logit through the
-  // BatchNorm's batch mean, and the failed forward pass writes NaN into its running statistics.
+  // No ReLU, which would turn NaN into 0: a sample at the float's largest value overflows in
+  // the convolution (a NaN pixel is refused before the step: check_inputs), the overflow reaches
+  // every logit through the BatchNorm's batch statistics as NaN, and the failed forward pass
+  // writes NaN into its running statistics.
   const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
   TrainerOptions o;
   o.batch = 8;
@@ -42,7 +45,7 @@ TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", 
   Trainer tested(tested_net, backend, memory::host_resource(), o);
   SyntheticData data(16, kImage, 4, 3);
   SyntheticData poisoned = data;
-  poisoned.images[5] = kNaN;
+  std::fill_n(poisoned.images.begin(), kImage.elements(), std::numeric_limits<float>::max());  // sample 0
 
   clean.train_step(data.batch(0, 8));
   tested.train_step(data.batch(0, 8));

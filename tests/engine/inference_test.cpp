@@ -3,9 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "cnnengine/layers/dense.hpp"
 #include "cnnengine/memory/host_resource.hpp"
 #include "cnnengine/models/presets.hpp"
 #include "test_networks.hpp"
@@ -77,4 +79,62 @@ TEST_CASE("per-class precision, recall and accuracy from a known confusion matri
   CHECK(e.precision(2) == Approx(10.0 / 13.0));
   CHECK(e.recall(1) == Approx(0.6));
   CHECK(e.class_accuracy(1) == Approx((30.0 - 1 - 3 - 2) / 30.0));
+}
+
+TEST_CASE("a trainer refuses what it cannot run: bad pointers, NaN pixels, after finish, a changed network", "[trainer]") {
+  const Shape image{1, 12, 12};
+  CpuBackend backend(1);
+  Network net = make_preset("small", image, 4);
+  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(16));
+  SyntheticData data(16, image, 4, 3);
+  std::vector<float> logits(4 * 16);
+
+  CHECK_THROWS_WITH(trainer.train_step(HostBatch{nullptr, data.labels.data(), 16}), Catch::Contains("without images"));
+  CHECK_THROWS_WITH(trainer.train_step(HostBatch{data.images.data(), nullptr, 16}), Catch::Contains("without labels"));
+  CHECK_THROWS_AS(trainer.predict(data.images.data(), -3, logits.data()), ConfigError);
+  CHECK_THROWS_AS(trainer.predict(data.images.data(), 2, nullptr), ConfigError);
+  CHECK_THROWS_WITH(trainer.evaluate(NextBatch{}), Catch::Contains("empty NextBatch"));
+
+  // One NaN pixel: refused before the step, the parameters as they were.
+  const std::vector<float> before = trainer.parameters().download();
+  data.images[5 * 144 + 17] = std::nanf("");
+  try {
+    trainer.train_step(data.batch(0, 16));
+    FAIL("a NaN pixel was trained on");
+  } catch (const DataError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("sample 5 of the batch holds a NaN (value 17)"));
+  }
+  CHECK(trainer.parameters().download() == before);
+  data.images[5 * 144 + 17] = INFINITY;
+  CHECK_THROWS_WITH(trainer.predict(data.images.data(), 16, logits.data()), Catch::Contains("an infinity"));
+  data.images[5 * 144 + 17] = 0.5f;
+  CHECK(trainer.train_step(data.batch(0, 16)).samples == 16);
+
+  SECTION("a layer added after the plan") {
+    net.emplace<Dense>(4);
+    CHECK_THROWS_WITH(trainer.train_step(data.batch(0, 16)), Catch::Contains("build a trainer for it"));
+  }
+  SECTION("after finish()") {
+    trainer.finish();
+    CHECK_THROWS_WITH(trainer.train_step(data.batch(0, 16)), Catch::Contains("this trainer has finished"));
+    CHECK_THROWS_WITH(trainer.predict(data.images.data(), 16, logits.data()), Catch::Contains("has finished"));
+    CHECK_THROWS_AS(trainer.parameters(), ConfigError);
+  }
+}
+
+TEST_CASE("a class outside the evaluation is refused", "[inference]") {
+  ClassEvaluation e;
+  e.confusion = {{3, 1}, {0, 4}};
+  CHECK_THROWS_AS(e.precision(2), ConfigError);
+  CHECK_THROWS_AS(e.recall(-1), ConfigError);
+  CHECK_THROWS_AS(e.class_accuracy(99), ConfigError);
+  CHECK(e.precision(1) == Approx(0.8));
+}
+
+TEST_CASE("a batch beyond any that trains is refused, not planned", "[trainer]") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 12, 12}, 4);
+  TrainerOptions o = testing::constant_sgd(INT_MAX);
+  o.memory.budget = 1 << 20;
+  CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("at most 16777216 are taken"));
 }

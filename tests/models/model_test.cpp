@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/data/preprocessing.hpp"
@@ -59,4 +60,40 @@ TEST_CASE("a weights-only file of version 1 has no network to load", "[models]")
   t::write_bytes(dir / "old.bin", v1);
   CpuBackend backend(1);
   CHECK_THROWS_WITH(Model(dir / "old.bin", backend), Catch::Contains("with no network"));
+}
+
+TEST_CASE("a model file whose network text was altered is refused before its memory is taken", "[models]") {
+  t::TempFolder dir;
+  const Shape image{1, 8, 8};
+  CpuBackend backend(1);
+  Network net = make_preset("small", image, 3);
+  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
+  ModelDescription described = describe_model(net);
+  // A few bytes that ask for 136 billion floats (507 GiB) of parameters: before the check, the
+  // trainer was built first and this was an out-of-memory failure, not the file named.
+  described.network = "flatten\ndense 2000000000\ndense 3\n";
+  save_checkpoint(dir / "altered.ckpt", net, trainer.parameters(), described);
+  try {
+    Model model(dir / "altered.ckpt", backend);
+    FAIL("an altered model file was loaded");
+  } catch (const CheckpointError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("its network has 136000000016 parameters but the file holds"));
+    CHECK_THAT(e.what(), Catch::Contains("corrupt or was altered"));
+  }
+}
+
+TEST_CASE("Model refuses a batch limit below one and softmax rows of no classes", "[models]") {
+  t::TempFolder dir;
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 8, 8}, 3);
+  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
+  save_checkpoint(dir / "m.ckpt", net, trainer.parameters(), describe_model(net));
+  ModelOptions none;
+  none.max_batch = 0;
+  CHECK_THROWS_WITH(Model(dir / "m.ckpt", backend, none), Catch::Contains("max_batch must be positive, got 0"));
+  Model model(dir / "m.ckpt", backend);
+  CHECK_THROWS_AS(model.logits(nullptr, -2), ConfigError);
+  CHECK_THROWS_WITH(model.logits(nullptr, 2), Catch::Contains("without images"));
+  std::vector<float> values{1.f, 2.f};
+  CHECK_THROWS_AS(softmax_rows(values, 0), ConfigError);
 }
