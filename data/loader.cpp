@@ -123,6 +123,7 @@ void Loader::begin_epoch_locked(int epoch, std::size_t first_batch) {
 }
 
 void Loader::start_epoch(int epoch, std::size_t first_batch) {
+  if (epoch < 0) throw ConfigError("Loader: epoch " + std::to_string(epoch));
   if (first_batch > batches_)
     throw ConfigError("Loader: batch " + std::to_string(first_batch) + " of an epoch of " + std::to_string(batches_));
   std::lock_guard lock(mutex_);

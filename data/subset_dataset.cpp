@@ -43,6 +43,7 @@ class SubsetDataset final : public Dataset {
 }  // namespace
 
 Split stratified_split(std::shared_ptr<const Dataset> base, std::uint64_t seed) {
+  if (!base) throw ConfigError("stratified_split: no data set (null)");
   const std::size_t classes = static_cast<std::size_t>(std::max(base->num_classes(), 0));
   std::vector<std::vector<std::size_t>> by_class(classes);
   for (std::size_t i = 0; i < base->size(); ++i) {

@@ -118,6 +118,11 @@ void Trainer::start() {
       throw ConfigError("recording steps as graphs: " + why);
     capture_ = true;
   }
+  if (net_.size() <= 1) throw ConfigError("the network has no layers: nothing to train");
+  if (options_.regrow_after_steps < 0)
+    throw ConfigError("regrow_after_steps must be 0 (never) or more, got " + std::to_string(options_.regrow_after_steps));
+  if (options_.total_steps < 0)
+    throw ConfigError("total_steps must be 0 (unknown) or more, got " + std::to_string(options_.total_steps));
   check_data_parallel();
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);

@@ -113,7 +113,7 @@ else
   if [ -n "$cublas_header" ] && [ -n "$cublas_lib" ] && [ -n "$cublaslt_lib" ]; then
     log "cuBLAS: from the Python package ($cublas_lib, $cublaslt_lib, $cublas_header)"
     # FindCUDAToolkit's CUDA::cublas takes the cached library paths; its headers come last on
-    # every compile line (the tests include backends/cuda/check.hpp too).
+    # every compile line (the tests include backends/cuda/detail/check.hpp too).
     cublas_include=$(dirname "$cublas_header")
     cmake_args+=("-DCUDA_cublas_LIBRARY=$cublas_lib" "-DCUDA_cublasLt_LIBRARY=$cublaslt_lib"
                  "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$cublas_include"

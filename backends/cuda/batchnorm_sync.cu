@@ -5,9 +5,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "cnnengine/backends/cuda/check.hpp"
-#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
-#include "cnnengine/backends/cuda/grid_stride.cuh"
+#include "cnnengine/backends/cuda/detail/check.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/detail/grid_stride.cuh"
 #include "cnnengine/base/error.hpp"
 
 namespace cnn::cuda {

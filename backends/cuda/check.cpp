@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/conv_algorithms.hpp"
+#include "cnnengine/backends/cuda/detail/conv_algorithms.hpp"
 
 #include <algorithm>
 #include <limits>

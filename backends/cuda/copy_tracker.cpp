@@ -1,6 +1,6 @@
-#include "cnnengine/backends/cuda/copy_tracker.hpp"
+#include "cnnengine/backends/cuda/detail/copy_tracker.hpp"
 
-#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -1,11 +1,11 @@
-#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cuda/architectures.hpp"
-#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/detail/architectures.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
 #include "cnnengine/memory/buffer.hpp"
 #include "cnnengine/memory/bytes.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"

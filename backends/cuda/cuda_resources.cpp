@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/cuda_resources.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
 
 #include <cuda_runtime.h>
 

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cuda/check.hpp"
-#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
-#include "cnnengine/backends/cuda/grid_stride.cuh"
+#include "cnnengine/backends/cuda/detail/check.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/detail/grid_stride.cuh"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
 

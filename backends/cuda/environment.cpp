@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/backends/cuda/architectures.hpp"
+#include "cnnengine/backends/cuda/detail/architectures.hpp"
 #include "cnnengine/backends/device/cuda_api.hpp"
 #include "cnnengine/memory/bytes.hpp"
 

@@ -6,8 +6,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "cnnengine/backends/cuda/check.hpp"
-#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -1,7 +1,7 @@
 #if CNN_HAVE_NCCL
-#include "cnnengine/backends/cuda/nccl_communicator.hpp"
+#include "cnnengine/backends/cuda/detail/nccl_communicator.hpp"
 
-#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
 #include "cnnengine/base/error.hpp"
 
 namespace cnn::cuda {

@@ -20,7 +20,7 @@
 #include "plot.hpp"
 #include "report.hpp"
 #if CNN_HAVE_CUDA
-#include "cnnengine/backends/cuda/cuda_resources.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
 #endif
 
 namespace {

@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include "cnnengine/cnnengine.hpp"
 #include "validators.hpp"
 
 namespace cnn::app {
@@ -120,7 +121,7 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--cuda-graph, --sync-batchnorm",
                                "--sync-batchnorm sums over the ranks inside forward and backward, which a recorded "
                                "graph cannot: give one of them");
-  if (o.cuda_graph && o.allocator != "planned")
+  if (o.cuda_graph && memory::parse_strategy(o.allocator) != memory::Strategy::planned)
     throw CLI::ValidationError("--cuda-graph, --allocator",
                                "--cuda-graph needs --allocator planned: other strategies move buffers between steps");
 }

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
 #include "cnnengine/backends/device/cuda_api.hpp"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"

@@ -369,4 +369,13 @@ TEST_CASE("stratified_split refuses a label outside the data set's classes, nami
   CHECK_THROWS_AS(stratified_split(data, 1), DataError);
   CHECK_THROWS_WITH(stratified_split(data, 1), Catch::Contains("fake: sample 2 has label 2, outside its 2 classes"));
   CHECK_NOTHROW(stratified_split(std::make_shared<FakeDataset>(6), 1));
+  CHECK_THROWS_AS(stratified_split(nullptr, 1), cnn::ConfigError);
+}
+
+TEST_CASE("a negative epoch is refused", "[loader]") {
+  FakeDataset data(8);
+  LoaderOptions options;
+  options.batch = 4;
+  Loader loader(data, options, cnn::memory::host_resource());
+  CHECK_THROWS_WITH(loader.start_epoch(-1), Catch::Contains("epoch -1"));
 }

@@ -138,3 +138,22 @@ TEST_CASE("a batch beyond any that trains is refused, not planned", "[trainer]")
   o.memory.budget = 1 << 20;
   CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("at most 16777216 are taken"));
 }
+
+TEST_CASE("options a trainer cannot run with are refused before planning", "[trainer]") {
+  CpuBackend backend(1);
+  const Shape image{1, 12, 12};
+  Network empty(image);
+  CHECK_THROWS_WITH(Trainer(empty, backend, memory::host_resource(), testing::constant_sgd(8)),
+                    Catch::Contains("the network has no layers"));
+  Network net = make_preset("small", image, 4);
+  TrainerOptions o = testing::constant_sgd(8);
+  o.regrow_after_steps = -1;
+  CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("regrow_after_steps"));
+  o = testing::constant_sgd(8);
+  o.total_steps = -10;
+  CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("total_steps"));
+  o = testing::constant_sgd(8);
+  o.memory.arena_factor = std::nan("");
+  CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("arena_factor"));
+  CHECK_THROWS_WITH(CpuBackend(100000), Catch::Contains("at most 1024 threads"));
+}

@@ -13,9 +13,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "cnnengine/backends/cuda/conv_algorithms.hpp"
-#include "cnnengine/backends/cuda/copy_tracker.hpp"
-#include "cnnengine/backends/cuda/cuda_resources.hpp"
+#include "cnnengine/backends/cuda/detail/conv_algorithms.hpp"
+#include "cnnengine/backends/cuda/detail/copy_tracker.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
 #include "cnnengine/backends/device/cuda_api.hpp"
 #include "cnnengine/engine/backend.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "cnnengine/backends/cuda/check.hpp"
+#include "cnnengine/backends/cuda/detail/check.hpp"
 #include "cnnengine/engine/tensor.hpp"
 
 namespace cnn::cuda {

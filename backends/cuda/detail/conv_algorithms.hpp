@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <functional>
 
-#include "cnnengine/backends/cuda/descriptors.hpp"
+#include "cnnengine/backends/cuda/detail/descriptors.hpp"
 #include "cnnengine/memory/memory_resource.hpp"
 
 namespace cnn::cuda {

@@ -6,7 +6,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "cnnengine/backends/cuda/cuda_backend_impl.hpp"
+#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
 #include "cnnengine/engine/communicator.hpp"
 
 namespace cnn::cuda {
