@@ -1,12 +1,22 @@
-cmake_minimum_required(VERSION 3.22)
 # Includes that would walk around the views (docs/design.md, "How the order is enforced"):
 # - the library's project includes are written by their full name, "cnnengine/<folder>/...";
 #   a relative one ("../layers/x.hpp", or a neighbour's bare name) would find a file without
 #   the include path;
+# - each folder includes only from the folders its row of docs/design.md reaches, read from the
+#   sources alone (the build's views enforce it only as far as the links do);
 # - the applications in examples/ include public headers only, never a detail/ one.
 # Invoked by ctest (layering_includes_by_full_name) with -DSOURCE_DIR=<the repository>.
+cmake_minimum_required(VERSION 3.22)
+include(${SOURCE_DIR}/cmake/CnnOrder.cmake)
+cnn_read_design_order(${SOURCE_DIR}/docs/design.md order)
+set(table_folders "")
+foreach(target IN LISTS order_TARGETS)
+  list(APPEND table_folders ${order_FOLDER_${target}})
+endforeach()
+
 set(problems "")
-foreach(folder base memory data engine layers backends dist models)
+foreach(folder IN LISTS table_folders)
+  cnn_folders_reached(${SOURCE_DIR}/docs/design.md ${folder} allowed)
   file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
                             ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
   foreach(source IN LISTS sources)
@@ -15,29 +25,12 @@ foreach(folder base memory data engine layers backends dist models)
       string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
       if(included MATCHES "\\.\\." OR (NOT included MATCHES "^cnnengine/" AND NOT included STREQUAL "stb_image.h"))
         string(APPEND problems "  ${source}: #include \"${included}\"\n")
+        continue()
       endif()
-    endforeach()
-  endforeach()
-endforeach()
-# Each folder's includes against the order of docs/design.md, read from the sources alone: the
-# build's views enforce it only as far as the links do.
-include(${SOURCE_DIR}/cmake/CnnOrder.cmake)
-cnn_read_design_order(${SOURCE_DIR}/docs/design.md order)
-set(table_folders "")
-foreach(target IN LISTS order_TARGETS)
-  list(APPEND table_folders ${order_FOLDER_${target}})
-endforeach()
-foreach(folder IN LISTS table_folders)
-  cnn_folders_reached(${SOURCE_DIR}/docs/design.md ${folder} allowed)
-  file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
-                            ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
-  foreach(source IN LISTS sources)
-    file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"cnnengine/")
-    foreach(line IN LISTS lines)
-      string(REGEX REPLACE "^[^\"]*\"cnnengine/([^\"]*)/[^/\"]*\".*$" "\\1" included "${line}")
-      string(REGEX REPLACE "/detail.*$" "" included "${included}")
-      if(included IN_LIST table_folders AND NOT included IN_LIST allowed)
-        string(APPEND problems "  ${source}: ${folder}/ may not include from ${included}/: ${line}\n")
+      string(REGEX REPLACE "^cnnengine/(.*)/[^/]*$" "\\1" from "${included}")
+      string(REGEX REPLACE "/detail(/.*)?$" "" from "${from}")
+      if(from IN_LIST table_folders AND NOT from IN_LIST allowed)
+        string(APPEND problems "  ${source}: ${folder}/ may not include from ${from}/: ${line}\n")
       endif()
     endforeach()
   endforeach()
