@@ -26,7 +26,7 @@ Check skip(std::string name, std::string why) { return {std::move(name), Verdict
 // Planned makes no upstream call once its arena is reserved.
 void zero_upstream_calls(const Comparison& c, std::vector<Check>& out) {
   for (const Row& row : c.rows) {
-    if (row.run.strategy != "planned") continue;
+    if (row.run.strategy != cnn::memory::Strategy::planned) continue;
     const Summary s = summarize(row.run);
     const std::string name = "planned makes zero upstream calls per step (" + row.run.workload + ")";
     if (s.steps == 0) {
@@ -41,7 +41,7 @@ void zero_upstream_calls(const Comparison& c, std::vector<Check>& out) {
 
 void flat_reserved(const Comparison& c, std::vector<Check>& out) {
   const std::string name = "planned reserved bytes exactly flat over the extended churn";
-  const Row* row = c.find("extended", "planned");
+  const Row* row = c.find("extended", cnn::memory::Strategy::planned);
   if (!row) return out.push_back(skip(name, "the extended workload did not run"));
   const Summary s = summarize(row->run);
   const bool flat = s.completed && s.steps > 0 && s.reserved_min == s.reserved_max && s.reserved_max == row->run.setup_reserved;
@@ -54,9 +54,9 @@ void flat_reserved(const Comparison& c, std::vector<Check>& out) {
 // The churn workload reserves what the Trainer itself reserves before step 1: its persistent
 // blocks and arena are the Trainer's, not a model of them.
 void same_setup_as_trainer(const Comparison& c, std::vector<Check>& out) {
-  const Row* steady = c.find("steady", "planned");
-  const Row* churn = c.find("churn", "planned");
-  if (!churn) churn = c.find("extended", "planned");
+  const Row* steady = c.find("steady", cnn::memory::Strategy::planned);
+  const Row* churn = c.find("churn", cnn::memory::Strategy::planned);
+  if (!churn) churn = c.find("extended", cnn::memory::Strategy::planned);
   if (!steady || !churn) return;
   out.push_back(make("churn's planned setup reserves what the Trainer reserves",
                      steady->run.setup_reserved == churn->run.setup_reserved,
@@ -69,7 +69,7 @@ void within_budget(const Comparison& c, std::vector<Check>& out) {
   for (const Row& row : c.rows) {
     if (!row.under_budget) continue;
     const RunResult& r = *row.under_budget;
-    out.push_back(make("reserved stays within the budget (" + r.workload + ", " + r.strategy + ")",
+    out.push_back(make("reserved stays within the budget (" + r.workload + ", " + cnn::memory::to_string(r.strategy) + ")",
                        r.peak_reserved <= c.budget,
                        "peak " + format_bytes(r.peak_reserved) + " of " + format_bytes(c.budget) +
                            (r.setup_failed ? " (the run did not fit: refused before step 1)" : "")));
@@ -80,7 +80,7 @@ void within_budget(const Comparison& c, std::vector<Check>& out) {
 // under the budget without a refusal, and one sample more does not fit.
 void planned_batch_confirmed(const Comparison& c, std::vector<Check>& out) {
   for (const Row& row : c.rows) {
-    if (row.run.strategy != "planned" || !row.confirmed) continue;
+    if (row.run.strategy != cnn::memory::Strategy::planned || !row.confirmed) continue;
     out.push_back(make("planned's largest batch (planner) fits when run, one more does not (" + row.run.workload + ")",
                        row.confirmed->fits && row.confirmed->next_refused,
                        "batch " + std::to_string(row.largest_batch) + (row.confirmed->fits ? " runs" : " FAILS") +
@@ -91,8 +91,8 @@ void planned_batch_confirmed(const Comparison& c, std::vector<Check>& out) {
 
 void goals(const Comparison& c, std::vector<Check>& out) {
   for (const char* workload : {"churn", "extended"}) {
-    const Row* planned = c.find(workload, "planned");
-    const Row* pool = c.find(workload, "pool");
+    const Row* planned = c.find(workload, cnn::memory::Strategy::planned);
+    const Row* pool = c.find(workload, cnn::memory::Strategy::pool);
     if (!planned || !pool) continue;
     const double ratio = static_cast<double>(planned->run.peak_reserved) / static_cast<double>(pool->run.peak_reserved);
     out.push_back(make(std::string("planned reserves at most 0.7 x pool under ") + workload, ratio <= 0.7,

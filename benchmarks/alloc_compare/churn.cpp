@@ -34,7 +34,7 @@ bool run_step(cnn::StepMemory& memory, int time_steps) {
 
 }  // namespace
 
-RunResult run_churn(Workbench& bench, const std::string& strategy, const ChurnSpec& spec) {
+RunResult run_churn(Workbench& bench, cnn::memory::Strategy strategy, const ChurnSpec& spec) {
   const cnn::MemoryBreakdown sizes = bench.breakdown(spec.batch);
   const std::size_t fixed = sizes.persistent.total() + sizes.library;
   RunResult r = bench.start(spec.workload, strategy, spec.budget, sizes.lower_bound + fixed);

@@ -25,7 +25,7 @@ struct Comparison {
   std::size_t budget = 0;
   int batch = 0;
 
-  const Row* find(const std::string& workload, const std::string& strategy) const;
+  const Row* find(const std::string& workload, cnn::memory::Strategy strategy) const;
 };
 
 Comparison run_comparison(Workbench& bench, const Options& options, std::size_t budget);

@@ -7,7 +7,7 @@ namespace alloc_compare {
 
 namespace {
 
-bool fits(Workbench& bench, const std::string& strategy, const BatchSearch& search, int batch) {
+bool fits(Workbench& bench, cnn::memory::Strategy strategy, const BatchSearch& search, int batch) {
   ChurnSpec spec;
   spec.workload = "search";
   spec.batch = batch;
@@ -21,15 +21,15 @@ bool fits(Workbench& bench, const std::string& strategy, const BatchSearch& sear
 
 }  // namespace
 
-Confirmation confirm_by_running(Workbench& bench, const std::string& strategy, const BatchSearch& search, int batch) {
+Confirmation confirm_by_running(Workbench& bench, cnn::memory::Strategy strategy, const BatchSearch& search, int batch) {
   Confirmation c;
   c.fits = batch > 0 && fits(bench, strategy, search, batch);
   c.next_refused = batch >= search.limit || !fits(bench, strategy, search, batch + 1);
   return c;
 }
 
-int largest_batch(Workbench& bench, const std::string& strategy, const BatchSearch& search) {
-  if (strategy == "planned") {
+int largest_batch(Workbench& bench, cnn::memory::Strategy strategy, const BatchSearch& search) {
+  if (strategy == cnn::memory::Strategy::planned) {
     cnn::BatchPlanOptions options = bench.plan_options(search.budget);
     options.batch = search.limit;
     return cnn::BatchPlanner(bench.network(), bench.backend(), options).largest_fitting(search.limit);

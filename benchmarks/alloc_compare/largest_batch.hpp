@@ -18,7 +18,7 @@ struct BatchSearch {
   bool fixed_batch = false;
 };
 
-int largest_batch(Workbench& bench, const std::string& strategy, const BatchSearch& search);
+int largest_batch(Workbench& bench, cnn::memory::Strategy strategy, const BatchSearch& search);
 
 // Runs the search's sequence at `batch` (which must fit) and at batch + 1 (which must not, unless
 // batch is the limit): for planned, this checks the planner's bytes against a real run.
@@ -26,6 +26,6 @@ struct Confirmation {
   bool fits = false;
   bool next_refused = false;
 };
-Confirmation confirm_by_running(Workbench& bench, const std::string& strategy, const BatchSearch& search, int batch);
+Confirmation confirm_by_running(Workbench& bench, cnn::memory::Strategy strategy, const BatchSearch& search, int batch);
 
 }  // namespace alloc_compare

@@ -62,22 +62,22 @@ std::string joined(int argc, char** argv) {
 }
 
 // The base upstream: the host, or the CUDA device's cudaMalloc.
-std::unique_ptr<mem::MemoryResource> device_upstream(const std::string& device) {
-  if (device != "cuda") return nullptr;
+std::unique_ptr<mem::MemoryResource> device_upstream(std::optional<cnn::DeviceKind> device) {
+  if (device != cnn::DeviceKind::cuda) return nullptr;
 #if CNN_HAVE_CUDA
   return std::make_unique<mem::CudaDeviceResource>(0);
 #else
-  throw std::runtime_error("--device cuda: this build has no CUDA backend (configure with -DCNN_CUDA=ON)");
+  throw cnn::ConfigError("--device cuda: this build has no CUDA backend (configure with -DCNN_CUDA=ON)");
 #endif
 }
 
 int run(const Options& o, const std::string& command) {
   const cnn::Shape shape = parse_shape(o.input);
   const std::size_t budget = o.budget.empty() ? 0 : mem::parse_bytes(o.budget);
-  const std::unique_ptr<mem::MemoryResource> device_memory = device_upstream(o.device);
-  mem::MemoryResource& base = device_memory ? *device_memory : mem::host_resource();
   cnn::DeviceRequest request;
   request.device = cnn::parse_device(o.device);
+  const std::unique_ptr<mem::MemoryResource> device_memory = device_upstream(request.device);
+  mem::MemoryResource& base = device_memory ? *device_memory : mem::host_resource();
   request.threads = o.threads;
   const cnn::DeviceChoice device = cnn::select_device(request);
 

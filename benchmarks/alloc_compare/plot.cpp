@@ -17,9 +17,10 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
-std::string colour(const std::string& strategy) {
-  static const std::map<std::string, std::string> colours = {
-      {"planned", "#1b9e77"}, {"arena", "#d95f02"}, {"pool", "#7570b3"}, {"direct", "#e7298a"}};
+std::string colour(cnn::memory::Strategy strategy) {
+  using cnn::memory::Strategy;
+  static const std::map<Strategy, std::string> colours = {
+      {Strategy::planned, "#1b9e77"}, {Strategy::arena, "#d95f02"}, {Strategy::pool, "#7570b3"}, {Strategy::direct, "#e7298a"}};
   const auto it = colours.find(strategy);
   return it == colours.end() ? "black" : it->second;
 }
@@ -51,7 +52,7 @@ std::string script(const Comparison& c, const std::string& title, const std::fil
       const RunResult& run = c.rows[i].run;
       if (run.workload != workload || run.steps.empty()) continue;
       s << separator << "$run" << i << " using 1:2 with steps lw 2 lc rgb '" << colour(run.strategy) << "' title "
-        << quoted(run.strategy);
+        << quoted(cnn::memory::to_string(run.strategy));
       separator = ", ";
     }
     s << "\n";

@@ -94,7 +94,7 @@ RecordedTrace record_training_trace(Workbench& bench, int batch, int steps, cons
   return t;
 }
 
-RunResult run_replay(Workbench& bench, const RecordedTrace& trace, const std::string& strategy, std::size_t budget) {
+RunResult run_replay(Workbench& bench, const RecordedTrace& trace, cnn::memory::Strategy strategy, std::size_t budget) {
   std::size_t arena_bytes = 0, lower_bound = 0;
   for (const auto& step : trace.steps) {
     const mem::Plan plan = plan_recorded_step(step);

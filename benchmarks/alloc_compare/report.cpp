@@ -63,7 +63,7 @@ std::string format_table(const Comparison& c, const RunInfo& info) {
   std::vector<std::vector<std::string>> cells;
   for (const Row& row : c.rows) {
     const Summary s = summarize(row.run);
-    cells.push_back({row.run.workload, row.run.strategy, std::to_string(s.steps), fixed(s.ms_per_step, 3),
+    cells.push_back({row.run.workload, cnn::memory::to_string(row.run.strategy), std::to_string(s.steps), fixed(s.ms_per_step, 3),
                      fixed(s.allocator_us_per_step, 1), fixed(s.upstream_calls_per_step, 3), format_bytes(row.run.peak_reserved),
                      fixed(s.reserved_ratio, 3), fixed(s.fragmentation_mean, 3), fixed(s.fragmentation_max, 3), oom_cell(row),
                      row.largest_batch < 0 ? "-" : std::to_string(row.largest_batch)});
@@ -105,7 +105,7 @@ void write_summary_csv(const Comparison& c, const std::filesystem::path& file) {
          "largest_batch_under_budget\n";
   for (const Row& row : c.rows) {
     const Summary s = summarize(row.run);
-    out << row.run.workload << ',' << row.run.strategy << ',' << s.steps << ',' << csv_number(s.ms_per_step) << ','
+    out << row.run.workload << ',' << cnn::memory::to_string(row.run.strategy) << ',' << s.steps << ',' << csv_number(s.ms_per_step) << ','
         << csv_number(s.allocator_us_per_step) << ',' << csv_number(s.upstream_calls_per_step) << ','
         << s.upstream_calls_in_steps << ',' << row.run.setup_reserved << ',' << row.run.peak_reserved << ','
         << row.run.reference_bytes << ',' << csv_number(s.reserved_ratio) << ',' << csv_number(s.fragmentation_mean) << ','
@@ -130,7 +130,7 @@ void write_steps_csv(const Comparison& c, const std::filesystem::path& file, int
     for (std::size_t i = 0; i < steps.size(); ++i) {
       if (i % static_cast<std::size_t>(stride) != 0 && i + 1 != steps.size()) continue;
       const StepSample& s = steps[i];
-      out << row.run.workload << ',' << row.run.strategy << ',' << i + 1 << ',' << s.batch << ',' << s.reserved << ','
+      out << row.run.workload << ',' << cnn::memory::to_string(row.run.strategy) << ',' << i + 1 << ',' << s.batch << ',' << s.reserved << ','
           << s.upstream_calls << ',' << s.upstream_frees << ',' << s.step_ns << ',' << s.allocator_ns << ','
           << csv_number(s.fragmentation) << ',' << s.out_of_memory << '\n';
     }
@@ -160,7 +160,7 @@ void write_json(const Comparison& c, const std::vector<Check>& checks, const Opt
   for (const Row& row : c.rows) {
     const Summary s = summarize(row.run);
     json r = {{"workload", row.run.workload},
-              {"strategy", row.run.strategy},
+              {"strategy", cnn::memory::to_string(row.run.strategy)},
               {"steps", s.steps},
               {"completed", s.completed},
               {"ms_per_step", s.ms_per_step},

@@ -10,11 +10,11 @@ namespace alloc_compare {
 namespace mem = cnn::memory;
 
 Rig::Rig(mem::MemoryResource& base, const RigConfig& config)
-    : stack_(base, mem::MemoryOptions{config.budget, mem::parse_strategy(config.strategy), {}, config.arena_factor}) {
+    : stack_(base, mem::MemoryOptions{config.budget, config.strategy, {}, config.arena_factor}) {
   stack_.set_aside(config.library);
   stack_.build_step_buffers(config.persistent, config.planned_arena);
   if (!stack_.step_buffers()) return;  // planned
-  has_free_list_ = config.strategy == "pool" || config.strategy == "arena";
+  has_free_list_ = config.strategy == mem::Strategy::pool || config.strategy == mem::Strategy::arena;
   timing_ = &static_cast<TimingAdaptor&>(stack_.wrap_step_buffers(std::make_unique<TimingAdaptor>(*stack_.step_buffers())));
   probe_ = &static_cast<PeakProbe&>(stack_.wrap_step_buffers(std::make_unique<PeakProbe>(*stack_.step_buffers())));
 }

@@ -20,7 +20,7 @@
 namespace alloc_compare {
 
 struct RigConfig {
-  std::string strategy;             // planned, arena, pool or direct
+  cnn::memory::Strategy strategy = cnn::memory::Strategy::planned;
   std::size_t budget = 0;           // 0: none
   std::size_t library = 0;          // counted in the budget, held outside the stack (cuBLAS's workspace)
   std::size_t persistent = 0;       // blocks held for the whole run: the arena gets what the budget leaves

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "cnnengine/memory/strategy.hpp"
+
 namespace alloc_compare {
 
 inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
@@ -23,7 +25,8 @@ struct StepSample {
 };
 
 struct RunResult {
-  std::string workload, strategy;
+  std::string workload;
+  cnn::memory::Strategy strategy = cnn::memory::Strategy::planned;
   std::size_t budget = 0;           // 0: none
   bool setup_failed = false;        // the persistent blocks or the reservation did not fit
   std::string failure;              // why the run stopped early, if it did

@@ -31,7 +31,7 @@ struct SyntheticBatch {
 
 }  // namespace
 
-RunResult run_steady(Workbench& bench, const std::string& strategy, const SteadySpec& spec) {
+RunResult run_steady(Workbench& bench, cnn::memory::Strategy strategy, const SteadySpec& spec) {
   const cnn::MemoryBreakdown sizes = bench.breakdown(spec.batch);
   const std::size_t fixed = sizes.persistent.total() + sizes.library;
   RunResult r = bench.start("steady", strategy, spec.budget, sizes.lower_bound + fixed);

@@ -34,7 +34,7 @@ cnn::MemoryBreakdown Workbench::breakdown(int batch) {
   return cnn::BatchPlanner(network_, backend_, o).breakdown(batch);
 }
 
-RunResult Workbench::start(const std::string& workload, const std::string& strategy, std::size_t budget,
+RunResult Workbench::start(const std::string& workload, cnn::memory::Strategy strategy, std::size_t budget,
                            std::size_t reference_bytes) const {
   RunResult r;
   r.workload = workload;
@@ -45,7 +45,7 @@ RunResult Workbench::start(const std::string& workload, const std::string& strat
   return r;
 }
 
-RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget, std::size_t persistent,
+RigConfig rig_config(const Workbench& bench, cnn::memory::Strategy strategy, std::size_t budget, std::size_t persistent,
                      std::size_t planned_arena) {
   RigConfig c;
   c.strategy = strategy;

@@ -41,7 +41,7 @@ class Workbench {
   cnn::BatchPlanOptions plan_options(std::size_t budget) const;
 
   // A fresh result for one run, with its reference (lower bound + persistent bytes).
-  RunResult start(const std::string& workload, const std::string& strategy, std::size_t budget,
+  RunResult start(const std::string& workload, cnn::memory::Strategy strategy, std::size_t budget,
                   std::size_t reference_bytes) const;
 
  private:
@@ -55,7 +55,7 @@ class Workbench {
 
 // A run's rig: `persistent` bytes held for the whole run and the planned arena size the arena
 // strategy (MemoryStack::build_step_buffers); the libraries' workspace counts in the budget.
-RigConfig rig_config(const Workbench& bench, const std::string& strategy, std::size_t budget, std::size_t persistent,
+RigConfig rig_config(const Workbench& bench, cnn::memory::Strategy strategy, std::size_t budget, std::size_t persistent,
                      std::size_t planned_arena);
 
 // Blocks held for a whole run (persistent blocks, the planned arena), freed in reverse order.

@@ -20,7 +20,7 @@ struct SteadySpec {
   int steps = 20;
   std::size_t budget = 0;
 };
-RunResult run_steady(Workbench& bench, const std::string& strategy, const SteadySpec& spec);
+RunResult run_steady(Workbench& bench, cnn::memory::Strategy strategy, const SteadySpec& spec);
 
 struct ChurnSpec {
   std::string workload = "churn";  // the name in the results
@@ -30,7 +30,7 @@ struct ChurnSpec {
   std::size_t budget = 0;
   bool stop_at_first_oom = false;  // enough to know the batch does not fit
 };
-RunResult run_churn(Workbench& bench, const std::string& strategy, const ChurnSpec& spec);
+RunResult run_churn(Workbench& bench, cnn::memory::Strategy strategy, const ChurnSpec& spec);
 
 struct RecordedTrace {
   std::filesystem::path file;
@@ -41,6 +41,6 @@ struct RecordedTrace {
 };
 // Trains `steps` steps at `batch` through a TraceAdaptor writing `file`, then reads it back.
 RecordedTrace record_training_trace(Workbench& bench, int batch, int steps, const std::filesystem::path& file);
-RunResult run_replay(Workbench& bench, const RecordedTrace& trace, const std::string& strategy, std::size_t budget);
+RunResult run_replay(Workbench& bench, const RecordedTrace& trace, cnn::memory::Strategy strategy, std::size_t budget);
 
 }  // namespace alloc_compare
