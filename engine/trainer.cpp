@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <optional>
-#include <span>
 
 #include "cnnengine/engine/detail/counter_rng.hpp"
 #include "cnnengine/engine/detail/gradient_buckets.hpp"
 #include "cnnengine/engine/detail/recovery.hpp"
+#include "cnnengine/engine/detail/replicas.hpp"
 #include "cnnengine/engine/detail/step_resources.hpp"
 #include "cnnengine/memory/bytes.hpp"
 
@@ -28,45 +27,6 @@ struct TrainerSlots {
 static_assert(offsetof(TrainerSlots, loss_sum) == 0 && offsetof(TrainerSlots, correct) == sizeof(float));
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
-// Bytes the communicator holds for the sums that may be in flight at once: every gradient bucket
-// (started as backward goes, waited for together), or one piece of a blocking sum (sum_in_pieces).
-std::size_t communication_bytes(const TrainerOptions& options, const Network& network) {
-  const Communicator* c = options.communicator;
-  if (!c) return 0;
-  const std::size_t gradients = ParameterStore::planned_bytes(network, 0)[memory::Category::parameter_gradients];
-  return c->reserved_bytes(std::max(gradients, options.gradient_bucket_bytes));
-}
-
-// A blocking sum of a whole block in pieces of at most `piece_bytes`, so that what the
-// communicator holds for it stays within what the plan counted (communication_bytes).
-void sum_in_pieces(Communicator& c, const Tensor& values, std::size_t piece_bytes) {
-  constexpr std::size_t kLargestPiece = std::size_t{1} << 30;  // floats: a Shape's dimension is an int
-  const std::size_t piece = std::clamp<std::size_t>(piece_bytes / sizeof(float), 1, kLargestPiece);
-  for (std::size_t done = 0; done < values.elements(); done += piece) {
-    const std::size_t n = std::min(piece, values.elements() - done);
-    c.sum(Tensor{values.data + done, Shape{static_cast<int>(n)}});
-  }
-}
-
-// Rank 0's values over every rank's: a sum in which the other ranks add zeros (exact: x + 0 = x).
-void broadcast_from_rank0(Backend& backend, Communicator& c, const Tensor& values, std::size_t piece_bytes) {
-  if (values.empty()) return;
-  if (c.rank() != 0) backend.fill(values, 0.f);
-  sum_in_pieces(c, values, piece_bytes);
-}
-
-// Synchronised BatchNorm's sums: two floats per channel of the widest BatchNorm layer.
-std::size_t cross_rank_scratch_floats(const Network& network) {
-  std::size_t channels = 0;
-  for (int id = 1; id < network.size(); ++id) {
-    const Layer& layer = *network.node(id).layer;
-    if (layer.kind() == LayerKind::batchnorm2d) channels = std::max(channels, layer.parameters().at(0).shape.elements());
-  }
-  return 2 * channels;
-}
-
-using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -86,8 +46,8 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
       planning.micro_batch = ceil_div(planning.batch, options.accumulate);
       planning.accumulate = 0;
     }
-    planning.communication = communication_bytes(options, network);
-    if (options.sync_batchnorm) planning.extra_persistent += cross_rank_scratch_floats(network) * sizeof(float);
+    planning.communication = Replicas::communication_bytes(options, network);
+    if (options.sync_batchnorm) planning.extra_persistent += Replicas::scratch_floats(network) * sizeof(float);
   }
   return planning;
 }
@@ -123,7 +83,7 @@ void Trainer::start() {
     throw ConfigError("regrow_after_steps must be 0 (never) or more, got " + std::to_string(options_.regrow_after_steps));
   if (options_.total_steps < 0)
     throw ConfigError("total_steps must be 0 (unknown) or more, got " + std::to_string(options_.total_steps));
-  check_data_parallel();
+  Replicas::check(options_, backend_);
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
   // One account of the budget: what the libraries and the communicator hold is set aside in the
@@ -160,15 +120,9 @@ void Trainer::start() {
   }
   auto* slots = static_cast<TrainerSlots*>(slots_.data());
   StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars};
-  if (Communicator* c = options_.communicator) {
-    buckets_ = std::make_unique<GradientBuckets>(net_, *params_, *c, options_.gradient_bucket_bytes);
-    if (options_.sync_batchnorm) {
-      const std::size_t floats = std::max<std::size_t>(cross_rank_scratch_floats(net_), 1);
-      cross_rank_scratch_ = memory::Buffer(stack_->blocks(), floats * sizeof(float), memory::Category::other);
-      cross_rank_ = std::make_unique<CrossRankContext>(
-          CrossRankContext{c, Tensor{cross_rank_scratch_.floats(), Shape{static_cast<int>(floats)}}});
-      step_slots.cross_rank = cross_rank_.get();
-    }
+  if (options_.communicator) {
+    replicas_ = std::make_unique<Replicas>(net_, backend_, *params_, stack_->blocks(), options_);
+    step_slots.cross_rank = replicas_->cross_rank();
   }
   step_ = std::make_unique<StepResources>(net_, backend_, *params_, *planner_, *stack_, step_slots, capture_);
   recovery_ = std::make_unique<Recovery>(b, planner_->smallest_micro_batch(), options_.regrow_after_steps);
@@ -183,61 +137,19 @@ void Trainer::start() {
   }
 }
 
-bool Trainer::synchronised_batchnorm() const { return options_.sync_batchnorm && ranks() > 1; }
+bool Trainer::synchronised_batchnorm() const { return replicas_ && replicas_->synchronised_batchnorm(); }
 
-// Note [Synchronised micro-batches]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Synchronised BatchNorm sums every rank's micro-batch j together, once per BatchNorm layer: the
-// ranks must run the same micro-batches, or one waits in a sum the others never make. The
-// shares are equal (check_step_batch), so the micro-batch size must be too; it can differ after
-// start-up (a device that holds less than the plan), an evaluation that ran out of memory on one
-// rank, or a restored state. Before each step the ranks agree on the smallest; one whose device
-// cannot build even that goes lower, and they agree again.
+// Note [Synchronised micro-batches] (replicas.cpp) says why and when.
 void Trainer::agree_micro_batch() {
-  Communicator& c = *options_.communicator;
-  for (;;) {
-    double range[2] = {static_cast<double>(micro_batch_), -static_cast<double>(micro_batch_)};
-    c.max_host(range);
-    const int largest = static_cast<int>(range[0]), smallest = static_cast<int>(-range[1]);
-    if (largest == smallest) return;
-    if (micro_batch_ != smallest) micro_batch_ = step_->build_fitting(smallest, recovery_->smallest());
-  }
+  micro_batch_ = replicas_->agree_micro_batch(
+      micro_batch_, [this](int smallest) { return step_->build_fitting(smallest, recovery_->smallest()); });
 }
 
-void Trainer::check_data_parallel() const {
-  const Communicator* c = options_.communicator;
-  if (!c) {
-    if (options_.sync_batchnorm) throw ConfigError("synchronised BatchNorm needs a data-parallel run (a communicator)");
-    return;
-  }
-  if (c->memory_kind() != backend_.kind())
-    throw ConfigError("the communicator (" + c->describe() + ") sums " + to_string(c->memory_kind()) +
-                      " memory; this trainer's backend is " + to_string(backend_.kind()));
-  if (options_.gradient_bucket_bytes < sizeof(float))
-    throw ConfigError("gradient_bucket_bytes of " + std::to_string(options_.gradient_bucket_bytes) +
-                      ": a bucket holds at least one float");
-  if (options_.batch < c->ranks())
-    throw ConfigError("a batch of " + std::to_string(options_.batch) + " over " + std::to_string(c->ranks()) +
-                      " ranks: every rank needs a sample (--batch at least the number of ranks)");
-  if (options_.sync_batchnorm) {
-    if (options_.batch % c->ranks() != 0)
-      throw ConfigError("synchronised BatchNorm needs the batch (" + std::to_string(options_.batch) +
-                        ") shared evenly over the " + std::to_string(c->ranks()) + " ranks");
-    if (options_.capture_graphs)
-      throw ConfigError("synchronised BatchNorm sums inside forward and backward: it cannot be recorded as a graph");
-  }
-}
-
-int Trainer::rank() const { return options_.communicator ? options_.communicator->rank() : 0; }
-int Trainer::ranks() const { return options_.communicator ? options_.communicator->ranks() : 1; }
+int Trainer::rank() const { return replicas_ ? replicas_->rank() : 0; }
+int Trainer::ranks() const { return replicas_ ? replicas_->ranks() : 1; }
 
 void Trainer::synchronize_replicas() {
-  Communicator* c = options_.communicator;
-  if (!c) return;
-  for (ParameterStore::Block block : {ParameterStore::Block::parameters, ParameterStore::Block::optimizer_state})
-    if (params_->floats(block) > 0)
-      broadcast_from_rank0(backend_, *c, params_->block_view(block), options_.gradient_bucket_bytes);
-  backend_.synchronize();
+  if (replicas_) replicas_->synchronize();
 }
 
 const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
@@ -333,7 +245,7 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* log
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
   const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
   const float grad_scale = training ? 1.0f / static_cast<float>(whole) : 0.f;
-  GradientBuckets* buckets = training ? buckets_.get() : nullptr;
+  GradientBuckets* buckets = training && replicas_ ? &replicas_->buckets() : nullptr;
   // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
   const MicroBatchSplit split =
       split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
@@ -391,7 +303,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   for (;;) {
     params_->zero_gradients();
     backend_.fill(metric_sums(), 0.f);
-    if (buckets_) buckets_->begin();
+    if (replicas_) replicas_->buckets().begin();
     std::optional<memory::OutOfMemory> failure;
     try {
       micro_batches = run_micro_batches(batch, true);
@@ -416,7 +328,7 @@ StepReport Trainer::train_step(const HostBatch& batch) {
       sums[1] = host[0];
       sums[2] = host[1];
     }
-    if (buckets_) communication += sum_over_ranks(sums);
+    if (replicas_) communication += replicas_->finish_step(sums);
     if (sums[0] == 0) break;
     // Some rank ran out of memory: every rank discards the partial gradients and state updates and
     // replays the same samples; the one that failed recomputes more or halves its micro-batch.
@@ -444,18 +356,6 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   r.micro_batches = micro_batches;
   r.communication_seconds = communication;
   return r;
-}
-
-double Trainer::sum_over_ranks(std::array<double, 3>& sums) {
-  Communicator& c = *options_.communicator;
-  const auto start = Clock::now();
-  buckets_->finish();
-  // BatchNorm's running statistics moved with each rank's own batches: keep rank 0's (as DDP's
-  // broadcast_buffers). Synchronised BatchNorm's moved alike on every rank.
-  if (!options_.sync_batchnorm)
-    broadcast_from_rank0(backend_, c, params_->running_state(), options_.gradient_bucket_bytes);
-  c.sum_host(sums);
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
@@ -532,12 +432,12 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
         ++classes->confusion[static_cast<std::size_t>(batch->labels[i])][predicted];
       }
   }
-  if (Communicator* c = options_.communicator) {
+  if (replicas_) {
     // Each rank evaluated its share of the batches: the result is every rank's.
     std::vector<double> totals = {loss_sum, correct, static_cast<double>(result.samples)};
     if (classes)
       for (const auto& row : classes->confusion) totals.insert(totals.end(), row.begin(), row.end());
-    c->sum_host(totals);
+    replicas_->sum(totals);
     loss_sum = totals[0];
     correct = totals[1];
     result.samples = static_cast<std::size_t>(totals[2]);

@@ -3,7 +3,6 @@
 // enforced with no more code), chooses the micro-batch that fits it, reserves the persistent
 // blocks and the step memory once, and runs optimizer steps of the requested batch as k
 // micro-batches whose gradients add up to the full-batch gradient.
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,7 +25,7 @@ namespace cnn {
 
 class StepResources;
 class Recovery;
-class GradientBuckets;
+class Replicas;
 
 struct TrainerOptions : BatchPlanOptions {
   std::uint64_t seed = 1;
@@ -201,15 +200,10 @@ class Trainer {
   // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
   // gradients to the buckets in a data-parallel step; returns how many.
   int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);
-  // A data-parallel step's sums: the gradient buckets finished (whatever this rank's micro-batches
-  // did), the running statistics made rank 0's, and `sums` ({ranks that failed, loss sum,
-  // correct}, this rank's) added over the ranks. Returns the seconds spent there.
-  double sum_over_ranks(std::array<double, 3>& sums);
   // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
-  // [Synchronised micro-batches] in trainer.cpp).
+  // [Synchronised micro-batches] in detail/replicas.cpp).
   bool synchronised_batchnorm() const;
   void agree_micro_batch();
-  void check_data_parallel() const;
   // evaluate(), and the confusion matrix into `classes` when it is not null.
   EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
   // After a capture failed: log it once and record no more.
@@ -227,9 +221,7 @@ class Trainer {
   memory::Buffer slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
   std::unique_ptr<StepResources> step_;
   std::unique_ptr<Recovery> recovery_;
-  std::unique_ptr<GradientBuckets> buckets_;   // data-parallel runs only
-  memory::Buffer cross_rank_scratch_;          // synchronised BatchNorm's sums
-  std::unique_ptr<CrossRankContext> cross_rank_;
+  std::unique_ptr<Replicas> replicas_;  // data-parallel runs only
   long steps_ = 0;
   int micro_batch_ = 0;
   int planned_nodes_ = 0;  // the network's size when planned
