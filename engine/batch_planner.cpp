@@ -20,6 +20,12 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.batch > kLargestBatch)
     throw ConfigError("a batch of " + std::to_string(options_.batch) + " samples: at most " +
                       std::to_string(kLargestBatch) + " are taken");
+  // Byte counts added up with the plan's: none may come near overflowing the sum.
+  constexpr std::size_t kLargestBytes = std::size_t{1} << 60;
+  if (options_.loader_staging > kLargestBytes || options_.communication > kLargestBytes ||
+      options_.extra_persistent > kLargestBytes)
+    throw ConfigError("loader staging of " + std::to_string(options_.loader_staging) + " bytes, communication of " +
+                      std::to_string(options_.communication) + ": more than any memory holds");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
     throw ConfigError("micro-batch and accumulation count must not be negative");
   if (options_.accumulate > 0 && options_.micro_batch > 0)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cmath>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
@@ -156,4 +157,8 @@ TEST_CASE("options a trainer cannot run with are refused before planning", "[tra
   o.memory.arena_factor = std::nan("");
   CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("arena_factor"));
   CHECK_THROWS_WITH(CpuBackend(100000), Catch::Contains("at most 1024 threads"));
+  o = testing::constant_sgd(8);
+  o.memory.budget = 1 << 20;
+  o.loader_staging = SIZE_MAX;  // added to the plan's bytes, it would wrap around to a plan that "fits"
+  CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("more than any memory holds"));
 }
