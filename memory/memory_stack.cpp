@@ -60,13 +60,13 @@ void MemoryStack::build_step_buffers(std::size_t outside_arena, std::size_t plan
   std::size_t capacity = 0;
   if (options_.strategy == Strategy::arena) {
     // Rounded down: the arena rounds its capacity up to its granule, and must still fit.
-    const std::size_t cap = this->cap();  // the budget less what is set aside
-    capacity = options_.budget ? (cap > outside_arena ? (cap - outside_arena) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0)
+    const std::size_t limit = cap();  // the budget less what is set aside
+    capacity = options_.budget ? (limit > outside_arena ? (limit - outside_arena) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0)
                                : align_up(static_cast<std::size_t>(options_.arena_factor * static_cast<double>(planned_arena)),
                                           BlockHeap::kGranularity);
     if (capacity == 0) {
       OutOfMemoryDetails details;
-      details.limit = cap;
+      details.limit = limit;
       details.requested = outside_arena;
       details.resource = "arena";
       throw OutOfMemory("the memory budget of " + format_bytes(options_.budget) + " leaves nothing for an arena after " +

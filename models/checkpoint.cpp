@@ -7,13 +7,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <system_error>
 #include <vector>
 
 #include "cnnengine/base/detail/atomic_file.hpp"
+#include "cnnengine/base/detail/finite.hpp"
 #include "cnnengine/base/regular_file.hpp"
 #include "cnnengine/models/detail/checkpoint_meta.hpp"
 #include "cnnengine/models/network_text.hpp"
@@ -100,8 +100,7 @@ void write_block(ChecksummedWriter& out, const ParameterStore& params, Parameter
   for (std::size_t first = 0; first < total; first += chunk.size()) {
     const std::size_t count = std::min(chunk.size(), total - first);
     params.download(block, first, count, chunk.data());
-    if (!std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(count),
-                     [](float v) { return std::isfinite(v); }))
+    if (first_non_finite(chunk.data(), count) < count)
       throw CheckpointError("training diverged: the weights hold NaN or infinite values; " + path.string() +
                             " is unchanged");
     out.write(chunk.data(), count * sizeof(float));
@@ -191,8 +190,7 @@ void read_floats(Reader& in, std::uint64_t floats, bool must_be_finite) {
   for (std::uint64_t done = 0; done < floats;) {
     const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), floats - done));
     in.read(chunk.data(), count * sizeof(float));
-    if (must_be_finite && !std::all_of(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(count),
-                                       [](float v) { return std::isfinite(v); }))
+    if (must_be_finite && first_non_finite(chunk.data(), count) < count)
       throw CheckpointError(in.path().string() + ": holds NaN or infinite weights (saved from a run that diverged)");
     done += count;
   }

@@ -15,8 +15,9 @@ foreach(target IN LISTS order_TARGETS)
 endforeach()
 
 set(problems "")
-foreach(folder IN LISTS table_folders)
-  cnn_folders_reached(${SOURCE_DIR}/docs/design.md ${folder} allowed)
+foreach(target IN LISTS order_TARGETS)
+  set(folder ${order_FOLDER_${target}})
+  cnn_folders_reached(order ${target} allowed)
   file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
                             ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
   foreach(source IN LISTS sources)
