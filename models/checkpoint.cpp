@@ -274,6 +274,19 @@ void upload_block(Reader& in, ParameterStore& params, ParameterStore::Block bloc
 
 }  // namespace
 
+Network checkpoint_network(const CheckpointInfo& info, const std::filesystem::path& path, int classes) {
+  if (info.model.network.empty())
+    throw CheckpointError(path.string() + ": weights only (a file of version " + std::to_string(info.version) +
+                          "), with no network: load them into a network built as it was trained");
+  Network network = parse_network(info.model.network, info.model.input, classes, path.string());
+  const std::size_t network_floats = ParameterStore::planned_parameter_floats(network);
+  if (network_floats != info.parameter_floats)
+    throw CheckpointError(path.string() + ": its network has " + std::to_string(network_floats) +
+                          " parameters but the file holds " + std::to_string(info.parameter_floats) +
+                          " values: the file is corrupt or was altered");
+  return network;
+}
+
 ModelDescription describe_model(const Network& network) {
   ModelDescription m;
   m.network = network_text(network);

@@ -5,19 +5,9 @@
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/data/preprocessing.hpp"
-#include "cnnengine/models/network_text.hpp"
 
 namespace cnn {
 namespace {
-
-CheckpointInfo read_model(const std::filesystem::path& file, std::size_t& parameter_floats) {
-  CheckpointInfo info = read_checkpoint(file);
-  if (info.model.network.empty())
-    throw CheckpointError(file.string() + ": weights only (a file of version " + std::to_string(info.version) +
-                          "), with no network: load them into a network built as it was trained");
-  parameter_floats = info.parameter_floats;
-  return info;
-}
 
 // Inference only: plain SGD keeps no optimizer state beside the parameters.
 TrainerOptions inference_options(const ModelOptions& options) {
@@ -35,17 +25,12 @@ TrainerOptions inference_options(const ModelOptions& options) {
 }  // namespace
 
 Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions options)
-    : description_(read_model(file, file_parameter_floats_).model),
-      network_(parse_network(description_.network, description_.input,
-                             static_cast<int>(description_.class_names.size()), file.string())) {
-  // Before anything is allocated: a file whose network text was altered could otherwise ask for
-  // any amount of memory with a few bytes.
-  const std::size_t network_floats = ParameterStore::planned_parameter_floats(network_);
-  if (network_floats != file_parameter_floats_)
-    throw CheckpointError(file.string() + ": its network has " + std::to_string(network_floats) +
-                          " parameters but the file holds " + std::to_string(file_parameter_floats_) +
-                          " values: the file is corrupt or was altered");
-  trainer_ = std::make_unique<Trainer>(network_, backend, inference_options(options));
+    : Model(file, read_checkpoint(file), backend, options) {}
+
+Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options)
+    : description_(info.model),
+      network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
+      trainer_(std::make_unique<Trainer>(network_, backend, inference_options(options))) {
   load_parameters(file, network_, trainer_->parameters(), false);
 }
 

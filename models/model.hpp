@@ -44,7 +44,8 @@ class Model {
   Trainer& trainer() { return *trainer_; }
 
  private:
-  std::size_t file_parameter_floats_ = 0;  // what the file holds, read with the description
+  Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options);
+
   ModelDescription description_;
   Network network_;
   std::unique_ptr<Trainer> trainer_;
