@@ -165,7 +165,7 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   if (!(model.input == input))
     throw UsageError("--resume " + o.resume + ": the run trained on " + model.input.str() + " samples, the data now gives " +
                      input.str());
-  return parse_network(model.network, input, train_set.num_classes(), o.resume);
+  return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
 TrainerOptions trainer_options(const Options& o, std::size_t batches_per_epoch, std::size_t staging) {
