@@ -3,14 +3,14 @@
 #   cnn_check_order(<design.md> <edges>)
 #
 # reads the table of docs/design.md's "Folders and their order" (its rows: | # | `folder/` |
-# `target` | holds | uses |) and stops the configure, naming the edge, when a link between two
-# of the library's targets is not in the table's "uses" column, or when a folder would use one
-# at its own level or above (a cycle). <edges> is a list of "from>to" target pairs. The table is
+# `target` | holds | may use |) and stops the configure, naming the edge, when a link between two
+# of the library's targets is not in the table's "may use" column, or when a folder would use
+# one at its own level or above (a cycle). <edges> is a list of "from>to" target pairs. The table is
 # the one description of the order: the build follows it, and the views (CnnModule.cmake) keep
 # every include within the links.
 #
 # Runs at configure time (the top-level CMakeLists.txt, over every target's LINK_LIBRARIES) and
-# in script mode (the test layering_order_refuses_an_edge, with an edge against the order).
+# in script mode (the tests layering_order_*, tests/layering/check_order.cmake).
 
 # Parses the table into <prefix>_TARGETS and, for each target, <prefix>_RANK_<target>,
 # <prefix>_FOLDER_<target> and <prefix>_USES_<target> (the targets it may link).
@@ -34,7 +34,7 @@ function(cnn_read_design_order design prefix)
   if(NOT targets)
     message(FATAL_ERROR "${design}: no rows in the table of \"Folders and their order\"")
   endif()
-  # "uses" names folders by their last part (cpu for backends/cpu); "nothing" is none.
+  # "may use" names folders by their last part (cpu for backends/cpu); "nothing" is none.
   foreach(target IN LISTS targets)
     set(used_targets "")
     foreach(name IN LISTS uses_${target})
@@ -132,8 +132,8 @@ function(cnn_module_links targets out)
   set(${out} ${edges} PARENT_SCOPE)
 endfunction()
 
-# Every folder `target`'s sources may include from: its own and those its "uses" reach, as
-# folder paths. Reads the variables cnn_read_design_order(<design> <prefix>) set in the caller.
+# Every folder `target`'s sources may include from: its own and those its "may use" column
+# reaches, as folder paths. Reads the variables cnn_read_design_order(<design> <prefix>) set in the caller.
 function(cnn_folders_reached prefix target out)
   set(queue ${target})
   set(reached "")

@@ -25,7 +25,8 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.loader_staging > kLargestBytes || options_.communication > kLargestBytes ||
       options_.extra_persistent > kLargestBytes)
     throw ConfigError("loader staging of " + std::to_string(options_.loader_staging) + " bytes, communication of " +
-                      std::to_string(options_.communication) + ": more than any memory holds");
+                      std::to_string(options_.communication) + ", extra persistent " +
+                      std::to_string(options_.extra_persistent) + ": more than any memory holds");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
     throw ConfigError("micro-batch and accumulation count must not be negative");
   if (options_.accumulate > 0 && options_.micro_batch > 0)

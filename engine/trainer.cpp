@@ -461,10 +461,11 @@ void Trainer::predict(const float* images, int count, float* logits) {
   if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
   ensure_built("predict");
   const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
-  check_inputs(HostBatch{images, labels.data(), count}, "predict");
+  const HostBatch batch{images, labels.data(), count};
+  check_inputs(batch, "predict");
   for (;;) {
     try {
-      run_micro_batches(HostBatch{images, labels.data(), count}, false, logits);
+      run_micro_batches(batch, false, logits);
       return;
     } catch (const memory::OutOfMemory& error) {
       shrink_after(error, "prediction");

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
@@ -17,6 +19,21 @@
 
 using namespace cnn;
 namespace t = cnn::data::test;
+
+namespace {
+
+// An untrained `small` network of 1 x 8 x 8 images and three classes, saved to `file` with the
+// network text `network` in its description instead of its own (none: its own).
+void save_small_model(const std::filesystem::path& file, const std::string& network = "") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 8, 8}, 3);
+  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
+  ModelDescription described = describe_model(net);
+  if (!network.empty()) described.network = network;
+  save_checkpoint(file, net, trainer.parameters(), described);
+}
+
+}  // namespace
 
 TEST_CASE("a model loaded from its file gives the outputs of the trainer that saved it", "[models]") {
   t::TempFolder dir;
@@ -64,15 +81,10 @@ TEST_CASE("a weights-only file of version 1 has no network to load", "[models]")
 
 TEST_CASE("a model file whose network text was altered is refused before its memory is taken", "[models]") {
   t::TempFolder dir;
-  const Shape image{1, 8, 8};
-  CpuBackend backend(1);
-  Network net = make_preset("small", image, 3);
-  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
-  ModelDescription described = describe_model(net);
   // A few bytes that ask for 136 billion floats (507 GiB) of parameters: before the check, the
   // trainer was built first and this was an out-of-memory failure, not the file named.
-  described.network = "flatten\ndense 2000000000\ndense 3\n";
-  save_checkpoint(dir / "altered.ckpt", net, trainer.parameters(), described);
+  save_small_model(dir / "altered.ckpt", "flatten\ndense 2000000000\ndense 3\n");
+  CpuBackend backend(1);
   try {
     Model model(dir / "altered.ckpt", backend);
     FAIL("an altered model file was loaded");
@@ -84,10 +96,8 @@ TEST_CASE("a model file whose network text was altered is refused before its mem
 
 TEST_CASE("Model refuses a batch limit below one and softmax rows of no classes", "[models]") {
   t::TempFolder dir;
+  save_small_model(dir / "m.ckpt");
   CpuBackend backend(1);
-  Network net = make_preset("small", Shape{1, 8, 8}, 3);
-  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
-  save_checkpoint(dir / "m.ckpt", net, trainer.parameters(), describe_model(net));
   ModelOptions none;
   none.max_batch = 0;
   CHECK_THROWS_WITH(Model(dir / "m.ckpt", backend, none), Catch::Contains("max_batch must be positive, got 0"));
