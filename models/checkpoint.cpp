@@ -274,10 +274,14 @@ void upload_block(Reader& in, ParameterStore& params, ParameterStore::Block bloc
 
 }  // namespace
 
-Network checkpoint_network(const CheckpointInfo& info, const std::filesystem::path& path, int classes) {
+void require_network(const CheckpointInfo& info, const std::filesystem::path& path) {
   if (info.model.network.empty())
     throw CheckpointError(path.string() + ": weights only (a file of version " + std::to_string(info.version) +
                           "), with no network: load them into a network built as it was trained");
+}
+
+Network checkpoint_network(const CheckpointInfo& info, const std::filesystem::path& path, int classes) {
+  require_network(info, path);
   Network network = parse_network(info.model.network, info.model.input, classes, path.string());
   const std::size_t network_floats = ParameterStore::planned_parameter_floats(network);
   if (network_floats != info.parameter_floats)

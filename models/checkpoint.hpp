@@ -90,11 +90,13 @@ CheckpointInfo read_checkpoint(const std::filesystem::path& path);
 void load_parameters(const std::filesystem::path& path, const Network& network, ParameterStore& params,
                      bool optimizer_state = false);
 
+// Throws CheckpointError naming `path` when the file holds no network (weights of version 1).
+void require_network(const CheckpointInfo& info, const std::filesystem::path& path);
 // The network a checkpoint describes (its text, on its input shape), with `classes` outputs (0:
 // as the text says; otherwise a ShapeError when it ends with other). It is checked against the
 // values the file holds before anything is allocated for it: a few bytes of altered text could
 // otherwise ask for any amount of memory. Throws CheckpointError naming `path` when the file
-// holds no network (weights of version 1) or a network that does not match its values.
+// holds no network (require_network) or a network that does not match its values.
 Network checkpoint_network(const CheckpointInfo& info, const std::filesystem::path& path, int classes = 0);
 
 // Weights only: save_checkpoint with describe_model(network), and load_parameters. load_weights

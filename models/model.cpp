@@ -16,6 +16,7 @@ TrainerOptions inference_options(const ModelOptions& options) {
   TrainerOptions t;
   t.batch = options.max_batch;
   t.memory.budget = options.memory_budget;
+  t.loader_staging = options.loader_staging;
   t.optimizer.kind = OptimizerKind::sgd;
   t.optimizer.momentum = 0.0f;
   t.schedule.kind = ScheduleKind::constant;

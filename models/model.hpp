@@ -15,6 +15,9 @@ namespace cnn {
 struct ModelOptions {
   int max_batch = 256;            // images one call takes at most at once
   std::size_t memory_budget = 0;  // 0: none
+  // What a loader built after the model will stage, under the same budget, from
+  // trainer().memory_stack().staging() (data::Loader::staging_bytes_for): the plan leaves it room.
+  std::size_t loader_staging = 0;
 };
 
 class Model {
@@ -22,6 +25,9 @@ class Model {
   // Throws CheckpointError naming the file when it holds no network (weights of version 1) or
   // does not read; the budget refuses as a trainer's does (BudgetTooSmall).
   Model(const std::filesystem::path& file, Backend& backend, ModelOptions options = {});
+  // From the file's checkpoint already read (read_checkpoint(file)), so that what it describes
+  // (the input shape, the preprocessing) can size a loader before the model is planned.
+  Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options = {});
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -44,8 +50,6 @@ class Model {
   Trainer& trainer() { return *trainer_; }
 
  private:
-  Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options);
-
   ModelDescription description_;
   Network network_;
   std::unique_ptr<Trainer> trainer_;

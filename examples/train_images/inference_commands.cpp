@@ -93,22 +93,28 @@ std::vector<fs::path> image_files(const std::vector<std::string>& paths) {
 
 int evaluate_command(const Options& o) {
   DeviceChoice device = device_for(o);
-  Model model(o.load, *device.backend, model_options(o));
-  const data::Preprocessing& pre = model.description().preprocessing;
+  // The data is opened at the shape the file records before the model is planned: the model's
+  // budget leaves its loader room, and the loader stages from the model's memory stack.
+  const CheckpointInfo info = read_checkpoint(o.load);
+  require_network(info, o.load);
+  const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
   const data::Dataset& test = *splits.test;
   if (!(test.shape() == pre.shape))
     throw UsageError("--evaluate: " + o.data + " holds " + data::to_string(test.shape()) + " samples, the model takes " +
                      data::to_string(pre.shape));
-  if (test.num_classes() != model.classes() ||
-      (!model.description().class_names.empty() && test.class_names() != model.description().class_names))
-    throw UsageError("--evaluate: the classes of " + o.data + " are not the model's");
-  std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
   data::LoaderOptions options;
   options.batch = o.batch;
   options.shuffle = false;
   options.normalization = pre.normalization;
-  data::Loader loader(test, options, device.backend->staging_memory());
+  ModelOptions model_settings = model_options(o);
+  model_settings.loader_staging = data::Loader::staging_bytes_for(test, options);
+  Model model(o.load, info, *device.backend, model_settings);
+  if (test.num_classes() != model.classes() ||
+      (!model.description().class_names.empty() && test.class_names() != model.description().class_names))
+    throw UsageError("--evaluate: the classes of " + o.data + " are not the model's");
+  std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
+  data::Loader loader(test, options, model.trainer().memory_stack().staging());
   loader.start_epoch(1);
   const ClassEvaluation e = model.evaluate([&]() -> std::optional<HostBatch> {
     auto b = loader.next();

@@ -1,6 +1,6 @@
 // One budget over the trainer's memory and the loaders' staging (MemoryStack::staging): a
 // loader staged before the trainer is counted by its plan, one staged after must have been left
-// room (TrainerOptions::loader_staging), or it is refused.
+// room (TrainerOptions::loader_staging, ModelOptions::loader_staging), or it is refused.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -12,7 +12,9 @@
 #include "cnnengine/memory/host_resource.hpp"
 #include "cnnengine/memory/memory_stack.hpp"
 #include "cnnengine/memory/out_of_memory.hpp"
+#include "cnnengine/models/model.hpp"
 #include "cnnengine/models/presets.hpp"
+#include "data/data_test_files.hpp"
 
 using namespace cnn;
 
@@ -96,6 +98,45 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
     CHECK(trainer.memory().loader_staging == staging);
     CHECK(trainer.micro_batch() < 16);
     CHECK(stack.statistics().current_bytes + stack.staging_bytes() <= at_16);
+  }
+}
+
+TEST_CASE("a model's evaluation loader stages under the model's budget", "[models][budget][loader]") {
+  const SmallImages images;
+  CpuBackend backend(1);
+  data::test::TempFolder dir;
+  {
+    Network net = make_preset("small", kImage, 4);
+    Trainer trainer(net, backend, memory::host_resource(), training(0));
+    save_checkpoint(dir / "m.ckpt", net, trainer.parameters(), describe_model(net));
+  }
+  const CheckpointInfo info = read_checkpoint(dir / "m.ckpt");
+  const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
+  ModelOptions options;
+  options.max_batch = 64;
+  const std::size_t planned = Model(dir / "m.ckpt", info, backend, options).trainer().memory().total();
+
+  SECTION("left room by loader_staging, the loader fits and the evaluation runs") {
+    options.memory_budget = planned + staging;
+    options.loader_staging = staging;
+    Model model(dir / "m.ckpt", info, backend, options);
+    CHECK(model.trainer().micro_batch() == 64);
+    CHECK(model.trainer().memory().loader_staging == staging);
+    data::Loader loader(images, loading(), model.trainer().memory_stack().staging());
+    loader.start_epoch(1);
+    const ClassEvaluation e = model.evaluate([&]() -> std::optional<HostBatch> {
+      const auto b = loader.next();
+      if (!b) return std::nullopt;
+      return HostBatch{b->images, b->labels, b->size};
+    });
+    CHECK(e.samples == 256);
+    const memory::MemoryStack& stack = model.trainer().memory_stack();
+    CHECK(stack.statistics().peak_bytes + stack.staging_statistics().peak_bytes <= options.memory_budget);
+  }
+  SECTION("left no room, the loader is refused by the budget") {
+    options.memory_budget = planned;
+    Model model(dir / "m.ckpt", info, backend, options);
+    CHECK_THROWS_AS(data::Loader(images, loading(), model.trainer().memory_stack().staging()), memory::OutOfMemory);
   }
 }
 
