@@ -112,6 +112,11 @@ CheckpointMeta read_meta(const std::string& text, const std::string& source) {
     meta.model.input = Shape{input[0], input[1], input[2]};
     meta.model.class_names = model.at("class_names").get<std::vector<std::string>>();
     meta.model.preprocessing = preprocessing_of(model.at("preprocessing"));
+    // An image is brought to the network's input: another size would be read past its end.
+    const data::SampleShape& image = meta.model.preprocessing.shape;
+    if (!(image == data::SampleShape{input[0], input[1], input[2]}))
+      throw CheckpointError(source + ": corrupt (images are brought to " + data::to_string(image) +
+                            ", the network takes " + meta.model.input.str() + ")");
     meta.fingerprint = model.at("fingerprint").get<std::uint32_t>();
     const json& blocks = j.at("blocks");
     meta.parameter_floats = blocks.at("parameters").get<std::uint64_t>();

@@ -1,6 +1,8 @@
-// alter_checkpoint IN OUT NETWORK_TEXT: a copy of checkpoint IN (version 2) whose description
-// says NETWORK_TEXT instead of its network, everything else kept, its CRC-32 made right again:
-// what an attacker can write with a few bytes (Note [Checkpoint layout] in models/checkpoint.cpp).
+// alter_checkpoint IN OUT POINTER VALUE: a copy of checkpoint IN (version 2) whose description
+// holds VALUE at the JSON pointer POINTER (e.g. /model/network, /model/preprocessing/height;
+// VALUE is read as JSON where it is, else taken as a string), everything else kept, its CRC-32
+// made right again: what an attacker can write with a few bytes (Note [Checkpoint layout] in
+// models/checkpoint.cpp).
 #include <zlib.h>
 
 #include <cstdint>
@@ -13,8 +15,8 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: alter_checkpoint IN OUT NETWORK_TEXT\n");
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: alter_checkpoint IN OUT POINTER VALUE\n");
     return 2;
   }
   std::ifstream in(argv[1], std::ios::binary);
@@ -26,7 +28,8 @@ int main(int argc, char** argv) {
   if (meta_bytes > file.size() - kHeader - kCrc) return std::fprintf(stderr, "%s: not a checkpoint\n", argv[1]), 1;
 
   nlohmann::json meta = nlohmann::json::parse(file.begin() + kHeader, file.begin() + static_cast<long>(kHeader + meta_bytes));
-  meta["model"]["network"] = argv[3];
+  const nlohmann::json value = nlohmann::json::accept(argv[4]) ? nlohmann::json::parse(argv[4]) : nlohmann::json(argv[4]);
+  meta[nlohmann::json::json_pointer(argv[3])] = value;
   const std::string text = meta.dump();
 
   std::vector<char> out(file.begin(), file.begin() + kHeader);
