@@ -8,7 +8,10 @@
 // a full disk never leaves a half-written file where a good one was. It is checked whole when
 // read, before anything is taken from it: its format version, its exact size and a CRC-32. A
 // truncated, corrupt, newer or foreign file, or one of another network, is a CheckpointError
-// naming it, and is never modified. The parameters go to and from the file in chunks: saving
+// naming it, and is never modified. A description that does not hold together is corrupt too,
+// whatever its CRC says: images brought to another shape than the network's input, a network
+// whose parameters are not the values the file holds (checkpoint_network, before anything is
+// allocated for it). The parameters go to and from the file in chunks: saving
 // and loading hold no host copy of the whole parameter block (ParameterStore::kCopyChunkFloats).
 #include <cstddef>
 #include <filesystem>
