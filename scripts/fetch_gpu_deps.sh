@@ -4,9 +4,11 @@
 # machine without Debian's packages (the GPU machine) can build: Eigen 3.4, stb, Catch2 v2,
 # CLI11, nlohmann json, zlib's headers. Also copies Fashion-MNIST when it is installed, for the benchmarks.
 # Run here, then carry .deps to the GPU machine and run scripts/gpu_session.sh there.
+#
+#   scripts/fetch_gpu_deps.sh [DESTINATION]   (default: .deps; scripts/simulate_gpu_image.sh uses a scratch one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deps=.deps
+deps=${1:-.deps}
 rm -rf "$deps"
 mkdir -p "$deps/include" "$deps/lib/cmake"
 
@@ -22,7 +24,7 @@ cp -r /usr/include/eigen3 /usr/include/stb /usr/include/catch2 /usr/include/CLI 
 # zlib's headers: the GPU machine has libz.so.1 but no development files.
 cp /usr/include/zlib.h /usr/include/zconf.h "$deps/include/"
 # The commit the results belong to (the copy on the GPU machine may have no .git).
-git rev-parse HEAD > "$deps/commit"
+git rev-parse HEAD > "$deps/commit" 2>/dev/null || echo unknown > "$deps/commit"
 
 # Version files are location-independent: take Debian's. The config files are ours: Debian's
 # hard-code /usr.

@@ -60,92 +60,13 @@ log "commit $commit (.deps made at $(cat "$ROOT/.deps/commit" 2>/dev/null || ech
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1
 } | tee -a "$SESSION_LOG"
 
-CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")}
-log "nvcc: $(command -v nvcc || echo none), CUDA prefix $CUDA_HOME"
-cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCNN_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-            -DCMAKE_CUDA_STANDARD=17 "-DCMAKE_PREFIX_PATH=$ROOT/.deps" -DCNN_BUILD_BENCHMARKS=ON
-            "-DCNN_FASHION_MNIST_DIR=$ROOT/.deps/datasets/fashion-mnist")
-can_build=1
-
-# cuDNN and cuBLAS: in the CUDA prefix, else in the NVIDIA Python wheels PyTorch came with
-# (nvidia.cudnn; cuBLAS in nvidia.cu13 from CUDA 13 on, nvidia.cublas before), which hold only
-# versioned libraries (libcudnn.so.9, libcublas.so.13) and no unversioned development symlink.
-wheel_dirs() {  # python-package...: their folders, one a line
-  python3 - "$@" 2>/dev/null <<'PY'
-import importlib, sys
-for name in sys.argv[1:]:
-    try:
-        print(*importlib.import_module(name).__path__, sep="\n")
-    except Exception:
-        pass
-PY
-}
-first_file() {  # name-pattern folder...: the first file of that name under the folders
-  local pattern=$1
-  shift
-  (($#)) && find -L "$@" -name "$pattern" 2>/dev/null | sort | head -1
-}
-prepend_library_path() { export LD_LIBRARY_PATH=$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; }
-cuda_lib_dirs=("$CUDA_HOME"/lib64 "$CUDA_HOME"/lib "$CUDA_HOME"/targets/*/lib)
-
-if [ -e "$CUDA_HOME"/include/cudnn.h ] && [ -n "$(first_file 'libcudnn.so' "${cuda_lib_dirs[@]}")" ]; then
-  log "cuDNN: in $CUDA_HOME"
-else
-  mapfile -t cudnn_roots < <(wheel_dirs nvidia.cudnn)
-  cudnn_header=$(first_file cudnn.h "${cudnn_roots[@]}")
-  cudnn_lib=$(first_file 'libcudnn.so*' "${cudnn_roots[@]}")
-  if [ -n "$cudnn_header" ] && [ -n "$cudnn_lib" ]; then
-    log "cuDNN: from the Python package at ${cudnn_roots[0]} ($cudnn_lib)"
-    cmake_args+=("-DCUDNN_ROOT=${cudnn_roots[0]}" "-DCUDNN_INCLUDE_DIR=$(dirname "$cudnn_header")" "-DCUDNN_LIBRARY=$cudnn_lib")
-    prepend_library_path "$(dirname "$cudnn_lib")"
-  else
-    log "ERROR: no cuDNN (neither $CUDA_HOME/include/cudnn.h nor the nvidia-cudnn Python package with headers)"
-    can_build=0
-  fi
-fi
-if [ -e "$CUDA_HOME"/include/cublas_v2.h ] && [ -n "$(first_file 'libcublas.so' "${cuda_lib_dirs[@]}")" ]; then
-  log "cuBLAS: in $CUDA_HOME"
-else
-  mapfile -t cublas_roots < <(wheel_dirs nvidia.cu13 nvidia.cublas)
-  cublas_header=$(first_file cublas_v2.h "${cublas_roots[@]}")
-  cublas_lib=$(first_file 'libcublas.so*' "${cublas_roots[@]}")
-  cublaslt_lib=$(first_file 'libcublasLt.so*' "${cublas_roots[@]}")
-  if [ -n "$cublas_header" ] && [ -n "$cublas_lib" ] && [ -n "$cublaslt_lib" ]; then
-    log "cuBLAS: from the Python package ($cublas_lib, $cublaslt_lib, $cublas_header)"
-    # FindCUDAToolkit's CUDA::cublas takes the cached library paths; its headers come last on
-    # every compile line (the tests include backends/cuda/detail/check.hpp too).
-    cublas_include=$(dirname "$cublas_header")
-    cmake_args+=("-DCUDA_cublas_LIBRARY=$cublas_lib" "-DCUDA_cublasLt_LIBRARY=$cublaslt_lib"
-                 "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$cublas_include"
-                 "-DCMAKE_CUDA_STANDARD_INCLUDE_DIRECTORIES=$cublas_include")
-    prepend_library_path "$(dirname "$cublas_lib")"
-  else
-    log "ERROR: no cuBLAS (neither $CUDA_HOME/include/cublas_v2.h with libcublas.so nor the nvidia-cublas Python package)"
-    can_build=0
-  fi
-fi
-# zlib (gzipped IDX files): the system's headers, else those carried in .deps/include; the
-# library, else the runtime libz.so.1 (no development symlink on a bare machine).
-zlib_header=$(ls /usr/include/zlib.h /usr/local/include/zlib.h "$ROOT/.deps/include/zlib.h" 2>/dev/null | head -1)
-zlib_lib=$(ls /usr/lib/x86_64-linux-gnu/libz.so /usr/lib64/libz.so /usr/lib/libz.so /usr/local/lib/libz.so 2>/dev/null | head -1)
-[ -n "$zlib_lib" ] || zlib_lib=$(ldconfig -p 2>/dev/null | awk '/libz\.so\.1 .*x86-64/ {print $NF; exit}')
-[ -n "$zlib_lib" ] || zlib_lib=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
-if [ -z "$zlib_header" ] || [ -z "$zlib_lib" ]; then
-  log "ERROR: zlib missing (zlib.h: ${zlib_header:-none}, libz: ${zlib_lib:-none}); run scripts/fetch_gpu_deps.sh"
-  can_build=0
-else
-  log "zlib: $zlib_header, $zlib_lib"
-  cmake_args+=("-DZLIB_INCLUDE_DIR=$(dirname "$zlib_header")" "-DZLIB_LIBRARY=$zlib_lib")
-fi
-if [ ! -d "$ROOT/.deps/lib/cmake" ]; then
-  log "ERROR: .deps/ missing: run scripts/fetch_gpu_deps.sh on the Debian machine and carry .deps"
-  can_build=0
-fi
-
 # ---- build and test ------------------------------------------------------------------------
+# cuDNN, cuBLAS and NCCL: CMake finds them in the toolkit or in python3's NVIDIA wheels
+# (cmake/CnnCudaLibraries.cmake); scripts/simulate_gpu_image.sh builds this way on a Debian machine.
 configured=0
-if ((can_build)) && run_phase configure 60 300 "$OUT/build.log" cmake -S . -B "$BUILD" -G Ninja "${cmake_args[@]}"; then
+if run_phase configure 60 300 "$OUT/build.log" bash scripts/gpu_configure.sh "$BUILD"; then
   configured=1
+  grep -E '^(nvcc|python3|zlib|CUDNN|CUBLAS|NCCL)|cnnengine:' "$OUT/build.log" >>"$SESSION_LOG"
   # -k 0: a file that does not compile (one test, say) leaves the other programs built; each
   # phase below runs when its program is there.
   if ! run_phase build 240 250 "$OUT/build.log" cmake --build "$BUILD" -j"$(nproc)" -- -k 0; then

@@ -11,17 +11,17 @@ bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DCNN_BUILD_TESTS=ON -DCNN_B
 (cd build && ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900)
 
 # The same tests under the sanitizers: the library, the trainer and train_images (CUDA, the
-# installed package, the layering probes, the benchmarks and the resident-memory bound, which a
-# sanitizer's shadow memory breaks, left out; MPI too: the data-parallel trainer runs on threads
-# in cnn_tests, and mpirun's ranks under the sanitizers take minutes each and report Open MPI's
-# own allocations; and the tests labelled long, minutes each there). An error stops the program
-# that made it.
+# installed package, the layering probes, the GPU image's simulated configure, the benchmarks
+# and the resident-memory bound, which a sanitizer's shadow memory breaks, left out; MPI too: the
+# data-parallel trainer runs on threads in cnn_tests, and mpirun's ranks under the sanitizers
+# take minutes each and report Open MPI's own allocations; and the tests labelled long, minutes
+# each there). An error stops the program that made it.
 echo "== the tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCNN_CUDA=OFF -DCNN_MPI=OFF \
   -DCNN_SANITIZE=address,undefined -DCNN_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build build-sanitize -j"$(nproc)"
 (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900 -LE "cuda|install|layering|resident|mpi|long")
+  ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900 -LE "cuda|install|layering|resident|mpi|long|gpu_image")
 
 seconds=${CNN_FUZZ_SECONDS:-30}
 if ((seconds > 0)); then
