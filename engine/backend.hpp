@@ -98,6 +98,10 @@ class Backend {
   // budget under workspace.
   virtual std::size_t library_reserved_bytes() const { return 0; }
   virtual ComputeRates compute_rates() const = 0;
+  // Whether the same seed gives the same bits on this backend, and what that costs, in words,
+  // once planning has chosen the methods (CUDA: the deterministic convolution algorithms' measured
+  // time against the fastest's). Empty: nothing known.
+  virtual std::string determinism_report() const { return {}; }
 
   // host -> device and device -> host. copy_to_device returns once `host` may be reused;
   // later calls see the data.

@@ -24,6 +24,9 @@ class CpuBackend : public Backend {
   memory::MemoryResource& device_memory() override;
   memory::MemoryResource& staging_memory() override;
   ComputeRates compute_rates() const override;
+  std::string determinism_report() const override {
+    return "deterministic: the same seed, thread count and instruction set give the same bits";
+  }
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;

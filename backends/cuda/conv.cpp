@@ -64,7 +64,7 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 AlgoChoice CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
   AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
   if (!choice.valid() || choice.workspace > workspace_bytes) {
-    AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_};
+    AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic};
     choice = choose_algorithm(search, plan, pass, workspace_bytes);
     if (!plan.choice[static_cast<std::size_t>(pass)].valid()) plan.choice[static_cast<std::size_t>(pass)] = choice;
   }
@@ -76,15 +76,19 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
                                                 ConvPass pass, std::size_t limit) {
   activate();
   ConvPlan& plan = conv_plan(desc, x, y);
-  AlgoSearch search{cudnn_, options_.device, options_.tf32, !options_.fast_start, &device_memory_};
+  AlgoSearch search{cudnn_, options_.device, options_.tf32, !options_.fast_start, &device_memory_,
+                    options_.deterministic};
   auto choose = [&](ConvAlgoPass p) {
     AlgoChoice& choice = plan.choice[static_cast<std::size_t>(p)];
     choice = choose_algorithm(search, plan, p, limit);
     return choice.workspace;
   };
-  if (pass == ConvPass::forward) return choose(ConvAlgoPass::forward);
+  std::size_t bytes = 0;
+  if (pass == ConvPass::forward) bytes = choose(ConvAlgoPass::forward);
   // Backward-data and backward-filter run one after the other on the same workspace.
-  return std::max(choose(ConvAlgoPass::backward_data), choose(ConvAlgoPass::backward_filter));
+  else bytes = std::max(choose(ConvAlgoPass::backward_data), choose(ConvAlgoPass::backward_filter));
+  keep_measurements(false);
+  return bytes;
 }
 
 void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,

@@ -1,10 +1,13 @@
 #include "cnnengine/backends/cuda/detail/conv_algorithms.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@ struct Candidates {
   std::size_t tested_workspace = 0;  // measured with this much scratch; SIZE_MAX for heuristics
   std::size_t asked_workspace = 0;   // what the measurement wanted (free memory may have cut it)
   std::size_t largest_useful = 0;    // the largest workspace any usable algorithm asks for
+  bool verified = true;              // false: read from a file, workspaces not yet checked with cuDNN
 };
 
 // shape (11), pass, device, cuDNN version, tf32, measured
@@ -30,6 +34,7 @@ std::map<CacheKey, Candidates>& cache() {
   static std::map<CacheKey, Candidates> entries;
   return entries;
 }
+std::uint64_t measurements = 0;  // under cache_mutex
 
 CacheKey cache_key(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass, bool measured) {
   CacheKey key{};
@@ -57,7 +62,10 @@ Candidates to_candidates(const Perf* perf, int count, bool tf32, std::size_t tes
     // Without tf32 the search ran under CUDNN_FMA_MATH, whatever math a result names: run it so
     // (CUDNN_DEFAULT_MATH would let cuDNN use TF32 on Ampere and later).
     const cudnnMathType_t math = tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
-    out.fastest_first.push_back({static_cast<int>(perf[i].algo), perf[i].memory, math});
+    AlgoChoice choice{static_cast<int>(perf[i].algo), perf[i].memory, math};
+    choice.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+    choice.milliseconds = perf[i].time;  // -1 from the heuristics
+    out.fastest_first.push_back(choice);
     out.largest_useful = std::max(out.largest_useful, perf[i].memory);
   }
   return out;
@@ -153,10 +161,60 @@ Candidates measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
   return {};
 }
 
-const AlgoChoice* fastest_within(const Candidates& candidates, std::size_t limit) {
+const AlgoChoice* fastest_within(const Candidates& candidates, std::size_t limit, bool deterministic) {
   for (const AlgoChoice& c : candidates.fastest_first)
-    if (c.workspace <= limit) return &c;
+    if (c.workspace <= limit && (c.deterministic || !deterministic)) return &c;
   return nullptr;
+}
+
+int algorithm_count(ConvAlgoPass pass) {
+  switch (pass) {
+    case ConvAlgoPass::forward: return CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    case ConvAlgoPass::backward_data: return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    case ConvAlgoPass::backward_filter: return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  }
+  return 0;
+}
+
+// The workspace cuDNN says `choice` needs for this plan (under its math type); false where
+// cuDNN does not run it here.
+bool workspace_of(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass, const AlgoChoice& choice,
+                  std::size_t& bytes) {
+  if (cudnnSetConvolutionMathType(plan.conv, choice.math) != CUDNN_STATUS_SUCCESS) return false;
+  cudnnStatus_t status = CUDNN_STATUS_NOT_SUPPORTED;
+  switch (pass) {
+    case ConvAlgoPass::forward:
+      status = cudnnGetConvolutionForwardWorkspaceSize(search.handle, plan.x, plan.w, plan.conv, plan.y,
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &bytes);
+      break;
+    case ConvAlgoPass::backward_data:
+      status = cudnnGetConvolutionBackwardDataWorkspaceSize(
+          search.handle, plan.w, plan.y, plan.conv, plan.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo),
+          &bytes);
+      break;
+    case ConvAlgoPass::backward_filter:
+      status = cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          search.handle, plan.x, plan.y, plan.conv, plan.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo),
+          &bytes);
+      break;
+  }
+  return status == CUDNN_STATUS_SUCCESS;
+}
+
+// Measurements read from a file are trusted no further than cuDNN confirms: each algorithm must
+// run on this plan, with the workspace cuDNN names for it (within what was measured).
+void verify(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass, Candidates& candidates) {
+  std::vector<AlgoChoice> kept;
+  candidates.largest_useful = 0;
+  for (AlgoChoice c : candidates.fastest_first) {
+    std::size_t bytes = 0;
+    if (!workspace_of(search, plan, pass, c, bytes) || bytes > candidates.tested_workspace) continue;
+    c.workspace = bytes;
+    candidates.largest_useful = std::max(candidates.largest_useful, bytes);
+    kept.push_back(c);
+  }
+  candidates.fastest_first = std::move(kept);
+  candidates.verified = true;
 }
 
 const char* pass_name(ConvAlgoPass pass) {
@@ -191,23 +249,149 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
       Candidates fresh = measure(search, plan, pass, useful);
       fresh.asked_workspace = useful;
       measured = entries.insert_or_assign(measured_key, std::move(fresh)).first;
+      ++measurements;
     } catch (const memory::OutOfMemory&) {
       // Not even the scratch tensors fit: the heuristics decide.
     }
   }
 
+  if (measured != entries.end() && !measured->second.verified) verify(search, plan, pass, measured->second);
+  CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+
   const AlgoChoice* choice = nullptr;
-  if (measured != entries.end()) choice = fastest_within(measured->second, limit);
-  if (!choice) choice = fastest_within(heuristic->second, limit);
+  const AlgoChoice* fastest = nullptr;
+  if (measured != entries.end()) {
+    choice = fastest_within(measured->second, limit, search.deterministic);
+    fastest = fastest_within(measured->second, limit, false);
+  }
+  if (!choice) {
+    choice = fastest_within(heuristic->second, limit, search.deterministic);
+    fastest = nullptr;  // the heuristics time nothing
+  }
   if (!choice) {
     const ConvShape& s = plan.shape;
     throw DeviceError(
         std::string("cuDNN has no convolution ") + pass_name(pass) + " algorithm for input [" +
         std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" + std::to_string(s[2]) + "x" +
         std::to_string(s[3]) + "], " + std::to_string(s[4]) + " filters of " + std::to_string(s[7]) +
-        "x" + std::to_string(s[8]) + " whose workspace fits " + std::to_string(limit) + " bytes");
+        "x" + std::to_string(s[8]) + " whose workspace fits " + std::to_string(limit) + " bytes" +
+        (search.deterministic ? " and that is deterministic" : ""));
   }
-  return *choice;
+  AlgoChoice chosen = *choice;
+  chosen.fastest_milliseconds = fastest && fastest->milliseconds >= 0 ? fastest->milliseconds : -1;
+  return chosen;
+}
+
+namespace {
+
+// A line of the algorithm cache file: "pass n c h w k oh ow kh kw stride pad tf32" and
+// "tested asked useful|algo workspace math deterministic ms|...".
+std::string key_text(const CacheKey& key) {
+  std::string text = std::to_string(key[11]);
+  for (std::size_t i = 0; i < 11; ++i) text += " " + std::to_string(key[i]);
+  return text + " " + std::to_string(key[14]);
+}
+
+std::string value_text(const Candidates& c) {
+  std::ostringstream out;
+  out << c.tested_workspace << " " << c.asked_workspace << " " << c.largest_useful;
+  for (const AlgoChoice& a : c.fastest_first)
+    out << "|" << a.algo << " " << a.workspace << " " << static_cast<int>(a.math) << " " << (a.deterministic ? 1 : 0)
+        << " " << a.milliseconds;
+  return out.str();
+}
+
+bool valid_math(long long math) {
+  return math == CUDNN_DEFAULT_MATH || math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ||
+         math == CUDNN_FMA_MATH;
+}
+
+// Reads `count` whole numbers in [0, most] from `in`; false on anything else.
+bool read_numbers(std::istringstream& in, long long* out, int count, long long most) {
+  for (int i = 0; i < count; ++i)
+    if (!(in >> out[i]) || out[i] < 0 || out[i] > most) return false;
+  return true;
+}
+
+bool parse_line(const std::string& key, const std::string& value, CacheKey& k, Candidates& c) {
+  constexpr long long kLargestDimension = std::numeric_limits<int>::max();
+  constexpr long long kLargestBytes = 1LL << 50;
+  std::istringstream in(key);
+  long long fields[13];
+  if (!read_numbers(in, fields, 13, kLargestDimension)) return false;
+  in >> std::ws;
+  if (!in.eof()) return false;
+  if (fields[0] > 2 || fields[12] > 1) return false;
+  k = CacheKey{};
+  for (int i = 0; i < 11; ++i) {
+    if (fields[i + 1] < 1) return false;
+    k[static_cast<std::size_t>(i)] = fields[i + 1];
+  }
+  k[11] = fields[0];
+  k[14] = fields[12];
+  k[15] = 1;  // measured
+  const auto pass = static_cast<ConvAlgoPass>(fields[0]);
+
+  std::istringstream parts(value);
+  std::string part;
+  if (!std::getline(parts, part, '|')) return false;
+  std::istringstream head(part);
+  long long sizes[3];
+  if (!read_numbers(head, sizes, 3, kLargestBytes)) return false;
+  c = Candidates{};
+  c.tested_workspace = static_cast<std::size_t>(sizes[0]);
+  c.asked_workspace = static_cast<std::size_t>(sizes[1]);
+  c.verified = false;
+  constexpr int kMostCandidates = 32;
+  while (std::getline(parts, part, '|')) {
+    if (static_cast<int>(c.fastest_first.size()) == kMostCandidates) return false;
+    std::istringstream fields_in(part);
+    long long numbers[4];
+    float ms = -1;
+    if (!read_numbers(fields_in, numbers, 4, kLargestBytes) || !(fields_in >> ms) || !std::isfinite(ms)) return false;
+    if (numbers[0] >= algorithm_count(pass) || numbers[1] > sizes[0] || !valid_math(numbers[2]) || numbers[3] > 1)
+      return false;
+    if (!fields[12] && uses_tensor_ops(static_cast<cudnnMathType_t>(numbers[2]))) return false;
+    AlgoChoice a{static_cast<int>(numbers[0]), static_cast<std::size_t>(numbers[1]),
+                 static_cast<cudnnMathType_t>(numbers[2])};
+    a.deterministic = numbers[3] == 1;
+    a.milliseconds = ms;
+    c.fastest_first.push_back(a);
+    c.largest_useful = std::max(c.largest_useful, a.workspace);
+  }
+  return !c.fastest_first.empty();
+}
+
+}  // namespace
+
+std::map<std::string, std::string> export_measurements(int device) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  const long long version = static_cast<long long>(cudnnGetVersion());
+  std::map<std::string, std::string> lines;
+  for (const auto& [key, candidates] : cache())
+    if (key[15] == 1 && key[12] == device && key[13] == version && candidates.verified)
+      lines[key_text(key)] = value_text(candidates);
+  return lines;
+}
+
+int import_measurements(int device, const std::map<std::string, std::string>& lines) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  const long long version = static_cast<long long>(cudnnGetVersion());
+  int taken = 0;
+  for (const auto& [key, value] : lines) {
+    CacheKey k;
+    Candidates c;
+    if (!parse_line(key, value, k, c)) continue;
+    k[12] = device;
+    k[13] = version;
+    if (cache().emplace(k, std::move(c)).second) ++taken;  // this process's own measurements stay
+  }
+  return taken;
+}
+
+std::uint64_t measurements_made() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  return measurements;
 }
 
 }  // namespace cnn::cuda

@@ -1,6 +1,8 @@
 #include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +23,19 @@ std::string cudnn_version_string() {
   std::size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch since cuDNN 9
   return version_string(static_cast<int>(v / 10000), static_cast<int>(v / 100 % 100),
                         static_cast<int>(v % 100));
+}
+
+// Everything that can change a measured algorithm's time besides the GPU: the driver (its exact
+// build where /proc says it), the CUDA runtime and cuDNN.
+std::string measurement_versions() {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  std::string text = "CUDA driver API " + std::to_string(driver) + ", runtime " + std::to_string(runtime) +
+                     ", cuDNN " + std::to_string(cudnnGetVersion());
+  std::ifstream proc("/proc/driver/nvidia/version");
+  if (std::string line; proc && std::getline(proc, line)) text += ", " + line;
+  return text;
 }
 
 std::string cublas_version_string() {
@@ -84,6 +99,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     void* flag_device = nullptr;
     CNN_CHECK(cudaHostGetDevicePointer(&flag_device, flag, 0));
     label_error_device_ = static_cast<LabelError*>(flag_device);
+    open_algorithm_cache();
   } catch (...) {
     release();
     throw;
@@ -94,6 +110,7 @@ CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::release() noexcept {
   abort_capture();
+  keep_measurements(true);
   if (compute_) cudaStreamSynchronize(compute_);
   if (copy_) cudaStreamSynchronize(copy_);
   conv_plans_.clear();
@@ -120,6 +137,65 @@ void CudaBackend::release() noexcept {
 
 void CudaBackend::activate() const { CNN_CHECK(cudaSetDevice(options_.device)); }
 
+void CudaBackend::open_algorithm_cache() {
+  if (options_.algorithm_cache.empty()) return;
+  const std::string gpu = device_name_ + ", compute capability " + std::to_string(compute_major_) + "." +
+                          std::to_string(compute_minor_) + ", " + std::to_string(multiprocessors_) +
+                          " multiprocessors, " + std::to_string(total_memory_) + " bytes";
+  algorithm_cache_ = std::make_unique<AlgorithmCacheFile>(options_.algorithm_cache, gpu, measurement_versions());
+  const int read = import_measurements(options_.device, algorithm_cache_->load());
+  if (!algorithm_cache_->problem().empty()) {  // neither read nor written
+    algorithm_cache_note_ = "algorithm cache not used: " + algorithm_cache_->problem();
+    algorithm_cache_.reset();
+    return;
+  }
+  algorithm_cache_note_ = std::to_string(read) + " measured algorithm choices read from " + options_.algorithm_cache;
+  measurements_kept_ = measurements_made();
+  last_kept_ = std::chrono::steady_clock::now();
+}
+
+void CudaBackend::keep_measurements(bool now) noexcept {
+  if (!algorithm_cache_) return;
+  try {
+    const std::uint64_t made = measurements_made();
+    const auto since = std::chrono::steady_clock::now() - last_kept_;
+    if (made == measurements_kept_ || (!now && since < std::chrono::seconds(2))) return;
+    if (!algorithm_cache_->save(export_measurements(options_.device))) {
+      algorithm_cache_note_ = algorithm_cache_->problem();
+      algorithm_cache_.reset();  // said once; measuring goes on without the file
+      return;
+    }
+    measurements_kept_ = made;
+    last_kept_ = std::chrono::steady_clock::now();
+  } catch (...) {
+    algorithm_cache_.reset();
+  }
+}
+
+std::string CudaBackend::determinism_report() const {
+  double chosen = 0, fastest = 0;
+  int passes = 0, timed = 0, slower = 0;
+  for (const auto& [shape, plan] : conv_plans_)
+    for (const AlgoChoice& c : plan->choice) {
+      if (!c.valid()) continue;
+      ++passes;
+      if (c.milliseconds < 0 || c.fastest_milliseconds < 0) continue;
+      ++timed;
+      chosen += c.milliseconds;
+      fastest += c.fastest_milliseconds;
+      if (c.milliseconds > c.fastest_milliseconds) ++slower;
+    }
+  char cost[200] = "";
+  if (timed > 0 && fastest > 0)
+    std::snprintf(cost, sizeof cost, "; of %d convolution passes measured, %d run a slower algorithm: %.3f x the fastest's time",
+                  timed, slower, chosen / fastest);
+  if (options_.deterministic)
+    return std::string("deterministic: cuDNN's deterministic convolution algorithms only") +
+           (timed ? cost : passes ? "; their cost is unknown (chosen by heuristics, not measured)" : "");
+  return "not deterministic: cuDNN may choose convolution algorithms whose sums vary from run to run "
+         "(--deterministic, CudaOptions::deterministic, restricts it)";
+}
+
 unsigned CudaBackend::blocks_for(std::size_t n) const {
   const std::size_t wanted = (n + 255) / 256;
   const std::size_t most = static_cast<std::size_t>(multiprocessors_) * 8;  // the rest grid-strides
@@ -131,7 +207,8 @@ std::string CudaBackend::description() const {
          std::to_string(compute_major_) + "." + std::to_string(compute_minor_) + ", " +
          memory::format_bytes(total_memory_) + "), cuDNN " + cudnn_version_string() + ", cuBLAS " +
          cublas_version_string() + ", " + (options_.tf32 ? "tf32" : "fp32") + ", convolution algorithms " +
-         (options_.fast_start ? "by heuristics" : "measured");
+         (options_.fast_start ? "by heuristics" : "measured") + (options_.deterministic ? ", deterministic" : "") +
+         (algorithm_cache_note_.empty() ? "" : "; " + algorithm_cache_note_);
 }
 
 void CudaBackend::refuse_while_capturing(const char* call) const {

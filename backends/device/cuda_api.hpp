@@ -22,6 +22,13 @@ struct CudaOptions {
   int device = 0;
   bool tf32 = false;
   bool fast_start = false;  // heuristics (cudnnGetConvolution*Algorithm_v7) instead of cudnnFind*
+  // Only the convolution algorithms cuDNN reports deterministic: the same seed gives the same
+  // bits on every run (cuDNN's other algorithms may sum in an order that varies). Our own
+  // kernels and cuBLAS's are deterministic either way.
+  bool deterministic = false;
+  // A file that keeps the measured convolution algorithms for later processes on the same GPU,
+  // driver and libraries (backends/device/detail/algorithm_cache_file.hpp); empty: none.
+  std::string algorithm_cache;
 };
 
 struct CudaProbe {

@@ -34,6 +34,8 @@ DeviceChoice select_device(const DeviceRequest& request) {
         CudaOptions options;
         options.tf32 = request.tf32;
         options.fast_start = request.fast_start;
+        options.deterministic = request.deterministic;
+        options.algorithm_cache = request.algorithm_cache;
         options.device = request.cuda_device;
         choice.backend = cuda->make_backend(options);
         choice.reason = asked + ": using CUDA device " + std::to_string(request.cuda_device) + ", " + probe.device_name;

@@ -16,6 +16,8 @@ struct DeviceRequest {
   int threads = 0;                   // CPU threads (0: all cores)
   bool tf32 = false;                 // CUDA: let cuDNN and cuBLAS use tensor cores
   bool fast_start = false;           // CUDA: heuristics instead of measuring convolution algorithms
+  bool deterministic = false;        // CUDA: deterministic convolution algorithms only (the CPU always is)
+  std::string algorithm_cache;       // CUDA: keep measured algorithms in this file (CudaOptions); empty: none
   int cuda_device = 0;               // CUDA: which GPU (a data-parallel rank takes its local rank's)
 };
 
@@ -28,6 +30,10 @@ struct DeviceChoice {
 };
 
 DeviceChoice select_device(const DeviceRequest& request);
+// Where a program keeps the measured convolution algorithms unless told otherwise
+// (DeviceRequest::algorithm_cache): $XDG_CACHE_HOME/cnnengine/cudnn-algorithms.txt, else under
+// ~/.cache; empty where neither is known.
+std::string default_algorithm_cache();
 bool built_with_cuda();
 
 // The communicator whose sums reach `backend`'s memory, for a data-parallel run over the ranks

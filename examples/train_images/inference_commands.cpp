@@ -25,6 +25,9 @@ DeviceChoice device_for(const Options& o) {
   request.device = parse_device(o.device);
   request.threads = o.threads;
   request.tf32 = o.precision == "tf32";
+  request.fast_start = o.fast_start;
+  request.deterministic = o.deterministic;
+  request.algorithm_cache = algorithm_cache_of(o);
   return select_device(request);
 }
 

@@ -35,6 +35,14 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--precision", o.precision, "CUDA: fp32, or tf32 (cuDNN and cuBLAS may use tensor cores)")
       ->check(CLI::IsMember({"fp32", "tf32"}));
   app.add_flag("--fast-start", o.fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring");
+  app.add_flag("--deterministic", o.deterministic, "CUDA: only cuDNN's deterministic convolution algorithms, so that "
+                                                   "the same seed gives the same bits (the CPU always does); the log "
+                                                   "says what it costs");
+  app.add_option("--algo-cache", o.algo_cache, "CUDA: keep measured convolution algorithms in this file for later "
+                                               "runs on the same GPU, driver and libraries (default: " +
+                                                   (default_algorithm_cache().empty() ? std::string("none")
+                                                                                      : default_algorithm_cache()) +
+                                                   "; none: measure every run)");
   app.add_flag("--cuda-graph", o.cuda_graph, "CUDA: record each micro-batch's kernels once as a CUDA graph and "
                                              "replay it (one launch a micro-batch)");
   app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB")
@@ -89,6 +97,11 @@ void add_options(CLI::App& app, Options& o) {
                                              "(element-wise and normalisation outputs); auto (under a budget, the "
                                              "least recomputation that fits, and the micro-batch expected fastest)")
       ->check(CLI::IsMember({"none", "cheap", "auto"}));
+}
+
+std::string algorithm_cache_of(const Options& o) {
+  if (o.algo_cache == "none") return {};
+  return o.algo_cache.empty() ? default_algorithm_cache() : o.algo_cache;
 }
 
 void record_given(const CLI::App& app, Options& o) {

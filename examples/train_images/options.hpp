@@ -30,6 +30,8 @@ struct Options {
   std::string device = "auto";
   std::string precision = "fp32";
   bool fast_start = false;
+  bool deterministic = false;
+  std::string algo_cache;  // empty: default_algorithm_cache(); "none": no file
   bool cuda_graph = false;
   std::string budget;
   std::string metrics_out;
@@ -73,6 +75,9 @@ struct Options {
 
 // CPU threads beyond this are a typo, and would fail inside OpenMP with no message of ours.
 inline constexpr int kMaxThreads = 256;
+
+// The file --algo-cache names: its default where not given, empty for "none".
+std::string algorithm_cache_of(const Options& o);
 
 // Registers every option of `o` on `app`.
 void add_options(CLI::App& app, Options& o);

@@ -60,9 +60,12 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
   if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
   request.tf32 = o.precision == "tf32";
   request.fast_start = o.fast_start;
+  request.deterministic = o.deterministic;
+  // Ranks on one machine share the file: each save merges what the file holds (atomically).
+  request.algorithm_cache = algorithm_cache_of(o);
   DeviceChoice device = select_device(request);
   if (device.backend->kind() == DeviceKind::cpu)
-    for (const char* option : {"--precision", "--fast-start"})
+    for (const char* option : {"--precision", "--fast-start", "--algo-cache"})
       if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";
   return device;
 }
@@ -139,6 +142,8 @@ std::vector<PathUse> outputs_of(const Options& o) {
   if (!o.trace.empty()) outputs.push_back({"--trace", o.trace});
   if (!o.plot.empty()) outputs.push_back({"--plot", o.plot});
   if (!o.export_onnx.empty()) outputs.push_back({"--export-onnx", o.export_onnx});
+  if (o.given.count("--algo-cache") && !algorithm_cache_of(o).empty())
+    outputs.push_back({"--algo-cache", algorithm_cache_of(o)});
   return outputs;
 }
 
@@ -333,7 +338,9 @@ int train(Options o, Ranks& ranks) {
             << " schedule; batch " << o.batch << " = "
             << (ranks.several() ? std::to_string(ranks.count()) + " ranks x " : std::string()) << k << " micro-batch"
             << (k > 1 ? "es" : "") << " of " << trainer.micro_batch() << "\n"
-            << format_memory_table(trainer.memory()) << std::flush;
+            << format_memory_table(trainer.memory());
+  if (o.deterministic || backend.kind() != DeviceKind::cpu) std::cout << backend.determinism_report() << "\n";
+  std::cout << std::flush;
 
   MetricsFile metrics(ranks.writes() ? o.metrics_out : std::string(), resumed ? resumed->metrics_bytes : 0);
   if (resumed && !metrics.kept()) write_history(metrics, progress, train_loader.batches_per_epoch());

@@ -30,7 +30,7 @@ struct GraphRun {
 
 // Steps of 32, 32, ..., then one of 20 (another micro-batch size and gradient scale).
 GraphRun run(const std::string& model, int micro_batch, bool graphs, int steps = 12) {
-  Backend& gpu = cuda_test::gpu();
+  Backend& gpu = cuda_test::gpu_deterministic();
   TrainerOptions o = cnn::testing::constant_sgd(32);
   o.micro_batch = micro_batch;
   o.capture_graphs = graphs;
@@ -50,7 +50,7 @@ GraphRun run(const std::string& model, int micro_batch, bool graphs, int steps =
 }
 
 // The graph run against the eager one: no capture failed, some replays, and the same kernels and
-// algorithms, so only cuDNN's non-deterministic reductions may make them differ.
+// deterministic algorithms.
 void check_same_as_eager(const std::string& model, int micro_batch) {
   const GraphRun eager = run(model, micro_batch, false), graphs = run(model, micro_batch, true);
   CHECK(graphs.still_capturing);

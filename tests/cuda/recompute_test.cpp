@@ -50,7 +50,7 @@ struct Trained {
 };
 
 Trained train(const std::string& name, const TrainerOptions& o) {
-  Backend& gpu = cuda_test::gpu();
+  Backend& gpu = cuda_test::gpu_deterministic();
   Network net = make_model(name);
   Trainer trainer(net, gpu, gpu.device_memory(), o);
   const SyntheticData data(16 * 20, kImage, 4, 13);

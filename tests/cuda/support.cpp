@@ -16,10 +16,11 @@ Backend& cpu() {
 }
 
 namespace {
-Backend& cuda_backend(bool tf32, bool fast_start) {
+Backend& cuda_backend(bool tf32, bool fast_start, bool deterministic = false) {
   CudaOptions options;
   options.tf32 = tf32;
   options.fast_start = fast_start;
+  options.deterministic = deterministic;
   return *make_cuda_backend(options).release();  // lives to the end of the process
 }
 }  // namespace
@@ -34,6 +35,10 @@ Backend& gpu_tf32() {
 }
 Backend& gpu_fast() {
   static Backend& backend = cuda_backend(false, true);
+  return backend;
+}
+Backend& gpu_deterministic() {
+  static Backend& backend = cuda_backend(false, false, true);
   return backend;
 }
 

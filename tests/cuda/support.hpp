@@ -14,6 +14,9 @@ Backend& cpu();        // CpuBackend(2)
 Backend& gpu();        // fp32, algorithms measured
 Backend& gpu_tf32();   // tf32 allowed
 Backend& gpu_fast();   // fp32, algorithms by heuristics
+// fp32, measured deterministic algorithms only: for the tests that compare two GPU runs of the
+// same shapes, which then differ only where the engine does.
+Backend& gpu_deterministic();
 
 // Device memory of one backend, returned when the buffer goes.
 class DeviceBuffer {

@@ -1,6 +1,6 @@
-// Training on the GPU: close to the CPU from the same seed, no device allocation in steady
-// state, the budget refused before step 1, exact accumulation, recovery, and memory taken away
-// from the device mid-run.
+// Training on the GPU: close to the CPU from the same seed, the same bits twice with deterministic
+// algorithms, no device allocation in steady state, the budget refused before step 1, exact
+// accumulation, recovery, and memory taken away from the device mid-run.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -72,6 +72,21 @@ TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses
     INFO(model << " (" << to_string(options.optimizer.kind) << ")");
     check_close_losses(losses(cuda_test::cpu(), model, options, 100), losses(cuda_test::gpu(), model, options, 100));
   }
+}
+
+TEST_CASE("on the GPU with deterministic algorithms the same seed gives the same bits", "[cuda][determinism]") {
+  for (const char* model : {"small-bn", "resnet"}) {
+    INFO(model);
+    std::vector<float> first_params, second_params;
+    const std::vector<double> first = losses(cuda_test::gpu_deterministic(), model, sgd(32), 6, &first_params);
+    const std::vector<double> second = losses(cuda_test::gpu_deterministic(), model, sgd(32), 6, &second_params);
+    CHECK(first == second);
+    CHECK(first_params == second_params);
+  }
+  const std::string report = cuda_test::gpu_deterministic().determinism_report();
+  INFO(report);
+  CHECK(report.rfind("deterministic: ", 0) == 0);
+  CHECK(report.find("x the fastest's time") != std::string::npos);  // what it cost, measured
 }
 
 TEST_CASE("BatchNorm on the network input and after a dense layer trains on the GPU as on the CPU",
@@ -177,9 +192,9 @@ TEST_CASE("memory taken away from the device mid-run does not stop planned train
 }
 
 TEST_CASE("on the GPU a run saved mid-way and resumed ends as the run never interrupted", "[cuda][checkpoint]") {
-  // The CPU holds this to the bit (tests/train_images/check_resume.cmake); cuDNN's algorithms may
-  // sum in another order from one call to the next, so here within float tolerance.
-  Backend& gpu = cuda_test::gpu();
+  // The CPU holds this to the bit (tests/train_images/check_resume.cmake); on the GPU with
+  // deterministic algorithms too, but the tolerance is kept: the CPU's test is the strict one.
+  Backend& gpu = cuda_test::gpu_deterministic();
   const char* file = "cuda_resume_test.ckpt";
   TrainerOptions o;  // AdamW: its moments and step count must come back too
   o.batch = 32;

@@ -1,13 +1,18 @@
 #pragma once
-// Choosing cuDNN convolution algorithms: the fastest whose workspace fits a limit. Candidates
-// for a (shapes, convolution, pass) are measured once per process with cudnnFind*AlgorithmEx on
-// scratch buffers, or ranked by cuDNN's heuristics (fast start), and kept in a process-wide
-// cache keyed also by device, cuDNN version and math mode.
+// Choosing cuDNN convolution algorithms: the fastest whose workspace fits a limit (and, when
+// asked, that is deterministic). Candidates for a (shapes, convolution, pass) are measured once
+// per process with cudnnFind*AlgorithmEx on scratch buffers, or ranked by cuDNN's heuristics
+// (fast start), and kept in a process-wide cache keyed also by device, cuDNN version and math
+// mode. Measurements can be kept between processes (export_measurements, import_measurements:
+// the algorithm cache file of backends/device/detail/algorithm_cache_file.hpp).
 #include <cudnn.h>
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 
 #include "cnnengine/backends/cuda/detail/descriptors.hpp"
 #include "cnnengine/memory/memory_resource.hpp"
@@ -31,6 +36,11 @@ struct AlgoChoice {
   int algo = -1;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, by pass
   std::size_t workspace = 0;
   cudnnMathType_t math = CUDNN_FMA_MATH;
+  bool deterministic = true;  // the same bits on every run (no atomics in its sums)
+  float milliseconds = -1;    // measured; below 0 where chosen by heuristics
+  // The fastest candidate's measured time within the same workspace limit, deterministic or
+  // not: what a deterministic choice costs. Below 0 where unknown.
+  float fastest_milliseconds = -1;
   bool valid() const { return algo >= 0; }
 };
 
@@ -51,11 +61,21 @@ struct AlgoSearch {
   // unless measurements are already cached.
   bool measure = false;
   memory::MemoryResource* scratch = nullptr;
+  bool deterministic = false;  // only algorithms cuDNN reports deterministic
 };
 
 // The fastest algorithm for `pass` whose workspace is at most `limit` bytes. Throws
 // DeviceError when none fits.
 AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                             std::size_t limit);
+
+// Device `device`'s measurements under this cuDNN version, as text lines (key -> value), for
+// the algorithm cache file; and measurements read back from one (invalid lines are skipped;
+// each imported algorithm's workspace is checked with cuDNN when first used). Import returns
+// how many were taken.
+std::map<std::string, std::string> export_measurements(int device);
+int import_measurements(int device, const std::map<std::string, std::string>& lines);
+// Measurements made in this process so far (a save is due when it has moved).
+std::uint64_t measurements_made();
 
 }  // namespace cnn::cuda

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "cnnengine/backends/cuda/detail/copy_tracker.hpp"
 #include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
 #include "cnnengine/backends/device/cuda_api.hpp"
+#include "cnnengine/backends/device/detail/algorithm_cache_file.hpp"
 #include "cnnengine/engine/backend.hpp"
 
 namespace cnn::cuda {
@@ -45,6 +47,7 @@ class CudaBackend final : public Backend {
   // An H100's order of magnitude: fp32 convolutions at about half of its peak, its memory
   // bandwidth, a kernel launch with the library's own setup.
   ComputeRates compute_rates() const override { return {30e12, 2.5e12, 6e-6}; }
+  std::string determinism_report() const override;
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
@@ -151,6 +154,12 @@ class CudaBackend final : public Backend {
 
   ConvPlan& conv_plan(const Conv2dDesc& desc, const Shape& x, const Shape& y);
   AlgoChoice conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes);
+  // The algorithm cache file (CudaOptions::algorithm_cache): read when the backend starts;
+  // written when measurements were made since the last write, at most every few seconds while
+  // planning (`now` or not), and when the backend goes. Never throws: a file that cannot be
+  // kept is noted in the description.
+  void open_algorithm_cache();
+  void keep_measurements(bool now) noexcept;
 
   CudaOptions options_;
   std::string device_name_;
@@ -170,6 +179,10 @@ class CudaBackend final : public Backend {
   CopyTracker tracker_;
   bool capturing_ = false;
   std::unordered_map<ConvShape, std::unique_ptr<ConvPlan>, ConvShapeHash> conv_plans_;
+  std::unique_ptr<AlgorithmCacheFile> algorithm_cache_;
+  std::string algorithm_cache_note_;  // what was read, or why the file is not used
+  std::uint64_t measurements_kept_ = 0;
+  std::chrono::steady_clock::time_point last_kept_{};
 };
 
 }  // namespace cnn::cuda
