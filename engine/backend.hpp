@@ -75,6 +75,12 @@ struct ComputeRates {
   double seconds_per_call = 0;  // a launch, a parallel region: what a call costs however small
 };
 
+// A point in the work a backend has been given: Backend::reached says without waiting whether
+// everything before it is done, Backend::wait waits for it. id 0: nothing to wait for.
+struct Fence {
+  std::uint64_t id = 0;
+};
+
 // Backend calls recorded once and run again on demand (a CUDA graph).
 class CapturedCalls {
  public:
@@ -109,6 +115,27 @@ class Backend {
   virtual void copy_to_host(const void* device, void* host, std::size_t bytes) = 0;
   virtual void fill(Tensor t, float value) = 0;
   virtual void synchronize() = 0;
+
+  // Whether copies between host and device run beside the compute calls (CUDA's copy stream):
+  // the trainer then copies a micro-batch's input while the one before it computes, and reads a
+  // step's loss one step late (engine/detail/input_stager.hpp, Trainer::submit_step).
+  virtual bool copies_overlap_compute() const { return false; }
+  // Copies that return at once. Until the fence is reached, `host` must stay as it is (to the
+  // device) or be left unread (to the host). Later calls see the data. Here: copied at once.
+  virtual Fence copy_to_device_async(const void* host, void* device, std::size_t bytes) {
+    copy_to_device(host, device, bytes);
+    return {};
+  }
+  virtual Fence copy_to_host_async(const void* device, void* host, std::size_t bytes) {
+    copy_to_host(device, host, bytes);
+    return {};
+  }
+  virtual bool reached(Fence) { return true; }
+  // Blocks until the fence is reached; throws what the device found meanwhile, as synchronize().
+  virtual void wait(Fence) {}
+  // dst = src over `bytes` of this backend's memory, ordered as a compute call (and recorded by
+  // a capture).
+  virtual void copy_on_device(const void* src, void* dst, std::size_t bytes) = 0;
 
   // Convolution. The workspace a pass needs for the fastest method whose workspace is at most
   // `limit` bytes; the backend remembers that choice for the calls below.
@@ -201,11 +228,13 @@ class Backend {
   virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                                      const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
 
-  // Fused optimizer updates over one flat block of parameters.
+  // Fused optimizer updates over one flat block of parameters. `guard`, where not null, is a
+  // float in this backend's memory (the step's loss sum): when it is not finite the update
+  // changes nothing, so that a step can be applied before its loss is read back.
   virtual void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                          float learning_rate) = 0;
+                          float learning_rate, const float* guard) = 0;
   virtual void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
-                            const AdamWConfig& config, float learning_rate, long step) = 0;
+                            const AdamWConfig& config, float learning_rate, long step, const float* guard) = 0;
 
   // Capture: between begin_capture() and end_capture() the compute calls above are recorded
   // instead of run (no copies, no synchronize). Tensors are recorded by address and every other

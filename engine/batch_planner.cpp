@@ -6,6 +6,7 @@
 
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/cost_model.hpp"
+#include "cnnengine/engine/detail/input_stager.hpp"
 #include "cnnengine/engine/detail/micro_batch_plan.hpp"
 #include "cnnengine/engine/detail/recompute_search.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
@@ -79,9 +80,13 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   MicroBatchPlan p;
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
-  m.persistent = ParameterStore::planned_bytes(net, options.optimizer_slots);
+  // Where copies overlap compute, the trainer learns of a step's failure one step late and keeps
+  // the state before it in a second copy (Trainer::submit_step), and copies input ahead.
+  const bool overlapped = backend.copies_overlap_compute();
+  m.persistent = ParameterStore::planned_bytes(net, options.optimizer_slots, overlapped ? 2 : 1);
   m.persistent[memory::Category::other] += options.extra_persistent;
   m.loader_staging = options.loader_staging;
+  m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);
   m.library = backend.library_reserved_bytes();
   m.communication = options.communication;
   m.budget = options.memory.budget;
@@ -92,7 +97,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
     case RecomputePolicy::none: p.training = plan_step(net, training); break;
     case RecomputePolicy::cheap: p.training = plan_step(net, training, cheap_recompute_set(net, training, cost)); break;
     case RecomputePolicy::automatic: {
-      const std::size_t outside = m.persistent.total() + m.loader_staging + m.library + m.communication;
+      const std::size_t outside = m.persistent.total() + m.loader_staging + m.input_staging + m.library + m.communication;
       if (!arena_cap && m.budget) arena_cap = m.budget > outside ? m.budget - outside : 0;
       p.training = arena_cap ? least_recompute_within(net, training, cost, *arena_cap).plan : plan_step(net, training);
       break;

@@ -22,8 +22,9 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   row("activations", m.arena_peak[Category::activations], "at the step's peak");
   row("workspace", m.arena_peak[Category::workspace] + m.library,
       m.library ? "incl. " + format_bytes(m.library) + " held by libraries" : "at the step's peak");
-  row("data staging", m.arena_peak[Category::data_staging] + m.loader_staging,
-      "input slots + " + format_bytes(m.loader_staging) + " loader prefetch");
+  row("data staging", m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging,
+      "input slots" + (m.input_staging ? " (" + format_bytes(m.input_staging) + " to copy the next ahead)" : std::string()) +
+          " + " + format_bytes(m.loader_staging) + " loader prefetch");
   if (m.communication) row("communication", m.communication, "the ranks' sums (data-parallel)");
   row("planning slack", m.arena_bytes - m.lower_bound);
   char ratio[64];
@@ -51,7 +52,7 @@ std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows) {
     std::snprintf(line, sizeof line, "  %11d %12s %12s %12s %12s %12s %12s  %s\n", m.micro_batch,
                   format_bytes(m.persistent.total()).c_str(), format_bytes(m.arena_peak[Category::activations]).c_str(),
                   format_bytes(m.arena_peak[Category::workspace] + m.library).c_str(),
-                  format_bytes(m.arena_peak[Category::data_staging] + m.loader_staging).c_str(),
+                  format_bytes(m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging).c_str(),
                   format_bytes(m.arena_bytes).c_str(), format_bytes(m.total()).c_str(),
                   m.budget == 0 ? "-" : m.fits() ? "yes" : "no");
     out += line;

@@ -17,6 +17,9 @@ struct MemoryBreakdown {
   std::size_t arena_bytes = 0;       // the arena the plan needs
   std::size_t lower_bound = 0;       // liveness lower bound of the arena
   std::size_t loader_staging = 0;    // the loader's prefetch buffers
+  // The micro-batch's input copied ahead of its step (engine/detail/input_stager.hpp): a device
+  // slot beside the arena and its pinned twin; 0 where copies do not overlap compute (the CPU).
+  std::size_t input_staging = 0;
   std::size_t library = 0;           // bytes the backend's libraries hold
   std::size_t communication = 0;     // bytes a data-parallel run's communicator holds
   std::size_t budget = 0;            // 0: none
@@ -30,7 +33,9 @@ struct MemoryBreakdown {
   double recompute_fraction = 0;
   double expected_samples_per_second = 0;
 
-  std::size_t total() const { return persistent.total() + arena_bytes + loader_staging + library + communication; }
+  std::size_t total() const {
+    return persistent.total() + arena_bytes + loader_staging + input_staging + library + communication;
+  }
   bool fits() const { return budget == 0 || total() <= budget; }
 };
 

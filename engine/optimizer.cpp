@@ -17,9 +17,9 @@ class Sgd final : public Optimizer {
     if (config_.nesterov && config_.momentum <= 0.f) throw ConfigError("sgd: Nesterov needs a positive momentum");
   }
   int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
-  void step(Backend& backend, ParameterStore& params, float lr, long /*step*/) override {
+  void step(Backend& backend, ParameterStore& params, float lr, long /*step*/, const float* guard) override {
     backend.sgd_update(params.trainable(), params.gradients(),
-                       state_slots() ? params.optimizer_slot(0) : Tensor{}, config_, lr);
+                       state_slots() ? params.optimizer_slot(0) : Tensor{}, config_, lr, guard);
   }
   std::string describe() const override {
     return std::string("sgd (momentum ") + std::to_string(config_.momentum).substr(0, 4) +
@@ -39,9 +39,9 @@ class AdamW final : public Optimizer {
     config_.weight_decay = c.weight_decay.value_or(0.01f);
   }
   int state_slots() const override { return 2; }
-  void step(Backend& backend, ParameterStore& params, float lr, long step) override {
+  void step(Backend& backend, ParameterStore& params, float lr, long step, const float* guard) override {
     backend.adamw_update(params.trainable(), params.gradients(), params.optimizer_slot(0), params.optimizer_slot(1),
-                         config_, lr, step);
+                         config_, lr, step, guard);
   }
   std::string describe() const override {
     return "adamw (betas " + std::to_string(config_.beta1).substr(0, 5) + ", " + std::to_string(config_.beta2).substr(0, 5) +

@@ -29,8 +29,10 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual int state_slots() const = 0;  // floats of state per parameter
   // Optimizer step `step` (1 for the first): AdamW's bias correction counts them. The optimizer
-  // keeps no count of its own, so a run resumed from a checkpoint continues exactly.
-  virtual void step(Backend& backend, ParameterStore& params, float learning_rate, long step) = 0;
+  // keeps no count of its own, so a run resumed from a checkpoint continues exactly. `guard`:
+  // the step's loss sum in the backend's memory, or null (Backend::sgd_update).
+  virtual void step(Backend& backend, ParameterStore& params, float learning_rate, long step,
+                    const float* guard) = 0;
   virtual std::string describe() const = 0;
 };
 

@@ -37,10 +37,11 @@ void initialise(const ParamSpec& spec, float* out, std::uint64_t seed, std::size
 }
 
 // Each block is at least one float, so that every allocation is a real one. The parameter block
-// also holds a copy of the non-trainable state (see save_state).
-memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int slots) {
+// also holds the copies of the non-trainable state (see save_state).
+memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int slots, int state_copies) {
   memory::CategoryBytes b;
-  b[memory::Category::parameters] = std::max<std::size_t>(total + (total - trainable), 1) * sizeof(float);
+  const std::size_t copies = (total - trainable) * static_cast<std::size_t>(state_copies);
+  b[memory::Category::parameters] = std::max<std::size_t>(total + copies, 1) * sizeof(float);
   b[memory::Category::parameter_gradients] = std::max<std::size_t>(trainable, 1) * sizeof(float);
   b[memory::Category::optimizer_state] = std::max<std::size_t>(trainable * static_cast<std::size_t>(slots), 1) * sizeof(float);
   return b;
@@ -66,9 +67,9 @@ ParameterStore::Layout ParameterStore::layout(const Network& network) {
   return l;
 }
 
-memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int optimizer_slots) {
+memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int optimizer_slots, int state_copies) {
   const Layout l = layout(network);
-  return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots);
+  return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots, state_copies);
 }
 
 std::size_t ParameterStore::planned_parameter_floats(const Network& network) { return layout(network).total_floats; }
@@ -76,8 +77,10 @@ std::size_t ParameterStore::planned_parameter_floats(const Network& network) { r
 std::size_t ParameterStore::block_bytes(memory::Category category) const { return bytes()[category]; }
 
 ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
-                               int optimizer_slots, std::uint64_t seed)
-    : backend_(backend), slots_(optimizer_slots) {
+                               int optimizer_slots, std::uint64_t seed, int state_copies)
+    : backend_(backend), slots_(optimizer_slots), state_copies_(state_copies) {
+  if (state_copies < 1 || state_copies > 2)
+    throw ConfigError("a parameter store keeps 1 or 2 copies of its state, not " + std::to_string(state_copies));
   const Layout l = layout(network);
   trainable_floats_ = l.trainable_floats;
   total_floats_ = l.total_floats;
@@ -116,20 +119,24 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
 
 void ParameterStore::zero_gradients() { backend_.fill(gradients(), 0.f); }
 
-void ParameterStore::save_state() {
-  if (!state_floats()) return;
-  backend_.copy_or_add(flat(params_block_.floats() + trainable_floats_, state_floats()),
-                       flat(params_block_.floats() + total_floats_, state_floats()), false);
+Tensor ParameterStore::state_copy(int copy) const {
+  if (copy < 0 || copy >= state_copies_)
+    throw ConfigError("state copy " + std::to_string(copy) + " of a store that keeps " + std::to_string(state_copies_));
+  return flat(params_block_.floats() + total_floats_ + static_cast<std::size_t>(copy) * state_floats(), state_floats());
 }
 
-void ParameterStore::restore_state() {
+void ParameterStore::save_state(int copy) {
   if (!state_floats()) return;
-  backend_.copy_or_add(flat(params_block_.floats() + total_floats_, state_floats()),
-                       flat(params_block_.floats() + trainable_floats_, state_floats()), false);
+  backend_.copy_or_add(running_state(), state_copy(copy), false);
+}
+
+void ParameterStore::restore_state(int copy) {
+  if (!state_floats()) return;
+  backend_.copy_or_add(state_copy(copy), running_state(), false);
 }
 
 memory::CategoryBytes ParameterStore::bytes() const {
-  return block_sizes(total_floats_, trainable_floats_, slots_);
+  return block_sizes(total_floats_, trainable_floats_, slots_, state_copies_);
 }
 
 std::vector<float> ParameterStore::download() const {

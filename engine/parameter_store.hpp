@@ -15,9 +15,10 @@ namespace cnn {
 class ParameterStore {
  public:
   // Allocates the three blocks from `resource` and initialises the parameters from `seed`
-  // (He or Glorot by layer, counter-based: the same on every backend).
+  // (He or Glorot by layer, counter-based: the same on every backend). `state_copies`: how many
+  // saved copies of the non-trainable state it keeps (see save_state).
   ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
-                 int optimizer_slots, std::uint64_t seed);
+                 int optimizer_slots, std::uint64_t seed, int state_copies = 1);
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -37,7 +38,7 @@ class ParameterStore {
   }
 
   // The bytes a store for this network and optimizer would take, without allocating.
-  static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots);
+  static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots, int state_copies = 1);
   // floats(Block::parameters) of a store for this network, without allocating.
   static std::size_t planned_parameter_floats(const Network& network);
 
@@ -45,9 +46,11 @@ class ParameterStore {
   memory::CategoryBytes bytes() const;
 
   // Non-trainable state (BatchNorm running statistics) is saved before a step and restored if
-  // the step is replayed after an out-of-memory failure, so a replay never counts twice.
-  void save_state();
-  void restore_state();
+  // the step is replayed after an out-of-memory failure, so a replay never counts twice. With two
+  // copies, the state before a step survives the next step's save: a trainer that learns of a
+  // step's failure one step late (Trainer::submit_step) restores it from there.
+  void save_state(int copy = 0);
+  void restore_state(int copy = 0);
 
   // All parameters and state (running statistics) as host floats, in a fixed order.
   std::vector<float> download() const;
@@ -84,9 +87,11 @@ class ParameterStore {
   std::size_t block_bytes(memory::Category category) const;
   std::size_t state_floats() const { return total_floats_ - trainable_floats_; }
   float* block_data(Block block, std::size_t first, std::size_t count) const;
+  Tensor state_copy(int copy) const;
 
   Backend& backend_;
   int slots_;
+  int state_copies_;
   std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
   memory::Buffer params_block_, grads_block_, state_block_;
   std::vector<std::vector<Tensor>> params_, grads_;

@@ -9,6 +9,7 @@
 #include "cnnengine/base/detail/finite.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
 #include "cnnengine/engine/detail/gradient_buckets.hpp"
+#include "cnnengine/engine/detail/input_stager.hpp"
 #include "cnnengine/engine/detail/recovery.hpp"
 #include "cnnengine/engine/detail/replicas.hpp"
 #include "cnnengine/engine/detail/step_resources.hpp"
@@ -109,18 +110,25 @@ void Trainer::start() {
                              format_memory_table(smallest),
                          details);
   }
-  params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed);
+  // Where copies overlap compute, a step's failure is learnt one step late: the state before it
+  // is kept in a second copy (as the plan counts).
+  const int state_copies = backend_.copies_overlap_compute() ? 2 : 1;
+  params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed,
+                                             state_copies);
   slots_ = memory::Buffer(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
+  input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
+  overlapped_ = input_->overlapped() && !options_.communicator;
   if (!stack_->step_buffers_built()) {
     const MemoryBreakdown full = breakdown(options_.batch);
     try {
-      stack_->build_step_buffers(full.persistent.total() + full.loader_staging, full.arena_bytes);
+      stack_->build_step_buffers(full.persistent.total() + full.loader_staging + full.input_staging, full.arena_bytes);
     } catch (const memory::OutOfMemory& error) {
       throw BudgetTooSmall(std::string(error.what()) + ":\n" + format_memory_table(full), error.details());
     }
   }
   auto* slots = static_cast<TrainerSlots*>(slots_.data());
-  StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars};
+  StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars,
+                       input_.get()};
   if (options_.communicator) {
     replicas_ = std::make_unique<Replicas>(net_, backend_, *params_, stack_->blocks(), options_);
     step_slots.cross_rank = replicas_->cross_rank();
@@ -155,9 +163,15 @@ void Trainer::synchronize_replicas() {
 
 const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
 
-TrainerState Trainer::state() const { return TrainerState{steps_, micro_batch_, recovery_->good_steps()}; }
+TrainerState Trainer::state() const {
+  if (pending_)
+    throw ConfigError("state: step " + std::to_string(pending_->report.step) + " is pending (its loss unread): drain() it first");
+  return TrainerState{steps_, micro_batch_, recovery_->good_steps()};
+}
 
 void Trainer::restore(const TrainerState& state) {
+  if (pending_)
+    throw ConfigError("restore: step " + std::to_string(pending_->report.step) + " is pending: drain() it first");
   if (state.steps < 0 || state.good_steps < 0 || state.micro_batch < recovery_->smallest() ||
       state.micro_batch > recovery_->target())
     throw ConfigError("cannot continue at step " + std::to_string(state.steps) + " with micro-batch " +
@@ -260,52 +274,110 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* log
   return split.count;
 }
 
-void Trainer::check_step_batch(const HostBatch& batch) const {
+void Trainer::check_step_batch(const HostBatch& batch, const char* call) const {
+  const std::string where = std::string(call) + ": ";
   if (options_.communicator) {
     if (batch.global_size <= 0 || batch.size < 0 || batch.first < 0 || batch.first + batch.size > batch.global_size)
-      throw ConfigError("train_step: samples " + std::to_string(batch.first) + " to " +
+      throw ConfigError(where + "samples " + std::to_string(batch.first) + " to " +
                         std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
                         std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
     // Every rank sees the same global size, so every rank refuses alike: none is left in a sum.
     if (synchronised_batchnorm() && (batch.global_size % ranks() != 0 || batch.size != batch.global_size / ranks()))
-      throw ConfigError("train_step: synchronised BatchNorm needs every batch shared evenly over the " +
+      throw ConfigError(where + "synchronised BatchNorm needs every batch shared evenly over the " +
                         std::to_string(ranks()) + " ranks; this one holds " + std::to_string(batch.global_size) +
                         " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
     if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
   } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
-    throw ConfigError("train_step: a share of a batch (HostBatch::first, global_size) without a communicator");
+    throw ConfigError(where + "a share of a batch (HostBatch::first, global_size) without a communicator");
   }
-  if (batch.size <= 0) throw ConfigError("train_step: empty batch");
+  if (batch.size <= 0) throw ConfigError(where + "empty batch");
   const TrainingBatchNeed& need = planner_->training_batch_need();
   if (batch.size < need.samples)
-    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
+    throw ConfigError(where + "a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
   // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
   // cannot split: an odd one larger than 2.
   if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
-    throw ConfigError("train_step: a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
+    throw ConfigError(where + "a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
                       std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
                       " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
                       "): " + need.why);
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
-  ensure_built("train_step");
+  if (pending_)
+    throw ConfigError("train_step: step " + std::to_string(pending_->report.step) +
+                      " was submitted and is pending: drain() it first");
+  std::optional<StepReport> report = submit(batch, "train_step");
+  return report ? *report : *drain();
+}
+
+std::optional<StepReport> Trainer::submit_step(const HostBatch& batch) { return submit(batch, "submit_step"); }
+
+std::optional<StepReport> Trainer::submit(const HostBatch& batch, const char* call) {
+  ensure_built(call);
   maybe_regrow();
   // Before the checks, which read the micro-batch: every rank then refuses a batch alike.
   if (synchronised_batchnorm()) agree_micro_batch();
-  check_step_batch(batch);
-  check_inputs(batch, "train_step");
+  check_step_batch(batch, call);
+  check_inputs(batch, call);
   check_labels(batch);
-  params_->save_state();
-  int micro_batches = 0;
+  const long staging_waits = input_->host_waits();
+  // The state before this step goes to the copy the pending step's does not use.
+  const int copy = overlapped_ ? static_cast<int>((steps_ + 1) % 2) : 0;
+  params_->save_state(copy);
+  std::array<double, 3> sums{};  // {ranks that failed, loss sum, correct}
   double communication = 0;
-  // {ranks that failed, loss sum, correct}: this rank's, then (data-parallel) every rank's.
-  std::array<double, 3> sums{};
+  const int micro_batches = run_step_passes(batch, copy, !overlapped_, sums, communication);
+  recovery_->step_succeeded();
+
+  // The step before this one: its loss is read now, while this one's passes run, and before
+  // its update is enqueued (settle() throws for a loss that is not finite).
+  std::optional<StepReport> earlier;
+  long waits = input_->host_waits() - staging_waits;
+  if (pending_) {
+    if (settle()) ++waits;
+    earlier = pending_->report;
+    pending_.reset();
+  }
+  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  if (!overlapped_ && !std::isfinite(sums[1])) {
+    // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
+    params_->restore_state(copy);
+    params_->zero_gradients();
+    throw TrainingDiverged(steps_ + 1, sums[1]);
+  }
+  const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
+  // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
+  // was when it is not finite.
+  auto* slots = static_cast<TrainerSlots*>(slots_.data());
+  optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->loss_sum : nullptr);
+  ++steps_;
+  StepReport report;
+  report.step = steps_;
+  report.samples = whole;
+  report.learning_rate = lr;
+  report.micro_batch = micro_batch_;
+  report.micro_batches = micro_batches;
+  report.communication_seconds = communication;
+  report.host_waits = waits;
+  if (!overlapped_) {  // its loss is known: nothing is pending
+    report.loss = sums[1] / whole;
+    report.accuracy = sums[2] / whole;
+    return report;
+  }
+  const Fence sums_ready = backend_.copy_to_host_async(slots_.data(), input_->host_sums(), 2 * sizeof(float));
+  pending_ = PendingStep{report, copy, sums_ready, false};
+  return earlier;
+}
+
+int Trainer::run_step_passes(const HostBatch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+                             double& communication) {
   for (;;) {
     params_->zero_gradients();
     backend_.fill(metric_sums(), 0.f);
     if (replicas_) replicas_->buckets().begin();
     std::optional<memory::OutOfMemory> failure;
+    int micro_batches = 0;
     try {
       micro_batches = run_micro_batches(batch, true);
     } catch (const memory::OutOfMemory& error) {
@@ -316,47 +388,59 @@ StepReport Trainer::train_step(const HostBatch& batch) {
     } catch (...) {
       // Any other failure: leave the parameters and state as they were before the step, and no
       // buffers held, then report it.
-      params_->restore_state();
+      params_->restore_state(state_copy);
       params_->zero_gradients();
       step_->release();
       throw;
     }
     sums[0] = failure ? 1 : 0;
     sums[1] = sums[2] = 0;
-    if (!failure) {
+    if (!failure && read_sums) {
       float host[2];
       backend_.copy_to_host(slots_.data(), host, sizeof host);
       sums[1] = host[0];
       sums[2] = host[1];
     }
     if (replicas_) communication += replicas_->finish_step(sums);
-    if (sums[0] == 0) break;
+    if (sums[0] == 0) return micro_batches;
     // Some rank ran out of memory: every rank discards the partial gradients and state updates and
     // replays the same samples; the one that failed recomputes more or halves its micro-batch.
-    params_->restore_state();
+    params_->restore_state(state_copy);
     if (failure) shrink_after(*failure, "step " + std::to_string(steps_ + 1));
   }
-  recovery_->step_succeeded();
-  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
-  if (!std::isfinite(sums[1])) {
-    // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
-    params_->restore_state();
+}
+
+bool Trainer::settle() {
+  if (!pending_ || pending_->settled) return false;
+  const bool waited = !backend_.reached(pending_->sums_ready);
+  if (waited) backend_.wait(pending_->sums_ready);
+  const float* host = input_->host_sums();
+  StepReport& r = pending_->report;
+  r.loss = static_cast<double>(host[0]) / r.samples;
+  r.accuracy = static_cast<double>(host[1]) / r.samples;
+  if (!std::isfinite(host[0])) {
+    // The device applied no update for it (the guard), nor for any step after it (none was
+    // enqueued); the running statistics its forward passes moved come back from its copy.
+    const long failed = r.step;
+    const double loss = host[0];
+    const int copy = pending_->state_copy;
+    pending_.reset();
+    params_->restore_state(copy);
     params_->zero_gradients();
-    throw TrainingDiverged(steps_ + 1, sums[1]);
+    steps_ = failed - 1;
+    throw TrainingDiverged(failed, loss);
   }
-  const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
-  optimizer_->step(backend_, *params_, lr, steps_ + 1);
-  ++steps_;
-  StepReport r;
-  r.step = steps_;
-  r.samples = whole;
-  r.loss = sums[1] / whole;
-  r.accuracy = sums[2] / whole;
-  r.learning_rate = lr;
-  r.micro_batch = micro_batch_;
-  r.micro_batches = micro_batches;
-  r.communication_seconds = communication;
-  return r;
+  pending_->settled = true;
+  return waited;
+}
+
+std::optional<StepReport> Trainer::drain() {
+  if (!pending_) return std::nullopt;
+  const bool waited = settle();
+  StepReport report = pending_->report;
+  if (waited) ++report.host_waits;
+  pending_.reset();
+  return report;
 }
 
 void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
@@ -396,6 +480,7 @@ ClassEvaluation Trainer::evaluate_classes(const NextBatch& next) {
 EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* classes) {
   if (!next) throw ConfigError("evaluate: no source of batches (an empty NextBatch)");
   ensure_built("evaluate");
+  settle();  // a pending step's loss is checked before anything reads what it changed
   EvalResult result;
   double loss_sum = 0, correct = 0;
   long batches = 0;
@@ -460,6 +545,7 @@ void Trainer::predict(const float* images, int count, float* logits) {
   if (count == 0) return;
   if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
   ensure_built("predict");
+  settle();
   const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
   const HostBatch batch{images, labels.data(), count};
   check_inputs(batch, "predict");
@@ -517,6 +603,7 @@ double ClassEvaluation::class_accuracy(int c) const {
 
 void Trainer::finish() {
   backend_.synchronize();
+  pending_.reset();
   step_->release();
   slots_.release();
   params_.reset();

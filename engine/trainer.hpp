@@ -3,6 +3,7 @@
 // enforced with no more code), chooses the micro-batch that fits it, reserves the persistent
 // blocks and the step memory once, and runs optimizer steps of the requested batch as k
 // micro-batches whose gradients add up to the full-batch gradient.
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,6 +27,7 @@ namespace cnn {
 class StepResources;
 class Recovery;
 class Replicas;
+class InputStager;
 
 struct TrainerOptions : BatchPlanOptions {
   std::uint64_t seed = 1;
@@ -92,7 +94,7 @@ struct HostBatch {
 using NextBatch = std::function<std::optional<HostBatch>()>;
 
 struct StepReport {
-  long step = 0;        // optimizer steps so far
+  long step = 0;        // this step's number: optimizer steps up to it
   int samples = 0;      // the whole batch's, over every rank
   double loss = 0;      // mean over the step's samples (every rank's)
   double accuracy = 0;
@@ -102,6 +104,10 @@ struct StepReport {
   // Data-parallel: seconds this rank waited, after its last backward, for the gradient sums and
   // the step's status (the communication that computation did not hide).
   double communication_seconds = 0;
+  // Times the host waited for the device while this step was submitted: for a micro-batch's
+  // staging buffer (the host two micro-batches ahead) or for a loss it needed. 0 where the
+  // device keeps up; never a wait for the whole device on the normal path (submit_step).
+  long host_waits = 0;
 };
 
 // Where a trainer is: what a checkpoint keeps of it, so that a run resumed from the checkpoint
@@ -151,9 +157,10 @@ class Trainer {
   ParameterStore& parameters();
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
+  // Throws ConfigError while a submitted step is pending (its loss unread: drain() first).
   TrainerState state() const;
   // Continues from `state` (the parameters and optimizer state are restored apart, into
-  // parameters()). A micro-batch this trainer may not use is a ConfigError.
+  // parameters()). A micro-batch this trainer may not use, or a pending step, is a ConfigError.
   void restore(const TrainerState& state);
   // Data-parallel: rank 0's parameters, running statistics and optimizer state over every
   // rank's (after loading or restoring them, so that the replicas start alike). Nothing alone.
@@ -165,9 +172,28 @@ class Trainer {
   long graph_replays() const;
   bool capturing_graphs() const { return capture_; }
 
-  // One optimizer step over a host batch of any size (split into micro-batches). Throws
-  // TrainingDiverged, changing nothing, when the loss is not finite.
+  // One optimizer step over a host batch of any size (split into micro-batches), waiting for
+  // its loss. Throws TrainingDiverged, changing nothing, when the loss is not finite. A step
+  // submitted with submit_step must be drained first (ConfigError).
   StepReport train_step(const HostBatch& batch);
+  // The same step without waiting for the device. Every step's report comes back once, in
+  // order, from submit_step or drain(); at most one step is pending.
+  // - Where the backend runs copies beside compute (CUDA): the step's input is copied and its
+  //   work enqueued (the optimizer update included), and the call returns the report of the step
+  //   submitted before it, whose loss is read now, one step late (empty for the first). The host
+  //   thus prepares the next batch while this one computes. A NaN or infinite loss still stops
+  //   the run before another step is applied: each update is enqueued with its step's loss sum
+  //   as a guard (Backend::sgd_update), so the device applies none for a step whose loss is not
+  //   finite; the host reads that loss in the next submit_step, before enqueueing that step's
+  //   update, restores the running statistics saved before the failed step (a second copy:
+  //   ParameterStore::save_state), and throws TrainingDiverged naming it.
+  // - Elsewhere (the CPU, data-parallel ranks, which sum the step's status first): the step
+  //   has run when the call returns, and so comes its report.
+  std::optional<StepReport> submit_step(const HostBatch& batch);
+  // The pending step's report, waiting for its loss (TrainingDiverged as above); empty when
+  // none is pending. drain() before saving the trainer's state (state() refuses otherwise).
+  std::optional<StepReport> drain();
+  bool step_pending() const { return pending_.has_value(); }
   // In a data-parallel run each rank gives its share of the batches, and the result is every rank's.
   EvalResult evaluate(const NextBatch& next);
   ClassEvaluation evaluate_classes(const NextBatch& next);
@@ -184,7 +210,7 @@ class Trainer {
  private:
   void start();
   void check_labels(const HostBatch& batch) const;
-  void check_step_batch(const HostBatch& batch) const;
+  void check_step_batch(const HostBatch& batch, const char* call) const;
   // Before a call that runs the network: refuses a finished trainer or a network changed since
   // the plan, then builds the step memory if a failure released it.
   void ensure_built(const char* call);
@@ -200,6 +226,16 @@ class Trainer {
   // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
   // gradients to the buckets in a data-parallel step; returns how many.
   int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);
+  // A step's forward and backward passes, replayed after an out-of-memory failure until they
+  // fit. With `read_sums`, the loss and accuracy sums are read back into `sums` ({ranks that
+  // failed, loss, correct}, every rank's in a data-parallel run). Returns the micro-batches.
+  int run_step_passes(const HostBatch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+                      double& communication);
+  // Reads the pending step's sums back (waiting if they have not come: returns whether it
+  // waited), and throws TrainingDiverged, the state before it restored, if its loss is not
+  // finite; else it is settled.
+  bool settle();
+  std::optional<StepReport> submit(const HostBatch& batch, const char* call);
   // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
   // [Synchronised micro-batches] in detail/replicas.cpp).
   bool synchronised_batchnorm() const;
@@ -219,6 +255,7 @@ class Trainer {
   std::unique_ptr<BatchPlanner> planner_;
   std::unique_ptr<ParameterStore> params_;
   memory::Buffer slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
+  std::unique_ptr<InputStager> input_;
   std::unique_ptr<StepResources> step_;
   std::unique_ptr<Recovery> recovery_;
   std::unique_ptr<Replicas> replicas_;  // data-parallel runs only
@@ -226,6 +263,18 @@ class Trainer {
   int micro_batch_ = 0;
   int planned_nodes_ = 0;  // the network's size when planned
   bool capture_ = false;
+  // Steps are submitted without waiting for their loss: the backend overlaps copies and compute,
+  // and no other rank needs the step's status first.
+  bool overlapped_ = false;
+  // The step submitted last until its report is taken: its sums on their way back (`sums_ready`)
+  // or read (`settled`).
+  struct PendingStep {
+    StepReport report;
+    int state_copy = 0;  // where the state before it is saved
+    Fence sums_ready;
+    bool settled = false;
+  };
+  std::optional<PendingStep> pending_;
 };
 
 }  // namespace cnn

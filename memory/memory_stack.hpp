@@ -55,6 +55,7 @@ class MemoryStack {
   // same budget as blocks(), counted in staging_statistics() and left out of the trace (which is
   // the steps'). A stack built without a staging upstream throws ConfigError.
   MemoryResource& staging();
+  bool has_staging() const { return staging_stats_.has_value(); }
   // Bytes in use through staging() now.
   std::size_t staging_bytes() const;
 

@@ -85,6 +85,9 @@ void CpuBackend::copy_to_device(const void* host, void* device, std::size_t byte
 void CpuBackend::copy_to_host(const void* device, void* host, std::size_t bytes) {
   if (host != device) std::memcpy(host, device, bytes);
 }
+void CpuBackend::copy_on_device(const void* src, void* dst, std::size_t bytes) {
+  if (src != dst) std::memmove(dst, src, bytes);
+}
 
 void CpuBackend::fill(Tensor t, float value) {
   parallel_elements(threads_, t.elements(), [&](std::size_t b, std::size_t e) {
@@ -199,7 +202,8 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& la
 // still stored after the decay and read back, which keeps the decay's product rounded on its own
 // (PyTorch's mul_ then addcdiv_) instead of fused into the subtraction.
 void CpuBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& c,
-                            float lr) {
+                            float lr, const float* guard) {
+  if (guard && !std::isfinite(*guard)) return;
   float* p = params.data;
   const float* grad = grads.data;
   float* vel = velocity.data;
@@ -229,7 +233,8 @@ void CpuBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity,
 }
 
 void CpuBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
-                              const AdamWConfig& c, float lr, long step) {
+                              const AdamWConfig& c, float lr, long step, const float* guard) {
+  if (guard && !std::isfinite(*guard)) return;
   const float correction1 = 1.0f - static_cast<float>(std::pow(c.beta1, static_cast<double>(step)));
   const float correction2 = 1.0f - static_cast<float>(std::pow(c.beta2, static_cast<double>(step)));
   const float step_size = lr / correction1;

@@ -32,6 +32,7 @@ class CpuBackend : public Backend {
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
   void fill(Tensor t, float value) override;
   void synchronize() override {}
+  void copy_on_device(const void* src, void* dst, std::size_t bytes) override;
 
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
                                      ConvPass pass, std::size_t limit) override;
@@ -88,9 +89,9 @@ class CpuBackend : public Backend {
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;
 
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                  float learning_rate) override;
+                  float learning_rate, const float* guard) override;
   void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
-                    float learning_rate, long step) override;
+                    float learning_rate, long step, const float* guard) override;
 
  private:
   int threads_;

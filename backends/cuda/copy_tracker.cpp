@@ -34,11 +34,6 @@ void CopyTracker::touched(cudaStream_t compute, const DeviceRange* ranges, std::
   }
 }
 
-void CopyTracker::touched_all(cudaStream_t compute) {
-  for (Slot& slot : slots_)
-    if (slot.begin != slot.end) CNN_CHECK(cudaEventRecord(slot.last_touch, compute));
-}
-
 void CopyTracker::order_copy(const void* dst, std::size_t bytes, cudaStream_t compute,
                              cudaStream_t copy) {
   auto begin = reinterpret_cast<std::uintptr_t>(dst);

@@ -115,6 +115,10 @@ void CudaBackend::release() noexcept {
   if (copy_) cudaStreamSynchronize(copy_);
   conv_plans_.clear();
   tracker_.release();
+  for (cudaEvent_t& event : fence_events_) {
+    if (event) cudaEventDestroy(event);
+    event = nullptr;
+  }
   if (label_error_) cudaFreeHost(label_error_);
   label_error_ = label_error_device_ = nullptr;
   if (cublas_) cublasDestroy(cublas_);
@@ -233,6 +237,57 @@ void CudaBackend::copy_to_host(const void* device, void* host, std::size_t bytes
   if (bytes) CNN_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, compute_));
   CNN_CHECK(cudaStreamSynchronize(compute_));
   raise_device_errors();
+}
+
+Fence CudaBackend::record_fence(cudaStream_t stream) {
+  const std::uint64_t id = ++fences_;
+  cudaEvent_t& event = fence_events_[id % kFenceEvents];
+  if (!event) CNN_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  CNN_CHECK(cudaEventRecord(event, stream));
+  return Fence{id};
+}
+
+Fence CudaBackend::copy_to_device_async(const void* host, void* device, std::size_t bytes) {
+  refuse_while_capturing("copy_to_device_async");
+  if (bytes == 0) return {};
+  activate();
+  tracker_.order_copy(device, bytes, compute_, copy_);
+  CNN_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy_));
+  const Fence fence = record_fence(copy_);
+  // Later compute calls see the data; nothing waits on the host.
+  CNN_CHECK(cudaStreamWaitEvent(compute_, fence_events_[fence.id % kFenceEvents], 0));
+  return fence;
+}
+
+Fence CudaBackend::copy_to_host_async(const void* device, void* host, std::size_t bytes) {
+  refuse_while_capturing("copy_to_host_async");
+  activate();
+  if (bytes) CNN_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, compute_));
+  return record_fence(compute_);
+}
+
+bool CudaBackend::reached(Fence fence) {
+  if (fence.id == 0) return true;
+  if (fence_expired(fence)) return cudaStreamQuery(copy_) == cudaSuccess && cudaStreamQuery(compute_) == cudaSuccess;
+  const cudaError_t status = cudaEventQuery(fence_events_[fence.id % kFenceEvents]);
+  if (status == cudaErrorNotReady) return false;
+  CNN_CHECK(status);
+  return true;
+}
+
+void CudaBackend::wait(Fence fence) {
+  refuse_while_capturing("wait");
+  if (fence.id == 0) return;
+  if (fence_expired(fence)) return synchronize();
+  CNN_CHECK(cudaEventSynchronize(fence_events_[fence.id % kFenceEvents]));
+  raise_device_errors();
+}
+
+void CudaBackend::copy_on_device(const void* src, void* dst, std::size_t bytes) {
+  if (bytes == 0) return;
+  activate();
+  CNN_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));
+  touched(DeviceRange{src, bytes}, DeviceRange{dst, bytes});
 }
 
 void CudaBackend::synchronize() {

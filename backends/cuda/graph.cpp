@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "cnnengine/backends/cuda/detail/check.hpp"
 #include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
@@ -14,15 +16,17 @@ namespace {
 
 class CudaGraph final : public CapturedCalls {
  public:
-  CudaGraph(CudaBackend& backend, cudaGraphExec_t graph) : backend_(backend), graph_(graph) {}
+  CudaGraph(CudaBackend& backend, cudaGraphExec_t graph, std::vector<DeviceRange> touched)
+      : backend_(backend), graph_(graph), touched_(std::move(touched)) {}
   ~CudaGraph() override { cudaGraphExecDestroy(graph_); }
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
-  void replay() override { backend_.launch_graph(graph_); }
+  void replay() override { backend_.launch_graph(graph_, touched_); }
 
  private:
   CudaBackend& backend_;
   cudaGraphExec_t graph_;
+  std::vector<DeviceRange> touched_;  // by the captured calls
 };
 
 }  // namespace
@@ -32,6 +36,7 @@ void CudaBackend::begin_capture() {
   activate();
   CNN_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
   capturing_ = true;
+  captured_ranges_.clear();
 }
 
 std::unique_ptr<CapturedCalls> CudaBackend::end_capture() {
@@ -51,7 +56,7 @@ std::unique_ptr<CapturedCalls> CudaBackend::end_capture() {
   try {
     // Uploading now keeps the first replay as fast as the rest.
     CNN_CHECK(cudaGraphUpload(exec, compute_));
-    return std::make_unique<CudaGraph>(*this, exec);
+    return std::make_unique<CudaGraph>(*this, exec, std::exchange(captured_ranges_, {}));
   } catch (...) {
     cudaGraphExecDestroy(exec);
     throw;
@@ -61,17 +66,18 @@ std::unique_ptr<CapturedCalls> CudaBackend::end_capture() {
 void CudaBackend::abort_capture() noexcept {
   if (!capturing_) return;
   capturing_ = false;
+  captured_ranges_.clear();
   cudaGraph_t graph = nullptr;
   cudaStreamEndCapture(compute_, &graph);
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();  // the capture's error is not the next call's
 }
 
-void CudaBackend::launch_graph(cudaGraphExec_t graph) {
+void CudaBackend::launch_graph(cudaGraphExec_t graph, const std::vector<DeviceRange>& touched) {
   refuse_while_capturing("a graph replay");
   activate();
   CNN_CHECK(cudaGraphLaunch(graph, compute_));
-  tracker_.touched_all(compute_);
+  tracker_.touched(compute_, touched.data(), touched.size());
 }
 
 }  // namespace cnn::cuda

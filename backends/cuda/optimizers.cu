@@ -12,8 +12,12 @@
 namespace cnn::cuda {
 namespace {
 
+// `guard`: the step's loss sum, read by every thread (one cached load); not finite, nothing moves.
+__device__ bool skipped(const float* guard) { return guard && !isfinite(*guard); }
+
 __global__ void sgd_kernel(float* params, const float* grads, float* velocity, std::size_t n, float lr,
-                           float momentum, bool nesterov, float weight_decay) {
+                           float momentum, bool nesterov, float weight_decay, const float* guard) {
+  if (skipped(guard)) return;
   CNN_FOR_EACH_ELEMENT(i, n) {
     float g = grads[i];
     if (weight_decay != 0.0f) g += weight_decay * params[i];
@@ -29,7 +33,8 @@ __global__ void sgd_kernel(float* params, const float* grads, float* velocity, s
 
 __global__ void adamw_kernel(float* params, const float* grads, float* m, float* v, std::size_t n, float lr,
                              float beta1, float beta2, float epsilon, float weight_decay, float step_size,
-                             float bias_correction2_sqrt) {
+                             float bias_correction2_sqrt, const float* guard) {
+  if (skipped(guard)) return;
   CNN_FOR_EACH_ELEMENT(i, n) {
     const float g = grads[i];
     const float p = params[i] * (1.0f - lr * weight_decay);
@@ -52,20 +57,20 @@ void same_size(const char* call, const Tensor& params, const Tensor& other) {
 }  // namespace
 
 void CudaBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                             float learning_rate) {
+                             float learning_rate, const float* guard) {
   activate();
   same_size("sgd_update", params, grads);
   if (config.momentum != 0.0f) same_size("sgd_update", params, velocity);
   const std::size_t n = params.elements();
   if (n == 0) return;
   sgd_kernel<<<blocks_for(n), 256, 0, compute_>>>(params.data, grads.data, velocity.data, n, learning_rate,
-                                                  config.momentum, config.nesterov, config.weight_decay);
+                                                  config.momentum, config.nesterov, config.weight_decay, guard);
   check_launch("sgd_kernel");
-  touched(params, grads, velocity);
+  touched(params, grads, velocity, DeviceRange{guard, guard ? sizeof(float) : 0});
 }
 
 void CudaBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
-                               const AdamWConfig& config, float learning_rate, long step) {
+                               const AdamWConfig& config, float learning_rate, long step, const float* guard) {
   activate();
   if (step < 1) throw ConfigError("adamw_update: step " + std::to_string(step) + " (steps count from 1)");
   same_size("adamw_update", params, grads);
@@ -79,9 +84,9 @@ void CudaBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Ten
   const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
   adamw_kernel<<<blocks_for(n), 256, 0, compute_>>>(params.data, grads.data, m.data, v.data, n, learning_rate,
                                                     config.beta1, config.beta2, config.epsilon,
-                                                    config.weight_decay, step_size, bias_correction2_sqrt);
+                                                    config.weight_decay, step_size, bias_correction2_sqrt, guard);
   check_launch("adamw_kernel");
-  touched(params, grads, m, v);
+  touched(params, grads, m, v, DeviceRange{guard, guard ? sizeof(float) : 0});
 }
 
 }  // namespace cnn::cuda

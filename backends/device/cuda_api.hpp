@@ -8,7 +8,10 @@
 // - Every call enqueues work on one compute stream and returns; copy_to_host and synchronize wait.
 // - copy_to_device runs on its own copy stream and returns once `host` may be reused. It waits
 //   only for earlier work that touched the destination (the backend tracks the ranges it has
-//   copied into), so a loader filling a second input slot overlaps the running step.
+//   copied into, and a graph's replay the ranges its captured calls touched), so a copy into
+//   the trainer's input staging slot overlaps the running step. copy_to_device_async returns at
+//   once with a fence (an event of a small ring), copy_to_host_async likewise on the compute
+//   stream; reached() asks an event, wait() waits for it.
 // - A label out of range in softmax_cross_entropy is found on the device; the DataError
 //   comes from the next synchronize() or copy_to_host(), not from the call itself.
 #include <memory>

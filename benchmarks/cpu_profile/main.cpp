@@ -89,9 +89,9 @@ json time_update(CpuBackend& cpu, Trainer& trainer, int reps) {
       restore(which == 0 ? as_trained : flushed);
       const auto start = Clock::now();
       if (slots == 2)
-        cpu.adamw_update(blocks[0], blocks[1], blocks[2], blocks[3], AdamWConfig{}, 1e-3f, 1000);
+        cpu.adamw_update(blocks[0], blocks[1], blocks[2], blocks[3], AdamWConfig{}, 1e-3f, 1000, nullptr);
       else
-        cpu.sgd_update(blocks[0], blocks[1], slots ? blocks[2] : Tensor{}, SgdConfig{}, 1e-3f);
+        cpu.sgd_update(blocks[0], blocks[1], slots ? blocks[2] : Tensor{}, SgdConfig{}, 1e-3f, nullptr);
       best[which] = std::min(best[which], seconds_since(start) * 1e3);
     }
   restore(as_trained);

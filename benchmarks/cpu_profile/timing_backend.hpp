@@ -70,6 +70,10 @@ class TimingBackend final : public Backend {
     in_.fill(x, v);
   }
   void synchronize() override { in_.synchronize(); }
+  void copy_on_device(const void* src, void* dst, std::size_t b) override {
+    Timer t(*this, Kernel::fill_copy);
+    in_.copy_on_device(src, dst, b);
+  }
 
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass p,
                                      std::size_t limit) override {
@@ -190,14 +194,14 @@ class TimingBackend final : public Backend {
     Timer t(*this, Kernel::loss, 0, {dlogits});
     in_.softmax_cross_entropy(logits, labels, dlogits, s, loss_sum, correct);
   }
-  void sgd_update(Tensor p, const Tensor& g, Tensor v, const SgdConfig& c, float lr) override {
+  void sgd_update(Tensor p, const Tensor& g, Tensor v, const SgdConfig& c, float lr, const float* guard) override {
     Timer t(*this, Kernel::sgd, 0, {p, v});
-    in_.sgd_update(p, g, v, c, lr);
+    in_.sgd_update(p, g, v, c, lr, guard);
   }
-  void adamw_update(Tensor p, const Tensor& g, Tensor m, Tensor v, const AdamWConfig& c, float lr,
-                    long step) override {
+  void adamw_update(Tensor p, const Tensor& g, Tensor m, Tensor v, const AdamWConfig& c, float lr, long step,
+                    const float* guard) override {
     Timer t(*this, Kernel::adamw, 0, {p, m, v});
-    in_.adamw_update(p, g, m, v, c, lr, step);
+    in_.adamw_update(p, g, m, v, c, lr, step, guard);
   }
 
  private:

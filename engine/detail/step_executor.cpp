@@ -55,11 +55,9 @@ void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t 
     throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
                       std::to_string(plan_.micro_batch));
   memory_.begin(0);
-  const Tensor input = value(0, n);
-  backend_.copy_to_device(batch.images, input.data, input.bytes());
-  backend_.copy_to_device(batch.labels, memory_.address(plan_.labels), static_cast<std::size_t>(n) * sizeof(std::int32_t));
   const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
-  backend_.copy_to_device(&scalars, slots_.scalars, sizeof scalars);
+  slots_.input->stage(batch, scalars, value(0, n).data, static_cast<std::int32_t*>(memory_.address(plan_.labels)),
+                      slots_.scalars);
   memory_.end(0);
   if (logits || buckets) compute(n, logits, buckets);
   else compute_or_replay(n);

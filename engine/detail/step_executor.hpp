@@ -8,23 +8,18 @@
 #include <vector>
 
 #include "cnnengine/engine/detail/gradient_buckets.hpp"
+#include "cnnengine/engine/detail/input_stager.hpp"
 #include "cnnengine/engine/detail/step_memory.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
 
 namespace cnn {
-
-struct MicroBatch {
-  const float* images = nullptr;          // host (staging) memory, n samples
-  const std::int32_t* labels = nullptr;
-  int size = 0;                           // n <= the plan's micro-batch
-  int first = 0;                          // index of its first sample in the optimizer step's batch
-};
 
 // Where a micro-batch's results and scalars live: fixed device addresses, the trainer's.
 struct StepSlots {
   Tensor loss_sum;       // one float: the summed loss is added to it
   Tensor correct;        // one float: correct predictions are added to it
   StepScalars* scalars;  // the micro-batch's StepScalars, copied in before its compute
+  InputStager* input;    // how the micro-batch's input and scalars reach the step
   // Synchronised BatchNorm in a data-parallel run (the layers see it in LayerContext); null otherwise.
   const CrossRankContext* cross_rank = nullptr;
 };

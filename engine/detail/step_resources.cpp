@@ -31,6 +31,13 @@ void StepResources::stop_capturing() {
 }
 
 void StepResources::release() {
+  // Work enqueued earlier (a step submitted without waiting) may still use this memory.
+  if (built()) {
+    try {
+      backend_.synchronize();
+    } catch (...) {  // a failed device: its error comes from the next call that checks
+    }
+  }
   replays_released_ = graph_replays();
   executor_.reset();
   eval_executor_.reset();

@@ -78,41 +78,62 @@ class Loop {
 
  private:
   // The epoch's batches from where the run stands; a signal's number when a stop was asked.
+  // Steps are submitted without waiting for the device (Trainer::submit_step): a step's report
+  // may come with the next one's submission, and the last one's is drained before anything
+  // reads the trainer's state.
   int train_epoch() {
     const int epoch = progress_.epoch;
     s_.train_loader.start_epoch(epoch, progress_.batches_done);
     Progress bar(epoch, o_.epochs, s_.train_loader.batches_per_epoch(), o_.quiet);
-    const double seconds_before = progress_.seconds;
-    const auto start = Clock::now();
+    bar_ = &bar;
+    seconds_before_ = progress_.seconds;
+    epoch_start_ = Clock::now();
     const double cpu_start = process_cpu_seconds();
     while (auto batch = s_.train_loader.next()) {
-      const StepReport r = s_.trainer.train_step(to_host_batch(*batch));
-      progress_.loss_sum += r.loss * r.samples;
-      progress_.correct += r.accuracy * r.samples;
-      progress_.seen += static_cast<std::size_t>(r.samples);
-      ++progress_.batches_done;
-      progress_.seconds = seconds_before + std::chrono::duration<double>(Clock::now() - start).count();
-      progress_.steps.push_back({static_cast<float>(r.loss), static_cast<float>(r.accuracy), r.learning_rate});
-      const double rate = progress_.seconds > 0 ? static_cast<double>(progress_.seen) / progress_.seconds : 0;
-      const double seen = static_cast<double>(progress_.seen);
-      bar.update(progress_.batches_done, rate, progress_.loss_sum / seen, progress_.correct / seen, memory_note());
-      communication_seconds_ += r.communication_seconds;
-      json line = {{"type", "step"}, {"epoch", epoch}, {"step", r.step}, {"loss", r.loss},
-                   {"accuracy", r.accuracy}, {"lr", r.learning_rate}, {"micro_batch", r.micro_batch},
-                   {"micro_batches", r.micro_batches}, {"images_per_second", rate},
-                   {"reserved_bytes", s_.trainer.memory_stack().statistics().current_bytes}};
-      if (s_.communicator) line["communication_seconds"] = r.communication_seconds;
-      s_.metrics.write(line);
-      if (killed_after(r.step, s_.trainer.rank())) std::raise(SIGKILL);
-      if (o_.save_every > 0 && r.step % o_.save_every == 0) save();
+      if (const std::optional<StepReport> r = s_.trainer.submit_step(to_host_batch(*batch))) {
+        record(*r);
+        if (o_.save_every > 0 && r->step % o_.save_every == 0) save();
+      }
       if (const int signal = agreed_stop()) {
+        drain();
         bar.finish();
+        bar_ = nullptr;
         return signal;
       }
     }
+    drain();
     bar.finish();
+    bar_ = nullptr;
     epoch_cpu_seconds_ = process_cpu_seconds() - cpu_start;
     return 0;
+  }
+
+  // One step's report into the run's progress, the progress bar and the metrics file.
+  void record(const StepReport& r) {
+    progress_.loss_sum += r.loss * r.samples;
+    progress_.correct += r.accuracy * r.samples;
+    progress_.seen += static_cast<std::size_t>(r.samples);
+    ++progress_.batches_done;
+    progress_.seconds = seconds_before_ + std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+    progress_.steps.push_back({static_cast<float>(r.loss), static_cast<float>(r.accuracy), r.learning_rate});
+    const double rate = progress_.seconds > 0 ? static_cast<double>(progress_.seen) / progress_.seconds : 0;
+    const double seen = static_cast<double>(progress_.seen);
+    if (bar_) bar_->update(progress_.batches_done, rate, progress_.loss_sum / seen, progress_.correct / seen, memory_note());
+    communication_seconds_ += r.communication_seconds;
+    host_waits_ += r.host_waits;
+    json line = {{"type", "step"}, {"epoch", progress_.epoch}, {"step", r.step}, {"loss", r.loss},
+                 {"accuracy", r.accuracy}, {"lr", r.learning_rate}, {"micro_batch", r.micro_batch},
+                 {"micro_batches", r.micro_batches}, {"images_per_second", rate}, {"host_waits", r.host_waits},
+                 {"reserved_bytes", s_.trainer.memory_stack().statistics().current_bytes}};
+    if (s_.communicator) line["communication_seconds"] = r.communication_seconds;
+    s_.metrics.write(line);
+    if (killed_after(r.step, s_.trainer.rank())) std::raise(SIGKILL);
+  }
+
+  // The step still pending (its loss on the way back), recorded: the trainer's state is then
+  // the progress's.
+  void drain() {
+    if (const std::optional<StepReport> r = s_.trainer.drain()) record(*r);
   }
 
   void finish_epoch() {
@@ -179,6 +200,7 @@ class Loop {
   }
 
   void save() {
+    drain();
     if (!o_.save.empty() && s_.writes) save_to(o_.save);
   }
 
@@ -246,7 +268,8 @@ class Loop {
                       {"library_reserved_bytes", s_.backend.library_reserved_bytes()},
                       {"loader_staging_bytes", s_.staging}, {"graph_replays", s_.trainer.graph_replays()},
                       {"peak_resident_bytes", resident}, {"data_set_host_bytes", s_.data_host_bytes},
-                      {"ranks", s_.trainer.ranks()}, {"communication_seconds_per_step", communication_per_step}});
+                      {"ranks", s_.trainer.ranks()}, {"communication_seconds_per_step", communication_per_step},
+                      {"host_waits", host_waits_}});
   }
 
   std::string memory_note() const {
@@ -259,7 +282,12 @@ class Loop {
   const std::size_t reserved_at_start_ = s_.trainer.memory_stack().statistics().current_bytes;
   const long steps_at_start_ = s_.trainer.steps();
   double communication_seconds_ = 0;  // this run's steps, waiting for the other ranks
+  long host_waits_ = 0;               // this run's steps, waiting for the device (StepReport::host_waits)
   double epoch_cpu_seconds_ = 0;      // the last epoch's training loop
+  // The epoch being trained: its progress bar, and where its clock started.
+  Progress* bar_ = nullptr;
+  double seconds_before_ = 0;
+  Clock::time_point epoch_start_{};
 };
 
 }  // namespace

@@ -4,8 +4,10 @@
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "cnnengine/engine/trainer.hpp"
 #include "cnnengine/memory/fault_injection_adaptor.hpp"
@@ -87,6 +89,29 @@ TEST_CASE("on the GPU with deterministic algorithms the same seed gives the same
   INFO(report);
   CHECK(report.rfind("deterministic: ", 0) == 0);
   CHECK(report.find("x the fastest's time") != std::string::npos);  // what it cost, measured
+}
+
+TEST_CASE("on the GPU a NaN loss read one step late changes no parameter", "[cuda][diverged]") {
+  // tests/engine/overlapped_step_test.cpp's case on the device: the optimizer's guard reads the
+  // loss sum there, and the running statistics come back from their second copy.
+  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  Backend& gpu = cuda_test::gpu_deterministic();
+  TrainerOptions o;
+  o.batch = 8;
+  Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
+  Trainer clean(clean_net, gpu, o), tested(tested_net, gpu, o);
+  SyntheticData data(24, kImage, 4, 3);
+  SyntheticData poisoned = data;
+  std::fill_n(poisoned.images.begin() + 8 * kImage.elements(), kImage.elements(), std::numeric_limits<float>::max());
+  clean.train_step(data.batch(0, 8));
+  CHECK_FALSE(tested.submit_step(data.batch(0, 8)));
+  CHECK(tested.submit_step(poisoned.batch(8, 8))->step == 1);
+  CHECK_THROWS_AS(tested.submit_step(data.batch(16, 8)), TrainingDiverged);
+  CHECK(tested.steps() == 1);
+  CHECK(tested.parameters().download() == clean.parameters().download());
+  const double clean_loss = clean.train_step(data.batch(16, 8)).loss;
+  CHECK(tested.train_step(data.batch(16, 8)).loss == clean_loss);
+  CHECK(tested.parameters().download() == clean.parameters().download());
 }
 
 TEST_CASE("BatchNorm on the network input and after a dense layer trains on the GPU as on the CPU",

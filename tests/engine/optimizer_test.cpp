@@ -22,7 +22,7 @@ TEST_CASE("SGD with momentum, Nesterov and weight decay follows PyTorch's formul
     c.nesterov = nesterov;
     c.weight_decay = 0.01f;
     for (int step = 0; step < 3; ++step) {
-      backend.sgd_update(Tensor{p.data(), Shape{3}}, Tensor{g.data(), Shape{3}}, Tensor{v.data(), Shape{3}}, c, 0.1f);
+      backend.sgd_update(Tensor{p.data(), Shape{3}}, Tensor{g.data(), Shape{3}}, Tensor{v.data(), Shape{3}}, c, 0.1f, nullptr);
       for (int i = 0; i < 3; ++i) {
         double d = g[i] + 0.01 * rp[i];
         rv[i] = 0.9 * rv[i] + d;
@@ -42,7 +42,7 @@ TEST_CASE("AdamW follows PyTorch's formula with decoupled weight decay", "[optim
   const double lr = 0.01;
   for (long step = 1; step <= 4; ++step) {
     backend.adamw_update(Tensor{p.data(), Shape{3}}, Tensor{g.data(), Shape{3}}, Tensor{m.data(), Shape{3}},
-                         Tensor{v.data(), Shape{3}}, c, static_cast<float>(lr), step);
+                         Tensor{v.data(), Shape{3}}, c, static_cast<float>(lr), step, nullptr);
     for (int i = 0; i < 3; ++i) {
       rp[i] *= 1.0 - lr * c.weight_decay;
       rm[i] = c.beta1 * rm[i] + (1 - c.beta1) * g[i];
@@ -67,9 +67,9 @@ TEST_CASE("CPU kernels flush subnormals to zero and leave the caller's mode alon
 #endif
     backend.adamw_update(Tensor{p.data(), Shape{static_cast<int>(n)}}, Tensor{g.data(), Shape{static_cast<int>(n)}},
                          Tensor{m.data(), Shape{static_cast<int>(n)}}, Tensor{v.data(), Shape{static_cast<int>(n)}},
-                         AdamWConfig{}, 1e-3f, 5);
+                         AdamWConfig{}, 1e-3f, 5, nullptr);
     backend.sgd_update(Tensor{p.data(), Shape{static_cast<int>(n)}}, Tensor{g.data(), Shape{static_cast<int>(n)}},
-                       Tensor{velocity.data(), Shape{static_cast<int>(n)}}, SgdConfig{}, 1e-3f);
+                       Tensor{velocity.data(), Shape{static_cast<int>(n)}}, SgdConfig{}, 1e-3f, nullptr);
 #if defined(__x86_64__)
     const unsigned status_flags = 0x3f;  // sticky exception flags: any arithmetic may set them
     CHECK((_mm_getcsr() & ~status_flags) == (mode & ~status_flags));

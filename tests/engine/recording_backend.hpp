@@ -36,6 +36,9 @@ class RecordingBackend final : public Backend {
     cpu_.copy_to_host(device, host, bytes);
   }
   void synchronize() override { refuse("synchronize"); }
+  void copy_on_device(const void* src, void* dst, std::size_t bytes) override {
+    call([=, this] { cpu_.copy_on_device(src, dst, bytes); });
+  }
   void fill(Tensor t, float value) override {
     call([=, this] { cpu_.fill(t, value); });
   }
@@ -152,12 +155,12 @@ class RecordingBackend final : public Backend {
     call([=, this] { cpu_.softmax_cross_entropy(logits, labels, dlogits, step, loss_sum, correct); });
   }
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                  float learning_rate) override {
-    call([=, this] { cpu_.sgd_update(params, grads, velocity, config, learning_rate); });
+                  float learning_rate, const float* guard) override {
+    call([=, this] { cpu_.sgd_update(params, grads, velocity, config, learning_rate, guard); });
   }
   void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
-                    float learning_rate, long step) override {
-    call([=, this] { cpu_.adamw_update(params, grads, m, v, config, learning_rate, step); });
+                    float learning_rate, long step, const float* guard) override {
+    call([=, this] { cpu_.adamw_update(params, grads, m, v, config, learning_rate, step, guard); });
   }
 
   std::string capture_support() const override { return {}; }

@@ -28,8 +28,6 @@ class CopyTracker {
 
   // Work touching `ranges` has just been enqueued on `compute`.
   void touched(cudaStream_t compute, const DeviceRange* ranges, std::size_t count);
-  // Work that may touch any tracked range (a graph) has just been enqueued on `compute`.
-  void touched_all(cudaStream_t compute);
   // Makes `copy` wait for the earlier work on `compute` that touched [dst, dst + bytes).
   void order_copy(const void* dst, std::size_t bytes, cudaStream_t compute, cudaStream_t copy);
 

@@ -7,12 +7,14 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "cnnengine/backends/cuda/detail/conv_algorithms.hpp"
 #include "cnnengine/backends/cuda/detail/copy_tracker.hpp"
@@ -53,6 +55,14 @@ class CudaBackend final : public Backend {
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
   void fill(Tensor t, float value) override;
   void synchronize() override;
+  bool copies_overlap_compute() const override { return true; }
+  // To the device on the copy stream (which waits only for compute work that touched the
+  // destination: copy_tracker.hpp), to the host on the compute stream; each fence an event.
+  Fence copy_to_device_async(const void* host, void* device, std::size_t bytes) override;
+  Fence copy_to_host_async(const void* device, void* host, std::size_t bytes) override;
+  bool reached(Fence fence) override;
+  void wait(Fence fence) override;
+  void copy_on_device(const void* src, void* dst, std::size_t bytes) override;
 
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
                                      ConvPass pass, std::size_t limit) override;
@@ -110,16 +120,17 @@ class CudaBackend final : public Backend {
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;
 
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                  float learning_rate) override;
+                  float learning_rate, const float* guard) override;
   void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
-                    float learning_rate, long step) override;
+                    float learning_rate, long step, const float* guard) override;
 
-  // CUDA graphs (graph.cpp): the compute stream is captured; a replay is one cudaGraphLaunch.
+  // CUDA graphs (graph.cpp): the compute stream is captured; a replay is one cudaGraphLaunch,
+  // which counts as touching every range the captured calls touched.
   std::string capture_support() const override { return {}; }
   void begin_capture() override;
   std::unique_ptr<CapturedCalls> end_capture() override;
   void abort_capture() noexcept override;
-  void launch_graph(cudaGraphExec_t graph);
+  void launch_graph(cudaGraphExec_t graph, const std::vector<DeviceRange>& touched);
 
   // For the NCCL communicator: the stream every call enqueues on, and this device made current.
   cudaStream_t compute_stream() const { return compute_; }
@@ -133,6 +144,11 @@ class CudaBackend final : public Backend {
   void raise_device_errors();
   // Copies and synchronisation cannot be part of a graph.
   void refuse_while_capturing(const char* call) const;
+  // A fence after the work enqueued so far on `stream`: an event of a ring of kFenceEvents, so a
+  // fence that old has been recorded again (reached and wait then ask both streams instead).
+  Fence record_fence(cudaStream_t stream);
+  static constexpr std::size_t kFenceEvents = 32;
+  bool fence_expired(Fence fence) const { return fence.id + kFenceEvents <= fences_; }
   // Grid size for an element-wise kernel over n elements with 256 threads a block.
   unsigned blocks_for(std::size_t n) const;
 
@@ -143,12 +159,16 @@ class CudaBackend final : public Backend {
   static DeviceRange range_of(const Workspace& w) { return {w.data, w.bytes}; }
   static DeviceRange range_of(const DeviceRange& r) { return r; }
   static DeviceRange scalars_range(const StepScalars* step) { return {step, step ? sizeof(StepScalars) : 0}; }
-  // While capturing, events recorded on the stream would belong to the graph: a replay marks
-  // every tracked range touched instead (launch_graph).
+  // While capturing, events recorded on the stream would belong to the graph: the ranges are
+  // kept with the graph, and each replay marks them touched (launch_graph).
   template <class... Views>
   void touched(const Views&... views) {
-    if (capturing_) return;
     const DeviceRange ranges[] = {range_of(views)...};
+    if (capturing_) {
+      for (const DeviceRange& r : ranges)
+        if (r.data && r.bytes) captured_ranges_.push_back(r);
+      return;
+    }
     tracker_.touched(compute_, ranges, sizeof...(Views));
   }
 
@@ -177,7 +197,10 @@ class CudaBackend final : public Backend {
   LabelError* label_error_ = nullptr;         // host view
   LabelError* label_error_device_ = nullptr;  // the same memory, as kernels see it
   CopyTracker tracker_;
+  std::array<cudaEvent_t, kFenceEvents> fence_events_{};
+  std::uint64_t fences_ = 0;  // fences issued; fence n is fence_events_[n % kFenceEvents]
   bool capturing_ = false;
+  std::vector<DeviceRange> captured_ranges_;  // what the calls being captured touch
   std::unordered_map<ConvShape, std::unique_ptr<ConvPlan>, ConvShapeHash> conv_plans_;
   std::unique_ptr<AlgorithmCacheFile> algorithm_cache_;
   std::string algorithm_cache_note_;  // what was read, or why the file is not used
