@@ -211,7 +211,7 @@ ParameterStore& Trainer::parameters() {
 }
 
 void Trainer::check_inputs(const HostBatch& batch, const char* call) const {
-  if (batch.size <= 0) return;
+  if (batch.size <= 0 || batch.on_device) return;
   if (!batch.images || !batch.labels)
     throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
                       (batch.images ? "labels" : "images"));
@@ -243,6 +243,7 @@ void Trainer::maybe_regrow() {
 }
 
 void Trainer::check_labels(const HostBatch& batch) const {
+  if (batch.on_device) return;
   const int classes = net_.num_classes();
   for (int i = 0; i < batch.size; ++i)
     if (batch.labels[i] < 0 || batch.labels[i] >= classes)
@@ -267,7 +268,7 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* log
   const auto classes = static_cast<std::size_t>(net_.num_classes());
   for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
     executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
-                            split.size(j), batch.first + first},
+                            split.size(j), batch.first + first, batch.on_device},
                  grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr,
                  j == split.count - 1 ? buckets : nullptr);
   check_capture();
@@ -488,6 +489,7 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
   const auto count = static_cast<std::size_t>(net_.num_classes());
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
+    if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (HostBatch::on_device) trains only");
     check_inputs(*batch, "evaluate");
     check_labels(*batch);
     ++batches;

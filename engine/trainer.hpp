@@ -90,6 +90,11 @@ struct HostBatch {
   // from its sample `first` (share_of_batch). 0: the batch is all there is.
   int first = 0;
   int global_size = 0;
+  // The images and labels are in the backend's memory instead (a benchmark's batch, made once on
+  // the device: benchmarks/train_throughput). They are copied device to device into each
+  // micro-batch's slots and not checked (no pixel nor label is read on the host): the caller
+  // vouches for them. Training only.
+  bool on_device = false;
 };
 using NextBatch = std::function<std::optional<HostBatch>()>;
 

@@ -8,11 +8,15 @@ cross-entropy:
   resnet18  3x32x32: 3x3 stem 64 + BN + ReLU, 4 stages [64,128,256,512] x 2 BasicBlocks with BN
             (strides 1,2,2,2, 1x1 projection shortcuts), global average pool, dense 10
 
-Runs PyTorch eager (cudnn.benchmark=True) and torch.compile (where it runs), fp32 and tf32.
-Each batch is copied from pinned host memory to the GPU inside the timed loop, as cnnengine's
-trainer does (--data-on-gpu leaves it on the device). Prints one JSON line per measurement
-(also appended to --out): "kind" is "throughput", "largest_batch", "skipped" or "error".
-Stops starting new measurements when --time-budget seconds have passed.
+Runs PyTorch eager (cudnn.benchmark=True) and torch.compile (where it runs), fp32 and tf32,
+each without and with a per-step loss.item() (--syncs: "none" lets the host run ahead as
+cnnengine's submitted steps do, "item" waits for every step's loss as most training loops do).
+Each batch is copied from pinned host memory to the GPU inside the timed loop (as
+benchmarks/train_throughput --host-batch does), or with --data-on-gpu stays on the device (as
+train_throughput's default, --synthetic). The largest batch under --budget is found by running
+two training steps at each size tried, down to the exact size (the next one fails). Prints one
+JSON line per measurement (also appended to --out): "kind" is "throughput", "largest_batch",
+"skipped" or "error". Stops starting new measurements when --time-budget seconds have passed.
 """
 import argparse
 import gc
@@ -67,10 +71,10 @@ BUILD = {"small": small_net, "resnet18": resnet18_cifar}
 
 def set_precision(precision):
     tf32 = precision == "tf32"
-    if hasattr(torch.backends.cuda.matmul, "fp32_precision"):  # PyTorch 2.9 and later
+    try:  # PyTorch 2.9 and later
         torch.backends.cuda.matmul.fp32_precision = "tf32" if tf32 else "ieee"
         torch.backends.cudnn.conv.fp32_precision = "tf32" if tf32 else "ieee"
-    else:
+    except (AttributeError, AssertionError):  # earlier ones refuse the attribute in either way
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
@@ -121,7 +125,7 @@ def base_record(args, model_name, precision):
             "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(0)}
 
 
-def throughput(args, model_name, precision, mode):
+def throughput(args, model_name, precision, mode, sync):
     set_precision(precision)
     release()
     torch.cuda.reset_peak_memory_stats()
@@ -136,10 +140,12 @@ def throughput(args, model_name, precision, mode):
     start = time.perf_counter()
     for _ in range(args.steps):
         loss = t.step()
+        if sync == "item":
+            loss.item()
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     record = base_record(args, model_name, precision)
-    record.update({"kind": "throughput", "mode": mode, "batch": args.batch, "steps": args.steps,
+    record.update({"kind": "throughput", "mode": mode, "sync": sync, "batch": args.batch, "steps": args.steps,
                    "images_per_second": args.steps * args.batch / seconds,
                    "step_ms": 1000.0 * seconds / args.steps, "first_step_seconds": first_step,
                    "final_loss": float(loss.item()), "optimizer": "AdamW " + t.optimizer_kind,
@@ -188,7 +194,7 @@ def largest_batch(args, model_name, precision):
                 lo, batch = batch, batch * 2
             else:
                 hi = batch
-        while hi is not None and hi - lo > max(1, lo // 64) and time.perf_counter() < args.deadline:
+        while hi is not None and hi - lo > 1 and time.perf_counter() < args.deadline:
             mid = (lo + hi) // 2
             ok = fits(model_name, mid)
             trials.append([mid, ok])
@@ -201,7 +207,8 @@ def largest_batch(args, model_name, precision):
         release()
     record = base_record(args, model_name, precision)
     record.update({"kind": "largest_batch", "budget_bytes": args.budget, "memory_fraction": fraction,
-                   "largest_batch": lo, "first_failing_batch": hi, "trials": trials,
+                   "largest_batch": lo, "first_failing_batch": hi, "exact": hi is not None and hi - lo == 1,
+                   "trials": trials,
                    "note": "the fraction caps PyTorch's caching allocator; the CUDA context is outside it"})
     return record
 
@@ -218,6 +225,8 @@ def main():
     p.add_argument("--models", default="small,resnet18")
     p.add_argument("--precisions", default="fp32,tf32")
     p.add_argument("--modes", default="eager,compile")
+    p.add_argument("--syncs", default="none,item",
+                   help="none: no per-step read of the loss; item: loss.item() every step (eager only)")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=50, help="timed steps")
     p.add_argument("--warmup", type=int, default=10, help="untimed steps first (compilation, cuDNN benchmark)")
@@ -237,21 +246,23 @@ def main():
     precisions = args.precisions.split(",")
     modes = args.modes.split(",")
 
+    syncs = args.syncs.split(",")
     # Eager first, then the memory search, then compile (the slowest to start).
-    jobs = [("throughput", m, p_, "eager") for m in models for p_ in precisions if "eager" in modes]
+    jobs = [("throughput", m, p_, "eager", y) for m in models for p_ in precisions if "eager" in modes
+            for y in syncs]
     if args.budget:
-        jobs += [("largest_batch", m, "fp32", None) for m in models]
-    jobs += [("throughput", m, p_, "compile") for m in models for p_ in precisions if "compile" in modes]
+        jobs += [("largest_batch", m, "fp32", None, None) for m in models]
+    jobs += [("throughput", m, p_, "compile", "none") for m in models for p_ in precisions if "compile" in modes]
 
     out = open(args.out, "a") if args.out else None
-    for kind, model_name, precision, mode in jobs:
+    for kind, model_name, precision, mode, sync in jobs:
         needed = args.compile_reserve if mode == "compile" else 0.0
         if time.perf_counter() + needed > args.deadline:
             record = {"peer": "pytorch-gpu", "kind": "skipped", "what": kind, "model": model_name,
-                      "precision": precision, "mode": mode, "reason": "time budget spent"}
+                      "precision": precision, "mode": mode, "sync": sync, "reason": "time budget spent"}
         else:
             try:
-                record = (throughput(args, model_name, precision, mode) if kind == "throughput"
+                record = (throughput(args, model_name, precision, mode, sync) if kind == "throughput"
                           else largest_batch(args, model_name, precision))
             except Exception as e:  # torch.compile may not run here; say so and go on
                 record = {"peer": "pytorch-gpu", "kind": "error", "what": kind, "model": model_name,

@@ -50,8 +50,13 @@ void InputStager::stage(const MicroBatch& batch, const StepScalars& scalars, flo
   const Layout l = layout(sample_floats_, batch.size);
   const std::size_t label_bytes = static_cast<std::size_t>(batch.size) * sizeof(std::int32_t);
   if (!overlapped_) {
-    backend_.copy_to_device(batch.images, images, l.labels);
-    backend_.copy_to_device(batch.labels, labels, label_bytes);
+    if (batch.on_device) {
+      backend_.copy_on_device(batch.images, images, l.labels);
+      backend_.copy_on_device(batch.labels, labels, label_bytes);
+    } else {
+      backend_.copy_to_device(batch.images, images, l.labels);
+      backend_.copy_to_device(batch.labels, labels, label_bytes);
+    }
     backend_.copy_to_device(&scalars, scalars_slot, sizeof scalars);
     return;
   }
@@ -60,13 +65,19 @@ void InputStager::stage(const MicroBatch& batch, const StepScalars& scalars, flo
     ++host_waits_;
   }
   auto* pinned = static_cast<char*>(pinned_.data());
-  std::memcpy(pinned, batch.images, l.labels);
-  std::memcpy(pinned + l.labels, batch.labels, label_bytes);
-  std::memcpy(pinned + l.scalars, &scalars, sizeof scalars);
-  pinned_free_ = backend_.copy_to_device_async(pinned, slot_.data(), l.bytes);
   const auto* slot = static_cast<const char*>(slot_.data());
-  backend_.copy_on_device(slot, images, l.labels);
-  backend_.copy_on_device(slot + l.labels, labels, label_bytes);
+  std::memcpy(pinned + l.scalars, &scalars, sizeof scalars);
+  if (batch.on_device) {  // only the scalars come from the host
+    pinned_free_ = backend_.copy_to_device_async(pinned + l.scalars, static_cast<char*>(slot_.data()) + l.scalars, sizeof scalars);
+    backend_.copy_on_device(batch.images, images, l.labels);
+    backend_.copy_on_device(batch.labels, labels, label_bytes);
+  } else {
+    std::memcpy(pinned, batch.images, l.labels);
+    std::memcpy(pinned + l.labels, batch.labels, label_bytes);
+    pinned_free_ = backend_.copy_to_device_async(pinned, slot_.data(), l.bytes);
+    backend_.copy_on_device(slot, images, l.labels);
+    backend_.copy_on_device(slot + l.labels, labels, label_bytes);
+  }
   backend_.copy_on_device(slot + l.scalars, scalars_slot, sizeof scalars);
 }
 

@@ -27,6 +27,7 @@ struct MicroBatch {
   const std::int32_t* labels = nullptr;
   int size = 0;   // n <= the plan's micro-batch
   int first = 0;  // index of its first sample in the optimizer step's batch
+  bool on_device = false;  // images and labels in the backend's memory (HostBatch::on_device)
 };
 
 class InputStager {

@@ -220,3 +220,33 @@ TEST_CASE("the plan counts the input copied ahead and the second copy of the sta
   Trainer trainer(c, overlapping, o);
   CHECK(trainer.memory().input_staging == over.input_staging);
 }
+
+TEST_CASE("a batch in the backend's memory trains as the same batch from the host", "[trainer][overlap]") {
+  // The CPU's device memory is the host's: the same values, read through the other path.
+  const SyntheticData data(8 * 4, kImage, 4, 7);
+  const Run reference = with_train_step("small-bn", 3, data, 4);
+  for (const bool overlapping : {false, true}) {
+    INFO((overlapping ? "copies overlap compute" : "plain CPU"));
+    OverlappingBackend overlapping_backend;
+    CpuBackend plain(1);
+    Backend& backend = overlapping ? static_cast<Backend&>(overlapping_backend) : plain;
+    Network net = make_preset("small-bn", kImage, 4);
+    Trainer trainer(net, backend, memory::host_resource(), options(3));
+    std::vector<double> losses;
+    for (int s = 0; s < 4; ++s) {
+      HostBatch batch = data.batch(8 * s, 8);
+      batch.on_device = true;
+      losses.push_back(trainer.train_step(batch).loss);
+    }
+    CHECK(losses == reference.losses);
+    CHECK(trainer.parameters().download() == reference.parameters);
+    HostBatch device_batch = data.batch(0, 8);
+    device_batch.on_device = true;
+    CHECK_THROWS_WITH(trainer.evaluate([&, done = false]() mutable -> std::optional<HostBatch> {
+      if (done) return std::nullopt;
+      done = true;
+      return device_batch;
+    }),
+                      Catch::Contains("trains only"));
+  }
+}

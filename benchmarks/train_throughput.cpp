@@ -1,0 +1,300 @@
+// train_throughput: our training speed and memory measured as benchmarks/peers/torch_gpu.py
+// measures PyTorch's, and the largest batch a memory budget holds.
+//
+// Throughput: one synthetic batch (seeded uniform pixels, uniform labels), in device memory
+// (--synthetic, the default: as torch_gpu.py --data-on-gpu) or in pinned host memory copied in
+// every step (--host-batch: as torch_gpu.py's default); warm-up steps, then timed steps
+// submitted without waiting (Trainer::submit_step) and drained, the clock read after the
+// device has finished. Largest batch (--largest-batch, with --memory-budget): the largest
+// micro-batch the plan fits (the synthetic batch staged under the budget too), confirmed by
+// training two steps at it and by the trainer refusing one sample more before step 1.
+//
+// One JSON line per measurement on stdout, appended to --json-out too: "engine": "cnnengine",
+// "kind": "throughput" or "largest_batch". On CUDA each line also gives what the driver says the
+// process holds on the device beyond a bare CUDA context ("driver_bytes_beyond_context").
+//
+//   train_throughput --model resnet18 --input 3x32x32 --batch 256 --precision tf32 [--cuda-graph]
+//   train_throughput --model resnet18 --input 3x32x32 --largest-batch --memory-budget 2GiB
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cnnengine/cnnengine.hpp"
+
+#if CNN_BENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace {
+
+using namespace cnn;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Settings {
+  std::string device = "auto", model = "small", input = "1x28x28", precision = "fp32";
+  std::string optimizer = "adamw", budget, json_out, algo_cache;
+  int classes = 10, batch = 256, micro_batch = 0, steps = 50, warmup = 10, most = 1 << 16;
+  float lr = 1e-3f;
+  bool cuda_graph = false, host_batch = false, deterministic = false, fast_start = false, largest = false;
+};
+
+Shape parse_shape(const std::string& text) {
+  int c = 0, h = 0, w = 0;
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  if (!(in >> c >> x1 >> h >> x2 >> w) || x1 != 'x' || x2 != 'x' || c < 1 || h < 1 || w < 1 || c > 64 || h > 4096 ||
+      w > 4096)
+    throw ConfigError("--input " + text + ": give CxHxW, e.g. 3x32x32");
+  return Shape{c, h, w};
+}
+
+// What the driver says this process holds on the device (every process's, on a machine that
+// runs only this one); nothing where there is no CUDA.
+std::optional<std::size_t> driver_used_bytes(const Backend& backend) {
+#if CNN_BENCH_HAVE_CUDA
+  if (backend.kind() != DeviceKind::cuda) return std::nullopt;
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
+  return total - free;
+#else
+  (void)backend;
+  return std::nullopt;
+#endif
+}
+
+// The device's use with a bare CUDA context and nothing of ours: what "beyond the context" is
+// measured from. Made before the backend.
+std::optional<std::size_t> bare_context_bytes(const Settings& s) {
+#if CNN_BENCH_HAVE_CUDA
+  if (s.device == "cpu" || cudaFree(nullptr) != cudaSuccess) return std::nullopt;
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
+  return total - free;
+#else
+  (void)s;
+  return std::nullopt;
+#endif
+}
+
+// One synthetic batch, the same for a seed on every machine.
+struct SyntheticBatch {
+  std::vector<float> images;
+  std::vector<std::int32_t> labels;
+  SyntheticBatch(const Shape& sample, int classes, int size) {
+    std::mt19937 random(1);
+    std::uniform_real_distribution<float> pixel(0.f, 1.f);
+    std::uniform_int_distribution<std::int32_t> label(0, classes - 1);
+    images.resize(sample.elements() * static_cast<std::size_t>(size));
+    labels.resize(static_cast<std::size_t>(size));
+    for (float& v : images) v = pixel(random);
+    for (std::int32_t& l : labels) l = label(random);
+  }
+  std::size_t bytes() const { return images.size() * sizeof(float) + labels.size() * sizeof(std::int32_t); }
+};
+
+// The batch where the trainer takes it from: its stack's device blocks (--synthetic) or its
+// pinned staging (--host-batch), under its budget either way (TrainerOptions::loader_staging).
+class StagedBatch {
+ public:
+  StagedBatch(Trainer& trainer, Backend& backend, const SyntheticBatch& batch, bool on_device)
+      : images_(on_device ? trainer.memory_stack().blocks() : trainer.memory_stack().staging(),
+                batch.images.size() * sizeof(float), memory::Category::data_staging),
+        labels_(on_device ? trainer.memory_stack().blocks() : trainer.memory_stack().staging(),
+                batch.labels.size() * sizeof(std::int32_t), memory::Category::data_staging),
+        on_device_(on_device), size_(static_cast<int>(batch.labels.size())) {
+    backend.copy_to_device(batch.images.data(), images_.data(), images_.bytes());
+    backend.copy_to_device(batch.labels.data(), labels_.data(), labels_.bytes());
+  }
+  HostBatch batch() const {
+    HostBatch b{static_cast<const float*>(images_.data()), static_cast<const std::int32_t*>(labels_.data()), size_};
+    b.on_device = on_device_;
+    return b;
+  }
+
+ private:
+  memory::Buffer images_, labels_;
+  bool on_device_;
+  int size_;
+};
+
+TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch, std::size_t staged) {
+  TrainerOptions t;
+  t.batch = batch;
+  t.micro_batch = micro_batch;
+  t.memory.budget = s.budget.empty() ? 0 : memory::parse_bytes(s.budget);
+  t.loader_staging = staged;
+  t.capture_graphs = s.cuda_graph;
+  t.optimizer.kind = parse_optimizer_kind(s.optimizer);
+  t.optimizer.learning_rate = s.lr;
+  t.schedule.kind = ScheduleKind::constant;
+  return t;
+}
+
+json base_record(const Settings& s, const Backend& backend) {
+  return {{"engine", "cnnengine"}, {"model", s.model}, {"input", s.input}, {"precision", s.precision},
+          {"device", backend.description()}, {"deterministic", s.deterministic}};
+}
+
+void add_driver_bytes(json& record, const Backend& backend, std::optional<std::size_t> context) {
+  const std::optional<std::size_t> used = driver_used_bytes(backend);
+  if (used && context) record["driver_bytes_beyond_context"] = *used - *context;
+  if (used) record["driver_bytes"] = *used;
+  if (context) record["driver_bare_context_bytes"] = *context;
+}
+
+json throughput(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
+  const SyntheticBatch data(sample, s.classes, s.batch);
+  Network net = make_network(s.model, sample, s.classes);
+  Trainer trainer(net, backend, trainer_options(s, s.batch, s.micro_batch, data.bytes()));
+  const StagedBatch staged(trainer, backend, data, !s.host_batch);
+  const HostBatch batch = staged.batch();
+
+  auto start = Clock::now();
+  trainer.submit_step(batch);
+  trainer.drain();
+  const double first_step = std::chrono::duration<double>(Clock::now() - start).count();
+  for (int i = 1; i < s.warmup; ++i) trainer.submit_step(batch);
+  trainer.drain();
+
+  long waits = 0;
+  double loss = 0;
+  start = Clock::now();
+  // Reports come with the next step's submission where copies overlap compute, at once elsewhere.
+  auto take = [&](const std::optional<StepReport>& r) {
+    if (!r) return;
+    waits += r->host_waits;
+    loss = r->loss;
+  };
+  for (int i = 0; i < s.steps; ++i) take(trainer.submit_step(batch));
+  take(trainer.drain());
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+
+  json r = base_record(s, backend);
+  r.update({{"kind", "throughput"}, {"mode", s.cuda_graph ? "graph" : "eager"},
+            {"data", s.host_batch ? "pinned host -> device each step" : "on device"}, {"batch", s.batch},
+            {"micro_batch", trainer.micro_batch()}, {"steps", s.steps},
+            {"images_per_second", s.steps * s.batch / seconds}, {"step_ms", 1e3 * seconds / s.steps},
+            {"first_step_seconds", first_step}, {"host_waits_per_step", static_cast<double>(waits) / s.steps},
+            {"final_loss", loss}, {"graph_replays", trainer.graph_replays()},
+            {"planned_bytes", trainer.memory().total()},
+            {"reserved_bytes", trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes()},
+            {"library_reserved_bytes", backend.library_reserved_bytes()}, {"determinism", backend.determinism_report()}});
+  add_driver_bytes(r, backend, context);
+  return r;
+}
+
+json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
+  if (s.budget.empty()) throw ConfigError("--largest-batch needs --memory-budget");
+  const std::size_t sample_bytes = sample.elements() * sizeof(float) + sizeof(std::int32_t);
+  // The batch is staged under the budget too, and its bytes grow with it: plan with the staging
+  // of the last answer until it holds (the second answer does: it is no larger than the first).
+  int largest = s.most;
+  for (int round = 0; round < 2; ++round) {
+    Network net = make_network(s.model, sample, s.classes);
+    const TrainerOptions t = trainer_options(s, s.most, 0, sample_bytes * static_cast<std::size_t>(largest));
+    const BatchPlanner planner(net, backend, planning_options(t, net));
+    largest = planner.largest_fitting(s.most);
+    if (largest == 0) break;
+  }
+  json r = base_record(s, backend);
+  r.update({{"kind", "largest_batch"}, {"budget", s.budget}, {"budget_bytes", memory::parse_bytes(s.budget)},
+            {"largest_batch", largest}, {"searched_up_to", s.most}});
+  if (largest == 0) return r;
+
+  // Confirmed by training at it: two steps, within the budget.
+  const std::size_t staged_bytes = sample_bytes * static_cast<std::size_t>(largest);
+  {
+    const SyntheticBatch data(sample, s.classes, largest);
+    Network net = make_network(s.model, sample, s.classes);
+    Trainer trainer(net, backend, trainer_options(s, largest, largest, staged_bytes));
+    const StagedBatch staged(trainer, backend, data, /*on_device=*/false);
+    std::optional<StepReport> last;
+    for (int i = 0; i < 2; ++i)
+      if (auto report = trainer.submit_step(staged.batch())) last = report;
+    if (auto report = trainer.drain()) last = report;
+    r["trained_steps"] = last ? last->step : 0;
+    r["trained_loss"] = last ? last->loss : 0.0;
+    r["planned_bytes"] = trainer.memory().total();
+    r["reserved_bytes"] = trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes();
+    add_driver_bytes(r, backend, context);
+  }
+  // ... and by the trainer refusing one sample more, before step 1.
+  Network net = make_network(s.model, sample, s.classes);
+  try {
+    Trainer trainer(net, backend, trainer_options(s, largest + 1, largest + 1, staged_bytes + sample_bytes));
+    r["one_more_refused"] = false;
+  } catch (const BudgetTooSmall& e) {
+    r["one_more_refused"] = true;
+    r["one_more_refusal"] = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+  }
+  return r;
+}
+
+// One line on stdout, and appended to --json-out.
+void write_record(const Settings& s, const json& record) {
+  std::cout << record.dump() << std::endl;
+  if (s.json_out.empty()) return;
+  std::ofstream out(s.json_out, std::ios::app);
+  out << record.dump() << "\n";
+  if (!out) throw Error("writing " + s.json_out + " failed");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Settings s;
+  CLI::App app{"train_throughput: our training throughput and memory, measured as the PyTorch peer measures its own"};
+  app.add_option("--device", s.device)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--model", s.model, "a preset or a network text file");
+  app.add_option("--input", s.input, "CxHxW of one sample");
+  app.add_option("--classes", s.classes)->check(CLI::Range(2, 100000));
+  app.add_option("--batch", s.batch)->check(CLI::Range(1, 1 << 20));
+  app.add_option("--micro-batch", s.micro_batch, "default: the largest that fits")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--precision", s.precision)->check(CLI::IsMember({"fp32", "tf32"}));
+  app.add_option("--optimizer", s.optimizer)->check(CLI::IsMember({"adamw", "sgd"}));
+  app.add_option("--lr", s.lr);
+  app.add_option("--steps", s.steps, "timed steps")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", s.warmup, "steps before the clock starts")->check(CLI::Range(1, 1000000));
+  app.add_option("--memory-budget", s.budget);
+  app.add_option("--most", s.most, "--largest-batch: the largest batch tried")->check(CLI::Range(1, 1 << 24));
+  app.add_option("--algo-cache", s.algo_cache, "CUDA: the measured-algorithm cache file (default: none)");
+  app.add_option("--json-out", s.json_out, "append the JSON lines here too");
+  app.add_flag("--cuda-graph", s.cuda_graph);
+  app.add_flag("--host-batch", s.host_batch, "the batch in pinned host memory, copied in every step");
+  app.add_flag("--deterministic", s.deterministic);
+  app.add_flag("--fast-start", s.fast_start, "CUDA: convolution algorithms by heuristics");
+  app.add_flag("--largest-batch", s.largest, "the largest batch --memory-budget holds, confirmed by running it");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const Shape sample = parse_shape(s.input);
+    const std::optional<std::size_t> context = bare_context_bytes(s);
+    DeviceRequest request;
+    request.device = parse_device(s.device);
+    request.tf32 = s.precision == "tf32";
+    request.deterministic = s.deterministic;
+    request.fast_start = s.fast_start;
+    request.algorithm_cache = s.algo_cache;
+    DeviceChoice device = select_device(request);
+    write_record(s, s.largest ? largest_batch(s, *device.backend, sample, context)
+                              : throughput(s, *device.backend, sample, context));
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "train_throughput: " << e.what() << "\n";
+    try {  // the report lists what failed, beside what was measured
+      write_record(s, json{{"engine", "cnnengine"}, {"kind", "error"}, {"model", s.model}, {"input", s.input},
+                           {"precision", s.precision}, {"mode", s.cuda_graph ? "graph" : "eager"},
+                           {"largest_batch", s.largest}, {"error", e.what()}});
+    } catch (const std::exception& again) {
+      std::cerr << "train_throughput: " << again.what() << "\n";
+    }
+    return 1;
+  }
+}
