@@ -268,7 +268,12 @@ int main(int argc, char** argv) {
   app.add_option("--algo-cache", s.algo_cache, "CUDA: the measured-algorithm cache file (default: none)");
   app.add_option("--json-out", s.json_out, "append the JSON lines here too");
   app.add_flag("--cuda-graph", s.cuda_graph);
-  app.add_flag("--host-batch", s.host_batch, "the batch in pinned host memory, copied in every step");
+  bool synthetic_asked = false;  // the default: said for clarity
+  CLI::Option* synthetic =
+      app.add_flag("--synthetic", synthetic_asked,
+                   "one synthetic batch in device memory, moved device to device into each step (the default)");
+  app.add_flag("--host-batch", s.host_batch, "the synthetic batch in pinned host memory, copied in every step")
+      ->excludes(synthetic);
   app.add_flag("--deterministic", s.deterministic);
   app.add_flag("--fast-start", s.fast_start, "CUDA: convolution algorithms by heuristics");
   app.add_flag("--largest-batch", s.largest, "the largest batch --memory-budget holds, confirmed by running it");
