@@ -44,6 +44,7 @@ Loaded load() {
   void* handle = open_plugin(&error);
   if (!handle) {
     loaded.why = "the CUDA backend (" + std::string(kPluginFile) + ") cannot be loaded: " + error;
+    if (const std::string hint = missing_library_hint(error); !hint.empty()) loaded.why += " (" + hint + ")";
     return loaded;
   }
   using Entry = const CudaPlugin* (*)();
@@ -58,6 +59,25 @@ Loaded load() {
 }
 
 }  // namespace
+
+std::string missing_library_hint(const std::string& loader_error) {
+  struct Library {
+    const char* file;
+    const char* what;
+  };
+  // The wheels PyTorch installs hold them, and the CUDA toolkit's prefix; either must be where
+  // the loader looks (the build's run path, LD_LIBRARY_PATH, ldconfig).
+  static const Library kLibraries[] = {
+      {"libcudnn", "cuDNN 9: pip install nvidia-cudnn-cu13, or NVIDIA's cuDNN package"},
+      {"libcublas", "cuBLAS: pip install nvidia-cublas, or the CUDA toolkit"},
+      {"libnccl", "NCCL: pip install nvidia-nccl-cu13, or NVIDIA's NCCL package"},
+      {"libcudart", "the CUDA runtime: pip install nvidia-cuda-runtime, or the CUDA toolkit"},
+  };
+  for (const Library& library : kLibraries)
+    if (loader_error.find(library.file) != std::string::npos)
+      return std::string("missing ") + library.what + "; then rebuild, or put its folder on LD_LIBRARY_PATH";
+  return {};
+}
 
 bool nvidia_driver_present(std::string* why) {
   static const bool present = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;  // kept open

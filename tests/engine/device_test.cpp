@@ -61,3 +61,11 @@ TEST_CASE("a CUDA build loads its backend as a plugin; a CPU build says it has n
   if (!probe.available) CHECK_FALSE(probe.reason.empty());
   CHECK(environment_report().find("cnnengine built with CUDA: yes") != std::string::npos);
 }
+
+TEST_CASE("a CUDA library the loader cannot find is named with what to install", "[device]") {
+  CHECK(missing_library_hint("libcudnn.so.9: cannot open shared object file: No such file or directory")
+            .find("pip install nvidia-cudnn-cu13") != std::string::npos);
+  CHECK(missing_library_hint("libnccl.so.2: cannot open shared object file").find("NCCL") != std::string::npos);
+  CHECK(missing_library_hint("libcublasLt.so.13: cannot open shared object file").find("cuBLAS") != std::string::npos);
+  CHECK(missing_library_hint("undefined symbol: cnn_something").empty());
+}

@@ -28,6 +28,10 @@ inline constexpr const char* kCudaPluginEntry = "cnn_cuda_plugin";  // extern "C
 // libcnnengine, or a CUDA library it needs cannot be loaded: dlerror's words).
 const CudaPlugin* cuda_plugin(std::string* why);
 
+// What to install when the dynamic loader's error names a CUDA library it could not find
+// ("cuDNN 9: pip install nvidia-cudnn-cu13, ..."); empty when it names none of them.
+std::string missing_library_hint(const std::string& loader_error);
+
 // Whether an NVIDIA driver can be loaded (libcuda.so.1), checked without loading the plugin:
 // where there is none, --device auto need not map the CUDA libraries only to learn that.
 bool nvidia_driver_present(std::string* why);
