@@ -608,6 +608,7 @@ void Trainer::finish() {
   pending_.reset();
   step_->release();
   slots_.release();
+  input_.reset();
   params_.reset();
   stack_->release_step_buffers();
   stack_->finish_trace();

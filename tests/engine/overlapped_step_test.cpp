@@ -124,6 +124,9 @@ TEST_CASE("submitted steps on a backend that overlaps copies wait for nothing an
       const Run reference = with_train_step(model, micro_batch, data, 10);
       CHECK(run.losses == reference.losses);
       CHECK(run.parameters == reference.parameters);
+      trainer.finish();  // every byte given back, the staged input's too
+      CHECK(trainer.memory_stack().statistics().current_bytes == 0);
+      CHECK(trainer.memory_stack().staging_statistics().current_bytes == 0);
     }
   }
 }
