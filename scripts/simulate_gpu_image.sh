@@ -55,6 +55,9 @@ echo "== simulating the GPU image in $SIM (toolkit $TOOLKIT)"
 # The header-only dependencies, copied while Debian's headers are still visible.
 bash scripts/fetch_gpu_deps.sh "$SIM/deps" >/dev/null || fail "scripts/fetch_gpu_deps.sh"
 
+# The toolkit as it is, for the wheels' files to point to once it is hidden (a hard link where
+# the file system allows, else a symbolic link into this private view).
+mkdir -p "$SIM/toolkit-original" && mount --bind "$TOOLKIT" "$SIM/toolkit-original" || fail "cannot bind $TOOLKIT"
 # The wheels PyTorch's environment holds on the GPU machine, laid out from their records.
 wheels=(nvidia_cublas nvidia_cuda_runtime nvidia_cudnn_cu13 nvidia_nccl_cu13 nvidia_cuda_nvrtc nvidia_cuda_cupti
         nvidia_nvjitlink nvidia_nvtx nvidia_cufft nvidia_curand nvidia_cusolver nvidia_cusparse)
@@ -63,9 +66,10 @@ for wheel in "${wheels[@]}"; do
     [ -e "$record" ] || continue
     while IFS=, read -r path _; do
       case "$path" in nvidia/*/*) ;; *) continue ;; esac
-      source=$TOOLKIT/${path#nvidia/*/}
+      file=${path#nvidia/*/}
       mkdir -p "$SITE/$(dirname "$path")"
-      ln "$source" "$SITE/$path" 2>/dev/null || cp -a "$source" "$SITE/$path" || fail "laying out $path"
+      ln "$TOOLKIT/$file" "$SITE/$path" 2>/dev/null || ln -s "$SIM/toolkit-original/$file" "$SITE/$path" ||
+        fail "laying out $path"
     done <"$record"
   done
 done
