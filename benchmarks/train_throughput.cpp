@@ -56,32 +56,28 @@ Shape parse_shape(const std::string& text) {
   return Shape{c, h, w};
 }
 
-// What the driver says this process holds on the device (every process's, on a machine that
-// runs only this one); nothing where there is no CUDA.
-std::optional<std::size_t> driver_used_bytes(const Backend& backend) {
+// What the driver says the device holds (every process's: the machine runs only this one);
+// nothing without CUDA.
+std::optional<std::size_t> device_used_bytes() {
 #if CNN_BENCH_HAVE_CUDA
-  if (backend.kind() != DeviceKind::cuda) return std::nullopt;
   std::size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
-  return total - free;
-#else
-  (void)backend;
-  return std::nullopt;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) return total - free;
 #endif
+  return std::nullopt;
+}
+
+std::optional<std::size_t> driver_used_bytes(const Backend& backend) {
+  return backend.kind() == DeviceKind::cuda ? device_used_bytes() : std::nullopt;
 }
 
 // The device's use with a bare CUDA context and nothing of ours: what "beyond the context" is
 // measured from. Made before the backend.
 std::optional<std::size_t> bare_context_bytes(const Settings& s) {
 #if CNN_BENCH_HAVE_CUDA
-  if (s.device == "cpu" || cudaFree(nullptr) != cudaSuccess) return std::nullopt;
-  std::size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return std::nullopt;
-  return total - free;
-#else
+  if (s.device != "cpu" && cudaFree(nullptr) == cudaSuccess) return device_used_bytes();
+#endif
   (void)s;
   return std::nullopt;
-#endif
 }
 
 // One synthetic batch, the same for a seed on every machine.
