@@ -124,7 +124,8 @@ def largest_table(ours, torch):
                  f"{'refused' if r.get('one_more_refused') else 'NOT REFUSED'})"
         exact = "exact" if theirs.get("exact") else "not exact"
         rows.append(f"| {r.get('model')} | {r.get('budget')} | {checks} | {mib(r.get('driver_bytes_beyond_context'))} | "
-                    f"{theirs.get('largest_batch', '-')} ({exact}) | {ratio(r.get('largest_batch'), theirs.get('largest_batch'))} |")
+                    f"{theirs.get('largest_batch', '-')} ({exact}) | "
+                    f"{ratio(r.get('largest_batch'), theirs.get('largest_batch'))} |")
     return rows
 
 

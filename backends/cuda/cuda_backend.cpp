@@ -191,8 +191,9 @@ std::string CudaBackend::determinism_report() const {
     }
   char cost[200] = "";
   if (timed > 0 && fastest > 0)
-    std::snprintf(cost, sizeof cost, "; of %d convolution passes measured, %d run a slower algorithm: %.3f x the fastest's time",
-                  timed, slower, chosen / fastest);
+    std::snprintf(cost, sizeof cost,
+                  "; of %d convolution passes measured, %d run a slower algorithm: %.3f x the fastest's time", timed,
+                  slower, chosen / fastest);
   if (options_.deterministic)
     return std::string("deterministic: cuDNN's deterministic convolution algorithms only") +
            (timed ? cost : passes ? "; their cost is unknown (chosen by heuristics, not measured)" : "");

@@ -65,10 +65,10 @@ void InputStager::stage(const MicroBatch& batch, const StepScalars& scalars, flo
     ++host_waits_;
   }
   auto* pinned = static_cast<char*>(pinned_.data());
-  const auto* slot = static_cast<const char*>(slot_.data());
+  auto* slot = static_cast<char*>(slot_.data());
   std::memcpy(pinned + l.scalars, &scalars, sizeof scalars);
   if (batch.on_device) {  // only the scalars come from the host
-    pinned_free_ = backend_.copy_to_device_async(pinned + l.scalars, static_cast<char*>(slot_.data()) + l.scalars, sizeof scalars);
+    pinned_free_ = backend_.copy_to_device_async(pinned + l.scalars, slot + l.scalars, sizeof scalars);
     backend_.copy_on_device(batch.images, images, l.labels);
     backend_.copy_on_device(batch.labels, labels, label_bytes);
   } else {
