@@ -200,10 +200,13 @@ class Trainer {
   std::optional<StepReport> drain();
   bool step_pending() const { return pending_.has_value(); }
   // In a data-parallel run each rank gives its share of the batches, and the result is every rank's.
+  // A pending step's loss is read first (TrainingDiverged where it is not finite); its report
+  // still comes from drain().
   EvalResult evaluate(const NextBatch& next);
   ClassEvaluation evaluate_classes(const NextBatch& next);
   // The network's outputs for `count` images (host floats, NCHW of the input shape): count x
   // classes floats into `logits`. Inference form (BatchNorm on its running statistics, no dropout).
+  // A pending step's loss is read first, as by evaluate.
   void predict(const float* images, int count, float* logits);
   // Gives back every byte (the trainer cannot train after this) and checks that the memory
   // trace, if one was asked for, was written whole (MemoryStack::finish_trace).
