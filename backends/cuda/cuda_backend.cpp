@@ -77,7 +77,6 @@ CudaBackend::CudaBackend(const CudaOptions& options)
 
     CNN_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     CNN_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
-    CNN_CHECK(cudaEventCreateWithFlags(&copy_done_, cudaEventDisableTiming));
 
     CNN_CHECK(cudnnCreate(&cudnn_));
     CNN_CHECK(cudnnSetStream(cudnn_, compute_));
@@ -131,8 +130,6 @@ void CudaBackend::release() noexcept {
   cublas_workspace_bytes_ = 0;
   if (cudnn_) cudnnDestroy(cudnn_);
   cudnn_ = nullptr;
-  if (copy_done_) cudaEventDestroy(copy_done_);
-  copy_done_ = nullptr;
   if (copy_) cudaStreamDestroy(copy_);
   if (compute_) cudaStreamDestroy(compute_);
   copy_ = compute_ = nullptr;
@@ -221,15 +218,9 @@ void CudaBackend::refuse_while_capturing(const char* call) const {
 }
 
 void CudaBackend::copy_to_device(const void* host, void* device, std::size_t bytes) {
-  refuse_while_capturing("copy_to_device");
-  if (bytes == 0) return;
-  activate();
-  tracker_.order_copy(device, bytes, compute_, copy_);
-  CNN_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy_));
-  CNN_CHECK(cudaEventRecord(copy_done_, copy_));
-  CNN_CHECK(cudaStreamWaitEvent(compute_, copy_done_, 0));
   // `host` may be reused once the copy is done; earlier compute work may still be running.
-  CNN_CHECK(cudaEventSynchronize(copy_done_));
+  const Fence copied = copy_to_device_async(host, device, bytes);
+  if (copied.id) CNN_CHECK(cudaEventSynchronize(fence_events_[copied.id % kFenceEvents]));
 }
 
 void CudaBackend::copy_to_host(const void* device, void* host, std::size_t bytes) {
@@ -249,7 +240,7 @@ Fence CudaBackend::record_fence(cudaStream_t stream) {
 }
 
 Fence CudaBackend::copy_to_device_async(const void* host, void* device, std::size_t bytes) {
-  refuse_while_capturing("copy_to_device_async");
+  refuse_while_capturing("a copy to the device");
   if (bytes == 0) return {};
   activate();
   tracker_.order_copy(device, bytes, compute_, copy_);
@@ -261,7 +252,7 @@ Fence CudaBackend::copy_to_device_async(const void* host, void* device, std::siz
 }
 
 Fence CudaBackend::copy_to_host_async(const void* device, void* host, std::size_t bytes) {
-  refuse_while_capturing("copy_to_host_async");
+  refuse_while_capturing("a copy to the host");
   activate();
   if (bytes) CNN_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, compute_));
   return record_fence(compute_);

@@ -189,7 +189,6 @@ class CudaBackend final : public Backend {
   memory::CudaPinnedResource pinned_memory_;
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
-  cudaEvent_t copy_done_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;
