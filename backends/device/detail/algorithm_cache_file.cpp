@@ -39,6 +39,32 @@ bool split_line(const std::string& text, Line& line) {
   return !line.environment.empty() && !line.key.empty();
 }
 
+// The file's lines; false, with `problem` saying why, where the file there is not a cache (it is
+// never to be replaced). A missing file is an empty cache.
+bool read_lines(const fs::path& path, std::vector<Line>& lines, std::string& problem) {
+  lines.clear();
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return true;  // the first run: nothing yet
+  std::string why = regular_file_problem(path);
+  if (why.empty() && (fs::file_size(path, ec) > kMaxFileBytes || ec))
+    why = ec ? "cannot be read: " + ec.message() : "is too large for an algorithm cache";
+  std::ifstream in;
+  std::string text;
+  if (why.empty()) {
+    in.open(path);
+    if (!in || !std::getline(in, text) || text != AlgorithmCacheFile::kHeader)
+      why = std::string("is not a cnnengine algorithm cache (its first line is not \"") + AlgorithmCacheFile::kHeader + "\")";
+  }
+  if (!why.empty()) {
+    problem = path.string() + " " + why;
+    return false;
+  }
+  Line line;
+  while (lines.size() < AlgorithmCacheFile::kMaxLines && std::getline(in, text))
+    if (text.size() <= kMaxLineBytes && split_line(text, line)) lines.push_back(line);
+  return true;
+}
+
 }  // namespace
 
 AlgorithmCacheFile::AlgorithmCacheFile(fs::path path, std::string gpu, std::string versions)
@@ -49,70 +75,42 @@ AlgorithmCacheFile::AlgorithmCacheFile(fs::path path, std::string gpu, std::stri
 std::map<std::string, std::string> AlgorithmCacheFile::load() {
   problem_.clear();
   std::map<std::string, std::string> choices;
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(path_, ec))) return choices;  // the first run: nothing yet
-  if (const std::string why = regular_file_problem(path_); !why.empty()) {
-    problem_ = path_.string() + " " + why;
-    return choices;
-  }
-  if (fs::file_size(path_, ec) > kMaxFileBytes || ec) {
-    problem_ = path_.string() + (ec ? " cannot be read: " + ec.message() : " is too large for an algorithm cache");
-    return choices;
-  }
-  std::ifstream in(path_);
-  std::string text;
-  if (!in || !std::getline(in, text) || text != kHeader) {
-    problem_ = path_.string() + " is not a cnnengine algorithm cache (its first line is not \"" + kHeader + "\")";
-    return choices;
-  }
-  Line line;
-  while (std::getline(in, text))
-    if (text.size() <= kMaxLineBytes && split_line(text, line) && line.environment == environment_)
-      choices[line.key] = line.value;
+  std::vector<Line> lines;
+  if (!read_lines(path_, lines, problem_)) return choices;
+  for (const Line& line : lines)
+    if (line.environment == environment_) choices[line.key] = line.value;
   return choices;
 }
 
 bool AlgorithmCacheFile::save(const std::map<std::string, std::string>& choices) {
   problem_.clear();
   try {
+    // What the file holds now: other GPUs' lines are kept, another process's choices under this
+    // environment merged under ours, this GPU's lines under other versions dropped (stale).
+    std::vector<Line> lines;
+    if (!read_lines(path_, lines, problem_)) {
+      problem_ = "cannot keep the algorithm cache: " + problem_ + "; the file there is left as it is";
+      return false;
+    }
     std::error_code ec;
-    const bool exists = fs::exists(fs::symlink_status(path_, ec));
-    // What the file holds now: other environments' lines are kept, another process's choices
-    // under this one merged under ours.
-    std::vector<std::string> others;
+    if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
     std::map<std::string, std::string> merged;
-    if (exists) {
-      if (const std::string why = regular_file_problem(path_); !why.empty()) {
-        problem_ = "cannot keep the algorithm cache in " + path_.string() + ": it " + why;
-        return false;
-      }
-      std::ifstream in(path_);
-      std::string text;
-      if (!in || !std::getline(in, text) || text != kHeader) {
-        problem_ = "cannot keep the algorithm cache in " + path_.string() +
-                   ": the file there is not one, and is left as it is";
-        return false;
-      }
-      const std::string same_gpu = gpu_ + " | ";
-      Line line;
-      while (others.size() + merged.size() < kMaxLines && std::getline(in, text)) {
-        if (text.size() > kMaxLineBytes || !split_line(text, line)) continue;
-        if (line.environment == environment_) merged[line.key] = line.value;
-        else if (line.environment.rfind(same_gpu, 0) != 0) others.push_back(text);  // this GPU, other versions: stale
-      }
-    } else if (path_.has_parent_path()) {
-      fs::create_directories(path_.parent_path(), ec);
+    std::vector<const Line*> others;
+    const std::string same_gpu = gpu_ + " | ";
+    for (const Line& line : lines) {
+      if (line.environment == environment_) merged[line.key] = line.value;
+      else if (line.environment.rfind(same_gpu, 0) != 0) others.push_back(&line);
     }
     for (const auto& [key, value] : choices) merged[key] = value;
     std::string out = std::string(kHeader) + "\n";
-    std::size_t lines = 0;
+    std::size_t written = 0;
     for (const auto& [key, value] : merged) {
-      if (lines++ == kMaxLines) break;
+      if (written++ == kMaxLines) break;
       out += environment_ + "\t" + one_line(key) + "\t" + one_line(value) + "\n";
     }
-    for (const std::string& other : others) {
-      if (lines++ >= kMaxLines) break;
-      out += other + "\n";
+    for (const Line* other : others) {
+      if (written++ >= kMaxLines) break;
+      out += other->environment + "\t" + other->key + "\t" + other->value + "\n";
     }
     AtomicFile file(path_);
     file.write(out.data(), out.size());
