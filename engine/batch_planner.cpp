@@ -80,10 +80,8 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   MicroBatchPlan p;
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
-  // Where copies overlap compute, the trainer learns of a step's failure one step late and keeps
-  // the state before it in a second copy (Trainer::submit_step), and copies input ahead.
-  const bool overlapped = backend.copies_overlap_compute();
-  m.persistent = ParameterStore::planned_bytes(net, options.optimizer_slots, overlapped ? 2 : 1);
+  m.persistent =
+      ParameterStore::planned_bytes(net, options.optimizer_slots, ParameterStore::state_copies_for(backend));
   m.persistent[memory::Category::other] += options.extra_persistent;
   m.loader_staging = options.loader_staging;
   m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);

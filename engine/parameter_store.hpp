@@ -37,6 +37,10 @@ class ParameterStore {
     return state_floats() ? flat(params_block_.floats() + trainable_floats_, state_floats()) : Tensor{};
   }
 
+  // The state copies a trainer keeps on `backend`: two where copies overlap compute (a step's
+  // failure is learnt one step late: Trainer::submit_step), else one. The plan and the trainer
+  // both ask here.
+  static int state_copies_for(const Backend& backend) { return backend.copies_overlap_compute() ? 2 : 1; }
   // The bytes a store for this network and optimizer would take, without allocating.
   static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots, int state_copies = 1);
   // floats(Block::parameters) of a store for this network, without allocating.

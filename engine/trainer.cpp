@@ -110,11 +110,8 @@ void Trainer::start() {
                              format_memory_table(smallest),
                          details);
   }
-  // Where copies overlap compute, a step's failure is learnt one step late: the state before it
-  // is kept in a second copy (as the plan counts).
-  const int state_copies = backend_.copies_overlap_compute() ? 2 : 1;
   params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed,
-                                             state_copies);
+                                             ParameterStore::state_copies_for(backend_));
   slots_ = memory::Buffer(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
   input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
   overlapped_ = input_->overlapped() && !options_.communicator;

@@ -52,8 +52,9 @@ bool read_lines(const fs::path& path, std::vector<Line>& lines, std::string& pro
   std::string text;
   if (why.empty()) {
     in.open(path);
-    if (!in || !std::getline(in, text) || text != AlgorithmCacheFile::kHeader)
-      why = std::string("is not a cnnengine algorithm cache (its first line is not \"") + AlgorithmCacheFile::kHeader + "\")";
+    const std::string header = AlgorithmCacheFile::kHeader;
+    if (!in || !std::getline(in, text) || text != header)
+      why = "is not a cnnengine algorithm cache (its first line is not \"" + header + "\")";
   }
   if (!why.empty()) {
     problem = path.string() + " " + why;
