@@ -273,32 +273,33 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* log
 }
 
 void Trainer::check_step_batch(const HostBatch& batch, const char* call) const {
-  const std::string where = std::string(call) + ": ";
+  // Named only on a refusal: a step builds no string.
+  auto refuse = [call](const std::string& why) { throw ConfigError(std::string(call) + ": " + why); };
   if (options_.communicator) {
     if (batch.global_size <= 0 || batch.size < 0 || batch.first < 0 || batch.first + batch.size > batch.global_size)
-      throw ConfigError(where + "samples " + std::to_string(batch.first) + " to " +
-                        std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
-                        std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
+      refuse("samples " + std::to_string(batch.first) + " to " +
+             std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
+             std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
     // Every rank sees the same global size, so every rank refuses alike: none is left in a sum.
     if (synchronised_batchnorm() && (batch.global_size % ranks() != 0 || batch.size != batch.global_size / ranks()))
-      throw ConfigError(where + "synchronised BatchNorm needs every batch shared evenly over the " +
-                        std::to_string(ranks()) + " ranks; this one holds " + std::to_string(batch.global_size) +
-                        " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
+      refuse("synchronised BatchNorm needs every batch shared evenly over the " +
+             std::to_string(ranks()) + " ranks; this one holds " + std::to_string(batch.global_size) +
+             " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
     if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
   } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
-    throw ConfigError(where + "a share of a batch (HostBatch::first, global_size) without a communicator");
+    refuse("a share of a batch (HostBatch::first, global_size) without a communicator");
   }
-  if (batch.size <= 0) throw ConfigError(where + "empty batch");
+  if (batch.size <= 0) refuse("empty batch");
   const TrainingBatchNeed& need = planner_->training_batch_need();
   if (batch.size < need.samples)
-    throw ConfigError(where + "a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
+    refuse("a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
   // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
   // cannot split: an odd one larger than 2.
   if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
-    throw ConfigError(where + "a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
-                      std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
-                      " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
-                      "): " + need.why);
+    refuse("a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
+             std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
+             " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
+             "): " + need.why);
 }
 
 StepReport Trainer::train_step(const HostBatch& batch) {
