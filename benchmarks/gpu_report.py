@@ -69,30 +69,24 @@ def session_facts(folder):
     return facts
 
 
+def find(records, **fields):
+    """The first record holding every field given, or an empty one."""
+    return next((r for r in records if all(r.get(k) == v for k, v in fields.items())), {})
+
+
 def throughput_table(ours, torch):
     rows = ["| model | precision | ours eager | ours graph | PyTorch eager | PyTorch eager + .item() | "
             "torch.compile | ours ÷ eager | ours ÷ eager + .item() | ours ÷ compile |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for model in ("resnet18", "small"):
         for precision in ("fp32", "tf32"):
-            def ours_rate(mode):
-                for r in ours:
-                    if (r.get("kind"), r.get("model"), r.get("precision"), r.get("mode")) == \
-                            ("throughput", model, precision, mode):
-                        return r.get("images_per_second")
-                return None
-
-            def torch_rate(mode, sync):
-                for r in torch:
-                    if (r.get("kind"), r.get("model"), r.get("precision"), r.get("mode")) == \
-                            ("throughput", model, precision, mode) and r.get("sync", "none") == sync:
-                        return r.get("images_per_second")
-                return None
-
-            eager, graph = ours_rate("eager"), ours_rate("graph")
+            run = {"kind": "throughput", "model": model, "precision": precision}
+            eager = find(ours, mode="eager", **run).get("images_per_second")
+            graph = find(ours, mode="graph", **run).get("images_per_second")
             best = max([v for v in (eager, graph) if v], default=None)
-            t_eager, t_item, t_compile = torch_rate("eager", "none"), torch_rate("eager", "item"), \
-                torch_rate("compile", "none")
+            t_eager = find(torch, mode="eager", sync="none", **run).get("images_per_second")
+            t_item = find(torch, mode="eager", sync="item", **run).get("images_per_second")
+            t_compile = find(torch, mode="compile", **run).get("images_per_second")
             rows.append(f"| {model} | {precision} | {number(eager)} | {number(graph)} | {number(t_eager)} | "
                         f"{number(t_item)} | {number(t_compile)} | {ratio(best, t_eager)} | {ratio(best, t_item)} | "
                         f"{ratio(best, t_compile)} |")
@@ -105,9 +99,8 @@ def memory_table(ours, torch):
     for r in ours:
         if r.get("kind") != "throughput" or r.get("mode") != "eager":
             continue
-        theirs = next((t.get("max_memory_reserved") for t in torch if t.get("kind") == "throughput" and
-                       t.get("model") == r.get("model") and t.get("precision") == r.get("precision") and
-                       t.get("mode") == "eager"), None)
+        theirs = find(torch, kind="throughput", model=r.get("model"), precision=r.get("precision"), mode="eager",
+                      sync="none").get("max_memory_reserved")
         rows.append(f"| {r.get('model')} | {r.get('precision')} | {mib(r.get('reserved_bytes'))} | {mib(theirs)} | "
                     f"{ratio(r.get('reserved_bytes'), theirs)} | {mib(r.get('driver_bytes_beyond_context'))} |")
     return rows
@@ -119,7 +112,7 @@ def largest_table(ours, torch):
     for r in ours:
         if r.get("kind") != "largest_batch":
             continue
-        theirs = next((t for t in torch if t.get("kind") == "largest_batch" and t.get("model") == r.get("model")), {})
+        theirs = find(torch, kind="largest_batch", model=r.get("model"))
         checks = f"{r.get('largest_batch')} ({'ran' if r.get('trained_steps') == 2 else 'NOT RUN'}, " \
                  f"{'refused' if r.get('one_more_refused') else 'NOT REFUSED'})"
         exact = "exact" if theirs.get("exact") else "not exact"
