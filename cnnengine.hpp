@@ -16,6 +16,7 @@
 #include "cnnengine/backends/cpu/cpu_backend.hpp"
 #include "cnnengine/backends/device/device.hpp"
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/base/utf8.hpp"
 #include "cnnengine/data/cifar_folder.hpp"
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/dataset.hpp"

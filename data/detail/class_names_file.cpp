@@ -5,6 +5,7 @@
 #include <map>
 #include <system_error>
 
+#include "cnnengine/base/utf8.hpp"
 #include "cnnengine/data/data_error.hpp"
 
 namespace cnn::data {
@@ -63,6 +64,9 @@ std::vector<std::string> read_class_names(const std::filesystem::path& path, int
     for (char c : names[i])
       if (static_cast<unsigned char>(c) < 0x20)
         fail(path, "line " + line + " holds a control character: expected one class name a line, as text");
+    if (!is_utf8(names[i]))
+      fail(path, "line " + line + " is not UTF-8 text ('" + escape_non_utf8(names[i]) +
+                     "'): expected one class name a line, in UTF-8");
     if (auto [at, added] = first_line.emplace(names[i], i + 1); !added)
       fail(path, "line " + line + " repeats the class name '" + names[i] + "' of line " + std::to_string(at->second));
   }

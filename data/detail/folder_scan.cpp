@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
+#include "cnnengine/base/utf8.hpp"
 #include "cnnengine/data/data_error.hpp"
 #include "cnnengine/data/detail/image_codec.hpp"
 
@@ -78,7 +79,14 @@ ClassFolders scan_class_folders(const fs::path& folder) {
       ++images;
     }
     if (images == 0) fail(classes[c], "empty class folder: expected at least one PNG, JPEG or BMP image");
-    result.class_names.push_back(classes[c].filename().string());
+    // A class name goes into checkpoints and metrics files, which are JSON, hence UTF-8; a folder's
+    // name is any bytes. Escaped now, so that a run cannot train and then fail to save.
+    const std::string name = escape_non_utf8(classes[c].filename().string());
+    for (std::size_t earlier = 0; earlier < c; ++earlier)
+      if (result.class_names[earlier] == name)
+        fail(classes[c], "its name, written as UTF-8, is the class name '" + name + "' of " +
+                             full_path(classes[earlier]) + ": rename one of them");
+    result.class_names.push_back(name);
   }
   return result;
 }
