@@ -103,6 +103,10 @@ class Backend {
   // Bytes the backend's libraries hold for themselves (cuBLAS workspace, ...): counted in the
   // budget under workspace.
   virtual std::size_t library_reserved_bytes() const { return 0; }
+  // Bytes device_memory() could still give this process now (the host's available memory, within
+  // its control group; the GPU's free memory); 0 when unknown. A run given no budget is bounded
+  // by it.
+  virtual std::size_t available_memory() const { return 0; }
   virtual ComputeRates compute_rates() const = 0;
   // Whether the same seed gives the same bits on this backend, and what that costs, in words,
   // once planning has chosen the methods (CUDA: the deterministic convolution algorithms' measured

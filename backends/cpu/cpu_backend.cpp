@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cnnengine/backends/cpu/detail/available_host_memory.hpp"
 #include "cnnengine/backends/cpu/detail/parallel.hpp"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/engine/detail/counter_rng.hpp"
@@ -78,6 +79,8 @@ ComputeRates CpuBackend::compute_rates() const {
 
 memory::MemoryResource& CpuBackend::device_memory() { return memory::host_resource(); }
 memory::MemoryResource& CpuBackend::staging_memory() { return memory::host_resource(); }
+
+std::size_t CpuBackend::available_memory() const { return cpu::available_host_memory(); }
 
 void CpuBackend::copy_to_device(const void* host, void* device, std::size_t bytes) {
   if (host != device) std::memcpy(device, host, bytes);

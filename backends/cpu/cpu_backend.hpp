@@ -23,6 +23,7 @@ class CpuBackend : public Backend {
   std::string description() const override;
   memory::MemoryResource& device_memory() override;
   memory::MemoryResource& staging_memory() override;
+  std::size_t available_memory() const override;
   ComputeRates compute_rates() const override;
   std::string determinism_report() const override {
     return "deterministic: the same seed, thread count and instruction set give the same bits";

@@ -138,6 +138,14 @@ void CudaBackend::release() noexcept {
 
 void CudaBackend::activate() const { CNN_CHECK(cudaSetDevice(options_.device)); }
 
+std::size_t CudaBackend::available_memory() const {
+  activate();
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) return free;
+  cudaGetLastError();
+  return 0;
+}
+
 void CudaBackend::open_algorithm_cache() {
   if (options_.algorithm_cache.empty()) return;
   const std::string gpu = device_name_ + ", compute capability " + std::to_string(compute_major_) + "." +

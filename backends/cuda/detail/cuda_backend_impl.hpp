@@ -46,6 +46,7 @@ class CudaBackend final : public Backend {
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_; }
+  std::size_t available_memory() const override;
   // An H100's order of magnitude: fp32 convolutions at about half of its peak, its memory
   // bandwidth, a kernel launch with the library's own setup.
   ComputeRates compute_rates() const override { return {30e12, 2.5e12, 6e-6}; }

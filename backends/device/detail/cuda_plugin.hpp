@@ -21,7 +21,7 @@ struct CudaPlugin {
   // NCCL over the ranks `host` joins, for a backend make_backend made; null in a build without NCCL.
   std::unique_ptr<Communicator> (*make_nccl_communicator)(Backend&, Communicator& host) = nullptr;
 };
-inline constexpr int kCudaPluginAbi = 4;
+inline constexpr int kCudaPluginAbi = 5;
 inline constexpr const char* kCudaPluginEntry = "cnn_cuda_plugin";  // extern "C" const CudaPlugin* ()
 
 // The loaded plugin, or null with `why` saying what is missing (not built, not found beside
