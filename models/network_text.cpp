@@ -97,8 +97,12 @@ class Parser {
     if (line.options.count("in")) inputs.push_back(named(line.options["in"]));
     std::unique_ptr<Layer> layer = make_layer(line, inputs);
     const int id = net_.add(std::move(layer), inputs);
+    line_of_.resize(static_cast<std::size_t>(id) + 1, line_no);
     if (line.options.count("as")) name_output(line.options["as"], id);
   }
+
+  // The line that made node `id` (0: the input).
+  int line_of(int id) const { return line_of_.at(static_cast<std::size_t>(id)); }
 
   Network take() { return std::move(net_); }
 
@@ -178,14 +182,33 @@ class Parser {
   };
   Network net_;
   std::map<std::string, Name> names_{{"input", {0, 0}}};
+  std::vector<int> line_of_{0};
   int line_no_ = 0;
 };
+
+void check_input(const Shape& input, const std::string& source) {
+  std::size_t elements = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (input[d] < 1 || input[d] > kMaxInputSide)
+      throw ShapeError(source + ": the input " + input.str() + " has a side outside 1 to " +
+                       std::to_string(kMaxInputSide));
+    elements *= static_cast<std::size_t>(input[d]);
+  }
+  if (elements > kMaxInputElements)
+    throw ShapeError(source + ": the input " + input.str() + " holds " + std::to_string(elements) +
+                     " values a sample, over the limit of " + std::to_string(kMaxInputElements));
+}
 
 }  // namespace
 
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source) {
+  check_input(input, source);
+  if (text.size() > kMaxNetworkTextBytes)
+    throw ConfigError(source + ": " + std::to_string(text.size()) + " bytes of network text, over the limit of " +
+                      std::to_string(kMaxNetworkTextBytes));
   Parser parser(input);
   std::istringstream lines(text);
+  int layers = 0;
   std::string raw;
   int line_no = 0;
   bool any = false;
@@ -193,6 +216,9 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
     ++line_no;
     raw = raw.substr(0, raw.find('#'));
     if (raw.find_first_not_of(" \t\r\v\f") == std::string::npos) continue;
+    if (++layers > kMaxNetworkLayers)
+      throw ConfigError(source + ":" + std::to_string(line_no) + ": more than " + std::to_string(kMaxNetworkLayers) +
+                        " layers");
     try {
       parser.add_line(raw, line_no);
       any = true;
@@ -203,7 +229,16 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
     }
   }
   if (!any) throw ConfigError(source + ": describes no layer");
+  // Said here, with its line, rather than by the planner: a layer whose output nothing reads is a
+  // mistake in the text (a missing in= or add).
   Network net = parser.take();
+  std::vector<bool> read(static_cast<std::size_t>(net.size()));
+  for (int id = 0; id < net.size(); ++id)
+    for (int in : net.node(id).inputs) read[static_cast<std::size_t>(in)] = true;
+  for (int id = 1; id < net.last(); ++id)
+    if (!read[static_cast<std::size_t>(id)])
+      throw ShapeError(source + ":" + std::to_string(parser.line_of(id)) + ": the output of " + net.node(id).name +
+                       " is never used (a later line's in= or add must name it, or it must come last)");
   if (classes > 0 && net.output_shape().elements() != static_cast<std::size_t>(classes))
     throw ShapeError(source + ": the network ends with " + net.output_shape().str() + " outputs but the data has " +
                      std::to_string(classes) + " classes");
@@ -213,6 +248,10 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
 Network load_network_file(const std::filesystem::path& path, Shape input, int classes) {
   if (const std::string problem = regular_file_problem(path); !problem.empty())
     throw ConfigError("cannot read the network file " + path.string() + ": it " + problem);
+  std::error_code ec;
+  if (std::filesystem::file_size(path, ec) > kMaxNetworkTextBytes && !ec)
+    throw ConfigError("cannot read the network file " + path.string() + ": over the limit of " +
+                      std::to_string(kMaxNetworkTextBytes) + " bytes of network text");
   std::ifstream in(path);
   if (!in) throw ConfigError("cannot read the network file " + path.string());
   std::stringstream text;

@@ -14,6 +14,13 @@
 
 namespace cnn {
 
+// What a network text may ask for, so that a hostile file (a checkpoint's text included) is
+// refused before anything is planned: layers, bytes of text, and the input's size.
+inline constexpr int kMaxNetworkLayers = 100000;
+inline constexpr std::size_t kMaxNetworkTextBytes = std::size_t{16} << 20;
+inline constexpr int kMaxInputSide = 1 << 16;                  // channels, height or width
+inline constexpr std::size_t kMaxInputElements = std::size_t{1} << 28;  // one sample: 1 GiB of floats
+
 // `classes` must be the network's output count (a ShapeError otherwise); 0 takes it as it is.
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source = "<text>");
 // Reads a regular file only (a FIFO or a device would block or never end).

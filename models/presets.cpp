@@ -79,7 +79,12 @@ Network make_preset(const std::string& name, Shape input, int classes) {
 Network make_network(const std::string& model, Shape input, int classes) {
   for (const auto& name : preset_names())
     if (model == name) return make_preset(model, input, classes);
-  if (std::filesystem::exists(model)) return load_network_file(model, input, classes);
+  // Anything at that path, a broken link or a loop of links included, is read as a file, whose
+  // reading says what is wrong with it.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool something_there = fs::symlink_status(model, ec).type() != fs::file_type::not_found;
+  if ((something_there && !ec) || model.find('/') != std::string::npos) return load_network_file(model, input, classes);
   return make_preset(model, input, classes);  // throws with the list of presets
 }
 

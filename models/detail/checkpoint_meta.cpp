@@ -1,11 +1,32 @@
 #include "cnnengine/models/detail/checkpoint_meta.hpp"
 
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace cnn {
 namespace {
 
 using nlohmann::json;
+
+// A field that reads as JSON but not as what it holds: read_meta names the file.
+struct BadField : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A whole number that fits T, at least `least`: nlohmann's get<int>() would wrap 2^32 + 1 to 1,
+// and a negative count to a huge one.
+template <typename T>
+T whole(const json& j, const char* key, std::uint64_t least = 0) {
+  const json& value = j.at(key);
+  const bool non_negative = value.is_number_unsigned() || (value.is_number_integer() && value.get<std::int64_t>() >= 0);
+  const std::uint64_t number = non_negative ? value.get<std::uint64_t>() : 0;
+  const auto most = static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+  if (!non_negative || number < least || number > most)
+    throw BadField(std::string("its ") + key + " is " + value.dump() + ", not a whole number from " +
+                   std::to_string(least) + " to " + std::to_string(most));
+  return static_cast<T>(number);
+}
 
 json preprocessing_json(const data::Preprocessing& p) {
   return {{"channels", p.shape.channels}, {"height", p.shape.height}, {"width", p.shape.width},
@@ -14,9 +35,9 @@ json preprocessing_json(const data::Preprocessing& p) {
 
 data::Preprocessing preprocessing_of(const json& j) {
   data::Preprocessing p;
-  p.shape.channels = j.at("channels").get<int>();
-  p.shape.height = j.at("height").get<int>();
-  p.shape.width = j.at("width").get<int>();
+  p.shape.channels = whole<int>(j, "channels", 1);
+  p.shape.height = whole<int>(j, "height", 1);
+  p.shape.width = whole<int>(j, "width", 1);
   p.normalization.mean = j.at("mean").get<std::vector<float>>();
   p.normalization.stddev = j.at("stddev").get<std::vector<float>>();
   return p;
@@ -39,7 +60,7 @@ json epoch_json(const EpochRecord& e) {
 
 EpochRecord epoch_of(const json& j) {
   EpochRecord e;
-  e.epoch = j.at("epoch").get<int>();
+  e.epoch = whole<int>(j, "epoch", 1);
   e.train_loss = j.at("train_loss").get<double>();
   e.train_accuracy = j.at("train_accuracy").get<double>();
   e.test_loss = optional_of(j.at("test_loss"));
@@ -63,16 +84,16 @@ json training_json(const TrainingCheckpoint& t) {
 TrainingCheckpoint training_of(const json& j) {
   TrainingCheckpoint t;
   const json& trainer = j.at("trainer");
-  t.trainer.steps = trainer.at("steps").get<long>();
-  t.trainer.micro_batch = trainer.at("micro_batch").get<int>();
-  t.trainer.good_steps = trainer.at("good_steps").get<long>();
+  t.trainer.steps = whole<long>(trainer, "steps");
+  t.trainer.micro_batch = whole<int>(trainer, "micro_batch", 1);
+  t.trainer.good_steps = whole<long>(trainer, "good_steps");
   const json& progress = j.at("progress");
   RunProgress& p = t.progress;
-  p.epoch = progress.at("epoch").get<int>();
-  p.batches_done = progress.at("batches_done").get<std::size_t>();
+  p.epoch = whole<int>(progress, "epoch", 1);
+  p.batches_done = whole<std::size_t>(progress, "batches_done");
   p.loss_sum = progress.at("loss_sum").get<double>();
   p.correct = progress.at("correct").get<double>();
-  p.seen = progress.at("seen").get<std::size_t>();
+  p.seen = whole<std::size_t>(progress, "seen");
   p.seconds = progress.at("seconds").get<double>();
   for (const json& e : progress.at("epochs")) p.epochs.push_back(epoch_of(e));
   t.settings = j.at("settings").get<std::string>();
@@ -107,8 +128,13 @@ CheckpointMeta read_meta(const std::string& text, const std::string& source) {
     CheckpointMeta meta;
     const json& model = j.at("model");
     meta.model.network = model.at("network").get<std::string>();
-    const auto input = model.at("input").get<std::vector<int>>();
-    if (input.size() != 3) throw CheckpointError(source + ": corrupt (the input shape is not C x H x W)");
+    const json& input_json = model.at("input");
+    if (!input_json.is_array() || input_json.size() != 3)
+      throw CheckpointError(source + ": corrupt (the input shape is not C x H x W)");
+    const json dims = {
+        {"input channels", input_json[0]}, {"input height", input_json[1]}, {"input width", input_json[2]}};
+    const std::vector<int> input = {whole<int>(dims, "input channels", 1), whole<int>(dims, "input height", 1),
+                                    whole<int>(dims, "input width", 1)};
     meta.model.input = Shape{input[0], input[1], input[2]};
     meta.model.class_names = model.at("class_names").get<std::vector<std::string>>();
     meta.model.preprocessing = preprocessing_of(model.at("preprocessing"));
@@ -117,15 +143,17 @@ CheckpointMeta read_meta(const std::string& text, const std::string& source) {
     if (!(image == data::SampleShape{input[0], input[1], input[2]}))
       throw CheckpointError(source + ": corrupt (images are brought to " + data::to_string(image) +
                             ", the network takes " + meta.model.input.str() + ")");
-    meta.fingerprint = model.at("fingerprint").get<std::uint32_t>();
+    meta.fingerprint = whole<std::uint32_t>(model, "fingerprint");
     const json& blocks = j.at("blocks");
-    meta.parameter_floats = blocks.at("parameters").get<std::uint64_t>();
-    meta.optimizer_floats = blocks.at("optimizer_state").get<std::uint64_t>();
-    meta.history_steps = blocks.at("step_history").get<std::uint64_t>();
+    meta.parameter_floats = whole<std::uint64_t>(blocks, "parameters");
+    meta.optimizer_floats = whole<std::uint64_t>(blocks, "optimizer_state");
+    meta.history_steps = whole<std::uint64_t>(blocks, "step_history");
     if (j.contains("training")) meta.training = training_of(j.at("training"));
     return meta;
   } catch (const json::exception& e) {
     throw CheckpointError(source + ": corrupt (its description cannot be read: " + e.what() + ")");
+  } catch (const BadField& e) {
+    throw CheckpointError(source + ": corrupt (" + e.what() + ")");
   }
 }
 

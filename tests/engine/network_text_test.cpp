@@ -172,7 +172,7 @@ TEST_CASE("a network's text form builds the same network", "[network]") {
     CHECK(network_text(again) == text);
   }
   const std::string custom = "conv 8 3 stride=2 pad=1 bias=0 as=stem\nbatchnorm momentum=0.25 eps=0.001\n"
-                             "relu\nconv 8 1 in=stem\nadd stem\navgpool 3 stride=1 pad=1\ndropout 0.3\n"
+                             "relu as=act\nconv 8 1 in=stem\nadd act\navgpool 3 stride=1 pad=1\ndropout 0.3\n"
                              "globalavgpool\nflatten\ndense 10 bias=0\n";
   const Network net = parse_network(custom, image, 10);
   const std::string text = network_text(net);
