@@ -21,9 +21,11 @@ const char* const kIdxLookedFor =
     "train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-images-idx3-ubyte[.gz] and "
     "t10k-labels-idx1-ubyte[.gz] (or test-...)";
 
-bool is_file(const fs::path& path) {
+// Anything by that name, a FIFO, a folder or a broken link too: the reader says what is wrong with it,
+// rather than the folder calling it missing.
+bool is_there(const fs::path& path) {
   std::error_code ec;
-  return fs::is_regular_file(path, ec);
+  return fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;
 }
 
 // The first of prefix-<stem>, for each prefix, raw before gzip, that exists.
@@ -31,7 +33,7 @@ std::optional<fs::path> find_idx(const fs::path& folder, std::vector<std::string
   for (const std::string& prefix : prefixes) {
     for (const char* suffix : {"", ".gz"}) {
       fs::path candidate = folder / (prefix + "-" + stem + suffix);
-      if (is_file(candidate)) return candidate;
+      if (is_there(candidate)) return candidate;
     }
   }
   return std::nullopt;
