@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "cnnengine/cnnengine.hpp"
+#include "memory_budget.hpp"
 #include "metrics_file.hpp"
 #include "output_paths.hpp"
 #include "train_command.hpp"
@@ -31,10 +32,10 @@ DeviceChoice device_for(const Options& o) {
   return select_device(request);
 }
 
-ModelOptions model_options(const Options& o) {
+ModelOptions model_options(const Options& o, const Backend& backend) {
   ModelOptions m;
   m.max_batch = o.batch;
-  m.memory_budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
+  m.memory_budget = memory_budget_of(o, backend, 1, false);
   return m;
 }
 
@@ -110,7 +111,7 @@ int evaluate_command(const Options& o) {
   options.batch = o.batch;
   options.shuffle = false;
   options.normalization = pre.normalization;
-  ModelOptions model_settings = model_options(o);
+  ModelOptions model_settings = model_options(o, *device.backend);
   model_settings.loader_staging = data::Loader::staging_bytes_for(test, options);
   Model model(o.load, info, *device.backend, model_settings);
   if (test.num_classes() != model.classes() ||
@@ -132,7 +133,7 @@ int evaluate_command(const Options& o) {
 
 int predict_command(const Options& o) {
   DeviceChoice device = device_for(o);
-  Model model(o.load, *device.backend, model_options(o));
+  Model model(o.load, *device.backend, model_options(o, *device.backend));
   MetricsFile metrics(o.metrics_out);
   const int top = std::min(o.top, model.classes());
   std::printf("%s: the %d most likely of the model's %d classes, with their probabilities\n", o.load.c_str(), top,
@@ -144,7 +145,9 @@ int predict_command(const Options& o) {
       p = model.classify(file);
     } catch (const DataError& e) {
       std::cerr << "error: " << e.what() << "\n";
-      metrics.write({{"type", "prediction"}, {"file", file.string()}, {"error", e.what()}});
+      metrics.write({{"type", "prediction"},
+                     {"file", escape_non_utf8(file.string())},
+                     {"error", escape_non_utf8(e.what())}});
       ++failed;
       continue;
     }
@@ -159,7 +162,7 @@ int predict_command(const Options& o) {
       classes.push_back({{"class", model.class_name(c)}, {"index", c}, {"probability", p[static_cast<std::size_t>(c)]}});
     }
     std::printf("\n");
-    metrics.write({{"type", "prediction"}, {"file", file.string()}, {"top", classes}});
+    metrics.write({{"type", "prediction"}, {"file", escape_non_utf8(file.string())}, {"top", classes}});
   }
   return failed ? 1 : 0;
 }
@@ -177,7 +180,7 @@ int export_command(const Options& o) {
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;
   DeviceChoice device = select_device(cpu);
-  Model model(o.load, *device.backend, model_options(o));
+  Model model(o.load, *device.backend, model_options(o, *device.backend));
   export_onnx(o.export_onnx, model.network(), model.parameters(), model.description());
   std::cout << "exported " << o.load << " to " << o.export_onnx << describe_onnx_export(model.network()) << "\n";
   return 0;

@@ -67,9 +67,15 @@ int main(int argc, char** argv) {
     cnn::app::check_combinations(o);
     cnn::app::record_given(app, o);
   } catch (const CLI::ParseError& e) {
-    if (!ranks->writes()) return e.get_exit_code() == 0 ? 0 : 2;  // every rank parses alike: rank 0 says it
-    const int code = app.exit(e);  // prints help or the error
-    return code == 0 ? 0 : 2;
+    // Rank 0 prints help or the error; another rank, its error too (mpirun's MPMD form gives each
+    // rank its own command line), named.
+    if (ranks->writes()) return app.exit(e) == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return 0;
+    std::cerr << ranks->prefix() << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const cnn::Error& e) {  // a check an option's validator leaves to the library
+    std::cerr << ranks->prefix() << "error: " << e.what() << "\n";
+    return 2;
   }
   try {
     ranks->start(&argc, &argv);

@@ -1,6 +1,9 @@
 #include "run_settings.hpp"
 
+#include <algorithm>
+
 #include "cnnengine/base/error.hpp"
+#include "cnnengine/base/utf8.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {
@@ -12,13 +15,13 @@ using nlohmann::json;
 struct Setting {
   const char* name;
   json (*read)(const Options&);
-  void (*write)(Options&, const json&);
+  void (*copy)(const Options& from, Options& to);
 };
 
-#define CNN_SETTING(name, member)                                               \
-  Setting {                                                                      \
-    name, [](const Options& o) { return json(o.member); },                      \
-        [](Options& o, const json& j) { j.get_to(o.member); }                    \
+#define CNN_SETTING(name, member)                                                  \
+  Setting {                                                                         \
+    name, [](const Options& o) { return json(o.member); },                         \
+        [](const Options& from, Options& to) { to.member = from.member; }           \
   }
 
 const Setting kSettings[] = {
@@ -28,7 +31,7 @@ const Setting kSettings[] = {
     CNN_SETTING("--lr", lr),               CNN_SETTING("--optimizer", optimizer),
     Setting{"--weight-decay",  // not given: the optimizer's default, null
             [](const Options& o) { return o.weight_decay ? json(*o.weight_decay) : json(); },
-            [](Options& o, const json& j) { o.weight_decay = j.is_null() ? std::nullopt : std::optional(j.get<float>()); }},
+            [](const Options& from, Options& to) { to.weight_decay = from.weight_decay; }},
     CNN_SETTING("--momentum", momentum),
     CNN_SETTING("--nesterov", nesterov),   CNN_SETTING("--schedule", schedule),
     CNN_SETTING("--warmup-epochs", warmup_epochs), CNN_SETTING("--seed", seed),
@@ -45,6 +48,54 @@ const Setting kSettings[] = {
 
 #undef CNN_SETTING
 
+// Settings a resumed run may take from the command line instead of its own: more epochs; another
+// budget (a run may move to a machine with less memory; the micro-batch follows it); the data
+// under another path (the caller checks that it is the same data).
+bool may_differ(const std::string& name, const Options& given, const Options& run) {
+  if (name == "--epochs") return given.epochs >= run.epochs;
+  return name == "--memory-budget" || name == "--data";
+}
+
+// A saved value as the command line would give it, "--name=value"; nothing for the default (a
+// value the command line could not give either, such as --limit 0 for "all").
+std::optional<std::string> as_argument(const Setting& s, const json& value) {
+  if (value == s.read(Options{})) return std::nullopt;
+  std::string word;
+  if (value.is_string()) {
+    word = value.get<std::string>();
+  } else if (value.is_boolean()) {
+    word = value.get<bool>() ? "true" : "false";
+  } else if (value.is_number()) {
+    word = value.dump();
+  } else if (value.is_array() && std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_number(); })) {
+    for (const json& v : value) word += (word.empty() ? "" : ",") + v.dump();
+  } else {
+    throw CheckpointError(std::string("its setting ") + s.name + " is " + value.dump() +
+                          ", which no command line can give");
+  }
+  return std::string(s.name) + "=" + word;
+}
+
+// The saved settings read as a command line: every option's own check applies to them, and to
+// their combination, as when the run was started.
+Options parse_saved(const json& saved) {
+  std::vector<std::string> arguments;
+  for (const Setting& s : kSettings)
+    if (saved.contains(s.name))
+      if (auto argument = as_argument(s, saved.at(s.name))) arguments.push_back(*argument);
+  Options run;
+  CLI::App app;
+  add_options(app, run);
+  std::reverse(arguments.begin(), arguments.end());  // CLI11 takes a vector last word first
+  try {
+    app.parse(arguments);
+    check_combinations(run);
+  } catch (const CLI::ParseError& e) {
+    throw CheckpointError(std::string("its settings hold what the command line refuses: ") + e.what());
+  }
+  return run;
+}
+
 }  // namespace
 
 json run_settings(const Options& o) {
@@ -54,22 +105,29 @@ json run_settings(const Options& o) {
 }
 
 void apply_saved_settings(const json& saved, Options& o) {
-  try {
-    for (const Setting& s : kSettings) {
-      // A setting the run did not record (saved by an earlier version) keeps its default.
-      if (!saved.contains(s.name)) continue;
-      const json& value = saved.at(s.name);
-      const std::string name = s.name;
-      if (o.given.count(name) && s.read(o) != value) {
-        if (name == "--epochs" && o.epochs >= value.get<int>()) continue;  // more epochs: the run goes on
-        throw UsageError(name + " " + s.read(o).dump() + " differs from the run being resumed (" + value.dump() +
-                         "): a resumed run continues with its own settings" +
-                         (name == "--epochs" ? " (--epochs may only grow)" : ""));
-      }
-      s.write(o, value);
+  if (!saved.is_object()) throw CheckpointError("its settings are " + saved.dump(-1).substr(0, 80) + ", not options");
+  const Options run = parse_saved(saved);
+  for (const Setting& s : kSettings) {
+    // A setting the run did not record (saved by an earlier version) keeps its default.
+    if (!saved.contains(s.name)) continue;
+    const std::string name = s.name;
+    if (o.given.count(name) && s.read(o) != s.read(run)) {
+      if (may_differ(name, o, run)) continue;
+      throw UsageError(name + " " + s.read(o).dump() + " differs from the run being resumed (" + s.read(run).dump() +
+                       "): a resumed run continues with its own settings" +
+                       (name == "--epochs" ? " (--epochs may only grow)" : ""));
     }
-  } catch (const json::exception& e) {
-    throw CheckpointError(std::string("the checkpoint's settings cannot be read: ") + e.what());
+    s.copy(run, o);
+  }
+}
+
+void require_recordable(const Options& o) {
+  for (const Setting& s : kSettings) {
+    const json value = s.read(o);
+    if (!value.is_string() || is_utf8(value.get<std::string>())) continue;
+    throw UsageError(std::string(s.name) + " " + escape_non_utf8(value.get<std::string>()) +
+                     ": not UTF-8 text, which a checkpoint cannot record: rename it, or give a link to it whose "
+                     "name is UTF-8");
   }
 }
 

@@ -9,8 +9,13 @@
 namespace cnn::app {
 
 nlohmann::json run_settings(const Options& o);
-// For --resume: `o` takes the saved settings. An option the command line gave (o.given) with
-// another value than the run's is a UsageError naming both; --epochs may only grow.
+// For --resume: `o` takes the saved settings, which pass every check the command line's do (a
+// CheckpointError names the first that fails). An option the command line gave (o.given) with
+// another value than the run's is a UsageError naming both, except: --epochs may grow,
+// --memory-budget may change, and --data may name the same data elsewhere (the caller checks it).
 void apply_saved_settings(const nlohmann::json& saved, Options& o);
+// Before any work: a UsageError naming the first setting a checkpoint could not record (JSON
+// holds UTF-8 text; a path on Linux is any bytes), so that no run trains and then fails to save.
+void require_recordable(const Options& o);
 
 }  // namespace cnn::app

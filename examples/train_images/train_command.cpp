@@ -1,17 +1,23 @@
 #include "train_command.hpp"
 
+#include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "cnnengine/cnnengine.hpp"
+#include "data_identity.hpp"
 #include "inference_commands.hpp"
 #include "limited_dataset.hpp"
+#include "memory_budget.hpp"
 #include "output_paths.hpp"
 #include "plan_report.hpp"
 #include "plot.hpp"
 #include "run_settings.hpp"
+#include "stop_signal.hpp"
 #include "training_loop.hpp"
 #include "usage_error.hpp"
 
@@ -25,11 +31,13 @@ struct Resumed {
   CheckpointInfo info;
   json settings;            // run_settings() of the run
   std::uint64_t metrics_bytes = 0;
+  json data;                // data_identity() of the run's data; null from an earlier version
+  std::string data_folder;  // where it was
 };
 
 std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
   if (o.resume.empty()) return std::nullopt;
-  Resumed r{read_checkpoint(o.resume), {}, 0};
+  Resumed r{read_checkpoint(o.resume), {}, 0, {}, {}};
   if (!r.info.training)
     throw UsageError("--resume " + o.resume + ": a file of weights only, with no run to continue; start a new run from "
                      "it with --load");
@@ -37,6 +45,13 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
     const json saved = json::parse(r.info.training->settings);
     r.settings = saved.at("options");
     r.metrics_bytes = saved.at("metrics_bytes").get<std::uint64_t>();
+    r.data = saved.value("data", json());
+    r.data_folder = r.settings.value("--data", std::string());
+    const std::string run_budget = r.settings.value("--memory-budget", std::string());
+    if (o.given.count("--memory-budget") && o.budget != run_budget)
+      std::cout << "note: --memory-budget " << o.budget << " instead of the run's own ("
+                << (run_budget.empty() ? "none" : run_budget) << "): the micro-batch follows the budget, and the "
+                << "losses may differ from an uninterrupted run in their last digits\n";
     const int trained_over = saved.value("ranks", 1);
     if (trained_over != ranks.count())
       throw UsageError("--resume " + o.resume + ": the run trained over " + std::to_string(trained_over) +
@@ -45,9 +60,34 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
   } catch (const json::exception& e) {
     throw CheckpointError(o.resume + ": the run's settings cannot be read: " + e.what());
   }
-  apply_saved_settings(r.settings, o);
+  try {
+    apply_saved_settings(r.settings, o);
+  } catch (const CheckpointError& e) {
+    throw CheckpointError("--resume " + o.resume + ": " + e.what());
+  }
+  // A checkpoint of an earlier version does not say what its data was: only its path identifies it.
+  if (r.data.is_null() && o.given.count("--data") && o.data != r.data_folder)
+    throw UsageError("--data " + o.data + " differs from the run being resumed (" + r.data_folder +
+                     "): its checkpoint does not identify its data, so the data must be where it was");
   if (o.save.empty()) o.save = o.resume;  // a resumed run keeps saving where it came from
   return r;
+}
+
+// The data set; the run's own, when resumed without --data, with where it was looked for.
+data::DatasetSplits open_data(const Options& o, const std::optional<Resumed>& resumed, data::SampleShape target,
+                              const Ranks& ranks) {
+  try {
+    return data::open_dataset(o.data, target, o.seed, image_options(o, ranks.prefix()));
+  } catch (const DataError& e) {
+    if (!resumed || o.given.count("--data")) throw;
+    throw DataError(std::string(e.what()) + " (the data set of the run being resumed: give --data where it is now)");
+  }
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
 }
 
 DeviceChoice choose_device(const Options& o, Ranks& ranks) {
@@ -128,7 +168,8 @@ void check_data_options(const Options& o, const data::DatasetSplits& splits) {
 std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& splits) {
   std::vector<PathUse> inputs;
   for (const std::filesystem::path& file : splits.files) inputs.push_back({"a data file", file});
-  if (std::filesystem::exists(o.model)) inputs.push_back({"--model", o.model});
+  std::error_code ec;
+  if (std::filesystem::exists(o.model, ec)) inputs.push_back({"--model", o.model});
   if (!o.load.empty()) inputs.push_back({"--load", o.load});
   if (!o.resume.empty()) inputs.push_back({"--resume", o.resume});
   return inputs;
@@ -173,12 +214,13 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
-TrainerOptions trainer_options(const Options& o, std::size_t batches_per_epoch, std::size_t staging) {
+TrainerOptions trainer_options(const Options& o, std::size_t budget, std::size_t batches_per_epoch,
+                               std::size_t staging) {
   TrainerOptions t;
   t.batch = o.batch;
   t.micro_batch = o.micro_batch;
   t.accumulate = o.accumulate;
-  t.memory.budget = o.budget.empty() ? 0 : memory::parse_bytes(o.budget);
+  t.memory.budget = budget;
   t.memory.strategy = memory::parse_strategy(o.allocator);
   t.memory.trace = o.trace;
   t.recompute = parse_recompute_policy(o.recompute);
@@ -199,6 +241,15 @@ TrainerOptions trainer_options(const Options& o, std::size_t batches_per_epoch, 
   return t;
 }
 
+// Test hook: CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN=S waits S seconds before planning, a slow phase
+// outside the training loop (tests/train_images/check_signal_outside_loop.sh stops it).
+void pause_before_planning() {
+  if (const char* seconds = std::getenv("CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN")) {
+    std::cout << std::flush;  // what it printed so far, for the test to see where it is
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(seconds)));
+  }
+}
+
 }  // namespace
 
 data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
@@ -213,6 +264,9 @@ data::ImageFolderOptions image_options(const Options& o, const std::string& warn
 
 int train(Options o, Ranks& ranks) {
   std::optional<Resumed> resumed = read_resumed(o, ranks);
+  // Recorded as an absolute path: a resumed run finds its data from any working folder.
+  o.data = std::filesystem::absolute(o.data).lexically_normal().string();
+  if (!o.save.empty()) require_recordable(o);
   if (o.warmup_epochs > o.epochs)
     throw UsageError("--warmup-epochs " + std::to_string(o.warmup_epochs) + " is more than the run's " +
                      std::to_string(o.epochs) + " epochs");
@@ -240,7 +294,9 @@ int train(Options o, Ranks& ranks) {
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
   target.channels = o.channels;  // 0: as the first image is
-  data::DatasetSplits splits = data::open_dataset(o.data, target, o.seed, image_options(o, ranks.prefix()));
+  data::DatasetSplits splits = open_data(o, resumed, target, ranks);
+  const json data = data_identity(o.data, splits);
+  if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
   if ((o.keep_best || o.early_stop > 0) && splits.test->size() == 0)
@@ -271,6 +327,10 @@ int train(Options o, Ranks& ranks) {
     model.preprocessing.normalization = normalization_of(o, resumed, *train_set);
   }
   data::check_normalization(model.preprocessing.normalization, train_set->shape().channels);
+  // A class's label is its place in the list: the same names in another order would relabel them.
+  if (resumed && !model.class_names.empty() && model.class_names != train_set->class_names())
+    throw UsageError("--resume " + o.resume + ": the run's classes are " + joined(model.class_names) + "; " + o.data +
+                     " has " + joined(train_set->class_names()));
   ranks.check_same_job(job_description(o, model, *train_set, *splits.test, backend));
 
   data::LoaderOptions train_options;
@@ -294,7 +354,9 @@ int train(Options o, Ranks& ranks) {
   // The loaders stage from the trainer's memory stack, under its budget: the plan leaves them room.
   const std::size_t staging = data::Loader::staging_bytes_for(*train_set, train_options) +
                               data::Loader::staging_bytes_for(*splits.test, test_options);
-  TrainerOptions t = trainer_options(o, data::Loader::batches_per_epoch_for(*train_set, train_options), staging);
+  const std::size_t budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
+  TrainerOptions t =
+      trainer_options(o, budget, data::Loader::batches_per_epoch_for(*train_set, train_options), staging);
   t.communicator = communicator;
   t.sync_batchnorm = o.sync_batchnorm;
   if (!ranks.writes()) t.memory.trace.clear();  // rank 0 writes the trace
@@ -303,6 +365,7 @@ int train(Options o, Ranks& ranks) {
     t.capture_graphs = why_not.empty();
     std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
   }
+  pause_before_planning();
   if (o.plan_only) return print_plan(network, backend, t);
 
   // The trainer builds the memory stack from t.memory: one budget over its memory, the libraries'
@@ -345,9 +408,13 @@ int train(Options o, Ranks& ranks) {
   MetricsFile metrics(ranks.writes() ? o.metrics_out : std::string(), resumed ? resumed->metrics_bytes : 0);
   if (resumed && !metrics.kept()) write_history(metrics, progress, train_loader.batches_per_epoch());
   LoopSetup setup{o,       network,          backend, trainer, train_loader,
-                  test_loader, has_test, model, run_settings(o), metrics,
+                  test_loader, has_test, model, json{{"options", run_settings(o)}, {"data", data}}, metrics,
                   staging, splits.train->host_bytes() + splits.test->host_bytes(), communicator, ranks.writes()};
-  const int code = run_epochs(setup, std::move(progress));
+  int code = 0;
+  {
+    const StepBoundaryStop stop_saves_first;
+    code = run_epochs(setup, std::move(progress));
+  }
   if (code == 0 && !o.export_onnx.empty() && ranks.writes()) {
     export_onnx(o.export_onnx, network, trainer.parameters(), model);
     std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network) << "\n";

@@ -217,8 +217,10 @@ class Loop {
     TrainingCheckpoint training;
     training.trainer = s_.trainer.state();
     training.progress = progress_;
-    training.settings =
-        json{{"options", s_.settings}, {"metrics_bytes", s_.metrics.bytes()}, {"ranks", s_.trainer.ranks()}}.dump();
+    json settings = s_.settings;
+    settings["metrics_bytes"] = s_.metrics.bytes();
+    settings["ranks"] = s_.trainer.ranks();
+    training.settings = settings.dump();
     save_checkpoint(path, s_.network, s_.trainer.parameters(), s_.model, &training);
   }
 

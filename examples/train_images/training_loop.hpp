@@ -19,7 +19,8 @@ struct LoopSetup {
   data::Loader& test_loader;
   bool has_test = false;
   const ModelDescription& model;
-  nlohmann::json settings;  // run_settings(options): kept in every checkpoint
+  // What every checkpoint keeps of the run: {"options": run_settings(options), "data": its identity}.
+  nlohmann::json settings;
   MetricsFile& metrics;
   std::size_t staging = 0;          // bytes the loaders hold
   std::size_t data_host_bytes = 0;  // what the data sets hold in host memory (outside the budget)

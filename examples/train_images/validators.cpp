@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/bytes.hpp"
 
 namespace cnn::app {
@@ -81,7 +82,7 @@ CLI::Validator positive_size() {
         try {
           if (memory::parse_bytes(text) > 0) return std::string();
           return "'" + text + "' is 0 bytes: give a positive size such as 512MiB (leave the option out for no budget)";
-        } catch (const std::invalid_argument& e) {
+        } catch (const ConfigError& e) {
           return std::string(e.what());
         }
       },

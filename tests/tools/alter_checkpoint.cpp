@@ -2,7 +2,9 @@
 // holds VALUE at the JSON pointer POINTER (e.g. /model/network, /model/preprocessing/height;
 // VALUE is read as JSON where it is, else taken as a string), everything else kept, its CRC-32
 // made right again: what an attacker can write with a few bytes (Note [Checkpoint layout] in
-// models/checkpoint.cpp).
+// models/checkpoint.cpp). Where the pointer goes on through a string, the string is read as JSON
+// and written back: /training/settings/options/--batch is train_images' saved --batch. VALUE
+// @FILE is FILE's text, as a string (a value longer than a command line's argument may be).
 #include <zlib.h>
 
 #include <cstdint>
@@ -13,6 +15,28 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+namespace {
+
+// node[pointer] = value, reading a string on the way as the JSON it holds.
+void set_at(nlohmann::json& node, const std::string& pointer, const nlohmann::json& value) {
+  if (pointer.empty()) {
+    node = value;
+    return;
+  }
+  const std::size_t next = pointer.find('/', 1);
+  const std::string key = pointer.substr(1, next == std::string::npos ? std::string::npos : next - 1);
+  const std::string rest = next == std::string::npos ? "" : pointer.substr(next);
+  if (node.is_string()) {
+    nlohmann::json inner = nlohmann::json::parse(node.get<std::string>());
+    set_at(inner, pointer, value);
+    node = inner.dump();
+    return;
+  }
+  set_at(node.is_array() ? node.at(std::stoul(key)) : node[key], rest, value);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 5) {
@@ -28,8 +52,14 @@ int main(int argc, char** argv) {
   if (meta_bytes > file.size() - kHeader - kCrc) return std::fprintf(stderr, "%s: not a checkpoint\n", argv[1]), 1;
 
   nlohmann::json meta = nlohmann::json::parse(file.begin() + kHeader, file.begin() + static_cast<long>(kHeader + meta_bytes));
-  const nlohmann::json value = nlohmann::json::accept(argv[4]) ? nlohmann::json::parse(argv[4]) : nlohmann::json(argv[4]);
-  meta[nlohmann::json::json_pointer(argv[3])] = value;
+  nlohmann::json value;
+  if (argv[4][0] == '@') {
+    std::ifstream value_file(argv[4] + 1, std::ios::binary);
+    value = std::string((std::istreambuf_iterator<char>(value_file)), std::istreambuf_iterator<char>());
+  } else {
+    value = nlohmann::json::accept(argv[4]) ? nlohmann::json::parse(argv[4]) : nlohmann::json(argv[4]);
+  }
+  set_at(meta, argv[3], value);
   const std::string text = meta.dump();
 
   std::vector<char> out(file.begin(), file.begin() + kHeader);
