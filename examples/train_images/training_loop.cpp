@@ -70,7 +70,7 @@ class Loop {
     const auto run_start = Clock::now();
     for (; progress_.epoch <= o_.epochs && !stopped_early(); ++progress_.epoch) {
       if (const int signal = train_epoch()) return stop(signal);
-      finish_epoch();
+      if (const int signal = finish_epoch()) return stop(signal);
     }
     summary(std::chrono::duration<double>(Clock::now() - run_start).count());
     return 0;
@@ -136,15 +136,20 @@ class Loop {
     if (const std::optional<StepReport> r = s_.trainer.drain()) record(*r);
   }
 
-  void finish_epoch() {
+  // The epoch's evaluation, record and saves; a signal's number when a stop was asked during the
+  // evaluation (on one process: over several, the ranks agree only at step boundaries), which is
+  // left unfinished: the run is saved at the epoch's last step, and a resumed run evaluates it.
+  int finish_epoch() {
     EvalResult test;
     if (s_.has_test) {
       s_.test_loader.start_epoch(1);
       test = s_.trainer.evaluate([&]() -> std::optional<HostBatch> {
+        if (!s_.communicator && stop_requested()) return std::nullopt;
         auto b = s_.test_loader.next();
         if (!b) return std::nullopt;
         return to_host_batch(*b);
       });
+      if (!s_.communicator && stop_requested()) return stop_requested();
     }
     const double seen = static_cast<double>(progress_.seen);
     EpochRecord e;
@@ -175,6 +180,7 @@ class Loop {
     if (o_.keep_best && best_epoch() == e.epoch && s_.writes) save_to(best_path(o_.save));
     --progress_.epoch;
     if (!o_.plot.empty() && s_.writes) write_plot(o_.plot, progress_, s_.train_loader.batches_per_epoch());
+    return 0;
   }
 
   // The epoch of the best test accuracy so far (the first of equals); 0 without a test set.

@@ -157,6 +157,9 @@ add_test(NAME train_images_non_utf8_names
 add_test(NAME train_images_signal_outside_the_loop_stops_at_once
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_images/check_signal_outside_loop.sh $<TARGET_FILE:train_images>
     ${FMNIST} ${scratch}/signal_outside_loop)
+add_test(NAME train_images_signal_during_evaluation_stops_at_once
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_images/check_signal_during_evaluation.sh $<TARGET_FILE:train_images>
+    ${FMNIST} ${scratch}/signal_during_evaluation)
 
 # Over several ranks, an error on a rank other than 0 (mpirun's MPMD form: its own command line) is
 # printed, naming the rank.
