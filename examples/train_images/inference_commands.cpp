@@ -92,6 +92,15 @@ std::vector<fs::path> image_files(const std::vector<std::string>& paths) {
   return files;
 }
 
+// --metrics-out, where given, checked against what the command reads (check_run_files).
+void check_metrics_out(const Options& o, std::vector<PathUse> inputs) {
+  RunFiles files;
+  if (!o.metrics_out.empty()) files.outputs.push_back({"--metrics-out", o.metrics_out, OutputKind::metrics});
+  files.inputs = std::move(inputs);
+  files.overwrite = o.overwrite;
+  check_run_files(files);
+}
+
 }  // namespace
 
 int evaluate_command(const Options& o) {
@@ -102,6 +111,10 @@ int evaluate_command(const Options& o) {
   require_network(info, o.load);
   const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
+  std::vector<PathUse> inputs{{"--load", o.load}};
+  for (const fs::path& file : splits.files) inputs.push_back({"a data file", file});
+  if (splits.kind == "image-folder") inputs.push_back({"the image folder --data", o.data});
+  check_metrics_out(o, inputs);
   const data::Dataset& test = *splits.test;
   if (!(test.shape() == pre.shape))
     throw UsageError("--evaluate: " + o.data + " holds " + data::to_string(test.shape()) + " samples, the model takes " +
@@ -131,6 +144,9 @@ int evaluate_command(const Options& o) {
 }
 
 int predict_command(const Options& o) {
+  std::vector<PathUse> inputs{{"--load", o.load}};
+  for (const std::string& path : o.predict) inputs.push_back({"--predict", path});
+  check_metrics_out(o, inputs);
   DeviceChoice device = device_for(o);
   Model model(o.load, *device.backend, model_options(o));
   MetricsFile metrics(o.metrics_out);
@@ -172,7 +188,7 @@ void require_onnx_export() {
 
 int export_command(const Options& o) {
   require_onnx_export();
-  check_outputs({{"--export-onnx", o.export_onnx}}, {{"--load", o.load}});
+  check_run_files({{{"--export-onnx", o.export_onnx, OutputKind::onnx}}, {{"--load", o.load}}, o.overwrite, {}});
   DeviceRequest cpu;  // an export computes nothing: the CPU reads the file as well as any device
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;

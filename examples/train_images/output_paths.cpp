@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include "cnnengine/base/atomic_file.hpp"
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/base/regular_file.hpp"
 #include "usage_error.hpp"
 
@@ -16,35 +18,90 @@ namespace fs = std::filesystem;
 bool same_file(const fs::path& a, const fs::path& b) {
   std::error_code ec;
   if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec) return true;
-  const fs::path ca = fs::weakly_canonical(a, ec), cb = fs::weakly_canonical(b, ec);
-  return ca == cb;
+  return resolve_links(a) == resolve_links(b);
 }
 
-std::string described(const PathUse& p) { return p.use + " (" + p.path.string() + ")"; }
+// Whether `path` (links followed) lies anywhere below the folder `folder`.
+bool inside_folder(const fs::path& path, const fs::path& folder) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return false;
+  const fs::path file = resolve_links(path), root = resolve_links(folder);
+  const auto [end_of_root, in_file] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+  return end_of_root == root.end() && in_file != file.end();
+}
+
+// Streams may share a device: both to /dev/null, or both to a terminal.
+bool is_device(const fs::path& path) {
+  std::error_code ec;
+  return fs::status(path, ec).type() == fs::file_type::character;
+}
+
+std::string named(const OutputUse& out) { return out.use + " " + out.path.string(); }
+
+// What the path holds that this output cannot be written to; empty where it can.
+std::string type_problem(const OutputUse& out) {
+  std::error_code ec;
+  const fs::file_type type = fs::status(out.path, ec).type();  // links followed
+  if (type == fs::file_type::not_found || type == fs::file_type::regular) return {};
+  // A stream to a character device is what /dev/null, /dev/stdout on a terminal and /dev/full
+  // are for; a rename over one would put a regular file in its place (as root, over /dev/null).
+  if (type == fs::file_type::character)
+    return replaced_by_rename(out.kind) ? "is a device: it would be replaced by a file; write to a file" : "";
+  if (type == fs::file_type::fifo)
+    return "is a FIFO (named pipe): the run would wait for a reader, forever if none comes; write to a file";
+  return regular_file_problem(out.path);
+}
+
+// The folder the output is written in exists and takes a new file: the temporary a rename
+// needs is created there (and removed), so a read-only or missing folder fails now, not after
+// training.
+void check_writable(const OutputUse& out) {
+  if (is_device(out.path)) return;  // a stream to a device
+  std::error_code ec;
+  const fs::path target = resolve_links(out.path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec))
+    throw UsageError(named(out) + ": the folder " + folder.string() + " does not exist");
+  try {
+    AtomicFile probe(target);
+  } catch (const Error& e) {
+    throw UsageError(named(out) + ": " + e.what());
+  }
+}
+
+bool may_replace(const RunFiles& files, const OutputUse& out, const PathUse& in) {
+  return std::find(files.may_replace.begin(), files.may_replace.end(), std::pair(out.use, in.use)) !=
+         files.may_replace.end();
+}
 
 }  // namespace
 
-void check_outputs(const std::vector<PathUse>& outputs, const std::vector<PathUse>& inputs,
-                   const std::vector<std::pair<std::string, std::string>>& may_overwrite) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const PathUse& out = outputs[i];
-    // A character device takes a stream (/dev/null, /dev/stdout); a FIFO would block until a
-    // reader comes, a folder or a socket takes no file.
-    std::error_code ec;
-    const fs::file_type type = fs::status(out.path, ec).type();
-    if (!ec && type != fs::file_type::not_found && type != fs::file_type::character)
-      if (const std::string problem = regular_file_problem(out.path); !problem.empty())
-        throw UsageError(out.use + " " + out.path.string() + ": it " + problem);
+void check_run_files(const RunFiles& files) {
+  for (std::size_t i = 0; i < files.outputs.size(); ++i) {
+    const OutputUse& out = files.outputs[i];
+    if (out.path.empty() || !out.path.has_filename()) throw UsageError(named(out) + ": give a file name");
+    if (const std::string problem = type_problem(out); !problem.empty())
+      throw UsageError(named(out) + ": it " + problem);
     for (std::size_t j = 0; j < i; ++j)
-      if (same_file(out.path, outputs[j].path))
-        throw UsageError(out.use + " and " + outputs[j].use + " name the same file, " + out.path.string() +
+      if (!is_device(out.path) && same_file(out.path, files.outputs[j].path))
+        throw UsageError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
                          ": one would overwrite the other");
-    for (const PathUse& in : inputs) {
-      const bool allowed = std::find(may_overwrite.begin(), may_overwrite.end(), std::pair(out.use, in.use)) !=
-                           may_overwrite.end();
-      if (!allowed && same_file(out.path, in.path))
-        throw UsageError(described(out) + " would overwrite " + described(in) + ": write it elsewhere");
+    bool replaces_an_input = false;
+    for (const PathUse& in : files.inputs) {
+      const std::string input = in.use + " (" + in.path.string() + ")";
+      if (inside_folder(out.path, in.path))
+        throw UsageError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+      if (!same_file(out.path, in.path)) continue;
+      if (!may_replace(files, out, in))
+        throw UsageError(out.use + " (" + out.path.string() + ") would overwrite " + input + ": write it elsewhere");
+      replaces_an_input = true;
     }
+    std::error_code ec;
+    if (!files.overwrite && !replaces_an_input && fs::is_regular_file(out.path, ec) &&
+        !holds_output_of_kind(out.path, out.kind))
+      throw UsageError(named(out) + ": it exists and is not " + describe(out.kind) +
+                       " (give --overwrite to replace it)");
+    check_writable(out);
   }
 }
 
