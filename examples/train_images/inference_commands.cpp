@@ -138,8 +138,9 @@ int evaluate_command(const Options& o) {
     return to_host_batch(*b);
   });
   print_evaluation(model, e);
-  MetricsFile metrics(o.metrics_out);
+  MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   metrics.write(evaluation_line(model, e));
+  metrics.commit();
   return 0;
 }
 
@@ -149,7 +150,7 @@ int predict_command(const Options& o) {
   check_metrics_out(o, inputs);
   DeviceChoice device = device_for(o);
   Model model(o.load, *device.backend, model_options(o));
-  MetricsFile metrics(o.metrics_out);
+  MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   const int top = std::min(o.top, model.classes());
   std::printf("%s: the %d most likely of the model's %d classes, with their probabilities\n", o.load.c_str(), top,
               model.classes());
@@ -177,6 +178,7 @@ int predict_command(const Options& o) {
     std::printf("\n");
     metrics.write({{"type", "prediction"}, {"file", file.string()}, {"top", classes}});
   }
+  metrics.commit();
   return failed ? 1 : 0;
 }
 

@@ -1,5 +1,8 @@
 #include "output_paths.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <system_error>
 
@@ -30,10 +33,21 @@ bool inside_folder(const fs::path& path, const fs::path& folder) {
   return end_of_root == root.end() && in_file != file.end();
 }
 
-// Streams may share a device: both to /dev/null, or both to a terminal.
-bool is_device(const fs::path& path) {
+// A pipe a reader holds open: a write to it does not block (a FIFO with none would, forever if
+// none comes). /dev/stdout piped into another program is one.
+bool pipe_with_a_reader(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // fails (ENXIO) with no reader
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// What a stream (--metrics-out, --trace) may go to besides a file, and may share with another:
+// a character device (/dev/null, a terminal's /dev/stdout) or a pipe with a reader.
+bool stream_target(const fs::path& path) {
   std::error_code ec;
-  return fs::status(path, ec).type() == fs::file_type::character;
+  const fs::file_type type = fs::status(path, ec).type();  // links followed
+  return type == fs::file_type::character || (type == fs::file_type::fifo && pipe_with_a_reader(path));
 }
 
 std::string named(const OutputUse& out) { return out.use + " " + out.path.string(); }
@@ -43,12 +57,15 @@ std::string type_problem(const OutputUse& out) {
   std::error_code ec;
   const fs::file_type type = fs::status(out.path, ec).type();  // links followed
   if (type == fs::file_type::not_found || type == fs::file_type::regular) return {};
-  // A stream to a character device is what /dev/null, /dev/stdout on a terminal and /dev/full
-  // are for; a rename over one would put a regular file in its place (as root, over /dev/null).
-  if (type == fs::file_type::character)
-    return replaced_by_rename(out.kind) ? "is a device: it would be replaced by a file; write to a file" : "";
+  // A rename over a device or a pipe would put a regular file in its place (as root, over
+  // /dev/null).
+  if (replaced_by_rename(out.kind) && (type == fs::file_type::character || type == fs::file_type::fifo))
+    return "is a " + std::string(type == fs::file_type::fifo ? "FIFO (named pipe)" : "device") +
+           ": it would be replaced by a file; write to a file";
+  if (stream_target(out.path)) return {};
   if (type == fs::file_type::fifo)
-    return "is a FIFO (named pipe): the run would wait for a reader, forever if none comes; write to a file";
+    return "is a FIFO (named pipe) with no reader: the run would wait for one, forever if none comes; write to a "
+           "file";
   return regular_file_problem(out.path);
 }
 
@@ -56,7 +73,7 @@ std::string type_problem(const OutputUse& out) {
 // needs is created there (and removed), so a read-only or missing folder fails now, not after
 // training.
 void check_writable(const OutputUse& out) {
-  if (is_device(out.path)) return;  // a stream to a device
+  if (stream_target(out.path)) return;
   std::error_code ec;
   const fs::path target = resolve_links(out.path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -83,7 +100,7 @@ void check_run_files(const RunFiles& files) {
     if (const std::string problem = type_problem(out); !problem.empty())
       throw UsageError(named(out) + ": it " + problem);
     for (std::size_t j = 0; j < i; ++j)
-      if (!is_device(out.path) && same_file(out.path, files.outputs[j].path))
+      if (!stream_target(out.path) && same_file(out.path, files.outputs[j].path))
         throw UsageError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
                          ": one would overwrite the other");
     bool replaces_an_input = false;

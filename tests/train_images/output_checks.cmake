@@ -70,14 +70,21 @@ refused(evaluate_metrics_over_a_data_file "--metrics-out .*would overwrite a dat
   ${train} --load ${good} --evaluate --data ${FMNIST} --metrics-out ${data_file})
 refused(export_over_the_loaded_checkpoint "--export-onnx .*would overwrite --load" ${good}
   ${train} --load ${good} --export-onnx ${good})
+refused(export_to_a_fifo "--export-onnx .*a_fifo: it is a FIFO .named pipe.: it would be replaced by a file" -
+  ${train} --load ${good} --export-onnx ${out}/a_fifo)
 refused(export_over_a_foreign_file "--export-onnx .*notes.txt: it exists and is not an ONNX model" ${out}/notes.txt
   ${train} --load ${good} --export-onnx ${out}/notes.txt)
 
-# Allowed: two streams to /dev/null; --overwrite over a foreign file; a link to a plot not yet
-# there, written through (the link keeps naming the file).
+# Allowed: two streams to /dev/null; a stream to a pipe with a reader; --overwrite over a
+# foreign file; a link to a plot not yet there, written through (the link keeps naming the file).
 add_run_check(train_images_outputs_streams_share_dev_null
   -DCOMMAND=${short_run}|--metrics-out|/dev/null|--trace|/dev/null
   -DEXPECT_RC=0 "-DEXPECT_OUTPUT=done: test accuracy")
+# (check_run reads the command's standard output through a pipe: /dev/stdout is one with a reader)
+add_run_check(train_images_outputs_metrics_to_a_pipe_with_a_reader
+  -DCOMMAND=${train}|--load|${scratch}/good.ckpt|--predict|${image}|--metrics-out|/dev/stdout
+  -DEXPECT_RC=0 "-DEXPECT_OUTPUT={\"file\":\"[^\"]*fashion_0.png\",\"top\"")
+set_tests_properties(train_images_outputs_metrics_to_a_pipe_with_a_reader PROPERTIES FIXTURES_REQUIRED good_weights)
 file(WRITE ${out}/replaced_with_overwrite.txt "not a metrics file\n")
 add_run_check(train_images_outputs_overwrite_replaces_a_foreign_file
   -DCOMMAND=${short_run}|--metrics-out|${out}/replaced_with_overwrite.txt|--overwrite -DEXPECT_RC=0
@@ -109,6 +116,13 @@ add_run_check(train_images_outputs_predict_metrics_write_error
   -DCOMMAND=${train}|--load|${good}|--predict|${image}|--metrics-out|/dev/full -DEXPECT_RC=1
   "-DEXPECT_OUTPUT=error: writing the metrics file /dev/full failed")
 set_tests_properties(train_images_outputs_predict_metrics_write_error PROPERTIES FIXTURES_REQUIRED good_weights)
+file(WRITE ${out}/previous.jsonl "{\"type\":\"prediction\",\"file\":\"earlier.png\"}\n")
+set(predict_metrics ${train}|--load|${good}|--predict|${image}|--metrics-out|${out}/previous.jsonl)
+add_run_check(train_images_outputs_predict_metrics_on_a_full_disk
+  -DCOMMAND=${CMAKE_COMMAND}|-E|env|CNN_TEST_FAIL_AFTER_BYTES=10|${predict_metrics}
+  -DEXPECT_RC=1 "-DEXPECT_OUTPUT=error: writing .*previous.jsonl failed: No space left on device"
+  -DUNCHANGED=${out}/previous.jsonl ${no_partial})
+set_tests_properties(train_images_outputs_predict_metrics_on_a_full_disk PROPERTIES FIXTURES_REQUIRED good_weights)
 if(CNN_HAVE_ONNX)
   add_test(NAME train_images_outputs_previous_onnx
     COMMAND train_images --load ${good} --export-onnx ${out}/previous.onnx --overwrite)
