@@ -7,7 +7,7 @@
 // checkpoint saw and goes on from. A command that writes its lines at once (--evaluate,
 // --predict) writes the file whole: to a temporary beside it, renamed over it by commit(), so a
 // command that fails leaves the previous file as it was. A device (/dev/null, a terminal's
-// /dev/stdout) or a pipe with a reader (/dev/stdout piped) is written directly either way.
+// /dev/stdout) or our own pipe (/dev/stdout piped) is written directly either way.
 #include <cstdint>
 #include <fstream>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "output_paths.hpp"
 
-#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,21 +33,24 @@ bool inside_folder(const fs::path& path, const fs::path& folder) {
   return end_of_root == root.end() && in_file != file.end();
 }
 
-// A pipe a reader holds open: a write to it does not block (a FIFO with none would, forever if
-// none comes). /dev/stdout piped into another program is one.
-bool pipe_with_a_reader(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // fails (ENXIO) with no reader
-  if (fd < 0) return false;
-  ::close(fd);
-  return true;
+// Our own standard output or error, when it is a pipe (/dev/stdout piped into another program):
+// its reader is there while we run. Another FIFO is refused: opening one with no reader blocks,
+// and a check that opened one to see would end a reader such as `cat < fifo`.
+bool our_own_pipe(const fs::path& path) {
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0 || !S_ISFIFO(target.st_mode)) return false;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat ours {};
+    if (::fstat(fd, &ours) == 0 && ours.st_dev == target.st_dev && ours.st_ino == target.st_ino) return true;
+  }
+  return false;
 }
 
 // What a stream (--metrics-out, --trace) may go to besides a file, and may share with another:
-// a character device (/dev/null, a terminal's /dev/stdout) or a pipe with a reader.
+// a character device (/dev/null, a terminal's /dev/stdout) or our own pipe.
 bool stream_target(const fs::path& path) {
   std::error_code ec;
-  const fs::file_type type = fs::status(path, ec).type();  // links followed
-  return type == fs::file_type::character || (type == fs::file_type::fifo && pipe_with_a_reader(path));
+  return fs::status(path, ec).type() == fs::file_type::character || our_own_pipe(path);
 }
 
 std::string named(const OutputUse& out) { return out.use + " " + out.path.string(); }
@@ -64,8 +67,8 @@ std::string type_problem(const OutputUse& out) {
            ": it would be replaced by a file; write to a file";
   if (stream_target(out.path)) return {};
   if (type == fs::file_type::fifo)
-    return "is a FIFO (named pipe) with no reader: the run would wait for one, forever if none comes; write to a "
-           "file";
+    return "is a FIFO (named pipe): the run would wait for a reader, forever if none comes; write to a file (a "
+           "stream may go to /dev/stdout)";
   return regular_file_problem(out.path);
 }
 

@@ -35,16 +35,16 @@ struct RunFiles {
 };
 
 // Throws UsageError naming the output, its path and what is wrong: a path with no file name;
-// a folder, socket, block device or FIFO with no reader; any device or FIFO for an output
-// replaced by rename (a stream, --metrics-out or --trace, may go to /dev/null, a terminal or a
-// pipe: /dev/stdout); two outputs naming one file (streams may share a device or a pipe); an
+// a folder, socket, block device or FIFO; any device for an output replaced by rename (a
+// stream, --metrics-out or --trace, may go to /dev/null, or to /dev/stdout, a terminal or a
+// pipe); two outputs naming one file (streams may share a device or our pipe); an
 // output naming an input or inside an input folder; an existing file that is not what the
 // output writes, without --overwrite; a folder that does not exist or takes no new file (the
 // temporary a rename needs is created there and removed).
 //
-// A symbolic link is written through, as AtomicFile writes: the file it names is what is
-// checked and replaced, and the link is kept (a link such as latest.png -> run7/curves.png
-// keeps working; replacing the link itself would break it and lose nothing the check guards).
+// A symbolic link is written through, as AtomicFile writes (and --save always did): the file
+// it names is what is checked and replaced, and the link is kept, so a link such as
+// latest.png -> run7/curves.png keeps naming the run's plot.
 void check_run_files(const RunFiles& files);
 
 }  // namespace cnn::app

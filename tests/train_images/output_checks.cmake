@@ -75,16 +75,16 @@ refused(export_to_a_fifo "--export-onnx .*a_fifo: it is a FIFO .named pipe.: it 
 refused(export_over_a_foreign_file "--export-onnx .*notes.txt: it exists and is not an ONNX model" ${out}/notes.txt
   ${train} --load ${good} --export-onnx ${out}/notes.txt)
 
-# Allowed: two streams to /dev/null; a stream to a pipe with a reader; --overwrite over a
+# Allowed: two streams to /dev/null; a stream to our standard output, a pipe; --overwrite over a
 # foreign file; a link to a plot not yet there, written through (the link keeps naming the file).
 add_run_check(train_images_outputs_streams_share_dev_null
   -DCOMMAND=${short_run}|--metrics-out|/dev/null|--trace|/dev/null
   -DEXPECT_RC=0 "-DEXPECT_OUTPUT=done: test accuracy")
 # (check_run reads the command's standard output through a pipe: /dev/stdout is one with a reader)
-add_run_check(train_images_outputs_metrics_to_a_pipe_with_a_reader
+add_run_check(train_images_outputs_metrics_to_our_piped_stdout
   -DCOMMAND=${train}|--load|${scratch}/good.ckpt|--predict|${image}|--metrics-out|/dev/stdout
   -DEXPECT_RC=0 "-DEXPECT_OUTPUT={\"file\":\"[^\"]*fashion_0.png\",\"top\"")
-set_tests_properties(train_images_outputs_metrics_to_a_pipe_with_a_reader PROPERTIES FIXTURES_REQUIRED good_weights)
+set_tests_properties(train_images_outputs_metrics_to_our_piped_stdout PROPERTIES FIXTURES_REQUIRED good_weights)
 file(WRITE ${out}/replaced_with_overwrite.txt "not a metrics file\n")
 add_run_check(train_images_outputs_overwrite_replaces_a_foreign_file
   -DCOMMAND=${short_run}|--metrics-out|${out}/replaced_with_overwrite.txt|--overwrite -DEXPECT_RC=0
