@@ -111,9 +111,8 @@ int evaluate_command(const Options& o) {
   require_network(info, o.load);
   const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
-  std::vector<PathUse> inputs{{"--load", o.load}};
-  for (const fs::path& file : splits.files) inputs.push_back({"a data file", file});
-  if (splits.kind == "image-folder") inputs.push_back({"the image folder --data", o.data});
+  std::vector<PathUse> inputs = data_inputs(splits, o.data);
+  inputs.push_back({"--load", o.load});
   check_metrics_out(o, inputs);
   const data::Dataset& test = *splits.test;
   if (!(test.shape() == pre.shape))

@@ -96,6 +96,13 @@ bool may_replace(const RunFiles& files, const OutputUse& out, const PathUse& in)
 
 }  // namespace
 
+std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const fs::path& data) {
+  std::vector<PathUse> inputs;
+  for (const fs::path& file : splits.files) inputs.push_back({"a data file", file});
+  if (splits.kind == "image-folder") inputs.push_back({"the image folder --data", data});
+  return inputs;
+}
+
 void check_run_files(const RunFiles& files) {
   for (std::size_t i = 0; i < files.outputs.size(); ++i) {
     const OutputUse& out = files.outputs[i];

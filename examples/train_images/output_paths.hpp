@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cnnengine/data/open_dataset.hpp"
 #include "output_kinds.hpp"
 
 namespace cnn::app {
@@ -18,6 +19,10 @@ struct PathUse {
   std::string use;  // "--load", "a data file", ...
   std::filesystem::path path;
 };
+
+// A data set's inputs: each file it reads and, for an image folder, the folder `data` (an image
+// written among the images would be read by the next run).
+std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const std::filesystem::path& data);
 
 struct OutputUse {
   std::string use;  // "--save", "--plot", ...

@@ -125,12 +125,8 @@ void check_data_options(const Options& o, const data::DatasetSplits& splits) {
                        data::to_string(splits.train->shape()) + ")");
 }
 
-// What the run reads; an image folder as a whole: nothing may be written among the images the
-// next run would read.
 std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& splits) {
-  std::vector<PathUse> inputs;
-  for (const std::filesystem::path& file : splits.files) inputs.push_back({"a data file", file});
-  if (splits.kind == "image-folder") inputs.push_back({"the image folder --data", o.data});
+  std::vector<PathUse> inputs = data_inputs(splits, o.data);
   if (std::filesystem::exists(o.model)) inputs.push_back({"--model", o.model});
   if (!o.load.empty()) inputs.push_back({"--load", o.load});
   if (!o.resume.empty()) inputs.push_back({"--resume", o.resume});

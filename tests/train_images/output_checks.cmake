@@ -68,6 +68,8 @@ refused(predict_metrics_over_a_foreign_file "--metrics-out .*notes.txt: it exist
 set(data_file ${FMNIST}/t10k-labels-idx1-ubyte.gz)
 refused(evaluate_metrics_over_a_data_file "--metrics-out .*would overwrite a data file" ${data_file}
   ${train} --load ${good} --evaluate --data ${FMNIST} --metrics-out ${data_file})
+refused(evaluate_metrics_inside_the_image_folder "--metrics-out .*m.jsonl is inside the image folder --data" -
+  ${train} --load ${good} --evaluate --data ${out}/images --metrics-out ${out}/images/b/m.jsonl)
 refused(export_over_the_loaded_checkpoint "--export-onnx .*would overwrite --load" ${good}
   ${train} --load ${good} --export-onnx ${good})
 refused(export_to_a_fifo "--export-onnx .*a_fifo: it is a FIFO .named pipe.: it would be replaced by a file" -
