@@ -12,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/base/detail/atomic_file.hpp"
+#include "cnnengine/base/atomic_file.hpp"
 #include "cnnengine/base/detail/finite.hpp"
 #include "cnnengine/base/regular_file.hpp"
 #include "cnnengine/models/detail/checkpoint_meta.hpp"

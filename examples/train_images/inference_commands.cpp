@@ -93,6 +93,15 @@ std::vector<fs::path> image_files(const std::vector<std::string>& paths) {
   return files;
 }
 
+// --metrics-out, where given, checked against what the command reads (check_run_files).
+void check_metrics_out(const Options& o, std::vector<PathUse> inputs) {
+  RunFiles files;
+  if (!o.metrics_out.empty()) files.outputs.push_back({"--metrics-out", o.metrics_out, OutputKind::metrics});
+  files.inputs = std::move(inputs);
+  files.overwrite = o.overwrite;
+  check_run_files(files);
+}
+
 }  // namespace
 
 int evaluate_command(const Options& o) {
@@ -103,6 +112,9 @@ int evaluate_command(const Options& o) {
   require_network(info, o.load);
   const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
+  std::vector<PathUse> inputs = data_inputs(splits, o.data);
+  inputs.push_back({"--load", o.load});
+  check_metrics_out(o, inputs);
   const data::Dataset& test = *splits.test;
   if (!(test.shape() == pre.shape))
     throw UsageError("--evaluate: " + o.data + " holds " + data::to_string(test.shape()) + " samples, the model takes " +
@@ -126,15 +138,19 @@ int evaluate_command(const Options& o) {
     return to_host_batch(*b);
   });
   print_evaluation(model, e);
-  MetricsFile metrics(o.metrics_out);
+  MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   metrics.write(evaluation_line(model, e));
+  metrics.commit();
   return 0;
 }
 
 int predict_command(const Options& o) {
+  std::vector<PathUse> inputs{{"--load", o.load}};
+  for (const std::string& path : o.predict) inputs.push_back({"--predict", path});
+  check_metrics_out(o, inputs);
   DeviceChoice device = device_for(o);
   Model model(o.load, *device.backend, model_options(o, *device.backend));
-  MetricsFile metrics(o.metrics_out);
+  MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   const int top = std::min(o.top, model.classes());
   std::printf("%s: the %d most likely of the model's %d classes, with their probabilities\n", o.load.c_str(), top,
               model.classes());
@@ -164,6 +180,7 @@ int predict_command(const Options& o) {
     std::printf("\n");
     metrics.write({{"type", "prediction"}, {"file", escape_non_utf8(file.string())}, {"top", classes}});
   }
+  metrics.commit();
   return failed ? 1 : 0;
 }
 
@@ -175,7 +192,7 @@ void require_onnx_export() {
 
 int export_command(const Options& o) {
   require_onnx_export();
-  check_outputs({{"--export-onnx", o.export_onnx}}, {{"--load", o.load}});
+  check_run_files({{{"--export-onnx", o.export_onnx, OutputKind::onnx}}, {{"--load", o.load}}, o.overwrite, {}});
   DeviceRequest cpu;  // an export computes nothing: the CPU reads the file as well as any device
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;

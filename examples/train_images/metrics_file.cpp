@@ -20,12 +20,32 @@ MetricsFile::MetricsFile(const std::string& path, std::uint64_t keep_bytes) : pa
   bytes_ = kept_ ? keep_bytes : 0;
 }
 
+MetricsFile MetricsFile::written_whole(const std::string& path) {
+  // A device or a pipe (what check_run_files lets a stream go to besides a file) takes a stream.
+  std::error_code ec;
+  const std::filesystem::file_type type = std::filesystem::status(path, ec).type();
+  if (path.empty() || (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found))
+    return MetricsFile(path);
+  MetricsFile file;
+  file.path_ = path;
+  file.whole_ = std::make_unique<AtomicFile>(path);
+  return file;
+}
+
 void MetricsFile::write(const nlohmann::json& line) {
-  if (!out_.is_open()) return;
   const std::string text = line.dump() + '\n';
-  out_ << text << std::flush;
-  if (!out_) throw Error("writing the metrics file " + path_ + " failed (disk full?)");
+  if (whole_) {
+    whole_->write(text.data(), text.size());  // its error names the file
+  } else {
+    if (!out_.is_open()) return;
+    out_ << text << std::flush;
+    if (!out_) throw Error("writing the metrics file " + path_ + " failed (disk full?)");
+  }
   bytes_ += text.size();
+}
+
+void MetricsFile::commit() {
+  if (whole_) whole_->commit();
 }
 
 }  // namespace cnn::app

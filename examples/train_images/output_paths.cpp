@@ -1,8 +1,13 @@
 #include "output_paths.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <system_error>
 
+#include "cnnengine/base/atomic_file.hpp"
+#include "cnnengine/base/error.hpp"
 #include "cnnengine/base/regular_file.hpp"
 #include "usage_error.hpp"
 
@@ -16,35 +21,114 @@ namespace fs = std::filesystem;
 bool same_file(const fs::path& a, const fs::path& b) {
   std::error_code ec;
   if (fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec) return true;
-  const fs::path ca = fs::weakly_canonical(a, ec), cb = fs::weakly_canonical(b, ec);
-  return ca == cb;
+  return resolve_links(a) == resolve_links(b);
 }
 
-std::string described(const PathUse& p) { return p.use + " (" + p.path.string() + ")"; }
+// Whether `path` (links followed) lies anywhere below the folder `folder`.
+bool inside_folder(const fs::path& path, const fs::path& folder) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return false;
+  const fs::path file = resolve_links(path), root = resolve_links(folder);
+  const auto [end_of_root, in_file] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+  return end_of_root == root.end() && in_file != file.end();
+}
+
+// Our own standard output or error, when it is a pipe (/dev/stdout piped into another program):
+// its reader is there while we run. Another FIFO is refused: opening one with no reader blocks,
+// and a check that opened one to see would end a reader such as `cat < fifo`.
+bool our_own_pipe(const fs::path& path) {
+  struct stat target {};
+  if (::stat(path.c_str(), &target) != 0 || !S_ISFIFO(target.st_mode)) return false;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat ours {};
+    if (::fstat(fd, &ours) == 0 && ours.st_dev == target.st_dev && ours.st_ino == target.st_ino) return true;
+  }
+  return false;
+}
+
+// What a stream (--metrics-out, --trace) may go to besides a file, and may share with another:
+// a character device (/dev/null, a terminal's /dev/stdout) or our own pipe.
+bool stream_target(const fs::path& path) {
+  std::error_code ec;
+  return fs::status(path, ec).type() == fs::file_type::character || our_own_pipe(path);
+}
+
+std::string named(const OutputUse& out) { return out.use + " " + out.path.string(); }
+
+// What the path holds that this output cannot be written to; empty where it can.
+std::string type_problem(const OutputUse& out) {
+  std::error_code ec;
+  const fs::file_type type = fs::status(out.path, ec).type();  // links followed
+  if (type == fs::file_type::not_found || type == fs::file_type::regular) return {};
+  // A rename over a device or a pipe would put a regular file in its place (as root, over
+  // /dev/null).
+  if (replaced_by_rename(out.kind) && (type == fs::file_type::character || type == fs::file_type::fifo))
+    return "is a " + std::string(type == fs::file_type::fifo ? "FIFO (named pipe)" : "device") +
+           ": it would be replaced by a file; write to a file";
+  if (stream_target(out.path)) return {};
+  if (type == fs::file_type::fifo)
+    return "is a FIFO (named pipe): the run would wait for a reader, forever if none comes; write to a file (a "
+           "stream may go to /dev/stdout)";
+  return regular_file_problem(out.path);
+}
+
+// The folder the output is written in exists and takes a new file: the temporary a rename
+// needs is created there (and removed), so a read-only or missing folder fails now, not after
+// training.
+void check_writable(const OutputUse& out) {
+  if (stream_target(out.path)) return;
+  std::error_code ec;
+  const fs::path target = resolve_links(out.path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec))
+    throw UsageError(named(out) + ": the folder " + folder.string() + " does not exist");
+  try {
+    AtomicFile probe(target);
+  } catch (const Error& e) {
+    throw UsageError(named(out) + ": " + e.what());
+  }
+}
+
+bool may_replace(const RunFiles& files, const OutputUse& out, const PathUse& in) {
+  return std::find(files.may_replace.begin(), files.may_replace.end(), std::pair(out.use, in.use)) !=
+         files.may_replace.end();
+}
 
 }  // namespace
 
-void check_outputs(const std::vector<PathUse>& outputs, const std::vector<PathUse>& inputs,
-                   const std::vector<std::pair<std::string, std::string>>& may_overwrite) {
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const PathUse& out = outputs[i];
-    // A character device takes a stream (/dev/null, /dev/stdout); a FIFO would block until a
-    // reader comes, a folder or a socket takes no file.
-    std::error_code ec;
-    const fs::file_type type = fs::status(out.path, ec).type();
-    if (!ec && type != fs::file_type::not_found && type != fs::file_type::character)
-      if (const std::string problem = regular_file_problem(out.path); !problem.empty())
-        throw UsageError(out.use + " " + out.path.string() + ": it " + problem);
+std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const fs::path& data) {
+  std::vector<PathUse> inputs;
+  for (const fs::path& file : splits.files) inputs.push_back({"a data file", file});
+  if (splits.kind == "image-folder") inputs.push_back({"the image folder --data", data});
+  return inputs;
+}
+
+void check_run_files(const RunFiles& files) {
+  for (std::size_t i = 0; i < files.outputs.size(); ++i) {
+    const OutputUse& out = files.outputs[i];
+    if (out.path.empty() || !out.path.has_filename()) throw UsageError(named(out) + ": give a file name");
+    if (const std::string problem = type_problem(out); !problem.empty())
+      throw UsageError(named(out) + ": it " + problem);
     for (std::size_t j = 0; j < i; ++j)
-      if (same_file(out.path, outputs[j].path))
-        throw UsageError(out.use + " and " + outputs[j].use + " name the same file, " + out.path.string() +
+      if (!stream_target(out.path) && same_file(out.path, files.outputs[j].path))
+        throw UsageError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
                          ": one would overwrite the other");
-    for (const PathUse& in : inputs) {
-      const bool allowed = std::find(may_overwrite.begin(), may_overwrite.end(), std::pair(out.use, in.use)) !=
-                           may_overwrite.end();
-      if (!allowed && same_file(out.path, in.path))
-        throw UsageError(described(out) + " would overwrite " + described(in) + ": write it elsewhere");
+    bool replaces_an_input = false;
+    for (const PathUse& in : files.inputs) {
+      const std::string input = in.use + " (" + in.path.string() + ")";
+      if (inside_folder(out.path, in.path))
+        throw UsageError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+      if (!same_file(out.path, in.path)) continue;
+      if (!may_replace(files, out, in))
+        throw UsageError(out.use + " (" + out.path.string() + ") would overwrite " + input + ": write it elsewhere");
+      replaces_an_input = true;
     }
+    std::error_code ec;
+    if (!files.overwrite && !replaces_an_input && fs::is_regular_file(out.path, ec) &&
+        !holds_output_of_kind(out.path, out.kind))
+      throw UsageError(named(out) + ": it exists and is not " + describe(out.kind) +
+                       " (give --overwrite to replace it)");
+    check_writable(out);
   }
 }
 

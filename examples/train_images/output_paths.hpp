@@ -1,22 +1,55 @@
 #pragma once
-// Before anything is read or written: the files a run would write must not be ones it reads, nor
-// each other, nor something a stream cannot go to (a FIFO would block forever; a character
-// device such as /dev/null is fine).
+// The one check of a command's outputs, made before any work (training, evaluating, exporting):
+// every command of train_images passes all it would write and all it reads. Nothing it writes
+// may destroy an input, another output, a device or an unrelated file, and every output can be
+// written where it goes, so that no run trains for an hour and then fails to write its result.
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "cnnengine/data/open_dataset.hpp"
+#include "output_kinds.hpp"
 
 namespace cnn::app {
 
+// What a command reads: a file, or a folder read whole (an image folder, a --predict folder),
+// inside which nothing may be written (the next run would read it as data).
 struct PathUse {
-  std::string use;  // "--save", "a data file", ...
+  std::string use;  // "--load", "a data file", ...
   std::filesystem::path path;
 };
 
-// Throws UsageError naming both uses: two outputs naming one file; an output naming an input
-// (`may_overwrite` lists the inputs an output may replace: --save over the checkpoint --load
-// or --resume read); an output that exists and is not a regular file.
-void check_outputs(const std::vector<PathUse>& outputs, const std::vector<PathUse>& inputs,
-                   const std::vector<std::pair<std::string, std::string>>& may_overwrite = {});
+// A data set's inputs: each file it reads and, for an image folder, the folder `data` (an image
+// written among the images would be read by the next run).
+std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const std::filesystem::path& data);
+
+struct OutputUse {
+  std::string use;  // "--save", "--plot", ...
+  std::filesystem::path path;
+  OutputKind kind;
+};
+
+struct RunFiles {
+  std::vector<OutputUse> outputs;
+  std::vector<PathUse> inputs;
+  bool overwrite = false;  // --overwrite: an output may replace an existing file of another kind
+  // (output use, input use) pairs where the output may replace the input: --save over the
+  // checkpoint --load or --resume read.
+  std::vector<std::pair<std::string, std::string>> may_replace;
+};
+
+// Throws UsageError naming the output, its path and what is wrong: a path with no file name;
+// a folder, socket, block device or FIFO; any device for an output replaced by rename (a
+// stream, --metrics-out or --trace, may go to /dev/null, or to /dev/stdout, a terminal or a
+// pipe); two outputs naming one file (streams may share a device or our pipe); an
+// output naming an input or inside an input folder; an existing file that is not what the
+// output writes, without --overwrite; a folder that does not exist or takes no new file (the
+// temporary a rename needs is created there and removed).
+//
+// A symbolic link is written through, as AtomicFile writes (and --save always did): the file
+// it names is what is checked and replaced, and the link is kept, so a link such as
+// latest.png -> run7/curves.png keeps naming the run's plot.
+void check_run_files(const RunFiles& files);
 
 }  // namespace cnn::app

@@ -5,16 +5,20 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "cnnengine/base/atomic_file.hpp"
 #include "cnnengine/base/error.hpp"
 
 namespace cnn::app {
 namespace {
 
-// Runs gnuplot with `script` on its standard input; its exit status.
+// Runs gnuplot with `script` on its standard input; its exit status. Its own output goes
+// nowhere: where it cannot open its output file it writes the PNG to standard output, which is
+// the terminal's.
 int run_gnuplot(const std::string& script) {
-  FILE* pipe = ::popen("gnuplot 2>&1", "w");
+  FILE* pipe = ::popen("gnuplot >/dev/null 2>&1", "w");
   if (!pipe) return -1;
   const bool written = std::fwrite(script.data(), 1, script.size(), pipe) == script.size();
   const int status = ::pclose(pipe);
@@ -27,6 +31,17 @@ const std::string& png_terminal() {
                                       : run_gnuplot("set terminal png\n") == 0    ? "png"
                                                                                   : "";
   return terminal;
+}
+
+// A whole PNG: the signature first and the IEND chunk last (gnuplot on a full disk may leave
+// a truncated file and still exit 0).
+bool whole_png(const std::filesystem::path& file) {
+  static constexpr char kSignature[] = "\x89PNG\r\n\x1a\n";
+  static constexpr char kEnd[] = "\0\0\0\0IEND\xae\x42\x60\x82";
+  std::ifstream in(file, std::ios::binary);
+  std::string head(8, '\0'), tail(12, '\0');
+  if (!in.read(head.data(), 8) || !in.seekg(-12, std::ios::end) || !in.read(tail.data(), 12)) return false;
+  return head == std::string(kSignature, 8) && tail == std::string(kEnd, 12);
 }
 
 // A gnuplot string: single quotes, and a quote inside doubled (nothing in a path can end it).
@@ -54,13 +69,11 @@ void write_plot(const std::string& path, const RunProgress& progress, std::size_
     script << e.epoch << " " << e.train_loss << " " << e.train_accuracy << " "
            << (e.test_loss ? std::to_string(*e.test_loss) : "NaN") << " "
            << (e.test_accuracy ? std::to_string(*e.test_accuracy) : "NaN") << "\n";
-  const std::filesystem::path target(path);
-  const std::filesystem::path temporary =
-      (target.has_parent_path() ? target.parent_path() : std::filesystem::path(".")) /
-      (".cnnengine-plot-" + std::to_string(::getpid()) + ".png");
+  // gnuplot writes the temporary beside the target; a whole PNG is renamed over it.
+  AtomicFile file(path);
   script << "EOD\n"
          << "set terminal " << png_terminal() << " size 1200,450 noenhanced\n"
-         << "set output " << quoted(temporary.string()) << "\n"
+         << "set output " << quoted(file.temporary().string()) << "\n"
          << "set multiplot layout 1,2\n"
          << "set xlabel 'epoch'\nset ylabel 'loss'\nset grid\nset key top right\n"
          << "plot $steps using 1:2 with lines lc rgb '#c0c0c0' title 'step', "
@@ -70,14 +83,11 @@ void write_plot(const std::string& path, const RunProgress& progress, std::size_
          << "plot $epochs using 1:3 with linespoints lw 2 lc rgb '#1f77b4' title 'train', "
             "$epochs using 1:5 with linespoints lw 2 lc rgb '#d62728' title 'test'\n"
          << "unset multiplot\nset output\n";
-  if (run_gnuplot(script.str()) != 0) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    throw Error("drawing the plot " + path + " failed (gnuplot)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, target, ec);
-  if (ec) throw Error("cannot write the plot " + path + ": " + ec.message());
+  if (run_gnuplot(script.str()) != 0) throw Error("drawing the plot " + path + " failed (gnuplot)");
+  if (!whole_png(file.temporary()))
+    throw Error("writing the plot " + path + " failed: gnuplot wrote no whole PNG (disk full?); the previous plot "
+                "is unchanged");
+  file.commit();
 }
 
 }  // namespace cnn::app

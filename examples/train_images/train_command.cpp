@@ -166,8 +166,7 @@ void check_data_options(const Options& o, const data::DatasetSplits& splits) {
 }
 
 std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& splits) {
-  std::vector<PathUse> inputs;
-  for (const std::filesystem::path& file : splits.files) inputs.push_back({"a data file", file});
+  std::vector<PathUse> inputs = data_inputs(splits, o.data);
   std::error_code ec;
   if (std::filesystem::exists(o.model, ec)) inputs.push_back({"--model", o.model});
   if (!o.load.empty()) inputs.push_back({"--load", o.load});
@@ -175,17 +174,22 @@ std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& spli
   return inputs;
 }
 
-std::vector<PathUse> outputs_of(const Options& o) {
-  std::vector<PathUse> outputs;
-  if (!o.save.empty()) outputs.push_back({"--save", o.save});
-  if (!o.save.empty() && o.keep_best) outputs.push_back({"--keep-best", best_path(o.save)});
-  if (!o.metrics_out.empty()) outputs.push_back({"--metrics-out", o.metrics_out});
-  if (!o.trace.empty()) outputs.push_back({"--trace", o.trace});
-  if (!o.plot.empty()) outputs.push_back({"--plot", o.plot});
-  if (!o.export_onnx.empty()) outputs.push_back({"--export-onnx", o.export_onnx});
+RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
+  RunFiles files;
+  if (!o.save.empty()) files.outputs.push_back({"--save", o.save, OutputKind::checkpoint});
+  if (!o.save.empty() && o.keep_best)
+    files.outputs.push_back({"--keep-best", best_path(o.save), OutputKind::checkpoint});
+  if (!o.metrics_out.empty()) files.outputs.push_back({"--metrics-out", o.metrics_out, OutputKind::metrics});
+  if (!o.trace.empty()) files.outputs.push_back({"--trace", o.trace, OutputKind::trace});
+  if (!o.plot.empty()) files.outputs.push_back({"--plot", o.plot, OutputKind::plot});
+  if (!o.export_onnx.empty()) files.outputs.push_back({"--export-onnx", o.export_onnx, OutputKind::onnx});
   if (o.given.count("--algo-cache") && !algorithm_cache_of(o).empty())
-    outputs.push_back({"--algo-cache", algorithm_cache_of(o)});
-  return outputs;
+    files.outputs.push_back({"--algo-cache", algorithm_cache_of(o), OutputKind::algorithm_cache});
+  files.inputs = inputs_of(o, splits);
+  files.overwrite = o.overwrite;
+  // A run saves over the checkpoint it starts from (a resumed run, by default).
+  files.may_replace = {{"--save", "--load"}, {"--save", "--resume"}};
+  return files;
 }
 
 // --normalize measures the training set; --mean and --std give the values; a resumed run has its own.
@@ -271,10 +275,6 @@ int train(Options o, Ranks& ranks) {
     throw UsageError("--warmup-epochs " + std::to_string(o.warmup_epochs) + " is more than the run's " +
                      std::to_string(o.epochs) + " epochs");
 
-  // Where --save writes is checked before anything is read (whether it may replace the file
-  // there, once the inputs are known), by rank 0 alone, which writes it.
-  const bool check_save = !o.save.empty() && !o.plan_only && ranks.writes();
-  if (check_save) check_save_path(o.save, true);
   if (!o.export_onnx.empty()) require_onnx_export();
 
   // The device before the data: --device cuda without a GPU fails before anything is read.
@@ -302,8 +302,9 @@ int train(Options o, Ranks& ranks) {
   if ((o.keep_best || o.early_stop > 0) && splits.test->size() == 0)
     throw UsageError(std::string(o.keep_best ? "--keep-best" : "--early-stop") + " needs a test set, and " + o.data +
                      " has none");
-  check_outputs(outputs_of(o), inputs_of(o, splits), {{"--save", "--load"}, {"--save", "--resume"}});
-  if (check_save) check_save_path(o.save, o.overwrite || !o.resume.empty());
+  // Every output, once the data's files are known and before any work, by rank 0 alone, which
+  // writes them.
+  if (ranks.writes()) check_run_files(files_of(o, splits));
   std::unique_ptr<data::Dataset> limited;
   const data::Dataset* train_set = splits.train.get();
   if (o.limit) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cnnengine/backends/device/device.hpp"
-#include "cnnengine/base/detail/atomic_file.hpp"
+#include "cnnengine/base/atomic_file.hpp"
 #include "cnnengine/base/regular_file.hpp"
 
 namespace cnn {

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/base/detail/atomic_file.hpp"
+#include "cnnengine/base/atomic_file.hpp"
 #include "cnnengine/base/error.hpp"
 #include "cnnengine/memory/category.hpp"
 #include "cnnengine/models/detail/onnx/onnx_graph.hpp"

@@ -1,4 +1,4 @@
-#include "cnnengine/base/detail/atomic_file.hpp"
+#include "cnnengine/base/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -117,10 +117,25 @@ void die_after(std::size_t bytes) {
   if (limit && (written += bytes) >= limit) ::kill(::getpid(), SIGKILL);
 }
 
+// Test hook: CNN_TEST_FAIL_AFTER_BYTES=N makes AtomicFile::write fail as a full disk does
+// (ENOSPC) once N bytes have gone through it in this process; /dev/full cannot be renamed over.
+bool disk_full_after(std::size_t bytes) {
+  static const unsigned long long limit = [] {
+    const char* text = std::getenv("CNN_TEST_FAIL_AFTER_BYTES");
+    return text ? std::strtoull(text, nullptr, 10) : 0ULL;
+  }();
+  static std::atomic<unsigned long long> written{0};
+  return limit && (written += bytes) >= limit;
+}
+
 }  // namespace
 
 void AtomicFile::write(const void* data, std::size_t bytes) {
   die_after(bytes);
+  if (disk_full_after(bytes)) {
+    errno = ENOSPC;
+    throw Error("writing " + target_.string() + " failed: " + errno_text());
+  }
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
     const ssize_t written = ::write(fd_, p, bytes);
