@@ -49,7 +49,8 @@ std::uintmax_t add_bytes(Crc& crc, const fs::path& file, std::uintmax_t budget) 
 
 std::string joined(const json& names) {
   std::string text;
-  for (const json& name : names) text += (text.empty() ? "" : ", ") + name.get<std::string>();
+  for (const json& name : names)
+    text += (text.empty() ? "" : ", ") + (name.is_string() ? name.get<std::string>() : name.dump());
   return text;
 }
 
@@ -92,8 +93,7 @@ void require_same_data(const json& recorded, const std::string& recorded_folder,
   differs("training_samples", "training samples:");
   differs("test_samples", "test samples:");
   if (difference.empty() && recorded.value("classes", json()) != now.value("classes", json()))
-    difference = "classes: " + joined(recorded.value("classes", json::array())) + " against " +
-                 joined(now.value("classes", json::array()));
+    difference = "classes: " + joined(recorded.value("classes", json::array())) + " against " + joined(now.at("classes"));
   differs("files", "files:");
   differs("bytes", "bytes:");
   differs("crc32", "the files' CRC-32:");

@@ -46,6 +46,8 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
     r.settings = saved.at("options");
     r.metrics_bytes = saved.at("metrics_bytes").get<std::uint64_t>();
     r.data = saved.value("data", json());
+    if (!r.data.is_null() && !r.data.is_object())
+      throw CheckpointError(o.resume + ": corrupt (the data it records is " + r.data.dump() + ")");
     r.data_folder = r.settings.value("--data", std::string());
     const std::string run_budget = r.settings.value("--memory-budget", std::string());
     if (o.given.count("--memory-budget") && o.budget != run_budget)
