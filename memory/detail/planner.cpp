@@ -18,11 +18,6 @@ bool overlap_in_time(const BufferRequest& a, const BufferRequest& b) {
   return a.first_use <= b.last_use && b.first_use <= a.last_use;
 }
 
-struct Placed {
-  std::size_t offset;
-  std::size_t end;
-};
-
 // The largest sum of bytes live at one time step, and its categories (the first such step), by a
 // sweep over the buffers' starts and ends: O(n log n).
 void compute_lower_bound(const std::vector<BufferRequest>& requests,
@@ -137,23 +132,25 @@ void place_in_time_order(const std::vector<BufferRequest>& requests, const std::
 namespace {
 
 // Greedy placement in the given order: each buffer goes into the best-fitting gap left by the
-// buffers already placed that overlap it in time, else after the last of them.
+// buffers already placed that overlap it in time, else after the last of them. The placed buffers
+// are kept sorted by offset, so that those overlapping in time are met in offset order without a
+// sort per buffer (the order among equal offsets changes no gap).
 void place_in_order(const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& sizes,
                     const std::vector<std::size_t>& order, Plan& plan) {
+  struct Held {
+    std::size_t offset, end;
+    int first_use, last_use;
+  };
   plan.offsets.assign(requests.size(), 0);
   plan.arena_bytes = 0;
-  std::vector<bool> placed(requests.size(), false);
-  std::vector<Placed> conflicts;
+  std::vector<Held> by_offset;
+  by_offset.reserve(requests.size());
   for (std::size_t i : order) {
-    conflicts.clear();
-    for (std::size_t j = 0; j < requests.size(); ++j)
-      if (placed[j] && overlap_in_time(requests[i], requests[j]))
-        conflicts.push_back({plan.offsets[j], plan.offsets[j] + sizes[j]});
-    std::sort(conflicts.begin(), conflicts.end(),
-              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    const BufferRequest& r = requests[i];
     std::size_t best_offset = 0, best_gap = SIZE_MAX, cursor = 0;
     bool found = false;
-    for (const auto& c : conflicts) {
+    for (const Held& c : by_offset) {
+      if (c.first_use > r.last_use || r.first_use > c.last_use) continue;
       if (c.offset > cursor) {
         const std::size_t gap = c.offset - cursor;
         if (gap >= sizes[i] && gap < best_gap) {
@@ -165,8 +162,11 @@ void place_in_order(const std::vector<BufferRequest>& requests, const std::vecto
       cursor = std::max(cursor, c.end);
     }
     plan.offsets[i] = found ? best_offset : cursor;
-    placed[i] = true;
-    plan.arena_bytes = std::max(plan.arena_bytes, plan.offsets[i] + sizes[i]);
+    const Held placed{plan.offsets[i], plan.offsets[i] + sizes[i], r.first_use, r.last_use};
+    by_offset.insert(std::upper_bound(by_offset.begin(), by_offset.end(), placed,
+                                      [](const Held& a, const Held& b) { return a.offset < b.offset; }),
+                     placed);
+    plan.arena_bytes = std::max(plan.arena_bytes, placed.end);
   }
 }
 
