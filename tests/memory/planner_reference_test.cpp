@@ -53,7 +53,8 @@ std::vector<std::size_t> reference_place(const std::vector<BufferRequest>& reque
 // (the first of equal ones).
 Plan reference_plan(const std::vector<BufferRequest>& requests, std::size_t alignment) {
   std::vector<std::size_t> sizes(requests.size());
-  for (std::size_t i = 0; i < requests.size(); ++i) sizes[i] = align_up(std::max<std::size_t>(requests[i].bytes, 1), alignment);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    sizes[i] = align_up(std::max<std::size_t>(requests[i].bytes, 1), alignment);
   auto lifetime = [&](std::size_t i) { return requests[i].last_use - requests[i].first_use; };
   const std::vector<std::function<bool(std::size_t, std::size_t)>> tie_breaks = {
       [&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); },
