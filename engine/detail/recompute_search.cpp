@@ -8,12 +8,6 @@
 namespace cnn {
 namespace {
 
-// Note [Two searches]: the descent evaluates every candidate at every move (O(n^3) on a chain of
-// n layers) and may recompute long chains of outputs from one another (O(n^2) recomputations,
-// recompute_sweep.hpp). Up to this many nodes (every preset: resnet18 has 70) it is kept, for its
-// tighter plans; beyond, the sweep, near-linear in the network's size (benchmarks/plan_scaling).
-constexpr int kDescentLimit = 160;
-
 std::size_t peak_of(const Network& net, const std::vector<std::vector<int>>& readers, const StepNeeds& needs,
                     const RecomputeSet& set) {
   const std::vector<std::size_t> live = live_bytes(net, readers, needs, schedule_step(net, readers, true, set));
