@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
       options.batch = 64;
       {
         cnn::Network net = cnn::parse_network(text, image, 10);
-        options.memory.budget = cnn::BatchPlanner(net, backend, cnn::planning_options(options, net)).breakdown(8).total();
+        const cnn::BatchPlanner unbounded(net, backend, cnn::planning_options(options, net));
+        options.memory.budget = unbounded.breakdown(8).total();
       }
       for (cnn::RecomputePolicy policy :
            {cnn::RecomputePolicy::none, cnn::RecomputePolicy::cheap, cnn::RecomputePolicy::automatic}) {

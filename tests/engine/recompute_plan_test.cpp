@@ -261,7 +261,8 @@ TEST_CASE("cheap on a deep chain recomputes each output at most once, lowers the
   }
 }
 
-TEST_CASE("auto on a deep network takes the fewest sweep moves that fit, or says nothing fits", "[recompute][planner]") {
+TEST_CASE("auto on a deep network takes the fewest sweep moves that fit, or says nothing fits",
+          "[recompute][planner]") {
   CpuBackend backend(2);
   for (int kind = 0; kind < 2; ++kind) {
     Network net = kind == 0 ? relu_chain(400) : deep_residual(60);
