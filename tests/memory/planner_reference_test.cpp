@@ -1,7 +1,7 @@
-// The offset planner's greedy placement against a plain reference: the placement written as the
+// The offset planner against a plain reference: the placement written as the
 // definition reads (for each buffer, every placed buffer that overlaps it in time, sorted by
-// offset, scanned for the best-fitting gap), on random buffer sets, gives the same offsets and
-// arena byte for byte.
+// offset, scanned for the best-fitting gap) and the lower bound counted time step by time step,
+// on random buffer sets, give the same offsets, arena and lower bound byte for byte.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -75,6 +75,18 @@ Plan reference_plan(const std::vector<BufferRequest>& requests, std::size_t alig
     if (first || candidate.arena_bytes < best.arena_bytes) best = candidate;
     first = false;
   }
+  // The liveness lower bound: the most bytes live at one time step, its categories at the first.
+  int last = 0;
+  for (const BufferRequest& r : requests) last = std::max(last, r.last_use);
+  for (int t = 0; t <= last; ++t) {
+    CategoryBytes live;
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      if (requests[i].first_use <= t && t <= requests[i].last_use) live[requests[i].category] += sizes[i];
+    if (live.total() > best.lower_bound_bytes) {
+      best.lower_bound_bytes = live.total();
+      best.peak_by_category = live;
+    }
+  }
   return best;
 }
 
@@ -90,6 +102,7 @@ std::vector<BufferRequest> random_step(std::mt19937_64& rng, int count) {
     b.first_use = std::uniform_int_distribution<int>(0, horizon)(rng);
     const bool long_lived = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
     b.last_use = b.first_use + std::uniform_int_distribution<int>(0, long_lived ? horizon : 3)(rng);
+    b.category = static_cast<Category>(std::uniform_int_distribution<int>(0, 6)(rng));
     buffers.push_back(b);
   }
   return buffers;
@@ -97,7 +110,7 @@ std::vector<BufferRequest> random_step(std::mt19937_64& rng, int count) {
 
 }  // namespace
 
-TEST_CASE("the greedy placement gives the reference's offsets and arena", "[planner]") {
+TEST_CASE("the offset planner gives the reference's offsets, arena and lower bound", "[planner]") {
   std::mt19937_64 rng(20261125);
   for (int round = 0; round < 60; ++round) {
     const int count = round < 50 ? std::uniform_int_distribution<int>(1, 120)(rng) : 2000;
@@ -107,6 +120,8 @@ TEST_CASE("the greedy placement gives the reference's offsets and arena", "[plan
     INFO("round " << round << ", " << count << " buffers");
     REQUIRE(plan.arena_bytes == reference.arena_bytes);
     REQUIRE(plan.offsets == reference.offsets);
+    CHECK(plan.lower_bound_bytes == reference.lower_bound_bytes);
+    CHECK(plan.peak_by_category.bytes == reference.peak_by_category.bytes);
     CHECK(plan_is_valid(buffers, plan));
   }
 }
