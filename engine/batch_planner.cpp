@@ -10,6 +10,8 @@
 #include "cnnengine/engine/detail/micro_batch_plan.hpp"
 #include "cnnengine/engine/detail/recompute_search.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
+#include "cnnengine/memory/block_heap.hpp"
+#include "cnnengine/memory/detail/strategy_replay.hpp"
 
 namespace cnn {
 
@@ -70,6 +72,45 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need)
   return split;
 }
 
+namespace {
+
+// A dynamic strategy serves the step's buffers one at a time, in its own size classes and chunks:
+// the plan fits only if the strategy, run on the plan's buffers in what the budget leaves it,
+// serves every one (a training step, another, an evaluation step, a training step again).
+void check_strategy(const BatchPlanner& planner, MicroBatchPlan& p) {
+  const BatchPlanOptions& options = planner.options();
+  MemoryBreakdown& m = p.breakdown;
+  const memory::Strategy strategy = options.memory.strategy;
+  if (strategy == memory::Strategy::planned || m.budget == 0) return;
+  const std::size_t outside = m.total() - m.arena_bytes;
+  if (m.budget <= outside) return;  // over the budget already
+  std::size_t limit = m.budget - outside;
+  std::size_t capacity = 0;
+  if (strategy == memory::Strategy::arena) {
+    // What the trainer's memory stack reserves for the arena: all the budget leaves after the
+    // persistent blocks and the staging at the full batch, rounded down to the arena's granule.
+    const std::size_t staging_at_batch =
+        InputStager::bytes_for(planner.backend(), planner.network().input_shape().elements(), options.batch);
+    const std::size_t held = outside - m.input_staging + std::max(m.input_staging, staging_at_batch);
+    constexpr std::size_t granule = memory::BlockHeap::kGranularity;
+    capacity = m.budget > held ? (m.budget - held) / granule * granule : 0;
+    limit = capacity;
+  }
+  if (limit == 0) {
+    m.strategy_serves = false;
+    m.strategy_refusal = "nothing is left for the " + memory::to_string(strategy) + " strategy";
+    return;
+  }
+  const std::vector<memory::BufferRequest>& training = p.training.requests;
+  const memory::StrategyReplay replay =
+      memory::replay_step_buffers(strategy, limit, capacity, {&training, &training, &p.inference.requests, &training});
+  m.strategy_serves = replay.served;
+  m.strategy_refusal = replay.refusal;
+  if (strategy == memory::Strategy::pool) m.arena_bytes = std::max(m.arena_bytes, replay.peak_bytes);
+}
+
+}  // namespace
+
 MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, std::size_t workspace_limit,
                                 RecomputePolicy policy, std::optional<std::size_t> arena_cap) {
   Network& net = planner.network();
@@ -111,6 +152,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   std::sort(layers.begin(), layers.end());
   m.recomputed_layers = static_cast<int>(std::unique(layers.begin(), layers.end()) - layers.begin());
   m.recompute_fraction = cost.extra_fraction(p.training.recomputed, micro_batch);
+  check_strategy(planner, p);
   if (micro_batch >= planner.smallest_micro_batch())
     m.expected_samples_per_second = cost.throughput(options.batch, micro_batch, planner.training_batch_need().samples,
                                                     p.training.recomputed);

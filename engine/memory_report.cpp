@@ -33,6 +33,8 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   row("step arena", m.arena_bytes, ratio);
   row("total", m.total());
   if (m.budget) row("budget", m.budget, m.fits() ? "fits" : "DOES NOT FIT");
+  if (!m.strategy_serves)
+    out += "  the step buffers' strategy does not serve them within the budget: " + m.strategy_refusal + "\n";
   if (m.recompute != RecomputePolicy::none) {
     char line[160];
     std::snprintf(line, sizeof line, "  %-24s %12s  +%.1f%% compute in backward\n",

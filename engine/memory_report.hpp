@@ -33,10 +33,17 @@ struct MemoryBreakdown {
   double recompute_fraction = 0;
   double expected_samples_per_second = 0;
 
+  // Under a budget and a dynamic strategy (arena, pool, direct): whether the strategy itself,
+  // run on this plan's buffers while planning (memory/detail/strategy_replay.hpp), serves them in
+  // what the budget leaves it; where it does not, why. Under a pool, arena_bytes is the most the
+  // pool holds, where that is more than the plan's arena.
+  bool strategy_serves = true;
+  std::string strategy_refusal;
+
   std::size_t total() const {
     return persistent.total() + arena_bytes + loader_staging + input_staging + library + communication;
   }
-  bool fits() const { return budget == 0 || total() <= budget; }
+  bool fits() const { return budget == 0 || (total() <= budget && strategy_serves); }
 };
 
 std::string format_memory_table(const MemoryBreakdown& breakdown);

@@ -3,7 +3,69 @@
 #include <algorithm>
 #include <optional>
 
+#include "cnnengine/engine/detail/recompute_sweep.hpp"
+
 namespace cnn {
+namespace {
+
+std::size_t peak_of(const Network& net, const std::vector<std::vector<int>>& readers, const StepNeeds& needs,
+                    const RecomputeSet& set) {
+  const std::vector<std::size_t> live = live_bytes(net, readers, needs, schedule_step(net, readers, true, set));
+  return *std::max_element(live.begin(), live.end());
+}
+
+// RecomputePolicy::cheap beyond kDescentLimit: every compatible move that frees bytes at the
+// peak, where together they lower it.
+RecomputeSet swept_cheap_set(const Network& net, const StepNeeds& needs, const CostModel& cost) {
+  const std::vector<std::vector<int>> readers = net.value_readers();
+  const StepSchedule base = schedule_step(net, readers, true, {});
+  const std::vector<std::size_t> live = live_bytes(net, readers, needs, base);
+  const auto top = std::max_element(live.begin(), live.end());
+  const std::vector<RecomputeMove> moves =
+      chainless_moves(net, needs, cost, base, true, static_cast<int>(top - live.begin()));
+  RecomputeSet set = set_of_moves(net, moves, moves.size());
+  if (moves.empty() || peak_of(net, readers, needs, set) >= *top) return RecomputeSet(set.size(), false);
+  return set;
+}
+
+// RecomputePolicy::automatic beyond kDescentLimit: the fewest compatible moves, best first, whose
+// plan fits `arena_cap` (found by bisection on their number); where even all do not fit, the
+// smaller of the plans with all and with none. `none` is the plan without recomputation.
+RecomputeChoice swept_least_within(const Network& net, const StepNeeds& needs, const CostModel& cost,
+                                   std::size_t arena_cap, RecomputeChoice none) {
+  const std::vector<std::vector<int>> readers = net.value_readers();
+  const StepSchedule base = schedule_step(net, readers, true, {});
+  const std::vector<RecomputeMove> moves = chainless_moves(net, needs, cost, base, false, -1);
+  auto plan_with = [&](std::size_t count) {
+    RecomputeSet set = set_of_moves(net, moves, count);
+    StepPlan plan = plan_step(net, needs, set);
+    const bool fits = plan.arena_bytes() <= arena_cap;
+    return RecomputeChoice{std::move(set), std::move(plan), fits};
+  };
+  if (moves.empty()) return none;
+  RecomputeChoice fitting = plan_with(moves.size());
+  if (!fitting.fits) return fitting.plan.arena_bytes() < none.plan.arena_bytes() ? std::move(fitting) : std::move(none);
+  std::size_t lo = 1, hi = moves.size();  // the plan with hi moves fits
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    // The liveness lower bound first: the offsets need at least that, and it is cheaper.
+    if (peak_of(net, readers, needs, set_of_moves(net, moves, mid)) > arena_cap) {
+      lo = mid + 1;
+      continue;
+    }
+    RecomputeChoice c = plan_with(mid);
+    if (c.fits) {
+      hi = mid;
+      fitting = std::move(c);
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return fitting;  // the plan with hi moves
+}
+
+}  // namespace
+
 namespace {
 
 struct Evaluated {
@@ -173,6 +235,7 @@ RecomputeChoice prune(const Network& net, const StepNeeds& needs, const CostMode
 }  // namespace
 
 RecomputeSet cheap_recompute_set(const Network& net, const StepNeeds& needs, const CostModel& cost) {
+  if (net.size() > kDescentLimit) return swept_cheap_set(net, needs, cost);
   Descent descent(net, needs, cost, true);
   descent.lower_peak_to(0);
   return descent.set();
@@ -185,6 +248,7 @@ RecomputeChoice least_recompute_within(const Network& net, const StepNeeds& need
     best.fits = true;
     return best;
   }
+  if (net.size() > kDescentLimit) return swept_least_within(net, needs, cost, arena_cap, std::move(best));
   Descent descent(net, needs, cost, false);
   // The descent works on the liveness lower bound; the offsets need a little more. Each round
   // asks the lower bound for what the arena was over.

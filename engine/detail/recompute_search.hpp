@@ -13,6 +13,12 @@
 
 namespace cnn {
 
+// Note [Two searches]: the descent evaluates every candidate at every move (O(n^3) on a chain of
+// n layers) and may recompute long chains of outputs from one another (O(n^2) recomputations,
+// recompute_sweep.hpp). Up to this many nodes (every preset: resnet18 has 70) it is kept, for its
+// tighter plans; beyond, the sweep, near-linear in the network's size (benchmarks/plan_scaling).
+constexpr int kDescentLimit = 160;
+
 // RecomputePolicy::cheap: element-wise and normalisation outputs (Layer::cheap_to_recompute),
 // each as long as it lowers the peak.
 RecomputeSet cheap_recompute_set(const Network& network, const StepNeeds& needs, const CostModel& cost);

@@ -18,13 +18,29 @@ bool overlap_in_time(const BufferRequest& a, const BufferRequest& b) {
   return a.first_use <= b.last_use && b.first_use <= a.last_use;
 }
 
-struct Placed {
-  std::size_t offset;
-  std::size_t end;
-};
+// By time; the order among events of one time does not matter (a time's events are all applied
+// before its total is read). A step's times are dense, so a counting sort: O(n).
+template <class Event>
+void sort_by_time(std::vector<Event>& events) {
+  if (events.empty()) return;
+  const auto [low, high] = std::minmax_element(events.begin(), events.end(),
+                                               [](const Event& a, const Event& b) { return a.time < b.time; });
+  const auto span = static_cast<std::size_t>(static_cast<long long>(high->time) - low->time) + 1;
+  if (span > 4 * events.size()) {
+    std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.time < b.time; });
+    return;
+  }
+  const int first = low->time;
+  std::vector<std::size_t> start(span + 1, 0);
+  for (const Event& e : events) ++start[static_cast<std::size_t>(e.time - first) + 1];
+  for (std::size_t t = 1; t <= span; ++t) start[t] += start[t - 1];
+  std::vector<Event> sorted(events.size());
+  for (const Event& e : events) sorted[start[static_cast<std::size_t>(e.time - first)]++] = e;
+  events = std::move(sorted);
+}
 
 // The largest sum of bytes live at one time step, and its categories (the first such step), by a
-// sweep over the buffers' starts and ends: O(n log n).
+// sweep over the buffers' starts and ends: O(n) for a step's dense times.
 void compute_lower_bound(const std::vector<BufferRequest>& requests,
                          const std::vector<std::size_t>& sizes, Plan& plan) {
   struct Event {
@@ -38,7 +54,7 @@ void compute_lower_bound(const std::vector<BufferRequest>& requests,
     events.push_back({requests[i].first_use, true, i});
     events.push_back({requests[i].last_use + 1, false, i});
   }
-  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.time < b.time; });
+  sort_by_time(events);
   CategoryBytes live;
   std::size_t total = 0;
   for (std::size_t e = 0; e < events.size();) {
@@ -137,23 +153,25 @@ void place_in_time_order(const std::vector<BufferRequest>& requests, const std::
 namespace {
 
 // Greedy placement in the given order: each buffer goes into the best-fitting gap left by the
-// buffers already placed that overlap it in time, else after the last of them.
+// buffers already placed that overlap it in time, else after the last of them. The placed buffers
+// are kept sorted by offset, so that those overlapping in time are met in offset order without a
+// sort per buffer (the order among equal offsets changes no gap).
 void place_in_order(const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& sizes,
                     const std::vector<std::size_t>& order, Plan& plan) {
+  struct Held {
+    std::size_t offset, end;
+    int first_use, last_use;
+  };
   plan.offsets.assign(requests.size(), 0);
   plan.arena_bytes = 0;
-  std::vector<bool> placed(requests.size(), false);
-  std::vector<Placed> conflicts;
+  std::vector<Held> by_offset;
+  by_offset.reserve(requests.size());
   for (std::size_t i : order) {
-    conflicts.clear();
-    for (std::size_t j = 0; j < requests.size(); ++j)
-      if (placed[j] && overlap_in_time(requests[i], requests[j]))
-        conflicts.push_back({plan.offsets[j], plan.offsets[j] + sizes[j]});
-    std::sort(conflicts.begin(), conflicts.end(),
-              [](const Placed& a, const Placed& b) { return a.offset < b.offset; });
+    const BufferRequest& r = requests[i];
     std::size_t best_offset = 0, best_gap = SIZE_MAX, cursor = 0;
     bool found = false;
-    for (const auto& c : conflicts) {
+    for (const Held& c : by_offset) {
+      if (c.first_use > r.last_use || r.first_use > c.last_use) continue;
       if (c.offset > cursor) {
         const std::size_t gap = c.offset - cursor;
         if (gap >= sizes[i] && gap < best_gap) {
@@ -165,8 +183,11 @@ void place_in_order(const std::vector<BufferRequest>& requests, const std::vecto
       cursor = std::max(cursor, c.end);
     }
     plan.offsets[i] = found ? best_offset : cursor;
-    placed[i] = true;
-    plan.arena_bytes = std::max(plan.arena_bytes, plan.offsets[i] + sizes[i]);
+    const Held placed{plan.offsets[i], plan.offsets[i] + sizes[i], r.first_use, r.last_use};
+    by_offset.insert(std::upper_bound(by_offset.begin(), by_offset.end(), placed,
+                                      [](const Held& a, const Held& b) { return a.offset < b.offset; }),
+                     placed);
+    plan.arena_bytes = std::max(plan.arena_bytes, placed.end);
   }
 }
 

@@ -207,3 +207,81 @@ TEST_CASE("recomputation policies by name", "[recompute]") {
   CHECK_THROWS_AS(parse_recompute_policy("all"), ConfigError);
   CHECK_THROWS_WITH(parse_recompute_policy("all"), Catch::Contains("none, cheap or auto"));
 }
+
+namespace {
+
+// conv then `relus` ReLUs: the chain on which the descent recomputed every ReLU from the conv.
+Network relu_chain(int relus) {
+  std::string text = "conv 4 3 pad=1\n";
+  for (int i = 0; i < relus; ++i) text += "relu\n";
+  return parse_network(text + "flatten\ndense 4\n", kImage, 4);
+}
+
+// `blocks` of conv, BatchNorm, ReLU, and a residual addition every other block.
+Network deep_residual(int blocks) {
+  std::string text = "conv 4 3 pad=1 as=b0\n";
+  for (int i = 1; i <= blocks; ++i) {
+    text += "conv 4 3 pad=1\nbatchnorm\nrelu";
+    if (i % 2 == 0) text += "\nadd b" + std::to_string(i - 2);
+    text += " as=b" + std::to_string(i) + "\n";
+  }
+  return parse_network(text + "flatten\ndense 4\n", kImage, 4);
+}
+
+int most_recomputations_of_one_node(const StepPlan& p) {
+  std::vector<int> times(p.nodes.size(), 0);
+  for (int id : p.recomputed) ++times[static_cast<std::size_t>(id)];
+  return *std::max_element(times.begin(), times.end());
+}
+
+}  // namespace
+
+TEST_CASE("the presets are planned by the descent; deeper networks by the sweep", "[recompute][planner]") {
+  for (const std::string& name : preset_names()) CHECK(make_preset(name, Shape{3, 32, 32}, 10).size() <= kDescentLimit);
+  CHECK(relu_chain(400).size() > kDescentLimit);
+  CHECK(deep_residual(60).size() > kDescentLimit);
+}
+
+TEST_CASE("cheap on a deep chain recomputes each output at most once, lowers the peak and reads live buffers",
+          "[recompute][planner]") {
+  CpuBackend backend(2);
+  for (int kind = 0; kind < 2; ++kind) {
+    Network net = kind == 0 ? relu_chain(400) : deep_residual(60);
+    const StepNeeds needs = step_needs(net, backend, 4, true, std::size_t{256} << 20);
+    const CostModel cost(net, backend.compute_rates());
+    const StepPlan none = plan_step(net, needs);
+    const StepPlan p = plan_step(net, needs, cheap_recompute_set(net, needs, cost));
+    REQUIRE_FALSE(p.recomputed.empty());
+    for (int id : p.recomputed) CHECK(net.node(id).layer->cheap_to_recompute());
+    // A ReLU's BatchNorm comes along with it, and an addition's ReLU: each once per reader.
+    CHECK(most_recomputations_of_one_node(p) <= 2);
+    CHECK(p.recomputed.size() <= static_cast<std::size_t>(net.size()));
+    CHECK(p.plan.lower_bound_bytes < none.plan.lower_bound_bytes);
+    check_reads_are_live(net, p);
+  }
+}
+
+TEST_CASE("auto on a deep network takes the fewest sweep moves that fit, or says nothing fits",
+          "[recompute][planner]") {
+  CpuBackend backend(2);
+  for (int kind = 0; kind < 2; ++kind) {
+    Network net = kind == 0 ? relu_chain(400) : deep_residual(60);
+    const StepNeeds needs = step_needs(net, backend, 4, true, std::size_t{256} << 20);
+    const CostModel cost(net, backend.compute_rates());
+    const std::size_t none = plan_step(net, needs).arena_bytes();
+    const std::size_t cheap = plan_step(net, needs, cheap_recompute_set(net, needs, cost)).arena_bytes();
+    REQUIRE(cheap < none);
+    const std::size_t cap = (cheap + none) / 2;
+    const RecomputeChoice fitting = least_recompute_within(net, needs, cost, cap);
+    CHECK(fitting.fits);
+    CHECK(fitting.plan.arena_bytes() <= cap);
+    CHECK(most_recomputations_of_one_node(fitting.plan) <= 2);
+    check_reads_are_live(net, fitting.plan);
+    const RecomputeChoice roomy = least_recompute_within(net, needs, cost, none);
+    CHECK(roomy.fits);
+    CHECK(roomy.plan.recomputed.empty());
+    const RecomputeChoice hopeless = least_recompute_within(net, needs, cost, 1024);
+    CHECK_FALSE(hopeless.fits);
+    CHECK(hopeless.plan.arena_bytes() <= none);
+  }
+}
