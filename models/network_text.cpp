@@ -181,10 +181,20 @@ class Parser {
   int line_no_ = 0;
 };
 
+// The parser of a network on `input`, which may itself be refused (a checkpoint's description
+// gives it): the error names `source` as the lines' errors do.
+Parser parser_on(Shape input, const std::string& source) {
+  try {
+    return Parser(input);
+  } catch (const ShapeError& e) {
+    throw ShapeError(source + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source) {
-  Parser parser(input);
+  Parser parser = parser_on(input, source);
   std::istringstream lines(text);
   std::string raw;
   int line_no = 0;
