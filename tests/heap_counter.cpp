@@ -13,12 +13,6 @@
 #endif
 #endif
 
-#if defined(CNN_TEST_ADDRESS_SANITIZER)
-// The sanitizers' allocator interface (sanitizer/allocator_interface.h, which GCC does not ship).
-extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
-                                                         void (*free_hook)(const volatile void*));
-#endif
-
 namespace {
 std::atomic<long> g_allocations{0};
 void count() { g_allocations.fetch_add(1, std::memory_order_relaxed); }
@@ -29,11 +23,10 @@ long cnn::testing::heap_allocations() { return g_allocations.load(std::memory_or
 #if defined(CNN_TEST_ADDRESS_SANITIZER)
 
 // Under AddressSanitizer the heap is ASan's: replacing malloc would run before ASan is set up and
-// bypass its checks. Its allocator calls this hook for every allocation by any route instead.
-namespace {
-void on_allocation(const volatile void*, std::size_t) { count(); }
-const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(on_allocation, nullptr);
-}  // namespace
+// bypass its checks. Its allocator calls this hook, which the sanitizers declare weak for a
+// program to define, on every allocation by any route instead. (GCC 12's libasan refuses
+// __sanitizer_install_malloc_and_free_hooks: it returns 0 and calls nothing.)
+extern "C" void __sanitizer_malloc_hook(const volatile void*, std::size_t) { count(); }
 
 #else
 
