@@ -5,11 +5,14 @@
 // input or refuses it with its own error (a cnn::Error: DataError, CheckpointError, the
 // parser's ConfigError and ShapeError); anything else escapes, and a crash, hang or leak is the sanitizers' to find.
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,7 +44,8 @@ class ScratchFile {
   const std::filesystem::path& write(const std::uint8_t* data, std::size_t size) const {
     std::FILE* file = std::fopen(path_.c_str(), "wb");
     if (!file) throw std::runtime_error("cannot write " + path_.string());
-    const bool written = std::fwrite(data, 1, size, file) == size;
+    // An empty input may come with no buffer at all, which fwrite may not be given.
+    const bool written = size == 0 || std::fwrite(data, 1, size, file) == size;
     if (std::fclose(file) != 0 || !written) throw std::runtime_error("cannot write " + path_.string());
     return path_;
   }
@@ -51,13 +55,15 @@ class ScratchFile {
 };
 
 // IDX, raw or gzip (the reader tells them by their first bytes): images (rank 3) unless the
-// magic says labels (rank 1).
-inline void run_idx(const std::uint8_t* data, std::size_t size) {
+// magic says labels (rank 1). Whether the reader accepted the input.
+inline bool run_idx(const std::uint8_t* data, std::size_t size) {
   static const ScratchFile file("idx");
   const int rank = size >= 4 && data[3] == 1 ? 1 : 3;
   try {
     data::read_idx(file.write(data, size), rank, rank == 1 ? "labels" : "pixels");
+    return true;
   } catch (const data::DataError&) {
+    return false;
   }
 }
 
@@ -94,19 +100,49 @@ inline const char* const kCheckpointNetwork = "conv 2 3\nflatten\ndense 3\n";
 inline const Shape kCheckpointInput{1, 6, 6};
 inline constexpr int kCheckpointClasses = 3;
 
-// The whole file read (its description, history and blocks), then loaded into the network with
-// the optimizer state of AdamW (two slots) where it holds one.
-inline void run_checkpoint(const std::uint8_t* data, std::size_t size) {
-  static const ScratchFile file("checkpoint");
+// As train_images --load and --resume read a file: the whole file (its description, history and
+// blocks), then its values loaded into the fixed network above with the optimizer state of AdamW
+// (two slots) where it holds one; and, where the file holds a network, that network as its text
+// describes it (checked against the file's values), then the values loaded into it. So hostile
+// metadata is fuzzed too: the network text, the input shape, the block sizes. Whether the file
+// was accepted as a network with its values.
+inline bool read_checkpoint_as_train_images_does(const std::filesystem::path& path) {
   static CpuBackend backend(1);
   static const Network network = parse_network(kCheckpointNetwork, kCheckpointInput, kCheckpointClasses);
   static ParameterStore params(network, backend, memory::host_resource(), 2, 1);
-  const std::filesystem::path& path = file.write(data, size);
+  std::optional<CheckpointInfo> info;
   try {
-    const CheckpointInfo info = read_checkpoint(path);
-    load_parameters(path, network, params, info.training.has_value());
+    info = read_checkpoint(path);
+    load_parameters(path, network, params, info->training.has_value());
   } catch (const CheckpointError&) {
   }
+  if (!info || info->model.network.empty()) return false;
+  try {
+    const Network own = checkpoint_network(*info, path);
+    ParameterStore own_params(own, backend, memory::host_resource(), 2, 1);
+    load_parameters(path, own, own_params, info->training.has_value() && info->optimizer_floats > 0);
+    return true;
+  } catch (const Error&) {  // CheckpointError, and the parser's ConfigError and ShapeError
+    return false;
+  }
+}
+
+// The input as it is, then, for a checkpoint of version 2, with its last four bytes made the
+// CRC-32 of all before them (what an attacker writes: tests/tools/alter_checkpoint.cpp), so that
+// the fuzzer's changes reach the description and the blocks past the checksum. Whether the input
+// as it is was accepted.
+inline bool run_checkpoint(const std::uint8_t* data, std::size_t size) {
+  static const ScratchFile file("checkpoint");
+  const bool accepted = read_checkpoint_as_train_images_does(file.write(data, size));
+  constexpr char kMagic[8] = {'C', 'N', 'N', 'C', 'K', 'P', 'T', '\n'};
+  if (size >= 28 && size < (std::size_t{1} << 30) && std::memcmp(data, kMagic, sizeof kMagic) == 0) {
+    std::vector<std::uint8_t> made_right(data, data + size);
+    const auto sum = static_cast<std::uint32_t>(crc32(0, data, static_cast<uInt>(size - 4)));
+    std::memcpy(made_right.data() + size - 4, &sum, sizeof sum);  // little-endian, as the files are
+    if (std::memcmp(made_right.data() + size - 4, data + size - 4, 4) != 0)
+      read_checkpoint_as_train_images_does(file.write(made_right.data(), size));
+  }
+  return accepted;
 }
 
 }  // namespace cnn::fuzz

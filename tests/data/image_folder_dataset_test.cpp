@@ -227,7 +227,7 @@ TEST_CASE("image folder: every bad input is a DataError naming the file", "[data
   }
 }
 
-TEST_CASE("image folder: only regular files are read; a FIFO, a device or a broken link is named", "[data][image]") {
+TEST_CASE("image folder: only regular files are read, a FIFO, a device or a broken link is named", "[data][image]") {
   TempFolder dir;
   write_two_classes(dir.path(), ".png", 1);
   SECTION("a FIFO with an image name (opening it would block forever)") {

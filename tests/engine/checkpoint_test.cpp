@@ -314,7 +314,7 @@ TEST_CASE("weights files of version 1 still load", "[checkpoint]") {
   CHECK(error_of([&] { load_weights(scratch / "v1.bin", net, loaded); }).find("after its checksum") != std::string::npos);
 }
 
-TEST_CASE("saving through a symbolic link writes the file it names; a name near the limit works", "[checkpoint]") {
+TEST_CASE("saving through a symbolic link writes the file it names, a name near the limit works", "[checkpoint]") {
   t::TempFolder scratch;
   CpuBackend backend(1);
   Network net = make_preset("small", Shape{1, 8, 8}, 3);

@@ -46,7 +46,7 @@ TEST_CASE("device auto says which device it chose and why", "[device]") {
   CHECK(parse_device("cuda") == DeviceKind::cuda);
 }
 
-TEST_CASE("a CUDA build loads its backend as a plugin; a CPU build says it has none", "[device]") {
+TEST_CASE("a CUDA build loads its backend as a plugin, a CPU build says it has none", "[device]") {
   std::string why;
   const CudaPlugin* plugin = cuda_plugin(&why);
   INFO(why);

@@ -16,7 +16,7 @@
 using namespace cnn;
 using cnn::testing::SyntheticData;
 
-TEST_CASE("predict gives the logits evaluate scores; evaluate_classes adds the confusion matrix", "[trainer][inference]") {
+TEST_CASE("predict gives the logits evaluate scores, evaluate_classes adds the confusion matrix", "[trainer][inference]") {
   const Shape image{1, 12, 12};
   constexpr int kClasses = 4, kSamples = 40;
   CpuBackend backend(2);

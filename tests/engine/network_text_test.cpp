@@ -59,6 +59,22 @@ dense 10
   CHECK(net.node(4).inputs == std::vector<int>{3, 1});
 }
 
+TEST_CASE("an input shape the network cannot take is an error naming the file", "[network]") {
+  // A checkpoint's description gives the input shape: its error must name the checkpoint.
+  const auto error_on = [](Shape input) {
+    try {
+      parse_network("flatten\ndense 3\n", input, 3, "run.ckpt");
+    } catch (const ShapeError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_on(Shape{-1, 6, 6}).find("run.ckpt: the input [-1x6x6] has a side outside 1 to 65536") !=
+        std::string::npos);
+  CHECK(error_on(Shape{1, INT_MAX, INT_MAX}).find("run.ckpt: the input [1x2147483647x2147483647] has a side") !=
+        std::string::npos);
+}
+
 TEST_CASE("network text errors name the file and line", "[network]") {
   CHECK(parse_error("conv 8 3\nfrobnicate\n").find("net.txt:2: unknown layer 'frobnicate'") != std::string::npos);
   CHECK(parse_error("conv 8\n").find("net.txt:1: expected: conv") != std::string::npos);

@@ -106,7 +106,7 @@ TEST_CASE("schedules: warm-up, constant, step and cosine", "[optimizer]") {
   for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw}) CHECK(parse_optimizer_kind(to_string(kind)) == kind);
 }
 
-TEST_CASE("weight decay not given takes the optimizer's default; 0 given is 0", "[optimizer]") {
+TEST_CASE("weight decay not given takes the optimizer's default, 0 given is 0", "[optimizer]") {
   OptimizerConfig c;
   CHECK(make_optimizer(c)->describe().find("weight decay 0.010000") != std::string::npos);
   c.kind = OptimizerKind::sgd;

@@ -263,7 +263,7 @@ TEST_CASE("ONNX export of small-bn: opset, input and outputs, nodes, initializer
   CHECK(metadata(e.model, "cnnengine_network") == network_text(net));
 }
 
-TEST_CASE("ONNX export of small: bias inputs; without probabilities one output; no normalisation", "[onnx]") {
+TEST_CASE("ONNX export of small: bias inputs, without probabilities one output, no normalisation", "[onnx]") {
   REQUIRE(onnx_export_available());
   Network net = make_preset("small", Shape{3, 16, 16}, 4);
   Exported e(net, describe_model(net), OnnxExportOptions{.probabilities = false});
