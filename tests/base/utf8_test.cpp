@@ -14,7 +14,7 @@ TEST_CASE("is_utf8 accepts well-formed UTF-8 and refuses what RFC 3629 does", "[
   CHECK_FALSE(cnn::is_utf8("\x80"));                                 // a continuation byte alone
 }
 
-TEST_CASE("escape_non_utf8 writes each stray byte as \\xNN and keeps UTF-8 as it is", "[base]") {
+TEST_CASE("escape_non_utf8 writes each stray byte as a hex escape and keeps UTF-8 as it is", "[base]") {
   CHECK(cnn::escape_non_utf8("caf\xC3\xA9") == "caf\xC3\xA9");
   CHECK(cnn::escape_non_utf8("caf\xE9") == "caf\\xE9");
   CHECK(cnn::escape_non_utf8("\xFF\xFE" "a\xE2\x82") == "\\xFF\\xFEa\\xE2\\x82");
