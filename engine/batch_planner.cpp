@@ -10,7 +10,7 @@
 #include "cnnengine/engine/detail/micro_batch_plan.hpp"
 #include "cnnengine/engine/detail/recompute_search.hpp"
 #include "cnnengine/engine/parameter_store.hpp"
-#include "cnnengine/memory/block_heap.hpp"
+#include "cnnengine/memory/memory_stack.hpp"
 #include "cnnengine/memory/detail/strategy_replay.hpp"
 
 namespace cnn {
@@ -88,12 +88,11 @@ void check_strategy(const BatchPlanner& planner, MicroBatchPlan& p) {
   std::size_t capacity = 0;
   if (strategy == memory::Strategy::arena) {
     // What the trainer's memory stack reserves for the arena: all the budget leaves after the
-    // persistent blocks and the staging at the full batch, rounded down to the arena's granule.
+    // persistent blocks and the staging at the full batch.
     const std::size_t staging_at_batch =
         InputStager::bytes_for(planner.backend(), planner.network().input_shape().elements(), options.batch);
     const std::size_t held = outside - m.input_staging + std::max(m.input_staging, staging_at_batch);
-    constexpr std::size_t granule = memory::BlockHeap::kGranularity;
-    capacity = m.budget > held ? (m.budget - held) / granule * granule : 0;
+    capacity = memory::MemoryStack::arena_capacity_within(m.budget, held);
     limit = capacity;
   }
   if (limit == 0) {

@@ -55,13 +55,16 @@ std::size_t MemoryStack::staging_bytes() const { return staging_stats_ ? staging
 
 Statistics MemoryStack::staging_statistics() const { return staging_stats_ ? staging_stats_->statistics() : Statistics{}; }
 
+std::size_t MemoryStack::arena_capacity_within(std::size_t cap, std::size_t outside_arena) {
+  return cap > outside_arena ? (cap - outside_arena) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0;
+}
+
 void MemoryStack::build_step_buffers(std::size_t outside_arena, std::size_t planned_arena) {
   if (built_) return;
   std::size_t capacity = 0;
   if (options_.strategy == Strategy::arena) {
-    // Rounded down: the arena rounds its capacity up to its granule, and must still fit.
     const std::size_t limit = cap();  // the budget less what is set aside
-    capacity = options_.budget ? (limit > outside_arena ? (limit - outside_arena) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0)
+    capacity = options_.budget ? arena_capacity_within(limit, outside_arena)
                                : align_up(static_cast<std::size_t>(options_.arena_factor * static_cast<double>(planned_arena)),
                                           BlockHeap::kGranularity);
     if (capacity == 0) {

@@ -64,6 +64,10 @@ class MemoryStack {
   // `outside_arena` bytes (the persistent blocks, the loaders' staging; as on a card of that
   // size), otherwise arena_factor x `planned_arena`. The arena's reservation may throw OutOfMemory.
   void build_step_buffers(std::size_t outside_arena, std::size_t planned_arena);
+  // What the arena strategy reserves under a budget whose cap is `cap`: all of it past
+  // `outside_arena`, rounded down to the arena's granule (it rounds its capacity up, and must still
+  // fit); 0 where nothing is left. The planner asks it too, to run the arena on a plan's buffers.
+  static std::size_t arena_capacity_within(std::size_t cap, std::size_t outside_arena);
   bool step_buffers_built() const { return built_; }
   // What the arena strategy reserved (0 under the others).
   std::size_t arena_capacity() const { return arena_capacity_; }
