@@ -228,6 +228,18 @@ Network deep_residual(int blocks) {
   return parse_network(text + "flatten\ndense 4\n", kImage, 4);
 }
 
+// One of the two deep networks (0: a ReLU chain, 1: residual blocks), past the descent's limit,
+// with a training step's needs at micro-batch 4 and its cost model.
+struct DeepStep {
+  DeepStep(int kind, Backend& backend)
+      : net(kind == 0 ? relu_chain(400) : deep_residual(60)),
+        needs(step_needs(net, backend, 4, true, std::size_t{256} << 20)),
+        cost(net, backend.compute_rates()) {}
+  Network net;
+  StepNeeds needs;
+  CostModel cost;
+};
+
 int most_recomputations_of_one_node(const StepPlan& p) {
   std::vector<int> times(p.nodes.size(), 0);
   for (int id : p.recomputed) ++times[static_cast<std::size_t>(id)];
@@ -246,9 +258,10 @@ TEST_CASE("cheap on a deep chain recomputes each output at most once, lowers the
           "[recompute][planner]") {
   CpuBackend backend(2);
   for (int kind = 0; kind < 2; ++kind) {
-    Network net = kind == 0 ? relu_chain(400) : deep_residual(60);
-    const StepNeeds needs = step_needs(net, backend, 4, true, std::size_t{256} << 20);
-    const CostModel cost(net, backend.compute_rates());
+    const DeepStep deep(kind, backend);
+    const Network& net = deep.net;
+    const StepNeeds& needs = deep.needs;
+    const CostModel& cost = deep.cost;
     const StepPlan none = plan_step(net, needs);
     const StepPlan p = plan_step(net, needs, cheap_recompute_set(net, needs, cost));
     REQUIRE_FALSE(p.recomputed.empty());
@@ -265,9 +278,10 @@ TEST_CASE("auto on a deep network takes the fewest sweep moves that fit, or says
           "[recompute][planner]") {
   CpuBackend backend(2);
   for (int kind = 0; kind < 2; ++kind) {
-    Network net = kind == 0 ? relu_chain(400) : deep_residual(60);
-    const StepNeeds needs = step_needs(net, backend, 4, true, std::size_t{256} << 20);
-    const CostModel cost(net, backend.compute_rates());
+    const DeepStep deep(kind, backend);
+    const Network& net = deep.net;
+    const StepNeeds& needs = deep.needs;
+    const CostModel& cost = deep.cost;
     const std::size_t none = plan_step(net, needs).arena_bytes();
     const std::size_t cheap = plan_step(net, needs, cheap_recompute_set(net, needs, cost)).arena_bytes();
     REQUIRE(cheap < none);
