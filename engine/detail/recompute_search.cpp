@@ -64,10 +64,6 @@ RecomputeChoice swept_least_within(const Network& net, const StepNeeds& needs, c
   return fitting;  // the plan with hi moves
 }
 
-}  // namespace
-
-namespace {
-
 struct Evaluated {
   RecomputeSet set;
   StepSchedule schedule;
