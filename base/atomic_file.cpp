@@ -1,4 +1,4 @@
-#include "cnnengine/base/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <system_error>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/base/regular_file.hpp"
+#include "base/error.hpp"
+#include "base/regular_file.hpp"
 
 namespace cnn {
 

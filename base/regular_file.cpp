@@ -1,4 +1,4 @@
-#include "cnnengine/base/regular_file.hpp"
+#include "base/regular_file.hpp"
 
 #include <system_error>
 

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "cnnengine/base/detail/finite.hpp"
+#include "base/detail/finite.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 
 namespace {
 

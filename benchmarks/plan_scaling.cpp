@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/cnnengine.hpp"
-#include "cnnengine/engine/detail/step_plan.hpp"
+#include "cnnengine.hpp"
+#include "engine/plan/detail/step_plan.hpp"
 
 namespace {
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 
 #if CNN_BENCH_HAVE_CUDA
 #include <cuda_runtime.h>

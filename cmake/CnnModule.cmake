@@ -2,21 +2,22 @@
 #
 #   cnn_module(<target> FOLDER <folder> [PUBLIC <targets>...] [PRIVATE <targets>...])
 #
-# builds the folder's sources (its top level and detail/) as an OBJECT library. The folder's
-# headers are reached as "cnnengine/<folder>/<file>.hpp" through a *view*: a directory in the
-# build tree whose only entry, cnnengine/<folder>, links to the folder. A target's include path
-# is its own view and the views of the targets it links, never the source root, so including a
-# folder that is not linked fails to compile (docs/design.md, "How the order is enforced").
+# builds the folder's sources (its top level and detail/) as an OBJECT library. A header is
+# included by its path from the repository's root, "<folder>/<file>.hpp", so an editor, grep or
+# any tool finds it in the tree as it is checked out. The build reaches it through a *view*: a
+# directory in the build tree whose only entry, <folder>, links to the folder. A target's include
+# path is its own view and the views of the targets it links, never the source root, so including
+# a folder that is not linked fails to compile (docs/design.md, "How the order is enforced").
 #
 # PUBLIC: what the folder's public headers include (users of the folder need it too).
 # PRIVATE: what only its sources use.
 
 set(CNN_VIEWS_DIR ${PROJECT_BINARY_DIR}/views)
 
-# The view directory of `name`, whose cnnengine/<path> links to `source` (a folder or a file).
+# The view directory of `name`, whose <path> links to `source` (a folder or a file).
 function(cnn_make_view name path source out_dir)
   set(view ${CNN_VIEWS_DIR}/${name})
-  set(link ${view}/cnnengine/${path})
+  set(link ${view}/${path})
   get_filename_component(parent ${link} DIRECTORY)
   file(MAKE_DIRECTORY ${parent})
   if(NOT IS_SYMLINK ${link})

@@ -1,12 +1,12 @@
-#include "cnnengine/data/cifar_dataset.hpp"
+#include "data/cifar_dataset.hpp"
 
 #include <cstdint>
 #include <new>
 #include <string>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/cifar_file.hpp"
-#include "cnnengine/data/detail/class_names_file.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/cifar_file.hpp"
+#include "data/detail/class_names_file.hpp"
 
 namespace cnn::data {
 namespace {

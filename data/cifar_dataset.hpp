@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::data {
 

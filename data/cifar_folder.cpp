@@ -1,12 +1,12 @@
-#include "cnnengine/data/cifar_folder.hpp"
+#include "data/cifar_folder.hpp"
 
 #include <algorithm>
 #include <string>
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/cifar_layout.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/cifar_layout.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

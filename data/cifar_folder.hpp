@@ -9,8 +9,8 @@
 // (fine labels).
 #include <filesystem>
 
-#include "cnnengine/data/cifar_dataset.hpp"
-#include "cnnengine/data/open_dataset.hpp"
+#include "data/cifar_dataset.hpp"
+#include "data/open_dataset.hpp"
 
 namespace cnn::data {
 

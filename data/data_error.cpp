@@ -1,8 +1,8 @@
-#include "cnnengine/data/data_error.hpp"
+#include "data/data_error.hpp"
 
 #include <system_error>
 
-#include "cnnengine/base/regular_file.hpp"
+#include "base/regular_file.hpp"
 
 namespace cnn::data {
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::data {
 

@@ -1,4 +1,4 @@
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 #include <vector>
 

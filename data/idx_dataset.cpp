@@ -1,10 +1,10 @@
-#include "cnnengine/data/idx_dataset.hpp"
+#include "data/idx_dataset.hpp"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/idx_file.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/idx_file.hpp"
 
 namespace cnn::data {
 namespace {

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::data {
 

@@ -1,4 +1,4 @@
-#include "cnnengine/data/image_folder_dataset.hpp"
+#include "data/image_folder_dataset.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/folder_scan.hpp"
-#include "cnnengine/data/detail/image_codec.hpp"
-#include "cnnengine/data/detail/parallel_for.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/folder_scan.hpp"
+#include "data/detail/image_codec.hpp"
+#include "data/detail/parallel_for.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

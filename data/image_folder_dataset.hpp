@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::data {
 

@@ -1,16 +1,16 @@
-#include "cnnengine/data/loader.hpp"
+#include "data/loader.hpp"
 
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/base/rank_share.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/augment.hpp"
-#include "cnnengine/data/detail/random.hpp"
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/bytes.hpp"
+#include "base/rank_share.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/augment.hpp"
+#include "data/detail/random.hpp"
+#include "memory/buffer.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn::data {
 namespace {

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "cnnengine/data/dataset.hpp"
-#include "cnnengine/data/preprocessing.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "data/dataset.hpp"
+#include "data/preprocessing.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::data {
 

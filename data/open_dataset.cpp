@@ -1,16 +1,16 @@
-#include "cnnengine/data/open_dataset.hpp"
+#include "data/open_dataset.hpp"
 
 #include <optional>
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/data/cifar_folder.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/cifar_layout.hpp"
-#include "cnnengine/data/detail/folder_scan.hpp"
-#include "cnnengine/data/idx_dataset.hpp"
-#include "cnnengine/data/image_folder_dataset.hpp"
-#include "cnnengine/data/subset_dataset.hpp"
+#include "data/cifar_folder.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/cifar_layout.hpp"
+#include "data/detail/folder_scan.hpp"
+#include "data/idx_dataset.hpp"
+#include "data/image_folder_dataset.hpp"
+#include "data/subset_dataset.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

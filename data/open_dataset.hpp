@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "cnnengine/data/dataset.hpp"
-#include "cnnengine/data/image_folder_dataset.hpp"
+#include "data/dataset.hpp"
+#include "data/image_folder_dataset.hpp"
 
 namespace cnn::data {
 

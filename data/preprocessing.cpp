@@ -1,11 +1,11 @@
-#include "cnnengine/data/preprocessing.hpp"
+#include "data/preprocessing.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/detail/image_codec.hpp"
+#include "base/error.hpp"
+#include "data/detail/image_codec.hpp"
 
 namespace cnn::data {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::data {
 

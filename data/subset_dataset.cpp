@@ -1,9 +1,9 @@
-#include "cnnengine/data/subset_dataset.hpp"
+#include "data/subset_dataset.hpp"
 
 #include <algorithm>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/random.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/random.hpp"
 
 namespace cnn::data {
 namespace {

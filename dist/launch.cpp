@@ -1,10 +1,10 @@
-#include "cnnengine/dist/launch.hpp"
+#include "dist/launch.hpp"
 
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::dist {
 namespace {

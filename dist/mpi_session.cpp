@@ -1,12 +1,12 @@
-#include "cnnengine/dist/mpi_session.hpp"
+#include "dist/mpi_session.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 #if CNN_HAVE_MPI
-#include "cnnengine/dist/detail/mpi_communicator.hpp"
+#include "dist/detail/mpi_communicator.hpp"
 #endif
 
 namespace cnn::dist {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "cnnengine/engine/communicator.hpp"
+#include "engine/core/communicator.hpp"
 
 namespace cnn::dist {
 

@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/idx_file.hpp"
-#include "cnnengine/data/detail/image_codec.hpp"
-#include "cnnengine/engine/parameter_store.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/models/checkpoint.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/idx_file.hpp"
+#include "data/detail/image_codec.hpp"
+#include "engine/core/parameter_store.hpp"
+#include "memory/host_resource.hpp"
+#include "models/checkpoint.hpp"
+#include "models/network_text.hpp"
 
 namespace cnn::fuzz {
 

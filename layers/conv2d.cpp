@@ -1,6 +1,6 @@
-#include "cnnengine/layers/conv2d.hpp"
+#include "layers/conv2d.hpp"
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn {
 

@@ -1,6 +1,6 @@
-#include "cnnengine/layers/dense.hpp"
+#include "layers/dense.hpp"
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn {
 

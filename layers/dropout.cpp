@@ -1,6 +1,6 @@
-#include "cnnengine/layers/dropout.hpp"
+#include "layers/dropout.hpp"
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn {
 

@@ -1,5 +1,5 @@
 #pragma once
-#include "cnnengine/engine/layer.hpp"
+#include "engine/core/layer.hpp"
 
 namespace cnn {
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <climits>
 
-#include "cnnengine/engine/layer.hpp"
+#include "engine/core/layer.hpp"
 
 namespace cnn {
 

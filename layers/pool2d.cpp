@@ -1,6 +1,6 @@
-#include "cnnengine/layers/pool2d.hpp"
+#include "layers/pool2d.hpp"
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn {
 

@@ -1,9 +1,9 @@
-#include "cnnengine/memory/arena_resource.hpp"
+#include "memory/arena_resource.hpp"
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/detail/alignment.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "base/error.hpp"
+#include "memory/buffer.hpp"
+#include "memory/detail/alignment.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 

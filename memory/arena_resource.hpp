@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <mutex>
 
-#include "cnnengine/memory/block_heap.hpp"
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/block_heap.hpp"
+#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

@@ -1,11 +1,11 @@
-#include "cnnengine/memory/block_heap.hpp"
+#include "memory/block_heap.hpp"
 
 #include <cstdint>
 #include <iterator>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/bytes.hpp"
+#include "base/error.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn::memory {
 

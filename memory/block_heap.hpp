@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

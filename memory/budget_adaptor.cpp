@@ -1,8 +1,8 @@
-#include "cnnengine/memory/budget_adaptor.hpp"
+#include "memory/budget_adaptor.hpp"
 
 #include <algorithm>
 
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 

@@ -1,4 +1,4 @@
-#include "cnnengine/memory/buffer.hpp"
+#include "memory/buffer.hpp"
 
 #include <atomic>
 #include <cstdio>

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

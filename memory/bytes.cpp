@@ -1,4 +1,4 @@
-#include "cnnengine/memory/bytes.hpp"
+#include "memory/bytes.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::memory {
 

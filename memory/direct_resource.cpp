@@ -1,7 +1,7 @@
-#include "cnnengine/memory/direct_resource.hpp"
+#include "memory/direct_resource.hpp"
 
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/detail/alignment.hpp"
+#include "memory/buffer.hpp"
+#include "memory/detail/alignment.hpp"
 
 namespace cnn::memory {
 

@@ -2,8 +2,8 @@
 // The naive baseline strategy: every request is one upstream call, every release one free.
 // It remembers each live block only to refuse a foreign pointer or a wrong size.
 #include <mutex>
-#include "cnnengine/memory/live_blocks.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/live_blocks.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "cnnengine/memory/adaptor.hpp"
+#include "memory/adaptor.hpp"
 
 namespace cnn::memory {
 

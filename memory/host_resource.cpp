@@ -1,9 +1,9 @@
-#include "cnnengine/memory/host_resource.hpp"
+#include "memory/host_resource.hpp"
 
 #include <cstdint>
 #include <new>
 
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 

@@ -1,8 +1,8 @@
-#include "cnnengine/memory/live_blocks.hpp"
+#include "memory/live_blocks.hpp"
 
 #include <string>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::memory {
 

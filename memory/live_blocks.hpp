@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

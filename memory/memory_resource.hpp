@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "cnnengine/memory/category.hpp"
+#include "memory/category.hpp"
 
 namespace cnn::memory {
 

@@ -1,11 +1,11 @@
-#include "cnnengine/memory/memory_stack.hpp"
+#include "memory/memory_stack.hpp"
 
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/block_heap.hpp"
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "base/error.hpp"
+#include "memory/block_heap.hpp"
+#include "memory/bytes.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -16,11 +16,11 @@
 #include <optional>
 #include <vector>
 
-#include "cnnengine/memory/adaptor.hpp"
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "cnnengine/memory/strategy.hpp"
-#include "cnnengine/memory/trace_adaptor.hpp"
+#include "memory/adaptor.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
+#include "memory/trace_adaptor.hpp"
 
 namespace cnn::memory {
 

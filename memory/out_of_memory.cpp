@@ -1,8 +1,8 @@
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/out_of_memory.hpp"
 
 #include <sstream>
 
-#include "cnnengine/memory/bytes.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn::memory {
 

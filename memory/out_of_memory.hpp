@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/category.hpp"
+#include "base/error.hpp"
+#include "memory/category.hpp"
 
 namespace cnn::memory {
 

@@ -1,13 +1,13 @@
-#include "cnnengine/memory/pool_resource.hpp"
+#include "memory/pool_resource.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/detail/alignment.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "base/error.hpp"
+#include "memory/buffer.hpp"
+#include "memory/bytes.hpp"
+#include "memory/detail/alignment.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 

@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <mutex>
 
-#include "cnnengine/memory/block_heap.hpp"
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/block_heap.hpp"
+#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <mutex>
 
-#include "cnnengine/memory/adaptor.hpp"
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/memory/live_blocks.hpp"
+#include "memory/adaptor.hpp"
+#include "memory/category.hpp"
+#include "memory/live_blocks.hpp"
 
 namespace cnn::memory {
 

@@ -1,11 +1,11 @@
-#include "cnnengine/memory/strategy.hpp"
+#include "memory/strategy.hpp"
 
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/arena_resource.hpp"
-#include "cnnengine/memory/direct_resource.hpp"
-#include "cnnengine/memory/pool_resource.hpp"
+#include "base/error.hpp"
+#include "memory/arena_resource.hpp"
+#include "memory/direct_resource.hpp"
+#include "memory/pool_resource.hpp"
 
 namespace cnn::memory {
 

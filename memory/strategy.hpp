@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

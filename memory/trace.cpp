@@ -1,4 +1,4 @@
-#include "cnnengine/memory/trace.hpp"
+#include "memory/trace.hpp"
 
 #include <array>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cnnengine/memory/category.hpp"
+#include "memory/category.hpp"
 
 namespace cnn::memory {
 

@@ -1,9 +1,9 @@
-#include "cnnengine/memory/trace_adaptor.hpp"
+#include "memory/trace_adaptor.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {

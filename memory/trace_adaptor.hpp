@@ -7,9 +7,9 @@
 #include <mutex>
 #include <ostream>
 
-#include "cnnengine/memory/adaptor.hpp"
-#include "cnnengine/memory/live_blocks.hpp"
-#include "cnnengine/memory/trace.hpp"
+#include "memory/adaptor.hpp"
+#include "memory/live_blocks.hpp"
+#include "memory/trace.hpp"
 
 namespace cnn::memory {
 

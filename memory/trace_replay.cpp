@@ -1,4 +1,4 @@
-#include "cnnengine/memory/trace_replay.hpp"
+#include "memory/trace_replay.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/buffer.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "cnnengine/memory/memory_resource.hpp"
-#include "cnnengine/memory/trace.hpp"
+#include "memory/memory_resource.hpp"
+#include "memory/trace.hpp"
 
 namespace cnn::memory {
 

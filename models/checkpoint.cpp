@@ -1,4 +1,4 @@
-#include "cnnengine/models/checkpoint.hpp"
+#include "models/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,11 +12,11 @@
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/base/atomic_file.hpp"
-#include "cnnengine/base/detail/finite.hpp"
-#include "cnnengine/base/regular_file.hpp"
-#include "cnnengine/models/detail/checkpoint_meta.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "base/atomic_file.hpp"
+#include "base/detail/finite.hpp"
+#include "base/regular_file.hpp"
+#include "models/detail/checkpoint_meta.hpp"
+#include "models/network_text.hpp"
 
 // Note [Checkpoint layout]: version 2 is a header (magic, version, flags, the description's
 // length), the description (JSON: checkpoint_meta.cpp), the float blocks in this order

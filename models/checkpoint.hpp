@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/preprocessing.hpp"
-#include "cnnengine/engine/parameter_store.hpp"
-#include "cnnengine/engine/trainer.hpp"
+#include "base/error.hpp"
+#include "data/preprocessing.hpp"
+#include "engine/core/parameter_store.hpp"
+#include "engine/train/trainer.hpp"
 
 namespace cnn {
 

@@ -1,10 +1,10 @@
-#include "cnnengine/models/model.hpp"
+#include "models/model.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/preprocessing.hpp"
+#include "base/error.hpp"
+#include "data/preprocessing.hpp"
 
 namespace cnn {
 namespace {

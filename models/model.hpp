@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/engine/trainer.hpp"
-#include "cnnengine/models/checkpoint.hpp"
+#include "engine/train/trainer.hpp"
+#include "models/checkpoint.hpp"
 
 namespace cnn {
 

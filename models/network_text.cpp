@@ -1,4 +1,4 @@
-#include "cnnengine/models/network_text.hpp"
+#include "models/network_text.hpp"
 
 #include <climits>
 #include <cmath>
@@ -8,16 +8,16 @@
 #include <sstream>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/base/regular_file.hpp"
-#include "cnnengine/layers/add.hpp"
-#include "cnnengine/layers/batchnorm2d.hpp"
-#include "cnnengine/layers/conv2d.hpp"
-#include "cnnengine/layers/dense.hpp"
-#include "cnnengine/layers/dropout.hpp"
-#include "cnnengine/layers/flatten.hpp"
-#include "cnnengine/layers/pool2d.hpp"
-#include "cnnengine/layers/relu.hpp"
+#include "base/error.hpp"
+#include "base/regular_file.hpp"
+#include "layers/add.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/flatten.hpp"
+#include "layers/pool2d.hpp"
+#include "layers/relu.hpp"
 
 namespace cnn {
 namespace {

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cnnengine/engine/network.hpp"
+#include "engine/core/network.hpp"
 
 namespace cnn {
 

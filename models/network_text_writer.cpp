@@ -3,13 +3,13 @@
 #include <set>
 #include <sstream>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/layers/batchnorm2d.hpp"
-#include "cnnengine/layers/conv2d.hpp"
-#include "cnnengine/layers/dense.hpp"
-#include "cnnengine/layers/dropout.hpp"
-#include "cnnengine/layers/pool2d.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "base/error.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/pool2d.hpp"
+#include "models/network_text.hpp"
 
 namespace cnn {
 namespace {

@@ -15,9 +15,9 @@
 // export_onnx throws a ConfigError saying so and which packages to install.
 #include <filesystem>
 
-#include "cnnengine/engine/network.hpp"
-#include "cnnengine/engine/parameter_store.hpp"
-#include "cnnengine/models/checkpoint.hpp"
+#include "engine/core/network.hpp"
+#include "engine/core/parameter_store.hpp"
+#include "models/checkpoint.hpp"
 
 namespace cnn {
 

@@ -1,16 +1,16 @@
-#include "cnnengine/models/presets.hpp"
+#include "models/presets.hpp"
 
 #include <filesystem>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/layers/add.hpp"
-#include "cnnengine/layers/batchnorm2d.hpp"
-#include "cnnengine/layers/conv2d.hpp"
-#include "cnnengine/layers/dense.hpp"
-#include "cnnengine/layers/dropout.hpp"
-#include "cnnengine/layers/flatten.hpp"
-#include "cnnengine/layers/pool2d.hpp"
-#include "cnnengine/layers/relu.hpp"
+#include "base/error.hpp"
+#include "layers/add.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/flatten.hpp"
+#include "layers/pool2d.hpp"
+#include "layers/relu.hpp"
 
 namespace cnn {
 namespace {

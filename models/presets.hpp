@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/engine/network.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "engine/core/network.hpp"
+#include "models/network_text.hpp"
 
 namespace cnn {
 

@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_backend.hpp"
 
 #include <omp.h>
 
@@ -8,11 +8,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cpu/detail/available_host_memory.hpp"
-#include "cnnengine/backends/cpu/detail/parallel.hpp"
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/engine/detail/counter_rng.hpp"
-#include "cnnengine/memory/host_resource.hpp"
+#include "backends/cpu/detail/available_host_memory.hpp"
+#include "backends/cpu/detail/parallel.hpp"
+#include "base/error.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+#include "memory/host_resource.hpp"
 
 namespace cnn {
 

@@ -6,7 +6,7 @@
 // fixed order.
 #include <memory>
 
-#include "cnnengine/engine/backend.hpp"
+#include "engine/core/backend.hpp"
 
 namespace cnn {
 

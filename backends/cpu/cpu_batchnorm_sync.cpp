@@ -1,10 +1,10 @@
-// Synchronised BatchNorm on the CPU (engine/backend.hpp): the per-channel sums the ranks add up,
+// Synchronised BatchNorm on the CPU (engine/core/backend.hpp): the per-channel sums the ranks add up,
 // and forward and backward from every rank's sums, rounded as the one-rank calls round.
 #include <cmath>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/backends/cpu/detail/batchnorm_channel.hpp"
-#include "cnnengine/backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/batchnorm_channel.hpp"
+#include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn {
 

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/backends/cpu/detail/gemm.hpp"
-#include "cnnengine/backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn {
 namespace {

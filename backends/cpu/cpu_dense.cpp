@@ -3,9 +3,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/backends/cpu/detail/gemm.hpp"
-#include "cnnengine/backends/cpu/detail/subnormals.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/subnormals.hpp"
 
 namespace cnn {
 namespace {

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <limits>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/backends/cpu/detail/batchnorm_channel.hpp"
-#include "cnnengine/backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/batchnorm_channel.hpp"
+#include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn {
 namespace {

@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/detail/architectures.hpp"
+#include "backends/cuda/detail/architectures.hpp"
 
 namespace cnn::cuda {
 namespace {

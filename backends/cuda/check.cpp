@@ -1,10 +1,10 @@
-#include "cnnengine/backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/check.hpp"
 
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/bytes.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
-#include "cnnengine/base/error.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "base/error.hpp"
 
 namespace cnn::cuda {
 namespace {

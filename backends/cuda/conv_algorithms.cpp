@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/detail/conv_algorithms.hpp"
+#include "backends/cuda/detail/conv_algorithms.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/buffer.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -1,6 +1,6 @@
-#include "cnnengine/backends/cuda/detail/copy_tracker.hpp"
+#include "backends/cuda/detail/copy_tracker.hpp"
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/check.hpp"
 
 namespace cnn::cuda {
 namespace {

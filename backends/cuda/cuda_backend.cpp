@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cuda/detail/architectures.hpp"
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "backends/cuda/detail/architectures.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "memory/buffer.hpp"
+#include "memory/bytes.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
+#include "backends/cuda/detail/cuda_resources.hpp"
 
 #include <cuda_runtime.h>
 
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/bytes.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {

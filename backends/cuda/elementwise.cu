@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
-#include "cnnengine/backends/cuda/detail/grid_stride.cuh"
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/engine/detail/counter_rng.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/grid_stride.cuh"
+#include "base/error.hpp"
+#include "engine/core/detail/counter_rng.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/backends/cuda/detail/architectures.hpp"
-#include "cnnengine/backends/device/cuda_api.hpp"
-#include "cnnengine/memory/bytes.hpp"
+#include "backends/cuda/detail/architectures.hpp"
+#include "backends/device/cuda_api.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn {
 namespace {

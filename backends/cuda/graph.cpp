@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
 
 namespace cnn::cuda {
 namespace {

@@ -1,8 +1,8 @@
 #if CNN_HAVE_NCCL
-#include "cnnengine/backends/cuda/detail/nccl_communicator.hpp"
+#include "backends/cuda/detail/nccl_communicator.hpp"
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/base/error.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "base/error.hpp"
 
 namespace cnn::cuda {
 namespace {

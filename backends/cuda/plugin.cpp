@@ -1,10 +1,10 @@
 // The entry point backends/device/cuda_plugin.cpp looks up in libcnnengine_cuda.
-#include "cnnengine/backends/device/detail/cuda_plugin.hpp"
+#include "backends/device/detail/cuda_plugin.hpp"
 
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
-#include "cnnengine/base/error.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "base/error.hpp"
 #if CNN_HAVE_NCCL
-#include "cnnengine/backends/cuda/detail/nccl_communicator.hpp"
+#include "backends/cuda/detail/nccl_communicator.hpp"
 #endif
 
 namespace {

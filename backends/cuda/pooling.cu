@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
-#include "cnnengine/backends/cuda/detail/grid_stride.cuh"
-#include "cnnengine/base/error.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/grid_stride.cuh"
+#include "base/error.hpp"
 
 namespace cnn::cuda {
 namespace {

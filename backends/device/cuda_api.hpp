@@ -4,7 +4,7 @@
 // functions are in libcnnengine_cuda (backends/device/cuda_plugin.cpp loads it on first use); a program
 // that calls them directly links cnnengine::cuda.
 //
-// Asynchrony, beyond what engine/backend.hpp promises:
+// Asynchrony, beyond what engine/core/backend.hpp promises:
 // - Every call enqueues work on one compute stream and returns; copy_to_host and synchronize wait.
 // - copy_to_device runs on its own copy stream and returns once `host` may be reused. It waits
 //   only for earlier work that touched the destination (the backend tracks the ranges it has
@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "cnnengine/engine/backend.hpp"
+#include "engine/core/backend.hpp"
 
 namespace cnn {
 

@@ -1,11 +1,11 @@
-#include "cnnengine/backends/device/detail/cuda_plugin.hpp"
+#include "backends/device/detail/cuda_plugin.hpp"
 
 #include <dlfcn.h>
 
 #include <filesystem>
 #include <mutex>
 
-#include "cnnengine/backends/device/device.hpp"
+#include "backends/device/device.hpp"
 
 namespace cnn {
 namespace {

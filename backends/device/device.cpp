@@ -1,10 +1,10 @@
-#include "cnnengine/backends/device/device.hpp"
+#include "backends/device/device.hpp"
 
 #include <string>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/backends/device/detail/cuda_plugin.hpp"
-#include "cnnengine/base/error.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/device/detail/cuda_plugin.hpp"
+#include "base/error.hpp"
 
 namespace cnn {
 

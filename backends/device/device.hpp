@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "cnnengine/engine/backend.hpp"
-#include "cnnengine/engine/communicator.hpp"
+#include "engine/core/backend.hpp"
+#include "engine/core/communicator.hpp"
 
 namespace cnn {
 

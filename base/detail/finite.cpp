@@ -1,4 +1,4 @@
-#include "cnnengine/base/detail/finite.hpp"
+#include "base/detail/finite.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "cnnengine/memory/bytes.hpp"
+#include "memory/bytes.hpp"
 
 namespace alloc_compare {
 

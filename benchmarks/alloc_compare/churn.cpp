@@ -7,7 +7,7 @@
 #include <memory>
 #include <optional>
 
-#include "cnnengine/engine/detail/step_memory.hpp"
+#include "engine/train/detail/step_memory.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {

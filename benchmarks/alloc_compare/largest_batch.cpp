@@ -1,6 +1,6 @@
 #include "largest_batch.hpp"
 
-#include "cnnengine/engine/batch_planner.hpp"
+#include "engine/plan/batch_planner.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {

@@ -12,15 +12,15 @@
 #include <thread>
 
 #include "checks.hpp"
-#include "cnnengine/backends/device/device.hpp"
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/models/presets.hpp"
+#include "backends/device/device.hpp"
+#include "memory/bytes.hpp"
+#include "memory/host_resource.hpp"
+#include "models/presets.hpp"
 #include "comparison.hpp"
 #include "plot.hpp"
 #include "report.hpp"
 #if CNN_HAVE_CUDA
-#include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
+#include "backends/cuda/detail/cuda_resources.hpp"
 #endif
 
 namespace {

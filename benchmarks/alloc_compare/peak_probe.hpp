@@ -5,7 +5,7 @@
 // and would always read near 0.
 #include <cstddef>
 
-#include "cnnengine/memory/adaptor.hpp"
+#include "memory/adaptor.hpp"
 
 namespace alloc_compare {
 

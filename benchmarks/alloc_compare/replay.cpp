@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "cnnengine/engine/trainer.hpp"
-#include "cnnengine/memory/detail/planner.hpp"
-#include "cnnengine/memory/trace_adaptor.hpp"
-#include "cnnengine/memory/trace_replay.hpp"
+#include "engine/train/trainer.hpp"
+#include "memory/detail/planner.hpp"
+#include "memory/trace_adaptor.hpp"
+#include "memory/trace_replay.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "cnnengine/memory/bytes.hpp"
+#include "memory/bytes.hpp"
 
 namespace alloc_compare {
 

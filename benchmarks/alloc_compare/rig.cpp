@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "cnnengine/memory/strategy.hpp"
+#include "memory/strategy.hpp"
 
 namespace alloc_compare {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cnnengine/memory/memory_stack.hpp"
+#include "memory/memory_stack.hpp"
 #include "peak_probe.hpp"
 #include "run_result.hpp"
 #include "timing_adaptor.hpp"

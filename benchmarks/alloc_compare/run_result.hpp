@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/memory/strategy.hpp"
+#include "memory/strategy.hpp"
 
 namespace alloc_compare {
 

@@ -3,8 +3,8 @@
 #include <memory>
 #include <optional>
 
-#include "cnnengine/engine/detail/counter_rng.hpp"
-#include "cnnengine/engine/trainer.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+#include "engine/train/trainer.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {

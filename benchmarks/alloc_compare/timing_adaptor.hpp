@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdint>
 
-#include "cnnengine/memory/adaptor.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/adaptor.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace alloc_compare {
 

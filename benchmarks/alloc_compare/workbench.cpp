@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "cnnengine/engine/detail/counter_rng.hpp"
-#include "cnnengine/engine/trainer.hpp"
-#include "cnnengine/memory/bytes.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+#include "engine/train/trainer.hpp"
+#include "memory/bytes.hpp"
 
 namespace alloc_compare {
 

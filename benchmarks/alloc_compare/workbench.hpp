@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/engine/batch_planner.hpp"
-#include "cnnengine/engine/detail/step_plan.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "engine/plan/batch_planner.hpp"
+#include "engine/plan/detail/step_plan.hpp"
+#include "memory/memory_resource.hpp"
 #include "rig.hpp"
 #include "run_result.hpp"
 

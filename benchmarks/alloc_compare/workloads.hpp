@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/memory/trace.hpp"
+#include "memory/trace.hpp"
 #include "run_result.hpp"
 #include "workbench.hpp"
 

@@ -16,8 +16,8 @@
 #include <optional>
 #include <vector>
 
-#include "cnnengine/backends/cpu/detail/gemm.hpp"
-#include "cnnengine/cnnengine.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include "cnnengine.hpp"
 #include "timing_backend.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "cnnengine/engine/backend.hpp"
+#include "engine/core/backend.hpp"
 
 namespace cnn::bench {
 

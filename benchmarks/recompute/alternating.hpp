@@ -3,7 +3,7 @@
 // `steps` optimizer steps of one, then of the other, the order swapped every round.
 #include <vector>
 
-#include "cnnengine/engine/trainer.hpp"
+#include "engine/train/trainer.hpp"
 
 namespace recompute_bench {
 

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "alternating.hpp"
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 
 namespace {
 

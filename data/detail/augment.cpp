@@ -1,4 +1,4 @@
-#include "cnnengine/data/detail/augment.hpp"
+#include "data/detail/augment.hpp"
 
 #include <algorithm>
 #include <cstddef>

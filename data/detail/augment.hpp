@@ -3,7 +3,7 @@
 // 64-bit key (a hash of seed, epoch and sample index), so a replay draws the same ones.
 #include <cstdint>
 
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::data {
 

@@ -1,4 +1,4 @@
-#include "cnnengine/data/detail/byte_reader.hpp"
+#include "data/detail/byte_reader.hpp"
 
 #include <zlib.h>
 
@@ -9,7 +9,7 @@
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/data/data_error.hpp"
+#include "data/data_error.hpp"
 
 namespace cnn::data {
 namespace {

@@ -1,4 +1,4 @@
-#include "cnnengine/data/detail/cifar_file.hpp"
+#include "data/detail/cifar_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,8 +7,8 @@
 #include <memory>
 #include <system_error>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/open_file.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/open_file.hpp"
 
 namespace cnn::data {
 namespace {

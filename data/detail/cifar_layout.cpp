@@ -1,9 +1,9 @@
-#include "cnnengine/data/detail/cifar_layout.hpp"
+#include "data/detail/cifar_layout.hpp"
 
 #include <string>
 #include <system_error>
 
-#include "cnnengine/data/data_error.hpp"
+#include "data/data_error.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

@@ -1,12 +1,12 @@
-#include "cnnengine/data/detail/class_names_file.hpp"
+#include "data/detail/class_names_file.hpp"
 
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <system_error>
 
-#include "cnnengine/base/utf8.hpp"
-#include "cnnengine/data/data_error.hpp"
+#include "base/utf8.hpp"
+#include "data/data_error.hpp"
 
 namespace cnn::data {
 namespace {

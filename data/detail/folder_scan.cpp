@@ -1,11 +1,11 @@
-#include "cnnengine/data/detail/folder_scan.hpp"
+#include "data/detail/folder_scan.hpp"
 
 #include <algorithm>
 #include <system_error>
 
-#include "cnnengine/base/utf8.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/image_codec.hpp"
+#include "base/utf8.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/image_codec.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;

@@ -1,11 +1,11 @@
-#include "cnnengine/data/detail/idx_file.hpp"
+#include "data/detail/idx_file.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <new>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/byte_reader.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/byte_reader.hpp"
 
 namespace cnn::data {
 namespace {

@@ -1,4 +1,4 @@
-#include "cnnengine/data/detail/image_codec.hpp"
+#include "data/detail/image_codec.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,12 +13,12 @@
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/open_file.hpp"
-#include "cnnengine/data/detail/byte_reader.hpp"
-#include "cnnengine/data/detail/jpeg_check.hpp"
-#include "cnnengine/data/detail/png_check.hpp"
-#include "cnnengine/data/detail/resize.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/open_file.hpp"
+#include "data/detail/byte_reader.hpp"
+#include "data/detail/jpeg_check.hpp"
+#include "data/detail/png_check.hpp"
+#include "data/detail/resize.hpp"
 
 // The one translation unit that compiles stb_image. Static, so that the library exports no stbi
 // symbols that could clash with an application's own copy.

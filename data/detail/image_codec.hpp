@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "cnnengine/data/dataset.hpp"
-#include "cnnengine/data/image_folder_dataset.hpp"  // kDefaultMaxDecodedImageBytes
+#include "data/dataset.hpp"
+#include "data/image_folder_dataset.hpp"  // kDefaultMaxDecodedImageBytes
 
 namespace cnn::data {
 

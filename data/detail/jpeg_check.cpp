@@ -1,9 +1,9 @@
-#include "cnnengine/data/detail/jpeg_check.hpp"
+#include "data/detail/jpeg_check.hpp"
 
 #include <cstdint>
 #include <string>
 
-#include "cnnengine/data/data_error.hpp"
+#include "data/data_error.hpp"
 
 namespace cnn::data {
 namespace {

@@ -1,10 +1,10 @@
-#include "cnnengine/data/detail/open_file.hpp"
+#include "data/detail/open_file.hpp"
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
-#include "cnnengine/data/data_error.hpp"
+#include "data/data_error.hpp"
 
 namespace cnn::data {
 

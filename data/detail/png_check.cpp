@@ -1,4 +1,4 @@
-#include "cnnengine/data/detail/png_check.hpp"
+#include "data/detail/png_check.hpp"
 
 #define ZLIB_CONST
 #include <zlib.h>
@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/byte_reader.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/byte_reader.hpp"
 
 namespace cnn::data {
 namespace {

@@ -1,4 +1,4 @@
-#include "cnnengine/data/detail/resize.hpp"
+#include "data/detail/resize.hpp"
 
 #include <algorithm>
 #include <cmath>

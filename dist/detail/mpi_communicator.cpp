@@ -1,9 +1,9 @@
 #if CNN_HAVE_MPI
-#include "cnnengine/dist/detail/mpi_communicator.hpp"
+#include "dist/detail/mpi_communicator.hpp"
 
 #include <algorithm>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::dist {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "cnnengine/engine/communicator.hpp"
+#include "engine/core/communicator.hpp"
 
 namespace cnn::dist {
 

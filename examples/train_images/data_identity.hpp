@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 
 namespace cnn::app {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 #include "memory_budget.hpp"
 #include "metrics_file.hpp"
 #include "output_paths.hpp"

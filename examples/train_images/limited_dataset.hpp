@@ -1,6 +1,6 @@
 #pragma once
 // The first N samples of a data set (--limit), for quick runs.
-#include "cnnengine/data/dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::app {
 

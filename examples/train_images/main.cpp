@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 #include "inference_commands.hpp"
 #include "options.hpp"
 #include "ranks.hpp"

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "cnnengine/base/error.hpp"
+#include "base/error.hpp"
 
 namespace cnn::app {
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "cnnengine/base/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace cnn::app {
 

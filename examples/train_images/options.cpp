@@ -1,6 +1,6 @@
 #include "options.hpp"
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 #include "validators.hpp"
 
 namespace cnn::app {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "cnnengine/memory/trace.hpp"
-#include "cnnengine/models/checkpoint.hpp"
+#include "memory/trace.hpp"
+#include "models/checkpoint.hpp"
 
 namespace cnn::app {
 namespace {

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <system_error>
 
-#include "cnnengine/base/atomic_file.hpp"
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/base/regular_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/regular_file.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {

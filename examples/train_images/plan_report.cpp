@@ -4,7 +4,7 @@
 #include <iostream>
 #include <string>
 
-#include "cnnengine/memory/bytes.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn::app {
 namespace {

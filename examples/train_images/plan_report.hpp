@@ -1,7 +1,7 @@
 #pragma once
 // train_images --plan: bytes for a range of micro-batches, the largest that fits the budget, and
 // the chosen micro-batch and count. It plans only: nothing is allocated, whatever the device.
-#include "cnnengine/engine/trainer.hpp"
+#include "engine/train/trainer.hpp"
 
 namespace cnn::app {
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "cnnengine/base/atomic_file.hpp"
-#include "cnnengine/base/error.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 
 namespace cnn::app {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "cnnengine/models/checkpoint.hpp"
+#include "models/checkpoint.hpp"
 
 namespace cnn::app {
 

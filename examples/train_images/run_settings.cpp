@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/base/utf8.hpp"
+#include "base/error.hpp"
+#include "base/utf8.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {

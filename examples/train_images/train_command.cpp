@@ -8,7 +8,7 @@
 #include <optional>
 #include <thread>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 #include "data_identity.hpp"
 #include "inference_commands.hpp"
 #include "limited_dataset.hpp"

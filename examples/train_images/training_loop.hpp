@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 #include "metrics_file.hpp"
 #include "options.hpp"
 

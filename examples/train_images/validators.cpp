@@ -5,8 +5,8 @@
 #include <cmath>
 #include <optional>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/bytes.hpp"
+#include "base/error.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn::app {
 namespace {

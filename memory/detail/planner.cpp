@@ -1,4 +1,4 @@
-#include "cnnengine/memory/detail/planner.hpp"
+#include "memory/detail/planner.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -8,8 +8,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/bytes.hpp"
+#include "base/error.hpp"
+#include "memory/bytes.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/memory/category.hpp"
+#include "memory/category.hpp"
 
 namespace cnn::memory {
 

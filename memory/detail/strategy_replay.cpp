@@ -1,11 +1,11 @@
-#include "cnnengine/memory/detail/strategy_replay.hpp"
+#include "memory/detail/strategy_replay.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
 
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/bytes.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/memory/detail/planner.hpp"
-#include "cnnengine/memory/strategy.hpp"
+#include "memory/detail/planner.hpp"
+#include "memory/strategy.hpp"
 
 namespace cnn::memory {
 
@@ -22,7 +22,7 @@ struct StrategyReplay {
 
 // Runs `rounds` in order on one fresh `strategy` (not planned) whose upstream holds at most
 // `limit` bytes (0: no limit); an arena strategy reserves `arena_capacity` of them. Each round is
-// one step's requests, served as a step allocates them (engine/detail/step_memory.hpp): at each
+// one step's requests, served as a step allocates them (engine/train/detail/step_memory.hpp): at each
 // time step, the buffers first used then are allocated in request order, then those last used
 // then are given back in request order. Time near-linear in the requests.
 StrategyReplay replay_step_buffers(Strategy strategy, std::size_t limit, std::size_t arena_capacity,

@@ -1,4 +1,4 @@
-#include "cnnengine/models/detail/checkpoint_meta.hpp"
+#include "models/detail/checkpoint_meta.hpp"
 
 #include <limits>
 #include <nlohmann/json.hpp>

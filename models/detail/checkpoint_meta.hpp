@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cnnengine/models/checkpoint.hpp"
+#include "models/checkpoint.hpp"
 
 namespace cnn {
 

@@ -1,4 +1,4 @@
-#include "cnnengine/base/utf8.hpp"
+#include "base/utf8.hpp"
 
 #include <catch2/catch.hpp>
 

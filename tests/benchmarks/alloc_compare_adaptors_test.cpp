@@ -2,10 +2,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "../../benchmarks/alloc_compare/peak_probe.hpp"
-#include "../../benchmarks/alloc_compare/timing_adaptor.hpp"
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/host_resource.hpp"
+#include "benchmarks/alloc_compare/peak_probe.hpp"
+#include "benchmarks/alloc_compare/timing_adaptor.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/host_resource.hpp"
 
 namespace mem = cnn::memory;
 

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "cifar_test_files.hpp"
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/cifar_dataset.hpp"
-#include "cnnengine/data/cifar_folder.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/open_dataset.hpp"
+#include "base/error.hpp"
+#include "data/cifar_dataset.hpp"
+#include "data/cifar_folder.hpp"
+#include "data/data_error.hpp"
+#include "data/open_dataset.hpp"
 #include "data_test_files.hpp"
 #include "expect_open_error.hpp"
 

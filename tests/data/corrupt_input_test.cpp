@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/random.hpp"
-#include "cnnengine/data/idx_dataset.hpp"
-#include "cnnengine/data/image_folder_dataset.hpp"
+#include "base/error.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/random.hpp"
+#include "data/idx_dataset.hpp"
+#include "data/image_folder_dataset.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

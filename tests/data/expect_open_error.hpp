@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/open_dataset.hpp"
+#include "data/data_error.hpp"
+#include "data/open_dataset.hpp"
 
 namespace cnn::data::test {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/idx_file.hpp"
-#include "cnnengine/data/idx_dataset.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/idx_file.hpp"
+#include "data/idx_dataset.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

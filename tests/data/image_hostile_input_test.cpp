@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/image_folder_dataset.hpp"
-#include "cnnengine/data/open_dataset.hpp"
+#include "data/data_error.hpp"
+#include "data/image_folder_dataset.hpp"
+#include "data/open_dataset.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

@@ -8,13 +8,13 @@
 #include <thread>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/data_error.hpp"
-#include "cnnengine/data/detail/augment.hpp"
-#include "cnnengine/data/detail/random.hpp"
-#include "cnnengine/data/loader.hpp"
-#include "cnnengine/data/subset_dataset.hpp"
-#include "cnnengine/memory/host_resource.hpp"
+#include "base/error.hpp"
+#include "data/data_error.hpp"
+#include "data/detail/augment.hpp"
+#include "data/detail/random.hpp"
+#include "data/loader.hpp"
+#include "data/subset_dataset.hpp"
+#include "memory/host_resource.hpp"
 
 using namespace cnn::data;
 using namespace std::chrono_literals;

@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/data/image_folder_dataset.hpp"
-#include "cnnengine/data/preprocessing.hpp"
+#include "base/error.hpp"
+#include "data/image_folder_dataset.hpp"
+#include "data/preprocessing.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

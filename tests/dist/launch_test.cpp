@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/dist/launch.hpp"
-#include "cnnengine/dist/mpi_session.hpp"
+#include "base/error.hpp"
+#include "dist/launch.hpp"
+#include "dist/mpi_session.hpp"
 
 using namespace cnn;
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/cpu_backend.hpp"
 
 namespace cnn::testing {
 

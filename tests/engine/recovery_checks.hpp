@@ -1,6 +1,6 @@
 #pragma once
 // The recovery and budget checks that run on every backend: the CPU tests
-// (tests/engine/recovery_test.cpp) and the GPU tests (tests/cuda/recovery_test.cpp) call them
+// (tests/engine/train/recovery_test.cpp) and the GPU tests (tests/backends/cuda/recovery_test.cpp) call them
 // with their own backend and device memory.
 #include <catch2/catch.hpp>
 
@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/memory_stack.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "cnnengine/memory/strategy.hpp"
-#include "cnnengine/models/presets.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/memory_stack.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
+#include "models/presets.hpp"
 #include "step_buffers.hpp"
 #include "test_networks.hpp"
 

@@ -4,9 +4,9 @@
 // (failures that hit step buffers only, numbered over their requests). Give stack() to a Trainer.
 #include <memory>
 
-#include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/memory_stack.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/memory_stack.hpp"
+#include "memory/statistics_adaptor.hpp"
 
 namespace cnn::testing {
 

@@ -6,17 +6,17 @@
 #include <utility>
 #include <vector>
 
-#include "cnnengine/engine/detail/counter_rng.hpp"
-#include "cnnengine/engine/trainer.hpp"
-#include "cnnengine/layers/add.hpp"
-#include "cnnengine/layers/batchnorm2d.hpp"
-#include "cnnengine/layers/conv2d.hpp"
-#include "cnnengine/layers/dense.hpp"
-#include "cnnengine/layers/dropout.hpp"
-#include "cnnengine/layers/flatten.hpp"
-#include "cnnengine/layers/pool2d.hpp"
-#include "cnnengine/layers/relu.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+#include "engine/train/trainer.hpp"
+#include "layers/add.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/flatten.hpp"
+#include "layers/pool2d.hpp"
+#include "layers/relu.hpp"
+#include "models/network_text.hpp"
 
 namespace cnn::testing {
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "cnnengine/engine/communicator.hpp"
+#include "engine/core/communicator.hpp"
 
 namespace cnn::testing {
 

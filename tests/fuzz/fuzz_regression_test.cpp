@@ -10,8 +10,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "data/data_test_files.hpp"
-#include "fuzz_targets.hpp"
+#include "tests/data/data_test_files.hpp"
+#include "fuzz/fuzz_targets.hpp"
 
 namespace fs = std::filesystem;
 

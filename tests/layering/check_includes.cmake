@@ -1,7 +1,8 @@
 # Includes that would walk around the views (docs/design.md, "How the order is enforced"):
-# - the library's project includes are written by their full name, "cnnengine/<folder>/...";
-#   a relative one ("../layers/x.hpp", or a neighbour's bare name) would find a file without
-#   the include path;
+# - the library's project includes are written by their path from the repository's root,
+#   "<folder>/<file>.hpp", and name a file of the tree (so a reader, an editor or a tool follows
+#   them without the build); a relative one ("../layers/x.hpp", or a neighbour's bare name) would
+#   find a file without the include path;
 # - each folder includes only from the folders its row of docs/design.md reaches, read from the
 #   sources alone (the build's views enforce it only as far as the links do);
 # - the applications in examples/ include public headers only, never a detail/ one.
@@ -14,6 +15,13 @@ foreach(target IN LISTS order_TARGETS)
   list(APPEND table_folders ${order_FOLDER_${target}})
 endforeach()
 
+# The first parts of the table's folders ("engine" for engine/core): where a project include starts.
+set(roots "")
+foreach(folder IN LISTS table_folders)
+  string(REGEX REPLACE "/.*$" "" root "${folder}")
+  list(APPEND roots ${root})
+endforeach()
+
 set(problems "")
 foreach(target IN LISTS order_TARGETS)
   set(folder ${order_FOLDER_${target}})
@@ -24,16 +32,39 @@ foreach(target IN LISTS order_TARGETS)
     file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
     foreach(line IN LISTS lines)
       string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
-      if(included MATCHES "\\.\\." OR (NOT included MATCHES "^cnnengine/" AND NOT included STREQUAL "stb_image.h"))
-        string(APPEND problems "  ${source}: #include \"${included}\"\n")
+      if(included STREQUAL "stb_image.h")
         continue()
       endif()
-      string(REGEX REPLACE "^cnnengine/(.*)/[^/]*$" "\\1" from "${included}")
+      string(REGEX REPLACE "/.*$" "" root "${included}")
+      if(included MATCHES "\\.\\." OR NOT included MATCHES "/" OR NOT root IN_LIST roots)
+        string(APPEND problems "  ${source}: #include \"${included}\" is not a path from the repository's root\n")
+        continue()
+      endif()
+      if(NOT EXISTS ${SOURCE_DIR}/${included})
+        string(APPEND problems "  ${source}: #include \"${included}\" names no file of the tree\n")
+      endif()
+      string(REGEX REPLACE "^(.*)/[^/]*$" "\\1" from "${included}")
       string(REGEX REPLACE "/detail(/.*)?$" "" from "${from}")
       if(from IN_LIST table_folders AND NOT from IN_LIST allowed)
         string(APPEND problems "  ${source}: ${folder}/ may not include from ${from}/: ${line}\n")
       endif()
     endforeach()
+  endforeach()
+endforeach()
+
+# Everything else (tests, benchmarks, examples, fuzzers) includes by a path from its own folder or
+# from the root, so that every include of the tree resolves without the build.
+file(GLOB_RECURSE other_sources ${SOURCE_DIR}/tests/*.hpp ${SOURCE_DIR}/tests/*.cpp ${SOURCE_DIR}/benchmarks/*.hpp
+     ${SOURCE_DIR}/benchmarks/*.cpp ${SOURCE_DIR}/examples/*.hpp ${SOURCE_DIR}/examples/*.cpp
+     ${SOURCE_DIR}/fuzz/*.hpp ${SOURCE_DIR}/fuzz/*.cpp)
+foreach(source IN LISTS other_sources)
+  get_filename_component(here ${source} DIRECTORY)
+  file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+    if(NOT EXISTS ${here}/${included} AND NOT EXISTS ${SOURCE_DIR}/${included})
+      string(APPEND problems "  ${source}: #include \"${included}\" is found neither beside it nor from the root\n")
+    endif()
   endforeach()
 endforeach()
 
@@ -47,4 +78,4 @@ endforeach()
 if(problems)
   message(FATAL_ERROR "includes against the layering:\n${problems}")
 endif()
-message(STATUS "every include is by full name and within the order of docs/design.md; the applications include public headers only")
+message(STATUS "every include is a path from the root and within the order of docs/design.md; the applications include public headers only")

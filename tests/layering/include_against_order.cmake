@@ -5,8 +5,8 @@
 set(tree ${WORK_DIR}/include_against_order)
 file(REMOVE_RECURSE ${tree})
 file(COPY ${SOURCE_DIR}/docs ${SOURCE_DIR}/cmake DESTINATION ${tree})
-file(WRITE ${tree}/engine/trainer.cpp "#include \"cnnengine/layers/conv2d.hpp\"\n")
-file(WRITE ${tree}/backends/cpu/detail/kernel.cpp "#include \"cnnengine/data/detail/open_file.hpp\"\n")
+file(WRITE ${tree}/engine/core/network.cpp "#include \"layers/conv2d.hpp\"\n")
+file(WRITE ${tree}/backends/cpu/detail/kernel.cpp "#include \"data/detail/open_file.hpp\"\n")
 execute_process(COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${tree} -P ${CMAKE_CURRENT_LIST_DIR}/check_includes.cmake
                 RESULT_VARIABLE failed ERROR_VARIABLE said)
 message("${said}")

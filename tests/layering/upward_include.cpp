@@ -1,3 +1,3 @@
 // Compiled with the engine's include path, which holds only the folders below the engine: a
 // layer's header is not on it. The test layering_refuses_an_upward_include expects this to fail.
-#include "cnnengine/layers/conv2d.hpp"
+#include "layers/conv2d.hpp"

@@ -3,13 +3,13 @@
 #include <cstdint>
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/arena_resource.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "memory/block_tracker.hpp"
-#include "memory/page_offset_upstream.hpp"
+#include "base/error.hpp"
+#include "memory/arena_resource.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/out_of_memory.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "block_tracker.hpp"
+#include "page_offset_upstream.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

@@ -1,4 +1,4 @@
-#include "memory/block_tracker.hpp"
+#include "block_tracker.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/category.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory::test {
 

@@ -4,15 +4,15 @@
 #include <thread>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/arena_resource.hpp"
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
-#include "cnnengine/memory/pool_resource.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "memory/block_tracker.hpp"
+#include "base/error.hpp"
+#include "memory/arena_resource.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/out_of_memory.hpp"
+#include "memory/pool_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "block_tracker.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "cnnengine/memory/buffer.hpp"
-#include "cnnengine/memory/host_resource.hpp"
+#include "memory/buffer.hpp"
+#include "memory/host_resource.hpp"
 
 using namespace cnn::memory;
 

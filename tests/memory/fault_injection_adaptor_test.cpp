@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
+#include "base/error.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/out_of_memory.hpp"
+#include "memory/statistics_adaptor.hpp"
 
 using namespace cnn::memory;
 

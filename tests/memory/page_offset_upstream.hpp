@@ -10,9 +10,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/memory_resource.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn::memory::test {
 

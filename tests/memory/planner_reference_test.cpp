@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/detail/planner.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "memory/bytes.hpp"
+#include "memory/detail/planner.hpp"
+#include "memory/memory_resource.hpp"
 
 using namespace cnn::memory;
 

@@ -5,9 +5,9 @@
 #include <random>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/bytes.hpp"
-#include "cnnengine/memory/detail/planner.hpp"
+#include "base/error.hpp"
+#include "memory/bytes.hpp"
+#include "memory/detail/planner.hpp"
 
 using namespace cnn::memory;
 

@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/out_of_memory.hpp"
-#include "memory/block_tracker.hpp"
-#include "memory/resource_stacks.hpp"
+#include "base/error.hpp"
+#include "memory/out_of_memory.hpp"
+#include "block_tracker.hpp"
+#include "resource_stacks.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

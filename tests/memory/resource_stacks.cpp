@@ -1,14 +1,14 @@
-#include "memory/resource_stacks.hpp"
+#include "resource_stacks.hpp"
 
-#include "cnnengine/memory/arena_resource.hpp"
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/direct_resource.hpp"
-#include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/pool_resource.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "cnnengine/memory/trace_adaptor.hpp"
-#include "memory/page_offset_upstream.hpp"
+#include "memory/arena_resource.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/direct_resource.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/pool_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/trace_adaptor.hpp"
+#include "page_offset_upstream.hpp"
 
 namespace cnn::memory::test {
 namespace {

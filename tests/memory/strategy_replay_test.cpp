@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "cnnengine/memory/detail/strategy_replay.hpp"
-#include "cnnengine/memory/pool_resource.hpp"
+#include "memory/detail/strategy_replay.hpp"
+#include "memory/pool_resource.hpp"
 
 using namespace cnn::memory;
 

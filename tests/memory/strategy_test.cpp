@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/strategy.hpp"
+#include "base/error.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/strategy.hpp"
 
 using namespace cnn::memory;
 

@@ -8,18 +8,18 @@
 
 #include <unistd.h>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/arena_resource.hpp"
-#include "cnnengine/memory/budget_adaptor.hpp"
-#include "cnnengine/memory/fault_injection_adaptor.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/memory/pool_resource.hpp"
-#include "cnnengine/memory/statistics_adaptor.hpp"
-#include "cnnengine/memory/strategy.hpp"
-#include "cnnengine/memory/trace.hpp"
-#include "cnnengine/memory/trace_adaptor.hpp"
-#include "cnnengine/memory/trace_replay.hpp"
-#include "memory/block_tracker.hpp"
+#include "base/error.hpp"
+#include "memory/arena_resource.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/pool_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
+#include "memory/trace.hpp"
+#include "memory/trace_adaptor.hpp"
+#include "memory/trace_replay.hpp"
+#include "block_tracker.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

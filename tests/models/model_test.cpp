@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/data/preprocessing.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/models/model.hpp"
-#include "cnnengine/models/presets.hpp"
-#include "data/data_test_files.hpp"
-#include "engine/test_networks.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "data/preprocessing.hpp"
+#include "memory/host_resource.hpp"
+#include "models/model.hpp"
+#include "models/presets.hpp"
+#include "tests/data/data_test_files.hpp"
+#include "tests/engine/test_networks.hpp"
 
 using namespace cnn;
 namespace t = cnn::data::test;

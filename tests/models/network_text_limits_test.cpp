@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "base/error.hpp"
+#include "models/network_text.hpp"
 
 using namespace cnn;
 

@@ -14,15 +14,15 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/backends/cpu/cpu_backend.hpp"
-#include "cnnengine/layers/conv2d.hpp"
-#include "cnnengine/layers/dense.hpp"
-#include "cnnengine/layers/flatten.hpp"
-#include "cnnengine/memory/host_resource.hpp"
-#include "cnnengine/models/network_text.hpp"
-#include "cnnengine/models/onnx_export.hpp"
-#include "cnnengine/models/presets.hpp"
-#include "data/data_test_files.hpp"
+#include "backends/cpu/cpu_backend.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/flatten.hpp"
+#include "memory/host_resource.hpp"
+#include "models/network_text.hpp"
+#include "models/onnx_export.hpp"
+#include "models/presets.hpp"
+#include "tests/data/data_test_files.hpp"
 
 #ifdef CNN_TEST_HAVE_ONNX
 #include <onnx/onnx_pb.h>

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/cnnengine.hpp"
-#include "cnnengine/models/onnx_export.hpp"
+#include "cnnengine.hpp"
+#include "models/onnx_export.hpp"
 
 namespace {
 

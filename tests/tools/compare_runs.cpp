@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/cnnengine.hpp"
+#include "cnnengine.hpp"
 
 namespace {
 

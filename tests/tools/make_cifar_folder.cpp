@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "cifar_test_files.hpp"
+#include "tests/data/cifar_test_files.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {

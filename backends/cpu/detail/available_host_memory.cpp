@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cpu/detail/available_host_memory.hpp"
+#include "backends/cpu/detail/available_host_memory.hpp"
 
 #include <algorithm>
 #include <charconv>

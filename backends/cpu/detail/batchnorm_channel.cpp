@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cpu/detail/batchnorm_channel.hpp"
+#include "backends/cpu/detail/batchnorm_channel.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "cnnengine/backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/gemm.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn::cpu {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "cnnengine/backends/cpu/detail/subnormals.hpp"
-#include "cnnengine/backends/cpu/detail/work_pool.hpp"
+#include "backends/cpu/detail/subnormals.hpp"
+#include "backends/cpu/detail/work_pool.hpp"
 
 namespace cnn::cpu {
 

@@ -1,9 +1,9 @@
-#include "cnnengine/backends/cpu/detail/work_pool.hpp"
+#include "backends/cpu/detail/work_pool.hpp"
 
 #include <algorithm>
 #include <thread>
 
-#include "cnnengine/backends/cpu/detail/subnormals.hpp"
+#include "backends/cpu/detail/subnormals.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -14,8 +14,8 @@
 #include <map>
 #include <string>
 
-#include "cnnengine/backends/cuda/detail/descriptors.hpp"
-#include "cnnengine/memory/memory_resource.hpp"
+#include "backends/cuda/detail/descriptors.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::cuda {
 

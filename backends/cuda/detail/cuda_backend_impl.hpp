@@ -16,12 +16,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cnnengine/backends/cuda/detail/conv_algorithms.hpp"
-#include "cnnengine/backends/cuda/detail/copy_tracker.hpp"
-#include "cnnengine/backends/cuda/detail/cuda_resources.hpp"
-#include "cnnengine/backends/device/cuda_api.hpp"
-#include "cnnengine/backends/device/detail/algorithm_cache_file.hpp"
-#include "cnnengine/engine/backend.hpp"
+#include "backends/cuda/detail/conv_algorithms.hpp"
+#include "backends/cuda/detail/copy_tracker.hpp"
+#include "backends/cuda/detail/cuda_resources.hpp"
+#include "backends/device/cuda_api.hpp"
+#include "backends/device/detail/algorithm_cache_file.hpp"
+#include "engine/core/backend.hpp"
 
 namespace cnn::cuda {
 

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "cnnengine/backends/cuda/detail/check.hpp"
-#include "cnnengine/engine/tensor.hpp"
+#include "backends/cuda/detail/check.hpp"
+#include "engine/core/tensor.hpp"
 
 namespace cnn::cuda {
 

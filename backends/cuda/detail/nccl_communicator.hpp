@@ -6,8 +6,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "cnnengine/backends/cuda/detail/cuda_backend_impl.hpp"
-#include "cnnengine/engine/communicator.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "engine/core/communicator.hpp"
 
 namespace cnn::cuda {
 

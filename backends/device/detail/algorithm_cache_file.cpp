@@ -1,13 +1,13 @@
-#include "cnnengine/backends/device/detail/algorithm_cache_file.hpp"
+#include "backends/device/detail/algorithm_cache_file.hpp"
 
 #include <cstdlib>
 #include <fstream>
 #include <system_error>
 #include <vector>
 
-#include "cnnengine/backends/device/device.hpp"
-#include "cnnengine/base/atomic_file.hpp"
-#include "cnnengine/base/regular_file.hpp"
+#include "backends/device/device.hpp"
+#include "base/atomic_file.hpp"
+#include "base/regular_file.hpp"
 
 namespace cnn {
 namespace {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "cnnengine/backends/device/cuda_api.hpp"
-#include "cnnengine/engine/communicator.hpp"
+#include "backends/device/cuda_api.hpp"
+#include "engine/core/communicator.hpp"
 
 namespace cnn {
 

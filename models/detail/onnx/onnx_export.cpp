@@ -1,5 +1,5 @@
 // export_onnx where ONNX and protobuf were found (onnx_unavailable.cpp otherwise).
-#include "cnnengine/models/onnx_export.hpp"
+#include "models/onnx_export.hpp"
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/checker.h>
@@ -10,11 +10,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cnnengine/base/atomic_file.hpp"
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/memory/category.hpp"
-#include "cnnengine/models/detail/onnx/onnx_graph.hpp"
-#include "cnnengine/models/detail/onnx/onnx_metadata.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "memory/category.hpp"
+#include "models/detail/onnx/onnx_graph.hpp"
+#include "models/detail/onnx/onnx_metadata.hpp"
 
 namespace cnn {
 namespace {

@@ -1,4 +1,4 @@
-#include "cnnengine/models/detail/onnx/onnx_graph.hpp"
+#include "models/detail/onnx/onnx_graph.hpp"
 
 #include <bit>
 #include <initializer_list>
@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/layers/batchnorm2d.hpp"
-#include "cnnengine/layers/conv2d.hpp"
-#include "cnnengine/layers/dense.hpp"
-#include "cnnengine/layers/pool2d.hpp"
-#include "cnnengine/models/onnx_export.hpp"
+#include "base/error.hpp"
+#include "layers/batchnorm2d.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/pool2d.hpp"
+#include "models/onnx_export.hpp"
 
 namespace cnn {
 namespace {

@@ -3,8 +3,8 @@
 // Built only where ONNX is found (the root CMakeLists.txt).
 #include <onnx/onnx_pb.h>
 
-#include "cnnengine/engine/network.hpp"
-#include "cnnengine/engine/parameter_store.hpp"
+#include "engine/core/network.hpp"
+#include "engine/core/parameter_store.hpp"
 
 namespace cnn {
 

@@ -1,12 +1,12 @@
-#include "cnnengine/models/detail/onnx/onnx_metadata.hpp"
+#include "models/detail/onnx/onnx_metadata.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
 
-#include "cnnengine/base/error.hpp"
-#include "cnnengine/models/network_text.hpp"
+#include "base/error.hpp"
+#include "models/network_text.hpp"
 
 namespace cnn {
 namespace {

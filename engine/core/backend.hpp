@@ -1,0 +1,255 @@
+#pragma once
+// The kernels a layer may call. The CPU backend (Eigen) is the reference; the CUDA backend
+// (cuDNN, cuBLAS, own kernels) implements the same calls. Layers hold no backend-specific code.
+//
+// Conventions for every call:
+// - Tensors are views into memory of this backend's device (see device_memory()).
+// - Images are NCHW float32. Convolution weights are [out, in, kh, kw]; dense weights [out, in].
+// - `accumulate` on an input gradient: false writes dx, true adds to what dx holds (an
+//   activation used by two layers gets both contributions).
+// - Parameter gradients (dw, dbias, dgamma, dbeta) always accumulate: the trainer zeroes them
+//   once per optimizer step, so micro-batches add up to the full batch.
+// - Calls are ordered: a call sees the results of every call made before it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/error.hpp"
+#include "engine/core/tensor.hpp"
+#include "memory/memory_resource.hpp"
+
+namespace cnn {
+
+enum class DeviceKind { cpu, cuda };
+inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
+
+struct Conv2dDesc {
+  int in_channels = 0, out_channels = 0;
+  int kernel_h = 1, kernel_w = 1;
+  int stride = 1, padding = 0;
+};
+
+enum class PoolMode { max, average };  // average excludes padding from the count
+
+struct Pool2dDesc {
+  PoolMode mode = PoolMode::max;
+  int window_h = 2, window_w = 2;
+  int stride_h = 2, stride_w = 2;
+  int pad_h = 0, pad_w = 0;
+};
+
+enum class ConvPass { forward, backward };  // backward covers backward-data and backward-filter
+
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+struct SgdConfig {
+  float momentum = 0.9f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+};
+
+struct AdamWConfig {
+  float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;
+  float weight_decay = 0.01f;
+};
+
+// Values that change from one micro-batch to the next. Kernels read them from device memory,
+// not from their arguments, so that a captured step (see Backend::begin_capture) replays with the
+// values of the micro-batch at hand.
+struct StepScalars {
+  std::uint64_t seed = 0;          // the optimizer step's; dropout layer l draws from splitmix64(seed ^ l)
+  std::uint64_t first_sample = 0;  // the micro-batch's first sample in the optimizer step's batch
+  float grad_scale = 0.0f;         // the loss gradient's factor: 1 / samples in the optimizer step
+};
+
+// How fast a backend is, roughly: the planner's cost model (engine/plan/detail/cost_model.hpp) prices
+// a call as its fixed cost plus the larger of its arithmetic and its memory traffic at these
+// rates. Round figures that rank plans, not measurements.
+struct ComputeRates {
+  double flops_per_second = 0;
+  double bytes_per_second = 0;
+  double seconds_per_call = 0;  // a launch, a parallel region: what a call costs however small
+};
+
+// A point in the work a backend has been given: Backend::reached says without waiting whether
+// everything before it is done, Backend::wait waits for it. id 0: nothing to wait for.
+struct Fence {
+  std::uint64_t id = 0;
+};
+
+// Backend calls recorded once and run again on demand (a CUDA graph).
+class CapturedCalls {
+ public:
+  virtual ~CapturedCalls() = default;
+  // Runs the recorded calls, ordered after every call made before it.
+  virtual void replay() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual DeviceKind kind() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu: Eigen 3.4.0, 2 threads"
+
+  // Where tensors of this backend live, and host memory the loader fills for copy_to_device
+  // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.
+  virtual memory::MemoryResource& device_memory() = 0;
+  virtual memory::MemoryResource& staging_memory() = 0;
+  // Bytes the backend's libraries hold for themselves (cuBLAS workspace, ...): counted in the
+  // budget under workspace.
+  virtual std::size_t library_reserved_bytes() const { return 0; }
+  // Bytes device_memory() could still give this process now (the host's available memory, within
+  // its control group; the GPU's free memory); 0 when unknown. A run given no budget is bounded
+  // by it.
+  virtual std::size_t available_memory() const { return 0; }
+  virtual ComputeRates compute_rates() const = 0;
+  // Whether the same seed gives the same bits on this backend, and what that costs, in words,
+  // once planning has chosen the methods (CUDA: the deterministic convolution algorithms' measured
+  // time against the fastest's). Empty: nothing known.
+  virtual std::string determinism_report() const { return {}; }
+
+  // host -> device and device -> host. copy_to_device returns once `host` may be reused;
+  // later calls see the data.
+  virtual void copy_to_device(const void* host, void* device, std::size_t bytes) = 0;
+  virtual void copy_to_host(const void* device, void* host, std::size_t bytes) = 0;
+  virtual void fill(Tensor t, float value) = 0;
+  virtual void synchronize() = 0;
+
+  // Whether copies between host and device run beside the compute calls (CUDA's copy stream):
+  // the trainer then copies a micro-batch's input while the one before it computes, and reads a
+  // step's loss one step late (engine/core/detail/input_stager.hpp, Trainer::submit_step).
+  virtual bool copies_overlap_compute() const { return false; }
+  // Copies that return at once. Until the fence is reached, `host` must stay as it is (to the
+  // device) or be left unread (to the host). Later calls see the data. Here: copied at once.
+  virtual Fence copy_to_device_async(const void* host, void* device, std::size_t bytes) {
+    copy_to_device(host, device, bytes);
+    return {};
+  }
+  virtual Fence copy_to_host_async(const void* device, void* host, std::size_t bytes) {
+    copy_to_host(device, host, bytes);
+    return {};
+  }
+  virtual bool reached(Fence) { return true; }
+  // Blocks until the fence is reached; throws what the device found meanwhile, as synchronize().
+  virtual void wait(Fence) {}
+  // dst = src over `bytes` of this backend's memory, ordered as a compute call (and recorded by
+  // a capture).
+  virtual void copy_on_device(const void* src, void* dst, std::size_t bytes) = 0;
+
+  // Convolution. The workspace a pass needs for the fastest method whose workspace is at most
+  // `limit` bytes; the backend remembers that choice for the calls below.
+  virtual std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                             ConvPass pass, std::size_t limit) = 0;
+  virtual void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
+                              const Tensor& bias, Tensor y, Workspace ws) = 0;
+  virtual void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
+                                    Tensor dx, bool accumulate, Workspace ws) = 0;
+  // dbias may be empty (no bias).
+  virtual void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                                      Tensor dw, Tensor dbias, Workspace ws) = 0;
+
+  // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first. The workspace a
+  // pass needs for input x (batched) and `out` units; none where the library keeps its own.
+  virtual std::size_t dense_workspace_bytes(const Shape& /*x*/, int /*out*/, ConvPass) { return 0; }
+  virtual void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) = 0;
+  virtual void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) = 0;
+  virtual void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) = 0;
+
+  virtual void relu_forward(const Tensor& x, Tensor y) = 0;
+  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) = 0;
+
+  virtual void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) = 0;
+  // Max pooling routes each gradient to the first input equal to the window's maximum.
+  virtual void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
+                               const Tensor& dy, Tensor dx, bool accumulate) = 0;
+
+  // Batch normalisation over N, H and W per channel. Running statistics move by `momentum`
+  // towards the batch's (variance unbiased, as PyTorch and cuDNN do); saved_mean and
+  // saved_inv_std keep what backward needs.
+  virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          Tensor y, Tensor running_mean, Tensor running_var,
+                                          float momentum, float epsilon, Tensor saved_mean,
+                                          Tensor saved_inv_std) = 0;
+  virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                           const Tensor& running_mean, const Tensor& running_var,
+                                           float epsilon, Tensor y) = 0;
+  // y from x with the batch statistics batchnorm_forward_training saved (a recomputation during
+  // backward): y = (x - saved_mean) * saved_inv_std * gamma + beta, computed as that call computes
+  // y, so that on the CPU both give the same bits. No running statistic moves.
+  virtual void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) = 0;
+  // epsilon: forward's (cuDNN wants the same value in both passes).
+  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                  Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
+
+  // Synchronised BatchNorm (data-parallel): the batch statistics over every rank's micro-batch,
+  // from per-channel sums that the ranks add up between these calls. `count` is the values per
+  // channel over every rank (N x H x W each). Forward:
+  //   channel_sums:          sums[c] = sum of x over N, H, W
+  //   centered_squares:      out[c] = sum of (x - sums[c] / count)^2          (sums: every rank's)
+  //   forward_from_sums:     from saved_mean = every rank's sums and saved_inv_std = every rank's
+  //                          centered squares, both replaced by the mean and 1 / sqrt(var + eps);
+  //                          y, and the running statistics, as batchnorm_forward_training
+  // Backward (dgamma and dbeta are the rank's own sums[C + c] and sums[c]: the trainer adds them
+  // up over the ranks with the other gradients):
+  //   backward_sums:         sums[c] = sum of dy, sums[C + c] = sum of dy * xhat
+  //   backward_from_sums:    dx from every rank's sums, as batchnorm_backward computes it
+  virtual void batchnorm_channel_sums(const Tensor& x, Tensor sums) = 0;
+  virtual void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) = 0;
+  virtual void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                           Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                           double count, Tensor saved_mean, Tensor saved_inv_std) = 0;
+  virtual void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                       const Tensor& saved_inv_std, Tensor sums) = 0;
+  virtual void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                            const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                            const Tensor& sums, double count, Tensor dx, bool accumulate) = 0;
+
+  // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
+  // step->first_sample * x.sample_elements() + i) (engine/counter_rng.hpp), so every backend
+  // draws the same mask for the same seed, and a sample's mask depends on its place in the
+  // optimizer step's batch, not on how that batch was split into micro-batches. `step` is in
+  // this backend's device memory.
+  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                               std::uint64_t layer) = 0;
+  virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;
+
+  virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;
+  // dst = src (accumulate false) or dst += src.
+  virtual void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) = 0;
+
+  // Softmax cross-entropy over logits [N, classes] and int32 labels [N]. Adds the sum of the N
+  // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When
+  // dlogits is not empty, writes dlogits = (softmax - onehot) * step->grad_scale (`step` in
+  // device memory; unused, and may be null, without dlogits). A label outside [0, classes) is an
+  // error the backend reports by throwing DataError.
+  virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+                                     const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
+
+  // Fused optimizer updates over one flat block of parameters. `guard`, where not null, is a
+  // float in this backend's memory (the step's loss sum): when it is not finite the update
+  // changes nothing, so that a step can be applied before its loss is read back.
+  virtual void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                          float learning_rate, const float* guard) = 0;
+  virtual void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
+                            const AdamWConfig& config, float learning_rate, long step, const float* guard) = 0;
+
+  // Capture: between begin_capture() and end_capture() the compute calls above are recorded
+  // instead of run (no copies, no synchronize). Tensors are recorded by address and every other
+  // argument by value, so what changes between replays must come from device memory
+  // (StepScalars). end_capture() returns the recording or throws what made the capture fail;
+  // abort_capture() ends a capture after a call threw. Either way capturing has ended. A backend
+  // that cannot capture says why in capture_support() (empty: it can).
+  virtual std::string capture_support() const { return "this backend cannot capture calls"; }
+  virtual void begin_capture() { throw ConfigError(capture_support()); }
+  virtual std::unique_ptr<CapturedCalls> end_capture() { throw ConfigError(capture_support()); }
+  virtual void abort_capture() noexcept {}
+};
+
+}  // namespace cnn

@@ -1,0 +1,143 @@
+#pragma once
+// A layer knows its shapes, its parameters, the memory it needs and how to run forward and
+// backward through the Backend interface. It owns no memory: every tensor it touches is a view
+// the engine hands it in a LayerContext.
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "engine/core/backend.hpp"
+#include "engine/core/communicator.hpp"
+
+namespace cnn {
+
+// What a layer is, for the engine's rewrites and for names. A layer of one's own is `custom` and
+// names itself (Layer::type_name).
+enum class LayerKind {
+  conv2d,
+  dense,
+  relu,
+  max_pool2d,
+  average_pool2d,
+  global_average_pool,
+  batchnorm2d,
+  dropout,
+  add,
+  flatten,
+  custom,
+};
+
+// The kind's word in node names and checkpoint fingerprints: "conv2d", "maxpool2d", ...
+std::string to_string(LayerKind kind);
+
+enum class Init { he_normal, glorot_uniform, zeros, ones };
+
+struct ParamSpec {
+  std::string name;      // "weight", "bias", "running_mean", ...
+  Shape shape;
+  Init init = Init::zeros;
+  int fan_in = 1, fan_out = 1;
+  bool trainable = true;  // false: state such as running statistics (no gradient, no optimizer)
+};
+
+// What one sample's forward pass costs: floating-point operations (a multiply-add counts two) and
+// bytes read and written. The recomputation planner prices a layer's recomputation with it
+// (engine/plan/detail/cost_model.hpp); an estimate, not a measurement.
+struct LayerCost {
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct TrainingBatchNeed {
+  int samples = 1;
+  std::string why;
+};
+
+// Synchronised BatchNorm in a data-parallel run: batch statistics over every rank's micro-batch
+// (docs/design.md, "Data-parallel training").
+struct CrossRankContext {
+  Communicator* communicator = nullptr;
+  Tensor scratch;  // device floats for a layer's sums: two per channel of the widest BatchNorm
+};
+
+struct LayerContext {
+  Backend* backend = nullptr;
+  int batch = 0;
+  bool training = true;
+  const StepScalars* step = nullptr;    // device memory: the step's seed, first sample, gradient scale
+  int node = 0;                         // the layer's place in the network, its own random stream
+  std::span<const Tensor> inputs;       // batched inputs
+  Tensor output;                        // batched output
+  std::span<const Tensor> params;       // in parameters() order
+  std::span<const Tensor> grads;        // one per parameter; empty views for non-trainable ones
+  std::span<const Tensor> saved;        // in saved_floats() order; alive from forward to backward
+  Workspace workspace;
+  const CrossRankContext* cross_rank = nullptr;  // set for synchronised BatchNorm only
+  // Backward only.
+  Tensor grad_output;
+  std::span<const Tensor> grad_inputs;  // empty view where no gradient is wanted
+  std::span<const bool> accumulate;     // per input: add to grad_inputs[i] instead of writing it
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  virtual LayerKind kind() const = 0;
+  // The kind's word (to_string); a custom layer gives its own.
+  virtual std::string type_name() const { return to_string(kind()); }
+  virtual std::string describe() const = 0;
+  virtual int input_count() const { return 1; }
+
+  // Per-sample shapes ({C,H,W} or {features}). Called once when the network is built; the layer
+  // keeps what it needs. Throws ShapeError naming the layer.
+  virtual Shape output_shape(const std::vector<Shape>& inputs) = 0;
+  virtual std::vector<ParamSpec> parameters() const { return {}; }
+
+  // Memory beyond inputs and outputs, for a batch of `batch` samples.
+  virtual std::vector<std::size_t> saved_floats(int /*batch*/) const { return {}; }
+  virtual std::size_t workspace_bytes(Backend&, int /*batch*/, ConvPass, std::size_t /*limit*/) { return 0; }
+  virtual bool backward_needs_input() const { return false; }
+  // True for a layer whose backward always writes its input's gradient (cuDNN's BatchNorm
+  // backward has no form without it, and writing it over the output gradient in place is not
+  // documented to work): where nothing wants that gradient, the plan gives a buffer to discard.
+  virtual bool backward_writes_input_gradient() const { return false; }
+  // The fewest samples a training micro-batch may hold, and why (empty when any number will do).
+  virtual TrainingBatchNeed training_batch_need() const { return {}; }
+  virtual bool backward_needs_output() const { return false; }
+  // True for a layer whose output is its input seen with another shape (Flatten): the engine
+  // gives it no buffer and never calls forward or backward.
+  virtual bool is_view() const { return false; }
+
+  virtual void forward(const LayerContext& context) = 0;
+  virtual void backward(const LayerContext& context) = 0;
+
+  // Recomputation (docs/design.md, "Recomputation"): the plan may drop a layer's output after
+  // forward and have recompute() write it again during backward, from the same inputs.
+  // True when recompute() gives forward's output to the bit (on the CPU) and changes no state.
+  virtual bool recomputable() const { return false; }
+  // Element-wise or normalisation: what RecomputePolicy::cheap recomputes.
+  virtual bool cheap_to_recompute() const { return false; }
+  // True when recompute() writes the saved buffers again (dropout's mask, drawn from its key)
+  // instead of reading forward's (BatchNorm's batch statistics): then they need not be kept.
+  virtual bool recompute_rewrites_saved() const { return false; }
+  // Forward once more in training, during backward: the context is forward's, with the output and
+  // the saved buffers the plan gives the recomputation. Never moves running statistics.
+  virtual void recompute(const LayerContext& context) { forward(context); }
+  virtual LayerCost forward_cost() const { return {}; }
+};
+
+// The output length of a window (a convolution's kernel, a pooling's window: `window_name`)
+// sliding over `length` with this stride and padding on both sides, counted in 64 bits: a
+// ShapeError naming `layer` when the window does not fit or the output does not fit an int.
+int sliding_output(const std::string& layer, const char* window_name, int length, int window, int stride,
+                   int padding);
+
+inline bool wants_gradient(const LayerContext& c, std::size_t input) {
+  return input < c.grad_inputs.size() && !c.grad_inputs[input].empty();
+}
+
+}  // namespace cnn

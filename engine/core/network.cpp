@@ -1,0 +1,136 @@
+#include "engine/core/network.hpp"
+
+#include <climits>
+#include <cstdint>
+#include <iomanip>
+#include <sstream>
+
+#include "base/error.hpp"
+
+
+namespace cnn {
+namespace {
+
+// Layers index a sample with int: every dimension positive, at most INT_MAX elements in all.
+// Returns what is wrong, or nothing. Counted in 64 bits: the dimensions may multiply past int.
+std::string sample_shape_problem(const Shape& shape) {
+  std::int64_t elements = 1;
+  for (int i = 0; i < shape.rank; ++i) {
+    if (shape[i] <= 0) return "dimension " + std::to_string(shape[i]) + " is not positive";
+    elements *= shape[i];
+    if (elements > INT_MAX)
+      return "more than " + std::to_string(INT_MAX) + " elements per sample";
+  }
+  return {};
+}
+
+}  // namespace
+
+Network::Network(Shape input_shape) {
+  if (input_shape.rank != 3) throw ShapeError("network input must be CxHxW, got " + input_shape.str());
+  if (const std::string problem = sample_shape_problem(input_shape); !problem.empty())
+    throw ShapeError("network input " + input_shape.str() + ": " + problem);
+  Node input;
+  input.shape = input_shape;
+  input.name = "input";
+  nodes_.push_back(std::move(input));
+}
+
+int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
+  if (!layer) throw ConfigError("network: null layer");
+  if (inputs.empty()) inputs.push_back(last());
+  const int id = size();
+  if (static_cast<int>(inputs.size()) != layer->input_count())
+    throw ShapeError(layer->describe() + ": takes " + std::to_string(layer->input_count()) + " inputs, given " +
+                     std::to_string(inputs.size()));
+  std::vector<Shape> shapes;
+  for (int in : inputs) {
+    if (in < 0 || in >= id) throw ConfigError(layer->describe() + ": input node " + std::to_string(in) + " does not exist");
+    shapes.push_back(node(in).shape);
+  }
+  Node n;
+  try {
+    n.shape = layer->output_shape(shapes);
+  } catch (const ShapeError& e) {
+    throw ShapeError("layer " + std::to_string(id) + " (" + e.what() + ")");
+  }
+  if (const std::string problem = sample_shape_problem(n.shape); !problem.empty())
+    throw ShapeError("layer " + std::to_string(id) + " (" + layer->describe() + ") -> " + n.shape.str() + ": " + problem);
+  n.value = layer->is_view() ? node(inputs[0]).value : id;
+  n.name = std::to_string(id) + ":" + layer->type_name();
+  n.inputs = std::move(inputs);
+  n.layer = std::move(layer);
+  nodes_.push_back(std::move(n));
+  return id;
+}
+
+std::vector<std::vector<int>> Network::value_readers() const {
+  std::vector<std::vector<int>> readers(static_cast<std::size_t>(size()));
+  for (int id = 1; id < size(); ++id) {
+    const Node& n = node(id);
+    if (n.layer->is_view()) continue;
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      auto& of_value = readers[static_cast<std::size_t>(node(n.inputs[k]).value)];
+      if (of_value.empty() || of_value.back() != id) of_value.push_back(id);  // once per reader
+    }
+  }
+  return readers;
+}
+
+TrainingBatchNeed Network::training_batch_need() const {
+  TrainingBatchNeed most;
+  for (int id = 1; id < size(); ++id) {
+    const TrainingBatchNeed need = node(id).layer->training_batch_need();
+    if (need.samples <= most.samples) continue;
+    most.samples = need.samples;
+    most.why = "layer " + node(id).name + " on " + node(node(id).inputs[0]).shape.str() + " needs at least " +
+               std::to_string(need.samples) + " samples per training micro-batch: " + need.why;
+  }
+  return most;
+}
+
+int Network::commute_relu_and_max_pool() {
+  const std::vector<std::vector<int>> readers = value_readers();  // a swap changes no edge
+  int swapped = 0;
+  for (int id = 1; id + 1 < size(); ++id) {
+    Node& first = node(id);
+    Node& second = node(id + 1);
+    if (first.layer->kind() != LayerKind::relu || second.layer->kind() != LayerKind::max_pool2d ||
+        second.inputs != std::vector<int>{id} || readers[static_cast<std::size_t>(id)] != std::vector<int>{id + 1})
+      continue;
+    // Node id becomes the pooling of the ReLU's input, node id + 1 the ReLU of that: readers of
+    // id + 1 see the same values as before.
+    std::swap(first.layer, second.layer);
+    first.shape = first.layer->output_shape({node(first.inputs[0]).shape});
+    second.shape = second.layer->output_shape({first.shape});
+    first.name = std::to_string(id) + ":" + first.layer->type_name();
+    second.name = std::to_string(id + 1) + ":" + second.layer->type_name();
+    ++swapped;
+  }
+  return swapped;
+}
+
+std::string Network::summary() const {
+  std::ostringstream out;
+  std::size_t total = 0;
+  for (int id = 0; id < size(); ++id) {
+    const Node& n = node(id);
+    std::size_t params = 0;
+    if (n.layer)
+      for (const auto& p : n.layer->parameters())
+        if (p.trainable) params += p.shape.elements();
+    total += params;
+    out << "  " << std::left << std::setw(3) << id << std::setw(34)
+        << (n.layer ? n.layer->describe() : std::string("input")) << " -> " << std::setw(12) << n.shape.str();
+    if (params) out << "  (" << params << " parameters)";
+    if (n.inputs.size() > 1 || (id > 0 && n.inputs[0] != id - 1)) {
+      out << "  from";
+      for (int in : n.inputs) out << " " << in;
+    }
+    out << "\n";
+  }
+  out << "  total trainable parameters: " << total << "\n";
+  return out.str();
+}
+
+}  // namespace cnn

@@ -1,0 +1,61 @@
+#pragma once
+// A network is a graph of layers in the order they run. Node 0 is the input; every other node
+// applies one layer to earlier nodes. The last node gives the logits the loss reads.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/layer.hpp"
+
+namespace cnn {
+
+struct Node {
+  std::unique_ptr<Layer> layer;  // null for the input node
+  std::vector<int> inputs;       // earlier node ids
+  Shape shape;                   // per-sample output shape
+  int value = 0;                 // the buffer that holds the output: its own id, or its input's for a view
+  std::string name;
+};
+
+class Network {
+ public:
+  explicit Network(Shape input_shape);  // per-sample {C,H,W}
+  Network(Network&&) noexcept = default;
+  Network& operator=(Network&&) noexcept = default;
+
+  // Appends a layer reading `inputs` (default: the last node). Shapes are checked here:
+  // a mismatch throws ShapeError naming the layer. Returns the new node's id.
+  int add(std::unique_ptr<Layer> layer, std::vector<int> inputs = {});
+  template <class L, class... Args>
+  int emplace(Args&&... args) {
+    return add(std::make_unique<L>(std::forward<Args>(args)...));
+  }
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  int last() const { return size() - 1; }
+  const Node& node(int id) const { return nodes_.at(static_cast<std::size_t>(id)); }
+  Node& node(int id) { return nodes_.at(static_cast<std::size_t>(id)); }
+  const Shape& input_shape() const { return nodes_.front().shape; }
+  const Shape& output_shape() const { return nodes_.back().shape; }
+  int num_classes() const { return static_cast<int>(output_shape().elements()); }
+  // For each node, the ids of the nodes that read its output through views (a Flatten's readers
+  // read its input), in increasing order; empty for a view. One pass over the graph.
+  std::vector<std::vector<int>> value_readers() const;
+
+  // The fewest samples a training micro-batch may hold: the largest any layer needs, its reason
+  // naming that layer and its input.
+  TrainingBatchNeed training_batch_need() const;
+
+  std::string summary() const;  // one line per layer: shape and parameter count
+
+  // Rewrites ReLU -> max pooling into max pooling -> ReLU wherever the ReLU's output is read by
+  // the pooling alone. Forward values and gradients are the same (ReLU is monotonic, and a
+  // window whose maximum is not positive passes no gradient either way); the ReLU then runs on
+  // a quarter of the elements and one full-size activation is gone. Returns the pairs swapped.
+  int commute_relu_and_max_pool();
+
+ private:
+  std::vector<Node> nodes_;
+};
+
+}  // namespace cnn

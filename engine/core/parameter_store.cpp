@@ -1,0 +1,174 @@
+#include "engine/core/parameter_store.hpp"
+
+#include <cmath>
+
+#include "base/error.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+#include "memory/bytes.hpp"
+
+namespace cnn {
+namespace {
+
+constexpr std::size_t kFloatAlignment = 16;  // 64 bytes between tensors
+
+std::size_t padded(std::size_t floats) { return memory::align_up(floats, kFloatAlignment); }
+
+// Elements [begin, end) of a parameter's initial values into out[0, end - begin): counter-based,
+// so any range is computed alone.
+void initialise(const ParamSpec& spec, float* out, std::uint64_t seed, std::size_t begin, std::size_t end) {
+  const std::size_t n = end - begin;
+  switch (spec.init) {
+    case Init::zeros: std::fill(out, out + n, 0.f); break;
+    case Init::ones: std::fill(out, out + n, 1.f); break;
+    case Init::he_normal: {
+      const float stddev = std::sqrt(2.0f / static_cast<float>(spec.fan_in));
+      for (std::size_t i = begin; i < end; ++i) {  // Box-Muller on counter-based uniforms
+        const float u1 = std::max(uniform01(seed, 2 * i), 1e-7f), u2 = uniform01(seed, 2 * i + 1);
+        out[i - begin] = stddev * std::sqrt(-2.0f * std::log(u1)) * std::cos(6.2831853f * u2);
+      }
+      break;
+    }
+    case Init::glorot_uniform: {
+      const float limit = std::sqrt(6.0f / static_cast<float>(spec.fan_in + spec.fan_out));
+      for (std::size_t i = begin; i < end; ++i) out[i - begin] = limit * (2.0f * uniform01(seed, i) - 1.0f);
+      break;
+    }
+  }
+}
+
+// Each block is at least one float, so that every allocation is a real one. The parameter block
+// also holds the copies of the non-trainable state (see save_state).
+memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int slots, int state_copies) {
+  memory::CategoryBytes b;
+  const std::size_t copies = (total - trainable) * static_cast<std::size_t>(state_copies);
+  b[memory::Category::parameters] = std::max<std::size_t>(total + copies, 1) * sizeof(float);
+  b[memory::Category::parameter_gradients] = std::max<std::size_t>(trainable, 1) * sizeof(float);
+  b[memory::Category::optimizer_state] = std::max<std::size_t>(trainable * static_cast<std::size_t>(slots), 1) * sizeof(float);
+  return b;
+}
+
+}  // namespace
+
+ParameterStore::Layout ParameterStore::layout(const Network& network) {
+  // Trainable tensors first (they share offsets with the gradient block), state after.
+  Layout l;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int id = 1; id < network.size(); ++id) {
+      const auto specs = network.node(id).layer->parameters();
+      for (std::size_t k = 0; k < specs.size(); ++k) {
+        if (specs[k].trainable != (pass == 0)) continue;
+        l.slots.push_back({id, k, specs[k], l.total_floats});
+        l.total_floats += padded(specs[k].shape.elements());
+        if (pass == 0) l.trainable_count += specs[k].shape.elements();
+      }
+    }
+    if (pass == 0) l.trainable_floats = l.total_floats;
+  }
+  return l;
+}
+
+memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int optimizer_slots, int state_copies) {
+  const Layout l = layout(network);
+  return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots, state_copies);
+}
+
+std::size_t ParameterStore::planned_parameter_floats(const Network& network) { return layout(network).total_floats; }
+
+std::size_t ParameterStore::block_bytes(memory::Category category) const { return bytes()[category]; }
+
+ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
+                               int optimizer_slots, std::uint64_t seed, int state_copies)
+    : backend_(backend), slots_(optimizer_slots), state_copies_(state_copies) {
+  if (state_copies < 1 || state_copies > 2)
+    throw ConfigError("a parameter store keeps 1 or 2 copies of its state, not " + std::to_string(state_copies));
+  const Layout l = layout(network);
+  trainable_floats_ = l.trainable_floats;
+  total_floats_ = l.total_floats;
+  trainable_count_ = l.trainable_count;
+
+  using memory::Category;
+  params_block_ = memory::Buffer(resource, block_bytes(Category::parameters), Category::parameters);
+  grads_block_ = memory::Buffer(resource, block_bytes(Category::parameter_gradients), Category::parameter_gradients);
+  state_block_ = memory::Buffer(resource, block_bytes(Category::optimizer_state), Category::optimizer_state);
+
+  params_.resize(static_cast<std::size_t>(network.size()));
+  grads_.resize(static_cast<std::size_t>(network.size()));
+  for (int id = 1; id < network.size(); ++id) {
+    const auto count = network.node(id).layer->parameters().size();
+    params_[static_cast<std::size_t>(id)].resize(count);
+    grads_[static_cast<std::size_t>(id)].resize(count);
+  }
+  // Padding and the state's copy stay zero; each parameter is initialised a chunk at a time.
+  backend_.fill(flat(params_block_.floats(), params_block_.bytes() / sizeof(float)), 0.f);
+  std::vector<float> chunk(std::min(kCopyChunkFloats, std::max<std::size_t>(total_floats_, 1)));
+  for (const Slot& s : l.slots) {
+    params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_.floats() + s.offset, s.spec.shape};
+    if (s.spec.trainable)
+      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_.floats() + s.offset, s.spec.shape};
+    const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
+    const std::size_t n = s.spec.shape.elements();
+    for (std::size_t begin = 0; begin < n; begin += chunk.size()) {
+      const std::size_t end = std::min(n, begin + chunk.size());
+      initialise(s.spec, chunk.data(), splitmix64(seed ^ splitmix64(stream)), begin, end);
+      upload(Block::parameters, s.offset + begin, end - begin, chunk.data());
+    }
+  }
+  zero_gradients();
+  if (slots_) backend_.fill(flat(state_block_.floats(), trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
+}
+
+void ParameterStore::zero_gradients() { backend_.fill(gradients(), 0.f); }
+
+Tensor ParameterStore::state_copy(int copy) const {
+  if (copy < 0 || copy >= state_copies_)
+    throw ConfigError("state copy " + std::to_string(copy) + " of a store that keeps " + std::to_string(state_copies_));
+  return flat(params_block_.floats() + total_floats_ + static_cast<std::size_t>(copy) * state_floats(), state_floats());
+}
+
+void ParameterStore::save_state(int copy) {
+  if (!state_floats()) return;
+  backend_.copy_or_add(running_state(), state_copy(copy), false);
+}
+
+void ParameterStore::restore_state(int copy) {
+  if (!state_floats()) return;
+  backend_.copy_or_add(state_copy(copy), running_state(), false);
+}
+
+memory::CategoryBytes ParameterStore::bytes() const {
+  return block_sizes(total_floats_, trainable_floats_, slots_, state_copies_);
+}
+
+std::vector<float> ParameterStore::download() const {
+  std::vector<float> host(total_floats_);
+  download(Block::parameters, 0, total_floats_, host.data());
+  return host;
+}
+
+void ParameterStore::upload(const std::vector<float>& values) {
+  if (values.size() != total_floats_)
+    throw ConfigError("parameter upload: " + std::to_string(values.size()) + " values for " +
+                      std::to_string(total_floats_) + " slots");
+  upload(Block::parameters, 0, total_floats_, values.data());
+}
+
+std::size_t ParameterStore::floats(Block block) const {
+  return block == Block::parameters ? total_floats_ : trainable_floats_ * static_cast<std::size_t>(slots_);
+}
+
+float* ParameterStore::block_data(Block block, std::size_t first, std::size_t count) const {
+  if (first > floats(block) || count > floats(block) - first)
+    throw ConfigError("parameter store: floats " + std::to_string(first) + " to " + std::to_string(first + count) +
+                      " of a block of " + std::to_string(floats(block)));
+  return (block == Block::parameters ? params_block_.floats() : state_block_.floats()) + first;
+}
+
+void ParameterStore::download(Block block, std::size_t first, std::size_t count, float* host) const {
+  backend_.copy_to_host(block_data(block, first, count), host, count * sizeof(float));
+}
+
+void ParameterStore::upload(Block block, std::size_t first, std::size_t count, const float* host) {
+  backend_.copy_to_device(host, block_data(block, first, count), count * sizeof(float));
+}
+
+}  // namespace cnn

@@ -1,0 +1,104 @@
+#pragma once
+// Parameters, their gradients and the optimizer state, each in one contiguous block on the
+// backend's device: a checkpoint is one write, the optimizer update one call over a flat block,
+// and (later) data-parallel training one all-reduce of the gradient block.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/network.hpp"
+#include "memory/buffer.hpp"
+#include "memory/category.hpp"
+
+namespace cnn {
+
+class ParameterStore {
+ public:
+  // Allocates the three blocks from `resource` and initialises the parameters from `seed`
+  // (He or Glorot by layer, counter-based: the same on every backend). `state_copies`: how many
+  // saved copies of the non-trainable state it keeps (see save_state).
+  ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
+                 int optimizer_slots, std::uint64_t seed, int state_copies = 1);
+  ParameterStore(const ParameterStore&) = delete;
+  ParameterStore& operator=(const ParameterStore&) = delete;
+
+  std::span<const Tensor> params(int node) const { return params_[static_cast<std::size_t>(node)]; }
+  std::span<const Tensor> grads(int node) const { return grads_[static_cast<std::size_t>(node)]; }
+
+  // Flat views over every trainable parameter (with alignment padding, which stays zero).
+  Tensor trainable() const { return flat(params_block_.floats(), trainable_floats_); }
+  Tensor gradients() const { return flat(grads_block_.floats(), trainable_floats_); }
+  Tensor optimizer_slot(int slot) const {
+    return flat(state_block_.floats() + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
+  }
+  std::size_t trainable_count() const { return trainable_count_; }  // without padding
+  // The non-trainable state (BatchNorm running statistics) as one flat view; empty without any.
+  Tensor running_state() const {
+    return state_floats() ? flat(params_block_.floats() + trainable_floats_, state_floats()) : Tensor{};
+  }
+
+  // The state copies a trainer keeps on `backend`: two where copies overlap compute (a step's
+  // failure is learnt one step late: Trainer::submit_step), else one. The plan and the trainer
+  // both ask here.
+  static int state_copies_for(const Backend& backend) { return backend.copies_overlap_compute() ? 2 : 1; }
+  // The bytes a store for this network and optimizer would take, without allocating.
+  static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots, int state_copies = 1);
+  // floats(Block::parameters) of a store for this network, without allocating.
+  static std::size_t planned_parameter_floats(const Network& network);
+
+  void zero_gradients();
+  memory::CategoryBytes bytes() const;
+
+  // Non-trainable state (BatchNorm running statistics) is saved before a step and restored if
+  // the step is replayed after an out-of-memory failure, so a replay never counts twice. With two
+  // copies, the state before a step survives the next step's save: a trainer that learns of a
+  // step's failure one step late (Trainer::submit_step) restores it from there.
+  void save_state(int copy = 0);
+  void restore_state(int copy = 0);
+
+  // All parameters and state (running statistics) as host floats, in a fixed order.
+  std::vector<float> download() const;
+  void upload(const std::vector<float>& values);
+  std::size_t total_floats() const { return total_floats_; }
+
+  // The blocks a checkpoint holds, read and written a range at a time (no host copy of a whole
+  // block: see kCopyChunkFloats): the parameters with their state (total_floats()), and the
+  // optimizer's state (optimizer_floats()). Ranges are in floats; one out of bounds is a
+  // ConfigError.
+  enum class Block { parameters, optimizer_state };
+  std::size_t floats(Block block) const;
+  // A block as one flat view (for data-parallel replicas kept alike).
+  Tensor block_view(Block block) const { return flat(block_data(block, 0, floats(block)), floats(block)); }
+  void download(Block block, std::size_t first, std::size_t count, float* host) const;
+  void upload(Block block, std::size_t first, std::size_t count, const float* host);
+  // The host memory a range copy needs at most (the initialisation, save and load use chunks
+  // of this many floats).
+  static constexpr std::size_t kCopyChunkFloats = std::size_t{1} << 18;  // 1 MiB
+
+ private:
+  static Tensor flat(float* data, std::size_t n) { return Tensor{data, Shape{static_cast<int>(n)}}; }
+  struct Slot {
+    int node;
+    std::size_t index;
+    ParamSpec spec;
+    std::size_t offset;  // floats from the block's start
+  };
+  struct Layout {
+    std::vector<Slot> slots;
+    std::size_t trainable_floats = 0, total_floats = 0, trainable_count = 0;
+  };
+  static Layout layout(const Network& network);
+  std::size_t block_bytes(memory::Category category) const;
+  std::size_t state_floats() const { return total_floats_ - trainable_floats_; }
+  float* block_data(Block block, std::size_t first, std::size_t count) const;
+  Tensor state_copy(int copy) const;
+
+  Backend& backend_;
+  int slots_;
+  int state_copies_;
+  std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
+  memory::Buffer params_block_, grads_block_, state_block_;
+  std::vector<std::vector<Tensor>> params_, grads_;
+};
+
+}  // namespace cnn

@@ -1,0 +1,219 @@
+#include "engine/plan/detail/step_plan.hpp"
+
+#include <algorithm>
+
+#include "base/error.hpp"
+#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
+
+namespace cnn {
+namespace {
+
+using memory::BufferRequest;
+using memory::Category;
+
+enum class Role {
+  value,
+  value_grad,
+  saved,
+  forward_workspace,
+  backward_workspace,
+  discarded_input_grad,
+  labels,
+  recomputed_value,
+  recomputed_saved,
+  recompute_workspace,
+};
+
+// Every buffer of a step, in one fixed order, with its bytes and live interval: the one place
+// that decides lifetimes. `sink(role, node, k, bytes, first, last, category)` receives each (for
+// a recomputation's buffers, `node` is the time step it runs at).
+template <class Sink>
+void list_buffers(const Network& net, const std::vector<std::vector<int>>& readers, const StepNeeds& needs,
+                  const StepSchedule& s, Sink&& sink) {
+  const bool training = needs.training;
+  const int logits = net.node(net.last()).value;  // the buffer the loss reads (the last node may be a view)
+  const auto b = static_cast<std::size_t>(needs.micro_batch);
+  auto backward_time = [&](int id) { return s.backward_time[static_cast<std::size_t>(id)]; };
+  auto output_bytes = [&](int id) { return net.node(id).shape.elements() * b * sizeof(float); };
+
+  // Each value's output buffer and its gradient, live from the producer's forward to the last use.
+  for (int id = 0; id < net.size(); ++id) {
+    const Node& n = net.node(id);
+    if (n.value != id) continue;  // a view: shares its input's buffer
+    const std::vector<int>& read_by = readers[static_cast<std::size_t>(id)];
+    if (read_by.empty() && id != logits) throw ShapeError("node " + n.name + ": its output is never used");
+    sink(Role::value, id, 0, output_bytes(id), id, s.kept_until[static_cast<std::size_t>(id)],
+         id == 0 ? Category::data_staging : Category::activations);
+    if (training && id != 0) {
+      int first = id == logits ? s.loss_time : s.time_steps();
+      for (int r : read_by) first = std::min(first, backward_time(r));
+      sink(Role::value_grad, id, 0, output_bytes(id), first, backward_time(id), Category::activations);
+    }
+  }
+
+  // What each layer keeps for backward, and its workspaces.
+  for (int id = 1; id < net.size(); ++id) {
+    const Node& n = net.node(id);
+    if (n.layer->is_view()) continue;
+    const auto i = static_cast<std::size_t>(id);
+    if (training) {
+      // Saved buffers the recomputation writes again are forward's scratch only.
+      const bool rewritten = s.recomputes(id) && n.layer->recompute_rewrites_saved();
+      for (std::size_t k = 0; k < needs.saved_bytes[i].size(); ++k)
+        sink(Role::saved, id, static_cast<int>(k), needs.saved_bytes[i][k], id, rewritten ? id : backward_time(id),
+             Category::activations);
+    }
+    if (needs.forward_workspace[i]) sink(Role::forward_workspace, id, 0, needs.forward_workspace[i], id, id, Category::workspace);
+    if (training && needs.backward_workspace[i])
+      sink(Role::backward_workspace, id, 0, needs.backward_workspace[i], backward_time(id), backward_time(id),
+           Category::workspace);
+    if (training && n.layer->backward_writes_input_gradient()) {
+      // The network input has no gradient buffer: its reader writes into one to discard.
+      std::size_t largest = 0;
+      for (int in : n.inputs)
+        if (net.node(in).value == 0) largest = std::max(largest, output_bytes(in));
+      if (largest)
+        sink(Role::discarded_input_grad, id, 0, largest, backward_time(id), backward_time(id), Category::activations);
+    }
+  }
+  sink(Role::labels, 0, 0, b * sizeof(std::int32_t), 0, s.loss_time, Category::data_staging);
+
+  for (int t = s.loss_time + 1; t < s.time_steps(); ++t) {
+    const StepOp op = s.ops[static_cast<std::size_t>(t)];
+    if (op.kind != StepOpKind::recompute) continue;
+    const auto i = static_cast<std::size_t>(op.node), at = static_cast<std::size_t>(t);
+    sink(Role::recomputed_value, t, 0, output_bytes(op.node), t, s.output_until[at], Category::activations);
+    if (s.saved_until[at] >= 0)
+      for (std::size_t k = 0; k < needs.saved_bytes[i].size(); ++k)
+        sink(Role::recomputed_saved, t, static_cast<int>(k), needs.saved_bytes[i][k], t, s.saved_until[at],
+             Category::activations);
+    if (needs.forward_workspace[i]) sink(Role::recompute_workspace, t, 0, needs.forward_workspace[i], t, t, Category::workspace);
+  }
+}
+
+std::string request_name(const Network& net, const StepSchedule& s, Role role, int id, int k) {
+  const bool recomputation = role == Role::recomputed_value || role == Role::recomputed_saved || role == Role::recompute_workspace;
+  const std::string& name = net.node(recomputation ? s.ops[static_cast<std::size_t>(id)].node : id).name;
+  const std::string at = recomputation ? " at " + std::to_string(id) : "";
+  switch (role) {
+    case Role::value: return id == 0 ? "input" : name;
+    case Role::value_grad: return "grad " + name;
+    case Role::saved: return "saved " + name + "." + std::to_string(k);
+    case Role::forward_workspace: return "workspace " + name;
+    case Role::backward_workspace: return "workspace back " + name;
+    case Role::discarded_input_grad: return "discarded grad " + name;
+    case Role::labels: return "labels";
+    case Role::recomputed_value: return "recomputed " + name + at;
+    case Role::recomputed_saved: return "recomputed saved " + name + "." + std::to_string(k) + at;
+    case Role::recompute_workspace: return "workspace recompute " + name + at;
+  }
+  return name;
+}
+
+// The slot in the node's record that a request fills.
+void record(StepPlan& p, Role role, int id, int index) {
+  if (role == Role::recomputed_value || role == Role::recomputed_saved || role == Role::recompute_workspace) {
+    RecomputeBuffers& r = p.recomputations[static_cast<std::size_t>(id)];
+    if (role == Role::recomputed_value) r.output = index;
+    else if (role == Role::recomputed_saved) r.saved.push_back(index);
+    else r.workspace = index;
+    return;
+  }
+  NodeBuffers& n = p.nodes[static_cast<std::size_t>(id)];
+  switch (role) {
+    case Role::value: n.value = index; break;
+    case Role::value_grad: n.value_grad = index; break;
+    case Role::saved: n.saved.push_back(index); break;
+    case Role::forward_workspace: n.forward_workspace = index; break;
+    case Role::backward_workspace: n.backward_workspace = index; break;
+    case Role::discarded_input_grad: n.discarded_input_grad = index; break;
+    case Role::labels: p.labels = index; break;
+    default: break;
+  }
+}
+
+// The reader that runs backward first (the latest in forward order) writes each input gradient;
+// the others, and a second use of the same input by this layer, add to it. A gradient of the
+// network input's, written to be discarded, is never added to.
+std::vector<bool> accumulate_flags(const Network& net, const std::vector<std::vector<int>>& readers, bool training,
+                                   int id) {
+  const Node& n = net.node(id);
+  std::vector<bool> acc(n.inputs.size(), false);
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    const int v = net.node(n.inputs[k]).value;
+    acc[k] = readers[static_cast<std::size_t>(v)].back() > id;
+    for (std::size_t j = 0; j < k && !acc[k]; ++j) acc[k] = net.node(n.inputs[j]).value == v;
+    if (training && n.layer->backward_writes_input_gradient() && v == 0) acc[k] = false;
+  }
+  return acc;
+}
+
+}  // namespace
+
+StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit) {
+  if (micro_batch <= 0) throw ConfigError("plan_step: micro-batch must be positive");
+  StepNeeds needs;
+  needs.micro_batch = micro_batch;
+  needs.training = training;
+  const auto nodes = static_cast<std::size_t>(net.size());
+  needs.saved_bytes.resize(nodes);
+  needs.forward_workspace.assign(nodes, 0);
+  needs.backward_workspace.assign(nodes, 0);
+  for (int id = 1; id < net.size(); ++id) {
+    Layer& layer = *net.node(id).layer;
+    if (layer.is_view()) continue;
+    const auto i = static_cast<std::size_t>(id);
+    if (training)
+      for (std::size_t floats : layer.saved_floats(micro_batch)) needs.saved_bytes[i].push_back(floats * sizeof(float));
+    needs.forward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::forward, workspace_limit);
+    if (training) needs.backward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::backward, workspace_limit);
+  }
+  return needs;
+}
+
+StepPlan plan_step(const Network& net, const StepNeeds& needs, const RecomputeSet& recompute) {
+  const std::vector<std::vector<int>> readers = net.value_readers();
+  const StepSchedule schedule = schedule_step(net, readers, needs.training, recompute);
+  StepPlan p;
+  p.training = needs.training;
+  p.micro_batch = needs.micro_batch;
+  p.last_node = net.last();
+  p.time_steps = schedule.time_steps();
+  p.ops = schedule.ops;
+  p.backward_times = schedule.backward_time;
+  p.nodes.assign(static_cast<std::size_t>(net.size()), NodeBuffers{});
+  p.recomputations.assign(schedule.ops.size(), RecomputeBuffers{});
+  for (const StepOp& op : schedule.ops)
+    if (op.kind == StepOpKind::recompute) p.recomputed.push_back(op.node);
+  list_buffers(net, readers, needs, schedule,
+               [&](Role role, int id, int k, std::size_t bytes, int first, int last, Category category) {
+                 p.requests.push_back(BufferRequest{request_name(net, schedule, role, id, k), bytes, first, last, category});
+                 record(p, role, id, static_cast<int>(p.requests.size()) - 1);
+               });
+  for (int id = 1; id < net.size(); ++id)
+    if (!net.node(id).layer->is_view()) p.nodes[static_cast<std::size_t>(id)].accumulate = accumulate_flags(net, readers, p.training, id);
+  p.plan = memory::plan_offsets(p.requests, memory::kDefaultAlignment);
+  return p;
+}
+
+StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit,
+                   const RecomputeSet& recompute) {
+  return plan_step(net, step_needs(net, backend, micro_batch, training, workspace_limit), recompute);
+}
+
+std::vector<std::size_t> live_bytes(const Network& net, const std::vector<std::vector<int>>& readers,
+                                    const StepNeeds& needs, const StepSchedule& schedule) {
+  std::vector<std::ptrdiff_t> change(static_cast<std::size_t>(schedule.time_steps()) + 1, 0);
+  list_buffers(net, readers, needs, schedule, [&](Role, int, int, std::size_t bytes, int first, int last, Category) {
+    const auto aligned = static_cast<std::ptrdiff_t>(memory::align_up(std::max<std::size_t>(bytes, 1), memory::kDefaultAlignment));
+    change[static_cast<std::size_t>(first)] += aligned;
+    change[static_cast<std::size_t>(last) + 1] -= aligned;
+  });
+  std::vector<std::size_t> live(static_cast<std::size_t>(schedule.time_steps()));
+  std::ptrdiff_t running = 0;
+  for (std::size_t t = 0; t < live.size(); ++t) live[t] = static_cast<std::size_t>(running += change[t]);
+  return live;
+}
+
+}  // namespace cnn

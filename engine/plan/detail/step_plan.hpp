@@ -1,0 +1,84 @@
+#pragma once
+// Every buffer one step touches (input and label slots, activations, their gradients, what
+// layers save for backward, layer workspaces, recomputed outputs) with the time steps it is live,
+// and their offsets in the step arena. Time runs through the step's operations
+// (step_schedule.hpp): 0 input copy, i forward of node i (1..L), L+1 loss, then backward in
+// reverse, each recomputation one step of its own just before the backward that first reads it.
+// Without recomputation backward of node i runs at 2L+2-i.
+#include <vector>
+
+#include "engine/plan/detail/step_schedule.hpp"
+#include "engine/core/network.hpp"
+#include "memory/detail/planner.hpp"
+
+namespace cnn {
+
+// One node's buffers: indices into StepPlan::requests, -1 where there is none.
+struct NodeBuffers {
+  int value = -1;       // the node's output (a view has none: it is its input's)
+  int value_grad = -1;  // the output's gradient (training)
+  std::vector<int> saved;  // what the layer keeps from forward to backward, in saved_floats() order
+  int forward_workspace = -1;
+  int backward_workspace = -1;
+  // Per input: backward adds to that input's gradient instead of writing it (another reader,
+  // run backward earlier, wrote it first).
+  std::vector<bool> accumulate;
+  // Where the layer writes an input gradient nothing reads (the network input's): a buffer live
+  // during its backward only (Layer::backward_writes_input_gradient).
+  int discarded_input_grad = -1;
+};
+
+// One recomputation's buffers: indices into StepPlan::requests, -1 where there is none. Later
+// reads of the value, until its next recomputation, are of `output`.
+struct RecomputeBuffers {
+  int output = -1;
+  std::vector<int> saved;  // the saved buffers it writes again; empty: the layer reads forward's
+  int workspace = -1;
+};
+
+struct StepPlan {
+  bool training = true;
+  int micro_batch = 0;
+  int time_steps = 0;  // times run from 0 to time_steps-1
+  int last_node = 0;
+  std::vector<StepOp> ops;  // by time step
+  std::vector<memory::BufferRequest> requests;
+  memory::Plan plan;
+  std::vector<NodeBuffers> nodes;  // by node id
+  int labels = -1;
+  std::vector<int> backward_times;                // by node (training)
+  std::vector<RecomputeBuffers> recomputations;  // by time step, where a recomputation runs
+  std::vector<int> recomputed;  // the node of each recomputation, in the order they run
+
+  int forward_time(int node) const { return node; }
+  int loss_time() const { return last_node + 1; }
+  int backward_time(int node) const { return backward_times[static_cast<std::size_t>(node)]; }
+  std::size_t arena_bytes() const { return plan.arena_bytes; }
+  const NodeBuffers& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
+};
+
+// What the layers ask of a step at one micro-batch beyond their inputs and outputs, by node:
+// saved buffers and workspaces (the backend's answer for the workspace limit).
+struct StepNeeds {
+  int micro_batch = 0;
+  bool training = true;
+  std::vector<std::vector<std::size_t>> saved_bytes;
+  std::vector<std::size_t> forward_workspace, backward_workspace;
+};
+
+StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);
+
+// Throws ShapeError if a node's output is never read.
+StepPlan plan_step(const Network& network, const StepNeeds& needs, const RecomputeSet& recompute = {});
+// workspace_limit bounds what one layer's workspace may take (the backend picks the fastest
+// method within it).
+StepPlan plan_step(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit,
+                   const RecomputeSet& recompute = {});
+
+// The bytes live at each time step of the training plan for `recompute` (each buffer aligned as
+// the offset planner aligns it): the liveness lower bound is their maximum. No offsets, no names:
+// what the recomputation search evaluates, many times per plan.
+std::vector<std::size_t> live_bytes(const Network& network, const std::vector<std::vector<int>>& readers,
+                                    const StepNeeds& needs, const StepSchedule& schedule);
+
+}  // namespace cnn

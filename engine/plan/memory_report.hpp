@@ -1,0 +1,53 @@
+#pragma once
+// The table of bytes by category that the engine prints before step 1, and that a refusal to
+// train under a budget carries.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "engine/plan/recompute_policy.hpp"
+#include "memory/category.hpp"
+
+namespace cnn {
+
+struct MemoryBreakdown {
+  int micro_batch = 0;
+  memory::CategoryBytes persistent;  // parameters, their gradients, optimizer state
+  memory::CategoryBytes arena_peak;  // what is live in the step arena at its fullest moment
+  std::size_t arena_bytes = 0;       // the arena the plan needs
+  std::size_t lower_bound = 0;       // liveness lower bound of the arena
+  std::size_t loader_staging = 0;    // the loader's prefetch buffers
+  // The micro-batch's input copied ahead of its step (engine/core/detail/input_stager.hpp): a device
+  // slot beside the arena and its pinned twin; 0 where copies do not overlap compute (the CPU).
+  std::size_t input_staging = 0;
+  std::size_t library = 0;           // bytes the backend's libraries hold
+  std::size_t communication = 0;     // bytes a data-parallel run's communicator holds
+  std::size_t budget = 0;            // 0: none
+  std::size_t workspace_limit = 0;   // what one layer's workspace was allowed when planning
+  // Recomputation (docs/design.md): the policy planned with, the layers recomputed during
+  // backward (some more than once), what their recomputations add to a micro-batch's time, and
+  // the optimizer steps' samples per second the cost model expects at this micro-batch
+  // (engine/plan/detail/cost_model.hpp).
+  RecomputePolicy recompute = RecomputePolicy::none;
+  int recomputed_layers = 0;
+  double recompute_fraction = 0;
+  double expected_samples_per_second = 0;
+
+  // Under a budget and a dynamic strategy (arena, pool, direct): whether the strategy itself,
+  // run on this plan's buffers while planning (memory/detail/strategy_replay.hpp), serves them in
+  // what the budget leaves it; where it does not, why. Under a pool, arena_bytes is the most the
+  // pool holds, where that is more than the plan's arena.
+  bool strategy_serves = true;
+  std::string strategy_refusal;
+
+  std::size_t total() const {
+    return persistent.total() + arena_bytes + loader_staging + input_staging + library + communication;
+  }
+  bool fits() const { return budget == 0 || (total() <= budget && strategy_serves); }
+};
+
+std::string format_memory_table(const MemoryBreakdown& breakdown);
+// One row per candidate micro-batch: bytes by category, total, and whether it fits the budget.
+std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows);
+
+}  // namespace cnn

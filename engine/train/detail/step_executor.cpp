@@ -1,0 +1,191 @@
+#include "engine/train/detail/step_executor.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "base/error.hpp"
+
+namespace cnn {
+
+StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan,
+                           StepMemory& memory, StepSlots slots, bool capture)
+    : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
+      capture_(capture) {
+  // Sized once so that a step allocates nothing on the host either.
+  std::size_t most_inputs = 0, most_saved = 0;
+  for (int id = 1; id < net_.size(); ++id) {
+    most_inputs = std::max(most_inputs, net_.node(id).inputs.size());
+    most_saved = std::max(most_saved, plan_.node(id).saved.size());
+  }
+  inputs_.reserve(most_inputs);
+  grad_inputs_.reserve(most_inputs);
+  saved_.reserve(most_saved);
+  accumulate_ = std::make_unique<bool[]>(most_inputs);
+  copies_.assign(static_cast<std::size_t>(net_.size()), -1);
+  ran_once_.reserve(kMaxRecordings);
+  graphs_.reserve(kMaxRecordings);
+}
+
+Tensor StepExecutor::buffer(int index, Shape shape) const {
+  if (index < 0) return Tensor{};
+  return Tensor{static_cast<float*>(memory_.address(index)), shape};
+}
+
+Tensor StepExecutor::value(int node, int n) const {
+  const Node& nd = net_.node(node);
+  return buffer(plan_.node(nd.value).value, nd.shape.batched(n));
+}
+
+Tensor StepExecutor::backward_value(int node, int n) const {
+  const Node& nd = net_.node(node);
+  const int copy = copies_[static_cast<std::size_t>(nd.value)];
+  const int index = copy >= 0 ? plan_.recomputations[static_cast<std::size_t>(copy)].output : plan_.node(nd.value).value;
+  return buffer(index, nd.shape.batched(n));
+}
+
+Tensor StepExecutor::gradient(int node, int n) const {
+  const Node& nd = net_.node(node);
+  return buffer(plan_.node(nd.value).value_grad, nd.shape.batched(n));
+}
+
+void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits,
+                       GradientBuckets* buckets) {
+  const int n = batch.size;
+  if (n <= 0 || n > plan_.micro_batch)
+    throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
+                      std::to_string(plan_.micro_batch));
+  memory_.begin(0);
+  const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
+  slots_.input->stage(batch, scalars, value(0, n).data, static_cast<std::int32_t*>(memory_.address(plan_.labels)),
+                      slots_.scalars);
+  memory_.end(0);
+  if (logits || buckets) compute(n, logits, buckets);
+  else compute_or_replay(n);
+}
+
+void StepExecutor::compute_or_replay(int n) {
+  if (!capture_) return compute(n);
+  for (Recording& r : graphs_) {
+    if (r.batch != n) continue;
+    r.calls->replay();
+    ++replays_;
+    return;
+  }
+  const bool second_run = std::find(ran_once_.begin(), ran_once_.end(), n) != ran_once_.end();
+  if (!second_run || graphs_.size() == kMaxRecordings) {
+    // A size's first run is eager: the libraries set themselves up outside the recording.
+    if (!second_run && ran_once_.size() < kMaxRecordings) ran_once_.push_back(n);
+    return compute(n);
+  }
+  std::unique_ptr<CapturedCalls> calls;
+  try {
+    backend_.begin_capture();
+    try {
+      compute(n);
+    } catch (...) {
+      backend_.abort_capture();
+      throw;
+    }
+    calls = backend_.end_capture();
+  } catch (const std::exception& e) {
+    // Nothing of the step ran while capturing: run it eagerly, and every later step too.
+    capture_ = false;
+    capture_failure_ = e.what();
+    return compute(n);
+  }
+  graphs_.push_back(Recording{n, std::move(calls)});
+  graphs_.back().calls->replay();
+  ++replays_;
+}
+
+void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
+  const bool training = plan_.training;
+  const int L = net_.last();
+  auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
+
+  auto& inputs = inputs_;
+  auto& saved = saved_;
+  auto& grad_inputs = grad_inputs_;
+  // After the loss, a recomputed value is read from its latest copy, and so are the saved buffers
+  // its recomputation wrote again.
+  auto gather = [&](const Node& nd, int id, bool after_loss, int recomputation) {
+    inputs.clear();
+    for (int in : nd.inputs) inputs.push_back(after_loss ? backward_value(in, n) : value(in, n));
+    saved.clear();
+    const int copy = recomputation >= 0 ? recomputation : after_loss ? copies_[static_cast<std::size_t>(id)] : -1;
+    const std::vector<int>* rewritten = copy >= 0 ? &plan_.recomputations[static_cast<std::size_t>(copy)].saved : nullptr;
+    for (int s : rewritten && !rewritten->empty() ? *rewritten : plan_.node(id).saved) {
+      const auto floats = plan_.requests[static_cast<std::size_t>(s)].bytes / sizeof(float);
+      saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
+    }
+  };
+  auto context = [&](int id, int workspace, Tensor output) {
+    LayerContext c;
+    c.backend = &backend_;
+    c.batch = n;
+    c.training = training;
+    c.step = slots_.scalars;
+    c.node = id;
+    c.inputs = inputs;
+    c.output = output;
+    c.params = params_.params(id);
+    c.grads = params_.grads(id);
+    c.saved = saved;
+    c.cross_rank = slots_.cross_rank;
+    if (workspace >= 0)
+      c.workspace = Workspace{memory_.address(workspace), plan_.requests[static_cast<std::size_t>(workspace)].bytes};
+    return c;
+  };
+
+  for (int id = 1; id <= L; ++id) {
+    const int t = plan_.forward_time(id);
+    memory_.begin(t);
+    const Node& nd = net_.node(id);
+    if (!nd.layer->is_view()) {
+      gather(nd, id, false, -1);
+      nd.layer->forward(context(id, plan_.node(id).forward_workspace, value(id, n)));
+    }
+    memory_.end(t);
+  }
+
+  memory_.begin(plan_.loss_time());
+  const IntTensor label_view{labels, static_cast<std::size_t>(n)};
+  backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, slots_.scalars,
+                                 slots_.loss_sum, slots_.correct);
+  if (logits) backend_.copy_to_host(value(L, n).data, logits, value(L, n).bytes());  // before its buffer may go
+  memory_.end(plan_.loss_time());
+  if (!training) return;
+
+  std::fill(copies_.begin(), copies_.end(), -1);
+  for (int t = plan_.loss_time() + 1; t < plan_.time_steps; ++t) {
+    memory_.begin(t);
+    const StepOp op = plan_.ops[static_cast<std::size_t>(t)];
+    const int id = op.node;
+    const Node& nd = net_.node(id);
+    if (op.kind == StepOpKind::recompute) {
+      const RecomputeBuffers& r = plan_.recomputations[static_cast<std::size_t>(t)];
+      gather(nd, id, true, t);
+      nd.layer->recompute(context(id, r.workspace, buffer(r.output, nd.shape.batched(n))));
+      copies_[static_cast<std::size_t>(id)] = t;
+    } else if (!nd.layer->is_view()) {
+      gather(nd, id, true, -1);
+      grad_inputs.clear();
+      for (int in : nd.inputs) {
+        Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
+        if (g.empty()) g = buffer(plan_.node(id).discarded_input_grad, net_.node(in).shape.batched(n));
+        grad_inputs.push_back(g);
+      }
+      LayerContext c = context(id, plan_.node(id).backward_workspace, backward_value(id, n));
+      c.grad_output = gradient(id, n);
+      c.grad_inputs = grad_inputs;
+      const std::vector<bool>& acc = plan_.node(id).accumulate;
+      std::copy(acc.begin(), acc.end(), accumulate_.get());
+      c.accumulate = std::span<const bool>(accumulate_.get(), acc.size());
+      nd.layer->backward(c);
+      if (buckets) buckets->node_done(id);
+    }
+    memory_.end(t);
+  }
+}
+
+}  // namespace cnn

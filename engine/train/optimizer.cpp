@@ -1,0 +1,124 @@
+#include "engine/train/optimizer.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "base/error.hpp"
+
+namespace cnn {
+namespace {
+
+class Sgd final : public Optimizer {
+ public:
+  explicit Sgd(const OptimizerConfig& c) {
+    config_.momentum = c.momentum;
+    config_.nesterov = c.nesterov;
+    config_.weight_decay = c.weight_decay.value_or(0.f);
+    if (config_.nesterov && config_.momentum <= 0.f) throw ConfigError("sgd: Nesterov needs a positive momentum");
+  }
+  int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
+  void step(Backend& backend, ParameterStore& params, float lr, long /*step*/, const float* guard) override {
+    backend.sgd_update(params.trainable(), params.gradients(),
+                       state_slots() ? params.optimizer_slot(0) : Tensor{}, config_, lr, guard);
+  }
+  std::string describe() const override {
+    return std::string("sgd (momentum ") + std::to_string(config_.momentum).substr(0, 4) +
+           (config_.nesterov ? ", nesterov" : "") + ", weight decay " + std::to_string(config_.weight_decay) + ")";
+  }
+
+ private:
+  SgdConfig config_;
+};
+
+class AdamW final : public Optimizer {
+ public:
+  explicit AdamW(const OptimizerConfig& c) {
+    config_.beta1 = c.beta1;
+    config_.beta2 = c.beta2;
+    config_.epsilon = c.epsilon;
+    config_.weight_decay = c.weight_decay.value_or(0.01f);
+  }
+  int state_slots() const override { return 2; }
+  void step(Backend& backend, ParameterStore& params, float lr, long step, const float* guard) override {
+    backend.adamw_update(params.trainable(), params.gradients(), params.optimizer_slot(0), params.optimizer_slot(1),
+                         config_, lr, step, guard);
+  }
+  std::string describe() const override {
+    return "adamw (betas " + std::to_string(config_.beta1).substr(0, 5) + ", " + std::to_string(config_.beta2).substr(0, 5) +
+           ", weight decay " + std::to_string(config_.weight_decay) + ")";
+  }
+
+ private:
+  AdamWConfig config_;
+};
+
+void check_range(const char* name, float value, bool positive, bool below_one = false) {
+  const bool ok = std::isfinite(value) && (positive ? value > 0.f : value >= 0.f) && (!below_one || value < 1.f);
+  if (!ok)
+    throw ConfigError(std::string(name) + " must be " + (positive ? "positive" : "at least 0") +
+                      (below_one ? " and below 1" : " and finite") + ", got " + std::to_string(value));
+}
+
+void validate(const OptimizerConfig& c) {
+  check_range("learning rate", c.learning_rate, true);
+  if (c.weight_decay) check_range("weight decay", *c.weight_decay, false);
+  check_range("momentum", c.momentum, false, true);
+  check_range("beta1", c.beta1, false, true);
+  check_range("beta2", c.beta2, false, true);
+  check_range("epsilon", c.epsilon, true);
+}
+
+}  // namespace
+
+OptimizerKind parse_optimizer_kind(std::string_view word) {
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw})
+    if (word == to_string(kind)) return kind;
+  throw ConfigError("unknown optimizer '" + std::string(word) + "': use sgd or adamw");
+}
+
+std::string to_string(OptimizerKind kind) { return kind == OptimizerKind::sgd ? "sgd" : "adamw"; }
+
+ScheduleKind parse_schedule_kind(std::string_view word) {
+  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+    if (word == to_string(kind)) return kind;
+  throw ConfigError("unknown schedule '" + std::string(word) + "': use constant, step or cosine");
+}
+
+std::string to_string(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::constant: return "constant";
+    case ScheduleKind::step: return "step";
+    case ScheduleKind::cosine: return "cosine";
+  }
+  return "constant";
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
+  validate(config);
+  if (config.kind == OptimizerKind::sgd) return std::make_unique<Sgd>(config);
+  return std::make_unique<AdamW>(config);
+}
+
+void validate(const ScheduleConfig& s) {
+  if (s.kind == ScheduleKind::step && s.step_every <= 0) throw ConfigError("step schedule: step_every must be positive");
+  if (s.warmup_steps < 0) throw ConfigError("warm-up steps must not be negative");
+  if (!(std::isfinite(s.gamma) && s.gamma > 0.f)) throw ConfigError("step schedule: gamma must be positive");
+  if (!(s.final_fraction >= 0.f && s.final_fraction <= 1.f))
+    throw ConfigError("cosine schedule: the final fraction must be in [0, 1]");
+}
+
+float scheduled_rate(const ScheduleConfig& s, float base, long step, long total) {
+  if (step < s.warmup_steps) return base * static_cast<float>(step + 1) / static_cast<float>(s.warmup_steps);
+  if (s.kind == ScheduleKind::cosine && total <= 0) return base;  // no horizon to decay over
+  const long after = step - s.warmup_steps;
+  const long span = std::max<long>(total - s.warmup_steps, 1);
+  if (s.kind == ScheduleKind::step) return base * std::pow(s.gamma, static_cast<float>(after / s.step_every));
+  if (s.kind == ScheduleKind::cosine) {
+    const double progress = std::min(1.0, static_cast<double>(after) / static_cast<double>(span));
+    const double cosine = 0.5 * (1.0 + std::cos(3.14159265358979 * progress));
+    return base * static_cast<float>(s.final_fraction + (1.0 - s.final_fraction) * cosine);
+  }
+  return base;
+}
+
+}  // namespace cnn

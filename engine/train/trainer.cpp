@@ -1,0 +1,615 @@
+#include "engine/train/trainer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+
+#include "base/detail/finite.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+#include "engine/train/detail/gradient_buckets.hpp"
+#include "engine/core/detail/input_stager.hpp"
+#include "engine/train/detail/recovery.hpp"
+#include "engine/train/detail/replicas.hpp"
+#include "engine/train/detail/step_resources.hpp"
+#include "memory/bytes.hpp"
+
+namespace cnn {
+namespace {
+
+// What the trainer keeps on the device beside the parameter store: the loss and accuracy sums
+// and the micro-batch's scalars, at fixed addresses (a recorded step reads them there).
+struct TrainerSlots {
+  float loss_sum = 0.0f;
+  float correct = 0.0f;
+  StepScalars scalars;
+};
+// The loss and accuracy sums are zeroed and read back as two adjacent floats at the block's start.
+static_assert(offsetof(TrainerSlots, loss_sum) == 0 && offsetof(TrainerSlots, correct) == sizeof(float));
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+TrainingDiverged::TrainingDiverged(long step, double loss)
+    : Error("training diverged at step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
+            " (try a smaller learning rate); the step was not applied"),
+      step_(step), loss_(loss) {}
+
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network) {
+  BatchPlanOptions planning = options;
+  planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
+  planning.extra_persistent = sizeof(TrainerSlots);
+  if (const Communicator* c = options.communicator) {
+    // A rank plans for its share of the batch: the largest one (share_of_batch).
+    planning.batch = std::max(1, share_of_batch(options.batch, 0, c->ranks()).size);
+    if (options.accumulate > 0) {  // k micro-batches per step on every rank
+      planning.micro_batch = ceil_div(planning.batch, options.accumulate);
+      planning.accumulate = 0;
+    }
+    planning.communication = Replicas::communication_bytes(options, network);
+    if (options.sync_batchnorm) planning.extra_persistent += Replicas::scratch_floats(network) * sizeof(float);
+  }
+  return planning;
+}
+
+Trainer::Trainer(Network& network, Backend& backend, TrainerOptions options)
+    : Trainer(network, backend, backend.device_memory(), std::move(options)) {}
+
+Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options)
+    : net_(network), backend_(backend), options_(std::move(options)),
+      own_stack_(std::make_unique<memory::MemoryStack>(upstream, backend.staging_memory(), options_.memory)),
+      stack_(own_stack_.get()) {
+  start();
+}
+
+Trainer::Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options)
+    : net_(network), backend_(backend), options_(std::move(options)), stack_(&stack) {
+  options_.memory = stack.options();
+  start();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::start() {
+  if (options_.capture_graphs) {
+    if (options_.memory.strategy != memory::Strategy::planned)
+      throw ConfigError("recording steps as graphs needs the planned strategy: other strategies move buffers between steps");
+    if (const std::string why = backend_.capture_support(); !why.empty())
+      throw ConfigError("recording steps as graphs: " + why);
+    capture_ = true;
+  }
+  if (net_.size() <= 1) throw ConfigError("the network has no layers: nothing to train");
+  if (options_.regrow_after_steps < 0)
+    throw ConfigError("regrow_after_steps must be 0 (never) or more, got " + std::to_string(options_.regrow_after_steps));
+  if (options_.total_steps < 0)
+    throw ConfigError("total_steps must be 0 (unknown) or more, got " + std::to_string(options_.total_steps));
+  Replicas::check(options_, backend_);
+  optimizer_ = make_optimizer(options_.optimizer);
+  validate(options_.schedule);
+  // One account of the budget: what the libraries and the communicator hold is set aside in the
+  // stack, and the plan leaves room for the loaders' staging, whether staged already or to come.
+  BatchPlanOptions planning = planning_options(options_, net_);
+  planning.loader_staging = std::max(planning.loader_staging, stack_->staging_bytes());
+  stack_->set_aside(backend_.library_reserved_bytes() + planning.communication);
+  planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning);
+  planned_nodes_ = net_.size();
+
+  const int b = planner_->choose();
+  if (b == 0) {
+    const int asked = planner_->asked_micro_batch();
+    const MemoryBreakdown smallest = breakdown(asked > 0 ? asked : planner_->smallest_micro_batch());
+    memory::OutOfMemoryDetails details;
+    details.requested = smallest.total();
+    details.limit = options_.memory.budget;
+    details.resource = "budget";
+    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.memory.budget) +
+                             " cannot hold this network at micro-batch " + std::to_string(smallest.micro_batch) +
+                             " (it needs " + memory::format_bytes(smallest.total()) + "):\n" +
+                             format_memory_table(smallest),
+                         details);
+  }
+  params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed,
+                                             ParameterStore::state_copies_for(backend_));
+  slots_ = memory::Buffer(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
+  input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
+  overlapped_ = input_->overlapped() && !options_.communicator;
+  if (!stack_->step_buffers_built()) {
+    const MemoryBreakdown full = breakdown(options_.batch);
+    try {
+      stack_->build_step_buffers(full.persistent.total() + full.loader_staging + full.input_staging, full.arena_bytes);
+    } catch (const memory::OutOfMemory& error) {
+      throw BudgetTooSmall(std::string(error.what()) + ":\n" + format_memory_table(full), error.details());
+    }
+  }
+  auto* slots = static_cast<TrainerSlots*>(slots_.data());
+  StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars,
+                       input_.get()};
+  if (options_.communicator) {
+    replicas_ = std::make_unique<Replicas>(net_, backend_, *params_, stack_->blocks(), options_);
+    step_slots.cross_rank = replicas_->cross_rank();
+  }
+  step_ = std::make_unique<StepResources>(net_, backend_, *params_, *planner_, *stack_, step_slots, capture_);
+  recovery_ = std::make_unique<Recovery>(b, planner_->smallest_micro_batch(), options_.regrow_after_steps);
+  // The plan fits the budget, but the device may hold less than it (another process): halve
+  // as a step would.
+  micro_batch_ = step_->build_fitting(b, recovery_->smallest());
+  if (synchronised_batchnorm()) {
+    agree_micro_batch();
+    // No growing back: a rank alone cannot, and the others would follow it down each step. The
+    // target stays the plan's, so that a restored state may ask for it (the ranks then agree).
+    recovery_ = std::make_unique<Recovery>(b, planner_->smallest_micro_batch(), 0);
+  }
+}
+
+bool Trainer::synchronised_batchnorm() const { return replicas_ && replicas_->synchronised_batchnorm(); }
+
+// Note [Synchronised micro-batches] (replicas.cpp) says why and when.
+void Trainer::agree_micro_batch() {
+  micro_batch_ = replicas_->agree_micro_batch(
+      micro_batch_, [this](int smallest) { return step_->build_fitting(smallest, recovery_->smallest()); });
+}
+
+int Trainer::rank() const { return replicas_ ? replicas_->rank() : 0; }
+int Trainer::ranks() const { return replicas_ ? replicas_->ranks() : 1; }
+
+void Trainer::synchronize_replicas() {
+  if (replicas_) replicas_->synchronize();
+}
+
+const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
+
+TrainerState Trainer::state() const {
+  if (pending_)
+    throw ConfigError("state: step " + std::to_string(pending_->report.step) + " is pending (its loss unread): drain() it first");
+  return TrainerState{steps_, micro_batch_, recovery_->good_steps()};
+}
+
+void Trainer::restore(const TrainerState& state) {
+  if (pending_)
+    throw ConfigError("restore: step " + std::to_string(pending_->report.step) + " is pending: drain() it first");
+  if (state.steps < 0 || state.good_steps < 0 || state.micro_batch < recovery_->smallest() ||
+      state.micro_batch > recovery_->target())
+    throw ConfigError("cannot continue at step " + std::to_string(state.steps) + " with micro-batch " +
+                      std::to_string(state.micro_batch) + ": this trainer runs micro-batches of " +
+                      std::to_string(recovery_->smallest()) + " to " + std::to_string(recovery_->target()));
+  steps_ = state.steps;
+  recovery_->set_good_steps(state.good_steps);
+  if (state.micro_batch != micro_batch_) micro_batch_ = step_->build_fitting(state.micro_batch, recovery_->smallest());
+}
+
+long Trainer::graph_replays() const { return step_ ? step_->graph_replays() : 0; }
+
+Tensor Trainer::metric_sums() const { return Tensor{slots_.floats(), Shape{2}}; }
+
+void Trainer::check_capture() {
+  if (!capture_) return;
+  const std::string failure = step_->capture_failure();
+  if (failure.empty()) return;
+  capture_ = false;
+  step_->stop_capturing();  // and the executors built from now on run eagerly
+  if (on_recovery)
+    on_recovery("step " + std::to_string(steps_ + 1) + ": recording the step as a graph failed (" + failure +
+                "); running without graphs");
+}
+
+void Trainer::ensure_built(const char* call) {
+  if (!params_) throw ConfigError(std::string(call) + ": this trainer has finished (finish() gave its memory back)");
+  if (net_.size() != planned_nodes_)
+    throw ConfigError(std::string(call) + ": the network has " + std::to_string(net_.size() - 1) + " layers, " +
+                      std::to_string(planned_nodes_ - 1) + " when this trainer planned it: build a trainer for it");
+  if (!step_->built()) micro_batch_ = step_->build_fitting(micro_batch_, recovery_->smallest());
+}
+
+ParameterStore& Trainer::parameters() {
+  if (!params_) throw ConfigError("parameters: this trainer has finished (finish() gave its memory back)");
+  return *params_;
+}
+
+void Trainer::check_inputs(const HostBatch& batch, const char* call) const {
+  if (batch.size <= 0 || batch.on_device) return;
+  if (!batch.images || !batch.labels)
+    throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
+                      (batch.images ? "labels" : "images"));
+  const std::size_t sample = net_.input_shape().elements();
+  const std::size_t n = sample * static_cast<std::size_t>(batch.size);
+  const std::size_t at = first_non_finite(batch.images, n);
+  if (at < n)
+    throw DataError(std::string(call) + ": sample " + std::to_string(at / sample) + " of the batch holds " +
+                    (std::isnan(batch.images[at]) ? "a NaN" : "an infinity") + " (value " + std::to_string(at % sample) +
+                    "); nothing was trained on it");
+}
+
+void Trainer::maybe_regrow() {
+  const int b = micro_batch_;
+  if (step_->recomputing_more()) {  // first back to the recomputation the budget alone asks for
+    if (!recovery_->regrow_due()) return;
+    micro_batch_ = step_->build_fitting(b, recovery_->smallest());
+    if (!step_->recomputing_more() && on_recovery)
+      on_recovery("step " + std::to_string(steps_ + 1) + ": micro-batch " + std::to_string(micro_batch_) +
+                  " back to " + std::to_string(step_->breakdown().recomputed_layers) + " recomputed layers");
+    return;
+  }
+  const int larger = recovery_->regrow(b);
+  if (larger == 0) return;
+  micro_batch_ = step_->build_fitting(larger, recovery_->smallest());
+  if (micro_batch_ > b && on_recovery)
+    on_recovery("step " + std::to_string(steps_ + 1) + ": micro-batch back up from " + std::to_string(b) + " to " +
+                std::to_string(micro_batch_));
+}
+
+void Trainer::check_labels(const HostBatch& batch) const {
+  if (batch.on_device) return;
+  const int classes = net_.num_classes();
+  for (int i = 0; i < batch.size; ++i)
+    if (batch.labels[i] < 0 || batch.labels[i] >= classes)
+      throw DataError("label " + std::to_string(batch.labels[i]) + " of sample " + std::to_string(i) +
+                      " is outside the " + std::to_string(classes) + " classes of the network");
+}
+
+int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* logits) {
+  if (batch.size == 0) return 0;  // a data-parallel rank's empty share
+  const std::size_t sample = net_.input_shape().elements();
+  StepExecutor& executor = step_->executor(training);
+  // One seed for the whole optimizer step: with each micro-batch's offset in the batch, dropout
+  // masks do not depend on the micro-batch size (nor on the rank a sample went to), so a replay
+  // at a smaller one gives the same result.
+  const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
+  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  const float grad_scale = training ? 1.0f / static_cast<float>(whole) : 0.f;
+  GradientBuckets* buckets = training && replicas_ ? &replicas_->buckets() : nullptr;
+  // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
+  const MicroBatchSplit split =
+      split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
+  const auto classes = static_cast<std::size_t>(net_.num_classes());
+  for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
+    executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
+                            split.size(j), batch.first + first, batch.on_device},
+                 grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr,
+                 j == split.count - 1 ? buckets : nullptr);
+  check_capture();
+  return split.count;
+}
+
+void Trainer::check_step_batch(const HostBatch& batch, const char* call) const {
+  // Named only on a refusal: a step builds no string.
+  auto refuse = [call](const std::string& why) { throw ConfigError(std::string(call) + ": " + why); };
+  if (options_.communicator) {
+    if (batch.global_size <= 0 || batch.size < 0 || batch.first < 0 || batch.first + batch.size > batch.global_size)
+      refuse("samples " + std::to_string(batch.first) + " to " +
+             std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
+             std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
+    // Every rank sees the same global size, so every rank refuses alike: none is left in a sum.
+    if (synchronised_batchnorm() && (batch.global_size % ranks() != 0 || batch.size != batch.global_size / ranks()))
+      refuse("synchronised BatchNorm needs every batch shared evenly over the " +
+             std::to_string(ranks()) + " ranks; this one holds " + std::to_string(batch.global_size) +
+             " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
+    if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
+  } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
+    refuse("a share of a batch (HostBatch::first, global_size) without a communicator");
+  }
+  if (batch.size <= 0) refuse("empty batch");
+  const TrainingBatchNeed& need = planner_->training_batch_need();
+  if (batch.size < need.samples)
+    refuse("a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
+  // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
+  // cannot split: an odd one larger than 2.
+  if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
+    refuse("a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
+             std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
+             " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
+             "): " + need.why);
+}
+
+StepReport Trainer::train_step(const HostBatch& batch) {
+  if (pending_)
+    throw ConfigError("train_step: step " + std::to_string(pending_->report.step) +
+                      " was submitted and is pending: drain() it first");
+  std::optional<StepReport> report = submit(batch, "train_step");
+  return report ? *report : *drain();
+}
+
+std::optional<StepReport> Trainer::submit_step(const HostBatch& batch) { return submit(batch, "submit_step"); }
+
+std::optional<StepReport> Trainer::submit(const HostBatch& batch, const char* call) {
+  ensure_built(call);
+  maybe_regrow();
+  // Before the checks, which read the micro-batch: every rank then refuses a batch alike.
+  if (synchronised_batchnorm()) agree_micro_batch();
+  check_step_batch(batch, call);
+  check_inputs(batch, call);
+  check_labels(batch);
+  const long staging_waits = input_->host_waits();
+  // The state before this step goes to the copy the pending step's does not use.
+  const int copy = overlapped_ ? static_cast<int>((steps_ + 1) % 2) : 0;
+  params_->save_state(copy);
+  std::array<double, 3> sums{};  // {ranks that failed, loss sum, correct}
+  double communication = 0;
+  const int micro_batches = run_step_passes(batch, copy, !overlapped_, sums, communication);
+  recovery_->step_succeeded();
+
+  // The step before this one: its loss is read now, while this one's passes run, and before
+  // its update is enqueued (settle() throws for a loss that is not finite).
+  std::optional<StepReport> earlier;
+  long waits = input_->host_waits() - staging_waits;
+  if (pending_) {
+    if (settle()) ++waits;
+    earlier = pending_->report;
+    pending_.reset();
+  }
+  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  if (!overlapped_ && !std::isfinite(sums[1])) {
+    // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
+    params_->restore_state(copy);
+    params_->zero_gradients();
+    throw TrainingDiverged(steps_ + 1, sums[1]);
+  }
+  const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
+  // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
+  // was when it is not finite.
+  auto* slots = static_cast<TrainerSlots*>(slots_.data());
+  optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->loss_sum : nullptr);
+  ++steps_;
+  StepReport report;
+  report.step = steps_;
+  report.samples = whole;
+  report.learning_rate = lr;
+  report.micro_batch = micro_batch_;
+  report.micro_batches = micro_batches;
+  report.communication_seconds = communication;
+  report.host_waits = waits;
+  if (!overlapped_) {  // its loss is known: nothing is pending
+    report.loss = sums[1] / whole;
+    report.accuracy = sums[2] / whole;
+    return report;
+  }
+  const Fence sums_ready = backend_.copy_to_host_async(slots_.data(), input_->host_sums(), 2 * sizeof(float));
+  pending_ = PendingStep{report, copy, sums_ready, false};
+  return earlier;
+}
+
+int Trainer::run_step_passes(const HostBatch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+                             double& communication) {
+  for (;;) {
+    params_->zero_gradients();
+    backend_.fill(metric_sums(), 0.f);
+    if (replicas_) replicas_->buckets().begin();
+    std::optional<memory::OutOfMemory> failure;
+    int micro_batches = 0;
+    try {
+      micro_batches = run_micro_batches(batch, true);
+    } catch (const memory::OutOfMemory& error) {
+      if (synchronised_batchnorm())  // the other ranks wait in a BatchNorm's sum
+        throw Error("step " + std::to_string(steps_ + 1) + ": out of memory on rank " + std::to_string(rank()) +
+                    " with synchronised BatchNorm, which cannot replay a step on one rank alone: " + error.what());
+      failure = error;
+    } catch (...) {
+      // Any other failure: leave the parameters and state as they were before the step, and no
+      // buffers held, then report it.
+      params_->restore_state(state_copy);
+      params_->zero_gradients();
+      step_->release();
+      throw;
+    }
+    sums[0] = failure ? 1 : 0;
+    sums[1] = sums[2] = 0;
+    if (!failure && read_sums) {
+      float host[2];
+      backend_.copy_to_host(slots_.data(), host, sizeof host);
+      sums[1] = host[0];
+      sums[2] = host[1];
+    }
+    if (replicas_) communication += replicas_->finish_step(sums);
+    if (sums[0] == 0) return micro_batches;
+    // Some rank ran out of memory: every rank discards the partial gradients and state updates and
+    // replays the same samples; the one that failed recomputes more or halves its micro-batch.
+    params_->restore_state(state_copy);
+    if (failure) shrink_after(*failure, "step " + std::to_string(steps_ + 1));
+  }
+}
+
+bool Trainer::settle() {
+  if (!pending_ || pending_->settled) return false;
+  const bool waited = !backend_.reached(pending_->sums_ready);
+  if (waited) backend_.wait(pending_->sums_ready);
+  const float* host = input_->host_sums();
+  StepReport& r = pending_->report;
+  r.loss = static_cast<double>(host[0]) / r.samples;
+  r.accuracy = static_cast<double>(host[1]) / r.samples;
+  if (!std::isfinite(host[0])) {
+    // The device applied no update for it (the guard), nor for any step after it (none was
+    // enqueued); the running statistics its forward passes moved come back from its copy.
+    const long failed = r.step;
+    const double loss = host[0];
+    const int copy = pending_->state_copy;
+    pending_.reset();
+    params_->restore_state(copy);
+    params_->zero_gradients();
+    steps_ = failed - 1;
+    throw TrainingDiverged(failed, loss);
+  }
+  pending_->settled = true;
+  return waited;
+}
+
+std::optional<StepReport> Trainer::drain() {
+  if (!pending_) return std::nullopt;
+  const bool waited = settle();
+  StepReport report = pending_->report;
+  if (waited) ++report.host_waits;
+  pending_.reset();
+  return report;
+}
+
+void Trainer::shrink_after(const memory::OutOfMemory& error, const std::string& where) {
+  const int b = micro_batch_;
+  if (step_->recompute_more()) {
+    recovery_->failed_and_recomputed();
+    if (on_recovery)
+      on_recovery(where + ": out of memory at micro-batch " + std::to_string(b) + " (" + error.what() +
+                  "); replaying it at micro-batch " + std::to_string(b) + " recomputing " +
+                  std::to_string(step_->breakdown().recomputed_layers) + " layers");
+    return;
+  }
+  const int smaller = recovery_->after_failure(b);
+  if (smaller == 0) {  // nothing left to halve
+    step_->release();
+    throw memory::OutOfMemory(where + ": out of memory at micro-batch " + std::to_string(b) +
+                                  ", the smallest planned for this network: " + error.what() + "\n" +
+                                  format_memory_table(breakdown(b)),
+                              error.details());
+  }
+  micro_batch_ = step_->build_fitting(smaller, recovery_->smallest());
+  if (on_recovery)
+    on_recovery(where + ": out of memory at micro-batch " + std::to_string(b) + " (" + error.what() +
+                "); replaying it at micro-batch " + std::to_string(micro_batch_));
+}
+
+EvalResult Trainer::evaluate(const NextBatch& next) { return run_evaluation(next, nullptr); }
+
+ClassEvaluation Trainer::evaluate_classes(const NextBatch& next) {
+  ClassEvaluation result;
+  const auto classes = static_cast<std::size_t>(net_.num_classes());
+  result.confusion.assign(classes, std::vector<std::size_t>(classes, 0));
+  static_cast<EvalResult&>(result) = run_evaluation(next, &result);
+  return result;
+}
+
+EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* classes) {
+  if (!next) throw ConfigError("evaluate: no source of batches (an empty NextBatch)");
+  ensure_built("evaluate");
+  settle();  // a pending step's loss is checked before anything reads what it changed
+  EvalResult result;
+  double loss_sum = 0, correct = 0;
+  long batches = 0;
+  std::vector<float> logits;
+  const auto count = static_cast<std::size_t>(net_.num_classes());
+  while (auto batch = next()) {
+    if (batch->size <= 0) continue;
+    if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (HostBatch::on_device) trains only");
+    check_inputs(*batch, "evaluate");
+    check_labels(*batch);
+    ++batches;
+    if (classes) logits.resize(static_cast<std::size_t>(batch->size) * count);
+    // Each batch's sums are read back on their own, so that a batch replayed after an
+    // out-of-memory failure at a smaller micro-batch counts once.
+    for (;;) {
+      backend_.fill(metric_sums(), 0.f);
+      try {
+        run_micro_batches(*batch, false, classes ? logits.data() : nullptr);
+        break;
+      } catch (const memory::OutOfMemory& error) {
+        shrink_after(error, "evaluation batch " + std::to_string(batches));
+      } catch (...) {
+        step_->release();  // a dynamic step memory may still hold buffers
+        throw;
+      }
+    }
+    float host[2];
+    backend_.copy_to_host(slots_.data(), host, sizeof host);
+    loss_sum += host[0];
+    correct += host[1];
+    result.samples += static_cast<std::size_t>(batch->size);
+    if (classes)
+      for (int i = 0; i < batch->size; ++i) {
+        const float* row = logits.data() + static_cast<std::size_t>(i) * count;
+        const auto predicted = static_cast<std::size_t>(std::max_element(row, row + count) - row);
+        ++classes->confusion[static_cast<std::size_t>(batch->labels[i])][predicted];
+      }
+  }
+  if (replicas_) {
+    // Each rank evaluated its share of the batches: the result is every rank's.
+    std::vector<double> totals = {loss_sum, correct, static_cast<double>(result.samples)};
+    if (classes)
+      for (const auto& row : classes->confusion) totals.insert(totals.end(), row.begin(), row.end());
+    replicas_->sum(totals);
+    loss_sum = totals[0];
+    correct = totals[1];
+    result.samples = static_cast<std::size_t>(totals[2]);
+    if (classes) {
+      std::size_t k = 3;
+      for (auto& row : classes->confusion)
+        for (std::size_t& n : row) n = static_cast<std::size_t>(totals[k++]);
+    }
+  }
+  if (result.samples) {
+    result.loss = loss_sum / static_cast<double>(result.samples);
+    result.accuracy = correct / static_cast<double>(result.samples);
+  }
+  return result;
+}
+
+void Trainer::predict(const float* images, int count, float* logits) {
+  if (count < 0) throw ConfigError("predict: " + std::to_string(count) + " images");
+  if (count == 0) return;
+  if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
+  ensure_built("predict");
+  settle();
+  const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
+  const HostBatch batch{images, labels.data(), count};
+  check_inputs(batch, "predict");
+  for (;;) {
+    try {
+      run_micro_batches(batch, false, logits);
+      return;
+    } catch (const memory::OutOfMemory& error) {
+      shrink_after(error, "prediction");
+    } catch (...) {
+      step_->release();
+      throw;
+    }
+  }
+}
+
+namespace {
+
+void check_class(const ClassEvaluation& e, int c) {
+  if (c < 0 || static_cast<std::size_t>(c) >= e.confusion.size())
+    throw ConfigError("class " + std::to_string(c) + " of an evaluation of " + std::to_string(e.confusion.size()) +
+                      " classes");
+}
+
+}  // namespace
+
+double ClassEvaluation::precision(int c) const {
+  check_class(*this, c);
+  std::size_t predicted = 0;
+  for (const auto& row : confusion) predicted += row[static_cast<std::size_t>(c)];
+  const std::size_t right = confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(c)];
+  return predicted ? static_cast<double>(right) / static_cast<double>(predicted) : 0.0;
+}
+
+double ClassEvaluation::recall(int c) const {
+  check_class(*this, c);
+  const auto& row = confusion[static_cast<std::size_t>(c)];
+  std::size_t actual = 0;
+  for (std::size_t n : row) actual += n;
+  return actual ? static_cast<double>(row[static_cast<std::size_t>(c)]) / static_cast<double>(actual) : 0.0;
+}
+
+double ClassEvaluation::class_accuracy(int c) const {
+  check_class(*this, c);
+  // One against the rest: right are the samples of c predicted as c and the others predicted as not c.
+  std::size_t total = 0, wrong = 0;
+  const auto k = static_cast<std::size_t>(c);
+  for (std::size_t t = 0; t < confusion.size(); ++t)
+    for (std::size_t p = 0; p < confusion[t].size(); ++p) {
+      total += confusion[t][p];
+      if ((t == k) != (p == k)) wrong += confusion[t][p];
+    }
+  return total ? static_cast<double>(total - wrong) / static_cast<double>(total) : 0.0;
+}
+
+void Trainer::finish() {
+  backend_.synchronize();
+  pending_.reset();
+  step_->release();
+  slots_.release();
+  input_.reset();
+  params_.reset();
+  stack_->release_step_buffers();
+  stack_->finish_trace();
+}
+
+}  // namespace cnn

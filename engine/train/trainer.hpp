@@ -1,0 +1,288 @@
+#pragma once
+// The training loop's engine side: builds the memory stack from the options (so a budget is
+// enforced with no more code), chooses the micro-batch that fits it, reserves the persistent
+// blocks and the step memory once, and runs optimizer steps of the requested batch as k
+// micro-batches whose gradients add up to the full-batch gradient.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.hpp"
+#include "engine/plan/batch_planner.hpp"
+#include "engine/core/communicator.hpp"
+#include "engine/core/layer.hpp"
+#include "engine/plan/memory_report.hpp"
+#include "engine/train/optimizer.hpp"
+#include "engine/core/parameter_store.hpp"
+#include "memory/buffer.hpp"
+#include "memory/memory_stack.hpp"
+#include "memory/out_of_memory.hpp"
+
+namespace cnn {
+
+class StepResources;
+class Recovery;
+class Replicas;
+class InputStager;
+
+struct TrainerOptions : BatchPlanOptions {
+  std::uint64_t seed = 1;
+  // After an out-of-memory recovery, try the next larger micro-batch (up to the chosen one)
+  // after this many good steps: the pressure may have been transient. 0: never.
+  int regrow_after_steps = 200;
+
+  // Record each micro-batch size's forward and backward once and replay the recording (CUDA
+  // graphs): one launch instead of one per kernel. Needs the planned strategy and a backend
+  // that can capture (Backend::capture_support); a capture that fails is logged and the run
+  // goes on without.
+  bool capture_graphs = false;
+
+  long total_steps = 0;             // the run's length, for the cosine schedule (0: unknown, no decay)
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+
+  // Data-parallel training (docs/design.md, "Data-parallel training"): this trainer is one of
+  // communicator->ranks() replicas that train one model, each on its share of every batch
+  // (HostBatch::first and global_size, share_of_batch); `batch` stays the whole batch. Gradients
+  // are summed over the ranks in buckets of gradient_bucket_bytes as backward produces them;
+  // BatchNorm's running statistics are rank 0's (DDP's choice), or with sync_batchnorm its batch
+  // statistics are over every rank's micro-batch. Not owned: it must outlive the trainer.
+  Communicator* communicator = nullptr;
+  bool sync_batchnorm = false;
+  std::size_t gradient_bucket_bytes = std::size_t{1} << 20;
+};
+
+// The options the trainer plans with: `options` plus its optimizer's state slots, its own
+// persistent bytes and, in a data-parallel run, the communicator's and a rank's share of the
+// batch. `train_images --plan` and the benchmarks plan with these too, so that their answers are
+// the trainer's.
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network);
+
+// Refusal before step 1: the plan cannot fit the budget even at the smallest micro-batch.
+class BudgetTooSmall : public memory::OutOfMemory {
+ public:
+  BudgetTooSmall(std::string message, memory::OutOfMemoryDetails details)
+      : OutOfMemory(std::move(message), std::move(details)) {}
+};
+
+// A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
+// the optimizer state are as they were before the step.
+class TrainingDiverged : public Error {
+ public:
+  TrainingDiverged(long step, double loss);
+  long step() const { return step_; }
+  double loss() const { return loss_; }
+
+ private:
+  long step_;
+  double loss_;
+};
+
+struct HostBatch {
+  const float* images = nullptr;  // size samples, NCHW
+  const std::int32_t* labels = nullptr;
+  int size = 0;
+  // Data-parallel: these `size` samples are this rank's share of a batch of `global_size`,
+  // from its sample `first` (share_of_batch). 0: the batch is all there is.
+  int first = 0;
+  int global_size = 0;
+  // The images and labels are in the backend's memory instead (a benchmark's batch, made once on
+  // the device: benchmarks/train_throughput). They are copied device to device into each
+  // micro-batch's slots and not checked (no pixel nor label is read on the host): the caller
+  // vouches for them. Training only.
+  bool on_device = false;
+};
+using NextBatch = std::function<std::optional<HostBatch>()>;
+
+struct StepReport {
+  long step = 0;        // this step's number: optimizer steps up to it
+  int samples = 0;      // the whole batch's, over every rank
+  double loss = 0;      // mean over the step's samples (every rank's)
+  double accuracy = 0;
+  float learning_rate = 0;
+  int micro_batch = 0;
+  int micro_batches = 0;
+  // Data-parallel: seconds this rank waited, after its last backward, for the gradient sums and
+  // the step's status (the communication that computation did not hide).
+  double communication_seconds = 0;
+  // Times the host waited for the device while this step was submitted: for a micro-batch's
+  // staging buffer (the host two micro-batches ahead) or for a loss it needed. 0 where the
+  // device keeps up; never a wait for the whole device on the normal path (submit_step).
+  long host_waits = 0;
+};
+
+// Where a trainer is: what a checkpoint keeps of it, so that a run resumed from the checkpoint
+// continues exactly as if it had not stopped.
+struct TrainerState {
+  long steps = 0;        // optimizer steps taken: the schedule's position, dropout's seed, AdamW's count
+  int micro_batch = 0;   // in use now (below the planned one for a while after a recovery)
+  long good_steps = 0;   // steps since the last recovery (the micro-batch grows back after enough)
+};
+
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  std::size_t samples = 0;
+};
+
+// An evaluation with the confusion matrix: for each class, its precision (of the samples
+// predicted as it, those that are), recall (of its samples, those predicted as it) and accuracy
+// (of all samples, those it gets right as one against the rest).
+struct ClassEvaluation : EvalResult {
+  std::vector<std::vector<std::size_t>> confusion;  // [true class][predicted class]
+  double precision(int c) const;
+  double recall(int c) const;
+  double class_accuracy(int c) const;
+};
+
+class Trainer {
+ public:
+  // Memory from the backend's device, through a memory stack built from options.memory: the
+  // budget is a hard cap on the trainer's memory, the libraries' workspaces and the loaders'
+  // staging together, and going over it is a memory::OutOfMemory. Stage a loader's batches
+  // from memory_stack().staging(): built before this trainer (on a stack of your own) it is
+  // counted by the plan; built after, the plan must leave it room (TrainerOptions::loader_staging,
+  // data::Loader::staging_bytes_for), or the loader is refused.
+  Trainer(Network& network, Backend& backend, TrainerOptions options);
+  // The same stack over `upstream` instead (to count or fail its calls).
+  Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options);
+  // A stack the caller built (and may have wrapped): its options replace options.memory. Its
+  // step buffers are built here from this trainer's plan, unless the caller built them.
+  Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options);
+  ~Trainer();
+
+  // Bytes by category for micro-batch b, computed from the plan without allocating.
+  MemoryBreakdown breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
+  const MemoryBreakdown& memory() const;
+  int micro_batch() const { return micro_batch_; }
+  // Throws ConfigError after finish().
+  ParameterStore& parameters();
+  const Optimizer& optimizer() const { return *optimizer_; }
+  long steps() const { return steps_; }
+  // Throws ConfigError while a submitted step is pending (its loss unread: drain() first).
+  TrainerState state() const;
+  // Continues from `state` (the parameters and optimizer state are restored apart, into
+  // parameters()). A micro-batch this trainer may not use, or a pending step, is a ConfigError.
+  void restore(const TrainerState& state);
+  // Data-parallel: rank 0's parameters, running statistics and optimizer state over every
+  // rank's (after loading or restoring them, so that the replicas start alike). Nothing alone.
+  void synchronize_replicas();
+  int rank() const;
+  int ranks() const;
+  memory::MemoryStack& memory_stack() { return *stack_; }
+  // Micro-batches run by replaying a recording (capture_graphs), and whether recording is on.
+  long graph_replays() const;
+  bool capturing_graphs() const { return capture_; }
+
+  // One optimizer step over a host batch of any size (split into micro-batches), waiting for
+  // its loss. Throws TrainingDiverged, changing nothing, when the loss is not finite. A step
+  // submitted with submit_step must be drained first (ConfigError).
+  StepReport train_step(const HostBatch& batch);
+  // The same step without waiting for the device. Every step's report comes back once, in
+  // order, from submit_step or drain(); at most one step is pending.
+  // - Where the backend runs copies beside compute (CUDA): the step's input is copied and its
+  //   work enqueued (the optimizer update included), and the call returns the report of the step
+  //   submitted before it, whose loss is read now, one step late (empty for the first). The host
+  //   thus prepares the next batch while this one computes. A NaN or infinite loss still stops
+  //   the run before another step is applied: each update is enqueued with its step's loss sum
+  //   as a guard (Backend::sgd_update), so the device applies none for a step whose loss is not
+  //   finite; the host reads that loss in the next submit_step, before enqueueing that step's
+  //   update, restores the running statistics saved before the failed step (a second copy:
+  //   ParameterStore::save_state), and throws TrainingDiverged naming it.
+  // - Elsewhere (the CPU, data-parallel ranks, which sum the step's status first): the step
+  //   has run when the call returns, and so comes its report.
+  std::optional<StepReport> submit_step(const HostBatch& batch);
+  // The pending step's report, waiting for its loss (TrainingDiverged as above); empty when
+  // none is pending. drain() before saving the trainer's state (state() refuses otherwise).
+  std::optional<StepReport> drain();
+  bool step_pending() const { return pending_.has_value(); }
+  // In a data-parallel run each rank gives its share of the batches, and the result is every rank's.
+  // A pending step's loss is read first (TrainingDiverged where it is not finite); its report
+  // still comes from drain().
+  EvalResult evaluate(const NextBatch& next);
+  ClassEvaluation evaluate_classes(const NextBatch& next);
+  // The network's outputs for `count` images (host floats, NCHW of the input shape): count x
+  // classes floats into `logits`. Inference form (BatchNorm on its running statistics, no dropout).
+  // A pending step's loss is read first, as by evaluate.
+  void predict(const float* images, int count, float* logits);
+  // Gives back every byte (the trainer cannot train after this) and checks that the memory
+  // trace, if one was asked for, was written whole (MemoryStack::finish_trace).
+  void finish();
+  // Logged when a step ran out of memory and was replayed at a smaller micro-batch, when the
+  // micro-batch grows back, and when a capture fails and the run goes on without graphs.
+  std::function<void(const std::string&)> on_recovery;
+
+ private:
+  void start();
+  void check_labels(const HostBatch& batch) const;
+  void check_step_batch(const HostBatch& batch, const char* call) const;
+  // Before a call that runs the network: refuses a finished trainer or a network changed since
+  // the plan, then builds the step memory if a failure released it.
+  void ensure_built(const char* call);
+  // The batch's pointers, and every pixel finite (a NaN would reach the weights through the
+  // gradients while the loss stays finite).
+  void check_inputs(const HostBatch& batch, const char* call) const;
+  void maybe_regrow();
+  // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at the same
+  // micro-batch recomputing more (RecomputePolicy::automatic) where that reaches the bytes of half
+  // of it, else at half the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory
+  // with the byte table.
+  void shrink_after(const memory::OutOfMemory& error, const std::string& where);
+  // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
+  // gradients to the buckets in a data-parallel step; returns how many.
+  int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);
+  // A step's forward and backward passes, replayed after an out-of-memory failure until they
+  // fit. With `read_sums`, the loss and accuracy sums are read back into `sums` ({ranks that
+  // failed, loss, correct}, every rank's in a data-parallel run). Returns the micro-batches.
+  int run_step_passes(const HostBatch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+                      double& communication);
+  // Reads the pending step's sums back (waiting if they have not come: returns whether it
+  // waited), and throws TrainingDiverged, the state before it restored, if its loss is not
+  // finite; else it is settled.
+  bool settle();
+  std::optional<StepReport> submit(const HostBatch& batch, const char* call);
+  // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
+  // [Synchronised micro-batches] in detail/replicas.cpp).
+  bool synchronised_batchnorm() const;
+  void agree_micro_batch();
+  // evaluate(), and the confusion matrix into `classes` when it is not null.
+  EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
+  // After a capture failed: log it once and record no more.
+  void check_capture();
+  Tensor metric_sums() const;
+
+  Network& net_;
+  Backend& backend_;
+  TrainerOptions options_;
+  std::unique_ptr<memory::MemoryStack> own_stack_;
+  memory::MemoryStack* stack_ = nullptr;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<BatchPlanner> planner_;
+  std::unique_ptr<ParameterStore> params_;
+  memory::Buffer slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
+  std::unique_ptr<InputStager> input_;
+  std::unique_ptr<StepResources> step_;
+  std::unique_ptr<Recovery> recovery_;
+  std::unique_ptr<Replicas> replicas_;  // data-parallel runs only
+  long steps_ = 0;
+  int micro_batch_ = 0;
+  int planned_nodes_ = 0;  // the network's size when planned
+  bool capture_ = false;
+  // Steps are submitted without waiting for their loss: the backend overlaps copies and compute,
+  // and no other rank needs the step's status first.
+  bool overlapped_ = false;
+  // The step submitted last until its report is taken: its sums on their way back (`sums_ready`)
+  // or read (`settled`).
+  struct PendingStep {
+    StepReport report;
+    int state_copy = 0;  // where the state before it is saved
+    Fence sums_ready;
+    bool settled = false;
+  };
+  std::optional<PendingStep> pending_;
+};
+
+}  // namespace cnn

@@ -1,0 +1,64 @@
+#include "backends/cpu/detail/available_host_memory.hpp"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "backends/cpu/cpu_backend.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fake root holding /proc and /sys files for available_host_memory(root).
+struct FakeRoot {
+  fs::path root = fs::temp_directory_path() / ("cnn_host_memory_" + std::to_string(::getpid()));
+  FakeRoot() { fs::remove_all(root); }
+  ~FakeRoot() { fs::remove_all(root); }
+  void write(const fs::path& file, const std::string& text) const {
+    fs::create_directories((root / file).parent_path());
+    std::ofstream(root / file) << text;
+  }
+};
+
+constexpr std::size_t kKiB = 1024;
+
+}  // namespace
+
+TEST_CASE("available host memory is MemAvailable without a control group limit", "[backends]") {
+  FakeRoot f;
+  f.write("proc/meminfo", "MemTotal:       24000000 kB\nMemFree:  1000 kB\nMemAvailable:   20000000 kB\n");
+  CHECK(cnn::cpu::available_host_memory(f.root) == 20000000 * kKiB);
+  f.write("proc/self/cgroup", "0::/user.slice\n");
+  f.write("sys/fs/cgroup/user.slice/memory.max", "max\n");
+  f.write("sys/fs/cgroup/user.slice/memory.current", "5000\n");
+  CHECK(cnn::cpu::available_host_memory(f.root) == 20000000 * kKiB);
+}
+
+TEST_CASE("available host memory is what the control group leaves where that is less", "[backends]") {
+  FakeRoot f;
+  f.write("proc/meminfo", "MemAvailable:   20000000 kB\n");
+  SECTION("version 2") {
+    f.write("proc/self/cgroup", "0::/job/42\n");
+    f.write("sys/fs/cgroup/job/42/memory.max", "4294967296\n");
+    f.write("sys/fs/cgroup/job/42/memory.current", "1073741824\n");
+    CHECK(cnn::cpu::available_host_memory(f.root) == std::size_t{3} << 30);
+  }
+  SECTION("version 1") {
+    f.write("proc/self/cgroup", "5:cpu,cpuacct:/x\n4:memory:/docker/abc\n");
+    f.write("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "2147483648\n");
+    f.write("sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes", "3000000000\n");  // over: nothing left
+    CHECK(cnn::cpu::available_host_memory(f.root) == 0);
+  }
+}
+
+TEST_CASE("available host memory is 0 where nothing can be read, and the CPU backend reports this machine's",
+          "[backends]") {
+  FakeRoot f;
+  CHECK(cnn::cpu::available_host_memory(f.root) == 0);
+  f.write("proc/meminfo", "MemAvailable: not a number\n");
+  CHECK(cnn::cpu::available_host_memory(f.root) == 0);
+  cnn::CpuBackend cpu(1);
+  CHECK(cpu.available_memory() > 0);
+}

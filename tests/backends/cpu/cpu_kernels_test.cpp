@@ -1,0 +1,195 @@
+// CPU kernels against plain reference loops on inputs that reach their special paths: the
+// vector lanes and the scalar rest of a row, ties, accumulation.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/parallel.hpp"
+#include "engine/core/detail/counter_rng.hpp"
+
+using namespace cnn;
+
+namespace {
+
+// Max pooling's backward as documented: each window's gradient goes to its first element (in
+// row-major order) equal to the window's maximum.
+std::vector<float> reference_max_pool_backward(const std::vector<float>& x, const std::vector<float>& y,
+                                               const std::vector<float>& dy, std::vector<float> dx, int planes, int h,
+                                               int w, int k) {
+  const int ho = (h - k) / k + 1, wo = (w - k) / k + 1;
+  for (int p = 0; p < planes; ++p)
+    for (int oh = 0; oh < ho; ++oh)
+      for (int ow = 0; ow < wo; ++ow) {
+        const std::size_t o = (static_cast<std::size_t>(p) * ho + oh) * wo + ow;
+        bool routed = false;
+        for (int i = 0; i < k && !routed; ++i)
+          for (int j = 0; j < k && !routed; ++j) {
+            const std::size_t at = (static_cast<std::size_t>(p) * h + oh * k + i) * w + ow * k + j;
+            if (x[at] == y[o]) {
+              dx[at] += dy[o];
+              routed = true;
+            }
+          }
+      }
+  return dx;
+}
+
+}  // namespace
+
+TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and the rest of a row",
+          "[cpu][pool]") {
+  for (int threads : {1, 2})
+    for (const auto [h, w] : {std::pair{8, 8}, std::pair{6, 18}, std::pair{28, 28}, std::pair{14, 14}, std::pair{7, 11},
+                              std::pair{5, 17}})
+      for (bool accumulate : {false, true}) {
+        CAPTURE(threads, h, w, accumulate);
+        CpuBackend backend(threads);
+        const int n = 3, c = 5, planes = n * c, ho = h / 2, wo = w / 2;
+        std::vector<float> x(static_cast<std::size_t>(planes) * h * w), y(static_cast<std::size_t>(planes) * ho * wo),
+            dy(y.size()), dx(x.size());
+        // Four values only: most windows hold ties, some of them all four equal.
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(4 * uniform01(7, i))) - 1.f;
+        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 2.f * uniform01(8, i) - 1.f;
+        for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = accumulate ? uniform01(9, i) : 123.f;
+        const Pool2dDesc d;  // max, 2x2, stride 2
+        backend.pool2d_forward(d, Tensor{x.data(), Shape{n, c, h, w}}, Tensor{y.data(), Shape{n, c, ho, wo}});
+        std::vector<float> want = accumulate ? dx : std::vector<float>(dx.size(), 0.f);
+        want = reference_max_pool_backward(x, y, dy, want, planes, h, w, 2);
+        backend.pool2d_backward(d, Tensor{x.data(), Shape{n, c, h, w}}, Tensor{y.data(), Shape{n, c, ho, wo}},
+                                Tensor{dy.data(), Shape{n, c, ho, wo}}, Tensor{dx.data(), Shape{n, c, h, w}}, accumulate);
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < dx.size(); ++i) wrong += dx[i] != want[i];
+        CHECK(wrong == 0);
+      }
+}
+
+namespace {
+
+struct ConvCase {
+  int cin, h, w, cout, kh, kw, stride, pad;
+};
+
+// y[n][o][oh][ow] = sum over c, i, j of x[n][c][oh*s - p + i][ow*s - p + j] w[o][c][i][j], in double.
+void reference_conv(const ConvCase& k, int n, const std::vector<float>& x, const std::vector<float>& w,
+                    std::vector<double>& y, int ho, int wo) {
+  for (int b = 0; b < n; ++b)
+    for (int o = 0; o < k.cout; ++o)
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          double sum = 0;
+          for (int c = 0; c < k.cin; ++c)
+            for (int i = 0; i < k.kh; ++i)
+              for (int j = 0; j < k.kw; ++j) {
+                const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                sum += static_cast<double>(x[((static_cast<std::size_t>(b) * k.cin + c) * k.h + ih) * k.w + iw]) *
+                       w[((static_cast<std::size_t>(o) * k.cin + c) * k.kh + i) * k.kw + j];
+              }
+          y[((static_cast<std::size_t>(b) * k.cout + o) * ho + oh) * wo + ow] = sum;
+        }
+}
+
+}  // namespace
+
+// The column matrix is built and added back as flat shifts for stride-1 convolutions with as many
+// output columns as input columns, row by row otherwise: both against a direct convolution,
+// forward, backward data (writing and accumulating) and backward filter, images as narrow as one
+// column.
+TEST_CASE("convolution forward and backward match a direct convolution", "[cpu][conv]") {
+  const ConvCase cases[] = {{3, 6, 7, 4, 3, 3, 1, 1}, {2, 1, 1, 3, 3, 3, 1, 1}, {2, 2, 3, 2, 3, 3, 1, 1},
+                            {2, 5, 4, 3, 1, 3, 1, 1}, {2, 6, 6, 2, 5, 5, 1, 2}, {3, 7, 6, 2, 3, 3, 2, 1},
+                            {2, 5, 5, 3, 1, 1, 1, 0}, {1, 12, 20, 4, 3, 3, 1, 1}};
+  for (int threads : {1, 2})
+    for (const ConvCase& k : cases)
+      for (bool accumulate : {false, true}) {
+        CAPTURE(threads, k.cin, k.h, k.w, k.cout, k.kh, k.kw, k.stride, k.pad, accumulate);
+        CpuBackend backend(threads);
+        const int n = 3, ho = (k.h + 2 * k.pad - k.kh) / k.stride + 1, wo = (k.w + 2 * k.pad - k.kw) / k.stride + 1;
+        const Conv2dDesc d{k.cin, k.cout, k.kh, k.kw, k.stride, k.pad};
+        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo};
+        std::vector<float> x(xs.elements()), w(static_cast<std::size_t>(k.cout) * k.cin * k.kh * k.kw), y(ys.elements()),
+            dy(ys.elements()), dx(xs.elements());
+        for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2.f * uniform01(11, i) - 1.f;
+        for (std::size_t i = 0; i < w.size(); ++i) w[i] = 2.f * uniform01(12, i) - 1.f;
+        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 2.f * uniform01(13, i) - 1.f;
+        for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = accumulate ? uniform01(14, i) : 7.f;
+        const std::vector<float> dx_before = dx;
+        std::vector<float> ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, 0) / sizeof(float) + 16);
+        std::vector<float> wf(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0) / sizeof(float) + 16);
+        auto aligned = [](std::vector<float>& v, std::size_t floats) {
+          void* p = v.data();
+          std::size_t space = v.size() * sizeof(float);
+          return Workspace{std::align(64, floats * sizeof(float), p, space), floats * sizeof(float)};
+        };
+        backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), Shape{k.cout, k.cin, k.kh, k.kw}}, Tensor{},
+                               Tensor{y.data(), ys}, aligned(wf, wf.size() - 16));
+        std::vector<double> want(ys.elements());
+        reference_conv(k, n, x, w, want, ho, wo);
+        for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-5));
+
+        backend.conv2d_backward_data(d, Tensor{dy.data(), ys}, Tensor{w.data(), Shape{k.cout, k.cin, k.kh, k.kw}},
+                                     Tensor{dx.data(), xs}, accumulate, aligned(ws, ws.size() - 16));
+        // dx by the definition: the derivative of sum(y * dy) by x, from the same reference.
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          std::vector<float> unit(x.size(), 0.f);
+          unit[i] = 1.f;
+          std::vector<double> response(ys.elements());
+          reference_conv(k, n, unit, w, response, ho, wo);
+          double grad = accumulate ? dx_before[i] : 0.0;
+          for (std::size_t o = 0; o < response.size(); ++o) grad += response[o] * dy[o];
+          REQUIRE(dx[i] == Approx(grad).margin(1e-5));
+        }
+
+        // dw (accumulating, as always): the derivative of sum(y * dy) by w.
+        std::vector<float> dw(w.size(), 0.5f), dbias(static_cast<std::size_t>(k.cout), 0.25f);
+        backend.conv2d_backward_filter(d, Tensor{x.data(), xs}, Tensor{dy.data(), ys},
+                                       Tensor{dw.data(), Shape{k.cout, k.cin, k.kh, k.kw}},
+                                       Tensor{dbias.data(), Shape{k.cout}}, aligned(ws, ws.size() - 16));
+        for (std::size_t i = 0; i < w.size(); ++i) {
+          std::vector<float> unit(w.size(), 0.f);
+          unit[i] = 1.f;
+          std::vector<double> response(ys.elements());
+          reference_conv(k, n, x, unit, response, ho, wo);
+          double grad = 0.5;
+          for (std::size_t o = 0; o < response.size(); ++o) grad += response[o] * dy[o];
+          REQUIRE(dw[i] == Approx(grad).margin(1e-4));
+        }
+      }
+}
+
+// Note [Work that waits for no one]: every range runs exactly once whoever runs it, also when
+// two threads submit work at once (one of them then runs its ranges itself) and when a range
+// submits work of its own.
+TEST_CASE("the CPU work pool runs every range once, from several threads and nested", "[cpu][pool]") {
+  cpu::WorkPool::instance().reserve(3);
+  auto check = [](int threads, std::size_t n) {
+    std::vector<std::atomic<int>> hits(n);
+    std::vector<int> ranges_seen(static_cast<std::size_t>(threads), 0);
+    const int count = cpu::parallel_ranges(threads, n, [&](int r, std::size_t b, std::size_t e) {
+      ranges_seen[static_cast<std::size_t>(r)] += 1;
+      for (std::size_t i = b; i < e; ++i) hits[i] += 1;
+      // A kernel inside a range: runs inline, still once per range.
+      std::atomic<int> inner{0};
+      cpu::parallel_ranges(2, 10, [&](int, std::size_t ib, std::size_t ie) { inner += static_cast<int>(ie - ib); });
+      if (inner != 10) hits[b] += 100;
+    });
+    bool ok = count == cpu::range_threads(threads, n);
+    for (auto& h : hits) ok = ok && h == 1;
+    for (int r = 0; r < count; ++r) ok = ok && ranges_seen[static_cast<std::size_t>(r)] == 1;
+    return ok;
+  };
+  for (int round = 0; round < 200; ++round) REQUIRE(check(2, 1000));
+  REQUIRE(check(4, 3));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&] {
+      for (int round = 0; round < 300; ++round)
+        if (!check(2 + round % 3, 257)) ++failures;
+    });
+  for (auto& t : callers) t.join();
+  CHECK(failures == 0);
+}

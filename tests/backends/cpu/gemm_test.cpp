@@ -1,0 +1,93 @@
+// The CPU backend's matrix products against a plain triple loop: every layout, overwrite and
+// accumulate, sizes around and above Eigen's blocks, less packing than asked for, and no heap
+// allocation on the way.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "backends/cpu/detail/gemm.hpp"
+#include "memory/buffer.hpp"
+#include "memory/host_resource.hpp"
+#include "tests/heap_counter.hpp"
+#include "tests/relative_error.hpp"
+#include "tests/engine/test_networks.hpp"
+
+using namespace cnn;
+using cnn::testing::random_vector;
+using cnn::testing::relative_error;
+
+namespace {
+
+struct Case {
+  std::size_t m, n, k;
+  bool a_transposed, b_transposed, accumulate;
+};
+
+// C = (or +=) op(A) op(B), in double.
+std::vector<float> reference(const Case& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float> out) {
+  for (std::size_t i = 0; i < c.m; ++i)
+    for (std::size_t j = 0; j < c.n; ++j) {
+      double sum = c.accumulate ? out[i * c.n + j] : 0.0;
+      for (std::size_t p = 0; p < c.k; ++p)
+        sum += double(c.a_transposed ? a[p * c.m + i] : a[i * c.k + p]) * (c.b_transposed ? b[j * c.k + p] : b[p * c.n + j]);
+      out[i * c.n + j] = static_cast<float>(sum);
+    }
+  return out;
+}
+
+void check(const Case& c, std::size_t packing_floats) {
+  INFO("m " << c.m << " n " << c.n << " k " << c.k << " A^T " << c.a_transposed << " B^T " << c.b_transposed
+            << " accumulate " << c.accumulate << " packing " << packing_floats);
+  const auto a = random_vector(c.m * c.k, 1), b = random_vector(c.k * c.n, 2), start = random_vector(c.m * c.n, 3);
+  const memory::Buffer packing(memory::host_resource(), packing_floats * sizeof(float), memory::Category::workspace);
+  std::vector<float> got = start;
+  const long heap_before = testing::heap_allocations();
+  cpu::gemm(c.m, c.n, c.k, cpu::GemmOperand{a.data(), c.a_transposed ? c.m : c.k, c.a_transposed},
+            cpu::GemmOperand{b.data(), c.b_transposed ? c.k : c.n, c.b_transposed},
+            cpu::GemmOutput{got.data(), c.n, c.accumulate}, cpu::Packing{packing.floats(), packing_floats});
+  CHECK(testing::heap_allocations() == heap_before);
+  CHECK(relative_error(got, reference(c, a, b, start)) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("gemm: every layout, overwrite or accumulate, matches a plain loop", "[gemm]") {
+  for (bool at : {false, true})
+    for (bool bt : {false, true})
+      for (bool acc : {false, true})
+        for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {3, 5, 7}, {32, 784, 9},
+                               {64, 128, 3136}, {300, 517, 700}}) {
+          const Case c{m, n, k, at, bt, acc};
+          check(c, cpu::gemm_packing_floats(m, n, k));
+        }
+}
+
+TEST_CASE("gemm: with less packing than it asks for, smaller blocks give the same product", "[gemm]") {
+  const Case c{300, 517, 700, false, true, false};
+  const std::size_t asked = cpu::gemm_packing_floats(c.m, c.n, c.k);
+  check(c, asked / 7 / 16 * 16);
+  check(c, 2 * 16 * 16);
+}
+
+TEST_CASE("gemm: rows spread over threads give the single-thread product", "[gemm]") {
+  const std::size_t m = 67, n = 129, k = 300;
+  const auto a = random_vector(m * k, 4), b = random_vector(n * k, 5);
+  std::vector<float> one(m * n), four(m * n);
+  for (auto [threads, out] : {std::pair{1, &one}, std::pair{4, &four}}) {
+    const std::size_t floats = cpu::parallel_gemm_packing_floats(threads, m, n, k);
+    const memory::Buffer packing(memory::host_resource(), floats * sizeof(float), memory::Category::workspace);
+    cpu::parallel_gemm(threads, m, n, k, cpu::GemmOperand{a.data(), k}, cpu::GemmOperand{b.data(), k, true},
+                       cpu::GemmOutput{out->data(), n}, cpu::Packing{packing.floats(), floats});
+  }
+  CHECK(relative_error(four, one) < 1e-6);
+  const Case c{m, n, k, false, true, false};
+  CHECK(relative_error(one, reference(c, a, b, std::vector<float>(m * n))) < 1e-5);
+}
+
+TEST_CASE("gemm: misaligned packing is refused", "[gemm]") {
+  const memory::Buffer packing(memory::host_resource(), 4096, memory::Category::workspace);
+  std::vector<float> a(4, 1.f), b(4, 1.f), c(4);
+  CHECK_THROWS_AS(cpu::gemm(2, 2, 2, cpu::GemmOperand{a.data(), 2}, cpu::GemmOperand{b.data(), 2},
+                            cpu::GemmOutput{c.data(), 2}, cpu::Packing{packing.floats() + 1, 500}),
+                  std::logic_error);
+}

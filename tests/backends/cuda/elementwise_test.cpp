@@ -1,0 +1,111 @@
+// Copies, fill and the element-wise kernels against the CPU backend. Dropout masks must equal
+// the CPU's exactly: both draw from dropout_keep(seed, index).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "support.hpp"
+
+using namespace cnn;
+using namespace cnn::cuda_test;
+
+TEST_CASE("cuda copies round-trip", "[cuda][copy]") {
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 22}) {
+    const std::vector<float> values = random_values(n, 61);
+    DeviceBuffer device(gpu(), n * sizeof(float));
+    gpu().copy_to_device(values.data(), device.data(), n * sizeof(float));
+    std::vector<float> back(n);
+    gpu().copy_to_host(device.data(), back.data(), n * sizeof(float));
+    CHECK(std::memcmp(values.data(), back.data(), n * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("cuda copies from pinned staging memory round-trip", "[cuda][copy]") {
+  const std::size_t n = 123457;
+  auto& staging = gpu().staging_memory();
+  auto* pinned = static_cast<float*>(staging.allocate(n * sizeof(float)));
+  const std::vector<float> values = random_values(n, 62);
+  std::memcpy(pinned, values.data(), n * sizeof(float));
+  DeviceBuffer device(gpu(), n * sizeof(float));
+  gpu().copy_to_device(pinned, device.data(), n * sizeof(float));
+  std::memset(pinned, 0, n * sizeof(float));  // allowed as soon as copy_to_device returns
+  gpu().copy_to_host(device.data(), pinned, n * sizeof(float));
+  CHECK(std::memcmp(values.data(), pinned, n * sizeof(float)) == 0);
+  staging.deallocate(pinned, n * sizeof(float));
+}
+
+TEST_CASE("cuda copy_to_device waits for earlier work on its destination", "[cuda][copy]") {
+  // Each round: the previous round's input is still read by queued work when the next copy
+  // overwrites it; the result must be as if everything ran in order.
+  const Shape s{1 << 20};
+  Twin accumulated(gpu(), s, std::vector<float>(s.elements(), 0.0f));
+  DeviceBuffer input(gpu(), s.elements() * sizeof(float));
+  float expected = 0.0f;
+  for (int round = 1; round <= 20; ++round) {
+    const std::vector<float> values(s.elements(), static_cast<float>(round));
+    gpu().copy_to_device(values.data(), input.data(), input.bytes());
+    for (int k = 0; k < 5; ++k) gpu().copy_or_add(Tensor{static_cast<float*>(input.data()), s}, accumulated.gpu(), true);
+    expected += 5.0f * static_cast<float>(round);
+  }
+  const std::vector<float> got = accumulated.gpu_values();
+  CHECK(got.front() == expected);
+  CHECK(got.back() == expected);
+}
+
+TEST_CASE("cuda fill", "[cuda][elementwise]") {
+  for (float value : {0.0f, 3.5f, -1.25f}) {
+    Twin t(gpu(), Shape{3, 5, 7, 11}, 63);
+    cpu().fill(t.cpu(), value);
+    gpu().fill(t.gpu(), value);
+    CHECK(t.gpu_values() == t.cpu_values());
+  }
+}
+
+TEST_CASE("cuda relu forward and backward", "[cuda][elementwise]") {
+  const Shape s{4, 3, 9, 7};
+  Twin x(gpu(), s, 64), y(gpu(), s, 65);
+  cpu().relu_forward(x.cpu(), y.cpu());
+  gpu().relu_forward(x.gpu(), y.gpu());
+  CHECK(y.gpu_values() == y.cpu_values());
+  Twin dy(gpu(), s, 66);
+  for (bool accumulate : {false, true}) {
+    Twin dx(gpu(), s, 67);
+    cpu().relu_backward(y.cpu(), dy.cpu(), dx.cpu(), accumulate);
+    gpu().relu_backward(y.gpu(), dy.gpu(), dx.gpu(), accumulate);
+    CHECK(dx.gpu_values() == dx.cpu_values());
+  }
+}
+
+TEST_CASE("cuda dropout draws the CPU's mask", "[cuda][elementwise]") {
+  const Shape s{16, 3, 17, 19};
+  for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    INFO("p " << p);
+    Twin x(gpu(), s, 68), y(gpu(), s, 69), mask(gpu(), s, 70);
+    const TwinScalars step(gpu(), StepScalars{1234567, 40, 0.0f});  // samples 40 to 55 of the step
+    cpu().dropout_forward(x.cpu(), y.cpu(), mask.cpu(), p, step.cpu(), 7);
+    gpu().dropout_forward(x.gpu(), y.gpu(), mask.gpu(), p, step.gpu(), 7);
+    CHECK(mask.gpu_values() == mask.cpu_values());
+    CHECK(y.gpu_values() == y.cpu_values());
+    Twin dy(gpu(), s, 71);
+    for (bool accumulate : {false, true}) {
+      Twin dx(gpu(), s, 72);
+      cpu().dropout_backward(dy.cpu(), mask.cpu(), dx.cpu(), accumulate);
+      gpu().dropout_backward(dy.gpu(), mask.gpu(), dx.gpu(), accumulate);
+      CHECK(dx.gpu_values() == dx.cpu_values());
+    }
+  }
+}
+
+TEST_CASE("cuda add and copy_or_add", "[cuda][elementwise]") {
+  const Shape s{5, 7, 3, 3};
+  Twin a(gpu(), s, 73), b(gpu(), s, 74), y(gpu(), s, 75);
+  cpu().add(a.cpu(), b.cpu(), y.cpu());
+  gpu().add(a.gpu(), b.gpu(), y.gpu());
+  CHECK(y.gpu_values() == y.cpu_values());
+  for (bool accumulate : {false, true}) {
+    Twin dst(gpu(), s, 76);
+    cpu().copy_or_add(a.cpu(), dst.cpu(), accumulate);
+    gpu().copy_or_add(a.gpu(), dst.gpu(), accumulate);
+    CHECK(dst.gpu_values() == dst.cpu_values());
+  }
+}

@@ -1,0 +1,82 @@
+// Pooling against the CPU backend, including ties (max pooling routes the gradient to the first
+// maximum) and windows that padding or the image edge cut.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "support.hpp"
+
+using namespace cnn;
+using namespace cnn::cuda_test;
+
+namespace {
+
+struct PoolCase {
+  const char* name;
+  Pool2dDesc desc;
+  int n, c, h, w;
+};
+
+Pool2dDesc pool(PoolMode mode, int wh, int ww, int sh, int sw, int ph, int pw) {
+  Pool2dDesc d;
+  d.mode = mode;
+  d.window_h = wh;
+  d.window_w = ww;
+  d.stride_h = sh;
+  d.stride_w = sw;
+  d.pad_h = ph;
+  d.pad_w = pw;
+  return d;
+}
+
+const PoolCase kCases[] = {
+    {"max 2x2 stride 2", pool(PoolMode::max, 2, 2, 2, 2, 0, 0), 3, 4, 12, 10},
+    {"max 2x2 stride 2, odd size", pool(PoolMode::max, 2, 2, 2, 2, 0, 0), 2, 3, 11, 9},
+    {"max 3x3 stride 2 padding 1 (overlapping)", pool(PoolMode::max, 3, 3, 2, 2, 1, 1), 2, 5, 13, 16},
+    {"max 3x2 stride (2, 1)", pool(PoolMode::max, 3, 2, 2, 1, 0, 0), 2, 2, 9, 7},
+    {"average 2x2 stride 2", pool(PoolMode::average, 2, 2, 2, 2, 0, 0), 3, 4, 12, 10},
+    {"average 3x3 stride 1 padding 1", pool(PoolMode::average, 3, 3, 1, 1, 1, 1), 2, 3, 8, 11},
+    {"average 3x3 stride 2 padding 1", pool(PoolMode::average, 3, 3, 2, 2, 1, 1), 2, 3, 9, 9},
+};
+
+Shape output_shape(const PoolCase& c) {
+  const Pool2dDesc& d = c.desc;
+  return {c.n, c.c, (c.h + 2 * d.pad_h - d.window_h) / d.stride_h + 1,
+          (c.w + 2 * d.pad_w - d.window_w) / d.stride_w + 1};
+}
+
+void check_pool(const PoolCase& c, const std::vector<float>& input) {
+  INFO(c.name);
+  const Shape xs{c.n, c.c, c.h, c.w}, ys = output_shape(c);
+  Twin x(gpu(), xs, input), y(gpu(), ys, 31);
+  cpu().pool2d_forward(c.desc, x.cpu(), y.cpu());
+  gpu().pool2d_forward(c.desc, x.gpu(), y.gpu());
+  CHECK(y.relative_error() <= 1e-6);
+
+  Twin dy(gpu(), ys, 32);
+  for (bool accumulate : {false, true}) {
+    INFO("accumulate " << accumulate);
+    Twin dx(gpu(), xs, 33);
+    cpu().pool2d_backward(c.desc, x.cpu(), y.cpu(), dy.cpu(), dx.cpu(), accumulate);
+    gpu().pool2d_backward(c.desc, x.gpu(), y.gpu(), dy.gpu(), dx.gpu(), accumulate);
+    CHECK(dx.relative_error() <= 1e-6);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda pooling matches the CPU on random values", "[cuda][pool]") {
+  for (const PoolCase& c : kCases) {
+    const std::size_t n = static_cast<std::size_t>(c.n) * c.c * c.h * c.w;
+    check_pool(c, random_values(n, 34));
+  }
+}
+
+TEST_CASE("cuda max pooling routes ties to the first maximum as the CPU does", "[cuda][pool]") {
+  for (const PoolCase& c : kCases) {
+    const std::size_t n = static_cast<std::size_t>(c.n) * c.c * c.h * c.w;
+    std::vector<float> values = random_values(n, 35, 0.0f, 3.0f);
+    for (float& v : values) v = std::floor(v) + 1.0f;  // 1, 2 or 3: many equal maxima
+    check_pool(c, values);
+  }
+}

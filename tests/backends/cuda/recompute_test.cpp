@@ -1,0 +1,92 @@
+// Recomputation on the GPU (docs/design.md, "Recomputation"): 20 steps recomputing give the
+// parameters of keeping within 1e-5 (cuDNN's BatchNorm and the recomputation's own kernel round
+// differently, and cuDNN's reductions are not deterministic), recorded as CUDA graphs too, and a
+// step recomputing allocates nothing.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/train/trainer.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "models/presets.hpp"
+#include "tests/engine/test_networks.hpp"
+#include "tests/relative_error.hpp"
+#include "support.hpp"
+
+using namespace cnn;
+using cnn::testing::relative_error;
+using cnn::testing::SyntheticData;
+
+namespace {
+
+const Shape kImage{1, 8, 8};
+
+Network make_model(const std::string& name) {
+  return name == "resnet18+dropout" ? testing::resnet18_with_dropout(kImage, 4) : make_preset(name, kImage, 4);
+}
+
+TrainerOptions options(RecomputePolicy policy, std::size_t budget, bool graphs) {
+  TrainerOptions o = testing::constant_sgd(16);
+  o.micro_batch = 8;
+  o.seed = 5;
+  o.recompute = policy;
+  o.memory.budget = budget;
+  o.capture_graphs = graphs;
+  return o;
+}
+
+// The fewest bytes the planner reaches recomputing, at micro-batch 8.
+std::size_t smallest_with_recomputation(const std::string& name) {
+  Network net = make_model(name);
+  const BatchPlanner planner(net, cuda_test::gpu(), planning_options(options(RecomputePolicy::automatic, 1, false), net));
+  return planner.breakdown(8).total();
+}
+
+struct Trained {
+  std::vector<float> parameters;
+  int recomputed_layers = 0;
+  long replays = 0;
+};
+
+Trained train(const std::string& name, const TrainerOptions& o) {
+  Backend& gpu = cuda_test::gpu_deterministic();
+  Network net = make_model(name);
+  Trainer trainer(net, gpu, gpu.device_memory(), o);
+  const SyntheticData data(16 * 20, kImage, 4, 13);
+  for (int s = 0; s < 20; ++s) trainer.train_step(data.batch(16 * s, 16));
+  return {trainer.parameters().download(), trainer.memory().recomputed_layers, trainer.graph_replays()};
+}
+
+}  // namespace
+
+TEST_CASE("on the GPU recomputing trains as keeping, within 1e-5", "[cuda][recompute]") {
+  for (const std::string name : {"small-bn", "resnet", "resnet18+dropout"}) {
+    for (bool graphs : {false, true}) {
+      INFO(name << (graphs ? ", as CUDA graphs" : ""));
+      const Trained kept = train(name, options(RecomputePolicy::none, 0, graphs));
+      const Trained cheap = train(name, options(RecomputePolicy::cheap, 0, graphs));
+      const Trained most = train(name, options(RecomputePolicy::automatic, smallest_with_recomputation(name), graphs));
+      CHECK(cheap.recomputed_layers > 0);
+      CHECK(most.recomputed_layers > cheap.recomputed_layers);
+      CHECK(relative_error(cheap.parameters, kept.parameters) < 1e-5);
+      CHECK(relative_error(most.parameters, kept.parameters) < 1e-5);
+      if (graphs) CHECK(most.replays > 0);
+    }
+  }
+}
+
+TEST_CASE("a GPU step recomputing allocates nothing", "[cuda][recompute]") {
+  Backend& gpu = cuda_test::gpu();
+  memory::StatisticsAdaptor stats(gpu.device_memory());
+  Network net = make_model("resnet");
+  Trainer trainer(net, gpu, stats, options(RecomputePolicy::automatic, smallest_with_recomputation("resnet"), false));
+  REQUIRE(trainer.memory().recomputed_layers > 0);
+  SyntheticData data(16 * 4, kImage, 4, 3);
+  trainer.train_step(data.batch(0, 16));
+  gpu.synchronize();
+  const auto before = stats.statistics();
+  for (int s = 1; s < 4; ++s) trainer.train_step(data.batch(s * 16, 16));
+  gpu.synchronize();
+  CHECK(stats.statistics().allocations == before.allocations);
+}

@@ -1,0 +1,109 @@
+#include "support.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/device/cuda_api.hpp"
+
+namespace cnn::cuda_test {
+
+Backend& cpu() {
+  static CpuBackend backend(2);
+  return backend;
+}
+
+namespace {
+Backend& cuda_backend(bool tf32, bool fast_start, bool deterministic = false) {
+  CudaOptions options;
+  options.tf32 = tf32;
+  options.fast_start = fast_start;
+  options.deterministic = deterministic;
+  return *make_cuda_backend(options).release();  // lives to the end of the process
+}
+}  // namespace
+
+Backend& gpu() {
+  static Backend& backend = cuda_backend(false, false);
+  return backend;
+}
+Backend& gpu_tf32() {
+  static Backend& backend = cuda_backend(true, false);
+  return backend;
+}
+Backend& gpu_fast() {
+  static Backend& backend = cuda_backend(false, true);
+  return backend;
+}
+Backend& gpu_deterministic() {
+  static Backend& backend = cuda_backend(false, false, true);
+  return backend;
+}
+
+DeviceBuffer::DeviceBuffer(Backend& backend, std::size_t bytes) : backend_(&backend), bytes_(bytes) {
+  data_ = backend_->device_memory().allocate(bytes_ ? bytes_ : 1);
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (!data_) return;
+  try {
+    backend_->synchronize();  // no kernel may still use it
+  } catch (...) {
+    // a label error a test left behind: the test that caused it checks it
+  }
+  backend_->device_memory().deallocate(data_, bytes_ ? bytes_ : 1);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : backend_(other.backend_), data_(other.data_), bytes_(other.bytes_) {
+  other.data_ = nullptr;
+}
+
+std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo, float hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+Twin::Twin(Backend& gpu, Shape shape, const std::vector<float>& values)
+    : gpu_backend_(&gpu),
+      shape_(shape),
+      cpu_(cuda_test::cpu(), shape.elements() * sizeof(float)),
+      gpu_(gpu, shape.elements() * sizeof(float)) {
+  cuda_test::cpu().copy_to_device(values.data(), cpu_.data(), cpu_.bytes());
+  gpu.copy_to_device(values.data(), gpu_.data(), gpu_.bytes());
+}
+
+std::vector<float> Twin::cpu_values() const {
+  std::vector<float> v(shape_.elements());
+  cuda_test::cpu().copy_to_host(cpu_.data(), v.data(), v.size() * sizeof(float));
+  return v;
+}
+
+std::vector<float> Twin::gpu_values() const {
+  std::vector<float> v(shape_.elements());
+  gpu_backend_->copy_to_host(gpu_.data(), v.data(), v.size() * sizeof(float));
+  return v;
+}
+
+double Twin::relative_error() const { return cuda_test::relative_error(gpu_values(), cpu_values()); }
+
+TwinLabels::TwinLabels(Backend& gpu, const std::vector<std::int32_t>& labels)
+    : size_(labels.size()),
+      cpu_(cuda_test::cpu(), labels.size() * sizeof(std::int32_t)),
+      gpu_(gpu, labels.size() * sizeof(std::int32_t)) {
+  cuda_test::cpu().copy_to_device(labels.data(), cpu_.data(), cpu_.bytes());
+  gpu.copy_to_device(labels.data(), gpu_.data(), gpu_.bytes());
+}
+
+TwinScalars::TwinScalars(Backend& gpu, const StepScalars& values)
+    : cpu_(cuda_test::cpu(), sizeof(StepScalars)), gpu_(gpu, sizeof(StepScalars)) {
+  cuda_test::cpu().copy_to_device(&values, cpu_.data(), sizeof values);
+  gpu.copy_to_device(&values, gpu_.data(), sizeof values);
+}
+
+}  // namespace cnn::cuda_test

@@ -1,0 +1,251 @@
+// Training on the GPU: close to the CPU from the same seed, the same bits twice with deterministic
+// algorithms, no device allocation in steady state, the budget refused before step 1, exact
+// accumulation, recovery, and memory taken away from the device mid-run.
+#include <cuda_runtime.h>
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "engine/train/trainer.hpp"
+#include "memory/fault_injection_adaptor.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
+#include "models/checkpoint.hpp"
+#include "models/network_text.hpp"
+#include "models/presets.hpp"
+#include "tests/engine/step_buffers.hpp"
+#include "tests/engine/test_networks.hpp"
+#include "support.hpp"
+
+using namespace cnn;
+using cnn::testing::SyntheticData;
+
+namespace {
+
+const Shape kImage{1, 28, 28};
+
+// lr 0.01 (see constant_sgd), and the trainer's usual regrowing.
+TrainerOptions sgd(int batch) { return cnn::testing::constant_sgd(batch, TrainerOptions{}.regrow_after_steps); }
+
+std::size_t device_free_bytes() {
+  std::size_t free = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+  return free;
+}
+
+// A preset's name, or a network text (it has a newline).
+Network make_network(const std::string& model) {
+  return model.find('\n') == std::string::npos ? make_preset(model, kImage, 10) : parse_network(model, kImage, 10);
+}
+
+std::vector<double> losses(Backend& backend, const std::string& model, TrainerOptions o, int steps,
+                           std::vector<float>* params = nullptr) {
+  Network net = make_network(model);
+  Trainer trainer(net, backend, backend.device_memory(), o);
+  SyntheticData data(o.batch * steps, kImage, 10, 17);
+  std::vector<double> out;
+  for (int s = 0; s < steps; ++s) out.push_back(trainer.train_step(data.batch(s * o.batch, o.batch)).loss);
+  if (params) *params = trainer.parameters().download();
+  return out;
+}
+
+// The GPU's losses against the CPU's from the same seed: the first step alike, the run close,
+// and learning.
+void check_close_losses(const std::vector<double>& cpu, const std::vector<double>& gpu) {
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
+  INFO("largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
+  CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
+  CHECK(worst < 2e-2);
+  CHECK(gpu.back() < gpu.front());
+}
+
+}  // namespace
+
+TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses", "[cuda][training]") {
+  TrainerOptions adamw = sgd(32);
+  adamw.optimizer.kind = OptimizerKind::adamw;
+  adamw.optimizer.learning_rate = 1e-3f;
+  // resnet: BatchNorm, residual adds, strided 1x1 projections and global average pooling.
+  for (auto [model, options] : {std::pair{"small", sgd(32)}, {"small-bn", sgd(32)}, {"resnet", sgd(32)}, {"small", adamw}}) {
+    INFO(model << " (" << to_string(options.optimizer.kind) << ")");
+    check_close_losses(losses(cuda_test::cpu(), model, options, 100), losses(cuda_test::gpu(), model, options, 100));
+  }
+}
+
+TEST_CASE("on the GPU with deterministic algorithms the same seed gives the same bits", "[cuda][determinism]") {
+  for (const char* model : {"small-bn", "resnet"}) {
+    INFO(model);
+    std::vector<float> first_params, second_params;
+    const std::vector<double> first = losses(cuda_test::gpu_deterministic(), model, sgd(32), 6, &first_params);
+    const std::vector<double> second = losses(cuda_test::gpu_deterministic(), model, sgd(32), 6, &second_params);
+    CHECK(first == second);
+    CHECK(first_params == second_params);
+  }
+  const std::string report = cuda_test::gpu_deterministic().determinism_report();
+  INFO(report);
+  CHECK(report.rfind("deterministic: ", 0) == 0);
+  CHECK(report.find("x the fastest's time") != std::string::npos);  // what it cost, measured
+}
+
+TEST_CASE("on the GPU a NaN loss read one step late changes no parameter", "[cuda][diverged]") {
+  // tests/engine/train/overlapped_step_test.cpp's case on the device: the optimizer's guard reads the
+  // loss sum there, and the running statistics come back from their second copy.
+  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  Backend& gpu = cuda_test::gpu_deterministic();
+  TrainerOptions o;
+  o.batch = 8;
+  Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
+  Trainer clean(clean_net, gpu, o), tested(tested_net, gpu, o);
+  SyntheticData data(24, kImage, 4, 3);
+  SyntheticData poisoned = data;
+  std::fill_n(poisoned.images.begin() + 8 * kImage.elements(), kImage.elements(), std::numeric_limits<float>::max());
+  clean.train_step(data.batch(0, 8));
+  CHECK_FALSE(tested.submit_step(data.batch(0, 8)));
+  CHECK(tested.submit_step(poisoned.batch(8, 8))->step == 1);
+  CHECK_THROWS_AS(tested.submit_step(data.batch(16, 8)), TrainingDiverged);
+  CHECK(tested.steps() == 1);
+  CHECK(tested.parameters().download() == clean.parameters().download());
+  const double clean_loss = clean.train_step(data.batch(16, 8)).loss;
+  CHECK(tested.train_step(data.batch(16, 8)).loss == clean_loss);
+  CHECK(tested.parameters().download() == clean.parameters().download());
+}
+
+TEST_CASE("BatchNorm on the network input and after a dense layer trains on the GPU as on the CPU",
+          "[cuda][training][batchnorm]") {
+  // The first BatchNorm writes an input gradient nobody reads (the plan's discarded buffer, not
+  // its output gradient in place); the second sees one value per channel, so 29 samples at
+  // micro-batch 7 run as 7 + 7 + 7 + 6 + 2.
+  const std::string text = "batchnorm\nconv 8 3 pad=1\nrelu\nmaxpool 2\nflatten\ndense 32\nbatchnorm\nrelu\ndense 10\n";
+  TrainerOptions o = sgd(29);
+  o.micro_batch = 7;
+  check_close_losses(losses(cuda_test::cpu(), text, o, 30), losses(cuda_test::gpu(), text, o, 30));
+}
+
+TEST_CASE("a GPU training step allocates nothing", "[cuda][training]") {
+  Backend& gpu = cuda_test::gpu();
+  memory::StatisticsAdaptor stats(gpu.device_memory());
+  Network net = make_preset("small-bn", kImage, 10);
+  Trainer trainer(net, gpu, stats, sgd(64));
+  SyntheticData data(64 * 6, kImage, 10, 3);
+  trainer.train_step(data.batch(0, 64));  // warm-up: libraries load their kernels
+  gpu.synchronize();
+  const auto before = stats.statistics();
+  const std::size_t free_before = device_free_bytes();
+  for (int s = 1; s < 6; ++s) trainer.train_step(data.batch(s * 64, 64));
+  gpu.synchronize();
+  CHECK(stats.statistics().allocations == before.allocations);
+  CHECK(device_free_bytes() == free_before);  // no cudaMalloc behind our back either
+}
+
+TEST_CASE("on the GPU a budget smaller than the plan is refused before step 1", "[cuda][budget]") {
+  Backend& gpu = cuda_test::gpu();
+  memory::StatisticsAdaptor stats(gpu.device_memory());
+  Network net = make_preset("small", kImage, 10);
+  TrainerOptions o = sgd(64);
+  o.memory.budget = 256 * 1024;
+  try {
+    Trainer trainer(net, gpu, stats, o);
+    FAIL("accepted");
+  } catch (const BudgetTooSmall& e) {
+    CHECK(std::string(e.what()).find("step arena") != std::string::npos);
+    CHECK(stats.statistics().allocations == 0);
+  }
+}
+
+TEST_CASE("on the GPU 1 x 64, 8 x 8 and uneven micro-batches give the same parameters", "[cuda][accumulate]") {
+  std::vector<float> whole, eights, uneven;
+  losses(cuda_test::gpu(), "small", sgd(64), 4, &whole);
+  TrainerOptions o = sgd(64);
+  o.accumulate = 8;
+  losses(cuda_test::gpu(), "small", o, 4, &eights);
+  o.accumulate = 0;
+  o.micro_batch = 24;
+  losses(cuda_test::gpu(), "small", o, 4, &uneven);
+  double worst = 0;
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    const double scale = std::max(1e-3, std::abs(double(whole[i])));
+    worst = std::max({worst, std::abs(double(whole[i]) - eights[i]) / scale, std::abs(double(whole[i]) - uneven[i]) / scale});
+  }
+  INFO("largest relative parameter difference " << worst);
+  CHECK(worst < 1e-4);
+}
+
+TEST_CASE("on the GPU injected allocation failures are replayed without losing a sample", "[cuda][recovery]") {
+  Backend& gpu = cuda_test::gpu();
+  testing::StepBufferStack buffers(gpu.device_memory());
+  memory::FaultInjectionAdaptor& faults = buffers.faults();
+  faults.fail_on({30, 200, 400, 650});
+  long samples = 0;
+  int recoveries = 0;
+  {
+    Network net = make_preset("small", kImage, 10);
+    TrainerOptions o = sgd(32);
+    o.regrow_after_steps = 1;
+    Trainer trainer(net, gpu, buffers.stack(), o);
+    trainer.on_recovery = [&](const std::string&) { ++recoveries; };
+    SyntheticData data(32 * 40, kImage, 10, 5);
+    for (int s = 0; s < 40; ++s) samples += trainer.train_step(data.batch(s * 32, 32)).samples;
+  }
+  CHECK(faults.injected_failures() == 4);
+  CHECK(recoveries >= 4);
+  CHECK(samples == 32 * 40);
+  CHECK(buffers.step_buffers().current_bytes == 0);
+}
+
+TEST_CASE("memory taken away from the device mid-run does not stop planned training", "[cuda][recovery]") {
+  Backend& gpu = cuda_test::gpu();
+  Network net = make_preset("small-bn", kImage, 10);
+  Trainer trainer(net, gpu, gpu.device_memory(), sgd(64));
+  SyntheticData data(64 * 10, kImage, 10, 8);
+  for (int s = 0; s < 5; ++s) trainer.train_step(data.batch(s * 64, 64));
+  gpu.synchronize();
+  // Another tenant takes all but 16 MiB of what is free.
+  void* taken = nullptr;
+  const std::size_t free = device_free_bytes();
+  const std::size_t grab = free > (std::size_t{16} << 20) ? free - (std::size_t{16} << 20) : 0;
+  if (grab) REQUIRE(cudaMalloc(&taken, grab) == cudaSuccess);
+  double last = 0;
+  for (int s = 5; s < 10; ++s) last = trainer.train_step(data.batch(s * 64, 64)).loss;
+  gpu.synchronize();
+  if (taken) cudaFree(taken);
+  CHECK(std::isfinite(last));
+  CHECK(trainer.micro_batch() == 64);  // the plan needed nothing new
+}
+
+TEST_CASE("on the GPU a run saved mid-way and resumed ends as the run never interrupted", "[cuda][checkpoint]") {
+  // The CPU holds this to the bit (tests/train_images/check_resume.cmake); on the GPU with
+  // deterministic algorithms too, but the tolerance is kept: the CPU's test is the strict one.
+  Backend& gpu = cuda_test::gpu_deterministic();
+  const char* file = "cuda_resume_test.ckpt";
+  TrainerOptions o;  // AdamW: its moments and step count must come back too
+  o.batch = 32;
+  o.total_steps = 8;
+  const SyntheticData data(32 * 8, kImage, 10, 23);
+  std::vector<float> uninterrupted;
+  std::vector<double> clean_losses, resumed_losses;
+  {
+    Network net = make_preset("small-bn", kImage, 10);
+    Trainer trainer(net, gpu, o);
+    for (int s = 0; s < 8; ++s) {
+      clean_losses.push_back(trainer.train_step(data.batch(s * 32, 32)).loss);
+      if (s == 3) {
+        TrainingCheckpoint state;
+        state.trainer = trainer.state();
+        save_checkpoint(file, net, trainer.parameters(), describe_model(net), &state);
+      }
+    }
+    uninterrupted = trainer.parameters().download();
+  }
+  Network net = make_preset("small-bn", kImage, 10);
+  Trainer trainer(net, gpu, o);
+  load_parameters(file, net, trainer.parameters(), true);
+  trainer.restore(read_checkpoint(file).training->trainer);
+  for (int s = 4; s < 8; ++s) resumed_losses.push_back(trainer.train_step(data.batch(s * 32, 32)).loss);
+  for (int s = 4; s < 8; ++s) CHECK(resumed_losses[static_cast<std::size_t>(s - 4)] == Approx(clean_losses[static_cast<std::size_t>(s)]).epsilon(1e-4));
+  CHECK(cnn::testing::relative_error(trainer.parameters().download(), uninterrupted) < 1e-4);
+  std::filesystem::remove(file);
+}

@@ -1,0 +1,133 @@
+// The planner's prediction is exact: what it says micro-batch b needs is what the trainer
+// reserves, so the largest b it finds fits and b + 1 does not.
+#include <catch2/catch.hpp>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "engine/train/trainer.hpp"
+#include "memory/budget_adaptor.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "models/presets.hpp"
+#include "tests/engine/test_networks.hpp"
+
+using namespace cnn;
+
+TEST_CASE("the predicted largest micro-batch is the true largest", "[budget][planner]") {
+  CpuBackend backend(2);
+  for (const char* model : {"small", "small-bn", "resnet"}) {
+    const Shape image{1, 28, 28};
+    Network net = make_preset(model, image, 10);
+    TrainerOptions o;
+    o.batch = 512;
+    // A budget that holds a micro-batch of about 100.
+    const BatchPlanner probe(net, backend, planning_options(o, net));
+    o.memory.budget = probe.breakdown(100).total() + 1000;
+    const BatchPlanner planner(net, backend, planning_options(o, net));
+    const int b = planner.largest_fitting(o.batch);
+    INFO(model << ": largest micro-batch " << b);
+    REQUIRE(b >= 100);
+    REQUIRE(b < 110);
+    CHECK(planner.breakdown(b + 1).total() > o.memory.budget);
+
+    memory::StatisticsAdaptor stats(memory::host_resource());
+    memory::BudgetAdaptor capped(stats, o.memory.budget);
+    Trainer trainer(net, backend, capped, o);
+    CHECK(trainer.micro_batch() == b);
+    // What the plan predicted is exactly what was reserved.
+    CHECK(stats.statistics().current_bytes == planner.breakdown(b).total());
+    testing::SyntheticData data(o.batch, image, 10, 4);
+    const StepReport r = trainer.train_step(data.batch(0, o.batch));
+    CHECK(r.samples == 512);
+    CHECK(stats.statistics().peak_bytes == planner.breakdown(b).total());
+    CHECK(stats.statistics().peak_bytes <= o.memory.budget);
+  }
+}
+
+TEST_CASE("where the plan dips from one micro-batch to the next, the largest that fits is still found",
+          "[budget][planner]") {
+  CpuBackend backend(1);
+  Network net = make_preset("resnet18", Shape{3, 32, 32}, 10);
+  TrainerOptions o;
+  o.batch = 160;
+  const BatchPlanner probe(net, backend, planning_options(o, net));
+  // The greedy planner is nearly, not exactly, monotone: find a micro-batch whose plan is
+  // smaller than the one before it (resnet18 has them, e.g. 149).
+  int dip = 0;
+  for (int b = 2; b <= o.batch && !dip; ++b)
+    if (probe.breakdown(b).total() < probe.breakdown(b - 1).total()) dip = b;
+  if (!dip) {
+    WARN("no dip in resnet18's plans up to " << o.batch << ": nothing to check");
+    return;
+  }
+  o.memory.budget = probe.breakdown(dip).total();  // holds `dip`, not `dip - 1`
+  const BatchPlanner planner(net, backend, planning_options(o, net));
+  INFO("dip at micro-batch " << dip);
+  CHECK(planner.largest_fitting(dip) == dip);
+}
+
+namespace {
+
+// A CPU backend whose convolutions could also use a method that wants 4 MiB more workspace
+// when it is allowed that much, as cuDNN's faster algorithms do. The kernels themselves run on
+// the CPU's im2col workspace, which is the lean answer.
+class WorkspaceHungryBackend : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  static constexpr std::size_t kExtra = std::size_t{4} << 20;
+  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
+                                     std::size_t limit) override {
+    const std::size_t lean = CpuBackend::conv2d_workspace_bytes(desc, x, y, pass, limit);
+    return limit >= lean + kExtra ? lean + kExtra : lean;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("under a budget the planner gives up workspace before it gives up micro-batch", "[budget][planner]") {
+  WorkspaceHungryBackend backend(2);
+  const Shape image{1, 28, 28};
+  Network net = make_preset("small", image, 10);
+  TrainerOptions o;
+  o.batch = 64;
+  const std::size_t hungry = BatchPlanner(net, backend, planning_options(o, net)).breakdown(64).total();
+  BatchPlanOptions lean_options = planning_options(o, net);
+  lean_options.workspace_limit = 0;
+  const std::size_t lean = BatchPlanner(net, backend, lean_options).breakdown(64).total();
+  REQUIRE(lean < hungry);  // 24.6 against 28.1 MB
+
+  o.memory.budget = lean + 1000;  // the whole batch fits only with the lean method
+  const BatchPlanner planner(net, backend, planning_options(o, net));
+  CHECK(planner.choose() == 64);
+  const MemoryBreakdown chosen = planner.breakdown(64);
+  CHECK(chosen.workspace_limit < planning_options(o, net).workspace_limit);
+  CHECK(chosen.total() <= o.memory.budget);
+
+  memory::StatisticsAdaptor stats(memory::host_resource());
+  memory::BudgetAdaptor capped(stats, o.memory.budget);
+  Trainer trainer(net, backend, capped, o);
+  CHECK(trainer.micro_batch() == 64);
+  CHECK(stats.statistics().current_bytes == chosen.total());  // what was planned is what was built
+  testing::SyntheticData data(64, image, 10, 4);
+  CHECK(trainer.train_step(data.batch(0, 64)).samples == 64);
+  CHECK(stats.statistics().peak_bytes <= o.memory.budget);
+
+  // Without a budget the hungry method is planned; where the backend has nothing leaner (the
+  // plain CPU backend) a budget lowers the micro-batch instead.
+  o.memory.budget = 0;
+  CHECK(BatchPlanner(net, backend, planning_options(o, net)).breakdown(64).total() == hungry);
+  CpuBackend plain(2);
+  o.memory.budget = BatchPlanner(net, plain, planning_options(o, net)).breakdown(64).total() - 1;
+  const BatchPlanner refused(net, plain, planning_options(o, net));
+  CHECK(refused.choose() < 64);
+  CHECK(refused.breakdown(64).workspace_limit == std::min(planning_options(o, net).workspace_limit, o.memory.budget));
+}
+
+TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 12, 12}, 4);
+  BatchPlanOptions o;
+  o.batch = 8;
+  o.micro_batch = 3;
+  o.accumulate = 2;
+  CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("not both"));
+}

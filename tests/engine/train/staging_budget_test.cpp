@@ -1,0 +1,146 @@
+// One budget over the trainer's memory and the loaders' staging (MemoryStack::staging): a
+// loader staged before the trainer is counted by its plan, one staged after must have been left
+// room (TrainerOptions::loader_staging, ModelOptions::loader_staging), or it is refused.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "data/loader.hpp"
+#include "engine/train/trainer.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/memory_stack.hpp"
+#include "memory/out_of_memory.hpp"
+#include "models/model.hpp"
+#include "models/presets.hpp"
+#include "tests/data/data_test_files.hpp"
+
+using namespace cnn;
+
+namespace {
+
+const Shape kImage{1, 12, 12};
+
+// 256 samples of 1 x 12 x 12, four classes.
+class SmallImages final : public data::Dataset {
+ public:
+  std::size_t size() const override { return 256; }
+  data::SampleShape shape() const override { return {1, 12, 12}; }
+  int num_classes() const override { return 4; }
+  std::vector<std::string> class_names() const override { return {"a", "b", "c", "d"}; }
+  std::string description() const override { return "small images"; }
+  std::size_t host_bytes() const override { return 0; }
+  int load(std::size_t index, float* out) const override {
+    for (int k = 0; k < 144; ++k) out[k] = static_cast<float>((index * 7 + static_cast<std::size_t>(k)) % 11) / 11.f;
+    return static_cast<int>(index % 4);
+  }
+};
+
+data::LoaderOptions loading() {
+  data::LoaderOptions o;
+  o.batch = 64;
+  o.prefetch = 3;
+  return o;
+}
+
+TrainerOptions training(std::size_t budget) {
+  TrainerOptions o;
+  o.batch = 64;
+  o.memory.budget = budget;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budget][loader]") {
+  const SmallImages images;
+  CpuBackend backend(1);
+  const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
+  REQUIRE(staging > 0);
+  Network probe_net = make_preset("small", kImage, 4);
+  Trainer probe(probe_net, backend, memory::host_resource(), training(0));
+  const std::size_t at_16 = probe.breakdown(16).total();  // no staging counted
+
+  SECTION("left room by loader_staging, the loader fits and the plan counts it") {
+    Network net = make_preset("small", kImage, 4);
+    TrainerOptions o = training(at_16 + staging);
+    o.loader_staging = staging;
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    CHECK(trainer.micro_batch() == 16);
+    CHECK(trainer.memory().loader_staging == staging);
+    data::Loader loader(images, loading(), trainer.memory_stack().staging());
+    CHECK(loader.staging_bytes() == staging);
+    CHECK(trainer.memory_stack().staging_bytes() == staging);
+    CHECK(trainer.memory_stack().staging_statistics().current_bytes == staging);
+    const auto batch = loader.next();
+    REQUIRE(batch);
+    CHECK(trainer.train_step(HostBatch{batch->images, batch->labels, batch->size}).samples == 64);
+  }
+  SECTION("left no room, the loader is refused by the budget") {
+    Network net = make_preset("small", kImage, 4);
+    Trainer trainer(net, backend, memory::host_resource(), training(at_16));
+    REQUIRE(trainer.micro_batch() == 16);
+    try {
+      data::Loader loader(images, loading(), trainer.memory_stack().staging());
+      FAIL("a loader staged beyond the budget");
+    } catch (const memory::OutOfMemory& e) {
+      CHECK(e.details().category == memory::Category::data_staging);
+      CHECK(e.details().limit == at_16);
+    }
+    CHECK(trainer.memory_stack().staging_bytes() == 0);
+  }
+  SECTION("staged before the trainer on the caller's stack, the plan counts it unasked") {
+    memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), training(at_16).memory);
+    data::Loader loader(images, loading(), stack.staging());
+    Network net = make_preset("small", kImage, 4);
+    Trainer trainer(net, backend, stack, training(at_16));
+    CHECK(trainer.memory().loader_staging == staging);
+    CHECK(trainer.micro_batch() < 16);
+    CHECK(stack.statistics().current_bytes + stack.staging_bytes() <= at_16);
+  }
+}
+
+TEST_CASE("a model's evaluation loader stages under the model's budget", "[models][budget][loader]") {
+  const SmallImages images;
+  CpuBackend backend(1);
+  data::test::TempFolder dir;
+  {
+    Network net = make_preset("small", kImage, 4);
+    Trainer trainer(net, backend, memory::host_resource(), training(0));
+    save_checkpoint(dir / "m.ckpt", net, trainer.parameters(), describe_model(net));
+  }
+  const CheckpointInfo info = read_checkpoint(dir / "m.ckpt");
+  const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
+  ModelOptions options;
+  options.max_batch = 64;
+  const std::size_t planned = Model(dir / "m.ckpt", info, backend, options).trainer().memory().total();
+
+  SECTION("left room by loader_staging, the loader fits and the evaluation runs") {
+    options.memory_budget = planned + staging;
+    options.loader_staging = staging;
+    Model model(dir / "m.ckpt", info, backend, options);
+    CHECK(model.trainer().micro_batch() == 64);
+    CHECK(model.trainer().memory().loader_staging == staging);
+    data::Loader loader(images, loading(), model.trainer().memory_stack().staging());
+    loader.start_epoch(1);
+    const ClassEvaluation e = model.evaluate([&]() -> std::optional<HostBatch> {
+      const auto b = loader.next();
+      if (!b) return std::nullopt;
+      return HostBatch{b->images, b->labels, b->size};
+    });
+    CHECK(e.samples == 256);
+    const memory::MemoryStack& stack = model.trainer().memory_stack();
+    CHECK(stack.statistics().peak_bytes + stack.staging_statistics().peak_bytes <= options.memory_budget);
+  }
+  SECTION("left no room, the loader is refused by the budget") {
+    options.memory_budget = planned;
+    Model model(dir / "m.ckpt", info, backend, options);
+    CHECK_THROWS_AS(data::Loader(images, loading(), model.trainer().memory_stack().staging()), memory::OutOfMemory);
+  }
+}
+
+TEST_CASE("a stack without a staging upstream says so", "[memory][loader]") {
+  memory::MemoryStack stack(memory::host_resource(), memory::MemoryOptions{});
+  CHECK_THROWS_WITH(stack.staging(), Catch::Contains("without a staging upstream"));
+}
