@@ -1,4 +1,4 @@
-// plan_scaling: how planning time grows with the layer count (issue 14: 4,000 layers once took
+// plan_scaling: how planning time grows with the layer count (4,000 layers once took
 // 15 s to plan, 20,000 more than a minute). For chains of conv 3x3 + ReLU it times building the
 // network, one training step's plan, the micro-batch choice under a budget (which plans several
 // micro-batches), and a whole Trainer's start (planning, parameters, step memory), and prints

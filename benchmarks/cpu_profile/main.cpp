@@ -1,4 +1,4 @@
-// cpu_profile: where a CPU training run spends its time, epoch by epoch (issue 18).
+// cpu_profile: where a CPU training run spends its time, epoch by epoch.
 //
 // Trains a preset on an IDX data set (Fashion-MNIST) as train_images does, through a backend
 // that times every kernel call, and prints per epoch: images/s, the seconds and calls of each

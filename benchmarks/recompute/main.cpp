@@ -1,4 +1,4 @@
-// recompute_bench: what recomputation buys under a fixed budget (issue 16). The largest
+// recompute_bench: what recomputation buys under a fixed budget. The largest
 // micro-batch each policy fits in the budget; then, at multiples of the largest that fits without
 // recomputation, the throughput recomputation costs: a trainer recomputing under the budget
 // against one keeping everything (no budget) at the same micro-batch, timed in turns on the same

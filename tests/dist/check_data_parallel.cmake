@@ -1,4 +1,4 @@
-# Data-parallel training over mpirun's ranks (issue 17), against what it must equal.
+# Data-parallel training over mpirun's ranks, against what it must equal.
 #   -DMPIEXEC=<mpiexec> -DTRAIN=<train_images> -DCOMPARE=<compare_runs> -DWORK=<scratch folder>
 #   -DARGS=a|b|c   the run, for both sides (without --save and --metrics-out)
 #   -DMODE=compare: ONE_ARGS (one process, e.g. --micro-batch|32) against RANK_ARGS over 2 ranks,

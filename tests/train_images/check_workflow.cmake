@@ -1,4 +1,4 @@
-# The workflow after training (issue 15): the model a run saved is evaluated (the accuracy the
+# The workflow after training: the model a run saved is evaluated (the accuracy the
 # run printed), classifies a folder of PNGs, and its learning curves were drawn.
 #   -DTRAIN=<train_images> -DWORK=<folder of the fixture run: run.ckpt, run.jsonl, curves.png>
 #   -DSTEP=evaluate|predict|plot|export   -DIMAGES=<folder of PNGs> (predict)

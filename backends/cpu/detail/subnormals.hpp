@@ -5,7 +5,8 @@
 // a gradient is zero (a ReLU that stays off), the softmax of a sample the network is sure of
 // gives probabilities below 2^-126, and backward carries them on. An x86 core takes a microcode
 // assist for each such operand or result (on Intel some 100 cycles), so a run slowed down after
-// its first epoch, more with AdamW than with SGD (issue 18 has the counts and times).
+// its first epoch, more with AdamW than with SGD (benchmarks/cpu_profile counts them:
+// benchmarks/results/cpu_profile_*.json).
 //
 // FTZ writes zero for a subnormal result, DAZ reads a subnormal operand as zero. The setting is
 // per thread (MXCSR): the kernels' worker threads set it for good, the calling thread for the

@@ -6,7 +6,7 @@
 // its range too. OpenMP's parallel region ends in a barrier that every thread of the team must
 // reach, so on a shared machine each of a step's thirty-odd regions waited for a descheduled
 // worker to be given its core back: with two threads under a load of 5 to 7 a training run
-// took 6 to 10 times as long as with one (issue 18).
+// took 6 to 10 times as long as with one (benchmarks/results/compare_cpu_epochs_*.json).
 //
 // A range's results depend on its index alone, never on the thread that runs it (a kernel's
 // per-range workspace and partial sums are indexed by the range), so the output is the same
