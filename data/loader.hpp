@@ -55,9 +55,9 @@ class Loader {
   // The next batch of the epoch, blocking until it is ready; nullopt at the end of the epoch. It is
   // the trainer's as it is (train_step(*batch)): this rank's share (first, global_size: the whole
   // batch's size, with one rank too), its index in the epoch, whether it is the epoch's last.
-  // Its images and labels are valid until the next call to next() or start_epoch(). An exception from the
-  // data set is rethrown here, after the batches before it, and again on every later call
-  // until start_epoch(). Called before any start_epoch(), it starts epoch 0.
+  // Its images and labels are valid until the next call to next() or start_epoch(). An exception
+  // from the data set is rethrown here, after the batches before it, and again on every later
+  // call until start_epoch(). Called before any start_epoch(), it starts epoch 0.
   std::optional<Batch> next();
 
   std::size_t batches_per_epoch() const { return batches_; }

@@ -102,8 +102,9 @@ TEST_CASE("a batch smaller than the trainer's trains only as an epoch's last", "
   Trainer trainer(net, backend, memory::host_resource(), training(16));
   const SyntheticData data(20, kImage, 4, 3);
   Batch batch = data.batch(0, 10);
-  CHECK_THROWS_WITH(trainer.train_step(batch), Catch::Contains("a batch of 10 for a trainer planned for batches of 16") &&
-                                                   Catch::Contains("Batch::last_of_epoch"));
+  CHECK_THROWS_WITH(trainer.train_step(batch),
+                    Catch::Contains("a batch of 10 for a trainer planned for batches of 16") &&
+                        Catch::Contains("Batch::last_of_epoch"));
   CHECK(trainer.steps() == 0);
   batch.last_of_epoch = true;
   CHECK(trainer.train_step(batch).samples == 10);
@@ -113,12 +114,14 @@ TEST_CASE("a batch smaller than the trainer's trains only as an epoch's last", "
   // Never a larger one, last or not.
   Batch larger = data.batch(0, 20);
   larger.last_of_epoch = true;
-  CHECK_THROWS_WITH(trainer.train_step(larger), Catch::Contains("a batch of 20 for a trainer planned for batches of 16") &&
-                                                    Catch::Contains("no more than"));
+  CHECK_THROWS_WITH(trainer.train_step(larger),
+                    Catch::Contains("a batch of 20 for a trainer planned for batches of 16") &&
+                        Catch::Contains("no more than"));
   CHECK(trainer.steps() == 1);
 }
 
-TEST_CASE("a loader's shares for other ranks than the trainer's are refused at the first step", "[trainer][batch][data-parallel]") {
+TEST_CASE("a loader's shares for other ranks than the trainer's are refused at the first step",
+          "[trainer][batch][data-parallel]") {
   const SmallImages images;
   SECTION("a loader over two ranks, a trainer alone") {
     CpuBackend backend(1);
