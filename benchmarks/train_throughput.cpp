@@ -109,8 +109,8 @@ class StagedBatch {
     backend.copy_to_device(batch.images.data(), images_.data(), images_.bytes());
     backend.copy_to_device(batch.labels.data(), labels_.data(), labels_.bytes());
   }
-  HostBatch batch() const {
-    HostBatch b{static_cast<const float*>(images_.data()), static_cast<const std::int32_t*>(labels_.data()), size_};
+  Batch batch() const {
+    Batch b{static_cast<const float*>(images_.data()), static_cast<const std::int32_t*>(labels_.data()), size_};
     b.on_device = on_device_;
     return b;
   }
@@ -151,7 +151,7 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
   Network net = make_network(s.model, sample, s.classes);
   Trainer trainer(net, backend, trainer_options(s, s.batch, s.micro_batch, data.bytes()));
   const StagedBatch staged(trainer, backend, data, !s.host_batch);
-  const HostBatch batch = staged.batch();
+  const Batch batch = staged.batch();
 
   auto start = Clock::now();
   trainer.submit_step(batch);

@@ -91,7 +91,12 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
     auto* base = static_cast<unsigned char*>(block_);
     for (std::size_t s = 0; s < ring.slots; ++s) {
       unsigned char* slot = base + s * ring.slot_bytes();
-      slots_.push_back({reinterpret_cast<float*>(slot), reinterpret_cast<std::int32_t*>(slot + ring.image_bytes), 0, 0, 0});
+      auto* images = reinterpret_cast<float*>(slot);
+      auto* labels = reinterpret_cast<std::int32_t*>(slot + ring.image_bytes);
+      Batch batch;
+      batch.images = images;
+      batch.labels = labels;
+      slots_.push_back({images, labels, batch});
     }
     worker_ = std::thread([this] { run(); });
   } catch (...) {
@@ -130,7 +135,7 @@ void Loader::start_epoch(int epoch, std::size_t first_batch) {
   begin_epoch_locked(epoch, first_batch);
 }
 
-std::optional<BatchView> Loader::next() {
+std::optional<Batch> Loader::next() {
   std::unique_lock lock(mutex_);
   if (generation_ == 0) begin_epoch_locked(0, 0);
   if (holding_) {
@@ -142,8 +147,7 @@ std::optional<BatchView> Loader::next() {
   changed_.wait(lock, [&] { return produced_ > consumed_ || error_; });
   if (produced_ <= consumed_) std::rethrow_exception(error_);
   holding_ = true;
-  const Slot& slot = slots_[consumed_ % slots_.size()];
-  return BatchView{slot.images, slot.labels, slot.size, consumed_, slot.first, slot.global_size};
+  return slots_[consumed_ % slots_.size()].batch;
 }
 
 bool Loader::may_produce_locked(std::uint64_t generation, std::size_t batch) const {
@@ -228,9 +232,11 @@ bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>&
     }
     normalize(image, shape_, options_.normalization);
   }
-  slot.size = static_cast<int>(count);
-  slot.first = share.first;
-  slot.global_size = static_cast<int>(whole);
+  slot.batch.size = static_cast<int>(count);
+  slot.batch.first = share.first;
+  slot.batch.global_size = static_cast<int>(whole);
+  slot.batch.index = batch;
+  slot.batch.last_of_epoch = batch + 1 == batches_;
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/batch.hpp"
 #include "data/dataset.hpp"
 #include "data/preprocessing.hpp"
 #include "memory/memory_resource.hpp"
@@ -18,6 +19,9 @@
 namespace cnn::data {
 
 struct LoaderOptions {
+  // The trainer's batch (TrainerOptions::batch): a trainer refuses, at its first step, a batch cut
+  // at another size. The last batch of an epoch is smaller where `batch` does not divide the data
+  // set and drop_last is off (Batch::last_of_epoch).
   int batch = 64;
   bool shuffle = true;
   std::uint64_t seed = 1;
@@ -28,19 +32,9 @@ struct LoaderOptions {
   Normalization normalization;  // per channel, after augmentation (data/preprocessing.hpp)
   // Data-parallel training: this process is rank `rank` of `ranks`, and loads only its share of
   // each batch (share_of_batch, base/rank_share.hpp). The batches are the whole run's all the same.
+  // The trainer's communicator's rank and ranks: a trainer refuses a share that is not its rank's.
   int rank = 0;
   int ranks = 1;
-};
-
-struct BatchView {
-  const float* images;  // size x shape().elements() floats, CHW per sample
-  const std::int32_t* labels;
-  int size;
-  std::size_t index;  // batch number in the epoch
-  // The batch these `size` samples are a share of (LoaderOptions::ranks): its size, and where
-  // the share starts in it. One rank: the batch itself (first 0).
-  int first;
-  int global_size;
 };
 
 class Loader {
@@ -58,11 +52,13 @@ class Loader {
   // on (a resumed run), the batches before it neither decoded nor returned; more than the epoch
   // has is a ConfigError.
   void start_epoch(int epoch, std::size_t first_batch = 0);
-  // The next batch of the epoch, blocking until it is ready; nullopt at the end of the epoch.
-  // The view is valid until the next call to next() or start_epoch(). An exception from the
-  // data set is rethrown here, after the batches before it, and again on every later call
-  // until start_epoch(). Called before any start_epoch(), it starts epoch 0.
-  std::optional<BatchView> next();
+  // The next batch of the epoch, blocking until it is ready; nullopt at the end of the epoch. It is
+  // the trainer's as it is (train_step(*batch)): this rank's share (first, global_size: the whole
+  // batch's size, with one rank too), its index in the epoch, whether it is the epoch's last.
+  // Its images and labels are valid until the next call to next() or start_epoch(). An exception
+  // from the data set is rethrown here, after the batches before it, and again on every later
+  // call until start_epoch(). Called before any start_epoch(), it starts epoch 0.
+  std::optional<Batch> next();
 
   std::size_t batches_per_epoch() const { return batches_; }
   std::size_t staging_bytes() const { return block_bytes_; }
@@ -75,10 +71,9 @@ class Loader {
 
  private:
   struct Slot {
-    float* images;
+    float* images;  // the slot's memory, which the worker writes
     std::int32_t* labels;
-    int size;
-    int first, global_size;
+    Batch batch;  // what next() gives: the same memory, and the samples the worker put there
   };
 
   void begin_epoch_locked(int epoch, std::size_t first_batch);

@@ -26,7 +26,7 @@ struct SyntheticBatch {
     for (std::size_t i = 0; i < labels.size(); ++i)
       labels[i] = static_cast<std::int32_t>(cnn::splitmix64(seed + i) % static_cast<std::uint64_t>(network.num_classes()));
   }
-  cnn::HostBatch view() const { return {images.data(), labels.data(), static_cast<int>(labels.size())}; }
+  cnn::Batch view() const { return {images.data(), labels.data(), static_cast<int>(labels.size())}; }
 };
 
 }  // namespace

@@ -101,8 +101,6 @@ json time_update(CpuBackend& cpu, Trainer& trainer, int reps) {
   return {{"subnormal_floats", subnormal}, {"ms_as_trained", best[0]}, {"ms_subnormals_zeroed", best[1]}, {"reps", reps}};
 }
 
-HostBatch to_host_batch(const data::BatchView& b) { return HostBatch{b.images, b.labels, b.size}; }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,7 +188,7 @@ int main(int argc, char** argv) {
       auto b = train_loader.next();
       if (!b) break;
       backend.count_subnormals = count_every > 0 && step % static_cast<std::size_t>(count_every) == 0;
-      trainer.train_step(to_host_batch(*b));
+      trainer.train_step(*b);
       seen += static_cast<std::size_t>(b->size);
       ++step;
     }
@@ -228,11 +226,7 @@ int main(int argc, char** argv) {
 
     const auto eval_start = Clock::now();
     test_loader.start_epoch(1);
-    const EvalResult test = trainer.evaluate([&]() -> std::optional<HostBatch> {
-      auto b = test_loader.next();
-      if (!b) return std::nullopt;
-      return to_host_batch(*b);
-    });
+    const EvalResult test = trainer.evaluate([&] { return test_loader.next(); });
     const double eval_seconds = seconds_since(eval_start);
 
     double conv_seconds = 0, conv_flops = 0, kernel_seconds = 0;

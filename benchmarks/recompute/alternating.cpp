@@ -23,9 +23,9 @@ SyntheticBatches::SyntheticBatches(cnn::Shape sample, int classes, int batch, in
   }
 }
 
-cnn::HostBatch SyntheticBatches::batch(int i) const {
+cnn::Batch SyntheticBatches::batch(int i) const {
   const std::size_t first = static_cast<std::size_t>(i % count_) * static_cast<std::size_t>(batch_);
-  return cnn::HostBatch{images_.data() + first * sample_floats_, labels_.data() + first, batch_};
+  return cnn::Batch{images_.data() + first * sample_floats_, labels_.data() + first, batch_};
 }
 
 std::vector<double> Rates::ratios() const {

@@ -11,7 +11,7 @@ namespace recompute_bench {
 class SyntheticBatches {
  public:
   SyntheticBatches(cnn::Shape sample, int classes, int batch, int count, unsigned seed);
-  cnn::HostBatch batch(int i) const;
+  cnn::Batch batch(int i) const;
   int count() const { return count_; }
 
  private:

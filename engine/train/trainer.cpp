@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "base/detail/finite.hpp"
+#include "base/rank_share.hpp"
 #include "engine/core/detail/counter_rng.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/core/detail/input_stager.hpp"
@@ -207,7 +208,7 @@ ParameterStore& Trainer::parameters() {
   return *params_;
 }
 
-void Trainer::check_inputs(const HostBatch& batch, const char* call) const {
+void Trainer::check_inputs(const Batch& batch, const char* call) const {
   if (batch.size <= 0 || batch.on_device) return;
   if (!batch.images || !batch.labels)
     throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
@@ -239,7 +240,7 @@ void Trainer::maybe_regrow() {
                 std::to_string(micro_batch_));
 }
 
-void Trainer::check_labels(const HostBatch& batch) const {
+void Trainer::check_labels(const Batch& batch) const {
   if (batch.on_device) return;
   const int classes = net_.num_classes();
   for (int i = 0; i < batch.size; ++i)
@@ -248,7 +249,7 @@ void Trainer::check_labels(const HostBatch& batch) const {
                       " is outside the " + std::to_string(classes) + " classes of the network");
 }
 
-int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* logits) {
+int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits) {
   if (batch.size == 0) return 0;  // a data-parallel rank's empty share
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = step_->executor(training);
@@ -256,53 +257,71 @@ int Trainer::run_micro_batches(const HostBatch& batch, bool training, float* log
   // masks do not depend on the micro-batch size (nor on the rank a sample went to), so a replay
   // at a smaller one gives the same result.
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
-  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  const int whole = batch.whole_size();
   const float grad_scale = training ? 1.0f / static_cast<float>(whole) : 0.f;
   GradientBuckets* buckets = training && replicas_ ? &replicas_->buckets() : nullptr;
   // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
   const MicroBatchSplit split =
       split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
   const auto classes = static_cast<std::size_t>(net_.num_classes());
-  for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j)
-    executor.run(MicroBatch{batch.images + static_cast<std::size_t>(first) * sample, batch.labels + first,
-                            split.size(j), batch.first + first, batch.on_device},
-                 grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr,
+  for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j) {
+    Batch micro;
+    micro.images = batch.images + static_cast<std::size_t>(first) * sample;
+    micro.labels = batch.labels + first;
+    micro.size = split.size(j);
+    micro.first = batch.first + first;  // its place in the whole batch, over every rank
+    micro.global_size = whole;
+    micro.on_device = batch.on_device;
+    executor.run(micro, grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr,
                  j == split.count - 1 ? buckets : nullptr);
+  }
   check_capture();
   return split.count;
 }
 
-void Trainer::check_step_batch(const HostBatch& batch, const char* call) const {
+void Trainer::check_step_batch(const Batch& batch, const char* call) const {
   // Named only on a refusal: a step builds no string.
   auto refuse = [call](const std::string& why) { throw ConfigError(std::string(call) + ": " + why); };
   if (options_.communicator) {
-    if (batch.global_size <= 0 || batch.size < 0 || batch.first < 0 || batch.first + batch.size > batch.global_size)
-      refuse("samples " + std::to_string(batch.first) + " to " +
-             std::to_string(batch.first + batch.size) + " are not a share of a batch of " +
-             std::to_string(batch.global_size) + " (a data-parallel rank gives HostBatch::first and global_size)");
-    // Every rank sees the same global size, so every rank refuses alike: none is left in a sum.
+    const RankShare mine = share_of_batch(std::max(batch.global_size, 0), rank(), ranks());
+    if (batch.global_size <= 0 || batch.first != mine.first || batch.size != mine.size)
+      refuse("samples " + std::to_string(batch.first) + " to " + std::to_string(batch.first + batch.size) +
+             " are not a share of a batch of " + std::to_string(batch.global_size) + " for rank " +
+             std::to_string(rank()) + " of " + std::to_string(ranks()) + " (its share: samples " +
+             std::to_string(mine.first) + " to " + std::to_string(mine.first + mine.size) +
+             "; a data-parallel rank gives Batch::first and global_size, as a loader with the communicator's "
+             "rank and ranks does: LoaderOptions::rank, ranks)");
+  } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
+    refuse("a share of a batch (Batch::first, global_size) without a communicator: a loader over several ranks "
+           "(LoaderOptions::ranks) for a trainer of one (TrainerOptions::communicator)");
+  } else if (batch.size <= 0) {
+    refuse("empty batch");
+  }
+  // The whole batch's size, the same on every rank, so every rank refuses alike: none is left in a sum.
+  const int whole = batch.whole_size();
+  if (whole > options_.batch || (whole < options_.batch && !batch.last_of_epoch))
+    refuse("a batch of " + std::to_string(whole) + " for a trainer planned for batches of " +
+           std::to_string(options_.batch) + " (TrainerOptions::batch): " +
+           (whole > options_.batch ? std::string("a step takes no more than the trainer's batch")
+                                   : std::string("only an epoch's last batch (Batch::last_of_epoch) may be smaller")) +
+           "; cut the loader's batches at the trainer's (LoaderOptions::batch = " + std::to_string(options_.batch) +
+           ")");
+  if (options_.communicator) {
     if (synchronised_batchnorm() && (batch.global_size % ranks() != 0 || batch.size != batch.global_size / ranks()))
       refuse("synchronised BatchNorm needs every batch shared evenly over the " +
              std::to_string(ranks()) + " ranks; this one holds " + std::to_string(batch.global_size) +
              " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
     if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
-  } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
-    refuse("a share of a batch (HostBatch::first, global_size) without a communicator");
   }
-  if (batch.size <= 0) refuse("empty batch");
+  // A batch no larger than the trainer's always splits into micro-batches of the network's need
+  // (the planner's smallest micro-batch is 2 x need - 1, or the batch itself), unless it is below
+  // the need: an epoch's last batch of one sample under BatchNorm.
   const TrainingBatchNeed& need = planner_->training_batch_need();
   if (batch.size < need.samples)
     refuse("a batch of " + std::to_string(batch.size) + " cannot train this network: " + need.why);
-  // Only a trainer planned for batches of 2 (micro-batch 2, below 2 x 2 - 1) meets a batch it
-  // cannot split: an odd one larger than 2.
-  if (ceil_div(batch.size, micro_batch_) * need.samples > batch.size)
-    refuse("a batch of " + std::to_string(batch.size) + " does not split into micro-batches of " +
-             std::to_string(need.samples) + " to " + std::to_string(micro_batch_) +
-             " samples (this trainer was planned for batches of " + std::to_string(options_.batch) +
-             "): " + need.why);
 }
 
-StepReport Trainer::train_step(const HostBatch& batch) {
+StepReport Trainer::train_step(const Batch& batch) {
   if (pending_)
     throw ConfigError("train_step: step " + std::to_string(pending_->report.step) +
                       " was submitted and is pending: drain() it first");
@@ -310,9 +329,9 @@ StepReport Trainer::train_step(const HostBatch& batch) {
   return report ? *report : *drain();
 }
 
-std::optional<StepReport> Trainer::submit_step(const HostBatch& batch) { return submit(batch, "submit_step"); }
+std::optional<StepReport> Trainer::submit_step(const Batch& batch) { return submit(batch, "submit_step"); }
 
-std::optional<StepReport> Trainer::submit(const HostBatch& batch, const char* call) {
+std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) {
   ensure_built(call);
   maybe_regrow();
   // Before the checks, which read the micro-batch: every rank then refuses a batch alike.
@@ -338,7 +357,7 @@ std::optional<StepReport> Trainer::submit(const HostBatch& batch, const char* ca
     earlier = pending_->report;
     pending_.reset();
   }
-  const int whole = batch.global_size > 0 ? batch.global_size : batch.size;
+  const int whole = batch.whole_size();
   if (!overlapped_ && !std::isfinite(sums[1])) {
     // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
     params_->restore_state(copy);
@@ -369,7 +388,7 @@ std::optional<StepReport> Trainer::submit(const HostBatch& batch, const char* ca
   return earlier;
 }
 
-int Trainer::run_step_passes(const HostBatch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+int Trainer::run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
                              double& communication) {
   for (;;) {
     params_->zero_gradients();
@@ -487,7 +506,7 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
   const auto count = static_cast<std::size_t>(net_.num_classes());
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
-    if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (HostBatch::on_device) trains only");
+    if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (Batch::on_device) trains only");
     check_inputs(*batch, "evaluate");
     check_labels(*batch);
     ++batches;
@@ -547,7 +566,7 @@ void Trainer::predict(const float* images, int count, float* logits) {
   ensure_built("predict");
   settle();
   const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
-  const HostBatch batch{images, labels.data(), count};
+  const Batch batch{images, labels.data(), count};
   check_inputs(batch, "predict");
   for (;;) {
     try {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/batch.hpp"
 #include "base/error.hpp"
 #include "engine/plan/batch_planner.hpp"
 #include "engine/core/communicator.hpp"
@@ -47,7 +48,7 @@ struct TrainerOptions : BatchPlanOptions {
 
   // Data-parallel training (docs/design.md, "Data-parallel training"): this trainer is one of
   // communicator->ranks() replicas that train one model, each on its share of every batch
-  // (HostBatch::first and global_size, share_of_batch); `batch` stays the whole batch. Gradients
+  // (Batch::first and global_size, share_of_batch); `batch` stays the whole batch. Gradients
   // are summed over the ranks in buckets of gradient_bucket_bytes as backward produces them;
   // BatchNorm's running statistics are rank 0's (DDP's choice), or with sync_batchnorm its batch
   // statistics are over every rank's micro-batch. Not owned: it must outlive the trainer.
@@ -82,21 +83,8 @@ class TrainingDiverged : public Error {
   double loss_;
 };
 
-struct HostBatch {
-  const float* images = nullptr;  // size samples, NCHW
-  const std::int32_t* labels = nullptr;
-  int size = 0;
-  // Data-parallel: these `size` samples are this rank's share of a batch of `global_size`,
-  // from its sample `first` (share_of_batch). 0: the batch is all there is.
-  int first = 0;
-  int global_size = 0;
-  // The images and labels are in the backend's memory instead (a benchmark's batch, made once on
-  // the device: benchmarks/train_throughput). They are copied device to device into each
-  // micro-batch's slots and not checked (no pixel nor label is read on the host): the caller
-  // vouches for them. Training only.
-  bool on_device = false;
-};
-using NextBatch = std::function<std::optional<HostBatch>()>;
+// The batches of an evaluation, one a call, until it returns nullopt (a loader's next()).
+using NextBatch = std::function<std::optional<Batch>()>;
 
 struct StepReport {
   long step = 0;        // this step's number: optimizer steps up to it
@@ -158,6 +146,9 @@ class Trainer {
   MemoryBreakdown breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
   const MemoryBreakdown& memory() const;
   int micro_batch() const { return micro_batch_; }
+  // The samples of an optimizer step (TrainerOptions::batch; over every rank in a data-parallel
+  // run): the batch its loader must cut (LoaderOptions::batch).
+  int batch() const { return options_.batch; }
   // Throws ConfigError after finish().
   ParameterStore& parameters();
   const Optimizer& optimizer() const { return *optimizer_; }
@@ -177,10 +168,13 @@ class Trainer {
   long graph_replays() const;
   bool capturing_graphs() const { return capture_; }
 
-  // One optimizer step over a host batch of any size (split into micro-batches), waiting for
-  // its loss. Throws TrainingDiverged, changing nothing, when the loss is not finite. A step
-  // submitted with submit_step must be drained first (ConfigError).
-  StepReport train_step(const HostBatch& batch);
+  // One optimizer step over `batch` (split into micro-batches), waiting for its loss. The batch
+  // is the trainer's (TrainerOptions::batch): a batch of another size is a ConfigError naming
+  // both, but for an epoch's last (Batch::last_of_epoch, which the loader sets), which may be
+  // smaller. In a data-parallel run it is this rank's share (share_of_batch), its global_size
+  // the whole batch's. Throws TrainingDiverged, changing nothing, when the loss is not finite. A
+  // step submitted with submit_step must be drained first (ConfigError).
+  StepReport train_step(const Batch& batch);
   // The same step without waiting for the device. Every step's report comes back once, in
   // order, from submit_step or drain(); at most one step is pending.
   // - Where the backend runs copies beside compute (CUDA): the step's input is copied and its
@@ -194,12 +188,13 @@ class Trainer {
   //   ParameterStore::save_state), and throws TrainingDiverged naming it.
   // - Elsewhere (the CPU, data-parallel ranks, which sum the step's status first): the step
   //   has run when the call returns, and so comes its report.
-  std::optional<StepReport> submit_step(const HostBatch& batch);
+  std::optional<StepReport> submit_step(const Batch& batch);
   // The pending step's report, waiting for its loss (TrainingDiverged as above); empty when
   // none is pending. drain() before saving the trainer's state (state() refuses otherwise).
   std::optional<StepReport> drain();
   bool step_pending() const { return pending_.has_value(); }
-  // In a data-parallel run each rank gives its share of the batches, and the result is every rank's.
+  // Batches of any size (evaluation has no optimizer step's batch). In a data-parallel run each
+  // rank gives its share of the batches, and the result is every rank's.
   // A pending step's loss is read first (TrainingDiverged where it is not finite); its report
   // still comes from drain().
   EvalResult evaluate(const NextBatch& next);
@@ -217,14 +212,14 @@ class Trainer {
 
  private:
   void start();
-  void check_labels(const HostBatch& batch) const;
-  void check_step_batch(const HostBatch& batch, const char* call) const;
+  void check_labels(const Batch& batch) const;
+  void check_step_batch(const Batch& batch, const char* call) const;
   // Before a call that runs the network: refuses a finished trainer or a network changed since
   // the plan, then builds the step memory if a failure released it.
   void ensure_built(const char* call);
   // The batch's pointers, and every pixel finite (a NaN would reach the weights through the
   // gradients while the loss stays finite).
-  void check_inputs(const HostBatch& batch, const char* call) const;
+  void check_inputs(const Batch& batch, const char* call) const;
   void maybe_regrow();
   // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at the same
   // micro-batch recomputing more (RecomputePolicy::automatic) where that reaches the bytes of half
@@ -233,17 +228,17 @@ class Trainer {
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
   // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
   // gradients to the buckets in a data-parallel step; returns how many.
-  int run_micro_batches(const HostBatch& batch, bool training, float* logits = nullptr);
+  int run_micro_batches(const Batch& batch, bool training, float* logits = nullptr);
   // A step's forward and backward passes, replayed after an out-of-memory failure until they
   // fit. With `read_sums`, the loss and accuracy sums are read back into `sums` ({ranks that
   // failed, loss, correct}, every rank's in a data-parallel run). Returns the micro-batches.
-  int run_step_passes(const HostBatch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+  int run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
                       double& communication);
   // Reads the pending step's sums back (waiting if they have not come: returns whether it
   // waited), and throws TrainingDiverged, the state before it restored, if its loss is not
   // finite; else it is settled.
   bool settle();
-  std::optional<StepReport> submit(const HostBatch& batch, const char* call);
+  std::optional<StepReport> submit(const Batch& batch, const char* call);
   // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
   // [Synchronised micro-batches] in detail/replicas.cpp).
   bool synchronised_batchnorm() const;

@@ -33,7 +33,7 @@ int main() {
   }
   double first = 0, last = 0;
   for (int step = 0; step < 30; ++step) {
-    const StepReport r = trainer.train_step(HostBatch{images.data(), labels.data(), 16});
+    const StepReport r = trainer.train_step(Batch{images.data(), labels.data(), 16});
     if (step == 0) first = r.loss;
     last = r.loss;
   }

@@ -132,11 +132,7 @@ int evaluate_command(const Options& o) {
   std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
   data::Loader loader(test, options, model.trainer().memory_stack().staging());
   loader.start_epoch(1);
-  const ClassEvaluation e = model.evaluate([&]() -> std::optional<HostBatch> {
-    auto b = loader.next();
-    if (!b) return std::nullopt;
-    return to_host_batch(*b);
-  });
+  const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
   print_evaluation(model, e);
   MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   metrics.write(evaluation_line(model, e));

@@ -90,7 +90,7 @@ class Loop {
     epoch_start_ = Clock::now();
     const double cpu_start = process_cpu_seconds();
     while (auto batch = s_.train_loader.next()) {
-      if (const std::optional<StepReport> r = s_.trainer.submit_step(to_host_batch(*batch))) {
+      if (const std::optional<StepReport> r = s_.trainer.submit_step(*batch)) {
         record(*r);
         if (o_.save_every > 0 && r->step % o_.save_every == 0) save();
       }
@@ -143,11 +143,9 @@ class Loop {
     EvalResult test;
     if (s_.has_test) {
       s_.test_loader.start_epoch(1);
-      test = s_.trainer.evaluate([&]() -> std::optional<HostBatch> {
+      test = s_.trainer.evaluate([&]() -> std::optional<Batch> {
         if (!s_.communicator && stop_requested()) return std::nullopt;
-        auto b = s_.test_loader.next();
-        if (!b) return std::nullopt;
-        return to_host_batch(*b);
+        return s_.test_loader.next();
       });
       if (!s_.communicator && stop_requested()) return stop_requested();
     }

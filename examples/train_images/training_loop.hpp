@@ -30,11 +30,6 @@ struct LoopSetup {
   bool writes = true;
 };
 
-// A loader's batch (a rank's share of it, over several ranks) as the trainer takes it.
-inline HostBatch to_host_batch(const data::BatchView& b) {
-  return HostBatch{b.images, b.labels, b.size, b.first, b.global_size};
-}
-
 // Trains from `progress` (a new run's is the default) to the last epoch. Returns the exit code:
 // 0, or 128 + the signal that stopped it, after the checkpoint was written where one was asked.
 int run_epochs(LoopSetup& setup, RunProgress progress);

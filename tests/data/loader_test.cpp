@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/rank_share.hpp"
 #include "data/data_error.hpp"
 #include "data/detail/augment.hpp"
 #include "data/detail/random.hpp"
@@ -57,6 +58,10 @@ std::vector<std::vector<int>> epoch_batches(Loader& loader, int epoch) {
   std::vector<std::vector<int>> batches;
   while (auto batch = loader.next()) {
     CHECK(batch->index == batches.size());
+    // One rank: the batch is all there is; only the epoch's last one is marked (the one that may be smaller).
+    CHECK(batch->first == 0);
+    CHECK(batch->global_size == batch->size);
+    CHECK(batch->last_of_epoch == (batch->index + 1 == loader.batches_per_epoch()));
     std::vector<int> ids;
     for (int s = 0; s < batch->size; ++s) {
       int id = static_cast<int>(batch->images[s * 6]);
@@ -132,6 +137,36 @@ TEST_CASE("loader: drop_last drops the partial batch", "[data][loader]") {
   REQUIRE(batches.size() == 10);
   std::vector<int> all = flat(batches);
   CHECK(std::set<int>(all.begin(), all.end()).size() == 100);
+}
+
+TEST_CASE("loader: over ranks, each loads its share of every batch, the shares laid end to end the batch",
+          "[data][loader]") {
+  FakeDataset data(23);  // batches of 10, 10 and 3: the last one smaller than the three ranks' shares
+  Loader whole(data, batch_of(10), cnn::memory::host_resource());
+  const auto batches = epoch_batches(whole, 2);
+  std::vector<std::vector<int>> joined(batches.size());
+  for (int rank = 0; rank < 3; ++rank) {
+    LoaderOptions options = batch_of(10);
+    options.rank = rank;
+    options.ranks = 3;
+    Loader loader(data, options, cnn::memory::host_resource());
+    loader.start_epoch(2);
+    std::size_t b = 0;
+    while (auto share = loader.next()) {
+      REQUIRE(b < batches.size());
+      const int global = static_cast<int>(batches[b].size());
+      const cnn::RankShare mine = cnn::share_of_batch(global, rank, 3);
+      CHECK(share->global_size == global);
+      CHECK(share->first == mine.first);
+      CHECK(share->size == mine.size);
+      CHECK(share->index == b);
+      CHECK(share->last_of_epoch == (b + 1 == batches.size()));
+      for (int s = 0; s < share->size; ++s) joined[b].push_back(static_cast<int>(share->images[s * 6]));
+      ++b;
+    }
+    CHECK(b == batches.size());
+  }
+  CHECK(joined == batches);
 }
 
 TEST_CASE("loader: the order depends on seed and epoch only", "[data][loader]") {

@@ -47,8 +47,8 @@ struct SyntheticData {
       }
     }
   }
-  HostBatch batch(int first, int size) const {
-    return HostBatch{images.data() + static_cast<std::size_t>(first) * sample_floats, labels.data() + first, size};
+  Batch batch(int first, int size) const {
+    return Batch{images.data() + static_cast<std::size_t>(first) * sample_floats, labels.data() + first, size};
   }
 };
 

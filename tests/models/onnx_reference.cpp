@@ -86,7 +86,7 @@ int run(const std::string& data_dir, const std::string& model, const std::string
   const std::size_t floats = input.elements();
   for (int step = 0; step < kTrainSteps; ++step) {
     const std::size_t first = static_cast<std::size_t>(step) * kTrainBatch;
-    trainer.train_step(HostBatch{train.images.data() + first * floats, train.labels.data() + first, kTrainBatch});
+    trainer.train_step(Batch{train.images.data() + first * floats, train.labels.data() + first, kTrainBatch});
   }
   if (!batchnorm_statistics_moved(network, trainer.parameters())) {
     std::fprintf(stderr, "a BatchNorm's running statistics are still their initial values after training\n");
@@ -101,10 +101,10 @@ int run(const std::string& data_dir, const std::string& model, const std::string
 
   const Samples test = first_samples(*splits.test, count);
   bool given = false;
-  trainer.evaluate([&]() -> std::optional<HostBatch> {
+  trainer.evaluate([&]() -> std::optional<Batch> {
     if (given) return std::nullopt;
     given = true;
-    return HostBatch{test.images.data(), test.labels.data(), count};
+    return Batch{test.images.data(), test.labels.data(), count};
   });
   if (backend.recorded.size() != static_cast<std::size_t>(count) * static_cast<std::size_t>(classes)) {
     std::fprintf(stderr, "recorded %zu logits for %d images of %d classes\n", backend.recorded.size(), count, classes);

@@ -42,7 +42,7 @@ InputStager::InputStager(Backend& backend, memory::MemoryStack& stack, std::size
   slot_ = memory::Buffer(stack.blocks(), bytes, memory::Category::data_staging);
 }
 
-void InputStager::stage(const MicroBatch& batch, const StepScalars& scalars, float* images, std::int32_t* labels,
+void InputStager::stage(const Batch& batch, const StepScalars& scalars, float* images, std::int32_t* labels,
                         StepScalars* scalars_slot) {
   if (batch.size < 1 || batch.size > micro_batch_)
     throw ConfigError("a micro-batch of " + std::to_string(batch.size) + " samples for an input stager of " +

@@ -16,19 +16,12 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/batch.hpp"
 #include "engine/core/backend.hpp"
 #include "memory/buffer.hpp"
 #include "memory/memory_stack.hpp"
 
 namespace cnn {
-
-struct MicroBatch {
-  const float* images = nullptr;  // host (staging) memory, n samples
-  const std::int32_t* labels = nullptr;
-  int size = 0;   // n <= the plan's micro-batch
-  int first = 0;  // index of its first sample in the optimizer step's batch
-  bool on_device = false;  // images and labels in the backend's memory (HostBatch::on_device)
-};
 
 class InputStager {
  public:
@@ -41,9 +34,10 @@ class InputStager {
   // step's sums after it) and on the device; 0 where the backend's copies do not overlap compute.
   static std::size_t bytes_for(const Backend& backend, std::size_t sample_floats, int micro_batch);
 
-  // The micro-batch's images and labels into the plan's slots, `scalars` into `scalars_slot`;
-  // every later backend call sees them.
-  void stage(const MicroBatch& batch, const StepScalars& scalars, float* images, std::int32_t* labels,
+  // The micro-batch's images and labels (batch.size at most the micro-batch; host memory, or the
+  // backend's where batch.on_device) into the plan's slots, `scalars` into `scalars_slot`; every
+  // later backend call sees them.
+  void stage(const Batch& batch, const StepScalars& scalars, float* images, std::int32_t* labels,
              StepScalars* scalars_slot);
 
   // Two floats of host memory a step's loss and accuracy sums come back to (pinned where copies

@@ -48,7 +48,7 @@ Tensor StepExecutor::gradient(int node, int n) const {
   return buffer(plan_.node(nd.value).value_grad, nd.shape.batched(n));
 }
 
-void StepExecutor::run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits,
+void StepExecutor::run(const Batch& batch, float grad_scale, std::uint64_t seed, float* logits,
                        GradientBuckets* buckets) {
   const int n = batch.size;
   if (n <= 0 || n > plan_.micro_batch)

@@ -32,14 +32,16 @@ class StepExecutor {
   StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan, StepMemory& memory,
                StepSlots slots, bool capture = false);
 
-  // Adds the summed loss to slots.loss_sum and correct predictions to slots.correct. In
-  // training, parameter gradients accumulate with the loss gradient scaled by grad_scale.
+  // One micro-batch: `batch` holds its samples, and batch.first places them in the optimizer
+  // step's batch (dropout's masks are keyed by that place). Adds the summed loss to
+  // slots.loss_sum and correct predictions to slots.correct. In training, parameter gradients
+  // accumulate with the loss gradient scaled by grad_scale.
   // `seed` is the optimizer step's: the same for all its micro-batches. With `logits`, the
   // network's outputs (n x classes floats) are copied there too; such a run is never recorded
   // (a copy to the host cannot be part of a graph). With `buckets` (a data-parallel step's last
   // micro-batch), each layer's gradients are handed to them as its backward finishes; such a
   // run is never recorded either (the sums are the communicator's calls, not the backend's).
-  void run(const MicroBatch& batch, float grad_scale, std::uint64_t seed, float* logits = nullptr,
+  void run(const Batch& batch, float grad_scale, std::uint64_t seed, float* logits = nullptr,
            GradientBuckets* buckets = nullptr);
 
   long graph_replays() const { return replays_; }

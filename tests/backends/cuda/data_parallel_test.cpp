@@ -87,7 +87,7 @@ TEST_CASE("cuda NCCL over one rank: sums in place, and a trainer that trains as 
       }
       Trainer trainer(net, gpu(), gpu().device_memory(), o);
       for (int s = 0; s < 5; ++s) {
-        HostBatch b = data.batch(s * 64, 64);
+        Batch b = data.batch(s * 64, 64);
         if (with_nccl) b.global_size = 64;
         (with_nccl ? over_nccl : alone).push_back(trainer.train_step(b).loss);
       }

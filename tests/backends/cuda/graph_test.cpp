@@ -40,8 +40,9 @@ GraphRun run(const std::string& model, int micro_batch, bool graphs, int steps =
   SyntheticData data(32 * steps, kImage, 10, 23);
   GraphRun r;
   for (int s = 0; s < steps; ++s) {
-    const int size = s + 1 == steps ? 20 : 32;
-    r.losses.push_back(trainer.train_step(data.batch(s * 32, size)).loss);
+    Batch batch = data.batch(s * 32, s + 1 == steps ? 20 : 32);
+    batch.last_of_epoch = s + 1 == steps;  // the one batch that may be smaller
+    r.losses.push_back(trainer.train_step(batch).loss);
   }
   r.parameters = trainer.parameters().download();
   r.replays = trainer.graph_replays();

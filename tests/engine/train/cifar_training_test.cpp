@@ -35,7 +35,7 @@ TEST_CASE("small learns a generated CIFAR-10 folder", "[training][cifar]") {
   std::vector<double> losses;
   for (int epoch = 0; epoch < 2; ++epoch) {
     train_loader.start_epoch(epoch);
-    while (auto b = train_loader.next()) losses.push_back(trainer.train_step(HostBatch{b->images, b->labels, b->size}).loss);
+    while (auto b = train_loader.next()) losses.push_back(trainer.train_step(*b).loss);
   }
   REQUIRE(losses.size() == 20);
   double first = 0, last = 0;
@@ -46,11 +46,7 @@ TEST_CASE("small learns a generated CIFAR-10 folder", "[training][cifar]") {
   lo.shuffle = false;
   data::Loader test_loader(*splits.test, lo, memory::host_resource());
   test_loader.start_epoch(0);
-  const EvalResult test = trainer.evaluate([&]() -> std::optional<HostBatch> {
-    auto b = test_loader.next();
-    if (!b) return std::nullopt;
-    return HostBatch{b->images, b->labels, b->size};
-  });
+  const EvalResult test = trainer.evaluate([&] { return test_loader.next(); });
   INFO("mean loss of the first 5 steps " << first << ", of the last 5 " << last << "; test accuracy " << test.accuracy);
   CHECK(last < 0.7 * first);
   CHECK(test.samples == 64);

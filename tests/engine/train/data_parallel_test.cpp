@@ -47,10 +47,10 @@ Run one_process(Network net, TrainerOptions o, const SyntheticData& data, int st
   return run;
 }
 
-// HostBatch of rank r's share of batch s.
-HostBatch share(const SyntheticData& data, int s, int batch, int rank, int ranks) {
+// Batch of rank r's share of batch s.
+Batch share(const SyntheticData& data, int s, int batch, int rank, int ranks) {
   const RankShare mine = share_of_batch(batch, rank, ranks);
-  HostBatch b = data.batch(s * batch + mine.first, mine.size);
+  Batch b = data.batch(s * batch + mine.first, mine.size);
   b.first = mine.first;
   b.global_size = batch;
   return b;
@@ -210,9 +210,10 @@ TEST_CASE("synchronised BatchNorm refuses an uneven batch on every rank, none le
     Trainer trainer(net, backend, memory::host_resource(), o);
     auto share_of = [&](int first, int batch) {
       const RankShare mine = share_of_batch(batch, r, 2);
-      HostBatch b = data.batch(first + mine.first, mine.size);
+      Batch b = data.batch(first + mine.first, mine.size);
       b.first = mine.first;
       b.global_size = batch;
+      b.last_of_epoch = batch < 16;  // each shorter batch an epoch's last
       return b;
     };
     CHECK(trainer.train_step(share_of(0, 16)).samples == 16);
@@ -294,7 +295,7 @@ TEST_CASE("a data-parallel step checks the share it is given", "[data-parallel]"
   o.communicator = &group.rank(0);
   Trainer trainer(net, backend, memory::host_resource(), o);
   const SyntheticData data(8, kImage, kClasses, 3);
-  HostBatch b = data.batch(0, 8);
+  Batch b = data.batch(0, 8);
   REQUIRE_THROWS_WITH(trainer.train_step(b), Catch::Contains("not a share of a batch"));  // no global_size
   b.global_size = 8;
   b.first = 4;

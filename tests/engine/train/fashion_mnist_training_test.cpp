@@ -29,10 +29,10 @@ TEST_CASE("small learns a Fashion-MNIST subset", "[training][fashion-mnist][slow
   lo.shuffle = false;
   lo.batch = 250;
   data::Loader test_loader(*test, lo, memory::host_resource());
-  auto test_batches = [&, count = 0]() mutable -> std::optional<HostBatch> {
+  auto test_batches = [&, count = 0]() mutable -> std::optional<Batch> {
     auto b = test_loader.next();
     if (!b || ++count > 8) return std::nullopt;  // the first 2000 test images
-    return HostBatch{b->images, b->labels, b->size};
+    return *b;
   };
   test_loader.start_epoch(1);
   const EvalResult before = trainer.evaluate(test_batches);
@@ -42,7 +42,7 @@ TEST_CASE("small learns a Fashion-MNIST subset", "[training][fashion-mnist][slow
   for (int step = 0; step < 100; ++step) {  // 6400 images
     auto b = train_loader.next();
     REQUIRE(b);
-    const StepReport r = trainer.train_step(HostBatch{b->images, b->labels, b->size});
+    const StepReport r = trainer.train_step(*b);
     if (step < 10) first_loss += r.loss / 10;
     if (step >= 90) last_loss += r.loss / 10;
   }

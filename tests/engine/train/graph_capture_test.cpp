@@ -29,7 +29,8 @@ struct Run {
   std::vector<std::string> log;
 };
 
-// Steps of `batches[i]` samples each, then an evaluation of 40 samples in batches of 16.
+// Steps of `batches[i]` samples each (the last one an epoch's last, which may be smaller), then an
+// evaluation of 40 samples in batches of 16.
 Run train(const std::string& model, TrainerOptions options, const std::vector<int>& batches,
           int fail_capture_at_call = 0) {
   RecordingBackend backend(2);
@@ -42,13 +43,15 @@ Run train(const std::string& model, TrainerOptions options, const std::vector<in
   trainer.on_recovery = [&](const std::string& line) { run.log.push_back(line); };
   SyntheticData data(200, kImage, kClasses, 3);
   int first = 0;
-  for (int size : batches) {
-    run.losses.push_back(trainer.train_step(data.batch(first, size)).loss);
-    first += size;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    Batch batch = data.batch(first, batches[i]);
+    batch.last_of_epoch = i + 1 == batches.size();
+    run.losses.push_back(trainer.train_step(batch).loss);
+    first += batches[i];
   }
   int next = 0;
   run.test_loss = trainer
-                      .evaluate([&]() -> std::optional<HostBatch> {
+                      .evaluate([&]() -> std::optional<Batch> {
                         if (next >= 40) return std::nullopt;
                         const int size = std::min(16, 40 - next);
                         next += size;

@@ -29,10 +29,10 @@ TEST_CASE("predict gives the logits evaluate scores, evaluate_classes adds the c
     for (int s = 0; s < 3; ++s) trainer.train_step(data.batch(s * 16, 16));
 
     auto batches = [&] {
-      return [&, next = 0]() mutable -> std::optional<HostBatch> {
+      return [&, next = 0]() mutable -> std::optional<Batch> {
         if (next == kSamples) return std::nullopt;
         const int size = std::min(16, kSamples - next);  // 16 + 16 + 8
-        const HostBatch b = data.batch(48 + next, size);
+        const Batch b = data.batch(48 + next, size);
         next += size;
         return b;
       };
@@ -90,8 +90,8 @@ TEST_CASE("a trainer refuses what it cannot run: bad pointers, NaN pixels, after
   SyntheticData data(16, image, 4, 3);
   std::vector<float> logits(4 * 16);
 
-  CHECK_THROWS_WITH(trainer.train_step(HostBatch{nullptr, data.labels.data(), 16}), Catch::Contains("without images"));
-  CHECK_THROWS_WITH(trainer.train_step(HostBatch{data.images.data(), nullptr, 16}), Catch::Contains("without labels"));
+  CHECK_THROWS_WITH(trainer.train_step(Batch{nullptr, data.labels.data(), 16}), Catch::Contains("without images"));
+  CHECK_THROWS_WITH(trainer.train_step(Batch{data.images.data(), nullptr, 16}), Catch::Contains("without labels"));
   CHECK_THROWS_AS(trainer.predict(data.images.data(), -3, logits.data()), ConfigError);
   CHECK_THROWS_AS(trainer.predict(data.images.data(), 2, nullptr), ConfigError);
   CHECK_THROWS_WITH(trainer.evaluate(NextBatch{}), Catch::Contains("empty NextBatch"));

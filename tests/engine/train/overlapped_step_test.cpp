@@ -191,7 +191,7 @@ TEST_CASE("a pending step must be drained before the trainer's state is read or 
   trainer.submit_step(data.batch(0, 8));
   CHECK_THROWS_WITH(trainer.state(), Catch::Contains("step 1 is pending") && Catch::Contains("drain()"));
   CHECK_THROWS_WITH(trainer.train_step(data.batch(8, 8)), Catch::Contains("drain() it first"));
-  const EvalResult e = trainer.evaluate([&, done = false]() mutable -> std::optional<HostBatch> {
+  const EvalResult e = trainer.evaluate([&, done = false]() mutable -> std::optional<Batch> {
     if (done) return std::nullopt;
     done = true;
     return data.batch(8, 8);
@@ -237,15 +237,15 @@ TEST_CASE("a batch in the backend's memory trains as the same batch from the hos
     Trainer trainer(net, backend, memory::host_resource(), options(3));
     std::vector<double> losses;
     for (int s = 0; s < 4; ++s) {
-      HostBatch batch = data.batch(8 * s, 8);
+      Batch batch = data.batch(8 * s, 8);
       batch.on_device = true;
       losses.push_back(trainer.train_step(batch).loss);
     }
     CHECK(losses == reference.losses);
     CHECK(trainer.parameters().download() == reference.parameters);
-    HostBatch device_batch = data.batch(0, 8);
+    Batch device_batch = data.batch(0, 8);
     device_batch.on_device = true;
-    CHECK_THROWS_WITH(trainer.evaluate([&, done = false]() mutable -> std::optional<HostBatch> {
+    CHECK_THROWS_WITH(trainer.evaluate([&, done = false]() mutable -> std::optional<Batch> {
       if (done) return std::nullopt;
       done = true;
       return device_batch;

@@ -70,7 +70,7 @@ Trained train(const std::string& name, const TrainerOptions& o, int steps) {
   for (int s = 0; s < steps; ++s) t.losses.push_back(trainer.train_step(data.batch(batch * s, batch)).loss);
   bool given = false;
   t.test_loss = trainer
-                    .evaluate([&]() -> std::optional<HostBatch> {
+                    .evaluate([&]() -> std::optional<Batch> {
                       if (std::exchange(given, true)) return std::nullopt;
                       return data.batch(batch * steps, 24);
                     })

@@ -74,7 +74,7 @@ Recorded run(const std::string& model) {
   for (int s = 0; s < kSteps; ++s) r.loss_bits.push_back(bits_of(trainer.train_step(data.batch(s * kBatch, kBatch)).loss));
   r.parameters_hash = fnv1a(trainer.parameters().download());
   bool given = false;
-  r.eval_loss_bits = bits_of(trainer.evaluate([&]() -> std::optional<HostBatch> {
+  r.eval_loss_bits = bits_of(trainer.evaluate([&]() -> std::optional<Batch> {
                                        if (given) return std::nullopt;
                                        given = true;
                                        return data.batch(kSteps * kBatch, 48);

@@ -82,7 +82,7 @@ TEST_CASE("an out-of-memory failure during evaluation replays that batch at a sm
     };
     for (int s = 0; s < 4; ++s) trainer.train_step(data.batch(s * 16, 16));
     auto batches = [&] {
-      return [&, next = 4]() mutable -> std::optional<HostBatch> {
+      return [&, next = 4]() mutable -> std::optional<Batch> {
         if (next == 8) return std::nullopt;
         return data.batch(16 * next++, 16);
       };

@@ -75,7 +75,7 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
     CHECK(trainer.memory_stack().staging_statistics().current_bytes == staging);
     const auto batch = loader.next();
     REQUIRE(batch);
-    CHECK(trainer.train_step(HostBatch{batch->images, batch->labels, batch->size}).samples == 64);
+    CHECK(trainer.train_step(*batch).samples == 64);
   }
   SECTION("left no room, the loader is refused by the budget") {
     Network net = make_preset("small", kImage, 4);
@@ -124,11 +124,7 @@ TEST_CASE("a model's evaluation loader stages under the model's budget", "[model
     CHECK(model.trainer().memory().loader_staging == staging);
     data::Loader loader(images, loading(), model.trainer().memory_stack().staging());
     loader.start_epoch(1);
-    const ClassEvaluation e = model.evaluate([&]() -> std::optional<HostBatch> {
-      const auto b = loader.next();
-      if (!b) return std::nullopt;
-      return HostBatch{b->images, b->labels, b->size};
-    });
+    const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
     CHECK(e.samples == 256);
     const memory::MemoryStack& stack = model.trainer().memory_stack();
     CHECK(stack.statistics().peak_bytes + stack.staging_statistics().peak_bytes <= options.memory_budget);

@@ -66,7 +66,7 @@ TEST_CASE("every strategy trains at the smallest budget the plan accepts, and on
           CHECK(report.micro_batch == planned);
         }
         int served = 0;
-        const EvalResult eval = trainer.evaluate([&]() -> std::optional<HostBatch> {
+        const EvalResult eval = trainer.evaluate([&]() -> std::optional<Batch> {
           if (served == 64) return std::nullopt;
           served += 16;
           return data.batch(served - 16, 16);

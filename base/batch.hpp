@@ -1,0 +1,34 @@
+#pragma once
+// A batch of samples: what the loader gives, what the trainer steps, evaluates and predicts on,
+// and, inside the trainer, each micro-batch it cuts a step into. One type from the data set to
+// the device, so that nothing is copied field by field on the way. It lives here, below both
+// the loader (data/) and the engine, which do not know each other.
+#include <cstddef>
+#include <cstdint>
+
+namespace cnn {
+
+struct Batch {
+  const float* images = nullptr;  // size samples, each C x H x W floats (NCHW)
+  const std::int32_t* labels = nullptr;
+  int size = 0;
+  // These `size` samples are samples first .. first + size - 1 of a batch of global_size: a
+  // data-parallel rank's share of the whole batch (share_of_batch, base/rank_share.hpp), or a
+  // micro-batch's place in its step's batch. global_size 0: the batch is all there is (first 0).
+  int first = 0;
+  int global_size = 0;
+  // The images and labels are in the backend's memory instead (a benchmark's batch, made once on
+  // the device: benchmarks/train_throughput). They are copied device to device and not checked
+  // (no pixel nor label is read on the host): the caller vouches for them. Training only.
+  bool on_device = false;
+  // Where the loader's batch sits in its epoch: its number, and whether it is the epoch's last,
+  // the one batch a trainer takes smaller than its own (a data set that its batch does not
+  // divide, without drop_last).
+  std::size_t index = 0;
+  bool last_of_epoch = false;
+
+  // The whole batch these samples belong to: global_size, or size where it is 0.
+  int whole_size() const { return global_size > 0 ? global_size : size; }
+};
+
+}  // namespace cnn
