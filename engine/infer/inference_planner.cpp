@@ -103,17 +103,20 @@ std::string format_inference_table(const MemoryBreakdown& m) {
   };
   out += "inference plan for micro-batch " + std::to_string(m.micro_batch) +
          " (forward only: each activation given back after its last reader)\n";
-  row("parameters", m.persistent[Category::parameters], "with the running statistics; no gradients, no optimizer state");
+  row("parameters", m.persistent[Category::parameters],
+      "with the running statistics; no gradients, no optimizer state");
   row("activations", m.arena_peak[Category::activations], "at the forward pass's peak");
   row("workspace", m.arena_peak[Category::workspace] + m.library,
       m.library ? "incl. " + format_bytes(m.library) + " held by libraries" : "at the forward pass's peak");
   row("data staging", m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging,
-      "input slots" + (m.input_staging ? " (" + format_bytes(m.input_staging) + " to copy the next ahead)" : std::string()) +
+      "input slots" +
+          (m.input_staging ? " (" + format_bytes(m.input_staging) + " to copy the next ahead)" : std::string()) +
           " + " + format_bytes(m.loader_staging) + " loader prefetch");
   row("planning slack", m.arena_bytes - m.lower_bound);
   char ratio[64];
   std::snprintf(ratio, sizeof ratio, "%.3f x the liveness lower bound %s",
-                m.lower_bound ? double(m.arena_bytes) / double(m.lower_bound) : 1.0, format_bytes(m.lower_bound).c_str());
+                m.lower_bound ? double(m.arena_bytes) / double(m.lower_bound) : 1.0,
+                format_bytes(m.lower_bound).c_str());
   row("arena", m.arena_bytes, ratio);
   row("total", m.total());
   if (m.budget) row("budget", m.budget, m.fits() ? "fits" : "DOES NOT FIT");

@@ -18,8 +18,8 @@ Predictor::Predictor(Network& network, Backend& backend, InferenceOptions option
 
 Predictor::Predictor(Network& network, Backend& backend, memory::MemoryResource& upstream, InferenceOptions options)
     : net_(network), backend_(backend), options_(options),
-      stack_(std::make_unique<memory::MemoryStack>(upstream, backend.staging_memory(),
-                                                   memory::MemoryOptions{options.budget, memory::Strategy::planned, {}})) {
+      stack_(std::make_unique<memory::MemoryStack>(
+          upstream, backend.staging_memory(), memory::MemoryOptions{options.budget, memory::Strategy::planned, {}})) {
   start();
 }
 
@@ -64,8 +64,8 @@ void Predictor::reserve(int b) {
     } catch (const memory::OutOfMemory& error) {
       input_.reset();
       if (b == 1)
-        throw memory::OutOfMemory("cannot reserve the inference arena even for one image: " + std::string(error.what()) +
-                                      "\n" + format_inference_table(planner_->breakdown(1)),
+        throw memory::OutOfMemory("cannot reserve the inference arena even for one image: " +
+                                      std::string(error.what()) + "\n" + format_inference_table(planner_->breakdown(1)),
                                   error.details());
       b /= 2;
     }

@@ -17,8 +17,8 @@ void check_batch_inputs(const HostBatch& batch, std::size_t sample, const char* 
   const std::size_t at = first_non_finite(batch.images, n);
   if (at < n)
     throw DataError(std::string(call) + ": sample " + std::to_string(at / sample) + " of the batch holds " +
-                    (std::isnan(batch.images[at]) ? "a NaN" : "an infinity") + " (value " + std::to_string(at % sample) +
-                    "); nothing was trained on it");
+                    (std::isnan(batch.images[at]) ? "a NaN" : "an infinity") + " (value " +
+                    std::to_string(at % sample) + "); nothing was trained on it");
 }
 
 void check_batch_labels(const HostBatch& batch, int classes) {

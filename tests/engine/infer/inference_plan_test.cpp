@@ -20,7 +20,11 @@ using memory::Category;
 
 namespace {
 
-std::size_t aligned(std::size_t bytes) { return memory::align_up(std::max<std::size_t>(bytes, 1), memory::kDefaultAlignment); }
+constexpr std::size_t kWorkspaceLimit = std::size_t{256} << 20;  // InferenceOptions' default
+
+std::size_t aligned(std::size_t bytes) {
+  return memory::align_up(std::max<std::size_t>(bytes, 1), memory::kDefaultAlignment);
+}
 
 // The most bytes live at once in a forward pass of b images, from the network alone: at the
 // forward of node t, every output produced at or before t and read at or after t, t's workspace
@@ -43,7 +47,7 @@ std::size_t forward_liveness(Network& net, Backend& backend, int b) {
       if (net.node(v).value == v && v <= t && t <= last_read[static_cast<std::size_t>(v)])
         live += aligned(net.node(v).shape.elements() * static_cast<std::size_t>(b) * sizeof(float));
     if (t >= 1 && t <= last && !net.node(t).layer->is_view())
-      if (const std::size_t w = net.node(t).layer->workspace_bytes(backend, b, ConvPass::forward, std::size_t{256} << 20))
+      if (const std::size_t w = net.node(t).layer->workspace_bytes(backend, b, ConvPass::forward, kWorkspaceLimit))
         live += aligned(w);
     most = std::max(most, live);
   }
@@ -102,7 +106,8 @@ TEST_CASE("on a chain the inference arena is the largest pair of adjacent activa
   CpuBackend backend(1);
   // One value per node: at the forward of layer t only its input, its output and its workspace
   // are live, with the labels.
-  Network net = parse_network("flatten\ndense 300\nrelu\ndense 700\nrelu\ndense 50\nrelu\ndense 4\n", Shape{1, 8, 8}, 4);
+  Network net =
+      parse_network("flatten\ndense 300\nrelu\ndense 700\nrelu\ndense 50\nrelu\ndense 4\n", Shape{1, 8, 8}, 4);
   InferenceOptions o;
   o.max_batch = 16;
   const InferencePlanner planner(net, backend, o);

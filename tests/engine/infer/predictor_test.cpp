@@ -199,7 +199,8 @@ TEST_CASE("a predictor refuses what it cannot run", "[infer][predictor]") {
   CHECK_THROWS_WITH(predictor.evaluate(batches_of(data, 0, 8)), Catch::Contains("label 9 of sample 3"));
   data.labels[3] = 1;
   data.images[2 * 144 + 5] = std::nanf("");
-  CHECK_THROWS_WITH(predictor.logits(data.images.data(), 8, logits.data()), Catch::Contains("sample 2 of the batch holds a NaN"));
+  CHECK_THROWS_WITH(predictor.logits(data.images.data(), 8, logits.data()),
+                    Catch::Contains("sample 2 of the batch holds a NaN"));
   o.max_batch = 0;
   Network other = make_preset("small", image, 4);
   CHECK_THROWS_AS(Predictor(other, backend, o), ConfigError);
