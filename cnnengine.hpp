@@ -6,6 +6,7 @@
 //   open_dataset, Loader data/                        IDX, CIFAR and image folders, batched and staged
 //   Network, layers      engine/core/network.hpp, layers/  a graph of layers; make_network for presets and files
 //   Trainer              engine/train/trainer.hpp           plans memory under a budget, trains, evaluates
+//   Predictor            engine/infer/predictor.hpp         inference on its own forward-only plan
 //   MemoryStack          memory/memory_stack.hpp      the budget, the statistics, the trace, the strategy
 //   save/read_checkpoint models/checkpoint.hpp         self-describing files, the whole state of a run
 //   Model                models/model.hpp              a saved model loaded for inference
@@ -30,6 +31,7 @@
 #include "engine/core/communicator.hpp"
 #include "engine/plan/memory_report.hpp"
 #include "engine/core/network.hpp"
+#include "engine/infer/predictor.hpp"
 #include "engine/train/optimizer.hpp"
 #include "engine/train/trainer.hpp"
 #include "layers/add.hpp"

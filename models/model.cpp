@@ -7,23 +7,15 @@
 #include "data/preprocessing.hpp"
 
 namespace cnn {
-namespace {
-
-// Inference only: plain SGD keeps no optimizer state beside the parameters.
-TrainerOptions inference_options(const ModelOptions& options) {
+InferenceOptions inference_options(const ModelOptions& options) {
   if (options.max_batch <= 0)
     throw ConfigError("ModelOptions::max_batch must be positive, got " + std::to_string(options.max_batch));
-  TrainerOptions t;
-  t.batch = options.max_batch;
-  t.memory.budget = options.memory_budget;
-  t.loader_staging = options.loader_staging;
-  t.optimizer.kind = OptimizerKind::sgd;
-  t.optimizer.momentum = 0.0f;
-  t.schedule.kind = ScheduleKind::constant;
-  return t;
+  InferenceOptions o;
+  o.max_batch = options.max_batch;
+  o.budget = options.memory_budget;
+  o.loader_staging = options.loader_staging;
+  return o;
 }
-
-}  // namespace
 
 Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions options)
     : Model(file, read_checkpoint(file), backend, options) {}
@@ -31,13 +23,11 @@ Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions o
 Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options)
     : description_(info.model),
       network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
-      trainer_(std::make_unique<Trainer>(network_, backend, inference_options(options))) {
-  load_parameters(file, network_, trainer_->parameters(), false);
+      predictor_(std::make_unique<Predictor>(network_, backend, inference_options(options))) {
+  load_parameters(file, network_, predictor_->parameters(), false);
 }
 
 Model::~Model() = default;
-
-ParameterStore& Model::parameters() { return trainer_->parameters(); }
 
 std::string Model::class_name(int c) const {
   if (c >= 0 && static_cast<std::size_t>(c) < description_.class_names.size())
@@ -48,7 +38,7 @@ std::string Model::class_name(int c) const {
 std::vector<float> Model::logits(const float* images, int count) {
   if (count < 0) throw ConfigError("Model::logits: " + std::to_string(count) + " images");
   std::vector<float> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(classes()));
-  trainer_->predict(images, count, out.data());
+  predictor_->logits(images, count, out.data());
   return out;
 }
 
@@ -63,7 +53,7 @@ std::vector<float> Model::classify(const std::filesystem::path& image) {
   return probabilities(input.data(), 1);
 }
 
-ClassEvaluation Model::evaluate(const NextBatch& next) { return trainer_->evaluate_classes(next); }
+ClassEvaluation Model::evaluate(const NextBatch& next) { return predictor_->evaluate_classes(next); }
 
 void softmax_rows(std::vector<float>& logits, int classes) {
   if (classes <= 0) throw ConfigError("softmax_rows: rows of " + std::to_string(classes) + " classes");

@@ -1,13 +1,14 @@
 #pragma once
 // A saved model ready to use, without knowing its architecture in advance: the network is read
 // from the checkpoint and built on a backend, its parameters and BatchNorm statistics loaded,
-// and an image file goes through the preprocessing the file recorded.
+// and an image file goes through the preprocessing the file recorded. It runs on a Predictor:
+// forward only, its own plan, no gradients nor optimizer state.
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/train/trainer.hpp"
+#include "engine/infer/predictor.hpp"
 #include "models/checkpoint.hpp"
 
 namespace cnn {
@@ -16,14 +17,14 @@ struct ModelOptions {
   int max_batch = 256;            // images one call takes at most at once
   std::size_t memory_budget = 0;  // 0: none
   // What a loader built after the model will stage, under the same budget, from
-  // trainer().memory_stack().staging() (data::Loader::staging_bytes_for): the plan leaves it room.
+  // memory_stack().staging() (data::Loader::staging_bytes_for): the plan leaves it room.
   std::size_t loader_staging = 0;
 };
 
 class Model {
  public:
   // Throws CheckpointError naming the file when it holds no network (weights of version 1) or
-  // does not read; the budget refuses as a trainer's does (BudgetTooSmall).
+  // does not read; a budget that cannot hold the forward pass of one image is a BudgetTooSmall.
   Model(const std::filesystem::path& file, Backend& backend, ModelOptions options = {});
   // From the file's checkpoint already read (read_checkpoint(file)), so that what it describes
   // (the input shape, the preprocessing) can size a loader before the model is planned.
@@ -46,14 +47,22 @@ class Model {
   std::vector<float> classify(const std::filesystem::path& image);
   ClassEvaluation evaluate(const NextBatch& next);
 
-  ParameterStore& parameters();
-  Trainer& trainer() { return *trainer_; }
+  ParameterStore& parameters() { return predictor_->parameters(); }
+  // The inference plan reserved (bytes by category), its micro-batch (the largest that fits the
+  // budget, at most max_batch), and the memory stack a loader stages from.
+  const MemoryBreakdown& memory() const { return predictor_->memory(); }
+  int micro_batch() const { return predictor_->micro_batch(); }
+  memory::MemoryStack& memory_stack() { return predictor_->memory_stack(); }
 
  private:
   ModelDescription description_;
   Network network_;
-  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<Predictor> predictor_;
 };
+
+// What a Model with these options plans with (InferencePlanner): train_images --plan asks it too.
+// Throws ConfigError for a max_batch below one.
+InferenceOptions inference_options(const ModelOptions& options);
 
 // Softmax of each row of `logits` (rows of `classes` values), in place.
 void softmax_rows(std::vector<float>& logits, int classes);

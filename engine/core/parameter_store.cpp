@@ -42,6 +42,7 @@ memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int 
   memory::CategoryBytes b;
   const std::size_t copies = (total - trainable) * static_cast<std::size_t>(state_copies);
   b[memory::Category::parameters] = std::max<std::size_t>(total + copies, 1) * sizeof(float);
+  if (state_copies == 0) return b;  // an inference store: the parameters alone
   b[memory::Category::parameter_gradients] = std::max<std::size_t>(trainable, 1) * sizeof(float);
   b[memory::Category::optimizer_state] = std::max<std::size_t>(trainable * static_cast<std::size_t>(slots), 1) * sizeof(float);
   return b;
@@ -72,14 +73,31 @@ memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int 
   return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots, state_copies);
 }
 
+memory::CategoryBytes ParameterStore::planned_inference_bytes(const Network& network) {
+  const Layout l = layout(network);
+  return block_sizes(l.total_floats, l.trainable_floats, 0, 0);
+}
+
 std::size_t ParameterStore::planned_parameter_floats(const Network& network) { return layout(network).total_floats; }
 
 std::size_t ParameterStore::block_bytes(memory::Category category) const { return bytes()[category]; }
 
 ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
                                int optimizer_slots, std::uint64_t seed, int state_copies)
-    : backend_(backend), slots_(optimizer_slots), state_copies_(state_copies) {
+    : ParameterStore(network, backend, resource, optimizer_slots, seed, state_copies, true) {
   if (state_copies < 1 || state_copies > 2)
+    throw ConfigError("a parameter store keeps 1 or 2 copies of its state, not " + std::to_string(state_copies));
+}
+
+std::unique_ptr<ParameterStore> ParameterStore::for_inference(const Network& network, Backend& backend,
+                                                              memory::MemoryResource& resource, std::uint64_t seed) {
+  return std::unique_ptr<ParameterStore>(new ParameterStore(network, backend, resource, 0, seed, 0, false));
+}
+
+ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
+                               int optimizer_slots, std::uint64_t seed, int state_copies, bool training)
+    : backend_(backend), training_(training), slots_(optimizer_slots), state_copies_(state_copies) {
+  if (state_copies < 0 || state_copies > 2)
     throw ConfigError("a parameter store keeps 1 or 2 copies of its state, not " + std::to_string(state_copies));
   const Layout l = layout(network);
   trainable_floats_ = l.trainable_floats;
@@ -88,8 +106,10 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
 
   using memory::Category;
   params_block_ = memory::Buffer(resource, block_bytes(Category::parameters), Category::parameters);
-  grads_block_ = memory::Buffer(resource, block_bytes(Category::parameter_gradients), Category::parameter_gradients);
-  state_block_ = memory::Buffer(resource, block_bytes(Category::optimizer_state), Category::optimizer_state);
+  if (training_) {
+    grads_block_ = memory::Buffer(resource, block_bytes(Category::parameter_gradients), Category::parameter_gradients);
+    state_block_ = memory::Buffer(resource, block_bytes(Category::optimizer_state), Category::optimizer_state);
+  }
 
   params_.resize(static_cast<std::size_t>(network.size()));
   grads_.resize(static_cast<std::size_t>(network.size()));
@@ -103,7 +123,7 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   std::vector<float> chunk(std::min(kCopyChunkFloats, std::max<std::size_t>(total_floats_, 1)));
   for (const Slot& s : l.slots) {
     params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_.floats() + s.offset, s.spec.shape};
-    if (s.spec.trainable)
+    if (s.spec.trainable && training_)
       grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_.floats() + s.offset, s.spec.shape};
     const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
     const std::size_t n = s.spec.shape.elements();
@@ -117,7 +137,9 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   if (slots_) backend_.fill(flat(state_block_.floats(), trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
 }
 
-void ParameterStore::zero_gradients() { backend_.fill(gradients(), 0.f); }
+void ParameterStore::zero_gradients() {
+  if (training_) backend_.fill(gradients(), 0.f);
+}
 
 Tensor ParameterStore::state_copy(int copy) const {
   if (copy < 0 || copy >= state_copies_)

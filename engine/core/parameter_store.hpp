@@ -3,6 +3,7 @@
 // backend's device: a checkpoint is one write, the optimizer update one call over a flat block,
 // and (later) data-parallel training one all-reduce of the gradient block.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -19,6 +20,11 @@ class ParameterStore {
   // saved copies of the non-trainable state it keeps (see save_state).
   ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
                  int optimizer_slots, std::uint64_t seed, int state_copies = 1);
+  // A predictor's store: the parameters and their state (BatchNorm running statistics) only, no
+  // gradient block, no optimizer state, no saved copy of the state (inference never changes it).
+  // grads() are empty views, gradients() and the optimizer state empty, save_state() refused.
+  static std::unique_ptr<ParameterStore> for_inference(const Network& network, Backend& backend,
+                                                       memory::MemoryResource& resource, std::uint64_t seed = 1);
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -27,7 +33,7 @@ class ParameterStore {
 
   // Flat views over every trainable parameter (with alignment padding, which stays zero).
   Tensor trainable() const { return flat(params_block_.floats(), trainable_floats_); }
-  Tensor gradients() const { return flat(grads_block_.floats(), trainable_floats_); }
+  Tensor gradients() const { return training_ ? flat(grads_block_.floats(), trainable_floats_) : Tensor{}; }
   Tensor optimizer_slot(int slot) const {
     return flat(state_block_.floats() + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
   }
@@ -43,6 +49,10 @@ class ParameterStore {
   static int state_copies_for(const Backend& backend) { return backend.copies_overlap_compute() ? 2 : 1; }
   // The bytes a store for this network and optimizer would take, without allocating.
   static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots, int state_copies = 1);
+  // The bytes of for_inference's store: the parameters alone.
+  static memory::CategoryBytes planned_inference_bytes(const Network& network);
+  // False for an inference store.
+  bool has_gradients() const { return training_; }
   // floats(Block::parameters) of a store for this network, without allocating.
   static std::size_t planned_parameter_floats(const Network& network);
 
@@ -76,6 +86,8 @@ class ParameterStore {
   static constexpr std::size_t kCopyChunkFloats = std::size_t{1} << 18;  // 1 MiB
 
  private:
+  ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource, int optimizer_slots,
+                 std::uint64_t seed, int state_copies, bool training);
   static Tensor flat(float* data, std::size_t n) { return Tensor{data, Shape{static_cast<int>(n)}}; }
   struct Slot {
     int node;
@@ -94,8 +106,9 @@ class ParameterStore {
   Tensor state_copy(int copy) const;
 
   Backend& backend_;
+  bool training_;
   int slots_;
-  int state_copies_;
+  int state_copies_;  // 0 in an inference store
   std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
   memory::Buffer params_block_, grads_block_, state_block_;
   std::vector<std::vector<Tensor>> params_, grads_;

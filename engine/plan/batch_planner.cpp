@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "engine/plan/detail/cost_model.hpp"
+#include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/plan/detail/micro_batch_plan.hpp"
 #include "engine/plan/detail/recompute_search.hpp"
@@ -218,21 +219,7 @@ int BatchPlanner::largest_fitting(int limit) const { return largest_fitting(limi
 
 int BatchPlanner::largest_fitting(int limit, RecomputePolicy policy) const {
   if (options_.memory.budget == 0) return limit;
-  auto fits = [&](int b) { return breakdown(b, policy).fits(); };
-  if (limit < smallest_ || !fits(smallest_)) return 0;
-  int lo = smallest_, hi = limit;  // the plan grows with the micro-batch: bisect
-  while (lo < hi) {
-    const int mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid)) lo = mid;
-    else hi = mid - 1;
-  }
-  // It grows only nearly monotonically: the greedy planner's arena may dip by a few KiB from
-  // one micro-batch to the next. Look a little above for one that fits after all (the window
-  // moves up with each one found).
-  constexpr int kLookAbove = 8;
-  for (int b = lo + 1; b <= limit && b <= lo + kLookAbove; ++b)
-    if (fits(b)) lo = b;
-  return lo;
+  return largest_fitting_micro_batch(smallest_, limit, [&](int b) { return breakdown(b, policy).fits(); });
 }
 
 std::vector<MemoryBreakdown> BatchPlanner::weighed_micro_batches() const {

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <optional>
 
-#include "base/detail/finite.hpp"
 #include "base/rank_share.hpp"
+#include "engine/core/detail/batch_checks.hpp"
 #include "engine/core/detail/counter_rng.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/core/detail/input_stager.hpp"
@@ -209,17 +209,7 @@ ParameterStore& Trainer::parameters() {
 }
 
 void Trainer::check_inputs(const Batch& batch, const char* call) const {
-  if (batch.size <= 0 || batch.on_device) return;
-  if (!batch.images || !batch.labels)
-    throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
-                      (batch.images ? "labels" : "images"));
-  const std::size_t sample = net_.input_shape().elements();
-  const std::size_t n = sample * static_cast<std::size_t>(batch.size);
-  const std::size_t at = first_non_finite(batch.images, n);
-  if (at < n)
-    throw DataError(std::string(call) + ": sample " + std::to_string(at / sample) + " of the batch holds " +
-                    (std::isnan(batch.images[at]) ? "a NaN" : "an infinity") + " (value " + std::to_string(at % sample) +
-                    "); nothing was trained on it");
+  check_batch_inputs(batch, net_.input_shape().elements(), call);
 }
 
 void Trainer::maybe_regrow() {
@@ -240,14 +230,7 @@ void Trainer::maybe_regrow() {
                 std::to_string(micro_batch_));
 }
 
-void Trainer::check_labels(const Batch& batch) const {
-  if (batch.on_device) return;
-  const int classes = net_.num_classes();
-  for (int i = 0; i < batch.size; ++i)
-    if (batch.labels[i] < 0 || batch.labels[i] >= classes)
-      throw DataError("label " + std::to_string(batch.labels[i]) + " of sample " + std::to_string(i) +
-                      " is outside the " + std::to_string(classes) + " classes of the network");
-}
+void Trainer::check_labels(const Batch& batch) const { check_batch_labels(batch, net_.num_classes()); }
 
 int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits) {
   if (batch.size == 0) return 0;  // a data-parallel rank's empty share
@@ -530,12 +513,7 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
     loss_sum += host[0];
     correct += host[1];
     result.samples += static_cast<std::size_t>(batch->size);
-    if (classes)
-      for (int i = 0; i < batch->size; ++i) {
-        const float* row = logits.data() + static_cast<std::size_t>(i) * count;
-        const auto predicted = static_cast<std::size_t>(std::max_element(row, row + count) - row);
-        ++classes->confusion[static_cast<std::size_t>(batch->labels[i])][predicted];
-      }
+    if (classes) count_predictions(classes->confusion, logits.data(), batch->labels, batch->size);
   }
   if (replicas_) {
     // Each rank evaluated its share of the batches: the result is every rank's.
@@ -579,45 +557,6 @@ void Trainer::predict(const float* images, int count, float* logits) {
       throw;
     }
   }
-}
-
-namespace {
-
-void check_class(const ClassEvaluation& e, int c) {
-  if (c < 0 || static_cast<std::size_t>(c) >= e.confusion.size())
-    throw ConfigError("class " + std::to_string(c) + " of an evaluation of " + std::to_string(e.confusion.size()) +
-                      " classes");
-}
-
-}  // namespace
-
-double ClassEvaluation::precision(int c) const {
-  check_class(*this, c);
-  std::size_t predicted = 0;
-  for (const auto& row : confusion) predicted += row[static_cast<std::size_t>(c)];
-  const std::size_t right = confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(c)];
-  return predicted ? static_cast<double>(right) / static_cast<double>(predicted) : 0.0;
-}
-
-double ClassEvaluation::recall(int c) const {
-  check_class(*this, c);
-  const auto& row = confusion[static_cast<std::size_t>(c)];
-  std::size_t actual = 0;
-  for (std::size_t n : row) actual += n;
-  return actual ? static_cast<double>(row[static_cast<std::size_t>(c)]) / static_cast<double>(actual) : 0.0;
-}
-
-double ClassEvaluation::class_accuracy(int c) const {
-  check_class(*this, c);
-  // One against the rest: right are the samples of c predicted as c and the others predicted as not c.
-  std::size_t total = 0, wrong = 0;
-  const auto k = static_cast<std::size_t>(c);
-  for (std::size_t t = 0; t < confusion.size(); ++t)
-    for (std::size_t p = 0; p < confusion[t].size(); ++p) {
-      total += confusion[t][p];
-      if ((t == k) != (p == k)) wrong += confusion[t][p];
-    }
-  return total ? static_cast<double>(total - wrong) / static_cast<double>(total) : 0.0;
 }
 
 void Trainer::finish() {

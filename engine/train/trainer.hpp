@@ -14,7 +14,10 @@
 #include "base/batch.hpp"
 #include "base/error.hpp"
 #include "engine/plan/batch_planner.hpp"
+#include "engine/plan/budget_too_small.hpp"
 #include "engine/core/communicator.hpp"
+#include "engine/core/evaluation.hpp"
+#include "engine/core/next_batch.hpp"
 #include "engine/core/layer.hpp"
 #include "engine/plan/memory_report.hpp"
 #include "engine/train/optimizer.hpp"
@@ -63,13 +66,6 @@ struct TrainerOptions : BatchPlanOptions {
 // the trainer's.
 BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network);
 
-// Refusal before step 1: the plan cannot fit the budget even at the smallest micro-batch.
-class BudgetTooSmall : public memory::OutOfMemory {
- public:
-  BudgetTooSmall(std::string message, memory::OutOfMemoryDetails details)
-      : OutOfMemory(std::move(message), std::move(details)) {}
-};
-
 // A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
 // the optimizer state are as they were before the step.
 class TrainingDiverged : public Error {
@@ -82,9 +78,6 @@ class TrainingDiverged : public Error {
   long step_;
   double loss_;
 };
-
-// The batches of an evaluation, one a call, until it returns nullopt (a loader's next()).
-using NextBatch = std::function<std::optional<Batch>()>;
 
 struct StepReport {
   long step = 0;        // this step's number: optimizer steps up to it
@@ -109,21 +102,6 @@ struct TrainerState {
   long steps = 0;        // optimizer steps taken: the schedule's position, dropout's seed, AdamW's count
   int micro_batch = 0;   // in use now (below the planned one for a while after a recovery)
   long good_steps = 0;   // steps since the last recovery (the micro-batch grows back after enough)
-};
-
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-  std::size_t samples = 0;
-};
-
-// An evaluation with the confusion matrix: for each class, its precision (of the samples
-// predicted as it, those that are), recall (of its samples, those predicted as it) and accuracy
-// (of all samples, those it gets right as one against the rest).
-struct ClassEvaluation : EvalResult {
-  std::vector<std::vector<std::size_t>> confusion;  // [true class][predicted class]
-  double precision(int c) const;
-  double recall(int c) const;
-  double class_accuracy(int c) const;
 };
 
 class Trainer {

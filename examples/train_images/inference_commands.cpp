@@ -11,6 +11,7 @@
 #include "memory_budget.hpp"
 #include "metrics_file.hpp"
 #include "output_paths.hpp"
+#include "plan_report.hpp"
 #include "train_command.hpp"
 #include "training_loop.hpp"
 #include "usage_error.hpp"
@@ -37,6 +38,13 @@ ModelOptions model_options(const Options& o, const Backend& backend) {
   m.max_batch = o.batch;
   m.memory_budget = memory_budget_of(o, backend, 1, false);
   return m;
+}
+
+// --plan with --evaluate or --predict: the plan of the model's inference, nothing allocated.
+int print_model_plan(const Options& o, const CheckpointInfo& info, Backend& backend, const ModelOptions& settings) {
+  Network network = checkpoint_network(info, o.load, static_cast<int>(info.model.class_names.size()));
+  std::cout << "model: " << o.load << "\n";
+  return print_inference_plan(network, backend, inference_options(settings));
 }
 
 // The names of the model's classes, printed at most `width` characters wide.
@@ -125,12 +133,13 @@ int evaluate_command(const Options& o) {
   options.normalization = pre.normalization;
   ModelOptions model_settings = model_options(o, *device.backend);
   model_settings.loader_staging = data::Loader::staging_bytes_for(test, options);
+  if (o.plan_only) return print_model_plan(o, info, *device.backend, model_settings);
   Model model(o.load, info, *device.backend, model_settings);
   if (test.num_classes() != model.classes() ||
       (!model.description().class_names.empty() && test.class_names() != model.description().class_names))
     throw UsageError("--evaluate: the classes of " + o.data + " are not the model's");
   std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
-  data::Loader loader(test, options, model.trainer().memory_stack().staging());
+  data::Loader loader(test, options, model.memory_stack().staging());
   loader.start_epoch(1);
   const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
   print_evaluation(model, e);
@@ -145,6 +154,11 @@ int predict_command(const Options& o) {
   for (const std::string& path : o.predict) inputs.push_back({"--predict", path});
   check_metrics_out(o, inputs);
   DeviceChoice device = device_for(o);
+  if (o.plan_only) {
+    const CheckpointInfo info = read_checkpoint(o.load);
+    require_network(info, o.load);
+    return print_model_plan(o, info, *device.backend, model_options(o, *device.backend));
+  }
   Model model(o.load, *device.backend, model_options(o, *device.backend));
   MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   const int top = std::min(o.top, model.classes());

@@ -73,7 +73,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--std", o.std, "per-channel standard deviations to divide by")->delimiter(',');
   app.add_flag("--quiet", o.quiet, "no progress bar");
   app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
-  app.add_flag("--plan", o.plan_only, "print the memory plan and exit");
+  app.add_flag("--plan", o.plan_only,
+               "print the memory plan and exit (with --evaluate or --predict: the inference plan)");
   app.add_option("--trace", o.trace, "record every device allocation and release to this file "
                                      "(memory::read_trace reads it, memory::replay runs it on any strategy)");
   app.add_option("--plot", o.plot, "a PNG of the learning curves (gnuplot), rewritten after every epoch");

@@ -98,4 +98,21 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
   return 0;
 }
 
+int print_inference_plan(Network& network, Backend& backend, const InferenceOptions& o) {
+  const InferencePlanner planner(network, backend, o);
+  std::vector<MemoryBreakdown> rows;
+  for (int b = 1; b < o.max_batch; b *= 2) rows.push_back(planner.breakdown(b));
+  rows.push_back(planner.breakdown(o.max_batch));
+  std::cout << "inference: forward only, no gradients, no optimizer state\n" << format_micro_batch_table(rows);
+  const int b = planner.largest_fitting();
+  if (b == 0) {
+    std::cout << "not one image fits the budget of " << memory::format_bytes(o.budget) << "\n"
+              << format_inference_table(planner.breakdown(1));
+    return 3;
+  }
+  std::cout << "largest micro-batch that fits: " << b << (o.budget ? "" : " (no budget: the batch asked for)") << "\n"
+            << format_inference_table(planner.breakdown(b));
+  return 0;
+}
+
 }  // namespace cnn::app

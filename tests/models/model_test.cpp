@@ -2,10 +2,12 @@
 // outputs as the trainer that saved it, and image files preprocessed as recorded.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,11 @@ TEST_CASE("a model loaded from its file gives the outputs of the trainer that sa
   trainer.predict(data.images.data() + 16 * image.elements(), 8, expected.data());
   CHECK(model.logits(data.images.data() + 16 * image.elements(), 8) == expected);
 
+  // Planned for inference alone: no gradients, no optimizer state, a forward-only arena.
+  CHECK(model.memory().persistent[memory::Category::parameter_gradients] == 0);
+  CHECK(model.memory().persistent[memory::Category::optimizer_state] == 0);
+  CHECK(model.micro_batch() == 256);
+
   const std::vector<float> p = model.probabilities(data.images.data() + 16 * image.elements(), 8);
   for (int i = 0; i < 8; ++i) CHECK(std::accumulate(p.begin() + 3 * i, p.begin() + 3 * i + 3, 0.0f) == Approx(1.0f));
 
@@ -91,6 +98,53 @@ TEST_CASE("a model file whose network text was altered is refused before its mem
   } catch (const CheckpointError& e) {
     CHECK_THAT(e.what(), Catch::Contains("its network has 136000000016 parameters but the file holds"));
     CHECK_THAT(e.what(), Catch::Contains("corrupt or was altered"));
+  }
+}
+
+TEST_CASE("a model evaluates as the trainer that saved it, to the bit", "[models]") {
+  t::TempFolder dir;
+  const Shape image{1, 8, 8};
+  CpuBackend backend(2);
+  Network net = make_preset("small-bn", image, 3);
+  Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(8));
+  const testing::SyntheticData data(40, image, 3, 9);
+  for (int s = 0; s < 2; ++s) trainer.train_step(data.batch(s * 8, 8));
+  save_checkpoint(dir / "m.ckpt", net, trainer.parameters(), describe_model(net));
+  auto batches = [&] {
+    return [&, next = 16]() mutable -> std::optional<Batch> {
+      if (next >= 40) return std::nullopt;
+      const Batch b = data.batch(next, std::min(8, 40 - next));
+      next += 8;
+      return b;
+    };
+  };
+  ModelOptions options;
+  options.max_batch = 8;  // the trainer's micro-batch
+  Model model(dir / "m.ckpt", backend, options);
+  const ClassEvaluation want = trainer.evaluate_classes(batches());
+  const ClassEvaluation have = model.evaluate(batches());
+  CHECK(have.samples == 24);
+  CHECK(have.loss == want.loss);
+  CHECK(have.accuracy == want.accuracy);
+  CHECK(have.confusion == want.confusion);
+  // At the same micro-batch, far less than the trainer reserved.
+  CHECK(model.micro_batch() == trainer.micro_batch());
+  CHECK(model.memory().arena_bytes < trainer.memory().arena_bytes);
+  CHECK(model.memory().total() < trainer.memory().total());
+}
+
+TEST_CASE("a model under a budget too small for one image's inference is refused with its table", "[models][budget]") {
+  t::TempFolder dir;
+  save_small_model(dir / "m.ckpt");
+  CpuBackend backend(1);
+  ModelOptions options;
+  options.memory_budget = 4096;
+  try {
+    Model model(dir / "m.ckpt", backend, options);
+    FAIL("a budget of 4 KiB held a model");
+  } catch (const BudgetTooSmall& e) {
+    CHECK_THAT(e.what(), Catch::Contains("inference even for one image"));
+    CHECK_THAT(e.what(), Catch::Contains("inference plan for micro-batch 1"));
   }
 }
 

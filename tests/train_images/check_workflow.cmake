@@ -1,7 +1,8 @@
 # The workflow after training: the model a run saved is evaluated (the accuracy the
-# run printed), classifies a folder of PNGs, and its learning curves were drawn.
+# run printed), classifies a folder of PNGs, and its learning curves were drawn; --plan with
+# --evaluate or --predict prints the model's inference plan, not a training one.
 #   -DTRAIN=<train_images> -DWORK=<folder of the fixture run: run.ckpt, run.jsonl, curves.png>
-#   -DSTEP=evaluate|predict|plot|export   -DIMAGES=<folder of PNGs> (predict)
+#   -DSTEP=evaluate|predict|plot|export|plan   -DIMAGES=<folder of PNGs> (predict, plan)
 #   -DHAVE_ONNX=ON|OFF (export: whether this build exports; without, the refusal is checked)
 function(run out_var)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
@@ -50,6 +51,20 @@ elseif(STEP STREQUAL "predict")
     message(FATAL_ERROR "the grey and the RGB copy of one image are classified differently:\n${out}")
   endif()
   message(STATUS "${count} images classified:\n${out}")
+elseif(STEP STREQUAL "plan")
+  foreach(command "--evaluate" "--predict;${IMAGES}")
+    run(out ${TRAIN} ${command} --load ${WORK}/run.ckpt --threads 2 --plan)
+    if(NOT out MATCHES "inference: forward only" OR NOT out MATCHES "inference plan for micro-batch 64 "
+       OR out MATCHES "parameter gradients|optimizer state  |test loss|probabilities")
+      message(FATAL_ERROR "${command} --plan printed no inference plan, or a training one, or ran:\n${out}")
+    endif()
+  endforeach()
+  execute_process(COMMAND ${TRAIN} --evaluate --load ${WORK}/run.ckpt --threads 2 --plan --memory-budget 16KiB
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 3 OR NOT out MATCHES "not one image fits the budget of 16.00 KiB")
+    message(FATAL_ERROR "--evaluate --plan under a budget too small did not say so with exit 3 (${rc}):\n${out}${err}")
+  endif()
+  message(STATUS "the inference plan:\n${out}")
 elseif(STEP STREQUAL "export")
   # An ONNX file is a protobuf ModelProto: field 1 (ir_version, a varint) first, then the graph
   # with our input and output names. onnxruntime runs such files in onnx_export_matches_onnxruntime.

@@ -4,7 +4,9 @@
 // and their offsets in the step arena. Time runs through the step's operations
 // (step_schedule.hpp): 0 input copy, i forward of node i (1..L), L+1 loss, then backward in
 // reverse, each recomputation one step of its own just before the backward that first reads it.
-// Without recomputation backward of node i runs at 2L+2-i.
+// Without recomputation backward of node i runs at 2L+2-i. A plan with `training` false is the
+// forward-only mode inference runs on (engine/infer): no gradients, nothing saved for backward,
+// each output given back after its last forward reader.
 #include <vector>
 
 #include "engine/plan/detail/step_schedule.hpp"

@@ -114,25 +114,25 @@ TEST_CASE("a model's evaluation loader stages under the model's budget", "[model
   const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
   ModelOptions options;
   options.max_batch = 64;
-  const std::size_t planned = Model(dir / "m.ckpt", info, backend, options).trainer().memory().total();
+  const std::size_t planned = Model(dir / "m.ckpt", info, backend, options).memory().total();
 
   SECTION("left room by loader_staging, the loader fits and the evaluation runs") {
     options.memory_budget = planned + staging;
     options.loader_staging = staging;
     Model model(dir / "m.ckpt", info, backend, options);
-    CHECK(model.trainer().micro_batch() == 64);
-    CHECK(model.trainer().memory().loader_staging == staging);
-    data::Loader loader(images, loading(), model.trainer().memory_stack().staging());
+    CHECK(model.micro_batch() == 64);
+    CHECK(model.memory().loader_staging == staging);
+    data::Loader loader(images, loading(), model.memory_stack().staging());
     loader.start_epoch(1);
     const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
     CHECK(e.samples == 256);
-    const memory::MemoryStack& stack = model.trainer().memory_stack();
+    const memory::MemoryStack& stack = model.memory_stack();
     CHECK(stack.statistics().peak_bytes + stack.staging_statistics().peak_bytes <= options.memory_budget);
   }
   SECTION("left no room, the loader is refused by the budget") {
     options.memory_budget = planned;
     Model model(dir / "m.ckpt", info, backend, options);
-    CHECK_THROWS_AS(data::Loader(images, loading(), model.trainer().memory_stack().staging()), memory::OutOfMemory);
+    CHECK_THROWS_AS(data::Loader(images, loading(), model.memory_stack().staging()), memory::OutOfMemory);
   }
 }
 

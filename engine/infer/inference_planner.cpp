@@ -1,0 +1,126 @@
+#include "engine/infer/inference_planner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "base/error.hpp"
+#include "engine/core/detail/input_stager.hpp"
+#include "engine/core/parameter_store.hpp"
+#include "engine/infer/detail/forward_slots.hpp"
+#include "engine/infer/detail/inference_plan.hpp"
+#include "engine/plan/detail/largest_fitting.hpp"
+#include "memory/bytes.hpp"
+
+namespace cnn {
+namespace {
+
+InferencePlan plan_with_workspace(const InferencePlanner& planner, int micro_batch, std::size_t workspace_limit) {
+  Network& net = planner.network();
+  Backend& backend = planner.backend();
+  const InferenceOptions& options = planner.options();
+  InferencePlan p;
+  p.step = plan_step(net, backend, micro_batch, false, workspace_limit);
+  MemoryBreakdown& m = p.breakdown;
+  m.micro_batch = micro_batch;
+  m.persistent = ParameterStore::planned_inference_bytes(net);
+  m.persistent[memory::Category::other] += sizeof(ForwardSlots);
+  m.arena_peak = p.step.plan.peak_by_category;
+  m.arena_bytes = p.step.arena_bytes();
+  m.lower_bound = p.step.plan.lower_bound_bytes;
+  m.loader_staging = options.loader_staging;
+  m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);
+  m.library = backend.library_reserved_bytes();
+  m.budget = options.budget;
+  m.workspace_limit = workspace_limit;
+  return p;
+}
+
+std::size_t largest_workspace(const StepPlan& plan) {
+  std::size_t largest = 0;
+  for (const memory::BufferRequest& r : plan.requests)
+    if (r.category == memory::Category::workspace) largest = std::max(largest, r.bytes);
+  return largest;
+}
+
+}  // namespace
+
+InferencePlan plan_inference(const InferencePlanner& planner, int micro_batch) {
+  const InferenceOptions& options = planner.options();
+  if (options.budget == 0) return plan_with_workspace(planner, micro_batch, options.workspace_limit);
+  // As the training planner does: no workspace above the whole budget, then rounds that ask the
+  // largest workspace to give up what the plan is over (that workspace may not be live at the
+  // peak, hence rounds); a backend with nothing leaner (the CPU's im2col) stops at once.
+  InferencePlan p = plan_with_workspace(planner, micro_batch, std::min(options.workspace_limit, options.budget));
+  for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
+    const std::size_t largest = largest_workspace(p.step);
+    if (largest == 0) break;
+    const std::size_t over = p.breakdown.total() - p.breakdown.budget;
+    InferencePlan smaller = plan_with_workspace(planner, micro_batch, largest > over ? largest - over : 0);
+    if (smaller.breakdown.total() >= p.breakdown.total()) break;
+    p = std::move(smaller);
+  }
+  return p;
+}
+
+InferencePlanner::InferencePlanner(Network& network, Backend& backend, InferenceOptions options)
+    : net_(network), backend_(backend), options_(options) {
+  if (options_.max_batch <= 0)
+    throw ConfigError("an inference's max_batch must be positive, got " + std::to_string(options_.max_batch));
+  constexpr int kLargestBatch = 1 << 24;  // as a trainer's: sums of sample counts stay in an int
+  if (options_.max_batch > kLargestBatch)
+    throw ConfigError("an inference's max_batch of " + std::to_string(options_.max_batch) + ": at most " +
+                      std::to_string(kLargestBatch) + " are taken");
+  constexpr std::size_t kLargestBytes = std::size_t{1} << 60;
+  if (options_.loader_staging > kLargestBytes)
+    throw ConfigError("loader staging of " + std::to_string(options_.loader_staging) +
+                      " bytes: more than any memory holds");
+  if (net_.size() <= 1) throw ConfigError("the network has no layers: nothing to run");
+  if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
+}
+
+MemoryBreakdown InferencePlanner::breakdown(int micro_batch) const {
+  if (micro_batch <= 0) throw ConfigError("an inference plan for " + std::to_string(micro_batch) + " images");
+  auto known = breakdowns_.find(micro_batch);
+  if (known == breakdowns_.end())
+    known = breakdowns_.emplace(micro_batch, plan_inference(*this, micro_batch).breakdown).first;
+  return known->second;
+}
+
+int InferencePlanner::largest_fitting() const {
+  if (options_.budget == 0) return options_.max_batch;
+  return largest_fitting_micro_batch(1, options_.max_batch, [&](int b) { return breakdown(b).fits(); });
+}
+
+std::string format_inference_table(const MemoryBreakdown& m) {
+  using memory::Category;
+  using memory::format_bytes;
+  std::string out;
+  auto row = [&](const char* name, std::size_t bytes, const std::string& note = "") {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %12s  %s\n", name, format_bytes(bytes).c_str(), note.c_str());
+    out += line;
+  };
+  out += "inference plan for micro-batch " + std::to_string(m.micro_batch) +
+         " (forward only: each activation given back after its last reader)\n";
+  row("parameters", m.persistent[Category::parameters],
+      "with the running statistics; no gradients, no optimizer state");
+  row("activations", m.arena_peak[Category::activations], "at the forward pass's peak");
+  row("workspace", m.arena_peak[Category::workspace] + m.library,
+      m.library ? "incl. " + format_bytes(m.library) + " held by libraries" : "at the forward pass's peak");
+  row("data staging", m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging,
+      "input slots" +
+          (m.input_staging ? " (" + format_bytes(m.input_staging) + " to copy the next ahead)" : std::string()) +
+          " + " + format_bytes(m.loader_staging) + " loader prefetch");
+  row("planning slack", m.arena_bytes - m.lower_bound);
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, "%.3f x the liveness lower bound %s",
+                m.lower_bound ? double(m.arena_bytes) / double(m.lower_bound) : 1.0,
+                format_bytes(m.lower_bound).c_str());
+  row("arena", m.arena_bytes, ratio);
+  row("total", m.total());
+  if (m.budget) row("budget", m.budget, m.fits() ? "fits" : "DOES NOT FIT");
+  return out;
+}
+
+}  // namespace cnn

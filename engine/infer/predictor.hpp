@@ -1,0 +1,78 @@
+#pragma once
+// Inference on its own plan: a network's outputs and its evaluation, with no training memory.
+// A Predictor plans forward only (InferencePlanner), chooses the largest micro-batch that fits
+// the budget (at most max_batch), and reserves the parameters (no gradients, no optimizer state)
+// and one arena once; a call after that allocates nothing. BatchNorm runs on its running
+// statistics, dropout is the identity.
+#include <memory>
+#include <vector>
+
+#include "engine/core/evaluation.hpp"
+#include "engine/core/next_batch.hpp"
+#include "engine/core/parameter_store.hpp"
+#include "engine/infer/inference_planner.hpp"
+#include "engine/plan/budget_too_small.hpp"
+#include "memory/buffer.hpp"
+#include "memory/memory_stack.hpp"
+
+namespace cnn {
+
+class InputStager;
+class ForwardPass;
+struct InferencePlan;
+
+class Predictor {
+ public:
+  // Memory from the backend's device through a memory stack of its own: the budget caps the
+  // parameters, the arena, the libraries' workspaces and the loaders' staging together. A loader
+  // stages from memory_stack().staging(); options.loader_staging leaves it room in the plan
+  // (data::Loader::staging_bytes_for), or it is refused. Throws BudgetTooSmall, with the byte
+  // table, where not even one image fits. The parameters start as a trainer's would from seed 1:
+  // load them (load_parameters) before use.
+  Predictor(Network& network, Backend& backend, InferenceOptions options = {});
+  // The same stack over `upstream` instead (to count or fail its calls).
+  Predictor(Network& network, Backend& backend, memory::MemoryResource& upstream, InferenceOptions options = {});
+  ~Predictor();
+  Predictor(const Predictor&) = delete;
+  Predictor& operator=(const Predictor&) = delete;
+
+  // For `count` images (host floats, NCHW of the input shape): count x classes floats into
+  // `logits`, in micro-batches of at most micro_batch().
+  void logits(const float* images, int count, float* logits);
+  // Over every batch `next` gives: the mean loss and accuracy, and with evaluate_classes the
+  // confusion matrix.
+  EvalResult evaluate(const NextBatch& next);
+  ClassEvaluation evaluate_classes(const NextBatch& next);
+
+  ParameterStore& parameters() { return *params_; }
+  const ParameterStore& parameters() const { return *params_; }
+  // The plan reserved: bytes by category at micro_batch().
+  const MemoryBreakdown& memory() const { return breakdown_; }
+  int micro_batch() const { return breakdown_.micro_batch; }
+  const InferencePlanner& planner() const { return *planner_; }
+  memory::MemoryStack& memory_stack() { return *stack_; }
+
+ private:
+  void start();
+  // Reserves the arena at b, or the next smaller micro-batch where the device holds less than
+  // the plan (another process); at 1 the failure with the byte table.
+  void reserve(int micro_batch);
+  EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
+
+  Network& net_;
+  Backend& backend_;
+  InferenceOptions options_;
+  std::unique_ptr<memory::MemoryStack> stack_;
+  std::unique_ptr<InferencePlanner> planner_;
+  std::unique_ptr<ParameterStore> params_;
+  memory::Buffer slots_;  // ForwardSlots
+  std::unique_ptr<InputStager> input_;
+  std::unique_ptr<InferencePlan> plan_;
+  MemoryBreakdown breakdown_;
+  memory::Buffer arena_;
+  std::unique_ptr<ForwardPass> pass_;
+  std::vector<std::int32_t> zero_labels_;  // a micro-batch's: logits() runs no loss, yet stages labels
+  std::vector<float> batch_logits_;        // a micro-batch's, for the confusion matrix
+};
+
+}  // namespace cnn

@@ -1,0 +1,20 @@
+#include "engine/plan/detail/largest_fitting.hpp"
+
+namespace cnn {
+
+int largest_fitting_micro_batch(int smallest, int limit, const std::function<bool(int)>& fits) {
+  if (limit < smallest || !fits(smallest)) return 0;
+  int lo = smallest, hi = limit;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  // The window moves up with each one found.
+  constexpr int kLookAbove = 8;
+  for (int b = lo + 1; b <= limit && b <= lo + kLookAbove; ++b)
+    if (fits(b)) lo = b;
+  return lo;
+}
+
+}  // namespace cnn
