@@ -16,11 +16,18 @@ TrainerOptions inference_options(const ModelOptions& options) {
   TrainerOptions t;
   t.batch = options.max_batch;
   t.memory.budget = options.memory_budget;
-  t.loader_staging = options.loader_staging;
   t.optimizer.kind = OptimizerKind::sgd;
   t.optimizer.momentum = 0.0f;
   t.schedule.kind = ScheduleKind::constant;
   return t;
+}
+
+// The model's memory stack, with room booked for the evaluation loader built after it.
+std::unique_ptr<memory::MemoryStack> model_stack(Backend& backend, const ModelOptions& options) {
+  auto stack = std::make_unique<memory::MemoryStack>(backend.device_memory(), backend.staging_memory(),
+                                                     inference_options(options).memory);
+  stack->book_staging(options.loader_staging);
+  return stack;
 }
 
 }  // namespace
@@ -31,7 +38,8 @@ Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions o
 Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options)
     : description_(info.model),
       network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
-      trainer_(std::make_unique<Trainer>(network_, backend, inference_options(options))) {
+      stack_(model_stack(backend, options)),
+      trainer_(std::make_unique<Trainer>(network_, backend, *stack_, inference_options(options))) {
   load_parameters(file, network_, trainer_->parameters(), false);
 }
 

@@ -52,6 +52,7 @@ class Model {
  private:
   ModelDescription description_;
   Network network_;
+  std::unique_ptr<memory::MemoryStack> stack_;  // its budget's account: the loader's room booked there
   std::unique_ptr<Trainer> trainer_;
 };
 

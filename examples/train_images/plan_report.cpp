@@ -56,8 +56,8 @@ void print_weighed(const BatchPlanner& planner, int chosen) {
 
 }  // namespace
 
-int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
-  const BatchPlanner planner(network, backend, planning_options(t, network));
+int print_plan(Network& network, Backend& backend, const TrainerOptions& t, const memory::MemoryStack& stack) {
+  const BatchPlanner planner(network, backend, planning_options(t, network, backend, stack));
   std::vector<int> sizes;
   for (int b = 1; b < t.batch; b *= 2) sizes.push_back(b);
   sizes.push_back(t.batch);

@@ -5,7 +5,8 @@
 
 namespace cnn::app {
 
+// As a trainer with `options` on `stack` would plan (the loaders its account counts included).
 // Returns the process exit code: 0, or 3 when nothing fits the budget.
-int print_plan(Network& network, Backend& backend, const TrainerOptions& options);
+int print_plan(Network& network, Backend& backend, const TrainerOptions& options, const memory::MemoryStack& stack);
 
 }  // namespace cnn::app
