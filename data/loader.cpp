@@ -11,6 +11,7 @@
 #include "data/detail/random.hpp"
 #include "memory/buffer.hpp"
 #include "memory/bytes.hpp"
+#include "memory/memory_stack.hpp"
 
 namespace cnn::data {
 namespace {

@@ -14,7 +14,10 @@
 #include "data/dataset.hpp"
 #include "data/preprocessing.hpp"
 #include "memory/memory_resource.hpp"
-#include "memory/memory_stack.hpp"
+
+namespace cnn::memory {
+class MemoryStack;
+}
 
 namespace cnn::data {
 
