@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
       options.batch = 64;
       {
         cnn::Network net = cnn::parse_network(text, image, 10);
-        const cnn::BatchPlanner unbounded(net, backend, cnn::planning_options(options, net));
+        const cnn::BatchPlanner unbounded(net, backend, cnn::planning_options(options, net, backend));
         options.memory.budget = unbounded.breakdown(8).total();
       }
       for (cnn::RecomputePolicy policy :
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
         cnn::Network net = cnn::parse_network(text, image, 10);
         options.recompute = policy;
         const auto start = Clock::now();
-        const cnn::BatchPlanner planner(net, backend, cnn::planning_options(options, net));
+        const cnn::BatchPlanner planner(net, backend, cnn::planning_options(options, net, backend));
         const int chosen = planner.choose();
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         const cnn::MemoryBreakdown m = planner.breakdown(chosen > 0 ? chosen : 1);

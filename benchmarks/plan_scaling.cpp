@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     options.batch = 64;
     options.memory.budget = plan.plan.arena_bytes * 4;  // the choice bisects over micro-batches
     start = Clock::now();
-    const int chosen = cnn::BatchPlanner(net, backend, cnn::planning_options(options, net)).choose();
+    const int chosen = cnn::BatchPlanner(net, backend, cnn::planning_options(options, net, backend)).choose();
     const double choose = seconds_since(start);
     start = Clock::now();
     const cnn::Trainer trainer(net, backend, options);

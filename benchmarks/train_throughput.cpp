@@ -97,7 +97,8 @@ struct SyntheticBatch {
 };
 
 // The batch where the trainer takes it from: its stack's device blocks (--synthetic) or its
-// pinned staging (--host-batch), under its budget either way (TrainerOptions::loader_staging).
+// pinned staging (--host-batch), under its budget either way (its room booked in the stack
+// before the trainer plans).
 class StagedBatch {
  public:
   StagedBatch(Trainer& trainer, Backend& backend, const SyntheticBatch& batch, bool on_device)
@@ -121,12 +122,11 @@ class StagedBatch {
   int size_;
 };
 
-TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch, std::size_t staged) {
+TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
   TrainerOptions t;
   t.batch = batch;
   t.micro_batch = micro_batch;
   t.memory.budget = s.budget.empty() ? 0 : memory::parse_bytes(s.budget);
-  t.loader_staging = staged;
   t.capture_graphs = s.cuda_graph;
   t.optimizer.kind = parse_optimizer_kind(s.optimizer);
   t.optimizer.learning_rate = s.lr;
@@ -149,7 +149,10 @@ void add_driver_bytes(json& record, const Backend& backend, std::optional<std::s
 json throughput(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
   const SyntheticBatch data(sample, s.classes, s.batch);
   Network net = make_network(s.model, sample, s.classes);
-  Trainer trainer(net, backend, trainer_options(s, s.batch, s.micro_batch, data.bytes()));
+  const TrainerOptions t = trainer_options(s, s.batch, s.micro_batch);
+  memory::MemoryStack stack = memory_stack_for(backend, t.memory);
+  stack.book_staging(data.bytes());  // the batch staged after the trainer plans
+  Trainer trainer(net, backend, stack, t);
   const StagedBatch staged(trainer, backend, data, !s.host_batch);
   const Batch batch = staged.batch();
 
@@ -195,8 +198,9 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
   int largest = s.most;
   for (int round = 0; round < 2; ++round) {
     Network net = make_network(s.model, sample, s.classes);
-    const TrainerOptions t = trainer_options(s, s.most, 0, sample_bytes * static_cast<std::size_t>(largest));
-    const BatchPlanner planner(net, backend, planning_options(t, net));
+    BatchPlanOptions planning = planning_options(trainer_options(s, s.most, 0), net, backend);
+    planning.account.add_loader_staging(sample_bytes * static_cast<std::size_t>(largest));
+    const BatchPlanner planner(net, backend, planning);
     largest = planner.largest_fitting(s.most);
     if (largest == 0) break;
   }
@@ -210,7 +214,10 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
   {
     const SyntheticBatch data(sample, s.classes, largest);
     Network net = make_network(s.model, sample, s.classes);
-    Trainer trainer(net, backend, trainer_options(s, largest, largest, staged_bytes));
+    const TrainerOptions t = trainer_options(s, largest, largest);
+    memory::MemoryStack stack = memory_stack_for(backend, t.memory);
+    stack.book_staging(staged_bytes);  // the batch staged after the trainer plans
+    Trainer trainer(net, backend, stack, t);
     const StagedBatch staged(trainer, backend, data, /*on_device=*/false);
     std::optional<StepReport> last;
     for (int i = 0; i < 2; ++i)
@@ -225,7 +232,10 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
   // ... and by the trainer refusing one sample more, before step 1.
   Network net = make_network(s.model, sample, s.classes);
   try {
-    Trainer trainer(net, backend, trainer_options(s, largest + 1, largest + 1, staged_bytes + sample_bytes));
+    const TrainerOptions t = trainer_options(s, largest + 1, largest + 1);
+    memory::MemoryStack stack = memory_stack_for(backend, t.memory);
+    stack.book_staging(staged_bytes + sample_bytes);  // the batch staged after the trainer plans
+    Trainer trainer(net, backend, stack, t);
     r["one_more_refused"] = false;
   } catch (const BudgetTooSmall& e) {
     r["one_more_refused"] = true;

@@ -11,6 +11,7 @@
 #include "data/detail/random.hpp"
 #include "memory/buffer.hpp"
 #include "memory/bytes.hpp"
+#include "memory/memory_stack.hpp"
 
 namespace cnn::data {
 namespace {
@@ -64,6 +65,17 @@ Ring ring_for(const SampleShape& shape, const LoaderOptions& options) {
 std::size_t Loader::staging_bytes_for(const Dataset& data, const LoaderOptions& options) {
   validate(options, data.shape().channels);
   return ring_for(data.shape(), options).bytes();
+}
+
+std::size_t Loader::book(memory::MemoryStack& stack, const Dataset& data, const LoaderOptions& options) {
+  const std::size_t bytes = staging_bytes_for(data, options);
+  stack.book_staging(bytes);
+  return bytes;
+}
+
+Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryStack& stack)
+    : Loader(data, options, stack.staging()) {
+  stack.claim_booking(block_bytes_);
 }
 
 std::size_t Loader::batches_per_epoch_for(const Dataset& data, const LoaderOptions& options) {

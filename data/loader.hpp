@@ -16,6 +16,10 @@
 #include "data/preprocessing.hpp"
 #include "memory/memory_resource.hpp"
 
+namespace cnn::memory {
+class MemoryStack;
+}
+
 namespace cnn::data {
 
 struct LoaderOptions {
@@ -43,6 +47,10 @@ class Loader {
   // once; it must be memory the host can write: a MemoryStack's staging() counts it in the
   // budget. Throws ConfigError on bad options, memory::OutOfMemory when `staging` refuses.
   Loader(const Dataset& data, LoaderOptions options, memory::MemoryResource& staging);
+  // The same from `stack`'s staging(), under its budget: it takes the room booked for it
+  // (book), or is counted by the plan of a trainer built on the stack after it. Built after
+  // such a trainer with no room booked, it is refused (memory::OutOfMemory in data_staging).
+  Loader(const Dataset& data, LoaderOptions options, memory::MemoryStack& stack);
   // Joins the thread (after at most the load() in progress), even mid-epoch or after an error.
   ~Loader();
   Loader(const Loader&) = delete;
@@ -62,10 +70,12 @@ class Loader {
 
   std::size_t batches_per_epoch() const { return batches_; }
   std::size_t staging_bytes() const { return block_bytes_; }
-  // What a loader of `data` with `options` will stage, before it is built (a Trainer built
-  // first leaves it room in the budget: TrainerOptions::loader_staging). Throws as the
+  // What a loader of `data` with `options` will stage, before it is built. Throws as the
   // constructor does on bad options.
   static std::size_t staging_bytes_for(const Dataset& data, const LoaderOptions& options);
+  // Books room in `stack`'s budget for a loader of `data` with `options` built later on it,
+  // after a trainer on the stack has planned (which leaves the room); returns the bytes.
+  static std::size_t book(memory::MemoryStack& stack, const Dataset& data, const LoaderOptions& options);
   // batches_per_epoch() of a loader of `data` with `options`, before it is built.
   static std::size_t batches_per_epoch_for(const Dataset& data, const LoaderOptions& options);
 

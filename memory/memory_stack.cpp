@@ -1,5 +1,6 @@
 #include "memory/memory_stack.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "base/error.hpp"
@@ -17,7 +18,7 @@ MemoryResource& counted(StatisticsAdaptor& stats, std::optional<TraceAdaptor>& t
 }  // namespace
 
 MemoryStack::MemoryStack(MemoryResource& upstream, MemoryOptions options)
-    : options_(std::move(options)), stats_(upstream) {
+    : options_(std::move(options)), account_(options_.budget), stats_(upstream) {
   if (!(options_.arena_factor >= 1.0 && options_.arena_factor <= 1024.0))  // NaN too
     throw ConfigError("MemoryOptions::arena_factor must be from 1 to 1024 (times the planned arena), got " +
                       std::to_string(options_.arena_factor));
@@ -33,9 +34,32 @@ MemoryStack::MemoryStack(MemoryResource& upstream, MemoryResource& staging_upstr
 
 MemoryStack::~MemoryStack() { release_step_buffers(); }
 
-void MemoryStack::set_aside(std::size_t bytes) {
-  set_aside_ = bytes;
-  if (budget_) budget_->set_budget(options_.budget > bytes ? options_.budget - bytes : 0);
+BudgetAccount MemoryStack::account() const {
+  if (settled_) return account_;
+  BudgetAccount live = account_;
+  live.add_loader_staging(staging_bytes());
+  live.add_loader_staging(booked_);
+  return live;
+}
+
+void MemoryStack::book_staging(std::size_t bytes) {
+  BudgetAccount check;
+  check.add_loader_staging(booked_);
+  check.add_loader_staging(bytes);  // throws for more than any memory holds
+  booked_ += bytes;
+}
+
+void MemoryStack::claim_booking(std::size_t bytes) { booked_ -= std::min(booked_, bytes); }
+
+const BudgetAccount& MemoryStack::settle_account(std::size_t libraries, std::size_t communication) {
+  BudgetAccount settled = BudgetAccount(options_.budget);
+  settled.set_aside(libraries, communication);
+  settled.add_loader_staging(staging_bytes());
+  settled.add_loader_staging(booked_);
+  account_ = settled;
+  settled_ = true;
+  if (budget_) budget_->set_budget(account_.cap());
+  return account_;
 }
 
 std::size_t MemoryStack::cap() const { return budget_ ? budget_->budget() : 0; }
@@ -55,25 +79,21 @@ std::size_t MemoryStack::staging_bytes() const { return staging_stats_ ? staging
 
 Statistics MemoryStack::staging_statistics() const { return staging_stats_ ? staging_stats_->statistics() : Statistics{}; }
 
-std::size_t MemoryStack::arena_capacity_within(std::size_t cap, std::size_t outside_arena) {
-  return cap > outside_arena ? (cap - outside_arena) / BlockHeap::kGranularity * BlockHeap::kGranularity : 0;
-}
-
 void MemoryStack::build_step_buffers(std::size_t outside_arena, std::size_t planned_arena) {
   if (built_) return;
   std::size_t capacity = 0;
   if (options_.strategy == Strategy::arena) {
     const std::size_t limit = cap();  // the budget less what is set aside
-    capacity = options_.budget ? arena_capacity_within(limit, outside_arena)
+    capacity = options_.budget ? account_.arena_capacity(outside_arena)
                                : align_up(static_cast<std::size_t>(options_.arena_factor * static_cast<double>(planned_arena)),
                                           BlockHeap::kGranularity);
     if (capacity == 0) {
       OutOfMemoryDetails details;
       details.limit = limit;
-      details.requested = outside_arena;
+      details.requested = outside_arena + account_.loader_staging();
       details.resource = "arena";
       throw OutOfMemory("the memory budget of " + format_bytes(options_.budget) + " leaves nothing for an arena after " +
-                            format_bytes(outside_arena) + " of persistent blocks and staging",
+                            format_bytes(details.requested) + " of persistent blocks and staging",
                         details);
     }
   }

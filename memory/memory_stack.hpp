@@ -7,9 +7,12 @@
 //   a loader's staging ----------------------------------------------------> budget -> staging statistics -> staging upstream
 //
 // The two budget adaptors share one budget: what the device holds and what the loaders stage
-// are capped together. The cap is the budget less what is counted in it but allocated by others
-// (set_aside: the libraries' own workspaces such as cuBLAS's, the communicator's buffers). The
-// Trainer builds one for itself; train_images and the allocation comparison use the same class.
+// are capped together. The stack owns the budget's account (memory/budget_account.hpp): the cap
+// is the budget less what is counted in it but allocated by others (the libraries' own
+// workspaces such as cuBLAS's, the communicator's buffers), and the loaders' staging is what
+// they stage through staging() or have booked for later. The Trainer builds one for itself, or
+// plans in one the caller built (with its loaders); train_images and the allocation comparison
+// use the same class.
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "memory/adaptor.hpp"
+#include "memory/budget_account.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
@@ -42,10 +46,21 @@ class MemoryStack {
   ~MemoryStack();
 
   const MemoryOptions& options() const { return options_; }
-  // Bytes the budget keeps for memory that others allocate (the libraries' workspaces, the
-  // communicator's buffers); the Trainer sets them before it plans. Replaces the earlier amount.
-  void set_aside(std::size_t bytes);
-  std::size_t set_aside() const { return set_aside_; }
+  // The budget's account: the budget, what is set aside, and the loaders' staging. Until
+  // settle_account() the loaders' staging is what staging() holds now plus what is booked;
+  // after, it is what it was then (the trainer's own input staging comes from staging() too,
+  // and is the trainer's, not a loader's).
+  BudgetAccount account() const;
+  // Room in the budget for a loader to be built later (data::Loader::book): its staging counts
+  // in the account as if staged. Throws ConfigError for more than any memory holds.
+  void book_staging(std::size_t bytes);
+  // A loader built on a booking now stages `bytes` through staging(): they are no longer booked
+  // (data::Loader's constructor on a stack calls it).
+  void claim_booking(std::size_t bytes);
+  // Sets aside what others allocate under the budget (the libraries' workspaces, the
+  // communicator's buffers; replacing the earlier amounts), fixes the loaders' staging at what
+  // account() counts now, and returns the account. The Trainer calls it before it plans.
+  const BudgetAccount& settle_account(std::size_t libraries, std::size_t communication);
   // What the budget lets through the stack (the budget less what is set aside); 0 without a budget.
   std::size_t cap() const;
 
@@ -60,14 +75,11 @@ class MemoryStack {
   std::size_t staging_bytes() const;
 
   // Builds the strategy that serves step buffers, once; nothing under the planned strategy. The
-  // arena strategy reserves its capacity now: under a budget all that the cap leaves after
-  // `outside_arena` bytes (the persistent blocks, the loaders' staging; as on a card of that
-  // size), otherwise arena_factor x `planned_arena`. The arena's reservation may throw OutOfMemory.
+  // arena strategy reserves its capacity now: under a budget all that the account leaves after
+  // `outside_arena` bytes of the trainer's own (its persistent blocks and input staging; as on a
+  // card of that size, BudgetAccount::arena_capacity), otherwise arena_factor x `planned_arena`.
+  // The arena's reservation may throw OutOfMemory.
   void build_step_buffers(std::size_t outside_arena, std::size_t planned_arena);
-  // What the arena strategy reserves under a budget whose cap is `cap`: all of it past
-  // `outside_arena`, rounded down to the arena's granule (it rounds its capacity up, and must still
-  // fit); 0 where nothing is left. The planner asks it too, to run the arena on a plan's buffers.
-  static std::size_t arena_capacity_within(std::size_t cap, std::size_t outside_arena);
   bool step_buffers_built() const { return built_; }
   // What the arena strategy reserved (0 under the others).
   std::size_t arena_capacity() const { return arena_capacity_; }
@@ -90,7 +102,9 @@ class MemoryStack {
 
  private:
   MemoryOptions options_;
-  std::size_t set_aside_ = 0;
+  BudgetAccount account_;      // set aside; the loaders' staging once settled
+  std::size_t booked_ = 0;     // staging booked for loaders not built yet
+  bool settled_ = false;
   StatisticsAdaptor stats_;
   std::optional<TraceAdaptor> trace_;
   std::optional<BudgetAdaptor> budget_;

@@ -7,13 +7,27 @@
 #include "data/preprocessing.hpp"
 
 namespace cnn {
-InferenceOptions inference_options(const ModelOptions& options) {
+namespace {
+
+// The model's memory stack, with room booked for the evaluation loader built after it.
+std::unique_ptr<memory::MemoryStack> model_stack(Backend& backend, const ModelOptions& options) {
+  auto stack = std::make_unique<memory::MemoryStack>(
+      backend.device_memory(), backend.staging_memory(),
+      memory::MemoryOptions{options.memory_budget, memory::Strategy::planned, {}});
+  stack->book_staging(options.loader_staging);
+  return stack;
+}
+
+}  // namespace
+
+InferenceOptions inference_options(const ModelOptions& options, const Backend& backend) {
   if (options.max_batch <= 0)
     throw ConfigError("ModelOptions::max_batch must be positive, got " + std::to_string(options.max_batch));
   InferenceOptions o;
   o.max_batch = options.max_batch;
-  o.budget = options.memory_budget;
-  o.loader_staging = options.loader_staging;
+  o.account = memory::BudgetAccount(options.memory_budget);
+  o.account.set_aside(backend.library_reserved_bytes(), 0);
+  o.account.add_loader_staging(options.loader_staging);
   return o;
 }
 
@@ -23,7 +37,8 @@ Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions o
 Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options)
     : description_(info.model),
       network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
-      predictor_(std::make_unique<Predictor>(network_, backend, inference_options(options))) {
+      stack_(model_stack(backend, options)),
+      predictor_(std::make_unique<Predictor>(network_, backend, *stack_, inference_options(options, backend))) {
   load_parameters(file, network_, predictor_->parameters(), false);
 }
 

@@ -57,12 +57,13 @@ class Model {
  private:
   ModelDescription description_;
   Network network_;
+  std::unique_ptr<memory::MemoryStack> stack_;  // its budget's account: the loader's room booked there
   std::unique_ptr<Predictor> predictor_;
 };
 
 // What a Model with these options plans with (InferencePlanner): train_images --plan asks it too.
 // Throws ConfigError for a max_batch below one.
-InferenceOptions inference_options(const ModelOptions& options);
+InferenceOptions inference_options(const ModelOptions& options, const Backend& backend);
 
 // Softmax of each row of `logits` (rows of `classes` values), in place.
 void softmax_rows(std::vector<float>& logits, int classes);

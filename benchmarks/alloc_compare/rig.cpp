@@ -11,7 +11,7 @@ namespace mem = cnn::memory;
 
 Rig::Rig(mem::MemoryResource& base, const RigConfig& config)
     : stack_(base, mem::MemoryOptions{config.budget, config.strategy, {}, config.arena_factor}) {
-  stack_.set_aside(config.library);
+  stack_.settle_account(config.library, 0);
   stack_.build_step_buffers(config.persistent, config.planned_arena);
   if (!stack_.step_buffers()) return;  // planned
   has_free_list_ = config.strategy == mem::Strategy::pool || config.strategy == mem::Strategy::arena;

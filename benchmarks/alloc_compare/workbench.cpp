@@ -25,7 +25,7 @@ const cnn::StepPlan& Workbench::plan(int batch) {
 cnn::BatchPlanOptions Workbench::plan_options(std::size_t budget) const {
   cnn::TrainerOptions o;  // the Trainer's defaults: AdamW
   o.memory.budget = budget;
-  return cnn::planning_options(o, network_);
+  return cnn::planning_options(o, network_, backend_);
 }
 
 cnn::MemoryBreakdown Workbench::breakdown(int batch) {

@@ -121,7 +121,7 @@ int run(const Options& o, const std::string& command) {
   TrainerOptions planning = trainer_options(1, RecomputePolicy::none, budget);
   planning.batch = o.largest;
   planning.micro_batch = 0;
-  const BatchPlanner planner(net, backend, planning_options(planning, net));
+  const BatchPlanner planner(net, backend, planning_options(planning, net, backend));
   const int plain = planner.largest_fitting(o.largest, RecomputePolicy::none);
   const int cheap = planner.largest_fitting(o.largest, RecomputePolicy::cheap);
   const int most = planner.largest_fitting(o.largest, RecomputePolicy::automatic);

@@ -28,10 +28,10 @@ InferencePlan plan_with_workspace(const InferencePlanner& planner, int micro_bat
   m.arena_peak = p.step.plan.peak_by_category;
   m.arena_bytes = p.step.arena_bytes();
   m.lower_bound = p.step.plan.lower_bound_bytes;
-  m.loader_staging = options.loader_staging;
+  m.loader_staging = options.account.loader_staging();
   m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);
-  m.library = backend.library_reserved_bytes();
-  m.budget = options.budget;
+  m.library = options.account.libraries();
+  m.budget = options.account.budget();
   m.workspace_limit = workspace_limit;
   return p;
 }
@@ -47,11 +47,11 @@ std::size_t largest_workspace(const StepPlan& plan) {
 
 InferencePlan plan_inference(const InferencePlanner& planner, int micro_batch) {
   const InferenceOptions& options = planner.options();
-  if (options.budget == 0) return plan_with_workspace(planner, micro_batch, options.workspace_limit);
+  if (!options.account.limited()) return plan_with_workspace(planner, micro_batch, options.workspace_limit);
   // As the training planner does: no workspace above the whole budget, then rounds that ask the
   // largest workspace to give up what the plan is over (that workspace may not be live at the
   // peak, hence rounds); a backend with nothing leaner (the CPU's im2col) stops at once.
-  InferencePlan p = plan_with_workspace(planner, micro_batch, std::min(options.workspace_limit, options.budget));
+  InferencePlan p = plan_with_workspace(planner, micro_batch, std::min(options.workspace_limit, options.account.budget()));
   for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
     const std::size_t largest = largest_workspace(p.step);
     if (largest == 0) break;
@@ -71,10 +71,6 @@ InferencePlanner::InferencePlanner(Network& network, Backend& backend, Inference
   if (options_.max_batch > kLargestBatch)
     throw ConfigError("an inference's max_batch of " + std::to_string(options_.max_batch) + ": at most " +
                       std::to_string(kLargestBatch) + " are taken");
-  constexpr std::size_t kLargestBytes = std::size_t{1} << 60;
-  if (options_.loader_staging > kLargestBytes)
-    throw ConfigError("loader staging of " + std::to_string(options_.loader_staging) +
-                      " bytes: more than any memory holds");
   if (net_.size() <= 1) throw ConfigError("the network has no layers: nothing to run");
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
 }
@@ -88,7 +84,7 @@ MemoryBreakdown InferencePlanner::breakdown(int micro_batch) const {
 }
 
 int InferencePlanner::largest_fitting() const {
-  if (options_.budget == 0) return options_.max_batch;
+  if (!options_.account.limited()) return options_.max_batch;
   return largest_fitting_micro_batch(1, options_.max_batch, [&](int b) { return breakdown(b).fits(); });
 }
 

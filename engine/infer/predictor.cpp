@@ -18,8 +18,15 @@ Predictor::Predictor(Network& network, Backend& backend, InferenceOptions option
 
 Predictor::Predictor(Network& network, Backend& backend, memory::MemoryResource& upstream, InferenceOptions options)
     : net_(network), backend_(backend), options_(options),
-      stack_(std::make_unique<memory::MemoryStack>(
-          upstream, backend.staging_memory(), memory::MemoryOptions{options.budget, memory::Strategy::planned, {}})) {
+      own_stack_(std::make_unique<memory::MemoryStack>(
+          upstream, backend.staging_memory(),
+          memory::MemoryOptions{options.account.budget(), memory::Strategy::planned, {}})),
+      stack_(own_stack_.get()) {
+  start();
+}
+
+Predictor::Predictor(Network& network, Backend& backend, memory::MemoryStack& stack, InferenceOptions options)
+    : net_(network), backend_(backend), options_(options), stack_(&stack) {
   start();
 }
 
@@ -32,19 +39,18 @@ Predictor::~Predictor() {
 }
 
 void Predictor::start() {
-  // One account of the budget, as a trainer's: the libraries' workspaces set aside in the stack,
-  // the loaders' staging left room in the plan.
-  stack_->set_aside(backend_.library_reserved_bytes());
-  options_.loader_staging = std::max(options_.loader_staging, stack_->staging_bytes());
+  // One account of the budget, the stack's, as a trainer's: the libraries' workspaces set aside,
+  // the loaders' staging (staged or booked) left room in the plan.
+  options_.account = stack_->settle_account(backend_.library_reserved_bytes(), 0);
   planner_ = std::make_unique<InferencePlanner>(net_, backend_, options_);
   const int b = planner_->largest_fitting();
   if (b == 0) {
     const MemoryBreakdown one = planner_->breakdown(1);
     memory::OutOfMemoryDetails details;
     details.requested = one.total();
-    details.limit = options_.budget;
+    details.limit = options_.account.budget();
     details.resource = "budget";
-    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.budget) +
+    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.account.budget()) +
                              " cannot hold this network's inference even for one image (it needs " +
                              memory::format_bytes(one.total()) + "):\n" + format_inference_table(one),
                          details);

@@ -23,15 +23,18 @@ struct InferencePlan;
 
 class Predictor {
  public:
-  // Memory from the backend's device through a memory stack of its own: the budget caps the
-  // parameters, the arena, the libraries' workspaces and the loaders' staging together. A loader
-  // stages from memory_stack().staging(); options.loader_staging leaves it room in the plan
-  // (data::Loader::staging_bytes_for), or it is refused. Throws BudgetTooSmall, with the byte
-  // table, where not even one image fits. The parameters start as a trainer's would from seed 1:
-  // load them (load_parameters) before use.
+  // Memory from the backend's device through a memory stack of its own, over the budget of
+  // options.account: the budget caps the parameters, the arena, the libraries' workspaces and the
+  // loaders' staging together. Throws BudgetTooSmall, with the byte table, where not even one
+  // image fits. The parameters start as a trainer's would from seed 1: load them
+  // (load_parameters) before use.
   Predictor(Network& network, Backend& backend, InferenceOptions options = {});
   // The same stack over `upstream` instead (to count or fail its calls).
   Predictor(Network& network, Backend& backend, memory::MemoryResource& upstream, InferenceOptions options = {});
+  // A stack the caller built, with its loaders' staging staged or booked (Loader::book,
+  // MemoryStack::book_staging) before: the plan leaves them room. Its budget replaces the
+  // account's.
+  Predictor(Network& network, Backend& backend, memory::MemoryStack& stack, InferenceOptions options = {});
   ~Predictor();
   Predictor(const Predictor&) = delete;
   Predictor& operator=(const Predictor&) = delete;
@@ -62,7 +65,8 @@ class Predictor {
   Network& net_;
   Backend& backend_;
   InferenceOptions options_;
-  std::unique_ptr<memory::MemoryStack> stack_;
+  std::unique_ptr<memory::MemoryStack> own_stack_;
+  memory::MemoryStack* stack_ = nullptr;
   std::unique_ptr<InferencePlanner> planner_;
   std::unique_ptr<ParameterStore> params_;
   memory::Buffer slots_;  // ForwardSlots

@@ -11,7 +11,6 @@
 #include "engine/plan/detail/micro_batch_plan.hpp"
 #include "engine/plan/detail/recompute_search.hpp"
 #include "engine/core/parameter_store.hpp"
-#include "memory/memory_stack.hpp"
 #include "memory/detail/strategy_replay.hpp"
 
 namespace cnn {
@@ -24,13 +23,12 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.batch > kLargestBatch)
     throw ConfigError("a batch of " + std::to_string(options_.batch) + " samples: at most " +
                       std::to_string(kLargestBatch) + " are taken");
-  // Byte counts added up with the plan's: none may come near overflowing the sum.
+  // Byte counts added up with the plan's: none may come near overflowing the sum (the account's
+  // own are checked as they are entered).
   constexpr std::size_t kLargestBytes = std::size_t{1} << 60;
-  if (options_.loader_staging > kLargestBytes || options_.communication > kLargestBytes ||
-      options_.extra_persistent > kLargestBytes)
-    throw ConfigError("loader staging of " + std::to_string(options_.loader_staging) + " bytes, communication of " +
-                      std::to_string(options_.communication) + ", extra persistent " +
-                      std::to_string(options_.extra_persistent) + ": more than any memory holds");
+  if (options_.extra_persistent > kLargestBytes)
+    throw ConfigError("extra persistent bytes of " + std::to_string(options_.extra_persistent) +
+                      ": more than any memory holds");
   if (options_.accumulate < 0 || options_.micro_batch < 0)
     throw ConfigError("micro-batch and accumulation count must not be negative");
   if (options_.accumulate > 0 && options_.micro_batch > 0)
@@ -80,20 +78,19 @@ namespace {
 // serves every one (a training step, another, an evaluation step, a training step again).
 void check_strategy(const BatchPlanner& planner, MicroBatchPlan& p) {
   const BatchPlanOptions& options = planner.options();
+  const memory::BudgetAccount& account = options.account;
   MemoryBreakdown& m = p.breakdown;
-  const memory::Strategy strategy = options.memory.strategy;
-  if (strategy == memory::Strategy::planned || m.budget == 0) return;
-  const std::size_t outside = m.total() - m.arena_bytes;
-  if (m.budget <= outside) return;  // over the budget already
-  std::size_t limit = m.budget - outside;
+  const memory::Strategy strategy = options.strategy;
+  if (strategy == memory::Strategy::planned || !account.limited()) return;
+  std::size_t limit = account.left_for_step_buffers(m.persistent.total() + m.input_staging);
+  if (limit == 0) return;  // over the budget already
   std::size_t capacity = 0;
   if (strategy == memory::Strategy::arena) {
-    // What the trainer's memory stack reserves for the arena: all the budget leaves after the
-    // persistent blocks and the staging at the full batch.
+    // What the trainer's memory stack reserves for the arena (MemoryStack::build_step_buffers):
+    // all the account leaves after the persistent blocks and the input staging at the full batch.
     const std::size_t staging_at_batch =
         InputStager::bytes_for(planner.backend(), planner.network().input_shape().elements(), options.batch);
-    const std::size_t held = outside - m.input_staging + std::max(m.input_staging, staging_at_batch);
-    capacity = memory::MemoryStack::arena_capacity_within(m.budget, held);
+    capacity = account.arena_capacity(m.persistent.total() + std::max(m.input_staging, staging_at_batch));
     limit = capacity;
   }
   if (limit == 0) {
@@ -124,11 +121,12 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.persistent =
       ParameterStore::planned_bytes(net, options.optimizer_slots, ParameterStore::state_copies_for(backend));
   m.persistent[memory::Category::other] += options.extra_persistent;
-  m.loader_staging = options.loader_staging;
+  const memory::BudgetAccount& account = options.account;
+  m.loader_staging = account.loader_staging();
   m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);
-  m.library = backend.library_reserved_bytes();
-  m.communication = options.communication;
-  m.budget = options.memory.budget;
+  m.library = account.libraries();
+  m.communication = account.communication();
+  m.budget = account.budget();
   m.workspace_limit = workspace_limit;
 
   const CostModel cost(net, backend.compute_rates());
@@ -136,8 +134,8 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
     case RecomputePolicy::none: p.training = plan_step(net, training); break;
     case RecomputePolicy::cheap: p.training = plan_step(net, training, cheap_recompute_set(net, training, cost)); break;
     case RecomputePolicy::automatic: {
-      const std::size_t outside = m.persistent.total() + m.loader_staging + m.input_staging + m.library + m.communication;
-      if (!arena_cap && m.budget) arena_cap = m.budget > outside ? m.budget - outside : 0;
+      if (!arena_cap && account.limited())
+        arena_cap = account.left_for_step_buffers(m.persistent.total() + m.input_staging);
       p.training = arena_cap ? least_recompute_within(net, training, cost, *arena_cap).plan : plan_step(net, training);
       break;
     }
@@ -172,11 +170,12 @@ std::size_t largest_workspace(const MicroBatchPlan& p) {
 // The plans at micro-batch b with the largest per-layer workspace limit that fits the budget.
 MicroBatchPlan plan_within_budget(const BatchPlanner& planner, int micro_batch, RecomputePolicy policy) {
   const BatchPlanOptions& options = planner.options();
-  if (options.memory.budget == 0) return plan_micro_batch(planner, micro_batch, options.workspace_limit, policy);
+  const std::size_t budget = options.account.budget();
+  if (budget == 0) return plan_micro_batch(planner, micro_batch, options.workspace_limit, policy);
   // No layer's workspace can be more than the whole budget; this also bounds the scratch that
   // cuDNN's algorithm measurement takes while planning.
   MicroBatchPlan p =
-      plan_micro_batch(planner, micro_batch, std::min(options.workspace_limit, options.memory.budget), policy);
+      plan_micro_batch(planner, micro_batch, std::min(options.workspace_limit, budget), policy);
   // Each round asks the largest workspace to give up what the plan is over the budget. The
   // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
   for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
@@ -218,12 +217,12 @@ MemoryBreakdown BatchPlanner::breakdown(int micro_batch, RecomputePolicy policy)
 int BatchPlanner::largest_fitting(int limit) const { return largest_fitting(limit, options_.recompute); }
 
 int BatchPlanner::largest_fitting(int limit, RecomputePolicy policy) const {
-  if (options_.memory.budget == 0) return limit;
+  if (!options_.account.limited()) return limit;
   return largest_fitting_micro_batch(smallest_, limit, [&](int b) { return breakdown(b, policy).fits(); });
 }
 
 std::vector<MemoryBreakdown> BatchPlanner::weighed_micro_batches() const {
-  if (options_.recompute != RecomputePolicy::automatic || options_.memory.budget == 0) return {};
+  if (options_.recompute != RecomputePolicy::automatic || !options_.account.limited()) return {};
   const int batch = options_.batch;
   const int plain = largest_fitting(batch, RecomputePolicy::none);
   const int most = plain == batch ? batch : largest_fitting(batch, RecomputePolicy::automatic);
@@ -255,7 +254,7 @@ int BatchPlanner::asked_micro_batch() const {
 int BatchPlanner::choose() const {
   const int b = asked_micro_batch();
   if (b > 0) return breakdown(b).fits() ? b : 0;
-  if (options_.recompute != RecomputePolicy::automatic || options_.memory.budget == 0)
+  if (options_.recompute != RecomputePolicy::automatic || !options_.account.limited())
     return largest_fitting(options_.batch);
   int fastest = 0;
   double best = 0;

@@ -9,20 +9,24 @@
 #include "engine/plan/memory_report.hpp"
 #include "engine/core/network.hpp"
 #include "engine/plan/recompute_policy.hpp"
-#include "memory/memory_stack.hpp"
+#include "memory/budget_account.hpp"
+#include "memory/strategy.hpp"
 
 namespace cnn {
 
+// What the planner plans with. The trainer's are planning_options(TrainerOptions, ...)
+// (engine/train/trainer.hpp): a plan made with them is the trainer's.
 struct BatchPlanOptions {
   int batch = 64;                   // samples per optimizer step (B)
   int micro_batch = 0;              // 0: the largest that fits the budget, at most B
   int accumulate = 0;               // > 0: micro-batch ceil(B / this), so at most this many per step
-  memory::MemoryOptions memory;     // the budget (0: none), and the strategy and trace the trainer uses
-  std::size_t loader_staging = 0;   // bytes the caller's loader reserved (counted in the budget)
+  // The budget (0: none) and what it holds beside the plan: the libraries' workspaces, a
+  // communicator's buffers, the loaders' staging (memory/budget_account.hpp).
+  memory::BudgetAccount account;
+  memory::Strategy strategy = memory::Strategy::planned;  // where the trainer's step buffers come from
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
   int optimizer_slots = 0;          // floats of optimizer state per parameter
   std::size_t extra_persistent = 0; // small persistent buffers of the trainer
-  std::size_t communication = 0;    // bytes a data-parallel run's communicator holds (Communicator::reserved_bytes)
   // Let the engine rewrite the network where the result is provably the same (today: ReLU then
   // max pooling becomes max pooling then ReLU; see Network::commute_relu_and_max_pool). The
   // planner applies it, so that what it plans is what the trainer runs.

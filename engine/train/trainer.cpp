@@ -38,8 +38,17 @@ TrainingDiverged::TrainingDiverged(long step, double loss)
             " (try a smaller learning rate); the step was not applied"),
       step_(step), loss_(loss) {}
 
-BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network) {
-  BatchPlanOptions planning = options;
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend) {
+  BatchPlanOptions planning;
+  planning.batch = options.batch;
+  planning.micro_batch = options.micro_batch;
+  planning.accumulate = options.accumulate;
+  planning.account = memory::BudgetAccount(options.memory.budget);
+  planning.strategy = options.memory.strategy;
+  planning.workspace_limit = options.workspace_limit;
+  planning.rewrite_graph = options.rewrite_graph;
+  planning.recompute = options.recompute;
+  std::size_t communication = 0;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
   planning.extra_persistent = sizeof(TrainerSlots);
   if (const Communicator* c = options.communicator) {
@@ -49,10 +58,24 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
       planning.micro_batch = ceil_div(planning.batch, options.accumulate);
       planning.accumulate = 0;
     }
-    planning.communication = Replicas::communication_bytes(options, network);
+    communication = Replicas::communication_bytes(options, network);
     if (options.sync_batchnorm) planning.extra_persistent += Replicas::scratch_floats(network) * sizeof(float);
   }
+  planning.account.set_aside(backend.library_reserved_bytes(), communication);
   return planning;
+}
+
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend,
+                                  const memory::MemoryStack& stack) {
+  TrainerOptions on_stack = options;
+  on_stack.memory = stack.options();
+  BatchPlanOptions planning = planning_options(on_stack, network, backend);
+  planning.account.add_loader_staging(stack.account().loader_staging());
+  return planning;
+}
+
+memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options) {
+  return memory::MemoryStack(backend.device_memory(), backend.staging_memory(), options);
 }
 
 Trainer::Trainer(Network& network, Backend& backend, TrainerOptions options)
@@ -89,11 +112,10 @@ void Trainer::start() {
   Replicas::check(options_, backend_);
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
-  // One account of the budget: what the libraries and the communicator hold is set aside in the
-  // stack, and the plan leaves room for the loaders' staging, whether staged already or to come.
-  BatchPlanOptions planning = planning_options(options_, net_);
-  planning.loader_staging = std::max(planning.loader_staging, stack_->staging_bytes());
-  stack_->set_aside(backend_.library_reserved_bytes() + planning.communication);
+  // One account of the budget, the stack's: what the libraries and the communicator hold is set
+  // aside there, and the plan leaves room for the loaders' staging it counts, staged or booked.
+  BatchPlanOptions planning = planning_options(options_, net_, backend_);
+  planning.account = stack_->settle_account(planning.account.libraries(), planning.account.communication());
   planner_ = std::make_unique<BatchPlanner>(net_, backend_, planning);
   planned_nodes_ = net_.size();
 
@@ -119,7 +141,7 @@ void Trainer::start() {
   if (!stack_->step_buffers_built()) {
     const MemoryBreakdown full = breakdown(options_.batch);
     try {
-      stack_->build_step_buffers(full.persistent.total() + full.loader_staging + full.input_staging, full.arena_bytes);
+      stack_->build_step_buffers(full.persistent.total() + full.input_staging, full.arena_bytes);
     } catch (const memory::OutOfMemory& error) {
       throw BudgetTooSmall(std::string(error.what()) + ":\n" + format_memory_table(full), error.details());
     }

@@ -33,7 +33,22 @@ class Recovery;
 class Replicas;
 class InputStager;
 
-struct TrainerOptions : BatchPlanOptions {
+struct TrainerOptions {
+  int batch = 64;        // samples per optimizer step, whatever the budget
+  int micro_batch = 0;   // 0: the largest that fits the budget, at most the batch
+  int accumulate = 0;    // > 0: micro-batch ceil(batch / this), so at most this many per step
+  // The budget (0: none) over the trainer's memory, the libraries' workspaces and the loaders'
+  // staging together; the strategy for step buffers; the trace. A trainer on a caller's memory
+  // stack takes the stack's instead.
+  memory::MemoryOptions memory;
+  std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
+  // Let the engine rewrite the network where the result is provably the same (today: ReLU then
+  // max pooling becomes max pooling then ReLU; see Network::commute_relu_and_max_pool).
+  bool rewrite_graph = true;
+  // What a step may recompute during backward instead of keeping (docs/design.md,
+  // "Recomputation"). Under `automatic` with no micro-batch or count given, the planner weighs
+  // micro-batch and recomputation together for the highest expected throughput.
+  RecomputePolicy recompute = RecomputePolicy::none;
   std::uint64_t seed = 1;
   // After an out-of-memory recovery, try the next larger micro-batch (up to the chosen one)
   // after this many good steps: the pressure may have been transient. 0: never.
@@ -61,10 +76,17 @@ struct TrainerOptions : BatchPlanOptions {
 };
 
 // The options the trainer plans with: `options` plus its optimizer's state slots, its own
-// persistent bytes and, in a data-parallel run, the communicator's and a rank's share of the
-// batch. `train_images --plan` and the benchmarks plan with these too, so that their answers are
-// the trainer's.
-BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network);
+// persistent bytes, the budget's account (the backend's libraries' workspaces set aside) and, in
+// a data-parallel run, the communicator's buffers and a rank's share of the batch.
+// `train_images --plan` and the benchmarks plan with these too, so that their answers are the
+// trainer's: with `stack`, those of a trainer on it (its options, the loaders' staging it counts).
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend);
+BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend,
+                                  const memory::MemoryStack& stack);
+
+// The memory stack a trainer on `backend` builds for itself from `options`: the backend's device
+// memory, its staging memory for the loaders, one budget over both.
+memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options);
 
 // A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
 // the optimizer state are as they were before the step.
@@ -108,15 +130,17 @@ class Trainer {
  public:
   // Memory from the backend's device, through a memory stack built from options.memory: the
   // budget is a hard cap on the trainer's memory, the libraries' workspaces and the loaders'
-  // staging together, and going over it is a memory::OutOfMemory. Stage a loader's batches
-  // from memory_stack().staging(): built before this trainer (on a stack of your own) it is
-  // counted by the plan; built after, the plan must leave it room (TrainerOptions::loader_staging,
-  // data::Loader::staging_bytes_for), or the loader is refused.
+  // staging together, and going over it is a memory::OutOfMemory. The plan leaves room for the
+  // loaders the stack's account counts when the trainer is built: those built on it
+  // (data::Loader(data, options, stack)) and those booked for later (data::Loader::book). A
+  // loader with no room is refused. So to feed this trainer from a loader under a budget, build
+  // the stack first (memory_stack_for), the loader on it, then the trainer on the stack.
   Trainer(Network& network, Backend& backend, TrainerOptions options);
   // The same stack over `upstream` instead (to count or fail its calls).
   Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options);
-  // A stack the caller built (and may have wrapped): its options replace options.memory. Its
-  // step buffers are built here from this trainer's plan, unless the caller built them.
+  // A stack the caller built (and may have wrapped, and staged or booked its loaders on): its
+  // options replace options.memory. Its step buffers are built here from this trainer's plan,
+  // unless the caller built them. It must outlive the trainer.
   Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options);
   ~Trainer();
 

@@ -44,7 +44,7 @@ ModelOptions model_options(const Options& o, const Backend& backend) {
 int print_model_plan(const Options& o, const CheckpointInfo& info, Backend& backend, const ModelOptions& settings) {
   Network network = checkpoint_network(info, o.load, static_cast<int>(info.model.class_names.size()));
   std::cout << "model: " << o.load << "\n";
-  return print_inference_plan(network, backend, inference_options(settings));
+  return print_inference_plan(network, backend, inference_options(settings, backend));
 }
 
 // The names of the model's classes, printed at most `width` characters wide.

@@ -56,8 +56,8 @@ void print_weighed(const BatchPlanner& planner, int chosen) {
 
 }  // namespace
 
-int print_plan(Network& network, Backend& backend, const TrainerOptions& t) {
-  const BatchPlanner planner(network, backend, planning_options(t, network));
+int print_plan(Network& network, Backend& backend, const TrainerOptions& t, const memory::MemoryStack& stack) {
+  const BatchPlanner planner(network, backend, planning_options(t, network, backend, stack));
   std::vector<int> sizes;
   for (int b = 1; b < t.batch; b *= 2) sizes.push_back(b);
   sizes.push_back(t.batch);
@@ -106,11 +106,11 @@ int print_inference_plan(Network& network, Backend& backend, const InferenceOpti
   std::cout << "inference: forward only, no gradients, no optimizer state\n" << format_micro_batch_table(rows);
   const int b = planner.largest_fitting();
   if (b == 0) {
-    std::cout << "not one image fits the budget of " << memory::format_bytes(o.budget) << "\n"
+    std::cout << "not one image fits the budget of " << memory::format_bytes(o.account.budget()) << "\n"
               << format_inference_table(planner.breakdown(1));
     return 3;
   }
-  std::cout << "largest micro-batch that fits: " << b << (o.budget ? "" : " (no budget: the batch asked for)") << "\n"
+  std::cout << "largest micro-batch that fits: " << b << (o.account.budget() ? "" : " (no budget: the batch asked for)") << "\n"
             << format_inference_table(planner.breakdown(b));
   return 0;
 }

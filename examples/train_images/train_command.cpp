@@ -220,8 +220,7 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
-TrainerOptions trainer_options(const Options& o, std::size_t budget, std::size_t batches_per_epoch,
-                               std::size_t staging) {
+TrainerOptions trainer_options(const Options& o, std::size_t budget, std::size_t batches_per_epoch) {
   TrainerOptions t;
   t.batch = o.batch;
   t.micro_batch = o.micro_batch;
@@ -230,7 +229,6 @@ TrainerOptions trainer_options(const Options& o, std::size_t budget, std::size_t
   t.memory.strategy = memory::parse_strategy(o.allocator);
   t.memory.trace = o.trace;
   t.recompute = parse_recompute_policy(o.recompute);
-  t.loader_staging = staging;
   t.seed = o.seed;
   const auto batches = static_cast<double>(batches_per_epoch);
   t.total_steps = static_cast<long>(batches_per_epoch) * o.epochs;
@@ -354,12 +352,8 @@ int train(Options o, Ranks& ranks) {
     std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
               << ") is left out, a different one each epoch" << why << "\n";
   }
-  // The loaders stage from the trainer's memory stack, under its budget: the plan leaves them room.
-  const std::size_t staging = data::Loader::staging_bytes_for(*train_set, train_options) +
-                              data::Loader::staging_bytes_for(*splits.test, test_options);
   const std::size_t budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
-  TrainerOptions t =
-      trainer_options(o, budget, data::Loader::batches_per_epoch_for(*train_set, train_options), staging);
+  TrainerOptions t = trainer_options(o, budget, data::Loader::batches_per_epoch_for(*train_set, train_options));
   t.communicator = communicator;
   t.sync_batchnorm = o.sync_batchnorm;
   if (!ranks.writes()) t.memory.trace.clear();  // rank 0 writes the trace
@@ -369,13 +363,21 @@ int train(Options o, Ranks& ranks) {
     std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
   }
   pause_before_planning();
-  if (o.plan_only) return print_plan(network, backend, t);
 
-  // The trainer builds the memory stack from t.memory: one budget over its memory, the libraries'
-  // workspaces and the loaders' staging, the strategy for step buffers, the trace.
-  Trainer trainer(network, backend, t);
-  data::Loader train_loader(*train_set, train_options, trainer.memory_stack().staging());
-  data::Loader test_loader(*splits.test, test_options, trainer.memory_stack().staging());
+  // One memory stack from t.memory: one budget over the trainer's memory, the libraries'
+  // workspaces and the loaders' staging, the strategy for step buffers, the trace (none for a
+  // plan). The loaders are built after the trainer: their room is booked first, and the plan leaves it.
+  memory::MemoryOptions stack_options = t.memory;
+  if (o.plan_only) stack_options.trace.clear();
+  memory::MemoryStack stack = memory_stack_for(backend, stack_options);
+  data::Loader::book(stack, *train_set, train_options);
+  data::Loader::book(stack, *splits.test, test_options);
+  if (o.plan_only) return print_plan(network, backend, t, stack);
+
+  Trainer trainer(network, backend, stack, t);
+  data::Loader train_loader(*train_set, train_options, stack);
+  data::Loader test_loader(*splits.test, test_options, stack);
+  const std::size_t staging = stack.account().loader_staging();
   if (t.memory.strategy != memory::Strategy::planned)
     std::cout << "allocator: " << o.allocator
               << (t.memory.strategy == memory::Strategy::arena

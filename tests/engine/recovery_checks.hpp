@@ -68,7 +68,7 @@ inline void check_budget_sweep(Backend& backend, memory::MemoryResource& device,
     for (const memory::Strategy strategy : {memory::Strategy::planned, memory::Strategy::pool}) {
       memory::StatisticsAdaptor stats(device);
       memory::MemoryStack stack(stats, memory::MemoryOptions{budget, strategy});
-      stack.set_aside(backend.library_reserved_bytes());
+      stack.settle_account(backend.library_reserved_bytes(), 0);
       memory::StatisticsAdaptor* step_buffers = nullptr;  // what the trainer took from the pool
       if (strategy == memory::Strategy::pool) {
         stack.build_step_buffers(0, 0);

@@ -15,7 +15,7 @@ class StepBufferStack {
   explicit StepBufferStack(memory::MemoryResource& upstream, memory::Strategy strategy = memory::Strategy::direct,
                            std::size_t budget = 0, std::size_t outside = 0)
       : stack_(upstream, memory::MemoryOptions{budget, strategy}) {
-    stack_.set_aside(outside);
+    stack_.settle_account(outside, 0);
     stack_.build_step_buffers(0, 0);
     stats_ = &wrap<memory::StatisticsAdaptor>();
     faults_ = &wrap<memory::FaultInjectionAdaptor>();

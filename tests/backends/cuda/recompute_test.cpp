@@ -39,7 +39,8 @@ TrainerOptions options(RecomputePolicy policy, std::size_t budget, bool graphs) 
 // The fewest bytes the planner reaches recomputing, at micro-batch 8.
 std::size_t smallest_with_recomputation(const std::string& name) {
   Network net = make_model(name);
-  const BatchPlanner planner(net, cuda_test::gpu(), planning_options(options(RecomputePolicy::automatic, 1, false), net));
+  Backend& gpu = cuda_test::gpu();
+  const BatchPlanner planner(net, gpu, planning_options(options(RecomputePolicy::automatic, 1, false), net, gpu));
   return planner.breakdown(8).total();
 }
 

@@ -64,7 +64,7 @@ TEST_CASE("the inference plan of resnet holds no gradients nor optimizer state a
   Network trained = make_preset("resnet", image, 10);
   TrainerOptions t = testing::constant_sgd(kBatch);
   t.optimizer.momentum = 0.9f;  // a slot of optimizer state per parameter, which inference never holds
-  const BatchPlanner training(trained, backend, planning_options(t, trained));
+  const BatchPlanner training(trained, backend, planning_options(t, trained, backend));
   Network net = make_preset("resnet", image, 10);
   InferenceOptions o;
   o.max_batch = kBatch;
@@ -134,8 +134,7 @@ TEST_CASE("an inference planner refuses what it cannot plan", "[infer][plan]") {
   o.max_batch = 1 << 25;
   CHECK_THROWS_WITH(InferencePlanner(net, backend, o), Catch::Contains("at most 16777216"));
   o.max_batch = 4;
-  o.loader_staging = std::size_t{1} << 62;
-  CHECK_THROWS_WITH(InferencePlanner(net, backend, o), Catch::Contains("more than any memory holds"));
+  CHECK_THROWS_WITH(o.account.add_loader_staging(std::size_t{1} << 62), Catch::Contains("more than any memory holds"));
   Network empty(Shape{1, 8, 8});
   CHECK_THROWS_WITH(InferencePlanner(empty, backend, InferenceOptions{}), Catch::Contains("no layers"));
   const InferencePlanner planner(net, backend, InferenceOptions{});
@@ -147,7 +146,7 @@ TEST_CASE("the inference table has its own rows", "[infer][plan]") {
   Network net = make_preset("small-bn", Shape{1, 12, 12}, 4);
   InferenceOptions o;
   o.max_batch = 8;
-  o.budget = std::size_t{1} << 30;
+  o.account = memory::BudgetAccount(std::size_t{1} << 30);
   const std::string table = format_inference_table(InferencePlanner(net, backend, o).breakdown(8));
   CHECK_THAT(table, Catch::Contains("inference plan for micro-batch 8"));
   CHECK_THAT(table, Catch::Contains("parameters"));

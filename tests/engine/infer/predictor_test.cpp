@@ -122,19 +122,19 @@ TEST_CASE("a predictor holds its budget: the largest micro-batch that fits, a bu
     CHECK(Predictor(net, backend, o).micro_batch() == 32);
   }
   SECTION("a budget between: the largest micro-batch that fits it") {
-    o.budget = planner.breakdown(5).total();
+    o.account = memory::BudgetAccount(planner.breakdown(5).total());
     Network net = resnet();
     Predictor predictor(net, backend, o);
     CHECK(predictor.micro_batch() >= 5);
     CHECK(predictor.micro_batch() < 32);
     CHECK(predictor.memory().fits());
-    CHECK_FALSE(planner.breakdown(predictor.micro_batch() + 1).total() <= o.budget);
+    CHECK_FALSE(planner.breakdown(predictor.micro_batch() + 1).total() <= o.account.budget());
     predictor.logits(data.images.data(), 8, logits.data());
     const memory::MemoryStack& stack = predictor.memory_stack();
-    CHECK(stack.statistics().peak_bytes <= o.budget);
+    CHECK(stack.statistics().peak_bytes <= o.account.budget());
   }
   SECTION("one image's inference fits where a trainer cannot train at all") {
-    o.budget = one;
+    o.account = memory::BudgetAccount(one);
     Network net = resnet();
     Predictor predictor(net, backend, o);
     CHECK(predictor.micro_batch() >= 1);
@@ -146,8 +146,8 @@ TEST_CASE("a predictor holds its budget: the largest micro-batch that fits, a bu
     CHECK_THROWS_AS(Trainer(trained, backend, t), BudgetTooSmall);
   }
   SECTION("below one image's inference, above its parameters: refused with the inference table") {
-    o.budget = one - 1;
-    REQUIRE(o.budget > planner.breakdown(1).persistent.total());
+    o.account = memory::BudgetAccount(one - 1);
+    REQUIRE(o.account.budget() > planner.breakdown(1).persistent.total());
     Network net = resnet();
     try {
       Predictor predictor(net, backend, o);
@@ -170,10 +170,11 @@ TEST_CASE("a predictor leaves a loader room under its budget", "[infer][predicto
   o.max_batch = 16;
   const std::size_t plain = InferencePlanner(sizing, backend, o).breakdown(16).total();
   constexpr std::size_t kStaging = std::size_t{1} << 20;
-  o.budget = plain + kStaging;
-  o.loader_staging = kStaging;
+  memory::MemoryStack stack(backend.device_memory(), backend.staging_memory(),
+                           memory::MemoryOptions{plain + kStaging, memory::Strategy::planned, {}});
+  stack.book_staging(kStaging);  // what a loader built after the predictor will stage
   Network net = make_preset("small", image, 4);
-  Predictor predictor(net, backend, o);
+  Predictor predictor(net, backend, stack, o);
   CHECK(predictor.micro_batch() == 16);
   CHECK(predictor.memory().loader_staging == kStaging);
   memory::MemoryResource& staging = predictor.memory_stack().staging();

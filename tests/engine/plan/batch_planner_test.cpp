@@ -20,9 +20,9 @@ TEST_CASE("the predicted largest micro-batch is the true largest", "[budget][pla
     TrainerOptions o;
     o.batch = 512;
     // A budget that holds a micro-batch of about 100.
-    const BatchPlanner probe(net, backend, planning_options(o, net));
+    const BatchPlanner probe(net, backend, planning_options(o, net, backend));
     o.memory.budget = probe.breakdown(100).total() + 1000;
-    const BatchPlanner planner(net, backend, planning_options(o, net));
+    const BatchPlanner planner(net, backend, planning_options(o, net, backend));
     const int b = planner.largest_fitting(o.batch);
     INFO(model << ": largest micro-batch " << b);
     REQUIRE(b >= 100);
@@ -49,7 +49,7 @@ TEST_CASE("where the plan dips from one micro-batch to the next, the largest tha
   Network net = make_preset("resnet18", Shape{3, 32, 32}, 10);
   TrainerOptions o;
   o.batch = 160;
-  const BatchPlanner probe(net, backend, planning_options(o, net));
+  const BatchPlanner probe(net, backend, planning_options(o, net, backend));
   // The greedy planner is nearly, not exactly, monotone: find a micro-batch whose plan is
   // smaller than the one before it (resnet18 has them, e.g. 149).
   int dip = 0;
@@ -60,7 +60,7 @@ TEST_CASE("where the plan dips from one micro-batch to the next, the largest tha
     return;
   }
   o.memory.budget = probe.breakdown(dip).total();  // holds `dip`, not `dip - 1`
-  const BatchPlanner planner(net, backend, planning_options(o, net));
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   INFO("dip at micro-batch " << dip);
   CHECK(planner.largest_fitting(dip) == dip);
 }
@@ -89,17 +89,17 @@ TEST_CASE("under a budget the planner gives up workspace before it gives up micr
   Network net = make_preset("small", image, 10);
   TrainerOptions o;
   o.batch = 64;
-  const std::size_t hungry = BatchPlanner(net, backend, planning_options(o, net)).breakdown(64).total();
-  BatchPlanOptions lean_options = planning_options(o, net);
+  const std::size_t hungry = BatchPlanner(net, backend, planning_options(o, net, backend)).breakdown(64).total();
+  BatchPlanOptions lean_options = planning_options(o, net, backend);
   lean_options.workspace_limit = 0;
   const std::size_t lean = BatchPlanner(net, backend, lean_options).breakdown(64).total();
   REQUIRE(lean < hungry);  // 24.6 against 28.1 MB
 
   o.memory.budget = lean + 1000;  // the whole batch fits only with the lean method
-  const BatchPlanner planner(net, backend, planning_options(o, net));
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   CHECK(planner.choose() == 64);
   const MemoryBreakdown chosen = planner.breakdown(64);
-  CHECK(chosen.workspace_limit < planning_options(o, net).workspace_limit);
+  CHECK(chosen.workspace_limit < planning_options(o, net, backend).workspace_limit);
   CHECK(chosen.total() <= o.memory.budget);
 
   memory::StatisticsAdaptor stats(memory::host_resource());
@@ -114,12 +114,13 @@ TEST_CASE("under a budget the planner gives up workspace before it gives up micr
   // Without a budget the hungry method is planned; where the backend has nothing leaner (the
   // plain CPU backend) a budget lowers the micro-batch instead.
   o.memory.budget = 0;
-  CHECK(BatchPlanner(net, backend, planning_options(o, net)).breakdown(64).total() == hungry);
+  CHECK(BatchPlanner(net, backend, planning_options(o, net, backend)).breakdown(64).total() == hungry);
   CpuBackend plain(2);
-  o.memory.budget = BatchPlanner(net, plain, planning_options(o, net)).breakdown(64).total() - 1;
-  const BatchPlanner refused(net, plain, planning_options(o, net));
+  o.memory.budget = BatchPlanner(net, plain, planning_options(o, net, plain)).breakdown(64).total() - 1;
+  const BatchPlanner refused(net, plain, planning_options(o, net, plain));
   CHECK(refused.choose() < 64);
-  CHECK(refused.breakdown(64).workspace_limit == std::min(planning_options(o, net).workspace_limit, o.memory.budget));
+  CHECK(refused.breakdown(64).workspace_limit ==
+        std::min(planning_options(o, net, plain).workspace_limit, o.memory.budget));
 }
 
 TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {

@@ -121,7 +121,7 @@ TEST_CASE("cheap recomputes element-wise and normalisation layers only, auto not
   Network net = make_preset("resnet", kImage, 4);
   TrainerOptions o = testing::constant_sgd(64);
   o.recompute = RecomputePolicy::cheap;
-  const BatchPlanner cheap(net, backend, planning_options(o, net));
+  const BatchPlanner cheap(net, backend, planning_options(o, net, backend));
   const StepNeeds needs = step_needs(net, backend, 64, true, o.workspace_limit);
   const CostModel cost(net, backend.compute_rates());
   const StepPlan p = plan_step(net, needs, cheap_recompute_set(net, needs, cost));
@@ -131,14 +131,14 @@ TEST_CASE("cheap recomputes element-wise and normalisation layers only, auto not
   CHECK(cheap.breakdown(64).recompute_fraction > 0);
 
   o.recompute = RecomputePolicy::automatic;
-  const BatchPlanner unbounded(net, backend, planning_options(o, net));
+  const BatchPlanner unbounded(net, backend, planning_options(o, net, backend));
   CHECK(unbounded.breakdown(64).recomputed_layers == 0);  // no budget: nothing to fit
   CHECK(unbounded.choose() == 64);
   o.memory.budget = unbounded.breakdown(64).total();
-  const BatchPlanner roomy(net, backend, planning_options(o, net));
+  const BatchPlanner roomy(net, backend, planning_options(o, net, backend));
   CHECK(roomy.breakdown(64).recomputed_layers == 0);  // fits as it is
   o.memory.budget -= (unbounded.breakdown(64).arena_bytes - unbounded.breakdown(32).arena_bytes) / 2;
-  const BatchPlanner tight(net, backend, planning_options(o, net));
+  const BatchPlanner tight(net, backend, planning_options(o, net, backend));
   const MemoryBreakdown m = tight.breakdown(64);
   CHECK(m.fits());
   CHECK(m.recomputed_layers > 0);
@@ -150,10 +150,10 @@ TEST_CASE("under a budget auto fits a larger micro-batch, reserves what it predi
   CpuBackend backend(2);
   Network net = make_preset("resnet", kImage, 4);
   TrainerOptions o = testing::constant_sgd(128);
-  const BatchPlanner probe(net, backend, planning_options(o, net));
+  const BatchPlanner probe(net, backend, planning_options(o, net, backend));
   o.memory.budget = probe.breakdown(32).total();
   o.recompute = RecomputePolicy::automatic;
-  const BatchPlanner planner(net, backend, planning_options(o, net));
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const int plain = planner.largest_fitting(o.batch, RecomputePolicy::none);
   const int most = planner.largest_fitting(o.batch, RecomputePolicy::automatic);
   INFO("without recomputation " << plain << ", with " << most);
@@ -182,10 +182,10 @@ TEST_CASE("auto weighs micro-batches by expected throughput and takes the fastes
   CpuBackend backend(2);
   Network net = make_preset("resnet", kImage, 4);
   TrainerOptions o = testing::constant_sgd(128);
-  const BatchPlanner probe(net, backend, planning_options(o, net));
+  const BatchPlanner probe(net, backend, planning_options(o, net, backend));
   o.memory.budget = probe.breakdown(16).total();
   o.recompute = RecomputePolicy::automatic;
-  const BatchPlanner planner(net, backend, planning_options(o, net));
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const std::vector<MemoryBreakdown> weighed = planner.weighed_micro_batches();
   REQUIRE(weighed.size() >= 2);
   CHECK(weighed.front().micro_batch == planner.largest_fitting(o.batch, RecomputePolicy::none));

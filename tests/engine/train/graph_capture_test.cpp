@@ -107,7 +107,7 @@ TEST_CASE("recorded steps that recompute give the eager run's results, recomputa
     probe.memory.budget = 1;
     Network net = make_preset(model, kImage, kClasses);
     RecordingBackend backend(2);
-    const std::size_t smallest = BatchPlanner(net, backend, planning_options(probe, net)).breakdown(6).total();
+    const std::size_t smallest = BatchPlanner(net, backend, planning_options(probe, net, backend)).breakdown(6).total();
     for (const RecomputePolicy policy : {RecomputePolicy::cheap, RecomputePolicy::automatic}) {
       INFO(model << ", " << to_string(policy));
       TrainerOptions eager = options(16, false), recorded = options(16, true);

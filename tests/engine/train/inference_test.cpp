@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "layers/dense.hpp"
 #include "memory/host_resource.hpp"
+#include "memory/memory_stack.hpp"
 #include "models/presets.hpp"
 #include "tests/engine/test_networks.hpp"
 
@@ -159,6 +160,7 @@ TEST_CASE("options a trainer cannot run with are refused before planning", "[tra
   CHECK_THROWS_WITH(CpuBackend(100000), Catch::Contains("at most 1024 threads"));
   o = testing::constant_sgd(8);
   o.memory.budget = 1 << 20;
-  o.loader_staging = SIZE_MAX;  // added to the plan's bytes, it would wrap around to a plan that "fits"
-  CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("more than any memory holds"));
+  memory::MemoryStack stack(memory::host_resource(), o.memory);
+  // Added to the plan's bytes, it would wrap around to a plan that "fits".
+  CHECK_THROWS_WITH(stack.book_staging(SIZE_MAX), Catch::Contains("more than any memory holds"));
 }

@@ -206,8 +206,8 @@ TEST_CASE("the plan counts the input copied ahead and the second copy of the sta
   OverlappingBackend overlapping;
   CpuBackend cpu(1);
   Network a = make_preset("small-bn", kImage, 4), b = make_preset("small-bn", kImage, 4);
-  const BatchPlanner on_overlapping(a, overlapping, planning_options(options(), a));
-  const BatchPlanner on_cpu(b, cpu, planning_options(options(), b));
+  const BatchPlanner on_overlapping(a, overlapping, planning_options(options(), a, overlapping));
+  const BatchPlanner on_cpu(b, cpu, planning_options(options(), b, cpu));
   const MemoryBreakdown over = on_overlapping.breakdown(8), plain = on_cpu.breakdown(8);
   CHECK(plain.input_staging == 0);
   CHECK(over.input_staging == InputStager::bytes_for(overlapping, kImage.elements(), 8));

@@ -46,7 +46,7 @@ std::size_t smallest_with_recomputation(const std::string& name) {
   Network net = make_model(name);
   CpuBackend backend(2);
   const TrainerOptions o = options(name, RecomputePolicy::automatic, 1);
-  const BatchPlanner planner(net, backend, planning_options(o, net));
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const MemoryBreakdown m = planner.breakdown(o.micro_batch);
   REQUIRE_FALSE(m.fits());
   return m.total();
@@ -129,7 +129,7 @@ TEST_CASE("a network the budget cannot hold even at micro-batch 1 without recomp
   std::size_t budget = 0, without = 0;
   {
     Network net = make_preset("resnet", image, kClasses);
-    const BatchPlanner planner(net, backend, planning_options(o, net));
+    const BatchPlanner planner(net, backend, planning_options(o, net, backend));
     budget = planner.breakdown(1).total();  // the least recomputation reaches at micro-batch 1
     without = planner.breakdown(1, RecomputePolicy::none).total();
   }

@@ -1,6 +1,6 @@
-// One budget over the trainer's memory and the loaders' staging (MemoryStack::staging): a
+// One budget over the trainer's memory and the loaders' staging (the memory stack's account): a
 // loader staged before the trainer is counted by its plan, one staged after must have been left
-// room (TrainerOptions::loader_staging, ModelOptions::loader_staging), or it is refused.
+// room (data::Loader::book, ModelOptions::loader_staging), or it is refused.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -62,14 +62,15 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
   Trainer probe(probe_net, backend, memory::host_resource(), training(0));
   const std::size_t at_16 = probe.breakdown(16).total();  // no staging counted
 
-  SECTION("left room by loader_staging, the loader fits and the plan counts it") {
+  SECTION("left room by a booking, the loader fits and the plan counts it") {
     Network net = make_preset("small", kImage, 4);
     TrainerOptions o = training(at_16 + staging);
-    o.loader_staging = staging;
-    Trainer trainer(net, backend, memory::host_resource(), o);
+    memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), o.memory);
+    CHECK(data::Loader::book(stack, images, loading()) == staging);
+    Trainer trainer(net, backend, stack, o);
     CHECK(trainer.micro_batch() == 16);
     CHECK(trainer.memory().loader_staging == staging);
-    data::Loader loader(images, loading(), trainer.memory_stack().staging());
+    data::Loader loader(images, loading(), stack);
     CHECK(loader.staging_bytes() == staging);
     CHECK(trainer.memory_stack().staging_bytes() == staging);
     CHECK(trainer.memory_stack().staging_statistics().current_bytes == staging);
@@ -82,7 +83,7 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
     Trainer trainer(net, backend, memory::host_resource(), training(at_16));
     REQUIRE(trainer.micro_batch() == 16);
     try {
-      data::Loader loader(images, loading(), trainer.memory_stack().staging());
+      data::Loader loader(images, loading(), trainer.memory_stack());
       FAIL("a loader staged beyond the budget");
     } catch (const memory::OutOfMemory& e) {
       CHECK(e.details().category == memory::Category::data_staging);
@@ -92,13 +93,58 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
   }
   SECTION("staged before the trainer on the caller's stack, the plan counts it unasked") {
     memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), training(at_16).memory);
-    data::Loader loader(images, loading(), stack.staging());
+    data::Loader loader(images, loading(), stack);
     Network net = make_preset("small", kImage, 4);
     Trainer trainer(net, backend, stack, training(at_16));
     CHECK(trainer.memory().loader_staging == staging);
     CHECK(trainer.micro_batch() < 16);
     CHECK(stack.statistics().current_bytes + stack.staging_bytes() <= at_16);
   }
+}
+
+TEST_CASE("the stack's account counts each loader once, booked or staged", "[memory][budget][loader]") {
+  const SmallImages images;
+  CpuBackend backend(1);
+  const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
+  memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), memory::MemoryOptions{1 << 30});
+  CHECK(stack.account().loader_staging() == 0);
+  data::Loader::book(stack, images, loading());
+  data::Loader::book(stack, images, loading());
+  CHECK(stack.account().loader_staging() == 2 * staging);
+  {
+    data::Loader first(images, loading(), stack);  // takes its booking: still counted once
+    CHECK(stack.staging_bytes() == staging);
+    CHECK(stack.account().loader_staging() == 2 * staging);
+  }
+  // Given back, its bytes leave the account; the other booking stays.
+  CHECK(stack.account().loader_staging() == staging);
+  data::Loader unbooked(images, loading(), stack.staging());  // from the resource: counted as staged
+  CHECK(stack.account().loader_staging() == 2 * staging);
+  // Once settled (a trainer planned), the account keeps what it counted then.
+  const memory::BudgetAccount& settled = stack.settle_account(1000, 24);
+  CHECK(settled.loader_staging() == 2 * staging);
+  CHECK(settled.set_aside() == 1024);
+  CHECK(stack.cap() == (std::size_t{1} << 30) - 1024);
+  data::Loader later(images, loading(), stack);
+  CHECK(stack.account().loader_staging() == 2 * staging);
+}
+
+TEST_CASE("a trainer feeding loaders it was told of plans as train_images --plan does", "[trainer][budget][loader]") {
+  const SmallImages images;
+  CpuBackend backend(1);
+  const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
+  Network probe_net = make_preset("small", kImage, 4);
+  Trainer probe(probe_net, backend, memory::host_resource(), training(0));
+  const TrainerOptions o = training(probe.breakdown(16).total() + staging);
+  memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), o.memory);
+  data::Loader::book(stack, images, loading());
+  Network planned_net = make_preset("small", kImage, 4);
+  const BatchPlanner planner(planned_net, backend, planning_options(o, planned_net, backend, stack));
+  Network net = make_preset("small", kImage, 4);
+  Trainer trainer(net, backend, stack, o);
+  CHECK(planner.choose() == trainer.micro_batch());
+  CHECK(planner.breakdown(trainer.micro_batch()).total() == trainer.memory().total());
+  CHECK(trainer.memory().loader_staging == staging);
 }
 
 TEST_CASE("a model's evaluation loader stages under the model's budget", "[models][budget][loader]") {

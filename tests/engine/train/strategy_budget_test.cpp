@@ -30,7 +30,7 @@ TrainerOptions options(memory::Strategy strategy, std::size_t budget) {
 
 bool accepted(const std::string& preset, Backend& backend, memory::Strategy strategy, std::size_t budget) {
   Network net = make_preset(preset, kImage, kClasses);
-  return BatchPlanner(net, backend, planning_options(options(strategy, budget), net)).choose() > 0;
+  return BatchPlanner(net, backend, planning_options(options(strategy, budget), net, backend)).choose() > 0;
 }
 
 // By bisection to the byte: the planner accepts it, and refuses one byte less.

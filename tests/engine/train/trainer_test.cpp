@@ -211,7 +211,7 @@ TEST_CASE("a layer may read more than eight inputs, the same one several times",
   for (int s = 0; s < 3; ++s) losses.push_back(trainer.train_step(data.batch(s * 8, 8)).loss);
   CHECK(losses.back() < losses.front());
   Network two = build(2);
-  const BatchPlanOptions plan = planning_options(o, twelve);
+  const BatchPlanOptions plan = planning_options(o, twelve, backend);
   CHECK(plan_step(twelve, backend, 8, true, plan.workspace_limit).node(3).accumulate.size() == 12);
   CHECK(plan_step(two, backend, 8, true, plan.workspace_limit).node(3).accumulate.size() == 2);
 }
