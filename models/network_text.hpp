@@ -1,15 +1,12 @@
 #pragma once
-// The plain-text network description. One layer per line, '#' starts a comment. Each line is a
-// layer's word, its arguments and its options, as the layer's type reads them (layers/, every
-// type listed in layers/registry.cpp); layer_usages() gives one usage line per word:
-//   conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]   relu   flatten   globalavgpool
-//   maxpool WINDOW [stride=S] [pad=P]               avgpool WINDOW [stride=S] [pad=P]
-//   batchnorm [momentum=M] [eps=E]   dropout P      dense UNITS [bias=0|1]
-//   add NAME                                        (adds the named output to the previous one)
-// Any line may end with `as=NAME` (names its output) and `in=NAME` (reads NAME instead of the
-// previous line; `input` is the network input). An unknown or repeated option, an empty or
-// reused name is an error; every error names the file and line. A layer of one's own can be
-// read and written too once its type is given to register_layer_type (layers/registry.hpp).
+// The plain-text network description. One layer per line, '#' starts a comment. A line is a
+// layer's word, its arguments and its key=value options, as that layer's type reads them: every
+// type is listed in layers/registry.cpp, and layer_usages() (layers/registry.hpp) gives one usage
+// line per word ("conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]", "add NAME", ...); an unknown
+// word's error lists the known ones. Any line may also end with `as=NAME` (names its output) and
+// `in=NAME` (reads NAME instead of the previous line; `input` is the network input). An unknown
+// or repeated option, an empty or reused name is an error; every error names the file and line.
+// A layer of one's own is read and written too once its type is given to register_layer_type.
 #include <filesystem>
 #include <string>
 
