@@ -1,4 +1,6 @@
 // LayerLine: the arguments and options of one line of network text, read as numbers.
+#include "layers/layer_line.hpp"
+
 #include <charconv>
 #include <climits>
 #include <cmath>
