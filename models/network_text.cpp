@@ -69,7 +69,7 @@ class Parser {
     LayerLine layer_line(*line.type, std::move(line.args), std::move(line.options), std::move(inputs), net_.last(),
                          [this](const std::string& output) { return named(output); });
     std::unique_ptr<Layer> layer = line.type->parse(layer_line);
-    if (!layer) throw std::logic_error("the parse of " + line.type->word + " made no layer");
+    if (!layer) throw LineError("the layer type of '" + line.type->word + "' made no layer of this line");
     const int id = net_.add(std::move(layer), layer_line.inputs());
     line_of_.resize(static_cast<std::size_t>(id) + 1, line_no);
     if (has_name) name_output(name, id);
