@@ -68,9 +68,8 @@ class Layer {
  public:
   virtual ~Layer() = default;
 
-  // The layer's type word: "conv2d", "dense", "relu", "maxpool2d", "avgpool2d", "global_avgpool",
-  // "batchnorm2d", "dropout", "add", "flatten", or a layer of one's own's. Node names ("3:conv2d"),
-  // ONNX value names and checkpoint fingerprints hold it, so a layer's word never changes.
+  // The layer's type word ("conv2d", "maxpool2d", ..., or a layer of one's own's). Node names
+  // ("3:conv2d"), ONNX value names and checkpoint fingerprints hold it, so it never changes.
   virtual std::string type_name() const = 0;
   virtual std::string describe() const = 0;
   virtual int input_count() const { return 1; }
