@@ -3,10 +3,12 @@
 
 namespace cnn {
 
+struct LayerType;
+
 // Residual addition of two inputs of the same shape.
 class Add final : public Layer {
  public:
-  LayerKind kind() const override { return LayerKind::add; }
+  std::string type_name() const override { return "add"; }
   std::string describe() const override { return "add"; }
   int input_count() const override { return 2; }
   Shape output_shape(const std::vector<Shape>& inputs) override {
@@ -28,5 +30,8 @@ class Add final : public Layer {
  private:
   double elements_ = 0;  // per sample
 };
+
+// "add NAME" in network text (the named output added to the previous one); Add in ONNX.
+LayerType add_type();
 
 }  // namespace cnn

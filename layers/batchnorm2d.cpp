@@ -1,6 +1,7 @@
 #include "layers/batchnorm2d.hpp"
 
 #include "base/error.hpp"
+#include "layers/layer_type.hpp"
 
 namespace cnn {
 
@@ -93,6 +94,39 @@ void BatchNorm2D::backward_over_ranks(const LayerContext& c) {
   ranks.sum(sums);
   c.backend->batchnorm_backward_from_sums(c.inputs[0], c.grad_output, c.params[0], c.saved[0], c.saved[1], sums,
                                           values_over_ranks(c), c.grad_inputs[0], c.accumulate[0]);
+}
+
+}  // namespace cnn
+
+namespace cnn {
+
+LayerType batchnorm2d_type() {
+  LayerType type;
+  type.type_name = "batchnorm2d";
+  type.layer_class = &typeid(BatchNorm2D);
+  type.word = "batchnorm";
+  type.usage = "batchnorm [momentum=M] [eps=E]";
+  type.options = {"momentum", "eps"};
+  type.parse = [](LayerLine& line) {
+    line.expect_arguments(0);
+    const float momentum = line.real_option("momentum", 0.1f);
+    return std::make_unique<BatchNorm2D>(momentum, line.real_option("eps", 1e-5f));
+  };
+  type.text = [](const Layer& layer, std::span<const std::string>) {
+    const auto& bn = static_cast<const BatchNorm2D&>(layer);
+    std::string words;
+    if (bn.momentum() != 0.1f) words += "momentum=" + exact_text(bn.momentum());
+    if (bn.epsilon() != 1e-5f) words += std::string(words.empty() ? "" : " ") + "eps=" + exact_text(bn.epsilon());
+    return words;
+  };
+  // Inference form: normalised by the running statistics (parameters 2 and 3).
+  type.onnx = [](const Layer& layer, OnnxNodes& graph) {
+    std::vector<std::string> inputs{graph.input(0), graph.parameter(0, "gamma"), graph.parameter(1, "beta"),
+                                    graph.parameter(2, "running_mean"), graph.parameter(3, "running_var")};
+    graph.add_output_node("BatchNormalization", inputs)
+        .set_float("epsilon", static_cast<const BatchNorm2D&>(layer).epsilon());
+  };
+  return type;
 }
 
 }  // namespace cnn

@@ -3,12 +3,14 @@
 
 namespace cnn {
 
+struct LayerType;
+
 // Batch normalisation per channel. In training, statistics come from the micro-batch being run
 // (docs/design.md, "One training step"); running statistics are used for inference.
 class BatchNorm2D final : public Layer {
  public:
   explicit BatchNorm2D(float momentum = 0.1f, float epsilon = 1e-5f);
-  LayerKind kind() const override { return LayerKind::batchnorm2d; }
+  std::string type_name() const override { return "batchnorm2d"; }
   std::string describe() const override { return "batchnorm2d"; }
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;
@@ -27,6 +29,8 @@ class BatchNorm2D final : public Layer {
   bool cheap_to_recompute() const override { return true; }
   void recompute(const LayerContext& c) override;
   LayerCost forward_cost() const override;
+  // Two floats a channel: the sums synchronised BatchNorm adds up over the ranks in backward.
+  std::size_t cross_rank_scratch_floats() const override { return 2 * static_cast<std::size_t>(channels_); }
 
  private:
   double values_over_ranks(const LayerContext& c) const;
@@ -37,5 +41,8 @@ class BatchNorm2D final : public Layer {
   int channels_ = 0;
   std::size_t values_per_channel_ = 0;  // per sample: H x W, or 1 after a dense layer
 };
+
+// "batchnorm [momentum=M] [eps=E]" in network text; BatchNormalization on the running statistics in ONNX.
+LayerType batchnorm2d_type();
 
 }  // namespace cnn

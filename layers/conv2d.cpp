@@ -1,6 +1,7 @@
 #include "layers/conv2d.hpp"
 
 #include "base/error.hpp"
+#include "layers/layer_type.hpp"
 
 namespace cnn {
 
@@ -58,6 +59,46 @@ void Conv2D::backward(const LayerContext& c) {
                                     c.workspace);
   if (wants_gradient(c, 0))
     c.backend->conv2d_backward_data(desc_, c.grad_output, c.params[0], c.grad_inputs[0], c.accumulate[0], c.workspace);
+}
+
+}  // namespace cnn
+
+namespace cnn {
+
+LayerType conv2d_type() {
+  LayerType type;
+  type.type_name = "conv2d";
+  type.layer_class = &typeid(Conv2D);
+  type.word = "conv";
+  type.usage = "conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]";
+  type.options = {"stride", "pad", "bias"};
+  type.parse = [](LayerLine& line) {
+    line.expect_arguments(2);
+    const int out = line.whole_number(0), kernel = line.whole_number(1);
+    const int stride = line.whole_option("stride", 1), pad = line.whole_option("pad", 0);
+    return std::make_unique<Conv2D>(out, kernel, stride, pad, line.flag_option("bias", true));
+  };
+  type.text = [](const Layer& layer, std::span<const std::string>) {
+    const auto& conv = static_cast<const Conv2D&>(layer);
+    const Conv2dDesc& d = conv.desc();
+    std::string words = std::to_string(d.out_channels) + " " + std::to_string(d.kernel_h);
+    if (d.stride != 1) words += " stride=" + std::to_string(d.stride);
+    if (d.padding != 0) words += " pad=" + std::to_string(d.padding);
+    return words + (conv.has_bias() ? "" : " bias=0");
+  };
+  type.onnx = [](const Layer& layer, OnnxNodes& graph) {
+    const auto& conv = static_cast<const Conv2D&>(layer);
+    const Conv2dDesc& d = conv.desc();
+    std::vector<std::string> inputs{graph.input(0), graph.parameter(0, "weight")};
+    if (conv.has_bias()) inputs.push_back(graph.parameter(1, "bias"));
+    graph.add_output_node("Conv", inputs)
+        .set_ints("kernel_shape", {d.kernel_h, d.kernel_w})
+        .set_ints("strides", {d.stride, d.stride})
+        .set_ints("pads", {d.padding, d.padding, d.padding, d.padding})
+        .set_ints("dilations", {1, 1})
+        .set_int("group", 1);
+  };
+  return type;
 }
 
 }  // namespace cnn

@@ -3,10 +3,12 @@
 
 namespace cnn {
 
+struct LayerType;
+
 class Conv2D final : public Layer {
  public:
   Conv2D(int out_channels, int kernel, int stride = 1, int padding = 0, bool bias = true);
-  LayerKind kind() const override { return LayerKind::conv2d; }
+  std::string type_name() const override { return "conv2d"; }
   std::string describe() const override;
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;
@@ -24,5 +26,8 @@ class Conv2D final : public Layer {
   bool bias_;
   Shape in_, out_;
 };
+
+// "conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]" in network text; Conv in ONNX.
+LayerType conv2d_type();
 
 }  // namespace cnn

@@ -1,6 +1,7 @@
 #include "layers/dense.hpp"
 
 #include "base/error.hpp"
+#include "layers/layer_type.hpp"
 
 namespace cnn {
 
@@ -37,6 +38,43 @@ void Dense::backward(const LayerContext& c) {
   c.backend->dense_backward_weights(c.inputs[0], c.grad_output, c.grads[0], bias_ ? c.grads[1] : Tensor{}, c.workspace);
   if (wants_gradient(c, 0))
     c.backend->dense_backward_data(c.grad_output, c.params[0], c.grad_inputs[0], c.accumulate[0], c.workspace);
+}
+
+}  // namespace cnn
+
+namespace cnn {
+
+LayerType dense_type() {
+  LayerType type;
+  type.type_name = "dense";
+  type.layer_class = &typeid(Dense);
+  type.word = "dense";
+  type.usage = "dense UNITS [bias=0|1]";
+  type.options = {"bias"};
+  type.parse = [](LayerLine& line) {
+    line.expect_arguments(1);
+    const int units = line.whole_number(0);
+    return std::make_unique<Dense>(units, line.flag_option("bias", true));
+  };
+  type.text = [](const Layer& layer, std::span<const std::string>) {
+    const auto& dense = static_cast<const Dense&>(layer);
+    return std::to_string(dense.units()) + (dense.has_bias() ? "" : " bias=0");
+  };
+  // y = x w^T + b over the flattened sample: Gemm with transB, after a Flatten where the input
+  // is an image (a dense layer may read a convolution's output directly).
+  type.onnx = [](const Layer& layer, OnnxNodes& graph) {
+    std::string in = graph.input(0);
+    const Shape in_shape = graph.input_shape(0);
+    if (in_shape.rank != 1) {
+      const std::string flat = graph.name() + "_flatten";
+      graph.add_inner_node("Flatten", {in}, flat, Shape{static_cast<int>(in_shape.elements())}).set_int("axis", 1);
+      in = flat;
+    }
+    std::vector<std::string> inputs{in, graph.parameter(0, "weight")};
+    if (static_cast<const Dense&>(layer).has_bias()) inputs.push_back(graph.parameter(1, "bias"));
+    graph.add_output_node("Gemm", inputs).set_int("transB", 1);
+  };
+  return type;
 }
 
 }  // namespace cnn

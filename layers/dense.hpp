@@ -3,11 +3,13 @@
 
 namespace cnn {
 
+struct LayerType;
+
 // Fully connected: y = x w^T + b over the flattened sample.
 class Dense final : public Layer {
  public:
   explicit Dense(int units, bool bias = true);
-  LayerKind kind() const override { return LayerKind::dense; }
+  std::string type_name() const override { return "dense"; }
   std::string describe() const override { return "dense " + std::to_string(units_); }
   Shape output_shape(const std::vector<Shape>& inputs) override;
   std::vector<ParamSpec> parameters() const override;
@@ -25,5 +27,8 @@ class Dense final : public Layer {
   bool bias_;
   Shape in_;  // per sample
 };
+
+// "dense UNITS [bias=0|1]" in network text; Gemm in ONNX, after a Flatten where the input is an image.
+LayerType dense_type();
 
 }  // namespace cnn

@@ -1,6 +1,7 @@
 #include "layers/dropout.hpp"
 
 #include "base/error.hpp"
+#include "layers/layer_type.hpp"
 
 namespace cnn {
 
@@ -23,6 +24,27 @@ void Dropout::backward(const LayerContext& c) {
   Tensor mask = c.saved[0];
   mask.shape = c.grad_output.shape;
   c.backend->dropout_backward(c.grad_output, mask, c.grad_inputs[0], c.accumulate[0]);
+}
+
+}  // namespace cnn
+
+namespace cnn {
+
+LayerType dropout_type() {
+  LayerType type;
+  type.type_name = "dropout";
+  type.layer_class = &typeid(Dropout);
+  type.word = "dropout";
+  type.usage = "dropout P";
+  type.parse = [](LayerLine& line) {
+    line.expect_arguments(1);
+    return std::make_unique<Dropout>(static_cast<float>(line.number(0)));
+  };
+  type.text = [](const Layer& layer, std::span<const std::string>) {
+    return exact_text(static_cast<const Dropout&>(layer).p());
+  };
+  type.onnx = [](const Layer&, OnnxNodes& graph) { graph.pass_through(0); };  // inference: the identity
+  return type;
 }
 
 }  // namespace cnn

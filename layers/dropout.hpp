@@ -3,12 +3,14 @@
 
 namespace cnn {
 
+struct LayerType;
+
 // Inverted dropout: in training each element is kept with probability 1-p and scaled by 1/(1-p);
 // in inference the layer passes its input through.
 class Dropout final : public Layer {
  public:
   explicit Dropout(float p);
-  LayerKind kind() const override { return LayerKind::dropout; }
+  std::string type_name() const override { return "dropout"; }
   std::string describe() const override { return "dropout " + std::to_string(p_).substr(0, 4); }
   Shape output_shape(const std::vector<Shape>& inputs) override {
     sample_ = inputs.at(0).elements();
@@ -31,5 +33,8 @@ class Dropout final : public Layer {
   float p_;
   std::size_t sample_ = 0;
 };
+
+// "dropout P" in network text; nothing in ONNX (inference passes the input through).
+LayerType dropout_type();
 
 }  // namespace cnn

@@ -5,10 +5,12 @@
 
 namespace cnn {
 
+struct LayerType;
+
 // CxHxW -> C*H*W. A view: the engine aliases its output to its input and never runs it.
 class Flatten final : public Layer {
  public:
-  LayerKind kind() const override { return LayerKind::flatten; }
+  std::string type_name() const override { return "flatten"; }
   std::string describe() const override { return "flatten"; }
   Shape output_shape(const std::vector<Shape>& inputs) override {
     const std::size_t elements = inputs.at(0).elements();
@@ -21,5 +23,8 @@ class Flatten final : public Layer {
   void forward(const LayerContext&) override {}
   void backward(const LayerContext&) override {}
 };
+
+// "flatten" in network text; Flatten in ONNX (nothing where the input is a vector already).
+LayerType flatten_type();
 
 }  // namespace cnn

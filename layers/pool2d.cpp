@@ -1,6 +1,7 @@
 #include "layers/pool2d.hpp"
 
 #include "base/error.hpp"
+#include "layers/layer_type.hpp"
 
 namespace cnn {
 
@@ -19,9 +20,9 @@ Pool2D Pool2D::global_average() {
   return layer;
 }
 
-LayerKind Pool2D::kind() const {
-  if (global_) return LayerKind::global_average_pool;
-  return desc_.mode == PoolMode::max ? LayerKind::max_pool2d : LayerKind::average_pool2d;
+std::string Pool2D::type_name() const {
+  if (global_) return "global_avgpool";
+  return desc_.mode == PoolMode::max ? "maxpool2d" : "avgpool2d";
 }
 
 std::string Pool2D::describe() const {
@@ -53,6 +54,66 @@ LayerCost Pool2D::forward_cost() const {
 void Pool2D::backward(const LayerContext& c) {
   if (wants_gradient(c, 0))
     c.backend->pool2d_backward(desc_, c.inputs[0], c.output, c.grad_output, c.grad_inputs[0], c.accumulate[0]);
+}
+
+}  // namespace cnn
+
+namespace cnn {
+namespace {
+
+// maxpool and avgpool: WINDOW [stride=S] [pad=P], stride by default the window.
+LayerType windowed_pool_type(PoolMode mode) {
+  const bool max = mode == PoolMode::max;
+  LayerType type;
+  type.type_name = max ? "maxpool2d" : "avgpool2d";
+  type.layer_class = &typeid(Pool2D);
+  type.word = max ? "maxpool" : "avgpool";
+  type.usage = type.word + " WINDOW [stride=S] [pad=P]";
+  type.options = {"stride", "pad"};
+  type.parse = [mode](LayerLine& line) {
+    line.expect_arguments(1);
+    const int window = line.whole_number(0);
+    const int stride = line.whole_option("stride", 0);
+    return std::make_unique<Pool2D>(mode, window, stride, line.whole_option("pad", 0));
+  };
+  type.text = [](const Layer& layer, std::span<const std::string>) {
+    const Pool2dDesc& d = static_cast<const Pool2D&>(layer).desc();
+    std::string words = std::to_string(d.window_h);
+    if (d.stride_h != d.window_h) words += " stride=" + std::to_string(d.stride_h);
+    if (d.pad_h != 0) words += " pad=" + std::to_string(d.pad_h);
+    return words;
+  };
+  // Ours floor the output size (ceil_mode 0) and average over the window's input elements
+  // alone, padding left out of the count.
+  type.onnx = [max](const Layer& layer, OnnxNodes& graph) {
+    const Pool2dDesc& d = static_cast<const Pool2D&>(layer).desc();
+    OnnxNode& node = graph.add_output_node(max ? "MaxPool" : "AveragePool", {graph.input(0)})
+                         .set_ints("kernel_shape", {d.window_h, d.window_w})
+                         .set_ints("strides", {d.stride_h, d.stride_w})
+                         .set_ints("pads", {d.pad_h, d.pad_w, d.pad_h, d.pad_w})
+                         .set_int("ceil_mode", 0);
+    if (!max) node.set_int("count_include_pad", 0);
+  };
+  return type;
+}
+
+}  // namespace
+
+LayerType max_pool2d_type() { return windowed_pool_type(PoolMode::max); }
+
+LayerType average_pool2d_type() { return windowed_pool_type(PoolMode::average); }
+
+LayerType global_average_pool_type() {
+  LayerType type;
+  type.type_name = "global_avgpool";
+  type.layer_class = &typeid(Pool2D);
+  type.word = type.usage = "globalavgpool";
+  type.parse = [](LayerLine& line) {
+    line.expect_arguments(0);
+    return std::make_unique<Pool2D>(Pool2D::global_average());
+  };
+  type.onnx = [](const Layer&, OnnxNodes& graph) { graph.add_output_node("GlobalAveragePool", {graph.input(0)}); };
+  return type;
 }
 
 }  // namespace cnn

@@ -3,9 +3,11 @@
 
 namespace cnn {
 
+struct LayerType;
+
 class ReLU final : public Layer {
  public:
-  LayerKind kind() const override { return LayerKind::relu; }
+  std::string type_name() const override { return "relu"; }
   std::string describe() const override { return "relu"; }
   Shape output_shape(const std::vector<Shape>& inputs) override {
     elements_ = static_cast<double>(inputs.at(0).elements());
@@ -14,6 +16,7 @@ class ReLU final : public Layer {
   bool backward_needs_output() const override { return true; }
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
+  bool commutes_with_max_pooling() const override { return true; }
   LayerCost forward_cost() const override { return {elements_, 2 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->relu_forward(c.inputs[0], c.output); }
   void backward(const LayerContext& c) override {
@@ -23,5 +26,8 @@ class ReLU final : public Layer {
  private:
   double elements_ = 0;  // per sample
 };
+
+// "relu" in network text; Relu in ONNX.
+LayerType relu_type();
 
 }  // namespace cnn

@@ -1,7 +1,5 @@
 #include "models/network_text.hpp"
 
-#include <climits>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -10,32 +8,19 @@
 
 #include "base/error.hpp"
 #include "base/regular_file.hpp"
-#include "layers/add.hpp"
-#include "layers/batchnorm2d.hpp"
-#include "layers/conv2d.hpp"
-#include "layers/dense.hpp"
-#include "layers/dropout.hpp"
-#include "layers/flatten.hpp"
-#include "layers/pool2d.hpp"
-#include "layers/relu.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 namespace {
-
-// Options each layer accepts besides as= and in=.
-const std::map<std::string, std::set<std::string>> kLayerOptions = {
-    {"conv", {"stride", "pad", "bias"}}, {"maxpool", {"stride", "pad"}}, {"avgpool", {"stride", "pad"}},
-    {"dense", {"bias"}}, {"relu", {}}, {"flatten", {}}, {"batchnorm", {"momentum", "eps"}}, {"globalavgpool", {}},
-    {"dropout", {}}, {"add", {}}};
 
 class LineError : public ConfigError {
  public:
   using ConfigError::ConfigError;
 };
 
-// One non-empty line, split into its layer word, positional arguments and key=value options.
+// One non-empty line, split into its layer type, positional arguments and key=value options.
 struct Line {
-  std::string op;
+  const LayerType* type = nullptr;
   std::vector<std::string> args;
   std::map<std::string, std::string> options;
 };
@@ -49,10 +34,10 @@ std::string accepted_options(const std::set<std::string>& own) {
 Line split(const std::string& text) {
   Line line;
   std::istringstream words(text);
-  words >> line.op;
-  const auto known = kLayerOptions.find(line.op);
-  if (known == kLayerOptions.end()) throw LineError("unknown layer '" + line.op + "'");
   std::string word;
+  words >> word;
+  line.type = layer_type_for_word(word);
+  if (!line.type) throw LineError("unknown layer '" + word + "' (known: " + layer_words() + ")");
   while (words >> word) {
     const auto eq = word.find('=');
     if (eq == std::string::npos) {
@@ -60,29 +45,12 @@ Line split(const std::string& text) {
       continue;
     }
     const std::string key = word.substr(0, eq);
-    if (key != "as" && key != "in" && !known->second.count(key))
-      throw LineError("unknown option '" + key + "' for " + line.op + " (accepted: " + accepted_options(known->second) +
-                      ")");
+    if (key != "as" && key != "in" && !line.type->options.count(key))
+      throw LineError("unknown option '" + key + "' for " + line.type->word +
+                      " (accepted: " + accepted_options(line.type->options) + ")");
     if (!line.options.emplace(key, word.substr(eq + 1)).second) throw LineError("option '" + key + "=' given twice");
   }
   return line;
-}
-
-double number(const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  throw LineError("'" + text + "' is not a number");
-}
-
-int whole_number(const std::string& text) {
-  const double value = number(text);
-  if (!std::isfinite(value) || value != std::floor(value) || value < INT_MIN || value > INT_MAX)
-    throw LineError("'" + text + "' is not a whole number");
-  return static_cast<int>(value);
 }
 
 class Parser {
@@ -95,10 +63,16 @@ class Parser {
     Line line = split(text);
     std::vector<int> inputs;
     if (line.options.count("in")) inputs.push_back(named(line.options["in"]));
-    std::unique_ptr<Layer> layer = make_layer(line, inputs);
-    const int id = net_.add(std::move(layer), inputs);
+    const auto as = line.options.find("as");
+    const std::string name = as == line.options.end() ? std::string() : as->second;
+    const bool has_name = as != line.options.end();
+    LayerLine layer_line(*line.type, std::move(line.args), std::move(line.options), std::move(inputs), net_.last(),
+                         [this](const std::string& output) { return named(output); });
+    std::unique_ptr<Layer> layer = line.type->parse(layer_line);
+    if (!layer) throw LineError("the layer type of '" + line.type->word + "' made no layer of this line");
+    const int id = net_.add(std::move(layer), layer_line.inputs());
     line_of_.resize(static_cast<std::size_t>(id) + 1, line_no);
-    if (line.options.count("as")) name_output(line.options["as"], id);
+    if (has_name) name_output(name, id);
   }
 
   // The line that made node `id` (0: the input).
@@ -107,60 +81,6 @@ class Parser {
   Network take() { return std::move(net_); }
 
  private:
-  static void need(const Line& line, std::size_t count, const char* usage) {
-    if (line.args.size() != count) throw LineError(std::string("expected: ") + usage);
-  }
-
-  static int option(const Line& line, const std::string& key, int fallback) {
-    const auto it = line.options.find(key);
-    return it == line.options.end() ? fallback : whole_number(it->second);
-  }
-
-  static float real_option(const Line& line, const std::string& key, float fallback) {
-    const auto it = line.options.find(key);
-    return it == line.options.end() ? fallback : static_cast<float>(number(it->second));
-  }
-
-  static bool bias_option(const Line& line) {
-    const int bias = option(line, "bias", 1);
-    if (bias != 0 && bias != 1) throw LineError("bias= takes 0 or 1, got " + std::to_string(bias));
-    return bias == 1;
-  }
-
-  std::unique_ptr<Layer> make_layer(const Line& line, std::vector<int>& inputs) {
-    const std::string& op = line.op;
-    if (op == "conv") {
-      need(line, 2, "conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]");
-      return std::make_unique<Conv2D>(whole_number(line.args[0]), whole_number(line.args[1]), option(line, "stride", 1),
-                                      option(line, "pad", 0), bias_option(line));
-    }
-    if (op == "maxpool" || op == "avgpool") {
-      need(line, 1, "maxpool|avgpool WINDOW [stride=S] [pad=P]");
-      return std::make_unique<Pool2D>(op == "maxpool" ? PoolMode::max : PoolMode::average, whole_number(line.args[0]),
-                                      option(line, "stride", 0), option(line, "pad", 0));
-    }
-    if (op == "dense") {
-      need(line, 1, "dense UNITS [bias=0|1]");
-      return std::make_unique<Dense>(whole_number(line.args[0]), bias_option(line));
-    }
-    if (op == "dropout") {
-      need(line, 1, "dropout P");
-      return std::make_unique<Dropout>(static_cast<float>(number(line.args[0])));
-    }
-    if (op == "add") {
-      need(line, 1, "add NAME");
-      if (inputs.empty()) inputs.push_back(net_.last());
-      inputs.push_back(named(line.args[0]));
-      return std::make_unique<Add>();
-    }
-    need(line, 0, (op + " (no arguments)").c_str());
-    if (op == "relu") return std::make_unique<ReLU>();
-    if (op == "flatten") return std::make_unique<Flatten>();
-    if (op == "batchnorm")
-      return std::make_unique<BatchNorm2D>(real_option(line, "momentum", 0.1f), real_option(line, "eps", 1e-5f));
-    return std::make_unique<Pool2D>(Pool2D::global_average());  // globalavgpool
-  }
-
   int named(const std::string& name) const {
     if (name.empty()) throw LineError("in= and add need a name");
     const auto it = names_.find(name);

@@ -1,12 +1,12 @@
 #pragma once
-// The plain-text network description. One layer per line, '#' starts a comment. Words:
-//   conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]   relu        flatten
-//   maxpool WINDOW [stride=S] [pad=P]               avgpool WINDOW [stride=S] [pad=P]
-//   globalavgpool     batchnorm [momentum=M] [eps=E]     dropout P      dense UNITS [bias=0|1]
-//   add NAME                                        (adds the named output to the previous one)
-// Any line may end with `as=NAME` (names its output) and `in=NAME` (reads NAME instead of the
-// previous line; `input` is the network input). An unknown or repeated option, an empty or
-// reused name is an error; every error names the file and line.
+// The plain-text network description. One layer per line, '#' starts a comment. A line is a
+// layer's word, its arguments and its key=value options, as that layer's type reads them: every
+// type is listed in layers/registry.cpp, and layer_usages() (layers/registry.hpp) gives one usage
+// line per word ("conv OUT KERNEL [stride=S] [pad=P] [bias=0|1]", "add NAME", ...); an unknown
+// word's error lists the known ones. Any line may also end with `as=NAME` (names its output) and
+// `in=NAME` (reads NAME instead of the previous line; `input` is the network input). An unknown
+// or repeated option, an empty or reused name is an error; every error names the file and line.
+// A layer of one's own is read and written too once its type is given to register_layer_type.
 #include <filesystem>
 #include <string>
 
@@ -28,7 +28,7 @@ Network load_network_file(const std::filesystem::path& path, Shape input, int cl
 
 // The text form of a network, such that parse_network(network_text(n), ...) builds the same
 // layers, in the same order, on the same inputs (a saved file holds it). A layer of one's own
-// (LayerKind::custom) has none: a ConfigError naming it.
+// whose type was not registered has none: a ConfigError naming it.
 std::string network_text(const Network& network);
 
 }  // namespace cnn

@@ -1,7 +1,8 @@
 #pragma once
 // A layer knows its shapes, its parameters, the memory it needs and how to run forward and
 // backward through the Backend interface. It owns no memory: every tensor it touches is a view
-// the engine hands it in a LayerContext.
+// the engine hands it in a LayerContext. How it is written as network text and as ONNX nodes
+// is its type's (layers/layer_type.hpp), which the engine never needs.
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -13,25 +14,6 @@
 #include "engine/core/communicator.hpp"
 
 namespace cnn {
-
-// What a layer is, for the engine's rewrites and for names. A layer of one's own is `custom` and
-// names itself (Layer::type_name).
-enum class LayerKind {
-  conv2d,
-  dense,
-  relu,
-  max_pool2d,
-  average_pool2d,
-  global_average_pool,
-  batchnorm2d,
-  dropout,
-  add,
-  flatten,
-  custom,
-};
-
-// The kind's word in node names and checkpoint fingerprints: "conv2d", "maxpool2d", ...
-std::string to_string(LayerKind kind);
 
 enum class Init { he_normal, glorot_uniform, zeros, ones };
 
@@ -60,7 +42,7 @@ struct TrainingBatchNeed {
 // (docs/design.md, "Data-parallel training").
 struct CrossRankContext {
   Communicator* communicator = nullptr;
-  Tensor scratch;  // device floats for a layer's sums: two per channel of the widest BatchNorm
+  Tensor scratch;  // device floats for a layer's sums: the most any asks (cross_rank_scratch_floats)
 };
 
 struct LayerContext {
@@ -86,9 +68,9 @@ class Layer {
  public:
   virtual ~Layer() = default;
 
-  virtual LayerKind kind() const = 0;
-  // The kind's word (to_string); a custom layer gives its own.
-  virtual std::string type_name() const { return to_string(kind()); }
+  // The layer's type word ("conv2d", "maxpool2d", ..., or a layer of one's own's). Node names
+  // ("3:conv2d"), ONNX value names and checkpoint fingerprints hold it, so it never changes.
+  virtual std::string type_name() const = 0;
   virtual std::string describe() const = 0;
   virtual int input_count() const { return 1; }
 
@@ -128,6 +110,17 @@ class Layer {
   // the saved buffers the plan gives the recomputation. Never moves running statistics.
   virtual void recompute(const LayerContext& context) { forward(context); }
   virtual LayerCost forward_cost() const { return {}; }
+
+  // Graph rewrites (Network::commute_relu_and_max_pool). True for an element-wise layer f of one
+  // input, its output shaped as its input, that is non-decreasing (max f(window) = f(max window))
+  // and flat wherever it gives two inputs one output (so the gradients agree either way): ReLU.
+  virtual bool commutes_with_max_pooling() const { return false; }
+  // True for max pooling: each output the largest value of a window of its input's channel.
+  virtual bool is_max_pooling() const { return false; }
+
+  // Synchronised BatchNorm in a data-parallel run: the floats of CrossRankContext::scratch this
+  // layer needs (0: it sums nothing over the ranks).
+  virtual std::size_t cross_rank_scratch_floats() const { return 0; }
 };
 
 // The output length of a window (a convolution's kernel, a pooling's window: `window_name`)

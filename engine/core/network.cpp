@@ -7,7 +7,6 @@
 
 #include "base/error.hpp"
 
-
 namespace cnn {
 namespace {
 
@@ -95,7 +94,7 @@ int Network::commute_relu_and_max_pool() {
   for (int id = 1; id + 1 < size(); ++id) {
     Node& first = node(id);
     Node& second = node(id + 1);
-    if (first.layer->kind() != LayerKind::relu || second.layer->kind() != LayerKind::max_pool2d ||
+    if (!first.layer->commutes_with_max_pooling() || !second.layer->is_max_pooling() ||
         second.inputs != std::vector<int>{id} || readers[static_cast<std::size_t>(id)] != std::vector<int>{id + 1})
       continue;
     // Node id becomes the pooling of the ReLU's input, node id + 1 the ReLU of that: readers of

@@ -49,7 +49,8 @@ class Network {
   std::string summary() const;  // one line per layer: shape and parameter count
 
   // Rewrites ReLU -> max pooling into max pooling -> ReLU wherever the ReLU's output is read by
-  // the pooling alone. Forward values and gradients are the same (ReLU is monotonic, and a
+  // the pooling alone (any layer that says Layer::commutes_with_max_pooling, before one that says
+  // Layer::is_max_pooling). Forward values and gradients are the same (ReLU is monotonic, and a
   // window whose maximum is not positive passes no gradient either way); the ReLU then runs on
   // a quarter of the elements and one full-size activation is gone. Returns the pairs swapped.
   int commute_relu_and_max_pool();

@@ -135,7 +135,6 @@ namespace {
 // A layer whose backward is wrong on purpose: the checker must notice.
 class WrongGradient final : public Layer {
  public:
-  LayerKind kind() const override { return LayerKind::custom; }
   std::string type_name() const override { return "wrong"; }
   std::string describe() const override { return "wrong"; }
   Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }

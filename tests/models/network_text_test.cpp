@@ -200,7 +200,6 @@ TEST_CASE("a network's text form builds the same network", "[network]") {
 
 TEST_CASE("a network with a layer of one's own has no text form", "[network]") {
   struct Custom final : Layer {
-    LayerKind kind() const override { return LayerKind::custom; }
     std::string type_name() const override { return "mine"; }
     std::string describe() const override { return "mine"; }
     Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }

@@ -67,7 +67,6 @@ namespace {
 // A layer of one's own: ONNX cannot know it.
 class Mish final : public Layer {
  public:
-  LayerKind kind() const override { return LayerKind::custom; }
   std::string type_name() const override { return "mish"; }
   std::string describe() const override { return "mish"; }
   Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }

@@ -59,7 +59,7 @@ Samples first_samples(const data::Dataset& data, int count) {
 // Whether every BatchNorm's running mean has moved from its initial zeros.
 bool batchnorm_statistics_moved(const Network& network, const ParameterStore& params) {
   for (int id = 1; id < network.size(); ++id) {
-    if (network.node(id).layer->kind() != LayerKind::batchnorm2d) continue;
+    if (network.node(id).layer->type_name() != "batchnorm2d") continue;
     const Tensor& mean = params.params(id)[2];
     std::vector<float> host(mean.elements());
     const auto first = static_cast<std::size_t>(mean.data - params.trainable().data);

@@ -56,12 +56,10 @@ std::size_t Replicas::communication_bytes(const TrainerOptions& options, const N
 }
 
 std::size_t Replicas::scratch_floats(const Network& network) {
-  std::size_t channels = 0;
-  for (int id = 1; id < network.size(); ++id) {
-    const Layer& layer = *network.node(id).layer;
-    if (layer.kind() == LayerKind::batchnorm2d) channels = std::max(channels, layer.parameters().at(0).shape.elements());
-  }
-  return 2 * channels;
+  std::size_t floats = 0;
+  for (int id = 1; id < network.size(); ++id)
+    floats = std::max(floats, network.node(id).layer->cross_rank_scratch_floats());
+  return floats;
 }
 
 Replicas::Replicas(Network& network, Backend& backend, ParameterStore& params, memory::MemoryResource& blocks,

@@ -1,16 +1,12 @@
 #include "models/detail/onnx/onnx_graph.hpp"
 
 #include <bit>
-#include <initializer_list>
-#include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/error.hpp"
-#include "layers/batchnorm2d.hpp"
-#include "layers/conv2d.hpp"
-#include "layers/dense.hpp"
-#include "layers/pool2d.hpp"
+#include "layers/registry.hpp"
 #include "models/onnx_export.hpp"
 
 namespace cnn {
@@ -19,26 +15,35 @@ namespace {
 // Initializers are written as raw_data, which ONNX defines as little-endian.
 static_assert(std::endian::native == std::endian::little);
 
-void set_ints(onnx::NodeProto& node, const char* name, std::initializer_list<int> values) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int v : values) a->add_ints(v);
-}
+// A node of the graph, for a layer type to set attributes on.
+class ProtoNode final : public OnnxNode {
+ public:
+  explicit ProtoNode(onnx::NodeProto& node) : node_(node) {}
+  OnnxNode& set_int(const std::string& name, std::int64_t value) override {
+    auto* a = node_.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(value);
+    return *this;
+  }
+  OnnxNode& set_ints(const std::string& name, const std::vector<std::int64_t>& values) override {
+    auto* a = node_.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t v : values) a->add_ints(v);
+    return *this;
+  }
+  OnnxNode& set_float(const std::string& name, float value) override {
+    auto* a = node_.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(value);
+    return *this;
+  }
 
-void set_int(onnx::NodeProto& node, const char* name, int value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
-void set_float(onnx::NodeProto& node, const char* name, float value) {
-  auto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(value);
-}
+ private:
+  onnx::NodeProto& node_;
+};
 
 // A float tensor of `per_sample` shape with a symbolic batch dimension in front.
 void describe_value(onnx::ValueInfoProto& value, const std::string& name, const Shape& per_sample) {
@@ -50,139 +55,91 @@ void describe_value(onnx::ValueInfoProto& value, const std::string& name, const 
   for (int i = 0; i < per_sample.rank; ++i) shape->add_dim()->set_dim_value(per_sample[i]);
 }
 
-Shape flattened(const Shape& per_sample) { return Shape{static_cast<int>(per_sample.elements())}; }
-
 class GraphWriter {
  public:
   GraphWriter(onnx::GraphProto& graph, const Network& network, const ParameterStore& params)
       : graph_(graph), network_(network), params_(params), values_(static_cast<std::size_t>(network.size())) {}
 
   void write(bool probabilities) {
-    check_exportable();
+    const std::vector<const LayerType*> types = exportable_types();
     describe_value(*graph_.add_input(), kOnnxInputName, network_.input_shape());
     values_[0] = kOnnxInputName;
     const int last = network_.last();
-    for (int id = 1; id <= last; ++id)
-      layer(id, id == last && network_.node(id).shape.rank == 1 ? kOnnxLogitsName : value_name(id));
-    if (value(last) != kOnnxLogitsName) add_node("Flatten", "logits_flatten", {value(last)}, kOnnxLogitsName);
+    for (int id = 1; id <= last; ++id) {
+      const std::string output = id == last && network_.node(id).shape.rank == 1 ? kOnnxLogitsName : value_name(id);
+      LayerNodes nodes(*this, id, output);
+      types[static_cast<std::size_t>(id)]->onnx(*network_.node(id).layer, nodes);
+      if (values_[static_cast<std::size_t>(id)].empty()) values_[static_cast<std::size_t>(id)] = output;
+    }
+    if (value(last) != kOnnxLogitsName)
+      ProtoNode(add_node("Flatten", "logits_flatten", {value(last)}, kOnnxLogitsName)).set_int("axis", 1);
     const Shape classes{network_.num_classes()};
     describe_value(*graph_.add_output(), kOnnxLogitsName, classes);
     if (probabilities) {
-      set_int(add_node("Softmax", "softmax", {kOnnxLogitsName}, kOnnxProbabilitiesName), "axis", 1);
+      ProtoNode(add_node("Softmax", "softmax", {kOnnxLogitsName}, kOnnxProbabilitiesName)).set_int("axis", 1);
       describe_value(*graph_.add_output(), kOnnxProbabilitiesName, classes);
     }
   }
 
  private:
-  void check_exportable() const {
+  // The graph as the layer of node `id` writes itself into it, its output into `output` (or,
+  // where it passes its input through, nothing: its value is its input's, unless `output` is the
+  // graph's output).
+  class LayerNodes final : public OnnxNodes {
+   public:
+    LayerNodes(GraphWriter& writer, int id, std::string output)
+        : writer_(writer), node_(writer.network_.node(id)), id_(id), output_(std::move(output)) {}
+
+    std::string name() const override { return writer_.value_name(id_); }
+    std::string input(std::size_t index) const override { return writer_.value(node_.inputs.at(index)); }
+    Shape input_shape(std::size_t index) const override { return writer_.network_.node(node_.inputs.at(index)).shape; }
+    std::string parameter(std::size_t index, const std::string& suffix) override {
+      return writer_.initializer(id_, index, name() + "_" + suffix);
+    }
+    OnnxNode& add_output_node(const std::string& op_type, const std::vector<std::string>& inputs) override {
+      return last_node(writer_.add_node(op_type, name(), inputs, output_, node_.shape));
+    }
+    OnnxNode& add_inner_node(const std::string& op_type, const std::vector<std::string>& inputs,
+                             const std::string& value, const Shape& shape) override {
+      return last_node(writer_.add_node(op_type, value, inputs, value, shape));
+    }
+    void pass_through(std::size_t index) override {
+      if (output_ == kOnnxLogitsName) {
+        writer_.add_node("Identity", name(), {input(index)}, output_);
+      } else {
+        writer_.values_[static_cast<std::size_t>(id_)] = input(index);
+      }
+    }
+
+   private:
+    OnnxNode& last_node(onnx::NodeProto& node) {
+      last_.emplace(node);
+      return *last_;
+    }
+    GraphWriter& writer_;
+    const Node& node_;
+    int id_;
+    std::string output_;
+    std::optional<ProtoNode> last_;
+  };
+
+  // Each node's layer type, checked to have ONNX nodes before anything is written.
+  std::vector<const LayerType*> exportable_types() const {
     if (network_.size() < 2) throw ConfigError("ONNX export: the network has no layers");
+    std::vector<const LayerType*> types(static_cast<std::size_t>(network_.size()));
     for (int id = 1; id < network_.size(); ++id) {
       const Node& n = network_.node(id);
-      if (n.layer->kind() == LayerKind::custom)
+      const LayerType* type = layer_type_of(*n.layer);
+      if (!type || !type->onnx)
         throw ConfigError("ONNX export: layer " + n.name + " is a layer of one's own (" + n.layer->type_name() +
                           "): ONNX has no operator for it");
+      types[static_cast<std::size_t>(id)] = type;
     }
-  }
-
-  // Writes node `id`'s nodes, its output into `output` (or, for a layer that passes its input
-  // through, nothing: its value is its input's, unless `output` is the graph's output).
-  void layer(int id, const std::string& output) {
-    const Node& n = network_.node(id);
-    const std::string name = value_name(id);
-    const std::string& in = value(n.inputs.at(0));
-    const Shape& in_shape = network_.node(n.inputs[0]).shape;
-    switch (n.layer->kind()) {
-      case LayerKind::conv2d: conv(id, output); break;
-      case LayerKind::dense: dense(id, output); break;
-      case LayerKind::relu: add_node("Relu", name, {in}, output, n.shape); break;
-      case LayerKind::max_pool2d:
-      case LayerKind::average_pool2d: pool(id, output); break;
-      case LayerKind::global_average_pool: add_node("GlobalAveragePool", name, {in}, output, n.shape); break;
-      case LayerKind::batchnorm2d: batchnorm(id, output); break;
-      case LayerKind::add: add_node("Add", name, {in, value(n.inputs.at(1))}, output, n.shape); break;
-      case LayerKind::dropout: pass_through(id, output); break;  // inference: the identity
-      case LayerKind::flatten:
-        if (in_shape.rank == 1) {
-          pass_through(id, output);
-        } else {
-          set_int(add_node("Flatten", name, {in}, output, n.shape), "axis", 1);
-        }
-        break;
-      case LayerKind::custom: throw std::logic_error("ONNX export: custom layers are refused before");
-    }
-    if (values_[static_cast<std::size_t>(id)].empty()) values_[static_cast<std::size_t>(id)] = output;
-  }
-
-  void pass_through(int id, const std::string& output) {
-    const Node& n = network_.node(id);
-    if (output == kOnnxLogitsName) {
-      add_node("Identity", value_name(id), {value(n.inputs.at(0))}, output);
-    } else {
-      values_[static_cast<std::size_t>(id)] = value(n.inputs.at(0));
-    }
-  }
-
-  void conv(int id, const std::string& output) {
-    const Node& n = network_.node(id);
-    const auto& layer = static_cast<const Conv2D&>(*n.layer);
-    const Conv2dDesc& d = layer.desc();
-    const std::string name = value_name(id);
-    std::vector<std::string> inputs{value(n.inputs.at(0)), initializer(id, 0, name + "_weight")};
-    if (layer.has_bias()) inputs.push_back(initializer(id, 1, name + "_bias"));
-    auto& node = add_node("Conv", name, inputs, output, n.shape);
-    set_ints(node, "kernel_shape", {d.kernel_h, d.kernel_w});
-    set_ints(node, "strides", {d.stride, d.stride});
-    set_ints(node, "pads", {d.padding, d.padding, d.padding, d.padding});
-    set_ints(node, "dilations", {1, 1});
-    set_int(node, "group", 1);
-  }
-
-  // y = x w^T + b over the flattened sample: Gemm with transB, after a Flatten where the input
-  // is an image (a dense layer may read a convolution's output directly).
-  void dense(int id, const std::string& output) {
-    const Node& n = network_.node(id);
-    const auto& layer = static_cast<const Dense&>(*n.layer);
-    const std::string name = value_name(id);
-    std::string in = value(n.inputs.at(0));
-    const Shape& in_shape = network_.node(n.inputs[0]).shape;
-    if (in_shape.rank != 1) {
-      const std::string flat = name + "_flatten";
-      set_int(add_node("Flatten", flat, {in}, flat, flattened(in_shape)), "axis", 1);
-      in = flat;
-    }
-    std::vector<std::string> inputs{in, initializer(id, 0, name + "_weight")};
-    if (layer.has_bias()) inputs.push_back(initializer(id, 1, name + "_bias"));
-    set_int(add_node("Gemm", name, inputs, output, n.shape), "transB", 1);
-  }
-
-  // Ours floor the output size (ceil_mode 0) and average over the window's input elements
-  // alone, padding left out of the count.
-  void pool(int id, const std::string& output) {
-    const Node& n = network_.node(id);
-    const Pool2dDesc& d = static_cast<const Pool2D&>(*n.layer).desc();
-    const bool max = d.mode == PoolMode::max;
-    auto& node = add_node(max ? "MaxPool" : "AveragePool", value_name(id), {value(n.inputs.at(0))}, output, n.shape);
-    set_ints(node, "kernel_shape", {d.window_h, d.window_w});
-    set_ints(node, "strides", {d.stride_h, d.stride_w});
-    set_ints(node, "pads", {d.pad_h, d.pad_w, d.pad_h, d.pad_w});
-    set_int(node, "ceil_mode", 0);
-    if (!max) set_int(node, "count_include_pad", 0);
-  }
-
-  // Inference form: normalised by the running statistics (parameters 3 and 4).
-  void batchnorm(int id, const std::string& output) {
-    const Node& n = network_.node(id);
-    const auto& layer = static_cast<const BatchNorm2D&>(*n.layer);
-    const std::string name = value_name(id);
-    auto& node = add_node("BatchNormalization", name,
-                          {value(n.inputs.at(0)), initializer(id, 0, name + "_gamma"), initializer(id, 1, name + "_beta"),
-                           initializer(id, 2, name + "_running_mean"), initializer(id, 3, name + "_running_var")},
-                          output, n.shape);
-    set_float(node, "epsilon", layer.epsilon());
+    return types;
   }
 
   // A node; the shape of its output, when given, goes into value_info.
-  onnx::NodeProto& add_node(const char* op, const std::string& name, const std::vector<std::string>& inputs,
+  onnx::NodeProto& add_node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
                             const std::string& output, const Shape& shape = {}) {
     auto* node = graph_.add_node();
     node->set_op_type(op);
@@ -211,7 +168,7 @@ class GraphWriter {
   }
 
   // "conv2d_3": ONNX asks for names that are C identifiers.
-  std::string value_name(int id) const { return to_string(network_.node(id).layer->kind()) + "_" + std::to_string(id); }
+  std::string value_name(int id) const { return network_.node(id).layer->type_name() + "_" + std::to_string(id); }
   const std::string& value(int id) const { return values_.at(static_cast<std::size_t>(id)); }
 
   onnx::GraphProto& graph_;

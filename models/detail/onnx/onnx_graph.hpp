@@ -8,9 +8,10 @@
 
 namespace cnn {
 
-// Fills `graph`: its input, one or more nodes per layer, the parameters as initializers, every
-// intermediate value's shape as ours (value_info: shape inference then checks each against
-// ONNX's), and the outputs. Throws ConfigError naming a layer ONNX cannot express.
+// Fills `graph`: its input, one or more nodes per layer (its type's onnx, layers/registry.hpp),
+// the parameters as initializers, every intermediate value's shape as ours (value_info: shape
+// inference then checks each against ONNX's), and the outputs. Throws ConfigError naming a
+// layer ONNX cannot express.
 void write_onnx_graph(onnx::GraphProto& graph, const Network& network, const ParameterStore& params,
                       bool probabilities);
 

@@ -157,7 +157,6 @@ namespace {
 class FailingLayer final : public Layer {
  public:
   explicit FailingLayer(int failures) : failures_(failures) {}
-  LayerKind kind() const override { return LayerKind::custom; }
   std::string type_name() const override { return "failing"; }
   std::string describe() const override { return "failing"; }
   Shape output_shape(const std::vector<Shape>& inputs) override { return inputs.at(0); }

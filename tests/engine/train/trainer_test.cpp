@@ -170,7 +170,6 @@ namespace {
 class SumOfInputs final : public Layer {
  public:
   explicit SumOfInputs(int count) : count_(count) {}
-  LayerKind kind() const override { return LayerKind::custom; }
   std::string type_name() const override { return "sum"; }
   std::string describe() const override { return "sum of " + std::to_string(count_); }
   int input_count() const override { return count_; }

@@ -1,0 +1,21 @@
+// ReLU's type: its network-text word and its ONNX node.
+#include "layers/relu.hpp"
+
+#include "layers/layer_type.hpp"
+
+namespace cnn {
+
+LayerType relu_type() {
+  LayerType type;
+  type.type_name = "relu";
+  type.layer_class = &typeid(ReLU);
+  type.word = type.usage = "relu";
+  type.parse = [](LayerLine& line) {
+    line.expect_arguments(0);
+    return std::make_unique<ReLU>();
+  };
+  type.onnx = [](const Layer&, OnnxNodes& graph) { graph.add_output_node("Relu", {graph.input(0)}); };
+  return type;
+}
+
+}  // namespace cnn
