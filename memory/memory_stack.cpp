@@ -6,9 +6,24 @@
 #include "base/error.hpp"
 #include "memory/block_heap.hpp"
 #include "memory/bytes.hpp"
+#include "memory/budget_adaptor.hpp"
 #include "memory/out_of_memory.hpp"
+#include "memory/statistics_adaptor.hpp"
+#include "memory/trace_adaptor.hpp"
 
 namespace cnn::memory {
+
+struct MemoryStack::Layers {
+  explicit Layers(MemoryResource& upstream) : stats_(upstream) {}
+  StatisticsAdaptor stats_;
+  std::optional<TraceAdaptor> trace_;
+  std::optional<BudgetAdaptor> budget_;
+  std::optional<StatisticsAdaptor> staging_stats_;
+  std::optional<BudgetAdaptor> staging_budget_;  // shares budget_'s
+  std::unique_ptr<MemoryResource> strategy_;
+  std::vector<std::unique_ptr<Adaptor>> wrappers_;
+};
+
 namespace {
 
 MemoryResource& counted(StatisticsAdaptor& stats, std::optional<TraceAdaptor>& trace) {
@@ -18,21 +33,26 @@ MemoryResource& counted(StatisticsAdaptor& stats, std::optional<TraceAdaptor>& t
 }  // namespace
 
 MemoryStack::MemoryStack(MemoryResource& upstream, MemoryOptions options)
-    : options_(std::move(options)), account_(options_.budget), stats_(upstream) {
+    : options_(std::move(options)), account_(options_.budget),
+      layers_(std::make_unique<Layers>(upstream)) {
   if (!(options_.arena_factor >= 1.0 && options_.arena_factor <= 1024.0))  // NaN too
     throw ConfigError("MemoryOptions::arena_factor must be from 1 to 1024 (times the planned arena), got " +
                       std::to_string(options_.arena_factor));
-  if (!options_.trace.empty()) trace_.emplace(stats_, options_.trace);
-  if (options_.budget) budget_.emplace(counted(stats_, trace_), options_.budget);
+  if (!options_.trace.empty()) layers_->trace_.emplace(layers_->stats_, options_.trace);
+  if (options_.budget) layers_->budget_.emplace(counted(layers_->stats_, layers_->trace_), options_.budget);
 }
 
 MemoryStack::MemoryStack(MemoryResource& upstream, MemoryResource& staging_upstream, MemoryOptions options)
     : MemoryStack(upstream, std::move(options)) {
-  staging_stats_.emplace(staging_upstream);
-  if (budget_) staging_budget_.emplace(*staging_stats_, *budget_);
+  layers_->staging_stats_.emplace(staging_upstream);
+  if (layers_->budget_) layers_->staging_budget_.emplace(*layers_->staging_stats_, *layers_->budget_);
 }
 
 MemoryStack::~MemoryStack() { release_step_buffers(); }
+
+bool MemoryStack::has_staging() const { return layers_->staging_stats_.has_value(); }
+Statistics MemoryStack::statistics() const { return layers_->stats_.statistics(); }
+void MemoryStack::reset_peak() { layers_->stats_.reset_peak(); }
 
 BudgetAccount MemoryStack::account() const {
   if (settled_) return account_;
@@ -58,26 +78,26 @@ const BudgetAccount& MemoryStack::settle_account(std::size_t libraries, std::siz
   settled.add_loader_staging(booked_);
   account_ = settled;
   settled_ = true;
-  if (budget_) budget_->set_budget(account_.cap());
+  if (layers_->budget_) layers_->budget_->set_budget(account_.cap());
   return account_;
 }
 
-std::size_t MemoryStack::cap() const { return budget_ ? budget_->budget() : 0; }
+std::size_t MemoryStack::cap() const { return layers_->budget_ ? layers_->budget_->budget() : 0; }
 
 MemoryResource& MemoryStack::blocks() {
-  return budget_ ? static_cast<MemoryResource&>(*budget_) : counted(stats_, trace_);
+  return layers_->budget_ ? static_cast<MemoryResource&>(*layers_->budget_) : counted(layers_->stats_, layers_->trace_);
 }
 
 MemoryResource& MemoryStack::staging() {
-  if (!staging_stats_)
+  if (!layers_->staging_stats_)
     throw ConfigError("this memory stack was built without a staging upstream: build it with the backend's "
                       "staging_memory() to stage a loader's batches under its budget");
-  return staging_budget_ ? static_cast<MemoryResource&>(*staging_budget_) : *staging_stats_;
+  return layers_->staging_budget_ ? static_cast<MemoryResource&>(*layers_->staging_budget_) : *layers_->staging_stats_;
 }
 
-std::size_t MemoryStack::staging_bytes() const { return staging_stats_ ? staging_stats_->statistics().current_bytes : 0; }
+std::size_t MemoryStack::staging_bytes() const { return layers_->staging_stats_ ? layers_->staging_stats_->statistics().current_bytes : 0; }
 
-Statistics MemoryStack::staging_statistics() const { return staging_stats_ ? staging_stats_->statistics() : Statistics{}; }
+Statistics MemoryStack::staging_statistics() const { return layers_->staging_stats_ ? layers_->staging_stats_->statistics() : Statistics{}; }
 
 void MemoryStack::build_step_buffers(std::size_t outside_arena, std::size_t planned_arena) {
   if (built_) return;
@@ -98,8 +118,8 @@ void MemoryStack::build_step_buffers(std::size_t outside_arena, std::size_t plan
     }
   }
   if (options_.strategy != Strategy::planned) {
-    strategy_ = make_strategy(options_.strategy, blocks(), capacity);
-    top_ = strategy_.get();
+    layers_->strategy_ = make_strategy(options_.strategy, blocks(), capacity);
+    top_ = layers_->strategy_.get();
   }
   arena_capacity_ = capacity;
   built_ = true;
@@ -109,22 +129,22 @@ Adaptor& MemoryStack::wrap_step_buffers(std::unique_ptr<Adaptor> adaptor) {
   if (!adaptor || !top_ || &adaptor->upstream() != top_)
     throw ConfigError("wrap_step_buffers: the adaptor must sit on the step buffers' resource (built, and not planned)");
   top_ = adaptor.get();
-  wrappers_.push_back(std::move(adaptor));
-  return *wrappers_.back();
+  layers_->wrappers_.push_back(std::move(adaptor));
+  return *layers_->wrappers_.back();
 }
 
 void MemoryStack::release_step_buffers() {
-  while (!wrappers_.empty()) wrappers_.pop_back();
-  strategy_.reset();
+  while (!layers_->wrappers_.empty()) layers_->wrappers_.pop_back();
+  layers_->strategy_.reset();
   top_ = nullptr;
   built_ = false;
   arena_capacity_ = 0;
 }
 
 void MemoryStack::finish_trace() {
-  if (!trace_) return;
-  trace_->flush();
-  if (!trace_->good())
+  if (!layers_->trace_) return;
+  layers_->trace_->flush();
+  if (!layers_->trace_->good())
     throw Error("writing the memory trace " + options_.trace.string() + " failed (disk full?): it is incomplete");
 }
 

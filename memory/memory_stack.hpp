@@ -19,14 +19,14 @@
 #include <optional>
 #include <vector>
 
-#include "memory/adaptor.hpp"
 #include "memory/budget_account.hpp"
-#include "memory/budget_adaptor.hpp"
-#include "memory/statistics_adaptor.hpp"
+#include "memory/memory_resource.hpp"
+#include "memory/statistics.hpp"
 #include "memory/strategy.hpp"
-#include "memory/trace_adaptor.hpp"
 
 namespace cnn::memory {
+
+class Adaptor;
 
 struct MemoryOptions {
   std::size_t budget = 0;                 // bytes; 0: no budget
@@ -70,7 +70,7 @@ class MemoryStack {
   // same budget as blocks(), counted in staging_statistics() and left out of the trace (which is
   // the steps'). A stack built without a staging upstream throws ConfigError.
   MemoryResource& staging();
-  bool has_staging() const { return staging_stats_.has_value(); }
+  bool has_staging() const;
   // Bytes in use through staging() now.
   std::size_t staging_bytes() const;
 
@@ -92,10 +92,10 @@ class MemoryStack {
   void release_step_buffers();
 
   // Everything the stack has taken from its upstream, now and at the peak.
-  Statistics statistics() const { return stats_.statistics(); }
+  Statistics statistics() const;
   // Everything staging() has taken from the staging upstream (zeros without one).
   Statistics staging_statistics() const;
-  void reset_peak() { stats_.reset_peak(); }
+  void reset_peak();
   // Flushes the trace; throws cnn::Error naming the file when a line could not be written (a
   // full disk). Call it when everything has been given back, so that the trace is whole.
   void finish_trace();
@@ -105,13 +105,9 @@ class MemoryStack {
   BudgetAccount account_;      // set aside; the loaders' staging once settled
   std::size_t booked_ = 0;     // staging booked for loaders not built yet
   bool settled_ = false;
-  StatisticsAdaptor stats_;
-  std::optional<TraceAdaptor> trace_;
-  std::optional<BudgetAdaptor> budget_;
-  std::optional<StatisticsAdaptor> staging_stats_;
-  std::optional<BudgetAdaptor> staging_budget_;  // shares budget_'s
-  std::unique_ptr<MemoryResource> strategy_;
-  std::vector<std::unique_ptr<Adaptor>> wrappers_;
+  // The adaptors and the strategy, in the order they are stacked (memory_stack.cpp).
+  struct Layers;
+  std::unique_ptr<Layers> layers_;
   MemoryResource* top_ = nullptr;
   bool built_ = false;
   std::size_t arena_capacity_ = 0;

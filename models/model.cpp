@@ -7,27 +7,13 @@
 #include "data/preprocessing.hpp"
 
 namespace cnn {
-namespace {
-
-// The model's memory stack, with room booked for the evaluation loader built after it.
-std::unique_ptr<memory::MemoryStack> model_stack(Backend& backend, const ModelOptions& options) {
-  auto stack = std::make_unique<memory::MemoryStack>(
-      backend.device_memory(), backend.staging_memory(),
-      memory::MemoryOptions{options.memory_budget, memory::Strategy::planned, {}});
-  stack->book_staging(options.loader_staging);
-  return stack;
-}
-
-}  // namespace
-
-InferenceOptions inference_options(const ModelOptions& options, const Backend& backend) {
+InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack, const Backend& backend) {
   if (options.max_batch <= 0)
     throw ConfigError("ModelOptions::max_batch must be positive, got " + std::to_string(options.max_batch));
   InferenceOptions o;
   o.max_batch = options.max_batch;
-  o.account = memory::BudgetAccount(options.memory_budget);
+  o.account = stack.account();
   o.account.set_aside(backend.library_reserved_bytes(), 0);
-  o.account.add_loader_staging(options.loader_staging);
   return o;
 }
 
@@ -37,8 +23,18 @@ Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions o
 Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options)
     : description_(info.model),
       network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
-      stack_(model_stack(backend, options)),
-      predictor_(std::make_unique<Predictor>(network_, backend, *stack_, inference_options(options, backend))) {
+      own_stack_(std::make_unique<memory::MemoryStack>(backend.device_memory(), backend.staging_memory(),
+                                                       memory::MemoryOptions{options.memory_budget})),
+      predictor_(std::make_unique<Predictor>(network_, backend, *own_stack_,
+                                             inference_options(options, *own_stack_, backend))) {
+  load_parameters(file, network_, predictor_->parameters(), false);
+}
+
+Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend,
+             memory::MemoryStack& stack, ModelOptions options)
+    : description_(info.model),
+      network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
+      predictor_(std::make_unique<Predictor>(network_, backend, stack, inference_options(options, stack, backend))) {
   load_parameters(file, network_, predictor_->parameters(), false);
 }
 

@@ -15,10 +15,7 @@ namespace cnn {
 
 struct ModelOptions {
   int max_batch = 256;            // images one call takes at most at once
-  std::size_t memory_budget = 0;  // 0: none
-  // What a loader built after the model will stage, under the same budget, from
-  // memory_stack().staging() (data::Loader::staging_bytes_for): the plan leaves it room.
-  std::size_t loader_staging = 0;
+  std::size_t memory_budget = 0;  // 0: none; a model on a stack of the caller's takes the stack's
 };
 
 class Model {
@@ -29,6 +26,10 @@ class Model {
   // From the file's checkpoint already read (read_checkpoint(file)), so that what it describes
   // (the input shape, the preprocessing) can size a loader before the model is planned.
   Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options = {});
+  // On a stack the caller built (memory_stack_for) under its budget, with the loaders that will
+  // feed the model booked on it first (data::Loader::book): the plan leaves them room.
+  Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, memory::MemoryStack& stack,
+        ModelOptions options = {});
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -57,13 +58,15 @@ class Model {
  private:
   ModelDescription description_;
   Network network_;
-  std::unique_ptr<memory::MemoryStack> stack_;  // its budget's account: the loader's room booked there
+  std::unique_ptr<memory::MemoryStack> own_stack_;  // unless the caller gave one
   std::unique_ptr<Predictor> predictor_;
 };
 
 // What a Model with these options plans with (InferencePlanner): train_images --plan asks it too.
 // Throws ConfigError for a max_batch below one.
-InferenceOptions inference_options(const ModelOptions& options, const Backend& backend);
+// The stack's account (its budget, the loaders staged or booked on it) with the backend's
+// libraries set aside. Throws ConfigError for a max_batch below one.
+InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack, const Backend& backend);
 
 // Softmax of each row of `logits` (rows of `classes` values), in place.
 void softmax_rows(std::vector<float>& logits, int classes);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/core/detail/counter_rng.hpp"
+#include "engine/core/counter_rng.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/bytes.hpp"
 

@@ -18,6 +18,7 @@
 
 #include "alternating.hpp"
 #include "cnnengine.hpp"
+#include "memory/statistics_adaptor.hpp"
 
 namespace {
 

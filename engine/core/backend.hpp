@@ -212,7 +212,7 @@ class Backend {
                                             const Tensor& sums, double count, Tensor dx, bool accumulate) = 0;
 
   // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
-  // step->first_sample * x.sample_elements() + i) (engine/core/detail/counter_rng.hpp), so every backend
+  // step->first_sample * x.sample_elements() + i) (engine/core/counter_rng.hpp), so every backend
   // draws the same mask for the same seed, and a sample's mask depends on its place in the
   // optimizer step's batch, not on how that batch was split into micro-batches. `step` is in
   // this backend's device memory.

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "engine/core/detail/counter_rng.hpp"
+#include "engine/core/counter_rng.hpp"
 #include "memory/bytes.hpp"
 
 namespace cnn {

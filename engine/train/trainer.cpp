@@ -8,7 +8,7 @@
 
 #include "base/rank_share.hpp"
 #include "engine/core/detail/batch_checks.hpp"
-#include "engine/core/detail/counter_rng.hpp"
+#include "engine/core/counter_rng.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/train/detail/recovery.hpp"

@@ -40,11 +40,13 @@ ModelOptions model_options(const Options& o, const Backend& backend) {
   return m;
 }
 
-// --plan with --evaluate or --predict: the plan of the model's inference, nothing allocated.
-int print_model_plan(const Options& o, const CheckpointInfo& info, Backend& backend, const ModelOptions& settings) {
+// --plan with --evaluate or --predict: the plan of the model's inference on `stack` (its loader
+// booked there), nothing allocated.
+int print_model_plan(const Options& o, const CheckpointInfo& info, Backend& backend, const ModelOptions& settings,
+                     const memory::MemoryStack& stack) {
   Network network = checkpoint_network(info, o.load, static_cast<int>(info.model.class_names.size()));
   std::cout << "model: " << o.load << "\n";
-  return print_inference_plan(network, backend, inference_options(settings, backend));
+  return print_inference_plan(network, backend, inference_options(settings, stack, backend));
 }
 
 // The names of the model's classes, printed at most `width` characters wide.
@@ -131,15 +133,16 @@ int evaluate_command(const Options& o) {
   options.batch = o.batch;
   options.shuffle = false;
   options.normalization = pre.normalization;
-  ModelOptions model_settings = model_options(o, *device.backend);
-  model_settings.loader_staging = data::Loader::staging_bytes_for(test, options);
-  if (o.plan_only) return print_model_plan(o, info, *device.backend, model_settings);
-  Model model(o.load, info, *device.backend, model_settings);
+  const ModelOptions model_settings = model_options(o, *device.backend);
+  memory::MemoryStack stack = memory_stack_for(*device.backend, memory::MemoryOptions{model_settings.memory_budget});
+  data::Loader::book(stack, test, options);
+  if (o.plan_only) return print_model_plan(o, info, *device.backend, model_settings, stack);
+  Model model(o.load, info, *device.backend, stack, model_settings);
   if (test.num_classes() != model.classes() ||
       (!model.description().class_names.empty() && test.class_names() != model.description().class_names))
     throw UsageError("--evaluate: the classes of " + o.data + " are not the model's");
   std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
-  data::Loader loader(test, options, model.memory_stack().staging());
+  data::Loader loader(test, options, stack);
   loader.start_epoch(1);
   const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
   print_evaluation(model, e);
@@ -157,7 +160,9 @@ int predict_command(const Options& o) {
   if (o.plan_only) {
     const CheckpointInfo info = read_checkpoint(o.load);
     require_network(info, o.load);
-    return print_model_plan(o, info, *device.backend, model_options(o, *device.backend));
+    const ModelOptions settings = model_options(o, *device.backend);
+    const memory::MemoryStack stack = memory_stack_for(*device.backend, memory::MemoryOptions{settings.memory_budget});
+    return print_model_plan(o, info, *device.backend, settings, stack);
   }
   Model model(o.load, *device.backend, model_options(o, *device.backend));
   MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "engine/core/detail/counter_rng.hpp"
+#include "engine/core/counter_rng.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"
 #include "layers/conv2d.hpp"

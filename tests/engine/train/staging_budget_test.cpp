@@ -162,18 +162,17 @@ TEST_CASE("a model's evaluation loader stages under the model's budget", "[model
   options.max_batch = 64;
   const std::size_t planned = Model(dir / "m.ckpt", info, backend, options).memory().total();
 
-  SECTION("left room by loader_staging, the loader fits and the evaluation runs") {
-    options.memory_budget = planned + staging;
-    options.loader_staging = staging;
-    Model model(dir / "m.ckpt", info, backend, options);
+  SECTION("left room by a loader booked on its stack, the loader fits and the evaluation runs") {
+    memory::MemoryStack stack = memory_stack_for(backend, memory::MemoryOptions{planned + staging});
+    CHECK(data::Loader::book(stack, images, loading()) == staging);
+    Model model(dir / "m.ckpt", info, backend, stack, options);
     CHECK(model.micro_batch() == 64);
     CHECK(model.memory().loader_staging == staging);
-    data::Loader loader(images, loading(), model.memory_stack().staging());
+    data::Loader loader(images, loading(), stack);
     loader.start_epoch(1);
     const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
     CHECK(e.samples == 256);
-    const memory::MemoryStack& stack = model.memory_stack();
-    CHECK(stack.statistics().peak_bytes + stack.staging_statistics().peak_bytes <= options.memory_budget);
+    CHECK(stack.statistics().peak_bytes + stack.staging_statistics().peak_bytes <= planned + staging);
   }
   SECTION("left no room, the loader is refused by the budget") {
     options.memory_budget = planned;

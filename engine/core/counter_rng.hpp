@@ -1,6 +1,7 @@
 #pragma once
 // Counter-based random numbers: the value for (seed, index) needs no state, so every thread,
-// every backend and every replay of a step draws the same numbers.
+// every backend and every replay of a step draws the same numbers. Part of the backend contract
+// (engine/core/backend.hpp): a backend draws dropout's mask with dropout_keep, so it is public.
 #include <cstdint>
 
 #if defined(__CUDACC__)
