@@ -7,7 +7,8 @@
 #include "data/preprocessing.hpp"
 
 namespace cnn {
-InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack, const Backend& backend) {
+InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack,
+                                   const Backend& backend) {
   if (options.max_batch <= 0)
     throw ConfigError("ModelOptions::max_batch must be positive, got " + std::to_string(options.max_batch));
   InferenceOptions o;
@@ -23,8 +24,9 @@ Model::Model(const std::filesystem::path& file, Backend& backend, ModelOptions o
 Model::Model(const std::filesystem::path& file, const CheckpointInfo& info, Backend& backend, ModelOptions options)
     : description_(info.model),
       network_(checkpoint_network(info, file, static_cast<int>(info.model.class_names.size()))),
-      own_stack_(std::make_unique<memory::MemoryStack>(backend.device_memory(), backend.staging_memory(),
-                                                       memory::MemoryOptions{options.memory_budget})),
+      own_stack_(std::make_unique<memory::MemoryStack>(
+          backend.device_memory(), backend.staging_memory(),
+          memory::MemoryOptions{.budget = options.memory_budget, .trace = {}})),
       predictor_(std::make_unique<Predictor>(network_, backend, *own_stack_,
                                              inference_options(options, *own_stack_, backend))) {
   load_parameters(file, network_, predictor_->parameters(), false);

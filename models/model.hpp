@@ -66,7 +66,8 @@ class Model {
 // Throws ConfigError for a max_batch below one.
 // The stack's account (its budget, the loaders staged or booked on it) with the backend's
 // libraries set aside. Throws ConfigError for a max_batch below one.
-InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack, const Backend& backend);
+InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack,
+                                   const Backend& backend);
 
 // Softmax of each row of `logits` (rows of `classes` values), in place.
 void softmax_rows(std::vector<float>& logits, int classes);

@@ -93,9 +93,7 @@ std::string format_inference_table(const MemoryBreakdown& m) {
   using memory::format_bytes;
   std::string out;
   auto row = [&](const char* name, std::size_t bytes, const std::string& note = "") {
-    char line[160];
-    std::snprintf(line, sizeof line, "  %-24s %12s  %s\n", name, format_bytes(bytes).c_str(), note.c_str());
-    out += line;
+    append_table_row(out, name, bytes, note);
   };
   out += "inference plan for micro-batch " + std::to_string(m.micro_batch) +
          " (forward only: each activation given back after its last reader)\n";

@@ -6,14 +6,18 @@
 
 namespace cnn {
 
+void append_table_row(std::string& table, const char* name, std::size_t bytes, const std::string& note) {
+  char line[160];
+  std::snprintf(line, sizeof line, "  %-24s %12s  %s\n", name, memory::format_bytes(bytes).c_str(), note.c_str());
+  table += line;
+}
+
 std::string format_memory_table(const MemoryBreakdown& m) {
   using memory::Category;
   using memory::format_bytes;
   std::string out;
   auto row = [&](const char* name, std::size_t bytes, const std::string& note = "") {
-    char line[160];
-    std::snprintf(line, sizeof line, "  %-24s %12s  %s\n", name, format_bytes(bytes).c_str(), note.c_str());
-    out += line;
+    append_table_row(out, name, bytes, note);
   };
   out += "memory plan for micro-batch " + std::to_string(m.micro_batch) + "\n";
   row("parameters", m.persistent[Category::parameters]);

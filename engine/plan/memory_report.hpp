@@ -47,6 +47,8 @@ struct MemoryBreakdown {
 };
 
 std::string format_memory_table(const MemoryBreakdown& breakdown);
+// One row of such a table (a name, its bytes, a note), so that every table lines up alike.
+void append_table_row(std::string& table, const char* name, std::size_t bytes, const std::string& note = "");
 // One row per candidate micro-batch: bytes by category, total, and whether it fits the budget.
 std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows);
 

@@ -134,7 +134,8 @@ int evaluate_command(const Options& o) {
   options.shuffle = false;
   options.normalization = pre.normalization;
   const ModelOptions model_settings = model_options(o, *device.backend);
-  memory::MemoryStack stack = memory_stack_for(*device.backend, memory::MemoryOptions{model_settings.memory_budget});
+  memory::MemoryStack stack =
+      memory_stack_for(*device.backend, memory::MemoryOptions{.budget = model_settings.memory_budget});
   data::Loader::book(stack, test, options);
   if (o.plan_only) return print_model_plan(o, info, *device.backend, model_settings, stack);
   Model model(o.load, info, *device.backend, stack, model_settings);
@@ -161,7 +162,8 @@ int predict_command(const Options& o) {
     const CheckpointInfo info = read_checkpoint(o.load);
     require_network(info, o.load);
     const ModelOptions settings = model_options(o, *device.backend);
-    const memory::MemoryStack stack = memory_stack_for(*device.backend, memory::MemoryOptions{settings.memory_budget});
+    const memory::MemoryStack stack =
+        memory_stack_for(*device.backend, memory::MemoryOptions{.budget = settings.memory_budget});
     return print_model_plan(o, info, *device.backend, settings, stack);
   }
   Model model(o.load, *device.backend, model_options(o, *device.backend));

@@ -110,7 +110,8 @@ int print_inference_plan(Network& network, Backend& backend, const InferenceOpti
               << format_inference_table(planner.breakdown(1));
     return 3;
   }
-  std::cout << "largest micro-batch that fits: " << b << (o.account.budget() ? "" : " (no budget: the batch asked for)") << "\n"
+  std::cout << "largest micro-batch that fits: " << b
+            << (o.account.budget() ? "" : " (no budget: the batch asked for)") << "\n"
             << format_inference_table(planner.breakdown(b));
   return 0;
 }

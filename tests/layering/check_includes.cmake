@@ -76,7 +76,8 @@ foreach(source IN LISTS app_sources)
   file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")
   foreach(line IN LISTS lines)
     string(REGEX REPLACE "^[^\"<]*[\"<]([^\">]*)[\">].*$" "\\1" included "${line}")
-    if(EXISTS ${SOURCE_DIR}/${included} AND NOT IS_DIRECTORY ${SOURCE_DIR}/${included} AND NOT EXISTS ${here}/${included}
+    if(EXISTS ${SOURCE_DIR}/${included} AND NOT IS_DIRECTORY ${SOURCE_DIR}/${included}
+       AND NOT EXISTS ${here}/${included}
        AND NOT included IN_LIST CNN_PUBLIC_HEADERS)
       string(APPEND problems "  ${source}: a header that is not public in an application: ${line}\n")
     endif()
@@ -85,4 +86,5 @@ endforeach()
 if(problems)
   message(FATAL_ERROR "includes against the layering:\n${problems}")
 endif()
-message(STATUS "every include is a path from the root and within the order of docs/design.md; the applications include public headers only")
+message(STATUS "every include is a path from the root and within the order of docs/design.md; "
+               "the applications include public headers only")

@@ -12,31 +12,18 @@
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
 #include "models/presets.hpp"
+#include "tests/engine/small_images.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"
 
 using namespace cnn;
+using cnn::testing::SmallImages;
 using cnn::testing::SyntheticData;
 using cnn::testing::ThreadRanks;
 
 namespace {
 
 const Shape kImage{1, 12, 12};
-
-// 300 samples of 1 x 12 x 12, four classes: 4 batches of 64 and a last one of 44.
-class SmallImages final : public data::Dataset {
- public:
-  std::size_t size() const override { return 300; }
-  data::SampleShape shape() const override { return {1, 12, 12}; }
-  int num_classes() const override { return 4; }
-  std::vector<std::string> class_names() const override { return {"a", "b", "c", "d"}; }
-  std::string description() const override { return "small images"; }
-  std::size_t host_bytes() const override { return 0; }
-  int load(std::size_t index, float* out) const override {
-    for (int k = 0; k < 144; ++k) out[k] = static_cast<float>((index * 7 + static_cast<std::size_t>(k)) % 11) / 11.f;
-    return static_cast<int>(index % 4);
-  }
-};
 
 data::LoaderOptions loading(int batch) {
   data::LoaderOptions o;
@@ -54,7 +41,7 @@ TrainerOptions training(int batch) {
 
 TEST_CASE("a loader at another batch than the trainer's is refused at the first step, naming both",
           "[trainer][batch]") {
-  const SmallImages images;
+  const SmallImages images(300);
   CpuBackend backend(1);
   Network net = make_preset("small", kImage, 4);
   Trainer trainer(net, backend, memory::host_resource(), training(64));
@@ -84,7 +71,7 @@ TEST_CASE("a loader at another batch than the trainer's is refused at the first 
 
 TEST_CASE("a loader at the trainer's batch trains every batch of an epoch, its smaller last one too",
           "[trainer][batch]") {
-  const SmallImages images;
+  const SmallImages images(300);
   CpuBackend backend(1);
   Network net = make_preset("small", kImage, 4);
   Trainer trainer(net, backend, memory::host_resource(), training(64));
@@ -122,7 +109,7 @@ TEST_CASE("a batch smaller than the trainer's trains only as an epoch's last", "
 
 TEST_CASE("a loader's shares for other ranks than the trainer's are refused at the first step",
           "[trainer][batch][data-parallel]") {
-  const SmallImages images;
+  const SmallImages images(300);
   SECTION("a loader over two ranks, a trainer alone") {
     CpuBackend backend(1);
     Network net = make_preset("small", kImage, 4);

@@ -1,6 +1,6 @@
 // One budget over the trainer's memory and the loaders' staging (the memory stack's account): a
 // loader staged before the trainer is counted by its plan, one staged after must have been left
-// room (data::Loader::book, ModelOptions::loader_staging), or it is refused.
+// room (data::Loader::book, for a trainer or a Model on that stack), or it is refused.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -15,27 +15,14 @@
 #include "models/model.hpp"
 #include "models/presets.hpp"
 #include "tests/data/data_test_files.hpp"
+#include "tests/engine/small_images.hpp"
 
 using namespace cnn;
+using cnn::testing::SmallImages;
 
 namespace {
 
 const Shape kImage{1, 12, 12};
-
-// 256 samples of 1 x 12 x 12, four classes.
-class SmallImages final : public data::Dataset {
- public:
-  std::size_t size() const override { return 256; }
-  data::SampleShape shape() const override { return {1, 12, 12}; }
-  int num_classes() const override { return 4; }
-  std::vector<std::string> class_names() const override { return {"a", "b", "c", "d"}; }
-  std::string description() const override { return "small images"; }
-  std::size_t host_bytes() const override { return 0; }
-  int load(std::size_t index, float* out) const override {
-    for (int k = 0; k < 144; ++k) out[k] = static_cast<float>((index * 7 + static_cast<std::size_t>(k)) % 11) / 11.f;
-    return static_cast<int>(index % 4);
-  }
-};
 
 data::LoaderOptions loading() {
   data::LoaderOptions o;
@@ -54,7 +41,7 @@ TrainerOptions training(std::size_t budget) {
 }  // namespace
 
 TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budget][loader]") {
-  const SmallImages images;
+  const SmallImages images(256);
   CpuBackend backend(1);
   const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
   REQUIRE(staging > 0);
@@ -103,7 +90,7 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
 }
 
 TEST_CASE("the stack's account counts each loader once, booked or staged", "[memory][budget][loader]") {
-  const SmallImages images;
+  const SmallImages images(256);
   CpuBackend backend(1);
   const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
   memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), memory::MemoryOptions{1 << 30});
@@ -130,7 +117,7 @@ TEST_CASE("the stack's account counts each loader once, booked or staged", "[mem
 }
 
 TEST_CASE("a trainer feeding loaders it was told of plans as train_images --plan does", "[trainer][budget][loader]") {
-  const SmallImages images;
+  const SmallImages images(256);
   CpuBackend backend(1);
   const std::size_t staging = data::Loader::staging_bytes_for(images, loading());
   Network probe_net = make_preset("small", kImage, 4);
@@ -148,7 +135,7 @@ TEST_CASE("a trainer feeding loaders it was told of plans as train_images --plan
 }
 
 TEST_CASE("a model's evaluation loader stages under the model's budget", "[models][budget][loader]") {
-  const SmallImages images;
+  const SmallImages images(256);
   CpuBackend backend(1);
   data::test::TempFolder dir;
   {
@@ -163,7 +150,7 @@ TEST_CASE("a model's evaluation loader stages under the model's budget", "[model
   const std::size_t planned = Model(dir / "m.ckpt", info, backend, options).memory().total();
 
   SECTION("left room by a loader booked on its stack, the loader fits and the evaluation runs") {
-    memory::MemoryStack stack = memory_stack_for(backend, memory::MemoryOptions{planned + staging});
+    memory::MemoryStack stack = memory_stack_for(backend, memory::MemoryOptions{.budget = planned + staging});
     CHECK(data::Loader::book(stack, images, loading()) == staging);
     Model model(dir / "m.ckpt", info, backend, stack, options);
     CHECK(model.micro_batch() == 64);
