@@ -2,9 +2,12 @@
 // A batch of samples: what the loader gives, what the trainer steps, evaluates and predicts on,
 // and, inside the trainer, each micro-batch it cuts a step into. One type from the data set to
 // the device, so that nothing is copied field by field on the way. It lives here, below both
-// the loader (data/) and the engine, which do not know each other.
+// the loader (data/) and the engine, which do not know each other, with the rule that cuts a
+// batch into the ranks' shares and the stream of batches an evaluation reads.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 
 namespace cnn {
 
@@ -13,7 +16,7 @@ struct Batch {
   const std::int32_t* labels = nullptr;
   int size = 0;
   // These `size` samples are samples first .. first + size - 1 of a batch of global_size: a
-  // data-parallel rank's share of the whole batch (share_of_batch, base/rank_share.hpp), or a
+  // data-parallel rank's share of the whole batch (share_of_batch, below), or a
   // micro-batch's place in its step's batch. global_size 0: the batch is all there is (first 0).
   int first = 0;
   int global_size = 0;
@@ -30,5 +33,23 @@ struct Batch {
   // The whole batch these samples belong to: global_size, or size where it is 0.
   int whole_size() const { return global_size > 0 ? global_size : size; }
 };
+
+// A rank's part of a batch in data-parallel training: the loader loads it, the trainer trains on
+// it, and both must agree to the sample, so the rule lives here, below both.
+struct RankShare {
+  int first = 0;  // the share's first sample in the batch
+  int size = 0;
+};
+
+// The share of `rank` (0 <= rank < ranks) in a batch of `batch` samples: the first `batch % ranks`
+// ranks take one sample more, in rank order, so that the shares laid end to end are the batch.
+inline RankShare share_of_batch(int batch, int rank, int ranks) {
+  const int base = batch / ranks, extra = batch % ranks;
+  return RankShare{rank * base + (rank < extra ? rank : extra), base + (rank < extra ? 1 : 0)};
+}
+
+// The batches of an evaluation, one a call, until nullopt (a loader's next()): what a trainer
+// and a predictor both evaluate.
+using NextBatch = std::function<std::optional<Batch>()>;
 
 }  // namespace cnn

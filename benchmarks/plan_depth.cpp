@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.hpp"
 #include "cnnengine.hpp"
+#include "engine/train/planning_options.hpp"
 
 namespace {
 

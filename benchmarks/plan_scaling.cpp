@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.hpp"
 #include "cnnengine.hpp"
 #include "engine/plan/detail/step_plan.hpp"
+#include "engine/train/planning_options.hpp"
 
 namespace {
 

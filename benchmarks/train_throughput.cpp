@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "cnnengine.hpp"
+#include "engine/train/planning_options.hpp"
+#include "memory/buffer.hpp"
 
 #if CNN_BENCH_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -1,7 +1,12 @@
 #pragma once
-// A data set of labelled images: what every source (IDX files, image folders, a split of
-// either) offers the loader.
+// A data set of labelled images: what every source (IDX files, image folders, CIFAR files, a
+// split of either) offers the loader; opening one from a folder, whatever its kind; and what an
+// image goes through before a network sees it.
 #include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,5 +40,81 @@ class Dataset {
 
 // "1x28x28"
 std::string to_string(const SampleShape& shape);
+
+// ---- Preprocessing: what an image goes through before a network sees it: converted to a channel count, resized,
+// scaled to [0, 1] and normalised per channel. A saved model records it, so that the images it
+// is given later go through the same (train_images --predict, an application's inference).
+
+// x' = (x - mean[c]) / stddev[c] for channel c: one value each for every channel, or one per
+// channel; none (empty) leaves the values as they are.
+struct Normalization {
+  std::vector<float> mean;
+  std::vector<float> stddev;
+  bool empty() const { return mean.empty() && stddev.empty(); }
+};
+
+struct Preprocessing {
+  SampleShape shape;           // channels, height and width an image is brought to
+  Normalization normalization;
+};
+
+// Throws ConfigError unless mean and stddev each hold 1 or `channels` finite values (stddev
+// positive), or are both empty.
+void check_normalization(const Normalization& n, int channels);
+// Normalises one CHW sample in place.
+void normalize(float* sample, SampleShape shape, const Normalization& n);
+// Each channel's mean and standard deviation over every pixel of every sample of `data` (as
+// load() gives them: scaled to [0, 1]), in one pass, in double precision.
+Normalization measure_normalization(const Dataset& data);
+
+// Whether the file name is one of an image the engine reads: .png, .jpg, .jpeg, .bmp, any case.
+bool is_image_file(const std::filesystem::path& file);
+
+// An image file as a network takes it: decoded (and checked: DataError naming the file),
+// converted to p.shape.channels, resized to p.shape, scaled to [0, 1] and normalised.
+std::vector<float> preprocess_image(const std::filesystem::path& file, const Preprocessing& p);
+
+// ---- Opening a data set folder, whatever its kind:
+//  - IDX: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the t10k-... (or
+//    test-...) pair;
+//  - CIFAR-10 or CIFAR-100 binary files (data/cifar_folder.hpp; CIFAR-100 with its fine labels);
+//  - an image folder with train/ and test/ sub-folders, each holding one folder per class;
+//  - a single folder of class folders: a seeded, stratified 1/6 of it is held out as test.
+// Anything else is a DataError saying what was looked for.
+
+// Images are refused before decoding when width x height x channels, in bytes as stb_image
+// decodes them (a 16-bit PNG value takes 2), is over this. 256 MiB holds an 8192x8192 RGBA image
+// or an 89-megapixel RGB photo, far more than a CNN trains on, while one decode takes up to
+// about 4 times it (a progressive JPEG's coefficients) on each decoding thread.
+inline constexpr std::size_t kDefaultMaxDecodedImageBytes = std::size_t{256} << 20;
+
+// Data sets up to this many decoded bytes are decoded at open and held in memory; larger ones
+// check each image at open (as verify_image does) and decode it in load().
+inline constexpr std::size_t kEagerDecodeLimit = std::size_t{1} << 30;
+
+struct ImageFolderOptions {
+  std::size_t eager_decode_limit = kEagerDecodeLimit;  // see kEagerDecodeLimit
+  // An image is refused before it is decoded when its decoded size is over this (see
+  // kDefaultMaxDecodedImageBytes).
+  std::size_t max_decoded_image_bytes = kDefaultMaxDecodedImageBytes;
+  // Leave out images that cannot be read (corrupt, truncated, not an image, over the size limit)
+  // instead of failing; the data set's description counts them. A class folder left with no
+  // image is still an error.
+  bool skip_corrupt = false;
+  // Called once for each image left out, in file order, on the thread that opens the folder,
+  // with a line naming the file and why ("skipped <path>: <what was wrong>").
+  std::function<void(const std::string& warning)> on_skipped;
+};
+
+struct DatasetSplits {
+  std::unique_ptr<Dataset> train, test;
+  std::string kind;  // "idx", "cifar-10", "cifar-100" or "image-folder"
+  std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
+};
+
+// target and images apply to image folders (see open_image_folder); the test side always takes
+// the train side's shape, the same options, and must have the same classes.
+DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
+                           const ImageFolderOptions& images = {});
 
 }  // namespace cnn::data

@@ -5,12 +5,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "base/rank_share.hpp"
+#include "base/batch.hpp"
 #include "data/data_error.hpp"
 #include "data/detail/augment.hpp"
 #include "data/detail/random.hpp"
 #include "memory/buffer.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 #include "memory/memory_stack.hpp"
 
 namespace cnn::data {

@@ -13,7 +13,6 @@
 
 #include "base/batch.hpp"
 #include "data/dataset.hpp"
-#include "data/preprocessing.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
@@ -33,9 +32,9 @@ struct LoaderOptions {
   int prefetch = 2;  // batches decoded ahead of the one in use (0: none)
   bool augment_flip = false;
   int augment_crop_padding = 0;
-  Normalization normalization;  // per channel, after augmentation (data/preprocessing.hpp)
+  Normalization normalization;  // per channel, after augmentation (data/dataset.hpp)
   // Data-parallel training: this process is rank `rank` of `ranks`, and loads only its share of
-  // each batch (share_of_batch, base/rank_share.hpp). The batches are the whole run's all the same.
+  // each batch (share_of_batch, base/batch.hpp). The batches are the whole run's all the same.
   // The trainer's communicator's rank and ranks: a trainer refuses a share that is not its rank's.
   int rank = 0;
   int ranks = 1;

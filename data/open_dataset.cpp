@@ -1,4 +1,4 @@
-#include "data/open_dataset.hpp"
+#include "data/dataset.hpp"
 
 #include <optional>
 #include <system_error>

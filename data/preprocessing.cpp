@@ -1,4 +1,4 @@
-#include "data/preprocessing.hpp"
+#include "data/dataset.hpp"
 
 #include <cmath>
 #include <cstdint>

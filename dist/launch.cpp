@@ -1,4 +1,4 @@
-#include "dist/launch.hpp"
+#include "dist/mpi_session.hpp"
 
 #include <charconv>
 #include <cstdlib>

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
+#include "engine/core/communicator.hpp"
 
 #if CNN_HAVE_MPI
 #include "dist/detail/mpi_communicator.hpp"
@@ -64,5 +65,8 @@ bool MpiSession::available() { return false; }
 std::string MpiSession::version() { return {}; }
 
 #endif
+
+int MpiSession::rank() { return world().rank(); }
+int MpiSession::ranks() { return world().ranks(); }
 
 }  // namespace cnn::dist

@@ -1,7 +1,8 @@
 // Add's type: "add NAME" reads the named output besides the previous line's.
 #include "layers/add.hpp"
 
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -20,5 +21,7 @@ LayerType add_type() {
   type.onnx = [](const Layer&, OnnxNodes& graph) { graph.add_output_node("Add", {graph.input(0), graph.input(1)}); };
   return type;
 }
+
+std::unique_ptr<Layer> layers::add() { return std::make_unique<Add>(); }
 
 }  // namespace cnn

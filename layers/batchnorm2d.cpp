@@ -1,7 +1,9 @@
 #include "layers/batchnorm2d.hpp"
 
 #include "base/error.hpp"
-#include "layers/layer_type.hpp"
+#include "engine/core/communicator.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -127,6 +129,10 @@ LayerType batchnorm2d_type() {
         .set_float("epsilon", static_cast<const BatchNorm2D&>(layer).epsilon());
   };
   return type;
+}
+
+std::unique_ptr<Layer> layers::batchnorm2d(float momentum, float epsilon) {
+  return std::make_unique<BatchNorm2D>(momentum, epsilon);
 }
 
 }  // namespace cnn

@@ -1,7 +1,8 @@
 #include "layers/conv2d.hpp"
 
 #include "base/error.hpp"
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -99,6 +100,10 @@ LayerType conv2d_type() {
         .set_int("group", 1);
   };
   return type;
+}
+
+std::unique_ptr<Layer> layers::conv2d(int out_channels, int kernel, int stride, int padding, bool bias) {
+  return std::make_unique<Conv2D>(out_channels, kernel, stride, padding, bias);
 }
 
 }  // namespace cnn

@@ -1,7 +1,8 @@
 #include "layers/dense.hpp"
 
 #include "base/error.hpp"
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -76,5 +77,7 @@ LayerType dense_type() {
   };
   return type;
 }
+
+std::unique_ptr<Layer> layers::dense(int units, bool bias) { return std::make_unique<Dense>(units, bias); }
 
 }  // namespace cnn

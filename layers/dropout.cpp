@@ -1,7 +1,8 @@
 #include "layers/dropout.hpp"
 
 #include "base/error.hpp"
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -46,5 +47,7 @@ LayerType dropout_type() {
   type.onnx = [](const Layer&, OnnxNodes& graph) { graph.pass_through(0); };  // inference: the identity
   return type;
 }
+
+std::unique_ptr<Layer> layers::dropout(float p) { return std::make_unique<Dropout>(p); }
 
 }  // namespace cnn

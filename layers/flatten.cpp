@@ -1,7 +1,8 @@
 // Flatten's type: its network-text word and its ONNX node.
 #include "layers/flatten.hpp"
 
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -20,5 +21,7 @@ LayerType flatten_type() {
   };
   return type;
 }
+
+std::unique_ptr<Layer> layers::flatten() { return std::make_unique<Flatten>(); }
 
 }  // namespace cnn

@@ -1,5 +1,4 @@
 // LayerLine: the arguments and options of one line of network text, read as numbers.
-#include "layers/layer_line.hpp"
 
 #include <charconv>
 #include <climits>
@@ -7,7 +6,7 @@
 #include <exception>
 
 #include "base/error.hpp"
-#include "layers/layer_type.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 namespace {

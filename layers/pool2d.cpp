@@ -1,7 +1,8 @@
 #include "layers/pool2d.hpp"
 
 #include "base/error.hpp"
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -115,5 +116,15 @@ LayerType global_average_pool_type() {
   type.onnx = [](const Layer&, OnnxNodes& graph) { graph.add_output_node("GlobalAveragePool", {graph.input(0)}); };
   return type;
 }
+
+std::unique_ptr<Layer> layers::max_pool2d(int window, int stride, int padding) {
+  return std::make_unique<Pool2D>(PoolMode::max, window, stride, padding);
+}
+
+std::unique_ptr<Layer> layers::avg_pool2d(int window, int stride, int padding) {
+  return std::make_unique<Pool2D>(PoolMode::average, window, stride, padding);
+}
+
+std::unique_ptr<Layer> layers::global_avg_pool2d() { return std::make_unique<Pool2D>(Pool2D::global_average()); }
 
 }  // namespace cnn

@@ -1,7 +1,8 @@
 // ReLU's type: its network-text word and its ONNX node.
 #include "layers/relu.hpp"
 
-#include "layers/layer_type.hpp"
+#include "layers/builtin_layers.hpp"
+#include "layers/registry.hpp"
 
 namespace cnn {
 
@@ -17,5 +18,7 @@ LayerType relu_type() {
   type.onnx = [](const Layer&, OnnxNodes& graph) { graph.add_output_node("Relu", {graph.input(0)}); };
   return type;
 }
+
+std::unique_ptr<Layer> layers::relu() { return std::make_unique<ReLU>(); }
 
 }  // namespace cnn

@@ -6,7 +6,6 @@
 #include <mutex>
 
 #include "memory/block_heap.hpp"
-#include "memory/category.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {

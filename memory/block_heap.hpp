@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "memory/category.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {

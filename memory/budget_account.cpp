@@ -1,4 +1,4 @@
-#include "memory/budget_account.hpp"
+#include "memory/memory_stack.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "memory/category.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::memory {

@@ -5,10 +5,11 @@
 
 #include "base/error.hpp"
 #include "memory/block_heap.hpp"
-#include "memory/bytes.hpp"
 #include "memory/budget_adaptor.hpp"
+#include "memory/memory_resource.hpp"
 #include "memory/out_of_memory.hpp"
 #include "memory/statistics_adaptor.hpp"
+#include "memory/strategy.hpp"
 #include "memory/trace_adaptor.hpp"
 
 namespace cnn::memory {

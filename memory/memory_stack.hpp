@@ -7,7 +7,7 @@
 //   a loader's staging ----------------------------------------------------> budget -> staging statistics -> staging upstream
 //
 // The two budget adaptors share one budget: what the device holds and what the loaders stage
-// are capped together. The stack owns the budget's account (memory/budget_account.hpp): the cap
+// are capped together. The stack owns the budget's account (BudgetAccount, below): the cap
 // is the budget less what is counted in it but allocated by others (the libraries' own
 // workspaces such as cuBLAS's, the communicator's buffers), and the loaders' staging is what
 // they stage through staging() or have booked for later. The Trainer builds one for itself, or
@@ -17,16 +17,77 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
-#include "memory/budget_account.hpp"
 #include "memory/memory_resource.hpp"
-#include "memory/statistics.hpp"
-#include "memory/strategy.hpp"
 
 namespace cnn::memory {
 
+// Where a memory budget's bytes go, added up in one place. The budget is shared by the trainer's
+// own memory (persistent blocks, input staging, the step arena) and by bytes that others hold:
+//
+//   budget = set aside (the libraries' workspaces, a communicator's buffers)
+//          + the loaders' staging (staged, or booked for a loader still to come)
+//          + the trainer's bytes outside its arena + what the arena may take
+//
+// The memory stack owns the live account (MemoryStack::account); the batch planner plans in a
+// copy of it, so that a plan, the stack's cap and the arena's reservation agree to the byte.
+class BudgetAccount {
+ public:
+  BudgetAccount() = default;  // no budget: nothing is capped
+  explicit BudgetAccount(std::size_t budget) : budget_(budget) {}
+
+  std::size_t budget() const { return budget_; }  // 0: none
+  bool limited() const { return budget_ != 0; }
+
+  // Bytes the budget counts but others allocate: the libraries' own workspaces (cuBLAS's) and a
+  // data-parallel communicator's buffers. Replaces the earlier amounts. Throws ConfigError for
+  // more than any memory holds (a sum with them would wrap around).
+  void set_aside(std::size_t libraries, std::size_t communication);
+  std::size_t libraries() const { return libraries_; }
+  std::size_t communication() const { return communication_; }
+  std::size_t set_aside() const { return libraries_ + communication_; }
+
+  // Bytes the loaders stage beside the trainer's memory: adds `bytes` (throws ConfigError as
+  // set_aside does).
+  void add_loader_staging(std::size_t bytes);
+  std::size_t loader_staging() const { return loader_staging_; }
+
+  // What the budget lets through the memory stack: the budget less what is set aside (0 where
+  // nothing is left); 0 without a budget.
+  std::size_t cap() const;
+  // Everything the budget holds beside the trainer's own bytes: set aside and the loaders' staging.
+  std::size_t beside_trainer() const { return set_aside() + loader_staging_; }
+  // What the budget leaves the step buffers after `outside_arena` bytes of the trainer's own
+  // (persistent blocks, input staging) and everything beside the trainer; 0 where nothing is
+  // left, and without a budget.
+  std::size_t left_for_step_buffers(std::size_t outside_arena) const;
+  // What the arena strategy reserves of it: rounded down to the arena's granule (the arena
+  // rounds its capacity up, and must still fit).
+  std::size_t arena_capacity(std::size_t outside_arena) const;
+
+ private:
+  std::size_t budget_ = 0;
+  std::size_t libraries_ = 0;
+  std::size_t communication_ = 0;
+  std::size_t loader_staging_ = 0;
+};
+
 class Adaptor;
+
+// The allocation strategy chosen at run time, so that one training can run on each.
+enum class Strategy {
+  planned,  // the default: one arena, every step buffer at an offset fixed before step 1
+  arena,    // one reservation up front, best fit inside it, never grows
+  pool,     // caching best fit that grows (PyTorch's and TensorFlow's way)
+  direct,   // one upstream call per request
+};
+
+// "planned", "arena", "pool" or "direct"; anything else is a ConfigError naming them.
+Strategy parse_strategy(std::string_view word);
+std::string to_string(Strategy strategy);
 
 struct MemoryOptions {
   std::size_t budget = 0;                 // bytes; 0: no budget

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

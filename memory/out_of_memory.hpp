@@ -1,11 +1,13 @@
 #pragma once
 // The typed failure of any resource: what was asked, what was in use by category, and how
-// fragmented the free space was, so the message alone explains the failure.
+// fragmented the free space was, so the message alone explains the failure. And its form before
+// anything runs, BudgetTooSmall: a plan that does not fit the budget.
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "base/error.hpp"
-#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 
@@ -39,3 +41,15 @@ class OutOfMemory : public Error {
 std::string describe(const OutOfMemoryDetails& details);
 
 }  // namespace cnn::memory
+
+namespace cnn {
+
+// The refusal before anything runs: the plan cannot fit the budget even at the smallest
+// micro-batch. A trainer and a predictor both refuse so, with the byte table in the message.
+class BudgetTooSmall : public memory::OutOfMemory {
+ public:
+  BudgetTooSmall(std::string message, memory::OutOfMemoryDetails details)
+      : OutOfMemory(std::move(message), std::move(details)) {}
+};
+
+}  // namespace cnn

@@ -5,8 +5,8 @@
 
 #include "base/error.hpp"
 #include "memory/buffer.hpp"
-#include "memory/bytes.hpp"
 #include "memory/detail/alignment.hpp"
+#include "memory/memory_resource.hpp"
 #include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {

@@ -6,9 +6,8 @@
 #include <mutex>
 
 #include "memory/adaptor.hpp"
-#include "memory/category.hpp"
 #include "memory/live_blocks.hpp"
-#include "memory/statistics.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

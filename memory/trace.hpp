@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

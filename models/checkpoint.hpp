@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "data/preprocessing.hpp"
+#include "data/dataset.hpp"
 #include "engine/core/parameter_store.hpp"
 #include "engine/train/trainer.hpp"
 

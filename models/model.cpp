@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "data/preprocessing.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn {
 InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack,

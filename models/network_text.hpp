@@ -9,6 +9,7 @@
 // A layer of one's own is read and written too once its type is given to register_layer_type.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/core/network.hpp"
 
@@ -30,5 +31,14 @@ Network load_network_file(const std::filesystem::path& path, Shape input, int cl
 // layers, in the same order, on the same inputs (a saved file holds it). A layer of one's own
 // whose type was not registered has none: a ConfigError naming it.
 std::string network_text(const Network& network);
+
+// ---- Built-in networks, and the choice between them and a network text file.
+
+// small, small-bn, resnet (small residual network for 28x28..32x32), resnet18 (CIFAR-style).
+Network make_preset(const std::string& name, Shape input, int classes);
+std::vector<std::string> preset_names();
+
+// A preset name or a path to a text description.
+Network make_network(const std::string& model, Shape input, int classes);
 
 }  // namespace cnn

@@ -35,7 +35,7 @@ bool onnx_export_available();
 
 // Writes `network` with the parameters in `params` to `file` (atomically: a failure leaves the
 // file as it was). The model is checked with onnx's checker and shape inference before it is
-// written. A layer ONNX cannot express (a layer of one's own whose type, layers/layer_type.hpp,
+// written. A layer ONNX cannot express (a layer of one's own whose type, layers/registry.hpp,
 // writes no ONNX nodes), parameters of another network or class names that are not one per
 // output are a ConfigError naming it; a model over protobuf's 2 GiB too. A file that cannot be
 // written is a cnn::Error naming it.

@@ -1,4 +1,4 @@
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 
 #include <filesystem>
 

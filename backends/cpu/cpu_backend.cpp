@@ -11,7 +11,7 @@
 #include "backends/cpu/detail/available_host_memory.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "base/error.hpp"
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
 #include "memory/host_resource.hpp"
 
 namespace cnn {

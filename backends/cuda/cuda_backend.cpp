@@ -9,7 +9,7 @@
 #include "backends/cuda/detail/architectures.hpp"
 #include "backends/cuda/detail/check.hpp"
 #include "memory/buffer.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 #include "memory/out_of_memory.hpp"
 
 namespace cnn::cuda {

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 #include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {

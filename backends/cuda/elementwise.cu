@@ -10,7 +10,7 @@
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
 #include "base/error.hpp"
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
 
 namespace cnn::cuda {
 namespace {

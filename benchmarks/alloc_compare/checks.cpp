@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace alloc_compare {
 

@@ -11,12 +11,12 @@
 #include <memory>
 #include <thread>
 
-#include "checks.hpp"
 #include "backends/device/device.hpp"
-#include "memory/bytes.hpp"
-#include "memory/host_resource.hpp"
-#include "models/presets.hpp"
+#include "checks.hpp"
 #include "comparison.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/memory_resource.hpp"
+#include "models/network_text.hpp"
 #include "plot.hpp"
 #include "report.hpp"
 #if CNN_HAVE_CUDA

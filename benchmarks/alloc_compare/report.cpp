@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace alloc_compare {
 

@@ -3,7 +3,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
 #include "engine/train/trainer.hpp"
 #include "workloads.hpp"
 

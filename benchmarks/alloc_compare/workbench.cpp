@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace alloc_compare {
 

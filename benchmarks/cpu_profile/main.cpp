@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "cnnengine.hpp"
 #include "timing_backend.hpp"

@@ -18,6 +18,7 @@
 
 #include "alternating.hpp"
 #include "cnnengine.hpp"
+#include "engine/train/planning_options.hpp"
 #include "memory/statistics_adaptor.hpp"
 
 namespace {

@@ -1,6 +1,7 @@
 #pragma once
 // The kernels a layer may call. The CPU backend (Eigen) is the reference; the CUDA backend
-// (cuDNN, cuBLAS, own kernels) implements the same calls. Layers hold no backend-specific code.
+// (cuDNN, cuBLAS, own kernels) implements the same calls. Layers hold no backend-specific code. At
+// the end, the counter-based random numbers that define dropout's mask on every backend.
 //
 // Conventions for every call:
 // - Tensors are views into memory of this backend's device (see device_memory()).
@@ -212,7 +213,7 @@ class Backend {
                                             const Tensor& sums, double count, Tensor dx, bool accumulate) = 0;
 
   // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
-  // step->first_sample * x.sample_elements() + i) (engine/core/counter_rng.hpp), so every backend
+  // step->first_sample * x.sample_elements() + i) (dropout_keep, at the end of this file), so every backend
   // draws the same mask for the same seed, and a sample's mask depends on its place in the
   // optimizer step's batch, not on how that batch was split into micro-batches. `step` is in
   // this backend's device memory.
@@ -251,5 +252,34 @@ class Backend {
   virtual std::unique_ptr<CapturedCalls> end_capture() { throw ConfigError(capture_support()); }
   virtual void abort_capture() noexcept {}
 };
+
+}  // namespace cnn
+
+// ---- Counter-based random numbers: the value for (seed, index) needs no state, so every
+// thread, every backend and every replay of a step draws the same numbers. Part of the contract:
+// a backend draws dropout's mask with dropout_keep (Backend::dropout_forward).
+#if defined(__CUDACC__)
+#define CNN_HOST_DEVICE __host__ __device__
+#else
+#define CNN_HOST_DEVICE
+#endif
+
+namespace cnn {
+
+CNN_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Uniform in [0, 1) with 24 bits, exact in float.
+CNN_HOST_DEVICE inline float uniform01(std::uint64_t seed, std::uint64_t index) {
+  return static_cast<float>(splitmix64(seed ^ splitmix64(index)) >> 40) * (1.0f / 16777216.0f);
+}
+
+CNN_HOST_DEVICE inline bool dropout_keep(std::uint64_t seed, std::uint64_t index, float p) {
+  return uniform01(seed, index) >= p;
+}
 
 }  // namespace cnn

@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "base/rank_share.hpp"
+#include "base/batch.hpp"
 #include "engine/core/backend.hpp"
 #include "engine/core/tensor.hpp"
 

@@ -1,4 +1,4 @@
-#include "engine/core/evaluation.hpp"
+#include "engine/core/network.hpp"
 
 #include <algorithm>
 #include <string>

@@ -2,7 +2,7 @@
 // A layer knows its shapes, its parameters, the memory it needs and how to run forward and
 // backward through the Backend interface. It owns no memory: every tensor it touches is a view
 // the engine hands it in a LayerContext. How it is written as network text and as ONNX nodes
-// is its type's (layers/layer_type.hpp), which the engine never needs.
+// is its type's (layers/registry.hpp), which the engine never needs.
 #include <cstdint>
 #include <span>
 #include <stdexcept>

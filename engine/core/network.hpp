@@ -1,6 +1,9 @@
 #pragma once
 // A network is a graph of layers in the order they run. Node 0 is the input; every other node
-// applies one layer to earlier nodes. The last node gives the logits the loss reads.
+// applies one layer to earlier nodes. The last node gives the logits the loss reads. Below, what
+// evaluating a network gives.
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,5 +61,27 @@ class Network {
  private:
   std::vector<Node> nodes_;
 };
+
+// What an evaluation gives: the mean loss and accuracy, and with the confusion matrix each
+// class's precision, recall and accuracy. A trainer and a predictor both evaluate.
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  std::size_t samples = 0;
+};
+
+// An evaluation with the confusion matrix: for each class, its precision (of the samples
+// predicted as it, those that are), recall (of its samples, those predicted as it) and accuracy
+// (of all samples, those it gets right as one against the rest).
+struct ClassEvaluation : EvalResult {
+  std::vector<std::vector<std::size_t>> confusion;  // [true class][predicted class]
+  double precision(int c) const;
+  double recall(int c) const;
+  double class_accuracy(int c) const;
+};
+
+// Counts `samples` predictions into `confusion` (classes x classes): each row of `logits`
+// (`classes` floats) predicts its largest, the first of equal ones, against its label.
+void count_predictions(std::vector<std::vector<std::size_t>>& confusion, const float* logits,
+                       const std::int32_t* labels, int samples);
 
 }  // namespace cnn

@@ -3,10 +3,18 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "engine/core/counter_rng.hpp"
-#include "memory/bytes.hpp"
+#include "engine/core/backend.hpp"
+#include "memory/buffer.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
+
+struct ParameterStore::Blocks {
+  memory::Buffer params, grads, state;
+};
+
+ParameterStore::~ParameterStore() = default;
+
 namespace {
 
 constexpr std::size_t kFloatAlignment = 16;  // 64 bytes between tensors
@@ -105,10 +113,14 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   trainable_count_ = l.trainable_count;
 
   using memory::Category;
-  params_block_ = memory::Buffer(resource, block_bytes(Category::parameters), Category::parameters);
+  blocks_ = std::make_unique<Blocks>();
+  blocks_->params = memory::Buffer(resource, block_bytes(Category::parameters), Category::parameters);
+  params_data_ = blocks_->params.floats();
   if (training_) {
-    grads_block_ = memory::Buffer(resource, block_bytes(Category::parameter_gradients), Category::parameter_gradients);
-    state_block_ = memory::Buffer(resource, block_bytes(Category::optimizer_state), Category::optimizer_state);
+    blocks_->grads = memory::Buffer(resource, block_bytes(Category::parameter_gradients), Category::parameter_gradients);
+    blocks_->state = memory::Buffer(resource, block_bytes(Category::optimizer_state), Category::optimizer_state);
+    grads_data_ = blocks_->grads.floats();
+    state_data_ = blocks_->state.floats();
   }
 
   params_.resize(static_cast<std::size_t>(network.size()));
@@ -119,12 +131,12 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
     grads_[static_cast<std::size_t>(id)].resize(count);
   }
   // Padding and the state's copy stay zero; each parameter is initialised a chunk at a time.
-  backend_.fill(flat(params_block_.floats(), params_block_.bytes() / sizeof(float)), 0.f);
+  backend_.fill(flat(params_data_, blocks_->params.bytes() / sizeof(float)), 0.f);
   std::vector<float> chunk(std::min(kCopyChunkFloats, std::max<std::size_t>(total_floats_, 1)));
   for (const Slot& s : l.slots) {
-    params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_block_.floats() + s.offset, s.spec.shape};
+    params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_data_ + s.offset, s.spec.shape};
     if (s.spec.trainable && training_)
-      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_block_.floats() + s.offset, s.spec.shape};
+      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_data_ + s.offset, s.spec.shape};
     const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
     const std::size_t n = s.spec.shape.elements();
     for (std::size_t begin = 0; begin < n; begin += chunk.size()) {
@@ -134,7 +146,7 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
     }
   }
   zero_gradients();
-  if (slots_) backend_.fill(flat(state_block_.floats(), trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
+  if (slots_) backend_.fill(flat(state_data_, trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
 }
 
 void ParameterStore::zero_gradients() {
@@ -144,7 +156,7 @@ void ParameterStore::zero_gradients() {
 Tensor ParameterStore::state_copy(int copy) const {
   if (copy < 0 || copy >= state_copies_)
     throw ConfigError("state copy " + std::to_string(copy) + " of a store that keeps " + std::to_string(state_copies_));
-  return flat(params_block_.floats() + total_floats_ + static_cast<std::size_t>(copy) * state_floats(), state_floats());
+  return flat(params_data_ + total_floats_ + static_cast<std::size_t>(copy) * state_floats(), state_floats());
 }
 
 void ParameterStore::save_state(int copy) {
@@ -182,7 +194,7 @@ float* ParameterStore::block_data(Block block, std::size_t first, std::size_t co
   if (first > floats(block) || count > floats(block) - first)
     throw ConfigError("parameter store: floats " + std::to_string(first) + " to " + std::to_string(first + count) +
                       " of a block of " + std::to_string(floats(block)));
-  return (block == Block::parameters ? params_block_.floats() : state_block_.floats()) + first;
+  return (block == Block::parameters ? params_data_ : state_data_) + first;
 }
 
 void ParameterStore::download(Block block, std::size_t first, std::size_t count, float* host) const {

@@ -8,8 +8,7 @@
 #include <vector>
 
 #include "engine/core/network.hpp"
-#include "memory/buffer.hpp"
-#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
 
@@ -25,6 +24,7 @@ class ParameterStore {
   // grads() are empty views, gradients() and the optimizer state empty, save_state() refused.
   static std::unique_ptr<ParameterStore> for_inference(const Network& network, Backend& backend,
                                                        memory::MemoryResource& resource, std::uint64_t seed = 1);
+  ~ParameterStore();
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -32,15 +32,15 @@ class ParameterStore {
   std::span<const Tensor> grads(int node) const { return grads_[static_cast<std::size_t>(node)]; }
 
   // Flat views over every trainable parameter (with alignment padding, which stays zero).
-  Tensor trainable() const { return flat(params_block_.floats(), trainable_floats_); }
-  Tensor gradients() const { return training_ ? flat(grads_block_.floats(), trainable_floats_) : Tensor{}; }
+  Tensor trainable() const { return flat(params_data_, trainable_floats_); }
+  Tensor gradients() const { return training_ ? flat(grads_data_, trainable_floats_) : Tensor{}; }
   Tensor optimizer_slot(int slot) const {
-    return flat(state_block_.floats() + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
+    return flat(state_data_ + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
   }
   std::size_t trainable_count() const { return trainable_count_; }  // without padding
   // The non-trainable state (BatchNorm running statistics) as one flat view; empty without any.
   Tensor running_state() const {
-    return state_floats() ? flat(params_block_.floats() + trainable_floats_, state_floats()) : Tensor{};
+    return state_floats() ? flat(params_data_ + trainable_floats_, state_floats()) : Tensor{};
   }
 
   // The state copies a trainer keeps on `backend`: two where copies overlap compute (a step's
@@ -110,7 +110,11 @@ class ParameterStore {
   int slots_;
   int state_copies_;  // 0 in an inference store
   std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
-  memory::Buffer params_block_, grads_block_, state_block_;
+  struct Blocks;  // the three blocks, each a memory::Buffer (parameter_store.cpp)
+  std::unique_ptr<Blocks> blocks_;
+  float* params_data_ = nullptr;  // the blocks' floats, for the flat views
+  float* grads_data_ = nullptr;
+  float* state_data_ = nullptr;
   std::vector<std::vector<Tensor>> params_, grads_;
 };
 

@@ -10,7 +10,7 @@
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
 namespace {

@@ -8,20 +8,11 @@
 #include <map>
 
 #include "engine/core/network.hpp"
+#include "engine/infer/predictor.hpp"  // InferenceOptions
 #include "engine/plan/memory_report.hpp"
-#include "memory/budget_account.hpp"
+#include "memory/memory_stack.hpp"
 
 namespace cnn {
-
-struct InferenceOptions {
-  int max_batch = 256;             // images one forward pass takes at most (the largest micro-batch)
-  // The budget (0: none), what is set aside in it for the libraries' workspaces, and the loaders'
-  // staging under it (memory/budget_account.hpp); a Predictor settles it with its memory stack.
-  memory::BudgetAccount account;
-  std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
-  // As BatchPlanOptions::rewrite_graph: the rewrites that give provably the same outputs.
-  bool rewrite_graph = true;
-};
 
 // Not thread-safe: it keeps what it planned.
 class InferencePlanner {

@@ -9,7 +9,9 @@
 #include "engine/infer/detail/forward_pass.hpp"
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
-#include "memory/bytes.hpp"
+#include "engine/infer/inference_planner.hpp"
+#include "memory/buffer.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
 
@@ -56,7 +58,7 @@ void Predictor::start() {
                          details);
   }
   params_ = ParameterStore::for_inference(net_, backend_, stack_->blocks());
-  slots_ = memory::Buffer(stack_->blocks(), sizeof(ForwardSlots), memory::Category::other);
+  slots_ = std::make_unique<memory::Buffer>(stack_->blocks(), sizeof(ForwardSlots), memory::Category::other);
   reserve(b);
 }
 
@@ -65,7 +67,7 @@ void Predictor::reserve(int b) {
     try {
       plan_ = std::make_unique<InferencePlan>(plan_inference(*planner_, b));
       input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
-      arena_ = memory::Buffer(stack_->blocks(), plan_->step.arena_bytes(), memory::Category::activations);
+      arena_ = std::make_unique<memory::Buffer>(stack_->blocks(), plan_->step.arena_bytes(), memory::Category::activations);
       break;
     } catch (const memory::OutOfMemory& error) {
       input_.reset();
@@ -77,8 +79,8 @@ void Predictor::reserve(int b) {
     }
   }
   breakdown_ = plan_->breakdown;
-  pass_ = std::make_unique<ForwardPass>(net_, backend_, *params_, plan_->step, arena_.data(),
-                                        *static_cast<ForwardSlots*>(slots_.data()), *input_);
+  pass_ = std::make_unique<ForwardPass>(net_, backend_, *params_, plan_->step, arena_->data(),
+                                        *static_cast<ForwardSlots*>(slots_->data()), *input_);
   zero_labels_.assign(static_cast<std::size_t>(b), 0);
   batch_logits_.resize(static_cast<std::size_t>(b) * static_cast<std::size_t>(net_.num_classes()));
 }
@@ -115,7 +117,7 @@ EvalResult Predictor::run_evaluation(const NextBatch& next, ClassEvaluation* cla
   double loss_sum = 0, correct = 0;
   const std::size_t sample = net_.input_shape().elements();
   const int b = micro_batch();
-  auto* slots = static_cast<ForwardSlots*>(slots_.data());
+  auto* slots = static_cast<ForwardSlots*>(slots_->data());
   const Tensor sums{&slots->loss_sum, Shape{2}};
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
@@ -133,7 +135,7 @@ EvalResult Predictor::run_evaluation(const NextBatch& next, ClassEvaluation* cla
       if (classes) count_predictions(classes->confusion, batch_logits_.data(), labels, n);
     }
     float host[2];
-    backend_.copy_to_host(slots_.data(), host, sizeof host);
+    backend_.copy_to_host(slots_->data(), host, sizeof host);
     loss_sum += host[0];
     correct += host[1];
     result.samples += static_cast<std::size_t>(batch->size);

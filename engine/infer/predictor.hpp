@@ -7,19 +7,33 @@
 #include <memory>
 #include <vector>
 
-#include "engine/core/evaluation.hpp"
-#include "engine/core/next_batch.hpp"
+#include "base/batch.hpp"
+#include "engine/core/network.hpp"
 #include "engine/core/parameter_store.hpp"
-#include "engine/infer/inference_planner.hpp"
-#include "engine/plan/budget_too_small.hpp"
-#include "memory/buffer.hpp"
+#include "engine/plan/memory_report.hpp"
 #include "memory/memory_stack.hpp"
+#include "memory/out_of_memory.hpp"
 
 namespace cnn {
 
+namespace memory {
+class Buffer;
+}  // namespace memory
+
+class InferencePlanner;
 class InputStager;
 class ForwardPass;
 struct InferencePlan;
+
+struct InferenceOptions {
+  int max_batch = 256;             // images one forward pass takes at most (the largest micro-batch)
+  // The budget (0: none), what is set aside in it for the libraries' workspaces, and the loaders'
+  // staging under it (memory/memory_stack.hpp); a Predictor settles it with its memory stack.
+  memory::BudgetAccount account;
+  std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
+  // As BatchPlanOptions::rewrite_graph: the rewrites that give provably the same outputs.
+  bool rewrite_graph = true;
+};
 
 class Predictor {
  public:
@@ -69,11 +83,11 @@ class Predictor {
   memory::MemoryStack* stack_ = nullptr;
   std::unique_ptr<InferencePlanner> planner_;
   std::unique_ptr<ParameterStore> params_;
-  memory::Buffer slots_;  // ForwardSlots
+  std::unique_ptr<memory::Buffer> slots_;  // ForwardSlots
   std::unique_ptr<InputStager> input_;
   std::unique_ptr<InferencePlan> plan_;
   MemoryBreakdown breakdown_;
-  memory::Buffer arena_;
+  std::unique_ptr<memory::Buffer> arena_;
   std::unique_ptr<ForwardPass> pass_;
   std::vector<std::int32_t> zero_labels_;  // a micro-batch's: logits() runs no loss, yet stages labels
   std::vector<float> batch_logits_;        // a micro-batch's, for the confusion matrix

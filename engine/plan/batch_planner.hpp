@@ -6,10 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/plan/memory_report.hpp"
 #include "engine/core/network.hpp"
-#include "engine/plan/recompute_policy.hpp"
-#include "memory/budget_account.hpp"
+#include "engine/plan/memory_report.hpp"
+#include "memory/memory_stack.hpp"
 #include "memory/strategy.hpp"
 
 namespace cnn {
@@ -21,7 +20,7 @@ struct BatchPlanOptions {
   int micro_batch = 0;              // 0: the largest that fits the budget, at most B
   int accumulate = 0;               // > 0: micro-batch ceil(B / this), so at most this many per step
   // The budget (0: none) and what it holds beside the plan: the libraries' workspaces, a
-  // communicator's buffers, the loaders' staging (memory/budget_account.hpp).
+  // communicator's buffers, the loaders' staging (memory/memory_stack.hpp).
   memory::BudgetAccount account;
   memory::Strategy strategy = memory::Strategy::planned;  // where the trainer's step buffers come from
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer

@@ -1,14 +1,28 @@
 #pragma once
 // The table of bytes by category that the engine prints before step 1, and that a refusal to
-// train under a budget carries.
+// train under a budget carries; and what a step may recompute to lower them.
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "engine/plan/recompute_policy.hpp"
-#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
+
+// What a training step may recompute during backward instead of keeping it from forward
+// (docs/design.md, "Recomputation"). Recomputation runs the same kernels on the same inputs: on
+// the CPU the results are those of keeping, to the bit.
+enum class RecomputePolicy {
+  none,       // keep every output backward reads
+  cheap,      // recompute element-wise and normalisation outputs wherever that lowers the peak
+  automatic,  // "auto": under a budget, the least recomputation that fits each micro-batch, and
+              // the micro-batch with the highest expected throughput
+};
+
+// "none", "cheap" or "auto"; anything else is a ConfigError naming them.
+RecomputePolicy parse_recompute_policy(std::string_view word);
+std::string to_string(RecomputePolicy policy);
 
 struct MemoryBreakdown {
   int micro_batch = 0;

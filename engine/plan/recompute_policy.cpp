@@ -1,4 +1,4 @@
-#include "engine/plan/recompute_policy.hpp"
+#include "engine/plan/memory_report.hpp"
 
 #include "base/error.hpp"
 

@@ -6,15 +6,17 @@
 #include <cstddef>
 #include <optional>
 
-#include "base/rank_share.hpp"
+#include "base/batch.hpp"
+#include "engine/core/backend.hpp"
 #include "engine/core/detail/batch_checks.hpp"
-#include "engine/core/counter_rng.hpp"
-#include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/core/detail/input_stager.hpp"
+#include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/train/detail/recovery.hpp"
 #include "engine/train/detail/replicas.hpp"
 #include "engine/train/detail/step_resources.hpp"
-#include "memory/bytes.hpp"
+#include "engine/train/planning_options.hpp"
+#include "memory/buffer.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
 namespace {
@@ -135,7 +137,7 @@ void Trainer::start() {
   }
   params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed,
                                              ParameterStore::state_copies_for(backend_));
-  slots_ = memory::Buffer(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
+  slots_ = std::make_unique<memory::Buffer>(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
   input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
   overlapped_ = input_->overlapped() && !options_.communicator;
   if (!stack_->step_buffers_built()) {
@@ -146,7 +148,7 @@ void Trainer::start() {
       throw BudgetTooSmall(std::string(error.what()) + ":\n" + format_memory_table(full), error.details());
     }
   }
-  auto* slots = static_cast<TrainerSlots*>(slots_.data());
+  auto* slots = static_cast<TrainerSlots*>(slots_->data());
   StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars,
                        input_.get()};
   if (options_.communicator) {
@@ -181,6 +183,8 @@ void Trainer::synchronize_replicas() {
   if (replicas_) replicas_->synchronize();
 }
 
+MemoryBreakdown Trainer::breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
+
 const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
 
 TrainerState Trainer::state() const {
@@ -204,7 +208,7 @@ void Trainer::restore(const TrainerState& state) {
 
 long Trainer::graph_replays() const { return step_ ? step_->graph_replays() : 0; }
 
-Tensor Trainer::metric_sums() const { return Tensor{slots_.floats(), Shape{2}}; }
+Tensor Trainer::metric_sums() const { return Tensor{slots_->floats(), Shape{2}}; }
 
 void Trainer::check_capture() {
   if (!capture_) return;
@@ -372,7 +376,7 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
   const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
   // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
   // was when it is not finite.
-  auto* slots = static_cast<TrainerSlots*>(slots_.data());
+  auto* slots = static_cast<TrainerSlots*>(slots_->data());
   optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->loss_sum : nullptr);
   ++steps_;
   StepReport report;
@@ -388,7 +392,7 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
     report.accuracy = sums[2] / whole;
     return report;
   }
-  const Fence sums_ready = backend_.copy_to_host_async(slots_.data(), input_->host_sums(), 2 * sizeof(float));
+  const Fence sums_ready = backend_.copy_to_host_async(slots_->data(), input_->host_sums(), 2 * sizeof(float));
   pending_ = PendingStep{report, copy, sums_ready, false};
   return earlier;
 }
@@ -420,7 +424,7 @@ int Trainer::run_step_passes(const Batch& batch, int state_copy, bool read_sums,
     sums[1] = sums[2] = 0;
     if (!failure && read_sums) {
       float host[2];
-      backend_.copy_to_host(slots_.data(), host, sizeof host);
+      backend_.copy_to_host(slots_->data(), host, sizeof host);
       sums[1] = host[0];
       sums[2] = host[1];
     }
@@ -531,7 +535,7 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
       }
     }
     float host[2];
-    backend_.copy_to_host(slots_.data(), host, sizeof host);
+    backend_.copy_to_host(slots_->data(), host, sizeof host);
     loss_sum += host[0];
     correct += host[1];
     result.samples += static_cast<std::size_t>(batch->size);
@@ -585,7 +589,7 @@ void Trainer::finish() {
   backend_.synchronize();
   pending_.reset();
   step_->release();
-  slots_.release();
+  if (slots_) slots_->release();
   input_.reset();
   params_.reset();
   stack_->release_step_buffers();

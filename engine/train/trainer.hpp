@@ -13,21 +13,21 @@
 
 #include "base/batch.hpp"
 #include "base/error.hpp"
-#include "engine/plan/batch_planner.hpp"
-#include "engine/plan/budget_too_small.hpp"
-#include "engine/core/communicator.hpp"
-#include "engine/core/evaluation.hpp"
-#include "engine/core/next_batch.hpp"
 #include "engine/core/layer.hpp"
+#include "engine/core/network.hpp"
+#include "engine/core/parameter_store.hpp"
 #include "engine/plan/memory_report.hpp"
 #include "engine/train/optimizer.hpp"
-#include "engine/core/parameter_store.hpp"
-#include "memory/buffer.hpp"
 #include "memory/memory_stack.hpp"
 #include "memory/out_of_memory.hpp"
 
 namespace cnn {
 
+namespace memory {
+class Buffer;
+}  // namespace memory
+
+class BatchPlanner;
 class StepResources;
 class Recovery;
 class Replicas;
@@ -74,15 +74,6 @@ struct TrainerOptions {
   bool sync_batchnorm = false;
   std::size_t gradient_bucket_bytes = std::size_t{1} << 20;
 };
-
-// The options the trainer plans with: `options` plus its optimizer's state slots, its own
-// persistent bytes, the budget's account (the backend's libraries' workspaces set aside) and, in
-// a data-parallel run, the communicator's buffers and a rank's share of the batch.
-// `train_images --plan` and the benchmarks plan with these too, so that their answers are the
-// trainer's: with `stack`, those of a trainer on it (its options, the loaders' staging it counts).
-BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend);
-BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend,
-                                  const memory::MemoryStack& stack);
 
 // The memory stack a trainer on `backend` builds for itself from `options`: the backend's device
 // memory, its staging memory for the loaders, one budget over both.
@@ -145,7 +136,7 @@ class Trainer {
   ~Trainer();
 
   // Bytes by category for micro-batch b, computed from the plan without allocating.
-  MemoryBreakdown breakdown(int micro_batch) const { return planner_->breakdown(micro_batch); }
+  MemoryBreakdown breakdown(int micro_batch) const;
   const MemoryBreakdown& memory() const;
   int micro_batch() const { return micro_batch_; }
   // The samples of an optimizer step (TrainerOptions::batch; over every rank in a data-parallel
@@ -259,7 +250,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<BatchPlanner> planner_;
   std::unique_ptr<ParameterStore> params_;
-  memory::Buffer slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
+  std::unique_ptr<memory::Buffer> slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
   std::unique_ptr<InputStager> input_;
   std::unique_ptr<StepResources> step_;
   std::unique_ptr<Recovery> recovery_;

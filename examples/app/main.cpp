@@ -11,11 +11,11 @@ int main() {
   std::printf("%s\n", device.reason.c_str());
 
   Network net(Shape{1, 8, 8});
-  net.emplace<Conv2D>(8, 3, 1, 1);
-  net.emplace<ReLU>();
-  net.emplace<Pool2D>(PoolMode::max, 2);
-  net.emplace<Flatten>();
-  net.emplace<Dense>(2);
+  net.add(layers::conv2d(8, 3, 1, 1));
+  net.add(layers::relu());
+  net.add(layers::max_pool2d(2));
+  net.add(layers::flatten());
+  net.add(layers::dense(2));
 
   TrainerOptions options;
   options.batch = 16;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "base/utf8.hpp"
 #include "cnnengine.hpp"
 #include "memory_budget.hpp"
 #include "metrics_file.hpp"

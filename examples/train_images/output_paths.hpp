@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "data/open_dataset.hpp"
+#include "data/dataset.hpp"
 #include "output_kinds.hpp"
 
 namespace cnn::app {

@@ -4,7 +4,8 @@
 #include <iostream>
 #include <string>
 
-#include "memory/bytes.hpp"
+#include "engine/train/planning_options.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::app {
 namespace {

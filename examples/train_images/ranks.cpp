@@ -23,6 +23,11 @@ void Ranks::start(int* argc, char*** argv) {
   // mpirun -np 1 runs over MPI too (the data-parallel path with one rank) where the build has it.
   if (!launched_ || (!several() && !dist::MpiSession::available())) return;
   session_ = std::make_unique<dist::MpiSession>(argc, argv);
+  // The launcher's environment and MPI must name the same job, or the ranks' shares would overlap.
+  if (session_->rank() != rank() || session_->ranks() != count())
+    throw UsageError("the launcher (" + launched_->launcher + ") calls this process rank " + std::to_string(rank()) +
+                     " of " + std::to_string(count()) + ", MPI rank " + std::to_string(session_->rank()) + " of " +
+                     std::to_string(session_->ranks()));
 }
 
 std::string Ranks::prefix() const { return several() ? "rank " + std::to_string(rank()) + ": " : std::string(); }

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "base/error.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::app {
 namespace {

@@ -4,12 +4,12 @@
 #include <functional>
 #include <iterator>
 #include <map>
-#include <set>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 #include "base/error.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn::memory {
 

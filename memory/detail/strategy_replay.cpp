@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <numeric>
 
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 #include "memory/out_of_memory.hpp"
 
 namespace cnn::memory {

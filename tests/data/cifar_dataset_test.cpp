@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "cifar_test_files.hpp"
 #include "base/error.hpp"
+#include "cifar_test_files.hpp"
 #include "data/cifar_dataset.hpp"
 #include "data/cifar_folder.hpp"
 #include "data/data_error.hpp"
-#include "data/open_dataset.hpp"
+#include "data/dataset.hpp"
 #include "data_test_files.hpp"
 #include "expect_open_error.hpp"
 

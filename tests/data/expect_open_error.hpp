@@ -7,7 +7,7 @@
 #include <string>
 
 #include "data/data_error.hpp"
-#include "data/open_dataset.hpp"
+#include "data/dataset.hpp"
 
 namespace cnn::data::test {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "data/data_error.hpp"
+#include "data/dataset.hpp"
 #include "data/image_folder_dataset.hpp"
-#include "data/open_dataset.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

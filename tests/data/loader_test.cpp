@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/batch.hpp"
 #include "base/error.hpp"
-#include "base/rank_share.hpp"
 #include "data/data_error.hpp"
 #include "data/detail/augment.hpp"
 #include "data/detail/random.hpp"

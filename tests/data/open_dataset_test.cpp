@@ -7,7 +7,7 @@
 
 #include "base/error.hpp"
 #include "data/data_error.hpp"
-#include "data/open_dataset.hpp"
+#include "data/dataset.hpp"
 #include "data_test_files.hpp"
 #include "expect_open_error.hpp"
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "data/dataset.hpp"
 #include "data/image_folder_dataset.hpp"
-#include "data/preprocessing.hpp"
 #include "data_test_files.hpp"
 
 using namespace cnn::data;

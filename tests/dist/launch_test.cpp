@@ -3,7 +3,6 @@
 #include <cstdlib>
 
 #include "base/error.hpp"
-#include "dist/launch.hpp"
 #include "dist/mpi_session.hpp"
 
 using namespace cnn;

@@ -15,7 +15,7 @@
 #include "memory/memory_stack.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "step_buffers.hpp"
 #include "test_networks.hpp"
 

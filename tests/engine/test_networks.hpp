@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
 #include "engine/train/trainer.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"

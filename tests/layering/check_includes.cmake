@@ -5,7 +5,8 @@
 #   find a file without the include path;
 # - each folder includes only from the folders its row of docs/design.md reaches, read from the
 #   sources alone (the build's views enforce it only as far as the links do);
-# - the applications in examples/ include public headers only, never a detail/ one.
+# - the applications in examples/ include public headers only (train_images also those its list
+#   in cmake/CnnPublicHeaders.cmake names), never a detail/ one.
 # Invoked by ctest (layering_includes_by_full_name) with -DSOURCE_DIR=<the repository>.
 cmake_minimum_required(VERSION 3.22)
 include(${SOURCE_DIR}/cmake/CnnOrder.cmake)
@@ -68,23 +69,38 @@ foreach(source IN LISTS other_sources)
   endforeach()
 endforeach()
 
-# The applications include the public headers alone (cmake/CnnPublicHeaders.cmake), or their own.
+# The applications include the public headers alone (cmake/CnnPublicHeaders.cmake), or their own;
+# train_images also the few of the tree that its list there names.
 include(${SOURCE_DIR}/cmake/CnnPublicHeaders.cmake)
 file(GLOB_RECURSE app_sources ${SOURCE_DIR}/examples/*.hpp ${SOURCE_DIR}/examples/*.cpp)
 foreach(source IN LISTS app_sources)
   get_filename_component(here ${source} DIRECTORY)
+  set(may_include ${CNN_PUBLIC_HEADERS})
+  if(source MATCHES "^${SOURCE_DIR}/examples/train_images/")
+    list(APPEND may_include ${CNN_TRAIN_IMAGES_HEADERS})
+  endif()
   file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")
   foreach(line IN LISTS lines)
     string(REGEX REPLACE "^[^\"<]*[\"<]([^\">]*)[\">].*$" "\\1" included "${line}")
     if(EXISTS ${SOURCE_DIR}/${included} AND NOT IS_DIRECTORY ${SOURCE_DIR}/${included}
        AND NOT EXISTS ${here}/${included}
-       AND NOT included IN_LIST CNN_PUBLIC_HEADERS)
+       AND NOT included IN_LIST may_include)
       string(APPEND problems "  ${source}: a header that is not public in an application: ${line}\n")
     endif()
   endforeach()
 endforeach()
+
+# The facade includes every public header, so that <cnnengine.hpp> is the whole public surface.
+file(STRINGS ${SOURCE_DIR}/cnnengine.hpp facade_lines REGEX "^#include \"")
+string(REGEX REPLACE "#include \"([^\"]*)\"" "\\1" facade_includes "${facade_lines}")
+foreach(header IN LISTS CNN_PUBLIC_HEADERS)
+  if(NOT header STREQUAL "cnnengine.hpp" AND NOT header IN_LIST facade_includes)
+    string(APPEND problems "  cnnengine.hpp does not include the public header ${header}\n")
+  endif()
+endforeach()
+
 if(problems)
   message(FATAL_ERROR "includes against the layering:\n${problems}")
 endif()
 message(STATUS "every include is a path from the root and within the order of docs/design.md; "
-               "the applications include public headers only")
+               "the applications include public headers only, and the facade every one")

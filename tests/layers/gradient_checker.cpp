@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
 #include "tests/engine/test_networks.hpp"

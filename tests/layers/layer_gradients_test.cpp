@@ -3,7 +3,8 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
+#include "gradient_checker.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"
 #include "layers/conv2d.hpp"
@@ -11,7 +12,6 @@
 #include "layers/dropout.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
-#include "gradient_checker.hpp"
 
 using namespace cnn;
 using cnn::testing::check_gradients;

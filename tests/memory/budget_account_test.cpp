@@ -6,7 +6,6 @@
 
 #include "base/error.hpp"
 #include "memory/block_heap.hpp"
-#include "memory/budget_account.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/memory_stack.hpp"
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/error.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 using namespace cnn::memory;
 

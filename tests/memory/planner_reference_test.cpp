@@ -10,7 +10,6 @@
 #include <random>
 #include <vector>
 
-#include "memory/bytes.hpp"
 #include "memory/detail/planner.hpp"
 #include "memory/memory_resource.hpp"
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "memory/bytes.hpp"
 #include "memory/detail/planner.hpp"
+#include "memory/memory_resource.hpp"
 
 using namespace cnn::memory;
 

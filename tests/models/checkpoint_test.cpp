@@ -13,7 +13,6 @@
 #include "memory/host_resource.hpp"
 #include "models/checkpoint.hpp"
 #include "models/network_text.hpp"
-#include "models/presets.hpp"
 #include "tests/data/data_test_files.hpp"
 
 using namespace cnn;

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "data/preprocessing.hpp"
+#include "data/dataset.hpp"
 #include "memory/host_resource.hpp"
 #include "models/model.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/test_networks.hpp"
 

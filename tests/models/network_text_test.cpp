@@ -9,7 +9,7 @@
 #include "base/error.hpp"
 #include "layers/flatten.hpp"
 #include "memory/host_resource.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/test_networks.hpp"
 

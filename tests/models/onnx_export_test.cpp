@@ -21,7 +21,6 @@
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
 #include "models/onnx_export.hpp"
-#include "models/presets.hpp"
 #include "tests/data/data_test_files.hpp"
 
 #ifdef CNN_TEST_HAVE_ONNX

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.hpp"
 #include "cnnengine.hpp"
 
 namespace {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "memory/bytes.hpp"
+#include "memory/memory_resource.hpp"
 
 namespace cnn {
 

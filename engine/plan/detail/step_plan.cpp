@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/error.hpp"
-#include "memory/bytes.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn {

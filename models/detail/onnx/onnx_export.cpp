@@ -12,7 +12,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
-#include "memory/category.hpp"
+#include "memory/memory_resource.hpp"
 #include "models/detail/onnx/onnx_graph.hpp"
 #include "models/detail/onnx/onnx_metadata.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-#include "engine/core/counter_rng.hpp"
+#include "engine/core/backend.hpp"
 
 using namespace cnn;
 

@@ -6,10 +6,10 @@
 
 #include "backends/device/device.hpp"
 #include "engine/train/trainer.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
+#include "support.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"
-#include "support.hpp"
 
 using namespace cnn;
 using namespace cnn::cuda_test;

@@ -9,10 +9,9 @@
 #include "engine/train/trainer.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "models/network_text.hpp"
-#include "models/presets.hpp"
+#include "support.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/relative_error.hpp"
-#include "support.hpp"
 
 using namespace cnn;
 using cnn::testing::SyntheticData;

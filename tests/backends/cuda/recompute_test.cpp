@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
+#include "support.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/relative_error.hpp"
-#include "support.hpp"
 
 using namespace cnn;
 using cnn::testing::relative_error;

@@ -3,8 +3,8 @@
 // accumulation, recovery, and memory taken away from the device mid-run.
 #include <cuda_runtime.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -15,10 +15,9 @@
 #include "memory/strategy.hpp"
 #include "models/checkpoint.hpp"
 #include "models/network_text.hpp"
-#include "models/presets.hpp"
+#include "support.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
-#include "support.hpp"
 
 using namespace cnn;
 using cnn::testing::SyntheticData;

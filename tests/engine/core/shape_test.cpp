@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "base/error.hpp"
-#include "engine/core/shape.hpp"
+#include "engine/core/tensor.hpp"
 
 using namespace cnn;
 

@@ -9,10 +9,10 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/infer/inference_planner.hpp"
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
-#include "memory/bytes.hpp"
 #include "memory/memory_resource.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

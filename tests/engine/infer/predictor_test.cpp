@@ -6,9 +6,10 @@
 #include <cmath>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "engine/infer/inference_planner.hpp"
 #include "engine/infer/predictor.hpp"
 #include "memory/host_resource.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 

@@ -3,11 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

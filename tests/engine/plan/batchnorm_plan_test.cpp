@@ -14,6 +14,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "base/error.hpp"
 #include "engine/plan/detail/step_plan.hpp"
+#include "engine/train/planning_options.hpp"
 #include "layers/batchnorm2d.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
@@ -23,10 +24,10 @@
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
-#include "models/presets.hpp"
-#include "tests/heap_counter.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
+#include "tests/heap_counter.hpp"
 
 using namespace cnn;
 using cnn::testing::constant_sgd;

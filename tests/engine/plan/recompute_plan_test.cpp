@@ -10,12 +10,13 @@
 #include "engine/plan/detail/cost_model.hpp"
 #include "engine/plan/detail/recompute_search.hpp"
 #include "engine/plan/detail/step_plan.hpp"
+#include "engine/train/planning_options.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/presets.hpp"
-#include "tests/heap_counter.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
+#include "tests/heap_counter.hpp"
 
 using namespace cnn;
 using cnn::testing::SyntheticData;

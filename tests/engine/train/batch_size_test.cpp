@@ -11,7 +11,7 @@
 #include "data/loader.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/small_images.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"

@@ -10,11 +10,11 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "memory/host_resource.hpp"
-#include "models/presets.hpp"
-#include "tests/layers/gradient_checker.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"
+#include "tests/layers/gradient_checker.hpp"
 
 using namespace cnn;
 using cnn::testing::SyntheticData;

@@ -1,14 +1,14 @@
 // Bad numbers never reach the weights: optimizer settings are checked, and a step whose loss is
 // NaN or infinite is refused before the optimizer runs.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "base/error.hpp"
 #include "memory/host_resource.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

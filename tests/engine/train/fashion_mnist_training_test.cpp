@@ -6,7 +6,7 @@
 #include "data/loader.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 
 using namespace cnn;
 

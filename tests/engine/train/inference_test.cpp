@@ -4,14 +4,14 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "layers/dense.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/memory_stack.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

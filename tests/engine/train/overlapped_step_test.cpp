@@ -3,8 +3,8 @@
 // host. On the normal path a step makes none; each micro-batch is one packed copy; the reports
 // come one step late and in order; the losses and parameters are train_step's on the plain CPU,
 // to the bit; a NaN loss read one step late still leaves the parameters as they were before it.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,10 +12,10 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/core/detail/input_stager.hpp"
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
-#include "models/presets.hpp"
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -7,10 +7,11 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "data/loader.hpp"
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/memory_stack.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 
 using namespace cnn;
 

@@ -8,9 +8,10 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/plan/detail/step_plan.hpp"
+#include "engine/train/planning_options.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 

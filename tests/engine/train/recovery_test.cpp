@@ -11,11 +11,11 @@
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/engine/recovery_checks.hpp"
-#include "tests/relative_error.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
+#include "tests/relative_error.hpp"
 
 using namespace cnn;
 using cnn::testing::relative_error;

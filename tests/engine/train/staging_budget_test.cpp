@@ -8,12 +8,13 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "data/loader.hpp"
+#include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/memory_stack.hpp"
 #include "memory/out_of_memory.hpp"
 #include "models/model.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/small_images.hpp"
 

@@ -4,16 +4,17 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/plan/detail/step_plan.hpp"
+#include "engine/train/planning_options.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/flatten.hpp"
 #include "layers/relu.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/presets.hpp"
+#include "models/network_text.hpp"
+#include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
-#include "tests/engine/test_networks.hpp"
 
 using namespace cnn;
 using cnn::testing::relative_error;
