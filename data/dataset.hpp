@@ -41,9 +41,10 @@ class Dataset {
 // "1x28x28"
 std::string to_string(const SampleShape& shape);
 
-// ---- Preprocessing: what an image goes through before a network sees it: converted to a channel count, resized,
-// scaled to [0, 1] and normalised per channel. A saved model records it, so that the images it
-// is given later go through the same (train_images --predict, an application's inference).
+// ---- Preprocessing: what an image goes through before a network sees it: converted to a channel
+// count, resized, scaled to [0, 1] and normalised per channel. A saved model records it, so that
+// the images it is given later go through the same (train_images --predict, an application's
+// inference).
 
 // x' = (x - mean[c]) / stddev[c] for channel c: one value each for every channel, or one per
 // channel; none (empty) leaves the values as they are.
@@ -112,7 +113,7 @@ struct DatasetSplits {
   std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
 };
 
-// target and images apply to image folders (see open_image_folder); the test side always takes
+// target and images apply to image folders (open_image_folder, data/image_folder_dataset.hpp); the test side always takes
 // the train side's shape, the same options, and must have the same classes.
 DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
                            const ImageFolderOptions& images = {});

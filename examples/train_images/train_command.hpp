@@ -2,7 +2,7 @@
 // train_images without --doctor: a new run, or (--resume) the continuation of a saved one.
 #include <string>
 
-#include "data/image_folder_dataset.hpp"
+#include "data/dataset.hpp"
 #include "options.hpp"
 #include "ranks.hpp"
 
