@@ -27,8 +27,8 @@ set(CNN_PUBLIC_HEADERS
 
 # train_images is the engine's own command line, built in the tree: beyond the public headers it
 # reaches the planners (its --plan), the files that are never left half-written and names that are
-# not UTF-8, the memory trace. Nothing else in examples/ may.
+# not UTF-8, the regular-file check, the memory trace. Nothing else in examples/ may.
 set(CNN_TRAIN_IMAGES_HEADERS
   base/atomic_file.hpp base/regular_file.hpp base/utf8.hpp memory/trace.hpp
-  engine/plan/batch_planner.hpp engine/train/planning_options.hpp engine/infer/inference_planner.hpp
+  engine/train/planning_options.hpp engine/infer/inference_planner.hpp
 )

@@ -75,13 +75,7 @@ bool is_image_file(const std::filesystem::path& file);
 // converted to p.shape.channels, resized to p.shape, scaled to [0, 1] and normalised.
 std::vector<float> preprocess_image(const std::filesystem::path& file, const Preprocessing& p);
 
-// ---- Opening a data set folder, whatever its kind:
-//  - IDX: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the t10k-... (or
-//    test-...) pair;
-//  - CIFAR-10 or CIFAR-100 binary files (data/cifar_folder.hpp; CIFAR-100 with its fine labels);
-//  - an image folder with train/ and test/ sub-folders, each holding one folder per class;
-//  - a single folder of class folders: a seeded, stratified 1/6 of it is held out as test.
-// Anything else is a DataError saying what was looked for.
+// ---- Opening a data set folder, whatever its kind.
 
 // Images are refused before decoding when width x height x channels, in bytes as stb_image
 // decodes them (a 16-bit PNG value takes 2), is over this. 256 MiB holds an 8192x8192 RGBA image
@@ -90,7 +84,7 @@ std::vector<float> preprocess_image(const std::filesystem::path& file, const Pre
 inline constexpr std::size_t kDefaultMaxDecodedImageBytes = std::size_t{256} << 20;
 
 // Data sets up to this many decoded bytes are decoded at open and held in memory; larger ones
-// check each image at open (as verify_image does) and decode it in load().
+// check each image at open (its header read and checked) and decode it in load().
 inline constexpr std::size_t kEagerDecodeLimit = std::size_t{1} << 30;
 
 struct ImageFolderOptions {
@@ -113,8 +107,17 @@ struct DatasetSplits {
   std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
 };
 
-// target and images apply to image folders (open_image_folder, data/image_folder_dataset.hpp); the test side always takes
-// the train side's shape, the same options, and must have the same classes.
+// The train and test sides of the data set in `folder`:
+//  - IDX: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the t10k-... (or
+//    test-...) pair;
+//  - CIFAR-10 or CIFAR-100 binary files (CIFAR-100 with its fine labels);
+//  - an image folder with train/ and test/ sub-folders, each holding one folder per class;
+//  - a single folder of class folders: a seeded, stratified 1/6 of it is held out as test.
+// Anything else is a DataError saying what was looked for. `target` and `images` apply to image
+// folders: images are converted to target.channels (1 or 3; 0: grey or colour as the first image
+// is) and resized (bilinear) to target.height x target.width (height 0: the first image's size;
+// width 0 alone: a square). The test side takes the train side's shape and options, and must have
+// the same classes.
 DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
                            const ImageFolderOptions& images = {});
 

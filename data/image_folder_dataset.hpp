@@ -5,9 +5,7 @@
 // width; target.height == 0 means the first image's size, width == 0 alone a square.
 #include <cstddef>
 #include <filesystem>
-#include <functional>
 #include <memory>
-#include <string>
 
 #include "data/dataset.hpp"
 

@@ -35,6 +35,8 @@ MpiSession::~MpiSession() {
 }
 
 Communicator& MpiSession::world() { return state_->world; }
+int MpiSession::rank() const { return state_->world.rank(); }
+int MpiSession::ranks() const { return state_->world.ranks(); }
 
 void MpiSession::abort(const std::string& message, int code) {
   std::fprintf(stderr, "rank %d of %d: %s\n", state_->world.rank(), state_->world.ranks(), message.c_str());
@@ -57,6 +59,8 @@ MpiSession::MpiSession(int*, char***) {
 }
 MpiSession::~MpiSession() = default;
 Communicator& MpiSession::world() { throw ConfigError("no MPI in this build"); }
+int MpiSession::rank() const { throw ConfigError("no MPI in this build"); }
+int MpiSession::ranks() const { throw ConfigError("no MPI in this build"); }
 void MpiSession::abort(const std::string& message, int code) {
   std::fprintf(stderr, "%s\n", message.c_str());
   std::_Exit(code);
@@ -65,8 +69,5 @@ bool MpiSession::available() { return false; }
 std::string MpiSession::version() { return {}; }
 
 #endif
-
-int MpiSession::rank() { return world().rank(); }
-int MpiSession::ranks() { return world().ranks(); }
 
 }  // namespace cnn::dist

@@ -24,8 +24,8 @@ class MpiSession {
   // Every rank: a trainer's TrainerOptions::communicator.
   Communicator& world();
   // This process's rank and the job's ranks (a loader's LoaderOptions::rank and ranks).
-  int rank();
-  int ranks();
+  int rank() const;
+  int ranks() const;
   // Ends every rank of the job (MPI_Abort, whose launcher kills the others) with exit code `code`,
   // after writing "rank R of N: message" to stderr.
   [[noreturn]] void abort(const std::string& message, int code);

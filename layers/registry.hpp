@@ -108,7 +108,7 @@ std::string exact_text(float value);
 struct LayerType {
   // Layer::type_name() of the layers it describes: "conv2d".
   std::string type_name;
-  // The class of those layers (typeid(Conv2D)); null: any class whose type_name() is type_name.
+  // The class of those layers (typeid(MyLayer)); null: any class whose type_name() is type_name.
   // A layer of one's own that merely takes a built-in's name is then not mistaken for it.
   const std::type_info* layer_class = nullptr;
   // Its word in network text, and how a line of it reads: "conv", "conv OUT KERNEL [stride=S]

@@ -74,8 +74,8 @@ class MemoryResource {
                              Category category) = 0;
 };
 
-// What a statistics adaptor counts (memory/statistics_adaptor.hpp): current and peak bytes,
-// overall and per category, and calls. A memory stack reports its own so.
+// What MemoryStack::statistics() reports (a statistics adaptor counts it): current and peak
+// bytes, overall and per category, and calls.
 struct Statistics {
   std::size_t current_bytes = 0;
   std::size_t peak_bytes = 0;

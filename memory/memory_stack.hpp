@@ -12,7 +12,7 @@
 // workspaces such as cuBLAS's, the communicator's buffers), and the loaders' staging is what
 // they stage through staging() or have booked for later. The Trainer builds one for itself, or
 // plans in one the caller built (with its loaders); train_images and the allocation comparison
-// use the same class.
+// use the same class. Beside it, the names of the allocation strategies it builds (Strategy).
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -75,8 +75,6 @@ class BudgetAccount {
   std::size_t loader_staging_ = 0;
 };
 
-class Adaptor;
-
 // The allocation strategy chosen at run time, so that one training can run on each.
 enum class Strategy {
   planned,  // the default: one arena, every step buffer at an offset fixed before step 1
@@ -95,6 +93,8 @@ struct MemoryOptions {
   std::filesystem::path trace;            // record every allocation and release here; empty: none
   double arena_factor = 2.0;              // the arena strategy without a budget: this x the planned arena
 };
+
+class Adaptor;  // memory/adaptor.hpp, in the tree
 
 class MemoryStack {
  public:
@@ -147,7 +147,8 @@ class MemoryStack {
   // The top of the step buffers' stack: null under the planned strategy or before the build.
   MemoryResource* step_buffers() const { return top_; }
   // Puts the caller's adaptor over the step buffers (a benchmark times them, a test injects
-  // failures); its upstream must be step_buffers(). The stack keeps it; returns it.
+  // failures); its upstream must be step_buffers(). The stack keeps it; returns it. For the
+  // benchmarks and tests in the tree: the adaptors are not installed.
   Adaptor& wrap_step_buffers(std::unique_ptr<Adaptor> adaptor);
   // Gives back the strategy and the adaptors over it (their caches too).
   void release_step_buffers();

@@ -4,7 +4,7 @@
 // statistics, and, for a run to continue exactly, the optimizer's state, the trainer's position
 // and the run's progress (epoch, batch, metrics so far, the application's settings).
 //
-// A file is written atomically (base/atomic_file.hpp): a kill, a crash, a power loss or
+// A file is written atomically (to a temporary file beside it, then renamed): a kill, a crash, a power loss or
 // a full disk never leaves a half-written file where a good one was. It is checked whole when
 // read, before anything is taken from it: its format version, its exact size and a CRC-32. A
 // truncated, corrupt, newer or foreign file, or one of another network, is a CheckpointError

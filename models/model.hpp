@@ -62,8 +62,7 @@ class Model {
   std::unique_ptr<Predictor> predictor_;
 };
 
-// What a Model with these options plans with (InferencePlanner): train_images --plan asks it too.
-// Throws ConfigError for a max_batch below one.
+// What a Model with these options plans with: train_images --plan asks it too.
 // The stack's account (its budget, the loaders staged or booked on it) with the backend's
 // libraries set aside. Throws ConfigError for a max_batch below one.
 InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack,

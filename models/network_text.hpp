@@ -7,6 +7,7 @@
 // `in=NAME` (reads NAME instead of the previous line; `input` is the network input). An unknown
 // or repeated option, an empty or reused name is an error; every error names the file and line.
 // A layer of one's own is read and written too once its type is given to register_layer_type.
+// Below, the built-in networks (make_preset) and the choice between one and a file (make_network).
 #include <filesystem>
 #include <string>
 #include <vector>

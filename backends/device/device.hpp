@@ -17,7 +17,7 @@ struct DeviceRequest {
   bool tf32 = false;                 // CUDA: let cuDNN and cuBLAS use tensor cores
   bool fast_start = false;           // CUDA: heuristics instead of measuring convolution algorithms
   bool deterministic = false;        // CUDA: deterministic convolution algorithms only (the CPU always is)
-  std::string algorithm_cache;       // CUDA: keep measured algorithms in this file (CudaOptions); empty: none
+  std::string algorithm_cache;       // CUDA: keep measured algorithms in this file; empty: none
   int cuda_device = 0;               // CUDA: which GPU (a data-parallel rank takes its local rank's)
 };
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "memory/strategy.hpp"
+#include "memory/memory_stack.hpp"
 
 namespace alloc_compare {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/strategy.hpp"
+#include "memory/memory_stack.hpp"
 
 namespace alloc_compare {
 

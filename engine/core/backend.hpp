@@ -213,10 +213,10 @@ class Backend {
                                             const Tensor& sums, double count, Tensor dx, bool accumulate) = 0;
 
   // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
-  // step->first_sample * x.sample_elements() + i) (dropout_keep, at the end of this file), so every backend
-  // draws the same mask for the same seed, and a sample's mask depends on its place in the
-  // optimizer step's batch, not on how that batch was split into micro-batches. `step` is in
-  // this backend's device memory.
+  // step->first_sample * x.sample_elements() + i) (dropout_keep: at the end of this file), so
+  // every backend draws the same mask for the same seed, and a sample's mask depends on its place
+  // in the optimizer step's batch, not on how that batch was split into micro-batches. `step` is
+  // in this backend's device memory.
   virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
                                std::uint64_t layer) = 0;
   virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;

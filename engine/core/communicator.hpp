@@ -9,7 +9,6 @@
 #include <span>
 #include <string>
 
-#include "base/batch.hpp"
 #include "engine/core/backend.hpp"
 #include "engine/core/tensor.hpp"
 

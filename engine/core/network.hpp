@@ -62,8 +62,7 @@ class Network {
   std::vector<Node> nodes_;
 };
 
-// What an evaluation gives: the mean loss and accuracy, and with the confusion matrix each
-// class's precision, recall and accuracy. A trainer and a predictor both evaluate.
+// The mean loss and accuracy over the samples evaluated; a trainer and a predictor both give it.
 struct EvalResult {
   double loss = 0, accuracy = 0;
   std::size_t samples = 0;

@@ -1,6 +1,6 @@
 #pragma once
-// Shapes and tensors. A tensor is a view: a pointer into memory someone else owns (the step arena, the parameter
-// block) and a shape. Copying a Tensor copies the view, never the data.
+// Shapes and tensors. A tensor is a view: a pointer into memory someone else owns (the step
+// arena, the parameter block) and a shape. Copying a Tensor copies the view, never the data.
 #include <array>
 #include <cstddef>
 #include <cstdint>

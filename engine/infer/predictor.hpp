@@ -1,6 +1,6 @@
 #pragma once
 // Inference on its own plan: a network's outputs and its evaluation, with no training memory.
-// A Predictor plans forward only (InferencePlanner), chooses the largest micro-batch that fits
+// A Predictor plans forward only (with its own planner, in the tree), chooses the largest micro-batch that fits
 // the budget (at most max_batch), and reserves the parameters (no gradients, no optimizer state)
 // and one arena once; a call after that allocates nothing. BatchNorm runs on its running
 // statistics, dropout is the identity.
@@ -31,7 +31,7 @@ struct InferenceOptions {
   // staging under it (memory/memory_stack.hpp); a Predictor settles it with its memory stack.
   memory::BudgetAccount account;
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
-  // As BatchPlanOptions::rewrite_graph: the rewrites that give provably the same outputs.
+  // As TrainerOptions::rewrite_graph: the rewrites that give provably the same outputs.
   bool rewrite_graph = true;
 };
 
@@ -66,7 +66,6 @@ class Predictor {
   // The plan reserved: bytes by category at micro_batch().
   const MemoryBreakdown& memory() const { return breakdown_; }
   int micro_batch() const { return breakdown_.micro_batch; }
-  const InferencePlanner& planner() const { return *planner_; }
   memory::MemoryStack& memory_stack() { return *stack_; }
 
  private:

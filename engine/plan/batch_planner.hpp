@@ -9,7 +9,6 @@
 #include "engine/core/network.hpp"
 #include "engine/plan/memory_report.hpp"
 #include "memory/memory_stack.hpp"
-#include "memory/strategy.hpp"
 
 namespace cnn {
 

@@ -6,6 +6,7 @@
 
 #include "memory/memory_resource.hpp"
 #include "memory/out_of_memory.hpp"
+#include "memory/strategy.hpp"
 
 namespace cnn::memory {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "memory/detail/planner.hpp"
-#include "memory/strategy.hpp"
+#include "memory/memory_stack.hpp"
 
 namespace cnn::memory {
 

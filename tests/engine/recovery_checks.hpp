@@ -14,7 +14,6 @@
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/memory_stack.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
 #include "models/network_text.hpp"
 #include "step_buffers.hpp"
 #include "test_networks.hpp"

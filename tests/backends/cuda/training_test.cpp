@@ -11,8 +11,8 @@
 
 #include "engine/train/trainer.hpp"
 #include "memory/fault_injection_adaptor.hpp"
+#include "memory/memory_stack.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "memory/strategy.hpp"
 #include "models/checkpoint.hpp"
 #include "models/network_text.hpp"
 #include "support.hpp"
