@@ -67,9 +67,8 @@ struct StepScalars {
   float grad_scale = 0.0f;         // the loss gradient's factor: 1 / samples in the optimizer step
 };
 
-// How fast a backend is, roughly: the planner's cost model (engine/plan/detail/cost_model.hpp) prices
-// a call as its fixed cost plus the larger of its arithmetic and its memory traffic at these
-// rates. Round figures that rank plans, not measurements.
+// How fast a backend is, roughly: the planner's cost model prices a call as its fixed cost plus
+// the larger of its arithmetic and its memory traffic at these rates. Round figures that rank plans, not measurements.
 struct ComputeRates {
   double flops_per_second = 0;
   double bytes_per_second = 0;
@@ -123,7 +122,7 @@ class Backend {
 
   // Whether copies between host and device run beside the compute calls (CUDA's copy stream):
   // the trainer then copies a micro-batch's input while the one before it computes, and reads a
-  // step's loss one step late (engine/core/detail/input_stager.hpp, Trainer::submit_step).
+  // step's loss one step late (the trainer's input stager, Trainer::submit_step).
   virtual bool copies_overlap_compute() const { return false; }
   // Copies that return at once. Until the fence is reached, `host` must stay as it is (to the
   // device) or be left unread (to the host). Later calls see the data. Here: copied at once.

@@ -1,10 +1,10 @@
 #pragma once
 // The ranks of a data-parallel run as the trainer sees them: N processes train one model, each
 // on its own share of every batch, and sum what they must through this interface. MPI implements
-// it on the CPU (dist/detail/mpi_communicator.hpp), NCCL on CUDA devices (backends/cuda), a test its own
-// way. Every rank makes the same calls in the same order; a call one rank skips is a deadlock,
-// which is why the trainer, not the layers, decides when they happen (Note [Collective order] in
-// engine/train/detail/gradient_buckets.hpp).
+// it on the CPU (dist/), NCCL on CUDA devices (backends/cuda/), a test its own way. Every rank
+// makes the same calls in the same order; a call one rank skips is a deadlock, which is why the
+// trainer, not the layers, decides when they happen (Note [Collective order], in the trainer's
+// gradient buckets).
 #include <cstddef>
 #include <span>
 #include <string>

@@ -27,7 +27,7 @@ struct ParamSpec {
 
 // What one sample's forward pass costs: floating-point operations (a multiply-add counts two) and
 // bytes read and written. The recomputation planner prices a layer's recomputation with it
-// (engine/plan/detail/cost_model.hpp); an estimate, not a measurement.
+// (the planner's cost model); an estimate, not a measurement.
 struct LayerCost {
   double flops = 0;
   double bytes = 0;

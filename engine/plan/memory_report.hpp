@@ -31,7 +31,7 @@ struct MemoryBreakdown {
   std::size_t arena_bytes = 0;       // the arena the plan needs
   std::size_t lower_bound = 0;       // liveness lower bound of the arena
   std::size_t loader_staging = 0;    // the loader's prefetch buffers
-  // The micro-batch's input copied ahead of its step (engine/core/detail/input_stager.hpp): a device
+  // The micro-batch's input copied ahead of its step (the trainer's input stager): a device
   // slot beside the arena and its pinned twin; 0 where copies do not overlap compute (the CPU).
   std::size_t input_staging = 0;
   std::size_t library = 0;           // bytes the backend's libraries hold
@@ -40,17 +40,16 @@ struct MemoryBreakdown {
   std::size_t workspace_limit = 0;   // what one layer's workspace was allowed when planning
   // Recomputation (docs/design.md): the policy planned with, the layers recomputed during
   // backward (some more than once), what their recomputations add to a micro-batch's time, and
-  // the optimizer steps' samples per second the cost model expects at this micro-batch
-  // (engine/plan/detail/cost_model.hpp).
+  // the optimizer steps' samples per second the planner's cost model expects at this micro-batch.
   RecomputePolicy recompute = RecomputePolicy::none;
   int recomputed_layers = 0;
   double recompute_fraction = 0;
   double expected_samples_per_second = 0;
 
   // Under a budget and a dynamic strategy (arena, pool, direct): whether the strategy itself,
-  // run on this plan's buffers while planning (memory/detail/strategy_replay.hpp), serves them in
-  // what the budget leaves it; where it does not, why. Under a pool, arena_bytes is the most the
-  // pool holds, where that is more than the plan's arena.
+  // replayed on this plan's buffers while planning, serves them in what the budget leaves it;
+  // where it does not, why. Under a pool, arena_bytes is the most the pool holds, where that is
+  // more than the plan's arena.
   bool strategy_serves = true;
   std::string strategy_refusal;
 

@@ -233,7 +233,7 @@ class Trainer {
   bool settle();
   std::optional<StepReport> submit(const Batch& batch, const char* call);
   // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
-  // [Synchronised micro-batches] in detail/replicas.cpp).
+  // [Synchronised micro-batches], with the replicas).
   bool synchronised_batchnorm() const;
   void agree_micro_batch();
   // evaluate(), and the confusion matrix into `classes` when it is not null.
