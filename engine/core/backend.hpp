@@ -68,7 +68,8 @@ struct StepScalars {
 };
 
 // How fast a backend is, roughly: the planner's cost model prices a call as its fixed cost plus
-// the larger of its arithmetic and its memory traffic at these rates. Round figures that rank plans, not measurements.
+// the larger of its arithmetic and its memory traffic at these rates. Round figures that rank
+// plans, not measurements.
 struct ComputeRates {
   double flops_per_second = 0;
   double bytes_per_second = 0;
