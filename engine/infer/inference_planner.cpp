@@ -10,6 +10,7 @@
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
+#include "engine/plan/detail/workspace_fitting.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn {
@@ -36,31 +37,13 @@ InferencePlan plan_with_workspace(const InferencePlanner& planner, int micro_bat
   return p;
 }
 
-std::size_t largest_workspace(const StepPlan& plan) {
-  std::size_t largest = 0;
-  for (const memory::BufferRequest& r : plan.requests)
-    if (r.category == memory::Category::workspace) largest = std::max(largest, r.bytes);
-  return largest;
-}
-
 }  // namespace
 
 InferencePlan plan_inference(const InferencePlanner& planner, int micro_batch) {
   const InferenceOptions& options = planner.options();
-  if (!options.account.limited()) return plan_with_workspace(planner, micro_batch, options.workspace_limit);
-  // As the training planner does: no workspace above the whole budget, then rounds that ask the
-  // largest workspace to give up what the plan is over (that workspace may not be live at the
-  // peak, hence rounds); a backend with nothing leaner (the CPU's im2col) stops at once.
-  InferencePlan p = plan_with_workspace(planner, micro_batch, std::min(options.workspace_limit, options.account.budget()));
-  for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
-    const std::size_t largest = largest_workspace(p.step);
-    if (largest == 0) break;
-    const std::size_t over = p.breakdown.total() - p.breakdown.budget;
-    InferencePlan smaller = plan_with_workspace(planner, micro_batch, largest > over ? largest - over : 0);
-    if (smaller.breakdown.total() >= p.breakdown.total()) break;
-    p = std::move(smaller);
-  }
-  return p;
+  return plan_within_workspace_budget<InferencePlan>(
+      options.workspace_limit, options.account.budget(),
+      [&](std::size_t limit) { return plan_with_workspace(planner, micro_batch, limit); });
 }
 
 InferencePlanner::InferencePlanner(Network& network, Backend& backend, InferenceOptions options)

@@ -5,12 +5,13 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/detail/input_stager.hpp"
+#include "engine/core/parameter_store.hpp"
 #include "engine/plan/detail/cost_model.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
-#include "engine/core/detail/input_stager.hpp"
 #include "engine/plan/detail/micro_batch_plan.hpp"
 #include "engine/plan/detail/recompute_search.hpp"
-#include "engine/core/parameter_store.hpp"
+#include "engine/plan/detail/workspace_fitting.hpp"
 #include "memory/detail/strategy_replay.hpp"
 
 namespace cnn {
@@ -159,35 +160,12 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
 
 namespace {
 
-std::size_t largest_workspace(const MicroBatchPlan& p) {
-  std::size_t largest = 0;
-  for (const StepPlan* plan : {&p.training, &p.inference})
-    for (const memory::BufferRequest& r : plan->requests)
-      if (r.category == memory::Category::workspace) largest = std::max(largest, r.bytes);
-  return largest;
-}
-
 // The plans at micro-batch b with the largest per-layer workspace limit that fits the budget.
 MicroBatchPlan plan_within_budget(const BatchPlanner& planner, int micro_batch, RecomputePolicy policy) {
   const BatchPlanOptions& options = planner.options();
-  const std::size_t budget = options.account.budget();
-  if (budget == 0) return plan_micro_batch(planner, micro_batch, options.workspace_limit, policy);
-  // No layer's workspace can be more than the whole budget; this also bounds the scratch that
-  // cuDNN's algorithm measurement takes while planning.
-  MicroBatchPlan p =
-      plan_micro_batch(planner, micro_batch, std::min(options.workspace_limit, budget), policy);
-  // Each round asks the largest workspace to give up what the plan is over the budget. The
-  // arena need not shrink by as much (that workspace may not be live at the peak), hence rounds.
-  for (int round = 0; round < 8 && !p.breakdown.fits(); ++round) {
-    const std::size_t largest = largest_workspace(p);
-    if (largest == 0) break;
-    const std::size_t over = p.breakdown.total() - p.breakdown.budget;
-    const std::size_t lower = largest > over ? largest - over : 0;
-    MicroBatchPlan smaller = plan_micro_batch(planner, micro_batch, lower, policy);
-    if (smaller.breakdown.total() >= p.breakdown.total()) break;  // nothing leaner (the CPU: im2col)
-    p = std::move(smaller);
-  }
-  return p;
+  return plan_within_workspace_budget<MicroBatchPlan>(
+      options.workspace_limit, options.account.budget(),
+      [&](std::size_t limit) { return plan_micro_batch(planner, micro_batch, limit, policy); });
 }
 
 }  // namespace

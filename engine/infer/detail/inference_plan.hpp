@@ -9,6 +9,8 @@ namespace cnn {
 struct InferencePlan {
   StepPlan step;
   MemoryBreakdown breakdown;
+
+  std::size_t largest_workspace() const { return step.largest_workspace(); }
 };
 
 // At micro-batch b, with the largest per-layer workspace limit that fits the budget.

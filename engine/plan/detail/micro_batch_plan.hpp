@@ -1,6 +1,7 @@
 #pragma once
 // The step plans of one micro-batch and what they take: what the trainer builds, and what
 // BatchPlanner::breakdown reports.
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 
@@ -12,6 +13,10 @@ namespace cnn {
 struct MicroBatchPlan {
   StepPlan training, inference;
   MemoryBreakdown breakdown;
+
+  std::size_t largest_workspace() const {
+    return std::max(training.largest_workspace(), inference.largest_workspace());
+  }
 };
 
 // The plans at micro-batch b with the workspace limit the planner allows at b (under a budget,

@@ -6,6 +6,13 @@
 #include "memory/memory_resource.hpp"
 
 namespace cnn {
+
+std::size_t StepPlan::largest_workspace() const {
+  std::size_t largest = 0;
+  for (const memory::BufferRequest& r : requests)
+    if (r.category == memory::Category::workspace) largest = std::max(largest, r.bytes);
+  return largest;
+}
 namespace {
 
 using memory::BufferRequest;

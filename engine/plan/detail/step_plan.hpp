@@ -56,6 +56,8 @@ struct StepPlan {
   int loss_time() const { return last_node + 1; }
   int backward_time(int node) const { return backward_times[static_cast<std::size_t>(node)]; }
   std::size_t arena_bytes() const { return plan.arena_bytes; }
+  // The largest workspace one layer asks (0: none).
+  std::size_t largest_workspace() const;
   const NodeBuffers& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
 };
 
