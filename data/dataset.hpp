@@ -105,13 +105,15 @@ struct DatasetSplits {
   std::unique_ptr<Dataset> train, test;
   std::string kind;  // "idx", "cifar-10", "cifar-100" or "image-folder"
   std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
+  std::unique_ptr<Dataset> validation;       // an image folder's val/ folder; none elsewhere
 };
 
 // The train and test sides of the data set in `folder`:
 //  - IDX: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the t10k-... (or
 //    test-...) pair;
 //  - CIFAR-10 or CIFAR-100 binary files (CIFAR-100 with its fine labels);
-//  - an image folder with train/ and test/ sub-folders, each holding one folder per class;
+//  - an image folder with train/ and test/ sub-folders, each holding one folder per class, and
+//    optionally val/ beside them (the validation set, with the same classes);
 //  - a single folder of class folders: a seeded, stratified 1/6 of it is held out as test.
 // Anything else is a DataError saying what was looked for. `target` and `images` apply to image
 // folders: images are converted to target.channels (1 or 3; 0: grey or colour as the first image
@@ -120,5 +122,20 @@ struct DatasetSplits {
 // the same classes.
 DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
                            const ImageFolderOptions& images = {});
+
+// ---- Parts of a data set. Each holds a reference: `data` must outlive it.
+
+struct ValidationSplit {
+  std::unique_ptr<Dataset> train, validation;
+};
+
+// Holds out `fraction` (above 0, below 1) of each class of `data` for validation: round(fraction
+// x n) of a class of n samples, at least one where n >= 2 and never all, chosen by `seed` (the
+// same seed and fraction on the same data give the same split). Both sides keep the data's order,
+// and they are disjoint. A ConfigError when the fraction is out of range or a side would be empty.
+ValidationSplit split_for_validation(const Dataset& data, double fraction, std::uint64_t seed);
+
+// The first `count` samples of `data` (all of them when it holds fewer): a quick run's data.
+std::unique_ptr<Dataset> first_samples(const Dataset& data, std::size_t count);
 
 }  // namespace cnn::data

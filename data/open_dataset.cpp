@@ -79,16 +79,22 @@ std::string joined(const std::vector<std::string>& names) {
   return "[" + text + "]";
 }
 
-DatasetSplits open_train_test_folders(const fs::path& folder, SampleShape target, const ImageFolderOptions& options) {
+DatasetSplits open_train_test_folders(const fs::path& folder, bool validation, SampleShape target,
+                                      const ImageFolderOptions& options) {
   DatasetSplits splits;
   splits.kind = "image-folder";
   splits.files = scan_class_folders(folder / "train").files;
   for (fs::path& file : scan_class_folders(folder / "test").files) splits.files.push_back(std::move(file));
   splits.train = open_image_folder(folder / "train", target, options);
   splits.test = open_image_folder(folder / "test", splits.train->shape(), options);
-  if (splits.test->class_names() != splits.train->class_names()) {
-    fail(folder / "test", "class folders differ from train/: expected " + joined(splits.train->class_names()) +
-                              ", found " + joined(splits.test->class_names()));
+  if (validation) {
+    for (fs::path& file : scan_class_folders(folder / "val").files) splits.files.push_back(std::move(file));
+    splits.validation = open_image_folder(folder / "val", splits.train->shape(), options);
+  }
+  for (const auto& [side, name] : {std::pair{splits.test.get(), "test"}, std::pair{splits.validation.get(), "val"}}) {
+    if (side && side->class_names() != splits.train->class_names())
+      fail(folder / name, "class folders differ from train/: expected " + joined(splits.train->class_names()) +
+                              ", found " + joined(side->class_names()));
   }
   return splits;
 }
@@ -105,7 +111,7 @@ DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uin
                     "), no CIFAR binary files and no train/ and test/ folders)");
   }
   Split split = stratified_split(all, seed);
-  return {std::move(split.train), std::move(split.test), "image-folder", scan_class_folders(folder).files};
+  return {std::move(split.train), std::move(split.test), "image-folder", scan_class_folders(folder).files, {}};
 }
 
 }  // namespace
@@ -124,7 +130,7 @@ DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint
     return false;
   };
   const bool train = split_folder("train"), test = split_folder("test");
-  if (train && test) return open_train_test_folders(folder, target, images);
+  if (train && test) return open_train_test_folders(folder, split_folder("val"), target, images);
   if (train || test) {
     fail(folder, std::string("found ") + (train ? "train/" : "test/") + " but no " + (train ? "test/" : "train/") +
                      " folder of class folders beside it: expected both");

@@ -1,6 +1,7 @@
 #include "data/subset_dataset.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "data/data_error.hpp"
 #include "data/detail/random.hpp"
@@ -10,17 +11,19 @@ namespace {
 
 class SubsetDataset final : public Dataset {
  public:
+  // Described as "<base's description>; <role>: <size> of them", or as `description` when given.
   SubsetDataset(std::shared_ptr<const Dataset> base, std::vector<std::size_t> indices, std::string role,
-                std::size_t base_bytes_share)
-      : base_(std::move(base)), indices_(std::move(indices)), role_(std::move(role)), base_bytes_(base_bytes_share) {}
+                std::size_t base_bytes_share, std::string description = {})
+      : base_(std::move(base)), indices_(std::move(indices)), role_(std::move(role)), base_bytes_(base_bytes_share),
+        description_(description.empty()
+                         ? base_->description() + "; " + role_ + ": " + std::to_string(indices_.size()) + " of them"
+                         : std::move(description)) {}
 
   std::size_t size() const override { return indices_.size(); }
   SampleShape shape() const override { return base_->shape(); }
   int num_classes() const override { return base_->num_classes(); }
   std::vector<std::string> class_names() const override { return base_->class_names(); }
-  std::string description() const override {
-    return base_->description() + "; " + role_ + ": " + std::to_string(size()) + " of them";
-  }
+  std::string description() const override { return description_; }
   int label(std::size_t index) const override { return base_->label(base_index(index)); }
   int load(std::size_t index, float* out) const override { return base_->load(base_index(index), out); }
   std::size_t host_bytes() const override { return base_bytes_ + indices_.size() * sizeof(std::size_t); }
@@ -38,40 +41,94 @@ class SubsetDataset final : public Dataset {
   std::vector<std::size_t> indices_;
   std::string role_;
   std::size_t base_bytes_;
+  std::string description_;
 };
+
+// Holds out round(fraction x n) of each class of n samples (at least one where n >= 2, never all),
+// shuffled by (seed, class, salt); both sides keep the base's order.
+struct HeldOut {
+  std::vector<std::size_t> kept, held;
+};
+
+HeldOut hold_out_per_class(const Dataset& base, double fraction, std::uint64_t seed, std::uint64_t salt) {
+  const std::size_t classes = static_cast<std::size_t>(std::max(base.num_classes(), 0));
+  std::vector<std::vector<std::size_t>> by_class(classes);
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    const int label = base.label(i);
+    if (label < 0 || static_cast<std::size_t>(label) >= classes)
+      throw DataError(base.description() + ": sample " + std::to_string(i) + " has label " + std::to_string(label) +
+                      ", outside its " + std::to_string(classes) + " classes");
+    by_class[static_cast<std::size_t>(label)].push_back(i);
+  }
+  HeldOut out;
+  for (std::size_t c = 0; c < classes; ++c) {
+    std::vector<std::size_t>& members = by_class[c];
+    const std::size_t n = members.size();
+    // + 1e-9: n x 1/6 lands on k + 0.5 exactly in rationals but may fall short of it in doubles.
+    const auto rounded = static_cast<std::size_t>(static_cast<double>(n) * fraction + 0.5 + 1e-9);
+    const std::size_t held = n < 2 ? 0 : std::clamp<std::size_t>(rounded, 1, n - 1);
+    SplitMix64 rng(hash_values(seed, c, salt));
+    shuffle(members, rng);
+    out.held.insert(out.held.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(held));
+    out.kept.insert(out.kept.end(), members.begin() + static_cast<std::ptrdiff_t>(held), members.end());
+  }
+  std::sort(out.kept.begin(), out.kept.end());
+  std::sort(out.held.begin(), out.held.end());
+  return out;
+}
+
+// The base's host bytes shared out by sample count.
+std::size_t bytes_share(const Dataset& base, std::size_t samples) {
+  return base.size() ? base.host_bytes() / base.size() * samples : 0;
+}
+
+// A shared pointer that does not own: the caller's data set outlives what is made of it.
+std::shared_ptr<const Dataset> borrowed(const Dataset& data) {
+  return std::shared_ptr<const Dataset>(&data, [](const Dataset*) {});
+}
 
 }  // namespace
 
 Split stratified_split(std::shared_ptr<const Dataset> base, std::uint64_t seed) {
   if (!base) throw ConfigError("stratified_split: no data set (null)");
-  const std::size_t classes = static_cast<std::size_t>(std::max(base->num_classes(), 0));
-  std::vector<std::vector<std::size_t>> by_class(classes);
-  for (std::size_t i = 0; i < base->size(); ++i) {
-    const int label = base->label(i);
-    if (label < 0 || static_cast<std::size_t>(label) >= classes)
-      throw DataError(base->description() + ": sample " + std::to_string(i) + " has label " + std::to_string(label) +
-                      ", outside its " + std::to_string(classes) + " classes");
-    by_class[static_cast<std::size_t>(label)].push_back(i);
-  }
-  std::vector<std::size_t> train, test;
-  for (std::size_t c = 0; c < classes; ++c) {
-    std::vector<std::size_t>& members = by_class[c];
-    std::size_t held = members.size() < 2 ? 0 : std::max<std::size_t>(1, (members.size() + 3) / 6);
-    SplitMix64 rng(hash_values(seed, c, 0x5EED5EEDull));
-    shuffle(members, rng);
-    test.insert(test.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(held));
-    train.insert(train.end(), members.begin() + static_cast<std::ptrdiff_t>(held), members.end());
-  }
-  std::sort(train.begin(), train.end());
-  std::sort(test.begin(), test.end());
-
-  const std::size_t total_bytes = base->host_bytes();
-  const std::size_t test_bytes = base->size() ? total_bytes / base->size() * test.size() : 0;
+  HeldOut parts = hold_out_per_class(*base, 1.0 / 6.0, seed, 0x5EED5EEDull);
+  const std::size_t total_bytes = base->host_bytes(), test_bytes = bytes_share(*base, parts.held.size());
   const std::string held_out = "held out 1/6 per class, seed " + std::to_string(seed);
   Split split;
-  split.test = std::make_unique<SubsetDataset>(base, std::move(test), "test split (" + held_out + ")", test_bytes);
-  split.train = std::make_unique<SubsetDataset>(base, std::move(train), "train split (rest)", total_bytes - test_bytes);
+  split.test =
+      std::make_unique<SubsetDataset>(base, std::move(parts.held), "test split (" + held_out + ")", test_bytes);
+  split.train =
+      std::make_unique<SubsetDataset>(base, std::move(parts.kept), "train split (rest)", total_bytes - test_bytes);
   return split;
+}
+
+ValidationSplit split_for_validation(const Dataset& data, double fraction, std::uint64_t seed) {
+  if (!(fraction > 0 && fraction < 1))
+    throw ConfigError("the validation split must be a fraction above 0 and below 1, not " + std::to_string(fraction));
+  HeldOut parts = hold_out_per_class(data, fraction, seed, 0x7A11DA7Eull);
+  if (parts.held.empty() || parts.kept.empty())
+    throw ConfigError(data.description() + ": a validation split of " + std::to_string(fraction) +
+                      " leaves no sample on one side (every class needs two samples or more)");
+  char share[32];
+  std::snprintf(share, sizeof share, "%g", fraction);
+  const std::size_t total_bytes = data.host_bytes(), held_bytes = bytes_share(data, parts.held.size());
+  ValidationSplit split;
+  split.validation =
+      std::make_unique<SubsetDataset>(borrowed(data), std::move(parts.held),
+                                      "validation split (" + std::string(share) + " per class, seed " +
+                                          std::to_string(seed) + ")",
+                                      held_bytes);
+  split.train = std::make_unique<SubsetDataset>(borrowed(data), std::move(parts.kept), "training (the rest)",
+                                                total_bytes - held_bytes);
+  return split;
+}
+
+std::unique_ptr<Dataset> first_samples(const Dataset& data, std::size_t count) {
+  std::vector<std::size_t> indices(std::min(count, data.size()));
+  for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = i;
+  const std::size_t bytes = bytes_share(data, indices.size());
+  const std::string description = "first " + std::to_string(indices.size()) + " of " + data.description();
+  return std::make_unique<SubsetDataset>(borrowed(data), std::move(indices), "first samples", bytes, description);
 }
 
 }  // namespace cnn::data

@@ -1,5 +1,6 @@
 #pragma once
-// Part of another data set, by index list: the two sides of a held-out split.
+// Part of another data set, by index list: the two sides of a held-out split (a test split of a
+// folder of class folders, a validation split of a training set) and a run's first samples.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -99,6 +99,58 @@ TEST_CASE("open_dataset: train/ and test/ folders", "[data][open]") {
     fs::remove_all(dir / "test");
     t::expect_open_error(dir.path(), dir.path(), "found train/ but no test/");
   }
+  SECTION("no val/: no validation set") { CHECK(open_dataset(dir.path()).validation == nullptr); }
+  SECTION("val/ beside them is the validation set, in the train shape, its files counted") {
+    t::write_image(dir / "val" / "cat" / "v.png", 4, 4, 1, t::flat_pixels(4, 4, {7}));
+    t::write_image(dir / "val" / "dog" / "w.png", 4, 4, 1, t::flat_pixels(4, 4, {8}));
+    DatasetSplits splits = open_dataset(dir.path());
+    REQUIRE(splits.validation != nullptr);
+    CHECK(splits.validation->size() == 2);
+    CHECK(splits.validation->shape() == splits.train->shape());
+    CHECK(std::count(splits.files.begin(), splits.files.end(), dir / "val" / "dog" / "w.png") == 1);
+  }
+  SECTION("val/ classes must match") {
+    for (const char* name : {"cat", "dog", "emu"})
+      t::write_image(dir / "val" / name / "v.png", 4, 4, 1, t::flat_pixels(4, 4, {7}));
+    t::expect_open_error(dir.path(), dir / "val", "class folders differ from train/: expected [cat, dog], found [cat, dog, emu]");
+  }
+}
+
+TEST_CASE("split_for_validation: stratified, seeded, disjoint, complete; first_samples", "[data][open]") {
+  TempFolder dir;
+  write_class_folders(dir.path());
+  DatasetSplits all = open_dataset(dir.path() / "cat" / "..", {}, 1);  // 16 train: 10 cats, 6 dogs
+  const Dataset& train = *all.train;
+  REQUIRE(train.size() == 16);
+  ValidationSplit a = split_for_validation(train, 0.25, 3);
+  REQUIRE(a.validation->size() == 3 + 2);  // round(10/4) cats (2.5 rounds up), round(6/4) dogs
+  CHECK(a.train->size() == 11);
+  int dogs = 0;
+  for (std::size_t i = 0; i < a.validation->size(); ++i) dogs += a.validation->label(i);
+  CHECK(dogs == 2);
+  std::set<int> kept = values(*a.train), held = values(*a.validation), together = kept;
+  together.insert(held.begin(), held.end());
+  CHECK(together == values(train));  // complete
+  CHECK(kept.size() + held.size() == 16);  // disjoint
+  CHECK(a.validation->description().find("validation split (0.25 per class, seed 3)") != std::string::npos);
+  // The data's bytes shared out by sample count, and each side's index list.
+  CHECK(a.train->host_bytes() + a.validation->host_bytes() == train.host_bytes() + 16 * sizeof(std::size_t));
+
+  CHECK(values(*split_for_validation(train, 0.25, 3).validation) == held);  // the same seed, the same split
+  bool any_other = false;
+  for (std::uint64_t seed = 4; seed < 12 && !any_other; ++seed)
+    any_other = values(*split_for_validation(train, 0.25, seed).validation) != held;
+  CHECK(any_other);
+
+  for (double bad : {0.0, 1.0, -0.1, 1.5}) CHECK_THROWS_AS(split_for_validation(train, bad, 1), cnn::ConfigError);
+  CHECK_THROWS_WITH(split_for_validation(train, 2.0, 1), Catch::Contains("above 0 and below 1"));
+
+  std::unique_ptr<Dataset> first = first_samples(train, 5);
+  CHECK(first->size() == 5);
+  CHECK(first_byte(*first, 4) == first_byte(train, 4));
+  CHECK(first->description().rfind("first 5 of ", 0) == 0);
+  CHECK(first_samples(train, 100)->size() == 16);
+  CHECK_THROWS_AS(first->load(5, std::vector<float>(train.shape().elements()).data()), DataError);
 }
 
 TEST_CASE("open_dataset: one folder of classes gets a stratified, seeded 1/6 held out", "[data][open]") {
