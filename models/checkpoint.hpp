@@ -44,8 +44,10 @@ struct StepRecord {
 struct EpochRecord {
   int epoch = 0;
   double train_loss = 0, train_accuracy = 0;
-  std::optional<double> test_loss, test_accuracy;  // none without a test set
+  std::optional<double> test_loss, test_accuracy;              // none where the test set was not evaluated
   double seconds = 0, images_per_second = 0;
+  std::optional<double> validation_loss, validation_accuracy;  // none without a validation set
+  double learning_rate = 0;                                    // the epoch's last step's
 };
 
 // Where a run is in its data, and what it has measured.

@@ -190,18 +190,33 @@ const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
 TrainerState Trainer::state() const {
   if (pending_)
     throw ConfigError("state: step " + std::to_string(pending_->report.step) + " is pending (its loss unread): drain() it first");
-  return TrainerState{steps_, micro_batch_, recovery_->good_steps()};
+  return TrainerState{steps_, micro_batch_, recovery_->good_steps(), learning_rate_scale_};
+}
+
+float Trainer::learning_rate() const {
+  return scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps) *
+         learning_rate_scale_;
+}
+
+void Trainer::set_learning_rate_scale(float scale) {
+  if (!std::isfinite(scale) || scale <= 0)
+    throw ConfigError("the learning rate's scale must be a finite number above 0, not " + std::to_string(scale));
+  learning_rate_scale_ = scale;
 }
 
 void Trainer::restore(const TrainerState& state) {
   if (pending_)
     throw ConfigError("restore: step " + std::to_string(pending_->report.step) + " is pending: drain() it first");
+  if (!std::isfinite(state.learning_rate_scale) || state.learning_rate_scale <= 0)
+    throw ConfigError("cannot continue with a learning-rate scale of " + std::to_string(state.learning_rate_scale) +
+                      ": it must be a finite number above 0");
   if (state.steps < 0 || state.good_steps < 0 || state.micro_batch < recovery_->smallest() ||
       state.micro_batch > recovery_->target())
     throw ConfigError("cannot continue at step " + std::to_string(state.steps) + " with micro-batch " +
                       std::to_string(state.micro_batch) + ": this trainer runs micro-batches of " +
                       std::to_string(recovery_->smallest()) + " to " + std::to_string(recovery_->target()));
   steps_ = state.steps;
+  learning_rate_scale_ = state.learning_rate_scale;
   recovery_->set_good_steps(state.good_steps);
   if (state.micro_batch != micro_batch_) micro_batch_ = step_->build_fitting(state.micro_batch, recovery_->smallest());
 }
@@ -373,7 +388,7 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
     params_->zero_gradients();
     throw TrainingDiverged(steps_ + 1, sums[1]);
   }
-  const float lr = scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps);
+  const float lr = learning_rate();
   // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
   // was when it is not finite.
   auto* slots = static_cast<TrainerSlots*>(slots_->data());

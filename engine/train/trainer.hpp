@@ -115,6 +115,7 @@ struct TrainerState {
   long steps = 0;        // optimizer steps taken: the schedule's position, dropout's seed, AdamW's count
   int micro_batch = 0;   // in use now (below the planned one for a while after a recovery)
   long good_steps = 0;   // steps since the last recovery (the micro-batch grows back after enough)
+  float learning_rate_scale = 1;  // set_learning_rate_scale's
 };
 
 class Trainer {
@@ -146,6 +147,13 @@ class Trainer {
   ParameterStore& parameters();
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
+  // The rate the next optimizer step takes: the schedule's at that step times the scale.
+  float learning_rate() const;
+  // Multiplies the schedule's rates from the next step on (a callback's change, a reduction on a
+  // plateau); kept in state(), so that a resumed run goes on at the same rates. Finite and
+  // positive, or a ConfigError.
+  void set_learning_rate_scale(float scale);
+  float learning_rate_scale() const { return learning_rate_scale_; }
   // Throws ConfigError while a submitted step is pending (its loss unread: drain() first).
   TrainerState state() const;
   // Continues from `state` (the parameters and optimizer state are restored apart, into
@@ -256,6 +264,7 @@ class Trainer {
   std::unique_ptr<Recovery> recovery_;
   std::unique_ptr<Replicas> replicas_;  // data-parallel runs only
   long steps_ = 0;
+  float learning_rate_scale_ = 1;
   int micro_batch_ = 0;
   int planned_nodes_ = 0;  // the network's size when planned
   bool capture_ = false;

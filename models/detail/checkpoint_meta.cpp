@@ -54,6 +54,9 @@ json epoch_json(const EpochRecord& e) {
           {"train_accuracy", e.train_accuracy},
           {"test_loss", optional_json(e.test_loss)},
           {"test_accuracy", optional_json(e.test_accuracy)},
+          {"validation_loss", optional_json(e.validation_loss)},
+          {"validation_accuracy", optional_json(e.validation_accuracy)},
+          {"learning_rate", e.learning_rate},
           {"seconds", e.seconds},
           {"images_per_second", e.images_per_second}};
 }
@@ -65,6 +68,10 @@ EpochRecord epoch_of(const json& j) {
   e.train_accuracy = j.at("train_accuracy").get<double>();
   e.test_loss = optional_of(j.at("test_loss"));
   e.test_accuracy = optional_of(j.at("test_accuracy"));
+  // Absent from the files of versions that had no validation set.
+  e.validation_loss = optional_of(j.value("validation_loss", json()));
+  e.validation_accuracy = optional_of(j.value("validation_accuracy", json()));
+  e.learning_rate = j.value("learning_rate", 0.0);
   e.seconds = j.at("seconds").get<double>();
   e.images_per_second = j.at("images_per_second").get<double>();
   return e;
@@ -75,7 +82,8 @@ json training_json(const TrainingCheckpoint& t) {
   json epochs = json::array();
   for (const EpochRecord& e : p.epochs) epochs.push_back(epoch_json(e));
   return {{"trainer", {{"steps", t.trainer.steps}, {"micro_batch", t.trainer.micro_batch},
-                       {"good_steps", t.trainer.good_steps}}},
+                       {"good_steps", t.trainer.good_steps},
+                       {"learning_rate_scale", t.trainer.learning_rate_scale}}},
           {"progress", {{"epoch", p.epoch}, {"batches_done", p.batches_done}, {"loss_sum", p.loss_sum},
                         {"correct", p.correct}, {"seen", p.seen}, {"seconds", p.seconds}, {"epochs", epochs}}},
           {"settings", t.settings}};
@@ -87,6 +95,7 @@ TrainingCheckpoint training_of(const json& j) {
   t.trainer.steps = whole<long>(trainer, "steps");
   t.trainer.micro_batch = whole<int>(trainer, "micro_batch", 1);
   t.trainer.good_steps = whole<long>(trainer, "good_steps");
+  t.trainer.learning_rate_scale = trainer.value("learning_rate_scale", 1.0f);  // 1 before it was kept
   const json& progress = j.at("progress");
   RunProgress& p = t.progress;
   p.epoch = whole<int>(progress, "epoch", 1);

@@ -221,14 +221,15 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
   model.class_names = {"cat", "dog", "eel"};
   model.preprocessing.normalization = {{0.5f}, {0.25f}};
   TrainingCheckpoint training;
-  training.trainer = {37, 16, 5};
+  training.trainer = {37, 16, 5, 0.5f};
   training.progress.epoch = 3;
   training.progress.batches_done = 7;
   training.progress.loss_sum = 1.0 / 3.0;
   training.progress.correct = 12;
   training.progress.seen = 448;
   training.progress.steps = {{2.5f, 0.1f, 1e-3f}, {2.25f, 0.2f, 9e-4f}};
-  training.progress.epochs = {{1, 2.0, 0.3, 1.5, 0.4, 3.5, 1000.0}, {2, 1.5, 0.5, std::nullopt, std::nullopt, 3.0, 900.0}};
+  training.progress.epochs = {{1, 2.0, 0.3, 1.5, 0.4, 3.5, 1000.0, 1.25, 0.625, 1e-3},
+                              {2, 1.5, 0.5, std::nullopt, std::nullopt, 3.0, 900.0}};
   training.settings = R"({"lr": 0.001})";
   save_checkpoint(file, net, saved, model, &training);
 
@@ -243,6 +244,7 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
   CHECK(info.training->trainer.steps == 37);
   CHECK(info.training->trainer.micro_batch == 16);
   CHECK(info.training->trainer.good_steps == 5);
+  CHECK(info.training->trainer.learning_rate_scale == 0.5f);
   const RunProgress& p = info.training->progress;
   CHECK(p.epoch == 3);
   CHECK(p.batches_done == 7);
@@ -254,6 +256,10 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
   REQUIRE(p.epochs.size() == 2);
   CHECK(p.epochs[0].test_accuracy == 0.4);
   CHECK_FALSE(p.epochs[1].test_loss);
+  CHECK(p.epochs[0].validation_loss == 1.25);
+  CHECK(p.epochs[0].validation_accuracy == 0.625);
+  CHECK(p.epochs[0].learning_rate == 1e-3);
+  CHECK_FALSE(p.epochs[1].validation_accuracy);
   CHECK(info.training->settings == training.settings);
 
   ParameterStore loaded(net, backend, memory::host_resource(), 2, 2);

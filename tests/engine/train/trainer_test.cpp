@@ -215,3 +215,32 @@ TEST_CASE("a layer may read more than eight inputs, the same one several times",
   CHECK(plan_step(twelve, backend, 8, true, plan.workspace_limit).node(3).accumulate.size() == 12);
   CHECK(plan_step(two, backend, 8, true, plan.workspace_limit).node(3).accumulate.size() == 2);
 }
+
+TEST_CASE("the learning-rate scale multiplies the schedule's rates from the next step, and is kept in the state",
+          "[trainer]") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", kImage, 4);
+  TrainerOptions o;
+  o.batch = 8;
+  o.optimizer.learning_rate = 0.01f;
+  o.schedule.kind = ScheduleKind::constant;
+  Trainer trainer(net, backend, memory::host_resource(), o);
+  SyntheticData data(32, kImage, 4, 3);
+  CHECK(trainer.learning_rate() == Approx(0.01f));
+  CHECK(trainer.train_step(data.batch(0, 8)).learning_rate == Approx(0.01f));
+  trainer.set_learning_rate_scale(0.25f);
+  CHECK(trainer.learning_rate() == Approx(0.0025f));
+  CHECK(trainer.train_step(data.batch(8, 8)).learning_rate == Approx(0.0025f));
+  CHECK(trainer.state().learning_rate_scale == 0.25f);
+
+  TrainerState restored = trainer.state();
+  restored.learning_rate_scale = 2;
+  trainer.restore(restored);
+  CHECK(trainer.train_step(data.batch(16, 8)).learning_rate == Approx(0.02f));
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    CHECK_THROWS_AS(trainer.set_learning_rate_scale(bad), ConfigError);
+    restored.learning_rate_scale = bad;
+    CHECK_THROWS_WITH(trainer.restore(restored), Catch::Contains("learning-rate scale"));
+  }
+  CHECK(trainer.learning_rate_scale() == 2.0f);
+}
