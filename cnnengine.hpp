@@ -7,6 +7,7 @@
 //   open_dataset, Loader data/dataset.hpp, loader.hpp   IDX, CIFAR and image folders, batched and staged
 //   Network, layers::    engine/core/network.hpp,       a graph of layers: layers::conv2d(...) and the
 //                        layers/builtin_layers.hpp      rest, or make_network for presets and files
+//   Fit, fit             fit/fit.hpp                    a whole run: epochs, validation, best model, resume
 //   Trainer              engine/train/trainer.hpp       plans memory under a budget, trains, evaluates
 //   Predictor            engine/infer/predictor.hpp     inference on its own forward-only plan
 //   MemoryStack          memory/memory_stack.hpp        the budget, its account, the statistics
@@ -33,6 +34,7 @@
 #include "engine/plan/memory_report.hpp"
 #include "engine/train/optimizer.hpp"
 #include "engine/train/trainer.hpp"
+#include "fit/fit.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/registry.hpp"
 #include "memory/memory_resource.hpp"

@@ -23,6 +23,8 @@ set(CNN_PUBLIC_HEADERS
   backends/device/device.hpp dist/mpi_session.hpp
   # saved models
   models/checkpoint.hpp models/model.hpp models/network_text.hpp models/onnx_export.hpp
+  # a whole run: epochs, validation, model selection, checkpoints, logs
+  fit/fit.hpp
 )
 
 # train_images is the engine's own command line, built in the tree: beyond the public headers it
@@ -30,5 +32,5 @@ set(CNN_PUBLIC_HEADERS
 # not UTF-8, the regular-file check, the memory trace. Nothing else in examples/ may.
 set(CNN_TRAIN_IMAGES_HEADERS
   base/atomic_file.hpp base/regular_file.hpp base/utf8.hpp memory/trace.hpp
-  engine/train/planning_options.hpp engine/infer/inference_planner.hpp
+  engine/train/planning_options.hpp engine/infer/inference_planner.hpp fit/metrics_file.hpp
 )

@@ -10,11 +10,10 @@
 #include "base/utf8.hpp"
 #include "cnnengine.hpp"
 #include "memory_budget.hpp"
-#include "metrics_file.hpp"
+#include "fit/metrics_file.hpp"
 #include "output_paths.hpp"
 #include "plan_report.hpp"
 #include "train_command.hpp"
-#include "training_loop.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {

@@ -5,6 +5,7 @@
 // 2 a command line that cannot run as given; 3 the budget cannot hold the network; 128 + N when
 // signal N (SIGINT 130, SIGTERM 143) stopped the run, after it was saved where one was asked.
 // Over several ranks an error on one ends them all (the message names the rank).
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -14,7 +15,6 @@
 #include "inference_commands.hpp"
 #include "options.hpp"
 #include "ranks.hpp"
-#include "stop_signal.hpp"
 #include "train_command.hpp"
 #include "usage_error.hpp"
 
@@ -42,7 +42,11 @@ int run_command(cnn::app::Options& o, cnn::app::Ranks& ranks) {
   if (o.evaluate) return cnn::app::evaluate_command(o);
   if (!o.predict.empty()) return cnn::app::predict_command(o);
   if (inference) return cnn::app::export_command(o);
-  cnn::app::install_stop_handlers();
+  // Outside the training loop a first signal ends the run at once, with 128 + the signal, even
+  // where the shell started it ignoring SIGINT (a background job); inside it, the run stops at a
+  // step boundary, saved (FitOptions::stop_on_signal).
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   return cnn::app::train(o, ranks);
 }
 

@@ -71,17 +71,35 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--normalize", o.normalize, "normalise each channel by the training set's mean and standard deviation");
   app.add_option("--mean", o.mean, "per-channel means to subtract (one value, or one per channel)")->delimiter(',');
   app.add_option("--std", o.std, "per-channel standard deviations to divide by")->delimiter(',');
-  app.add_flag("--quiet", o.quiet, "no progress bar");
+  app.add_flag("--quiet", o.quiet, "no progress bars");
   app.add_flag("--doctor", o.doctor, "print the environment report (driver, CUDA, cuDNN, cuBLAS) and exit");
   app.add_flag("--plan", o.plan_only,
                "print the memory plan and exit (with --evaluate or --predict: the inference plan)");
   app.add_option("--trace", o.trace, "record every device allocation and release to this file "
                                      "(memory::read_trace reads it, memory::replay runs it on any strategy)");
   app.add_option("--plot", o.plot, "a PNG of the learning curves (gnuplot), rewritten after every epoch");
-  app.add_flag("--keep-best", o.keep_best, "with --save: also keep the checkpoint of the best test accuracy, as "
+  app.add_flag("--keep-best", o.keep_best, "with --save: also keep the checkpoint of the epoch best by --monitor, as "
                                           "NAME.best.EXT");
-  app.add_option("--early-stop", o.early_stop, "stop after this many epochs without a better test accuracy")
+  app.add_option("--early-stop", o.early_stop, "stop after this many epochs without a better --monitor value")
       ->check(integer_between(0, 1000000, "(0: never)"));
+  app.add_option("--validation-split", o.validation_split,
+                 "hold out this fraction of each class of the training data for validation (stratified, by --seed; "
+                 "a resumed run holds out the same)")
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--monitor", o.monitor, "what --keep-best and --early-stop watch: val_loss (default), val_accuracy, "
+                                         "train_loss or train_accuracy (never the test set)")
+      ->check([](const std::string& word) {
+        try {
+          parse_monitored_metric(word);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      });
+  app.add_option("--limit-eval", o.limit_eval, "evaluate on the first N samples of the validation and test sets only")
+      ->check(positive_integer(LLONG_MAX));
+  app.add_flag("--test-each-epoch", o.test_each_epoch,
+               "evaluate the test set after every epoch (default: once, at the end; it never chooses the model)");
   app.add_flag("--evaluate", o.evaluate, "with --load: test loss, accuracy, per-class precision and recall, and the "
                                          "confusion matrix on --data's test split");
   app.add_option("--predict", o.predict, "with --load: classify these images or folders of images")->expected(1, -1);

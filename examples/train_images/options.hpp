@@ -58,7 +58,11 @@ struct Options {
   std::string trace;
   std::string plot;      // a PNG of the learning curves, rewritten after every epoch
   bool keep_best = false;
-  int early_stop = 0;    // epochs without a better test accuracy before the run stops (0: never)
+  int early_stop = 0;    // epochs without a better monitored value before the run stops (0: never)
+  double validation_split = 0;  // held out of the training data (0: none, or the data's val/ folder)
+  std::string monitor = "val_loss";
+  std::size_t limit_eval = 0;   // evaluate on the first N samples of the validation and test sets
+  bool test_each_epoch = false; // else the test set once, at the end
 
   // The other commands: with --load, evaluate it, classify images, or export it.
   bool evaluate = false;

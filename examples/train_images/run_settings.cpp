@@ -44,6 +44,8 @@ const Setting kSettings[] = {
     CNN_SETTING("--mean", mean),           CNN_SETTING("--std", std),
     CNN_SETTING("--keep-best", keep_best), CNN_SETTING("--early-stop", early_stop),
     CNN_SETTING("--max-image-bytes", max_image_bytes), CNN_SETTING("--skip-corrupt", skip_corrupt),
+    CNN_SETTING("--validation-split", validation_split), CNN_SETTING("--monitor", monitor),
+    CNN_SETTING("--limit-eval", limit_eval), CNN_SETTING("--test-each-epoch", test_each_epoch),
 };
 
 #undef CNN_SETTING

@@ -1,6 +1,7 @@
 #include "train_command.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -11,14 +12,11 @@
 #include "cnnengine.hpp"
 #include "data_identity.hpp"
 #include "inference_commands.hpp"
-#include "limited_dataset.hpp"
 #include "memory_budget.hpp"
 #include "output_paths.hpp"
 #include "plan_report.hpp"
 #include "plot.hpp"
 #include "run_settings.hpp"
-#include "stop_signal.hpp"
-#include "training_loop.hpp"
 #include "usage_error.hpp"
 
 namespace cnn::app {
@@ -128,33 +126,15 @@ std::string job_description(const Options& o, const ModelDescription& model, con
   return job;
 }
 
-// Refuses a batch, or a training set, that cannot train this network over these ranks; returns
-// why each epoch's last batch must be left out (the order is shuffled: a different one each
-// epoch), or "" when it trains.
-// - BatchNorm over one value per channel needs two samples, on every rank (a rank's share of
-//   none sits the step out, but a share of one cannot train).
-// - Synchronised BatchNorm needs every batch shared evenly over the ranks.
-std::string last_batch_left_out(const Options& o, const TrainingBatchNeed& need, std::size_t samples,
-                                const Ranks& ranks) {
+// Refuses a batch that leaves a rank too few samples: none, or one where BatchNorm needs two on
+// every rank (a rank's share of none sits the step out, but a share of one cannot train). The run
+// (Fit) leaves out an epoch's last batch where it is too small, and refuses a training set that is.
+void check_batch_over_ranks(const Options& o, const TrainingBatchNeed& need, const Ranks& ranks) {
   const auto batch = static_cast<std::size_t>(o.batch), rank_count = static_cast<std::size_t>(ranks.count());
   const std::size_t least = static_cast<std::size_t>(need.samples) * rank_count;
   if (ranks.several() && (batch < rank_count || (need.samples > 1 && batch < least)))
     throw UsageError("--batch " + std::to_string(o.batch) + " over " + std::to_string(ranks.count()) +
                      " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
-  if (need.samples > 1 && samples < least)
-    throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
-  const bool synchronised = o.sync_batchnorm && ranks.several();
-  if (synchronised && samples < batch && samples % rank_count != 0)
-    throw UsageError("--sync-batchnorm: the training set's " + std::to_string(samples) +
-                     " samples make one batch, which cannot be shared evenly over the " +
-                     std::to_string(ranks.count()) + " ranks (give --limit or --batch a multiple of them)");
-  const std::size_t rest = samples % batch;
-  if (samples <= batch || rest == 0) return "";
-  if (need.samples > 1 && rest < least) return ", because " + need.why;
-  if (synchronised && rest % rank_count != 0)
-    return ": synchronised BatchNorm needs every batch shared evenly over the " + std::to_string(ranks.count()) +
-           " ranks";
-  return "";
 }
 
 // Options that would silently do nothing on this data.
@@ -180,7 +160,7 @@ RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
   RunFiles files;
   if (!o.save.empty()) files.outputs.push_back({"--save", o.save, OutputKind::checkpoint});
   if (!o.save.empty() && o.keep_best)
-    files.outputs.push_back({"--keep-best", best_path(o.save), OutputKind::checkpoint});
+    files.outputs.push_back({"--keep-best", best_checkpoint_path(o.save).string(), OutputKind::checkpoint});
   if (!o.metrics_out.empty()) files.outputs.push_back({"--metrics-out", o.metrics_out, OutputKind::metrics});
   if (!o.trace.empty()) files.outputs.push_back({"--trace", o.trace, OutputKind::trace});
   if (!o.plot.empty()) files.outputs.push_back({"--plot", o.plot, OutputKind::plot});
@@ -220,7 +200,7 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
-TrainerOptions trainer_options(const Options& o, std::size_t budget, std::size_t batches_per_epoch) {
+TrainerOptions trainer_options(const Options& o, std::size_t budget) {
   TrainerOptions t;
   t.batch = o.batch;
   t.micro_batch = o.micro_batch;
@@ -230,19 +210,29 @@ TrainerOptions trainer_options(const Options& o, std::size_t budget, std::size_t
   t.memory.trace = o.trace;
   t.recompute = parse_recompute_policy(o.recompute);
   t.seed = o.seed;
-  const auto batches = static_cast<double>(batches_per_epoch);
-  t.total_steps = static_cast<long>(batches_per_epoch) * o.epochs;
   t.optimizer.kind = parse_optimizer_kind(o.optimizer);
   t.optimizer.learning_rate = o.lr;
   t.optimizer.weight_decay = o.weight_decay;
   t.optimizer.momentum = o.momentum;
   t.optimizer.nesterov = o.nesterov;
   t.schedule.kind = parse_schedule_kind(o.schedule);
-  t.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * batches);
-  const double step_epochs = o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0);
-  t.schedule.step_every = std::max(1L, static_cast<long>(step_epochs * batches));
   t.schedule.gamma = o.lr_step_factor;
   return t;
+}
+
+// Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
+// (what a kill -9 there would leave); with CNN_TRAIN_IMAGES_KILL_RANK=R only rank R's.
+// tests/train_images/check_resume.cmake uses it.
+bool killed_after(long step, int rank) {
+  static const long kill_step = [] {
+    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_AT_STEP");
+    return text ? std::atol(text) : 0L;
+  }();
+  static const int kill_rank = [] {
+    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_RANK");
+    return text ? std::atoi(text) : -1;
+  }();
+  return step == kill_step && (kill_rank < 0 || kill_rank == rank);
 }
 
 // Test hook: CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN=S waits S seconds before planning, a slow phase
@@ -299,133 +289,119 @@ int train(Options o, Ranks& ranks) {
   if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
-  if ((o.keep_best || o.early_stop > 0) && splits.test->size() == 0)
-    throw UsageError(std::string(o.keep_best ? "--keep-best" : "--early-stop") + " needs a test set, and " + o.data +
-                     " has none");
+  if (o.validation_split > 0 && splits.validation)
+    throw UsageError("--validation-split " + std::to_string(o.validation_split) + ": " + o.data +
+                     " has its own validation set (val/): one or the other");
+  if ((o.keep_best || o.early_stop > 0) && parse_monitored_metric(o.monitor) != MonitoredMetric::train_loss &&
+      parse_monitored_metric(o.monitor) != MonitoredMetric::train_accuracy && o.validation_split == 0 &&
+      !splits.validation)
+    throw UsageError(std::string(o.keep_best ? "--keep-best" : "--early-stop") + " watches " + o.monitor +
+                     " (--monitor), and " + o.data +
+                     " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
+                     "and test/, or --monitor train_loss; the test set never chooses the model");
   // Every output, once the data's files are known and before any work, by rank 0 alone, which
   // writes them.
   if (ranks.writes()) check_run_files(files_of(o, splits));
-  std::unique_ptr<data::Dataset> limited;
-  const data::Dataset* train_set = splits.train.get();
-  if (o.limit) {
-    limited = std::make_unique<LimitedDataset>(*splits.train, o.limit);
-    train_set = limited.get();
-  }
-  const bool has_test = splits.test->size() > 0;
-  std::cout << "data: " << train_set->description() << "\n      test: "
-            << (has_test ? splits.test->description() : "none (the test split is empty): no evaluation") << "\n";
   std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
   if (communicator)
     std::cout << "ranks: " << communicator->describe() << "; each takes its share of every batch of " << o.batch
               << "; BatchNorm statistics " << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)")
               << "\n";
 
-  Network network = build_network(o, resumed, *train_set);
+  Network network = build_network(o, resumed, *splits.train);
   std::cout << "model: " << (resumed ? "the network of " + o.resume : o.model) << "\n" << network.summary();
   ModelDescription model = resumed ? resumed->info.model : describe_model(network);
   if (!resumed) {
-    model.class_names = train_set->class_names();
-    model.preprocessing.normalization = normalization_of(o, resumed, *train_set);
+    model.class_names = splits.train->class_names();
+    model.preprocessing.normalization = normalization_of(o, resumed, *splits.train);
   }
-  data::check_normalization(model.preprocessing.normalization, train_set->shape().channels);
+  data::check_normalization(model.preprocessing.normalization, splits.train->shape().channels);
   // A class's label is its place in the list: the same names in another order would relabel them.
-  if (resumed && !model.class_names.empty() && model.class_names != train_set->class_names())
+  if (resumed && !model.class_names.empty() && model.class_names != splits.train->class_names())
     throw UsageError("--resume " + o.resume + ": the run's classes are " + joined(model.class_names) + "; " + o.data +
-                     " has " + joined(train_set->class_names()));
-  ranks.check_same_job(job_description(o, model, *train_set, *splits.test, backend));
+                     " has " + joined(splits.train->class_names()));
+  ranks.check_same_job(job_description(o, model, *splits.train, *splits.test, backend));
+  check_batch_over_ranks(o, network.training_batch_need(), ranks);
 
-  data::LoaderOptions train_options;
-  train_options.batch = o.batch;
-  train_options.rank = ranks.rank();
-  train_options.ranks = ranks.count();
-  train_options.seed = o.seed;
-  train_options.augment_flip = o.augment;
-  train_options.augment_crop_padding = o.crop_padding;
-  train_options.normalization = model.preprocessing.normalization;
-  data::LoaderOptions test_options = train_options;
-  test_options.shuffle = false;
-  test_options.augment_flip = false;
-  test_options.augment_crop_padding = 0;
-  const std::size_t samples = train_set->size(), rest = samples % static_cast<std::size_t>(o.batch);
-  if (const std::string why = last_batch_left_out(o, network.training_batch_need(), samples, ranks); !why.empty()) {
-    train_options.drop_last = true;
-    std::cout << "note: each epoch's last batch (" << rest << " sample" << (rest > 1 ? "s" : "")
-              << ") is left out, a different one each epoch" << why << "\n";
-  }
-  const std::size_t budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
-  TrainerOptions t = trainer_options(o, budget, data::Loader::batches_per_epoch_for(*train_set, train_options));
-  t.communicator = communicator;
-  t.sync_batchnorm = o.sync_batchnorm;
-  if (!ranks.writes()) t.memory.trace.clear();  // rank 0 writes the trace
+  FitOptions fit;
+  fit.epochs = o.epochs;
+  fit.trainer = trainer_options(o, memory_budget_of(o, backend, ranks.local_count(), ranks.writes()));
+  fit.trainer.communicator = communicator;
+  fit.trainer.sync_batchnorm = o.sync_batchnorm;
+  if (!ranks.writes()) fit.trainer.memory.trace.clear();  // rank 0 writes the trace
+  fit.loading.augment_flip = o.augment;
+  fit.loading.augment_crop_padding = o.crop_padding;
+  fit.warmup_epochs = o.warmup_epochs;
+  fit.step_every_epochs = o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0);
+  fit.validation_split = o.validation_split;
+  fit.limit = o.limit;
+  fit.limit_eval = o.limit_eval;
+  fit.monitor = parse_monitored_metric(o.monitor);
+  fit.keep_best = o.keep_best;
+  fit.early_stop = o.early_stop;
+  fit.test_each_epoch = o.test_each_epoch;
+  fit.save = o.save;
+  fit.save_every = o.save_every;
+  fit.resume = o.resume;
+  fit.load = o.load;
+  fit.metrics = o.metrics_out;
+  fit.progress_bar = !o.quiet;
+  fit.model = model;
+  fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   if (o.cuda_graph) {
     const std::string why_not = backend.capture_support();
-    t.capture_graphs = why_not.empty();
+    fit.trainer.capture_graphs = why_not.empty();
     std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
   }
   pause_before_planning();
 
-  // One memory stack from t.memory: one budget over the trainer's memory, the libraries'
-  // workspaces and the loaders' staging, the strategy for step buffers, the trace (none for a
-  // plan). The loaders are built after the trainer: their room is booked first, and the plan leaves it.
-  memory::MemoryOptions stack_options = t.memory;
-  if (o.plan_only) stack_options.trace.clear();
-  memory::MemoryStack stack = memory_stack_for(backend, stack_options);
-  data::Loader::book(stack, *train_set, train_options);
-  data::Loader::book(stack, *splits.test, test_options);
-  if (o.plan_only) return print_plan(network, backend, t, stack);
+  if (o.plan_only) {
+    // The memory stack a run builds: one budget over the trainer's memory, the libraries'
+    // workspaces and the loaders' staging (booked first: the plan leaves them their room).
+    memory::MemoryOptions stack_options = fit.trainer.memory;
+    stack_options.trace.clear();
+    memory::MemoryStack stack = memory_stack_for(backend, stack_options);
+    data::LoaderOptions loading;
+    loading.batch = o.batch;
+    data::Loader::book(stack, *splits.train, loading);
+    loading.shuffle = false;
+    data::Loader::book(stack, *splits.test, loading);
+    return print_plan(network, backend, fit.trainer, stack);
+  }
 
-  Trainer trainer(network, backend, stack, t);
-  data::Loader train_loader(*train_set, train_options, stack);
-  data::Loader test_loader(*splits.test, test_options, stack);
-  const std::size_t staging = stack.account().loader_staging();
-  if (t.memory.strategy != memory::Strategy::planned)
-    std::cout << "allocator: " << o.allocator
-              << (t.memory.strategy == memory::Strategy::arena
-                      ? " of " + memory::format_bytes(trainer.memory_stack().arena_capacity())
-                      : std::string())
-              << " for step buffers\n";
-  trainer.on_recovery = [prefix = ranks.prefix()](const std::string& message) {
-    std::cerr << "\n" << prefix << "recovered: " << message << "\n";
+  fit.callbacks.on_start = [&](Trainer& trainer) {
+    if (fit.trainer.memory.strategy != memory::Strategy::planned)
+      std::cout << "allocator: " << o.allocator
+                << (fit.trainer.memory.strategy == memory::Strategy::arena
+                        ? " of " + memory::format_bytes(trainer.memory_stack().arena_capacity())
+                        : std::string())
+                << " for step buffers\n";
+    trainer.on_recovery = [prefix = ranks.prefix()](const std::string& message) {
+      std::cerr << "\n" << prefix << "recovered: " << message << "\n";
+    };
+    if (o.deterministic || backend.kind() != DeviceKind::cpu) std::cout << backend.determinism_report() << "\n";
+    std::cout << std::flush;
   };
-  RunProgress progress;
-  if (!o.load.empty()) {
-    load_weights(o.load, network, trainer.parameters());
-    trainer.synchronize_replicas();
-  }
-  if (resumed) {
-    load_parameters(o.resume, network, trainer.parameters(), true);
-    trainer.restore(resumed->info.training->trainer);
-    progress = resumed->info.training->progress;
-    trainer.synchronize_replicas();  // they read the same file; this makes sure
-    std::cout << "resumed: epoch " << progress.epoch << ", batch " << progress.batches_done << ", step "
-              << trainer.steps() << "\n";
-  }
-  const int share = share_of_batch(o.batch, 0, ranks.count()).size;  // rank 0's, the largest
-  const int k = (share + trainer.micro_batch() - 1) / trainer.micro_batch();
-  std::cout << "optimizer: " << trainer.optimizer().describe() << ", lr " << o.lr << ", " << o.schedule
-            << " schedule; batch " << o.batch << " = "
-            << (ranks.several() ? std::to_string(ranks.count()) + " ranks x " : std::string()) << k << " micro-batch"
-            << (k > 1 ? "es" : "") << " of " << trainer.micro_batch() << "\n"
-            << format_memory_table(trainer.memory());
-  if (o.deterministic || backend.kind() != DeviceKind::cpu) std::cout << backend.determinism_report() << "\n";
-  std::cout << std::flush;
+  fit.callbacks.on_step = [](const StepReport& report, FitControl& control) {
+    if (killed_after(report.step, control.trainer().rank())) std::raise(SIGKILL);
+  };
+  if (!o.plot.empty() && ranks.writes())
+    fit.callbacks.on_epoch_end = [&](const EpochRecord&, FitControl& control) {
+      write_plot(o.plot, control.progress(), control.batches_per_epoch());
+    };
 
-  MetricsFile metrics(ranks.writes() ? o.metrics_out : std::string(), resumed ? resumed->metrics_bytes : 0);
-  if (resumed && !metrics.kept()) write_history(metrics, progress, train_loader.batches_per_epoch());
-  LoopSetup setup{o,       network,          backend, trainer, train_loader,
-                  test_loader, has_test, model, json{{"options", run_settings(o)}, {"data", data}}, metrics,
-                  staging, splits.train->host_bytes() + splits.test->host_bytes(), communicator, ranks.writes()};
-  int code = 0;
-  {
-    const StepBoundaryStop stop_saves_first;
-    code = run_epochs(setup, std::move(progress));
+  Fit run(network, backend, splits, fit);
+  const FitResult result = run.run();
+  if (result.signal) {
+    if (!o.save.empty()) std::cout << "continue it with --resume " << o.save << "\n";
+    return 128 + result.signal;
   }
-  if (code == 0 && !o.export_onnx.empty() && ranks.writes()) {
-    export_onnx(o.export_onnx, network, trainer.parameters(), model);
+  if (!o.export_onnx.empty() && ranks.writes()) {
+    export_onnx(o.export_onnx, network, run.trainer().parameters(), run.model());
     std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network) << "\n";
   }
-  trainer.finish();  // every byte given back, so the trace is whole when it is checked
-  return code;
+  run.trainer().finish();  // every byte given back, so the trace is whole when it is checked
+  return 0;
 }
 
 }  // namespace cnn::app

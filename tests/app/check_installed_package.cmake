@@ -21,12 +21,13 @@ execute_process(COMMAND ${WORK_DIR}/build/cnnengine_app RESULT_VARIABLE status)
 if(status)
   message(FATAL_ERROR "examples/app failed")
 endif()
-# The README's two programs, exactly as printed: both build against the package; the first
-# (Fashion-MNIST on the CPU here) runs and its loss falls; the second needs a GPU, so it only builds.
+# The README's three programs, exactly as printed: all build against the package; the first two
+# (Fashion-MNIST on the CPU here: a whole run, and a loop of one's own) run and their loss falls;
+# the third needs a GPU, so it only builds.
 file(READ ${SOURCE_DIR}/README.md readme)
 string(FIND "${readme}" "## The library in a few lines" at)
 string(SUBSTRING "${readme}" ${at} -1 readme)
-foreach(program readme_train readme_gpu)
+foreach(program readme_fit readme_train readme_gpu)
   string(FIND "${readme}" "```cpp\n" begin)
   if(begin EQUAL -1)
     message(FATAL_ERROR "README.md: no C++ block for ${program} under 'The library in a few lines'")
@@ -51,12 +52,14 @@ foreach(program readme_train readme_gpu)
     message(FATAL_ERROR "the README's program ${program} does not build as printed:\n${out}${err}")
   endif()
 endforeach()
-execute_process(COMMAND ${WORK_DIR}/readme_train/build/readme_train WORKING_DIRECTORY ${WORK_DIR}/readme_train
-                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(status OR NOT EXISTS ${WORK_DIR}/readme_train/fashion.ckpt)
-  message(FATAL_ERROR "the README's program did not train (its loss must fall) or save (${status}):\n${out}${err}")
-endif()
-message(STATUS "the README's program:\n${out}")
+foreach(program readme_fit readme_train)
+  execute_process(COMMAND ${WORK_DIR}/${program}/build/${program} WORKING_DIRECTORY ${WORK_DIR}/${program}
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(status OR NOT EXISTS ${WORK_DIR}/${program}/fashion.ckpt)
+    message(FATAL_ERROR "the README's ${program} did not train (its loss must fall) or save (${status}):\n${out}${err}")
+  endif()
+  message(STATUS "the README's ${program}:\n${out}")
+endforeach()
 
 # The installed train_images runs from the prefix: it finds its library there.
 execute_process(COMMAND ${WORK_DIR}/prefix/bin/train_images --data ${FMNIST} --plan --batch 64

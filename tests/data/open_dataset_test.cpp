@@ -116,7 +116,7 @@ TEST_CASE("open_dataset: train/ and test/ folders", "[data][open]") {
   }
 }
 
-TEST_CASE("split_for_validation: stratified, seeded, disjoint, complete; first_samples", "[data][open]") {
+TEST_CASE("split_for_validation is stratified, seeded, disjoint and complete, and first_samples cuts", "[data][open]") {
   TempFolder dir;
   write_class_folders(dir.path());
   DatasetSplits all = open_dataset(dir.path() / "cat" / "..", {}, 1);  // 16 train: 10 cats, 6 dogs

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A first SIGTERM during an epoch's evaluation (10 000 test images, seconds on the CPU) stops the
+# A first SIGTERM during an epoch's evaluation (--test-each-epoch: 10 000 test images, seconds on
+# the CPU) stops the
 # run within a second, saved at the epoch's last step; the resumed run evaluates that epoch and
 # ends as a run never stopped does, with the same test accuracy.
 #   check_signal_during_evaluation.sh TRAIN_IMAGES FASHION_MNIST WORK
@@ -7,7 +8,7 @@ set -u
 train=$1 data=$2 work=$3
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work" && mkdir -p "$work"
-run=(--data "$data" --epochs 1 --limit 64 --batch 64 --quiet --threads 1)
+run=(--data "$data" --epochs 1 --limit 64 --batch 64 --quiet --threads 1 --test-each-epoch)
 "$train" "${run[@]}" --metrics-out "$work/clean.jsonl" >"$work/clean.log" 2>&1 || fail "the clean run: $(cat "$work/clean.log")"
 
 "$train" "${run[@]}" --save "$work/run.ckpt" --metrics-out "$work/stopped.jsonl" >"$work/stopped.log" 2>&1 &

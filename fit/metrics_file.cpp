@@ -1,11 +1,11 @@
-#include "metrics_file.hpp"
+#include "fit/metrics_file.hpp"
 
 #include <filesystem>
 #include <system_error>
 
 #include "base/error.hpp"
 
-namespace cnn::app {
+namespace cnn {
 
 MetricsFile::MetricsFile(const std::string& path, std::uint64_t keep_bytes) : path_(path) {
   if (path.empty()) return;
@@ -48,4 +48,4 @@ void MetricsFile::commit() {
   if (whole_) whole_->commit();
 }
 
-}  // namespace cnn::app
+}  // namespace cnn

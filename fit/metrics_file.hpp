@@ -1,11 +1,11 @@
 #pragma once
-// --metrics-out: one JSON object a line. A line that cannot be written (disk full, /dev/full) is
+// A metrics file: one JSON object a line. A line that cannot be written (disk full, /dev/full) is
 // an error naming the file, not output silently lost.
 //
-// A training run streams its file, flushed line by line: it can be watched as it grows, and a
-// run killed at any moment leaves the lines up to the kill, which --resume cuts back to what its
-// checkpoint saw and goes on from. A command that writes its lines at once (--evaluate,
-// --predict) writes the file whole: to a temporary beside it, renamed over it by commit(), so a
+// A training run (Fit) streams its file, flushed line by line: it can be watched as it grows, and
+// a run killed at any moment leaves the lines up to the kill, which a resumed run cuts back to
+// what its checkpoint saw and goes on from. A command that writes its lines at once
+// (train_images --evaluate, --predict) writes the file whole: to a temporary beside it, renamed over it by commit(), so a
 // command that fails leaves the previous file as it was. A device (/dev/null, a terminal's
 // /dev/stdout) or our own pipe (/dev/stdout piped) is written directly either way.
 #include <cstdint>
@@ -16,7 +16,7 @@
 
 #include "base/atomic_file.hpp"
 
-namespace cnn::app {
+namespace cnn {
 
 class MetricsFile {
  public:
@@ -44,4 +44,4 @@ class MetricsFile {
   bool kept_ = false;
 };
 
-}  // namespace cnn::app
+}  // namespace cnn

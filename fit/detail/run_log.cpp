@@ -1,0 +1,41 @@
+#include "fit/detail/run_log.hpp"
+
+#include <optional>
+
+namespace cnn::detail {
+namespace {
+
+using nlohmann::json;
+
+json optional_value(const std::optional<double>& value) { return value ? json(*value) : json(); }
+
+}  // namespace
+
+json epoch_line(const EpochRecord& e) {
+  return {{"type", "epoch"},
+          {"epoch", e.epoch},
+          {"train_loss", e.train_loss},
+          {"train_accuracy", e.train_accuracy},
+          {"val_loss", optional_value(e.validation_loss)},
+          {"val_accuracy", optional_value(e.validation_accuracy)},
+          {"test_loss", optional_value(e.test_loss)},
+          {"test_accuracy", optional_value(e.test_accuracy)},
+          {"lr", e.learning_rate},
+          {"seconds", e.seconds},
+          {"images_per_second", e.images_per_second}};
+}
+
+void write_history(MetricsFile& metrics, const RunProgress& progress, std::size_t batches_per_epoch) {
+  std::size_t next_epoch = 0;
+  for (std::size_t s = 0; s < progress.steps.size(); ++s) {
+    const std::size_t epoch = batches_per_epoch ? s / batches_per_epoch + 1 : 1;
+    while (next_epoch < progress.epochs.size() && static_cast<std::size_t>(progress.epochs[next_epoch].epoch) < epoch)
+      metrics.write(epoch_line(progress.epochs[next_epoch++]));
+    const StepRecord& r = progress.steps[s];
+    metrics.write({{"type", "step"}, {"epoch", epoch}, {"step", s + 1}, {"loss", r.loss}, {"accuracy", r.accuracy},
+                   {"lr", r.learning_rate}, {"from_checkpoint", true}});
+  }
+  while (next_epoch < progress.epochs.size()) metrics.write(epoch_line(progress.epochs[next_epoch++]));
+}
+
+}  // namespace cnn::detail

@@ -1,0 +1,170 @@
+#pragma once
+// Training a network in a few lines: a Fit runs the epochs of a run as train_images does. It
+// builds the loaders from the options (the batch given once), holds out a validation split,
+// evaluates on the validation set each epoch and on the test set at the end, keeps the best
+// model by a watched metric, stops early, saves checkpoints a run resumes from (at every epoch's
+// end, every few steps, and when SIGINT or SIGTERM asks it to stop), writes a metrics file and
+// shows its progress. Callbacks on each step, evaluation and epoch may stop the run or change
+// its learning rate. The step-level API (Trainer, data::Loader) is what it is built on, for a
+// loop of one's own.
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
+#include "engine/core/backend.hpp"
+#include "engine/core/network.hpp"
+#include "engine/plan/memory_report.hpp"
+#include "engine/train/trainer.hpp"
+#include "models/checkpoint.hpp"
+
+namespace cnn {
+
+// What a run watches to keep its best model and to stop early. The test set is never one: a model
+// chosen by its test score has a biased test score.
+enum class MonitoredMetric { validation_loss, validation_accuracy, train_loss, train_accuracy };
+// "val_loss", "val_accuracy", "train_loss" or "train_accuracy" (Keras's names, with "loss" and
+// "accuracy" for the training ones); "test_..." and anything else is a ConfigError saying why.
+MonitoredMetric parse_monitored_metric(std::string_view word);
+std::string to_string(MonitoredMetric metric);
+// The metric's value in an epoch's record, where that epoch measured it.
+std::optional<double> monitored_value(MonitoredMetric metric, const EpochRecord& epoch);
+
+// What a callback is given: where the run is, and how to steer it.
+class FitControl {
+ public:
+  virtual ~FitControl() = default;
+  // Ends the run at the next step boundary (from on_step) or after this epoch's saves (from the
+  // others), saved as at any epoch's end; FitResult::stopped_because gives `why`.
+  virtual void stop(const std::string& why) = 0;
+  // The rate of the next optimizer step; the schedule's shape goes on from it (the trainer's
+  // learning-rate scale: kept in checkpoints, so a resumed run goes on at the same rates).
+  virtual void set_learning_rate(float rate) = 0;
+  virtual Trainer& trainer() = 0;
+  virtual const RunProgress& progress() const = 0;  // the epoch in progress, every step and epoch so far
+  virtual int epochs() const = 0;                   // the run's length
+  virtual std::size_t batches_per_epoch() const = 0;
+};
+
+struct FitCallbacks {
+  // After the trainer is planned and the run's state loaded, before step 1 (or the resumed step).
+  std::function<void(Trainer&)> on_start;
+  // After each optimizer step. A step's report may come one step late (Trainer::submit_step).
+  std::function<void(const StepReport&, FitControl&)> on_step;
+  // After each evaluation: `split` is "validation" or "test".
+  std::function<void(std::string_view split, const EvalResult&, FitControl&)> on_evaluation;
+  // After each epoch's record and saves.
+  std::function<void(const EpochRecord&, FitControl&)> on_epoch_end;
+};
+
+struct FitOptions {
+  int epochs = 10;
+  // The batch (given here once: the loaders cut it), the budget, the optimizer, the schedule, the
+  // seed, the communicator of a data-parallel run. total_steps 0: the run's, from the epochs.
+  TrainerOptions trainer;
+  // How training batches are drawn: shuffle, augmentation, normalisation, prefetch. Its batch,
+  // seed and ranks are the trainer's; evaluation takes its normalisation, in order, unaugmented.
+  data::LoaderOptions loading;
+  // The schedule's warm-up and step period in epochs, made steps from the batches an epoch has
+  // (0: trainer.schedule's own, in steps).
+  double warmup_epochs = 0, step_every_epochs = 0;
+
+  // Held out of the training data for validation (above 0, below 1; 0: none): stratified, chosen by
+  // trainer.seed, recorded in the checkpoint, so that a resumed run holds out the same samples.
+  double validation_split = 0;
+  std::size_t limit = 0;       // > 0: the training data's first this many samples (before the split)
+  std::size_t limit_eval = 0;  // > 0: evaluate on the first this many of the validation and test sets
+
+  MonitoredMetric monitor = MonitoredMetric::validation_loss;
+  bool keep_best = false;        // the best epoch's checkpoint in best_checkpoint_path(save)
+  int early_stop = 0;            // > 0: stop after this many epochs without a better monitored value
+  bool test_each_epoch = false;  // else the test set is evaluated once, at the end
+
+  std::filesystem::path save;     // the run's checkpoint (none: empty); written whole, never half
+  long save_every = 0;            // > 0: also every this many optimizer steps
+  std::filesystem::path resume;   // a checkpoint of this run to continue from where it stopped
+  std::filesystem::path load;     // weights to start a new run from (not with resume)
+  std::filesystem::path metrics;  // JSON lines: one a step, one an epoch, a summary
+  bool progress = true;           // the plan, a line an epoch and a summary on stdout
+  bool progress_bar = true;       // with progress: a bar on stderr while training and evaluating
+  bool stop_on_signal = true;     // SIGINT or SIGTERM: stop at the next step boundary, saved
+
+  // What checkpoints describe. None: the network's, the training data's class names and the
+  // loading's normalisation.
+  std::optional<ModelDescription> model;
+  // An application's own settings, a JSON object, kept in checkpoints (TrainingCheckpoint::settings,
+  // beside what the run keeps there itself).
+  std::string settings = "{}";
+  FitCallbacks callbacks;
+};
+
+// The data a run reads. Each must outlive the Fit.
+struct FitData {
+  FitData(const data::DatasetSplits& splits)  // NOLINT: a data set folder as opened is the usual data
+      : train(splits.train.get()), validation(splits.validation.get()), test(splits.test.get()) {}
+  FitData(const data::Dataset& train_data, const data::Dataset* validation_data = nullptr,
+          const data::Dataset* test_data = nullptr)
+      : train(&train_data), validation(validation_data), test(test_data) {}
+  const data::Dataset* train;
+  const data::Dataset* validation;  // none: FitOptions::validation_split, or no validation
+  const data::Dataset* test;
+};
+
+struct FitResult {
+  std::vector<EpochRecord> history;  // every finished epoch, a resumed run's earlier ones too
+  int epochs_trained = 0;            // by this run() (a resumed run's earlier ones not counted)
+  int best_epoch = 0;                // by the monitored metric; 0 where it was never measured
+  std::optional<double> best_value;
+  std::filesystem::path best_checkpoint;  // where keep_best kept it; empty without
+  // Empty when every epoch ran; else why the run ended early ("early stop: ...", a callback's
+  // reason, "signal 2").
+  std::string stopped_because;
+  int signal = 0;                  // the signal that stopped it, or 0
+  std::optional<EvalResult> test;  // the test set's, with the model as it ended
+  double seconds = 0;              // this run()'s wall time
+  long steps = 0;                  // the trainer's optimizer steps at the end
+};
+
+// Where keep_best keeps the best checkpoint: NAME.best.EXT beside NAME.EXT.
+std::filesystem::path best_checkpoint_path(const std::filesystem::path& save);
+
+class Fit {
+ public:
+  // Checks the options and data, plans the trainer under the budget (memory::OutOfMemory or
+  // BudgetTooSmall where it cannot fit), builds the loaders, and loads `resume` or `load`.
+  // With progress on, prints the optimizer, the micro-batches and the memory table.
+  Fit(Network& network, Backend& backend, const FitData& data, FitOptions options);
+  ~Fit();
+  Fit(const Fit&) = delete;
+  Fit& operator=(const Fit&) = delete;
+
+  // Trains the remaining epochs. A TrainingDiverged or an error ends it by exception, after the
+  // last good state was saved where a checkpoint was asked for.
+  FitResult run();
+
+  // The trained model: its parameters (trainer().parameters()), evaluate and predict.
+  Trainer& trainer();
+  const ModelDescription& model() const;
+  const RunProgress& progress() const;
+  // The data each side reads, after the validation split and the limits.
+  const data::Dataset& training_data() const;
+  const data::Dataset* validation_data() const;
+  const data::Dataset* test_data() const;
+  // Writes the run's checkpoint (weights, optimizer state, position: a run resumes from it).
+  void save(const std::filesystem::path& path);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// Fit(network, backend, data, options).run(): for a run whose result is its checkpoint.
+FitResult fit(Network& network, Backend& backend, const FitData& data, FitOptions options);
+
+}  // namespace cnn

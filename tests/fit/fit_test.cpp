@@ -1,0 +1,246 @@
+// A whole run in the library (Fit): validation each epoch and the test set at the end, callbacks
+// that stop it or change its rate, the watched metric, checkpoints a run resumes from exactly, the
+// metrics file, and the options it refuses.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "fit/fit.hpp"
+#include "models/network_text.hpp"
+#include "tests/data/data_test_files.hpp"
+#include "tests/engine/small_images.hpp"
+
+using namespace cnn;
+using cnn::data::test::TempFolder;
+using cnn::testing::SmallImages;
+
+namespace {
+
+const Shape kImage{1, 12, 12};
+
+FitOptions quiet_options(int epochs = 2) {
+  FitOptions o;
+  o.epochs = epochs;
+  o.trainer.batch = 16;
+  o.trainer.seed = 3;
+  o.progress = false;
+  o.stop_on_signal = false;
+  return o;
+}
+
+std::vector<double> train_losses(const FitResult& result) {
+  std::vector<double> losses;
+  for (const EpochRecord& e : result.history) losses.push_back(e.train_loss);
+  return losses;
+}
+
+std::vector<std::string> lines_of(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("fit: validation every epoch, the test set once at the end, the same seed the same run", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(96), test(40);
+  auto run = [&] {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = quiet_options();
+    o.validation_split = 0.25;
+    Fit fit(net, backend, FitData(train, nullptr, &test), o);
+    CHECK(fit.training_data().size() == 72);
+    REQUIRE(fit.validation_data());
+    CHECK(fit.validation_data()->size() == 24);
+    return fit.run();
+  };
+  const FitResult a = run();
+  REQUIRE(a.history.size() == 2);
+  CHECK(a.epochs_trained == 2);
+  CHECK(a.stopped_because.empty());
+  CHECK(a.steps == 2 * 5);  // 72 samples in batches of 16: 4 and a last of 8
+  for (const EpochRecord& e : a.history) {
+    CHECK(e.validation_loss);
+    CHECK(e.validation_accuracy);
+    CHECK_FALSE(e.test_loss);  // not every epoch: never used to choose
+    CHECK(e.learning_rate > 0);
+  }
+  REQUIRE(a.test);
+  CHECK(a.test->samples == 40);
+  CHECK(a.best_epoch > 0);  // val_loss, the default watch
+  const FitResult b = run();
+  CHECK(train_losses(a) == train_losses(b));
+  CHECK(a.history.back().validation_loss == b.history.back().validation_loss);
+}
+
+TEST_CASE("fit: callbacks see every step, evaluation and epoch, and may stop the run or set its rate", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(64), test(16);
+  Network net = make_preset("small", kImage, 4);
+  FitOptions o = quiet_options(3);
+  o.trainer.schedule.kind = ScheduleKind::constant;
+  o.trainer.optimizer.learning_rate = 1e-3f;
+  std::vector<float> rates;
+  std::vector<std::string> evaluations;
+  int epochs_ended = 0;
+  o.callbacks.on_step = [&](const StepReport& r, FitControl& control) {
+    rates.push_back(r.learning_rate);
+    if (r.step == 10) control.stop("enough steps");
+  };
+  o.callbacks.on_evaluation = [&](std::string_view split, const EvalResult&, FitControl&) {
+    evaluations.emplace_back(split);
+  };
+  o.callbacks.on_epoch_end = [&](const EpochRecord& e, FitControl& control) {
+    ++epochs_ended;
+    CHECK(control.progress().epochs.back().epoch == e.epoch);
+    CHECK(control.epochs() == 3);
+    CHECK(control.batches_per_epoch() == 4);
+    if (e.epoch == 1) control.set_learning_rate(2.5e-4f);
+  };
+  bool started = false;
+  o.callbacks.on_start = [&](Trainer& trainer) { started = trainer.steps() == 0; };
+  o.validation_split = 0.2;  // 52 to train: 3 batches of 16 and one of 4
+  const FitResult result = fit(net, backend, FitData(train, nullptr, &test), o);
+  CHECK(started);
+  CHECK(result.stopped_because == "enough steps");
+  CHECK(result.steps == 10);
+  REQUIRE(rates.size() == 10);
+  CHECK(rates[3] == Approx(1e-3f));
+  CHECK(rates[4] == Approx(2.5e-4f));  // epoch 2's first step
+  CHECK(epochs_ended == 2);
+  CHECK(evaluations == std::vector<std::string>{"validation", "validation", "test"});
+  REQUIRE(result.test);  // the model as it ended, mid-epoch 3
+}
+
+TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test set", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(64), test(16);
+  TempFolder scratch;
+  SECTION("a rate too small to move the validation loss: stopped after one epoch without a better one") {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = quiet_options(6);
+    o.trainer.optimizer.learning_rate = 1e-12f;
+    o.validation_split = 0.25;
+    o.early_stop = 1;
+    o.keep_best = true;
+    o.save = scratch / "run.ckpt";
+    const FitResult r = fit(net, backend, FitData(train, nullptr, &test), o);
+    CHECK(r.history.size() == 2);
+    CHECK(r.best_epoch == 1);
+    CHECK(r.stopped_because.find("early stop: no better val_loss for 1 epoch (the best") == 0);
+    CHECK(r.best_checkpoint == scratch / "run.best.ckpt");
+    CHECK(std::filesystem::exists(r.best_checkpoint));
+    CHECK(read_checkpoint(r.best_checkpoint).training->progress.epochs.size() == 1);
+  }
+  SECTION("the training loss may be watched without a validation set; higher accuracy is better") {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = quiet_options(2);
+    o.monitor = MonitoredMetric::train_accuracy;
+    o.early_stop = 5;
+    const FitResult r = fit(net, backend, FitData(train), o);
+    REQUIRE(r.best_value);
+    for (const EpochRecord& e : r.history) CHECK(e.train_accuracy <= *r.best_value);
+  }
+  SECTION("refused") {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = quiet_options();
+    o.keep_best = true;
+    o.save = scratch / "run.ckpt";
+    CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o),
+                      Catch::Contains("watches val_loss, and this run has no validation set"));
+    CHECK_THROWS_WITH(parse_monitored_metric("test_accuracy"), Catch::Contains("never used to choose a model"));
+    CHECK_THROWS_WITH(parse_monitored_metric("val_f1"), Catch::Contains("val_loss, val_accuracy, train_loss"));
+    for (MonitoredMetric m : {MonitoredMetric::validation_loss, MonitoredMetric::validation_accuracy,
+                              MonitoredMetric::train_loss, MonitoredMetric::train_accuracy})
+      CHECK(parse_monitored_metric(to_string(m)) == m);
+  }
+}
+
+TEST_CASE("fit: a run stopped and resumed ends exactly as a run never stopped, on the same validation split",
+          "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(80), test(16);
+  TempFolder scratch;
+  auto options = [&](const std::string& name) {
+    FitOptions o = quiet_options(3);
+    o.validation_split = 0.25;
+    o.save = scratch / (name + ".ckpt");
+    o.metrics = scratch / (name + ".jsonl");
+    return o;
+  };
+  Network whole_net = make_preset("small-bn", kImage, 4);
+  Fit whole(whole_net, backend, FitData(train, nullptr, &test), options("whole"));
+  const FitResult uninterrupted = whole.run();
+
+  Network net = make_preset("small-bn", kImage, 4);
+  FitOptions first = options("parts");
+  first.callbacks.on_step = [](const StepReport& r, FitControl& control) {
+    if (r.step == 5) control.stop("a pause mid-epoch");
+  };
+  const FitResult stopped = fit(net, backend, FitData(train, nullptr, &test), first);
+  CHECK(stopped.steps == 5);
+  CHECK(stopped.history.size() == 1);
+
+  Network resumed_net = make_preset("small-bn", kImage, 4);
+  FitOptions second = options("parts");
+  second.validation_split = 0.5;  // the run's own split is taken: recorded in its checkpoint
+  second.resume = second.save;
+  Fit resumed(resumed_net, backend, FitData(train, nullptr, &test), second);
+  CHECK(resumed.validation_data()->size() == 20);
+  const FitResult rest = resumed.run();
+  CHECK(rest.epochs_trained == 2);
+  CHECK(train_losses(rest) == train_losses(uninterrupted));
+  CHECK(rest.history.back().validation_loss == uninterrupted.history.back().validation_loss);
+  CHECK(resumed.trainer().parameters().download() == whole.trainer().parameters().download());
+
+  // The metrics file of the resumed run holds what the uninterrupted one does, but for timings.
+  const std::vector<std::string> a = lines_of(scratch / "whole.jsonl"), b = lines_of(scratch / "parts.jsonl");
+  CHECK(a.size() == b.size());
+  CHECK(a.back().find("\"type\":\"summary\"") != std::string::npos);
+
+  SECTION("a resumed run that has trained all its epochs trains none, and says so") {
+    Network again = make_preset("small-bn", kImage, 4);
+    FitOptions third = options("parts");
+    third.resume = third.save;
+    const FitResult none = fit(again, backend, FitData(train, nullptr, &test), third);
+    CHECK(none.epochs_trained == 0);
+    CHECK(none.history.size() == 3);
+    CHECK(none.test);
+  }
+}
+
+TEST_CASE("fit: options it refuses, each named", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(32), validation(8);
+  Network net = make_preset("small", kImage, 4);
+  auto refused = [&](FitOptions o, const FitData& data, const std::string& why) {
+    CHECK_THROWS_WITH(Fit(net, backend, data, std::move(o)), Catch::Contains(why));
+  };
+  FitOptions o = quiet_options();
+  o.epochs = 0;
+  refused(o, FitData(train), "at least 1 epoch");
+  o = quiet_options();
+  o.validation_split = 1.5;
+  refused(o, FitData(train), "validation split must be a fraction");
+  o.validation_split = 0.2;
+  refused(o, FitData(train, &validation), "its own validation set");
+  o = quiet_options();
+  o.resume = "a.ckpt";
+  o.load = "b.ckpt";
+  refused(o, FitData(train), "not both");
+  o = quiet_options();
+  o.keep_best = true;
+  refused(o, FitData(train, &validation), "needs a checkpoint path");
+  o = quiet_options();
+  o.settings = "[1, 2]";
+  refused(o, FitData(train), "must be a JSON object");
+  o = quiet_options();
+  o.validation_split = 0.01;  // under one sample a class: every class keeps one aside all the same
+  Fit small(net, backend, FitData(train), o);
+  CHECK(small.validation_data()->size() == 4);
+}
