@@ -44,7 +44,7 @@ DeviceChoice select_device(const DeviceRequest& request) {
       why_not_cuda = probe.reason;
     }
   }
-  if (request.device == DeviceKind::cuda) throw DeviceError("--device cuda: " + why_not_cuda);
+  if (request.device == DeviceKind::cuda) throw DeviceError("CUDA was asked for and cannot be used: " + why_not_cuda);
   choice.backend = std::make_unique<CpuBackend>(request.threads);
   choice.reason = request.device ? "cpu: as asked" : "auto: no usable GPU (" + why_not_cuda + "); using the CPU";
   return choice;

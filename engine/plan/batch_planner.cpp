@@ -229,11 +229,28 @@ int BatchPlanner::asked_micro_batch() const {
   return std::min(options_.micro_batch, options_.batch);
 }
 
+// Note [Even micro-batches]
+// The largest micro-batch that fits may split the batch unevenly: 256 at 17 is 15 micro-batches
+// of 17 and a last one of 1. The same 16 passes at ceil(256 / 16) = 16 do the same work in as
+// many launches, need less memory, and give every micro-batch alike BatchNorm statistics. So of
+// the micro-batches that take as few passes as the largest, the smallest is chosen (at least the
+// network's smallest micro-batch). A micro-batch the user asked for is kept as asked.
+namespace {
+
+int evened_micro_batch(int batch, int largest, int smallest) {
+  if (largest <= 0 || batch <= 0) return largest;
+  const int passes = (batch + largest - 1) / largest;
+  const int even = (batch + passes - 1) / passes;
+  return even >= smallest ? even : largest;
+}
+
+}  // namespace
+
 int BatchPlanner::choose() const {
   const int b = asked_micro_batch();
   if (b > 0) return breakdown(b).fits() ? b : 0;
   if (options_.recompute != RecomputePolicy::automatic || !options_.account.limited())
-    return largest_fitting(options_.batch);
+    return evened_micro_batch(options_.batch, largest_fitting(options_.batch), smallest_);
   int fastest = 0;
   double best = 0;
   for (const MemoryBreakdown& m : weighed_micro_batches())

@@ -9,8 +9,9 @@
 
 #include "base/utf8.hpp"
 #include "cnnengine.hpp"
-#include "memory_budget.hpp"
+#include "device_choice.hpp"
 #include "fit/metrics_file.hpp"
+#include "memory_budget.hpp"
 #include "output_paths.hpp"
 #include "plan_report.hpp"
 #include "train_command.hpp"
@@ -30,7 +31,7 @@ DeviceChoice device_for(const Options& o) {
   request.fast_start = o.fast_start;
   request.deterministic = o.deterministic;
   request.algorithm_cache = algorithm_cache_of(o);
-  return select_device(request);
+  return select_device_for(o.device, request);
 }
 
 ModelOptions model_options(const Options& o, const Backend& backend) {

@@ -38,6 +38,11 @@ int run_command(cnn::app::Options& o, cnn::app::Ranks& ranks) {
   if (inference && ranks.several())
     throw cnn::app::UsageError("--doctor, --evaluate, --predict and an export alone run in one process: start them "
                                "without mpirun");
+  if (!o.predict.empty())
+    for (const char* option : {"--data", "--model"})
+      if (o.given.count(option))
+        throw cnn::app::UsageError(std::string("--predict classifies the images it is given with the model --load "
+                                               "describes: leave out ") + option);
   if (o.doctor) return doctor();
   if (o.evaluate) return cnn::app::evaluate_command(o);
   if (!o.predict.empty()) return cnn::app::predict_command(o);

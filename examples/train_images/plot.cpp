@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -65,10 +66,13 @@ void write_plot(const std::string& path, const RunProgress& progress, std::size_
     script << static_cast<double>(s + 1) / static_cast<double>(batches_per_epoch ? batches_per_epoch : 1) << " "
            << progress.steps[s].loss << "\n";
   script << "EOD\n$epochs << EOD\n";
+  auto value = [](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string("NaN"); };
   for (const EpochRecord& e : progress.epochs)
-    script << e.epoch << " " << e.train_loss << " " << e.train_accuracy << " "
-           << (e.test_loss ? std::to_string(*e.test_loss) : "NaN") << " "
-           << (e.test_accuracy ? std::to_string(*e.test_accuracy) : "NaN") << "\n";
+    script << e.epoch << " " << e.train_loss << " " << e.train_accuracy << " " << value(e.test_loss) << " "
+           << value(e.test_accuracy) << " " << value(e.validation_loss) << " " << value(e.validation_accuracy)
+           << "\n";
+  // An explicit x range: after one epoch every point has x = 1, which gnuplot calls empty.
+  const int last_epoch = progress.epochs.empty() ? 1 : std::max(1, progress.epochs.back().epoch);
   // gnuplot writes the temporary beside the target; a whole PNG is renamed over it.
   AtomicFile file(path);
   script << "EOD\n"
@@ -76,11 +80,14 @@ void write_plot(const std::string& path, const RunProgress& progress, std::size_
          << "set output " << quoted(file.temporary().string()) << "\n"
          << "set multiplot layout 1,2\n"
          << "set xlabel 'epoch'\nset ylabel 'loss'\nset grid\nset key top right\n"
+         << "set xrange [0:" << last_epoch << "]\n"
          << "plot $steps using 1:2 with lines lc rgb '#c0c0c0' title 'step', "
             "$epochs using 1:2 with linespoints lw 2 lc rgb '#1f77b4' title 'train', "
+            "$epochs using 1:6 with linespoints lw 2 lc rgb '#2ca02c' title 'validation', "
             "$epochs using 1:4 with linespoints lw 2 lc rgb '#d62728' title 'test'\n"
          << "set ylabel 'accuracy'\nset yrange [0:1]\nset key bottom right\n"
          << "plot $epochs using 1:3 with linespoints lw 2 lc rgb '#1f77b4' title 'train', "
+            "$epochs using 1:7 with linespoints lw 2 lc rgb '#2ca02c' title 'validation', "
             "$epochs using 1:5 with linespoints lw 2 lc rgb '#d62728' title 'test'\n"
          << "unset multiplot\nset output\n";
   if (run_gnuplot(script.str()) != 0) throw Error("drawing the plot " + path + " failed (gnuplot)");

@@ -1,6 +1,6 @@
 #pragma once
-// --plot: the learning curves as a PNG drawn by gnuplot: train and test loss and accuracy per
-// epoch, and the loss of every step. Written beside the target and renamed over it, so a
+// --plot: the learning curves as a PNG drawn by gnuplot: train, validation and test loss and
+// accuracy per epoch, and the loss of every step. Written beside the target and renamed over it, so a
 // viewer never sees half a file; rewritten after every epoch, so a long run can be watched.
 #include <cstddef>
 #include <string>

@@ -11,6 +11,7 @@
 
 #include "cnnengine.hpp"
 #include "data_identity.hpp"
+#include "device_choice.hpp"
 #include "inference_commands.hpp"
 #include "memory_budget.hpp"
 #include "output_paths.hpp"
@@ -103,7 +104,7 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
   request.deterministic = o.deterministic;
   // Ranks on one machine share the file: each save merges what the file holds (atomically).
   request.algorithm_cache = algorithm_cache_of(o);
-  DeviceChoice device = select_device(request);
+  DeviceChoice device = select_device_for(o.device, request);
   if (device.backend->kind() == DeviceKind::cpu)
     for (const char* option : {"--precision", "--fast-start", "--algo-cache"})
       if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";

@@ -80,8 +80,14 @@ CLI::Validator positive_size() {
   return CLI::Validator(
       [](std::string& text) {
         try {
-          if (memory::parse_bytes(text) > 0) return std::string();
-          return "'" + text + "' is 0 bytes: give a positive size such as 512MiB (leave the option out for no budget)";
+          const std::size_t bytes = memory::parse_bytes(text);
+          if (bytes == 0)
+            return "'" + text + "' is 0 bytes: give a positive size such as 512MiB (leave the option out for no budget)";
+          // A bare number is bytes to the library, but on a command line "512" is a unit forgotten.
+          if (text.find_first_not_of("0123456789. ") == std::string::npos)
+            return "'" + text + "' has no unit: give one, such as " + text + "MiB or " + text +
+                   "GiB (" + text + "B for bytes)";
+          return std::string();
         } catch (const ConfigError& e) {
           return std::string(e.what());
         }

@@ -33,15 +33,34 @@ TEST_CASE("the predicted largest micro-batch is the true largest", "[budget][pla
     memory::StatisticsAdaptor stats(memory::host_resource());
     memory::BudgetAdaptor capped(stats, o.memory.budget);
     Trainer trainer(net, backend, capped, o);
-    CHECK(trainer.micro_batch() == b);
+    // As many passes as the largest takes, each as even as can be (Note [Even micro-batches]).
+    const int passes = (o.batch + b - 1) / b, even = (o.batch + passes - 1) / passes;
+    CHECK(planner.choose() == even);
+    CHECK(trainer.micro_batch() == even);
     // What the plan predicted is exactly what was reserved.
-    CHECK(stats.statistics().current_bytes == planner.breakdown(b).total());
+    CHECK(stats.statistics().current_bytes == planner.breakdown(even).total());
     testing::SyntheticData data(o.batch, image, 10, 4);
     const StepReport r = trainer.train_step(data.batch(0, o.batch));
     CHECK(r.samples == 512);
-    CHECK(stats.statistics().peak_bytes == planner.breakdown(b).total());
+    CHECK(r.micro_batches == passes);
+    CHECK(stats.statistics().peak_bytes == planner.breakdown(even).total());
     CHECK(stats.statistics().peak_bytes <= o.memory.budget);
   }
+}
+
+TEST_CASE("the chosen micro-batch splits the batch evenly: 256 where 17 fits is 16 passes of 16, not 15 of 17 and 1",
+          "[budget][planner]") {
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 28, 28}, 10);
+  TrainerOptions o;
+  o.batch = 256;
+  const BatchPlanner probe(net, backend, planning_options(o, net, backend));
+  o.memory.budget = probe.breakdown(17).total() + 100;
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
+  REQUIRE(planner.largest_fitting(o.batch) == 17);
+  CHECK(planner.choose() == 16);
+  o.micro_batch = 17;  // asked for: kept
+  CHECK(BatchPlanner(net, backend, planning_options(o, net, backend)).choose() == 17);
 }
 
 TEST_CASE("where the plan dips from one micro-batch to the next, the largest that fits is still found",
