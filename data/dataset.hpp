@@ -110,7 +110,7 @@ struct DatasetSplits {
 
 // The train and test sides of the data set in `folder`:
 //  - IDX: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the t10k-... (or
-//    test-...) pair;
+//    test-...) pair, and the class names from classes.txt beside them, where there is one;
 //  - CIFAR-10 or CIFAR-100 binary files (CIFAR-100 with its fine labels);
 //  - an image folder with train/ and test/ sub-folders, each holding one folder per class, and
 //    optionally val/ beside them (the validation set, with the same classes);
@@ -122,6 +122,14 @@ struct DatasetSplits {
 // the same classes.
 DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
                            const ImageFolderOptions& images = {});
+
+// ---- Class names for data whose own are numbers (IDX files).
+
+// `data` under other names, as many as its classes and all different (ConfigError otherwise).
+std::unique_ptr<Dataset> with_class_names(std::unique_ptr<Dataset> data, std::vector<std::string> names);
+// Every side of `splits` under the names of a file, one a line, as many as the classes (blank lines
+// after the last are ignored). A DataError names the file and what is wrong.
+void name_classes(DatasetSplits& splits, const std::filesystem::path& names_file);
 
 // ---- Parts of a data set. Each holds a reference: `data` must outlive it.
 

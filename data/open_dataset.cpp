@@ -70,6 +70,11 @@ DatasetSplits open_idx_folder(const fs::path& folder, const IdxFiles& files) {
     fail(*files.test_images, "image size differs from the training set: expected " + to_string(splits.train->shape()) +
                                  ", found " + to_string(splits.test->shape()));
   }
+  std::error_code ec;
+  if (const fs::path names = folder / "classes.txt"; fs::exists(names, ec)) {
+    name_classes(splits, names);
+    splits.files.push_back(names);
+  }
   return splits;
 }
 

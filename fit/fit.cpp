@@ -10,6 +10,7 @@
 
 #include "base/batch.hpp"
 #include "base/error.hpp"
+#include "fit/detail/event_file.hpp"
 #include "fit/detail/progress_bar.hpp"
 #include "fit/detail/run_log.hpp"
 #include "fit/detail/stop_signal.hpp"
@@ -82,8 +83,11 @@ void check_options(const FitOptions& o, const FitData& data) {
   const bool validated = o.validation_split > 0 || (data.validation && data.validation->size() > 0);
   const bool watches_validation = o.monitor == MonitoredMetric::validation_loss ||
                                   o.monitor == MonitoredMetric::validation_accuracy;
-  if ((o.keep_best || o.early_stop > 0) && watches_validation && !validated)
-    throw ConfigError(std::string(o.keep_best ? "keeping the best model" : "stopping early") + " watches " +
+  const bool plateau = o.trainer.schedule.kind == ScheduleKind::plateau;
+  if ((o.keep_best || o.early_stop > 0 || plateau) && watches_validation && !validated)
+    throw ConfigError(std::string(o.keep_best ? "keeping the best model" : o.early_stop > 0 ? "stopping early"
+                                                                                           : "the plateau schedule") +
+                      " watches " +
                       to_string(o.monitor) +
                       ", and this run has no validation set: hold out a validation split, give a val/ folder, or "
                       "watch train_loss");
@@ -121,6 +125,7 @@ struct Fit::State final : FitControl {
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<data::Loader> train_loader, validation_loader, test_loader;
   std::unique_ptr<MetricsFile> metrics;
+  std::unique_ptr<detail::EventFile> events;  // TensorBoard's
   Communicator* communicator = nullptr;
   bool writes = true;  // rank 0 (the only one, alone) prints, writes metrics and checkpoints
   RunProgress progress_;
@@ -166,6 +171,7 @@ struct Fit::State final : FitControl {
   int finish_epoch(FitResult& result);
   bool stopped_early(FitResult& result) const;
   void best_of(FitResult& result) const;
+  void reduce_on_plateau();
   void save();
   void save_to(const std::filesystem::path& path);
   int agreed_stop();
@@ -331,6 +337,10 @@ void Fit::State::load_state() {
   const std::uint64_t keep = resumed ? resumed_settings.value("metrics_bytes", std::uint64_t{0}) : 0;
   metrics = std::make_unique<MetricsFile>(writes ? o.metrics.string() : std::string(), keep);
   if (resumed && !metrics->kept()) detail::write_history(*metrics, progress_, train_loader->batches_per_epoch());
+  if (!o.tensorboard.empty() && writes) {
+    events = std::make_unique<detail::EventFile>(o.tensorboard);
+    if (resumed) events->start_session(trainer_->steps() + 1);  // what came after the checkpoint goes
+  }
 }
 
 void Fit::State::print_start() const {
@@ -341,9 +351,18 @@ void Fit::State::print_start() const {
             << (test ? test->description() + (o.test_each_epoch ? " (every epoch)" : " (evaluated at the end)")
                      : std::string("none"))
             << "\n";
-  if (resumed)
+  if (resumed) {
     std::cout << "resumed: epoch " << progress_.epoch << ", batch " << progress_.batches_done << ", step "
               << trainer_->steps() << "\n";
+    // A run given more epochs stretches a schedule that follows its length: say what the rate does.
+    const long before = resumed_settings.value("total_steps", 0L);
+    if (before > 0 && before != o.trainer.total_steps && !progress_.steps.empty())
+      std::cout << "note: the " << to_string(o.trainer.schedule.kind) << " schedule now runs over "
+                << o.trainer.total_steps << " steps (" << plural(o.epochs, "epoch") << "), not the run's " << before
+                << ": the rate goes from " << decimal(progress_.steps.back().learning_rate) << " at step "
+                << trainer_->steps() << " to " << decimal(trainer_->learning_rate()) << " at step "
+                << trainer_->steps() + 1 << "\n";
+  }
   const int ranks = communicator ? communicator->ranks() : 1;
   const int share = share_of_batch(o.trainer.batch, 0, ranks).size;  // rank 0's, the largest
   const int micro = trainer_->micro_batch(), count = (share + micro - 1) / micro, last = share - (count - 1) * micro;
@@ -413,6 +432,9 @@ FitResult Fit::State::run() {
       result.stopped_because = "signal " + std::to_string(result.signal);
     }
   }
+  if (events && result.test)
+    events->scalars(trainer_->steps(), {{"test/loss", static_cast<float>(result.test->loss)},
+                                        {"test/accuracy", static_cast<float>(result.test->accuracy)}});
   result.history = progress_.epochs;
   best_of(result);
   if (o.keep_best && result.best_epoch > 0) result.best_checkpoint = best_checkpoint_path(o.save);
@@ -479,6 +501,13 @@ void Fit::State::record(const StepReport& r) {
                {"reserved_bytes", trainer_->memory_stack().statistics().current_bytes}};
   if (communicator) line["communication_seconds"] = r.communication_seconds;
   metrics->write(line);
+  if (events)
+    events->scalars(r.step, {{"train/loss", static_cast<float>(r.loss)},
+                             {"train/accuracy", static_cast<float>(r.accuracy)},
+                             {"learning_rate", r.learning_rate},
+                             {"images_per_second", static_cast<float>(rate)},
+                             {"memory/reserved_bytes",
+                              static_cast<float>(trainer_->memory_stack().statistics().current_bytes)}});
   if (o.callbacks.on_step) o.callbacks.on_step(r, *this);
 }
 
@@ -549,18 +578,70 @@ int Fit::State::finish_epoch(FitResult& result) {
   json line = detail::epoch_line(e);
   line["cpu_seconds"] = epoch_cpu_seconds;  // every thread's, in this process, for this epoch's training
   metrics->write(line);
+  if (events) {
+    std::vector<std::pair<std::string, float>> scalars = {
+        {"epoch", static_cast<float>(e.epoch)},
+        {"epoch/train_loss", static_cast<float>(e.train_loss)},
+        {"epoch/train_accuracy", static_cast<float>(e.train_accuracy)},
+        {"epoch/learning_rate", static_cast<float>(e.learning_rate)},
+        {"epoch/images_per_second", static_cast<float>(e.images_per_second)}};
+    if (validated) {
+      scalars.emplace_back("epoch/val_loss", static_cast<float>(validated->loss));
+      scalars.emplace_back("epoch/val_accuracy", static_cast<float>(validated->accuracy));
+    }
+    if (tested) {
+      scalars.emplace_back("epoch/test_loss", static_cast<float>(tested->loss));
+      scalars.emplace_back("epoch/test_accuracy", static_cast<float>(tested->accuracy));
+    }
+    events->scalars(trainer_->steps(), scalars);
+  }
   progress_.epochs.push_back(e);
+  if (!o.csv.empty() && writes) detail::write_csv(o.csv, progress_.epochs);
   progress_.batches_done = 0;
   progress_.loss_sum = progress_.correct = progress_.seconds = 0;
   progress_.seen = 0;
+  // What changes the rate from the next step on does so before the saves, which keep it.
+  reduce_on_plateau();
+  if (o.callbacks.on_epoch_end) o.callbacks.on_epoch_end(e, *this);
   // The checkpoint names the next epoch: a run resumed from it starts there.
   ++progress_.epoch;
   save();
   best_of(result);
   if (o.keep_best && result.best_epoch == e.epoch && writes) save_to(best_checkpoint_path(o.save));
   --progress_.epoch;
-  if (o.callbacks.on_epoch_end) o.callbacks.on_epoch_end(e, *this);
   return 0;
+}
+
+// ReduceLROnPlateau's rule, replayed over the run's epochs (so a resumed run needs no more state
+// than the scale its trainer keeps): an epoch improves on the best when it is better by more than
+// 1e-4 of it; after more than `patience` epochs without one, the rate is multiplied by `factor`
+// and the count starts again. Applied when the last epoch is where the rule reduces.
+void Fit::State::reduce_on_plateau() {
+  const ScheduleConfig& schedule = o.trainer.schedule;
+  if (schedule.kind != ScheduleKind::plateau || progress_.epochs.empty()) return;
+  const bool lower = lower_is_better(o.monitor);
+  std::optional<double> best;
+  int without = 0;
+  bool reduce = false;
+  for (const EpochRecord& e : progress_.epochs) {
+    const std::optional<double> value = monitored_value(o.monitor, e);
+    if (!value) continue;
+    reduce = false;
+    const double margin = 1e-4 * std::abs(best.value_or(0));
+    if (!best || (lower ? *value < *best - margin : *value > *best + margin)) {
+      best = value;
+      without = 0;
+    } else if (++without > schedule.plateau_patience) {
+      without = 0;
+      reduce = true;
+    }
+  }
+  if (!reduce || !monitored_value(o.monitor, progress_.epochs.back())) return;
+  trainer_->set_learning_rate_scale(trainer_->learning_rate_scale() * schedule.plateau_factor);
+  if (o.progress && writes)
+    std::cout << "plateau: no better " << to_string(o.monitor) << " for "
+              << plural(schedule.plateau_patience + 1, "epoch") << "; the learning rate is now "
+              << decimal(trainer_->learning_rate()) << "\n";
 }
 
 // The epoch of the best monitored value so far (the first of equals).
@@ -603,6 +684,7 @@ void Fit::State::save_to(const std::filesystem::path& path) {
   json kept = settings;
   kept["metrics_bytes"] = metrics->bytes();
   kept["ranks"] = trainer_->ranks();
+  kept["total_steps"] = o.trainer.total_steps;
   training.settings = kept.dump();
   save_checkpoint(path, network, trainer_->parameters(), model, &training);
 }

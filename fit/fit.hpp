@@ -59,7 +59,7 @@ struct FitCallbacks {
   std::function<void(const StepReport&, FitControl&)> on_step;
   // After each evaluation: `split` is "validation" or "test".
   std::function<void(std::string_view split, const EvalResult&, FitControl&)> on_evaluation;
-  // After each epoch's record and saves.
+  // After each epoch's record, before its saves: a rate it sets is saved with the epoch.
   std::function<void(const EpochRecord&, FitControl&)> on_epoch_end;
 };
 
@@ -81,6 +81,7 @@ struct FitOptions {
   std::size_t limit = 0;       // > 0: the training data's first this many samples (before the split)
   std::size_t limit_eval = 0;  // > 0: evaluate on the first this many of the validation and test sets
 
+  // What keep_best, early_stop and the plateau schedule (trainer.schedule) watch.
   MonitoredMetric monitor = MonitoredMetric::validation_loss;
   bool keep_best = false;        // the best epoch's checkpoint in best_checkpoint_path(save)
   int early_stop = 0;            // > 0: stop after this many epochs without a better monitored value
@@ -91,6 +92,10 @@ struct FitOptions {
   std::filesystem::path resume;   // a checkpoint of this run to continue from where it stopped
   std::filesystem::path load;     // weights to start a new run from (not with resume)
   std::filesystem::path metrics;  // JSON lines: one a step, one an epoch, a summary
+  std::filesystem::path csv;      // a row an epoch (Keras's CSVLogger's columns), rewritten whole each epoch
+  // TensorBoard event files in this folder: the loss, accuracy, learning rate, memory reserved and
+  // images/s of every step, and each epoch's metrics (`tensorboard --logdir` opens it).
+  std::filesystem::path tensorboard;
   bool progress = true;           // the plan, a line an epoch and a summary on stdout
   bool progress_bar = true;       // with progress: a bar on stderr while training and evaluating
   bool stop_on_signal = true;     // SIGINT or SIGTERM: stop at the next step boundary, saved
@@ -166,5 +171,29 @@ class Fit {
 
 // Fit(network, backend, data, options).run(): for a run whose result is its checkpoint.
 FitResult fit(Network& network, Backend& backend, const FitData& data, FitOptions options);
+
+// ---- The learning-rate range test (Smith; fastai's lr_find): a short run whose rate grows
+// exponentially each step, recording the loss, to see which rates learn.
+
+struct LearningRateRangeOptions {
+  float start = 1e-7f, end = 10.0f;  // the first and the last step's rate
+  int steps = 100;
+  double smoothing = 0.98;           // of the loss: an exponential moving average, debiased
+  double divergence = 4.0;           // stop once the smoothed loss passes this many times its lowest
+};
+
+struct LearningRateRange {
+  std::vector<float> rates;             // each step's rate
+  std::vector<double> losses;           // each step's smoothed loss
+  float suggestion = 0;                 // where the smoothed loss falls fastest against log(rate)
+  float lowest_loss_rate = 0;           // where it is lowest (a rate ten times below is a safe choice)
+  std::string ended;                    // why it ended: "the last rate", "the loss diverged", ...
+};
+
+// Trains a fresh trainer over `network` (from `options.load`'s weights where given; the network
+// itself is left as it is) on the training data alone, at the rates of `range` (the options'
+// schedule, validation, saves, callbacks and progress output are not used).
+LearningRateRange find_learning_rate(Network& network, Backend& backend, const data::Dataset& training,
+                                     FitOptions options, const LearningRateRangeOptions& range = {});
 
 }  // namespace cnn

@@ -1,5 +1,6 @@
 #include "engine/train/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -79,9 +80,10 @@ OptimizerKind parse_optimizer_kind(std::string_view word) {
 std::string to_string(OptimizerKind kind) { return kind == OptimizerKind::sgd ? "sgd" : "adamw"; }
 
 ScheduleKind parse_schedule_kind(std::string_view word) {
-  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine, ScheduleKind::onecycle,
+                            ScheduleKind::plateau})
     if (word == to_string(kind)) return kind;
-  throw ConfigError("unknown schedule '" + std::string(word) + "': use constant, step or cosine");
+  throw ConfigError("unknown schedule '" + std::string(word) + "': use constant, step, cosine, onecycle or plateau");
 }
 
 std::string to_string(ScheduleKind kind) {
@@ -89,6 +91,8 @@ std::string to_string(ScheduleKind kind) {
     case ScheduleKind::constant: return "constant";
     case ScheduleKind::step: return "step";
     case ScheduleKind::cosine: return "cosine";
+    case ScheduleKind::onecycle: return "onecycle";
+    case ScheduleKind::plateau: return "plateau";
   }
   return "constant";
 }
@@ -105,9 +109,42 @@ void validate(const ScheduleConfig& s) {
   if (!(std::isfinite(s.gamma) && s.gamma > 0.f)) throw ConfigError("step schedule: gamma must be positive");
   if (!(s.final_fraction >= 0.f && s.final_fraction <= 1.f))
     throw ConfigError("cosine schedule: the final fraction must be in [0, 1]");
+  if (s.kind == ScheduleKind::onecycle) {
+    if (s.warmup_steps > 0)
+      throw ConfigError("the onecycle schedule warms up by itself (its first " +
+                        std::to_string(static_cast<int>(s.onecycle_start_fraction * 100)) + "%): no warm-up steps");
+    if (!(s.onecycle_start_fraction > 0.f && s.onecycle_start_fraction < 1.f) || !(s.onecycle_div_factor >= 1.f) ||
+        !(s.onecycle_final_div_factor >= 1.f) || !std::isfinite(s.onecycle_div_factor) ||
+        !std::isfinite(s.onecycle_final_div_factor))
+      throw ConfigError("onecycle schedule: the start fraction must be in (0, 1) and the division factors finite and at "
+                        "least 1");
+  }
+  if (s.kind == ScheduleKind::plateau && (!(s.plateau_factor > 0.f && s.plateau_factor < 1.f) || s.plateau_patience < 0))
+    throw ConfigError("plateau schedule: the factor must be in (0, 1) and the patience 0 or more epochs");
 }
 
+namespace {
+
+// PyTorch's _annealing_cos: from `start` at pct 0 to `end` at pct 1.
+double cosine_between(double start, double end, double pct) {
+  return end + (start - end) / 2.0 * (std::cos(3.14159265358979 * std::clamp(pct, 0.0, 1.0)) + 1.0);
+}
+
+// PyTorch's OneCycleLR (two phases): step 0 at base / div, step start_fraction x total - 1 at the
+// base, the last step (total - 1) at base / (div x final_div).
+float one_cycle_rate(const ScheduleConfig& s, float base, long step, long total) {
+  const double initial = base / s.onecycle_div_factor, lowest = initial / s.onecycle_final_div_factor;
+  const double peak_step = static_cast<double>(s.onecycle_start_fraction) * static_cast<double>(total) - 1.0;
+  const double t = static_cast<double>(step);
+  if (t <= peak_step) return static_cast<float>(cosine_between(initial, base, peak_step > 0 ? t / peak_step : 1.0));
+  const double span = static_cast<double>(total - 1) - peak_step;
+  return static_cast<float>(cosine_between(base, lowest, span > 0 ? (t - peak_step) / span : 1.0));
+}
+
+}  // namespace
+
 float scheduled_rate(const ScheduleConfig& s, float base, long step, long total) {
+  if (s.kind == ScheduleKind::onecycle) return total > 0 ? one_cycle_rate(s, base, step, total) : base;
   if (step < s.warmup_steps) return base * static_cast<float>(step + 1) / static_cast<float>(s.warmup_steps);
   if (s.kind == ScheduleKind::cosine && total <= 0) return base;  // no horizon to decay over
   const long after = step - s.warmup_steps;

@@ -41,8 +41,10 @@ class Optimizer {
 // momentum and betas in [0, 1)).
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config);
 
-enum class ScheduleKind { constant, step, cosine };
-// "constant", "step" or "cosine"; anything else is a ConfigError naming them.
+// plateau: the base rate, which a run (Fit) multiplies by plateau_factor each time its watched
+// metric stops improving for plateau_patience epochs; a Trainer alone keeps it constant.
+enum class ScheduleKind { constant, step, cosine, onecycle, plateau };
+// "constant", "step", "cosine", "onecycle" or "plateau"; anything else is a ConfigError naming them.
 ScheduleKind parse_schedule_kind(std::string_view word);
 std::string to_string(ScheduleKind kind);
 
@@ -52,11 +54,18 @@ struct ScheduleConfig {
   long step_every = 0;          // "step": multiply by `gamma` every this many steps
   float gamma = 0.1f;
   float final_fraction = 0.0f;  // "cosine": the rate at the end, as a fraction of the base
+  // "onecycle" (PyTorch's OneCycleLR, cosine annealing): from base / div_factor up to the base
+  // over the first start_fraction of the run, then down to base / (div_factor x final_div_factor).
+  float onecycle_start_fraction = 0.3f, onecycle_div_factor = 25.0f, onecycle_final_div_factor = 1e4f;
+  // "plateau" (PyTorch's ReduceLROnPlateau): the factor, and the epochs without an improvement
+  // (relative, 1e-4) before it applies.
+  float plateau_factor = 0.1f;
+  int plateau_patience = 10;
 };
 
-// The learning rate at optimizer step `step` (0-based) of `total_steps`. Cosine decays over
-// total_steps; with none given (0) it keeps the base rate after the warm-up: a run of unknown
-// length never has its rate dropped to 0 after one step.
+// The learning rate at optimizer step `step` (0-based) of `total_steps`. Cosine and one-cycle
+// follow total_steps; with none given (0) they keep the base rate after the warm-up: a run of
+// unknown length never has its rate dropped to 0 after one step.
 float scheduled_rate(const ScheduleConfig& schedule, float base_rate, long step, long total_steps);
 void validate(const ScheduleConfig& schedule);
 

@@ -50,24 +50,24 @@ int print_model_plan(const Options& o, const CheckpointInfo& info, Backend& back
   return print_inference_plan(network, backend, inference_options(settings, stack, backend));
 }
 
-// The names of the model's classes, printed at most `width` characters wide.
-std::string cell(const std::string& name, std::size_t width) {
-  return name.size() <= width ? name : name.substr(0, width - 1) + "~";
-}
-
+// The evaluation as a table: a class's name whole, however long (the column is as wide as the
+// longest); the confusion matrix's columns numbered, each row naming its number and class.
 void print_evaluation(const Model& model, const ClassEvaluation& e) {
+  int width = 5;
+  for (int c = 0; c < model.classes(); ++c) width = std::max(width, static_cast<int>(model.class_name(c).size()));
   std::printf("test loss %.4f, accuracy %.4f over %zu samples\n\n", e.loss, e.accuracy, e.samples);
-  std::printf("  %-16s %9s %9s %9s %9s\n", "class", "precision", "recall", "accuracy", "samples");
+  std::printf("  %-*s %9s %9s %9s %9s\n", width, "class", "precision", "recall", "accuracy", "samples");
   for (int c = 0; c < model.classes(); ++c) {
     const auto& row = e.confusion[static_cast<std::size_t>(c)];
-    std::printf("  %-16s %9.4f %9.4f %9.4f %9zu\n", cell(model.class_name(c), 16).c_str(), e.precision(c), e.recall(c),
+    std::printf("  %-*s %9.4f %9.4f %9.4f %9zu\n", width, model.class_name(c).c_str(), e.precision(c), e.recall(c),
                 e.class_accuracy(c), std::accumulate(row.begin(), row.end(), std::size_t{0}));
   }
-  std::printf("\nconfusion matrix (rows: true class, columns: predicted)\n  %-12s", "");
-  for (int c = 0; c < model.classes(); ++c) std::printf(" %7s", cell(model.class_name(c), 7).c_str());
+  const int number = static_cast<int>(std::to_string(std::max(model.classes() - 1, 0)).size());
+  std::printf("\nconfusion matrix (rows: true class, columns: predicted, by number)\n  %*s %-*s", number, "", width, "");
+  for (int c = 0; c < model.classes(); ++c) std::printf(" %7d", c);
   std::printf("\n");
   for (int t = 0; t < model.classes(); ++t) {
-    std::printf("  %-12s", cell(model.class_name(t), 12).c_str());
+    std::printf("  %*d %-*s", number, t, width, model.class_name(t).c_str());
     for (std::size_t n : e.confusion[static_cast<std::size_t>(t)]) std::printf(" %7zu", n);
     std::printf("\n");
   }
@@ -123,8 +123,10 @@ int evaluate_command(const Options& o) {
   require_network(info, o.load);
   const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
+  name_the_classes(o, splits);
   std::vector<PathUse> inputs = data_inputs(splits, o.data);
   inputs.push_back({"--load", o.load});
+  if (!o.class_names.empty()) inputs.push_back({"--class-names", o.class_names});
   check_metrics_out(o, inputs);
   const data::Dataset& test = *splits.test;
   if (!(test.shape() == pre.shape))
@@ -140,8 +142,10 @@ int evaluate_command(const Options& o) {
   data::Loader::book(stack, test, options);
   if (o.plan_only) return print_model_plan(o, info, *device.backend, model_settings, stack);
   Model model(o.load, info, *device.backend, stack, model_settings);
+  // Data whose classes are only numbered (IDX without names) is taken by the model's names.
+  const std::vector<std::string> names = test.class_names();
   if (test.num_classes() != model.classes() ||
-      (!model.description().class_names.empty() && test.class_names() != model.description().class_names))
+      (!numbered_classes(names) && !model.description().class_names.empty() && names != model.description().class_names))
     throw UsageError("--evaluate: the classes of " + o.data + " are not the model's");
   std::cout << "model: " << o.load << "\ndata: " << test.description() << "\ndevice: " << device.reason << "\n";
   data::Loader loader(test, options, stack);

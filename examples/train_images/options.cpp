@@ -21,7 +21,16 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--weight-decay", o.weight_decay, "default: sgd 0, adamw 0.01")->check(non_negative_number());
   app.add_option("--momentum", o.momentum, "sgd, in [0, 1)")->check(fraction_below_one());
   app.add_flag("--nesterov", o.nesterov);
-  app.add_option("--schedule", o.schedule)->check(CLI::IsMember({"constant", "step", "cosine"}));
+  app.add_option("--schedule", o.schedule, "cosine (default), constant, step, onecycle (PyTorch's OneCycleLR: up from "
+                                           "lr/25 for 30% of the run, then down to lr/25e4) or plateau (lr x "
+                                           "--plateau-factor after --plateau-patience epochs without a better "
+                                           "--monitor value)")
+      ->check(CLI::IsMember({"constant", "step", "cosine", "onecycle", "plateau"}));
+  app.add_option("--plateau-patience", o.plateau_patience, "--schedule plateau: epochs without a better --monitor "
+                                                           "value before the rate drops")
+      ->check(integer_between(0, 1000000, ""));
+  app.add_option("--plateau-factor", o.plateau_factor, "--schedule plateau: what each drop multiplies the rate by")
+      ->check(fraction_below_one());
   app.add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)")
       ->check(non_negative_number());
   app.add_option("--lr-step-epochs", o.lr_step_epochs, "--schedule step: epochs between drops (0: a third of the run)")
@@ -48,6 +57,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB")
       ->check(positive_size());
   app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");
+  app.add_option("--tensorboard", o.tensorboard, "write TensorBoard event files into this folder: every step's loss, "
+                                                 "accuracy, rate, memory and images/s, each epoch's metrics "
+                                                 "(tensorboard --logdir FOLDER)");
+  app.add_option("--csv", o.csv, "a CSV file of a row an epoch (epoch, train, validation and test loss and accuracy, "
+                                 "rate, seconds, images/s)");
   app.add_option("--save", o.save, "checkpoint the whole run here, atomically, after every epoch (and every "
                                    "--save-every steps, and when stopped by Ctrl-C or SIGTERM)");
   app.add_option("--save-every", o.save_every, "optimizer steps between checkpoints, beside each epoch's end")
@@ -57,6 +71,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--resume", o.resume, "continue the run saved in this checkpoint, exactly where it stopped, "
                                        "with its own settings (--save defaults to it)");
   app.add_option("--limit", o.limit, "train on the first N samples only")->check(positive_integer(LLONG_MAX));
+  app.add_option("--class-names", o.class_names, "a file of the classes' names, one a line, in label order (IDX "
+                                                 "data: default classes.txt beside the files; Fashion-MNIST's own "
+                                                 "where it is the default folder)");
   app.add_option("--image-size", o.image_size, "image folders: resize to NxN (default: first image's size)")
       ->check(positive_integer());
   app.add_option("--channels", o.channels, "image folders: 1 (grey) or 3 (RGB)")->check(CLI::IsMember({1, 3}));
@@ -98,6 +115,9 @@ void add_options(CLI::App& app, Options& o) {
       });
   app.add_option("--limit-eval", o.limit_eval, "evaluate on the first N samples of the validation and test sets only")
       ->check(positive_integer(LLONG_MAX));
+  app.add_flag("--find-lr", o.find_lr,
+               "the learning-rate range test instead of a run: 100 steps from 1e-7 to 10, the loss of each (and its "
+               "curve with --plot), and a rate to start from");
   app.add_flag("--test-each-epoch", o.test_each_epoch,
                "evaluate the test set after every epoch (default: once, at the end; it never chooses the model)");
   app.add_flag("--evaluate", o.evaluate, "with --load: test loss, accuracy, per-class precision and recall, and the "
@@ -145,6 +165,12 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--export-onnx", "--export-onnx with --evaluate or --predict: give one command at a time");
   if (o.keep_best && o.save.empty() && o.resume.empty())
     throw CLI::ValidationError("--keep-best", "--keep-best needs --save: the best checkpoint is kept beside it");
+  if (o.find_lr && (!o.resume.empty() || !o.save.empty() || o.plan_only))
+    throw CLI::ValidationError("--find-lr", "--find-lr is a short test that saves nothing: leave out --save, --resume "
+                                            "and --plan");
+  if (o.schedule == "onecycle" && o.warmup_epochs > 0)
+    throw CLI::ValidationError("--schedule onecycle, --warmup-epochs", "--schedule onecycle warms up by itself (its "
+                                                                       "first 30%): leave out --warmup-epochs");
   if (o.normalize && (!o.mean.empty() || !o.std.empty()))
     throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize (measured) or --mean and --std, not both");
   if (o.mean.empty() != o.std.empty())

@@ -9,8 +9,15 @@
 
 namespace cnn::app {
 
+// Where Debian's dataset-fashion-mnist puts its IDX files (the default --data), and the names of
+// its ten classes (the files have none).
+inline constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-mnist";
+inline const std::vector<std::string> kFashionMnistClasses = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+
 struct Options {
-  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::string data = std::string(kFashionMnistFolder);
+  std::string class_names;  // a file of names, one a line
   std::string model = "small";
   int epochs = 8;
   int batch = 64;
@@ -25,6 +32,8 @@ struct Options {
   double warmup_epochs = 0.0;
   double lr_step_epochs = 0.0;  // --schedule step: epochs between drops (0: a third of the run)
   float lr_step_factor = 0.1f;
+  int plateau_patience = 10;    // PyTorch's and Keras's default
+  float plateau_factor = 0.1f;
   std::uint64_t seed = 1;
   int threads = 0;
   std::string device = "auto";
@@ -63,6 +72,9 @@ struct Options {
   std::string monitor = "val_loss";
   std::size_t limit_eval = 0;   // evaluate on the first N samples of the validation and test sets
   bool test_each_epoch = false; // else the test set once, at the end
+  bool find_lr = false;         // the learning-rate range test instead of a run
+  std::string tensorboard;      // a folder of TensorBoard event files
+  std::string csv;              // a row an epoch
 
   // The other commands: with --load, evaluate it, classify images, or export it.
   bool evaluate = false;

@@ -51,7 +51,7 @@ bool holds_onnx(const fs::path& path) {
 
 bool replaced_by_rename(OutputKind kind) {
   return kind == OutputKind::checkpoint || kind == OutputKind::onnx || kind == OutputKind::plot ||
-         kind == OutputKind::algorithm_cache;
+         kind == OutputKind::csv || kind == OutputKind::algorithm_cache;
 }
 
 bool holds_output_of_kind(const fs::path& path, OutputKind kind) {
@@ -63,6 +63,7 @@ bool holds_output_of_kind(const fs::path& path, OutputKind kind) {
     case OutputKind::onnx: return holds_onnx(path);
     case OutputKind::plot: return leading_bytes(path, kPng.size()) == std::string(kPng.begin(), kPng.end());
     case OutputKind::metrics: return holds_metrics(path);
+    case OutputKind::csv: return leading_bytes(path, 6) == "epoch,";
     case OutputKind::trace:
       return leading_bytes(path, memory::kTraceHeader.size()) == memory::kTraceHeader;
     case OutputKind::algorithm_cache: return true;  // its own code refuses a foreign file, and keeps it
@@ -76,6 +77,7 @@ std::string describe(OutputKind kind) {
     case OutputKind::onnx: return "an ONNX model";
     case OutputKind::plot: return "a PNG";
     case OutputKind::metrics: return "a metrics file of JSON lines";
+    case OutputKind::csv: return "a CSV file of epochs";
     case OutputKind::trace: return "a cnnengine memory trace";
     case OutputKind::algorithm_cache: return "a cnnengine algorithm cache";
   }

@@ -12,6 +12,7 @@ enum class OutputKind {
   onnx,             // --export-onnx: an ONNX model, replaced by rename
   plot,             // --plot: a PNG, replaced by rename
   metrics,          // --metrics-out: JSON lines, a stream
+  csv,              // --csv: a CSV file of epochs, replaced by rename
   trace,            // --trace: a memory trace, a stream
   algorithm_cache,  // --algo-cache: read and merged by its own file code, which never replaces a foreign file
 };

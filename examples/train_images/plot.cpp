@@ -52,6 +52,15 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
+// Runs `script` (which writes the PNG to `file`'s temporary) and renames the PNG over the target.
+void draw(const std::string& path, AtomicFile& file, const std::string& script) {
+  if (run_gnuplot(script) != 0) throw Error("drawing the plot " + path + " failed (gnuplot)");
+  if (!whole_png(file.temporary()))
+    throw Error("writing the plot " + path + " failed: gnuplot wrote no whole PNG (disk full?); the previous plot "
+                "is unchanged");
+  file.commit();
+}
+
 }  // namespace
 
 void check_plotting() {
@@ -90,11 +99,24 @@ void write_plot(const std::string& path, const RunProgress& progress, std::size_
             "$epochs using 1:7 with linespoints lw 2 lc rgb '#2ca02c' title 'validation', "
             "$epochs using 1:5 with linespoints lw 2 lc rgb '#d62728' title 'test'\n"
          << "unset multiplot\nset output\n";
-  if (run_gnuplot(script.str()) != 0) throw Error("drawing the plot " + path + " failed (gnuplot)");
-  if (!whole_png(file.temporary()))
-    throw Error("writing the plot " + path + " failed: gnuplot wrote no whole PNG (disk full?); the previous plot "
-                "is unchanged");
-  file.commit();
+  draw(path, file, script.str());
+}
+
+void write_range_plot(const std::string& path, const std::vector<float>& rates, const std::vector<double>& losses,
+                      float suggestion) {
+  std::ostringstream script;
+  script << "$range << EOD\n";
+  for (std::size_t i = 0; i < rates.size() && i < losses.size(); ++i) script << rates[i] << " " << losses[i] << "\n";
+  AtomicFile file(path);
+  script << "EOD\n"
+         << "set terminal " << png_terminal() << " size 800,450 noenhanced\n"
+         << "set output " << quoted(file.temporary().string()) << "\n"
+         << "set logscale x\nset format x '%.0e'\nset xlabel 'learning rate'\nset ylabel 'loss (smoothed)'\nset grid\n"
+         << "set arrow from " << suggestion << ", graph 0 to " << suggestion << ", graph 1 nohead lc rgb '#d62728'\n"
+         << "plot $range using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'loss', "
+            "NaN lc rgb '#d62728' title 'steepest descent'\n"
+         << "set output\n";
+  draw(path, file, script.str());
 }
 
 }  // namespace cnn::app

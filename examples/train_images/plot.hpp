@@ -4,6 +4,7 @@
 // viewer never sees half a file; rewritten after every epoch, so a long run can be watched.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "models/checkpoint.hpp"
 
@@ -13,5 +14,8 @@ namespace cnn::app {
 void check_plotting();
 // Throws cnn::Error naming the file when gnuplot fails.
 void write_plot(const std::string& path, const RunProgress& progress, std::size_t batches_per_epoch);
+// --find-lr --plot: the smoothed loss against the rate (a log scale), the suggestion marked.
+void write_range_plot(const std::string& path, const std::vector<float>& rates, const std::vector<double>& losses,
+                      float suggestion);
 
 }  // namespace cnn::app

@@ -12,6 +12,7 @@
 #include "cnnengine.hpp"
 #include "data_identity.hpp"
 #include "device_choice.hpp"
+#include "fit/metrics_file.hpp"
 #include "inference_commands.hpp"
 #include "memory_budget.hpp"
 #include "output_paths.hpp"
@@ -150,6 +151,7 @@ void check_data_options(const Options& o, const data::DatasetSplits& splits) {
 
 std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& splits) {
   std::vector<PathUse> inputs = data_inputs(splits, o.data);
+  if (!o.class_names.empty()) inputs.push_back({"--class-names", o.class_names});
   std::error_code ec;
   if (std::filesystem::exists(o.model, ec)) inputs.push_back({"--model", o.model});
   if (!o.load.empty()) inputs.push_back({"--load", o.load});
@@ -165,6 +167,7 @@ RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
   if (!o.metrics_out.empty()) files.outputs.push_back({"--metrics-out", o.metrics_out, OutputKind::metrics});
   if (!o.trace.empty()) files.outputs.push_back({"--trace", o.trace, OutputKind::trace});
   if (!o.plot.empty()) files.outputs.push_back({"--plot", o.plot, OutputKind::plot});
+  if (!o.csv.empty()) files.outputs.push_back({"--csv", o.csv, OutputKind::csv});
   if (!o.export_onnx.empty()) files.outputs.push_back({"--export-onnx", o.export_onnx, OutputKind::onnx});
   if (o.given.count("--algo-cache") && !algorithm_cache_of(o).empty())
     files.outputs.push_back({"--algo-cache", algorithm_cache_of(o), OutputKind::algorithm_cache});
@@ -218,6 +221,8 @@ TrainerOptions trainer_options(const Options& o, std::size_t budget) {
   t.optimizer.nesterov = o.nesterov;
   t.schedule.kind = parse_schedule_kind(o.schedule);
   t.schedule.gamma = o.lr_step_factor;
+  t.schedule.plateau_patience = o.plateau_patience;
+  t.schedule.plateau_factor = o.plateau_factor;
   return t;
 }
 
@@ -245,7 +250,51 @@ void pause_before_planning() {
   }
 }
 
+// --find-lr: the range test's table, its suggestion, its curve (--plot) and JSON lines.
+int find_learning_rate_command(const Options& o, Network& network, Backend& backend, const data::Dataset& training,
+                               const FitOptions& fit) {
+  std::cout << "learning-rate range test: " << o.batch << " samples a step, the rate from 1e-7 to 10 over 100 steps"
+            << (o.limit ? " (the first " + std::to_string(o.limit) + " samples)" : std::string()) << "\n";
+  const LearningRateRange range = find_learning_rate(network, backend, training, fit);
+  MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
+  std::printf("%12s  %s\n", "rate", "smoothed loss");
+  for (std::size_t i = 0; i < range.rates.size(); ++i) {
+    if (i % 10 == 0 || i + 1 == range.rates.size())
+      std::printf("%12.3g  %.4f\n", static_cast<double>(range.rates[i]), range.losses[i]);
+    metrics.write({{"type", "lr_range"}, {"step", i + 1}, {"lr", range.rates[i]}, {"loss", range.losses[i]}});
+  }
+  metrics.write({{"type", "lr_suggestion"}, {"steepest", range.suggestion}, {"lowest_loss", range.lowest_loss_rate},
+                 {"ended", range.ended}});
+  metrics.commit();
+  if (!o.plot.empty()) write_range_plot(o.plot, range.rates, range.losses, range.suggestion);
+  std::printf("ended at %s; the loss falls fastest at %.3g, and is lowest at %.3g: try --lr %.3g (or %.3g, a tenth of "
+              "the lowest's)\n",
+              range.ended.c_str(), static_cast<double>(range.suggestion), static_cast<double>(range.lowest_loss_rate),
+              static_cast<double>(range.suggestion), static_cast<double>(range.lowest_loss_rate) / 10);
+  return 0;
+}
+
 }  // namespace
+
+bool numbered_classes(const std::vector<std::string>& names) {
+  for (std::size_t c = 0; c < names.size(); ++c)
+    if (names[c] != std::to_string(c)) return false;
+  return true;
+}
+
+void name_the_classes(const Options& o, data::DatasetSplits& splits) {
+  if (!o.class_names.empty()) {
+    data::name_classes(splits, o.class_names);
+    return;
+  }
+  const std::vector<std::string> names = splits.train->class_names();
+  std::error_code ec;
+  const bool fashion = std::filesystem::equivalent(o.data, kFashionMnistFolder, ec) && splits.kind == "idx" &&
+                       names.size() == kFashionMnistClasses.size();
+  if (!numbered_classes(names) || !fashion) return;
+  for (std::unique_ptr<data::Dataset>* side : {&splits.train, &splits.test, &splits.validation})
+    if (*side) *side = data::with_class_names(std::move(*side), kFashionMnistClasses);
+}
 
 data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
   data::ImageFolderOptions images;
@@ -286,6 +335,7 @@ int train(Options o, Ranks& ranks) {
   if (o.image_size) target.height = target.width = o.image_size;
   target.channels = o.channels;  // 0: as the first image is
   data::DatasetSplits splits = open_data(o, resumed, target, ranks);
+  name_the_classes(o, splits);
   const json data = data_identity(o.data, splits);
   if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
@@ -293,10 +343,12 @@ int train(Options o, Ranks& ranks) {
   if (o.validation_split > 0 && splits.validation)
     throw UsageError("--validation-split " + std::to_string(o.validation_split) + ": " + o.data +
                      " has its own validation set (val/): one or the other");
-  if ((o.keep_best || o.early_stop > 0) && parse_monitored_metric(o.monitor) != MonitoredMetric::train_loss &&
+  const bool plateau = o.schedule == "plateau";
+  if ((o.keep_best || o.early_stop > 0 || plateau) && parse_monitored_metric(o.monitor) != MonitoredMetric::train_loss &&
       parse_monitored_metric(o.monitor) != MonitoredMetric::train_accuracy && o.validation_split == 0 &&
       !splits.validation)
-    throw UsageError(std::string(o.keep_best ? "--keep-best" : "--early-stop") + " watches " + o.monitor +
+    throw UsageError(std::string(o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop" : "--schedule plateau") +
+                     " watches " + o.monitor +
                      " (--monitor), and " + o.data +
                      " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
                      "and test/, or --monitor train_loss; the test set never chooses the model");
@@ -346,6 +398,8 @@ int train(Options o, Ranks& ranks) {
   fit.resume = o.resume;
   fit.load = o.load;
   fit.metrics = o.metrics_out;
+  fit.csv = o.csv;
+  fit.tensorboard = o.tensorboard;
   fit.progress_bar = !o.quiet;
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
@@ -369,6 +423,8 @@ int train(Options o, Ranks& ranks) {
     data::Loader::book(stack, *splits.test, loading);
     return print_plan(network, backend, fit.trainer, stack);
   }
+
+  if (o.find_lr) return find_learning_rate_command(o, network, backend, *splits.train, fit);
 
   fit.callbacks.on_start = [&](Trainer& trainer) {
     if (fit.trainer.memory.strategy != memory::Strategy::planned)

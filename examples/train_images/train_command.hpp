@@ -1,6 +1,7 @@
 #pragma once
 // train_images without --doctor: a new run, or (--resume) the continuation of a saved one.
 #include <string>
+#include <vector>
 
 #include "data/dataset.hpp"
 #include "options.hpp"
@@ -10,6 +11,12 @@ namespace cnn::app {
 
 // Returns the exit code (see main.cpp); throws what the run hit. Over several ranks, each trains
 // on its share of every batch and rank 0 writes.
+// Whether the names are only the labels' numbers ("0", "1", ...): data that names no class.
+bool numbered_classes(const std::vector<std::string>& names);
+// --class-names FILE names the classes of `splits`; Fashion-MNIST in its Debian folder, whose
+// files name none, gets its own ten names.
+void name_the_classes(const Options& o, data::DatasetSplits& splits);
+
 int train(Options o, Ranks& ranks);
 // The image-folder options the command line gives (--max-image-bytes, --skip-corrupt); a skipped
 // image's warning starts with `warning_prefix` (a rank's).

@@ -1,6 +1,10 @@
 #include "fit/detail/run_log.hpp"
 
+#include <cstdio>
 #include <optional>
+#include <string>
+
+#include "base/atomic_file.hpp"
 
 namespace cnn::detail {
 namespace {
@@ -36,6 +40,29 @@ void write_history(MetricsFile& metrics, const RunProgress& progress, std::size_
                    {"lr", r.learning_rate}, {"from_checkpoint", true}});
   }
   while (next_epoch < progress.epochs.size()) metrics.write(epoch_line(progress.epochs[next_epoch++]));
+}
+
+void write_csv(const std::filesystem::path& path, const std::vector<EpochRecord>& epochs) {
+  auto cell = [](const std::optional<double>& value) {
+    if (!value) return std::string();
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", *value);
+    return std::string(text);
+  };
+  std::string text = "epoch,train_loss,train_accuracy,val_loss,val_accuracy,test_loss,test_accuracy,lr,seconds,"
+                     "images_per_second\n";
+  for (const EpochRecord& e : epochs) {
+    text += std::to_string(e.epoch);
+    for (const std::optional<double>& value :
+         {std::optional<double>(e.train_loss), std::optional<double>(e.train_accuracy), e.validation_loss,
+          e.validation_accuracy, e.test_loss, e.test_accuracy, std::optional<double>(e.learning_rate),
+          std::optional<double>(e.seconds), std::optional<double>(e.images_per_second)})
+      text += "," + cell(value);
+    text += "\n";
+  }
+  AtomicFile file(path);
+  file.write(text.data(), text.size());
+  file.commit();
 }
 
 }  // namespace cnn::detail

@@ -59,6 +59,28 @@ TEST_CASE("open_dataset: IDX folders, gzip or raw, t10k or test names", "[data][
   CHECK(splits.test->shape() == SampleShape{1, 5, 5});
 }
 
+TEST_CASE("open_dataset: IDX files take their class names from classes.txt beside them", "[data][open]") {
+  TempFolder dir;
+  t::write_bytes(dir / "train-images-idx3-ubyte", t::idx_images(12, 4, 4));
+  t::write_bytes(dir / "train-labels-idx1-ubyte", t::idx_labels(12, 3));
+  t::write_bytes(dir / "t10k-images-idx3-ubyte", t::idx_images(3, 4, 4));
+  t::write_bytes(dir / "t10k-labels-idx1-ubyte", t::idx_labels(3, 3));
+  CHECK(open_dataset(dir.path()).train->class_names() == std::vector<std::string>{"0", "1", "2"});
+  const std::string names = "T-shirt/top\nAnkle boot\nBag\n\n";
+  t::write_bytes(dir / "classes.txt", std::vector<std::uint8_t>(names.begin(), names.end()));
+  DatasetSplits splits = open_dataset(dir.path());
+  const std::vector<std::string> expected{"T-shirt/top", "Ankle boot", "Bag"};
+  CHECK(splits.train->class_names() == expected);
+  CHECK(splits.test->class_names() == expected);
+  CHECK(splits.train->label(4) == 1);
+  CHECK(std::count(splits.files.begin(), splits.files.end(), dir / "classes.txt") == 1);
+  const std::string two = "a\nb\n";
+  t::write_bytes(dir / "classes.txt", std::vector<std::uint8_t>(two.begin(), two.end()));
+  CHECK_THROWS_AS(open_dataset(dir.path()), DataError);
+  CHECK_THROWS_WITH(open_dataset(dir.path()), Catch::Contains("classes.txt"));
+  CHECK_THROWS_WITH(with_class_names(std::move(splits.train), {"x", "x", "y"}), Catch::Contains("repeated"));
+}
+
 TEST_CASE("open_dataset: IDX errors", "[data][open]") {
   TempFolder dir;
   t::write_bytes(dir / "train-images-idx3-ubyte", t::idx_images(30, 5, 5));

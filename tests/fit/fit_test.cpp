@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "fit/detail/event_file.hpp"
 #include "fit/fit.hpp"
 #include "models/network_text.hpp"
 #include "tests/data/data_test_files.hpp"
@@ -243,4 +244,65 @@ TEST_CASE("fit: options it refuses, each named", "[fit]") {
   o.validation_split = 0.01;  // under one sample a class: every class keeps one aside all the same
   Fit small(net, backend, FitData(train), o);
   CHECK(small.validation_data()->size() == 4);
+}
+
+TEST_CASE("fit: the plateau schedule multiplies the rate after patience epochs without a better value, kept on resume",
+          "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(48);
+  TempFolder scratch;
+  Network net = make_preset("small", kImage, 4);
+  FitOptions o = quiet_options(3);
+  o.trainer.optimizer.learning_rate = 1e-12f;  // too small to move the loss: no epoch is better
+  o.trainer.schedule.kind = ScheduleKind::plateau;
+  o.trainer.schedule.plateau_patience = 0;
+  o.trainer.schedule.plateau_factor = 0.5f;
+  o.trainer.schedule.warmup_steps = 0;
+  o.monitor = MonitoredMetric::train_loss;
+  o.save = scratch / "plateau.ckpt";
+  std::vector<float> rates;
+  o.callbacks.on_step = [&](const StepReport& r, FitControl&) { rates.push_back(r.learning_rate); };
+  Fit run(net, backend, FitData(train), o);
+  run.run();
+  REQUIRE(rates.size() == 9);
+  CHECK(rates[2] == Approx(1e-12f));
+  CHECK(rates[3] == Approx(1e-12f));  // epoch 1 set the best
+  CHECK(rates[6] == Approx(5e-13f));  // epoch 2 was no better: halved
+  CHECK(run.trainer().learning_rate_scale() == 0.25f);
+  CHECK(read_checkpoint(o.save).training->trainer.learning_rate_scale == 0.25f);
+
+  FitOptions without = quiet_options(2);
+  without.trainer.schedule.kind = ScheduleKind::plateau;
+  CHECK_THROWS_WITH(Fit(net, backend, FitData(train), without), Catch::Contains("the plateau schedule watches val_loss"));
+}
+
+TEST_CASE("the learning-rate range test raises the rate each step and suggests where the loss falls fastest", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(256);
+  Network net = make_preset("small", kImage, 4);
+  FitOptions o = quiet_options();
+  LearningRateRangeOptions r;
+  r.start = 1e-6f;
+  r.end = 1.0f;
+  r.steps = 30;
+  const LearningRateRange range = find_learning_rate(net, backend, train, o, r);
+  REQUIRE(range.rates.size() >= 5);
+  CHECK(range.rates.size() == range.losses.size());
+  CHECK(range.rates.front() == Approx(1e-6f));
+  for (std::size_t i = 1; i < range.rates.size(); ++i) CHECK(range.rates[i] > range.rates[i - 1]);
+  if (range.rates.size() == 30) {
+    CHECK(range.rates.back() == Approx(1.0f));
+    CHECK(range.ended == "the last rate");
+  }
+  CHECK(range.suggestion >= 1e-6f);
+  CHECK(range.suggestion <= 1.0f);
+  CHECK(range.lowest_loss_rate > 0);
+  r.end = r.start;
+  CHECK_THROWS_WITH(find_learning_rate(net, backend, train, o, r), Catch::Contains("0 < start < end"));
+}
+
+TEST_CASE("CRC-32C, as TFRecord checks TensorBoard's event files", "[fit]") {
+  const std::string check = "123456789";
+  CHECK(detail::crc32c(check.data(), check.size()) == 0xE3069283u);  // the standard check value
+  CHECK(detail::crc32c(nullptr, 0) == 0u);
 }

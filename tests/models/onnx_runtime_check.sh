@@ -8,7 +8,7 @@ set -euo pipefail
 venv=$1 reference=$2 data=$3 work=$4
 shift 4
 here=$(cd "$(dirname "$0")" && pwd)
-python=$(bash "$here/../../scripts/onnx_venv.sh" "$venv") || exit $?
+python=$(bash "$here/../../scripts/python_venv.sh" "$venv" "import onnxruntime, numpy" onnxruntime numpy) || exit $?
 images=$(ls "$data"/t10k-images-idx3-ubyte* | head -n 1)
 count=256
 mkdir -p "$work"

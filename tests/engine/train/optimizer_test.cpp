@@ -99,9 +99,10 @@ TEST_CASE("schedules: warm-up, constant, step and cosine", "[optimizer]") {
   CHECK(scheduled_rate(s, 1.f, 12, 100) == Approx(0.01f));
   s.kind = ScheduleKind::constant;
   CHECK(scheduled_rate(s, 0.3f, 77, 100) == Approx(0.3f));
-  CHECK_THROWS_WITH(parse_schedule_kind("linear"), Catch::Contains("constant, step or cosine"));
+  CHECK_THROWS_WITH(parse_schedule_kind("linear"), Catch::Contains("constant, step, cosine, onecycle or plateau"));
   CHECK_THROWS_WITH(parse_optimizer_kind("rmsprop"), Catch::Contains("sgd or adamw"));
-  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine})
+  for (ScheduleKind kind : {ScheduleKind::constant, ScheduleKind::step, ScheduleKind::cosine, ScheduleKind::onecycle,
+                            ScheduleKind::plateau})
     CHECK(parse_schedule_kind(to_string(kind)) == kind);
   for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adamw}) CHECK(parse_optimizer_kind(to_string(kind)) == kind);
 }
@@ -125,4 +126,35 @@ TEST_CASE("cosine with no run length keeps the base rate: the library's defaults
   s.warmup_steps = 4;
   CHECK(scheduled_rate(s, 0.5f, 1, 0) == Approx(0.25f));
   CHECK(scheduled_rate(s, 0.5f, 40, 0) == 0.5f);
+}
+
+TEST_CASE("onecycle follows PyTorch's OneCycleLR: up from base/25 over 30% of the run, down to base/25e4", "[optimizer]") {
+  ScheduleConfig s;
+  s.kind = ScheduleKind::onecycle;
+  CHECK(scheduled_rate(s, 1.f, 0, 100) == Approx(0.04f));
+  CHECK(scheduled_rate(s, 1.f, 29, 100) == Approx(1.f));  // pct_start x total - 1
+  CHECK(scheduled_rate(s, 1.f, 64, 100) == Approx(0.5f + 2e-6f));  // halfway down: (1 + 4e-6) / 2
+  CHECK(scheduled_rate(s, 1.f, 99, 100) == Approx(4e-6f));  // the last step: base / (25 x 1e4)
+  float previous = 0;
+  for (long step = 0; step <= 29; ++step) {
+    const float rate = scheduled_rate(s, 1.f, step, 100);
+    CHECK(rate > previous);
+    previous = rate;
+  }
+  for (long step = 30; step < 100; ++step) {
+    const float rate = scheduled_rate(s, 1.f, step, 100);
+    CHECK(rate < previous);
+    previous = rate;
+  }
+  CHECK(scheduled_rate(s, 0.3f, 5, 0) == 0.3f);  // no run length: the base rate
+  s.warmup_steps = 10;
+  CHECK_THROWS_WITH(validate(s), Catch::Contains("warms up by itself"));
+  s.warmup_steps = 0;
+  s.onecycle_start_fraction = 1.f;
+  CHECK_THROWS_AS(validate(s), ConfigError);
+  ScheduleConfig plateau;
+  plateau.kind = ScheduleKind::plateau;
+  CHECK(scheduled_rate(plateau, 0.1f, 500, 1000) == 0.1f);  // a Trainer alone keeps it
+  plateau.plateau_factor = 1.f;
+  CHECK_THROWS_WITH(validate(plateau), Catch::Contains("plateau schedule"));
 }
