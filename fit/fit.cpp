@@ -16,6 +16,7 @@
 #include "fit/detail/stop_signal.hpp"
 #include "fit/metrics_file.hpp"
 #include "memory/memory_stack.hpp"
+#include "models/network_text.hpp"
 
 namespace cnn {
 namespace {
@@ -161,6 +162,7 @@ struct Fit::State final : FitControl {
   void describe_model_of_run();
   void plan();
   void load_state();
+  void load_starting_weights();
   void print_start() const;
 
   FitResult run();
@@ -325,7 +327,7 @@ void Fit::State::plan() {
 
 void Fit::State::load_state() {
   if (!o.load.empty()) {
-    load_weights(o.load, network, trainer_->parameters());
+    load_starting_weights();
     trainer_->synchronize_replicas();
   }
   if (resumed) {
@@ -341,6 +343,28 @@ void Fit::State::load_state() {
     events = std::make_unique<detail::EventFile>(o.tensorboard);
     if (resumed) events->start_session(trainer_->steps() + 1);  // what came after the checkpoint goes
   }
+}
+
+// `load`: the same network's weights, or, from another network's (a new head), the layers that
+// match, the others initialised; the note lists which.
+void Fit::State::load_starting_weights() {
+  const CheckpointInfo file = read_checkpoint(o.load);
+  if (file.model.network == network_text(network)) {
+    load_weights(o.load, network, trainer_->parameters());
+    return;
+  }
+  if (!(file.model.input == network.input_shape()))
+    throw ConfigError(o.load.string() + ": the weights of a network on " + file.model.input.str() +
+                      " samples; this one takes " + network.input_shape().str());
+  const WeightTransfer transfer = load_matching_weights(o.load, network, trainer_->parameters());
+  if (transfer.loaded.empty())
+    throw ConfigError(o.load.string() + ": no layer of its network matches this one's (the same place, kind and "
+                      "parameter shapes): nothing to start from");
+  if (!o.progress || !writes) return;
+  std::cout << "loaded from " << o.load.string() << " (another network): "
+            << plural(static_cast<long>(transfer.loaded.size()), "layer") << " with its weights; initialised: ";
+  for (std::size_t i = 0; i < transfer.kept.size(); ++i) std::cout << (i ? ", " : "") << transfer.kept[i];
+  std::cout << (transfer.kept.empty() ? "none\n" : "\n");
 }
 
 void Fit::State::print_start() const {

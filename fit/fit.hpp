@@ -90,7 +90,9 @@ struct FitOptions {
   std::filesystem::path save;     // the run's checkpoint (none: empty); written whole, never half
   long save_every = 0;            // > 0: also every this many optimizer steps
   std::filesystem::path resume;   // a checkpoint of this run to continue from where it stopped
-  std::filesystem::path load;     // weights to start a new run from (not with resume)
+  // Weights to start a new run from (not with resume): the same network's, or another's on the same
+  // input (a new head): its layers that match load (load_matching_weights), the rest initialise.
+  std::filesystem::path load;
   std::filesystem::path metrics;  // JSON lines: one a step, one an epoch, a summary
   std::filesystem::path csv;      // a row an epoch (Keras's CSVLogger's columns), rewritten whole each epoch
   // TensorBoard event files in this folder: the loss, accuracy, learning rate, memory reserved and

@@ -258,7 +258,8 @@ void check_network(const Verified& v, const Network& network, const ParameterSto
                    const std::filesystem::path& path) {
   if (v.meta.fingerprint != fingerprint(network) || v.meta.parameter_floats != params.total_floats())
     throw CheckpointError(path.string() + ": weights of another network (" + std::to_string(v.meta.parameter_floats) +
-                          " values, this network has " + std::to_string(params.total_floats()) + ")");
+                          " values, this network has " + std::to_string(params.total_floats()) +
+                          "; load_matching_weights takes the layers that match)");
 }
 
 // Streams `floats` floats from `in` into a block of the store.
@@ -408,6 +409,45 @@ void save_weights(const std::filesystem::path& path, const Network& network, con
 
 void load_weights(const std::filesystem::path& path, const Network& network, ParameterStore& params) {
   load_parameters(path, network, params, false);
+}
+
+WeightTransfer load_matching_weights(const std::filesystem::path& path, const Network& network,
+                                     ParameterStore& params) {
+  const CheckpointInfo info = read_checkpoint(path);
+  const Network other = checkpoint_network(info, path);
+  const std::vector<ParameterStore::Place> theirs = ParameterStore::places(other), ours = ParameterStore::places(network);
+  auto of_node = [](const std::vector<ParameterStore::Place>& places, int node) {
+    std::vector<const ParameterStore::Place*> found;
+    for (const ParameterStore::Place& p : places)
+      if (p.node == node) found.push_back(&p);
+    return found;
+  };
+  Reader in(path);
+  const Verified v = verify(in);
+  WeightTransfer transfer;
+  std::vector<float> values;
+  for (int id = 1; id < network.size(); ++id) {
+    const std::vector<const ParameterStore::Place*> mine = of_node(ours, id);
+    if (mine.empty()) continue;
+    const std::string name = std::to_string(id) + " " + network.node(id).layer->describe();
+    const std::vector<const ParameterStore::Place*> file = id < other.size() ? of_node(theirs, id)
+                                                                             : std::vector<const ParameterStore::Place*>{};
+    bool match = file.size() == mine.size() && other.node(id).layer->type_name() == network.node(id).layer->type_name();
+    for (std::size_t k = 0; match && k < mine.size(); ++k)
+      match = file[k]->name == mine[k]->name && file[k]->shape == mine[k]->shape;
+    if (!match) {
+      transfer.kept.push_back(name);
+      continue;
+    }
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      values.resize(mine[k]->shape.elements());
+      in.seek(v.parameters_offset + file[k]->offset * sizeof(float));
+      in.read(values.data(), values.size() * sizeof(float), false);
+      params.upload(ParameterStore::Block::parameters, mine[k]->offset, values.size(), values.data());
+    }
+    transfer.loaded.push_back(name);
+  }
+  return transfer;
 }
 
 }  // namespace cnn

@@ -109,4 +109,13 @@ Network checkpoint_network(const CheckpointInfo& info, const std::filesystem::pa
 void save_weights(const std::filesystem::path& path, const Network& network, const ParameterStore& params);
 void load_weights(const std::filesystem::path& path, const Network& network, ParameterStore& params);
 
+// Fine-tuning from another network's checkpoint (a new head, other classes): the layers that match
+// (at the same place in both networks, of the same kind, with parameters of the same names and
+// shapes) take the file's values; the others keep what they hold (their initialisation).
+struct WeightTransfer {
+  std::vector<std::string> loaded, kept;  // the layers with parameters, "3 conv2d 3x3/64 ..."
+};
+WeightTransfer load_matching_weights(const std::filesystem::path& path, const Network& network,
+                                     ParameterStore& params);
+
 }  // namespace cnn

@@ -88,6 +88,12 @@ memory::CategoryBytes ParameterStore::planned_inference_bytes(const Network& net
 
 std::size_t ParameterStore::planned_parameter_floats(const Network& network) { return layout(network).total_floats; }
 
+std::vector<ParameterStore::Place> ParameterStore::places(const Network& network) {
+  std::vector<Place> places;
+  for (const Slot& slot : layout(network).slots) places.push_back({slot.node, slot.spec.name, slot.spec.shape, slot.offset});
+  return places;
+}
+
 std::size_t ParameterStore::block_bytes(memory::Category category) const { return bytes()[category]; }
 
 ParameterStore::ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/core/network.hpp"
@@ -55,6 +56,15 @@ class ParameterStore {
   bool has_gradients() const { return training_; }
   // floats(Block::parameters) of a store for this network, without allocating.
   static std::size_t planned_parameter_floats(const Network& network);
+  // Where each of `network`'s parameter tensors lies in the parameters block (the trainable ones
+  // first, then the state such as running statistics), computed without allocating.
+  struct Place {
+    int node;
+    std::string name;  // the layer's ("weight", "running_mean", ...)
+    Shape shape;
+    std::size_t offset;  // floats from the block's start
+  };
+  static std::vector<Place> places(const Network& network);
 
   void zero_gradients();
   memory::CategoryBytes bytes() const;

@@ -139,6 +139,23 @@ void check_batch_over_ranks(const Options& o, const TrainingBatchNeed& need, con
                      " ranks leaves a rank too few samples" + (need.samples > 1 ? ": " + need.why : std::string()));
 }
 
+// --load of a network on other samples: the flags that would bring this data to them.
+void check_load_input(const Options& o, const data::DatasetSplits& splits) {
+  const Shape wanted = read_checkpoint(o.load).model.input;
+  const data::SampleShape have = splits.train->shape();
+  if (wanted == Shape{have.channels, have.height, have.width}) return;
+  std::string how;
+  if (splits.kind != "image-folder")
+    how = "--channels and --image-size resize image folders only, and " + o.data + " holds " + splits.kind + " data";
+  else if (wanted.rank != 3 || wanted[1] != wanted[2])
+    how = "--image-size makes square images only";
+  else
+    how = "give --channels " + std::to_string(wanted[0]) + " --image-size " + std::to_string(wanted[1]) +
+          " to bring the images to them";
+  throw UsageError("--load " + o.load + ": its network takes " + wanted.str() + " samples, and " + o.data +
+                   " gives " + data::to_string(have) + ": " + how);
+}
+
 // Options that would silently do nothing on this data.
 void check_data_options(const Options& o, const data::DatasetSplits& splits) {
   if (splits.kind == "image-folder") return;
@@ -361,6 +378,7 @@ int train(Options o, Ranks& ranks) {
               << "; BatchNorm statistics " << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)")
               << "\n";
 
+  if (!o.load.empty()) check_load_input(o, splits);
   Network network = build_network(o, resumed, *splits.train);
   std::cout << "model: " << (resumed ? "the network of " + o.resume : o.model) << "\n" << network.summary();
   ModelDescription model = resumed ? resumed->info.model : describe_model(network);

@@ -346,3 +346,39 @@ TEST_CASE("saving over a file that is not a checkpoint is refused unless asked",
   CHECK(error_of([&] { check_save_path(scratch / "notes.txt", true); }).empty());
   CHECK(t::read_bytes(scratch / "notes.txt").size() == 8);
 }
+
+TEST_CASE("fine-tuning: the layers that match load from another network's weights, the rest keep theirs",
+          "[checkpoint]") {
+  t::TempFolder scratch;
+  const fs::path file = scratch / "ten.ckpt";
+  CpuBackend backend(1);
+  Network ten = make_preset("small-bn", Shape{1, 8, 8}, 10);
+  ParameterStore trained(ten, backend, memory::host_resource(), 2, 1);
+  std::vector<float> values = trained.download();
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.001f * static_cast<float>(i % 997);
+  trained.upload(values);
+  save_weights(file, ten, trained);
+
+  Network three = make_preset("small-bn", Shape{1, 8, 8}, 3);  // a new head: dense 10 becomes dense 3
+  ParameterStore fresh(three, backend, memory::host_resource(), 2, 7);
+  const std::vector<float> initialised = fresh.download();
+  CHECK_THROWS_WITH(load_weights(file, three, fresh), Catch::Contains("load_matching_weights takes the layers"));
+  const WeightTransfer transfer = load_matching_weights(file, three, fresh);
+  REQUIRE(transfer.kept.size() == 1);
+  CHECK(transfer.kept[0].find("dense 3") != std::string::npos);
+  CHECK(transfer.loaded.size() >= 4);  // the convolutions, the BatchNorms, the first dense
+
+  const std::vector<float> after = fresh.download();
+  const auto theirs = ParameterStore::places(ten), ours = ParameterStore::places(three);
+  REQUIRE(theirs.size() == ours.size());
+  const int head = three.size() - 1;
+  for (std::size_t k = 0; k < ours.size(); ++k) {
+    INFO("node " << ours[k].node << " " << ours[k].name);
+    for (std::size_t i = 0; i < ours[k].shape.elements(); i += 7) {
+      if (ours[k].node == head)
+        CHECK(after[ours[k].offset + i] == initialised[ours[k].offset + i]);  // kept its initialisation
+      else
+        CHECK(after[ours[k].offset + i] == values[theirs[k].offset + i]);  // BatchNorm's statistics too
+    }
+  }
+}
