@@ -103,14 +103,14 @@ Split stratified_split(std::shared_ptr<const Dataset> base, std::uint64_t seed) 
 }
 
 ValidationSplit split_for_validation(const Dataset& data, double fraction, std::uint64_t seed) {
-  if (!(fraction > 0 && fraction < 1))
-    throw ConfigError("the validation split must be a fraction above 0 and below 1, not " + std::to_string(fraction));
-  HeldOut parts = hold_out_per_class(data, fraction, seed, 0x7A11DA7Eull);
-  if (parts.held.empty() || parts.kept.empty())
-    throw ConfigError(data.description() + ": a validation split of " + std::to_string(fraction) +
-                      " leaves no sample on one side (every class needs two samples or more)");
   char share[32];
   std::snprintf(share, sizeof share, "%g", fraction);
+  if (!(fraction > 0 && fraction < 1))
+    throw ConfigError("the validation split must be a fraction above 0 and below 1, not " + std::string(share));
+  HeldOut parts = hold_out_per_class(data, fraction, seed, 0x7A11DA7Eull);
+  if (parts.held.empty() || parts.kept.empty())
+    throw ConfigError(data.description() + ": a validation split of " + std::string(share) +
+                      " leaves no sample on one side (every class needs two samples or more)");
   const std::size_t total_bytes = data.host_bytes(), held_bytes = bytes_share(data, parts.held.size());
   ValidationSplit split;
   split.validation =

@@ -50,6 +50,13 @@ double decimal(float value) {
   return std::strtod(text, nullptr);
 }
 
+// "0.1", "1e-05": a number as one would write it.
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 std::string fixed(double value, int digits = 4) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*f", digits, value);
@@ -68,10 +75,9 @@ void check_options(const FitOptions& o, const FitData& data) {
   if (!data.train) throw ConfigError("fit: no training data (null)");
   if (o.epochs < 1) throw ConfigError("fit: the run needs at least 1 epoch, not " + std::to_string(o.epochs));
   if (!(o.validation_split >= 0 && o.validation_split < 1))
-    throw ConfigError("the validation split must be a fraction from 0 to below 1, not " +
-                      std::to_string(o.validation_split));
+    throw ConfigError("the validation split must be a fraction from 0 to below 1, not " + number(o.validation_split));
   if (o.validation_split > 0 && data.validation)
-    throw ConfigError("a validation split of " + fixed(o.validation_split, 2) +
+    throw ConfigError("a validation split of " + number(o.validation_split) +
                       " was asked for, but the data has its own validation set (" + data.validation->description() +
                       "): one or the other");
   if (o.save_every < 0 || o.early_stop < 0)
@@ -146,11 +152,11 @@ struct Fit::State final : FitControl {
   void stop(const std::string& why) override { stop_reason = why.empty() ? "stopped by a callback" : why; }
   void set_learning_rate(float rate) override {
     if (!std::isfinite(rate) || rate <= 0)
-      throw ConfigError("the learning rate must be a finite number above 0, not " + std::to_string(rate));
+      throw ConfigError("the learning rate must be a finite number above 0, not " + number(rate));
     const float scheduled = trainer_->learning_rate() / trainer_->learning_rate_scale();
     if (!(scheduled > 0))
       throw ConfigError("the schedule's rate is 0 at step " + std::to_string(trainer_->steps() + 1) +
-                        ": no scale makes it " + std::to_string(rate));
+                        ": no scale makes it " + number(rate));
     trainer_->set_learning_rate_scale(rate / scheduled);
   }
   Trainer& trainer() override { return *trainer_; }

@@ -321,7 +321,8 @@ void check_save_path(const std::filesystem::path& path, bool overwrite) {
     if (const std::string problem = regular_file_problem(path); !problem.empty())
       throw CheckpointError(where + "it " + problem);
     if (!overwrite && !is_checkpoint(path))
-      throw CheckpointError(where + "it exists and is not a cnnengine checkpoint (give --overwrite to replace it)");
+      throw CheckpointError(where +
+                            "it exists and is not a cnnengine checkpoint (save elsewhere, or allow overwriting it)");
   }
   try {
     AtomicFile probe(path);  // its folder exists and takes a new file

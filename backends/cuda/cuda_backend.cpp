@@ -203,7 +203,7 @@ std::string CudaBackend::determinism_report() const {
     return std::string("deterministic: cuDNN's deterministic convolution algorithms only") +
            (timed ? cost : passes ? "; their cost is unknown (chosen by heuristics, not measured)" : "");
   return "not deterministic: cuDNN may choose convolution algorithms whose sums vary from run to run "
-         "(--deterministic, CudaOptions::deterministic, restricts it)";
+         "(CudaOptions::deterministic, train_images --deterministic, restricts it)";
 }
 
 unsigned CudaBackend::blocks_for(std::size_t n) const {

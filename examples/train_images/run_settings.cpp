@@ -1,6 +1,8 @@
 #include "run_settings.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "base/error.hpp"
 #include "base/utf8.hpp"
@@ -18,9 +20,30 @@ struct Setting {
   void (*copy)(const Options& from, Options& to);
 };
 
+// A float as the shortest decimal that reads back as it (0.01, not 0.009999999776482582): what a
+// checkpoint records and a message shows of a rate given as 0.01.
+json setting_value(float value) {
+  char text[32];
+  for (int digits = 6; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(value));
+    if (std::strtof(text, nullptr) == value) break;
+  }
+  return std::strtod(text, nullptr);
+}
+json setting_value(const std::optional<float>& value) { return value ? setting_value(*value) : json(); }
+json setting_value(const std::vector<float>& values) {
+  json list = json::array();
+  for (float value : values) list.push_back(setting_value(value));
+  return list;
+}
+template <typename T>
+json setting_value(const T& value) {
+  return json(value);
+}
+
 #define CNN_SETTING(name, member)                                                  \
   Setting {                                                                         \
-    name, [](const Options& o) { return json(o.member); },                         \
+    name, [](const Options& o) { return setting_value(o.member); },                \
         [](const Options& from, Options& to) { to.member = from.member; }           \
   }
 
@@ -29,9 +52,7 @@ const Setting kSettings[] = {
     CNN_SETTING("--epochs", epochs),       CNN_SETTING("--batch", batch),
     CNN_SETTING("--micro-batch", micro_batch), CNN_SETTING("--accumulate", accumulate),
     CNN_SETTING("--lr", lr),               CNN_SETTING("--optimizer", optimizer),
-    Setting{"--weight-decay",  // not given: the optimizer's default, null
-            [](const Options& o) { return o.weight_decay ? json(*o.weight_decay) : json(); },
-            [](const Options& from, Options& to) { to.weight_decay = from.weight_decay; }},
+    CNN_SETTING("--weight-decay", weight_decay),  // not given: the optimizer's default, null
     CNN_SETTING("--momentum", momentum),
     CNN_SETTING("--nesterov", nesterov),   CNN_SETTING("--schedule", schedule),
     CNN_SETTING("--warmup-epochs", warmup_epochs), CNN_SETTING("--seed", seed),
@@ -133,6 +154,12 @@ void require_recordable(const Options& o) {
                      ": not UTF-8 text, which a checkpoint cannot record: rename it, or give a link to it whose "
                      "name is UTF-8");
   }
+}
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
 }
 
 }  // namespace cnn::app

@@ -3,6 +3,7 @@
 // what --resume continues with. Device, threads, outputs and the like are not among them: a run
 // may resume on another machine or write elsewhere.
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "options.hpp"
 
@@ -17,5 +18,8 @@ void apply_saved_settings(const nlohmann::json& saved, Options& o);
 // Before any work: a UsageError naming the first setting a checkpoint could not record (JSON
 // holds UTF-8 text; a path on Linux is any bytes), so that no run trains and then fails to save.
 void require_recordable(const Options& o);
+
+// A number as a command line gives it: "0.1", not std::to_string's "0.100000".
+std::string number_text(double value);
 
 }  // namespace cnn::app

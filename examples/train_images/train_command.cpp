@@ -329,8 +329,8 @@ int train(Options o, Ranks& ranks) {
   o.data = std::filesystem::absolute(o.data).lexically_normal().string();
   if (!o.save.empty()) require_recordable(o);
   if (o.warmup_epochs > o.epochs)
-    throw UsageError("--warmup-epochs " + std::to_string(o.warmup_epochs) + " is more than the run's " +
-                     std::to_string(o.epochs) + " epochs");
+    throw UsageError("--warmup-epochs " + number_text(o.warmup_epochs) + " is more than the run's " +
+                     std::to_string(o.epochs) + (o.epochs == 1 ? " epoch" : " epochs"));
 
   if (!o.export_onnx.empty()) require_onnx_export();
 
@@ -358,7 +358,7 @@ int train(Options o, Ranks& ranks) {
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
   if (o.validation_split > 0 && splits.validation)
-    throw UsageError("--validation-split " + std::to_string(o.validation_split) + ": " + o.data +
+    throw UsageError("--validation-split " + number_text(o.validation_split) + ": " + o.data +
                      " has its own validation set (val/): one or the other");
   const bool plateau = o.schedule == "plateau";
   if ((o.keep_best || o.early_stop > 0 || plateau) && parse_monitored_metric(o.monitor) != MonitoredMetric::train_loss &&

@@ -36,7 +36,7 @@ void Replicas::check(const TrainerOptions& options, const Backend& backend) {
                       ": a bucket holds at least one float");
   if (options.batch < c->ranks())
     throw ConfigError("a batch of " + std::to_string(options.batch) + " over " + std::to_string(c->ranks()) +
-                      " ranks: every rank needs a sample (--batch at least the number of ranks)");
+                      " ranks: every rank needs a sample (a batch of at least the number of ranks)");
   if (options.sync_batchnorm) {
     if (options.batch % c->ranks() != 0)
       throw ConfigError("synchronised BatchNorm needs the batch (" + std::to_string(options.batch) +
