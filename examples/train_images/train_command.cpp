@@ -360,13 +360,13 @@ int train(Options o, Ranks& ranks) {
   if (o.validation_split > 0 && splits.validation)
     throw UsageError("--validation-split " + number_text(o.validation_split) + ": " + o.data +
                      " has its own validation set (val/): one or the other");
-  const bool plateau = o.schedule == "plateau";
-  if ((o.keep_best || o.early_stop > 0 || plateau) && parse_monitored_metric(o.monitor) != MonitoredMetric::train_loss &&
-      parse_monitored_metric(o.monitor) != MonitoredMetric::train_accuracy && o.validation_split == 0 &&
-      !splits.validation)
-    throw UsageError(std::string(o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop" : "--schedule plateau") +
-                     " watches " + o.monitor +
-                     " (--monitor), and " + o.data +
+  const MonitoredMetric watched = parse_monitored_metric(o.monitor);
+  const bool validated = o.validation_split > 0 || splits.validation;
+  const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
+                        : o.schedule == "plateau" ? "--schedule plateau" : nullptr;
+  if (watcher && !validated &&
+      (watched == MonitoredMetric::validation_loss || watched == MonitoredMetric::validation_accuracy))
+    throw UsageError(std::string(watcher) + " watches " + o.monitor + " (--monitor), and " + o.data +
                      " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
                      "and test/, or --monitor train_loss; the test set never chooses the model");
   // Every output, once the data's files are known and before any work, by rank 0 alone, which
@@ -375,8 +375,8 @@ int train(Options o, Ranks& ranks) {
   std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
   if (communicator)
     std::cout << "ranks: " << communicator->describe() << "; each takes its share of every batch of " << o.batch
-              << "; BatchNorm statistics " << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)")
-              << "\n";
+              << "; BatchNorm statistics "
+              << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)") << "\n";
 
   if (!o.load.empty()) check_load_input(o, splits);
   Network network = build_network(o, resumed, *splits.train);
@@ -434,11 +434,15 @@ int train(Options o, Ranks& ranks) {
     memory::MemoryOptions stack_options = fit.trainer.memory;
     stack_options.trace.clear();
     memory::MemoryStack stack = memory_stack_for(backend, stack_options);
+    // Staging depends on the sample's shape and the batch, not on how many samples a side holds:
+    // a loader for training, one for validation where there is a validation set, one for a test set.
     data::LoaderOptions loading;
     loading.batch = o.batch;
     data::Loader::book(stack, *splits.train, loading);
     loading.shuffle = false;
-    data::Loader::book(stack, *splits.test, loading);
+    if (o.validation_split > 0 || (splits.validation && splits.validation->size() > 0))
+      data::Loader::book(stack, *splits.train, loading);
+    if (splits.test->size() > 0) data::Loader::book(stack, *splits.test, loading);
     return print_plan(network, backend, fit.trainer, stack);
   }
 
