@@ -183,7 +183,7 @@ void Fit::State::drain() {
 std::optional<EvalResult> Fit::State::evaluate(data::Loader* loader, const char* split) {
   if (!loader) return std::nullopt;
   loader->start_epoch(1);
-  detail::ProgressBar eval_bar(split, loader->batches_per_epoch(), !show_bar());
+  detail::ProgressBar eval_bar(split, loader->batches_per_epoch(), !show_bar(), true);
   std::size_t batches = 0;
   const Clock::time_point start = Clock::now();
   const EvalResult result = trainer_->evaluate([&]() -> std::optional<Batch> {

@@ -32,8 +32,10 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-ProgressBar::ProgressBar(std::string head, std::size_t total, bool quiet)
-    : head_(std::move(head)), total_(total ? total : 1), quiet_(quiet), terminal_(isatty(fileno(stderr)) != 0) {}
+ProgressBar::ProgressBar(std::string head, std::size_t total, bool quiet, bool terminal_only)
+    : head_(std::move(head)), total_(total ? total : 1), quiet_(quiet), terminal_(isatty(fileno(stderr)) != 0) {
+  if (terminal_only && !terminal_) quiet_ = true;
+}
 
 void ProgressBar::update(std::size_t done, double eta_seconds, const std::vector<std::string>& fields) {
   if (quiet_) return;

@@ -11,7 +11,8 @@ namespace cnn::detail {
 
 class ProgressBar {
  public:
-  ProgressBar(std::string head, std::size_t total, bool quiet);
+  // `terminal_only`: drawn on a terminal, silent in a log (an evaluation's bar).
+  ProgressBar(std::string head, std::size_t total, bool quiet, bool terminal_only = false);
   // `eta_seconds` < 0: none shown. `fields` follow it, the least needed last: a narrow terminal
   // keeps those that fit beside a bar of at least 10.
   void update(std::size_t done, double eta_seconds, const std::vector<std::string>& fields);
