@@ -29,6 +29,8 @@ void check_options(const FitOptions& o, const FitData& data) {
     throw ConfigError("fit: save_every and early_stop count steps and epochs: 0 or more");
   if (o.keep_best && o.save.empty())
     throw ConfigError("keeping the best checkpoint needs a checkpoint path to keep it beside (save)");
+  if (o.restore_best && !o.keep_best)
+    throw ConfigError("restoring the best epoch's weights needs them kept (keep_best)");
   if (!o.resume.empty() && !o.load.empty())
     throw ConfigError("a run is resumed (" + o.resume.string() + ") or starts from weights (" + o.load.string() +
                       "), not both");

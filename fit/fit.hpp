@@ -84,6 +84,10 @@ struct FitOptions {
   // What keep_best, early_stop and the plateau schedule (trainer.schedule) watch.
   MonitoredMetric monitor = MonitoredMetric::validation_loss;
   bool keep_best = false;        // the best epoch's checkpoint in best_checkpoint_path(save)
+  // With keep_best: at the end, the best epoch's weights back in the trainer (Keras's
+  // restore_best_weights), and the test set evaluated with them. The run's checkpoint (save) stays
+  // the last epoch's; Fit::save after run() saves the best weights with the last optimizer state.
+  bool restore_best = false;
   int early_stop = 0;            // > 0: stop after this many epochs without a better monitored value
   bool test_each_epoch = false;  // else the test set is evaluated once, at the end
 
@@ -133,7 +137,8 @@ struct FitResult {
   // reason, "signal 2").
   std::string stopped_because;
   int signal = 0;                  // the signal that stopped it, or 0
-  std::optional<EvalResult> test;  // the test set's, with the model as it ended
+  std::optional<EvalResult> test;  // the test set's, with the model as it ended (or the best, restored)
+  int tested_epoch = 0;            // the epoch whose model the test set evaluated
   double seconds = 0;              // this run()'s wall time
   long steps = 0;                  // the trainer's optimizer steps at the end
 };

@@ -16,7 +16,8 @@ using nlohmann::json;
 
 namespace {
 
-// The most resident memory the process has held (VmHWM), in bytes; 0 where it cannot say.
+// The most resident memory the process has held (ru_maxrss: Linux's VmHWM), in bytes; 0 where it
+// cannot say.
 std::size_t peak_resident_bytes() {
   rusage u{};
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
@@ -59,9 +60,13 @@ void Fit::State::print_start() const {
     augment += (augment.empty() ? "" : ", ") + std::string("random crops (padding ") +
                std::to_string(train_options.augment_crop_padding) + ")";
   std::cout << "augmentation: " << (augment.empty() ? "none" : augment) << "\n";
-  if (o.keep_best || o.early_stop > 0)
+  const bool plateau = o.trainer.schedule.kind == ScheduleKind::plateau;
+  if (o.keep_best || o.early_stop > 0 || plateau)
     std::cout << "watching " << to_string(o.monitor) << " ("
               << (lower_is_better(o.monitor) ? "lower" : "higher") << " is better)"
+              << (plateau ? "; the rate x " + detail::number(o.trainer.schedule.plateau_factor) + " after " +
+                                plural(o.trainer.schedule.plateau_patience + 1, "epoch") + " without a better one"
+                          : std::string())
               << (o.keep_best ? "; the best epoch kept in " + best_checkpoint_path(o.save).string() : std::string())
               << (o.early_stop > 0 ? "; stopping after " + plural(o.early_stop, "epoch") + " without a better one"
                                    : std::string())
@@ -98,7 +103,8 @@ void Fit::State::summary(const FitResult& result) {
       std::cout << "the run had already trained its " << plural(finished, "epoch") << "; nothing to train\n";
     if (result.test)
       std::cout << "test: loss " << fixed(result.test->loss) << " accuracy " << fixed(result.test->accuracy) << " ("
-                << plural(static_cast<long>(result.test->samples), "sample") << ", the model after epoch " << finished << ")\n";
+                << plural(static_cast<long>(result.test->samples), "sample") << ", the model after epoch "
+                << result.tested_epoch << (result.tested_epoch != finished ? ", the best, restored" : "") << ")\n";
     std::printf("done: %s after %s (%s this run) in %.1fs (%.0f img/s training)\n",
                 result.test ? ("test accuracy " + fixed(result.test->accuracy)).c_str() : "no test set",
                 plural(finished, "epoch").c_str(), std::to_string(result.epochs_trained).c_str(), result.seconds,
@@ -131,6 +137,7 @@ void Fit::State::summary(const FitResult& result) {
                   {"epochs_this_run", result.epochs_trained},
                   {"stopped_because", result.stopped_because},
                   {"best_epoch", result.best_epoch},
+                  {"tested_epoch", result.tested_epoch},
                   {"monitor", to_string(o.monitor)},
                   {"test_loss", result.test ? json(result.test->loss) : json()},
                   {"test_accuracy", result.test ? json(result.test->accuracy) : json()},

@@ -76,13 +76,20 @@ FitResult Fit::State::run() {
     }
   }
   if (!stop_reason.empty()) result.stopped_because = stop_reason;
-  result.epochs_trained = std::max(0, static_cast<int>(progress_.epochs.size()) -
-                                          static_cast<int>(std::count_if(
-                                              progress_.epochs.begin(), progress_.epochs.end(),
-                                              [&](const EpochRecord& e) { return e.epoch < first_epoch; })));
+  result.epochs_trained = static_cast<int>(std::count_if(progress_.epochs.begin(), progress_.epochs.end(),
+                                                         [&](const EpochRecord& e) { return e.epoch >= first_epoch; }));
+  best_of(result);
+  result.tested_epoch = progress_.epochs.empty() ? 0 : progress_.epochs.back().epoch;
+  if (!result.signal && o.restore_best && result.best_epoch > 0 && result.best_epoch != result.tested_epoch) {
+    // The best epoch's parameters and running statistics; the run's checkpoint stays the last epoch's.
+    load_parameters(best_checkpoint_path(o.save), network, trainer_->parameters(), false);
+    trainer_->synchronize_replicas();
+    result.tested_epoch = result.best_epoch;
+  }
   if (!result.signal && test_loader) {
     const EpochRecord* last = progress_.epochs.empty() ? nullptr : &progress_.epochs.back();
-    if (result.epochs_trained > 0 && last && last->test_loss && stop_reason.empty()) {  // tested with its epoch
+    if (result.epochs_trained > 0 && last && last->test_loss && stop_reason.empty() &&
+        result.tested_epoch == last->epoch) {  // tested with its epoch
       result.test = EvalResult{};
       result.test->loss = *last->test_loss;
       result.test->accuracy = last->test_accuracy.value_or(0);
@@ -97,7 +104,6 @@ FitResult Fit::State::run() {
     events->scalars(trainer_->steps(), {{"test/loss", static_cast<float>(result.test->loss)},
                                         {"test/accuracy", static_cast<float>(result.test->accuracy)}});
   result.history = progress_.epochs;
-  best_of(result);
   if (o.keep_best && result.best_epoch > 0) result.best_checkpoint = best_checkpoint_path(o.save);
   result.seconds = seconds_since(run_start);
   result.steps = trainer_->steps();
@@ -196,9 +202,10 @@ std::optional<EvalResult> Fit::State::evaluate(data::Loader* loader, const char*
     if (batch) ++batches;
     return batch;
   });
-  eval_bar.update(loader->batches_per_epoch(), 0, {});
+  const bool stopped = !communicator && detail::stop_requested();
+  if (!stopped) eval_bar.update(loader->batches_per_epoch(), 0, {});
   eval_bar.finish();
-  if (!communicator && detail::stop_requested()) return std::nullopt;
+  if (stopped) return std::nullopt;
   if (o.callbacks.on_evaluation) o.callbacks.on_evaluation(split, result, *this);
   return result;
 }
@@ -208,7 +215,8 @@ std::optional<EvalResult> Fit::State::evaluate(data::Loader* loader, const char*
 // run evaluates it.
 int Fit::State::finish_epoch(FitResult& result) {
   std::optional<EvalResult> validated, tested;
-  if (validation_loader && !(validated = evaluate(validation_loader.get(), "validation"))) return detail::stop_requested();
+  if (validation_loader && !(validated = evaluate(validation_loader.get(), "validation")))
+    return detail::stop_requested();
   if (o.test_each_epoch && test_loader && !(tested = evaluate(test_loader.get(), "test")))
     return detail::stop_requested();
   const double seen = static_cast<double>(std::max<std::size_t>(progress_.seen, 1));
@@ -226,7 +234,8 @@ int Fit::State::finish_epoch(FitResult& result) {
   }
   e.seconds = progress_.seconds;
   e.images_per_second = progress_.seconds > 0 ? seen / progress_.seconds : 0;
-  e.learning_rate = decimal(progress_.steps.empty() ? trainer_->learning_rate() : progress_.steps.back().learning_rate);
+  const float last_rate = progress_.steps.empty() ? trainer_->learning_rate() : progress_.steps.back().learning_rate;
+  e.learning_rate = decimal(last_rate);
   if (o.progress && writes) {
     std::string line = "epoch " + std::to_string(e.epoch) + "/" + std::to_string(o.epochs) + ": train loss " +
                        fixed(e.train_loss) + " acc " + fixed(e.train_accuracy);

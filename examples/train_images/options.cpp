@@ -97,6 +97,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--plot", o.plot, "a PNG of the learning curves (gnuplot), rewritten after every epoch");
   app.add_flag("--keep-best", o.keep_best, "with --save: also keep the checkpoint of the epoch best by --monitor, as "
                                           "NAME.best.EXT");
+  app.add_flag("--restore-best", o.restore_best, "with --keep-best: at the end, the best epoch's weights are "
+                                                "evaluated on the test set and exported (Keras's "
+                                                "restore_best_weights); --save keeps the last epoch's run");
   app.add_option("--early-stop", o.early_stop, "stop after this many epochs without a better --monitor value")
       ->check(integer_between(0, 1000000, "(0: never)"));
   app.add_option("--validation-split", o.validation_split,
@@ -163,6 +166,8 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--evaluate, --predict", "give --evaluate or --predict, not both");
   if (inference && !o.export_onnx.empty())
     throw CLI::ValidationError("--export-onnx", "--export-onnx with --evaluate or --predict: give one command at a time");
+  if (o.restore_best && !o.keep_best)
+    throw CLI::ValidationError("--restore-best", "--restore-best restores the checkpoint --keep-best keeps: give both");
   if (o.keep_best && o.save.empty() && o.resume.empty())
     throw CLI::ValidationError("--keep-best", "--keep-best needs --save: the best checkpoint is kept beside it");
   if (o.find_lr && (!o.resume.empty() || !o.save.empty() || o.plan_only))

@@ -67,6 +67,7 @@ struct Options {
   std::string trace;
   std::string plot;      // a PNG of the learning curves, rewritten after every epoch
   bool keep_best = false;
+  bool restore_best = false;    // with --keep-best: the best epoch's weights for the test set and the export
   int early_stop = 0;    // epochs without a better monitored value before the run stops (0: never)
   double validation_split = 0;  // held out of the training data (0: none, or the data's val/ folder)
   std::string monitor = "val_loss";

@@ -67,7 +67,7 @@ const Setting kSettings[] = {
     CNN_SETTING("--max-image-bytes", max_image_bytes), CNN_SETTING("--skip-corrupt", skip_corrupt),
     CNN_SETTING("--validation-split", validation_split), CNN_SETTING("--monitor", monitor),
     CNN_SETTING("--limit-eval", limit_eval), CNN_SETTING("--test-each-epoch", test_each_epoch),
-    CNN_SETTING("--class-names", class_names),
+    CNN_SETTING("--class-names", class_names), CNN_SETTING("--restore-best", restore_best),
     CNN_SETTING("--plateau-patience", plateau_patience), CNN_SETTING("--plateau-factor", plateau_factor),
 };
 

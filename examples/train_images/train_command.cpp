@@ -409,6 +409,7 @@ int train(Options o, Ranks& ranks) {
   fit.limit_eval = o.limit_eval;
   fit.monitor = parse_monitored_metric(o.monitor);
   fit.keep_best = o.keep_best;
+  fit.restore_best = o.restore_best;
   fit.early_stop = o.early_stop;
   fit.test_each_epoch = o.test_each_epoch;
   fit.save = o.save;

@@ -129,10 +129,14 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
     o.validation_split = 0.25;
     o.early_stop = 1;
     o.keep_best = true;
+    o.restore_best = true;
     o.save = scratch / "run.ckpt";
     const FitResult r = fit(net, backend, FitData(train, nullptr, &test), o);
     CHECK(r.history.size() == 2);
     CHECK(r.best_epoch == 1);
+    CHECK(r.tested_epoch == 1);  // the best epoch's weights, restored, for the test set
+    REQUIRE(r.test);
+    CHECK(read_checkpoint(o.save).training->progress.epochs.size() == 2);  // the run's own is the last epoch's
     CHECK(r.stopped_because.find("early stop: no better val_loss for 1 epoch (the best") == 0);
     CHECK(r.best_checkpoint == scratch / "run.best.ckpt");
     CHECK(std::filesystem::exists(r.best_checkpoint));
@@ -154,6 +158,9 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
     o.save = scratch / "run.ckpt";
     CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o),
                       Catch::Contains("watches val_loss, and this run has no validation set"));
+    o.keep_best = false;
+    o.restore_best = true;
+    CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o), Catch::Contains("needs them kept"));
     CHECK_THROWS_WITH(parse_monitored_metric("test_accuracy"), Catch::Contains("never used to choose a model"));
     CHECK_THROWS_WITH(parse_monitored_metric("val_f1"), Catch::Contains("val_loss, val_accuracy, train_loss"));
     for (MonitoredMetric m : {MonitoredMetric::validation_loss, MonitoredMetric::validation_accuracy,
