@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 python=$(bash "$here/../../scripts/python_venv.sh" "$venv" \
   "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator" tensorboard) || exit $?
 rm -rf "$work" && mkdir -p "$work"
-run=("$train" --data "$data" --epochs 2 --limit 320 --batch 64 --validation-split 0.2 --quiet --threads 2
+run=("$train" --data "$data" --epochs 2 --limit 320 --limit-eval 64 --batch 64 --validation-split 0.2 --quiet --threads 2
      --tensorboard "$work/logs" --csv "$work/epochs.csv" --save "$work/run.ckpt" --save-every 2)
 CNN_TRAIN_IMAGES_KILL_AT_STEP=3 "${run[@]}" >"$work/killed.log" 2>&1
 [ $? = 137 ] || fail "the run was not killed at step 3: $(cat "$work/killed.log")"
