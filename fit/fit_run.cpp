@@ -162,19 +162,22 @@ void Fit::State::record(const StepReport& r) {
   }
   communication_seconds += r.communication_seconds;
   host_waits += r.host_waits;
-  json line = {{"type", "step"}, {"epoch", progress_.epoch}, {"step", r.step}, {"loss", r.loss},
-               {"accuracy", r.accuracy}, {"lr", decimal(r.learning_rate)}, {"micro_batch", r.micro_batch},
-               {"micro_batches", r.micro_batches}, {"images_per_second", rate}, {"host_waits", r.host_waits},
-               {"reserved_bytes", trainer_->memory_stack().statistics().current_bytes}};
-  if (communicator) line["communication_seconds"] = r.communication_seconds;
-  metrics->write(line);
+  // Every step: the lines are built only where they are written.
+  const std::size_t reserved = trainer_->memory_stack().statistics().current_bytes;
+  if (metrics->active()) {
+    json line = {{"type", "step"}, {"epoch", progress_.epoch}, {"step", r.step}, {"loss", r.loss},
+                 {"accuracy", r.accuracy}, {"lr", decimal(r.learning_rate)}, {"micro_batch", r.micro_batch},
+                 {"micro_batches", r.micro_batches}, {"images_per_second", rate}, {"host_waits", r.host_waits},
+                 {"reserved_bytes", reserved}};
+    if (communicator) line["communication_seconds"] = r.communication_seconds;
+    metrics->write(line);
+  }
   if (events)
     events->scalars(r.step, {{"train/loss", static_cast<float>(r.loss)},
                              {"train/accuracy", static_cast<float>(r.accuracy)},
                              {"learning_rate", r.learning_rate},
                              {"images_per_second", static_cast<float>(rate)},
-                             {"memory/reserved_bytes",
-                              static_cast<float>(trainer_->memory_stack().statistics().current_bytes)}});
+                             {"memory/reserved_bytes", static_cast<float>(reserved)}});
   if (o.callbacks.on_step) o.callbacks.on_step(r, *this);
 }
 

@@ -31,6 +31,8 @@ class MetricsFile {
   // Where written whole: the lines replace the file (throws cnn::Error, the file unchanged).
   void commit();
   bool kept() const { return kept_; }
+  // Whether lines go anywhere (an empty path writes nothing): a caller may skip building them.
+  bool active() const { return whole_ != nullptr || out_.is_open(); }
   // Bytes in the file so far (what a checkpoint records).
   std::uint64_t bytes() const { return bytes_; }
 
