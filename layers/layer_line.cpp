@@ -59,6 +59,11 @@ int LayerLine::whole_option(const std::string& key, int fallback) const {
   return it == options_.end() ? fallback : parse_whole_number(it->second);
 }
 
+std::string LayerLine::text_option(const std::string& key, const std::string& fallback) const {
+  const auto it = options_.find(key);
+  return it == options_.end() ? fallback : it->second;
+}
+
 float LayerLine::real_option(const std::string& key, float fallback) const {
   const auto it = options_.find(key);
   return it == options_.end() ? fallback : static_cast<float>(parse_number(it->second));

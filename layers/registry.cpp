@@ -5,14 +5,20 @@
 #include <mutex>
 
 #include "base/error.hpp"
+#include "layers/activation.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"
+#include "layers/concat.hpp"
 #include "layers/conv2d.hpp"
+#include "layers/conv_transpose2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
 #include "layers/flatten.hpp"
+#include "layers/group_norm.hpp"
+#include "layers/multiply.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
+#include "layers/upsample.hpp"
 
 namespace cnn {
 namespace {
@@ -22,15 +28,31 @@ namespace {
 std::vector<LayerType> builtin_layer_types() {
   return {
       conv2d_type(),
+      depthwise_conv2d_type(),
+      conv_transpose2d_type(),
       relu_type(),
+      leaky_relu_type(),
+      relu6_type(),
+      sigmoid_type(),
+      tanh_type(),
+      silu_type(),
+      gelu_type(),
+      hardswish_type(),
+      hardsigmoid_type(),
       flatten_type(),
       max_pool2d_type(),
       average_pool2d_type(),
       global_average_pool_type(),
+      global_max_pool_type(),
+      upsample_type(),
       batchnorm2d_type(),
+      group_norm_type(),
+      layer_norm_type(),
       dropout_type(),
       dense_type(),
       add_type(),
+      concat_type(),
+      multiply_type(),
   };
 }
 

@@ -56,6 +56,13 @@ class OnnxNodes {
                                    const std::string& value, const Shape& shape) = 0;
   // No node: the layer's output is its input `index` as it is (Dropout in inference).
   virtual void pass_through(std::size_t index) = 0;
+  // A constant initializer named name() + "_" + suffix, of dims `dims` (no batch dimension:
+  // ONNX's own shape), holding floats or 64-bit integers (Reshape's shape, Resize's scales);
+  // returns its name.
+  virtual std::string float_constant(const std::string& suffix, const std::vector<float>& values,
+                                     const std::vector<std::int64_t>& dims) = 0;
+  virtual std::string int_constant(const std::string& suffix, const std::vector<std::int64_t>& values,
+                                   const std::vector<std::int64_t>& dims) = 0;
 };
 
 // ---- Network text: one line's arguments and options, read as numbers with the format's
@@ -76,6 +83,9 @@ class LayerLine {
 
   // Throws "expected: <usage>" unless the line has `count` positional arguments.
   void expect_arguments(std::size_t count) const;
+  std::size_t argument_count() const { return arguments_.size(); }
+  // key's value as written ("same" in pad=same); `fallback` when the line does not give it.
+  std::string text_option(const std::string& key, const std::string& fallback) const;
   const std::string& argument(std::size_t index) const;
   double number(std::size_t index) const;
   int whole_number(std::size_t index) const;

@@ -86,6 +86,25 @@ class CpuBackend : public Backend {
   void add(const Tensor& a, const Tensor& b, Tensor y) override;
   void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override;
 
+  void activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) override;
+  void activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
+                           bool accumulate) override;
+
+  void copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                     bool accumulate) override;
+  void multiply(const Tensor& a, const Tensor& b, Tensor y) override;
+  void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a, Tensor db,
+                         bool accumulate_b) override;
+  void add_channel_bias(const Tensor& bias, Tensor y) override;
+  void channel_bias_backward(const Tensor& dy, Tensor dbias) override;
+  void upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) override;
+  void upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) override;
+  void group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                          Tensor y, Tensor saved_mean, Tensor saved_inv_std) override;
+  void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
+                           Tensor dgamma, Tensor dbeta) override;
+
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;
 

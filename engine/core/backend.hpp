@@ -25,10 +25,58 @@ namespace cnn {
 enum class DeviceKind { cpu, cuda };
 inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
 
+// A 2-D convolution, PyTorch's Conv2d: `groups` splits the channels into that many independent
+// convolutions (both channel counts divisible by it; groups = in = out is depthwise), so weights are
+// [out, in / groups, kh, kw]; `dilation` spaces the kernel's taps that many pixels apart.
 struct Conv2dDesc {
   int in_channels = 0, out_channels = 0;
   int kernel_h = 1, kernel_w = 1;
   int stride = 1, padding = 0;
+  int dilation = 1;
+  int groups = 1;
+};
+
+// The element-wise activations besides ReLU (PyTorch's definitions): leaky_relu x < 0 ? slope x
+// : x; relu6 min(max(x, 0), 6); sigmoid; tanh; silu x sigmoid(x); gelu the exact form,
+// x (1 + erf(x / sqrt 2)) / 2; hardswish x relu6(x + 3) / 6; hardsigmoid relu6(x + 3) / 6.
+enum class Activation { leaky_relu, relu6, sigmoid, tanh, silu, gelu, hardswish, hardsigmoid };
+
+struct ActivationDesc {
+  Activation kind = Activation::leaky_relu;
+  float slope = 0.01f;  // leaky_relu's, for x < 0
+};
+
+// Whether an activation's derivative is a function of its output alone, so that backward needs
+// only y and forward may write y over x (in place): true for leaky_relu with a positive slope,
+// relu6, sigmoid, tanh and hardsigmoid; silu, gelu and hardswish need x.
+inline bool derivative_from_output(const ActivationDesc& d) {
+  switch (d.kind) {
+    case Activation::leaky_relu: return d.slope > 0;
+    case Activation::relu6:
+    case Activation::sigmoid:
+    case Activation::tanh:
+    case Activation::hardsigmoid: return true;
+    default: return false;
+  }
+}
+
+// Upsampling by a whole factor, PyTorch's Upsample: nearest copies each pixel factor x factor
+// times; bilinear interpolates with align_corners=False (pixel centres, edges clamped).
+enum class UpsampleMode { nearest, bilinear };
+
+struct UpsampleDesc {
+  int factor = 2;
+  UpsampleMode mode = UpsampleMode::nearest;
+};
+
+// Group normalisation, PyTorch's GroupNorm (and LayerNorm over C, H, W: one group, an affine
+// per element): each sample's channels in `groups` groups, each group normalised over its
+// channels, H and W with the biased variance; then y = xhat * gamma + beta, gamma and beta per
+// channel [C] or, per_element_affine, per element [C, H, W].
+struct GroupNormDesc {
+  int groups = 1;
+  float epsilon = 1e-5f;
+  bool per_element_affine = false;
 };
 
 enum class PoolMode { max, average };  // average excludes padding from the count
@@ -164,6 +212,14 @@ class Backend {
   virtual void relu_forward(const Tensor& x, Tensor y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) = 0;
 
+  // Activations other than ReLU (ActivationDesc). y may be x (in place). Backward reads y where
+  // derivative_from_output(desc) (x may then be empty), x otherwise (y may be empty).
+  virtual void activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) = 0;
+  virtual void activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                   Tensor dx, bool accumulate) = 0;
+
+  // The output's size sets the windows: pooling with ceil_mode has one more window at the
+  // bottom and right, clipped to the input (and, averaging, divided by what is inside).
   virtual void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) = 0;
   // Max pooling routes each gradient to the first input equal to the window's maximum.
   virtual void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
@@ -224,6 +280,36 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;
   // dst = src (accumulate false) or dst += src.
   virtual void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) = 0;
+
+  // Channels [from_channel, from_channel + channels) of `from` to channels [to_channel, ...) of
+  // `to` (written, or added with accumulate): two [N, C, H, W] tensors of one N, H and W, or two
+  // [N, C]. Concatenation's forward and backward.
+  virtual void copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                             bool accumulate) = 0;
+  // y = a * b element-wise, where b has a's shape or [N, C, 1, 1] (one factor per sample and
+  // channel, over H and W: the squeeze-and-excitation gate). Backward: da = dy * b, db = dy * a
+  // (summed over H and W where b is per channel); either may be empty (not wanted).
+  virtual void multiply(const Tensor& a, const Tensor& b, Tensor y) = 0;
+  virtual void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
+                                 Tensor db, bool accumulate_b) = 0;
+  // y[n, c, h, w] += bias[c]; dbias[c] += the sum of dy[., c, ., .] (a transposed convolution's
+  // bias, which the convolution calls it is made of do not add).
+  virtual void add_channel_bias(const Tensor& bias, Tensor y) = 0;
+  virtual void channel_bias_backward(const Tensor& dy, Tensor dbias) = 0;
+
+  // Upsampling (UpsampleDesc): y is x's size times the factor.
+  virtual void upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) = 0;
+  virtual void upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) = 0;
+
+  // Group normalisation (GroupNormDesc) of x [N, C, H, W] (or [N, C]): saved_mean and
+  // saved_inv_std hold each sample's groups' mean and 1 / sqrt(var + eps), [N x groups], and may be
+  // empty (inference keeps nothing). Backward writes (or adds to) dx and adds to dgamma and dbeta;
+  // each may be empty (not wanted).
+  virtual void group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma,
+                                  const Tensor& beta, Tensor y, Tensor saved_mean, Tensor saved_inv_std) = 0;
+  virtual void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
+                                   Tensor dgamma, Tensor dbeta) = 0;
 
   // Softmax cross-entropy over logits [N, classes] and int32 labels [N]. Adds the sum of the N
   // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When

@@ -98,6 +98,13 @@ class ForwardingBackend : public Backend {
   void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override {
     call("relu_backward", {dx}, [=, this] { inner_.relu_backward(y, dy, dx, accumulate); });
   }
+  void activation_forward(const ActivationDesc& d, const Tensor& x, Tensor y) override {
+    call("activation_forward", {y}, [=, this] { inner_.activation_forward(d, x, y); });
+  }
+  void activation_backward(const ActivationDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
+                           bool accumulate) override {
+    call("activation_backward", {dx}, [=, this] { inner_.activation_backward(d, x, y, dy, dx, accumulate); });
+  }
   void pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) override {
     call("pool2d_forward", {y}, [=, this] { inner_.pool2d_forward(d, x, y); });
   }
@@ -171,6 +178,43 @@ class ForwardingBackend : public Backend {
   }
   void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override {
     call("copy_or_add", {dst}, [=, this] { inner_.copy_or_add(src, dst, accumulate); });
+  }
+  void copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                     bool accumulate) override {
+    call("copy_channels", {to},
+         [=, this] { inner_.copy_channels(from, from_channel, to, to_channel, channels, accumulate); });
+  }
+  void multiply(const Tensor& a, const Tensor& b, Tensor y) override {
+    call("multiply", {y}, [=, this] { inner_.multiply(a, b, y); });
+  }
+  void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a, Tensor db,
+                         bool accumulate_b) override {
+    call("multiply_backward", {da, db},
+         [=, this] { inner_.multiply_backward(a, b, dy, da, accumulate_a, db, accumulate_b); });
+  }
+  void add_channel_bias(const Tensor& bias, Tensor y) override {
+    call("add_channel_bias", {y}, [=, this] { inner_.add_channel_bias(bias, y); });
+  }
+  void channel_bias_backward(const Tensor& dy, Tensor dbias) override {
+    call("channel_bias_backward", {dbias}, [=, this] { inner_.channel_bias_backward(dy, dbias); });
+  }
+  void upsample_forward(const UpsampleDesc& d, const Tensor& x, Tensor y) override {
+    call("upsample_forward", {y}, [=, this] { inner_.upsample_forward(d, x, y); });
+  }
+  void upsample_backward(const UpsampleDesc& d, const Tensor& dy, Tensor dx, bool accumulate) override {
+    call("upsample_backward", {dx}, [=, this] { inner_.upsample_backward(d, dy, dx, accumulate); });
+  }
+  void group_norm_forward(const GroupNormDesc& d, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                          Tensor saved_mean, Tensor saved_inv_std) override {
+    call("group_norm_forward", {y, saved_mean, saved_inv_std},
+         [=, this] { inner_.group_norm_forward(d, x, gamma, beta, y, saved_mean, saved_inv_std); });
+  }
+  void group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
+                           Tensor dgamma, Tensor dbeta) override {
+    call("group_norm_backward", {dx, dgamma, dbeta}, [=, this] {
+      inner_.group_norm_backward(d, x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, dgamma, dbeta);
+    });
   }
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits, const StepScalars* step,
                              Tensor loss_sum, Tensor correct) override {

@@ -72,6 +72,7 @@ class Layer {
   // ("3:conv2d"), ONNX value names and checkpoint fingerprints hold it, so it never changes.
   virtual std::string type_name() const = 0;
   virtual std::string describe() const = 0;
+  // How many inputs the layer reads; 0: two or more (concatenation).
   virtual int input_count() const { return 1; }
 
   // Per-sample shapes ({C,H,W} or {features}). Called once when the network is built; the layer
@@ -90,6 +91,11 @@ class Layer {
   // The fewest samples a training micro-batch may hold, and why (empty when any number will do).
   virtual TrainingBatchNeed training_batch_need() const { return {}; }
   virtual bool backward_needs_output() const { return false; }
+  // True for an element-wise layer of one input that may write its output over its input and,
+  // in backward, its input's gradient over its output's gradient: the plan gives each pair one
+  // buffer where nothing else needs the first (docs/design.md, "In place"). Its kernels must
+  // allow both aliases, and its backward must not read its input.
+  virtual bool runs_in_place() const { return false; }
   // True for a layer whose output is its input seen with another shape (Flatten): the engine
   // gives it no buffer and never calls forward or backward.
   virtual bool is_view() const { return false; }

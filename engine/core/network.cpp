@@ -39,9 +39,10 @@ int Network::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
   if (!layer) throw ConfigError("network: null layer");
   if (inputs.empty()) inputs.push_back(last());
   const int id = size();
-  if (static_cast<int>(inputs.size()) != layer->input_count())
-    throw ShapeError(layer->describe() + ": takes " + std::to_string(layer->input_count()) + " inputs, given " +
-                     std::to_string(inputs.size()));
+  const int takes = layer->input_count();
+  if (takes == 0 ? inputs.size() < 2 : static_cast<int>(inputs.size()) != takes)
+    throw ShapeError(layer->describe() + ": takes " + (takes == 0 ? std::string("two or more") : std::to_string(takes)) +
+                     " inputs, given " + std::to_string(inputs.size()));
   std::vector<Shape> shapes;
   for (int in : inputs) {
     if (in < 0 || in >= id) throw ConfigError(layer->describe() + ": input node " + std::to_string(in) + " does not exist");

@@ -18,14 +18,18 @@ TEST_CASE("the registry lists every built-in layer once, with its word, usage an
     for (const std::string& option : type->options) CHECK(type->usage.find("[" + option + "=") != std::string::npos);
     CHECK(layer_type_for_word(type->word) == type);
   }
-  for (const char* word : {"conv", "relu", "flatten", "maxpool", "avgpool", "globalavgpool", "batchnorm", "dropout",
-                           "dense", "add"})
+  for (const char* word : {"conv", "dwconv", "deconv", "relu", "leakyrelu", "relu6", "sigmoid", "tanh", "silu", "gelu",
+                           "hardswish", "hardsigmoid", "flatten", "maxpool", "avgpool", "globalavgpool",
+                           "globalmaxpool", "upsample", "batchnorm", "groupnorm", "layernorm", "dropout", "dense", "add",
+                           "concat", "mul"})
     CHECK(words.count(word));
-  for (const char* name : {"conv2d", "dense", "relu", "maxpool2d", "avgpool2d", "global_avgpool", "batchnorm2d",
-                           "dropout", "add", "flatten"})
+  for (const char* name : {"conv2d", "depthwise_conv2d", "conv_transpose2d", "dense", "relu", "leaky_relu", "relu6",
+                           "sigmoid", "tanh", "silu", "gelu", "hardswish", "hardsigmoid", "maxpool2d", "avgpool2d",
+                           "global_avgpool", "global_maxpool", "upsample", "batchnorm2d", "group_norm", "layer_norm",
+                           "dropout", "add", "concat", "multiply", "flatten"})
     CHECK(type_names.count(name));
   CHECK(layer_usages().size() == layer_types().size());
-  CHECK(layer_words().rfind("conv, relu, flatten, maxpool", 0) == 0);
+  CHECK(layer_words().rfind("conv, dwconv, deconv, relu, leakyrelu", 0) == 0);
   CHECK(layer_type_for_word("frobnicate") == nullptr);
 }
 

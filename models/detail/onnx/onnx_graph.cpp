@@ -103,6 +103,19 @@ class GraphWriter {
                              const std::string& value, const Shape& shape) override {
       return last_node(writer_.add_node(op_type, value, inputs, value, shape));
     }
+    std::string float_constant(const std::string& suffix, const std::vector<float>& values,
+                               const std::vector<std::int64_t>& dims) override {
+      auto& init = writer_.constant(name() + "_" + suffix, onnx::TensorProto::FLOAT, dims);
+      init.mutable_raw_data()->assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+      return init.name();
+    }
+    std::string int_constant(const std::string& suffix, const std::vector<std::int64_t>& values,
+                             const std::vector<std::int64_t>& dims) override {
+      auto& init = writer_.constant(name() + "_" + suffix, onnx::TensorProto::INT64, dims);
+      init.mutable_raw_data()->assign(reinterpret_cast<const char*>(values.data()),
+                                      values.size() * sizeof(std::int64_t));
+      return init.name();
+    }
     void pass_through(std::size_t index) override {
       if (output_ == kOnnxLogitsName) {
         writer_.add_node("Identity", name(), {input(index)}, output_);
@@ -148,6 +161,15 @@ class GraphWriter {
     node->add_output(output);
     if (shape.rank > 0 && output != kOnnxLogitsName) describe_value(*graph_.add_value_info(), output, shape);
     return *node;
+  }
+
+  onnx::TensorProto& constant(const std::string& name, onnx::TensorProto::DataType type,
+                              const std::vector<std::int64_t>& dims) {
+    auto* init = graph_.add_initializer();
+    init->set_name(name);
+    init->set_data_type(type);
+    for (std::int64_t d : dims) init->add_dims(d);
+    return *init;
   }
 
   // Parameter `index` of node `id` as an initializer named `name`; returns the name.
