@@ -15,7 +15,7 @@ void Dropout::forward(const LayerContext& c) {
     Tensor mask = c.saved[0];
     mask.shape = c.output.shape;
     c.backend->dropout_forward(c.inputs[0], c.output, mask, p_, c.step, static_cast<std::uint64_t>(c.node));
-  } else {
+  } else if (c.inputs[0].data != c.output.data) {  // in place: nothing to do
     c.backend->copy_or_add(c.inputs[0], c.output, false);
   }
 }

@@ -21,6 +21,7 @@ class Dropout final : public Layer {
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
   bool recompute_rewrites_saved() const override { return true; }
+  bool runs_in_place() const override { return true; }
   LayerCost forward_cost() const override {
     const auto n = static_cast<double>(sample_);
     return {2 * n, 3 * sizeof(float) * n};

@@ -14,6 +14,7 @@ class ReLU final : public Layer {
     return inputs.at(0);
   }
   bool backward_needs_output() const override { return true; }
+  bool runs_in_place() const override { return true; }
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
   bool commutes_with_max_pooling() const override { return true; }

@@ -39,6 +39,12 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   if (m.budget) row("budget", m.budget, m.fits() ? "fits" : "DOES NOT FIT");
   if (!m.strategy_serves)
     out += "  the step buffers' strategy does not serve them within the budget: " + m.strategy_refusal + "\n";
+  if (m.in_place_layers) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %12s  their output over their input\n", "in place",
+                  (std::to_string(m.in_place_layers) + (m.in_place_layers == 1 ? " layer" : " layers")).c_str());
+    out += line;
+  }
   if (m.recompute != RecomputePolicy::none) {
     char line[160];
     std::snprintf(line, sizeof line, "  %-24s %12s  +%.1f%% compute in backward\n",

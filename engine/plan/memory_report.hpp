@@ -44,6 +44,7 @@ struct MemoryBreakdown {
   RecomputePolicy recompute = RecomputePolicy::none;
   int recomputed_layers = 0;
   double recompute_fraction = 0;
+  int in_place_layers = 0;  // layers whose output the plan writes over their input
   double expected_samples_per_second = 0;
 
   // Under a budget and a dynamic strategy (arena, pool, direct): whether the strategy itself,

@@ -51,6 +51,7 @@ struct StepPlan {
   std::vector<int> backward_times;                // by node (training)
   std::vector<RecomputeBuffers> recomputations;  // by time step, where a recomputation runs
   std::vector<int> recomputed;  // the node of each recomputation, in the order they run
+  std::vector<int> in_place;    // the nodes whose output is written over their input's (step_plan.cpp, Note [In place])
 
   int forward_time(int node) const { return node; }
   int loss_time() const { return last_node + 1; }
@@ -61,11 +62,16 @@ struct StepPlan {
   const NodeBuffers& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
 };
 
+// Whether layers that may run in place share their input's buffer (step_plan.cpp, Note [In
+// place]): where the arena comes out smaller (the plan is made both ways), always, or never.
+enum class InPlaceSharing { where_smaller, always, never };
+
 // What the layers ask of a step at one micro-batch beyond their inputs and outputs, by node:
 // saved buffers and workspaces (the backend's answer for the workspace limit).
 struct StepNeeds {
   int micro_batch = 0;
   bool training = true;
+  InPlaceSharing in_place = InPlaceSharing::where_smaller;
   std::vector<std::vector<std::size_t>> saved_bytes;
   std::vector<std::size_t> forward_workspace, backward_workspace;
 };
