@@ -30,6 +30,7 @@ class OnnxNode {
   virtual OnnxNode& set_int(const std::string& name, std::int64_t value) = 0;
   virtual OnnxNode& set_ints(const std::string& name, const std::vector<std::int64_t>& values) = 0;
   virtual OnnxNode& set_float(const std::string& name, float value) = 0;
+  virtual OnnxNode& set_string(const std::string& name, const std::string& value) = 0;
 };
 
 // The graph as one layer sees it. Values are ONNX value names; shapes are per sample (the batch

@@ -40,6 +40,13 @@ class ProtoNode final : public OnnxNode {
     a->set_f(value);
     return *this;
   }
+  OnnxNode& set_string(const std::string& name, const std::string& value) override {
+    auto* a = node_.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+    return *this;
+  }
 
  private:
   onnx::NodeProto& node_;
