@@ -1,4 +1,5 @@
 // Pooling and batch normalisation: loops over (image, channel) planes or channels, in parallel.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,7 +22,8 @@ Window window_at(const Pool2dDesc& d, int oh, int ow, int h, int w) {
 }
 
 // Max pooling 2x2, stride 2, no padding: the networks' common case, without the general loop's
-// window clipping and mode tests. Ties go to the first element in row-major order, as in the
+// window clipping and mode tests, over the windows that lie whole inside the input (ceil mode's
+// last row and column of windows, clipped, take the general path). Ties go to the first element in row-major order, as in the
 // general path. A NaN in a window may propagate here where the general path skips it: a tree of
 // maxima vectorises, a chain from -inf costs 15% of a whole training step (measured); NaN
 // activations mean the training has already diverged.
@@ -30,12 +32,13 @@ bool is_max_2x2(const Pool2dDesc& d) {
          d.pad_h == 0 && d.pad_w == 0;
 }
 
-void max_2x2_forward_plane(const float* in, float* out, int w, int ho, int wo) {
-  for (int oh = 0; oh < ho; ++oh) {
+// The first `rows` x `cols` windows; the output's rows are `wo` apart.
+void max_2x2_forward_plane(const float* in, float* out, int w, int rows, int cols, int wo) {
+  for (int oh = 0; oh < rows; ++oh) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
     float* o = out + static_cast<std::size_t>(oh) * wo;
-    for (int ow = 0; ow < wo; ++ow)
+    for (int ow = 0; ow < cols; ++ow)
       o[ow] = std::max(std::max(r0[2 * ow], r0[2 * ow + 1]), std::max(r1[2 * ow], r1[2 * ow + 1]));
   }
 }
@@ -76,10 +79,10 @@ void max_2x2_backward_4(const float* r0, const float* r1, const float* m, const 
 // Writes every input position of each window (the gradient or zero) unless accumulating, so the
 // plane needs no clearing first. Branch-free: which element is the first equal to the window's
 // maximum is data, and branching on it mispredicts half the time. Four windows at a time, the
-// rest of a row one by one.
+// rest of a row one by one. The first `rows` x `cols` windows; the output's rows are `wo` apart.
 void max_2x2_backward_plane(const float* in, const float* out, const float* grad_out, float* grad_in, int w,
-                            int ho, int wo, bool accumulate) {
-  for (int oh = 0; oh < ho; ++oh) {
+                            int rows, int cols, int wo, bool accumulate) {
+  for (int oh = 0; oh < rows; ++oh) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
     float* g0 = grad_in + static_cast<std::size_t>(2 * oh) * w;
@@ -87,9 +90,9 @@ void max_2x2_backward_plane(const float* in, const float* out, const float* grad
     const float* m = out + static_cast<std::size_t>(oh) * wo;
     const float* g = grad_out + static_cast<std::size_t>(oh) * wo;
     int ow = 0;
-    for (; ow + 4 <= wo; ow += 4)
+    for (; ow + 4 <= cols; ow += 4)
       max_2x2_backward_4(r0 + 2 * ow, r1 + 2 * ow, m + ow, g + ow, g0 + 2 * ow, g1 + 2 * ow, accumulate);
-    for (; ow < wo; ++ow) {
+    for (; ow < cols; ++ow) {
       const int j = 2 * ow;
       // Bitwise operators, not && and ?:, which compilers turn back into branches.
       const unsigned e0 = r0[j] == m[ow];
@@ -113,15 +116,52 @@ void max_2x2_backward_plane(const float* in, const float* out, const float* grad
   }
 }
 
+// One window of the general path: its maximum or its average over the part inside the input.
+float pool_window(const Pool2dDesc& d, const float* in, int h, int w, int oh, int ow) {
+  const Window win = window_at(d, oh, ow, h, w);
+  float acc = d.mode == PoolMode::max ? -std::numeric_limits<float>::infinity() : 0.f;
+  for (int i = win.h0; i < win.h1; ++i)
+    for (int j = win.w0; j < win.w1; ++j) {
+      const float v = in[i * w + j];
+      acc = d.mode == PoolMode::max ? std::max(acc, v) : acc + v;
+    }
+  if (d.mode == PoolMode::average) acc /= static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+  return acc;
+}
+
+// One window's gradient added to grad_in: to the first input equal to the maximum, or shared.
+void pool_window_backward(const Pool2dDesc& d, const float* in, float m, float g, float* grad_in, int h, int w,
+                          int oh, int ow) {
+  const Window win = window_at(d, oh, ow, h, w);
+  if (d.mode == PoolMode::max) {
+    for (int i = win.h0; i < win.h1; ++i)
+      for (int j = win.w0; j < win.w1; ++j)
+        if (in[i * w + j] == m) {
+          grad_in[i * w + j] += g;
+          return;
+        }
+    return;
+  }
+  const float share = g / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
+  for (int i = win.h0; i < win.h1; ++i)
+    for (int j = win.w0; j < win.w1; ++j) grad_in[i * w + j] += share;
+}
+
 }  // namespace
 
 void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
   const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
   const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
   if (is_max_2x2(d)) {
+    const int rows = std::min(ho, h / 2), cols = std::min(wo, w / 2);  // whole windows
     cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
-      for (std::size_t p = b; p < e; ++p)
-        max_2x2_forward_plane(x.data + p * h * w, y.data + p * ho * wo, w, ho, wo);
+      for (std::size_t p = b; p < e; ++p) {
+        const float* in = x.data + p * h * w;
+        float* out = y.data + p * ho * wo;
+        max_2x2_forward_plane(in, out, w, rows, cols, wo);
+        for (int oh = 0; oh < ho; ++oh)
+          for (int ow = oh < rows ? cols : 0; ow < wo; ++ow) out[oh * wo + ow] = pool_window(d, in, h, w, oh, ow);
+      }
     });
     return;
   }
@@ -130,17 +170,7 @@ void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) 
       const float* in = x.data + p * h * w;
       float* out = y.data + p * ho * wo;
       for (int oh = 0; oh < ho; ++oh)
-        for (int ow = 0; ow < wo; ++ow) {
-          const Window win = window_at(d, oh, ow, h, w);
-          float acc = d.mode == PoolMode::max ? -std::numeric_limits<float>::infinity() : 0.f;
-          for (int i = win.h0; i < win.h1; ++i)
-            for (int j = win.w0; j < win.w1; ++j) {
-              const float v = in[i * w + j];
-              acc = d.mode == PoolMode::max ? std::max(acc, v) : acc + v;
-            }
-          if (d.mode == PoolMode::average) acc /= static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
-          out[oh * wo + ow] = acc;
-        }
+        for (int ow = 0; ow < wo; ++ow) out[oh * wo + ow] = pool_window(d, in, h, w, oh, ow);
     }
   });
 }
@@ -156,33 +186,16 @@ void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Ten
       const float* grad_out = dy.data + p * ho * wo;
       float* grad_in = dx.data + p * h * w;
       if (is_max_2x2(d) && h == 2 * ho && w == 2 * wo) {  // windows tile the plane exactly
-        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, accumulate);
+        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, wo, accumulate);
         continue;
       }
       if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
-      if (is_max_2x2(d)) {
-        max_2x2_backward_plane(in, out, grad_out, grad_in, w, ho, wo, true);
-        continue;
-      }
+      // The windows that lie whole inside the input by the fast path (2x2), the rest one by one.
+      const int rows = is_max_2x2(d) ? std::min(ho, h / 2) : 0, cols = is_max_2x2(d) ? std::min(wo, w / 2) : 0;
+      if (rows > 0 && cols > 0) max_2x2_backward_plane(in, out, grad_out, grad_in, w, rows, cols, wo, true);
       for (int oh = 0; oh < ho; ++oh)
-        for (int ow = 0; ow < wo; ++ow) {
-          const Window win = window_at(d, oh, ow, h, w);
-          const float g = grad_out[oh * wo + ow];
-          if (d.mode == PoolMode::max) {
-            const float m = out[oh * wo + ow];
-            bool routed = false;
-            for (int i = win.h0; i < win.h1 && !routed; ++i)
-              for (int j = win.w0; j < win.w1 && !routed; ++j)
-                if (in[i * w + j] == m) {
-                  grad_in[i * w + j] += g;
-                  routed = true;
-                }
-          } else {
-            const float share = g / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
-            for (int i = win.h0; i < win.h1; ++i)
-              for (int j = win.w0; j < win.w1; ++j) grad_in[i * w + j] += share;
-          }
-        }
+        for (int ow = oh < rows ? cols : 0; ow < wo; ++ow)
+          pool_window_backward(d, in, out[oh * wo + ow], grad_out[oh * wo + ow], grad_in, h, w, oh, ow);
     }
   });
 }

@@ -1,5 +1,6 @@
 // Pooling against the CPU backend, including ties (max pooling routes the gradient to the first
-// maximum) and windows that padding or the image edge cut.
+// maximum), windows that padding or the image edge cut, ceil mode's last windows clipped to the
+// input, and global max pooling.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -15,6 +16,7 @@ struct PoolCase {
   const char* name;
   Pool2dDesc desc;
   int n, c, h, w;
+  bool ceil = false;  // PyTorch's ceil_mode: the output size rounds up
 };
 
 Pool2dDesc pool(PoolMode mode, int wh, int ww, int sh, int sw, int ph, int pw) {
@@ -37,12 +39,24 @@ const PoolCase kCases[] = {
     {"average 2x2 stride 2", pool(PoolMode::average, 2, 2, 2, 2, 0, 0), 3, 4, 12, 10},
     {"average 3x3 stride 1 padding 1", pool(PoolMode::average, 3, 3, 1, 1, 1, 1), 2, 3, 8, 11},
     {"average 3x3 stride 2 padding 1", pool(PoolMode::average, 3, 3, 2, 2, 1, 1), 2, 3, 9, 9},
+    {"max 2x2 stride 2, ceil", pool(PoolMode::max, 2, 2, 2, 2, 0, 0), 2, 3, 11, 19, true},
+    {"max 3x3 stride 2 padding 1, ceil", pool(PoolMode::max, 3, 3, 2, 2, 1, 1), 2, 3, 10, 12, true},
+    {"average 2x2 stride 2, ceil", pool(PoolMode::average, 2, 2, 2, 2, 0, 0), 2, 3, 11, 9, true},
+    {"average 3x3 stride 2 padding 1, ceil", pool(PoolMode::average, 3, 3, 2, 2, 1, 1), 2, 3, 10, 13, true},
+    {"global max", pool(PoolMode::max, 9, 13, 9, 13, 0, 0), 3, 5, 9, 13},
 };
+
+// PyTorch's pooling_output_shape.
+int pooled(int in, int window, int stride, int pad, bool ceil) {
+  int out = (in + 2 * pad - window + (ceil ? stride - 1 : 0)) / stride + 1;
+  if (ceil && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
 
 Shape output_shape(const PoolCase& c) {
   const Pool2dDesc& d = c.desc;
-  return {c.n, c.c, (c.h + 2 * d.pad_h - d.window_h) / d.stride_h + 1,
-          (c.w + 2 * d.pad_w - d.window_w) / d.stride_w + 1};
+  return {c.n, c.c, pooled(c.h, d.window_h, d.stride_h, d.pad_h, c.ceil),
+          pooled(c.w, d.window_w, d.stride_w, d.pad_w, c.ceil)};
 }
 
 void check_pool(const PoolCase& c, const std::vector<float>& input) {
