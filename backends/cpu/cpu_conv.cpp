@@ -1,11 +1,14 @@
-// Convolution as im2col + one matrix product per image, images spread over threads. Each
-// product's packing buffers come from the layer's planned workspace (backends/cpu/detail/gemm.hpp).
+// Convolution as im2col + one matrix product per image and group, images spread over threads.
+// Each product's packing buffers come from the layer's planned workspace
+// (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
+// own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/depthwise_conv.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 
@@ -19,24 +22,28 @@ using cpu::aligned_floats;
 using cpu::GemmOperand;
 using cpu::GemmOutput;
 
+// One group's convolution: cin and cout are a group's channels (all of them with groups 1).
 struct ConvGeometry {
-  int cin, h, w, cout, hout, wout, kh, kw, stride, pad;
+  int cin, h, w, cout, hout, wout, kh, kw, stride, pad, dilation, groups;
   int patch() const { return cin * kh * kw; }          // K: rows of the column matrix
   int pixels() const { return hout * wout; }           // P: its columns
   bool is_pointwise() const { return kh == 1 && kw == 1 && stride == 1 && pad == 0; }
 };
 
 ConvGeometry geometry(const Conv2dDesc& d, const Shape& x, const Shape& y) {
-  return {x[1], x[2], x[3], d.out_channels, y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding};
+  const int groups = std::max(d.groups, 1);
+  return {x[1] / groups, x[2], x[3], d.out_channels / groups, y[2], y[3], d.kernel_h, d.kernel_w,
+          d.stride, d.padding, std::max(d.dilation, 1), groups};
 }
 
-// The output columns [lo, hi) whose input column ow * stride - pad + kj lies inside the image.
+// The output columns [lo, hi) whose input column ow * stride - pad + kj * dilation lies inside
+// the image.
 struct ColumnRange {
   int lo, hi;
 };
 
 ColumnRange valid_columns(const ConvGeometry& g, int kj) {
-  const int offset = kj - g.pad;  // iw = ow * stride + offset
+  const int offset = kj * g.dilation - g.pad;  // iw = ow * stride + offset
   int lo = offset >= 0 ? 0 : (-offset + g.stride - 1) / g.stride;
   int hi = g.w - offset <= 0 ? 0 : (g.w - offset + g.stride - 1) / g.stride;
   hi = std::min(hi, g.wout);
@@ -60,9 +67,9 @@ struct FlatShift {
 };
 
 FlatShift flat_shift(const ConvGeometry& g, int ki, int kj) {
-  const int dr = ki - g.pad;  // ih = oh + dr
+  const int dr = ki * g.dilation - g.pad;  // ih = oh + dr
   const int row_lo = std::clamp(-dr, 0, g.hout), row_hi = std::clamp(g.h - dr, row_lo, g.hout);
-  const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(dr) * g.w + (kj - g.pad);
+  const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(dr) * g.w + (kj * g.dilation - g.pad);
   const std::ptrdiff_t plane = static_cast<std::ptrdiff_t>(g.h) * g.w;
   // Every valid element's source lies inside the plane; the clamp leaves out wrapped ones only.
   const std::ptrdiff_t begin = static_cast<std::ptrdiff_t>(row_lo) * g.wout,
@@ -103,9 +110,9 @@ void im2col(const ConvGeometry& g, const float* image, float* col) {
         float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
         const float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
         const ColumnRange cols = valid_columns(g, kj);
-        const int offset = kj - g.pad;
+        const int offset = kj * g.dilation - g.pad;
         for (int oh = 0; oh < g.hout; ++oh) {
-          const int ih = oh * g.stride - g.pad + ki;
+          const int ih = oh * g.stride - g.pad + ki * g.dilation;
           float* out = row + oh * g.wout;
           if (ih < 0 || ih >= g.h) {
             std::fill(out, out + g.wout, 0.f);
@@ -146,9 +153,9 @@ void col2im_add(const ConvGeometry& g, float* col, float* image) {
         const float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
         float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
         const ColumnRange cols = valid_columns(g, kj);
-        const int offset = kj - g.pad;
+        const int offset = kj * g.dilation - g.pad;
         for (int oh = 0; oh < g.hout; ++oh) {
-          const int ih = oh * g.stride - g.pad + ki;
+          const int ih = oh * g.stride - g.pad + ki * g.dilation;
           if (ih < 0 || ih >= g.h) continue;
           float* out = plane + static_cast<std::size_t>(ih) * g.w + offset;
           const float* in = row + oh * g.wout;
@@ -173,9 +180,9 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass) {
   ConvThreadSpace s;
   s.col = g.is_pointwise() ? 0 : aligned_floats(K * P);
   if (pass == ConvPass::forward) {
-    s.packing = cpu::gemm_packing_floats(C, P, K);  // y[C x P] = w[C x K] col[K x P]
+    s.packing = cpu::gemm_packing_floats(C, P, K);  // y[C x P] = w[C x K] col[K x P], per group
   } else {
-    s.partial = aligned_floats(C * K + C);
+    s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
     s.packing = std::max(cpu::gemm_packing_floats(K, P, C),   // dcol[K x P] = w^T dy
                          cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
   }
@@ -192,6 +199,7 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 
 std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
                                                ConvPass pass, std::size_t) {
+  if (cpu::is_depthwise(d)) return cpu::depthwise_workspace_floats(d, x, pass, threads_) * sizeof(float);
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   return workers * thread_space(geometry(d, x, y), pass).total() * sizeof(float);
@@ -199,80 +207,100 @@ std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape&
 
 void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
                                 const Tensor& bias, Tensor y, Workspace ws) {
+  if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, ws);
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");
   const ConvThreadSpace space = thread_space(g, ConvPass::forward);
   const std::size_t in_stride = x.sample_elements(), out_stride = y.sample_elements();
+  const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;  // a group's input floats
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * space.total();
     const cpu::Packing packing{col + space.col, space.packing};
     for (std::size_t i = b; i < e; ++i) {
-      const float* image = x.data + i * in_stride;
-      if (!g.is_pointwise()) im2col(g, image, col);
-      float* out = y.data + i * out_stride;
-      cpu::gemm(C, P, K, GemmOperand{w.data, K}, GemmOperand{g.is_pointwise() ? image : col, P}, GemmOutput{out, P},
-                packing);
+      for (int gi = 0; gi < g.groups; ++gi) {
+        const auto group = static_cast<std::size_t>(gi);
+        const float* image = x.data + i * in_stride + group * group_in;
+        if (!g.is_pointwise()) im2col(g, image, col);
+        float* out = y.data + i * out_stride + group * C * P;
+        cpu::gemm(C, P, K, GemmOperand{w.data + group * C * K, K}, GemmOperand{g.is_pointwise() ? image : col, P},
+                  GemmOutput{out, P}, packing);
+      }
       if (!bias.empty())
-        MatrixMap(out, g.cout, static_cast<Eigen::Index>(P)).colwise() += Eigen::Map<const Eigen::VectorXf>(bias.data, g.cout);
+        MatrixMap(y.data + i * out_stride, d.out_channels, static_cast<Eigen::Index>(P)).colwise() +=
+            Eigen::Map<const Eigen::VectorXf>(bias.data, d.out_channels);
     }
   });
 }
 
 void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                                       bool accumulate, Workspace ws) {
+  if (cpu::is_depthwise(d)) return cpu::depthwise_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   const ConvGeometry g = geometry(d, dx.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, dx.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_data");
   const ConvThreadSpace space = thread_space(g, ConvPass::backward);
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
-  const GemmOperand weights_transposed{w.data, K, true};  // w^T: w is stored [C x K]
+  const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * space.total();
     const cpu::Packing packing{col + space.col + space.partial, space.packing};
     for (std::size_t i = b; i < e; ++i) {
-      const GemmOperand grad_out{dy.data + i * out_stride, P};
-      float* image = dx.data + i * in_stride;
-      if (g.is_pointwise()) {
-        cpu::gemm(K, P, C, weights_transposed, grad_out, GemmOutput{image, P, accumulate}, packing);
-        continue;
+      if (!accumulate && !g.is_pointwise()) std::memset(dx.data + i * in_stride, 0, in_stride * sizeof(float));
+      for (int gi = 0; gi < g.groups; ++gi) {
+        const auto group = static_cast<std::size_t>(gi);
+        const GemmOperand weights_transposed{w.data + group * C * K, K, true};  // w^T: w is stored [C x K]
+        const GemmOperand grad_out{dy.data + i * out_stride + group * C * P, P};
+        float* image = dx.data + i * in_stride + group * group_in;
+        if (g.is_pointwise()) {
+          cpu::gemm(K, P, C, weights_transposed, grad_out, GemmOutput{image, P, accumulate}, packing);
+          continue;
+        }
+        cpu::gemm(K, P, C, weights_transposed, grad_out, GemmOutput{col, P}, packing);
+        col2im_add(g, col, image);
       }
-      cpu::gemm(K, P, C, weights_transposed, grad_out, GemmOutput{col, P}, packing);
-      if (!accumulate) std::memset(image, 0, in_stride * sizeof(float));
-      col2im_add(g, col, image);
     }
   });
 }
 
 void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                                         Tensor dbias, Workspace ws) {
+  if (cpu::is_depthwise(d)) return cpu::depthwise_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   const ConvGeometry g = geometry(d, x.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
+  const std::size_t all_out = C * static_cast<std::size_t>(g.groups);
   require_workspace(ws, conv2d_workspace_bytes(d, x.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_filter");
   const ConvThreadSpace space = thread_space(g, ConvPass::backward);
-  const std::size_t grad_floats = C * K + C;
+  const std::size_t grad_floats = all_out * K + all_out;
   const std::size_t in_stride = x.sample_elements(), out_stride = dy.sample_elements();
+  const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
   float* base = static_cast<float*>(ws.data);
   const int used = cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = base + static_cast<std::size_t>(t) * space.total();
     float* partial = col + space.col;
     const cpu::Packing packing{partial + space.partial, space.packing};
     std::memset(partial, 0, grad_floats * sizeof(float));
-    Eigen::Map<Eigen::VectorXf> partial_b(partial + C * K, g.cout);
+    Eigen::Map<Eigen::VectorXf> partial_b(partial + all_out * K, static_cast<Eigen::Index>(all_out));
     for (std::size_t i = b; i < e; ++i) {
-      const float* image = x.data + i * in_stride;
-      if (!g.is_pointwise()) im2col(g, image, col);
-      const GemmOperand columns_transposed{g.is_pointwise() ? image : col, P, true};  // col^T: col is [K x P]
-      const float* grad_out = dy.data + i * out_stride;
-      cpu::gemm(C, K, P, GemmOperand{grad_out, P}, columns_transposed, GemmOutput{partial, K, true}, packing);
-      partial_b += ConstMatrixMap(grad_out, g.cout, static_cast<Eigen::Index>(P)).rowwise().sum();
+      for (int gi = 0; gi < g.groups; ++gi) {
+        const auto group = static_cast<std::size_t>(gi);
+        const float* image = x.data + i * in_stride + group * group_in;
+        if (!g.is_pointwise()) im2col(g, image, col);
+        const GemmOperand columns_transposed{g.is_pointwise() ? image : col, P, true};  // col^T: col is [K x P]
+        const float* grad_out = dy.data + i * out_stride + group * C * P;
+        cpu::gemm(C, K, P, GemmOperand{grad_out, P}, columns_transposed, GemmOutput{partial + group * C * K, K, true},
+                  packing);
+      }
+      partial_b += ConstMatrixMap(dy.data + i * out_stride, static_cast<Eigen::Index>(all_out), static_cast<Eigen::Index>(P))
+                       .rowwise()
+                       .sum();
     }
   });
   // Fixed-order reduction of the per-thread partials.
-  const std::size_t weight_floats = C * K;
+  const std::size_t weight_floats = all_out * K;
   cpu::parallel_elements(threads_, grad_floats, [&](std::size_t b, std::size_t e) {
     for (std::size_t j = b; j < e; ++j) {
       float sum = 0.f;

@@ -1,5 +1,6 @@
-// Convolution on cuDNN's legacy API: NCHW float, cross-correlation, one algorithm per pass chosen
-// by conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan.
+// Convolution on cuDNN's legacy API: NCHW float, cross-correlation, grouped (cuDNN's group count,
+// filters [out, in / groups, kh, kw]) and dilated, one algorithm per pass chosen by
+// conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -16,12 +17,14 @@ constexpr float kOne = 1.0f, kZero = 0.0f;
 std::string describe(const Conv2dDesc& d, const Shape& x, const Shape& y) {
   return "conv2d " + std::to_string(d.in_channels) + "->" + std::to_string(d.out_channels) + " " +
          std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) + " stride " +
-         std::to_string(d.stride) + " padding " + std::to_string(d.padding) + " with input " + x.str() +
+         std::to_string(d.stride) + " padding " + std::to_string(d.padding) + " dilation " +
+         std::to_string(d.dilation) + " groups " + std::to_string(d.groups) + " with input " + x.str() +
          " and output " + y.str();
 }
 
 void check_weights(const Conv2dDesc& d, const Tensor& w, const char* what) {
-  const std::size_t expected = static_cast<std::size_t>(d.out_channels) * static_cast<std::size_t>(d.in_channels) *
+  const std::size_t expected = static_cast<std::size_t>(d.out_channels) *
+                               static_cast<std::size_t>(d.in_channels / std::max(d.groups, 1)) *
                                static_cast<std::size_t>(d.kernel_h) * static_cast<std::size_t>(d.kernel_w);
   if (w.elements() != expected) {
     throw ShapeError(std::string(what) + ": weights " + w.shape.str() + " hold " +
@@ -36,7 +39,10 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
   if (x.rank != 4 || y.rank != 4 || x[1] != d.in_channels || y[1] != d.out_channels || x[0] != y[0]) {
     throw ShapeError(describe(d, x, y) + ": the shapes do not match the convolution");
   }
-  const ConvShape key{x[0], x[1], x[2], x[3], y[1], y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding};
+  if (d.groups <= 0 || d.dilation <= 0 || d.in_channels % d.groups != 0 || d.out_channels % d.groups != 0)
+    throw ShapeError(describe(d, x, y) + ": the groups must divide both channel counts, the dilation be positive");
+  const ConvShape key{x[0], x[1], x[2], x[3], y[1], y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding,
+                      d.dilation, d.groups};
   auto found = conv_plans_.find(key);
   if (found != conv_plans_.end()) return *found->second;
 
@@ -46,9 +52,10 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
   set_nchw(plan->y, y[0], y[1], y[2], y[3]);
   set_nchw(plan->bias, 1, y[1], 1, 1);
   CNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.out_channels,
-                                       d.in_channels, d.kernel_h, d.kernel_w));
-  CNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padding, d.padding, d.stride, d.stride, 1, 1,
-                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                       d.in_channels / d.groups, d.kernel_h, d.kernel_w));
+  CNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padding, d.padding, d.stride, d.stride, d.dilation,
+                                            d.dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d.groups));
   int n = 0, c = 0, h = 0, w = 0;
   CNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &c, &h, &w));
   if (n != y[0] || c != y[1] || h != y[2] || w != y[3]) {
@@ -60,7 +67,12 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 
 // The plan's algorithm when its workspace fits what the caller passed, else the fastest that
 // fits, without measuring: a call inside a step must not allocate. A smaller workspace in one
-// call does not replace the plan's choice.
+// call does not replace the plan's choice. The plan is per shape, not per layer: layers of the
+// same convolution shapes (a transposed convolution's adjoint is one: it calls backward-data in
+// its forward pass and forward in its backward pass, and asks for those passes' workspaces, so
+// each call it makes has a choice here) share the last choice conv2d_workspace_bytes made for a
+// pass. Whatever that choice, a call never uses more workspace than it is given: a choice that
+// wants more gives way to the fastest that fits, from the same measurements.
 AlgoChoice CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
   AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
   if (!choice.valid() || choice.workspace > workspace_bytes) {

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "memory/buffer.hpp"
@@ -26,8 +27,11 @@ struct Candidates {
   bool verified = true;              // false: read from a file, workspaces not yet checked with cuDNN
 };
 
-// shape (11), pass, device, cuDNN version, tf32, measured
-using CacheKey = std::array<long long, 16>;
+// shape (13), pass, device, cuDNN version, tf32, measured
+constexpr std::size_t kShapeFields = std::tuple_size_v<ConvShape>;
+constexpr std::size_t kPass = kShapeFields, kDevice = kShapeFields + 1, kVersion = kShapeFields + 2,
+                      kTf32 = kShapeFields + 3, kMeasured = kShapeFields + 4;
+using CacheKey = std::array<long long, kShapeFields + 5>;
 
 std::mutex cache_mutex;
 std::map<CacheKey, Candidates>& cache() {
@@ -39,11 +43,11 @@ std::uint64_t measurements = 0;  // under cache_mutex
 CacheKey cache_key(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass, bool measured) {
   CacheKey key{};
   for (std::size_t i = 0; i < plan.shape.size(); ++i) key[i] = plan.shape[i];
-  key[11] = static_cast<int>(pass);
-  key[12] = search.device;
-  key[13] = static_cast<long long>(cudnnGetVersion());
-  key[14] = search.tf32;
-  key[15] = measured;
+  key[kPass] = static_cast<int>(pass);
+  key[kDevice] = search.device;
+  key[kVersion] = static_cast<long long>(cudnnGetVersion());
+  key[kTf32] = search.tf32;
+  key[kMeasured] = measured;
   return key;
 }
 
@@ -113,7 +117,7 @@ Candidates measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
   using memory::Category;
   const memory::Buffer x(*search.scratch, tensor_bytes(s[0], s[1], s[2], s[3]), Category::workspace);
   const memory::Buffer y(*search.scratch, tensor_bytes(s[0], s[4], s[5], s[6]), Category::workspace);
-  const memory::Buffer w(*search.scratch, tensor_bytes(s[4], s[1], s[7], s[8]), Category::workspace);
+  const memory::Buffer w(*search.scratch, tensor_bytes(s[4], s[1] / s[12], s[7], s[8]), Category::workspace);
   // Every byte 0x3c: each float is 0.0115, finite and nonzero. All-zero data draws less power
   // and can time faster than training data does.
   for (const memory::Buffer* b : {&x, &y, &w}) CNN_CHECK(cudaMemset(b->data(), 0x3c, b->bytes()));
@@ -274,7 +278,8 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
         std::string("cuDNN has no convolution ") + pass_name(pass) + " algorithm for input [" +
         std::to_string(s[0]) + "x" + std::to_string(s[1]) + "x" + std::to_string(s[2]) + "x" +
         std::to_string(s[3]) + "], " + std::to_string(s[4]) + " filters of " + std::to_string(s[7]) +
-        "x" + std::to_string(s[8]) + " whose workspace fits " + std::to_string(limit) + " bytes" +
+        "x" + std::to_string(s[8]) + " (dilation " + std::to_string(s[11]) + ", groups " + std::to_string(s[12]) +
+        ") whose workspace fits " + std::to_string(limit) + " bytes" +
         (search.deterministic ? " and that is deterministic" : ""));
   }
   AlgoChoice chosen = *choice;
@@ -284,12 +289,16 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
 
 namespace {
 
-// A line of the algorithm cache file: "pass n c h w k oh ow kh kw stride pad tf32" and
-// "tested asked useful|algo workspace math deterministic ms|...".
+// A line of the algorithm cache file: "pass n c h w k oh ow kh kw stride pad dilation groups tf32"
+// and "tested asked useful|algo workspace math deterministic ms|...". Lines written before
+// dilation and groups were part of the key have two fields fewer: they are skipped (the shape is
+// measured again), and stay in the file unused until its environment changes.
+constexpr int kKeyFields = static_cast<int>(kShapeFields) + 2;
+
 std::string key_text(const CacheKey& key) {
-  std::string text = std::to_string(key[11]);
-  for (std::size_t i = 0; i < 11; ++i) text += " " + std::to_string(key[i]);
-  return text + " " + std::to_string(key[14]);
+  std::string text = std::to_string(key[kPass]);
+  for (std::size_t i = 0; i < kShapeFields; ++i) text += " " + std::to_string(key[i]);
+  return text + " " + std::to_string(key[kTf32]);
 }
 
 std::string value_text(const Candidates& c) {
@@ -317,19 +326,22 @@ bool parse_line(const std::string& key, const std::string& value, CacheKey& k, C
   constexpr long long kLargestDimension = std::numeric_limits<int>::max();
   constexpr long long kLargestBytes = 1LL << 50;
   std::istringstream in(key);
-  long long fields[13];
-  if (!read_numbers(in, fields, 13, kLargestDimension)) return false;
+  long long fields[kKeyFields];
+  if (!read_numbers(in, fields, kKeyFields, kLargestDimension)) return false;
   in >> std::ws;
   if (!in.eof()) return false;
-  if (fields[0] > 2 || fields[12] > 1) return false;
+  const long long tf32 = fields[kKeyFields - 1];
+  if (fields[0] > 2 || tf32 > 1) return false;
   k = CacheKey{};
-  for (int i = 0; i < 11; ++i) {
-    if (fields[i + 1] < 1) return false;
-    k[static_cast<std::size_t>(i)] = fields[i + 1];
+  for (std::size_t i = 0; i < kShapeFields; ++i) {
+    // Every field is at least 1, but the padding (index 10), which may be 0.
+    if (fields[i + 1] < (i == 10 ? 0 : 1)) return false;
+    k[i] = fields[i + 1];
   }
-  k[11] = fields[0];
-  k[14] = fields[12];
-  k[15] = 1;  // measured
+  if (k[1] % k[12] != 0 || k[4] % k[12] != 0) return false;  // groups divide both channel counts
+  k[kPass] = fields[0];
+  k[kTf32] = tf32;
+  k[kMeasured] = 1;
   const auto pass = static_cast<ConvAlgoPass>(fields[0]);
 
   std::istringstream parts(value);
@@ -351,7 +363,7 @@ bool parse_line(const std::string& key, const std::string& value, CacheKey& k, C
     if (!read_numbers(fields_in, numbers, 4, kLargestBytes) || !(fields_in >> ms) || !std::isfinite(ms)) return false;
     if (numbers[0] >= algorithm_count(pass) || numbers[1] > sizes[0] || !valid_math(numbers[2]) || numbers[3] > 1)
       return false;
-    if (!fields[12] && uses_tensor_ops(static_cast<cudnnMathType_t>(numbers[2]))) return false;
+    if (!tf32 && uses_tensor_ops(static_cast<cudnnMathType_t>(numbers[2]))) return false;
     AlgoChoice a{static_cast<int>(numbers[0]), static_cast<std::size_t>(numbers[1]),
                  static_cast<cudnnMathType_t>(numbers[2])};
     a.deterministic = numbers[3] == 1;
@@ -369,7 +381,7 @@ std::map<std::string, std::string> export_measurements(int device) {
   const long long version = static_cast<long long>(cudnnGetVersion());
   std::map<std::string, std::string> lines;
   for (const auto& [key, candidates] : cache())
-    if (key[15] == 1 && key[12] == device && key[13] == version && candidates.verified)
+    if (key[kMeasured] == 1 && key[kDevice] == device && key[kVersion] == version && candidates.verified)
       lines[key_text(key)] = value_text(candidates);
   return lines;
 }
@@ -382,8 +394,8 @@ int import_measurements(int device, const std::map<std::string, std::string>& li
     CacheKey k;
     Candidates c;
     if (!parse_line(key, value, k, c)) continue;
-    k[12] = device;
-    k[13] = version;
+    k[kDevice] = device;
+    k[kVersion] = version;
     if (cache().emplace(k, std::move(c)).second) ++taken;  // this process's own measurements stay
   }
   return taken;

@@ -19,8 +19,8 @@
 
 namespace cnn::cuda {
 
-// n, c, h, w, out channels, out h, out w, kernel h, kernel w, stride, padding
-using ConvShape = std::array<int, 11>;
+// n, c, h, w, out channels, out h, out w, kernel h, kernel w, stride, padding, dilation, groups
+using ConvShape = std::array<int, 13>;
 
 struct ConvShapeHash {
   std::size_t operator()(const ConvShape& s) const noexcept {

@@ -1,5 +1,7 @@
 // Convolution on cuDNN against the CPU backend: forward (with and without bias), backward-data
-// (writing and accumulating) and backward-filter (accumulating into weights and bias gradients).
+// (writing and accumulating) and backward-filter (accumulating into weights and bias gradients),
+// plain, grouped, dilated and depthwise (the CPU's own depthwise kernels); the transposed
+// convolution layer, made of those calls and the channel bias, on both backends.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include "support.hpp"
 
 #include "base/error.hpp"
+#include "layers/conv_transpose2d.hpp"
 
 using namespace cnn;
 using namespace cnn::cuda_test;
@@ -17,6 +20,7 @@ namespace {
 struct ConvCase {
   const char* name;
   int n, c, h, w, k, kh, kw, stride, pad;
+  int dilation = 1, groups = 1;
 };
 
 const ConvCase kCases[] = {
@@ -28,6 +32,15 @@ const ConvCase kCases[] = {
     {"7x7 stride 2 padding 3", 2, 3, 32, 32, 16, 7, 7, 2, 3},
     {"3x3 stride 2 no padding, odd sizes", 3, 7, 11, 9, 9, 3, 3, 2, 0},
     {"3x3 wide channels", 8, 64, 8, 8, 64, 3, 3, 1, 1},
+    {"3x3 groups 4", 4, 16, 12, 11, 8, 3, 3, 1, 1, 1, 4},
+    {"3x3 groups 2 stride 2", 3, 6, 13, 14, 10, 3, 3, 2, 1, 1, 2},
+    {"1x1 groups 4", 2, 8, 7, 9, 12, 1, 1, 1, 0, 1, 4},
+    {"3x3 dilation 2 padding 2", 3, 5, 15, 13, 7, 3, 3, 1, 2, 2, 1},
+    {"5x5 dilation 3 stride 2, groups 3", 2, 6, 25, 22, 9, 5, 5, 2, 4, 3, 3},
+    {"depthwise 3x3", 4, 32, 28, 28, 32, 3, 3, 1, 1, 1, 32},
+    {"depthwise 3x3 stride 2", 4, 24, 15, 17, 24, 3, 3, 2, 1, 1, 24},
+    {"depthwise 5x5 stride 2 padding 2", 2, 16, 14, 14, 16, 5, 5, 2, 2, 1, 16},
+    {"depthwise 3x3 dilation 2", 2, 8, 11, 10, 8, 3, 3, 1, 2, 2, 8},
 };
 
 Conv2dDesc desc_of(const ConvCase& c) {
@@ -38,14 +51,17 @@ Conv2dDesc desc_of(const ConvCase& c) {
   d.kernel_w = c.kw;
   d.stride = c.stride;
   d.padding = c.pad;
+  d.dilation = c.dilation;
+  d.groups = c.groups;
   return d;
 }
 
 Shape input_shape(const ConvCase& c) { return {c.n, c.c, c.h, c.w}; }
 Shape output_shape(const ConvCase& c) {
-  return {c.n, c.k, (c.h + 2 * c.pad - c.kh) / c.stride + 1, (c.w + 2 * c.pad - c.kw) / c.stride + 1};
+  return {c.n, c.k, (c.h + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1,
+          (c.w + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1};
 }
-Shape weight_shape(const ConvCase& c) { return {c.k, c.c, c.kh, c.kw}; }
+Shape weight_shape(const ConvCase& c) { return {c.k, c.c / c.groups, c.kh, c.kw}; }
 
 struct Workspaces {
   DeviceBuffer cpu_buffer, gpu_buffer;
@@ -140,4 +156,80 @@ TEST_CASE("cuda conv2d: shapes that do not fit the convolution are refused", "[c
   wrong[2] += 1;
   CHECK_THROWS_AS(gpu().conv2d_workspace_bytes(desc_of(c), input_shape(c), wrong, ConvPass::forward, kLimit),
                   ShapeError);
+}
+
+namespace {
+
+// The layer's forward and backward passes on one backend, with the same inputs on both sides.
+struct DeconvRun {
+  Twin y, dx, dw, dbias;
+};
+
+void run_deconv(Backend& backend, bool on_gpu, ConvTranspose2D& layer, int batch, const Twin& x, const Twin& w,
+                const Twin& bias, const Twin& dy, DeconvRun& out, bool accumulate) {
+  auto side = [&](const Twin& t) { return on_gpu ? t.gpu() : t.cpu(); };
+  const std::size_t ws_bytes = std::max(layer.workspace_bytes(backend, batch, ConvPass::forward, kLimit),
+                                        layer.workspace_bytes(backend, batch, ConvPass::backward, kLimit));
+  DeviceBuffer ws(backend, std::max<std::size_t>(ws_bytes, 4));
+  const Tensor inputs[1] = {side(x)};
+  const Tensor params[2] = {side(w), side(bias)};
+  const Tensor grads[2] = {side(out.dw), side(out.dbias)};
+  const Tensor grad_inputs[1] = {side(out.dx)};
+  const bool acc[1] = {accumulate};
+  LayerContext c;
+  c.backend = &backend;
+  c.batch = batch;
+  c.inputs = inputs;
+  c.output = side(out.y);
+  c.params = params;
+  c.grads = grads;
+  c.workspace = Workspace{ws.data(), ws_bytes};
+  layer.forward(c);
+  c.grad_output = side(dy);
+  c.grad_inputs = grad_inputs;
+  c.accumulate = acc;
+  layer.backward(c);
+  backend.synchronize();
+}
+
+}  // namespace
+
+TEST_CASE("cuda conv_transpose2d (the layer) matches the CPU", "[cuda][conv]") {
+  struct Case {
+    int c, h, w, k, kernel, stride, pad, output_pad;
+  };
+  for (const Case& t : {Case{8, 7, 9, 4, 2, 2, 0, 0}, Case{6, 5, 6, 3, 3, 2, 1, 1}, Case{4, 8, 8, 8, 3, 1, 1, 0}}) {
+    INFO("deconv " << t.k << " " << t.kernel << " stride " << t.stride << " pad " << t.pad);
+    for (bool accumulate : {false, true}) {
+      ConvTranspose2D layer(t.k, t.kernel, t.stride, t.pad, t.output_pad);
+      const Shape in{t.c, t.h, t.w};
+      const Shape out = layer.output_shape({in});
+      const int n = 3;
+      Twin x(gpu(), in.batched(n), 21), w(gpu(), layer.parameters()[0].shape, 22), bias(gpu(), Shape{t.k}, 23);
+      Twin dy(gpu(), out.batched(n), 24);
+      DeconvRun run{Twin(gpu(), out.batched(n), 25), Twin(gpu(), in.batched(n), 26),
+                    Twin(gpu(), layer.parameters()[0].shape, 27), Twin(gpu(), Shape{t.k}, 28)};
+      run_deconv(cpu(), false, layer, n, x, w, bias, dy, run, accumulate);
+      run_deconv(gpu(), true, layer, n, x, w, bias, dy, run, accumulate);
+      CHECK(run.y.relative_error() <= 1e-4);
+      CHECK(run.dx.relative_error() <= 1e-4);
+      CHECK(run.dw.relative_error() <= 1e-4);
+      CHECK(run.dbias.relative_error() <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("cuda channel bias matches the CPU and sums the same bits every run", "[cuda][conv]") {
+  const Shape ys{5, 7, 9, 11};
+  Twin y(gpu(), ys, 31), bias(gpu(), Shape{7}, 32);
+  cpu().add_channel_bias(bias.cpu(), y.cpu());
+  gpu().add_channel_bias(bias.gpu(), y.gpu());
+  CHECK(y.relative_error() <= 1e-6);
+  Twin db(gpu(), Shape{7}, 33);
+  cpu().channel_bias_backward(y.cpu(), db.cpu());
+  gpu().channel_bias_backward(y.gpu(), db.gpu());
+  CHECK(db.relative_error() <= 1e-5);
+  Twin again(gpu(), Shape{7}, 33);
+  gpu().channel_bias_backward(y.gpu(), again.gpu());
+  CHECK(again.gpu_values() == db.gpu_values());
 }

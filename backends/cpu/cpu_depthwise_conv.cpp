@@ -1,0 +1,334 @@
+// Depthwise convolution on the CPU (backends/cpu/detail/depthwise_conv.hpp): each (image, channel)
+// plane on its own, planes spread over the work pool. An im2col product would be one row of a
+// matrix per channel: all packing and no arithmetic. These loops read each plane once per kernel
+// row and keep their inner loops over output columns, which the compiler vectorises; 3x3 kernels
+// at stride 1 and 2 with padding 1 (MobileNet's) have fused loops over all nine taps. Backward-data
+// at stride 1 is the forward loop with the kernel turned around; backward-filter sums each tap in
+// 16 fixed lanes, each plane's sums added to its range's partials, the partials then added in range
+// order: the same bits whichever thread runs a range.
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/depthwise_conv.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/parallel.hpp"
+
+namespace cnn::cpu {
+namespace {
+
+struct Plane {
+  int h, w, hout, wout, kh, kw, stride, pad, dilation;
+  int taps() const { return kh * kw; }
+  std::size_t in() const { return static_cast<std::size_t>(h) * static_cast<std::size_t>(w); }
+  std::size_t out() const { return static_cast<std::size_t>(hout) * static_cast<std::size_t>(wout); }
+  int padded_w() const { return w + 2 * pad; }
+  std::size_t padded() const { return static_cast<std::size_t>(h + 2 * pad) * static_cast<std::size_t>(padded_w()); }
+  // Stride 1 computes whole padded rows: the output with the padded input's row length.
+  std::size_t wide_out() const { return static_cast<std::size_t>(hout) * static_cast<std::size_t>(padded_w()); }
+};
+
+Plane plane_of(const Conv2dDesc& d, const Shape& x, const Shape& y) {
+  return {x[2], x[3], y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding, std::max(d.dilation, 1)};
+}
+
+// The plane stride 1's backward-data runs forward: dy padded by dilation x (kernel - 1) -
+// padding, into dx; false where that padding would be negative.
+bool adjoint_of(const Plane& g, Plane& adjoint) {
+  const int pad_h = g.dilation * (g.kh - 1) - g.pad, pad_w = g.dilation * (g.kw - 1) - g.pad;
+  if (g.stride != 1 || pad_h != pad_w || pad_h < 0) return false;
+  adjoint = Plane{g.hout, g.wout, g.h, g.w, g.kh, g.kw, 1, pad_h, g.dilation};
+  return true;
+}
+
+// Copies a plane into the middle of its zero-padded copy (whose border is already zero).
+void pad_plane(const Plane& g, const float* in, float* padded) {
+  const int pw = g.padded_w();
+  for (int r = 0; r < g.h; ++r)
+    std::copy(in + static_cast<std::size_t>(r) * g.w, in + static_cast<std::size_t>(r + 1) * g.w,
+              padded + static_cast<std::size_t>(r + g.pad) * pw + g.pad);
+}
+
+// out = (add ? out : bias) + the convolution of one plane, read from its padded copy: no bounds
+// to check. Stride 1 runs over the padded rows flat (one long loop however narrow the image:
+// 7x7 planes are MobileNet's last), into `wide`, then keeps each row's first wout values.
+void forward_padded(const Plane& g, const float* padded, const float* k, float bias, float* out, bool add,
+                    float* wide) {
+  const int pw = g.padded_w();
+  if (g.stride == 1) {
+    const std::size_t n = static_cast<std::size_t>(g.hout - 1) * pw + static_cast<std::size_t>(g.wout);
+    if (g.kh == 3 && g.kw == 3) {
+      const std::size_t d = static_cast<std::size_t>(g.dilation), row = d * static_cast<std::size_t>(pw);
+      const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7], k8 = k[8];
+      const float* r0 = padded;
+      const float* r1 = padded + row;
+      const float* r2 = padded + 2 * row;
+      for (std::size_t o = 0; o < n; ++o) {
+        float sum = bias;
+        sum += k0 * r0[o] + k1 * r0[o + d] + k2 * r0[o + 2 * d];
+        sum += k3 * r1[o] + k4 * r1[o + d] + k5 * r1[o + 2 * d];
+        sum += k6 * r2[o] + k7 * r2[o + d] + k8 * r2[o + 2 * d];
+        wide[o] = sum;
+      }
+    } else {
+      std::fill(wide, wide + n, bias);
+      for (int ki = 0; ki < g.kh; ++ki)
+        for (int kj = 0; kj < g.kw; ++kj) {
+          const float wv = k[ki * g.kw + kj];
+          const float* src = padded + static_cast<std::size_t>(ki) * g.dilation * pw + static_cast<std::size_t>(kj) * g.dilation;
+          for (std::size_t o = 0; o < n; ++o) wide[o] += wv * src[o];
+        }
+    }
+    for (int oh = 0; oh < g.hout; ++oh) {
+      const float* src = wide + static_cast<std::size_t>(oh) * pw;
+      float* o = out + static_cast<std::size_t>(oh) * g.wout;
+      if (add)
+        for (int ow = 0; ow < g.wout; ++ow) o[ow] += src[ow];
+      else
+        std::copy(src, src + g.wout, o);
+    }
+    return;
+  }
+  const int s = g.stride, d = g.dilation;
+  for (int oh = 0; oh < g.hout; ++oh) {
+    float* o = out + static_cast<std::size_t>(oh) * g.wout;
+    const float* top = padded + static_cast<std::size_t>(oh) * s * pw;
+    if (g.kh == 3 && g.kw == 3) {
+      const float* r0 = top;
+      const float* r1 = top + static_cast<std::size_t>(d) * pw;
+      const float* r2 = top + 2 * static_cast<std::size_t>(d) * pw;
+      for (int ow = 0; ow < g.wout; ++ow) {
+        const int c = ow * s;
+        float sum = add ? o[ow] : bias;
+        sum += k[0] * r0[c] + k[1] * r0[c + d] + k[2] * r0[c + 2 * d];
+        sum += k[3] * r1[c] + k[4] * r1[c + d] + k[5] * r1[c + 2 * d];
+        sum += k[6] * r2[c] + k[7] * r2[c + d] + k[8] * r2[c + 2 * d];
+        o[ow] = sum;
+      }
+      continue;
+    }
+    if (!add) std::fill(o, o + g.wout, bias);
+    for (int ki = 0; ki < g.kh; ++ki)
+      for (int kj = 0; kj < g.kw; ++kj) {
+        const float wv = k[ki * g.kw + kj];
+        const float* src = top + static_cast<std::size_t>(ki) * d * pw + kj * d;
+        for (int ow = 0; ow < g.wout; ++ow) o[ow] += wv * src[ow * s];
+      }
+  }
+}
+
+constexpr int kMostTaps = 64;  // kernels up to 8x8 turned around on the stack; larger ones scatter
+
+// dx (+)= backward-data of one plane. Stride 1: the forward loop on dy padded, with the kernel
+// turned around (rows and columns reversed). Otherwise each output gradient is scattered to the
+// taps that read it, in a padded scratch plane, whose middle is then written or added to dx.
+void backward_data_plane(const Plane& g, const float* dy, const float* k, float* dx, bool accumulate, float* scratch) {
+  Plane adjoint{};
+  if (g.taps() <= kMostTaps && adjoint_of(g, adjoint)) {
+    std::array<float, kMostTaps> flipped;
+    for (int t = 0; t < g.taps(); ++t) flipped[static_cast<std::size_t>(t)] = k[g.taps() - 1 - t];
+    float* padded = scratch;
+    std::fill(padded, padded + adjoint.padded(), 0.f);
+    pad_plane(adjoint, dy, padded);
+    return forward_padded(adjoint, padded, flipped.data(), 0.f, dx, accumulate, padded + adjoint.padded());
+  }
+  const int pw = g.padded_w(), s = g.stride, d = g.dilation;
+  float* padded = scratch;
+  std::fill(padded, padded + g.padded(), 0.f);
+  for (int oh = 0; oh < g.hout; ++oh) {
+    const float* src = dy + static_cast<std::size_t>(oh) * g.wout;
+    float* top = padded + static_cast<std::size_t>(oh) * s * pw;
+    for (int ki = 0; ki < g.kh; ++ki)
+      for (int kj = 0; kj < g.kw; ++kj) {
+        const float wv = k[ki * g.kw + kj];
+        float* dst = top + static_cast<std::size_t>(ki) * d * pw + kj * d;
+        for (int ow = 0; ow < g.wout; ++ow) dst[ow * s] += wv * src[ow];
+      }
+  }
+  for (int r = 0; r < g.h; ++r) {
+    const float* src = padded + static_cast<std::size_t>(r + g.pad) * pw + g.pad;
+    float* o = dx + static_cast<std::size_t>(r) * g.w;
+    if (accumulate)
+      for (int c = 0; c < g.w; ++c) o[c] += src[c];
+    else
+      std::copy(src, src + g.w, o);
+  }
+}
+
+constexpr int kLanes = 16;
+
+// lanes[l] += a[i] * b[i * stride] for i = l mod 16: independent sums the compiler vectorises
+// without reordering any of them.
+void dot_lanes(const float* a, const float* b, std::size_t n, int stride, float* lanes) {
+  std::size_t i = 0;
+  if (stride == 1) {
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[i + l];
+  } else {
+    const auto s = static_cast<std::size_t>(stride);
+    for (; i + kLanes <= n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[(i + l) * s];
+  }
+  for (int l = 0; i < n; ++i, ++l) lanes[l] += a[i] * b[i * static_cast<std::size_t>(stride)];
+}
+
+float lanes_sum(const float* lanes) {
+  float sum = 0.f;
+  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+  return sum;
+}
+
+// sums[t - first] = tap t's weight gradient from one plane, for taps [first, first + count), from
+// x's padded copy. Stride 1: dy laid out with the padded row length (`wide`, its extra columns
+// zero) so that each tap is one long dot product.
+void filter_plane(const Plane& g, const float* padded, const float* dy, int first, int count, float* sums, float* wide) {
+  std::array<float, kMostTaps * kLanes> lanes{};
+  const int pw = g.padded_w();
+  if (g.stride == 1) {
+    for (int oh = 0; oh < g.hout; ++oh)
+      std::copy(dy + static_cast<std::size_t>(oh) * g.wout, dy + static_cast<std::size_t>(oh + 1) * g.wout,
+                wide + static_cast<std::size_t>(oh) * pw);
+    const std::size_t n = static_cast<std::size_t>(g.hout - 1) * pw + static_cast<std::size_t>(g.wout);
+    for (int t = first; t < first + count; ++t) {
+      const int ki = t / g.kw, kj = t % g.kw;
+      dot_lanes(wide, padded + static_cast<std::size_t>(ki) * g.dilation * pw + kj * g.dilation, n, 1,
+                lanes.data() + static_cast<std::size_t>(t - first) * kLanes);
+    }
+  } else {
+    for (int oh = 0; oh < g.hout; ++oh) {
+      const float* d = dy + static_cast<std::size_t>(oh) * g.wout;
+      const float* top = padded + static_cast<std::size_t>(oh) * g.stride * pw;
+      for (int t = first; t < first + count; ++t) {
+        const int ki = t / g.kw, kj = t % g.kw;
+        dot_lanes(d, top + static_cast<std::size_t>(ki) * g.dilation * pw + kj * g.dilation,
+                  static_cast<std::size_t>(g.wout), g.stride, lanes.data() + static_cast<std::size_t>(t - first) * kLanes);
+      }
+    }
+  }
+  for (int t = 0; t < count; ++t) sums[t] = lanes_sum(lanes.data() + static_cast<std::size_t>(t) * kLanes);
+}
+
+float plane_sum(const float* dy, std::size_t n) {
+  std::array<float, kLanes> lanes{};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[static_cast<std::size_t>(l)] += dy[i + static_cast<std::size_t>(l)];
+  for (std::size_t l = 0; i < n; ++i, ++l) lanes[l] += dy[i];
+  return lanes_sum(lanes.data());
+}
+
+// A range's partials: C x taps weight sums, then C bias sums.
+std::size_t partial_floats(const Conv2dDesc& d) {
+  return aligned_floats(static_cast<std::size_t>(d.out_channels) *
+                        (static_cast<std::size_t>(d.kernel_h) * static_cast<std::size_t>(d.kernel_w) + 1));
+}
+
+// One thread's scratch planes, in floats: forward's padded input and wide output; backward's the
+// most that backward-data and backward-filter take.
+std::size_t scratch_floats(const Plane& g, ConvPass pass) {
+  const std::size_t forward = aligned_floats(g.padded() + g.wide_out());
+  if (pass == ConvPass::forward) return forward;
+  Plane adjoint{};
+  const std::size_t data = g.taps() <= kMostTaps && adjoint_of(g, adjoint)
+                               ? adjoint.padded() + adjoint.wide_out()
+                               : g.padded();
+  return aligned_floats(std::max(data, forward));
+}
+
+std::size_t plane_count(const Shape& x) { return static_cast<std::size_t>(x[0]) * static_cast<std::size_t>(x[1]); }
+
+Plane plane_for(const Conv2dDesc& d, const Shape& x) {
+  // The output's size from the input's (PyTorch's formula), for the workspace query.
+  const int reach_h = std::max(d.dilation, 1) * (d.kernel_h - 1) + 1, reach_w = std::max(d.dilation, 1) * (d.kernel_w - 1) + 1;
+  const Shape y{x[0], x[1], (x[2] + 2 * d.padding - reach_h) / d.stride + 1, (x[3] + 2 * d.padding - reach_w) / d.stride + 1};
+  return plane_of(d, x, y);
+}
+
+void require(const Workspace& ws, std::size_t floats, const char* what) {
+  if (ws.bytes < floats * sizeof(float))
+    throw std::logic_error(std::string(what) + " (depthwise): workspace of " + std::to_string(ws.bytes) + " bytes, " +
+                           std::to_string(floats * sizeof(float)) + " needed");
+}
+
+}  // namespace
+
+std::size_t depthwise_workspace_floats(const Conv2dDesc& d, const Shape& x, ConvPass pass, int threads) {
+  const Plane g = plane_for(d, x);
+  const std::size_t share = scratch_floats(g, pass) + (pass == ConvPass::forward ? 0 : partial_floats(d));
+  return static_cast<std::size_t>(range_threads(threads, plane_count(x))) * share;
+}
+
+void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                       Workspace ws) {
+  const Plane g = plane_of(d, x.shape, y.shape);
+  const int C = x.c();
+  const std::size_t share = scratch_floats(g, ConvPass::forward);
+  require(ws, depthwise_workspace_floats(d, x.shape, ConvPass::forward, threads), "conv2d_forward");
+  parallel_ranges(threads, plane_count(x.shape), [&](int t, std::size_t b, std::size_t e) {
+    float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * share;
+    std::fill(padded, padded + g.padded(), 0.f);  // the border stays zero
+    for (std::size_t i = b; i < e; ++i) {
+      const int c = static_cast<int>(i % static_cast<std::size_t>(C));
+      pad_plane(g, x.data + i * g.in(), padded);
+      forward_padded(g, padded, w.data + static_cast<std::size_t>(c) * g.taps(), bias.empty() ? 0.f : bias.data[c],
+                     y.data + i * g.out(), false, padded + g.padded());
+    }
+  });
+}
+
+void depthwise_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
+                             bool accumulate, Workspace ws) {
+  const Plane g = plane_of(d, dx.shape, dy.shape);
+  const int C = dx.c();
+  const std::size_t share = scratch_floats(g, ConvPass::backward) + partial_floats(d);
+  require(ws, depthwise_workspace_floats(d, dx.shape, ConvPass::backward, threads), "conv2d_backward_data");
+  parallel_ranges(threads, plane_count(dx.shape), [&](int t, std::size_t b, std::size_t e) {
+    float* scratch = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * share;
+    for (std::size_t i = b; i < e; ++i) {
+      const int c = static_cast<int>(i % static_cast<std::size_t>(C));
+      backward_data_plane(g, dy.data + i * g.out(), w.data + static_cast<std::size_t>(c) * g.taps(), dx.data + i * g.in(),
+                          accumulate, scratch);
+    }
+  });
+}
+
+void depthwise_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
+                               Tensor dbias, Workspace ws) {
+  const Plane g = plane_of(d, x.shape, dy.shape);
+  const int C = x.c();
+  const std::size_t taps = static_cast<std::size_t>(g.taps());
+  const std::size_t scratch = scratch_floats(g, ConvPass::backward), share = scratch + partial_floats(d);
+  require(ws, depthwise_workspace_floats(d, x.shape, ConvPass::backward, threads), "conv2d_backward_filter");
+  float* base = static_cast<float*>(ws.data);
+  const int used = parallel_ranges(threads, plane_count(x.shape), [&](int t, std::size_t b, std::size_t e) {
+    float* padded = base + static_cast<std::size_t>(t) * share;
+    float* wide = padded + g.padded();
+    float* partial = padded + scratch;
+    std::fill(padded, padded + g.padded() + g.wide_out(), 0.f);  // borders and wide columns stay zero
+    std::fill(partial, partial + static_cast<std::size_t>(C) * (taps + 1), 0.f);
+    std::array<float, kMostTaps> sums;
+    for (std::size_t i = b; i < e; ++i) {
+      const auto c = i % static_cast<std::size_t>(C);
+      const float* dp = dy.data + i * g.out();
+      pad_plane(g, x.data + i * g.in(), padded);
+      for (int first = 0; first < g.taps(); first += kMostTaps) {
+        const int count = std::min(kMostTaps, g.taps() - first);
+        filter_plane(g, padded, dp, first, count, sums.data(), wide);
+        for (int k = 0; k < count; ++k) partial[c * taps + static_cast<std::size_t>(first + k)] += sums[static_cast<std::size_t>(k)];
+      }
+      if (!dbias.empty()) partial[static_cast<std::size_t>(C) * taps + c] += plane_sum(dp, g.out());
+    }
+  });
+  const std::size_t weight_floats = static_cast<std::size_t>(C) * taps;
+  for (std::size_t j = 0; j < weight_floats + static_cast<std::size_t>(C); ++j) {
+    float sum = 0.f;
+    for (int t = 0; t < used; ++t) sum += base[static_cast<std::size_t>(t) * share + scratch + j];
+    if (j < weight_floats) dw.data[j] += sum;
+    else if (!dbias.empty()) dbias.data[j - weight_floats] += sum;
+  }
+}
+
+}  // namespace cnn::cpu

@@ -1,0 +1,69 @@
+// A bias per channel (a transposed convolution's): added to [N, C, H, W] one grid-striding
+// thread per element; its gradient one block per channel, each thread summing a fixed set of
+// elements in order and the block adding those sums in a fixed tree: the same bits every run,
+// no atomics.
+#include <cstddef>
+
+#include "backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/grid_stride.cuh"
+#include "base/error.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void add_channel_bias_kernel(const float* bias, float* y, std::size_t n, std::size_t plane, int channels) {
+  CNN_FOR_EACH_ELEMENT(i, n) y[i] += bias[(i / plane) % static_cast<std::size_t>(channels)];
+}
+
+// Block c sums channel c over every image and pixel.
+__global__ void channel_bias_backward_kernel(const float* dy, float* dbias, int images, std::size_t plane,
+                                             int channels) {
+  __shared__ float partial[kThreads];
+  const int c = blockIdx.x;
+  float sum = 0.0f;
+  for (int n = 0; n < images; ++n) {
+    const float* p = dy + (static_cast<std::size_t>(n) * channels + c) * plane;
+    for (std::size_t j = threadIdx.x; j < plane; j += kThreads) sum += p[j];
+  }
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (static_cast<int>(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) dbias[c] += partial[0];
+}
+
+void check_bias(const char* call, const Tensor& bias, const Tensor& t) {
+  if (bias.elements() != static_cast<std::size_t>(t.c()))
+    throw ShapeError(std::string(call) + ": a bias of " + bias.shape.str() + " for " + t.shape.str());
+}
+
+}  // namespace
+
+void CudaBackend::add_channel_bias(const Tensor& bias, Tensor y) {
+  activate();
+  check_bias("add_channel_bias", bias, y);
+  const std::size_t n = y.elements();
+  if (n == 0) return;
+  const std::size_t plane = static_cast<std::size_t>(y.h()) * static_cast<std::size_t>(y.w());
+  add_channel_bias_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(bias.data, y.data, n, plane, y.c());
+  check_launch("add_channel_bias_kernel");
+  touched(bias, y);
+}
+
+void CudaBackend::channel_bias_backward(const Tensor& dy, Tensor dbias) {
+  activate();
+  check_bias("channel_bias_backward", dbias, dy);
+  if (dy.elements() == 0) return;
+  const std::size_t plane = static_cast<std::size_t>(dy.h()) * static_cast<std::size_t>(dy.w());
+  channel_bias_backward_kernel<<<static_cast<unsigned>(dy.c()), kThreads, 0, compute_>>>(dy.data, dbias.data, dy.n(),
+                                                                                          plane, dy.c());
+  check_launch("channel_bias_backward_kernel");
+  touched(dy, dbias);
+}
+
+}  // namespace cnn::cuda
