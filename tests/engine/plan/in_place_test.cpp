@@ -148,3 +148,20 @@ TEST_CASE("training in place gives the bits of training with separate buffers", 
   REQUIRE(parameters[0].size() == parameters[1].size());
   CHECK(std::memcmp(parameters[0].data(), parameters[1].data(), parameters[0].size() * sizeof(float)) == 0);
 }
+
+TEST_CASE("activations whose derivative needs only their output run in place, the others do not",
+          "[plan][in-place][activation]") {
+  for (const char* word : {"relu6", "sigmoid", "tanh", "hardsigmoid", "leakyrelu", "silu", "gelu", "hardswish",
+                           "leakyrelu slope=-0.5"}) {
+    INFO(word);
+    const bool from_output = std::string(word).find_first_of(" ") == std::string::npos &&
+                             std::string(word) != "silu" && std::string(word) != "gelu" &&
+                             std::string(word) != "hardswish";
+    Network net = parse(std::string("conv 4 3 pad=1\n") + word + "\nflatten\ndense 4\n");
+    for (bool training : {false, true}) {
+      const StepPlan p = plan(net, training);
+      CHECK(shares_value(p, 2, 1) == from_output);
+      if (training) CHECK(shares_grad(p, 1, 2) == from_output);
+    }
+  }
+}
