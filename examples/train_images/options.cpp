@@ -10,7 +10,13 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--data", o.data,
                  "IDX folder (Fashion-MNIST layout), CIFAR-10/100 binary folder or image folder (one sub-folder per "
                  "class)");
-  app.add_option("--model", o.model, "small, small-bn, resnet, resnet18, or a network text file");
+  std::string presets;
+  for (const std::string& name : preset_names()) presets += name + ", ";
+  app.add_option("--model", o.model, presets + "or a network text file (its words: below)");
+  std::string words = "Network text, one layer per line (# starts a comment; as=NAME names a layer's output, "
+                      "in=NAME reads a named output):\n";
+  for (const std::string& usage : layer_usages()) words += "  " + usage + "\n";
+  app.footer(words);
   app.add_option("--epochs", o.epochs)->check(positive_integer());
   app.add_option("--batch", o.batch, "samples per optimizer step")->check(positive_integer());
   app.add_option("--micro-batch", o.micro_batch, "samples per forward/backward pass (default: largest that fits)")
