@@ -101,7 +101,7 @@ void conv_case(Prepared& p, CpuBackend& cpu, int n, int cin, int h, int w, int c
   const Workspace space = p.workspace(std::max(cpu.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, limit),
                                                cpu.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, limit)));
   p.shape = arrow(xs, ys);
-  p.passes[0] = [&cpu, d, x, wt, bias, y, space] { cpu.conv2d_forward(d, x, wt, bias, y, space); };
+  p.passes[0] = [&cpu, d, x, wt, bias, y, space] { cpu.conv2d_forward(d, x, wt, bias, y, false, space); };
   p.passes[1] = [&cpu, d, x, wt, dy, dx, dw, db, space] {
     cpu.conv2d_backward_data(d, dy, wt, dx, false, space);
     cpu.conv2d_backward_filter(d, x, dy, dw, db, space);
@@ -134,7 +134,7 @@ void conv_transpose_case(Prepared& p, CpuBackend& cpu, int n, int cin, int h, in
     cpu.add_channel_bias(bias, y);
   };
   p.passes[1] = [&cpu, adjoint, x, wt, dy, dx, dw, db, space] {
-    cpu.conv2d_forward(adjoint, dy, wt, Tensor{}, dx, space);
+    cpu.conv2d_forward(adjoint, dy, wt, Tensor{}, dx, false, space);
     cpu.conv2d_backward_filter(adjoint, dy, x, dw, Tensor{}, space);
     cpu.channel_bias_backward(dy, db);
   };

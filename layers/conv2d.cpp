@@ -103,7 +103,8 @@ LayerCost Conv2D::forward_cost() const {
 }
 
 void Conv2D::forward(const LayerContext& c) {
-  c.backend->conv2d_forward(desc_, c.inputs[0], c.params[0], bias_ ? c.params[1] : Tensor{}, c.output, c.workspace);
+  c.backend->conv2d_forward(desc_, c.inputs[0], c.params[0], bias_ ? c.params[1] : Tensor{}, c.output, false,
+                            c.workspace);
 }
 
 void Conv2D::backward(const LayerContext& c) {

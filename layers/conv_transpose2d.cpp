@@ -2,15 +2,16 @@
 // adjoint convolution (from this layer's output to its input; its weights [in, out, kh, kw] are
 // PyTorch's ConvTranspose2d layout):
 //   forward          y  = backward-data of the adjoint, reading x as its output gradient; + bias
-//   backward, data   dx = forward of the adjoint on dy
+//   backward, data   dx (+)= forward of the adjoint on dy (the call adds where dx accumulates)
 //   backward, filter dw += backward-filter of the adjoint with x and dy swapped; dbias from dy
 // So the workspace a pass needs is what the backend asks for the adjoint's passes it calls:
 // forward calls backward-data (ConvPass::backward), backward calls forward and backward-filter
-// (the larger of ConvPass::forward and ConvPass::backward). Querying both passes in the backward
-// query also makes the backend choose (and remember, per pass, in its plan for the adjoint's
-// shapes) an algorithm for each call made: on CUDA the forward algorithm too, which no
-// convolution layer of those shapes need have asked for. A call whose remembered algorithm wants
-// more workspace than it is given picks the fastest that fits (backends/cuda/conv.cpp).
+// (the larger of ConvPass::forward and ConvPass::backward), and nothing more: the forward call
+// adds dx itself. Querying both passes in the backward query also makes the backend choose (and
+// remember, per pass, in its plan for the adjoint's shapes) an algorithm for each call made: on
+// CUDA the forward algorithm too, which no convolution layer of those shapes need have asked for.
+// A call whose remembered algorithm wants more workspace than it is given picks the fastest that
+// fits (backends/cuda/conv.cpp).
 #include "layers/conv_transpose2d.hpp"
 
 #include <algorithm>
@@ -21,12 +22,6 @@
 #include "layers/registry.hpp"
 
 namespace cnn {
-namespace {
-
-constexpr std::size_t kAlignment = 64;
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
-}  // namespace
 
 ConvTranspose2D::ConvTranspose2D(int out_channels, int kernel, int stride, int padding, int output_padding, bool bias)
     : out_channels_(out_channels), output_padding_(output_padding), bias_(bias) {
@@ -77,16 +72,11 @@ std::vector<ParamSpec> ConvTranspose2D::parameters() const {
   return specs;
 }
 
-std::size_t ConvTranspose2D::accumulate_bytes(int batch) const {
-  return static_cast<std::size_t>(batch) * in_.elements() * sizeof(float);
-}
-
 std::size_t ConvTranspose2D::workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) {
   const Shape x = out_.batched(batch), y = in_.batched(batch);  // the adjoint's input and output
   if (pass == ConvPass::forward) return backend.conv2d_workspace_bytes(adjoint_, x, y, ConvPass::backward, limit);
-  const std::size_t conv = std::max(backend.conv2d_workspace_bytes(adjoint_, x, y, ConvPass::forward, limit),
-                                    backend.conv2d_workspace_bytes(adjoint_, x, y, ConvPass::backward, limit));
-  return aligned(conv) + accumulate_bytes(batch);
+  return std::max(backend.conv2d_workspace_bytes(adjoint_, x, y, ConvPass::forward, limit),
+                  backend.conv2d_workspace_bytes(adjoint_, x, y, ConvPass::backward, limit));
 }
 
 LayerCost ConvTranspose2D::forward_cost() const {
@@ -101,21 +91,12 @@ void ConvTranspose2D::forward(const LayerContext& c) {
 }
 
 void ConvTranspose2D::backward(const LayerContext& c) {
-  const std::size_t scratch = accumulate_bytes(c.batch);
-  const Workspace conv{c.workspace.data, c.workspace.bytes >= scratch ? c.workspace.bytes - scratch : 0};
   // x plays the adjoint's output gradient, dy its input.
-  c.backend->conv2d_backward_filter(adjoint_, c.grad_output, c.inputs[0], c.grads[0], Tensor{}, conv);
+  c.backend->conv2d_backward_filter(adjoint_, c.grad_output, c.inputs[0], c.grads[0], Tensor{}, c.workspace);
   if (bias_) c.backend->channel_bias_backward(c.grad_output, c.grads[1]);
-  if (!wants_gradient(c, 0)) return;
-  const Tensor& dx = c.grad_inputs[0];
-  if (!c.accumulate[0]) {
-    c.backend->conv2d_forward(adjoint_, c.grad_output, c.params[0], Tensor{}, dx, conv);
-    return;
-  }
-  // The forward call writes its output: write it to the end of the workspace, then add.
-  const Tensor partial{reinterpret_cast<float*>(static_cast<char*>(c.workspace.data) + conv.bytes), dx.shape};
-  c.backend->conv2d_forward(adjoint_, c.grad_output, c.params[0], Tensor{}, partial, conv);
-  c.backend->copy_or_add(partial, dx, true);
+  if (wants_gradient(c, 0))
+    c.backend->conv2d_forward(adjoint_, c.grad_output, c.params[0], Tensor{}, c.grad_inputs[0], c.accumulate[0],
+                              c.workspace);
 }
 
 }  // namespace cnn

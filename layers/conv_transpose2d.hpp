@@ -33,10 +33,6 @@ class ConvTranspose2D final : public Layer {
   const Conv2dDesc& adjoint() const { return adjoint_; }
 
  private:
-  // Bytes of the backward pass's workspace that hold dx before it is added to the input gradient
-  // (the convolution's forward call cannot add).
-  std::size_t accumulate_bytes(int batch) const;
-
   int out_channels_;
   int output_padding_;
   bool bias_;

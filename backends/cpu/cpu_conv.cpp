@@ -206,8 +206,8 @@ std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape&
 }
 
 void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
-                                const Tensor& bias, Tensor y, Workspace ws) {
-  if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, ws);
+                                const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
+  if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
@@ -225,7 +225,7 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
         if (!g.is_pointwise()) im2col(g, image, col);
         float* out = y.data + i * out_stride + group * C * P;
         cpu::gemm(C, P, K, GemmOperand{w.data + group * C * K, K}, GemmOperand{g.is_pointwise() ? image : col, P},
-                  GemmOutput{out, P}, packing);
+                  GemmOutput{out, P, accumulate}, packing);
       }
       if (!bias.empty())
         MatrixMap(y.data + i * out_stride, d.out_channels, static_cast<Eigen::Index>(P)).colwise() +=

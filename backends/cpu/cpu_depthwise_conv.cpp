@@ -52,9 +52,9 @@ void pad_plane(const Plane& g, const float* in, float* padded) {
               padded + static_cast<std::size_t>(r + g.pad) * pw + g.pad);
 }
 
-// out = (add ? out : bias) + the convolution of one plane, read from its padded copy: no bounds
-// to check. Stride 1 runs over the padded rows flat (one long loop however narrow the image:
-// 7x7 planes are MobileNet's last), into `wide`, then keeps each row's first wout values.
+// out = (add ? out : 0) + bias + the convolution of one plane, read from its padded copy: no
+// bounds to check. Stride 1 runs over the padded rows flat (one long loop however narrow the
+// image: 7x7 planes are MobileNet's last), into `wide`, then keeps each row's first wout values.
 void forward_padded(const Plane& g, const float* padded, const float* k, float bias, float* out, bool add,
                     float* wide) {
   const int pw = g.padded_w();
@@ -102,7 +102,7 @@ void forward_padded(const Plane& g, const float* padded, const float* k, float b
       const float* r2 = top + 2 * static_cast<std::size_t>(d) * pw;
       for (int ow = 0; ow < g.wout; ++ow) {
         const int c = ow * s;
-        float sum = add ? o[ow] : bias;
+        float sum = add ? o[ow] + bias : bias;
         sum += k[0] * r0[c] + k[1] * r0[c + d] + k[2] * r0[c + 2 * d];
         sum += k[3] * r1[c] + k[4] * r1[c + d] + k[5] * r1[c + 2 * d];
         sum += k[6] * r2[c] + k[7] * r2[c + d] + k[8] * r2[c + 2 * d];
@@ -111,6 +111,8 @@ void forward_padded(const Plane& g, const float* padded, const float* k, float b
       continue;
     }
     if (!add) std::fill(o, o + g.wout, bias);
+    else if (bias != 0.f)
+      for (int ow = 0; ow < g.wout; ++ow) o[ow] += bias;
     for (int ki = 0; ki < g.kh; ++ki)
       for (int kj = 0; kj < g.kw; ++kj) {
         const float wv = k[ki * g.kw + kj];
@@ -262,7 +264,7 @@ std::size_t depthwise_workspace_floats(const Conv2dDesc& d, const Shape& x, Conv
 }
 
 void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                       Workspace ws) {
+                       bool accumulate, Workspace ws) {
   const Plane g = plane_of(d, x.shape, y.shape);
   const int C = x.c();
   const std::size_t share = scratch_floats(g, ConvPass::forward);
@@ -274,7 +276,7 @@ void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const 
       const int c = static_cast<int>(i % static_cast<std::size_t>(C));
       pad_plane(g, x.data + i * g.in(), padded);
       forward_padded(g, padded, w.data + static_cast<std::size_t>(c) * g.taps(), bias.empty() ? 0.f : bias.data[c],
-                     y.data + i * g.out(), false, padded + g.padded());
+                     y.data + i * g.out(), accumulate, padded + g.padded());
     }
   });
 }

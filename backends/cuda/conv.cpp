@@ -104,14 +104,14 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
 }
 
 void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
-                                 const Tensor& bias, Tensor y, Workspace ws) {
+                                 const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   activate();
   check_weights(desc, w, "conv2d_forward");
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
   const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::forward, ws.bytes);
   CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
                                     static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), ws.data,
-                                    choice.workspace, &kZero, plan.y, y.data));
+                                    choice.workspace, accumulate ? &kOne : &kZero, plan.y, y.data));
   if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y, y.data));
   touched(x, w, bias, y, ws);
 }

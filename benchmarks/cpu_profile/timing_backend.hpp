@@ -57,10 +57,10 @@ class TimingBackend final : public ForwardingBackend {
   std::map<std::pair<std::size_t, double>, std::pair<double, long>> best_conv;  // -> (seconds, calls)
 
   // The calls whose floating-point operations are counted: they note them for run().
-  void conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& b, Tensor y,
+  void conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, bool acc,
                       Workspace ws) override {
     flops_ = conv_flops(d, y);
-    ForwardingBackend::conv2d_forward(d, x, w, b, y, ws);
+    ForwardingBackend::conv2d_forward(d, x, w, b, y, acc, ws);
   }
   void conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx, bool acc,
                             Workspace ws) override {

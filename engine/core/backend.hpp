@@ -194,8 +194,10 @@ class Backend {
   // `limit` bytes; the backend remembers that choice for the calls below.
   virtual std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
                                              ConvPass pass, std::size_t limit) = 0;
+  // bias may be empty (no bias). accumulate: y += conv(x) (+ bias) instead of y = ... (a
+  // transposed convolution's backward-data adds its input gradient this way, with no buffer).
   virtual void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
-                              const Tensor& bias, Tensor y, Workspace ws) = 0;
+                              const Tensor& bias, Tensor y, bool accumulate, Workspace ws) = 0;
   virtual void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
                                     Tensor dx, bool accumulate, Workspace ws) = 0;
   // dbias may be empty (no bias).

@@ -67,8 +67,8 @@ class ForwardingBackend : public Backend {
     return inner_.conv2d_workspace_bytes(d, x, y, pass, limit);
   }
   void conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                      Workspace ws) override {
-    call("conv2d_forward", {y}, [=, this] { inner_.conv2d_forward(d, x, w, bias, y, ws); });
+                      bool accumulate, Workspace ws) override {
+    call("conv2d_forward", {y}, [=, this] { inner_.conv2d_forward(d, x, w, bias, y, accumulate, ws); });
   }
   void conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate,
                             Workspace ws) override {

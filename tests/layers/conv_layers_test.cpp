@@ -1,8 +1,10 @@
 // The convolution layers beyond the plain one: grouped, dilated, depthwise (dwconv) and
 // transposed (deconv). Finite-difference gradient checks on the CPU backend, the forward pass
-// against naive loops written from PyTorch's definitions, output shapes and refusals.
+// against naive loops written from PyTorch's definitions (and the CPU's convolution forward call
+// adding into its output), output shapes, refusals and the transposed convolution's workspace.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -305,7 +307,7 @@ TEST_CASE("the depthwise filter gradient gives the same bits on every run", "[co
   CHECK(one.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0) == 3 * 192 * sizeof(float));
   std::vector<float> y(ys.elements()), w = random_values(45, 3);
   CHECK_THROWS_AS(one.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), Shape{5, 1, 3, 3}}, Tensor{},
-                                     Tensor{y.data(), ys}, Workspace{y.data(), 16}),
+                                     Tensor{y.data(), ys}, false, Workspace{y.data(), 16}),
                   std::logic_error);
 }
 
@@ -386,6 +388,103 @@ TEST_CASE("conv_transpose2d's workspace is what the convolution calls it makes a
         backend.conv2d_workspace_bytes(d, x, y, ConvPass::backward, 1 << 30));
   const std::size_t conv = std::max(backend.conv2d_workspace_bytes(d, x, y, ConvPass::forward, 1 << 30),
                                     backend.conv2d_workspace_bytes(d, x, y, ConvPass::backward, 1 << 30));
-  // and room for dx, where backward adds it to the input gradient
-  CHECK(l.workspace_bytes(backend, 5, ConvPass::backward, 1 << 30) == (conv + 63) / 64 * 64 + y.elements() * sizeof(float));
+  // and nothing for dx: the forward call adds it to the input gradient itself
+  CHECK(l.workspace_bytes(backend, 5, ConvPass::backward, 1 << 30) == conv);
+}
+
+TEST_CASE("conv_transpose2d's backward adds its input gradient within its own workspace", "[conv][layers]") {
+  for (int threads : {1, 3}) {
+    CpuBackend backend(threads);
+    ConvTranspose2D l(3, 3, 2, 1, 1);
+    const Shape in{4, 5, 6};
+    const Shape out = l.output_shape({in});
+    const int N = 3;
+    const std::size_t bytes = l.workspace_bytes(backend, N, ConvPass::backward, 1 << 30);
+    std::vector<float> x = random_values(N * in.elements(), 1), dy = random_values(N * out.elements(), 2);
+    std::vector<float> w = random_values(l.parameters()[0].shape.elements(), 3), b(3, 0.f);
+    auto input_gradient = [&](bool accumulate, std::vector<float> dx) {
+      std::vector<float> dw(w.size(), 0.f), db(b.size(), 0.f);
+      // exactly the planned bytes, 64-byte aligned, inside a buffer guarded by a known pattern
+      memory::Buffer ws(memory::host_resource(), bytes + 64, memory::Category::workspace);
+      float* guard = static_cast<float*>(ws.data()) + bytes / sizeof(float);
+      std::fill(guard, guard + 16, 123.f);
+      const Tensor inputs[1] = {Tensor{x.data(), in.batched(N)}};
+      const Tensor params[2] = {Tensor{w.data(), l.parameters()[0].shape}, Tensor{b.data(), Shape{3}}};
+      const Tensor grads[2] = {Tensor{dw.data(), l.parameters()[0].shape}, Tensor{db.data(), Shape{3}}};
+      const Tensor grad_inputs[1] = {Tensor{dx.data(), in.batched(N)}};
+      const bool acc[1] = {accumulate};
+      LayerContext c;
+      c.backend = &backend;
+      c.batch = N;
+      c.inputs = inputs;
+      c.params = params;
+      c.grads = grads;
+      c.grad_output = Tensor{dy.data(), out.batched(N)};
+      c.grad_inputs = grad_inputs;
+      c.accumulate = acc;
+      c.workspace = Workspace{ws.data(), bytes};
+      l.backward(c);
+      CHECK(std::all_of(guard, guard + 16, [](float v) { return v == 123.f; }));
+      return dx;
+    };
+    const std::vector<float> prefill = random_values(N * in.elements(), 4);
+    const std::vector<float> alone = input_gradient(false, std::vector<float>(prefill.size(), 9.f));
+    const std::vector<float> added = input_gradient(true, prefill);
+    std::vector<float> expected(prefill.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = prefill[i] + alone[i];
+    CHECK(worst_difference(added, expected) < 1e-5);
+  }
+}
+
+TEST_CASE("conv2d_forward with accumulate adds the convolution (and bias) to y", "[conv][cpu]") {
+  struct Case {
+    const char* name;
+    int C, H, W, K, k, stride, pad, dilation, groups;
+  };
+  const Case cases[] = {
+      {"plain 3x3 padding 1", 3, 7, 6, 4, 3, 1, 1, 1, 1},
+      {"plain 3x3 stride 2", 3, 9, 8, 5, 3, 2, 1, 1, 1},
+      {"grouped 3x3", 6, 7, 5, 4, 3, 1, 1, 1, 2},
+      {"pointwise", 5, 6, 7, 3, 1, 1, 0, 1, 1},
+      {"grouped pointwise", 4, 5, 5, 6, 1, 1, 0, 1, 2},
+      {"depthwise 3x3", 4, 8, 9, 4, 3, 1, 1, 1, 4},
+      {"depthwise 3x3 stride 2", 3, 9, 10, 3, 3, 2, 1, 1, 3},
+      {"depthwise 5x5", 2, 9, 8, 2, 5, 1, 2, 1, 2},
+      {"depthwise 5x5 stride 2", 2, 11, 12, 2, 5, 2, 2, 1, 2},
+      {"depthwise 3x3 dilation 2", 3, 10, 9, 3, 3, 1, 2, 2, 3},
+  };
+  const int N = 3;
+  for (const Case& t : cases)
+    for (bool with_bias : {false, true})
+      for (int threads : {1, 3}) {
+        INFO(t.name << (with_bias ? ", bias" : ", no bias") << ", " << threads << " threads");
+        CpuBackend backend(threads);
+        Conv2dDesc d;
+        d.in_channels = t.C;
+        d.out_channels = t.K;
+        d.kernel_h = d.kernel_w = t.k;
+        d.stride = t.stride;
+        d.padding = t.pad;
+        d.dilation = t.dilation;
+        d.groups = t.groups;
+        const int HO = (t.H + 2 * t.pad - t.dilation * (t.k - 1) - 1) / t.stride + 1;
+        const int WO = (t.W + 2 * t.pad - t.dilation * (t.k - 1) - 1) / t.stride + 1;
+        const Shape xs{N, t.C, t.H, t.W}, ys{N, t.K, HO, WO}, wshape{t.K, t.C / t.groups, t.k, t.k};
+        std::vector<float> x = random_values(xs.elements(), 11), w = random_values(wshape.elements(), 12);
+        std::vector<float> bias = random_values(static_cast<std::size_t>(t.K), 13);
+        const std::size_t bytes = backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0);
+        memory::Buffer ws(memory::host_resource(), std::max<std::size_t>(bytes, 1), memory::Category::workspace);
+        const Tensor b = with_bias ? Tensor{bias.data(), Shape{t.K}} : Tensor{};
+        const std::vector<float> prefill = random_values(ys.elements(), 14);
+        std::vector<float> y(prefill.size(), 9.f), added = prefill;
+        backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), wshape}, b, Tensor{y.data(), ys}, false,
+                               Workspace{ws.data(), bytes});
+        backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), wshape}, b, Tensor{added.data(), ys}, true,
+                               Workspace{ws.data(), bytes});
+        std::vector<float> expected = naive_conv(x, w, with_bias ? &bias : nullptr, N, t.C, t.H, t.W, t.K, t.k,
+                                                 t.stride, t.pad, t.dilation, t.groups, HO, WO);
+        CHECK(worst_difference(y, expected) < 1e-4);
+        for (std::size_t i = 0; i < expected.size(); ++i) expected[i] += prefill[i];
+        CHECK(worst_difference(added, expected) < 1e-4);
+      }
 }

@@ -17,8 +17,9 @@ inline bool is_depthwise(const Conv2dDesc& d) {
 // partial sums of the weight and bias gradients (reduced in a fixed order).
 std::size_t depthwise_workspace_floats(const Conv2dDesc& d, const Shape& x, ConvPass pass, int threads);
 
+// accumulate: y += the convolution + bias.
 void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                       Workspace ws);
+                       bool accumulate, Workspace ws);
 void depthwise_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                              bool accumulate, Workspace ws);
 void depthwise_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,

@@ -68,7 +68,7 @@ class CudaBackend final : public Backend {
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
                                      ConvPass pass, std::size_t limit) override;
   void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
-                      Tensor y, Workspace ws) override;
+                      Tensor y, bool accumulate, Workspace ws) override;
   void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
                             bool accumulate, Workspace ws) override;
   void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,

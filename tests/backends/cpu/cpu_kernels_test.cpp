@@ -125,7 +125,7 @@ TEST_CASE("convolution forward and backward match a direct convolution", "[cpu][
           return Workspace{std::align(64, floats * sizeof(float), p, space), floats * sizeof(float)};
         };
         backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), Shape{k.cout, k.cin, k.kh, k.kw}}, Tensor{},
-                               Tensor{y.data(), ys}, aligned(wf, wf.size() - 16));
+                               Tensor{y.data(), ys}, false, aligned(wf, wf.size() - 16));
         std::vector<double> want(ys.elements());
         reference_conv(k, n, x, w, want, ho, wo);
         for (std::size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == Approx(want[i]).margin(1e-5));

@@ -1,9 +1,11 @@
-// Convolution on cuDNN against the CPU backend: forward (with and without bias), backward-data
+// Convolution on cuDNN against the CPU backend: forward (with and without bias, writing and
+// accumulating), backward-data
 // (writing and accumulating) and backward-filter (accumulating into weights and bias gradients),
 // plain, grouped, dilated and depthwise (the CPU's own depthwise kernels); the transposed
 // convolution layer, made of those calls and the channel bias, on both backends.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -87,14 +89,22 @@ void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::s
   {
     Workspaces forward = workspaces(gpu, c, ConvPass::forward, limit);
     Twin y(gpu, ys, 4);  // stale values that forward must overwrite
-    cpu().conv2d_forward(d, x.cpu(), w.cpu(), bias.cpu(), y.cpu(), forward.cpu());
-    gpu.conv2d_forward(d, x.gpu(), w.gpu(), bias.gpu(), y.gpu(), forward.gpu());
+    cpu().conv2d_forward(d, x.cpu(), w.cpu(), bias.cpu(), y.cpu(), false, forward.cpu());
+    gpu.conv2d_forward(d, x.gpu(), w.gpu(), bias.gpu(), y.gpu(), false, forward.gpu());
     CHECK(y.relative_error() <= tolerance);
 
     Twin y_no_bias(gpu, ys, 5);
-    cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y_no_bias.cpu(), forward.cpu());
-    gpu.conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y_no_bias.gpu(), forward.gpu());
+    cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y_no_bias.cpu(), false, forward.cpu());
+    gpu.conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y_no_bias.gpu(), false, forward.gpu());
     CHECK(y_no_bias.relative_error() <= tolerance);
+
+    for (bool with_bias : {false, true}) {
+      INFO("forward, accumulating, bias " << with_bias);
+      Twin y_added(gpu, ys, 14);  // what forward adds to
+      cpu().conv2d_forward(d, x.cpu(), w.cpu(), with_bias ? bias.cpu() : Tensor{}, y_added.cpu(), true, forward.cpu());
+      gpu.conv2d_forward(d, x.gpu(), w.gpu(), with_bias ? bias.gpu() : Tensor{}, y_added.gpu(), true, forward.gpu());
+      CHECK(y_added.relative_error() <= tolerance);
+    }
   }
 
   Workspaces backward = workspaces(gpu, c, ConvPass::backward, limit);
@@ -145,8 +155,8 @@ TEST_CASE("cuda conv2d: a workspace smaller than planned still gives the right r
   const Conv2dDesc d = desc_of(c);
   Workspaces planned = workspaces(gpu(), c, ConvPass::forward, kLimit);
   Twin x(gpu(), input_shape(c), 11), w(gpu(), weight_shape(c), 12), y(gpu(), output_shape(c), 13);
-  cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y.cpu(), planned.cpu());
-  gpu().conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y.gpu(), Workspace{});
+  cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y.cpu(), false, planned.cpu());
+  gpu().conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y.gpu(), false, Workspace{});
   CHECK(y.relative_error() <= 1e-4);
 }
 
@@ -168,9 +178,10 @@ struct DeconvRun {
 void run_deconv(Backend& backend, bool on_gpu, ConvTranspose2D& layer, int batch, const Twin& x, const Twin& w,
                 const Twin& bias, const Twin& dy, DeconvRun& out, bool accumulate) {
   auto side = [&](const Twin& t) { return on_gpu ? t.gpu() : t.cpu(); };
-  const std::size_t ws_bytes = std::max(layer.workspace_bytes(backend, batch, ConvPass::forward, kLimit),
-                                        layer.workspace_bytes(backend, batch, ConvPass::backward, kLimit));
-  DeviceBuffer ws(backend, std::max<std::size_t>(ws_bytes, 4));
+  // Each pass gets exactly the bytes it asks for: backward adds dx with no room of its own.
+  const std::size_t forward_bytes = layer.workspace_bytes(backend, batch, ConvPass::forward, kLimit);
+  const std::size_t backward_bytes = layer.workspace_bytes(backend, batch, ConvPass::backward, kLimit);
+  DeviceBuffer ws(backend, std::max<std::size_t>(std::max(forward_bytes, backward_bytes), 4));
   const Tensor inputs[1] = {side(x)};
   const Tensor params[2] = {side(w), side(bias)};
   const Tensor grads[2] = {side(out.dw), side(out.dbias)};
@@ -183,8 +194,9 @@ void run_deconv(Backend& backend, bool on_gpu, ConvTranspose2D& layer, int batch
   c.output = side(out.y);
   c.params = params;
   c.grads = grads;
-  c.workspace = Workspace{ws.data(), ws_bytes};
+  c.workspace = Workspace{ws.data(), forward_bytes};
   layer.forward(c);
+  c.workspace = Workspace{ws.data(), backward_bytes};
   c.grad_output = side(dy);
   c.grad_inputs = grad_inputs;
   c.accumulate = acc;
