@@ -9,23 +9,29 @@ namespace cnn {
 
 Shape Multiply::output_shape(const std::vector<Shape>& inputs) {
   if (inputs.size() != 2) throw ShapeError("multiply: needs two inputs, got " + std::to_string(inputs.size()));
+  auto is_gate_of = [](const Shape& gate, const Shape& x) {
+    return x.rank == 3 && gate.rank == 3 && gate[0] == x[0] && gate[1] == 1 && gate[2] == 1;
+  };
   const Shape& a = inputs[0];
   const Shape& b = inputs[1];
-  const bool per_channel = a.rank == 3 && b.rank == 3 && b[0] == a[0] && b[1] == 1 && b[2] == 1;
-  if (!(a == b) && !per_channel)
-    throw ShapeError("multiply: the second input must have the first's shape or be Cx1x1, got " + a.str() + " and " +
-                     b.str());
-  elements_ = static_cast<double>(a.elements());
-  gate_elements_ = static_cast<double>(b.elements());
-  return a;
+  if (!(a == b) && !is_gate_of(b, a) && !is_gate_of(a, b))
+    throw ShapeError("multiply: needs two inputs of one shape, or one of them Cx1x1 (a gate over the other's C "
+                     "channels), got " + a.str() + " and " + b.str());
+  full_ = is_gate_of(a, b) && !(a == b) ? 1 : 0;
+  const Shape& full = inputs[full_];
+  elements_ = static_cast<double>(full.elements());
+  gate_elements_ = static_cast<double>(inputs[1 - full_].elements());
+  return full;
 }
 
 void Multiply::backward(const LayerContext& c) {
   const Tensor none{};
-  const bool da = wants_gradient(c, 0), db = wants_gradient(c, 1);
-  if (!da && !db) return;
-  c.backend->multiply_backward(c.inputs[0], c.inputs[1], c.grad_output, da ? c.grad_inputs[0] : none,
-                               da && c.accumulate[0], db ? c.grad_inputs[1] : none, db && c.accumulate[1]);
+  const std::size_t gate = 1 - full_;
+  const bool d_full = wants_gradient(c, full_), d_gate = wants_gradient(c, gate);
+  if (!d_full && !d_gate) return;
+  c.backend->multiply_backward(c.inputs[full_], c.inputs[gate], c.grad_output, d_full ? c.grad_inputs[full_] : none,
+                               d_full && c.accumulate[full_], d_gate ? c.grad_inputs[gate] : none,
+                               d_gate && c.accumulate[gate]);
 }
 
 LayerType multiply_type() {

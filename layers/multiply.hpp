@@ -1,6 +1,6 @@
 #pragma once
-// The element-wise product of two inputs (PyTorch's a * b): the second of the first's shape, or
-// C x 1 x 1, one factor per channel over H and W (the squeeze-and-excitation gate).
+// The element-wise product of two inputs (PyTorch's a * b): of one shape, or one of them C x 1 x 1,
+// one factor per channel over H and W (the squeeze-and-excitation gate), on either side.
 #include "engine/core/layer.hpp"
 
 namespace cnn {
@@ -18,11 +18,12 @@ class Multiply final : public Layer {
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
   LayerCost forward_cost() const override { return {elements_, sizeof(float) * (2 * elements_ + gate_elements_)}; }
-  void forward(const LayerContext& c) override { c.backend->multiply(c.inputs[0], c.inputs[1], c.output); }
+  void forward(const LayerContext& c) override { c.backend->multiply(c.inputs[full_], c.inputs[1 - full_], c.output); }
   void backward(const LayerContext& c) override;
 
  private:
-  double elements_ = 0, gate_elements_ = 0;  // the first input's and the second's, per sample
+  std::size_t full_ = 0;  // the input of the output's shape; the other may be the gate
+  double elements_ = 0, gate_elements_ = 0;  // per sample
 };
 
 // "mul NAME" in network text (the previous output times the named one); Mul in ONNX.

@@ -115,6 +115,7 @@ TEST_CASE("multiply gradients", "[gradients][join]") {
   SECTION("flat") { require_close(l, {Shape{7}, Shape{7}}); }
   SECTION("a gate per channel") { require_close(l, {Shape{3, 4, 5}, Shape{3, 1, 1}}); }
   SECTION("a gate per channel over wide planes") { require_close(l, {Shape{2, 5, 9}, Shape{2, 1, 1}}); }
+  SECTION("the gate first") { require_close(l, {Shape{3, 1, 1}, Shape{3, 4, 5}}); }
 }
 
 TEST_CASE("upsample gradients", "[gradients][join]") {
@@ -180,7 +181,11 @@ TEST_CASE("multiply scales by the same element or by the channel's factor", "[jo
   CHECK_THROWS_WITH(layer.output_shape({Shape{2, 3, 3}, Shape{2, 3, 1}}),
                     Catch::Contains("multiply") && Catch::Contains("2x3x3") && Catch::Contains("2x3x1"));
   CHECK_THROWS_AS(layer.output_shape({Shape{2, 3, 3}, Shape{3, 1, 1}}), ShapeError);
-  CHECK_THROWS_AS(layer.output_shape({Shape{2, 1, 1}, Shape{2, 3, 3}}), ShapeError);  // the gate comes second
+  // The gate may come first, as PyTorch's broadcasting allows (sigmoid, then "mul features").
+  check_values(forward(layer, {Shape{2, 1, 1}, Shape{2, 1, 3}}, {{10, -1}, {1, 2, 3, 4, 5, 6}}),
+               {10, 20, 30, -4, -5, -6});
+  CHECK(layer.output_shape({Shape{2, 1, 1}, Shape{2, 3, 3}}) == Shape{2, 3, 3});
+  CHECK_THROWS_AS(layer.output_shape({Shape{3, 1, 1}, Shape{2, 3, 3}}), ShapeError);
   CHECK_THROWS_AS(layer.output_shape({Shape{6}, Shape{3}}), ShapeError);
   CHECK(layer.backward_needs_input());
 }
