@@ -219,12 +219,13 @@ void group_norm_case(Prepared& p, CpuBackend& cpu, int n, int c, int h, int w, i
   Tensor x = p.tensor(xs, 1), dy = p.tensor(xs, 3), gamma = p.tensor(affine, 6, 0.5, 1.0), beta = p.tensor(affine, 7);
   Tensor y = p.tensor(xs, 0), dx = p.tensor(xs, 0), mean = p.tensor(stats, 0), inv_std = p.tensor(stats, 0);
   Tensor dgamma = p.tensor(affine, 0), dbeta = p.tensor(affine, 0);
+  const Workspace space = p.workspace(cpu.group_norm_workspace_bytes(desc, xs));
   p.shape = arrow(xs, xs);
   p.passes[0] = [&cpu, desc, x, gamma, beta, y, mean, inv_std] {
     cpu.group_norm_forward(desc, x, gamma, beta, y, mean, inv_std);
   };
-  p.passes[1] = [&cpu, desc, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta] {
-    cpu.group_norm_backward(desc, x, dy, gamma, mean, inv_std, dx, false, dgamma, dbeta);
+  p.passes[1] = [&cpu, desc, x, dy, gamma, mean, inv_std, dx, dgamma, dbeta, space] {
+    cpu.group_norm_backward(desc, x, dy, gamma, mean, inv_std, dx, false, dgamma, dbeta, space);
   };
   p.written[0] = {{"y", y}};
   p.written[1] = {{"dx", dx}, {"dgamma", dgamma}, {"dbeta", dbeta}};

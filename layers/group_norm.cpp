@@ -47,6 +47,10 @@ std::vector<ParamSpec> GroupNorm::parameters() const {
           {"beta", affine, Init::zeros, channels, channels, true}};
 }
 
+std::size_t GroupNorm::workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t) {
+  return pass == ConvPass::backward ? backend.group_norm_workspace_bytes(desc(), shape_.batched(batch)) : 0;
+}
+
 void GroupNorm::forward(const LayerContext& c) {
   // Inference keeps no statistics: the plan gives no saved buffers, and the backend writes none.
   Tensor mean, inv_std;
@@ -67,7 +71,7 @@ void GroupNorm::backward(const LayerContext& c) {
   const bool want_dx = wants_gradient(c, 0);
   c.backend->group_norm_backward(desc(), c.inputs[0], c.grad_output, c.params[0], mean, inv_std,
                                  want_dx ? c.grad_inputs[0] : Tensor{}, want_dx && c.accumulate[0], c.grads[0],
-                                 c.grads[1]);
+                                 c.grads[1], c.workspace);
 }
 
 LayerCost GroupNorm::forward_cost() const {

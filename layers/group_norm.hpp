@@ -24,6 +24,8 @@ class GroupNorm final : public Layer {
     const auto n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(groups_);
     return {n, n};
   }
+  // Backward's scratch sums (the backend's group_norm_workspace_bytes); forward needs none.
+  std::size_t workspace_bytes(Backend& backend, int batch, ConvPass pass, std::size_t limit) override;
   bool backward_needs_input() const override { return true; }
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;

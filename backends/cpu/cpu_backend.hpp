@@ -103,7 +103,8 @@ class CpuBackend : public Backend {
                           Tensor y, Tensor saved_mean, Tensor saved_inv_std) override;
   void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                            const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                           Tensor dgamma, Tensor dbeta) override;
+                           Tensor dgamma, Tensor dbeta, Workspace ws) override;
+  std::size_t group_norm_workspace_bytes(const GroupNormDesc& desc, const Shape& x) override;
 
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;

@@ -166,7 +166,7 @@ void CudaBackend::group_norm_forward(const GroupNormDesc& d, const Tensor& x, co
 
 void CudaBackend::group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                                      Tensor dgamma, Tensor dbeta) {
+                                      Tensor dgamma, Tensor dbeta, Workspace) {
   activate();
   check("group_norm_backward", d, x, gamma, dy);
   if (!dx.empty() && dx.elements() != x.elements())

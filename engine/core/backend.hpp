@@ -306,12 +306,15 @@ class Backend {
   // Group normalisation (GroupNormDesc) of x [N, C, H, W] (or [N, C]): saved_mean and
   // saved_inv_std hold each sample's groups' mean and 1 / sqrt(var + eps), [N x groups], and may be
   // empty (inference keeps nothing). Backward writes (or adds to) dx and adds to dgamma and dbeta;
-  // each may be empty (not wanted).
+  // each may be empty (not wanted). Its workspace `ws` holds at least
+  // group_norm_workspace_bytes(desc, x.shape) bytes, whatever is wanted (forward needs none).
   virtual void group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma,
                                   const Tensor& beta, Tensor y, Tensor saved_mean, Tensor saved_inv_std) = 0;
   virtual void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                                   Tensor dgamma, Tensor dbeta) = 0;
+                                   Tensor dgamma, Tensor dbeta, Workspace ws) = 0;
+  // The bytes group_norm_backward needs for input x [N, C, H, W] or [N, C] (batched).
+  virtual std::size_t group_norm_workspace_bytes(const GroupNormDesc& /*desc*/, const Shape& /*x*/) { return 0; }
 
   // Softmax cross-entropy over logits [N, classes] and int32 labels [N]. Adds the sum of the N
   // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When

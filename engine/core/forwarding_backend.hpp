@@ -211,10 +211,13 @@ class ForwardingBackend : public Backend {
   }
   void group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                            const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                           Tensor dgamma, Tensor dbeta) override {
+                           Tensor dgamma, Tensor dbeta, Workspace ws) override {
     call("group_norm_backward", {dx, dgamma, dbeta}, [=, this] {
-      inner_.group_norm_backward(d, x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, dgamma, dbeta);
+      inner_.group_norm_backward(d, x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, dgamma, dbeta, ws);
     });
+  }
+  std::size_t group_norm_workspace_bytes(const GroupNormDesc& d, const Shape& x) override {
+    return inner_.group_norm_workspace_bytes(d, x);
   }
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits, const StepScalars* step,
                              Tensor loss_sum, Tensor correct) override {

@@ -1,11 +1,17 @@
 // Group and layer normalisation: gradients by finite differences, the forward against a
 // double-precision reference (PyTorch's GroupNorm and LayerNorm formulas), per-sample independence,
-// determinism, the layer's properties and errors, and its network-text forms.
+// determinism, the layer's properties and errors, its planned workspace (backward's only scratch:
+// a training step allocates nothing), and its network-text forms.
 #include "layers/group_norm.hpp"
 
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,8 +20,11 @@
 #include "engine/core/network.hpp"
 #include "gradient_checker.hpp"
 #include "layers/builtin_layers.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/statistics_adaptor.hpp"
 #include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
+#include "tests/heap_counter.hpp"
 
 using namespace cnn;
 using cnn::testing::check_gradients;
@@ -92,6 +101,12 @@ struct Buffers {
 };
 
 Tensor view(std::vector<float>& v, Shape s) { return Tensor{v.data(), s}; }
+
+// A workspace of the bytes backward asks for x, in `scratch`.
+Workspace workspace(std::vector<double>& scratch, Backend& backend, const GroupNormDesc& d, const Shape& x) {
+  scratch.assign(backend.group_norm_workspace_bytes(d, x) / sizeof(double), 0.0);
+  return {scratch.data(), scratch.size() * sizeof(double)};
+}
 
 }  // namespace
 
@@ -188,8 +203,10 @@ TEST_CASE("a sample's group norm does not depend on the other samples, nor on th
       const Shape s = per_sample.batched(count), st{count * d.groups};
       backend.group_norm_forward(d, view(x, s), view(b.gamma, as), view(b.beta, as), view(r.y, s), view(mean, st),
                                  view(inv_std, st));
+      std::vector<double> scratch;
       backend.group_norm_backward(d, view(x, s), view(g, s), view(b.gamma, as), view(mean, st), view(inv_std, st),
-                                  view(r.dx, s), false, view(r.dgamma, as), view(r.dbeta, as));
+                                  view(r.dx, s), false, view(r.dgamma, as), view(r.dbeta, as),
+                                  workspace(scratch, backend, d, s));
       return r;
     };
     CpuBackend two(2), one(1);
@@ -220,14 +237,16 @@ TEST_CASE("group norm backward adds to dx when asked, and gives dgamma and dbeta
   backend.group_norm_forward(d, view(b.x, xs), view(b.gamma, cs), view(b.beta, cs), view(b.y, xs), view(b.mean, st),
                              view(b.inv_std, st));
   std::vector<float> grad(dy);
+  std::vector<double> scratch;
+  const Workspace ws = workspace(scratch, backend, d, xs);
   std::vector<float> dx(b.x.size()), dgamma(6, 0.5f), dbeta(6, -0.25f);
   backend.group_norm_backward(d, view(b.x, xs), view(grad, xs), view(b.gamma, cs), view(b.mean, st),
-                              view(b.inv_std, st), view(dx, xs), false, view(dgamma, cs), view(dbeta, cs));
+                              view(b.inv_std, st), view(dx, xs), false, view(dgamma, cs), view(dbeta, cs), ws);
   std::vector<float> added = random_vector(b.x.size(), 46);
   const std::vector<float> before = added;
   std::vector<float> dgamma2(6, 0.f), dbeta2(6, 0.f);
   backend.group_norm_backward(d, view(b.x, xs), view(grad, xs), view(b.gamma, cs), view(b.mean, st),
-                              view(b.inv_std, st), view(added, xs), true, view(dgamma2, cs), view(dbeta2, cs));
+                              view(b.inv_std, st), view(added, xs), true, view(dgamma2, cs), view(dbeta2, cs), ws);
   for (std::size_t i = 0; i < dx.size(); ++i) CHECK(added[i] == Approx(before[i] + dx[i]).margin(1e-6));
   // Parameter gradients always add: 0.5 and -0.25 were there before.
   for (std::size_t c = 0; c < 6; ++c) {
@@ -236,7 +255,7 @@ TEST_CASE("group norm backward adds to dx when asked, and gives dgamma and dbeta
   }
   std::vector<float> dgamma3(6, 0.f), dbeta3(6, 0.f);
   backend.group_norm_backward(d, view(b.x, xs), view(grad, xs), view(b.gamma, cs), view(b.mean, st),
-                              view(b.inv_std, st), Tensor{}, false, view(dgamma3, cs), view(dbeta3, cs));
+                              view(b.inv_std, st), Tensor{}, false, view(dgamma3, cs), view(dbeta3, cs), ws);
   CHECK(dgamma3 == dgamma2);
   CHECK(dbeta3 == dbeta2);
 
@@ -269,7 +288,12 @@ TEST_CASE("the group norm layer's memory, recomputation and batch needs", "[grou
   CHECK_FALSE(gn.recompute_rewrites_saved());
   CHECK(gn.training_batch_need().samples == 1);
   CHECK(gn.training_batch_need().why.empty());
-  CHECK(gn.workspace_bytes(*std::make_unique<CpuBackend>(1), 8, ConvPass::backward, 1 << 20) == 0);
+  CpuBackend cpu(1);
+  CHECK(gn.workspace_bytes(cpu, 8, ConvPass::forward, 1 << 20) == 0);
+  // Backward's sums of dy xhat and dy per (sample, channel), all 8 samples at once, and their
+  // totals: 2 x 8 channels x (8 + 1) doubles.
+  CHECK(gn.workspace_bytes(cpu, 8, ConvPass::backward, 1 << 20) == 2 * 8 * 9 * sizeof(double));
+  CHECK(gn.workspace_bytes(cpu, 8, ConvPass::backward, 0) == 2 * 8 * 9 * sizeof(double));  // not a choice
   CHECK(gn.forward_cost().flops > 0);
   CHECK(gn.forward_cost().bytes >= 2 * sizeof(float) * 8 * 6 * 6);
   const auto params = gn.parameters();
@@ -287,6 +311,11 @@ TEST_CASE("the group norm layer's memory, recomputation and batch needs", "[grou
   CHECK(ln.saved_floats(7) == std::vector<std::size_t>{7, 7});
   CHECK(ln.parameters()[0].shape == Shape{3, 4, 5});
   CHECK(ln.parameters()[1].shape == Shape{3, 4, 5});
+  // Layer norm's sums of dy gamma and dy gamma (x - mean) per (sample, segment of 2^14 values).
+  CHECK(ln.workspace_bytes(cpu, 7, ConvPass::forward, 1 << 20) == 0);
+  CHECK(ln.workspace_bytes(cpu, 7, ConvPass::backward, 1 << 20) == 2 * 7 * sizeof(double));
+  ln.output_shape({Shape{3, 100, 100}});  // 30000 values: two segments
+  CHECK(ln.workspace_bytes(cpu, 7, ConvPass::backward, 1 << 20) == 2 * 7 * 2 * sizeof(double));
   ln.output_shape({Shape{10}});
   CHECK(ln.parameters()[0].shape == Shape{10});
   CHECK(ln.training_batch_need().samples == 1);
@@ -332,6 +361,120 @@ TEST_CASE("group norm recomputes its output to the bit, and runs in inference wi
     c.output = Tensor{y3.data(), per_sample.batched(n)};
     layer.forward(c);
     CHECK(y3 == y);
+  }
+}
+
+namespace {
+
+// The layer's forward, then its backward with `ws` (dx written, dgamma and dbeta added to zeros).
+struct LayerGradients {
+  std::vector<float> dx, dgamma, dbeta;
+};
+LayerGradients layer_backward(GroupNorm& layer, CpuBackend& backend, const Shape& per_sample, int n, Workspace ws) {
+  const Shape xs = per_sample.batched(n);
+  const std::size_t affine = layer.parameters()[0].shape.elements();
+  const Shape as{static_cast<int>(affine)};
+  std::vector<float> x = random_vector(xs.elements(), 61), dy = random_vector(xs.elements(), 62);
+  for (float& v : x) v = 3 * v + 0.5f;
+  std::vector<float> gamma = random_vector(affine, 63), beta = random_vector(affine, 64), y(x.size());
+  const auto floats = layer.saved_floats(n);
+  std::vector<float> mean(floats[0]), inv_std(floats[1]);
+  LayerGradients r{std::vector<float>(x.size()), std::vector<float>(affine), std::vector<float>(affine)};
+  const Tensor input = view(x, xs), params[] = {view(gamma, as), view(beta, as)};
+  const Tensor saved[] = {view(mean, Shape{static_cast<int>(mean.size())}),
+                          view(inv_std, Shape{static_cast<int>(inv_std.size())})};
+  const Tensor grads[] = {view(r.dgamma, as), view(r.dbeta, as)}, grad_input = view(r.dx, xs);
+  const bool accumulate[] = {false};
+  LayerContext c;
+  c.backend = &backend;
+  c.batch = n;
+  c.inputs = std::span<const Tensor>(&input, 1);
+  c.params = params;
+  c.saved = saved;
+  c.output = view(y, xs);
+  layer.forward(c);
+  c.grads = grads;
+  c.grad_output = view(dy, xs);
+  c.grad_inputs = std::span<const Tensor>(&grad_input, 1);
+  c.accumulate = accumulate;
+  c.workspace = ws;
+  layer.backward(c);
+  return r;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+TEST_CASE("group norm's backward uses exactly the workspace the layer plans, and refuses less",
+          "[group_norm][layers][memory]") {
+  struct Case {
+    bool layer_norm;
+    int groups, n;
+    Shape per_sample;
+  };
+  // Shapes whose samples come in several chunks (300 channels: 109 samples at a time; layer norm
+  // over 270 000 values: 17 segments, 62 samples at a time) and in one.
+  for (const Case k : {Case{false, 4, 5, Shape{8, 6, 7}}, Case{false, 10, 200, Shape{300, 2, 2}},
+                       Case{false, 3, 3, Shape{12}}, Case{true, 1, 6, Shape{4, 9, 9}},
+                       Case{true, 1, 63, Shape{3, 300, 300}}}) {
+    GroupNorm layer = k.layer_norm ? GroupNorm::layer_norm() : GroupNorm(k.groups);
+    layer.output_shape({k.per_sample});
+    INFO(layer.describe() << " on " << k.per_sample.str() << ", batch " << k.n);
+    CpuBackend backend(2);
+    const std::size_t bytes = layer.workspace_bytes(backend, k.n, ConvPass::backward, 0);
+    REQUIRE(bytes > 0);
+    REQUIRE(bytes % sizeof(double) == 0);
+    const std::size_t doubles = bytes / sizeof(double), guard = 64;
+    const double pattern = std::bit_cast<double>(std::uint64_t{0x7ff4'dead'beef'0123});  // a NaN no sum gives
+    std::vector<double> planned(doubles + guard, pattern);
+    const LayerGradients exact = layer_backward(layer, backend, k.per_sample, k.n, {planned.data(), bytes});
+    for (std::size_t i = doubles; i < planned.size(); ++i) CHECK(same_bits(planned[i], pattern));
+    CHECK_FALSE(same_bits(planned[doubles - 1], pattern));  // all of it is used: the plan is not too generous
+
+    std::vector<double> roomy(2 * doubles + 100, pattern);
+    const LayerGradients more = layer_backward(layer, backend, k.per_sample, k.n, {roomy.data(), 8 * roomy.size()});
+    CHECK(more.dx == exact.dx);
+    CHECK(more.dgamma == exact.dgamma);
+    CHECK(more.dbeta == exact.dbeta);
+    CHECK_THROWS_WITH(layer_backward(layer, backend, k.per_sample, k.n, {planned.data(), bytes - sizeof(double)}),
+                      Catch::Contains("group_norm_backward") && Catch::Contains(std::to_string(bytes) + " needed"));
+    CHECK_THROWS_AS(layer_backward(layer, backend, k.per_sample, k.n, {}), std::logic_error);
+  }
+}
+
+TEST_CASE("training networks with group norm and layer norm allocates nothing after the plan",
+          "[group_norm][memory][trainer]") {
+  const Shape image{3, 12, 12};
+  CpuBackend backend(2);
+  {
+    // Warm-up on a network without normalisation: the backend's and OpenMP's thread pools.
+    Network warm = parse_network("conv 8 3 pad=1\nrelu\nflatten\ndense 4\n", image, 4);
+    TrainerOptions o;
+    o.batch = 16;
+    o.micro_batch = 8;
+    Trainer trainer(warm, backend, memory::host_resource(), o);
+    testing::SyntheticData data(16, image, 4, 5);
+    trainer.train_step(data.batch(0, 16));
+  }
+  for (const char* text : {"conv 16 3 pad=1\ngroupnorm 4\nrelu\nconv 8 3 pad=1\ngroupnorm 8\nflatten\ndense 4\n",
+                           "conv 8 3 pad=1\nlayernorm\nrelu\nflatten\ndense 32\nlayernorm\ndense 4\n"}) {
+    INFO(text);
+    Network net = parse_network(text, image, 4);
+    memory::StatisticsAdaptor stats(memory::host_resource());
+    TrainerOptions o;
+    o.batch = 16;
+    o.micro_batch = 8;
+    Trainer trainer(net, backend, stats, o);
+    testing::SyntheticData data(16 * 3, image, 4, 7);
+    // From the first step: scratch kept between calls would be allocated there.
+    const auto before = stats.statistics();
+    const long heap_before = testing::heap_allocations();
+    for (int s = 0; s < 3; ++s) trainer.train_step(data.batch(s * 16, 16));
+    const auto after = stats.statistics();
+    CHECK(after.allocations == before.allocations);
+    CHECK(after.peak_bytes == before.peak_bytes);
+    CHECK(testing::heap_allocations() == heap_before);
   }
 }
 

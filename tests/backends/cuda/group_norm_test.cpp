@@ -2,6 +2,7 @@
 // gradients (dx written and added to, dgamma and dbeta added to), a group of 802816 values far
 // from zero, gradients without dx, inference without saved buffers, and the same bits every run.
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "support.hpp"
 
@@ -26,14 +27,19 @@ void check_group_norm(const GroupNormDesc& d, Shape xs, float offset = 0.5f) {
   CHECK(mean.relative_error() <= 1e-5);
   CHECK(inv_std.relative_error() <= 1e-5);
 
+  // The CPU's backward keeps its sums in its workspace; CUDA's needs none.
+  CHECK(gpu().group_norm_workspace_bytes(d, xs) == 0);
+  std::vector<double> scratch(cpu().group_norm_workspace_bytes(d, xs) / sizeof(double));
+  const Workspace cpu_ws{scratch.data(), scratch.size() * sizeof(double)};
+
   Twin dy(gpu(), xs, 47);
   for (bool accumulate : {false, true}) {
     INFO("accumulate " << accumulate);
     Twin dx(gpu(), xs, 48), dgamma(gpu(), as, 49), dbeta(gpu(), as, 50);
     cpu().group_norm_backward(d, x.cpu(), dy.cpu(), gamma.cpu(), mean.cpu(), inv_std.cpu(), dx.cpu(), accumulate,
-                              dgamma.cpu(), dbeta.cpu());
+                              dgamma.cpu(), dbeta.cpu(), cpu_ws);
     gpu().group_norm_backward(d, x.gpu(), dy.gpu(), gamma.gpu(), mean.gpu(), inv_std.gpu(), dx.gpu(), accumulate,
-                              dgamma.gpu(), dbeta.gpu());
+                              dgamma.gpu(), dbeta.gpu(), Workspace{});
     CHECK(dx.relative_error() <= 1e-4);
     CHECK(dgamma.relative_error() <= 1e-4);
     CHECK(dbeta.relative_error() <= 1e-4);
@@ -42,9 +48,9 @@ void check_group_norm(const GroupNormDesc& d, Shape xs, float offset = 0.5f) {
   // No input gradient wanted: the parameter gradients alone, as with one.
   Twin dgamma(gpu(), as, 51), dbeta(gpu(), as, 52);
   cpu().group_norm_backward(d, x.cpu(), dy.cpu(), gamma.cpu(), mean.cpu(), inv_std.cpu(), Tensor{}, false, dgamma.cpu(),
-                            dbeta.cpu());
+                            dbeta.cpu(), cpu_ws);
   gpu().group_norm_backward(d, x.gpu(), dy.gpu(), gamma.gpu(), mean.gpu(), inv_std.gpu(), Tensor{}, false, dgamma.gpu(),
-                            dbeta.gpu());
+                            dbeta.gpu(), Workspace{});
   CHECK(dgamma.relative_error() <= 1e-4);
   CHECK(dbeta.relative_error() <= 1e-4);
 
@@ -76,7 +82,7 @@ TEST_CASE("cuda group norm gives the same bits every run", "[cuda][group_norm]")
     Twin dgamma(gpu(), cs, std::vector<float>(32, 0.f)), dbeta(gpu(), cs, std::vector<float>(32, 0.f));
     gpu().group_norm_forward(d, x.gpu(), gamma.gpu(), beta.gpu(), y.gpu(), mean.gpu(), inv_std.gpu());
     gpu().group_norm_backward(d, x.gpu(), dy.gpu(), gamma.gpu(), mean.gpu(), inv_std.gpu(), dx.gpu(), false,
-                              dgamma.gpu(), dbeta.gpu());
+                              dgamma.gpu(), dbeta.gpu(), Workspace{});
     if (run == 0) {
       first_y = y.gpu_values();
       first_dx = dx.gpu_values();
