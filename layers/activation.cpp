@@ -11,20 +11,6 @@
 namespace cnn {
 namespace {
 
-const char* name_of(Activation kind) {
-  switch (kind) {
-    case Activation::leaky_relu: return "leaky_relu";
-    case Activation::relu6: return "relu6";
-    case Activation::sigmoid: return "sigmoid";
-    case Activation::tanh: return "tanh";
-    case Activation::silu: return "silu";
-    case Activation::gelu: return "gelu";
-    case Activation::hardswish: return "hardswish";
-    case Activation::hardsigmoid: return "hardsigmoid";
-  }
-  return "activation";
-}
-
 std::unique_ptr<Layer> make(Activation kind, float slope = 0.01f) {
   return std::make_unique<ActivationLayer>(ActivationDesc{kind, slope});
 }
@@ -36,7 +22,7 @@ ActivationLayer::ActivationLayer(ActivationDesc desc) : desc_(desc) {
     throw ConfigError("leaky_relu: the slope must be a finite number, not " + std::to_string(desc.slope));
 }
 
-std::string ActivationLayer::type_name() const { return name_of(desc_.kind); }
+std::string ActivationLayer::type_name() const { return to_string(desc_.kind); }
 
 std::string ActivationLayer::describe() const {
   return desc_.kind == Activation::leaky_relu ? "leaky_relu slope=" + exact_text(desc_.slope) : type_name();
@@ -75,7 +61,7 @@ namespace {
 
 LayerType activation_type(Activation kind, const char* word) {
   LayerType type;
-  type.type_name = name_of(kind);
+  type.type_name = to_string(kind);
   type.layer_class = &typeid(ActivationLayer);
   type.word = type.usage = word;
   type.parse = [kind](LayerLine& line) {

@@ -41,6 +41,21 @@ struct Conv2dDesc {
 // x (1 + erf(x / sqrt 2)) / 2; hardswish x relu6(x + 3) / 6; hardsigmoid relu6(x + 3) / 6.
 enum class Activation { leaky_relu, relu6, sigmoid, tanh, silu, gelu, hardswish, hardsigmoid };
 
+// The activation's name, as its layer's type name: "leaky_relu", "relu6", ...
+inline const char* to_string(Activation kind) {
+  switch (kind) {
+    case Activation::leaky_relu: return "leaky_relu";
+    case Activation::relu6: return "relu6";
+    case Activation::sigmoid: return "sigmoid";
+    case Activation::tanh: return "tanh";
+    case Activation::silu: return "silu";
+    case Activation::gelu: return "gelu";
+    case Activation::hardswish: return "hardswish";
+    case Activation::hardsigmoid: return "hardsigmoid";
+  }
+  return "activation";
+}
+
 struct ActivationDesc {
   Activation kind = Activation::leaky_relu;
   float slope = 0.01f;  // leaky_relu's, for x < 0

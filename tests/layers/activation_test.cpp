@@ -29,20 +29,6 @@ constexpr Activation kAll[] = {Activation::leaky_relu, Activation::relu6,     Ac
                                Activation::tanh,       Activation::silu,      Activation::gelu,
                                Activation::hardswish,  Activation::hardsigmoid};
 
-const char* name(Activation kind) {
-  switch (kind) {
-    case Activation::leaky_relu: return "leaky_relu";
-    case Activation::relu6: return "relu6";
-    case Activation::sigmoid: return "sigmoid";
-    case Activation::tanh: return "tanh";
-    case Activation::silu: return "silu";
-    case Activation::gelu: return "gelu";
-    case Activation::hardswish: return "hardswish";
-    case Activation::hardsigmoid: return "hardsigmoid";
-  }
-  return "?";
-}
-
 // PyTorch's definitions, in double where they are smooth (the phi and Phi of the normal
 // distribution from erfc, which does not cancel for negative x).
 double reference(const ActivationDesc& d, double x) {
@@ -178,7 +164,7 @@ TEST_CASE("activations compute PyTorch's values, finite and exact at the limits"
     for (float slope : {0.01f, 0.2f, -0.5f}) {
       if (kind != Activation::leaky_relu && slope != 0.01f) continue;
       const ActivationDesc d{kind, slope};
-      INFO(name(kind) << " slope " << slope);
+      INFO(to_string(kind) << " slope " << slope);
       const std::vector<float> y = forward(backend, d, x);
       // Exact where PyTorch's float arithmetic is (the piecewise-linear ones); otherwise within 4e-7
       // of the value (3.4 ulp), or 1e-30 (the kernels flush subnormals), and gelu's 1 + erf(x / sqrt 2),
@@ -232,7 +218,7 @@ TEST_CASE("activation derivatives are PyTorch's, at the kinks too", "[activation
     for (float slope : {0.01f, -0.5f}) {
       if (kind != Activation::leaky_relu && slope != 0.01f) continue;
       const ActivationDesc d{kind, slope};
-      INFO(name(kind) << " slope " << slope);
+      INFO(to_string(kind) << " slope " << slope);
       const std::vector<float> dx = backward(backend, d, x, std::vector<float>(x.size(), 1.f));
       // Exact for the piecewise-linear ones, else within 1e-6 max(1, |x|): from a rounded output
       // (sigmoid, tanh), 1 - y has lost what y rounded off, as in PyTorch's backward.
@@ -292,7 +278,7 @@ TEST_CASE("activations run in place, accumulate, and give the same bits on any t
   for (auto& v : x) v *= 8.f;
   for (Activation kind : kAll) {
     const ActivationDesc d{kind, 0.1f};
-    INFO(name(kind));
+    INFO(to_string(kind));
     const std::vector<float> y = forward(two, d, x);
     CHECK(same_bits(forward(one, d, x), y));
     std::vector<float> in_place = x;

@@ -22,21 +22,10 @@
 using namespace cnn;
 using cnn::testing::check_gradients;
 using cnn::testing::GradientCheckOptions;
+using cnn::testing::require_close;
 
 namespace {
 
-void require_close(Layer& layer, std::vector<Shape> shapes, GradientCheckOptions options = {},
-                   double tolerance = 1e-2) {
-  for (bool accumulate : {false, true}) {
-    options.accumulate = accumulate;
-    const auto r = check_gradients(layer, shapes, options);
-    INFO(layer.describe() << (accumulate ? " (accumulating)" : "") << ": input error " << r.worst_input_error
-                          << ", parameter error " << r.worst_param_error);
-    CHECK(r.checked > 0);
-    CHECK(r.worst_input_error < tolerance);
-    CHECK(r.worst_param_error < tolerance);
-  }
-}
 
 layers::ConvOptions options(int stride, int padding, int dilation, int groups, bool bias = true) {
   layers::ConvOptions o;

@@ -2,6 +2,7 @@
 // Caffe-style gradient checking: the objective is sum(y * r) for a fixed random r, so the
 // analytic input and parameter gradients come from one backward pass with dy = r, and each is
 // compared with a central finite difference of the objective.
+#include <catch2/catch.hpp>
 #include <memory>
 #include <vector>
 
@@ -27,5 +28,20 @@ struct GradientCheckOptions {
 };
 
 GradientCheckResult check_gradients(Layer& layer, const std::vector<Shape>& input_shapes, const GradientCheckOptions& options);
+
+// A Catch2 check that the layer's input and parameter gradients agree with the finite
+// differences within `tolerance`, writing dx and adding to it.
+inline void require_close(Layer& layer, const std::vector<Shape>& shapes, GradientCheckOptions options = {},
+                          double tolerance = 1e-2) {
+  for (bool accumulate : {false, true}) {
+    options.accumulate = accumulate;
+    const GradientCheckResult r = check_gradients(layer, shapes, options);
+    INFO(layer.describe() << (accumulate ? " (accumulating)" : "") << ": input error " << r.worst_input_error
+                          << ", parameter error " << r.worst_param_error);
+    CHECK(r.checked > 0);
+    CHECK(r.worst_input_error < tolerance);
+    CHECK(r.worst_param_error < tolerance);
+  }
+}
 
 }  // namespace cnn::testing

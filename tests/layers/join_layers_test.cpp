@@ -20,19 +20,10 @@
 using namespace cnn;
 using cnn::testing::check_gradients;
 using cnn::testing::GradientCheckOptions;
+using cnn::testing::require_close;
 
 namespace {
 
-void require_close(Layer& layer, std::vector<Shape> shapes, GradientCheckOptions options = {},
-                   double tolerance = 1e-2) {
-  for (bool accumulate : {false, true}) {
-    options.accumulate = accumulate;
-    const auto r = check_gradients(layer, shapes, options);
-    INFO(layer.describe() << (accumulate ? " (accumulating)" : "") << ": input error " << r.worst_input_error);
-    CHECK(r.checked > 0);
-    CHECK(r.worst_input_error < tolerance);
-  }
-}
 
 // One forward pass of one sample per input (batch 1) on the CPU backend.
 std::vector<float> forward(Layer& layer, std::vector<Shape> shapes, std::vector<std::vector<float>> inputs) {

@@ -16,22 +16,7 @@
 using namespace cnn;
 using cnn::testing::check_gradients;
 using cnn::testing::GradientCheckOptions;
-
-namespace {
-
-void require_close(Layer& layer, std::vector<Shape> shapes, GradientCheckOptions options, double tolerance = 1e-2) {
-  for (bool accumulate : {false, true}) {
-    options.accumulate = accumulate;
-    const auto r = check_gradients(layer, shapes, options);
-    INFO(layer.describe() << (accumulate ? " (accumulating)" : "") << ": input error " << r.worst_input_error
-                          << ", parameter error " << r.worst_param_error);
-    CHECK(r.checked > 0);
-    CHECK(r.worst_input_error < tolerance);
-    CHECK(r.worst_param_error < tolerance);
-  }
-}
-
-}  // namespace
+using cnn::testing::require_close;
 
 TEST_CASE("conv2d gradients", "[gradients]") {
   GradientCheckOptions o;

@@ -16,20 +16,6 @@ using namespace cnn::cuda_test;
 
 namespace {
 
-const char* name(Activation kind) {
-  switch (kind) {
-    case Activation::leaky_relu: return "leaky_relu";
-    case Activation::relu6: return "relu6";
-    case Activation::sigmoid: return "sigmoid";
-    case Activation::tanh: return "tanh";
-    case Activation::silu: return "silu";
-    case Activation::gelu: return "gelu";
-    case Activation::hardswish: return "hardswish";
-    case Activation::hardsigmoid: return "hardsigmoid";
-  }
-  return "?";
-}
-
 const ActivationDesc kDescs[] = {
     {Activation::leaky_relu, 0.01f}, {Activation::leaky_relu, -0.5f}, {Activation::relu6, 0.01f},
     {Activation::sigmoid, 0.01f},    {Activation::tanh, 0.01f},       {Activation::silu, 0.01f},
@@ -61,7 +47,7 @@ void require_close(const ActivationDesc& d, const std::vector<float>& x, const s
     if (!(diff <= allowed || (diff < 1e-30 && !piecewise_linear(d.kind))) && first_failure.empty())
       first_failure = "x = " + std::to_string(x[i]) + ": gpu " + std::to_string(got[i]) + ", cpu " + std::to_string(want[i]);
   }
-  INFO(name(d.kind) << " slope " << d.slope << ": " << first_failure);
+  INFO(to_string(d.kind) << " slope " << d.slope << ": " << first_failure);
   CHECK(first_failure.empty());
 }
 
