@@ -252,6 +252,7 @@ std::vector<CaseDef> cases() {
   conv("conv3x3_dilation2_64x28x28", 32, 64, 28, 64, 3, 1, 2, 2, 1);
   conv("depthwise3x3_32x112x112", 32, 32, 112, 32, 3, 1, 1, 1, 32);
   conv("depthwise3x3_576x14x14", 64, 576, 14, 576, 3, 1, 1, 1, 576);
+  conv("depthwise3x3_960x7x7", 32, 960, 7, 960, 3, 1, 1, 1, 960);
   conv("depthwise3x3_stride2_144x56x56", 32, 144, 56, 144, 3, 2, 1, 1, 144);
   conv("grouped3x3_g4_128x28x28", 32, 128, 28, 128, 3, 1, 1, 1, 4);
   conv("grouped3x3_g32_128x28x28", 32, 128, 28, 128, 3, 1, 1, 1, 32);

@@ -2,10 +2,12 @@
 // plane on its own, planes spread over the work pool. An im2col product would be one row of a
 // matrix per channel: all packing and no arithmetic. These loops read each plane once per kernel
 // row and keep their inner loops over output columns, which the compiler vectorises; 3x3 kernels
-// at stride 1 and 2 with padding 1 (MobileNet's) have fused loops over all nine taps. Backward-data
-// at stride 1 is the forward loop with the kernel turned around; backward-filter sums each tap in
-// 16 fixed lanes, each plane's sums added to its range's partials, the partials then added in range
-// order: the same bits whichever thread runs a range.
+// at stride 1 and 2 with padding 1 (MobileNet's) have fused loops over all nine taps. Small planes
+// at stride 1 with "same" padding run flat over the whole plane (see flat_same). Backward-data at
+// stride 1 is the forward loop with the kernel turned around. Backward-filter sums each tap in 16
+// fixed lanes: by channel (each range owns whole channels, images in order) where the channels
+// are many and the tensors cache-sized, else by plane, each plane's sums added to its range's
+// partials, the partials then added in range order: the same bits whichever thread runs a range.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -165,16 +167,19 @@ constexpr int kLanes = 16;
 // lanes[l] += a[i] * b[i * stride] for i = l mod 16: independent sums the compiler vectorises
 // without reordering any of them.
 void dot_lanes(const float* a, const float* b, std::size_t n, int stride, float* lanes) {
+  std::array<float, kLanes> acc;  // local: no aliasing with a or b, kept in a register
+  std::copy(lanes, lanes + kLanes, acc.begin());
   std::size_t i = 0;
   if (stride == 1) {
     for (; i + kLanes <= n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[i + l];
+      for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
   } else {
     const auto s = static_cast<std::size_t>(stride);
     for (; i + kLanes <= n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] += a[i + l] * b[(i + l) * s];
+      for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[(i + l) * s];
   }
-  for (int l = 0; i < n; ++i, ++l) lanes[l] += a[i] * b[i * static_cast<std::size_t>(stride)];
+  for (std::size_t l = 0; i < n; ++i, ++l) acc[l] += a[i] * b[i * static_cast<std::size_t>(stride)];
+  std::copy(acc.begin(), acc.end(), lanes);
 }
 
 float lanes_sum(const float* lanes) {
@@ -183,54 +188,224 @@ float lanes_sum(const float* lanes) {
   return sum;
 }
 
-// sums[t - first] = tap t's weight gradient from one plane, for taps [first, first + count), from
-// x's padded copy. Stride 1: dy laid out with the padded row length (`wide`, its extra columns
-// zero) so that each tap is one long dot product.
-void filter_plane(const Plane& g, const float* padded, const float* dy, int first, int count, float* sums, float* wide) {
-  std::array<float, kMostTaps * kLanes> lanes{};
+// sums[t] (+)= lanes_sum(lanes + 16 t) for t < count: the same sums, vectorised across t.
+void lanes_sums(const float* lanes, std::size_t count, float* sums, bool add) {
+  std::array<float, kMostTaps + 1> acc{};
+  for (std::size_t first = 0; first < count; first += acc.size()) {
+    const std::size_t m = std::min(acc.size(), count - first);
+    std::fill(acc.begin(), acc.begin() + m, 0.f);
+    for (int l = 0; l < kLanes; ++l)
+      for (std::size_t t = 0; t < m; ++t) acc[t] += lanes[(first + t) * kLanes + l];
+    for (std::size_t t = 0; t < m; ++t) sums[first + t] = add ? sums[first + t] + acc[t] : acc[t];
+  }
+}
+
+// lanes[t * 16 + l] += tap t's products of one plane, from x's padded copy. Stride 1: dy laid
+// out with the padded row length (`wide`, its extra columns zero) so that each tap is one long
+// dot product.
+void filter_plane(const Plane& g, const float* padded, const float* dy, float* lanes, float* wide) {
   const int pw = g.padded_w();
   if (g.stride == 1) {
     for (int oh = 0; oh < g.hout; ++oh)
       std::copy(dy + static_cast<std::size_t>(oh) * g.wout, dy + static_cast<std::size_t>(oh + 1) * g.wout,
                 wide + static_cast<std::size_t>(oh) * pw);
     const std::size_t n = static_cast<std::size_t>(g.hout - 1) * pw + static_cast<std::size_t>(g.wout);
-    for (int t = first; t < first + count; ++t) {
+    for (int t = 0; t < g.taps(); ++t) {
       const int ki = t / g.kw, kj = t % g.kw;
       dot_lanes(wide, padded + static_cast<std::size_t>(ki) * g.dilation * pw + kj * g.dilation, n, 1,
-                lanes.data() + static_cast<std::size_t>(t - first) * kLanes);
+                lanes + static_cast<std::size_t>(t) * kLanes);
     }
-  } else {
-    for (int oh = 0; oh < g.hout; ++oh) {
-      const float* d = dy + static_cast<std::size_t>(oh) * g.wout;
-      const float* top = padded + static_cast<std::size_t>(oh) * g.stride * pw;
-      for (int t = first; t < first + count; ++t) {
-        const int ki = t / g.kw, kj = t % g.kw;
-        dot_lanes(d, top + static_cast<std::size_t>(ki) * g.dilation * pw + kj * g.dilation,
-                  static_cast<std::size_t>(g.wout), g.stride, lanes.data() + static_cast<std::size_t>(t - first) * kLanes);
-      }
+    return;
+  }
+  // Short rows: the sums on the stack for the whole plane (where they fit) rather than in and out
+  // of `lanes` for each row.
+  std::array<float, kMostTaps * kLanes> local;
+  const std::size_t floats = static_cast<std::size_t>(g.taps()) * kLanes;
+  const bool on_stack = g.taps() <= kMostTaps;
+  float* sums = on_stack ? local.data() : lanes;
+  if (on_stack) std::copy(lanes, lanes + floats, local.begin());
+  for (int oh = 0; oh < g.hout; ++oh) {
+    const float* d = dy + static_cast<std::size_t>(oh) * g.wout;
+    const float* top = padded + static_cast<std::size_t>(oh) * g.stride * pw;
+    for (int t = 0; t < g.taps(); ++t) {
+      const int ki = t / g.kw, kj = t % g.kw;
+      dot_lanes(d, top + static_cast<std::size_t>(ki) * g.dilation * pw + kj * g.dilation,
+                static_cast<std::size_t>(g.wout), g.stride, sums + static_cast<std::size_t>(t) * kLanes);
     }
   }
-  for (int t = 0; t < count; ++t) sums[t] = lanes_sum(lanes.data() + static_cast<std::size_t>(t) * kLanes);
+  if (on_stack) std::copy(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(floats), lanes);
 }
 
-float plane_sum(const float* dy, std::size_t n) {
-  std::array<float, kLanes> lanes{};
+// Small planes at stride 1 with "same" padding (output as large as the input: MobileNet's 3x3
+// padding 1) skip the padded copy and its short rows: a plane is one flat run of h x w values,
+// and tap (ki, kj) reads the input at a fixed flat offset from each output. Where that offset
+// would wrap around a row's end into the next (or previous) row, it reads a column that a
+// per-column-offset copy of the plane holds zero (those columns are never read legitimately at
+// that offset); above and below the plane a zero margin stands for the padding rows. So: kw
+// masked copies of each plane, then every tap is a contiguous loop over the whole plane, written
+// straight into the output.
+// (Planes under 4x4 are quicker padded: kw copies of a few floats cost more than the taps.)
+constexpr std::size_t kFlatLeastFloats = 16, kFlatMostFloats = 32 * 32;
+
+bool flat_same(const Plane& g) {
+  return g.stride == 1 && g.hout == g.h && g.wout == g.w && g.dilation * (g.kh - 1) == 2 * g.pad &&
+         g.dilation * (g.kw - 1) == 2 * g.pad && g.taps() <= kMostTaps && g.in() >= kFlatLeastFloats &&
+         g.in() <= kFlatMostFloats;
+}
+
+struct Flat {
+  std::size_t margin;  // zeros either side of a copy: pad rows and pad columns
+  std::size_t copy;    // floats per copy, margins included
+  std::size_t plane;   // h x w rounded up
+  explicit Flat(const Plane& g)
+      : margin(static_cast<std::size_t>(g.pad) * static_cast<std::size_t>(g.w) + static_cast<std::size_t>(g.pad)),
+        copy(aligned_floats(g.in() + 2 * margin)),
+        plane(aligned_floats(g.in())) {}
+  // Shared by every thread: kw column masks (1: the copy for kernel column kj keeps the column).
+  std::size_t masks(const Plane& g) const { return static_cast<std::size_t>(g.kw) * plane; }
+  // One thread's: the kw copies, and a plane of sums for kernels other than 3x3.
+  std::size_t scratch(const Plane& g) const { return static_cast<std::size_t>(g.kw) * copy + plane; }
+};
+
+int column_offset(const Plane& g, int kj) { return kj * g.dilation - g.pad; }
+
+void flat_masks(const Plane& g, const Flat& f, float* masks) {
+  for (int kj = 0; kj < g.kw; ++kj) {
+    const int offset = column_offset(g, kj), lo = std::max(0, offset), hi = std::min(g.w, g.w + offset);
+    float* m = masks + static_cast<std::size_t>(kj) * f.plane;
+    for (std::size_t j = 0; j < g.in(); ++j) {
+      const int c = static_cast<int>(j % static_cast<std::size_t>(g.w));
+      m[j] = c >= lo && c < hi ? 1.f : 0.f;
+    }
+  }
+}
+
+// Zeroes a thread's copies' margins (the plane copies only write their middles).
+void flat_clear(const Plane& g, const Flat& f, float* copies) {
+  std::fill(copies, copies + static_cast<std::size_t>(g.kw) * f.copy, 0.f);
+}
+
+void flat_copy(const Plane& g, const Flat& f, const float* masks, const float* in, float* copies) {
+  for (int kj = 0; kj < g.kw; ++kj) {
+    float* c = copies + static_cast<std::size_t>(kj) * f.copy + f.margin;
+    if (column_offset(g, kj) == 0) {
+      std::copy(in, in + g.in(), c);
+      continue;
+    }
+    const float* m = masks + static_cast<std::size_t>(kj) * f.plane;
+    for (std::size_t j = 0; j < g.in(); ++j) c[j] = m[j] != 0.f ? in[j] : 0.f;
+  }
+}
+
+// Where tap t reads, for output 0.
+void flat_taps(const Plane& g, const Flat& f, const float* copies, std::array<const float*, kMostTaps>& at) {
+  for (int t = 0; t < g.taps(); ++t) {
+    const int ki = t / g.kw, kj = t % g.kw;
+    const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(ki * g.dilation - g.pad) * g.w + column_offset(g, kj);
+    at[static_cast<std::size_t>(t)] = copies + static_cast<std::size_t>(kj) * f.copy + f.margin + offset;
+  }
+}
+
+// out = (add ? out : 0) + bias + the convolution of the plane in `copies`.
+void flat_forward(const Plane& g, const Flat& f, const float* copies, const float* k, float bias, float* out, bool add,
+                  float* sums) {
+  std::array<const float*, kMostTaps> at;
+  flat_taps(g, f, copies, at);
+  const std::size_t n = g.in();
+  if (g.taps() == 9) {
+    const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7], k8 = k[8];
+    const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4], *a5 = at[5], *a6 = at[6], *a7 = at[7],
+                *a8 = at[8];
+    auto sum = [&](std::size_t o) {
+      float s = bias;
+      s += k0 * a0[o] + k1 * a1[o] + k2 * a2[o];
+      s += k3 * a3[o] + k4 * a4[o] + k5 * a5[o];
+      s += k6 * a6[o] + k7 * a7[o] + k8 * a8[o];
+      return s;
+    };
+    if (add)
+      for (std::size_t o = 0; o < n; ++o) out[o] += sum(o);
+    else
+      for (std::size_t o = 0; o < n; ++o) out[o] = sum(o);
+    return;
+  }
+  std::fill(sums, sums + n, bias);
+  for (int t = 0; t < g.taps(); ++t) {
+    const float wv = k[t];
+    const float* src = at[static_cast<std::size_t>(t)];
+    for (std::size_t o = 0; o < n; ++o) sums[o] += wv * src[o];
+  }
+  if (add)
+    for (std::size_t o = 0; o < n; ++o) out[o] += sums[o];
+  else
+    std::copy(sums, sums + n, out);
+}
+
+void sum_lanes(const float* dy, std::size_t n, float* lanes) {
+  std::array<float, kLanes> acc;
+  std::copy(lanes, lanes + kLanes, acc.begin());
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[static_cast<std::size_t>(l)] += dy[i + static_cast<std::size_t>(l)];
-  for (std::size_t l = 0; i < n; ++i, ++l) lanes[l] += dy[i];
-  return lanes_sum(lanes.data());
+    for (int l = 0; l < kLanes; ++l) acc[l] += dy[i + static_cast<std::size_t>(l)];
+  for (std::size_t l = 0; i < n; ++i, ++l) acc[l] += dy[i];
+  std::copy(acc.begin(), acc.end(), lanes);
 }
 
-// A range's partials: C x taps weight sums, then C bias sums.
+// lanes[t * 16 + l] += tap t's products of the plane in `copies` with dy (t = taps: dy itself,
+// for the bias, where `bias`). 3x3: one pass over dy with the ten sums in registers.
+void flat_filter(const Plane& g, const Flat& f, const float* copies, const float* dy, float* lanes, bool bias) {
+  std::array<const float*, kMostTaps> at;
+  flat_taps(g, f, copies, at);
+  const std::size_t n = g.in();
+  if (g.taps() != 9) {
+    for (int t = 0; t < g.taps(); ++t) dot_lanes(dy, at[static_cast<std::size_t>(t)], n, 1, lanes + static_cast<std::size_t>(t) * kLanes);
+    if (bias) sum_lanes(dy, n, lanes + static_cast<std::size_t>(g.taps()) * kLanes);
+    return;
+  }
+  const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4], *a5 = at[5], *a6 = at[6], *a7 = at[7],
+              *a8 = at[8];
+  using Lanes = std::array<float, kLanes>;
+  Lanes s0, s1, s2, s3, s4, s5, s6, s7, s8, sb;
+  Lanes* all[10] = {&s0, &s1, &s2, &s3, &s4, &s5, &s6, &s7, &s8, &sb};
+  for (int t = 0; t < 10; ++t) std::copy(lanes + t * kLanes, lanes + (t + 1) * kLanes, all[t]->begin());
+  auto step = [&](std::size_t o, std::size_t l) {
+    const float v = dy[o];
+    s0[l] += v * a0[o];
+    s1[l] += v * a1[o];
+    s2[l] += v * a2[o];
+    s3[l] += v * a3[o];
+    s4[l] += v * a4[o];
+    s5[l] += v * a5[o];
+    s6[l] += v * a6[o];
+    s7[l] += v * a7[o];
+    s8[l] += v * a8[o];
+    sb[l] += v;
+  };
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) step(i + l, l);
+  for (std::size_t l = 0; i < n; ++i, ++l) step(i, l);
+  for (int t = 0; t < (bias ? 10 : 9); ++t) std::copy(all[t]->begin(), all[t]->end(), lanes + t * kLanes);
+}
+
+// One channel's lanes: taps x 16 for the weights, 16 for the bias.
+std::size_t lane_floats(const Plane& g) { return aligned_floats(static_cast<std::size_t>(g.taps() + 1) * kLanes); }
+
+// Backward-filter by channel keeps the lanes of this many channels at once.
+constexpr std::size_t kChannelBlock = 16;
+
+// A range's partials (backward-filter over planes): C x taps weight sums, then C bias sums.
 std::size_t partial_floats(const Conv2dDesc& d) {
   return aligned_floats(static_cast<std::size_t>(d.out_channels) *
                         (static_cast<std::size_t>(d.kernel_h) * static_cast<std::size_t>(d.kernel_w) + 1));
 }
 
+
+
 // One thread's scratch planes, in floats: forward's padded input and wide output; backward's the
 // most that backward-data and backward-filter take.
 std::size_t scratch_floats(const Plane& g, ConvPass pass) {
+  if (flat_same(g)) return Flat(g).scratch(g);
   const std::size_t forward = aligned_floats(g.padded() + g.wide_out());
   if (pass == ConvPass::forward) return forward;
   Plane adjoint{};
@@ -239,6 +414,8 @@ std::size_t scratch_floats(const Plane& g, ConvPass pass) {
                                : g.padded();
   return aligned_floats(std::max(data, forward));
 }
+
+std::size_t shared_floats(const Plane& g) { return flat_same(g) ? Flat(g).masks(g) : 0; }
 
 std::size_t plane_count(const Shape& x) { return static_cast<std::size_t>(x[0]) * static_cast<std::size_t>(x[1]); }
 
@@ -249,26 +426,72 @@ Plane plane_for(const Conv2dDesc& d, const Shape& x) {
   return plane_of(d, x, y);
 }
 
+// Backward-filter gives each range whole channels (all their images: no partials to add, no
+// sums per plane) where there are enough channels to share out and x and dy stay in cache (it
+// reads the planes out of order); otherwise ranges of planes, with partials.
+constexpr std::size_t kByChannelMostBytes = std::size_t{16} << 20;
+
+bool filter_by_channel(const Conv2dDesc& d, const Plane& g, const Shape& x, int threads) {
+  const std::size_t bytes = plane_count(x) * (g.in() + g.out()) * sizeof(float);
+  return d.out_channels >= 4 * std::max(threads, 1) && bytes <= kByChannelMostBytes;
+}
+
+// One range's floats of workspace.
+std::size_t share_floats(const Conv2dDesc& d, const Plane& g, const Shape& x, ConvPass pass, int threads) {
+  if (pass == ConvPass::forward) return scratch_floats(g, pass);
+  return scratch_floats(g, pass) +
+         (filter_by_channel(d, g, x, threads) ? kChannelBlock * lane_floats(g) : lane_floats(g) + partial_floats(d));
+}
+
 void require(const Workspace& ws, std::size_t floats, const char* what) {
   if (ws.bytes < floats * sizeof(float))
     throw std::logic_error(std::string(what) + " (depthwise): workspace of " + std::to_string(ws.bytes) + " bytes, " +
                            std::to_string(floats * sizeof(float)) + " needed");
 }
 
+// Forward over every plane of `in` into `out` (also backward-data at stride 1 with same padding,
+// with the kernel turned around).
+void flat_run(int threads, const Plane& g, const Tensor& in, const float* k, std::size_t taps_per_channel,
+              const Tensor& bias, float* out, bool accumulate, float* base, std::size_t share, bool flip) {
+  const Flat f(g);
+  const int C = in.c();
+  flat_masks(g, f, base);
+  float* threads_base = base + f.masks(g);
+  parallel_ranges(threads, plane_count(in.shape), [&](int t, std::size_t b, std::size_t e) {
+    float* copies = threads_base + static_cast<std::size_t>(t) * share;
+    float* sums = copies + static_cast<std::size_t>(g.kw) * f.copy;
+    flat_clear(g, f, copies);
+    std::array<float, kMostTaps> flipped;
+    for (std::size_t i = b; i < e; ++i) {
+      const auto c = i % static_cast<std::size_t>(C);
+      const float* kc = k + c * taps_per_channel;
+      if (flip) {
+        for (int j = 0; j < g.taps(); ++j) flipped[static_cast<std::size_t>(j)] = kc[g.taps() - 1 - j];
+        kc = flipped.data();
+      }
+      flat_copy(g, f, base, in.data + i * g.in(), copies);
+      flat_forward(g, f, copies, kc, bias.empty() ? 0.f : bias.data[c], out + i * g.in(), accumulate, sums);
+    }
+  });
+}
+
 }  // namespace
 
 std::size_t depthwise_workspace_floats(const Conv2dDesc& d, const Shape& x, ConvPass pass, int threads) {
   const Plane g = plane_for(d, x);
-  const std::size_t share = scratch_floats(g, pass) + (pass == ConvPass::forward ? 0 : partial_floats(d));
-  return static_cast<std::size_t>(range_threads(threads, plane_count(x))) * share;
+  return shared_floats(g) +
+         static_cast<std::size_t>(range_threads(threads, plane_count(x))) * share_floats(d, g, x, pass, threads);
 }
 
 void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                        bool accumulate, Workspace ws) {
   const Plane g = plane_of(d, x.shape, y.shape);
   const int C = x.c();
-  const std::size_t share = scratch_floats(g, ConvPass::forward);
+  const std::size_t share = share_floats(d, g, x.shape, ConvPass::forward, threads);
   require(ws, depthwise_workspace_floats(d, x.shape, ConvPass::forward, threads), "conv2d_forward");
+  if (flat_same(g))
+    return flat_run(threads, g, x, w.data, static_cast<std::size_t>(g.taps()), bias, y.data, accumulate,
+                    static_cast<float*>(ws.data), share, false);
   parallel_ranges(threads, plane_count(x.shape), [&](int t, std::size_t b, std::size_t e) {
     float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * share;
     std::fill(padded, padded + g.padded(), 0.f);  // the border stays zero
@@ -285,8 +508,11 @@ void depthwise_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy,
                              bool accumulate, Workspace ws) {
   const Plane g = plane_of(d, dx.shape, dy.shape);
   const int C = dx.c();
-  const std::size_t share = scratch_floats(g, ConvPass::backward) + partial_floats(d);
+  const std::size_t share = share_floats(d, g, dx.shape, ConvPass::backward, threads);
   require(ws, depthwise_workspace_floats(d, dx.shape, ConvPass::backward, threads), "conv2d_backward_data");
+  if (flat_same(g))  // the adjoint of a same-padding convolution at stride 1 is one too
+    return flat_run(threads, g, dy, w.data, static_cast<std::size_t>(g.taps()), Tensor{}, dx.data, accumulate,
+                    static_cast<float*>(ws.data), share, true);
   parallel_ranges(threads, plane_count(dx.shape), [&](int t, std::size_t b, std::size_t e) {
     float* scratch = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * share;
     for (std::size_t i = b; i < e; ++i) {
@@ -301,33 +527,71 @@ void depthwise_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x
                                Tensor dbias, Workspace ws) {
   const Plane g = plane_of(d, x.shape, dy.shape);
   const int C = x.c();
+  const std::size_t N = static_cast<std::size_t>(x.n()), channels = static_cast<std::size_t>(C);
   const std::size_t taps = static_cast<std::size_t>(g.taps());
-  const std::size_t scratch = scratch_floats(g, ConvPass::backward), share = scratch + partial_floats(d);
+  const std::size_t scratch = scratch_floats(g, ConvPass::backward), share = share_floats(d, g, x.shape, ConvPass::backward, threads);
   require(ws, depthwise_workspace_floats(d, x.shape, ConvPass::backward, threads), "conv2d_backward_filter");
+  const bool flat = flat_same(g);
   float* base = static_cast<float*>(ws.data);
-  const int used = parallel_ranges(threads, plane_count(x.shape), [&](int t, std::size_t b, std::size_t e) {
-    float* padded = base + static_cast<std::size_t>(t) * share;
-    float* wide = padded + g.padded();
-    float* partial = padded + scratch;
-    std::fill(padded, padded + g.padded() + g.wide_out(), 0.f);  // borders and wide columns stay zero
-    std::fill(partial, partial + static_cast<std::size_t>(C) * (taps + 1), 0.f);
-    std::array<float, kMostTaps> sums;
-    for (std::size_t i = b; i < e; ++i) {
-      const auto c = i % static_cast<std::size_t>(C);
-      const float* dp = dy.data + i * g.out();
-      pad_plane(g, x.data + i * g.in(), padded);
-      for (int first = 0; first < g.taps(); first += kMostTaps) {
-        const int count = std::min(kMostTaps, g.taps() - first);
-        filter_plane(g, padded, dp, first, count, sums.data(), wide);
-        for (int k = 0; k < count; ++k) partial[c * taps + static_cast<std::size_t>(first + k)] += sums[static_cast<std::size_t>(k)];
+  if (flat) flat_masks(g, Flat(g), base);
+  float* shares = base + shared_floats(g);
+  // Per range: its scratch (set up), then, for each plane i, its products added to `lanes`.
+  auto setup = [&](float* own) {
+    if (flat) flat_clear(g, Flat(g), own);
+    else std::fill(own, own + g.padded() + g.wide_out(), 0.f);  // borders and wide columns stay zero
+  };
+  auto add_plane = [&](float* own, std::size_t i, float* lanes) {
+    const float* dp = dy.data + i * g.out();
+    if (flat) {
+      flat_copy(g, Flat(g), base, x.data + i * g.in(), own);
+      flat_filter(g, Flat(g), own, dp, lanes, !dbias.empty());
+      return;
+    }
+    pad_plane(g, x.data + i * g.in(), own);
+    filter_plane(g, own, dp, lanes, own + g.padded());
+    if (!dbias.empty()) sum_lanes(dp, g.out(), lanes + taps * kLanes);
+  };
+  const std::size_t lanes_size = lane_floats(g);
+  if (filter_by_channel(d, g, x.shape, threads)) {
+    // Each channel's sums in image order: the same bits for any thread count. A range walks the
+    // images a block of its channels at a time (consecutive planes: memory read in order), each
+    // channel of the block with its own lanes.
+    parallel_ranges(threads, channels, [&](int t, std::size_t b, std::size_t e) {
+      float* own = shares + static_cast<std::size_t>(t) * share;
+      float* lanes = own + scratch;
+      setup(own);
+      for (std::size_t first = b; first < e; first += kChannelBlock) {
+        const std::size_t last = std::min(e, first + kChannelBlock);
+        std::fill(lanes, lanes + (last - first) * lanes_size, 0.f);
+        for (std::size_t n = 0; n < N; ++n)
+          for (std::size_t c = first; c < last; ++c) add_plane(own, n * channels + c, lanes + (c - first) * lanes_size);
+        for (std::size_t c = first; c < last; ++c) {
+          const float* own_lanes = lanes + (c - first) * lanes_size;
+          lanes_sums(own_lanes, taps, dw.data + c * taps, true);
+          if (!dbias.empty()) dbias.data[c] += lanes_sum(own_lanes + taps * kLanes);
+        }
       }
-      if (!dbias.empty()) partial[static_cast<std::size_t>(C) * taps + c] += plane_sum(dp, g.out());
+    });
+    return;
+  }
+  const int used = parallel_ranges(threads, plane_count(x.shape), [&](int t, std::size_t b, std::size_t e) {
+    float* own = shares + static_cast<std::size_t>(t) * share;
+    float* lanes = own + scratch;
+    float* partial = lanes + lanes_size;
+    setup(own);
+    std::fill(partial, partial + channels * (taps + 1), 0.f);
+    for (std::size_t i = b; i < e; ++i) {
+      const auto c = i % channels;
+      std::fill(lanes, lanes + lanes_size, 0.f);
+      add_plane(own, i, lanes);
+      lanes_sums(lanes, taps, partial + c * taps, true);
+      if (!dbias.empty()) partial[channels * taps + c] += lanes_sum(lanes + taps * kLanes);
     }
   });
-  const std::size_t weight_floats = static_cast<std::size_t>(C) * taps;
-  for (std::size_t j = 0; j < weight_floats + static_cast<std::size_t>(C); ++j) {
+  const std::size_t weight_floats = channels * taps;
+  for (std::size_t j = 0; j < weight_floats + channels; ++j) {
     float sum = 0.f;
-    for (int t = 0; t < used; ++t) sum += base[static_cast<std::size_t>(t) * share + scratch + j];
+    for (int t = 0; t < used; ++t) sum += shares[static_cast<std::size_t>(t) * share + scratch + lanes_size + j];
     if (j < weight_floats) dw.data[j] += sum;
     else if (!dbias.empty()) dbias.data[j - weight_floats] += sum;
   }

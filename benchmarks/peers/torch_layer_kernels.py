@@ -203,6 +203,7 @@ CASES = {
     "conv3x3_dilation2_64x28x28": lambda: conv_case(32, 64, 28, 64, 3, 1, 2, 2, 1),
     "depthwise3x3_32x112x112": lambda: conv_case(32, 32, 112, 32, 3, 1, 1, 1, 32),
     "depthwise3x3_576x14x14": lambda: conv_case(64, 576, 14, 576, 3, 1, 1, 1, 576),
+    "depthwise3x3_960x7x7": lambda: conv_case(32, 960, 7, 960, 3, 1, 1, 1, 960),
     "depthwise3x3_stride2_144x56x56": lambda: conv_case(32, 144, 56, 144, 3, 2, 1, 1, 144),
     "grouped3x3_g4_128x28x28": lambda: conv_case(32, 128, 28, 128, 3, 1, 1, 1, 4),
     "grouped3x3_g32_128x28x28": lambda: conv_case(32, 128, 28, 128, 3, 1, 1, 1, 32),

@@ -12,9 +12,10 @@ inline bool is_depthwise(const Conv2dDesc& d) {
   return d.groups == d.in_channels && d.groups == d.out_channels && d.groups > 0;
 }
 
-// Floats of workspace a pass needs: per range of planes, a zero-padded copy of a plane and an
-// output plane as wide as it (no bounds checked in the loops); backward adds backward-filter's
-// partial sums of the weight and bias gradients (reduced in a fixed order).
+// Floats of workspace a pass needs: per range of planes, the copies of a plane its loops read and
+// an output plane; small "same" planes add column masks shared by all ranges; backward adds
+// backward-filter's lane sums and, where it runs by plane, partial sums of the weight and bias
+// gradients (reduced in a fixed order). The kernels check their workspace against it.
 std::size_t depthwise_workspace_floats(const Conv2dDesc& d, const Shape& x, ConvPass pass, int threads);
 
 // accumulate: y += the convolution + bias.
