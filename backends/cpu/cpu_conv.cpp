@@ -1,7 +1,9 @@
 // Convolution as im2col + one matrix product per image and group, images spread over threads.
 // Each product's packing buffers come from the layer's planned workspace
 // (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
-// own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each.
+// own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each; other
+// grouped convolutions at stride 1 have implicit products over padded planes
+// (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/depthwise_conv.hpp"
 #include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/grouped_conv.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn {
@@ -200,6 +203,7 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
                                                ConvPass pass, std::size_t) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_workspace_floats(d, x, pass, threads_) * sizeof(float);
+  if (cpu::grouped_kernels_apply(d)) return cpu::grouped_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   return workers * thread_space(geometry(d, x, y), pass).total() * sizeof(float);
@@ -208,6 +212,10 @@ std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape&
 void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
                                 const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
+  if (cpu::grouped_kernels_apply(d)) {
+    require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");
+    return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
+  }
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
@@ -237,6 +245,10 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
 void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                                       bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_backward_data(threads_, d, dy, w, dx, accumulate, ws);
+  if (cpu::grouped_kernels_apply(d)) {
+    require_workspace(ws, conv2d_workspace_bytes(d, dx.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_data");
+    return cpu::grouped_backward_data(threads_, d, dy, w, dx, accumulate, ws);
+  }
   const ConvGeometry g = geometry(d, dx.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
@@ -268,6 +280,10 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
 void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                                         Tensor dbias, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_backward_filter(threads_, d, x, dy, dw, dbias, ws);
+  if (cpu::grouped_kernels_apply(d)) {
+    require_workspace(ws, conv2d_workspace_bytes(d, x.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_filter");
+    return cpu::grouped_backward_filter(threads_, d, x, dy, dw, dbias, ws);
+  }
   const ConvGeometry g = geometry(d, x.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
