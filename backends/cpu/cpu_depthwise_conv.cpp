@@ -2,8 +2,8 @@
 // plane on its own, planes spread over the work pool. An im2col product would be one row of a
 // matrix per channel: all packing and no arithmetic. These loops read each plane once per kernel
 // row and keep their inner loops over output columns, which the compiler vectorises; 3x3 kernels
-// at stride 1 and 2 with padding 1 (MobileNet's) have fused loops over all nine taps. Small planes
-// at stride 1 with "same" padding run flat over the whole plane (see flat_same). Backward-data at
+// at stride 1 and 2 with padding 1 (MobileNet's) have fused loops over all nine taps. Planes of up
+// to 112 x 112 go to the channel-blocked kernels instead (cpu_depthwise_blocked.cpp). Backward-data at
 // stride 1 is the forward loop with the kernel turned around. Backward-filter sums each tap in 16
 // fixed lanes: by channel (each range owns whole channels, images in order) where the channels
 // are many and the tensors cache-sized, else by plane, each plane's sums added to its range's
@@ -236,111 +236,6 @@ void filter_plane(const Plane& g, const float* padded, const float* dy, float* l
   if (on_stack) std::copy(local.begin(), local.begin() + static_cast<std::ptrdiff_t>(floats), lanes);
 }
 
-// Small planes at stride 1 with "same" padding (output as large as the input: MobileNet's 3x3
-// padding 1) skip the padded copy and its short rows: a plane is one flat run of h x w values,
-// and tap (ki, kj) reads the input at a fixed flat offset from each output. Where that offset
-// would wrap around a row's end into the next (or previous) row, it reads a column that a
-// per-column-offset copy of the plane holds zero (those columns are never read legitimately at
-// that offset); above and below the plane a zero margin stands for the padding rows. So: kw
-// masked copies of each plane, then every tap is a contiguous loop over the whole plane, written
-// straight into the output.
-// (Planes under 4x4 are quicker padded: kw copies of a few floats cost more than the taps.)
-constexpr std::size_t kFlatLeastFloats = 16, kFlatMostFloats = 32 * 32;
-
-bool flat_same(const Plane& g) {
-  return g.stride == 1 && g.hout == g.h && g.wout == g.w && g.dilation * (g.kh - 1) == 2 * g.pad &&
-         g.dilation * (g.kw - 1) == 2 * g.pad && g.taps() <= kMostTaps && g.in() >= kFlatLeastFloats &&
-         g.in() <= kFlatMostFloats;
-}
-
-struct Flat {
-  std::size_t margin;  // zeros either side of a copy: pad rows and pad columns
-  std::size_t copy;    // floats per copy, margins included
-  std::size_t plane;   // h x w rounded up
-  explicit Flat(const Plane& g)
-      : margin(static_cast<std::size_t>(g.pad) * static_cast<std::size_t>(g.w) + static_cast<std::size_t>(g.pad)),
-        copy(aligned_floats(g.in() + 2 * margin)),
-        plane(aligned_floats(g.in())) {}
-  // Shared by every thread: kw column masks (1: the copy for kernel column kj keeps the column).
-  std::size_t masks(const Plane& g) const { return static_cast<std::size_t>(g.kw) * plane; }
-  // One thread's: the kw copies, and a plane of sums for kernels other than 3x3.
-  std::size_t scratch(const Plane& g) const { return static_cast<std::size_t>(g.kw) * copy + plane; }
-};
-
-int column_offset(const Plane& g, int kj) { return kj * g.dilation - g.pad; }
-
-void flat_masks(const Plane& g, const Flat& f, float* masks) {
-  for (int kj = 0; kj < g.kw; ++kj) {
-    const int offset = column_offset(g, kj), lo = std::max(0, offset), hi = std::min(g.w, g.w + offset);
-    float* m = masks + static_cast<std::size_t>(kj) * f.plane;
-    for (std::size_t j = 0; j < g.in(); ++j) {
-      const int c = static_cast<int>(j % static_cast<std::size_t>(g.w));
-      m[j] = c >= lo && c < hi ? 1.f : 0.f;
-    }
-  }
-}
-
-// Zeroes a thread's copies' margins (the plane copies only write their middles).
-void flat_clear(const Plane& g, const Flat& f, float* copies) {
-  std::fill(copies, copies + static_cast<std::size_t>(g.kw) * f.copy, 0.f);
-}
-
-void flat_copy(const Plane& g, const Flat& f, const float* masks, const float* in, float* copies) {
-  for (int kj = 0; kj < g.kw; ++kj) {
-    float* c = copies + static_cast<std::size_t>(kj) * f.copy + f.margin;
-    if (column_offset(g, kj) == 0) {
-      std::copy(in, in + g.in(), c);
-      continue;
-    }
-    const float* m = masks + static_cast<std::size_t>(kj) * f.plane;
-    for (std::size_t j = 0; j < g.in(); ++j) c[j] = m[j] != 0.f ? in[j] : 0.f;
-  }
-}
-
-// Where tap t reads, for output 0.
-void flat_taps(const Plane& g, const Flat& f, const float* copies, std::array<const float*, kMostTaps>& at) {
-  for (int t = 0; t < g.taps(); ++t) {
-    const int ki = t / g.kw, kj = t % g.kw;
-    const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(ki * g.dilation - g.pad) * g.w + column_offset(g, kj);
-    at[static_cast<std::size_t>(t)] = copies + static_cast<std::size_t>(kj) * f.copy + f.margin + offset;
-  }
-}
-
-// out = (add ? out : 0) + bias + the convolution of the plane in `copies`.
-void flat_forward(const Plane& g, const Flat& f, const float* copies, const float* k, float bias, float* out, bool add,
-                  float* sums) {
-  std::array<const float*, kMostTaps> at;
-  flat_taps(g, f, copies, at);
-  const std::size_t n = g.in();
-  if (g.taps() == 9) {
-    const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6], k7 = k[7], k8 = k[8];
-    const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4], *a5 = at[5], *a6 = at[6], *a7 = at[7],
-                *a8 = at[8];
-    auto sum = [&](std::size_t o) {
-      float s = bias;
-      s += k0 * a0[o] + k1 * a1[o] + k2 * a2[o];
-      s += k3 * a3[o] + k4 * a4[o] + k5 * a5[o];
-      s += k6 * a6[o] + k7 * a7[o] + k8 * a8[o];
-      return s;
-    };
-    if (add)
-      for (std::size_t o = 0; o < n; ++o) out[o] += sum(o);
-    else
-      for (std::size_t o = 0; o < n; ++o) out[o] = sum(o);
-    return;
-  }
-  std::fill(sums, sums + n, bias);
-  for (int t = 0; t < g.taps(); ++t) {
-    const float wv = k[t];
-    const float* src = at[static_cast<std::size_t>(t)];
-    for (std::size_t o = 0; o < n; ++o) sums[o] += wv * src[o];
-  }
-  if (add)
-    for (std::size_t o = 0; o < n; ++o) out[o] += sums[o];
-  else
-    std::copy(sums, sums + n, out);
-}
-
 void sum_lanes(const float* dy, std::size_t n, float* lanes) {
   std::array<float, kLanes> acc;
   std::copy(lanes, lanes + kLanes, acc.begin());
@@ -349,43 +244,6 @@ void sum_lanes(const float* dy, std::size_t n, float* lanes) {
     for (int l = 0; l < kLanes; ++l) acc[l] += dy[i + static_cast<std::size_t>(l)];
   for (std::size_t l = 0; i < n; ++i, ++l) acc[l] += dy[i];
   std::copy(acc.begin(), acc.end(), lanes);
-}
-
-// lanes[t * 16 + l] += tap t's products of the plane in `copies` with dy (t = taps: dy itself,
-// for the bias, where `bias`). 3x3: one pass over dy with the ten sums in registers.
-void flat_filter(const Plane& g, const Flat& f, const float* copies, const float* dy, float* lanes, bool bias) {
-  std::array<const float*, kMostTaps> at;
-  flat_taps(g, f, copies, at);
-  const std::size_t n = g.in();
-  if (g.taps() != 9) {
-    for (int t = 0; t < g.taps(); ++t) dot_lanes(dy, at[static_cast<std::size_t>(t)], n, 1, lanes + static_cast<std::size_t>(t) * kLanes);
-    if (bias) sum_lanes(dy, n, lanes + static_cast<std::size_t>(g.taps()) * kLanes);
-    return;
-  }
-  const float *a0 = at[0], *a1 = at[1], *a2 = at[2], *a3 = at[3], *a4 = at[4], *a5 = at[5], *a6 = at[6], *a7 = at[7],
-              *a8 = at[8];
-  using Lanes = std::array<float, kLanes>;
-  Lanes s0, s1, s2, s3, s4, s5, s6, s7, s8, sb;
-  Lanes* all[10] = {&s0, &s1, &s2, &s3, &s4, &s5, &s6, &s7, &s8, &sb};
-  for (int t = 0; t < 10; ++t) std::copy(lanes + t * kLanes, lanes + (t + 1) * kLanes, all[t]->begin());
-  auto step = [&](std::size_t o, std::size_t l) {
-    const float v = dy[o];
-    s0[l] += v * a0[o];
-    s1[l] += v * a1[o];
-    s2[l] += v * a2[o];
-    s3[l] += v * a3[o];
-    s4[l] += v * a4[o];
-    s5[l] += v * a5[o];
-    s6[l] += v * a6[o];
-    s7[l] += v * a7[o];
-    s8[l] += v * a8[o];
-    sb[l] += v;
-  };
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (std::size_t l = 0; l < kLanes; ++l) step(i + l, l);
-  for (std::size_t l = 0; i < n; ++i, ++l) step(i, l);
-  for (int t = 0; t < (bias ? 10 : 9); ++t) std::copy(all[t]->begin(), all[t]->end(), lanes + t * kLanes);
 }
 
 // One channel's lanes: taps x 16 for the weights, 16 for the bias.
@@ -405,7 +263,6 @@ std::size_t partial_floats(const Conv2dDesc& d) {
 // One thread's scratch planes, in floats: forward's padded input and wide output; backward's the
 // most that backward-data and backward-filter take.
 std::size_t scratch_floats(const Plane& g, ConvPass pass) {
-  if (flat_same(g)) return Flat(g).scratch(g);
   const std::size_t forward = aligned_floats(g.padded() + g.wide_out());
   if (pass == ConvPass::forward) return forward;
   Plane adjoint{};
@@ -414,8 +271,6 @@ std::size_t scratch_floats(const Plane& g, ConvPass pass) {
                                : g.padded();
   return aligned_floats(std::max(data, forward));
 }
-
-std::size_t shared_floats(const Plane& g) { return flat_same(g) ? Flat(g).masks(g) : 0; }
 
 std::size_t plane_count(const Shape& x) { return static_cast<std::size_t>(x[0]) * static_cast<std::size_t>(x[1]); }
 
@@ -449,38 +304,12 @@ void require(const Workspace& ws, std::size_t floats, const char* what) {
                            std::to_string(floats * sizeof(float)) + " needed");
 }
 
-// Forward over every plane of `in` into `out` (also backward-data at stride 1 with same padding,
-// with the kernel turned around).
-void flat_run(int threads, const Plane& g, const Tensor& in, const float* k, std::size_t taps_per_channel,
-              const Tensor& bias, float* out, bool accumulate, float* base, std::size_t share, bool flip) {
-  const Flat f(g);
-  const int C = in.c();
-  flat_masks(g, f, base);
-  float* threads_base = base + f.masks(g);
-  parallel_ranges(threads, plane_count(in.shape), [&](int t, std::size_t b, std::size_t e) {
-    float* copies = threads_base + static_cast<std::size_t>(t) * share;
-    float* sums = copies + static_cast<std::size_t>(g.kw) * f.copy;
-    flat_clear(g, f, copies);
-    std::array<float, kMostTaps> flipped;
-    for (std::size_t i = b; i < e; ++i) {
-      const auto c = i % static_cast<std::size_t>(C);
-      const float* kc = k + c * taps_per_channel;
-      if (flip) {
-        for (int j = 0; j < g.taps(); ++j) flipped[static_cast<std::size_t>(j)] = kc[g.taps() - 1 - j];
-        kc = flipped.data();
-      }
-      flat_copy(g, f, base, in.data + i * g.in(), copies);
-      flat_forward(g, f, copies, kc, bias.empty() ? 0.f : bias.data[c], out + i * g.in(), accumulate, sums);
-    }
-  });
-}
-
 }  // namespace
 
 std::size_t depthwise_workspace_floats(const Conv2dDesc& d, const Shape& x, ConvPass pass, int threads) {
+  if (depthwise_blocked(d, x)) return depthwise_blocked_floats(d, x, pass, threads);
   const Plane g = plane_for(d, x);
-  return shared_floats(g) +
-         static_cast<std::size_t>(range_threads(threads, plane_count(x))) * share_floats(d, g, x, pass, threads);
+  return static_cast<std::size_t>(range_threads(threads, plane_count(x))) * share_floats(d, g, x, pass, threads);
 }
 
 void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
@@ -489,9 +318,7 @@ void depthwise_forward(int threads, const Conv2dDesc& d, const Tensor& x, const 
   const int C = x.c();
   const std::size_t share = share_floats(d, g, x.shape, ConvPass::forward, threads);
   require(ws, depthwise_workspace_floats(d, x.shape, ConvPass::forward, threads), "conv2d_forward");
-  if (flat_same(g))
-    return flat_run(threads, g, x, w.data, static_cast<std::size_t>(g.taps()), bias, y.data, accumulate,
-                    static_cast<float*>(ws.data), share, false);
+  if (depthwise_blocked(d, x.shape)) return depthwise_blocked_forward(threads, d, x, w, bias, y, accumulate, ws);
   parallel_ranges(threads, plane_count(x.shape), [&](int t, std::size_t b, std::size_t e) {
     float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * share;
     std::fill(padded, padded + g.padded(), 0.f);  // the border stays zero
@@ -510,9 +337,7 @@ void depthwise_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy,
   const int C = dx.c();
   const std::size_t share = share_floats(d, g, dx.shape, ConvPass::backward, threads);
   require(ws, depthwise_workspace_floats(d, dx.shape, ConvPass::backward, threads), "conv2d_backward_data");
-  if (flat_same(g))  // the adjoint of a same-padding convolution at stride 1 is one too
-    return flat_run(threads, g, dy, w.data, static_cast<std::size_t>(g.taps()), Tensor{}, dx.data, accumulate,
-                    static_cast<float*>(ws.data), share, true);
+  if (depthwise_blocked(d, dx.shape)) return depthwise_blocked_backward_data(threads, d, dy, w, dx, accumulate, ws);
   parallel_ranges(threads, plane_count(dx.shape), [&](int t, std::size_t b, std::size_t e) {
     float* scratch = static_cast<float*>(ws.data) + static_cast<std::size_t>(t) * share;
     for (std::size_t i = b; i < e; ++i) {
@@ -531,22 +356,14 @@ void depthwise_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x
   const std::size_t taps = static_cast<std::size_t>(g.taps());
   const std::size_t scratch = scratch_floats(g, ConvPass::backward), share = share_floats(d, g, x.shape, ConvPass::backward, threads);
   require(ws, depthwise_workspace_floats(d, x.shape, ConvPass::backward, threads), "conv2d_backward_filter");
-  const bool flat = flat_same(g);
-  float* base = static_cast<float*>(ws.data);
-  if (flat) flat_masks(g, Flat(g), base);
-  float* shares = base + shared_floats(g);
+  if (depthwise_blocked(d, x.shape)) return depthwise_blocked_backward_filter(threads, d, x, dy, dw, dbias, ws);
+  float* shares = static_cast<float*>(ws.data);
   // Per range: its scratch (set up), then, for each plane i, its products added to `lanes`.
   auto setup = [&](float* own) {
-    if (flat) flat_clear(g, Flat(g), own);
-    else std::fill(own, own + g.padded() + g.wide_out(), 0.f);  // borders and wide columns stay zero
+    std::fill(own, own + g.padded() + g.wide_out(), 0.f);  // borders and wide columns stay zero
   };
   auto add_plane = [&](float* own, std::size_t i, float* lanes) {
     const float* dp = dy.data + i * g.out();
-    if (flat) {
-      flat_copy(g, Flat(g), base, x.data + i * g.in(), own);
-      flat_filter(g, Flat(g), own, dp, lanes, !dbias.empty());
-      return;
-    }
     pad_plane(g, x.data + i * g.in(), own);
     filter_plane(g, own, dp, lanes, own + g.padded());
     if (!dbias.empty()) sum_lanes(dp, g.out(), lanes + taps * kLanes);

@@ -291,9 +291,9 @@ TEST_CASE("the depthwise filter gradient gives the same bits on every run", "[co
     return dw;
   };
   CHECK(filter_gradient(one) == filter_gradient(three));
-  // Forward: per range of planes (3 threads), the zero-padded plane (9 + 2) x (10 + 2) and an
-  // output as wide, 5 x 12, in whole 64-byte lines.
-  CHECK(one.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0) == 3 * 192 * sizeof(float));
+  // Forward: per range of (image, 16-channel block) (3 threads, 4 blocks), the zero-padded block
+  // (9 + 2) x (10 + 2) x 16 and the output block 5 x 5 x 16.
+  CHECK(one.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0) == 3 * 2512 * sizeof(float));
   std::vector<float> y(ys.elements()), w = random_values(45, 3);
   CHECK_THROWS_AS(one.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), Shape{5, 1, 3, 3}}, Tensor{},
                                      Tensor{y.data(), ys}, false, Workspace{y.data(), 16}),

@@ -1,7 +1,9 @@
 // The CPU's depthwise convolution kernels (backends/cpu/cpu_depthwise_conv.cpp) against naive
-// loops written from PyTorch's definition, on the shapes that pick each of its paths: small
-// "same" planes (flat copies), tiny and large padded planes, stride 2, enough channels for backward-filter by
-// channel; forward adding into its output; backward-filter's bits for 1, 2 and 3 threads.
+// loops written from PyTorch's definition, on the shapes that pick each of its paths: planes up to
+// 112 x 112 by blocks of 16 channels (channel counts with a tail block, stride 1 and 2, dilation,
+// kernels other than 3x3, padding wider than the kernel: backward-data scattered), larger planes
+// by plane (small "same" planes' flat copies are no longer reached: blocked first); forward adding
+// into its output; backward-filter's bits for 1, 2 and 3 threads.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -61,7 +63,16 @@ TEST_CASE("depthwise kernels match the definition on every path", "[depthwise][c
       {"3x3 same on 40x40 planes (padded copy)", 2, 8, 40, 40, 3, 1, 1, 1},
       {"3x3 stride 2 on 7x7 planes", 3, 20, 7, 7, 3, 2, 1, 1},
       {"3x3 no padding on 7x8 planes", 2, 12, 7, 8, 3, 1, 0, 1},
-      {"3x3 same, 3 channels (filter by planes)", 4, 3, 7, 7, 3, 1, 1, 1},
+      {"3x3 same, 3 channels", 4, 3, 7, 7, 3, 1, 1, 1},
+      {"3x3 same on 4x4 planes, 37 channels (tail of 5)", 2, 37, 4, 4, 3, 1, 1, 1},
+      {"3x3 stride 2 on 14x14 planes, 21 channels", 2, 21, 14, 14, 3, 2, 1, 1},
+      {"3x3 stride 2 dilation 2 on 13x11 planes", 2, 18, 13, 11, 3, 2, 2, 2},
+      {"5x5 stride 2 on 9x9 planes", 2, 17, 9, 9, 5, 2, 2, 1},
+      {"3x3 padding 3 on 5x5 planes (backward-data scattered)", 2, 16, 5, 5, 3, 1, 3, 1},
+      {"3x3 dilation 2 on 2x2 planes", 2, 33, 2, 2, 3, 1, 2, 2},
+      {"3x3 same on 112x112 planes, 2 channels", 1, 2, 112, 112, 3, 1, 1, 1},
+      {"3x3 same on 113x120 planes (by plane)", 1, 12, 113, 120, 3, 1, 1, 1},
+      {"3x3 stride 2 on 115x117 planes (by plane)", 2, 3, 115, 117, 3, 2, 1, 1},
   };
   for (const Case& t : cases) {
     INFO(t.name);

@@ -1,0 +1,387 @@
+// Depthwise convolution on small planes, 16 channels at a time (backends/cpu/detail/depthwise_conv.hpp
+// says when): a block of 16 channels of one image is copied into a zero-padded [H+2p][W+2p][16]
+// plane, channels innermost, and every tap is one 16-lane multiply-add per output pixel, its 16
+// weights one vector. A 7x7 plane is 49 values: by plane, every loop is shorter than the work of
+// setting it up; by block, the loops are over pixels and each step is a full vector whatever the
+// plane's size or stride. The outputs are copied back to NCHW, block by block.
+//
+// Backward-data at stride 1 is the forward loop on dy padded by dilation x (kernel - 1) - padding,
+// with the kernel turned around; at other strides each output gradient is scattered to the taps
+// that read it, in a padded block. Backward-filter keeps taps + 1 vector sums per block (16
+// channels' weight and bias gradients), images and pixels taken in order, each range owning whole
+// blocks: the same bits for any thread count.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "backends/cpu/detail/depthwise_conv.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/parallel.hpp"
+
+namespace cnn::cpu {
+namespace {
+
+constexpr int kBlock = 16;
+constexpr int kMostTaps = 64;
+// 16 floats in one value: one AVX-512 register, two AVX ones elsewhere. These functions never
+// cross a library boundary, so the calling convention GCC warns of (-Wpsabi) does not matter.
+#pragma GCC diagnostic ignored "-Wpsabi"
+using Vec = float __attribute__((vector_size(64)));
+
+Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+
+struct Geometry {
+  int h, w, hout, wout, kh, kw, stride, pad, dilation;
+  int taps() const { return kh * kw; }
+  std::size_t in() const { return static_cast<std::size_t>(h) * static_cast<std::size_t>(w); }
+  std::size_t out() const { return static_cast<std::size_t>(hout) * static_cast<std::size_t>(wout); }
+  int padded_w() const { return w + 2 * pad; }
+  std::size_t padded() const { return static_cast<std::size_t>(h + 2 * pad) * static_cast<std::size_t>(padded_w()); }
+};
+
+Geometry geometry(const Conv2dDesc& d, const Shape& x) {
+  const int dil = std::max(d.dilation, 1);
+  const int reach_h = dil * (d.kernel_h - 1) + 1, reach_w = dil * (d.kernel_w - 1) + 1;
+  return {x[2],      x[3],      (x[2] + 2 * d.padding - reach_h) / d.stride + 1, (x[3] + 2 * d.padding - reach_w) / d.stride + 1,
+          d.kernel_h, d.kernel_w, d.stride, d.padding, dil};
+}
+
+// Stride 1's backward-data as a forward pass: dy (hout x wout) padded into dx (h x w).
+bool adjoint_of(const Geometry& g, Geometry& adjoint) {
+  const int pad_h = g.dilation * (g.kh - 1) - g.pad, pad_w = g.dilation * (g.kw - 1) - g.pad;
+  if (g.stride != 1 || pad_h != pad_w || pad_h < 0) return false;
+  adjoint = Geometry{g.hout, g.wout, g.h, g.w, g.kh, g.kw, 1, pad_h, g.dilation};
+  return true;
+}
+
+// Floats of one range's scratch: a padded block and an unpadded one (output, or dy).
+std::size_t block_floats(const Geometry& g, ConvPass pass) {
+  const std::size_t forward = aligned_floats((g.padded() + g.out()) * kBlock);
+  if (pass == ConvPass::forward) return forward;
+  Geometry adjoint{};
+  const std::size_t data = adjoint_of(g, adjoint) ? aligned_floats((adjoint.padded() + g.in()) * kBlock) : forward;
+  return std::max(data, forward);
+}
+
+std::size_t block_count(const Shape& x) { return (static_cast<std::size_t>(x[1]) + kBlock - 1) / kBlock; }
+
+// Where flat pixel p of an h x w plane lies in a block of rows of `pw` pixels with `pad` of them
+// above and to the left: walked pixel by pixel.
+struct Walk {
+  int w, pad, pw, r = 0, s = 0;
+  std::size_t at() const { return (static_cast<std::size_t>(r + pad) * static_cast<std::size_t>(pw) + static_cast<std::size_t>(s + pad)) * kBlock; }
+  void next() {
+    if (++s == w) s = 0, ++r;
+  }
+};
+
+#if defined(__AVX512F__)
+// r[i][j] <- r[j][i].
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+#endif
+
+// Channels [0, lanes) of one image (h x w planes, one after the other from `planes`) into the
+// middle of a block (rows of `pw` pixels, `pad` either side and above); lanes past `lanes` are
+// zeroed, the border is left as it is. `next`: the next block's planes, fetched into L2 as this
+// one is read: the hardware's prefetchers follow 16 short planes read abreast poorly (without
+// this, 64x576x14x14 ran at half speed).
+void pack(const float* planes, int lanes, int h, int w, int pad, int pw, float* block, const float* next = nullptr) {
+  const std::size_t size = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+  Walk walk{w, pad, pw};
+#if defined(__AVX512F__)
+  __m512 r[16];
+  for (std::size_t p0 = 0; p0 < size; p0 += 16) {
+    const std::size_t count = std::min<std::size_t>(16, size - p0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+    if (next)
+      for (int l = 0; l < 16; ++l) __builtin_prefetch(next + static_cast<std::size_t>(l) * size + p0, 0, 2);
+    for (int l = 0; l < 16; ++l)
+      r[l] = l < lanes ? _mm512_maskz_loadu_ps(mask, planes + static_cast<std::size_t>(l) * size + p0) : _mm512_setzero_ps();
+    transpose16(r);
+    for (std::size_t j = 0; j < count; ++j, walk.next()) _mm512_storeu_ps(block + walk.at(), r[j]);
+  }
+#else
+  (void)next;  // the prefetchers follow the plain loops' order
+  for (std::size_t p = 0; p < size; ++p, walk.next()) {
+    float* o = block + walk.at();
+    for (int l = 0; l < kBlock; ++l) o[l] = l < lanes ? planes[static_cast<std::size_t>(l) * size + p] : 0.f;
+  }
+#endif
+}
+
+// The reverse: the middle of a block to channels [0, lanes) of one image's planes (+= where
+// `add`), fetching `next` (the next block's planes) likewise.
+void unpack(const float* block, int lanes, int h, int w, int pad, int pw, float* planes, bool add,
+            float* next = nullptr) {
+  const std::size_t size = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+  Walk walk{w, pad, pw};
+#if defined(__AVX512F__)
+  __m512 r[16];
+  for (std::size_t p0 = 0; p0 < size; p0 += 16) {
+    const std::size_t count = std::min<std::size_t>(16, size - p0);
+    const __mmask16 mask = static_cast<__mmask16>((1u << count) - 1);
+    for (std::size_t j = 0; j < 16; ++j) {
+      r[j] = j < count ? _mm512_loadu_ps(block + walk.at()) : _mm512_setzero_ps();
+      if (j < count) walk.next();
+    }
+    transpose16(r);
+    if (next)
+      for (int l = 0; l < 16; ++l) __builtin_prefetch(next + static_cast<std::size_t>(l) * size + p0, 1, 2);
+    for (int l = 0; l < lanes; ++l) {
+      float* o = planes + static_cast<std::size_t>(l) * size + p0;
+      _mm512_mask_storeu_ps(o, mask, add ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), r[l]) : r[l]);
+    }
+  }
+#else
+  (void)next;
+  for (std::size_t p = 0; p < size; ++p, walk.next()) {
+    const float* src = block + walk.at();
+    for (int l = 0; l < lanes; ++l) {
+      float& o = planes[static_cast<std::size_t>(l) * size + p];
+      o = add ? o + src[l] : src[l];
+    }
+  }
+#endif
+}
+
+// Per tap, its 16 channels' weights (turned around where `flip`), and the tap's offset in the
+// padded block.
+struct Taps {
+  std::array<Vec, kMostTaps> weight;
+  std::array<std::ptrdiff_t, kMostTaps> offset;
+};
+
+void load_taps(const Geometry& g, const float* w, int c0, int lanes, bool flip, Taps& t) {
+  const int taps = g.taps();
+  for (int k = 0; k < taps; ++k) {
+    Vec v{};
+    for (int l = 0; l < lanes; ++l) v[l] = w[static_cast<std::size_t>(c0 + l) * taps + (flip ? taps - 1 - k : k)];
+    t.weight[static_cast<std::size_t>(k)] = v;
+    const int ki = k / g.kw, kj = k % g.kw;
+    t.offset[static_cast<std::size_t>(k)] =
+        (static_cast<std::ptrdiff_t>(ki) * g.dilation * g.padded_w() + static_cast<std::ptrdiff_t>(kj) * g.dilation) * kBlock;
+  }
+}
+
+// out[o] = bias + the taps' products, for every output pixel o, from the padded block. Taps: 9
+// (fixed: the weights stay in registers) or 0 (as many as the geometry says).
+template <int Fixed>
+void forward_block(const Geometry& g, const float* padded, const Taps& t, Vec bias, float* out) {
+  const int taps = Fixed ? Fixed : g.taps();
+  const std::size_t row = static_cast<std::size_t>(g.stride) * static_cast<std::size_t>(g.padded_w()) * kBlock;
+  const std::size_t step = static_cast<std::size_t>(g.stride) * kBlock;
+  std::array<Vec, Fixed ? Fixed : kMostTaps> local;  // 3x3: in registers
+  if constexpr (Fixed != 0) std::copy(t.weight.begin(), t.weight.begin() + Fixed, local.begin());
+  const Vec* weight = Fixed ? local.data() : t.weight.data();
+  for (int oh = 0; oh < g.hout; ++oh) {
+    const float* top = padded + static_cast<std::size_t>(oh) * row;
+    float* o = out + static_cast<std::size_t>(oh) * static_cast<std::size_t>(g.wout) * kBlock;
+    for (int ow = 0; ow < g.wout; ++ow) {
+      const float* at = top + static_cast<std::size_t>(ow) * step;
+      Vec sum = bias;
+      for (int k = 0; k < taps; ++k)
+        sum += weight[k] * load(at + t.offset[static_cast<std::size_t>(k)]);
+      store(o + static_cast<std::size_t>(ow) * kBlock, sum);
+    }
+  }
+}
+
+void forward_any(const Geometry& g, const float* padded, const Taps& t, Vec bias, float* out) {
+  if (g.taps() == 9) forward_block<9>(g, padded, t, bias, out);
+  else forward_block<0>(g, padded, t, bias, out);
+}
+
+// padded[o's taps] += weight * dy[o] for every output pixel o (the padded block zeroed first).
+void scatter_block(const Geometry& g, const float* dy, const Taps& t, float* padded) {
+  const std::size_t row = static_cast<std::size_t>(g.stride) * static_cast<std::size_t>(g.padded_w()) * kBlock;
+  const std::size_t step = static_cast<std::size_t>(g.stride) * kBlock;
+  const int taps = g.taps();
+  for (int oh = 0; oh < g.hout; ++oh) {
+    float* top = padded + static_cast<std::size_t>(oh) * row;
+    const float* src = dy + static_cast<std::size_t>(oh) * static_cast<std::size_t>(g.wout) * kBlock;
+    for (int ow = 0; ow < g.wout; ++ow) {
+      float* at = top + static_cast<std::size_t>(ow) * step;
+      const Vec v = load(src + static_cast<std::size_t>(ow) * kBlock);
+      for (int k = 0; k < taps; ++k) {
+        float* p = at + t.offset[static_cast<std::size_t>(k)];
+        store(p, load(p) + t.weight[static_cast<std::size_t>(k)] * v);
+      }
+    }
+  }
+}
+
+// sums[k] += dy[o] * x at o's tap k, sums[taps] += dy[o], pixels in order.
+template <int Fixed>
+void filter_block(const Geometry& g, const float* padded, const float* dy, const Taps& t, Vec* sums) {
+  const int taps = Fixed ? Fixed : g.taps();
+  const std::size_t row = static_cast<std::size_t>(g.stride) * static_cast<std::size_t>(g.padded_w()) * kBlock;
+  const std::size_t step = static_cast<std::size_t>(g.stride) * kBlock;
+  std::array<Vec, (Fixed ? Fixed : kMostTaps) + 1> acc;
+  for (int k = 0; k <= taps; ++k) acc[static_cast<std::size_t>(k)] = sums[k];
+  for (int oh = 0; oh < g.hout; ++oh) {
+    const float* top = padded + static_cast<std::size_t>(oh) * row;
+    const float* src = dy + static_cast<std::size_t>(oh) * static_cast<std::size_t>(g.wout) * kBlock;
+    for (int ow = 0; ow < g.wout; ++ow) {
+      const float* at = top + static_cast<std::size_t>(ow) * step;
+      const Vec v = load(src + static_cast<std::size_t>(ow) * kBlock);
+      for (int k = 0; k < taps; ++k) acc[static_cast<std::size_t>(k)] += v * load(at + t.offset[static_cast<std::size_t>(k)]);
+      acc[static_cast<std::size_t>(taps)] += v;
+    }
+  }
+  for (int k = 0; k <= taps; ++k) sums[k] = acc[static_cast<std::size_t>(k)];
+}
+
+Vec bias_of(const Tensor& bias, int c0, int lanes) {
+  Vec v{};
+  if (!bias.empty())
+    for (int l = 0; l < lanes; ++l) v[l] = bias.data[c0 + l];
+  return v;
+}
+
+}  // namespace
+
+bool depthwise_blocked(const Conv2dDesc& d, const Shape& x) {
+  const Geometry g = geometry(d, x);
+  return g.in() <= kBlockedMostPixels && g.taps() <= kMostTaps && g.hout > 0 && g.wout > 0;
+}
+
+std::size_t depthwise_blocked_floats(const Conv2dDesc& d, const Shape& x, ConvPass pass, int threads) {
+  const Geometry g = geometry(d, x);
+  return static_cast<std::size_t>(range_threads(threads, static_cast<std::size_t>(x[0]) * block_count(x))) *
+         block_floats(g, pass);
+}
+
+void depthwise_blocked_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias,
+                               Tensor y, bool accumulate, Workspace ws) {
+  const Geometry g = geometry(d, x.shape);
+  const int C = x.c();
+  const std::size_t blocks = block_count(x.shape), share = block_floats(g, ConvPass::forward);
+  parallel_ranges(threads, static_cast<std::size_t>(x.n()) * blocks, [&](int r, std::size_t b, std::size_t e) {
+    float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(r) * share;
+    float* out = padded + g.padded() * kBlock;
+    std::fill(padded, padded + g.padded() * kBlock, 0.f);  // the border stays zero
+    Taps t;
+    for (std::size_t i = b; i < e; ++i) {
+      const std::size_t n = i / blocks;
+      const int c0 = static_cast<int>(i % blocks) * kBlock, lanes = std::min(kBlock, C - c0);
+      load_taps(g, w.data, c0, lanes, false, t);
+      const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
+      const bool more = i + 1 < e;
+      pack(x.data + first * g.in(), lanes, g.h, g.w, g.pad, g.padded_w(), padded,
+           more ? x.data + (first + static_cast<std::size_t>(lanes)) * g.in() : nullptr);
+      forward_any(g, padded, t, bias_of(bias, c0, lanes), out);
+      unpack(out, lanes, g.hout, g.wout, 0, g.wout, y.data + first * g.out(), accumulate,
+             more ? y.data + (first + static_cast<std::size_t>(lanes)) * g.out() : nullptr);
+    }
+  });
+}
+
+void depthwise_blocked_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
+                                     bool accumulate, Workspace ws) {
+  const Geometry g = geometry(d, dx.shape);
+  const int C = dx.c();
+  const std::size_t blocks = block_count(dx.shape), share = block_floats(g, ConvPass::backward);
+  Geometry adjoint{};
+  const bool gather = adjoint_of(g, adjoint);
+  parallel_ranges(threads, static_cast<std::size_t>(dx.n()) * blocks, [&](int r, std::size_t b, std::size_t e) {
+    float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(r) * share;
+    Taps t;
+    if (gather) {
+      float* out = padded + adjoint.padded() * kBlock;
+      std::fill(padded, padded + adjoint.padded() * kBlock, 0.f);
+      for (std::size_t i = b; i < e; ++i) {
+        const std::size_t n = i / blocks;
+        const int c0 = static_cast<int>(i % blocks) * kBlock, lanes = std::min(kBlock, C - c0);
+        load_taps(adjoint, w.data, c0, lanes, true, t);
+        const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
+        const bool more = i + 1 < e;
+        pack(dy.data + first * g.out(), lanes, adjoint.h, adjoint.w, adjoint.pad, adjoint.padded_w(), padded,
+             more ? dy.data + (first + static_cast<std::size_t>(lanes)) * g.out() : nullptr);
+        forward_any(adjoint, padded, t, Vec{}, out);
+        unpack(out, lanes, g.h, g.w, 0, g.w, dx.data + first * g.in(), accumulate,
+               more ? dx.data + (first + static_cast<std::size_t>(lanes)) * g.in() : nullptr);
+      }
+      return;
+    }
+    float* dyb = padded + g.padded() * kBlock;
+    for (std::size_t i = b; i < e; ++i) {
+      const std::size_t n = i / blocks;
+      const int c0 = static_cast<int>(i % blocks) * kBlock, lanes = std::min(kBlock, C - c0);
+      load_taps(g, w.data, c0, lanes, false, t);
+      const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
+      const bool more = i + 1 < e;
+      pack(dy.data + first * g.out(), lanes, g.hout, g.wout, 0, g.wout, dyb,
+           more ? dy.data + (first + static_cast<std::size_t>(lanes)) * g.out() : nullptr);
+      std::fill(padded, padded + g.padded() * kBlock, 0.f);
+      scatter_block(g, dyb, t, padded);
+      unpack(padded, lanes, g.h, g.w, g.pad, g.padded_w(), dx.data + first * g.in(), accumulate,
+             more ? dx.data + (first + static_cast<std::size_t>(lanes)) * g.in() : nullptr);
+    }
+  });
+}
+
+void depthwise_blocked_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
+                                       Tensor dbias, Workspace ws) {
+  const Geometry g = geometry(d, x.shape);
+  const int C = x.c(), taps = g.taps();
+  const std::size_t blocks = block_count(x.shape), share = block_floats(g, ConvPass::backward);
+  const std::size_t N = static_cast<std::size_t>(x.n());
+  parallel_ranges(threads, blocks, [&](int r, std::size_t b, std::size_t e) {
+    float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(r) * share;
+    float* dyb = padded + g.padded() * kBlock;
+    std::fill(padded, padded + g.padded() * kBlock, 0.f);
+    Taps t;
+    load_taps(g, dw.data, 0, 0, false, t);  // the offsets; the weights are not read
+    for (std::size_t blk = b; blk < e; ++blk) {
+      const int c0 = static_cast<int>(blk) * kBlock, lanes = std::min(kBlock, C - c0);
+      std::array<Vec, kMostTaps + 1> sums{};
+      for (std::size_t n = 0; n < N; ++n) {
+        const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
+        const bool more = n + 1 < N;
+        pack(x.data + first * g.in(), lanes, g.h, g.w, g.pad, g.padded_w(), padded,
+             more ? x.data + (first + static_cast<std::size_t>(C)) * g.in() : nullptr);
+        pack(dy.data + first * g.out(), lanes, g.hout, g.wout, 0, g.wout, dyb,
+             more ? dy.data + (first + static_cast<std::size_t>(C)) * g.out() : nullptr);
+        if (taps == 9) filter_block<9>(g, padded, dyb, t, sums.data());
+        else filter_block<0>(g, padded, dyb, t, sums.data());
+      }
+      for (int l = 0; l < lanes; ++l) {
+        float* k = dw.data + static_cast<std::size_t>(c0 + l) * taps;
+        for (int j = 0; j < taps; ++j) k[j] += sums[static_cast<std::size_t>(j)][l];
+        if (!dbias.empty()) dbias.data[c0 + l] += sums[static_cast<std::size_t>(taps)][l];
+      }
+    }
+  });
+}
+
+}  // namespace cnn::cpu
