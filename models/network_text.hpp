@@ -35,7 +35,9 @@ std::string network_text(const Network& network);
 
 // ---- Built-in networks, and the choice between them and a network text file.
 
-// small, small-bn, resnet (small residual network for 28x28..32x32), resnet18 (CIFAR-style).
+// small, small-bn, resnet (small residual network for 28x28..32x32), resnet18 (CIFAR-style),
+// resnet34, resnet50, mobilenetv2, mobilenetv2-0.5, mobilenetv2-se, densenet (torchvision's
+// blocks, sized from the input: models/presets.cpp).
 Network make_preset(const std::string& name, Shape input, int classes);
 std::vector<std::string> preset_names();
 
