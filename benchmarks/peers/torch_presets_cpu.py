@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_small_cpu import DATA, load, loaded_blas  # noqa: E402
+from torch_small_cpu import DATA, accuracy, load, loaded_blas  # noqa: E402
 
 # Inputs larger than this a side take the ImageNet layout (models/presets.cpp).
 LARGEST_SMALL_IMAGE = 64
@@ -205,16 +205,6 @@ def make_model(name, channels, side, classes):
 
 def parameter_count(model):
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-@torch.no_grad()
-def accuracy(model, x, y, batch=500):
-    model.eval()
-    correct = 0
-    for i in range(0, len(x), batch):
-        correct += (model(x[i:i + batch]).argmax(1) == y[i:i + batch]).sum().item()
-    model.train()
-    return correct / len(x)
 
 
 def main():
