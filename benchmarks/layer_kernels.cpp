@@ -12,7 +12,7 @@
 //
 // Inputs are a fixed pattern (pattern() below) that the peer computes too. After the checked run
 // each pass reports the sum of squares of what it wrote ("check"), so that the comparison also
-// says whether both sides computed the same thing. A kernel that throws (not written yet) is
+// says whether both sides computed the same thing. A kernel that throws (a backend without it) is
 // reported as an error for its case; the other cases still run.
 #include <CLI/CLI.hpp>
 #include <algorithm>
