@@ -289,28 +289,41 @@ std::size_t depthwise_blocked_floats(const Conv2dDesc& d, const Shape& x, ConvPa
          block_floats(g, pass);
 }
 
+namespace {
+
+// Items [b, e) of (image, block) of the convolution `conv` from src (planes conv.in() apart) into
+// dst (planes conv.out() apart), added where `accumulate`: forward, and backward-data gathered as
+// the forward of the adjoint convolution (taps turned around, no bias). `padded`: the range's
+// scratch, the padded block then the output block.
+void convolve_blocks(const Geometry& conv, const float* w, bool turned, const Tensor& bias, const float* src,
+                     float* dst, bool accumulate, int C, std::size_t blocks, std::size_t b, std::size_t e,
+                     float* padded) {
+  float* out = padded + conv.padded() * kBlock;
+  std::fill(padded, padded + conv.padded() * kBlock, 0.f);  // the border stays zero
+  Taps t;
+  for (std::size_t i = b; i < e; ++i) {
+    const std::size_t n = i / blocks;
+    const int c0 = static_cast<int>(i % blocks) * kBlock, lanes = std::min(kBlock, C - c0);
+    load_taps(conv, w, c0, lanes, turned, t);
+    const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
+    const bool more = i + 1 < e;
+    pack(src + first * conv.in(), lanes, conv.h, conv.w, conv.pad, conv.padded_w(), padded,
+         more ? src + (first + static_cast<std::size_t>(lanes)) * conv.in() : nullptr);
+    forward_any(conv, padded, t, bias_of(bias, c0, lanes), out);
+    unpack(out, lanes, conv.hout, conv.wout, 0, conv.wout, dst + first * conv.out(), accumulate,
+           more ? dst + (first + static_cast<std::size_t>(lanes)) * conv.out() : nullptr);
+  }
+}
+
+}  // namespace
+
 void depthwise_blocked_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias,
                                Tensor y, bool accumulate, Workspace ws) {
   const Geometry g = geometry(d, x.shape);
-  const int C = x.c();
   const std::size_t blocks = block_count(x.shape), share = block_floats(g, ConvPass::forward);
   parallel_ranges(threads, static_cast<std::size_t>(x.n()) * blocks, [&](int r, std::size_t b, std::size_t e) {
-    float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(r) * share;
-    float* out = padded + g.padded() * kBlock;
-    std::fill(padded, padded + g.padded() * kBlock, 0.f);  // the border stays zero
-    Taps t;
-    for (std::size_t i = b; i < e; ++i) {
-      const std::size_t n = i / blocks;
-      const int c0 = static_cast<int>(i % blocks) * kBlock, lanes = std::min(kBlock, C - c0);
-      load_taps(g, w.data, c0, lanes, false, t);
-      const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
-      const bool more = i + 1 < e;
-      pack(x.data + first * g.in(), lanes, g.h, g.w, g.pad, g.padded_w(), padded,
-           more ? x.data + (first + static_cast<std::size_t>(lanes)) * g.in() : nullptr);
-      forward_any(g, padded, t, bias_of(bias, c0, lanes), out);
-      unpack(out, lanes, g.hout, g.wout, 0, g.wout, y.data + first * g.out(), accumulate,
-             more ? y.data + (first + static_cast<std::size_t>(lanes)) * g.out() : nullptr);
-    }
+    convolve_blocks(g, w.data, false, bias, x.data, y.data, accumulate, x.c(), blocks, b, e,
+                    static_cast<float*>(ws.data) + static_cast<std::size_t>(r) * share);
   });
 }
 
@@ -323,24 +336,9 @@ void depthwise_blocked_backward_data(int threads, const Conv2dDesc& d, const Ten
   const bool gather = adjoint_of(g, adjoint);
   parallel_ranges(threads, static_cast<std::size_t>(dx.n()) * blocks, [&](int r, std::size_t b, std::size_t e) {
     float* padded = static_cast<float*>(ws.data) + static_cast<std::size_t>(r) * share;
+    if (gather)
+      return convolve_blocks(adjoint, w.data, true, Tensor{}, dy.data, dx.data, accumulate, C, blocks, b, e, padded);
     Taps t;
-    if (gather) {
-      float* out = padded + adjoint.padded() * kBlock;
-      std::fill(padded, padded + adjoint.padded() * kBlock, 0.f);
-      for (std::size_t i = b; i < e; ++i) {
-        const std::size_t n = i / blocks;
-        const int c0 = static_cast<int>(i % blocks) * kBlock, lanes = std::min(kBlock, C - c0);
-        load_taps(adjoint, w.data, c0, lanes, true, t);
-        const std::size_t first = n * static_cast<std::size_t>(C) + static_cast<std::size_t>(c0);
-        const bool more = i + 1 < e;
-        pack(dy.data + first * g.out(), lanes, adjoint.h, adjoint.w, adjoint.pad, adjoint.padded_w(), padded,
-             more ? dy.data + (first + static_cast<std::size_t>(lanes)) * g.out() : nullptr);
-        forward_any(adjoint, padded, t, Vec{}, out);
-        unpack(out, lanes, g.h, g.w, 0, g.w, dx.data + first * g.in(), accumulate,
-               more ? dx.data + (first + static_cast<std::size_t>(lanes)) * g.in() : nullptr);
-      }
-      return;
-    }
     float* dyb = padded + g.padded() * kBlock;
     for (std::size_t i = b; i < e; ++i) {
       const std::size_t n = i / blocks;
