@@ -13,7 +13,7 @@ namespace cnn {
 
 struct Batch {
   const float* images = nullptr;  // size samples, each C x H x W floats (NCHW)
-  const std::int32_t* labels = nullptr;
+  const std::int32_t* labels = nullptr;  // classification: one class a sample (else null)
   int size = 0;
   // These `size` samples are samples first .. first + size - 1 of a batch of global_size: a
   // data-parallel rank's share of the whole batch (share_of_batch, below), or a
@@ -29,6 +29,9 @@ struct Batch {
   // divide, without drop_last).
   std::size_t index = 0;
   bool last_of_epoch = false;
+  // The other tasks' targets (base/task.hpp): cnn::target_bytes a sample, laid end to end, in
+  // the same memory as the images; null for classification, whose labels are above.
+  const void* targets = nullptr;
 
   // The whole batch these samples belong to: global_size, or size where it is 0.
   int whole_size() const { return global_size > 0 ? global_size : size; }

@@ -6,8 +6,8 @@
 # here (the test installed_headers_standalone compiles each installed one on its own).
 set(CNN_PUBLIC_HEADERS
   cnnengine.hpp
-  # errors and a batch
-  base/error.hpp base/batch.hpp
+  # errors, a batch and the tasks
+  base/error.hpp base/batch.hpp base/task.hpp
   # memory: where bytes come from and what they are for, the budget and its refusals
   memory/memory_resource.hpp memory/memory_stack.hpp memory/out_of_memory.hpp
   # data sets and the loader

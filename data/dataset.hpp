@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/task.hpp"
+
 namespace cnn::data {
 
 struct SampleShape {
@@ -26,6 +28,11 @@ class Dataset {
   virtual ~Dataset() = default;
   virtual std::size_t size() const = 0;
   virtual SampleShape shape() const = 0;  // what load() writes
+  // What the samples are labelled for (base/task.hpp). A classification's label is load()'s;
+  // the other tasks' targets are load_target()'s, and load() returns 0.
+  virtual Task task() const { return Task::classify; }
+  // The classes (classify, segment, multilabel) or the regression's targets: their count, and
+  // their names.
   virtual int num_classes() const = 0;
   virtual std::vector<std::string> class_names() const = 0;
   // e.g. "IDX /usr/share/.../train-images-idx3-ubyte.gz: 60000 images 1x28x28, 10 classes"
@@ -36,6 +43,13 @@ class Dataset {
   virtual std::size_t host_bytes() const = 0;  // bytes the data set holds in host memory
   // The label alone. The default decodes the sample; data sets that hold labels override it.
   virtual int label(std::size_t index) const;
+  // Writes sample `index`'s target, target_bytes() of it: a segmentation's mask (shape().height
+  // x shape().width bytes, row by row: a class, or kIgnoreMask), a multi-label's num_classes()
+  // floats (0 or 1), a regression's num_classes() floats. Thread-safe (const). Throws DataError.
+  // A classification has none: the default throws std::logic_error.
+  virtual void load_target(std::size_t index, void* out) const;
+  // cnn::target_bytes of this data set's task and shape; 0 for a classification.
+  std::size_t target_bytes() const;
 };
 
 // "1x28x28"

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "base/task.hpp"
 #include "engine/core/tensor.hpp"
 #include "memory/memory_resource.hpp"
 
@@ -338,6 +339,37 @@ class Backend {
   // error the backend reports by throwing DataError.
   virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
                                      const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
+
+  // The other tasks' losses (base/task.hpp, which gives PyTorch's definitions). Each sample's
+  // loss is the mean over its elements; each call adds the sum over its N samples of their losses
+  // to loss_sum[0], what the task's accuracy counts right to correct[0] and what it counts over
+  // to counted[0]. When the gradient (dlogits, doutputs) is not empty it is written, not added:
+  // d(the sum of the N losses)/d(output) * step->grad_scale (`step` in device memory; unused, and
+  // may be null, without a gradient). Weights are floats in this backend's memory, one a class,
+  // or empty for all 1. A target out of range is a DataError, thrown as softmax_cross_entropy's.
+  //
+  // Segmentation: logits [N, K, H, W], masks N x H x W bytes, each a class in [0, K) or
+  // kIgnoreMask. A sample's loss is sum_p w[y_p] (-log softmax(logits_p)[y_p]) / sum_p w[y_p]
+  // over its pixels p not ignored, 0 where that sum of weights is 0. correct: the pixels not
+  // ignored whose largest logit (the first of equal ones) is their class; counted: the pixels not
+  // ignored.
+  virtual void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
+                                   Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                   Tensor counted) = 0;
+  // Multi-label: logits x [N, K], targets y [N, K] floats in [0, 1]. A sample's loss is the mean
+  // over k of -(p_k y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))), computed without overflow
+  // for any finite x. correct: the labels where (x > threshold_logit) equals (y > 0.5); counted:
+  // N x K.
+  virtual void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
+                                     float threshold_logit, Tensor dlogits, const StepScalars* step,
+                                     Tensor loss_sum, Tensor correct, Tensor counted) = 0;
+  // Regression: outputs [N, T], targets [N, T] floats. A sample's loss is the mean over t of
+  // (y - t)^2 (mse), or of 0.5 (y - t)^2 where |y - t| < delta and delta (|y - t| - 0.5 delta)
+  // elsewhere (huber). correct: the sum of |y - t| (the mean absolute error's numerator);
+  // counted: N x T.
+  virtual void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
+                               Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                               Tensor counted) = 0;
 
   // Fused optimizer updates over one flat block of parameters. `guard`, where not null, is a
   // float in this backend's memory (the step's loss sum): when it is not finite the update

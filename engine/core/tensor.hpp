@@ -76,4 +76,10 @@ struct IntTensor {
   std::size_t size = 0;
 };
 
+// Bytes in a backend's memory: a segmentation's masks, one byte a pixel.
+struct ByteTensor {
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;
+};
+
 }  // namespace cnn
