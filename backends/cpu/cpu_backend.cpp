@@ -161,7 +161,7 @@ void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
   });
 }
 
-void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
                                        const StepScalars* step, Tensor loss_sum, Tensor correct) {
   if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
   const cpu::FlushSubnormals flush;  // a sure prediction's probabilities fall below 2^-126

@@ -106,7 +106,7 @@ class CpuBackend : public Backend {
                            Tensor dgamma, Tensor dbeta, Workspace ws) override;
   std::size_t group_norm_workspace_bytes(const GroupNormDesc& desc, const Shape& x) override;
 
-  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;
   void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights, Tensor dlogits,
                            const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted) override;

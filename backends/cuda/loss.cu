@@ -104,7 +104,7 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
 
 }  // namespace
 
-void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
                                         const StepScalars* step, Tensor loss_sum, Tensor correct) {
   activate();
   const int rows = logits.n();

@@ -332,13 +332,15 @@ class Backend {
   // The bytes group_norm_backward needs for input x [N, C, H, W] or [N, C] (batched).
   virtual std::size_t group_norm_workspace_bytes(const GroupNormDesc& /*desc*/, const Shape& /*x*/) { return 0; }
 
-  // Softmax cross-entropy over logits [N, classes] and int32 labels [N]. Adds the sum of the N
-  // losses to loss_sum[0] and the number of correct argmax predictions to correct[0]. When
-  // dlogits is not empty, writes dlogits = (softmax - onehot) * step->grad_scale (`step` in
-  // device memory; unused, and may be null, without dlogits). A label outside [0, classes) is an
+  // Softmax cross-entropy over logits [N, classes] and int32 labels [N], with PyTorch's label
+  // smoothing e (0 <= e < 1): a sample's loss is (1 - e) (-log p_label) + e mean_k (-log p_k).
+  // Adds the sum of the N losses to loss_sum[0] and the number of correct argmax predictions to
+  // correct[0]. When dlogits is not empty, writes dlogits = (p - (1 - e) onehot - e / classes) *
+  // step->grad_scale (`step` in device memory; unused, and may be null, without dlogits). With
+  // e = 0 the results are those of the plain loss to the bit. A label outside [0, classes) is an
   // error the backend reports by throwing DataError.
-  virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
-                                     const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
+  virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                                     Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
 
   // The other tasks' losses (base/task.hpp, which gives PyTorch's definitions). Each sample's
   // loss is the mean over its elements; each call adds the sum over its N samples of their losses

@@ -219,10 +219,10 @@ class ForwardingBackend : public Backend {
   std::size_t group_norm_workspace_bytes(const GroupNormDesc& d, const Shape& x) override {
     return inner_.group_norm_workspace_bytes(d, x);
   }
-  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits, const StepScalars* step,
+  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits, const StepScalars* step,
                              Tensor loss_sum, Tensor correct) override {
     call("softmax_cross_entropy", {dlogits, loss_sum, correct},
-         [=, this] { inner_.softmax_cross_entropy(logits, labels, dlogits, step, loss_sum, correct); });
+         [=, this] { inner_.softmax_cross_entropy(logits, labels, label_smoothing, dlogits, step, loss_sum, correct); });
   }
   void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights, Tensor dlogits,
                            const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted) override {

@@ -87,7 +87,7 @@ TEST_CASE("softmax cross-entropy gradient", "[gradients]") {
   const StepScalars scalars{0, 0, scale};
   auto loss = [&]() {
     std::vector<float> m(2, 0.f);
-    backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view, Tensor{}, nullptr,
+    backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view, 0.0f, Tensor{}, nullptr,
                                   Tensor{m.data(), Shape{1}}, Tensor{m.data() + 1, Shape{1}});
     return static_cast<double>(m[0]) * scale;
   };

@@ -136,7 +136,7 @@ class CudaBackend final : public Backend {
                            const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
                            Tensor dgamma, Tensor dbeta, Workspace ws) override;  // needs none
 
-  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, Tensor dlogits,
+  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;
   void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights, Tensor dlogits,
                            const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted) override;

@@ -61,7 +61,7 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
   }
   const Tensor out = value(last, n);
   if (loss)
-    backend_.softmax_cross_entropy(out, IntTensor{labels, static_cast<std::size_t>(n)}, Tensor{}, &slots_.scalars,
+    backend_.softmax_cross_entropy(out, IntTensor{labels, static_cast<std::size_t>(n)}, 0.0f, Tensor{}, &slots_.scalars,
                                    Tensor{&slots_.loss_sum, Shape{1}}, Tensor{&slots_.correct, Shape{1}});
   if (logits) backend_.copy_to_host(out.data, logits, out.bytes());
 }

@@ -150,7 +150,7 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
 
   memory_.begin(plan_.loss_time());
   const IntTensor label_view{labels, static_cast<std::size_t>(n)};
-  backend_.softmax_cross_entropy(value(L, n), label_view, training ? gradient(L, n) : Tensor{}, slots_.scalars,
+  backend_.softmax_cross_entropy(value(L, n), label_view, 0.0f, training ? gradient(L, n) : Tensor{}, slots_.scalars,
                                  slots_.loss_sum, slots_.correct);
   if (logits) backend_.copy_to_host(value(L, n).data, logits, value(L, n).bytes());  // before its buffer may go
   memory_.end(plan_.loss_time());

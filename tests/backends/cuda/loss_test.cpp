@@ -32,9 +32,9 @@ void check_loss(int n, int classes, bool with_gradient) {
   Twin loss_sum(gpu(), Shape{1}, std::vector<float>{1.5f});  // earlier micro-batches' sums
   Twin correct(gpu(), Shape{1}, std::vector<float>{2.0f});
   const TwinScalars step(gpu(), StepScalars{0, 0, 1.0f / static_cast<float>(n * 3)});
-  cpu().softmax_cross_entropy(logits.cpu(), labels.cpu(), with_gradient ? dlogits.cpu() : Tensor{}, step.cpu(),
+  cpu().softmax_cross_entropy(logits.cpu(), labels.cpu(), 0.0f, with_gradient ? dlogits.cpu() : Tensor{}, step.cpu(),
                               loss_sum.cpu(), correct.cpu());
-  gpu().softmax_cross_entropy(logits.gpu(), labels.gpu(), with_gradient ? dlogits.gpu() : Tensor{}, step.gpu(),
+  gpu().softmax_cross_entropy(logits.gpu(), labels.gpu(), 0.0f, with_gradient ? dlogits.gpu() : Tensor{}, step.gpu(),
                               loss_sum.gpu(), correct.gpu());
   CHECK(loss_sum.relative_error() <= 1e-5);
   CHECK(correct.gpu_values() == correct.cpu_values());
@@ -58,16 +58,16 @@ TEST_CASE("cuda softmax cross-entropy reports a label out of range on synchroniz
   Twin loss_sum(gpu(), Shape{1}, 86), correct(gpu(), Shape{1}, 87);
   const TwinScalars step(gpu(), StepScalars{0, 0, 1.0f});
   TwinLabels bad(gpu(), {1, 2, 10, 3});
-  gpu().softmax_cross_entropy(logits.gpu(), bad.gpu(), dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
+  gpu().softmax_cross_entropy(logits.gpu(), bad.gpu(), 0.0f, dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
   CHECK_THROWS_AS(gpu().synchronize(), DataError);
 
   TwinLabels negative(gpu(), {1, -1, 0, 3});
-  gpu().softmax_cross_entropy(logits.gpu(), negative.gpu(), dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
+  gpu().softmax_cross_entropy(logits.gpu(), negative.gpu(), 0.0f, dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
   std::vector<float> host(1);
   CHECK_THROWS_AS(gpu().copy_to_host(loss_sum.gpu().data, host.data(), sizeof(float)), DataError);
 
   // Reported once: the backend goes on working.
   TwinLabels good(gpu(), {1, 2, 9, 0});
-  gpu().softmax_cross_entropy(logits.gpu(), good.gpu(), dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
+  gpu().softmax_cross_entropy(logits.gpu(), good.gpu(), 0.0f, dlogits.gpu(), step.gpu(), loss_sum.gpu(), correct.gpu());
   CHECK_NOTHROW(gpu().synchronize());
 }
