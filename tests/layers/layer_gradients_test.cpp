@@ -91,7 +91,7 @@ TEST_CASE("softmax cross-entropy gradient", "[gradients]") {
                                   Tensor{m.data(), Shape{1}}, Tensor{m.data() + 1, Shape{1}});
     return static_cast<double>(m[0]) * scale;
   };
-  backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view,
+  backend.softmax_cross_entropy(Tensor{logits.data(), Shape{n, classes}}, label_view, 0.0f,
                                 Tensor{dlogits.data(), Shape{n, classes}}, &scalars, Tensor{metrics.data(), Shape{1}},
                                 Tensor{metrics.data() + 1, Shape{1}});
   const float step = 1e-2f;
