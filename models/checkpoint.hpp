@@ -30,8 +30,9 @@ namespace cnn {
 struct ModelDescription {
   std::string network;                   // its text form (models/network_text.hpp)
   Shape input;                           // C x H x W of one sample
-  std::vector<std::string> class_names;  // one per output (none saved: "0", "1", ...)
+  std::vector<std::string> class_names;  // one per class or target (none saved: "0", "1", ...)
   data::Preprocessing preprocessing;     // how an image becomes an input
+  LossOptions loss;                      // the task it was trained for, and its loss (base/task.hpp)
 };
 
 // A description of `network` with no class names and no normalisation.
