@@ -37,39 +37,55 @@ class TaskMetrics {
  public:
   // For `outputs` classes or targets; `threshold` is the multi-label's probability threshold.
   // A classification keeps nothing (its confusion matrix is ClassEvaluation's). Throws
-  // ConfigError on a count out of range (a segmentation of more than kMaxSegmentationClasses).
+  // ConfigError on a count out of range (none, or a segmentation of more than
+  // kMaxSegmentationClasses) and on a threshold not strictly between 0 and 1.
   TaskMetrics(Task task, int outputs, float threshold = 0.5f);
 
   // One sample: the network's output for it ([K, height, width] for a segmentation, [K] or [T]
   // otherwise) and its target (base/task.hpp: a mask of height x width bytes, K or T floats).
-  // height and width are a segmentation's; others pass 1, 1.
+  // height and width are a segmentation's (ConfigError unless both > 0); others pass 1, 1, and
+  // they are not read. A mask byte neither a class nor kIgnoreMask is a DataError naming it, and
+  // the sample then counts in nothing. A multi-label keeps every sample's scores for the average
+  // precision: 5 bytes a class a sample (a float and a byte), N x K x 5 bytes in all.
   void add(const float* output, const void* target, int height, int width);
   std::size_t samples() const { return samples_; }
 
-  // The counts that add up over a data-parallel evaluation's ranks (a segmentation's confusion,
-  // a multi-label's true and false positives and negatives, a regression's error sums), as
-  // doubles: sum them over the ranks and give them back with set_sums(). Average precision needs
-  // every score and is the rank's own.
+  // The counts that add up over a data-parallel evaluation's ranks (the samples, a
+  // segmentation's confusion, a multi-label's true and false positives and negatives, a
+  // regression's error sums), as doubles laid out as task_metrics.cpp says: sum them over the
+  // ranks and give them back with set_sums(), which replaces the counts and samples() with them
+  // and so what scores() reports. Average precision needs every score and stays the rank's own.
   std::vector<double> sums() const;
-  void set_sums(const std::vector<double>& sums);  // ConfigError on a vector of another length
+  // ConfigError on a vector of another length, a negative value, a count not finite (a
+  // regression's error sums may be, as a diverged network's outputs are), or a sample count that
+  // is not a whole number.
+  void set_sums(const std::vector<double>& sums);
 
   TaskScores scores() const;
 
  private:
+  void add_segmentation(const float* output, const std::uint8_t* mask, int height, int width);
+  void add_multilabel(const float* output, const void* target);
+  void add_regression(const float* output, const void* target);
+  double average_precision(int label) const;
+
   Task task_;
   int outputs_;
   float threshold_;
   std::size_t samples_ = 0;
-  // segment: confusion_[true * K + predicted] over the pixels not ignored.
+  // segment: confusion_[true * K + predicted] over the pixels not ignored; and, for one sample,
+  // each pixel's highest output so far and its class (a scratch kept between samples).
   std::vector<double> confusion_;
+  std::vector<float> best_output_;
+  std::vector<std::uint8_t> best_class_;
   // multilabel: per class true positives, false positives, false negatives; and every sample's
-  // probability and label, for the average precision.
+  // logits and labels ([sample * K + class]), for the average precision. Logits rank as the
+  // probabilities do, without a float probability's ties where it rounds to 0 or 1.
   std::vector<double> true_positives_, false_positives_, false_negatives_;
-  std::vector<float> probabilities_;
+  std::vector<float> logits_;
   std::vector<std::uint8_t> positives_;
-  // regress: per target sum |y - t|, sum (y - t)^2, count.
+  // regress: per target sum |y - t| and sum (y - t)^2 over the samples.
   std::vector<double> abs_error_, squared_error_;
-  double counted_ = 0;
 };
 
 }  // namespace cnn
