@@ -283,7 +283,18 @@ void require_network(const CheckpointInfo& info, const std::filesystem::path& pa
 
 Network checkpoint_network(const CheckpointInfo& info, const std::filesystem::path& path, int classes) {
   require_network(info, path);
-  Network network = parse_network(info.model.network, info.model.input, classes, path.string());
+  // A segmentation's output is a class score a pixel: its classes are its channels.
+  const bool per_pixel = info.model.loss.task == Task::segment;
+  Network network = parse_network(info.model.network, info.model.input, per_pixel ? 0 : classes, path.string());
+  network.set_loss(info.model.loss);
+  try {
+    network.check_loss();
+  } catch (const Error& e) {
+    throw CheckpointError(path.string() + ": its network does not suit the task it was saved with: " + e.what());
+  }
+  if (per_pixel && classes > 0 && network.num_classes() != classes)
+    throw ShapeError(path.string() + ": its network segments " + std::to_string(network.num_classes()) +
+                     " classes, not " + std::to_string(classes));
   const std::size_t network_floats = ParameterStore::planned_parameter_floats(network);
   if (network_floats != info.parameter_floats)
     throw CheckpointError(path.string() + ": its network has " + std::to_string(network_floats) +
@@ -297,6 +308,7 @@ ModelDescription describe_model(const Network& network) {
   m.network = network_text(network);
   m.input = network.input_shape();
   m.preprocessing.shape = data::SampleShape{m.input[0], m.input[1], m.input[2]};
+  m.loss = network.loss();
   return m;
 }
 

@@ -50,23 +50,48 @@ std::string Model::class_name(int c) const {
 
 std::vector<float> Model::logits(const float* images, int count) {
   if (count < 0) throw ConfigError("Model::logits: " + std::to_string(count) + " images");
-  std::vector<float> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(classes()));
+  std::vector<float> out(static_cast<std::size_t>(count) * network_.output_shape().elements());
   predictor_->logits(images, count, out.data());
   return out;
 }
 
-std::vector<float> Model::probabilities(const float* images, int count) {
+std::vector<float> Model::predictions(const float* images, int count) {
   std::vector<float> out = logits(images, count);
-  softmax_rows(out, classes());
+  switch (task()) {
+    case Task::classify: softmax_rows(out, classes()); break;
+    case Task::segment:
+      softmax_channels(out, classes(), network_.output_shape().elements() / static_cast<std::size_t>(classes()));
+      break;
+    case Task::multilabel:
+      for (float& x : out) x = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x))));
+      break;
+    case Task::regress: break;
+  }
   return out;
 }
 
-std::vector<float> Model::classify(const std::filesystem::path& image) {
+std::vector<float> Model::predict(const std::filesystem::path& image) {
   const std::vector<float> input = data::preprocess_image(image, description_.preprocessing);
-  return probabilities(input.data(), 1);
+  return predictions(input.data(), 1);
 }
 
 ClassEvaluation Model::evaluate(const NextBatch& next) { return predictor_->evaluate_classes(next); }
+
+void softmax_channels(std::vector<float>& logits, int classes, std::size_t pixels) {
+  if (classes <= 0 || pixels == 0)
+    throw ConfigError("softmax_channels: " + std::to_string(classes) + " classes of " + std::to_string(pixels) + " pixels");
+  const auto k = static_cast<std::size_t>(classes);
+  for (std::size_t block = 0; block + k * pixels <= logits.size(); block += k * pixels)
+    for (std::size_t p = 0; p < pixels; ++p) {
+      float* x = logits.data() + block + p;
+      float top = x[0];
+      for (std::size_t c = 1; c < k; ++c) top = std::max(top, x[c * pixels]);
+      double sum = 0;
+      for (std::size_t c = 0; c < k; ++c) sum += std::exp(static_cast<double>(x[c * pixels] - top));
+      for (std::size_t c = 0; c < k; ++c)
+        x[c * pixels] = static_cast<float>(std::exp(static_cast<double>(x[c * pixels] - top)) / sum);
+    }
+}
 
 void softmax_rows(std::vector<float>& logits, int classes) {
   if (classes <= 0) throw ConfigError("softmax_rows: rows of " + std::to_string(classes) + " classes");

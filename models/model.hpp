@@ -40,12 +40,21 @@ class Model {
   // The class's saved name, or its number where none was saved.
   std::string class_name(int c) const;
 
-  // For `count` images already preprocessed (host floats, NCHW of the input shape): count x
-  // classes floats, the network's outputs or their softmax per image.
+  Task task() const { return network_.task(); }
+
+  // For `count` images already preprocessed (host floats, NCHW of the input shape): count x the
+  // output's elements floats, the network's outputs, or what the task makes of them
+  // (predictions): a classification's softmax, a segmentation's softmax over the classes at each
+  // pixel ([K, H, W] an image), a multi-label's sigmoid of each class, a regression's values as
+  // they are.
   std::vector<float> logits(const float* images, int count);
-  std::vector<float> probabilities(const float* images, int count);
-  // One image file, preprocessed as recorded (data::preprocess_image): its class probabilities.
-  std::vector<float> classify(const std::filesystem::path& image);
+  std::vector<float> predictions(const float* images, int count);
+  // One image file, preprocessed as recorded (data::preprocess_image): its predictions.
+  std::vector<float> predict(const std::filesystem::path& image);
+  // The same for a classification: its class probabilities.
+  std::vector<float> probabilities(const float* images, int count) { return predictions(images, count); }
+  std::vector<float> classify(const std::filesystem::path& image) { return predict(image); }
+  // The mean loss, the task's accuracy and scores, and a classification's confusion matrix.
   ClassEvaluation evaluate(const NextBatch& next);
 
   ParameterStore& parameters() { return predictor_->parameters(); }
@@ -70,5 +79,8 @@ InferenceOptions inference_options(const ModelOptions& options, const memory::Me
 
 // Softmax of each row of `logits` (rows of `classes` values), in place.
 void softmax_rows(std::vector<float>& logits, int classes);
+// Softmax over the `classes` channels at each of the `pixels` places of each [classes, pixels]
+// block of `logits`, in place.
+void softmax_channels(std::vector<float>& logits, int classes, std::size_t pixels);
 
 }  // namespace cnn

@@ -133,4 +133,34 @@ std::string Network::summary() const {
   return out.str();
 }
 
+int Network::num_classes() const {
+  const Shape& out = output_shape();
+  if (loss_.task == Task::segment && out.rank == 3) return out[0];
+  return static_cast<int>(out.elements());
+}
+
+void Network::check_loss() const {
+  const Shape& out = output_shape();
+  const Shape& in = input_shape();
+  if (loss_.task == Task::segment) {
+    if (out.rank != 3 || out[1] != in[1] || out[2] != in[2])
+      throw ShapeError("a segmentation network's output must be [classes, " + std::to_string(in[1]) + ", " +
+                       std::to_string(in[2]) + "] (a class score a pixel of its " + in.str() + " input), but " +
+                       node(last()).name + " gives " + out.str());
+  }
+  if (loss_.task == Task::segment && num_classes() < 2)
+    throw ShapeError("a segmentation network's output has " + std::to_string(num_classes()) +
+                     " channel: it needs one a class, at least two");
+  try {
+    check_loss_options(loss_, num_classes());
+  } catch (const ConfigError& e) {
+    throw ConfigError("the " + to_string(loss_.task) + " loss of a network of " + std::to_string(num_classes()) +
+                      (loss_.task == Task::regress ? " targets: " : " classes: ") + e.what());
+  }
+}
+
+std::size_t Network::target_bytes() const {
+  return cnn::target_bytes(loss_.task, num_classes(), input_shape()[1], input_shape()[2]);
+}
+
 }  // namespace cnn

@@ -1,14 +1,17 @@
 #pragma once
 // A network is a graph of layers in the order they run. Node 0 is the input; every other node
-// applies one layer to earlier nodes. The last node gives the logits the loss reads. Below, what
-// evaluating a network gives.
+// applies one layer to earlier nodes. The last node gives the output the loss reads, and the
+// network holds which loss (its task: base/task.hpp), as a Keras model is compiled with one.
+// Below, what evaluating a network gives.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/task.hpp"
 #include "engine/core/layer.hpp"
+#include "engine/core/task_metrics.hpp"
 
 namespace cnn {
 
@@ -40,7 +43,21 @@ class Network {
   Node& node(int id) { return nodes_.at(static_cast<std::size_t>(id)); }
   const Shape& input_shape() const { return nodes_.front().shape; }
   const Shape& output_shape() const { return nodes_.back().shape; }
-  int num_classes() const { return static_cast<int>(output_shape().elements()); }
+  // The classes (classify, segment: the output's channels, multilabel) or the regression's
+  // targets the output gives.
+  int num_classes() const;
+
+  // The task the network is trained for and its loss (classification by default). Checked by
+  // check_loss() against the output, when a trainer or a predictor takes the network.
+  void set_loss(LossOptions loss) { loss_ = std::move(loss); }
+  const LossOptions& loss() const { return loss_; }
+  Task task() const { return loss_.task; }
+  // A ShapeError where the output does not suit the task (a segmentation's must be [K, H, W] at
+  // the input's H x W), a ConfigError where the loss's options do not suit it
+  // (check_loss_options).
+  void check_loss() const;
+  // The bytes of one sample's target (cnn::target_bytes of the task, classes and input size).
+  std::size_t target_bytes() const;
   // For each node, the ids of the nodes that read its output through views (a Flatten's readers
   // read its input), in increasing order; empty for a view. One pass over the graph.
   std::vector<std::vector<int>> value_readers() const;
@@ -60,12 +77,16 @@ class Network {
 
  private:
   std::vector<Node> nodes_;
+  LossOptions loss_;
 };
 
 // The mean loss and accuracy over the samples evaluated; a trainer and a predictor both give it.
+// The accuracy is the task's (of the samples; of the pixels not ignored; of the labels at the
+// threshold); a regression has none (0), and its mean absolute error is in scores.
 struct EvalResult {
   double loss = 0, accuracy = 0;
   std::size_t samples = 0;
+  TaskScores scores;  // the task's metrics; a classification's are ClassEvaluation's
 };
 
 // An evaluation with the confusion matrix: for each class, its precision (of the samples

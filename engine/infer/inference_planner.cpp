@@ -25,12 +25,12 @@ InferencePlan plan_with_workspace(const InferencePlanner& planner, int micro_bat
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
   m.persistent = ParameterStore::planned_inference_bytes(net);
-  m.persistent[memory::Category::other] += sizeof(ForwardSlots);
+  m.persistent[memory::Category::other] += forward_slots_bytes(net.loss());
   m.arena_peak = p.step.plan.peak_by_category;
   m.arena_bytes = p.step.arena_bytes();
   m.lower_bound = p.step.plan.lower_bound_bytes;
   m.loader_staging = options.account.loader_staging();
-  m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);
+  m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), net.target_bytes(), micro_batch);
   m.library = options.account.libraries();
   m.budget = options.account.budget();
   m.workspace_limit = workspace_limit;

@@ -41,6 +41,7 @@ Predictor::~Predictor() {
 }
 
 void Predictor::start() {
+  net_.check_loss();
   // One account of the budget, the stack's, as a trainer's: the libraries' workspaces set aside,
   // the loaders' staging (staged or booked) left room in the plan.
   options_.account = stack_->settle_account(backend_.library_reserved_bytes(), 0);
@@ -58,7 +59,13 @@ void Predictor::start() {
                          details);
   }
   params_ = ParameterStore::for_inference(net_, backend_, stack_->blocks());
-  slots_ = std::make_unique<memory::Buffer>(stack_->blocks(), sizeof(ForwardSlots), memory::Category::other);
+  slots_ = std::make_unique<memory::Buffer>(stack_->blocks(), forward_slots_bytes(net_.loss()), memory::Category::other);
+  if (const std::size_t count = loss_weight_floats(net_.loss())) {
+    const LossOptions& loss = net_.loss();
+    const std::vector<float>& weights = loss.task == Task::segment ? loss.class_weights : loss.positive_weights;
+    backend_.copy_to_device(weights.data(), loss_weights(static_cast<ForwardSlots*>(slots_->data())),
+                            count * sizeof(float));
+  }
   reserve(b);
 }
 
@@ -66,7 +73,7 @@ void Predictor::reserve(int b) {
   for (;;) {
     try {
       plan_ = std::make_unique<InferencePlan>(plan_inference(*planner_, b));
-      input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
+      input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), net_.target_bytes(), b);
       arena_ = std::make_unique<memory::Buffer>(stack_->blocks(), plan_->step.arena_bytes(), memory::Category::activations);
       break;
     } catch (const memory::OutOfMemory& error) {
@@ -81,23 +88,26 @@ void Predictor::reserve(int b) {
   breakdown_ = plan_->breakdown;
   pass_ = std::make_unique<ForwardPass>(net_, backend_, *params_, plan_->step, arena_->data(),
                                         *static_cast<ForwardSlots*>(slots_->data()), *input_);
-  zero_labels_.assign(static_cast<std::size_t>(b), 0);
-  batch_logits_.resize(static_cast<std::size_t>(b) * static_cast<std::size_t>(net_.num_classes()));
+  const std::size_t target_bytes = static_cast<std::size_t>(b) * net_.target_bytes();
+  zero_targets_.assign((target_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t), 0);
+  const std::size_t per_sample = net_.output_shape().elements();
+  batch_logits_.resize(net_.task() == Task::classify ? static_cast<std::size_t>(b) * per_sample : per_sample);
 }
 
 void Predictor::logits(const float* images, int count, float* logits) {
   if (count < 0) throw ConfigError("predict: " + std::to_string(count) + " images");
   if (count == 0) return;
   if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
-  check_batch_inputs(Batch{images, zero_labels_.data(), count}, net_.input_shape().elements(), "predict");
+  check_batch_inputs(Batch{images, zero_targets_.data(), count}, net_.input_shape().elements(), "predict");
   const std::size_t sample = net_.input_shape().elements();
-  const auto classes = static_cast<std::size_t>(net_.num_classes());
+  const std::size_t outputs = net_.output_shape().elements();
+  const bool labels = net_.task() == Task::classify;
   const int b = micro_batch();
   for (int first = 0; first < count; first += b) {
     const int n = std::min(b, count - first);
-    pass_->run(Batch{.images = images + static_cast<std::size_t>(first) * sample, .labels = zero_labels_.data(), .size = n,
-                     .first = first},
-               false, logits + static_cast<std::size_t>(first) * classes);
+    Batch batch{.images = images + static_cast<std::size_t>(first) * sample, .size = n, .first = first};
+    (labels ? reinterpret_cast<const void*&>(batch.labels) : batch.targets) = zero_targets_.data();
+    pass_->run(batch, false, logits + static_cast<std::size_t>(first) * outputs);
   }
 }
 
@@ -105,6 +115,10 @@ EvalResult Predictor::evaluate(const NextBatch& next) { return run_evaluation(ne
 
 ClassEvaluation Predictor::evaluate_classes(const NextBatch& next) {
   ClassEvaluation result;
+  if (net_.task() != Task::classify) {  // no confusion of samples: the task's scores instead
+    static_cast<EvalResult&>(result) = run_evaluation(next, nullptr);
+    return result;
+  }
   const auto classes = static_cast<std::size_t>(net_.num_classes());
   result.confusion.assign(classes, std::vector<std::size_t>(classes, 0));
   static_cast<EvalResult&>(result) = run_evaluation(next, &result);
@@ -114,36 +128,59 @@ ClassEvaluation Predictor::evaluate_classes(const NextBatch& next) {
 EvalResult Predictor::run_evaluation(const NextBatch& next, ClassEvaluation* classes) {
   if (!next) throw ConfigError("evaluate: no source of batches (an empty NextBatch)");
   EvalResult result;
-  double loss_sum = 0, correct = 0;
+  const LossOptions& loss = net_.loss();
+  TaskMetrics metrics(loss.task, net_.num_classes(), loss.threshold);
+  const bool scored = loss.task != Task::classify;
+  double loss_sum = 0, correct = 0, counted = 0;
   const std::size_t sample = net_.input_shape().elements();
+  const std::size_t outputs = net_.output_shape().elements();
+  const std::size_t target_bytes = net_.target_bytes();
+  const int height = loss.task == Task::segment ? net_.input_shape()[1] : 1;
+  const int width = loss.task == Task::segment ? net_.input_shape()[2] : 1;
   const int b = micro_batch();
   auto* slots = static_cast<ForwardSlots*>(slots_->data());
-  const Tensor sums{&slots->loss_sum, Shape{2}};
+  const Tensor sums{&slots->sums.loss, Shape{kLossSumFloats}};
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
     if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (Batch::on_device) trains only");
     check_batch_inputs(*batch, sample, "evaluate");
-    check_batch_labels(*batch, net_.num_classes());
+    check_batch_targets(*batch, net_);
     // Each batch's sums are read back on their own, in float as a trainer's, then added up in double.
     backend_.fill(sums, 0.f);
     for (int first = 0; first < batch->size; first += b) {
       const int n = std::min(b, batch->size - first);
-      const std::int32_t* labels = batch->labels + first;
-      pass_->run(Batch{.images = batch->images + static_cast<std::size_t>(first) * sample, .labels = labels, .size = n,
-                       .first = batch->first + first},
-                 true, classes ? batch_logits_.data() : nullptr);
-      if (classes) count_predictions(classes->confusion, batch_logits_.data(), labels, n);
+      Batch part{.images = batch->images + static_cast<std::size_t>(first) * sample, .size = n,
+                 .first = batch->first + first};
+      if (scored)
+        part.targets = static_cast<const char*>(batch->targets) + static_cast<std::size_t>(first) * target_bytes;
+      else
+        part.labels = batch->labels + first;
+      pass_->run(part, true, classes ? batch_logits_.data() : nullptr);
+      if (classes) count_predictions(classes->confusion, batch_logits_.data(), part.labels, n);
+      if (scored) {
+        // One sample's output on the host at a time: a segmentation's is a class score a pixel.
+        const Tensor out = pass_->output(n);
+        for (int i = 0; i < n; ++i) {
+          backend_.copy_to_host(out.data + static_cast<std::size_t>(i) * outputs, batch_logits_.data(),
+                                outputs * sizeof(float));
+          metrics.add(batch_logits_.data(), static_cast<const char*>(part.targets) + static_cast<std::size_t>(i) * target_bytes,
+                      height, width);
+        }
+      }
     }
-    float host[2];
+    float host[kLossSumFloats];
     backend_.copy_to_host(slots_->data(), host, sizeof host);
     loss_sum += host[0];
     correct += host[1];
+    counted += host[2];
     result.samples += static_cast<std::size_t>(batch->size);
   }
   if (result.samples) {
     result.loss = loss_sum / static_cast<double>(result.samples);
-    result.accuracy = correct / static_cast<double>(result.samples);
+    const double over = counted_over(loss.task, counted, result.samples);
+    result.accuracy = loss.task == Task::regress || over == 0 ? 0.0 : correct / over;
   }
+  result.scores = metrics.scores();
   return result;
 }
 

@@ -53,11 +53,12 @@ class Predictor {
   Predictor(const Predictor&) = delete;
   Predictor& operator=(const Predictor&) = delete;
 
-  // For `count` images (host floats, NCHW of the input shape): count x classes floats into
-  // `logits`, in micro-batches of at most micro_batch().
+  // For `count` images (host floats, NCHW of the input shape): count x the output's elements
+  // floats (a class score or a value each; a segmentation's a class score a pixel) into `logits`,
+  // in micro-batches of at most micro_batch().
   void logits(const float* images, int count, float* logits);
-  // Over every batch `next` gives: the mean loss and accuracy, and with evaluate_classes the
-  // confusion matrix.
+  // Over every batch `next` gives: the mean loss and accuracy, the task's scores (EvalResult),
+  // and with evaluate_classes a classification's confusion matrix (empty for the other tasks).
   EvalResult evaluate(const NextBatch& next);
   ClassEvaluation evaluate_classes(const NextBatch& next);
 
@@ -88,8 +89,10 @@ class Predictor {
   MemoryBreakdown breakdown_;
   std::unique_ptr<memory::Buffer> arena_;
   std::unique_ptr<ForwardPass> pass_;
-  std::vector<std::int32_t> zero_labels_;  // a micro-batch's: logits() runs no loss, yet stages labels
-  std::vector<float> batch_logits_;        // a micro-batch's, for the confusion matrix
+  // A micro-batch's targets: logits() runs no loss, yet stages them (int32 for the alignment of
+  // a classification's labels).
+  std::vector<std::int32_t> zero_targets_;
+  std::vector<float> batch_logits_;  // a micro-batch's, for the confusion matrix; a sample's for the other tasks' scores
 };
 
 }  // namespace cnn

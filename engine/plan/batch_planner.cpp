@@ -90,7 +90,8 @@ void check_strategy(const BatchPlanner& planner, MicroBatchPlan& p) {
     // What the trainer's memory stack reserves for the arena (MemoryStack::build_step_buffers):
     // all the account leaves after the persistent blocks and the input staging at the full batch.
     const std::size_t staging_at_batch =
-        InputStager::bytes_for(planner.backend(), planner.network().input_shape().elements(), options.batch);
+        InputStager::bytes_for(planner.backend(), planner.network().input_shape().elements(),
+                               planner.network().target_bytes(), options.batch);
     capacity = account.arena_capacity(m.persistent.total() + std::max(m.input_staging, staging_at_batch));
     limit = capacity;
   }
@@ -124,7 +125,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.persistent[memory::Category::other] += options.extra_persistent;
   const memory::BudgetAccount& account = options.account;
   m.loader_staging = account.loader_staging();
-  m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), micro_batch);
+  m.input_staging = InputStager::bytes_for(backend, net.input_shape().elements(), net.target_bytes(), micro_batch);
   m.library = account.libraries();
   m.communication = account.communication();
   m.budget = account.budget();

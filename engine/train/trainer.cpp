@@ -21,15 +21,20 @@
 namespace cnn {
 namespace {
 
-// What the trainer keeps on the device beside the parameter store: the loss and accuracy sums
-// and the micro-batch's scalars, at fixed addresses (a recorded step reads them there).
+// What the trainer keeps on the device beside the parameter store: the loss's sums and the
+// micro-batch's scalars, at fixed addresses (a recorded step reads them there), then the loss's
+// weights where it has any.
 struct TrainerSlots {
-  float loss_sum = 0.0f;
-  float correct = 0.0f;
+  LossSums sums;
   StepScalars scalars;
 };
-// The loss and accuracy sums are zeroed and read back as two adjacent floats at the block's start.
-static_assert(offsetof(TrainerSlots, loss_sum) == 0 && offsetof(TrainerSlots, correct) == sizeof(float));
+// The sums are zeroed and read back as adjacent floats at the block's start.
+static_assert(offsetof(TrainerSlots, sums) == 0 && sizeof(LossSums) == kLossSumFloats * sizeof(float));
+
+std::size_t trainer_slots_bytes(const LossOptions& loss) {
+  return sizeof(TrainerSlots) + loss_weight_floats(loss) * sizeof(float);
+}
+float* loss_weights(TrainerSlots* slots) { return reinterpret_cast<float*>(slots + 1); }
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -52,7 +57,7 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
   planning.recompute = options.recompute;
   std::size_t communication = 0;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
-  planning.extra_persistent = sizeof(TrainerSlots);
+  planning.extra_persistent = trainer_slots_bytes(network.loss());
   if (const Communicator* c = options.communicator) {
     // A rank plans for its share of the batch: the largest one (share_of_batch).
     planning.batch = std::max(1, share_of_batch(options.batch, 0, c->ranks()).size);
@@ -107,6 +112,7 @@ void Trainer::start() {
     capture_ = true;
   }
   if (net_.size() <= 1) throw ConfigError("the network has no layers: nothing to train");
+  net_.check_loss();
   if (options_.regrow_after_steps < 0)
     throw ConfigError("regrow_after_steps must be 0 (never) or more, got " + std::to_string(options_.regrow_after_steps));
   if (options_.total_steps < 0)
@@ -137,8 +143,14 @@ void Trainer::start() {
   }
   params_ = std::make_unique<ParameterStore>(net_, backend_, stack_->blocks(), optimizer_->state_slots(), options_.seed,
                                              ParameterStore::state_copies_for(backend_));
-  slots_ = std::make_unique<memory::Buffer>(stack_->blocks(), sizeof(TrainerSlots), memory::Category::other);
-  input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), b);
+  slots_ = std::make_unique<memory::Buffer>(stack_->blocks(), trainer_slots_bytes(net_.loss()), memory::Category::other);
+  const LossOptions& loss = net_.loss();
+  const auto weight_count = static_cast<int>(loss_weight_floats(loss));
+  if (weight_count)
+    backend_.copy_to_device((loss.task == Task::segment ? loss.class_weights : loss.positive_weights).data(),
+                            loss_weights(static_cast<TrainerSlots*>(slots_->data())),
+                            static_cast<std::size_t>(weight_count) * sizeof(float));
+  input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), net_.target_bytes(), b);
   overlapped_ = input_->overlapped() && !options_.communicator;
   if (!stack_->step_buffers_built()) {
     const MemoryBreakdown full = breakdown(options_.batch);
@@ -149,7 +161,8 @@ void Trainer::start() {
     }
   }
   auto* slots = static_cast<TrainerSlots*>(slots_->data());
-  StepSlots step_slots{Tensor{&slots->loss_sum, Shape{1}}, Tensor{&slots->correct, Shape{1}}, &slots->scalars,
+  StepSlots step_slots{&slots->sums.loss,
+                       weight_count ? Tensor{loss_weights(slots), Shape{weight_count}} : Tensor{}, &slots->scalars,
                        input_.get()};
   if (options_.communicator) {
     replicas_ = std::make_unique<Replicas>(net_, backend_, *params_, stack_->blocks(), options_);
@@ -223,7 +236,7 @@ void Trainer::restore(const TrainerState& state) {
 
 long Trainer::graph_replays() const { return step_ ? step_->graph_replays() : 0; }
 
-Tensor Trainer::metric_sums() const { return Tensor{slots_->floats(), Shape{2}}; }
+Tensor Trainer::metric_sums() const { return Tensor{slots_->floats(), Shape{kLossSumFloats}}; }
 
 void Trainer::check_capture() {
   if (!capture_) return;
@@ -271,7 +284,7 @@ void Trainer::maybe_regrow() {
                 std::to_string(micro_batch_));
 }
 
-void Trainer::check_labels(const Batch& batch) const { check_batch_labels(batch, net_.num_classes()); }
+void Trainer::check_labels(const Batch& batch) const { check_batch_targets(batch, net_); }
 
 int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits) {
   if (batch.size == 0) return 0;  // a data-parallel rank's empty share
@@ -287,16 +300,20 @@ int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits)
   // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
   const MicroBatchSplit split =
       split_into_micro_batches(batch.size, micro_batch_, training ? planner_->training_batch_need().samples : 1);
-  const auto classes = static_cast<std::size_t>(net_.num_classes());
+  const std::size_t outputs = net_.output_shape().elements();
+  const std::size_t target_bytes = net_.target_bytes();
   for (int j = 0, first = 0; j < split.count; first += split.size(j), ++j) {
     Batch micro;
     micro.images = batch.images + static_cast<std::size_t>(first) * sample;
-    micro.labels = batch.labels + first;
+    if (batch.labels)
+      micro.labels = batch.labels + first;
+    else
+      micro.targets = static_cast<const char*>(batch.targets) + static_cast<std::size_t>(first) * target_bytes;
     micro.size = split.size(j);
     micro.first = batch.first + first;  // its place in the whole batch, over every rank
     micro.global_size = whole;
     micro.on_device = batch.on_device;
-    executor.run(micro, grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * classes : nullptr,
+    executor.run(micro, grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * outputs : nullptr,
                  j == split.count - 1 ? buckets : nullptr);
   }
   check_capture();
@@ -367,7 +384,7 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
   // The state before this step goes to the copy the pending step's does not use.
   const int copy = overlapped_ ? static_cast<int>((steps_ + 1) % 2) : 0;
   params_->save_state(copy);
-  std::array<double, 3> sums{};  // {ranks that failed, loss sum, correct}
+  std::array<double, 4> sums{};  // {ranks that failed, loss sum, correct, counted}
   double communication = 0;
   const int micro_batches = run_step_passes(batch, copy, !overlapped_, sums, communication);
   recovery_->step_succeeded();
@@ -392,7 +409,7 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
   // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
   // was when it is not finite.
   auto* slots = static_cast<TrainerSlots*>(slots_->data());
-  optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->loss_sum : nullptr);
+  optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->sums.loss : nullptr);
   ++steps_;
   StepReport report;
   report.step = steps_;
@@ -404,15 +421,22 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
   report.host_waits = waits;
   if (!overlapped_) {  // its loss is known: nothing is pending
     report.loss = sums[1] / whole;
-    report.accuracy = sums[2] / whole;
+    report.accuracy = accuracy_of(sums[2], sums[3], static_cast<std::size_t>(whole));
     return report;
   }
-  const Fence sums_ready = backend_.copy_to_host_async(slots_->data(), input_->host_sums(), 2 * sizeof(float));
+  const Fence sums_ready =
+      backend_.copy_to_host_async(slots_->data(), input_->host_sums(), kLossSumFloats * sizeof(float));
   pending_ = PendingStep{report, copy, sums_ready, false};
   return earlier;
 }
 
-int Trainer::run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+double Trainer::accuracy_of(double correct, double counted, std::size_t samples) const {
+  if (net_.task() == Task::regress) return 0;
+  const double over = counted_over(net_.task(), counted, samples);
+  return over > 0 ? correct / over : 0;
+}
+
+int Trainer::run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 4>& sums,
                              double& communication) {
   for (;;) {
     params_->zero_gradients();
@@ -436,12 +460,13 @@ int Trainer::run_step_passes(const Batch& batch, int state_copy, bool read_sums,
       throw;
     }
     sums[0] = failure ? 1 : 0;
-    sums[1] = sums[2] = 0;
+    sums[1] = sums[2] = sums[3] = 0;
     if (!failure && read_sums) {
-      float host[2];
+      float host[kLossSumFloats];
       backend_.copy_to_host(slots_->data(), host, sizeof host);
       sums[1] = host[0];
       sums[2] = host[1];
+      sums[3] = host[2];
     }
     if (replicas_) communication += replicas_->finish_step(sums);
     if (sums[0] == 0) return micro_batches;
@@ -459,7 +484,7 @@ bool Trainer::settle() {
   const float* host = input_->host_sums();
   StepReport& r = pending_->report;
   r.loss = static_cast<double>(host[0]) / r.samples;
-  r.accuracy = static_cast<double>(host[1]) / r.samples;
+  r.accuracy = accuracy_of(host[1], host[2], static_cast<std::size_t>(r.samples));
   if (!std::isfinite(host[0])) {
     // The device applied no update for it (the guard), nor for any step after it (none was
     // enqueued); the running statistics its forward passes moved come back from its copy.
@@ -524,23 +549,31 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
   ensure_built("evaluate");
   settle();  // a pending step's loss is checked before anything reads what it changed
   EvalResult result;
-  double loss_sum = 0, correct = 0;
+  const LossOptions& loss = net_.loss();
+  const bool scored = loss.task != Task::classify;
+  if (scored) classes = nullptr;  // no confusion of samples: the task's scores instead
+  TaskMetrics metrics(loss.task, net_.num_classes(), loss.threshold);
+  double loss_sum = 0, correct = 0, counted = 0;
   long batches = 0;
-  std::vector<float> logits;
-  const auto count = static_cast<std::size_t>(net_.num_classes());
+  std::vector<float> outputs;
+  const std::size_t per_sample = net_.output_shape().elements();
+  const std::size_t target_bytes = net_.target_bytes();
+  const int height = loss.task == Task::segment ? net_.input_shape()[1] : 1;
+  const int width = loss.task == Task::segment ? net_.input_shape()[2] : 1;
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
     if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (Batch::on_device) trains only");
     check_inputs(*batch, "evaluate");
     check_labels(*batch);
     ++batches;
-    if (classes) logits.resize(static_cast<std::size_t>(batch->size) * count);
+    const bool copy_out = classes || scored;
+    if (copy_out) outputs.resize(static_cast<std::size_t>(batch->size) * per_sample);
     // Each batch's sums are read back on their own, so that a batch replayed after an
     // out-of-memory failure at a smaller micro-batch counts once.
     for (;;) {
       backend_.fill(metric_sums(), 0.f);
       try {
-        run_micro_batches(*batch, false, classes ? logits.data() : nullptr);
+        run_micro_batches(*batch, false, copy_out ? outputs.data() : nullptr);
         break;
       } catch (const memory::OutOfMemory& error) {
         shrink_after(error, "evaluation batch " + std::to_string(batches));
@@ -549,32 +582,41 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
         throw;
       }
     }
-    float host[2];
+    float host[kLossSumFloats];
     backend_.copy_to_host(slots_->data(), host, sizeof host);
     loss_sum += host[0];
     correct += host[1];
+    counted += host[2];
     result.samples += static_cast<std::size_t>(batch->size);
-    if (classes) count_predictions(classes->confusion, logits.data(), batch->labels, batch->size);
+    if (classes) count_predictions(classes->confusion, outputs.data(), batch->labels, batch->size);
+    if (scored)
+      for (int i = 0; i < batch->size; ++i)
+        metrics.add(outputs.data() + static_cast<std::size_t>(i) * per_sample,
+                    static_cast<const char*>(batch->targets) + static_cast<std::size_t>(i) * target_bytes, height, width);
   }
   if (replicas_) {
     // Each rank evaluated its share of the batches: the result is every rank's.
-    std::vector<double> totals = {loss_sum, correct, static_cast<double>(result.samples)};
+    std::vector<double> totals = {loss_sum, correct, counted, static_cast<double>(result.samples)};
     if (classes)
       for (const auto& row : classes->confusion) totals.insert(totals.end(), row.begin(), row.end());
+    const std::vector<double> metric_sums = metrics.sums();
+    totals.insert(totals.end(), metric_sums.begin(), metric_sums.end());
     replicas_->sum(totals);
     loss_sum = totals[0];
     correct = totals[1];
-    result.samples = static_cast<std::size_t>(totals[2]);
-    if (classes) {
-      std::size_t k = 3;
+    counted = totals[2];
+    result.samples = static_cast<std::size_t>(totals[3]);
+    std::size_t k = 4;
+    if (classes)
       for (auto& row : classes->confusion)
         for (std::size_t& n : row) n = static_cast<std::size_t>(totals[k++]);
-    }
+    metrics.set_sums(std::vector<double>(totals.begin() + static_cast<std::ptrdiff_t>(k), totals.end()));
   }
   if (result.samples) {
     result.loss = loss_sum / static_cast<double>(result.samples);
-    result.accuracy = correct / static_cast<double>(result.samples);
+    result.accuracy = accuracy_of(correct, counted, result.samples);
   }
+  result.scores = metrics.scores();
   return result;
 }
 
@@ -584,8 +626,11 @@ void Trainer::predict(const float* images, int count, float* logits) {
   if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
   ensure_built("predict");
   settle();
-  const std::vector<std::int32_t> labels(static_cast<std::size_t>(count), 0);  // the loss is run and ignored
-  const Batch batch{images, labels.data(), count};
+  // The loss is run and ignored: targets of zeros (int32 for the alignment of a classification's).
+  const std::size_t target_bytes = static_cast<std::size_t>(count) * net_.target_bytes();
+  const std::vector<std::int32_t> labels((target_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t), 0);
+  Batch batch{images, nullptr, count};
+  (net_.task() == Task::classify ? reinterpret_cast<const void*&>(batch.labels) : batch.targets) = labels.data();
   check_inputs(batch, "predict");
   for (;;) {
     try {

@@ -214,6 +214,8 @@ class Trainer {
  private:
   void start();
   void check_labels(const Batch& batch) const;
+  // The task's accuracy: `correct` of `counted` (a classification's: of `samples`); 0 for a regression.
+  double accuracy_of(double correct, double counted, std::size_t samples) const;
   void check_step_batch(const Batch& batch, const char* call) const;
   // Before a call that runs the network: refuses a finished trainer or a network changed since
   // the plan, then builds the step memory if a failure released it.
@@ -233,7 +235,7 @@ class Trainer {
   // A step's forward and backward passes, replayed after an out-of-memory failure until they
   // fit. With `read_sums`, the loss and accuracy sums are read back into `sums` ({ranks that
   // failed, loss, correct}, every rank's in a data-parallel run). Returns the micro-batches.
-  int run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 3>& sums,
+  int run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 4>& sums,
                       double& communication);
   // Reads the pending step's sums back (waiting if they have not come: returns whether it
   // waited), and throws TrainingDiverged, the state before it restored, if its loss is not

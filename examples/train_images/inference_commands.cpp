@@ -14,6 +14,7 @@
 #include "memory_budget.hpp"
 #include "output_paths.hpp"
 #include "plan_report.hpp"
+#include "task_outputs.hpp"
 #include "train_command.hpp"
 #include "usage_error.hpp"
 
@@ -151,9 +152,13 @@ int evaluate_command(const Options& o) {
   data::Loader loader(test, options, stack);
   loader.start_epoch(1);
   const ClassEvaluation e = model.evaluate([&] { return loader.next(); });
-  print_evaluation(model, e);
+  const bool classified = model.task() == Task::classify;
+  if (classified)
+    print_evaluation(model, e);
+  else
+    print_task_evaluation(model, e);
   MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
-  metrics.write(evaluation_line(model, e));
+  metrics.write(classified ? evaluation_line(model, e) : task_evaluation_line(model, e));
   metrics.commit();
   return 0;
 }
@@ -172,15 +177,41 @@ int predict_command(const Options& o) {
     return print_model_plan(o, info, *device.backend, settings, stack);
   }
   Model model(o.load, *device.backend, model_options(o, *device.backend));
+  const Task task = model.task();
+  for (const char* option : {"--predict-out", "--overlay"})
+    if (o.given.count(option) && task != Task::segment)
+      throw UsageError(std::string(option) + " applies to a segmentation model; " + o.load + " is trained to " +
+                       to_string(task));
+  if (o.given.count("--top") && task != Task::classify)
+    throw UsageError("--top applies to a classification model; " + o.load + " is trained to " + to_string(task));
+  const std::vector<fs::path> files = image_files(o.predict);
+  MaskWriter masks(o.predict_out, o.overlay, o.overwrite);
+  if (task == Task::segment) masks.prepare(files);
+  // A multi-label's threshold: the model's own, unless given.
+  const float threshold = o.given.count("--threshold") ? o.threshold : model.description().loss.threshold;
   MetricsFile metrics = MetricsFile::written_whole(o.metrics_out);
   const int top = std::min(o.top, model.classes());
-  std::printf("%s: the %d most likely of the model's %d classes, with their probabilities\n", o.load.c_str(), top,
-              model.classes());
+  if (task == Task::classify)
+    std::printf("%s: the %d most likely of the model's %d classes, with their probabilities\n", o.load.c_str(), top,
+                model.classes());
+  else if (task == Task::segment)
+    std::printf("%s: each image's mask in %s, and the share of its pixels each class takes\n", o.load.c_str(),
+                o.predict_out.c_str());
+  else if (task == Task::multilabel)
+    std::printf("%s: the classes above %.2f, with their probabilities\n", o.load.c_str(),
+                static_cast<double>(threshold));
+  else
+    std::printf("%s: the %d values it regresses\n", o.load.c_str(), model.classes());
   int failed = 0;
-  for (const fs::path& file : image_files(o.predict)) {
+  for (const fs::path& file : files) {
     std::vector<float> p;
     try {
-      p = model.classify(file);
+      p = model.predict(file);
+      if (task != Task::classify) {
+        const fs::path mask = task == Task::segment ? masks.write(file, model, p) : fs::path();
+        metrics.write(print_task_prediction(model, file, p, threshold, mask));
+        continue;
+      }
     } catch (const DataError& e) {
       std::cerr << "error: " << e.what() << "\n";
       metrics.write({{"type", "prediction"},

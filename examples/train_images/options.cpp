@@ -17,6 +17,28 @@ void add_options(CLI::App& app, Options& o) {
                       "in=NAME reads a named output):\n";
   for (const std::string& usage : layer_usages()) words += "  " + usage + "\n";
   app.footer(words);
+  app.add_option("--task", o.task, "classify, segment, multilabel or regress (default: what the data's layout holds: "
+                                   "class folders or IDX/CIFAR files classify; images/ with masks/ segment; images/ "
+                                   "with labels.csv: multilabel where every value is 0 or 1, else regress)")
+      ->check(CLI::IsMember({"classify", "segment", "multilabel", "regress"}));
+  app.add_option("--label-smoothing", o.label_smoothing, "classify: PyTorch's label smoothing, in [0, 1)")
+      ->check(fraction_below_one());
+  app.add_option("--class-weights", o.class_weights, "segment: a weight a class in the per-pixel cross-entropy "
+                                                     "(comma-separated, one a class)")
+      ->delimiter(',');
+  app.add_option("--pos-weights", o.positive_weights, "multilabel: a weight a class for its positive samples in the "
+                                                      "binary cross-entropy (PyTorch's pos_weight)")
+      ->delimiter(',');
+  app.add_option("--loss", o.regression_loss, "regress: mse or huber")->check(CLI::IsMember({"mse", "huber"}));
+  app.add_option("--huber-delta", o.huber_delta, "regress with --loss huber: where the loss turns linear")
+      ->check(positive_number());
+  app.add_option("--threshold", o.threshold, "multilabel: a class is predicted above this probability (the loss's "
+                                             "accuracy, the metrics and --predict)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--overlay", o.overlay, "--predict on a segmentation model: also write each mask over its image in "
+                                       "colour (NAME.overlay.png)");
+  app.add_option("--predict-out", o.predict_out, "--predict on a segmentation model: the folder of the masks "
+                                                 "(NAME.mask.png: the class at each pixel)");
   app.add_option("--epochs", o.epochs)->check(positive_integer());
   app.add_option("--batch", o.batch, "samples per optimizer step")->check(positive_integer());
   app.add_option("--micro-batch", o.micro_batch, "samples per forward/backward pass (default: largest that fits)")

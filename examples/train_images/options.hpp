@@ -19,6 +19,15 @@ struct Options {
   std::string data = std::string(kFashionMnistFolder);
   std::string class_names;  // a file of names, one a line
   std::string model = "small";
+  // The task and its loss (base/task.hpp): empty task: the data's layout says.
+  std::string task;
+  float label_smoothing = 0;
+  std::vector<float> class_weights, positive_weights;
+  std::string regression_loss = "mse";
+  float huber_delta = 1;
+  float threshold = 0.5f;
+  bool overlay = false;  // --predict on a segmentation: also a colour overlay of each mask
+  std::string predict_out = "predictions";  // --predict on a segmentation: where the masks go
   int epochs = 8;
   int batch = 64;
   int micro_batch = 0;  // 0: not given

@@ -69,6 +69,10 @@ const Setting kSettings[] = {
     CNN_SETTING("--limit-eval", limit_eval), CNN_SETTING("--test-each-epoch", test_each_epoch),
     CNN_SETTING("--class-names", class_names), CNN_SETTING("--restore-best", restore_best),
     CNN_SETTING("--plateau-patience", plateau_patience), CNN_SETTING("--plateau-factor", plateau_factor),
+    CNN_SETTING("--task", task),           CNN_SETTING("--label-smoothing", label_smoothing),
+    CNN_SETTING("--class-weights", class_weights), CNN_SETTING("--pos-weights", positive_weights),
+    CNN_SETTING("--loss", regression_loss), CNN_SETTING("--huber-delta", huber_delta),
+    CNN_SETTING("--threshold", threshold),
 };
 
 #undef CNN_SETTING

@@ -145,7 +145,7 @@ void check_load_input(const Options& o, const data::DatasetSplits& splits) {
   const data::SampleShape have = splits.train->shape();
   if (wanted == Shape{have.channels, have.height, have.width}) return;
   std::string how;
-  if (splits.kind != "image-folder")
+  if (splits.kind == "idx" || splits.kind.rfind("cifar", 0) == 0)
     how = "--channels and --image-size resize image folders only, and " + o.data + " holds " + splits.kind + " data";
   else if (wanted.rank != 3 || wanted[1] != wanted[2])
     how = "--image-size makes square images only";
@@ -158,7 +158,7 @@ void check_load_input(const Options& o, const data::DatasetSplits& splits) {
 
 // Options that would silently do nothing on this data.
 void check_data_options(const Options& o, const data::DatasetSplits& splits) {
-  if (splits.kind == "image-folder") return;
+  if (splits.kind != "idx" && splits.kind.rfind("cifar", 0) != 0) return;  // folders of images
   const std::string holds = splits.kind == "idx" ? "IDX files" : "CIFAR binary files";
   for (const char* option : {"--image-size", "--channels", "--max-image-bytes", "--skip-corrupt"})
     if (o.given.count(option))
@@ -210,10 +210,52 @@ data::Normalization normalization_of(const Options& o, const std::optional<Resum
   return n;
 }
 
+// The loss the options ask for, for the data's task.
+LossOptions loss_options(const Options& o, Task task) {
+  LossOptions loss;
+  loss.task = task;
+  loss.label_smoothing = o.label_smoothing;
+  loss.class_weights = o.class_weights;
+  loss.positive_weights = o.positive_weights;
+  loss.regression = parse_regression_loss(o.regression_loss);
+  loss.huber_delta = o.huber_delta;
+  loss.threshold = o.threshold;
+  return loss;
+}
+
+// An option of another task than the run's would silently do nothing.
+void check_task_options(const Options& o, Task task) {
+  const struct {
+    const char* option;
+    Task task;
+  } owned[] = {{"--label-smoothing", Task::classify}, {"--class-weights", Task::segment},
+               {"--pos-weights", Task::multilabel},   {"--threshold", Task::multilabel},
+               {"--loss", Task::regress},             {"--huber-delta", Task::regress}};
+  for (const auto& [option, owner] : owned)
+    if (o.given.count(option) && owner != task)
+      throw UsageError(std::string(option) + " applies to --task " + to_string(owner) + "; this run's task is " +
+                       to_string(task));
+  if (o.given.count("--huber-delta") && o.regression_loss != "huber")
+    throw UsageError("--huber-delta applies to --loss huber; this run's loss is " + o.regression_loss);
+}
+
 Network build_network(const Options& o, const std::optional<Resumed>& resumed, const data::Dataset& train_set) {
   const data::SampleShape shape = train_set.shape();
   const Shape input{shape.channels, shape.height, shape.width};
-  if (!resumed) return make_network(o.model, input, train_set.num_classes());
+  if (!resumed) {
+    const Task task = train_set.task();
+    check_task_options(o, task);
+    Network network = make_network(o.model, input, train_set.num_classes());
+    network.set_loss(loss_options(o, task));
+    try {
+      network.check_loss();
+    } catch (const Error& e) {
+      throw UsageError("--model " + o.model + " on " + to_string(task) + " data (" + data::to_string(shape) + ", " +
+                       std::to_string(train_set.num_classes()) + (task == Task::regress ? " targets" : " classes") +
+                       "): " + e.what());
+    }
+    return network;
+  }
   const ModelDescription& model = resumed->info.model;
   if (!(model.input == input))
     throw UsageError("--resume " + o.resume + ": the run trained on " + model.input.str() + " samples, the data now gives " +

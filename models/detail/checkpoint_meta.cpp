@@ -43,6 +43,36 @@ data::Preprocessing preprocessing_of(const json& j) {
   return p;
 }
 
+json loss_json(const LossOptions& o) {
+  return {{"task", to_string(o.task)},
+          {"label_smoothing", o.label_smoothing},
+          {"class_weights", o.class_weights},
+          {"positive_weights", o.positive_weights},
+          {"regression", to_string(o.regression)},
+          {"huber_delta", o.huber_delta},
+          {"threshold", o.threshold}};
+}
+
+// Absent from the files of versions before the tasks: a classification. Whether the options suit
+// the network is checked when it is built (checkpoint_network).
+LossOptions loss_of(const json& model) {
+  LossOptions o;
+  if (!model.contains("loss")) return o;
+  const json& j = model.at("loss");
+  try {
+    o.task = parse_task(j.at("task").get<std::string>());
+    o.regression = parse_regression_loss(j.at("regression").get<std::string>());
+  } catch (const ConfigError& e) {
+    throw BadField(std::string("its loss: ") + e.what());
+  }
+  o.label_smoothing = j.at("label_smoothing").get<float>();
+  o.class_weights = j.at("class_weights").get<std::vector<float>>();
+  o.positive_weights = j.at("positive_weights").get<std::vector<float>>();
+  o.huber_delta = j.at("huber_delta").get<float>();
+  o.threshold = j.at("threshold").get<float>();
+  return o;
+}
+
 json optional_json(const std::optional<double>& value) { return value ? json(*value) : json(); }
 std::optional<double> optional_of(const json& j) {
   return j.is_null() ? std::nullopt : std::optional<double>(j.get<double>());
@@ -120,6 +150,7 @@ std::string write_meta(const CheckpointMeta& meta) {
               {"input", {m.input[0], m.input[1], m.input[2]}},
               {"class_names", m.class_names},
               {"preprocessing", preprocessing_json(m.preprocessing)},
+              {"loss", loss_json(m.loss)},
               {"fingerprint", meta.fingerprint}}},
             {"blocks",
              {{"parameters", meta.parameter_floats},
@@ -147,6 +178,7 @@ CheckpointMeta read_meta(const std::string& text, const std::string& source) {
     meta.model.input = Shape{input[0], input[1], input[2]};
     meta.model.class_names = model.at("class_names").get<std::vector<std::string>>();
     meta.model.preprocessing = preprocessing_of(model.at("preprocessing"));
+    meta.model.loss = loss_of(model);
     // An image is brought to the network's input: another size would be read past its end.
     const data::SampleShape& image = meta.model.preprocessing.shape;
     if (!(image == data::SampleShape{input[0], input[1], input[2]}))

@@ -1,6 +1,7 @@
 #include "engine/core/detail/batch_checks.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "base/detail/finite.hpp"
@@ -10,7 +11,7 @@ namespace cnn {
 
 void check_batch_inputs(const Batch& batch, std::size_t sample, const char* call) {
   if (batch.size <= 0 || batch.on_device) return;
-  if (!batch.images || !batch.labels)
+  if (!batch.images || (!batch.labels && !batch.targets))
     throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
                       (batch.images ? "labels" : "images"));
   const std::size_t n = sample * static_cast<std::size_t>(batch.size);
@@ -27,6 +28,40 @@ void check_batch_labels(const Batch& batch, int classes) {
     if (batch.labels[i] < 0 || batch.labels[i] >= classes)
       throw DataError("label " + std::to_string(batch.labels[i]) + " of sample " + std::to_string(i) +
                       " is outside the " + std::to_string(classes) + " classes of the network");
+}
+
+void check_batch_targets(const Batch& batch, const Network& net) {
+  if (batch.on_device || batch.size <= 0) return;
+  const Task task = net.task();
+  if (task == Task::classify) {
+    if (!batch.labels) throw ConfigError("a batch of " + std::to_string(batch.size) + " samples without labels");
+    check_batch_labels(batch, net.num_classes());
+    return;
+  }
+  if (!batch.targets)
+    throw ConfigError("a batch of " + std::to_string(batch.size) + " samples without targets, for a network that " +
+                      to_string(task) + "s");
+  const std::size_t per_sample = net.target_bytes();
+  if (task == Task::segment) {
+    const auto* mask = static_cast<const std::uint8_t*>(batch.targets);
+    const auto classes = static_cast<unsigned>(net.num_classes());
+    for (std::size_t i = 0; i < per_sample * static_cast<std::size_t>(batch.size); ++i)
+      if (mask[i] >= classes && mask[i] != kIgnoreMask)
+        throw DataError("mask value " + std::to_string(mask[i]) + " at pixel " + std::to_string(i % per_sample) +
+                        " of sample " + std::to_string(i / per_sample) + " is neither one of the " +
+                        std::to_string(classes) + " classes of the network nor " + std::to_string(kIgnoreMask) +
+                        " (ignored)");
+    return;
+  }
+  const auto* values = static_cast<const float*>(batch.targets);
+  const std::size_t count = per_sample / sizeof(float);
+  for (std::size_t i = 0; i < count * static_cast<std::size_t>(batch.size); ++i) {
+    const float v = values[i];
+    const bool fine = task == Task::multilabel ? (v >= 0.0f && v <= 1.0f) : std::isfinite(v);
+    if (!fine)
+      throw DataError("target " + std::to_string(i % count) + " of sample " + std::to_string(i / count) + " is " +
+                      std::to_string(v) + (task == Task::multilabel ? ": a multi-label target is between 0 and 1" : ": not a finite number"));
+  }
 }
 
 }  // namespace cnn

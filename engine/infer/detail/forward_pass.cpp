@@ -33,10 +33,10 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
   if (n <= 0 || n > plan_.micro_batch)
     throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
                       std::to_string(plan_.micro_batch));
-  auto* labels = reinterpret_cast<std::int32_t*>(arena_ + plan_.plan.offsets[static_cast<std::size_t>(plan_.labels)]);
+  void* targets = arena_ + plan_.plan.offsets[static_cast<std::size_t>(plan_.labels)];
   // No dropout draws in inference: the seed is left at 0, the gradient scale too.
   const StepScalars scalars{0, static_cast<std::uint64_t>(batch.first), 0.0f};
-  input_.stage(batch, scalars, value(0, n).data, labels, &slots_.scalars);
+  input_.stage(batch, scalars, value(0, n).data, targets, &slots_.scalars);
 
   const int last = net_.last();
   for (int id = 1; id <= last; ++id) {
@@ -60,9 +60,12 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
     nd.layer->forward(c);
   }
   const Tensor out = value(last, n);
-  if (loss)
-    backend_.softmax_cross_entropy(out, IntTensor{labels, static_cast<std::size_t>(n)}, 0.0f, Tensor{}, &slots_.scalars,
-                                   Tensor{&slots_.loss_sum, Shape{1}}, Tensor{&slots_.correct, Shape{1}});
+  if (loss) {
+    const LossOptions& options = net_.loss();
+    const auto weight_count = static_cast<int>(loss_weight_floats(options));
+    const Tensor weights = weight_count ? Tensor{loss_weights(&slots_), Shape{weight_count}} : Tensor{};
+    run_loss(backend_, options, out, targets, weights, Tensor{}, &slots_.scalars, &slots_.sums.loss);
+  }
   if (logits) backend_.copy_to_host(out.data, logits, out.bytes());
 }
 

@@ -18,9 +18,11 @@ class ForwardPass {
   ForwardPass(Network& network, Backend& backend, const ParameterStore& params, const StepPlan& plan, void* arena,
               ForwardSlots& slots, InputStager& input);
 
-  // With `loss`, the summed loss and the correct predictions are added to the slots' sums; with
-  // `logits`, the network's outputs (n x classes floats) are copied there.
+  // With `loss`, the loss's sums are added to the slots'; with `logits`, the network's outputs
+  // (n x the output's elements floats) are copied there.
   void run(const Batch& batch, bool loss, float* logits);
+  // The last run's output, n samples of it, in the arena (valid until the next run).
+  Tensor output(int n) const { return value(net_.last(), n); }
 
  private:
   Tensor buffer(int index, Shape shape) const;

@@ -142,7 +142,7 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
         sink(Role::discarded_input_grad, id, 0, largest, backward_time(id), backward_time(id), Category::activations);
     }
   }
-  sink(Role::labels, 0, 0, b * sizeof(std::int32_t), 0, s.loss_time, Category::data_staging);
+  sink(Role::labels, 0, 0, b * net.target_bytes(), 0, s.loss_time, Category::data_staging);
 
   for (int t = s.loss_time + 1; t < s.time_steps(); ++t) {
     const StepOp op = s.ops[static_cast<std::size_t>(t)];

@@ -95,7 +95,7 @@ int Replicas::agree_micro_batch(int micro_batch, const std::function<int(int)>& 
   }
 }
 
-double Replicas::finish_step(std::array<double, 3>& sums) {
+double Replicas::finish_step(std::array<double, 4>& sums) {
   const auto start = std::chrono::steady_clock::now();
   buckets_.finish();
   // BatchNorm's running statistics moved with each rank's own batches: keep rank 0's (as DDP's

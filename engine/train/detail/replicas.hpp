@@ -47,7 +47,7 @@ class Replicas {
   // After a step's micro-batches: the gradient buckets finished, the running statistics rank
   // 0's (BatchNorm per rank), and `sums` ({ranks that failed, loss sum, correct}) added over the
   // ranks. Returns the seconds it took (what computation did not hide).
-  double finish_step(std::array<double, 3>& sums);
+  double finish_step(std::array<double, 4>& sums);
   // Rank 0's parameters and optimizer state over every rank's.
   void synchronize();
   // Host values added over the ranks (an evaluation's sums).

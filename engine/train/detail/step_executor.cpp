@@ -56,8 +56,7 @@ void StepExecutor::run(const Batch& batch, float grad_scale, std::uint64_t seed,
                       std::to_string(plan_.micro_batch));
   memory_.begin(0);
   const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
-  slots_.input->stage(batch, scalars, value(0, n).data, static_cast<std::int32_t*>(memory_.address(plan_.labels)),
-                      slots_.scalars);
+  slots_.input->stage(batch, scalars, value(0, n).data, memory_.address(plan_.labels), slots_.scalars);
   memory_.end(0);
   if (logits || buckets) compute(n, logits, buckets);
   else compute_or_replay(n);
@@ -101,7 +100,7 @@ void StepExecutor::compute_or_replay(int n) {
 void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   const bool training = plan_.training;
   const int L = net_.last();
-  auto* labels = static_cast<std::int32_t*>(memory_.address(plan_.labels));
+  void* targets = memory_.address(plan_.labels);
 
   auto& inputs = inputs_;
   auto& saved = saved_;
@@ -149,9 +148,8 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   }
 
   memory_.begin(plan_.loss_time());
-  const IntTensor label_view{labels, static_cast<std::size_t>(n)};
-  backend_.softmax_cross_entropy(value(L, n), label_view, 0.0f, training ? gradient(L, n) : Tensor{}, slots_.scalars,
-                                 slots_.loss_sum, slots_.correct);
+  run_loss(backend_, net_.loss(), value(L, n), targets, slots_.weights, training ? gradient(L, n) : Tensor{},
+           slots_.scalars, slots_.sums);
   if (logits) backend_.copy_to_host(value(L, n).data, logits, value(L, n).bytes());  // before its buffer may go
   memory_.end(plan_.loss_time());
   if (!training) return;

@@ -16,8 +16,8 @@ namespace cnn {
 
 // Where a micro-batch's results and scalars live: fixed device addresses, the trainer's.
 struct StepSlots {
-  Tensor loss_sum;       // one float: the summed loss is added to it
-  Tensor correct;        // one float: correct predictions are added to it
+  float* sums;           // kLossSumFloats floats the loss adds to (LossSums)
+  Tensor weights;        // the loss's class or positive weights; empty where it has none
   StepScalars* scalars;  // the micro-batch's StepScalars, copied in before its compute
   InputStager* input;    // how the micro-batch's input and scalars reach the step
   // Synchronised BatchNorm in a data-parallel run (the layers see it in LayerContext); null otherwise.
@@ -33,11 +33,11 @@ class StepExecutor {
                StepSlots slots, bool capture = false);
 
   // One micro-batch: `batch` holds its samples, and batch.first places them in the optimizer
-  // step's batch (dropout's masks are keyed by that place). Adds the summed loss to
-  // slots.loss_sum and correct predictions to slots.correct. In training, parameter gradients
+  // step's batch (dropout's masks are keyed by that place). Adds the loss's sums to slots.sums
+  // (the network's loss: run_loss). In training, parameter gradients
   // accumulate with the loss gradient scaled by grad_scale.
   // `seed` is the optimizer step's: the same for all its micro-batches. With `logits`, the
-  // network's outputs (n x classes floats) are copied there too; such a run is never recorded
+  // network's outputs (n x the output's elements floats) are copied there too; such a run is never recorded
   // (a copy to the host cannot be part of a graph). With `buckets` (a data-parallel step's last
   // micro-batch), each layer's gradients are handed to them as its backward finishes; such a
   // run is never recorded either (the sums are the communicator's calls, not the backend's).

@@ -210,7 +210,7 @@ TEST_CASE("the plan counts the input copied ahead and the second copy of the sta
   const BatchPlanner on_cpu(b, cpu, planning_options(options(), b, cpu));
   const MemoryBreakdown over = on_overlapping.breakdown(8), plain = on_cpu.breakdown(8);
   CHECK(plain.input_staging == 0);
-  CHECK(over.input_staging == InputStager::bytes_for(overlapping, kImage.elements(), 8));
+  CHECK(over.input_staging == InputStager::bytes_for(overlapping, kImage.elements(), sizeof(std::int32_t), 8));
   CHECK(over.input_staging >= 2 * (8 * kImage.elements() * sizeof(float) + 8 * sizeof(std::int32_t)));
   // The running statistics' second copy: the parameter block grows by them, nothing else does.
   const std::size_t parameters = plain.persistent[memory::Category::parameters];
