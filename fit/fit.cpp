@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "base/error.hpp"
+#include "engine/core/task_scores.hpp"
 #include "fit/detail/fit_state.hpp"
 #include "fit/detail/run_log.hpp"
 #include "models/network_text.hpp"
@@ -15,6 +16,20 @@ using detail::plural;
 using nlohmann::json;
 
 namespace {
+
+// A task's score is watched only where the network's task gives it.
+void check_monitor_suits_task(MonitoredMetric monitor, Task task) {
+  const std::string word = to_string(monitor);
+  if (word == "val_loss" || word == "val_accuracy" || word == "train_loss" || word == "train_accuracy") return;
+  TaskScores scores;
+  scores.task = task;
+  for (const auto& [name, value] : headline_scores(scores))
+    if (word == "val_" + name) return;
+  std::string offered;
+  for (const auto& [name, value] : headline_scores(scores)) offered += ", val_" + name;
+  throw ConfigError("cannot watch " + word + ": a network that " + (task == Task::classify ? "classifies" : to_string(task) + "s") +
+                    " is scored by val_loss, val_accuracy" + offered);
+}
 
 void check_options(const FitOptions& o, const FitData& data) {
   if (!data.train) throw ConfigError("fit: no training data (null)");
@@ -35,8 +50,7 @@ void check_options(const FitOptions& o, const FitData& data) {
     throw ConfigError("a run is resumed (" + o.resume.string() + ") or starts from weights (" + o.load.string() +
                       "), not both");
   const bool validated = o.validation_split > 0 || (data.validation && data.validation->size() > 0);
-  const bool watches_validation = o.monitor == MonitoredMetric::validation_loss ||
-                                  o.monitor == MonitoredMetric::validation_accuracy;
+  const bool watches_validation = cnn::watches_validation(o.monitor);
   const bool plateau = o.trainer.schedule.kind == ScheduleKind::plateau;
   if ((o.keep_best || o.early_stop > 0 || plateau) && watches_validation && !validated)
     throw ConfigError(std::string(o.keep_best ? "keeping the best model" : o.early_stop > 0 ? "stopping early"
@@ -247,6 +261,7 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
     : s_(std::make_unique<State>(network, backend, std::move(options))) {
   State& s = *s_;
   check_options(s.o, data);
+  check_monitor_suits_task(s.o.monitor, network.task());
   try {
     s.settings = json::parse(s.o.settings);
   } catch (const json::exception& e) {

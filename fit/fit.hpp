@@ -28,13 +28,29 @@ namespace cnn {
 
 // What a run watches to keep its best model and to stop early. The test set is never one: a model
 // chosen by its test score has a biased test score.
-enum class MonitoredMetric { validation_loss, validation_accuracy, train_loss, train_accuracy };
+enum class MonitoredMetric {
+  validation_loss,
+  validation_accuracy,
+  train_loss,
+  train_accuracy,
+  // A task's validation scores (headline_scores): segment, multilabel, regress.
+  validation_pixel_accuracy,
+  validation_mean_iou,
+  validation_mean_f1,
+  validation_mean_average_precision,
+  validation_mae,
+  validation_rmse,
+};
 // "val_loss", "val_accuracy", "train_loss" or "train_accuracy" (Keras's names, with "loss" and
-// "accuracy" for the training ones); "test_..." and anything else is a ConfigError saying why.
+// "accuracy" for the training ones), or "val_" and a task's score: "val_pixel_accuracy",
+// "val_mean_iou", "val_mean_f1", "val_mean_average_precision", "val_mae", "val_rmse"; "test_..."
+// and anything else is a ConfigError saying why.
 MonitoredMetric parse_monitored_metric(std::string_view word);
 std::string to_string(MonitoredMetric metric);
 // The metric's value in an epoch's record, where that epoch measured it.
 std::optional<double> monitored_value(MonitoredMetric metric, const EpochRecord& epoch);
+// Whether the metric is measured on the validation set.
+bool watches_validation(MonitoredMetric metric);
 
 // What a callback is given: where the run is, and how to steer it.
 class FitControl {

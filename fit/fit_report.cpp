@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include "base/batch.hpp"
+#include "engine/core/task_scores.hpp"
 #include "fit/detail/fit_state.hpp"
 
 namespace cnn {
@@ -101,8 +102,10 @@ void Fit::State::summary(const FitResult& result) {
     }
     if (result.epochs_trained == 0 && !result.stopped_because.size())
       std::cout << "the run had already trained its " << plural(finished, "epoch") << "; nothing to train\n";
+    const std::string test_scores = result.test ? describe_scores(result.test->scores) : std::string();
     if (result.test)
-      std::cout << "test: loss " << fixed(result.test->loss) << " accuracy " << fixed(result.test->accuracy) << " ("
+      std::cout << "test: loss " << fixed(result.test->loss) << " accuracy " << fixed(result.test->accuracy)
+                << (test_scores.empty() ? "" : ", " + test_scores) << " ("
                 << plural(static_cast<long>(result.test->samples), "sample") << ", the model after epoch "
                 << result.tested_epoch << (result.tested_epoch != finished ? ", the best, restored" : "") << ")\n";
     std::printf("done: %s after %s (%s this run) in %.1fs (%.0f img/s training)\n",
@@ -132,7 +135,7 @@ void Fit::State::summary(const FitResult& result) {
   std::size_t data_bytes = train->host_bytes();
   if (validation) data_bytes += validation->host_bytes();
   if (test) data_bytes += test->host_bytes();
-  metrics->write({{"type", "summary"},
+  json summary_line = {{"type", "summary"},
                   {"epochs", finished},
                   {"epochs_this_run", result.epochs_trained},
                   {"stopped_because", result.stopped_because},
@@ -155,7 +158,10 @@ void Fit::State::summary(const FitResult& result) {
                   {"data_set_host_bytes", data_bytes},
                   {"ranks", trainer_->ranks()},
                   {"communication_seconds_per_step", communication_per_step},
-                  {"host_waits", host_waits}});
+                  {"host_waits", host_waits}};
+  if (result.test)
+    for (const auto& [name, value] : headline_scores(result.test->scores)) summary_line["test_" + name] = value;
+  metrics->write(summary_line);
 }
 
 }  // namespace cnn

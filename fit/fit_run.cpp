@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "base/error.hpp"
+#include "engine/core/task_scores.hpp"
 #include "fit/detail/fit_state.hpp"
 #include "fit/detail/run_log.hpp"
 #include "fit/detail/stop_signal.hpp"
@@ -230,10 +231,12 @@ int Fit::State::finish_epoch(FitResult& result) {
   if (validated) {
     e.validation_loss = validated->loss;
     e.validation_accuracy = validated->accuracy;
+    for (const auto& [name, value] : headline_scores(validated->scores)) e.validation_scores[name] = value;
   }
   if (tested) {
     e.test_loss = tested->loss;
     e.test_accuracy = tested->accuracy;
+    for (const auto& [name, value] : headline_scores(tested->scores)) e.test_scores[name] = value;
   }
   e.seconds = progress_.seconds;
   e.images_per_second = progress_.seconds > 0 ? seen / progress_.seconds : 0;
@@ -242,8 +245,13 @@ int Fit::State::finish_epoch(FitResult& result) {
   if (o.progress && writes) {
     std::string line = "epoch " + std::to_string(e.epoch) + "/" + std::to_string(o.epochs) + ": train loss " +
                        fixed(e.train_loss) + " acc " + fixed(e.train_accuracy);
-    if (validated) line += " | val loss " + fixed(validated->loss) + " acc " + fixed(validated->accuracy);
-    if (tested) line += " | test loss " + fixed(tested->loss) + " acc " + fixed(tested->accuracy);
+    auto scores = [](const EvalResult& r) {
+      const std::string words = describe_scores(r.scores);
+      return words.empty() ? std::string() : ", " + words;
+    };
+    if (validated)
+      line += " | val loss " + fixed(validated->loss) + " acc " + fixed(validated->accuracy) + scores(*validated);
+    if (tested) line += " | test loss " + fixed(tested->loss) + " acc " + fixed(tested->accuracy) + scores(*tested);
     char tail[64];
     std::snprintf(tail, sizeof tail, " | %.1fs, %.0f img/s", e.seconds, e.images_per_second);
     std::cout << line << tail << "\n" << std::flush;
@@ -261,10 +269,13 @@ int Fit::State::finish_epoch(FitResult& result) {
     if (validated) {
       scalars.emplace_back("epoch/val_loss", static_cast<float>(validated->loss));
       scalars.emplace_back("epoch/val_accuracy", static_cast<float>(validated->accuracy));
+      for (const auto& [name, value] : e.validation_scores)
+        scalars.emplace_back("epoch/val_" + name, static_cast<float>(value));
     }
     if (tested) {
       scalars.emplace_back("epoch/test_loss", static_cast<float>(tested->loss));
       scalars.emplace_back("epoch/test_accuracy", static_cast<float>(tested->accuracy));
+      for (const auto& [name, value] : e.test_scores) scalars.emplace_back("epoch/test_" + name, static_cast<float>(value));
     }
     events->scalars(trainer_->steps(), scalars);
   }

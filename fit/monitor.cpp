@@ -3,18 +3,44 @@
 #include "fit/fit.hpp"
 
 namespace cnn {
+namespace {
+
+// The task scores a run may watch: their metric and their name in headline_scores.
+struct WatchedScore {
+  MonitoredMetric metric;
+  const char* name;
+};
+constexpr WatchedScore kScores[] = {
+    {MonitoredMetric::validation_pixel_accuracy, "pixel_accuracy"},
+    {MonitoredMetric::validation_mean_iou, "mean_iou"},
+    {MonitoredMetric::validation_mean_f1, "mean_f1"},
+    {MonitoredMetric::validation_mean_average_precision, "mean_average_precision"},
+    {MonitoredMetric::validation_mae, "mae"},
+    {MonitoredMetric::validation_rmse, "rmse"},
+};
+
+const char* score_name(MonitoredMetric metric) {
+  for (const WatchedScore& s : kScores)
+    if (s.metric == metric) return s.name;
+  return nullptr;
+}
+
+}  // namespace
 
 MonitoredMetric parse_monitored_metric(std::string_view word) {
   if (word == "val_loss") return MonitoredMetric::validation_loss;
   if (word == "val_accuracy") return MonitoredMetric::validation_accuracy;
   if (word == "loss" || word == "train_loss") return MonitoredMetric::train_loss;
   if (word == "accuracy" || word == "train_accuracy") return MonitoredMetric::train_accuracy;
+  for (const WatchedScore& s : kScores)
+    if (word == "val_" + std::string(s.name)) return s.metric;
   if (word.rfind("test", 0) == 0)
     throw ConfigError("cannot watch '" + std::string(word) +
                       "': the test set is never used to choose a model (its score would be biased); watch "
                       "val_loss or val_accuracy, with a validation split or a val/ folder");
   throw ConfigError("unknown metric to watch '" + std::string(word) +
-                    "': expected val_loss, val_accuracy, train_loss or train_accuracy");
+                    "': expected val_loss, val_accuracy, train_loss or train_accuracy, or a task's val_pixel_accuracy, "
+                    "val_mean_iou, val_mean_f1, val_mean_average_precision, val_mae or val_rmse");
 }
 
 std::string to_string(MonitoredMetric metric) {
@@ -23,8 +49,12 @@ std::string to_string(MonitoredMetric metric) {
     case MonitoredMetric::validation_accuracy: return "val_accuracy";
     case MonitoredMetric::train_loss: return "train_loss";
     case MonitoredMetric::train_accuracy: return "train_accuracy";
+    default: return "val_" + std::string(score_name(metric));
   }
-  return "?";
+}
+
+bool watches_validation(MonitoredMetric metric) {
+  return metric != MonitoredMetric::train_loss && metric != MonitoredMetric::train_accuracy;
 }
 
 std::optional<double> monitored_value(MonitoredMetric metric, const EpochRecord& epoch) {
@@ -33,8 +63,12 @@ std::optional<double> monitored_value(MonitoredMetric metric, const EpochRecord&
     case MonitoredMetric::validation_accuracy: return epoch.validation_accuracy;
     case MonitoredMetric::train_loss: return epoch.train_loss;
     case MonitoredMetric::train_accuracy: return epoch.train_accuracy;
+    default: {
+      const auto found = epoch.validation_scores.find(score_name(metric));
+      if (found == epoch.validation_scores.end()) return std::nullopt;
+      return found->second;
+    }
   }
-  return std::nullopt;
 }
 
 }  // namespace cnn

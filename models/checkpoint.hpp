@@ -15,6 +15,7 @@
 // and loading hold no host copy of the whole parameter block (ParameterStore::kCopyChunkFloats).
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,9 @@ struct EpochRecord {
   double seconds = 0, images_per_second = 0;
   std::optional<double> validation_loss, validation_accuracy;  // none without a validation set
   double learning_rate = 0;                                    // the epoch's last step's
+  // The task's headline scores (headline_scores: "mean_iou", "mae", ...) where a side was
+  // evaluated; none for a classification.
+  std::map<std::string, double> validation_scores, test_scores;
 };
 
 // Where a run is in its data, and what it has measured.

@@ -135,7 +135,9 @@ void add_options(CLI::App& app, Options& o) {
                  "a resumed run holds out the same)")
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--monitor", o.monitor, "what --keep-best and --early-stop watch: val_loss (default), val_accuracy, "
-                                         "train_loss or train_accuracy (never the test set)")
+                                         "train_loss or train_accuracy, or a task's val_pixel_accuracy, val_mean_iou, "
+                                         "val_mean_f1, val_mean_average_precision, val_mae or val_rmse (never the "
+                                         "test set)")
       ->check([](const std::string& word) {
         try {
           parse_monitored_metric(word);

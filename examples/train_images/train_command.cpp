@@ -407,7 +407,7 @@ int train(Options o, Ranks& ranks) {
   const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
                         : o.schedule == "plateau" ? "--schedule plateau" : nullptr;
   if (watcher && !validated &&
-      (watched == MonitoredMetric::validation_loss || watched == MonitoredMetric::validation_accuracy))
+      watches_validation(watched))
     throw UsageError(std::string(watcher) + " watches " + o.monitor + " (--monitor), and " + o.data +
                      " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
                      "and test/, or --monitor train_loss; the test set never chooses the model");

@@ -28,7 +28,8 @@ std::string plural(long count, const std::string& word) {
 }
 
 bool lower_is_better(MonitoredMetric metric) {
-  return metric == MonitoredMetric::validation_loss || metric == MonitoredMetric::train_loss;
+  return metric == MonitoredMetric::validation_loss || metric == MonitoredMetric::train_loss ||
+         metric == MonitoredMetric::validation_mae || metric == MonitoredMetric::validation_rmse;
 }
 
 }  // namespace cnn::detail

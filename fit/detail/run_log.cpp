@@ -16,7 +16,7 @@ json optional_value(const std::optional<double>& value) { return value ? json(*v
 }  // namespace
 
 json epoch_line(const EpochRecord& e) {
-  return {{"type", "epoch"},
+  json line = {{"type", "epoch"},
           {"epoch", e.epoch},
           {"train_loss", e.train_loss},
           {"train_accuracy", e.train_accuracy},
@@ -27,6 +27,9 @@ json epoch_line(const EpochRecord& e) {
           {"lr", e.learning_rate},
           {"seconds", e.seconds},
           {"images_per_second", e.images_per_second}};
+  for (const auto& [name, value] : e.validation_scores) line["val_" + name] = value;
+  for (const auto& [name, value] : e.test_scores) line["test_" + name] = value;
+  return line;
 }
 
 void write_history(MetricsFile& metrics, const RunProgress& progress, std::size_t batches_per_epoch) {

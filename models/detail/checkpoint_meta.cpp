@@ -86,6 +86,8 @@ json epoch_json(const EpochRecord& e) {
           {"test_accuracy", optional_json(e.test_accuracy)},
           {"validation_loss", optional_json(e.validation_loss)},
           {"validation_accuracy", optional_json(e.validation_accuracy)},
+          {"validation_scores", e.validation_scores},
+          {"test_scores", e.test_scores},
           {"learning_rate", e.learning_rate},
           {"seconds", e.seconds},
           {"images_per_second", e.images_per_second}};
@@ -101,6 +103,9 @@ EpochRecord epoch_of(const json& j) {
   // Absent from the files of versions that had no validation set.
   e.validation_loss = optional_of(j.value("validation_loss", json()));
   e.validation_accuracy = optional_of(j.value("validation_accuracy", json()));
+  // Absent from the files of versions before the tasks.
+  e.validation_scores = j.value("validation_scores", json::object()).get<std::map<std::string, double>>();
+  e.test_scores = j.value("test_scores", json::object()).get<std::map<std::string, double>>();
   e.learning_rate = j.value("learning_rate", 0.0);
   e.seconds = j.at("seconds").get<double>();
   e.images_per_second = j.at("images_per_second").get<double>();
