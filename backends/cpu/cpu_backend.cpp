@@ -163,7 +163,13 @@ void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
 
 void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
                                        const StepScalars* step, Tensor loss_sum, Tensor correct) {
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    throw ConfigError("softmax_cross_entropy: label smoothing " + std::to_string(label_smoothing) +
+                      " is outside [0, 1)");
   if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
+  // Smoothing takes branches of its own: without it the arithmetic is the plain loss's, to the bit.
+  const bool smoothed = label_smoothing != 0.0f;
+  const double smoothing = label_smoothing;
   const cpu::FlushSubnormals flush;  // a sure prediction's probabilities fall below 2^-126
   const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale;
   const int n = logits.n();
@@ -183,13 +189,23 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& la
     double sum = 0.0;
     for (int k = 0; k < classes; ++k) sum += std::exp(static_cast<double>(z[k] - zmax));
     const double log_sum = std::log(sum);
-    loss += log_sum - static_cast<double>(z[label] - zmax);
+    if (smoothed) {
+      double mean = 0.0;  // of z - zmax over the classes
+      for (int k = 0; k < classes; ++k) mean += static_cast<double>(z[k] - zmax);
+      mean /= classes;
+      loss += (1.0 - smoothing) * (log_sum - static_cast<double>(z[label] - zmax)) + smoothing * (log_sum - mean);
+    } else {
+      loss += log_sum - static_cast<double>(z[label] - zmax);
+    }
     right += argmax == label;
     if (!dlogits.empty()) {
       float* d = dlogits.data + static_cast<std::size_t>(i) * classes;
       for (int k = 0; k < classes; ++k) {
         const double p = std::exp(static_cast<double>(z[k] - zmax) - log_sum);
-        d[k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) * grad_scale);
+        if (smoothed)
+          d[k] = static_cast<float>((p - (k == label ? 1.0 - smoothing : 0.0) - smoothing / classes) * grad_scale);
+        else
+          d[k] = static_cast<float>((p - (k == label ? 1.0 : 0.0)) * grad_scale);
       }
     }
   }
@@ -261,16 +277,3 @@ void CpuBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tens
 }
 
 }  // namespace cnn
-
-// PLACEHOLDER: replaced by the task losses' kernels.
-namespace cnn {
-void CpuBackend::pixel_cross_entropy(const Tensor&, const ByteTensor&, const Tensor&, Tensor, const StepScalars*, Tensor, Tensor, Tensor) {
-  throw std::logic_error("pixel_cross_entropy: not built yet");
-}
-void CpuBackend::sigmoid_cross_entropy(const Tensor&, const Tensor&, const Tensor&, float, Tensor, const StepScalars*, Tensor, Tensor, Tensor) {
-  throw std::logic_error("sigmoid_cross_entropy: not built yet");
-}
-void CpuBackend::regression_loss(RegressionLoss, float, const Tensor&, const Tensor&, Tensor, const StepScalars*, Tensor, Tensor, Tensor) {
-  throw std::logic_error("regression_loss: not built yet");
-}
-}

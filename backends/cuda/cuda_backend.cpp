@@ -90,6 +90,8 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     cublas_workspace_ = device_memory_.allocate(cublas_workspace_bytes_, memory::kDefaultAlignment,
                                                 memory::Category::workspace);
     CNN_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, cublas_workspace_bytes_));
+    loss_scratch_ = device_memory_.allocate(loss_scratch_bytes(), memory::kDefaultAlignment,
+                                            memory::Category::workspace);
 
     void* flag = nullptr;
     CNN_CHECK(cudaHostAlloc(&flag, sizeof(LabelError), cudaHostAllocMapped));
@@ -128,6 +130,11 @@ void CudaBackend::release() noexcept {
   }
   cublas_workspace_ = nullptr;
   cublas_workspace_bytes_ = 0;
+  if (loss_scratch_) {
+    memory::give_back(device_memory_, loss_scratch_, loss_scratch_bytes(), memory::kDefaultAlignment,
+                      memory::Category::workspace);
+  }
+  loss_scratch_ = nullptr;
   if (cudnn_) cudnnDestroy(cudnn_);
   cudnn_ = nullptr;
   if (copy_) cudaStreamDestroy(copy_);
@@ -302,7 +309,14 @@ void CudaBackend::raise_device_errors() {
   volatile LabelError* error = label_error_;
   if (!error->raised) return;
   const int row = error->row, label = error->label, classes = error->classes;
+  const int pixel_row = error->pixel_row, pixel_column = error->pixel_column;
   error->raised = 0;
+  if (pixel_row >= 0) {
+    throw DataError("pixel_cross_entropy: mask value " + std::to_string(label) + " at pixel (" +
+                    std::to_string(pixel_row) + ", " + std::to_string(pixel_column) + ") of sample " +
+                    std::to_string(row) + " is neither one of the " + std::to_string(classes) + " classes nor " +
+                    std::to_string(kIgnoreMask) + " (ignored)");
+  }
   throw DataError("softmax_cross_entropy: label " + std::to_string(label) + " of sample " +
                   std::to_string(row) + " is outside [0, " + std::to_string(classes) + ")");
 }
@@ -323,16 +337,3 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
 }
 
 }  // namespace cnn
-
-// PLACEHOLDER: replaced by the task losses' kernels.
-namespace cnn::cuda {
-void CudaBackend::pixel_cross_entropy(const Tensor&, const ByteTensor&, const Tensor&, Tensor, const StepScalars*, Tensor, Tensor, Tensor) {
-  throw std::logic_error("pixel_cross_entropy: not built yet");
-}
-void CudaBackend::sigmoid_cross_entropy(const Tensor&, const Tensor&, const Tensor&, float, Tensor, const StepScalars*, Tensor, Tensor, Tensor) {
-  throw std::logic_error("sigmoid_cross_entropy: not built yet");
-}
-void CudaBackend::regression_loss(RegressionLoss, float, const Tensor&, const Tensor&, Tensor, const StepScalars*, Tensor, Tensor, Tensor) {
-  throw std::logic_error("regression_loss: not built yet");
-}
-}

@@ -1,6 +1,7 @@
-// Softmax cross-entropy fused with its gradient and the accuracy count. One block: each warp
-// takes rows in turn and the block adds the warps' sums in a fixed order, so the loss is the
-// same on every run (an atomicAdd per row would not be).
+// Softmax cross-entropy fused with its gradient and the accuracy count, with PyTorch's label
+// smoothing. One block: each warp takes rows in turn and the block adds the warps' sums in a fixed
+// order, so the loss is the same on every run (an atomicAdd per row would not be). Smoothing is a
+// kernel of its own (a template argument): without it the arithmetic is the plain loss's, to the bit.
 #include <cmath>
 #include <climits>
 #include <stdexcept>
@@ -33,8 +34,9 @@ __device__ void warp_argmax(float& value, int& index) {
   }
 }
 
+template <bool Smoothed>
 __global__ void __launch_bounds__(kThreads)
-softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, int classes,
+softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, int classes, float smoothing,
                              float* dlogits, const StepScalars* step, float* loss_sum, float* correct,
                              volatile LabelError* error) {
   // From device memory: a replayed graph reads the current micro-batch's.
@@ -62,6 +64,11 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
     float sum = 0.0f;
     for (int j = lane; j < classes; j += 32) sum += expf(x[j] - best);
     sum = warp_sum(sum);
+    float mean = 0.0f;  // of x - best over the classes: the smoothing's term
+    if (Smoothed) {
+      for (int j = lane; j < classes; j += 32) mean += x[j] - best;
+      mean = warp_sum(mean) / static_cast<float>(classes);
+    }
 
     const int label = labels[row];
     const bool valid = label >= 0 && label < classes;
@@ -69,6 +76,7 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
       error->row = row;
       error->label = label;
       error->classes = classes;
+      error->pixel_row = error->pixel_column = -1;
       __threadfence_system();
       error->raised = 1;
     }
@@ -76,11 +84,19 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
       float* d = dlogits + static_cast<std::size_t>(row) * classes;
       for (int j = lane; j < classes; j += 32) {
         const float p = expf(x[j] - best) / sum;
-        d[j] = valid ? (p - (j == label ? 1.0f : 0.0f)) * grad_scale : 0.0f;
+        if (Smoothed) {
+          const float target = (j == label ? 1.0f - smoothing : 0.0f) + smoothing / static_cast<float>(classes);
+          d[j] = valid ? (p - target) * grad_scale : 0.0f;
+        } else {
+          d[j] = valid ? (p - (j == label ? 1.0f : 0.0f)) * grad_scale : 0.0f;
+        }
       }
     }
     if (valid) {
-      warp_loss += logf(sum) + best - x[label];
+      if (Smoothed)
+        warp_loss += (1.0f - smoothing) * (logf(sum) + best - x[label]) + smoothing * (logf(sum) - mean);
+      else
+        warp_loss += logf(sum) + best - x[label];
       warp_correct += best_index == label ? 1.0f : 0.0f;
     }
   }
@@ -116,11 +132,16 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& l
                      std::to_string(labels.size) + " labels, gradient " + dlogits.shape.str() +
                      " and one-element loss and accuracy tensors do not fit together");
   }
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    throw ConfigError("softmax_cross_entropy: label smoothing " + std::to_string(label_smoothing) +
+                      " is outside [0, 1)");
   if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
   if (rows == 0) return;
-  softmax_cross_entropy_kernel<<<1, kThreads, 0, compute_>>>(
-      logits.data, labels.data, rows, static_cast<int>(classes), dlogits.empty() ? nullptr : dlogits.data,
-      step, loss_sum.data, correct.data, label_error_device_);
+  const auto kernel =
+      label_smoothing != 0.0f ? softmax_cross_entropy_kernel<true> : softmax_cross_entropy_kernel<false>;
+  kernel<<<1, kThreads, 0, compute_>>>(logits.data, labels.data, rows, static_cast<int>(classes), label_smoothing,
+                                       dlogits.empty() ? nullptr : dlogits.data, step, loss_sum.data, correct.data,
+                                       label_error_device_);
   check_launch("softmax_cross_entropy_kernel");
   touched(logits, labels, dlogits, loss_sum, correct, scalars_range(step));
 }

@@ -2,7 +2,7 @@
 // The CUDA backend's class. Internal: includes CUDA headers; the public face is
 // backends/device/cuda_api.hpp. Its calls are defined by job: cuda_backend.cpp (setup, copies,
 // synchronisation), conv.cpp, dense.cpp, batchnorm.cpp, pooling.cu, elementwise.cu, loss.cu,
-// optimizers.cu.
+// task_loss.cu, optimizers.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -25,13 +25,14 @@
 
 namespace cnn::cuda {
 
-// Written by the loss kernel when a label is out of range; lives in mapped pinned host memory so
-// that checking it after a synchronisation costs no copy.
+// Written by the loss kernels when a label or a mask value is out of range; lives in mapped pinned
+// host memory so that checking it after a synchronisation costs no copy.
 struct LabelError {
   int raised;
-  int row;
+  int row;  // the sample
   int label;
   int classes;
+  int pixel_row, pixel_column;  // a mask value's pixel; -1 for a class label
 };
 
 class CudaBackend final : public Backend {
@@ -45,7 +46,7 @@ class CudaBackend final : public Backend {
   std::string description() const override;
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
-  std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_; }
+  std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_ + loss_scratch_bytes(); }
   std::size_t available_memory() const override;
   // An H100's order of magnitude: fp32 convolutions at about half of its peak, its memory
   // bandwidth, a kernel launch with the library's own setup.
@@ -177,6 +178,9 @@ class CudaBackend final : public Backend {
   Fence record_fence(cudaStream_t stream);
   static constexpr std::size_t kFenceEvents = 32;
   bool fence_expired(Fence fence) const { return fence.id + kFenceEvents <= fences_; }
+  // The device memory the task losses sum their blocks' partial sums in (task_loss.cu): allocated
+  // with the backend, so that the kernels of a captured step keep pointing at it.
+  static std::size_t loss_scratch_bytes();
   // Grid size for an element-wise kernel over n elements with 256 threads a block.
   unsigned blocks_for(std::size_t n) const;
 
@@ -223,6 +227,7 @@ class CudaBackend final : public Backend {
   std::size_t cublas_workspace_bytes_ = 0;
   LabelError* label_error_ = nullptr;         // host view
   LabelError* label_error_device_ = nullptr;  // the same memory, as kernels see it
+  void* loss_scratch_ = nullptr;              // loss_scratch_bytes() of device memory
   CopyTracker tracker_;
   std::array<cudaEvent_t, kFenceEvents> fence_events_{};
   std::uint64_t fences_ = 0;  // fences issued; fence n is fence_events_[n % kFenceEvents]

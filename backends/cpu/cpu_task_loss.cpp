@@ -1,0 +1,293 @@
+// The CPU backend's losses of the tasks beyond classification (base/task.hpp gives their
+// definitions): per-pixel softmax cross-entropy, sigmoid binary cross-entropy, mean squared error
+// and Huber. Each element is computed in double; each work item (a sample, or a run of a sample's
+// pixels) sums its own elements in order and the items' sums are added in item order, so the
+// results are the same bits whatever the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/parallel.hpp"
+#include "base/error.hpp"
+#include "base/task.hpp"
+
+namespace cnn {
+namespace {
+
+// Runs item(i) for every i in [0, items), in parallel where the `elements` they cover pay for
+// waking threads.
+template <class Fn>
+void for_each_item(int threads, std::size_t items, std::size_t elements, Fn&& item) {
+  constexpr std::size_t kMinElementsPerThread = 1 << 14;
+  const int useful = static_cast<int>(
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(threads, 1)), elements / kMinElementsPerThread + 1));
+  cpu::parallel_ranges(useful, items, [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) item(i);
+  });
+}
+
+bool absent(const Tensor& t) { return t.data == nullptr || t.elements() == 0; }
+
+// The checks the three losses share: the gradient's size, the step scalars it needs, the
+// one-element sums.
+void check_outputs(const std::string& call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
+                   const Tensor& loss_sum, const Tensor& correct, const Tensor& counted) {
+  if (!gradient.empty() && gradient.elements() != output.elements())
+    throw ShapeError(call + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
+                     output.shape.str());
+  if (absent(loss_sum) || absent(correct) || absent(counted))
+    throw ShapeError(call + ": the loss, accuracy and count sums need a float each");
+  if (!gradient.empty() && !step) throw ConfigError(call + ": a gradient needs the step scalars");
+}
+
+// A weights tensor: null for all 1, else one weight a class.
+const float* class_weights_of(const std::string& call, const char* what, const Tensor& weights, std::size_t classes) {
+  if (absent(weights)) return nullptr;
+  if (weights.elements() != classes)
+    throw ConfigError(call + ": " + std::to_string(weights.elements()) + " " + what + " for " +
+                      std::to_string(classes) + " classes");
+  return weights.data;
+}
+
+// max(x, 0) + log(1 + exp(-|x|)) = log(1 + exp(x)), which overflows for no finite x.
+double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))); }
+
+double sigmoid(double x) {
+  const double e = std::exp(-std::abs(x));
+  return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+// Pixels a work item of the pixel loss takes: its logits of every class stay in cache between
+// the passes over them.
+constexpr std::size_t kPixelsPerItem = 256;
+
+struct PixelItem {
+  double weight = 0, loss = 0;  // sum_p w[y_p], sum_p w[y_p] (-log p_p[y_p])
+  std::size_t counted = 0, right = 0;
+  std::size_t first_bad = SIZE_MAX;  // the first pixel whose mask value is no class, within the sample
+};
+
+}  // namespace
+
+void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
+                                     Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                     Tensor counted) {
+  const std::string call = "pixel_cross_entropy";
+  const std::size_t n = static_cast<std::size_t>(logits.n());
+  const int classes = logits.c();
+  const std::size_t pixels = static_cast<std::size_t>(logits.h()) * static_cast<std::size_t>(logits.w());
+  if (logits.shape.rank < 2 || classes <= 0 || masks.size != n * pixels || (masks.size && !masks.data))
+    throw ShapeError(call + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
+                     " mask bytes do not fit together");
+  check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
+  const float* weights = class_weights_of(call, "class weights", class_weights, static_cast<std::size_t>(classes));
+  if (n == 0 || pixels == 0) return;
+
+  const std::size_t items_per_sample = (pixels + kPixelsPerItem - 1) / kPixelsPerItem;
+  std::vector<PixelItem> items(n * items_per_sample);
+  const auto item_pixels = [&](std::size_t item, std::size_t& sample, std::size_t& begin, std::size_t& end) {
+    sample = item / items_per_sample;
+    begin = item % items_per_sample * kPixelsPerItem;
+    end = std::min(begin + kPixelsPerItem, pixels);
+  };
+
+  // First the masks: their values checked, each sample's sum of weights, before anything is written.
+  for_each_item(threads_, items.size(), masks.size, [&](std::size_t item) {
+    std::size_t sample, begin, end;
+    item_pixels(item, sample, begin, end);
+    PixelItem& sums = items[item];
+    const std::uint8_t* mask = masks.data + sample * pixels;
+    for (std::size_t p = begin; p < end; ++p) {
+      const int y = mask[p];
+      if (y == kIgnoreMask) continue;
+      if (y >= classes) {
+        sums.first_bad = std::min(sums.first_bad, p);
+        continue;
+      }
+      sums.weight += weights ? weights[y] : 1.0;
+      ++sums.counted;
+    }
+  });
+  std::vector<double> sample_weight(n, 0.0);
+  for (std::size_t item = 0; item < items.size(); ++item) {
+    const std::size_t sample = item / items_per_sample;
+    if (const std::size_t p = items[item].first_bad; p != SIZE_MAX) {
+      const std::size_t width = static_cast<std::size_t>(logits.w());
+      throw DataError(call + ": mask value " + std::to_string(masks.data[sample * pixels + p]) + " at pixel (" +
+                      std::to_string(p / width) + ", " + std::to_string(p % width) + ") of sample " +
+                      std::to_string(sample) + " is neither one of the " + std::to_string(classes) +
+                      " classes nor " + std::to_string(kIgnoreMask) + " (ignored)");
+    }
+    sample_weight[sample] += items[item].weight;
+  }
+
+  const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale;
+  for_each_item(threads_, items.size(), logits.elements(), [&](std::size_t item) {
+    std::size_t sample, begin, end;
+    item_pixels(item, sample, begin, end);
+    const std::size_t count = end - begin;
+    const float* z = logits.data + sample * static_cast<std::size_t>(classes) * pixels + begin;  // class 0's
+    const std::uint8_t* mask = masks.data + sample * pixels + begin;
+    float zmax[kPixelsPerItem];
+    int argmax[kPixelsPerItem];
+    double sum[kPixelsPerItem];
+    // Class by class over the pixels: each class's logits are contiguous.
+    for (std::size_t i = 0; i < count; ++i) {
+      zmax[i] = z[i];
+      argmax[i] = 0;
+      sum[i] = 0.0;
+    }
+    for (int k = 1; k < classes; ++k) {
+      const float* zk = z + static_cast<std::size_t>(k) * pixels;
+      for (std::size_t i = 0; i < count; ++i)
+        if (zk[i] > zmax[i]) {
+          zmax[i] = zk[i];
+          argmax[i] = k;
+        }
+    }
+    for (int k = 0; k < classes; ++k) {
+      const float* zk = z + static_cast<std::size_t>(k) * pixels;
+      for (std::size_t i = 0; i < count; ++i) sum[i] += std::exp(static_cast<double>(zk[i] - zmax[i]));
+    }
+    PixelItem& sums = items[item];
+    const double total_weight = sample_weight[sample];
+    double coefficient[kPixelsPerItem];  // of the pixel's gradient: w[y] / W * grad_scale; 0 ignored
+    for (std::size_t i = 0; i < count; ++i) {
+      coefficient[i] = 0.0;
+      const int y = mask[i];
+      if (y == kIgnoreMask) continue;
+      const double w = weights ? weights[y] : 1.0;
+      const float zy = z[static_cast<std::size_t>(y) * pixels + i];
+      sums.loss += w * (std::log(sum[i]) - static_cast<double>(zy - zmax[i]));
+      sums.right += argmax[i] == y;
+      if (total_weight > 0) coefficient[i] = w / total_weight * grad_scale;
+    }
+    if (dlogits.empty()) return;
+    float* d = dlogits.data + sample * static_cast<std::size_t>(classes) * pixels + begin;
+    for (int k = 0; k < classes; ++k) {
+      const float* zk = z + static_cast<std::size_t>(k) * pixels;
+      float* dk = d + static_cast<std::size_t>(k) * pixels;
+      for (std::size_t i = 0; i < count; ++i) {
+        if (mask[i] == kIgnoreMask) {
+          dk[i] = 0.0f;
+          continue;
+        }
+        const double p = std::exp(static_cast<double>(zk[i] - zmax[i])) / sum[i];
+        dk[i] = static_cast<float>(coefficient[i] * (p - (k == mask[i] ? 1.0 : 0.0)));
+      }
+    }
+  });
+
+  double loss = 0.0;
+  std::size_t right = 0, seen = 0;
+  for (std::size_t sample = 0; sample < n; ++sample) {
+    double sample_loss = 0.0;
+    for (std::size_t i = 0; i < items_per_sample; ++i) {
+      const PixelItem& sums = items[sample * items_per_sample + i];
+      sample_loss += sums.loss;
+      right += sums.right;
+      seen += sums.counted;
+    }
+    if (sample_weight[sample] > 0) loss += sample_loss / sample_weight[sample];
+  }
+  loss_sum.data[0] += static_cast<float>(loss);
+  correct.data[0] += static_cast<float>(right);
+  counted.data[0] += static_cast<float>(seen);
+}
+
+namespace {
+
+// One sample's share of a loss over [N, K] outputs: its loss, and what it adds to `correct`.
+struct SampleSums {
+  double loss = 0, hits = 0;
+};
+
+// Runs sample(i, sums) for every sample in parallel and adds the samples' sums in order.
+template <class Fn>
+void add_sample_sums(int threads, std::size_t n, std::size_t per_sample, double counted_values, Tensor loss_sum,
+                     Tensor correct, Tensor counted, Fn&& sample) {
+  std::vector<SampleSums> sums(n);
+  for_each_item(threads, n, n * per_sample, [&](std::size_t i) { sample(i, sums[i]); });
+  double loss = 0.0, hits = 0.0;
+  for (const SampleSums& s : sums) {
+    loss += s.loss;
+    hits += s.hits;
+  }
+  loss_sum.data[0] += static_cast<float>(loss);
+  correct.data[0] += static_cast<float>(hits);
+  counted.data[0] += static_cast<float>(counted_values);
+}
+
+}  // namespace
+
+void CpuBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
+                                       float threshold_logit, Tensor dlogits, const StepScalars* step,
+                                       Tensor loss_sum, Tensor correct, Tensor counted) {
+  const std::string call = "sigmoid_cross_entropy";
+  const std::size_t n = static_cast<std::size_t>(logits.n());
+  const std::size_t classes = logits.sample_elements();
+  if (targets.elements() != logits.elements() || (targets.elements() && !targets.data))
+    throw ShapeError(call + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
+                     " differ in size");
+  check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
+  const float* pos_weight = class_weights_of(call, "positive weights", positive_weights, classes);
+  if (n == 0 || classes == 0) return;
+  const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale / static_cast<double>(classes);
+  add_sample_sums(threads_, n, classes, static_cast<double>(n * classes), loss_sum, correct, counted,
+                  [&](std::size_t i, SampleSums& sums) {
+                    const float* x = logits.data + i * classes;
+                    const float* y = targets.data + i * classes;
+                    double loss = 0.0;
+                    for (std::size_t k = 0; k < classes; ++k) {
+                      const double xk = x[k], yk = y[k], pk = pos_weight ? pos_weight[k] : 1.0;
+                      // -(p y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))), each log a softplus
+                      loss += pk * yk * softplus(-xk) + (1.0 - yk) * softplus(xk);
+                      sums.hits += (x[k] > threshold_logit) == (y[k] > 0.5f);
+                      if (!dlogits.empty())
+                        dlogits.data[i * classes + k] =
+                            static_cast<float>((sigmoid(xk) * (1.0 + (pk - 1.0) * yk) - pk * yk) * grad_scale);
+                    }
+                    sums.loss = loss / static_cast<double>(classes);
+                  });
+}
+
+void CpuBackend::regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
+                                 Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                 Tensor counted) {
+  const std::string call = "regression_loss";
+  const std::size_t n = static_cast<std::size_t>(outputs.n());
+  const std::size_t values = outputs.sample_elements();
+  if (targets.elements() != outputs.elements() || (targets.elements() && !targets.data))
+    throw ShapeError(call + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
+                     " differ in size");
+  check_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
+  const bool huber = kind == RegressionLoss::huber;
+  if (huber && !(delta > 0.0f && std::isfinite(delta)))
+    throw ConfigError(call + ": the Huber loss's delta " + std::to_string(delta) + " is not a positive number");
+  if (n == 0 || values == 0) return;
+  const double grad_scale = doutputs.empty() ? 0.0 : step->grad_scale / static_cast<double>(values);
+  const double h = delta;
+  add_sample_sums(threads_, n, values, static_cast<double>(n * values), loss_sum, correct, counted,
+                  [&](std::size_t i, SampleSums& sums) {
+                    const float* y = outputs.data + i * values;
+                    const float* t = targets.data + i * values;
+                    double loss = 0.0;
+                    for (std::size_t k = 0; k < values; ++k) {
+                      const double d = static_cast<double>(y[k]) - t[k];
+                      const bool quadratic = !huber || std::abs(d) < h;
+                      loss += huber ? (quadratic ? 0.5 * d * d : h * (std::abs(d) - 0.5 * h)) : d * d;
+                      sums.hits += std::abs(d);
+                      if (!doutputs.empty()) {
+                        const double slope = huber ? (quadratic ? d : std::copysign(h, d)) : 2.0 * d;
+                        doutputs.data[i * values + k] = static_cast<float>(slope * grad_scale);
+                      }
+                    }
+                    sums.loss = loss / static_cast<double>(values);
+                  });
+}
+
+}  // namespace cnn
