@@ -37,11 +37,20 @@ std::string network_text(const Network& network);
 
 // small, small-bn, resnet (small residual network for 28x28..32x32), resnet18 (CIFAR-style),
 // resnet34, resnet50, mobilenetv2, mobilenetv2-0.5, mobilenetv2-se, densenet (torchvision's
-// blocks, sized from the input: models/presets.cpp).
+// blocks, sized from the input; [classes] out) and unet ([classes, H, W] out, for segmentation:
+// models/presets.cpp). A name may carry options, `NAME:KEY=VALUE,...`: unet takes
+// `unet:depth=D,width=W` (either key alone too; D halvings, by default as many as both sides
+// divide by up to 4; W channels in the first stage, default 32). An unknown name or option, a
+// value that is not a whole number in range, or options for a preset that takes none are a
+// ConfigError naming it; an input the preset cannot take (a side too small, or for unet not a
+// multiple of 2^D) a ShapeError naming the input.
 Network make_preset(const std::string& name, Shape input, int classes);
+// The names alone ("unet"), and one line per preset saying what it is, options included (for a --help).
 std::vector<std::string> preset_names();
+std::vector<std::string> preset_usages();
 
-// A preset name or a path to a text description.
+// A preset name (with its options) or a path to a text description. A file at that path is read
+// unless the name is a preset's alone.
 Network make_network(const std::string& model, Shape input, int classes);
 
 }  // namespace cnn

@@ -2,10 +2,14 @@
 // network text file (make_network). The larger presets follow torchvision's definitions and size
 // themselves from the input: inputs larger than 64 pixels a side take the ImageNet stem, smaller
 // ones a stride-1 3x3 stem and fewer halvings, so that 28x28 and 32x32 images keep a useful map.
+// A preset name may carry options, `NAME:KEY=VALUE,...` (unet's depth and width).
 #include "models/network_text.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 
 #include "base/error.hpp"
 #include "layers/add.hpp"
@@ -279,14 +283,157 @@ Network densenet(const std::string& name, Shape input, int classes) {
   return net;
 }
 
+// ---- U-Net.
+
+struct UnetOptions {
+  std::optional<int> depth;  // none: as the input allows (unet_depth)
+  int width = 32;
+};
+
+constexpr int kUnetDefaultDepth = 4, kUnetMaxDepth = 16;  // 2^16: the largest side an input may have
+
+// min(4, the most halvings both sides divide by), at least 1 (which an odd side then refuses).
+int unet_depth(const Shape& input) {
+  int depth = 0;
+  while (depth < kUnetDefaultDepth && input[1] % (2 << depth) == 0 && input[2] % (2 << depth) == 0) ++depth;
+  return std::max(depth, 1);
+}
+
+// Ronneberger's double convolution as U-Nets are written today: twice a padded 3x3
+// conv-bn-relu, so that the map keeps its size.
+int double_conv(Network& net, int in, int channels) {
+  conv_bn_relu(net, in, channels, 3);
+  return conv_bn_relu(net, net.last(), channels, 3);
+}
+
+// A U-Net (Ronneberger et al. 2015, in the common form of milesial's Pytorch-UNet with
+// bilinear=False): `depth` stages down, each a double convolution and a 2x2 max pooling, the
+// channels doubling from `width`; a double convolution at the bottom; `depth` stages up, each a
+// 2x2 stride-2 transposed convolution (with bias) to half the channels, concatenated after the
+// skip of its level, and a double convolution; a 1x1 convolution (with bias) to `classes`. The
+// output is [classes, H, W] at the input's H x W, which 2^depth must divide.
+Network unet(const std::string& name, Shape input, int classes, const UnetOptions& o) {
+  smaller_side(input);  // a CxHxW input
+  const int depth = o.depth.value_or(unet_depth(input));
+  const int scale = 1 << depth;
+  if (input[1] % scale != 0 || input[2] % scale != 0)
+    throw ShapeError(name + " halves the map " + std::to_string(depth) + " times: its input's height and width must " +
+                     "be multiples of " + std::to_string(scale) + ", got " + input.str() +
+                     (o.depth ? " (choose another depth=)" : ""));
+  if ((std::int64_t{o.width} << depth) > kMaxInputSide)
+    throw ConfigError(name + ": width " + std::to_string(o.width) + " doubled at each of " + std::to_string(depth) +
+                      " halvings is " + std::to_string(std::int64_t{o.width} << depth) + " channels, over " +
+                      std::to_string(kMaxInputSide));
+  Network net(input);
+  std::vector<int> skips;
+  int x = 0;
+  for (int level = 0; level < depth; ++level) {
+    skips.push_back(double_conv(net, x, o.width << level));
+    x = net.add(layers::max_pool2d(2));
+  }
+  x = double_conv(net, x, o.width << depth);
+  for (int level = depth - 1; level >= 0; --level) {
+    const int up = net.add(layers::conv_transpose2d(o.width << level, 2, 2), {x});
+    net.add(layers::concat(), {skips[static_cast<std::size_t>(level)], up});
+    x = double_conv(net, net.last(), o.width << level);
+  }
+  net.add(layers::conv2d(classes, 1), {x});
+  return net;
+}
+
+// ---- Names and their options.
+
+// "NAME" or "NAME:KEY=VALUE,...": the name, and the options' text (none without a colon).
+struct PresetName {
+  std::string name;
+  std::optional<std::string> options;
+};
+
+PresetName split_preset_name(const std::string& model) {
+  const std::size_t colon = model.find(':');
+  if (colon == std::string::npos) return {model, std::nullopt};
+  return {model.substr(0, colon), model.substr(colon + 1)};
+}
+
+bool known_preset(const std::string& name) {
+  const std::vector<std::string> names = preset_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// One option's value: a whole number from `least` to `most`.
+int option_number(const std::string& model, const std::string& key, const std::string& value, int least, int most) {
+  int n = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+  const bool whole = error != std::errc::invalid_argument && end == value.data() + value.size();
+  if (value.empty() || !whole)
+    throw ConfigError("model " + model + ": " + key + "='" + value + "' is not a whole number");
+  if (error == std::errc::result_out_of_range || n < least || n > most)
+    throw ConfigError("model " + model + ": " + key + "=" + value + " is out of range (" + std::to_string(least) +
+                      " to " + std::to_string(most) + ")");
+  return n;
+}
+
+UnetOptions parse_unet_options(const std::string& model, const std::string& text) {
+  UnetOptions o;
+  if (text.empty()) throw ConfigError("model " + model + ": no options after the ':' (unet:depth=D,width=W)");
+  bool width_given = false;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', begin), text.size());
+    const std::string item = text.substr(begin, comma - begin);
+    const std::size_t equals = item.find('=');
+    const std::string key = item.substr(0, equals);
+    if (equals == std::string::npos)
+      throw ConfigError("model " + model + ": the option '" + item + "' is not KEY=VALUE (unet:depth=D,width=W)");
+    const std::string value = item.substr(equals + 1);
+    if (key == "depth") {
+      if (o.depth) throw ConfigError("model " + model + ": depth is given twice");
+      o.depth = option_number(model, key, value, 1, kUnetMaxDepth);
+    } else if (key == "width") {
+      if (width_given) throw ConfigError("model " + model + ": width is given twice");
+      o.width = option_number(model, key, value, 1, kMaxInputSide);
+      width_given = true;
+    } else {
+      throw ConfigError("model " + model + ": unknown option '" + key + "' (unet takes depth=D and width=W)");
+    }
+    begin = comma + 1;
+  }
+  return o;
+}
+
+[[noreturn]] void unknown_model(const std::string& model) {
+  std::string names;
+  for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;
+  throw ConfigError("unknown model '" + model + "': use a preset (" + names + ") or a network file");
+}
+
 }  // namespace
 
 std::vector<std::string> preset_names() {
   return {"small",       "small-bn",        "resnet",         "resnet18", "resnet34", "resnet50",
-          "mobilenetv2", "mobilenetv2-0.5", "mobilenetv2-se", "densenet"};
+          "mobilenetv2", "mobilenetv2-0.5", "mobilenetv2-se", "densenet", "unet"};
 }
 
-Network make_preset(const std::string& name, Shape input, int classes) {
+std::vector<std::string> preset_usages() {
+  return {
+      "small: two conv-relu-maxpool stages and dense 128",
+      "small-bn: small with BatchNorm and dropout",
+      "resnet: a small residual network for 28x28 to 32x32 images",
+      "resnet18: ResNet-18 with a 3x3 stem, for small images",
+      "resnet34, resnet50: torchvision's ResNets, sized from the input",
+      "mobilenetv2, mobilenetv2-0.5, mobilenetv2-se: torchvision's MobileNetV2 (at half width; with "
+      "squeeze-and-excitation), sized from the input",
+      "densenet: a small DenseNet-BC (growth 12)",
+      "unet[:depth=D,width=W]: a U-Net for segmentation, [classes, H, W] out; D halvings (default: as many as the "
+      "input's sides divide by, up to 4), W channels in the first stage (default 32), doubling at each",
+  };
+}
+
+Network make_preset(const std::string& model, Shape input, int classes) {
+  const auto [name, options] = split_preset_name(model);
+  if (!known_preset(name)) unknown_model(model);
+  if (name == "unet") return unet(model, input, classes, options ? parse_unet_options(model, *options) : UnetOptions{});
+  if (options) throw ConfigError("model " + model + ": the preset " + name + " takes no options");
   if (name == "small") return small(name, input, classes, false);
   if (name == "small-bn") return small(name, input, classes, true);
   if (name == "resnet") return resnet(name, input, classes, {16, 32, 64}, 2);
@@ -296,10 +443,7 @@ Network make_preset(const std::string& name, Shape input, int classes) {
   if (name == "mobilenetv2") return mobilenet_v2(name, input, classes, 1.0, false);
   if (name == "mobilenetv2-0.5") return mobilenet_v2(name, input, classes, 0.5, false);
   if (name == "mobilenetv2-se") return mobilenet_v2(name, input, classes, 1.0, true);
-  if (name == "densenet") return densenet(name, input, classes);
-  std::string names;
-  for (const auto& n : preset_names()) names += (names.empty() ? "" : ", ") + n;
-  throw ConfigError("unknown model '" + name + "': use a preset (" + names + ") or a network file");
+  return densenet(name, input, classes);
 }
 
 Network make_network(const std::string& model, Shape input, int classes) {
@@ -311,7 +455,7 @@ Network make_network(const std::string& model, Shape input, int classes) {
   std::error_code ec;
   const bool something_there = fs::symlink_status(model, ec).type() != fs::file_type::not_found;
   if ((something_there && !ec) || model.find('/') != std::string::npos) return load_network_file(model, input, classes);
-  return make_preset(model, input, classes);  // throws with the list of presets
+  return make_preset(model, input, classes);  // a preset with options, or an error listing the presets
 }
 
 }  // namespace cnn

@@ -183,7 +183,8 @@ TEST_CASE("a network's text form builds the same network", "[network]") {
     INFO(preset);
     const Network net = make_preset(preset, image, 10);
     const std::string text = network_text(net);
-    const Network again = parse_network(text, image, 10);
+    const auto outputs = static_cast<int>(net.output_shape().elements());  // 10, or unet's 10 x 32 x 32
+    const Network again = parse_network(text, image, outputs);
     CHECK(structure(again) == structure(net));
     CHECK(network_text(again) == text);
   }

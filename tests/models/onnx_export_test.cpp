@@ -1,6 +1,6 @@
 // ONNX export: the written file read back with protobuf's API (its opset, input and outputs,
-// nodes and attributes, initializers, declared shapes and metadata), and the refusals. That
-// onnxruntime computes our logits from the file is onnx_export_matches_onnxruntime
+// nodes and attributes, initializers, declared shapes and metadata), each task's outputs, and the
+// refusals. That onnxruntime computes our outputs from the file is onnx_export_matches_onnxruntime
 // (onnx_runtime_check.sh).
 #include <catch2/catch.hpp>
 
@@ -396,7 +396,7 @@ TEST_CASE("ONNX export refuses what it cannot write, naming it, and leaves the f
   ModelDescription three_names = describe_model(net);
   three_names.class_names = {"a", "b", "c"};
   CHECK_THAT(error_of<ConfigError>([&] { export_onnx(file, net, params, three_names); }),
-             Contains("3 class names for a network of 10 outputs"));
+             Contains("3 class names for a network of 10 classes"));
   ModelDescription two_means = describe_model(net);
   two_means.preprocessing.normalization.mean = {0.1f, 0.2f};
   CHECK_THAT(error_of<ConfigError>([&] { export_onnx(file, net, params, two_means); }),
@@ -416,6 +416,123 @@ TEST_CASE("ONNX export refuses what it cannot write, naming it, and leaves the f
 
   export_onnx(file, net, params, describe_model(net));  // replaces it
   CHECK(read_model(file).graph().output(0).name() == "logits");
+}
+
+namespace {
+
+ModelDescription described_for(const Network& net, Task task) {
+  ModelDescription d = describe_model(net);
+  d.loss.task = task;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX export of a segmentation U-Net: logits and their softmax over the classes, per pixel", "[onnx]") {
+  REQUIRE(onnx_export_available());
+  Network net = make_preset("unet:depth=2,width=8", Shape{1, 28, 28}, 3);
+  ModelDescription description = described_for(net, Task::segment);
+  description.class_names = {"background", "shirt", "shoe"};
+  Exported e(net, description);
+  const auto& g = e.graph();
+  check_topological(g);
+  REQUIRE(g.output_size() == 2);
+  CHECK(g.output(0).name() == "logits");
+  CHECK(shape_of(g.output(0)) == std::vector<std::string>{"N", "3", "28", "28"});
+  CHECK(g.output(1).name() == "probabilities");
+  CHECK(shape_of(g.output(1)) == std::vector<std::string>{"N", "3", "28", "28"});
+  CHECK(nodes_of(g, "Flatten").empty());
+  CHECK(op_types(g).back() == "Softmax");
+  CHECK(attribute(*nodes_of(g, "Softmax")[0], "axis").i() == 1);
+  CHECK(nodes_of(g, "Conv").back()->output(0) == "logits");  // the 1x1 head
+
+  const auto ups = nodes_of(g, "ConvTranspose");
+  REQUIRE(ups.size() == 2);
+  CHECK(ints(*ups[0], "kernel_shape") == std::vector<long>{2, 2});
+  CHECK(ints(*ups[0], "strides") == std::vector<long>{2, 2});
+  CHECK(inputs_of(*ups[0]).size() == 3);  // with bias
+  CHECK(declared_shape(g, ups[0]->output(0)) == std::vector<std::string>{"N", "16", "14", "14"});
+  const auto joins = nodes_of(g, "Concat");
+  REQUIRE(joins.size() == 2);
+  CHECK(inputs_of(*joins[0])[1] == ups[0]->output(0));  // the skip first
+  CHECK(declared_shape(g, joins[1]->output(0)) == std::vector<std::string>{"N", "16", "28", "28"});
+
+  CHECK(metadata(e.model, "task") == "segment");
+  CHECK(metadata(e.model, "class_names") == R"(["background","shirt","shoe"])");
+  CHECK(metadata(e.model, "cnnengine_network") == network_text(net));
+
+  Exported plain(net, described_for(net, Task::segment), OnnxExportOptions{.probabilities = false});
+  REQUIRE(plain.graph().output_size() == 1);
+  CHECK(plain.graph().output(0).name() == "logits");
+  CHECK(metadata(plain.model, "class_names") == R"(["0","1","2"])");  // one per output channel
+}
+
+TEST_CASE("ONNX export of a multilabel network: each label's sigmoid, and the threshold", "[onnx]") {
+  REQUIRE(onnx_export_available());
+  Network net = parse_network("conv 4 3 stride=2\nrelu\nflatten\ndense 5\n", Shape{1, 28, 28}, 5);
+  ModelDescription description = described_for(net, Task::multilabel);
+  description.loss.threshold = 0.3f;
+  Exported e(net, description);
+  const auto& g = e.graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Conv", "Relu", "Flatten", "Gemm", "Sigmoid"});
+  REQUIRE(g.output_size() == 2);
+  CHECK(g.output(0).name() == "logits");
+  CHECK(shape_of(g.output(0)) == std::vector<std::string>{"N", "5"});
+  CHECK(g.output(1).name() == "probabilities");
+  CHECK(shape_of(g.output(1)) == std::vector<std::string>{"N", "5"});
+  CHECK(inputs_of(*nodes_of(g, "Sigmoid")[0]) == std::vector<std::string>{"logits"});
+  CHECK(metadata(e.model, "task") == "multilabel");
+  CHECK(metadata(e.model, "threshold") == "0.3");
+  CHECK(metadata(e.model, "class_names") == R"(["0","1","2","3","4"])");
+}
+
+TEST_CASE("ONNX export of a regression: one output, values, with the targets' names", "[onnx]") {
+  REQUIRE(onnx_export_available());
+  for (const bool probabilities : {true, false}) {
+    Network net = parse_network("conv 4 3\nglobalavgpool\n", Shape{3, 16, 16}, 4);  // ends in 4 x 1 x 1
+    ModelDescription description = described_for(net, Task::regress);
+    description.class_names = {"x", "y", "width", "height"};
+    Exported e(net, description, OnnxExportOptions{.probabilities = probabilities});
+    const auto& g = e.graph();
+    CHECK(op_types(g) == std::vector<std::string>{"Conv", "GlobalAveragePool", "Flatten"});
+    REQUIRE(g.output_size() == 1);
+    CHECK(g.output(0).name() == std::string(kOnnxValuesName));
+    CHECK(g.output(0).name() == "values");
+    CHECK(shape_of(g.output(0)) == std::vector<std::string>{"N", "4"});
+    CHECK(nodes_of(g, "Flatten")[0]->output(0) == "values");
+    CHECK(metadata(e.model, "task") == "regress");
+    CHECK(metadata(e.model, "class_names") == R"(["x","y","width","height"])");
+  }
+  // A classification's metadata says its task too, and has no threshold.
+  Network net = make_preset("small", Shape{1, 8, 8}, 3);
+  Exported e(net, describe_model(net));
+  CHECK(metadata(e.model, "task") == "classify");
+  for (const auto& p : e.model.metadata_props()) CHECK(p.key() != "threshold");
+}
+
+TEST_CASE("ONNX export for a task refuses an output or names that do not suit it", "[onnx]") {
+  REQUIRE(onnx_export_available());
+  data::test::TempFolder scratch;
+  CpuBackend backend(1);
+  auto export_error = [&](const Network& net, const ModelDescription& description) {
+    ParameterStore params(net, backend, memory::host_resource(), 0, 1);
+    return error_of<ConfigError>([&] { export_onnx(scratch / "m.onnx", net, params, description); });
+  };
+  const Network classifier = make_preset("small", Shape{1, 8, 8}, 3);
+  CHECK_THAT(export_error(classifier, described_for(classifier, Task::segment)),
+             Contains("a segmentation network's output must be [classes, 8, 8]") && Contains("10:dense gives [3]"));
+  const Network half = parse_network("conv 3 3 stride=2 pad=1\n", Shape{1, 8, 8}, 0);
+  CHECK_THAT(export_error(half, described_for(half, Task::segment)), Contains("1:conv2d gives [3x4x4]"));
+
+  const Network unet = make_preset("unet:depth=1,width=4", Shape{1, 8, 8}, 3);
+  ModelDescription two = described_for(unet, Task::segment);
+  two.class_names = {"a", "b"};
+  CHECK_THAT(export_error(unet, two),
+             Contains("2 class names for a segment network of 3 classes (its output's channels)"));
+  ModelDescription targets = described_for(classifier, Task::regress);
+  targets.class_names = {"x"};
+  CHECK_THAT(export_error(classifier, targets), Contains("1 class names for a regress network of 3 targets"));
+  CHECK_FALSE(fs::exists(scratch / "m.onnx"));
 }
 
 #endif

@@ -27,6 +27,26 @@ void check_parameters_of(const Network& network, const ParameterStore& params) {
                       " bytes of parameters for a network of " + std::to_string(expected) + ")");
 }
 
+// What the graph gives for the model's task (models/onnx_export.hpp).
+OnnxOutputs task_outputs(const Network& network, Task task, bool probabilities) {
+  const Shape& out = network.output_shape();
+  const Shape flat{static_cast<int>(out.elements())};
+  switch (task) {
+    case Task::segment: {
+      const Shape& in = network.input_shape();
+      if (out.rank != 3 || out[1] != in[1] || out[2] != in[2])
+        throw ConfigError("ONNX export: a segmentation network's output must be [classes, " + std::to_string(in[1]) +
+                          ", " + std::to_string(in[2]) + "] (a score per class and pixel of its " + in.str() +
+                          " input), but " + network.node(network.last()).name + " gives " + out.str());
+      return {kOnnxLogitsName, out, probabilities ? "Softmax" : ""};
+    }
+    case Task::multilabel: return {kOnnxLogitsName, flat, probabilities ? "Sigmoid" : ""};
+    case Task::regress: return {kOnnxValuesName, flat, ""};
+    case Task::classify: break;
+  }
+  return {kOnnxLogitsName, flat, probabilities ? "Softmax" : ""};
+}
+
 // onnx's checker, then its shape inference in strict mode: every value's shape as ONNX computes
 // it must be the one we declared (value_info), which is ours. A failure is the exporter's bug.
 void check(onnx::ModelProto& model) {
@@ -93,11 +113,12 @@ void export_onnx(const std::filesystem::path& file, const Network& network, cons
   opset->set_version(kOnnxOpset);
   auto* graph = proto.mutable_graph();
   graph->set_name("cnnengine");
-  write_onnx_graph(*graph, network, params, options.probabilities);
+  const OnnxOutputs outputs = task_outputs(network, model.loss.task, options.probabilities);
+  write_onnx_graph(*graph, network, params, outputs);
   graph->mutable_input(0)->set_doc_string(
       "N x C x H x W float32: pixels scaled to [0, 1] (pixel_scale), then (x - mean) / std per channel "
       "(normalization_mean, normalization_std)");
-  write_onnx_metadata(proto, network, model);
+  write_onnx_metadata(proto, network, model, outputs.shape[0]);  // the classes or targets
   check(proto);
   write_file(proto, file);
 }

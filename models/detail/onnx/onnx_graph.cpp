@@ -3,6 +3,7 @@
 #include <bit>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.hpp"
@@ -64,27 +65,33 @@ void describe_value(onnx::ValueInfoProto& value, const std::string& name, const 
 
 class GraphWriter {
  public:
-  GraphWriter(onnx::GraphProto& graph, const Network& network, const ParameterStore& params)
-      : graph_(graph), network_(network), params_(params), values_(static_cast<std::size_t>(network.size())) {}
+  GraphWriter(onnx::GraphProto& graph, const Network& network, const ParameterStore& params, OnnxOutputs outputs)
+      : graph_(graph),
+        network_(network),
+        params_(params),
+        outputs_(std::move(outputs)),
+        values_(static_cast<std::size_t>(network.size())) {}
 
-  void write(bool probabilities) {
+  void write() {
     const std::vector<const LayerType*> types = exportable_types();
     describe_value(*graph_.add_input(), kOnnxInputName, network_.input_shape());
     values_[0] = kOnnxInputName;
     const int last = network_.last();
+    const bool last_is_output = network_.node(last).shape == outputs_.shape;
     for (int id = 1; id <= last; ++id) {
-      const std::string output = id == last && network_.node(id).shape.rank == 1 ? kOnnxLogitsName : value_name(id);
+      const std::string output = id == last && last_is_output ? outputs_.name : value_name(id);
       LayerNodes nodes(*this, id, output);
       types[static_cast<std::size_t>(id)]->onnx(*network_.node(id).layer, nodes);
       if (values_[static_cast<std::size_t>(id)].empty()) values_[static_cast<std::size_t>(id)] = output;
     }
-    if (value(last) != kOnnxLogitsName)
-      ProtoNode(add_node("Flatten", "logits_flatten", {value(last)}, kOnnxLogitsName)).set_int("axis", 1);
-    const Shape classes{network_.num_classes()};
-    describe_value(*graph_.add_output(), kOnnxLogitsName, classes);
-    if (probabilities) {
-      ProtoNode(add_node("Softmax", "softmax", {kOnnxLogitsName}, kOnnxProbabilitiesName)).set_int("axis", 1);
-      describe_value(*graph_.add_output(), kOnnxProbabilitiesName, classes);
+    if (value(last) != outputs_.name)
+      ProtoNode(add_node("Flatten", outputs_.name + "_flatten", {value(last)}, outputs_.name)).set_int("axis", 1);
+    describe_value(*graph_.add_output(), outputs_.name, outputs_.shape);
+    if (!outputs_.probabilities.empty()) {
+      onnx::NodeProto& node =
+          add_node(outputs_.probabilities, "probabilities", {outputs_.name}, kOnnxProbabilitiesName);
+      if (outputs_.probabilities == "Softmax") ProtoNode(node).set_int("axis", 1);
+      describe_value(*graph_.add_output(), kOnnxProbabilitiesName, outputs_.shape);
     }
   }
 
@@ -124,7 +131,7 @@ class GraphWriter {
       return init.name();
     }
     void pass_through(std::size_t index) override {
-      if (output_ == kOnnxLogitsName) {
+      if (output_ == writer_.outputs_.name) {
         writer_.add_node("Identity", name(), {input(index)}, output_);
       } else {
         writer_.values_[static_cast<std::size_t>(id_)] = input(index);
@@ -166,7 +173,7 @@ class GraphWriter {
     node->set_name(name);
     for (const auto& in : inputs) node->add_input(in);
     node->add_output(output);
-    if (shape.rank > 0 && output != kOnnxLogitsName) describe_value(*graph_.add_value_info(), output, shape);
+    if (shape.rank > 0 && output != outputs_.name) describe_value(*graph_.add_value_info(), output, shape);
     return *node;
   }
 
@@ -203,14 +210,15 @@ class GraphWriter {
   onnx::GraphProto& graph_;
   const Network& network_;
   const ParameterStore& params_;
+  const OnnxOutputs outputs_;
   std::vector<std::string> values_;  // the ONNX value that holds each node's output
 };
 
 }  // namespace
 
 void write_onnx_graph(onnx::GraphProto& graph, const Network& network, const ParameterStore& params,
-                      bool probabilities) {
-  GraphWriter(graph, network, params).write(probabilities);
+                      const OnnxOutputs& outputs) {
+  GraphWriter(graph, network, params, outputs).write();
 }
 
 }  // namespace cnn

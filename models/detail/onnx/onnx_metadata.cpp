@@ -2,10 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <string>
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/task.hpp"
 #include "models/network_text.hpp"
 
 namespace cnn {
@@ -27,28 +29,41 @@ std::vector<float> per_channel(const std::vector<float>& values, int channels, f
   return values;
 }
 
+// The shortest text that reads back as `value` ("0.3", not 0.30000001192092896).
+std::string shortest_text(float value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
 std::vector<std::string> class_names(const ModelDescription& description, int classes) {
   if (description.class_names.empty()) {
     std::vector<std::string> numbers;
     for (int i = 0; i < classes; ++i) numbers.push_back(std::to_string(i));
     return numbers;
   }
-  if (description.class_names.size() != static_cast<std::size_t>(classes))
-    throw ConfigError("ONNX export: " + std::to_string(description.class_names.size()) +
-                      " class names for a network of " + std::to_string(classes) + " outputs");
+  if (description.class_names.size() != static_cast<std::size_t>(classes)) {
+    const Task task = description.loss.task;
+    throw ConfigError("ONNX export: " + std::to_string(description.class_names.size()) + " class names for a " +
+                      (task == Task::classify ? "" : to_string(task) + " ") + "network of " + std::to_string(classes) +
+                      (task == Task::regress ? " targets" : " classes") +
+                      (task == Task::segment ? " (its output's channels)" : ""));
+  }
   return description.class_names;
 }
 
 }  // namespace
 
-void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const ModelDescription& description) {
+void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const ModelDescription& description,
+                         int classes) {
   const Shape& input = network.input_shape();
   const int channels = input[0];
   const auto mean = per_channel(description.preprocessing.normalization.mean, channels, 0.f, "mean");
   const auto stddev = per_channel(description.preprocessing.normalization.stddev, channels, 1.f, "std");
   for (float s : stddev)
     if (!(s > 0)) throw ConfigError("ONNX export: the normalisation's std " + std::to_string(s) + " is not positive");
-  set_property(model, "class_names", nlohmann::json(class_names(description, network.num_classes())).dump());
+  set_property(model, "task", to_string(description.loss.task));
+  set_property(model, "class_names", nlohmann::json(class_names(description, classes)).dump());
   set_property(model, "normalization_mean", nlohmann::json(mean).dump());
   set_property(model, "normalization_std", nlohmann::json(stddev).dump());
   set_property(model, "pixel_scale", "1/255");
@@ -56,6 +71,8 @@ void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const 
   for (int i = 0; i < input.rank; ++i) shape += (i ? "x" : "") + std::to_string(input[i]);
   set_property(model, "input_shape", shape);
   set_property(model, "cnnengine_network", description.network.empty() ? network_text(network) : description.network);
+  if (description.loss.task == Task::multilabel)
+    set_property(model, "threshold", shortest_text(description.loss.threshold));
 }
 
 }  // namespace cnn

@@ -8,8 +8,10 @@
 
 namespace cnn {
 
-// Throws ConfigError when the class names are not one per output, or the normalisation's mean
+// `classes`: the classes (segment: the output's channels) or the regression's targets. Throws
+// ConfigError when the class names are not one per class or target, or the normalisation's mean
 // or std is neither one value nor one per input channel, or a std is not positive.
-void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const ModelDescription& description);
+void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const ModelDescription& description,
+                         int classes);
 
 }  // namespace cnn
