@@ -159,7 +159,10 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
     if (!read[static_cast<std::size_t>(id)])
       throw ShapeError(source + ":" + std::to_string(parser.line_of(id)) + ": the output of " + net.node(id).name +
                        " is never used (a later line's in= or add must name it, or it must come last)");
-  if (classes > 0 && net.output_shape().elements() != static_cast<std::size_t>(classes))
+  // A class score an output, or a class score a pixel (a segmentation's [K, H, W] at the input's size).
+  const Shape& out = net.output_shape();
+  const bool per_pixel = out.rank == 3 && out[0] == classes && out[1] == input[1] && out[2] == input[2];
+  if (classes > 0 && out.elements() != static_cast<std::size_t>(classes) && !per_pixel)
     throw ShapeError(source + ": the network ends with " + net.output_shape().str() + " outputs but the data has " +
                      std::to_string(classes) + " classes");
   return net;

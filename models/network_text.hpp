@@ -23,7 +23,9 @@ inline constexpr std::size_t kMaxNetworkTextBytes = std::size_t{16} << 20;
 inline constexpr int kMaxInputSide = 1 << 16;                  // channels, height or width
 inline constexpr std::size_t kMaxInputElements = std::size_t{1} << 28;  // one sample: 1 GiB of floats
 
-// `classes` must be the network's output count (a ShapeError otherwise); 0 takes it as it is.
+// `classes` must be the network's output count, or its output's channels where it gives a class
+// score a pixel ([classes, H, W] at the input's H x W: a segmentation); a ShapeError otherwise; 0
+// takes it as it is.
 Network parse_network(const std::string& text, Shape input, int classes, const std::string& source = "<text>");
 // Reads a regular file only (a FIFO or a device would block or never end).
 Network load_network_file(const std::filesystem::path& path, Shape input, int classes);

@@ -10,11 +10,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--data", o.data,
                  "IDX folder (Fashion-MNIST layout), CIFAR-10/100 binary folder or image folder (one sub-folder per "
                  "class)");
-  std::string presets;
-  for (const std::string& name : preset_names()) presets += name + ", ";
-  app.add_option("--model", o.model, presets + "or a network text file (its words: below)");
-  std::string words = "Network text, one layer per line (# starts a comment; as=NAME names a layer's output, "
-                      "in=NAME reads a named output):\n";
+  app.add_option("--model", o.model, "a preset (below) or a network text file (its words: below)");
+  std::string words = "Presets:\n";
+  for (const std::string& usage : preset_usages()) words += "  " + usage + "\n";
+  words += "Network text, one layer per line (# starts a comment; as=NAME names a layer's output, "
+           "in=NAME reads a named output):\n";
   for (const std::string& usage : layer_usages()) words += "  " + usage + "\n";
   app.footer(words);
   app.add_option("--task", o.task, "classify, segment, multilabel or regress (default: what the data's layout holds: "
