@@ -1,12 +1,13 @@
 #pragma once
-// A data set of labelled images: what every source (IDX files, image folders, CIFAR files, a
-// split of either) offers the loader; opening one from a folder, whatever its kind; and what an
-// image goes through before a network sees it.
+// A data set of labelled images: what every source (IDX files, image folders, CIFAR files,
+// segmentation and labels.csv folders, a split of any) offers the loader; opening one from a
+// folder, whatever its kind; and what an image goes through before a network sees it.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,25 +118,39 @@ struct ImageFolderOptions {
 
 struct DatasetSplits {
   std::unique_ptr<Dataset> train, test;
-  std::string kind;  // "idx", "cifar-10", "cifar-100" or "image-folder"
+  // "idx", "cifar-10", "cifar-100", "image-folder", "segmentation", "multilabel" or "regression"
+  std::string kind;
   std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
-  std::unique_ptr<Dataset> validation;       // an image folder's val/ folder; none elsewhere
+  std::unique_ptr<Dataset> validation;       // a val/ folder beside train/ and test/; none elsewhere
 };
 
-// The train and test sides of the data set in `folder`:
+// The train and test sides of the data set in `folder`, the first of these layouts it holds:
 //  - IDX: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] and the t10k-... (or
 //    test-...) pair, and the class names from classes.txt beside them, where there is one;
 //  - CIFAR-10 or CIFAR-100 binary files (CIFAR-100 with its fine labels);
-//  - an image folder with train/ and test/ sub-folders, each holding one folder per class, and
-//    optionally val/ beside them (the validation set, with the same classes);
+//  - a segmentation (kind "segmentation"): train/ and test/ each holding images/ (PNG, JPEG or
+//    BMP) and masks/, one mask an image of its name (images/a.jpg, masks/a.png): an 8-bit
+//    greyscale PNG of the image's size whose values are classes, 255 none (kIgnoreMask). The
+//    classes are named by classes.txt beside train/, one a line; without it they are 0 up to the
+//    largest value of the train masks, named "0", "1", ... (data/segmentation_dataset.hpp);
+//  - a multi-label or regression data set (kind "multilabel" or "regression"): train/ and test/
+//    each holding images/ (in sub-folders or not) and labels.csv, a header 'file,<name>,...' and a
+//    row an image: its path under images/, then its labels (0 or 1) or targets (numbers). It is
+//    multi-label where every value of train/labels.csv is 0 or 1, else regression, unless `task`
+//    says which (data/image_table_dataset.hpp, data/detail/labels_csv.hpp);
+//  - an image folder with train/ and test/ sub-folders, each holding one folder per class;
 //  - a single folder of class folders: a seeded, stratified 1/6 of it is held out as test.
-// Anything else is a DataError saying what was looked for. `target` and `images` apply to image
-// folders: images are converted to target.channels (1 or 3; 0: grey or colour as the first image
-// is) and resized (bilinear) to target.height x target.width (height 0: the first image's size;
-// width 0 alone: a square). The test side takes the train side's shape and options, and must have
-// the same classes.
+// The layouts of train/ and test/ take optionally val/ beside them (the validation set, of the
+// same layout). Anything else is a DataError saying what was looked for. `target` and `images`
+// apply to image folders: images are converted to target.channels (1 or 3; 0: grey or colour as
+// the first image is) and resized (bilinear; a mask by nearest neighbour) to target.height x
+// target.width (height 0: the first image's size; width 0 alone: a square). The test side takes
+// the train side's shape, options and task, and must have the same classes (or labels.csv header).
+// `task`: what the caller trains for; none to take what the folder holds. A folder that holds
+// another task's data set is a ConfigError saying what it holds (regress on a labels.csv of 0s
+// and 1s is the one choice a folder leaves).
 DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape target = {}, std::uint64_t seed = 1,
-                           const ImageFolderOptions& images = {});
+                           const ImageFolderOptions& images = {}, std::optional<Task> task = std::nullopt);
 
 // ---- Class names for data whose own are numbers (IDX files).
 
@@ -153,8 +168,10 @@ struct ValidationSplit {
 
 // Holds out `fraction` (above 0, below 1) of each class of `data` for validation: round(fraction
 // x n) of a class of n samples, at least one where n >= 2 and never all, chosen by `seed` (the
-// same seed and fraction on the same data give the same split). Both sides keep the data's order,
-// and they are disjoint. A ConfigError when the fraction is out of range or a side would be empty.
+// same seed and fraction on the same data give the same split). A data set of another task than
+// classification has no classes to stratify by: round(fraction x n) of all its n samples are held
+// out, chosen by `seed` alike. Both sides keep the data's order and its task, and they are
+// disjoint. A ConfigError when the fraction is out of range or a side would be empty.
 ValidationSplit split_for_validation(const Dataset& data, double fraction, std::uint64_t seed);
 
 // The first `count` samples of `data` (all of them when it holds fewer): a quick run's data.

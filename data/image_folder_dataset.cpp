@@ -2,23 +2,18 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/data_error.hpp"
 #include "data/detail/folder_scan.hpp"
 #include "data/detail/image_codec.hpp"
-#include "data/detail/parallel_for.hpp"
+#include "data/detail/image_files.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;
 
 namespace {
-
-void to_float(const std::uint8_t* src, std::size_t n, float* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(src[i]) * (1.0f / 255.0f);
-}
 
 class ImageFolderDataset final : public Dataset {
  public:
@@ -88,59 +83,6 @@ class ImageFolderDataset final : public Dataset {
   std::size_t skipped_;
 };
 
-// The header of the first image that can be read. Without skip_corrupt that is the first image,
-// whatever it holds.
-ImageInfo first_image(const ClassFolders& classes, const ImageFolderOptions& options) {
-  if (options.skip_corrupt) {
-    for (const fs::path& file : classes.files) {
-      try {
-        return verify_image(file, options.max_decoded_image_bytes);
-      } catch (const DataError&) {
-        // left out later, with a warning
-      }
-    }
-  }
-  return probe_image(classes.files.front(), options.max_decoded_image_bytes);
-}
-
-SampleShape resolve_target(const fs::path& folder, SampleShape target, const ClassFolders& classes,
-                           const ImageFolderOptions& options) {
-  std::optional<ImageInfo> first;
-  auto first_info = [&] {
-    if (!first) first = first_image(classes, options);
-    return *first;
-  };
-  if (target.channels == 0)  // the first image decides: grey (with or without alpha) or colour
-    target.channels = first_info().channels <= 2 ? 1 : 3;
-  if (target.channels != 1 && target.channels != 3)
-    fail(folder, "cannot convert images to " + std::to_string(target.channels) + " channels: expected 1 or 3");
-  if (target.height < 0 || target.width < 0)
-    fail(folder, "invalid target size " + to_string(target) + ": expected positive height and width");
-  if (target.height == 0) {
-    target.height = first_info().height;
-    target.width = first_info().width;
-  } else if (target.width == 0) {
-    target.width = target.height;
-  }
-  return target;
-}
-
-// Runs check(i) for every file, on a few threads. Without skip_corrupt the first DataError (of
-// the lowest index) is thrown; with it, each file's error is kept by index ("" when it passed).
-template <typename Check>
-std::vector<std::string> check_each(std::size_t n, bool skip_corrupt, Check check) {
-  std::vector<std::string> errors(n);
-  parallel_for(n, [&](std::size_t i) {
-    try {
-      check(i);
-    } catch (const DataError& e) {
-      if (!skip_corrupt) throw;
-      errors[i] = e.what();
-    }
-  });
-  return errors;
-}
-
 // Takes the images that failed out of the data set, and their pixels out of `pixels` when it
 // holds them, reporting each to on_skipped in file order. Returns how many were left out.
 std::size_t leave_out_failed(const fs::path& folder, ClassFolders& classes, std::vector<std::uint8_t>& pixels,
@@ -181,11 +123,10 @@ std::size_t leave_out_failed(const fs::path& folder, ClassFolders& classes, std:
 std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape target,
                                            const ImageFolderOptions& options) {
   ClassFolders classes = scan_class_folders(folder);
-  const SampleShape shape = resolve_target(folder, target, classes, options);
+  const SampleShape shape = resolve_target(folder, target, classes.files, options);
   const std::size_t n = classes.files.size(), per_image = shape.elements();
-  std::size_t decoded_bytes = 0;
-  const bool eager = !__builtin_mul_overflow(n, per_image, &decoded_bytes) && decoded_bytes <= options.eager_decode_limit;
-  std::vector<std::uint8_t> pixels(eager ? decoded_bytes : 0);
+  const bool eager = decode_at_open(n, per_image, options.eager_decode_limit);
+  std::vector<std::uint8_t> pixels(eager ? n * per_image : 0);
   const std::vector<std::string> errors = check_each(n, options.skip_corrupt, [&](std::size_t i) {
     if (eager) decode_image(classes.files[i], shape, pixels.data() + i * per_image, options.max_decoded_image_bytes);
     else verify_image(classes.files[i], options.max_decoded_image_bytes);

@@ -1,6 +1,8 @@
 #include "data/loader.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -36,24 +38,42 @@ void validate(const LoaderOptions& options, int channels) {
   check_normalization(options.normalization, channels);
 }
 
+// A data set of a task other than classification must be one the losses can take: a
+// segmentation's classes fit in a mask's byte, and every task has at least one output.
+void validate_task(const Dataset& data) {
+  const Task task = data.task();
+  if (task == Task::classify) return;
+  const int outputs = data.num_classes();
+  if (outputs < 1 || (task == Task::segment && outputs > kMaxSegmentationClasses))
+    throw ConfigError("Loader: " + data.description() + ": " + std::to_string(outputs) +
+                      (task == Task::segment ? " classes, expected 1 to " + std::to_string(kMaxSegmentationClasses)
+                                             : " outputs, expected at least 1"));
+}
+
 // The staging ring: prefetch + 1 slots, each one rank's share of a batch (at most the batch over
-// the ranks, rounded up) of images and labels.
+// the ranks, rounded up) of images, and of labels (classification) or targets (other tasks).
 struct Ring {
-  std::size_t image_bytes = 0, label_bytes = 0, slots = 0;
-  std::size_t slot_bytes() const { return image_bytes + label_bytes; }
+  std::size_t image_bytes = 0, label_bytes = 0, target_bytes = 0, slots = 0;
+  std::size_t slot_bytes() const { return image_bytes + label_bytes + target_bytes; }
   std::size_t bytes() const { return slots * slot_bytes(); }
 };
 
-Ring ring_for(const SampleShape& shape, const LoaderOptions& options) {
+Ring ring_for(const Dataset& data, const LoaderOptions& options) {
+  const SampleShape shape = data.shape();
   const auto batch = static_cast<std::size_t>((options.batch + options.ranks - 1) / options.ranks);
   Ring ring;
   ring.slots = static_cast<std::size_t>(options.prefetch) + 1;
-  std::size_t batch_image_bytes = 0, ring_bytes = 0;
+  std::size_t batch_image_bytes = 0, batch_target_bytes = 0, ring_bytes = 0;
   if (__builtin_mul_overflow(batch, shape.elements() * sizeof(float), &batch_image_bytes) ||
-      batch_image_bytes > (std::size_t{1} << 60))
+      batch_image_bytes > (std::size_t{1} << 60) ||
+      __builtin_mul_overflow(batch, data.target_bytes(), &batch_target_bytes) ||
+      batch_target_bytes > (std::size_t{1} << 60))
     throw ConfigError("Loader: batch " + std::to_string(batch) + " of " + to_string(shape) + " is too large");
   ring.image_bytes = memory::align_up(batch_image_bytes, memory::kDefaultAlignment);
-  ring.label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
+  if (data.task() == Task::classify)
+    ring.label_bytes = memory::align_up(batch * sizeof(std::int32_t), memory::kDefaultAlignment);
+  else
+    ring.target_bytes = memory::align_up(batch_target_bytes, memory::kDefaultAlignment);
   if (__builtin_mul_overflow(ring.slots, ring.slot_bytes(), &ring_bytes))
     throw ConfigError("Loader: " + std::to_string(ring.slots) + " staging slots of " + std::to_string(ring.slot_bytes()) +
                       " bytes do not fit in memory (prefetch " + std::to_string(options.prefetch) + ")");
@@ -64,7 +84,8 @@ Ring ring_for(const SampleShape& shape, const LoaderOptions& options) {
 
 std::size_t Loader::staging_bytes_for(const Dataset& data, const LoaderOptions& options) {
   validate(options, data.shape().channels);
-  return ring_for(data.shape(), options).bytes();
+  validate_task(data);
+  return ring_for(data, options).bytes();
 }
 
 std::size_t Loader::book(memory::MemoryStack& stack, const Dataset& data, const LoaderOptions& options) {
@@ -87,13 +108,16 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       options_(options),
       staging_(staging),
       shape_(data.shape()),
+      task_(data.task()),
       num_classes_(data.num_classes()),
+      target_bytes_(data.target_bytes()),
       samples_(data.size()),
       batches_(count_batches(samples_, options)) {
   validate(options_, shape_.channels);
+  validate_task(data_);
   if (staging_.is_device_memory())
     throw ConfigError("Loader: staging resource '" + staging_.name() + "' is device memory; the loader writes from the host");
-  const Ring ring = ring_for(shape_, options_);
+  const Ring ring = ring_for(data_, options_);
   block_bytes_ = ring.bytes();
   // The block first: a ring larger than the staging resource allows is refused before anything
   // else grows with the slot count.
@@ -104,11 +128,13 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
     for (std::size_t s = 0; s < ring.slots; ++s) {
       unsigned char* slot = base + s * ring.slot_bytes();
       auto* images = reinterpret_cast<float*>(slot);
-      auto* labels = reinterpret_cast<std::int32_t*>(slot + ring.image_bytes);
+      auto* labels = ring.label_bytes ? reinterpret_cast<std::int32_t*>(slot + ring.image_bytes) : nullptr;
+      unsigned char* targets = ring.target_bytes ? slot + ring.image_bytes + ring.label_bytes : nullptr;
       Batch batch;
       batch.images = images;
       batch.labels = labels;
-      slots_.push_back({images, labels, batch});
+      batch.targets = targets;
+      slots_.push_back({images, labels, targets, batch});
     }
     worker_ = std::thread([this] { run(); });
   } catch (...) {
@@ -169,7 +195,9 @@ bool Loader::may_produce_locked(std::uint64_t generation, std::size_t batch) con
 }
 
 void Loader::run() {
-  std::vector<float> scratch(shape_.elements());
+  Scratch scratch;
+  scratch.image.resize(shape_.elements());
+  if (task_ == Task::segment) scratch.mask.resize(target_bytes_);
   std::vector<std::size_t> order;
   std::uint64_t generation = 0;
   int epoch = 0;
@@ -217,8 +245,31 @@ void Loader::run() {
   }
 }
 
+void Loader::check_target(std::size_t index, const unsigned char* target) const {
+  auto refuse = [&](const std::string& what) {
+    throw DataError(data_.description() + ": sample " + std::to_string(index) + "'s target " + what);
+  };
+  if (task_ == Task::segment) {
+    // A class outside the classes would index past the end of the loss's rows.
+    for (std::size_t p = 0; p < target_bytes_; ++p)
+      if (target[p] >= num_classes_ && target[p] != kIgnoreMask)
+        refuse("holds the value " + std::to_string(target[p]) + " at pixel " + std::to_string(p) + ", expected 0.." +
+               std::to_string(num_classes_ - 1) + " or " + std::to_string(kIgnoreMask) + " (ignored)");
+    return;
+  }
+  const auto* values = reinterpret_cast<const float*>(target);
+  for (int k = 0; k < num_classes_; ++k) {
+    const float v = values[k];
+    if (std::isfinite(v) && (task_ != Task::multilabel || v == 0.0f || v == 1.0f)) continue;
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", static_cast<double>(v));
+    refuse("holds " + std::string(text) + " for its output " + std::to_string(k) + ", expected " +
+           (task_ == Task::multilabel ? "0 or 1" : "a finite number"));
+  }
+}
+
 bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
-                  std::uint64_t generation, std::vector<float>& scratch) {
+                  std::uint64_t generation, Scratch& scratch) {
   const std::size_t start = batch * static_cast<std::size_t>(options_.batch);
   const std::size_t whole = std::min(static_cast<std::size_t>(options_.batch), samples_ - start);
   const RankShare share = share_of_batch(static_cast<int>(whole), options_.rank, options_.ranks);
@@ -231,16 +282,25 @@ bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>&
     const std::size_t index = order[first + k];
     float* image = slot.images + k * elements;
     const int label = data_.load(index, image);
-    // A label outside the classes would index past the end of the loss layer's rows.
-    if (label < 0 || label >= num_classes_) {
-      throw DataError(data_.description() + ": sample " + std::to_string(index) + " has label " +
-                      std::to_string(label) + ", expected 0.." + std::to_string(num_classes_ - 1));
+    unsigned char* target = nullptr;
+    if (task_ == Task::classify) {
+      // A label outside the classes would index past the end of the loss layer's rows.
+      if (label < 0 || label >= num_classes_) {
+        throw DataError(data_.description() + ": sample " + std::to_string(index) + " has label " +
+                        std::to_string(label) + ", expected 0.." + std::to_string(num_classes_ - 1));
+      }
+      slot.labels[k] = label;
+    } else {
+      target = slot.targets + k * target_bytes_;
+      data_.load_target(index, target);
+      check_target(index, target);
     }
-    slot.labels[k] = label;
     if (augment) {
       std::uint64_t key = hash_values(options_.seed, static_cast<std::uint64_t>(epoch), index, kAugmentStream);
-      apply_augment(image, shape_, choose_augment(key, options_.augment_flip, options_.augment_crop_padding),
-                    scratch.data());
+      const AugmentChoice choice = choose_augment(key, options_.augment_flip, options_.augment_crop_padding);
+      apply_augment(image, shape_, choice, scratch.image.data());
+      // A mask moves with its image; the other tasks' targets do not depend on where things are.
+      if (task_ == Task::segment) apply_augment_mask(target, shape_.height, shape_.width, choice, scratch.mask.data());
     }
     normalize(image, shape_, options_.normalization);
   }

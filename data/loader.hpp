@@ -1,6 +1,7 @@
 #pragma once
 // Batches from a data set: shuffled by (seed, epoch), augmented, normalised, and decoded by a
-// background thread into a ring of staging slots ahead of the consumer.
+// background thread into a ring of staging slots ahead of the consumer. Each slot holds the
+// samples' images and their labels (classification) or targets (the other tasks, base/task.hpp).
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -31,7 +32,7 @@ struct LoaderOptions {
   bool drop_last = false;
   int prefetch = 2;  // batches decoded ahead of the one in use (0: none)
   bool augment_flip = false;
-  int augment_crop_padding = 0;
+  int augment_crop_padding = 0;  // a mask moves with its image, padded with kIgnoreMask
   Normalization normalization;  // per channel, after augmentation (data/dataset.hpp)
   // Data-parallel training: this process is rank `rank` of `ranks`, and loads only its share of
   // each batch (share_of_batch, base/batch.hpp). The batches are the whole run's all the same.
@@ -62,9 +63,9 @@ class Loader {
   // The next batch of the epoch, blocking until it is ready; nullopt at the end of the epoch. It is
   // the trainer's as it is (train_step(*batch)): this rank's share (first, global_size: the whole
   // batch's size, with one rank too), its index in the epoch, whether it is the epoch's last.
-  // Its images and labels are valid until the next call to next() or start_epoch(). An exception
-  // from the data set is rethrown here, after the batches before it, and again on every later
-  // call until start_epoch(). Called before any start_epoch(), it starts epoch 0.
+  // Its images and labels (or targets) are valid until the next call to next() or start_epoch().
+  // An exception from the data set is rethrown here, after the batches before it, and again on
+  // every later call until start_epoch(). Called before any start_epoch(), it starts epoch 0.
   std::optional<Batch> next();
 
   std::size_t batches_per_epoch() const { return batches_; }
@@ -81,21 +82,31 @@ class Loader {
  private:
   struct Slot {
     float* images;  // the slot's memory, which the worker writes
-    std::int32_t* labels;
+    std::int32_t* labels;    // classification; else null
+    unsigned char* targets;  // the other tasks, target_bytes_ a sample; else null
     Batch batch;  // what next() gives: the same memory, and the samples the worker put there
+  };
+  // The worker's room to augment a sample in.
+  struct Scratch {
+    std::vector<float> image;
+    std::vector<std::uint8_t> mask;
   };
 
   void begin_epoch_locked(int epoch, std::size_t first_batch);
   void run();
   bool may_produce_locked(std::uint64_t generation, std::size_t batch) const;
   bool fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
-            std::uint64_t generation, std::vector<float>& scratch);
+            std::uint64_t generation, Scratch& scratch);
+  // A DataError unless the target is one the task's loss can take (a mask's classes in range).
+  void check_target(std::size_t index, const unsigned char* target) const;
 
   const Dataset& data_;
   const LoaderOptions options_;
   memory::MemoryResource& staging_;
   const SampleShape shape_;
+  const Task task_;
   const int num_classes_;
+  const std::size_t target_bytes_;  // a sample's, for a task other than classification
   const std::size_t samples_;
   const std::size_t batches_;
   std::size_t block_bytes_ = 0;

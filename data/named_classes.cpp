@@ -17,7 +17,9 @@ class NamedClasses final : public Dataset {
   int num_classes() const override { return base_->num_classes(); }
   std::vector<std::string> class_names() const override { return names_; }
   std::string description() const override { return base_->description(); }
+  Task task() const override { return base_->task(); }
   int load(std::size_t index, float* out) const override { return base_->load(index, out); }
+  void load_target(std::size_t index, void* out) const override { base_->load_target(index, out); }
   int label(std::size_t index) const override { return base_->label(index); }
   std::size_t host_bytes() const override { return base_->host_bytes(); }
 

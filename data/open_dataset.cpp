@@ -11,6 +11,7 @@
 #include "data/idx_dataset.hpp"
 #include "data/image_folder_dataset.hpp"
 #include "data/subset_dataset.hpp"
+#include "data/task_folders.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;
@@ -122,11 +123,19 @@ DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uin
 }  // namespace
 
 DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint64_t seed,
-                           const ImageFolderOptions& images) {
+                           const ImageFolderOptions& images, std::optional<Task> task) {
   std::vector<fs::path> folders = sub_folders(folder);  // DataError when the folder is missing
 
-  if (IdxFiles idx = find_idx_files(folder); idx.any()) return open_idx_folder(folder, idx);
-  if (find_cifar_layout(folder)) return open_cifar_folder(folder);
+  if (IdxFiles idx = find_idx_files(folder); idx.any()) {
+    require_task(folder, task, {Task::classify}, "a classification data set (IDX files)");
+    return open_idx_folder(folder, idx);
+  }
+  if (find_cifar_layout(folder)) {
+    require_task(folder, task, {Task::classify}, "a classification data set (CIFAR binary files)");
+    return open_cifar_folder(folder);
+  }
+  if (std::optional<TaskLayout> layout = find_task_layout(folder))
+    return open_task_folders(folder, *layout, target, task, images);
 
   // A train/ or test/ that holds images directly is a class that happens to bear that name.
   auto split_folder = [&](const char* name) {
@@ -135,6 +144,10 @@ DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint
     return false;
   };
   const bool train = split_folder("train"), test = split_folder("test");
+  require_task(folder, task, {Task::classify},
+               train || test     ? "train/ or test/ folders of class folders (a classification data set)"
+               : folders.empty() ? "no sub-folder"
+                                 : "class folders (a classification data set)");
   if (train && test) return open_train_test_folders(folder, split_folder("val"), target, images);
   if (train || test) {
     fail(folder, std::string("found ") + (train ? "train/" : "test/") + " but no " + (train ? "test/" : "train/") +

@@ -24,8 +24,10 @@ class SubsetDataset final : public Dataset {
   int num_classes() const override { return base_->num_classes(); }
   std::vector<std::string> class_names() const override { return base_->class_names(); }
   std::string description() const override { return description_; }
+  Task task() const override { return base_->task(); }
   int label(std::size_t index) const override { return base_->label(base_index(index)); }
   int load(std::size_t index, float* out) const override { return base_->load(base_index(index), out); }
+  void load_target(std::size_t index, void* out) const override { base_->load_target(base_index(index), out); }
   std::size_t host_bytes() const override { return base_bytes_ + indices_.size() * sizeof(std::size_t); }
 
  private:
@@ -44,33 +46,44 @@ class SubsetDataset final : public Dataset {
   std::string description_;
 };
 
-// Holds out round(fraction x n) of each class of n samples (at least one where n >= 2, never all),
-// shuffled by (seed, class, salt); both sides keep the base's order.
 struct HeldOut {
   std::vector<std::size_t> kept, held;
 };
 
+// Holds out round(fraction x n) of the n members (at least one where n >= 2, never all), chosen by
+// `rng`.
+void hold_out(std::vector<std::size_t> members, double fraction, SplitMix64 rng, HeldOut& out) {
+  const std::size_t n = members.size();
+  // + 1e-9: n x 1/6 lands on k + 0.5 exactly in rationals but may fall short of it in doubles.
+  const auto rounded = static_cast<std::size_t>(static_cast<double>(n) * fraction + 0.5 + 1e-9);
+  const std::size_t held = n < 2 ? 0 : std::clamp<std::size_t>(rounded, 1, n - 1);
+  shuffle(members, rng);
+  out.held.insert(out.held.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(held));
+  out.kept.insert(out.kept.end(), members.begin() + static_cast<std::ptrdiff_t>(held), members.end());
+}
+
+// Holds out round(fraction x n) of each class of n samples (at least one where n >= 2, never all),
+// shuffled by (seed, class, salt); of all n samples for a task other than classification,
+// shuffled by (seed, salt). Both sides keep the base's order.
 HeldOut hold_out_per_class(const Dataset& base, double fraction, std::uint64_t seed, std::uint64_t salt) {
-  const std::size_t classes = static_cast<std::size_t>(std::max(base.num_classes(), 0));
-  std::vector<std::vector<std::size_t>> by_class(classes);
-  for (std::size_t i = 0; i < base.size(); ++i) {
-    const int label = base.label(i);
-    if (label < 0 || static_cast<std::size_t>(label) >= classes)
-      throw DataError(base.description() + ": sample " + std::to_string(i) + " has label " + std::to_string(label) +
-                      ", outside its " + std::to_string(classes) + " classes");
-    by_class[static_cast<std::size_t>(label)].push_back(i);
-  }
   HeldOut out;
-  for (std::size_t c = 0; c < classes; ++c) {
-    std::vector<std::size_t>& members = by_class[c];
-    const std::size_t n = members.size();
-    // + 1e-9: n x 1/6 lands on k + 0.5 exactly in rationals but may fall short of it in doubles.
-    const auto rounded = static_cast<std::size_t>(static_cast<double>(n) * fraction + 0.5 + 1e-9);
-    const std::size_t held = n < 2 ? 0 : std::clamp<std::size_t>(rounded, 1, n - 1);
-    SplitMix64 rng(hash_values(seed, c, salt));
-    shuffle(members, rng);
-    out.held.insert(out.held.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(held));
-    out.kept.insert(out.kept.end(), members.begin() + static_cast<std::ptrdiff_t>(held), members.end());
+  if (base.task() != Task::classify) {
+    // No class to stratify by: a segmentation's, a multi-label's classes are in each sample's target.
+    std::vector<std::size_t> all(base.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    hold_out(std::move(all), fraction, SplitMix64(hash_values(seed, salt)), out);
+  } else {
+    const std::size_t classes = static_cast<std::size_t>(std::max(base.num_classes(), 0));
+    std::vector<std::vector<std::size_t>> by_class(classes);
+    for (std::size_t i = 0; i < base.size(); ++i) {
+      const int label = base.label(i);
+      if (label < 0 || static_cast<std::size_t>(label) >= classes)
+        throw DataError(base.description() + ": sample " + std::to_string(i) + " has label " +
+                        std::to_string(label) + ", outside its " + std::to_string(classes) + " classes");
+      by_class[static_cast<std::size_t>(label)].push_back(i);
+    }
+    for (std::size_t c = 0; c < classes; ++c)
+      hold_out(std::move(by_class[c]), fraction, SplitMix64(hash_values(seed, c, salt)), out);
   }
   std::sort(out.kept.begin(), out.kept.end());
   std::sort(out.held.begin(), out.held.end());
@@ -110,12 +123,14 @@ ValidationSplit split_for_validation(const Dataset& data, double fraction, std::
   HeldOut parts = hold_out_per_class(data, fraction, seed, 0x7A11DA7Eull);
   if (parts.held.empty() || parts.kept.empty())
     throw ConfigError(data.description() + ": a validation split of " + std::string(share) +
-                      " leaves no sample on one side (every class needs two samples or more)");
+                      " leaves no sample on one side (" +
+                      (data.task() == Task::classify ? "every class needs" : "it needs") + " two samples or more)");
   const std::size_t total_bytes = data.host_bytes(), held_bytes = bytes_share(data, parts.held.size());
   ValidationSplit split;
   split.validation =
       std::make_unique<SubsetDataset>(borrowed(data), std::move(parts.held),
-                                      "validation split (" + std::string(share) + " per class, seed " +
+                                      "validation split (" + std::string(share) +
+                                          (data.task() == Task::classify ? " per class" : "") + ", seed " +
                                           std::to_string(seed) + ")",
                                       held_bytes);
   split.train = std::make_unique<SubsetDataset>(borrowed(data), std::move(parts.kept), "training (the rest)",

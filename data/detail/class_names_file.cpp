@@ -52,10 +52,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> read_class_names(const std::filesystem::path& path, int expected) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec) && !std::filesystem::is_symlink(path, ec)) return numbers(expected);
-
+std::vector<std::string> read_class_names(const std::filesystem::path& path) {
   const std::vector<std::string> names = lines_of(read_text(path));
   std::map<std::string, std::size_t> first_line;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -70,6 +67,13 @@ std::vector<std::string> read_class_names(const std::filesystem::path& path, int
     if (auto [at, added] = first_line.emplace(names[i], i + 1); !added)
       fail(path, "line " + line + " repeats the class name '" + names[i] + "' of line " + std::to_string(at->second));
   }
+  return names;
+}
+
+std::vector<std::string> read_class_names(const std::filesystem::path& path, int expected) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && !std::filesystem::is_symlink(path, ec)) return numbers(expected);
+  const std::vector<std::string> names = read_class_names(path);
   if (names.size() != static_cast<std::size_t>(expected)) {
     fail(path, "expected " + std::to_string(expected) + " class names, one a line, found " +
                    std::to_string(names.size()));

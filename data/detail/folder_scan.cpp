@@ -1,6 +1,7 @@
 #include "data/detail/folder_scan.hpp"
 
 #include <algorithm>
+#include <set>
 #include <system_error>
 
 #include "base/utf8.hpp"
@@ -89,6 +90,35 @@ ClassFolders scan_class_folders(const fs::path& folder) {
     result.class_names.push_back(name);
   }
   return result;
+}
+
+namespace {
+
+void scan_tree(const fs::path& folder, std::set<fs::path>& seen, std::vector<fs::path>& images) {
+  std::error_code ec;
+  const fs::path real = fs::canonical(folder, ec);
+  if (ec) fail(folder, "cannot resolve the folder: " + ec.message());
+  if (!seen.insert(real).second) fail(folder, "a link to a folder scanned already (" + full_path(real) + ")");
+  for (const fs::path& entry : visible_entries(folder)) {
+    if (is_folder(entry)) {
+      scan_tree(entry, seen, images);
+      continue;
+    }
+    if (!has_image_extension(entry))
+      fail(entry, "not an image file: expected only .png, .jpg, .jpeg or .bmp files under " + full_path(folder));
+    require_regular_file(entry);
+    images.push_back(entry);
+  }
+}
+
+}  // namespace
+
+std::vector<fs::path> scan_image_tree(const fs::path& folder) {
+  std::set<fs::path> seen;
+  std::vector<fs::path> images;
+  scan_tree(folder, seen, images);
+  std::sort(images.begin(), images.end());
+  return images;
 }
 
 }  // namespace cnn::data

@@ -26,4 +26,9 @@ struct ClassFolders {
 // image name on a FIFO, a device or a broken link is an error too).
 ClassFolders scan_class_folders(const std::filesystem::path& folder);
 
+// Every image under `folder`, at any depth, sorted by path. A DataError naming the entry for
+// anything else there (not an image, a FIFO, a broken link) and for a link back to a folder
+// already scanned; none for no image.
+std::vector<std::filesystem::path> scan_image_tree(const std::filesystem::path& folder);
+
 }  // namespace cnn::data

@@ -187,8 +187,8 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
   return read_checked_image(path, max_decoded_bytes).info;
 }
 
-void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
-                  std::size_t max_decoded_bytes) {
+ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+                       std::size_t max_decoded_bytes) {
   if (target.channels != 1 && target.channels != 3)
     fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
   const CheckedImage image = read_checked_image(path, max_decoded_bytes);
@@ -202,6 +202,50 @@ void decode_image(const std::filesystem::path& path, SampleShape target, std::ui
     fail(path, "corrupt image: decoded as " + std::to_string(width) + "x" + std::to_string(height) +
                    ", its header gives " + std::to_string(image.info.width) + "x" + std::to_string(image.info.height));
   resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width);
+  return image.info;
+}
+
+namespace {
+
+// What a PNG's header says it holds, for a mask that is not 8-bit grey.
+std::string png_kind(int bit_depth, int colour_type) {
+  std::string kind;
+  switch (colour_type) {
+    case 0: kind = "greyscale"; break;
+    case 2: kind = "RGB colour"; break;
+    case 3: kind = "palette (indexed colour)"; break;
+    case 4: kind = "greyscale with alpha"; break;
+    case 6: kind = "RGBA colour"; break;
+    default: kind = "colour type " + std::to_string(colour_type);
+  }
+  return "a " + std::to_string(bit_depth) + "-bit " + kind + " PNG";
+}
+
+}  // namespace
+
+Mask decode_mask(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
+  const char* const kExpected =
+      "a segmentation mask is an 8-bit greyscale PNG, one class index a pixel (255: ignored)";
+  CheckedImage image = read_checked_image(path, max_decoded_bytes);
+  if (!has_png_signature(image.bytes.data(), image.bytes.size())) fail(path, std::string("not a PNG: ") + kExpected);
+  // IHDR follows the signature: length, "IHDR", width, height, bit depth, colour type.
+  constexpr std::size_t kBitDepthAt = 24, kColourTypeAt = 25;
+  if (image.bytes.size() <= kColourTypeAt || std::memcmp(image.bytes.data() + 12, "IHDR", 4) != 0)
+    fail(path, "corrupt PNG: its first chunk is not IHDR");
+  const int bit_depth = image.bytes[kBitDepthAt], colour_type = image.bytes[kColourTypeAt];
+  if (bit_depth != 8 || colour_type != 0) fail(path, png_kind(bit_depth, colour_type) + ": " + kExpected);
+  int width = 0, height = 0, channels = 0;
+  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+      stbi_load_from_memory(image.bytes.data(), static_cast<int>(image.bytes.size()), &width, &height, &channels, 1),
+      stbi_image_free);
+  if (!pixels) fail(path, "corrupt image, decoding failed: " + reason());
+  if (width != image.info.width || height != image.info.height)
+    fail(path, "corrupt image: decoded as " + std::to_string(width) + "x" + std::to_string(height) +
+                   ", its header gives " + std::to_string(image.info.width) + "x" + std::to_string(image.info.height));
+  Mask mask{image.info, {}};
+  mask.info.channels = 1;
+  mask.values.assign(pixels.get(), pixels.get() + static_cast<std::size_t>(width) * static_cast<std::size_t>(height));
+  return mask;
 }
 
 }  // namespace cnn::data

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <vector>
 
 #include "data/dataset.hpp"
 #include "data/image_folder_dataset.hpp"  // kDefaultMaxDecodedImageBytes
@@ -31,8 +32,17 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
 
 // Verifies (as verify_image) and decodes the whole file, converts it to target.channels (1 or
 // 3) and resizes it (bilinear) to target.height x target.width; writes target.elements()
-// bytes, CHW, into out.
-void decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+// bytes, CHW, into out. Returns the header (the size before resizing).
+ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
                   std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
+
+// A segmentation mask: an 8-bit greyscale PNG whose values are classes, decoded as they are (no
+// conversion, no scaling). Anything else (another format, colour, a palette, alpha, another bit
+// depth) is a DataError naming the file and what it is, as is a corrupt file.
+struct Mask {
+  ImageInfo info;                     // channels 1
+  std::vector<std::uint8_t> values;  // info.height x info.width, row by row
+};
+Mask decode_mask(const std::filesystem::path& path, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
 
 }  // namespace cnn::data

@@ -55,4 +55,15 @@ void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src
   }
 }
 
+void resize_nearest(const std::uint8_t* src, int src_height, int src_width, std::uint8_t* dst, int dst_height,
+                    int dst_width) {
+  std::vector<std::size_t> xs(static_cast<std::size_t>(dst_width));
+  for (int x = 0; x < dst_width; ++x)
+    xs[static_cast<std::size_t>(x)] = static_cast<std::size_t>(std::int64_t{x} * src_width / dst_width);
+  for (int y = 0; y < dst_height; ++y) {
+    const std::uint8_t* row = src + static_cast<std::size_t>(std::int64_t{y} * src_height / dst_height) * src_width;
+    for (int x = 0; x < dst_width; ++x) *dst++ = row[xs[static_cast<std::size_t>(x)]];
+  }
+}
+
 }  // namespace cnn::data
