@@ -123,7 +123,13 @@ int evaluate_command(const Options& o) {
   const CheckpointInfo info = read_checkpoint(o.load);
   require_network(info, o.load);
   const data::Preprocessing& pre = info.model.preprocessing;
-  data::DatasetSplits splits = data::open_dataset(o.data, pre.shape, o.seed, image_options(o));
+  data::DatasetSplits splits = [&] {
+    try {  // the model's task: a regression's labels.csv may hold only 0s and 1s
+      return data::open_dataset(o.data, pre.shape, o.seed, image_options(o), info.model.loss.task);
+    } catch (const ConfigError& e) {
+      throw UsageError("--evaluate " + o.load + ": " + e.what());
+    }
+  }();
   name_the_classes(o, splits);
   std::vector<PathUse> inputs = data_inputs(splits, o.data);
   inputs.push_back({"--load", o.load});

@@ -79,7 +79,16 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
 data::DatasetSplits open_data(const Options& o, const std::optional<Resumed>& resumed, data::SampleShape target,
                               const Ranks& ranks) {
   try {
-    return data::open_dataset(o.data, target, o.seed, image_options(o, ranks.prefix()));
+    // A resumed run's task is its own (its settings give --task only where it was given).
+    std::optional<Task> task;
+    if (resumed) task = resumed->info.model.loss.task;
+    else if (!o.task.empty()) task = parse_task(o.task);
+    return data::open_dataset(o.data, target, o.seed, image_options(o, ranks.prefix()), task);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const ConfigError& e) {  // a task the folder does not hold
+    if (o.task.empty()) throw;
+    throw UsageError(std::string("--task: ") + e.what());
   } catch (const DataError& e) {
     if (!resumed || o.given.count("--data")) throw;
     throw DataError(std::string(e.what()) + " (the data set of the run being resumed: give --data where it is now)");
@@ -252,7 +261,7 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
     } catch (const Error& e) {
       throw UsageError("--model " + o.model + " on " + to_string(task) + " data (" + data::to_string(shape) + ", " +
                        std::to_string(train_set.num_classes()) + (task == Task::regress ? " targets" : " classes") +
-                       "): " + e.what());
+                       "): " + e.what() + (task == Task::segment ? " (the unet preset segments)" : ""));
     }
     return network;
   }
