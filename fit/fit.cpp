@@ -17,20 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-// A task's score is watched only where the network's task gives it.
-void check_monitor_suits_task(MonitoredMetric monitor, Task task) {
-  const std::string word = to_string(monitor);
-  if (word == "val_loss" || word == "val_accuracy" || word == "train_loss" || word == "train_accuracy") return;
-  TaskScores scores;
-  scores.task = task;
-  for (const auto& [name, value] : headline_scores(scores))
-    if (word == "val_" + name) return;
-  std::string offered;
-  for (const auto& [name, value] : headline_scores(scores)) offered += ", val_" + name;
-  throw ConfigError("cannot watch " + word + ": a network that " + (task == Task::classify ? "classifies" : to_string(task) + "s") +
-                    " is scored by val_loss, val_accuracy" + offered);
-}
-
 void check_options(const FitOptions& o, const FitData& data) {
   if (!data.train) throw ConfigError("fit: no training data (null)");
   if (o.epochs < 1) throw ConfigError("fit: the run needs at least 1 epoch, not " + std::to_string(o.epochs));
@@ -261,7 +247,7 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
     : s_(std::make_unique<State>(network, backend, std::move(options))) {
   State& s = *s_;
   check_options(s.o, data);
-  check_monitor_suits_task(s.o.monitor, network.task());
+  check_monitored_metric(s.o.monitor, network.task());
   try {
     s.settings = json::parse(s.o.settings);
   } catch (const json::exception& e) {

@@ -51,6 +51,8 @@ std::string to_string(MonitoredMetric metric);
 std::optional<double> monitored_value(MonitoredMetric metric, const EpochRecord& epoch);
 // Whether the metric is measured on the validation set.
 bool watches_validation(MonitoredMetric metric);
+// A ConfigError where a network of `task` does not give the metric (val_mean_iou of a classifier).
+void check_monitored_metric(MonitoredMetric metric, Task task);
 
 // What a callback is given: where the run is, and how to steer it.
 class FitControl {

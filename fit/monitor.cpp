@@ -1,5 +1,6 @@
 // The metrics a run may watch to keep its best model and to stop early.
 #include "base/error.hpp"
+#include "engine/core/task_scores.hpp"
 #include "fit/fit.hpp"
 
 namespace cnn {
@@ -41,6 +42,22 @@ MonitoredMetric parse_monitored_metric(std::string_view word) {
   throw ConfigError("unknown metric to watch '" + std::string(word) +
                     "': expected val_loss, val_accuracy, train_loss or train_accuracy, or a task's val_pixel_accuracy, "
                     "val_mean_iou, val_mean_f1, val_mean_average_precision, val_mae or val_rmse");
+}
+
+void check_monitored_metric(MonitoredMetric metric, Task task) {
+  const char* name = score_name(metric);
+  if (!name) return;  // the loss and the accuracy: every task has them
+  TaskScores scores;
+  scores.task = task;
+  std::string offered = "val_loss";
+  for (const auto& [score, value] : headline_scores(scores)) {
+    if (score == name) return;
+    offered += ", val_" + score;
+  }
+  if (task != Task::regress) offered += ", val_accuracy";
+  static const char* const kDoes[] = {"classifies", "segments", "tags labels", "regresses"};
+  throw ConfigError("cannot watch " + to_string(metric) + ": a network that " + kDoes[static_cast<int>(task)] +
+                    " is scored by " + offered);
 }
 
 std::string to_string(MonitoredMetric metric) {

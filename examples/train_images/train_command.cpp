@@ -444,6 +444,11 @@ int train(Options o, Ranks& ranks) {
                      " has " + joined(splits.train->class_names()));
   ranks.check_same_job(job_description(o, model, *splits.train, *splits.test, backend));
   check_batch_over_ranks(o, network.training_batch_need(), ranks);
+  try {
+    check_monitored_metric(watched, network.task());
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string("--monitor: ") + e.what());
+  }
 
   FitOptions fit;
   fit.epochs = o.epochs;
