@@ -103,13 +103,17 @@ void Fit::State::summary(const FitResult& result) {
     if (result.epochs_trained == 0 && !result.stopped_because.size())
       std::cout << "the run had already trained its " << plural(finished, "epoch") << "; nothing to train\n";
     const std::string test_scores = result.test ? describe_scores(result.test->scores) : std::string();
+    const bool accurate = network.task() != Task::regress;  // a regression's scores are its MAE and RMSE
     if (result.test)
-      std::cout << "test: loss " << fixed(result.test->loss) << " accuracy " << fixed(result.test->accuracy)
+      std::cout << "test: loss " << fixed(result.test->loss)
+                << (accurate ? " accuracy " + fixed(result.test->accuracy) : std::string())
                 << (test_scores.empty() ? "" : ", " + test_scores) << " ("
                 << plural(static_cast<long>(result.test->samples), "sample") << ", the model after epoch "
                 << result.tested_epoch << (result.tested_epoch != finished ? ", the best, restored" : "") << ")\n";
     std::printf("done: %s after %s (%s this run) in %.1fs (%.0f img/s training)\n",
-                result.test ? ("test accuracy " + fixed(result.test->accuracy)).c_str() : "no test set",
+                !result.test ? "no test set"
+                : accurate   ? ("test accuracy " + fixed(result.test->accuracy)).c_str()
+                             : ("test " + test_scores).c_str(),
                 plural(finished, "epoch").c_str(), std::to_string(result.epochs_trained).c_str(), result.seconds,
                 rate);
     if (result.best_epoch > 0)

@@ -242,16 +242,19 @@ int Fit::State::finish_epoch(FitResult& result) {
   e.images_per_second = progress_.seconds > 0 ? seen / progress_.seconds : 0;
   const float last_rate = progress_.steps.empty() ? trainer_->learning_rate() : progress_.steps.back().learning_rate;
   e.learning_rate = decimal(last_rate);
+  // A regression has no accuracy: its scores (MAE, RMSE) say how close it is.
+  const bool accurate = network.task() != Task::regress;
+  auto accuracy = [&](double value) { return accurate ? " acc " + fixed(value) : std::string(); };
   if (o.progress && writes) {
     std::string line = "epoch " + std::to_string(e.epoch) + "/" + std::to_string(o.epochs) + ": train loss " +
-                       fixed(e.train_loss) + " acc " + fixed(e.train_accuracy);
+                       fixed(e.train_loss) + accuracy(e.train_accuracy);
     auto scores = [](const EvalResult& r) {
       const std::string words = describe_scores(r.scores);
       return words.empty() ? std::string() : ", " + words;
     };
     if (validated)
-      line += " | val loss " + fixed(validated->loss) + " acc " + fixed(validated->accuracy) + scores(*validated);
-    if (tested) line += " | test loss " + fixed(tested->loss) + " acc " + fixed(tested->accuracy) + scores(*tested);
+      line += " | val loss " + fixed(validated->loss) + accuracy(validated->accuracy) + scores(*validated);
+    if (tested) line += " | test loss " + fixed(tested->loss) + accuracy(tested->accuracy) + scores(*tested);
     char tail[64];
     std::snprintf(tail, sizeof tail, " | %.1fs, %.0f img/s", e.seconds, e.images_per_second);
     std::cout << line << tail << "\n" << std::flush;

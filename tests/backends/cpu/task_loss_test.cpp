@@ -591,7 +591,7 @@ TEST_CASE("softmax cross-entropy's smoothed gradient is the finite difference of
   CHECK(worst < 3e-4);
 }
 
-TEST_CASE("softmax cross-entropy refuses label smoothing outside [0, 1)", "[task_loss]") {
+TEST_CASE("softmax cross-entropy refuses label smoothing below 0, from 1 on, or NaN", "[task_loss]") {
   CpuBackend backend(1);
   const ClassCase c = class_case(2, 3, 211);
   for (float e : {-0.1f, 1.0f, std::nanf("")}) {

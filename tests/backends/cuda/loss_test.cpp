@@ -63,7 +63,7 @@ TEST_CASE("cuda softmax cross-entropy with label smoothing matches the CPU", "[c
   }
 }
 
-TEST_CASE("cuda softmax cross-entropy refuses label smoothing outside [0, 1)", "[cuda][loss]") {
+TEST_CASE("cuda softmax cross-entropy refuses label smoothing below 0, from 1 on, or NaN", "[cuda][loss]") {
   Twin logits(gpu(), Shape{2, 3}, 88), loss_sum(gpu(), Shape{1}, 89), correct(gpu(), Shape{1}, 90);
   TwinLabels labels(gpu(), {0, 2});
   for (float smoothing : {-0.1f, 1.0f}) {
