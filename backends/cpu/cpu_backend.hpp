@@ -109,13 +109,16 @@ class CpuBackend : public Backend {
   void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
                              const StepScalars* step, Tensor loss_sum, Tensor correct) override;
   void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights, Tensor dlogits,
-                           const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted) override;
+                           const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted,
+                           Workspace ws) override;
   void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
                              float threshold_logit, Tensor dlogits, const StepScalars* step, Tensor loss_sum,
-                             Tensor correct, Tensor counted) override;
+                             Tensor correct, Tensor counted, Workspace ws) override;
   void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
-                       Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                       Tensor counted) override;
+                       Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted,
+                       Workspace ws) override;
+  // The task losses' sums of their work items (cpu_task_loss.cpp); classification needs none.
+  std::size_t loss_workspace_bytes(Task task, const Shape& output) override;
 
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
                   float learning_rate, const float* guard) override;

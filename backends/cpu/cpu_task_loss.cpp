@@ -2,13 +2,15 @@
 // definitions): per-pixel softmax cross-entropy, sigmoid binary cross-entropy, mean squared error
 // and Huber. Each element is computed in double; each work item (a sample, or a run of a sample's
 // pixels) sums its own elements in order and the items' sums are added in item order, so the
-// results are the same bits whatever the thread count.
+// results are the same bits whatever the thread count. The items' sums live in the caller's
+// workspace (loss_workspace_bytes), so that a call allocates nothing.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/parallel.hpp"
@@ -34,21 +36,21 @@ bool absent(const Tensor& t) { return t.data == nullptr || t.elements() == 0; }
 
 // The checks the three losses share: the gradient's size, the step scalars it needs, the
 // one-element sums.
-void check_outputs(const std::string& call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
+void check_outputs(const char* call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
                    const Tensor& loss_sum, const Tensor& correct, const Tensor& counted) {
   if (!gradient.empty() && gradient.elements() != output.elements())
-    throw ShapeError(call + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
+    throw ShapeError(std::string(call) + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
                      output.shape.str());
   if (absent(loss_sum) || absent(correct) || absent(counted))
-    throw ShapeError(call + ": the loss, accuracy and count sums need a float each");
-  if (!gradient.empty() && !step) throw ConfigError(call + ": a gradient needs the step scalars");
+    throw ShapeError(std::string(call) + ": the loss, accuracy and count sums need a float each");
+  if (!gradient.empty() && !step) throw ConfigError(std::string(call) + ": a gradient needs the step scalars");
 }
 
 // A weights tensor: null for all 1, else one weight a class.
-const float* class_weights_of(const std::string& call, const char* what, const Tensor& weights, std::size_t classes) {
+const float* class_weights_of(const char* call, const char* what, const Tensor& weights, std::size_t classes) {
   if (absent(weights)) return nullptr;
   if (weights.elements() != classes)
-    throw ConfigError(call + ": " + std::to_string(weights.elements()) + " " + what + " for " +
+    throw ConfigError(std::string(call) + ": " + std::to_string(weights.elements()) + " " + what + " for " +
                       std::to_string(classes) + " classes");
   return weights.data;
 }
@@ -71,24 +73,75 @@ struct PixelItem {
   std::size_t first_bad = SIZE_MAX;  // the first pixel whose mask value is no class, within the sample
 };
 
+// One sample's share of a loss over [N, K] outputs: its loss, and what it adds to `correct`.
+struct SampleSums {
+  double loss = 0, hits = 0;
+};
+
+std::size_t count_of(int dimension) { return static_cast<std::size_t>(std::max(dimension, 0)); }
+
+// How the pixel loss splits an output of `shape` ([N, K, H, W]) into work items.
+struct PixelItems {
+  std::size_t samples = 0, pixels = 0, per_sample = 0;
+  explicit PixelItems(const Shape& shape) {
+    const Tensor view{nullptr, shape};
+    samples = count_of(view.n());
+    pixels = count_of(view.h()) * count_of(view.w());
+    per_sample = (pixels + kPixelsPerItem - 1) / kPixelsPerItem;
+  }
+  std::size_t items() const { return samples * per_sample; }
+  // The workspace: the items' sums, then each sample's sum of weights.
+  std::size_t workspace_bytes() const { return items() * sizeof(PixelItem) + samples * sizeof(double); }
+};
+static_assert(sizeof(PixelItem) % alignof(double) == 0, "the samples' weights follow the items");
+
+// The workspace of the losses over [N, K] outputs: a sample's sums each.
+std::size_t sample_sums_bytes(const Shape& shape) { return count_of(Tensor{nullptr, shape}.n()) * sizeof(SampleSums); }
+
+// The start of `ws`, which must hold `needed` bytes aligned for T.
+template <class T>
+T* workspace_of(const char* call, const Workspace& ws, std::size_t needed) {
+  if (ws.bytes < needed)
+    throw std::logic_error(std::string(call) + ": workspace of " + std::to_string(ws.bytes) + " bytes, " +
+                           std::to_string(needed) + " needed");
+  if (needed && reinterpret_cast<std::uintptr_t>(ws.data) % alignof(T) != 0)
+    throw std::logic_error(std::string(call) + ": workspace not aligned to " + std::to_string(alignof(T)) +
+                           " bytes");
+  return static_cast<T*>(ws.data);
+}
+
 }  // namespace
+
+std::size_t CpuBackend::loss_workspace_bytes(Task task, const Shape& output) {
+  switch (task) {
+    case Task::segment: return PixelItems(output).workspace_bytes();
+    case Task::multilabel:
+    case Task::regress: return sample_sums_bytes(output);
+    case Task::classify: break;
+  }
+  return 0;
+}
 
 void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
                                      Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                     Tensor counted) {
-  const std::string call = "pixel_cross_entropy";
+                                     Tensor counted, Workspace ws) {
+  const char* const call = "pixel_cross_entropy";
   const std::size_t n = static_cast<std::size_t>(logits.n());
   const int classes = logits.c();
   const std::size_t pixels = static_cast<std::size_t>(logits.h()) * static_cast<std::size_t>(logits.w());
   if (logits.shape.rank < 2 || classes <= 0 || masks.size != n * pixels || (masks.size && !masks.data))
-    throw ShapeError(call + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
+    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
                      " mask bytes do not fit together");
   check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
   const float* weights = class_weights_of(call, "class weights", class_weights, static_cast<std::size_t>(classes));
+  const PixelItems layout(logits.shape);
+  PixelItem* const items = workspace_of<PixelItem>(call, ws, layout.workspace_bytes());
   if (n == 0 || pixels == 0) return;
 
-  const std::size_t items_per_sample = (pixels + kPixelsPerItem - 1) / kPixelsPerItem;
-  std::vector<PixelItem> items(n * items_per_sample);
+  const std::size_t items_per_sample = layout.per_sample, item_count = layout.items();
+  std::uninitialized_value_construct_n(items, item_count);
+  double* const sample_weight = reinterpret_cast<double*>(items + item_count);
+  std::uninitialized_fill_n(sample_weight, n, 0.0);
   const auto item_pixels = [&](std::size_t item, std::size_t& sample, std::size_t& begin, std::size_t& end) {
     sample = item / items_per_sample;
     begin = item % items_per_sample * kPixelsPerItem;
@@ -96,7 +149,7 @@ void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& mas
   };
 
   // First the masks: their values checked, each sample's sum of weights, before anything is written.
-  for_each_item(threads_, items.size(), masks.size, [&](std::size_t item) {
+  for_each_item(threads_, item_count, masks.size, [&](std::size_t item) {
     std::size_t sample, begin, end;
     item_pixels(item, sample, begin, end);
     PixelItem& sums = items[item];
@@ -112,13 +165,12 @@ void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& mas
       ++sums.counted;
     }
   });
-  std::vector<double> sample_weight(n, 0.0);
-  for (std::size_t item = 0; item < items.size(); ++item) {
+  for (std::size_t item = 0; item < item_count; ++item) {
     const std::size_t sample = item / items_per_sample;
     if (const std::size_t p = items[item].first_bad; p != SIZE_MAX) {
       const std::size_t width = static_cast<std::size_t>(logits.w());
-      throw DataError(call + ": mask value " + std::to_string(masks.data[sample * pixels + p]) + " at pixel (" +
-                      std::to_string(p / width) + ", " + std::to_string(p % width) + ") of sample " +
+      throw DataError(std::string(call) + ": mask value " + std::to_string(masks.data[sample * pixels + p]) +
+                      " at pixel (" + std::to_string(p / width) + ", " + std::to_string(p % width) + ") of sample " +
                       std::to_string(sample) + " is neither one of the " + std::to_string(classes) +
                       " classes nor " + std::to_string(kIgnoreMask) + " (ignored)");
     }
@@ -126,7 +178,7 @@ void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& mas
   }
 
   const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale;
-  for_each_item(threads_, items.size(), logits.elements(), [&](std::size_t item) {
+  for_each_item(threads_, item_count, logits.elements(), [&](std::size_t item) {
     std::size_t sample, begin, end;
     item_pixels(item, sample, begin, end);
     const std::size_t count = end - begin;
@@ -201,21 +253,17 @@ void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& mas
 
 namespace {
 
-// One sample's share of a loss over [N, K] outputs: its loss, and what it adds to `correct`.
-struct SampleSums {
-  double loss = 0, hits = 0;
-};
-
-// Runs sample(i, sums) for every sample in parallel and adds the samples' sums in order.
+// Runs sample(i, sums) for every sample in parallel, the sums in `scratch` (n of them), and adds
+// the samples' sums in order.
 template <class Fn>
 void add_sample_sums(int threads, std::size_t n, std::size_t per_sample, double counted_values, Tensor loss_sum,
-                     Tensor correct, Tensor counted, Fn&& sample) {
-  std::vector<SampleSums> sums(n);
-  for_each_item(threads, n, n * per_sample, [&](std::size_t i) { sample(i, sums[i]); });
+                     Tensor correct, Tensor counted, SampleSums* scratch, Fn&& sample) {
+  std::uninitialized_value_construct_n(scratch, n);
+  for_each_item(threads, n, n * per_sample, [&](std::size_t i) { sample(i, scratch[i]); });
   double loss = 0.0, hits = 0.0;
-  for (const SampleSums& s : sums) {
-    loss += s.loss;
-    hits += s.hits;
+  for (std::size_t i = 0; i < n; ++i) {
+    loss += scratch[i].loss;
+    hits += scratch[i].hits;
   }
   loss_sum.data[0] += static_cast<float>(loss);
   correct.data[0] += static_cast<float>(hits);
@@ -226,18 +274,19 @@ void add_sample_sums(int threads, std::size_t n, std::size_t per_sample, double 
 
 void CpuBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
                                        float threshold_logit, Tensor dlogits, const StepScalars* step,
-                                       Tensor loss_sum, Tensor correct, Tensor counted) {
-  const std::string call = "sigmoid_cross_entropy";
+                                       Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws) {
+  const char* const call = "sigmoid_cross_entropy";
   const std::size_t n = static_cast<std::size_t>(logits.n());
   const std::size_t classes = logits.sample_elements();
   if (targets.elements() != logits.elements() || (targets.elements() && !targets.data))
-    throw ShapeError(call + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
+    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
                      " differ in size");
   check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
   const float* pos_weight = class_weights_of(call, "positive weights", positive_weights, classes);
+  SampleSums* const scratch = workspace_of<SampleSums>(call, ws, sample_sums_bytes(logits.shape));
   if (n == 0 || classes == 0) return;
   const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale / static_cast<double>(classes);
-  add_sample_sums(threads_, n, classes, static_cast<double>(n * classes), loss_sum, correct, counted,
+  add_sample_sums(threads_, n, classes, static_cast<double>(n * classes), loss_sum, correct, counted, scratch,
                   [&](std::size_t i, SampleSums& sums) {
                     const float* x = logits.data + i * classes;
                     const float* y = targets.data + i * classes;
@@ -257,21 +306,23 @@ void CpuBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targe
 
 void CpuBackend::regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
                                  Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                 Tensor counted) {
-  const std::string call = "regression_loss";
+                                 Tensor counted, Workspace ws) {
+  const char* const call = "regression_loss";
   const std::size_t n = static_cast<std::size_t>(outputs.n());
   const std::size_t values = outputs.sample_elements();
   if (targets.elements() != outputs.elements() || (targets.elements() && !targets.data))
-    throw ShapeError(call + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
+    throw ShapeError(std::string(call) + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
                      " differ in size");
   check_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
   const bool huber = kind == RegressionLoss::huber;
   if (huber && !(delta > 0.0f && std::isfinite(delta)))
-    throw ConfigError(call + ": the Huber loss's delta " + std::to_string(delta) + " is not a positive number");
+    throw ConfigError(std::string(call) + ": the Huber loss's delta " + std::to_string(delta) +
+                      " is not a positive number");
+  SampleSums* const scratch = workspace_of<SampleSums>(call, ws, sample_sums_bytes(outputs.shape));
   if (n == 0 || values == 0) return;
   const double grad_scale = doutputs.empty() ? 0.0 : step->grad_scale / static_cast<double>(values);
   const double h = delta;
-  add_sample_sums(threads_, n, values, static_cast<double>(n * values), loss_sum, correct, counted,
+  add_sample_sums(threads_, n, values, static_cast<double>(n * values), loss_sum, correct, counted, scratch,
                   [&](std::size_t i, SampleSums& sums) {
                     const float* y = outputs.data + i * values;
                     const float* t = targets.data + i * values;

@@ -228,20 +228,20 @@ __global__ void add_block_sums_kernel(LossScratch* scratch, int blocks, double c
 
 bool absent(const Tensor& t) { return t.data == nullptr || t.elements() == 0; }
 
-void check_outputs(const std::string& call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
+void check_outputs(const char* call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
                    const Tensor& loss_sum, const Tensor& correct, const Tensor& counted) {
   if (!gradient.empty() && gradient.elements() != output.elements())
-    throw ShapeError(call + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
+    throw ShapeError(std::string(call) + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
                      output.shape.str());
   if (absent(loss_sum) || absent(correct) || absent(counted))
-    throw ShapeError(call + ": the loss, accuracy and count sums need a float each");
-  if (!gradient.empty() && !step) throw ConfigError(call + ": a gradient needs the step scalars");
+    throw ShapeError(std::string(call) + ": the loss, accuracy and count sums need a float each");
+  if (!gradient.empty() && !step) throw ConfigError(std::string(call) + ": a gradient needs the step scalars");
 }
 
-const float* class_weights_of(const std::string& call, const char* what, const Tensor& weights, std::size_t classes) {
+const float* class_weights_of(const char* call, const char* what, const Tensor& weights, std::size_t classes) {
   if (absent(weights)) return nullptr;
   if (weights.elements() != classes)
-    throw ConfigError(call + ": " + std::to_string(weights.elements()) + " " + what + " for " +
+    throw ConfigError(std::string(call) + ": " + std::to_string(weights.elements()) + " " + what + " for " +
                       std::to_string(classes) + " classes");
   return weights.data;
 }
@@ -252,14 +252,14 @@ std::size_t CudaBackend::loss_scratch_bytes() { return sizeof(LossScratch); }
 
 void CudaBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
                                       Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                      Tensor counted) {
+                                      Tensor counted, Workspace /*ws: the backend's own loss scratch instead*/) {
   activate();
-  const std::string call = "pixel_cross_entropy";
+  const char* const call = "pixel_cross_entropy";
   const std::size_t n = static_cast<std::size_t>(logits.n());
   const int classes = logits.c();
   const std::size_t pixels = static_cast<std::size_t>(logits.h()) * static_cast<std::size_t>(logits.w());
   if (logits.shape.rank < 2 || classes <= 0 || masks.size != n * pixels || (masks.size && !masks.data))
-    throw ShapeError(call + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
+    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
                      " mask bytes do not fit together");
   check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
   const float* weights = class_weights_of(call, "class weights", class_weights, static_cast<std::size_t>(classes));
@@ -289,13 +289,13 @@ void CudaBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& ma
 
 void CudaBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
                                         float threshold_logit, Tensor dlogits, const StepScalars* step,
-                                        Tensor loss_sum, Tensor correct, Tensor counted) {
+                                        Tensor loss_sum, Tensor correct, Tensor counted, Workspace /*ws*/) {
   activate();
-  const std::string call = "sigmoid_cross_entropy";
+  const char* const call = "sigmoid_cross_entropy";
   const std::size_t total = logits.elements();
   const std::size_t classes = logits.sample_elements();
   if (targets.elements() != total || (total && !targets.data))
-    throw ShapeError(call + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
+    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
                      " differ in size");
   check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
   const float* pos_weight = class_weights_of(call, "positive weights", positive_weights, classes);
@@ -314,18 +314,19 @@ void CudaBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targ
 
 void CudaBackend::regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
                                   Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                  Tensor counted) {
+                                  Tensor counted, Workspace /*ws*/) {
   activate();
-  const std::string call = "regression_loss";
+  const char* const call = "regression_loss";
   const std::size_t total = outputs.elements();
   const std::size_t values = outputs.sample_elements();
   if (targets.elements() != total || (total && !targets.data))
-    throw ShapeError(call + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
+    throw ShapeError(std::string(call) + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
                      " differ in size");
   check_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
   const bool huber = kind == RegressionLoss::huber;
   if (huber && !(delta > 0.0f && std::isfinite(delta)))
-    throw ConfigError(call + ": the Huber loss's delta " + std::to_string(delta) + " is not a positive number");
+    throw ConfigError(std::string(call) + ": the Huber loss's delta " + std::to_string(delta) +
+                      " is not a positive number");
   if (total == 0 || values == 0) return;
   auto* scratch = static_cast<LossScratch*>(loss_scratch_);
   const int blocks = element_blocks(total);

@@ -349,6 +349,8 @@ class Backend {
   // d(the sum of the N losses)/d(output) * step->grad_scale (`step` in device memory; unused, and
   // may be null, without a gradient). Weights are floats in this backend's memory, one a class,
   // or empty for all 1. A target out of range is a DataError, thrown as softmax_cross_entropy's.
+  // `ws` holds loss_workspace_bytes(task, output's shape) bytes (the step plan's, at the loss):
+  // a step allocates nothing.
   //
   // Segmentation: logits [N, K, H, W], masks N x H x W bytes, each a class in [0, K) or
   // kIgnoreMask. A sample's loss is sum_p w[y_p] (-log softmax(logits_p)[y_p]) / sum_p w[y_p]
@@ -357,21 +359,23 @@ class Backend {
   // ignored.
   virtual void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
                                    Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                   Tensor counted) = 0;
+                                   Tensor counted, Workspace ws) = 0;
   // Multi-label: logits x [N, K], targets y [N, K] floats in [0, 1]. A sample's loss is the mean
   // over k of -(p_k y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))), computed without overflow
   // for any finite x. correct: the labels where (x > threshold_logit) equals (y > 0.5); counted:
   // N x K.
   virtual void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
                                      float threshold_logit, Tensor dlogits, const StepScalars* step,
-                                     Tensor loss_sum, Tensor correct, Tensor counted) = 0;
+                                     Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws) = 0;
   // Regression: outputs [N, T], targets [N, T] floats. A sample's loss is the mean over t of
   // (y - t)^2 (mse), or of 0.5 (y - t)^2 where |y - t| < delta and delta (|y - t| - 0.5 delta)
   // elsewhere (huber). correct: the sum of |y - t| (the mean absolute error's numerator);
   // counted: N x T.
   virtual void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
                                Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                               Tensor counted) = 0;
+                               Tensor counted, Workspace ws) = 0;
+  // The bytes of scratch the loss of `task` needs over an output of `output` ([N, ...]).
+  virtual std::size_t loss_workspace_bytes(Task /*task*/, const Shape& /*output*/) { return 0; }
 
   // Fused optimizer updates over one flat block of parameters. `guard`, where not null, is a
   // float in this backend's memory (the step's loss sum): when it is not finite the update

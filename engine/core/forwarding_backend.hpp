@@ -225,25 +225,28 @@ class ForwardingBackend : public Backend {
          [=, this] { inner_.softmax_cross_entropy(logits, labels, label_smoothing, dlogits, step, loss_sum, correct); });
   }
   void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights, Tensor dlogits,
-                           const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted) override {
+                           const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws) override {
     call("pixel_cross_entropy", {dlogits, loss_sum, correct, counted}, [=, this] {
-      inner_.pixel_cross_entropy(logits, masks, class_weights, dlogits, step, loss_sum, correct, counted);
+      inner_.pixel_cross_entropy(logits, masks, class_weights, dlogits, step, loss_sum, correct, counted, ws);
     });
   }
   void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
                              float threshold_logit, Tensor dlogits, const StepScalars* step, Tensor loss_sum,
-                             Tensor correct, Tensor counted) override {
+                             Tensor correct, Tensor counted, Workspace ws) override {
     call("sigmoid_cross_entropy", {dlogits, loss_sum, correct, counted}, [=, this] {
       inner_.sigmoid_cross_entropy(logits, targets, positive_weights, threshold_logit, dlogits, step, loss_sum, correct,
-                                   counted);
+                                   counted, ws);
     });
   }
   void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
                        Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                       Tensor counted) override {
+                       Tensor counted, Workspace ws) override {
     call("regression_loss", {doutputs, loss_sum, correct, counted}, [=, this] {
-      inner_.regression_loss(kind, delta, outputs, targets, doutputs, step, loss_sum, correct, counted);
+      inner_.regression_loss(kind, delta, outputs, targets, doutputs, step, loss_sum, correct, counted, ws);
     });
+  }
+  std::size_t loss_workspace_bytes(Task task, const Shape& output) override {
+    return inner_.loss_workspace_bytes(task, output);
   }
   void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config, float learning_rate,
                   const float* guard) override {

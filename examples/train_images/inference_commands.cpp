@@ -263,9 +263,16 @@ int export_command(const Options& o) {
 }
 
 std::string describe_onnx_export(const Network& network) {
+  const std::string outputs =
+      network.task() == Task::regress
+          ? std::string("output \"") + kOnnxValuesName + "\""
+          : std::string("outputs \"") + kOnnxLogitsName + "\" and \"" + kOnnxProbabilitiesName + "\" (" +
+                (network.task() == Task::multilabel ? "sigmoid"
+                 : network.task() == Task::segment  ? "softmax over the classes at each pixel"
+                                                    : "softmax") +
+                ")";
   return " (ONNX opset " + std::to_string(kOnnxOpset) + ", inference form: input \"" + kOnnxInputName + "\" N x " +
-         network.input_shape().str() + ", outputs \"" + kOnnxLogitsName + "\" and \"" + kOnnxProbabilitiesName +
-         "\"; class names and normalisation in its metadata)";
+         network.input_shape().str() + ", " + outputs + "; the task, the names and the normalisation in its metadata)";
 }
 
 }  // namespace cnn::app

@@ -16,7 +16,7 @@ double counted_over(Task task, double counted, std::size_t samples) {
 }
 
 void run_loss(Backend& backend, const LossOptions& loss, const Tensor& output, void* targets, const Tensor& weights,
-              Tensor gradient, const StepScalars* step, float* sums) {
+              Tensor gradient, const StepScalars* step, float* sums, Workspace ws) {
   const auto n = static_cast<std::size_t>(output.shape[0]);
   const Tensor loss_sum{sums, Shape{1}}, correct{sums + 1, Shape{1}}, counted{sums + 2, Shape{1}};
   switch (loss.task) {
@@ -27,7 +27,7 @@ void run_loss(Backend& backend, const LossOptions& loss, const Tensor& output, v
     case Task::segment: {
       const std::size_t pixels = n * static_cast<std::size_t>(output.shape[2]) * static_cast<std::size_t>(output.shape[3]);
       backend.pixel_cross_entropy(output, ByteTensor{static_cast<const std::uint8_t*>(targets), pixels}, weights,
-                                  gradient, step, loss_sum, correct, counted);
+                                  gradient, step, loss_sum, correct, counted, ws);
       return;
     }
     case Task::multilabel:
@@ -39,9 +39,10 @@ void run_loss(Backend& backend, const LossOptions& loss, const Tensor& output, v
   const Tensor grad = gradient.empty() ? Tensor{} : Tensor{gradient.data, flat};
   if (loss.task == Task::multilabel) {
     const float threshold_logit = std::log(loss.threshold / (1.0f - loss.threshold));
-    backend.sigmoid_cross_entropy(values, truth, weights, threshold_logit, grad, step, loss_sum, correct, counted);
+    backend.sigmoid_cross_entropy(values, truth, weights, threshold_logit, grad, step, loss_sum, correct, counted, ws);
   } else {
-    backend.regression_loss(loss.regression, loss.huber_delta, values, truth, grad, step, loss_sum, correct, counted);
+    backend.regression_loss(loss.regression, loss.huber_delta, values, truth, grad, step, loss_sum, correct, counted,
+                            ws);
   }
 }
 

@@ -29,8 +29,9 @@ double counted_over(Task task, double counted, std::size_t samples);
 // Runs `loss` over `output` ([n, ...] the network's) and the n samples' targets in the plan's
 // slot (`targets`: int32 labels, a mask's bytes or floats, as cnn::target_bytes lays them out),
 // adding to `sums` (kLossSumFloats floats) and, where `gradient` is not empty, writing it scaled
-// by step->grad_scale. `weights` holds loss_weight_floats(loss) floats (empty where 0).
+// by step->grad_scale. `weights` holds loss_weight_floats(loss) floats (empty where 0); `ws` the
+// backend's loss_workspace_bytes for the task and output.
 void run_loss(Backend& backend, const LossOptions& loss, const Tensor& output, void* targets, const Tensor& weights,
-              Tensor gradient, const StepScalars* step, float* sums);
+              Tensor gradient, const StepScalars* step, float* sums, Workspace ws);
 
 }  // namespace cnn

@@ -64,7 +64,11 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
     const LossOptions& options = net_.loss();
     const auto weight_count = static_cast<int>(loss_weight_floats(options));
     const Tensor weights = weight_count ? Tensor{loss_weights(&slots_), Shape{weight_count}} : Tensor{};
-    run_loss(backend_, options, out, targets, weights, Tensor{}, &slots_.scalars, &slots_.sums.loss);
+    const int w = plan_.loss_workspace;
+    const Workspace ws = w >= 0 ? Workspace{arena_ + plan_.plan.offsets[static_cast<std::size_t>(w)],
+                                            plan_.requests[static_cast<std::size_t>(w)].bytes}
+                                : Workspace{};
+    run_loss(backend_, options, out, targets, weights, Tensor{}, &slots_.scalars, &slots_.sums.loss, ws);
   }
   if (logits) backend_.copy_to_host(out.data, logits, out.bytes());
 }

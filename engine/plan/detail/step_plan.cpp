@@ -26,6 +26,7 @@ enum class Role {
   backward_workspace,
   discarded_input_grad,
   labels,
+  loss_workspace,
   recomputed_value,
   recomputed_saved,
   recompute_workspace,
@@ -143,6 +144,8 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
     }
   }
   sink(Role::labels, 0, 0, b * net.target_bytes(), 0, s.loss_time, Category::data_staging);
+  if (needs.loss_workspace)
+    sink(Role::loss_workspace, 0, 0, needs.loss_workspace, s.loss_time, s.loss_time, Category::workspace);
 
   for (int t = s.loss_time + 1; t < s.time_steps(); ++t) {
     const StepOp op = s.ops[static_cast<std::size_t>(t)];
@@ -169,6 +172,7 @@ std::string request_name(const Network& net, const StepSchedule& s, Role role, i
     case Role::backward_workspace: return "workspace back " + name;
     case Role::discarded_input_grad: return "discarded grad " + name;
     case Role::labels: return "labels";
+    case Role::loss_workspace: return "workspace loss";
     case Role::recomputed_value: return "recomputed " + name + at;
     case Role::recomputed_saved: return "recomputed saved " + name + "." + std::to_string(k) + at;
     case Role::recompute_workspace: return "workspace recompute " + name + at;
@@ -194,6 +198,7 @@ void record(StepPlan& p, Role role, int id, int index) {
     case Role::backward_workspace: n.backward_workspace = index; break;
     case Role::discarded_input_grad: n.discarded_input_grad = index; break;
     case Role::labels: p.labels = index; break;
+    case Role::loss_workspace: p.loss_workspace = index; break;
     default: break;
   }
 }
@@ -234,6 +239,7 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
     needs.forward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::forward, workspace_limit);
     if (training) needs.backward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::backward, workspace_limit);
   }
+  needs.loss_workspace = backend.loss_workspace_bytes(net.task(), net.output_shape().batched(micro_batch));
   return needs;
 }
 

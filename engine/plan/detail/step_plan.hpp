@@ -47,7 +47,8 @@ struct StepPlan {
   std::vector<memory::BufferRequest> requests;
   memory::Plan plan;
   std::vector<NodeBuffers> nodes;  // by node id
-  int labels = -1;
+  int labels = -1;          // the targets' slot: a classification's labels, a segmentation's masks, ...
+  int loss_workspace = -1;  // the loss's scratch (Backend::loss_workspace_bytes), at the loss's time step
   std::vector<int> backward_times;                // by node (training)
   std::vector<RecomputeBuffers> recomputations;  // by time step, where a recomputation runs
   std::vector<int> recomputed;  // the node of each recomputation, in the order they run
@@ -74,6 +75,7 @@ struct StepNeeds {
   InPlaceSharing in_place = InPlaceSharing::where_smaller;
   std::vector<std::vector<std::size_t>> saved_bytes;
   std::vector<std::size_t> forward_workspace, backward_workspace;
+  std::size_t loss_workspace = 0;  // the loss's (Backend::loss_workspace_bytes)
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);

@@ -148,8 +148,12 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   }
 
   memory_.begin(plan_.loss_time());
+  const Workspace loss_ws =
+      plan_.loss_workspace >= 0
+          ? Workspace{memory_.address(plan_.loss_workspace), plan_.requests[static_cast<std::size_t>(plan_.loss_workspace)].bytes}
+          : Workspace{};
   run_loss(backend_, net_.loss(), value(L, n), targets, slots_.weights, training ? gradient(L, n) : Tensor{},
-           slots_.scalars, slots_.sums);
+           slots_.scalars, slots_.sums, loss_ws);
   if (logits) backend_.copy_to_host(value(L, n).data, logits, value(L, n).bytes());  // before its buffer may go
   memory_.end(plan_.loss_time());
   if (!training) return;

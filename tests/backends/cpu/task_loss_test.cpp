@@ -1,12 +1,16 @@
 // The CPU backend's task losses (per-pixel softmax cross-entropy, sigmoid cross-entropy, MSE and
 // Huber, softmax cross-entropy with label smoothing) against straightforward double-precision
 // references of PyTorch's definitions, their gradients against finite differences of their
-// losses, and their errors.
+// losses, their errors, and their workspace: too small a one refused, and no heap allocation
+// beside it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +18,7 @@
 #include "base/error.hpp"
 #include "base/task.hpp"
 #include "engine/core/backend.hpp"
+#include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
 
 using namespace cnn;
@@ -33,6 +38,19 @@ struct Sums {
   Tensor loss_tensor() { return {&loss, Shape{1}}; }
   Tensor correct_tensor() { return {&correct, Shape{1}}; }
   Tensor counted_tensor() { return {&counted, Shape{1}}; }
+};
+
+// The workspace the backend's loss of `task` over `output` asks for, or `bytes` of it.
+class LossWorkspace {
+ public:
+  LossWorkspace(Backend& backend, Task task, const Shape& output)
+      : bytes_(backend.loss_workspace_bytes(task, output)) {}
+  Workspace get() { return {bytes_.empty() ? nullptr : bytes_.data(), bytes_.size()}; }
+  Workspace get(std::size_t bytes) { return {bytes_.data(), bytes}; }
+  std::size_t bytes() const { return bytes_.size(); }
+
+ private:
+  std::vector<std::byte> bytes_;
 };
 
 struct Expected {
@@ -121,10 +139,11 @@ void run_pixel_into(Result& r, Backend& backend, const PixelCase& c, float grad_
   const StepScalars step{0, 0, grad_scale};
   Tensor weights{c.weights.empty() ? nullptr : const_cast<float*>(c.weights.data()),
                  Shape{static_cast<int>(c.weights.size())}};
+  LossWorkspace ws(backend, Task::segment, c.shape());
   backend.pixel_cross_entropy(Tensor{const_cast<float*>(c.logits.data()), c.shape()},
                               ByteTensor{c.masks.data(), c.masks.size()}, weights,
                               with_gradient ? Tensor{r.gradient.data(), c.shape()} : Tensor{}, &step,
-                              r.sums.loss_tensor(), r.sums.correct_tensor(), r.sums.counted_tensor());
+                              r.sums.loss_tensor(), r.sums.correct_tensor(), r.sums.counted_tensor(), ws.get());
 }
 
 Result run_pixel(Backend& backend, const PixelCase& c, float grad_scale, bool with_gradient = true) {
@@ -322,10 +341,11 @@ Result run_sigmoid(Backend& backend, const LabelCase& c, float threshold_logit, 
   const StepScalars step{0, 0, grad_scale};
   Tensor weights{c.weights.empty() ? nullptr : const_cast<float*>(c.weights.data()),
                  Shape{static_cast<int>(c.weights.size())}};
+  LossWorkspace ws(backend, Task::multilabel, c.shape());
   backend.sigmoid_cross_entropy(Tensor{const_cast<float*>(c.x.data()), c.shape()},
                                 Tensor{const_cast<float*>(c.y.data()), c.shape()}, weights, threshold_logit,
                                 with_gradient ? Tensor{r.gradient.data(), c.shape()} : Tensor{}, &step,
-                                r.sums.loss_tensor(), r.sums.correct_tensor(), r.sums.counted_tensor());
+                                r.sums.loss_tensor(), r.sums.correct_tensor(), r.sums.counted_tensor(), ws.get());
   return r;
 }
 
@@ -371,7 +391,7 @@ TEST_CASE("sigmoid cross-entropy refuses positive weights of another count", "[t
   Sums sums;
   CHECK_THROWS_AS(backend.sigmoid_cross_entropy(Tensor{c.x.data(), c.shape()}, Tensor{c.y.data(), Shape{2, 3}},
                                                 Tensor{}, 0.0f, Tensor{}, nullptr, sums.loss_tensor(),
-                                                sums.correct_tensor(), sums.counted_tensor()),
+                                                sums.correct_tensor(), sums.counted_tensor(), Workspace{}),
                   ShapeError);
 }
 
@@ -408,10 +428,11 @@ Result run_regression(Backend& backend, RegressionLoss kind, float delta, const 
   Result r;
   r.gradient.assign(c.x.size(), 123.0f);
   const StepScalars step{0, 0, grad_scale};
+  LossWorkspace ws(backend, Task::regress, c.shape());
   backend.regression_loss(kind, delta, Tensor{const_cast<float*>(c.x.data()), c.shape()},
                           Tensor{const_cast<float*>(c.y.data()), c.shape()},
                           with_gradient ? Tensor{r.gradient.data(), c.shape()} : Tensor{}, &step,
-                          r.sums.loss_tensor(), r.sums.correct_tensor(), r.sums.counted_tensor());
+                          r.sums.loss_tensor(), r.sums.correct_tensor(), r.sums.counted_tensor(), ws.get());
   return r;
 }
 
@@ -467,6 +488,138 @@ TEST_CASE("the Huber loss needs a positive delta", "[task_loss]") {
   CHECK_THROWS_AS(run_regression(backend, RegressionLoss::huber, 0.0f, c, 1.0f), ConfigError);
   CHECK_THROWS_AS(run_regression(backend, RegressionLoss::huber, std::nanf(""), c, 1.0f), ConfigError);
   CHECK_NOTHROW(run_regression(backend, RegressionLoss::mse, 0.0f, c, 1.0f));  // MSE has no delta
+}
+
+// ---- the workspace ----
+
+namespace {
+
+// One call of each task loss over inputs made once, the workspace given as `ws` (or as asked for).
+struct TaskLossCalls {
+  PixelCase pixels = pixel_case(2, 4, 64, 64, true, 221);
+  LabelCase labels = label_case(64, 512, true, 222);
+  std::vector<float> gradient = std::vector<float>(std::max(pixels.logits.size(), labels.x.size()));
+  StepScalars step{0, 0, 0.5f};
+  Sums sums;
+
+  Tensor grad(const Shape& shape) { return {gradient.data(), shape}; }
+  void pixel(Backend& b, Workspace ws) {
+    b.pixel_cross_entropy(Tensor{pixels.logits.data(), pixels.shape()},
+                          ByteTensor{pixels.masks.data(), pixels.masks.size()},
+                          Tensor{pixels.weights.data(), Shape{pixels.classes}}, grad(pixels.shape()), &step,
+                          sums.loss_tensor(), sums.correct_tensor(), sums.counted_tensor(), ws);
+  }
+  void sigmoid(Backend& b, Workspace ws) {
+    b.sigmoid_cross_entropy(Tensor{labels.x.data(), labels.shape()}, Tensor{labels.y.data(), labels.shape()},
+                            Tensor{labels.weights.data(), Shape{labels.classes}}, 0.0f, grad(labels.shape()), &step,
+                            sums.loss_tensor(), sums.correct_tensor(), sums.counted_tensor(), ws);
+  }
+  void regression(Backend& b, Workspace ws) {
+    b.regression_loss(RegressionLoss::huber, 0.5f, Tensor{labels.x.data(), labels.shape()},
+                      Tensor{labels.y.data(), labels.shape()}, grad(labels.shape()), &step, sums.loss_tensor(),
+                      sums.correct_tensor(), sums.counted_tensor(), ws);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the task losses ask for a workspace by their output's shape", "[task_loss]") {
+  CpuBackend one(1), four(4);
+  CHECK(one.loss_workspace_bytes(Task::classify, Shape{8, 10}) == 0);
+  for (Task task : {Task::segment, Task::multilabel, Task::regress}) {
+    CAPTURE(to_string(task));
+    const Shape output = task == Task::segment ? Shape{4, 3, 16, 16} : Shape{4, 7};
+    Shape twice = output;
+    twice[0] = 8;
+    const std::size_t bytes = one.loss_workspace_bytes(task, output);
+    CHECK(bytes > 0);
+    CHECK(one.loss_workspace_bytes(task, twice) == 2 * bytes);
+    CHECK(four.loss_workspace_bytes(task, output) == bytes);  // planned once, whatever the threads
+  }
+  // a sample's pixels in more work items
+  CHECK(one.loss_workspace_bytes(Task::segment, Shape{4, 3, 16, 32}) >
+        one.loss_workspace_bytes(Task::segment, Shape{4, 3, 16, 16}));
+}
+
+TEST_CASE("a task loss refuses a workspace smaller than it asks for, naming both sizes", "[task_loss]") {
+  CpuBackend backend(2);
+  TaskLossCalls calls;
+  struct Loss {
+    const char* name;
+    Task task;
+    Shape output;
+    void (TaskLossCalls::*call)(Backend&, Workspace);
+  };
+  const Loss losses[] = {
+      {"pixel_cross_entropy", Task::segment, calls.pixels.shape(), &TaskLossCalls::pixel},
+      {"sigmoid_cross_entropy", Task::multilabel, calls.labels.shape(), &TaskLossCalls::sigmoid},
+      {"regression_loss", Task::regress, calls.labels.shape(), &TaskLossCalls::regression}};
+  for (const Loss& loss : losses) {
+    CAPTURE(loss.name);
+    LossWorkspace ws(backend, loss.task, loss.output);
+    REQUIRE(ws.bytes() > 8);
+    calls.gradient.assign(calls.gradient.size(), 123.0f);
+    try {
+      (calls.*loss.call)(backend, ws.get(ws.bytes() - 8));
+      FAIL("no error");
+    } catch (const std::logic_error& e) {
+      const std::string message = e.what();
+      INFO(message);
+      CHECK(message.find(loss.name) != std::string::npos);
+      CHECK(message.find(std::to_string(ws.bytes() - 8) + " bytes") != std::string::npos);
+      CHECK(message.find(std::to_string(ws.bytes()) + " needed") != std::string::npos);
+    }
+    CHECK_THROWS_AS((calls.*loss.call)(backend, Workspace{}), std::logic_error);
+    std::vector<std::byte> unaligned(ws.bytes() + 8);
+    CHECK_THROWS_AS((calls.*loss.call)(backend, Workspace{unaligned.data() + 1, ws.bytes()}), std::logic_error);
+    // refused before anything is written
+    CHECK(calls.sums.loss == Sums{}.loss);
+    CHECK(calls.sums.counted == Sums{}.counted);
+    CHECK(calls.gradient == std::vector<float>(calls.gradient.size(), 123.0f));
+    // and a workspace larger than asked for is taken
+    std::vector<std::byte> more(ws.bytes() + 64);
+    CHECK_NOTHROW((calls.*loss.call)(backend, Workspace{more.data(), more.size()}));
+    CHECK(calls.sums.loss != Sums{}.loss);
+    calls.sums = Sums{};
+  }
+}
+
+TEST_CASE("a task loss's call makes no heap allocation", "[task_loss]") {
+  CpuBackend backend(3);
+  TaskLossCalls calls;
+  LossWorkspace pixel_ws(backend, Task::segment, calls.pixels.shape());
+  LossWorkspace sigmoid_ws(backend, Task::multilabel, calls.labels.shape());
+  LossWorkspace regression_ws(backend, Task::regress, calls.labels.shape());
+  // warm-up: the thread pool is built on first use
+  calls.pixel(backend, pixel_ws.get());
+  calls.sigmoid(backend, sigmoid_ws.get());
+  calls.regression(backend, regression_ws.get());
+
+  long before = testing::heap_allocations();
+  calls.pixel(backend, pixel_ws.get());
+  const long pixel = testing::heap_allocations() - before;
+  before = testing::heap_allocations();
+  calls.sigmoid(backend, sigmoid_ws.get());
+  const long sigmoid = testing::heap_allocations() - before;
+  before = testing::heap_allocations();
+  calls.regression(backend, regression_ws.get());
+  const long regression = testing::heap_allocations() - before;
+  CHECK(pixel == 0);
+  CHECK(sigmoid == 0);
+  CHECK(regression == 0);
+}
+
+TEST_CASE("a task loss gives the same bits in a workspace holding earlier calls' leftovers", "[task_loss]") {
+  CpuBackend backend(3);
+  TaskLossCalls fresh, reused;
+  LossWorkspace clean(backend, Task::segment, fresh.pixels.shape());
+  LossWorkspace dirty(backend, Task::segment, fresh.pixels.shape());
+  std::fill_n(static_cast<std::byte*>(dirty.get().data), dirty.bytes(), std::byte{0xa5});
+  fresh.pixel(backend, clean.get());
+  reused.pixel(backend, dirty.get());
+  CHECK(fresh.sums.loss == reused.sums.loss);
+  CHECK(fresh.sums.correct == reused.sums.correct);
+  CHECK(fresh.gradient == reused.gradient);
 }
 
 // ---- softmax cross-entropy with label smoothing ----

@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "support.hpp"
 
@@ -32,6 +34,17 @@ class TwinMasks {
  private:
   std::size_t size_;
   DeviceBuffer cpu_, gpu_;
+};
+
+// The workspace a backend's loss of `task` over `output` asks for (host memory: only the CPU asks).
+class LossWorkspace {
+ public:
+  LossWorkspace(Backend& backend, Task task, const Shape& output)
+      : bytes_(backend.loss_workspace_bytes(task, output)) {}
+  Workspace get() { return {bytes_.empty() ? nullptr : bytes_.data(), bytes_.size()}; }
+
+ private:
+  std::vector<std::byte> bytes_;
 };
 
 // About a fifth of the pixels ignored, and sample `all_ignored` (if any) entirely.
@@ -71,12 +84,13 @@ void check_pixel_loss(int n, int classes, int h, int w, bool weighted, bool with
   Twin dlogits(gpu(), shape, 304);
   TwinSums sums;
   const TwinScalars step(gpu(), StepScalars{0, 0, 1.0f / static_cast<float>(n * 3)});
+  LossWorkspace cpu_ws(cpu(), Task::segment, shape), gpu_ws(gpu(), Task::segment, shape);
   cpu().pixel_cross_entropy(logits.cpu(), masks.cpu(), weighted ? weights.cpu() : Tensor{},
                             with_gradient ? dlogits.cpu() : Tensor{}, step.cpu(), sums.loss.cpu(), sums.correct.cpu(),
-                            sums.counted.cpu());
+                            sums.counted.cpu(), cpu_ws.get());
   gpu().pixel_cross_entropy(logits.gpu(), masks.gpu(), weighted ? weights.gpu() : Tensor{},
                             with_gradient ? dlogits.gpu() : Tensor{}, step.gpu(), sums.loss.gpu(), sums.correct.gpu(),
-                            sums.counted.gpu());
+                            sums.counted.gpu(), gpu_ws.get());
   sums.check(1e-5);
   if (with_gradient) CHECK(dlogits.relative_error() <= 1e-5);
 }
@@ -105,7 +119,7 @@ TEST_CASE("cuda pixel cross-entropy reports a mask value that is no class on syn
   values[2 * 15 + 4] = 200;        // a later one: the first is reported
   TwinMasks bad(gpu(), values);
   gpu().pixel_cross_entropy(logits.gpu(), bad.gpu(), Tensor{}, dlogits.gpu(), step.gpu(), sums.loss.gpu(),
-                            sums.correct.gpu(), sums.counted.gpu());
+                            sums.correct.gpu(), sums.counted.gpu(), Workspace{});
   try {
     gpu().synchronize();
     FAIL("no error");
@@ -121,7 +135,7 @@ TEST_CASE("cuda pixel cross-entropy reports a mask value that is no class on syn
   values[2 * 15 + 4] = 3;
   TwinMasks good(gpu(), values);
   gpu().pixel_cross_entropy(logits.gpu(), good.gpu(), Tensor{}, dlogits.gpu(), step.gpu(), sums.loss.gpu(),
-                            sums.correct.gpu(), sums.counted.gpu());
+                            sums.correct.gpu(), sums.counted.gpu(), Workspace{});
   CHECK_NOTHROW(gpu().synchronize());
   // and the softmax loss's labels are still reported as labels
   TwinLabels labels(gpu(), {0, 9});
@@ -142,7 +156,7 @@ TEST_CASE("cuda pixel cross-entropy refuses class weights of another count", "[c
   TwinMasks masks(gpu(), random_masks(1, 4, 4, 323));
   TwinSums sums;
   CHECK_THROWS_AS(gpu().pixel_cross_entropy(logits.gpu(), masks.gpu(), weights.gpu(), Tensor{}, nullptr,
-                                            sums.loss.gpu(), sums.correct.gpu(), sums.counted.gpu()),
+                                            sums.loss.gpu(), sums.correct.gpu(), sums.counted.gpu(), Workspace{}),
                   ConfigError);
 }
 
@@ -161,12 +175,13 @@ void check_sigmoid_loss(int n, int classes, bool weighted, float threshold_logit
   Twin dlogits(gpu(), shape, 334);
   TwinSums sums;
   const TwinScalars step(gpu(), StepScalars{0, 0, 1.0f / static_cast<float>(n * 2)});
+  LossWorkspace cpu_ws(cpu(), Task::multilabel, shape), gpu_ws(gpu(), Task::multilabel, shape);
   cpu().sigmoid_cross_entropy(logits.cpu(), targets.cpu(), weighted ? weights.cpu() : Tensor{}, threshold_logit,
                               with_gradient ? dlogits.cpu() : Tensor{}, step.cpu(), sums.loss.cpu(),
-                              sums.correct.cpu(), sums.counted.cpu());
+                              sums.correct.cpu(), sums.counted.cpu(), cpu_ws.get());
   gpu().sigmoid_cross_entropy(logits.gpu(), targets.gpu(), weighted ? weights.gpu() : Tensor{}, threshold_logit,
                               with_gradient ? dlogits.gpu() : Tensor{}, step.gpu(), sums.loss.gpu(),
-                              sums.correct.gpu(), sums.counted.gpu());
+                              sums.correct.gpu(), sums.counted.gpu(), gpu_ws.get());
   sums.check(1e-5);
   if (with_gradient) CHECK(dlogits.relative_error() <= 1e-5);
 }
@@ -179,10 +194,11 @@ void check_regression_loss(RegressionLoss kind, int n, int values, bool with_gra
   Twin doutputs(gpu(), shape, 343);
   TwinSums sums;
   const TwinScalars step(gpu(), StepScalars{0, 0, 1.0f / static_cast<float>(n)});
+  LossWorkspace cpu_ws(cpu(), Task::regress, shape), gpu_ws(gpu(), Task::regress, shape);
   cpu().regression_loss(kind, 0.8f, outputs.cpu(), targets.cpu(), with_gradient ? doutputs.cpu() : Tensor{},
-                        step.cpu(), sums.loss.cpu(), sums.correct.cpu(), sums.counted.cpu());
+                        step.cpu(), sums.loss.cpu(), sums.correct.cpu(), sums.counted.cpu(), cpu_ws.get());
   gpu().regression_loss(kind, 0.8f, outputs.gpu(), targets.gpu(), with_gradient ? doutputs.gpu() : Tensor{},
-                        step.gpu(), sums.loss.gpu(), sums.correct.gpu(), sums.counted.gpu());
+                        step.gpu(), sums.loss.gpu(), sums.correct.gpu(), sums.counted.gpu(), gpu_ws.get());
   sums.check(1e-5);
   if (with_gradient) CHECK(doutputs.relative_error() <= 1e-5);
 }
@@ -219,7 +235,7 @@ TEST_CASE("cuda task losses give the same bits on every run", "[cuda][task_loss]
   for (int run = 0; run < 3; ++run) {
     TwinSums sums;
     gpu().pixel_cross_entropy(logits.gpu(), masks.gpu(), Tensor{}, dlogits.gpu(), step.gpu(), sums.loss.gpu(),
-                              sums.correct.gpu(), sums.counted.gpu());
+                              sums.correct.gpu(), sums.counted.gpu(), Workspace{});
     if (run == 0) {
       first_loss = sums.loss.gpu_values();
       first_gradient = dlogits.gpu_values();
@@ -236,10 +252,15 @@ TEST_CASE("cuda task losses give the same bits on every run", "[cuda][task_loss]
   for (int run = 0; run < 3; ++run) {
     TwinSums sums;
     gpu().sigmoid_cross_entropy(x.gpu(), y.gpu(), Tensor{}, 0.0f, Tensor{}, nullptr, sums.loss.gpu(),
-                                sums.correct.gpu(), sums.counted.gpu());
+                                sums.correct.gpu(), sums.counted.gpu(), Workspace{});
     if (run == 0)
       first = sums.loss.gpu_values();
     else
       CHECK(sums.loss.gpu_values() == first);
   }
+}
+
+TEST_CASE("cuda task losses need no workspace", "[cuda][task_loss]") {
+  for (Task task : {Task::classify, Task::segment, Task::multilabel, Task::regress})
+    CHECK(gpu().loss_workspace_bytes(task, Shape{8, 5, 16, 16}) == 0);
 }

@@ -14,6 +14,7 @@
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
+#include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
 
 using namespace cnn;
@@ -251,4 +252,20 @@ TEST_CASE("the plan counts a segmentation's masks in the input slots", "[tasks][
   o.micro_batch = 8;
   const MemoryBreakdown planned = BatchPlanner(net, backend, planning_options(o, net, backend)).breakdown(8);
   CHECK(planned.arena_bytes >= masks.arena_bytes());
+}
+
+TEST_CASE("a task's training step and evaluation make no allocation", "[tasks][trainer][memory]") {
+  for (Task task : {Task::segment, Task::multilabel, Task::regress}) {
+    INFO(to_string(task));
+    CpuBackend backend(2);
+    Network net = task_network(task);
+    TrainerOptions o = adamw(16);
+    o.micro_batch = 8;
+    Trainer trainer(net, backend, memory::host_resource(), o);
+    const TaskData data(task, 64, 4);
+    trainer.train_step(data.batch(0, 16));  // warm-up: lazily built thread pools
+    const long before = testing::heap_allocations();
+    for (int first = 16; first < 64; first += 16) trainer.train_step(data.batch(first, 16));
+    CHECK(testing::heap_allocations() == before);
+  }
 }
