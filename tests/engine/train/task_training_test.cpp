@@ -14,6 +14,7 @@
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
+#include "tests/engine/thread_ranks.hpp"
 #include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
 
@@ -267,5 +268,59 @@ TEST_CASE("a task's training step and evaluation make no allocation", "[tasks][t
     const long before = testing::heap_allocations();
     for (int first = 16; first < 64; first += 16) trainer.train_step(data.batch(first, 16));
     CHECK(testing::heap_allocations() == before);
+  }
+}
+
+TEST_CASE("two ranks train and evaluate a task as one process does", "[tasks][trainer][data_parallel]") {
+  for (Task task : {Task::segment, Task::multilabel, Task::regress}) {
+    INFO(to_string(task));
+    const TaskData train(task, 64, 12), test(task, 32, 13);
+    TrainerOptions o = cnn::testing::constant_sgd(16);
+    o.micro_batch = 8;
+    // One process, at the micro-batch a rank's share runs.
+    CpuBackend backend(1);
+    Network net = task_network(task);
+    Trainer one(net, backend, memory::host_resource(), o);
+    for (int first = 0; first < train.samples; first += 16) one.train_step(train.batch(first, 16));
+    const std::vector<float> whole = one.parameters().download();
+    const EvalResult whole_eval = one.evaluate(batches_of(test, 16));
+
+    cnn::testing::ThreadRanks group(2);
+    std::vector<std::vector<float>> params(2);
+    std::vector<EvalResult> evals(2);
+    group.run([&](int r) {
+      CpuBackend rank_backend(1);
+      Network rank_net = task_network(task);
+      TrainerOptions mine = o;
+      mine.communicator = &group.rank(r);
+      Trainer trainer(rank_net, rank_backend, memory::host_resource(), mine);
+      auto share = [&](const TaskData& data, int first, int batch) {
+        const RankShare s = share_of_batch(batch, r, 2);
+        Batch b = data.batch(first + s.first, s.size);
+        b.first = s.first;
+        b.global_size = batch;
+        return b;
+      };
+      for (int first = 0; first < train.samples; first += 16) trainer.train_step(share(train, first, 16));
+      params[static_cast<std::size_t>(r)] = trainer.parameters().download();
+      int next = 0;
+      evals[static_cast<std::size_t>(r)] = trainer.evaluate([&]() -> std::optional<Batch> {
+        if (next >= test.samples) return std::nullopt;
+        const Batch b = share(test, next, 16);
+        next += 16;
+        return b;
+      });
+    });
+    CHECK(params[0] == params[1]);
+    CHECK(relative_error(whole, params[0]) < 1e-5);
+    for (const EvalResult& e : evals) {
+      CHECK(e.samples == whole_eval.samples);
+      CHECK(e.loss == Approx(whole_eval.loss).epsilon(1e-5));
+      CHECK(e.accuracy == Approx(whole_eval.accuracy).epsilon(1e-5));
+      // The counts add up over the ranks; average precision is each rank's own.
+      const auto a = headline_scores(whole_eval.scores), b = headline_scores(e.scores);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].first != "mean_average_precision") CHECK(b[i].second == Approx(a[i].second).epsilon(1e-5));
+    }
   }
 }
