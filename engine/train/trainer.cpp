@@ -538,6 +538,10 @@ EvalResult Trainer::evaluate(const NextBatch& next) { return run_evaluation(next
 
 ClassEvaluation Trainer::evaluate_classes(const NextBatch& next) {
   ClassEvaluation result;
+  if (net_.task() != Task::classify) {  // no confusion of samples: the task's scores instead
+    static_cast<EvalResult&>(result) = run_evaluation(next, nullptr);
+    return result;
+  }
   const auto classes = static_cast<std::size_t>(net_.num_classes());
   result.confusion.assign(classes, std::vector<std::size_t>(classes, 0));
   static_cast<EvalResult&>(result) = run_evaluation(next, &result);
@@ -551,7 +555,6 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
   EvalResult result;
   const LossOptions& loss = net_.loss();
   const bool scored = loss.task != Task::classify;
-  if (scored) classes = nullptr;  // no confusion of samples: the task's scores instead
   TaskMetrics metrics(loss.task, net_.num_classes(), loss.threshold);
   double loss_sum = 0, correct = 0, counted = 0;
   long batches = 0;

@@ -197,11 +197,12 @@ class Trainer {
   // Batches of any size (evaluation has no optimizer step's batch). In a data-parallel run each
   // rank gives its share of the batches, and the result is every rank's.
   // A pending step's loss is read first (TrainingDiverged where it is not finite); its report
-  // still comes from drain().
+  // still comes from drain(). The result holds the task's scores (EvalResult::scores);
+  // evaluate_classes adds a classification's confusion matrix (empty for the other tasks).
   EvalResult evaluate(const NextBatch& next);
   ClassEvaluation evaluate_classes(const NextBatch& next);
-  // The network's outputs for `count` images (host floats, NCHW of the input shape): count x
-  // classes floats into `logits`. Inference form (BatchNorm on its running statistics, no dropout).
+  // The network's outputs for `count` images (host floats, NCHW of the input shape): count x the
+  // output's elements floats into `logits`. Inference form (BatchNorm on its running statistics, no dropout).
   // A pending step's loss is read first, as by evaluate.
   void predict(const float* images, int count, float* logits);
   // Gives back every byte (the trainer cannot train after this) and checks that the memory
