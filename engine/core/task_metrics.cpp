@@ -164,6 +164,19 @@ void TaskMetrics::add_regression(const float* output, const void* target) {
   }
 }
 
+void TaskMetrics::merge(const TaskMetrics& other) {
+  if (other.task_ != task_ || other.outputs_ != outputs_)
+    throw ConfigError("TaskMetrics::merge: the counts of a " + to_string(other.task_) + " of " +
+                      std::to_string(other.outputs_) + " outputs into a " + to_string(task_) + " of " +
+                      std::to_string(outputs_));
+  std::vector<double> counts = sums();
+  const std::vector<double> more = other.sums();
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += more[i];
+  set_sums(counts);
+  logits_.insert(logits_.end(), other.logits_.begin(), other.logits_.end());
+  positives_.insert(positives_.end(), other.positives_.begin(), other.positives_.end());
+}
+
 std::vector<double> TaskMetrics::sums() const {
   std::vector<double> out;
   out.reserve(sums_length(task_, outputs_));

@@ -49,6 +49,10 @@ class TaskMetrics {
   // precision: 5 bytes a class a sample (a float and a byte), N x K x 5 bytes in all.
   void add(const float* output, const void* target, int height, int width);
   std::size_t samples() const { return samples_; }
+  // Adds what `other` counted (of the same task and outputs: ConfigError otherwise), its
+  // average precision's scores too: an evaluation counts each batch apart and merges it once the
+  // batch has run (a batch replayed after an out-of-memory failure counts once).
+  void merge(const TaskMetrics& other);
 
   // The counts that add up over a data-parallel evaluation's ranks (the samples, a
   // segmentation's confusion, a multi-label's true and false positives and negatives, a

@@ -286,7 +286,8 @@ void Trainer::maybe_regrow() {
 
 void Trainer::check_labels(const Batch& batch) const { check_batch_targets(batch, net_); }
 
-int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits) {
+int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits,
+                               const std::function<void(int first, int n)>& each) {
   if (batch.size == 0) return 0;  // a data-parallel rank's empty share
   const std::size_t sample = net_.input_shape().elements();
   StepExecutor& executor = step_->executor(training);
@@ -313,8 +314,9 @@ int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits)
     micro.first = batch.first + first;  // its place in the whole batch, over every rank
     micro.global_size = whole;
     micro.on_device = batch.on_device;
-    executor.run(micro, grad_scale, seed, logits ? logits + static_cast<std::size_t>(first) * outputs : nullptr,
-                 j == split.count - 1 ? buckets : nullptr);
+    float* out = !logits ? nullptr : each ? logits : logits + static_cast<std::size_t>(first) * outputs;
+    executor.run(micro, grad_scale, seed, out, j == split.count - 1 ? buckets : nullptr);
+    if (each) each(first, micro.size);
   }
   check_capture();
   return split.count;
@@ -559,24 +561,40 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
   double loss_sum = 0, correct = 0, counted = 0;
   long batches = 0;
   std::vector<float> outputs;
+  const Batch* current = nullptr;  // the batch being evaluated, for the scores' targets
   const std::size_t per_sample = net_.output_shape().elements();
   const std::size_t target_bytes = net_.target_bytes();
   const int height = loss.task == Task::segment ? net_.input_shape()[1] : 1;
   const int width = loss.task == Task::segment ? net_.input_shape()[2] : 1;
+  // A task's scores are counted a micro-batch at a time: the host holds one micro-batch's
+  // outputs (a segmentation's are a class score a pixel), not the batch's.
+  std::function<void(int, int)> score;
+  TaskMetrics batch_metrics = metrics;
+  if (scored)
+    score = [&](int first, int n) {
+      for (int i = 0; i < n; ++i)
+        batch_metrics.add(outputs.data() + static_cast<std::size_t>(i) * per_sample,
+                          static_cast<const char*>(current->targets) + static_cast<std::size_t>(first + i) * target_bytes,
+                          height, width);
+    };
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
     if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (Batch::on_device) trains only");
     check_inputs(*batch, "evaluate");
     check_labels(*batch);
     ++batches;
-    const bool copy_out = classes || scored;
-    if (copy_out) outputs.resize(static_cast<std::size_t>(batch->size) * per_sample);
+    current = &*batch;
+    if (classes) outputs.resize(static_cast<std::size_t>(batch->size) * per_sample);
     // Each batch's sums are read back on their own, so that a batch replayed after an
-    // out-of-memory failure at a smaller micro-batch counts once.
+    // out-of-memory failure at a smaller micro-batch counts once; its scores likewise.
     for (;;) {
       backend_.fill(metric_sums(), 0.f);
+      if (scored) {
+        batch_metrics = TaskMetrics(loss.task, net_.num_classes(), loss.threshold);
+        outputs.resize(static_cast<std::size_t>(micro_batch_) * per_sample);
+      }
       try {
-        run_micro_batches(*batch, false, copy_out ? outputs.data() : nullptr);
+        run_micro_batches(*batch, false, classes || scored ? outputs.data() : nullptr, score);
         break;
       } catch (const memory::OutOfMemory& error) {
         shrink_after(error, "evaluation batch " + std::to_string(batches));
@@ -592,10 +610,7 @@ EvalResult Trainer::run_evaluation(const NextBatch& next, ClassEvaluation* class
     counted += host[2];
     result.samples += static_cast<std::size_t>(batch->size);
     if (classes) count_predictions(classes->confusion, outputs.data(), batch->labels, batch->size);
-    if (scored)
-      for (int i = 0; i < batch->size; ++i)
-        metrics.add(outputs.data() + static_cast<std::size_t>(i) * per_sample,
-                    static_cast<const char*>(batch->targets) + static_cast<std::size_t>(i) * target_bytes, height, width);
+    if (scored) metrics.merge(batch_metrics);
   }
   if (replicas_) {
     // Each rank evaluated its share of the batches: the result is every rank's.

@@ -231,8 +231,11 @@ class Trainer {
   // with the byte table.
   void shrink_after(const memory::OutOfMemory& error, const std::string& where);
   // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
-  // gradients to the buckets in a data-parallel step; returns how many.
-  int run_micro_batches(const Batch& batch, bool training, float* logits = nullptr);
+  // gradients to the buckets in a data-parallel step; returns how many. With `each`, `logits`
+  // holds one micro-batch's outputs, and each(first, n) is called after the micro-batch of the
+  // batch's samples first .. first + n - 1 has run.
+  int run_micro_batches(const Batch& batch, bool training, float* logits = nullptr,
+                        const std::function<void(int first, int n)>& each = {});
   // A step's forward and backward passes, replayed after an out-of-memory failure until they
   // fit. With `read_sums`, the loss and accuracy sums are read back into `sums` ({ranks that
   // failed, loss, correct}, every rank's in a data-parallel run). Returns the micro-batches.

@@ -13,6 +13,7 @@
 #include "engine/train/planning_options.hpp"
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
+#include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"
 #include "tests/heap_counter.hpp"
@@ -322,5 +323,37 @@ TEST_CASE("two ranks train and evaluate a task as one process does", "[tasks][tr
       for (std::size_t i = 0; i < a.size(); ++i)
         if (a[i].first != "mean_average_precision") CHECK(b[i].second == Approx(a[i].second).epsilon(1e-5));
     }
+  }
+}
+
+TEST_CASE("an out-of-memory failure during a task's evaluation counts the replayed batch's scores once",
+          "[tasks][recovery]") {
+  for (Task task : {Task::segment, Task::multilabel}) {
+    INFO(to_string(task));
+    CpuBackend backend(2);
+    cnn::testing::StepBufferStack buffers(memory::host_resource());
+    memory::FaultInjectionAdaptor& faults = buffers.faults();
+    Network net = task_network(task);
+    TrainerOptions o = cnn::testing::constant_sgd(16);
+    o.micro_batch = 8;  // two micro-batches a batch
+    const TaskData train(task, 64, 21), test(task, 64, 22);
+    Trainer trainer(net, backend, buffers.stack(), o);
+    int recoveries = 0;
+    trainer.on_recovery = [&](const std::string&) { ++recoveries; };
+    for (int first = 0; first < train.samples; first += 16) trainer.train_step(train.batch(first, 16));
+    const std::uint64_t before = faults.requests_seen();
+    const EvalResult clean = trainer.evaluate(batches_of(test, 16));
+    const std::uint64_t per_batch = (faults.requests_seen() - before) / 4;
+    REQUIRE(per_batch > 1);
+    // A request of the third batch's second micro-batch: the first one's scores were counted
+    // before the failure, and must not be counted again when the batch is replayed.
+    faults.fail_on({faults.requests_seen() + 2 * per_batch + per_batch * 3 / 4});
+    const EvalResult replayed = trainer.evaluate(batches_of(test, 16));
+    CHECK(faults.injected_failures() == 1);
+    CHECK(recoveries == 1);
+    CHECK(replayed.samples == clean.samples);
+    CHECK(replayed.accuracy == Approx(clean.accuracy).epsilon(1e-6));
+    const auto a = headline_scores(clean.scores), b = headline_scores(replayed.scores);
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i].second == Approx(a[i].second).epsilon(1e-6));
   }
 }
