@@ -9,18 +9,20 @@ set -u
 train=$1 fashion=$2 work=$3 make=$4
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work" && mkdir -p "$work"
-python3 "$make" --fashion "$fashion" --out "$work/data" --train 1024 --test 64 >"$work/make.log" 2>&1 ||
-  fail "making the data sets: $(cat "$work/make.log")"
+# Small, for the sanitizers' stage: the segmentation has to learn, the others only to run.
+python3 "$make" --fashion "$fashion" --out "$work/data" --train 1024 --test 64 --kinds segment >"$work/make.log" 2>&1 &&
+  python3 "$make" --fashion "$fashion" --out "$work/data" --train 256 --test 32 --kinds multilabel,regress \
+    >>"$work/make.log" 2>&1 || fail "making the data sets: $(cat "$work/make.log")"
 common=(--batch 32 --quiet --threads 2 --device cpu)
 
 # Segmentation: unet on 1x28x28 masks of 11 classes.
-"$train" --data "$work/data/fashion-segment" --model unet:depth=2,width=8 "${common[@]}" --epochs 5 --lr 0.01 \
+"$train" --data "$work/data/fashion-segment" --model unet:depth=2,width=8 "${common[@]}" --epochs 4 --lr 0.02 \
   --save "$work/seg.ckpt" --metrics-out "$work/seg.jsonl" >"$work/seg.log" 2>&1 || fail "segment run: $(cat "$work/seg.log")"
 grep -q "mean IoU" "$work/seg.log" || fail "segment run: no mean IoU ($(cat "$work/seg.log"))"
 # Every pixel called background would score a mean IoU near 0.05 (the background's IoU, about 0.5,
 # over 11 classes).
 mean_iou=$(grep -o '"test_mean_iou":[0-9.e-]*' "$work/seg.jsonl" | tail -1 | cut -d: -f2)
-python3 -c "import sys; sys.exit(0 if float('$mean_iou') > 0.3 else 1)" || fail "segment run: test mean IoU $mean_iou"
+python3 -c "import sys; sys.exit(0 if float('$mean_iou') > 0.2 else 1)" || fail "segment run: test mean IoU $mean_iou"
 "$train" --load "$work/seg.ckpt" --data "$work/data/fashion-segment" --evaluate --quiet \
   --metrics-out "$work/seg_eval.jsonl" >"$work/seg_eval.log" 2>&1 || fail "segment --evaluate: $(cat "$work/seg_eval.log")"
 grep -q "IoU" "$work/seg_eval.log" && grep -q '"mean_iou"' "$work/seg_eval.jsonl" && grep -q '"iou"' "$work/seg_eval.jsonl" ||
@@ -45,7 +47,7 @@ PY
 grep -q "exists" "$work/seg_again.log" || fail "segment --predict: $(cat "$work/seg_again.log")"
 
 # Multi-label: 2x2 mosaics of garments, 10 labels.
-"$train" --data "$work/data/fashion-multilabel" "${common[@]}" --epochs 2 --save "$work/ml.ckpt" --metrics-out "$work/ml.jsonl" \
+"$train" --data "$work/data/fashion-multilabel" "${common[@]}" --epochs 1 --save "$work/ml.ckpt" --metrics-out "$work/ml.jsonl" \
   >"$work/ml.log" 2>&1 || fail "multilabel run: $(cat "$work/ml.log")"
 grep -q "mAP" "$work/ml.log" || fail "multilabel run: no mAP ($(cat "$work/ml.log"))"
 "$train" --load "$work/ml.ckpt" --predict "$work/data/fashion-multilabel/test/images/00000.png" --threshold 0.3 \
@@ -55,13 +57,13 @@ grep -q '"threshold":0.3' "$work/ml_predict.jsonl" || fail "multilabel --predict
   fail "multilabel --evaluate: $(cat "$work/ml_eval.log")"
 grep -q "precision" "$work/ml_eval.log" || fail "multilabel --evaluate: $(cat "$work/ml_eval.log")"
 
-# Regression: three values an image; resumed for a third epoch.
-"$train" --data "$work/data/fashion-regress" "${common[@]}" --epochs 2 --loss huber --save "$work/reg.ckpt" \
+# Regression: three values an image; resumed for a second epoch.
+"$train" --data "$work/data/fashion-regress" "${common[@]}" --epochs 1 --loss huber --save "$work/reg.ckpt" \
   --metrics-out "$work/reg.jsonl" >"$work/reg.log" 2>&1 || fail "regress run: $(cat "$work/reg.log")"
 grep -q "MAE" "$work/reg.log" || fail "regress run: no MAE ($(cat "$work/reg.log"))"
-"$train" --resume "$work/reg.ckpt" --epochs 3 --quiet >"$work/reg_resumed.log" 2>&1 ||
+"$train" --resume "$work/reg.ckpt" --epochs 2 --quiet >"$work/reg_resumed.log" 2>&1 ||
   fail "regress --resume: $(cat "$work/reg_resumed.log")"
-grep -q "epoch 3/3" "$work/reg_resumed.log" || fail "regress --resume: $(cat "$work/reg_resumed.log")"
+grep -q "epoch 2/2" "$work/reg_resumed.log" || fail "regress --resume: $(cat "$work/reg_resumed.log")"
 "$train" --load "$work/reg.ckpt" --predict "$work/data/fashion-regress/test/images/00000.png" \
   --metrics-out "$work/reg_predict.jsonl" >"$work/reg_predict.log" 2>&1 || fail "regress --predict: $(cat "$work/reg_predict.log")"
 grep -q '"values":{.*"ink":' "$work/reg_predict.jsonl" || fail "regress --predict: $(cat "$work/reg_predict.jsonl")"
