@@ -106,7 +106,10 @@ void Predictor::logits(const float* images, int count, float* logits) {
   for (int first = 0; first < count; first += b) {
     const int n = std::min(b, count - first);
     Batch batch{.images = images + static_cast<std::size_t>(first) * sample, .size = n, .first = first};
-    (labels ? reinterpret_cast<const void*&>(batch.labels) : batch.targets) = zero_targets_.data();
+    if (labels)
+      batch.labels = zero_targets_.data();
+    else
+      batch.targets = zero_targets_.data();
     pass_->run(batch, false, logits + static_cast<std::size_t>(first) * outputs);
   }
 }

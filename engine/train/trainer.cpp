@@ -648,7 +648,10 @@ void Trainer::predict(const float* images, int count, float* logits) {
   const std::size_t target_bytes = static_cast<std::size_t>(count) * net_.target_bytes();
   const std::vector<std::int32_t> labels((target_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t), 0);
   Batch batch{images, nullptr, count};
-  (net_.task() == Task::classify ? reinterpret_cast<const void*&>(batch.labels) : batch.targets) = labels.data();
+  if (net_.task() == Task::classify)
+    batch.labels = labels.data();
+  else
+    batch.targets = labels.data();
   check_inputs(batch, "predict");
   for (;;) {
     try {

@@ -75,9 +75,9 @@ std::string figure(double value) {
 }  // namespace
 
 void print_task_evaluation(const Model& model, const ClassEvaluation& e) {
-  const std::string accuracy = model.task() == Task::regress ? std::string()
-                               : model.task() == Task::segment ? ", pixel accuracy " + figure(e.accuracy)
-                                                               : ", label accuracy " + figure(e.accuracy);
+  // A segmentation's accuracy is its pixel accuracy, which its scores give.
+  const std::string accuracy =
+      model.task() == Task::multilabel ? ", label accuracy " + figure(e.accuracy) : std::string();
   std::printf("test loss %.4f%s over %zu samples: %s\n\n", e.loss, accuracy.c_str(), e.samples,
               describe_scores(e.scores).c_str());
   for (const std::string& line : score_table(e.scores, model.description().class_names)) std::printf("%s\n", line.c_str());
