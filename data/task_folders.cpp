@@ -16,11 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_folder(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
-
 bool is_there(const fs::path& path) {
   std::error_code ec;
   return fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "data/data_error.hpp"
+#include "data/detail/folder_scan.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;
@@ -12,11 +13,6 @@ namespace {
 
 const char* const kCifar10Folder = "cifar-10-batches-bin";
 const char* const kCifar100Folder = "cifar-100-binary";
-
-bool is_folder(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_directory(path, ec);
-}
 
 bool has_cifar10_batch(const fs::path& folder) {
   std::error_code ec;

@@ -20,12 +20,12 @@ void require_folder(const fs::path& folder) {
   if (!fs::is_directory(status)) fail(folder, "not a folder");
 }
 
+}  // namespace
+
 bool is_folder(const fs::path& path) {
   std::error_code ec;
   return fs::is_directory(path, ec);
 }
-
-}  // namespace
 
 bool is_hidden(const fs::path& path) {
   std::string name = path.filename().string();

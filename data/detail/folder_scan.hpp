@@ -8,6 +8,8 @@
 namespace cnn::data {
 
 bool is_hidden(const std::filesystem::path& path);
+// Whether the path is a folder (following links); false where it cannot be read.
+bool is_folder(const std::filesystem::path& path);
 
 // Entries of a folder that are not hidden, sorted by name. DataError when it cannot be read.
 std::vector<std::filesystem::path> visible_entries(const std::filesystem::path& folder);
