@@ -10,19 +10,19 @@ train=$1 fashion=$2 work=$3 make=$4
 fail() { echo "FAIL: $*"; exit 1; }
 rm -rf "$work" && mkdir -p "$work"
 # Small, for the sanitizers' stage: the segmentation has to learn, the others only to run.
-python3 "$make" --fashion "$fashion" --out "$work/data" --train 1024 --test 64 --kinds segment >"$work/make.log" 2>&1 &&
+python3 "$make" --fashion "$fashion" --out "$work/data" --train 512 --test 64 --kinds segment >"$work/make.log" 2>&1 &&
   python3 "$make" --fashion "$fashion" --out "$work/data" --train 256 --test 32 --kinds multilabel,regress \
     >>"$work/make.log" 2>&1 || fail "making the data sets: $(cat "$work/make.log")"
 common=(--batch 32 --quiet --threads 2 --device cpu)
 
 # Segmentation: unet on 1x28x28 masks of 11 classes.
-"$train" --data "$work/data/fashion-segment" --model unet:depth=2,width=8 "${common[@]}" --epochs 4 --lr 0.02 \
+"$train" --data "$work/data/fashion-segment" --model unet:depth=2,width=8 "${common[@]}" --epochs 6 --lr 0.02 \
   --save "$work/seg.ckpt" --metrics-out "$work/seg.jsonl" >"$work/seg.log" 2>&1 || fail "segment run: $(cat "$work/seg.log")"
 grep -q "mean IoU" "$work/seg.log" || fail "segment run: no mean IoU ($(cat "$work/seg.log"))"
 # Every pixel called background would score a mean IoU near 0.05 (the background's IoU, about 0.5,
 # over 11 classes).
 mean_iou=$(grep -o '"test_mean_iou":[0-9.e-]*' "$work/seg.jsonl" | tail -1 | cut -d: -f2)
-python3 -c "import sys; sys.exit(0 if float('$mean_iou') > 0.2 else 1)" || fail "segment run: test mean IoU $mean_iou"
+python3 -c "import sys; sys.exit(0 if float('$mean_iou') > 0.15 else 1)" || fail "segment run: test mean IoU $mean_iou"
 "$train" --load "$work/seg.ckpt" --data "$work/data/fashion-segment" --evaluate --quiet \
   --metrics-out "$work/seg_eval.jsonl" >"$work/seg_eval.log" 2>&1 || fail "segment --evaluate: $(cat "$work/seg_eval.log")"
 grep -q "IoU" "$work/seg_eval.log" && grep -q '"mean_iou"' "$work/seg_eval.jsonl" && grep -q '"iou"' "$work/seg_eval.jsonl" ||
