@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "backends/cuda/detail/block_sums.cuh"
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
@@ -27,24 +28,6 @@ struct GroupGeometry {
   }
 };
 
-// The block's sums of a and b (one value each per thread), in a fixed tree; every thread gets them.
-__device__ void block_sums(double& a, double& b) {
-  __shared__ double sa[kThreads], sb[kThreads];
-  sa[threadIdx.x] = a;
-  sb[threadIdx.x] = b;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      sa[threadIdx.x] += sa[threadIdx.x + half];
-      sb[threadIdx.x] += sb[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  a = sa[0];
-  b = sb[0];
-  __syncthreads();  // the arrays are free again
-}
-
 __global__ void forward_kernel(const float* x, const float* gamma, const float* beta, float* y, float* saved_mean,
                                float* saved_inv_std, GroupGeometry g, float epsilon) {
   const std::size_t item = blockIdx.x, m = g.values();
@@ -52,14 +35,14 @@ __global__ void forward_kernel(const float* x, const float* gamma, const float* 
   float* out = y + item * m;
   double sum = 0, unused = 0;
   for (std::size_t k = threadIdx.x; k < m; k += kThreads) sum += in[k];
-  block_sums(sum, unused);
+  block_sums<kThreads>(sum, unused);
   const double mean = sum / static_cast<double>(m);
   double squares = 0;
   for (std::size_t k = threadIdx.x; k < m; k += kThreads) {
     const double d = in[k] - mean;
     squares += d * d;
   }
-  block_sums(squares, unused);
+  block_sums<kThreads>(squares, unused);
   // y and backward both use the statistics as saved (floats), as the CPU backend does.
   const float mean_f = static_cast<float>(mean);
   const float inv_std = static_cast<float>(1.0 / sqrt(squares / static_cast<double>(m) + epsilon));
@@ -87,7 +70,7 @@ __global__ void input_gradient_kernel(const float* x, const float* dy, const flo
     sum_dy_gamma += v;
     sum_dy_gamma_centred += v * (x[at + k] - mean);
   }
-  block_sums(sum_dy_gamma, sum_dy_gamma_centred);
+  block_sums<kThreads>(sum_dy_gamma, sum_dy_gamma_centred);
   const double count = static_cast<double>(m);
   const double a = inv_std * inv_std * inv_std * sum_dy_gamma_centred / count;
   const float b = static_cast<float>(-a);
@@ -111,7 +94,7 @@ __global__ void channel_gradients_kernel(const float* x, const float* dy, const 
     sum_g += d * (x[i] - static_cast<double>(saved_mean[item])) * saved_inv_std[item];
     sum_b += d;
   }
-  block_sums(sum_g, sum_b);
+  block_sums<kThreads>(sum_g, sum_b);
   if (threadIdx.x == 0) {
     if (dgamma) dgamma[ch] += static_cast<float>(sum_g);
     if (dbeta) dbeta[ch] += static_cast<float>(sum_b);

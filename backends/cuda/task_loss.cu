@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/cuda/detail/block_sums.cuh"
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "base/error.hpp"
@@ -34,23 +35,6 @@ struct LossScratch {
   // The first pixel (sample * pixels + pixel, in the group) whose mask value is no class; kNoPixel if none.
   unsigned long long first_bad;
 };
-
-// The block's sums of a and b (one value each per thread), in a fixed tree; thread 0 gets them.
-__device__ void block_sums(double& a, double& b) {
-  __shared__ double sa[kThreads], sb[kThreads];
-  sa[threadIdx.x] = a;
-  sb[threadIdx.x] = b;
-  __syncthreads();
-  for (int half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      sa[threadIdx.x] += sa[threadIdx.x + half];
-      sb[threadIdx.x] += sb[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  a = sa[0];
-  b = sb[0];
-}
 
 // max(x, 0) + log(1 + exp(-|x|)) = log(1 + exp(x)), which overflows for no finite x.
 __device__ float softplus(float x) { return fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))); }
@@ -86,7 +70,7 @@ weigh_masks_kernel(const std::uint8_t* masks, std::size_t pixels, int classes, c
     counted += 1.0;
   }
   if (bad != kNoPixel) atomicMin(&scratch->first_bad, bad);
-  block_sums(weight, counted);
+  block_sums<kThreads>(weight, counted);
   if (threadIdx.x == 0) {
     scratch->sample_weight[sample] = weight;
     scratch->sample_pixels[sample] = counted;
@@ -133,7 +117,7 @@ pixel_loss_kernel(const float* logits, const std::uint8_t* masks, std::size_t sa
         d[k * pixels] = valid ? coefficient * (expf(x[k * pixels] - best) / sum - (k == y ? 1.0f : 0.0f)) : 0.0f;
     }
   }
-  block_sums(loss, hits);
+  block_sums<kThreads>(loss, hits);
   if (threadIdx.x == 0) {
     scratch->block_loss[blockIdx.x] = loss;
     scratch->block_hits[blockIdx.x] = hits;
@@ -157,7 +141,7 @@ sigmoid_loss_kernel(const float* logits, const float* targets, std::size_t total
     if (dlogits) dlogits[i] = (sigmoid(x) * (1.0f + (p - 1.0f) * y) - p * y) * grad_scale;
   }
   loss /= static_cast<double>(classes);
-  block_sums(loss, hits);
+  block_sums<kThreads>(loss, hits);
   if (threadIdx.x == 0) {
     scratch->block_loss[blockIdx.x] = loss;
     scratch->block_hits[blockIdx.x] = hits;
@@ -182,7 +166,7 @@ regression_loss_kernel(const float* outputs, const float* targets, std::size_t t
     if (doutputs) doutputs[i] = (Huber ? (quadratic ? d : copysignf(delta, d)) : 2.0f * d) * grad_scale;
   }
   loss /= static_cast<double>(values);
-  block_sums(loss, hits);
+  block_sums<kThreads>(loss, hits);
   if (threadIdx.x == 0) {
     scratch->block_loss[blockIdx.x] = loss;
     scratch->block_hits[blockIdx.x] = hits;
