@@ -1,6 +1,7 @@
 #include "base/task.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 #include "base/error.hpp"
 

@@ -17,6 +17,7 @@
 //   train_throughput --model resnet18 --input 3x32x32 --largest-batch --memory-budget 2GiB
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>

@@ -1,5 +1,6 @@
 #include "data/dataset.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <system_error>
 #include <vector>

@@ -1,6 +1,7 @@
 #include "data/subset_dataset.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "data/data_error.hpp"

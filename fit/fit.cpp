@@ -1,6 +1,7 @@
 #include "fit/fit.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <iostream>
 
 #include "base/error.hpp"

@@ -1,5 +1,6 @@
 #include "fit/metrics_file.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 

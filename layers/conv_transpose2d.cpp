@@ -15,6 +15,7 @@
 #include "layers/conv_transpose2d.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "base/error.hpp"

@@ -1,5 +1,7 @@
 #include "layers/dropout.hpp"
 
+#include <cstdint>
+
 #include "base/error.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/registry.hpp"

@@ -2,6 +2,7 @@
 #include "layers/group_norm.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>

@@ -1,5 +1,6 @@
 #include "memory/fault_injection_adaptor.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 

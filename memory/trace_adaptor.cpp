@@ -1,5 +1,6 @@
 #include "memory/trace_adaptor.hpp"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 

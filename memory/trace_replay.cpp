@@ -1,6 +1,7 @@
 #include "memory/trace_replay.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>

@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_backend.hpp"
 
+#include <cstdint>
 #include <omp.h>
 
 #include <Eigen/Core>

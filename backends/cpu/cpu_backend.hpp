@@ -4,6 +4,7 @@
 // with subnormals flushed to zero (detail/subnormals.hpp). Deterministic for a given thread count:
 // the work is cut into the same ranges whichever threads run them, and every reduction adds in a
 // fixed order.
+#include <cstdint>
 #include <memory>
 
 #include "engine/core/backend.hpp"

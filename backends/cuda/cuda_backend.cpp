@@ -1,6 +1,7 @@
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>

@@ -3,6 +3,7 @@
 // (DynamicStepMemory, as in real training); planned runs every batch in the arena planned once
 // at B, as the Trainer does.
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>

@@ -5,6 +5,7 @@
 // largest plan is the arena, reserved once.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>

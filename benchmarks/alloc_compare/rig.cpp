@@ -1,6 +1,7 @@
 #include "rig.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 
 #include "memory/memory_stack.hpp"

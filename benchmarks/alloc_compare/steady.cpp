@@ -1,5 +1,6 @@
 // steady: real training steps through the Trainer, its step buffers from the strategy.
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 

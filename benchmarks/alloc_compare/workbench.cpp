@@ -1,6 +1,7 @@
 #include "workbench.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/core/backend.hpp"
 #include "engine/train/planning_options.hpp"

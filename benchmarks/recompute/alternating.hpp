@@ -1,6 +1,7 @@
 #pragma once
 // Two trainers timed in turns, so that a shared machine's load falls on both alike: round r runs
 // `steps` optimizer steps of one, then of the other, the order swapped every round.
+#include <cstdint>
 #include <vector>
 
 #include "engine/train/trainer.hpp"

@@ -1,5 +1,6 @@
 #include "data/detail/byte_reader.hpp"
 
+#include <cstdint>
 #include <zlib.h>
 
 #include <algorithm>

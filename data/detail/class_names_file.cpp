@@ -1,5 +1,6 @@
 #include "data/detail/class_names_file.hpp"
 
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <map>

@@ -1,6 +1,7 @@
 #include "data/detail/idx_file.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <new>
 

@@ -1,5 +1,6 @@
 #include "data/detail/image_files.hpp"
 
+#include <cstdint>
 #include <optional>
 
 namespace cnn::data {

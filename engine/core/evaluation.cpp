@@ -1,6 +1,7 @@
 #include "engine/core/network.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "base/error.hpp"

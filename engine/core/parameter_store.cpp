@@ -1,6 +1,7 @@
 #include "engine/core/parameter_store.hpp"
 
 #include <cmath>
+#include <cstdint>
 
 #include "base/error.hpp"
 #include "engine/core/backend.hpp"

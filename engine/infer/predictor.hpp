@@ -4,6 +4,7 @@
 // the budget (at most max_batch), and reserves the parameters (no gradients, no optimizer state)
 // and one arena once; a call after that allocates nothing. BatchNorm runs on its running
 // statistics, dropout is the identity.
+#include <cstdint>
 #include <memory>
 #include <vector>
 

@@ -2,6 +2,7 @@
 // picked for it, training under a memory budget the engine enforces, the statistics read back,
 // and the typed error of going over the budget. It exits 0 only when all of that holds.
 #include <cnnengine.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 

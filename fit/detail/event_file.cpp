@@ -1,5 +1,6 @@
 #include "fit/detail/event_file.hpp"
 
+#include <cstdint>
 #include <unistd.h>
 
 #include <array>

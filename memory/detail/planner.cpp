@@ -1,6 +1,7 @@
 #include "memory/detail/planner.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <map>

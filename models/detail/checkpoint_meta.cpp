@@ -1,5 +1,6 @@
 #include "models/detail/checkpoint_meta.hpp"
 
+#include <cstdint>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>

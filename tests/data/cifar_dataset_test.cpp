@@ -2,6 +2,7 @@
 // from the tests): samples, labels, class names, splits and files; then every way a folder or a
 // file can be wrong, each a DataError naming the file.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <sys/stat.h>
 
 #include <chrono>

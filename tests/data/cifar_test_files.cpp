@@ -1,5 +1,6 @@
 #include "cifar_test_files.hpp"
 
+#include <cstdint>
 #include <fstream>
 #include <stdexcept>
 

@@ -1,6 +1,7 @@
 // Mutated files: whatever the bytes, opening either works or throws DataError; nothing crashes.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

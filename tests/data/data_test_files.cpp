@@ -1,5 +1,6 @@
 #include "data_test_files.hpp"
 
+#include <cstdint>
 #include <sys/resource.h>
 
 #include <algorithm>

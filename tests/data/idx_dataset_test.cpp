@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <sys/stat.h>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 // prediction, per-channel normalisation measured from the data or given.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <vector>
 
 #include "base/error.hpp"

@@ -2,6 +2,7 @@
 // with the tasks beyond classification: targets carried beside the images, masks moved with them.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <set>
 #include <string>

@@ -1,5 +1,7 @@
 #include "task_test_folders.hpp"
 
+#include <cstdint>
+
 #include "data_test_files.hpp"
 
 namespace cnn::data::test {

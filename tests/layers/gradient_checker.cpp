@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "engine/core/backend.hpp"
 #include "memory/buffer.hpp"

@@ -3,6 +3,7 @@
 // analytic input and parameter gradients come from one backward pass with dy = r, and each is
 // compared with a central finite difference of the objective.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <memory>
 #include <vector>
 

@@ -1,6 +1,7 @@
 // A finite-difference gradient check for every layer and the loss, on the CPU backend.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 
 #include "base/error.hpp"
 #include "engine/core/backend.hpp"

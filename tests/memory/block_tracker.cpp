@@ -1,6 +1,7 @@
 #include "block_tracker.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <stdexcept>

@@ -1,6 +1,7 @@
 #include "backends/cpu/detail/work_pool.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <thread>
 
 #include "backends/cpu/detail/subnormals.hpp"

@@ -1,6 +1,7 @@
 #include "engine/infer/detail/forward_pass.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 

@@ -1,6 +1,7 @@
 #include "engine/train/detail/step_executor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "base/error.hpp"

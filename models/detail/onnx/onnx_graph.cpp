@@ -1,6 +1,7 @@
 #include "models/detail/onnx/onnx_graph.hpp"
 
 #include <bit>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>

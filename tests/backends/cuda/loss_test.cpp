@@ -3,6 +3,7 @@
 // next synchronisation.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <random>
 #include <stdexcept>
 

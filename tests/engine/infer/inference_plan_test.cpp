@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "backends/cpu/cpu_backend.hpp"

@@ -7,6 +7,7 @@
 //   network input, it gets a buffer to discard instead of writing over its output gradient.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cinttypes>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

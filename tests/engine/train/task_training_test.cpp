@@ -3,6 +3,7 @@
 // a predictor, and refuses a network or targets that do not suit it.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.hpp"

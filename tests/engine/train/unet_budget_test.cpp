@@ -3,6 +3,7 @@
 // classifier does.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/plan/batch_planner.hpp"
