@@ -76,7 +76,7 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 AlgoChoice CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
   AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
   if (!choice.valid() || choice.workspace > workspace_bytes) {
-    AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic};
+    AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic, false};
     choice = choose_algorithm(search, plan, pass, workspace_bytes);
     if (!plan.choice[static_cast<std::size_t>(pass)].valid()) plan.choice[static_cast<std::size_t>(pass)] = choice;
   }
@@ -89,7 +89,7 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
   activate();
   ConvPlan& plan = conv_plan(desc, x, y);
   AlgoSearch search{cudnn_, options_.device, options_.tf32, !options_.fast_start, &device_memory_,
-                    options_.deterministic};
+                    options_.deterministic, true};
   auto choose = [&](ConvAlgoPass p) {
     AlgoChoice& choice = plan.choice[static_cast<std::size_t>(p)];
     choice = choose_algorithm(search, plan, p, limit);

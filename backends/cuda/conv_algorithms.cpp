@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -221,6 +222,43 @@ void verify(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass, C
   candidates.verified = true;
 }
 
+// cuDNN documents which of its algorithms sum in a varying order: backward-data's ALGO_0 and
+// backward-filter's ALGO_0 and ALGO_3 (atomics); every forward algorithm is deterministic.
+bool documented_deterministic(ConvAlgoPass pass, int algo) {
+  switch (pass) {
+    case ConvAlgoPass::forward: return true;
+    case ConvAlgoPass::backward_data: return algo != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+    case ConvAlgoPass::backward_filter:
+      return algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 && algo != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+  }
+  return false;
+}
+
+// Note [Asking cuDNN each algorithm's workspace]
+// The heuristics' list (cudnnGet*Algorithm_v7) can leave out an algorithm that runs, or name a
+// workspace above what cuDNN then asks for it, and a measurement covers only the shape measured.
+// A shape planned at one micro-batch runs at smaller ones too (the last micro-batch of a batch,
+// a replay after an out-of-memory failure) within the workspace planned for the largest. So
+// where no listed algorithm fits, every algorithm of the pass is asked for its workspace at
+// this very shape (cudnnGet*WorkspaceSize: host work, no allocation), the heuristics' ranking
+// first and then the rest in cuDNN's order.
+std::vector<AlgoChoice> every_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
+                                        const Candidates& ranked) {
+  const cudnnMathType_t math = search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  std::vector<int> order;
+  for (const AlgoChoice& c : ranked.fastest_first)
+    if (std::find(order.begin(), order.end(), c.algo) == order.end()) order.push_back(c.algo);
+  for (int algo = 0; algo < algorithm_count(pass); ++algo)
+    if (std::find(order.begin(), order.end(), algo) == order.end()) order.push_back(algo);
+  std::vector<AlgoChoice> runnable;
+  for (int algo : order) {
+    AlgoChoice c{algo, 0, math};
+    c.deterministic = documented_deterministic(pass, algo);
+    if (workspace_of(search, plan, pass, c, c.workspace)) runnable.push_back(c);
+  }
+  return runnable;
+}
+
 const char* pass_name(ConvAlgoPass pass) {
   switch (pass) {
     case ConvAlgoPass::forward: return "forward";
@@ -271,6 +309,17 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
   if (!choice) {
     choice = fastest_within(heuristic->second, limit, search.deterministic);
     fastest = nullptr;  // the heuristics time nothing
+  }
+  std::vector<AlgoChoice> every;
+  if (!choice) {  // Note [Asking cuDNN each algorithm's workspace]
+    every = every_algorithm(search, plan, pass, heuristic->second);
+    CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    for (const AlgoChoice& c : every)
+      if (!choice && c.workspace <= limit && (c.deterministic || !search.deterministic)) choice = &c;
+    // Planning: the leanest algorithm, over the limit (the plan then holds its workspace).
+    if (!choice && search.leanest_over_limit)
+      for (const AlgoChoice& c : every)
+        if ((c.deterministic || !search.deterministic) && (!choice || c.workspace < choice->workspace)) choice = &c;
   }
   if (!choice) {
     const ConvShape& s = plan.shape;

@@ -172,6 +172,9 @@ class Backend {
   // its control group; the GPU's free memory); 0 when unknown. A run given no budget is bounded
   // by it.
   virtual std::size_t available_memory() const { return 0; }
+  // The most values one tensor may hold (cuDNN's descriptors count them in an int): the planners
+  // keep every micro-batch's tensors under it.
+  virtual std::size_t largest_tensor_elements() const { return SIZE_MAX; }
   virtual ComputeRates compute_rates() const = 0;
   // Whether the same seed gives the same bits on this backend, and what that costs, in words,
   // once planning has chosen the methods (CUDA: the deterministic convolution algorithms' measured

@@ -4,6 +4,7 @@
 // times them). Every call that computes or copies passes through run(), so a wrapper overrides
 // run() to watch them all, and a call of its own only to look at that call's arguments. A new
 // Backend method is added here once; no wrapper changes.
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <span>
@@ -31,6 +32,7 @@ class ForwardingBackend : public Backend {
   memory::MemoryResource& staging_memory() override { return inner_.staging_memory(); }
   std::size_t library_reserved_bytes() const override { return inner_.library_reserved_bytes(); }
   std::size_t available_memory() const override { return inner_.available_memory(); }
+  std::size_t largest_tensor_elements() const override { return inner_.largest_tensor_elements(); }
   ComputeRates compute_rates() const override { return inner_.compute_rates(); }
   std::string determinism_report() const override { return inner_.determinism_report(); }
 

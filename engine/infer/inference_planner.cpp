@@ -67,8 +67,9 @@ MemoryBreakdown InferencePlanner::breakdown(int micro_batch) const {
 }
 
 int InferencePlanner::largest_fitting() const {
-  if (!options_.account.limited()) return options_.max_batch;
-  return largest_fitting_micro_batch(1, options_.max_batch, [&](int b) { return breakdown(b).fits(); });
+  const int most = largest_describable_micro_batch(net_, backend_, options_.max_batch);
+  if (!options_.account.limited()) return most;
+  return largest_fitting_micro_batch(1, most, [&](int b) { return breakdown(b).fits(); });
 }
 
 std::string format_inference_table(const MemoryBreakdown& m) {

@@ -35,6 +35,12 @@ BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions 
   if (options_.accumulate > 0 && options_.micro_batch > 0)
     throw ConfigError("give a micro-batch or an accumulation count, not both");
   if (options_.rewrite_graph) net_.commute_relu_and_max_pool();
+  most_ = largest_describable_micro_batch(net_, backend_, kLargestBatch);
+  if (most_ == 0 || (asked_micro_batch() > most_))
+    throw ConfigError((most_ == 0 ? std::string("one sample") : "micro-batch " + std::to_string(asked_micro_batch())) +
+                      ": a tensor of it would hold more values than the " + to_string(backend_.kind()) +
+                      " backend takes in one (" + std::to_string(backend_.largest_tensor_elements()) +
+                      "); at most " + std::to_string(most_) + " samples a micro-batch");
   need_ = net_.training_batch_need();
   if (need_.samples > 1) {
     const int b = options_.batch;
@@ -197,6 +203,7 @@ MemoryBreakdown BatchPlanner::breakdown(int micro_batch, RecomputePolicy policy)
 int BatchPlanner::largest_fitting(int limit) const { return largest_fitting(limit, options_.recompute); }
 
 int BatchPlanner::largest_fitting(int limit, RecomputePolicy policy) const {
+  limit = std::min(limit, most_);
   if (!options_.account.limited()) return limit;
   return largest_fitting_micro_batch(smallest_, limit, [&](int b) { return breakdown(b, policy).fits(); });
 }

@@ -89,6 +89,7 @@ class BatchPlanner {
   BatchPlanOptions options_;
   TrainingBatchNeed need_;
   int smallest_ = 1;
+  int most_ = 1;  // the largest micro-batch whose tensors the backend can hold
   // Each micro-batch is planned once per policy: the search for the largest that fits asks again and again.
   mutable std::map<std::pair<int, RecomputePolicy>, MemoryBreakdown> breakdowns_;
 };

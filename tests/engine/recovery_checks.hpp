@@ -4,6 +4,7 @@
 // with their own backend and device memory.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <set>
@@ -24,21 +25,30 @@ struct InjectedRun {
   std::vector<float> parameters;
   long samples = 0;
   std::size_t injected = 0;
+  std::uint64_t requests = 0;  // allocation requests the step buffers saw
   int recoveries = 0;
 };
 
 // `steps` optimizer steps of `batch` samples of small_with_dropout on `backend`, its step
 // buffers from the direct strategy over `device`, with `failures` allocation failures spread
-// over the run (one every 70 to 210 requests; a step at micro-batch 16 makes about 25: never so
-// many in a row that the micro-batch reaches 1). Checks that nothing leaked.
+// evenly over the first nine tenths of `clean_requests` requests (what a run without failures
+// made: a backend makes its own number a step, about 25 at micro-batch 16 on the CPU, fewer on
+// the GPU), each a random place in the first half of its share: never so many in a row that
+// the micro-batch reaches 1, and all of them reached, since a failure only adds requests.
+// Checks that nothing leaked.
 inline InjectedRun run_with_injected_failures(Backend& backend, memory::MemoryResource& device, int failures,
-                                              int batch, int steps) {
+                                              int batch, int steps, std::uint64_t clean_requests = 0) {
   const Shape image{1, 12, 12};
   const SyntheticData data(batch * steps, image, 4, 21);
   InjectedRun run;
   StepBufferStack buffers(device);
   std::set<std::uint64_t> chosen;
-  for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(failures); ++i) chosen.insert(i * 140 + splitmix64(i) % 70);
+  if (failures > 0) {
+    const std::uint64_t share = clean_requests * 9 / 10 / static_cast<std::uint64_t>(failures);
+    REQUIRE(share >= 40);  // two steps or more between failures
+    for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(failures); ++i)
+      chosen.insert(i * share + splitmix64(i) % (share / 2));
+  }
   buffers.faults().fail_on(chosen);
   {
     Network net = small_with_dropout(image, 4);
@@ -49,6 +59,7 @@ inline InjectedRun run_with_injected_failures(Backend& backend, memory::MemoryRe
     run.parameters = trainer.parameters().download();
   }
   run.injected = buffers.faults().injected_failures();
+  run.requests = buffers.faults().requests_seen();
   CHECK(buffers.step_buffers().current_bytes == 0);  // nothing leaked, failed steps included
   CHECK(buffers.step_buffers().live_blocks() == 0);
   buffers.stack().release_step_buffers();

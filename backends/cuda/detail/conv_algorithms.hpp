@@ -62,10 +62,13 @@ struct AlgoSearch {
   bool measure = false;
   memory::MemoryResource* scratch = nullptr;
   bool deterministic = false;  // only algorithms cuDNN reports deterministic
+  // Where no algorithm's workspace fits the limit: true (planning) takes the one that needs the
+  // least, false (a call inside a step, whose workspace is given) throws.
+  bool leanest_over_limit = false;
 };
 
-// The fastest algorithm for `pass` whose workspace is at most `limit` bytes. Throws
-// DeviceError when none fits.
+// The fastest algorithm for `pass` whose workspace is at most `limit` bytes; where none is,
+// the leanest when search.leanest_over_limit, else DeviceError.
 AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                             std::size_t limit);
 

@@ -48,6 +48,7 @@ class CudaBackend final : public Backend {
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_ + loss_scratch_bytes(); }
   std::size_t available_memory() const override;
+  std::size_t largest_tensor_elements() const override { return INT32_MAX; }
   // An H100's order of magnitude: fp32 convolutions at about half of its peak, its memory
   // bandwidth, a kernel launch with the library's own setup.
   ComputeRates compute_rates() const override { return {30e12, 2.5e12, 6e-6}; }

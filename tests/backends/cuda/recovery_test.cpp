@@ -13,7 +13,7 @@ TEST_CASE("on the GPU 100 injected allocation failures change nothing but the mi
   Backend& gpu = cuda_test::gpu();
   const int batch = 16, steps = 600;
   const InjectedRun clean = run_with_injected_failures(gpu, gpu.device_memory(), 0, batch, steps);
-  const InjectedRun faulty = run_with_injected_failures(gpu, gpu.device_memory(), 100, batch, steps);
+  const InjectedRun faulty = run_with_injected_failures(gpu, gpu.device_memory(), 100, batch, steps, clean.requests);
   CHECK(faulty.injected == 100);
   CHECK(faulty.recoveries >= 100);
   CHECK(clean.samples == static_cast<long>(batch) * steps);

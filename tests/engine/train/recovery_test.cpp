@@ -1,6 +1,7 @@
 // Out-of-memory inside a step: the engine halves the micro-batch and replays the same samples.
 // And a sweep of budgets: every run trains within its budget or is refused before step 1.
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <optional>
 
 #include "backends/cpu/cpu_backend.hpp"
@@ -37,7 +38,7 @@ TEST_CASE("100 injected allocation failures change nothing but the micro-batch",
   CpuBackend backend(2);
   const int batch = 16, steps = 600;
   const auto clean = run_with_injected_failures(backend, memory::host_resource(), 0, batch, steps);
-  const auto faulty = run_with_injected_failures(backend, memory::host_resource(), 100, batch, steps);
+  const auto faulty = run_with_injected_failures(backend, memory::host_resource(), 100, batch, steps, clean.requests);
   CHECK(faulty.injected == 100);
   CHECK(faulty.recoveries >= 100);
   CHECK(faulty.samples == clean.samples);
