@@ -1,6 +1,8 @@
 // libFuzzer harness: see run_idx in fuzz_targets.hpp.
 #include "fuzz_targets.hpp"
 
+#include <cstdint>
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   cnn::fuzz::run_idx(data, size);
   return 0;

@@ -1,6 +1,7 @@
 // Writes a small seed corpus for each fuzzer: make_seeds <folder> fills <folder>/<harness>/
 // with valid files (IDX raw, gzip and two gzip members; PNG, JPEG and BMP; network texts; a
 // checkpoint of the checkpoint fuzzer's network).
+#include <cstdint>
 #include <zlib.h>
 
 #include <cstdio>
