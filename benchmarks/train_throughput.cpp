@@ -196,16 +196,23 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
 json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
   if (s.budget.empty()) throw ConfigError("--largest-batch needs --memory-budget");
   const std::size_t sample_bytes = sample.elements() * sizeof(float) + sizeof(std::int32_t);
-  // The batch is staged under the budget too, and its bytes grow with it: plan with the staging
-  // of the last answer until it holds (the second answer does: it is no larger than the first).
-  int largest = s.most;
-  for (int round = 0; round < 2; ++round) {
+  // The batch is staged under the budget too, and its bytes grow with it. The largest batch
+  // with the staging of --most booked holds (it stages less); one with less booked may not, so
+  // the answer is searched between the two with each size's own staging booked.
+  auto largest_with_staging = [&](int staged, int limit) {
     Network net = make_network(s.model, sample, s.classes);
     BatchPlanOptions planning = planning_options(trainer_options(s, s.most, 0), net, backend);
-    planning.account.add_loader_staging(sample_bytes * static_cast<std::size_t>(largest));
-    const BatchPlanner planner(net, backend, planning);
-    largest = planner.largest_fitting(s.most);
-    if (largest == 0) break;
+    planning.account.add_loader_staging(sample_bytes * static_cast<std::size_t>(staged));
+    return BatchPlanner(net, backend, planning).largest_fitting(limit);
+  };
+  int largest = largest_with_staging(s.most, s.most);
+  if (largest > 0) {
+    int high = largest_with_staging(largest, s.most);  // at most this, staging the least
+    while (largest < high) {
+      const int mid = largest + (high - largest + 1) / 2;
+      if (largest_with_staging(mid, mid) == mid) largest = mid;
+      else high = mid - 1;
+    }
   }
   json r = base_record(s, backend);
   r.update({{"kind", "largest_batch"}, {"budget", s.budget}, {"budget_bytes", memory::parse_bytes(s.budget)},

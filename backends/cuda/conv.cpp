@@ -2,6 +2,7 @@
 // filters [out, in / groups, kh, kw]) and dilated, one algorithm per pass chosen by
 // conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan.
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -33,8 +34,26 @@ void check_weights(const Conv2dDesc& d, const Tensor& w, const char* what) {
   }
 }
 
+// Samples [first, first + count) of a batched tensor.
+Tensor samples_of(const Tensor& t, int first, int count) {
+  Tensor part = t;
+  part.data = t.data + static_cast<std::size_t>(first) * t.sample_elements();
+  part.shape[0] = count;
+  return part;
+}
+
 }  // namespace
 
+// Note [Convolutions in halves]
+// A convolution at a micro-batch smaller than planned (a batch's last micro-batch, a replay
+// after an out-of-memory failure) runs within the workspace planned for the larger one. cuDNN's
+// workspace need not shrink with the batch: on an H100 with cuDNN 9.14, deterministic
+// backward-filter of a 1x1 convolution needed none at 12 samples and some at 8. Where no
+// algorithm at the call's shape fits its workspace, the call runs as two calls on the two
+// halves of its samples, recursively (forward and backward-data write disjoint samples;
+// backward-filter adds into dw, and the bias gradient is taken once, over all the samples). Only
+// a single sample that fits nothing is an error. The halves are the same for the same shape,
+// so the sums are the same on every run.
 ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shape& y) {
   if (x.rank != 4 || y.rank != 4 || x[1] != d.in_channels || y[1] != d.out_channels || x[0] != y[0]) {
     throw ShapeError(describe(d, x, y) + ": the shapes do not match the convolution");
@@ -72,12 +91,16 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 // its forward pass and forward in its backward pass, and asks for those passes' workspaces, so
 // each call it makes has a choice here) share the last choice conv2d_workspace_bytes made for a
 // pass. Whatever that choice, a call never uses more workspace than it is given: a choice that
-// wants more gives way to the fastest that fits, from the same measurements.
-AlgoChoice CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
+// wants more gives way to the fastest that fits, from the same measurements. None where nothing
+// fits: the call then runs in halves (Note [Convolutions in halves]).
+std::optional<AlgoChoice> CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
   AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
   if (!choice.valid() || choice.workspace > workspace_bytes) {
     AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic, false};
-    choice = choose_algorithm(search, plan, pass, workspace_bytes);
+    // A single sample has no halves: say what does not fit.
+    if (plan.shape[0] == 1) choice = choose_algorithm(search, plan, pass, workspace_bytes);
+    else if (std::optional<AlgoChoice> found = find_algorithm(search, plan, pass, workspace_bytes)) choice = *found;
+    else return std::nullopt;
     if (!plan.choice[static_cast<std::size_t>(pass)].valid()) plan.choice[static_cast<std::size_t>(pass)] = choice;
   }
   CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, choice.math));
@@ -108,11 +131,16 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
   activate();
   check_weights(desc, w, "conv2d_forward");
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
-  const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::forward, ws.bytes);
-  CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), ws.data,
-                                    choice.workspace, accumulate ? &kOne : &kZero, plan.y, y.data));
-  if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y, y.data));
+  if (const std::optional<AlgoChoice> choice = conv_choice(plan, ConvAlgoPass::forward, ws.bytes)) {
+    CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), ws.data,
+                                      choice->workspace, accumulate ? &kOne : &kZero, plan.y, y.data));
+    if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y, y.data));
+  } else {
+    const int first = (x.n() + 1) / 2, rest = x.n() - first;
+    conv2d_forward(desc, samples_of(x, 0, first), w, bias, samples_of(y, 0, first), accumulate, ws);
+    conv2d_forward(desc, samples_of(x, first, rest), w, bias, samples_of(y, first, rest), accumulate, ws);
+  }
   touched(x, w, bias, y, ws);
 }
 
@@ -121,11 +149,16 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
   activate();
   check_weights(desc, w, "conv2d_backward_data");
   ConvPlan& plan = conv_plan(desc, dx.shape, dy.shape);
-  const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::backward_data, ws.bytes);
-  const float beta = accumulate ? 1.0f : 0.0f;
-  CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w.data, plan.y, dy.data, plan.conv,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), ws.data,
-                                         choice.workspace, &beta, plan.x, dx.data));
+  if (const std::optional<AlgoChoice> choice = conv_choice(plan, ConvAlgoPass::backward_data, ws.bytes)) {
+    const float beta = accumulate ? 1.0f : 0.0f;
+    CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w.data, plan.y, dy.data, plan.conv,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), ws.data,
+                                           choice->workspace, &beta, plan.x, dx.data));
+  } else {
+    const int first = (dx.n() + 1) / 2, rest = dx.n() - first;
+    conv2d_backward_data(desc, samples_of(dy, 0, first), w, samples_of(dx, 0, first), accumulate, ws);
+    conv2d_backward_data(desc, samples_of(dy, first, rest), w, samples_of(dx, first, rest), accumulate, ws);
+  }
   touched(dy, w, dx, ws);
 }
 
@@ -134,10 +167,15 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
   activate();
   check_weights(desc, dw, "conv2d_backward_filter");
   ConvPlan& plan = conv_plan(desc, x.shape, dy.shape);
-  const AlgoChoice choice = conv_choice(plan, ConvAlgoPass::backward_filter, ws.bytes);
-  CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x.data, plan.y, dy.data, plan.conv,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo),
-                                           ws.data, choice.workspace, &kOne, plan.w, dw.data));
+  if (const std::optional<AlgoChoice> choice = conv_choice(plan, ConvAlgoPass::backward_filter, ws.bytes)) {
+    CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x.data, plan.y, dy.data, plan.conv,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),
+                                             ws.data, choice->workspace, &kOne, plan.w, dw.data));
+  } else {  // dw accumulates: the halves add up
+    const int first = (x.n() + 1) / 2, rest = x.n() - first;
+    conv2d_backward_filter(desc, samples_of(x, 0, first), samples_of(dy, 0, first), dw, Tensor{}, ws);
+    conv2d_backward_filter(desc, samples_of(x, first, rest), samples_of(dy, first, rest), dw, Tensor{}, ws);
+  }
   if (!dbias.empty()) {
     CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, plan.y, dy.data, &kOne, plan.bias, dbias.data));
   }

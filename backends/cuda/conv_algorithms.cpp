@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -270,8 +271,8 @@ const char* pass_name(ConvAlgoPass pass) {
 
 }  // namespace
 
-AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
-                            std::size_t limit) {
+std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
+                                         std::size_t limit) {
   CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& entries = cache();
@@ -321,6 +322,15 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
       for (const AlgoChoice& c : every)
         if ((c.deterministic || !search.deterministic) && (!choice || c.workspace < choice->workspace)) choice = &c;
   }
+  if (!choice) return std::nullopt;
+  AlgoChoice chosen = *choice;
+  chosen.fastest_milliseconds = fastest && fastest->milliseconds >= 0 ? fastest->milliseconds : -1;
+  return chosen;
+}
+
+AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
+                            std::size_t limit) {
+  std::optional<AlgoChoice> choice = find_algorithm(search, plan, pass, limit);
   if (!choice) {
     const ConvShape& s = plan.shape;
     throw DeviceError(
@@ -331,9 +341,7 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
         ") whose workspace fits " + std::to_string(limit) + " bytes" +
         (search.deterministic ? " and that is deterministic" : ""));
   }
-  AlgoChoice chosen = *choice;
-  chosen.fastest_milliseconds = fastest && fastest->milliseconds >= 0 ? fastest->milliseconds : -1;
-  return chosen;
+  return *choice;
 }
 
 namespace {

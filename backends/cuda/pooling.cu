@@ -55,8 +55,7 @@ __global__ void pool_forward_kernel(const float* x, float* y, PoolGeometry g) {
 }
 
 template <bool Max, bool Accumulate>
-__global__ void pool_backward_kernel(const float* x, const float* y, const float* dy, float* dx,
-                                     PoolGeometry g) {
+__global__ void pool_backward_kernel(const float* x, const float* dy, float* dx, PoolGeometry g) {
   const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.h * g.w;
   CNN_FOR_EACH_ELEMENT(i, total) {
     const int iw = static_cast<int>(i % g.w);
@@ -64,7 +63,6 @@ __global__ void pool_backward_kernel(const float* x, const float* y, const float
     const std::size_t plane_index = i / (std::size_t{static_cast<unsigned>(g.h)} * g.w);
     const float* x_plane = x + plane_index * g.h * g.w;
     const std::size_t out_plane = plane_index * g.out_h * g.out_w;
-    const float value = x[i];
 
     // Outputs whose window covers (ih, iw): oh * stride - pad <= ih < oh * stride - pad + window.
     const int oh_first = max(0, (ih + g.pad_h - g.window_h + g.stride_h) / g.stride_h);
@@ -79,19 +77,22 @@ __global__ void pool_backward_kernel(const float* x, const float* y, const float
         const Window win = window_of(g, oh, ow);
         if (ih < win.h0 || ih >= win.h1 || iw < win.w0 || iw >= win.w1) continue;
         if (Max) {
-          if (value != y[o]) continue;
-          // The gradient goes to the first input equal to the maximum, in row-major order.
-          bool earlier = false;
-          for (int h = win.h0; h <= ih && !earlier; ++h) {
-            const int w_end = h < ih ? win.w1 : iw;
-            for (int w = win.w0; w < w_end; ++w) {
-              if (x_plane[h * g.w + w] == value) {
-                earlier = true;
-                break;
+          // The window's maximum chosen as forward chooses it (the first, then any larger), from
+          // x alone: y may come from another computation of x (a recomputed BatchNorm rounds
+          // unlike forward's cuDNN), which no element of this x need equal.
+          int best_h = win.h0, best_w = win.w0;
+          float best = x_plane[win.h0 * g.w + win.w0];
+          for (int h = win.h0; h < win.h1; ++h) {
+            for (int w = win.w0; w < win.w1; ++w) {
+              const float v = x_plane[h * g.w + w];
+              if (v > best) {
+                best = v;
+                best_h = h;
+                best_w = w;
               }
             }
           }
-          if (!earlier) grad += dy[o];
+          if (best_h == ih && best_w == iw) grad += dy[o];
         } else {
           grad += dy[o] / static_cast<float>((win.h1 - win.h0) * (win.w1 - win.w0));
         }
@@ -142,13 +143,13 @@ void CudaBackend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const
   const unsigned blocks = blocks_for(n);
   const bool is_max = desc.mode == PoolMode::max;
   if (is_max && accumulate) {
-    pool_backward_kernel<true, true><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+    pool_backward_kernel<true, true><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
   } else if (is_max) {
-    pool_backward_kernel<true, false><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+    pool_backward_kernel<true, false><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
   } else if (accumulate) {
-    pool_backward_kernel<false, true><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+    pool_backward_kernel<false, true><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
   } else {
-    pool_backward_kernel<false, false><<<blocks, 256, 0, compute_>>>(x.data, y.data, dy.data, dx.data, g);
+    pool_backward_kernel<false, false><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
   }
   check_launch("pool_backward_kernel");
   touched(x, y, dy, dx);

@@ -36,10 +36,12 @@ bool run_step(cnn::StepMemory& memory, int time_steps) {
 }  // namespace
 
 RunResult run_churn(Workbench& bench, cnn::memory::Strategy strategy, const ChurnSpec& spec) {
-  const cnn::MemoryBreakdown sizes = bench.breakdown(spec.batch);
+  // The plan the Trainer makes under the budget: on CUDA its convolutions may take leaner
+  // algorithms than without one.
+  const cnn::MemoryBreakdown sizes = bench.breakdown(spec.batch, spec.budget);
   const std::size_t fixed = sizes.persistent.total() + sizes.library;
   RunResult r = bench.start(spec.workload, strategy, spec.budget, sizes.lower_bound + fixed);
-  const cnn::StepPlan& full_plan = bench.plan(spec.batch);
+  const cnn::StepPlan& full_plan = bench.plan(spec.batch, spec.budget);
 
   std::optional<Rig> rig;
   HeldBlocks held;

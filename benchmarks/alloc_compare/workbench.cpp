@@ -17,23 +17,25 @@ Workbench::Workbench(std::function<cnn::Network()> make_network, cnn::Backend& b
     : make_network_(std::move(make_network)), network_(make_network_()), backend_(backend), base_(base),
       config_(config) {}
 
-const cnn::StepPlan& Workbench::plan(int batch) {
-  auto it = plans_.find(batch);
-  if (it == plans_.end())
-    it = plans_.emplace(batch, cnn::plan_step(network_, backend_, batch, true, plan_options(0).workspace_limit)).first;
+const cnn::MicroBatchPlan& Workbench::plans(int batch, std::size_t budget) {
+  const auto key = std::make_pair(batch, budget);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    cnn::BatchPlanOptions o = plan_options(budget);
+    o.batch = batch;
+    it = plans_.emplace(key, cnn::plan_micro_batch(cnn::BatchPlanner(network_, backend_, o), batch)).first;
+  }
   return it->second;
 }
+
+const cnn::StepPlan& Workbench::plan(int batch, std::size_t budget) { return plans(batch, budget).training; }
+
+cnn::MemoryBreakdown Workbench::breakdown(int batch, std::size_t budget) { return plans(batch, budget).breakdown; }
 
 cnn::BatchPlanOptions Workbench::plan_options(std::size_t budget) const {
   cnn::TrainerOptions o;  // the Trainer's defaults: AdamW
   o.memory.budget = budget;
   return cnn::planning_options(o, network_, backend_);
-}
-
-cnn::MemoryBreakdown Workbench::breakdown(int batch) {
-  cnn::BatchPlanOptions o = plan_options(0);
-  o.batch = batch;
-  return cnn::BatchPlanner(network_, backend_, o).breakdown(batch);
 }
 
 RunResult Workbench::start(const std::string& workload, cnn::memory::Strategy strategy, std::size_t budget,

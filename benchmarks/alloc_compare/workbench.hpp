@@ -6,10 +6,11 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/plan/batch_planner.hpp"
-#include "engine/plan/detail/step_plan.hpp"
+#include "engine/plan/detail/micro_batch_plan.hpp"
 #include "memory/memory_resource.hpp"
 #include "rig.hpp"
 #include "run_result.hpp"
@@ -33,11 +34,13 @@ class Workbench {
   cnn::memory::MemoryResource& base() { return base_; }
   const BenchConfig& config() const { return config_; }
 
-  // The training step's plan at this micro-batch, made once.
-  const cnn::StepPlan& plan(int batch);
+  // The training step's plan at this micro-batch as the Trainer makes it under `budget` (0:
+  // none; a budget lowers convolution workspaces where the backend has leaner algorithms), made
+  // once.
+  const cnn::StepPlan& plan(int batch, std::size_t budget = 0);
   // As the Trainer sees it: persistent blocks (parameters, gradients, optimizer state, metrics),
   // the arena (training or evaluation, whichever is larger) and the liveness lower bound.
-  cnn::MemoryBreakdown breakdown(int batch);
+  cnn::MemoryBreakdown breakdown(int batch, std::size_t budget = 0);
   cnn::BatchPlanOptions plan_options(std::size_t budget) const;
 
   // A fresh result for one run, with its reference (lower bound + persistent bytes).
@@ -50,7 +53,9 @@ class Workbench {
   cnn::Backend& backend_;
   cnn::memory::MemoryResource& base_;
   BenchConfig config_;
-  std::map<int, cnn::StepPlan> plans_;  // a map: references stay valid as it grows
+  const cnn::MicroBatchPlan& plans(int batch, std::size_t budget);
+  // By micro-batch and budget; a map: references stay valid as it grows.
+  std::map<std::pair<int, std::size_t>, cnn::MicroBatchPlan> plans_;
 };
 
 // A run's rig: `persistent` bytes held for the whole run and the planned arena size the arena

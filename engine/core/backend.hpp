@@ -242,7 +242,9 @@ class Backend {
   // The output's size sets the windows: pooling with ceil_mode has one more window at the
   // bottom and right, clipped to the input (and, averaging, divided by what is inside).
   virtual void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) = 0;
-  // Max pooling routes each gradient to the first input equal to the window's maximum.
+  // Max pooling routes each gradient to the window's first maximum, as forward chose it from x.
+  // CUDA finds it from x alone, so that an x recomputed with other rounding than the forward that
+  // made y (BatchNorm) still gives each gradient to one input.
   virtual void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
                                const Tensor& dy, Tensor dx, bool accumulate) = 0;
 

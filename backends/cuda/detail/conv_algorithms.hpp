@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "backends/cuda/detail/descriptors.hpp"
@@ -68,7 +69,10 @@ struct AlgoSearch {
 };
 
 // The fastest algorithm for `pass` whose workspace is at most `limit` bytes; where none is,
-// the leanest when search.leanest_over_limit, else DeviceError.
+// the leanest when search.leanest_over_limit, else none (find_algorithm) or DeviceError
+// (choose_algorithm).
+std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
+                                         std::size_t limit);
 AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                             std::size_t limit);
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -208,7 +209,7 @@ class CudaBackend final : public Backend {
   }
 
   ConvPlan& conv_plan(const Conv2dDesc& desc, const Shape& x, const Shape& y);
-  AlgoChoice conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes);
+  std::optional<AlgoChoice> conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes);
   // The algorithm cache file (CudaOptions::algorithm_cache): read when the backend starts;
   // written when measurements were made since the last write, at most every few seconds while
   // planning (`now` or not), and when the backend goes. Never throws: a file that cannot be

@@ -94,3 +94,24 @@ TEST_CASE("cuda max pooling routes ties to the first maximum as the CPU does", "
     check_pool(c, values);
   }
 }
+
+// A recomputed input (BatchNorm from saved statistics) rounds unlike the forward that made y:
+// each gradient must still reach the window's maximum of the x given, which no element of it
+// need equal y at.
+TEST_CASE("cuda max pooling finds each window's maximum from x, not from y", "[cuda][pool]") {
+  for (const PoolCase& c : kCases) {
+    if (c.desc.mode != PoolMode::max) continue;
+    INFO(c.name);
+    const Shape xs{c.n, c.c, c.h, c.w}, ys = output_shape(c);
+    const std::vector<float> values = random_values(xs.elements(), 36);
+    std::vector<float> rounded = values;
+    for (float& v : rounded) v = std::nextafter(v, 2.0f);  // one unit in the last place up
+    Twin x(gpu(), xs, values), x_recomputed(gpu(), xs, rounded), y(gpu(), ys, 37), dy(gpu(), ys, 38);
+    cpu().pool2d_forward(c.desc, x.cpu(), y.cpu());
+    gpu().pool2d_forward(c.desc, x.gpu(), y.gpu());
+    Twin dx(gpu(), xs, 39);
+    cpu().pool2d_backward(c.desc, x.cpu(), y.cpu(), dy.cpu(), dx.cpu(), false);
+    gpu().pool2d_backward(c.desc, x_recomputed.gpu(), y.gpu(), dy.gpu(), dx.gpu(), false);
+    CHECK(dx.relative_error() <= 1e-6);
+  }
+}
