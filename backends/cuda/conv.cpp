@@ -48,12 +48,13 @@ Tensor samples_of(const Tensor& t, int first, int count) {
 // A convolution at a micro-batch smaller than planned (a batch's last micro-batch, a replay
 // after an out-of-memory failure) runs within the workspace planned for the larger one. cuDNN's
 // workspace need not shrink with the batch: on an H100 with cuDNN 9.14, deterministic
-// backward-filter of a 1x1 convolution needed none at 12 samples and some at 8. Where no
+// backward-filter of a 1x1 convolution needed none at 12 samples and some at 8, 4, 2 and 1. Where no
 // algorithm at the call's shape fits its workspace, the call runs as two calls on the two
 // halves of its samples, recursively (forward and backward-data write disjoint samples;
-// backward-filter adds into dw, and the bias gradient is taken once, over all the samples). Only
-// a single sample that fits nothing is an error. The halves are the same for the same shape,
-// so the sums are the same on every run.
+// backward-filter adds into dw, and the bias gradient is taken once, over all the samples). The
+// plan's workspace holds what a single sample's leanest algorithm needs (conv2d_workspace_bytes),
+// so the halving always ends. The halves are the same for the same shape, so the sums are the
+// same on every run.
 ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shape& y) {
   if (x.rank != 4 || y.rank != 4 || x[1] != d.in_channels || y[1] != d.out_channels || x[0] != y[0]) {
     throw ShapeError(describe(d, x, y) + ": the shapes do not match the convolution");
@@ -123,6 +124,17 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
   // Backward-data and backward-filter run one after the other on the same workspace.
   else bytes = std::max(choose(ConvAlgoPass::backward_data), choose(ConvAlgoPass::backward_filter));
   keep_measurements(false);
+  // Note [Convolutions in halves]: what a single sample's leanest algorithm needs, so that a
+  // smaller micro-batch always runs, if need be one sample at a time.
+  if (x[0] > 1) {
+    Shape x1 = x, y1 = y;
+    x1[0] = y1[0] = 1;
+    ConvPlan& single = conv_plan(desc, x1, y1);
+    AlgoSearch lean{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic, true};
+    auto leanest = [&](ConvAlgoPass p) { return choose_algorithm(lean, single, p, 0).workspace; };
+    if (pass == ConvPass::forward) bytes = std::max(bytes, leanest(ConvAlgoPass::forward));
+    else bytes = std::max({bytes, leanest(ConvAlgoPass::backward_data), leanest(ConvAlgoPass::backward_filter)});
+  }
   return bytes;
 }
 

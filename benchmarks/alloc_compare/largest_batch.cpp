@@ -1,6 +1,6 @@
 #include "largest_batch.hpp"
 
-#include "engine/plan/batch_planner.hpp"
+#include "engine/plan/detail/largest_fitting.hpp"
 #include "workloads.hpp"
 
 namespace alloc_compare {
@@ -29,11 +29,9 @@ Confirmation confirm_by_running(Workbench& bench, cnn::memory::Strategy strategy
 }
 
 int largest_batch(Workbench& bench, cnn::memory::Strategy strategy, const BatchSearch& search) {
-  if (strategy == cnn::memory::Strategy::planned) {
-    cnn::BatchPlanOptions options = bench.plan_options(search.budget);
-    options.batch = search.limit;
-    return cnn::BatchPlanner(bench.network(), bench.backend(), options).largest_fitting(search.limit);
-  }
+  if (strategy == cnn::memory::Strategy::planned)  // the plans a batch of each size runs as one micro-batch
+    return cnn::largest_fitting_micro_batch(
+        1, search.limit, [&](int batch) { return bench.breakdown(batch, search.budget).fits(); });
   if (!fits(bench, strategy, search, 1)) return 0;
   int low = 1, high = search.limit;
   while (low < high) {
