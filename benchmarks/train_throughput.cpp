@@ -196,22 +196,28 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
 json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
   if (s.budget.empty()) throw ConfigError("--largest-batch needs --memory-budget");
   const std::size_t sample_bytes = sample.elements() * sizeof(float) + sizeof(std::int32_t);
-  // The batch is staged under the budget too, and its bytes grow with it. The largest batch
-  // with the staging of --most booked holds (it stages less); one with less booked may not, so
-  // the answer is searched between the two with each size's own staging booked.
-  auto largest_with_staging = [&](int staged, int limit) {
+  // The largest batch that trains as one micro-batch, with its own staging booked (the batch's
+  // bytes grow with it; a batch split into micro-batches would plan the next one's copy ahead
+  // too): a bisection over the plans the run below makes. A batch whose tensors the backend
+  // cannot hold (BatchPlanner refuses it) does not fit either.
+  auto fits = [&](int batch) {
     Network net = make_network(s.model, sample, s.classes);
-    BatchPlanOptions planning = planning_options(trainer_options(s, s.most, 0), net, backend);
-    planning.account.add_loader_staging(sample_bytes * static_cast<std::size_t>(staged));
-    return BatchPlanner(net, backend, planning).largest_fitting(limit);
+    BatchPlanOptions planning = planning_options(trainer_options(s, batch, batch), net, backend);
+    planning.account.add_loader_staging(sample_bytes * static_cast<std::size_t>(batch));
+    try {
+      return BatchPlanner(net, backend, planning).breakdown(batch).fits();
+    } catch (const ConfigError&) {
+      return false;
+    }
   };
-  int largest = largest_with_staging(s.most, s.most);
-  if (largest > 0) {
-    int high = largest_with_staging(largest, s.most);  // at most this, staging the least
-    while (largest < high) {
-      const int mid = largest + (high - largest + 1) / 2;
-      if (largest_with_staging(mid, mid) == mid) largest = mid;
-      else high = mid - 1;
+  int largest = 0;
+  for (int low = 1, high = s.most; low <= high;) {
+    const int mid = low + (high - low) / 2;
+    if (fits(mid)) {
+      largest = mid;
+      low = mid + 1;
+    } else {
+      high = mid - 1;
     }
   }
   json r = base_record(s, backend);

@@ -203,7 +203,7 @@ fi
 # small-bn until it first reaches 93% test accuracy (its epochs' times in the metrics file).
 if want_bench && built "$TRAIN_IMAGES" && [ -d "$DATA" ]; then
   run_phase "small-bn to 93%" 120 0 "$OUT/main_job.log" "$TRAIN_IMAGES" --device cuda --data "$DATA" --quiet \
-    --model small-bn --epochs 30 --augment --algo-cache "$ALGO_CACHE" --metrics-out "$OUT/small_bn.jsonl"
+    --model small-bn --epochs 30 --augment --test-each-epoch --algo-cache "$ALGO_CACHE" --metrics-out "$OUT/small_bn.jsonl"
 fi
 
 if want_bench && built "$BUILD/benchmarks/alloc_compare"; then

@@ -1,8 +1,13 @@
 // The planner's prediction is exact: what it says micro-batch b needs is what the trainer
-// reserves, so the largest b it finds fits and b + 1 does not.
+// reserves, so the largest b it finds fits and b + 1 does not; and no micro-batch is larger than
+// the backend can hold in one tensor.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "backends/cpu/cpu_backend.hpp"
+#include "engine/core/forwarding_backend.hpp"
+#include "engine/infer/inference_planner.hpp"
 #include "engine/train/planning_options.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/budget_adaptor.hpp"
@@ -151,4 +156,44 @@ TEST_CASE("a micro-batch and an accumulation count together are refused", "[plan
   o.micro_batch = 3;
   o.accumulate = 2;
   CHECK_THROWS_WITH(BatchPlanner(net, backend, o), Catch::Contains("not both"));
+}
+
+namespace {
+
+// The CPU backend, holding at most `most` values in one tensor (as cuDNN's int descriptors do).
+class SmallTensorsBackend : public ForwardingBackend {
+ public:
+  SmallTensorsBackend(Backend& inner, std::size_t most) : ForwardingBackend(inner), most_(most) {}
+  std::size_t largest_tensor_elements() const override { return most_; }
+
+ private:
+  std::size_t most_;
+};
+
+}  // namespace
+
+TEST_CASE("micro-batches stay within the largest tensor the backend holds", "[planner]") {
+  CpuBackend cpu(1);
+  const Shape image{1, 28, 28};
+  // small's largest value a sample: the first convolution's output, 32 x 28 x 28 = 25,088 values.
+  SmallTensorsBackend backend(cpu, 25088 * 40 + 100);
+  Network net = make_preset("small", image, 10);
+  TrainerOptions o;
+  o.batch = 256;
+  const BatchPlanner planner(net, backend, planning_options(o, net, backend));
+  CHECK(planner.largest_fitting(o.batch) == 40);
+  CHECK(planner.choose() == 37);  // 7 even passes (Note [Even micro-batches])
+
+  o.micro_batch = 41;
+  try {
+    const BatchPlanner refused(net, backend, planning_options(o, net, backend));
+    FAIL("micro-batch 41 was planned");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("at most 40 samples a micro-batch") != std::string::npos);
+  }
+
+  InferenceOptions inference;
+  inference.max_batch = 256;
+  const InferencePlanner predictor_planner(net, backend, inference);
+  CHECK(predictor_planner.largest_fitting() == 40);
 }
