@@ -70,7 +70,9 @@ run_phase() {  # name cap reserve logfile command...: skipped under 10 s, else r
 
 # ---- the machine ---------------------------------------------------------------------------
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-commit=$(git rev-parse HEAD 2>/dev/null || cat "$ROOT/.deps/commit" 2>/dev/null || echo unknown)
+# The commit .deps names (scripts/fetch_gpu_deps.sh, run after the last commit): the device's copy
+# of .git has been seen naming the session's first commit instead.
+commit=$(cat "$ROOT/.deps/commit" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
 log "commit $commit, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 if want_tests; then
   {
