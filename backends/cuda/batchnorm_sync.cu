@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "backends/cuda/detail/block_sums.cuh"
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
@@ -28,7 +29,6 @@ struct ChannelLayout {
 // out2 is not null), in double.
 template <class Term, class Term2>
 __global__ void channel_sums_kernel(ChannelLayout layout, Term term, Term2 term2, float* out, float* out2) {
-  __shared__ double partial[kReduceThreads], partial2[kReduceThreads];
   const std::size_t ch = blockIdx.x;
   double sum = 0, sum2 = 0;
   for (std::size_t k = threadIdx.x; k < layout.values(); k += blockDim.x) {
@@ -36,19 +36,10 @@ __global__ void channel_sums_kernel(ChannelLayout layout, Term term, Term2 term2
     sum += term(i, ch);
     if (out2) sum2 += term2(i, ch);
   }
-  partial[threadIdx.x] = sum;
-  partial2[threadIdx.x] = sum2;
-  __syncthreads();
-  for (int half = kReduceThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      partial[threadIdx.x] += partial[threadIdx.x + half];
-      partial2[threadIdx.x] += partial2[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
+  block_sums<kReduceThreads>(sum, sum2);
   if (threadIdx.x == 0) {
-    out[ch] = static_cast<float>(partial[0]);
-    if (out2) out2[ch] = static_cast<float>(partial2[0]);
+    out[ch] = static_cast<float>(sum);
+    if (out2) out2[ch] = static_cast<float>(sum2);
   }
 }
 

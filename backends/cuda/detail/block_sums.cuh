@@ -1,7 +1,7 @@
 #pragma once
 // Two sums over a block's threads in a fixed tree, so that the same inputs give the same bits on
 // every run: the reductions of the kernels that sum per block (group norm's statistics, the
-// task losses).
+// task losses, synchronised BatchNorm's channel sums).
 
 namespace cnn::cuda {
 
