@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cnnengine.hpp"
+#include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/buffer.hpp"
 
@@ -198,8 +199,8 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
   const std::size_t sample_bytes = sample.elements() * sizeof(float) + sizeof(std::int32_t);
   // The largest batch that trains as one micro-batch, with its own staging booked (the batch's
   // bytes grow with it; a batch split into micro-batches would plan the next one's copy ahead
-  // too): a bisection over the plans the run below makes. A batch whose tensors the backend
-  // cannot hold (BatchPlanner refuses it) does not fit either.
+  // too): the planners' search (largest_fitting_micro_batch) over the plans the run below
+  // makes. A batch whose tensors the backend cannot hold (BatchPlanner refuses it) does not fit.
   auto fits = [&](int batch) {
     Network net = make_network(s.model, sample, s.classes);
     BatchPlanOptions planning = planning_options(trainer_options(s, batch, batch), net, backend);
@@ -210,16 +211,7 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
       return false;
     }
   };
-  int largest = 0;
-  for (int low = 1, high = s.most; low <= high;) {
-    const int mid = low + (high - low) / 2;
-    if (fits(mid)) {
-      largest = mid;
-      low = mid + 1;
-    } else {
-      high = mid - 1;
-    }
-  }
+  const int largest = largest_fitting_micro_batch(1, s.most, fits);
   json r = base_record(s, backend);
   r.update({{"kind", "largest_batch"}, {"budget", s.budget}, {"budget_bytes", memory::parse_bytes(s.budget)},
             {"largest_batch", largest}, {"searched_up_to", s.most}});
