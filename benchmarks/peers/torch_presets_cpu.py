@@ -24,7 +24,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_small_cpu import DATA, accuracy, load, loaded_blas  # noqa: E402
+from torch_small_cpu import (  # noqa: E402
+    DATA, accuracy, cnnengine_init, environment, load, loaded_blas, parameter_count)
 
 # Inputs larger than this a side take the ImageNet layout (models/presets.cpp).
 LARGEST_SMALL_IMAGE = 64
@@ -192,19 +193,7 @@ MODELS = {
 
 
 def make_model(name, channels, side, classes):
-    model = MODELS[name](channels, side, classes)
-    # cnnengine's initialisation: He normal over the fan-in (std sqrt(2 / fan_in)) for every
-    # conv and dense weight, zero biases; BatchNorm keeps PyTorch's 1 and 0.
-    for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
-            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-    return model
-
-
-def parameter_count(model):
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return cnnengine_init(MODELS[name](channels, side, classes))
 
 
 def main():
@@ -292,10 +281,7 @@ def main():
         "test_images": len(x_test),
         "test_accuracy": test_acc,
         "final_train_loss": epoch_loss,
-        "torch_version": torch.__version__,
-        "num_threads": torch.get_num_threads(),
-        "mkldnn_enabled": torch.backends.mkldnn.is_available(),
-        "blas": loaded_blas(),
+        **environment(),
     }), flush=True)
 
 

@@ -52,6 +52,33 @@ def loaded_blas():
     return sorted(os.path.realpath(lib) for lib in libs)
 
 
+def environment():
+    """The fields every CPU peer's JSON line ends with: what PyTorch ran on."""
+    return {
+        "torch_version": torch.__version__,
+        "num_threads": torch.get_num_threads(),
+        "mkldnn_enabled": torch.backends.mkldnn.is_available(),
+        "blas": loaded_blas(),
+    }
+
+
+def cnnengine_init(model):
+    """cnnengine's initialisation: He normal over the fan-in (std sqrt(2 / fan_in)) for every
+    convolution, transposed convolution (PyTorch's fan-in, dimension 1 of [in, out, k, k] times
+    k x k, as layers/conv_transpose2d.cpp takes it) and dense weight; zero biases; BatchNorm keeps
+    PyTorch's 1 and 0."""
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
+            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+    return model
+
+
+def parameter_count(model):
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def small_net():
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -144,10 +171,7 @@ def main():
         "train_images": n,
         "test_accuracy": test_acc,
         "final_train_loss": epoch_loss,
-        "torch_version": torch.__version__,
-        "num_threads": torch.get_num_threads(),
-        "mkldnn_enabled": torch.backends.mkldnn.is_available(),
-        "blas": loaded_blas(),
+        **environment(),
     }), flush=True)
 
 

@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_small_cpu import loaded_blas  # noqa: E402
+from torch_small_cpu import cnnengine_init, environment, loaded_blas, parameter_count  # noqa: E402
 
 IGNORE = 255            # a mask byte that no loss or score counts
 DEFAULT_MAX_DEPTH = 4   # unet's default depth: the halvings both sides divide by, at most this
@@ -213,20 +213,7 @@ class UNet(nn.Module):
 
 
 def make_model(channels, classes, depth, width):
-    model = UNet(channels, classes, depth, width)
-    # cnnengine's initialisation: He normal over the fan-in (std sqrt(2 / fan_in)) for every conv
-    # weight; a transposed conv's fan-in is PyTorch's (dimension 1 of [in, out, k, k] times k x k),
-    # as layers/conv_transpose2d.cpp takes it. Zero biases; BatchNorm keeps PyTorch's 1 and 0.
-    for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
-            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-    return model
-
-
-def parameter_count(model):
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return cnnengine_init(UNet(channels, classes, depth, width))
 
 
 # ---- Loss and scores.
@@ -387,10 +374,7 @@ def main():
         "test_mean_iou": test_mean_iou,
         "test_iou": [None if math.isnan(v) else v for v in test_iou],
         "peak_rss_bytes": rss,
-        "torch_version": torch.__version__,
-        "num_threads": torch.get_num_threads(),
-        "mkldnn_enabled": torch.backends.mkldnn.is_available(),
-        "blas": loaded_blas(),
+        **environment(),
     }), flush=True)
 
 
