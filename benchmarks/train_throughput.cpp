@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
   app.add_option("--classes", s.classes)->check(CLI::Range(2, 100000));
   app.add_option("--batch", s.batch)->check(CLI::Range(1, 1 << 20));
   app.add_option("--micro-batch", s.micro_batch, "default: the largest that fits")->check(CLI::Range(0, 1 << 20));
-  app.add_option("--precision", s.precision)->check(CLI::IsMember({"fp32", "tf32"}));
+  app.add_option("--precision", s.precision)->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
   app.add_option("--optimizer", s.optimizer)->check(CLI::IsMember({"adamw", "sgd"}));
   app.add_option("--lr", s.lr);
   app.add_option("--steps", s.steps, "timed steps")->check(CLI::Range(1, 1000000));
@@ -297,7 +297,7 @@ int main(int argc, char** argv) {
     const std::optional<std::size_t> context = bare_context_bytes(s);
     DeviceRequest request;
     request.device = parse_device(s.device);
-    request.tf32 = s.precision == "tf32";
+    request.precision = parse_precision(s.precision);
     request.deterministic = s.deterministic;
     request.fast_start = s.fast_start;
     request.algorithm_cache = s.algo_cache;

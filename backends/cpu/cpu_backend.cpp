@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/cpu/detail/available_host_memory.hpp"
+#include "backends/cpu/detail/bf16_gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "base/error.hpp"
 #include "engine/core/backend.hpp"
@@ -29,9 +30,17 @@ int checked_threads(int threads) {
   return threads > 0 ? threads : omp_get_num_procs();
 }
 
+Precision checked_precision(Precision precision) {
+  if (precision == Precision::fp16)
+    throw ConfigError("fp16 runs on a GPU only: CPUs have no fp16 arithmetic worth the rounding; on the CPU use "
+                      "--precision bf16 (or fp32)");
+  return precision == Precision::tf32 ? Precision::fp32 : precision;  // TF32 is a GPU's tensor cores' format
+}
+
 }  // namespace
 
-CpuBackend::CpuBackend(int threads) : threads_(checked_threads(threads)) {
+CpuBackend::CpuBackend(int threads, Precision precision)
+    : threads_(checked_threads(threads)), precision_(checked_precision(precision)) {
   omp_set_dynamic(0);
   Eigen::setNbThreads(threads_);
   cpu::WorkPool::instance().reserve(threads_ - 1);  // the kernels' workers, started before any step
@@ -68,7 +77,10 @@ std::string CpuBackend::instruction_set() {
 std::string CpuBackend::description() const {
   return "cpu: Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
          "." + std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() +
-         compiled_vector_units() + "), " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s");
+         compiled_vector_units() + "), " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") +
+         (precision_ == Precision::bf16
+              ? std::string(", bf16 products ") + (cpu::bf16_instructions() ? "on AVX512-BF16" : "emulated (no AVX512-BF16)")
+              : std::string());
 }
 
 // What a training step's convolutions reach through Eigen per thread (2 threads with AVX-512: 70

@@ -13,8 +13,10 @@ namespace cnn {
 
 class CpuBackend : public Backend {
  public:
-  // threads <= 0: all the cores OpenMP sees.
-  explicit CpuBackend(int threads = 0);
+  // threads <= 0: all the cores OpenMP sees. precision: fp32, or bf16 (convolutions and dense
+  // layers multiply bfloat16 operands, backends/cpu/detail/bf16_gemm.hpp); tf32 is fp32 here, fp16
+  // a ConfigError.
+  explicit CpuBackend(int threads = 0, Precision precision = Precision::fp32);
   int threads() const { return threads_; }
   // The vector instructions the kernels were compiled for: "avx512", "avx2" (with FMA) or
   // "generic". Results are reproducible to the bit within one of them (see gemm.cpp).
@@ -22,6 +24,7 @@ class CpuBackend : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string description() const override;
+  Precision precision() const override { return precision_; }
   memory::MemoryResource& device_memory() override;
   memory::MemoryResource& staging_memory() override;
   std::size_t available_memory() const override;
@@ -29,6 +32,7 @@ class CpuBackend : public Backend {
   std::string determinism_report() const override {
     return "deterministic: the same seed, thread count and instruction set give the same bits";
   }
+  bool bf16() const { return precision_ == Precision::bf16; }
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
@@ -128,6 +132,7 @@ class CpuBackend : public Backend {
 
  private:
   int threads_;
+  Precision precision_;
 };
 
 }  // namespace cnn

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/error.hpp"
 #include "base/task.hpp"
@@ -25,6 +26,15 @@ namespace cnn {
 
 enum class DeviceKind { cpu, cuda };
 inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
+
+// How convolutions and dense layers multiply; tensors, parameters, optimizer state and every
+// other call stay float32 whichever it is. fp32: float products. tf32 (CUDA): cuDNN and cuBLAS may
+// round the operands to TF32 for the tensor cores. bf16 (CPU): the operands rounded to bfloat16,
+// the products summed in float (backends/cpu/detail/bf16_gemm.hpp). fp16: a GPU's, not built yet.
+enum class Precision { fp32, tf32, bf16, fp16 };
+std::string to_string(Precision precision);
+// "fp32", "tf32", "bf16" or "fp16"; anything else is a ConfigError naming them.
+Precision parse_precision(std::string_view word);
 
 // A 2-D convolution, PyTorch's Conv2d: `groups` splits the channels into that many independent
 // convolutions (both channel counts divisible by it; groups = in = out is depthwise), so weights are
@@ -160,6 +170,8 @@ class Backend {
 
   virtual DeviceKind kind() const = 0;
   virtual std::string description() const = 0;  // e.g. "cpu: Eigen 3.4.0, 2 threads"
+  // How this backend's convolutions and dense layers multiply.
+  virtual Precision precision() const { return Precision::fp32; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device
   // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.

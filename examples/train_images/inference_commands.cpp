@@ -28,7 +28,7 @@ DeviceChoice device_for(const Options& o) {
   DeviceRequest request;
   request.device = parse_device(o.device);
   request.threads = o.threads;
-  request.tf32 = o.precision == "tf32";
+  request.precision = parse_precision(o.precision);
   request.fast_start = o.fast_start;
   request.deterministic = o.deterministic;
   request.algorithm_cache = algorithm_cache_of(o);

@@ -69,8 +69,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--threads", o.threads, "CPU threads (default: the cores this process may run on, shared by its machine's ranks; 0: all cores)")
       ->check(integer_between(0, kMaxThreads, "(0: all cores)"));
   app.add_option("--device", o.device)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--precision", o.precision, "CUDA: fp32, or tf32 (cuDNN and cuBLAS may use tensor cores)")
-      ->check(CLI::IsMember({"fp32", "tf32"}));
+  app.add_option("--precision", o.precision,
+                 "how convolutions and dense layers multiply: fp32; tf32 (CUDA: cuDNN and cuBLAS may use tensor "
+                 "cores); bf16 (CPU: bfloat16 operands, float sums, on AVX512-BF16 where the CPU has it); fp16 (not "
+                 "built yet). Weights, optimizer state and checkpoints stay fp32")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
   app.add_flag("--fast-start", o.fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring");
   app.add_flag("--deterministic", o.deterministic, "CUDA: only cuDNN's deterministic convolution algorithms, so that "
                                                    "the same seed gives the same bits (the CPU always does); the log "

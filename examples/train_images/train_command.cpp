@@ -110,15 +110,17 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
   const int fitting_threads = ranks.cpu_threads();
   request.threads = o.given.count("--threads") ? o.threads : fitting_threads;
   if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
-  request.tf32 = o.precision == "tf32";
+  request.precision = parse_precision(o.precision);
   request.fast_start = o.fast_start;
   request.deterministic = o.deterministic;
   // Ranks on one machine share the file: each save merges what the file holds (atomically).
   request.algorithm_cache = algorithm_cache_of(o);
   DeviceChoice device = select_device_for(o.device, request);
-  if (device.backend->kind() == DeviceKind::cpu)
-    for (const char* option : {"--precision", "--fast-start", "--algo-cache"})
+  if (device.backend->kind() == DeviceKind::cpu) {
+    for (const char* option : {"--fast-start", "--algo-cache"})
       if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";
+    if (o.precision == "tf32") std::cout << "note: --precision tf32 applies to CUDA only: fp32 on the CPU\n";
+  }
   return device;
 }
 

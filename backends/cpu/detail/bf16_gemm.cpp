@@ -1,0 +1,331 @@
+#include "backends/cpu/detail/bf16_gemm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cpu/detail/parallel.hpp"
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512F__)
+#include <immintrin.h>
+#define CNN_HAVE_AVX512_BF16 1
+#endif
+
+namespace cnn::cpu {
+
+// Note [One bf16 product on every host]: vdpbf16ps adds a pair's two products to a float lane
+// one after the other, the odd k's first: acc += a[2p+1] b[2p+1]; acc += a[2p] b[2p]. A product of
+// two bfloat16 values has at most 16 significant bits, so it is exact in float and each step rounds
+// once, in the add. The emulation does the same two adds in the same order (a fused multiply-add
+// gives the same bits, the product being exact), and rounds floats to bfloat16 as
+// vcvtne2ps2bf16 does; the instruction reads subnormals as zero and writes zero for a subnormal,
+// as the CPU kernels' FTZ and DAZ do (Note [Flushed subnormals]). So a run trains to the same bits
+// with or without the instructions; the test "bf16_gemm: the bf16 instructions and their
+// emulation give the same bits" holds it where a host has them.
+
+bool bf16_instructions() {
+#if defined(CNN_HAVE_AVX512_BF16)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::uint16_t to_bf16(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
+    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // NaN: kept, made quiet
+  if ((bits & 0x7F800000u) == 0) return static_cast<std::uint16_t>((bits >> 16) & 0x8000u);  // zero, subnormal
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+float from_bf16(std::uint16_t bits) {
+  const std::uint32_t wide = std::uint32_t{bits} << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+namespace {
+
+std::uint32_t pair_of(float even, float odd) {
+  return std::uint32_t{to_bf16(even)} | (std::uint32_t{to_bf16(odd)} << 16);
+}
+
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+constexpr std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
+
+std::atomic<bool> emulating{false};
+
+// dst[c] = the pair (even[c], odd[c]) for c < count; odd null: zeros.
+template <bool Native>
+void interleave_rows(const float* even, const float* odd, std::size_t count, std::uint32_t* dst) {
+  std::size_t c = 0;
+#if defined(CNN_HAVE_AVX512_BF16)
+  if constexpr (Native) {
+  // Word 2j of the result is word j of the converted pair of vectors (the even row), word 2j + 1
+  // word 16 + j (the odd row).
+  alignas(64) static constexpr std::uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
+                                                                21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
+                                                                11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i order = _mm512_load_si512(kInterleave);
+  for (; c < count; c += 16) {
+    const std::size_t left = count - c;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+    const __m512 lo = _mm512_maskz_loadu_ps(mask, even + c);
+    const __m512 hi = odd ? _mm512_maskz_loadu_ps(mask, odd + c) : _mm512_setzero_ps();
+    const __m512i words = _mm512_permutexvar_epi16(order, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+    _mm512_mask_storeu_epi32(dst + c, mask, words);
+  }
+  }
+#endif
+  for (; c < count; ++c) dst[c] = pair_of(even[c], odd ? odd[c] : 0.f);
+}
+
+// dst[p * dst_stride] = the pair (row[2p], row[2p + 1]) for the pairs of `depth` values (an odd
+// depth's last pair has a zero for its odd value).
+template <bool Native>
+void pairs_along_row(const float* row, std::size_t depth, std::uint32_t* dst, std::size_t dst_stride) {
+  std::size_t p = 0;
+#if defined(CNN_HAVE_AVX512_BF16)
+  if constexpr (Native) {
+  alignas(64) std::uint32_t words[16];
+  for (; 2 * p + 32 <= depth; p += 16) {
+    const __m512 lo = _mm512_loadu_ps(row + 2 * p), hi = _mm512_loadu_ps(row + 2 * p + 16);
+    _mm512_store_si512(words, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+    for (std::size_t j = 0; j < 16; ++j) dst[(p + j) * dst_stride] = words[j];
+  }
+  }
+#endif
+  for (; 2 * p < depth; ++p) dst[p * dst_stride] = pair_of(row[2 * p], 2 * p + 1 < depth ? row[2 * p + 1] : 0.f);
+}
+
+// One block of k, [k0, k0 + depth), of `lines` rows of A (from row i0) or columns of B (from
+// column j0), in panels of `width` lines: [panel][pairs][width]. Lines past `last` are zeros.
+// `along_k` says the operand's values along k are adjacent in memory (A stored [m x k], B stored
+// [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]).
+template <bool Native>
+void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size_t lines, std::size_t last,
+                std::size_t k0, std::size_t depth, std::size_t width, std::uint32_t* dst) {
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t panel = 0; panel * width < lines; ++panel) {
+    std::uint32_t* out = dst + panel * pairs * width;
+    const std::size_t line0 = first + panel * width;
+    const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
+    if (along_k) {
+      for (std::size_t l = 0; l < valid; ++l) pairs_along_row<Native>(x.data + (line0 + l) * x.stride + k0, depth, out + l, width);
+      for (std::size_t p = 0; p < pairs; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
+      continue;
+    }
+    for (std::size_t p = 0; p < pairs; ++p) {
+      const float* even = x.data + (k0 + 2 * p) * x.stride + line0;
+      const float* odd = 2 * p + 1 < depth ? even + x.stride : nullptr;
+      interleave_rows<Native>(even, odd, valid, out + p * width);
+      std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
+    }
+  }
+}
+
+// A is along k when stored [m x k] (not transposed); B when stored [n x k] (transposed).
+template <bool Native>
+void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t m, std::size_t k0,
+                  std::size_t depth, std::uint32_t* dst) {
+  pack_block<Native>(a, !a.transposed, i0, rows, m, k0, depth, kBf16Rows, dst);
+}
+template <bool Native>
+void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::size_t n, std::size_t k0,
+                  std::size_t depth, std::uint32_t* dst) {
+  pack_block<Native>(b, b.transposed, j0, cols, n, k0, depth, kBf16Cols, dst);
+}
+
+// c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kBf16Rows, cols <= kBf16Cols).
+template <bool Native>
+void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, float* c, std::size_t ldc,
+            std::size_t rows, std::size_t cols, bool overwrite) {
+#if defined(CNN_HAVE_AVX512_BF16)
+  if constexpr (Native) {
+  __m512 acc[kBf16Rows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  for (std::size_t p = 0; p < pairs; ++p) {
+    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kBf16Cols));
+    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kBf16Cols + 16));
+#pragma GCC unroll 12
+    for (std::size_t r = 0; r < kBf16Rows; ++r) {
+      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[p * kBf16Rows + r])));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, ar);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, ar);
+    }
+  }
+  const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 hi = cols >= 32 ? __mmask16(0xFFFF) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* out = c + r * ldc;
+    if (overwrite) {
+      _mm512_mask_storeu_ps(out, lo, acc[r][0]);
+      if (hi) _mm512_mask_storeu_ps(out + 16, hi, acc[r][1]);
+      continue;
+    }
+    _mm512_mask_storeu_ps(out, lo, _mm512_add_ps(_mm512_maskz_loadu_ps(lo, out), acc[r][0]));
+    if (hi) _mm512_mask_storeu_ps(out + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, out + 16), acc[r][1]));
+  }
+  return;
+  }
+#endif
+  float acc[kBf16Rows][kBf16Cols] = {};
+  float b_even[kBf16Cols], b_odd[kBf16Cols];
+  for (std::size_t p = 0; p < pairs; ++p) {
+    for (std::size_t j = 0; j < kBf16Cols; ++j) {
+      const std::uint32_t word = b[p * kBf16Cols + j];
+      b_even[j] = from_bf16(static_cast<std::uint16_t>(word));
+      b_odd[j] = from_bf16(static_cast<std::uint16_t>(word >> 16));
+    }
+    for (std::size_t r = 0; r < kBf16Rows; ++r) {
+      const std::uint32_t word = a[p * kBf16Rows + r];
+      const float a_even = from_bf16(static_cast<std::uint16_t>(word)), a_odd = from_bf16(static_cast<std::uint16_t>(word >> 16));
+      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
+      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_even * b_even[j];
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < cols; ++j) c[r * ldc + j] = overwrite ? acc[r][j] : c[r * ldc + j] + acc[r][j];
+}
+
+constexpr std::size_t kBlockRows = 8 * kBf16Rows, kBlockCols = 16 * kBf16Cols;
+constexpr std::size_t kAligned = 16;  // words in 64 bytes
+
+std::size_t a_block_words(std::size_t m, std::size_t k) {
+  return round_up(round_up(std::min(m, kBlockRows), kBf16Rows) * pairs_of(std::min(k, kBf16Depth)), kAligned);
+}
+std::size_t b_block_words(std::size_t n, std::size_t k) {
+  return round_up(round_up(std::min(n, kBlockCols), kBf16Cols) * pairs_of(std::min(k, kBf16Depth)), kAligned);
+}
+
+// Where block (k0, panel of `line`) of a whole packed operand starts: each block of k before k0
+// holds kBf16Depth / 2 pairs of every line.
+const std::uint32_t* packed_panel(const Bf16Operand& x, std::size_t width, std::size_t k0, std::size_t line,
+                                  std::size_t pairs) {
+  const std::size_t lines = round_up(x.packed_lines, width);
+  return x.packed + k0 / 2 * lines + (x.first_line + line) / width * pairs * width;
+}
+
+template <bool Native>
+void pack_whole_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
+  const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows, lines = panels * kBf16Rows;
+  parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
+      const std::size_t depth = std::min(kBf16Depth, k - k0);
+      pack_a_block<Native>(a, begin * kBf16Rows, (end - begin) * kBf16Rows, m, k0, depth,
+                   packed + k0 / 2 * lines + begin * kBf16Rows * pairs_of(depth));
+    }
+  });
+}
+
+template <bool Native>
+void pack_whole_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
+  const std::size_t panels = (n + kBf16Cols - 1) / kBf16Cols, lines = panels * kBf16Cols;
+  parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
+    for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
+      const std::size_t depth = std::min(kBf16Depth, k - k0);
+      pack_b_block<Native>(b, begin * kBf16Cols, (end - begin) * kBf16Cols, n, k0, depth,
+                   packed + k0 / 2 * lines + begin * kBf16Cols * pairs_of(depth));
+    }
+  });
+}
+
+std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
+  return (a_packed ? 0 : a_block_words(m, k)) + (b_packed ? 0 : b_block_words(n, k));
+}
+
+template <bool Native>
+void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
+                 Packing packing) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!c.accumulate)
+      for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
+    return;
+  }
+  const std::size_t needed = packing_words(m, n, k, a.packed, b.packed);
+  if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
+    throw std::logic_error("bf16_gemm: " + std::to_string(packing.floats) + " floats of packing, " +
+                           std::to_string(needed) + " needed, 64-byte aligned");
+  if ((a.packed && a.first_line % kBf16Rows) || (b.packed && b.first_line % kBf16Cols))
+    throw std::logic_error("bf16_gemm: a packed operand's first line is not a panel's");
+  auto* a_block = reinterpret_cast<std::uint32_t*>(packing.data);
+  std::uint32_t* b_block = a_block + (a.packed ? 0 : a_block_words(m, k));
+  for (std::size_t j0 = 0; j0 < n; j0 += kBlockCols) {
+    const std::size_t cols = std::min(kBlockCols, n - j0);
+    for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
+      const std::size_t depth = std::min(kBf16Depth, k - k0), pairs = pairs_of(depth);
+      const std::uint32_t* b_panels = b.packed ? packed_panel(b, kBf16Cols, k0, j0, pairs) : b_block;
+      if (!b.packed) pack_b_block<Native>(b.stored, j0, cols, n, k0, depth, b_block);
+      for (std::size_t i0 = 0; i0 < m; i0 += kBlockRows) {
+        const std::size_t rows = std::min(kBlockRows, m - i0);
+        const std::uint32_t* a_panels = a.packed ? packed_panel(a, kBf16Rows, k0, i0, pairs) : a_block;
+        if (!a.packed) pack_a_block<Native>(a.stored, i0, rows, m, k0, depth, a_block);
+        for (std::size_t jr = 0; jr < cols; jr += kBf16Cols)
+          for (std::size_t ir = 0; ir < rows; ir += kBf16Rows)
+            kernel<Native>(a_panels + ir * pairs, b_panels + jr * pairs, pairs, c.data + (i0 + ir) * c.stride + j0 + jr,
+                           c.stride, std::min(kBf16Rows, rows - ir), std::min(kBf16Cols, cols - jr),
+                           k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
+      }
+    }
+  }
+}
+
+bool native() { return bf16_instructions() && !emulating.load(std::memory_order_relaxed); }
+
+}  // namespace
+
+Bf16Emulation::Bf16Emulation() { emulating = true; }
+Bf16Emulation::~Bf16Emulation() { emulating = false; }
+
+std::size_t bf16_packed_a_words(std::size_t m, std::size_t k) { return round_up(m, kBf16Rows) * pairs_of(k); }
+std::size_t bf16_packed_b_words(std::size_t k, std::size_t n) { return round_up(n, kBf16Cols) * pairs_of(k); }
+
+void pack_bf16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
+  native() ? pack_whole_a<true>(threads, m, k, a, packed) : pack_whole_a<false>(threads, m, k, a, packed);
+}
+void pack_bf16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
+  native() ? pack_whole_b<true>(threads, k, n, b, packed) : pack_whole_b<false>(threads, k, n, b, packed);
+}
+
+std::size_t bf16_gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
+  return packing_words(m, n, k, a_packed, b_packed);
+}
+
+void bf16_gemm(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
+               Packing packing) {
+  native() ? gemm_blocks<true>(m, n, k, a, b, c, packing) : gemm_blocks<false>(m, n, k, a, b, c, packing);
+}
+
+std::size_t parallel_bf16_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
+                                              bool b_packed) {
+  const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows;
+  const int count = range_threads(threads, panels);
+  return static_cast<std::size_t>(count) * bf16_gemm_packing_floats(m, n, k, a_packed, b_packed);
+}
+
+void parallel_bf16_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b,
+                        GemmOutput c, Packing packing) {
+  // Split at whole panels of rows, so that a packed A's panels stay whole.
+  const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows;
+  const int count = range_threads(threads, panels);
+  const std::size_t per_thread = bf16_gemm_packing_floats(m, n, k, a.packed, b.packed);
+  parallel_ranges(count, panels, [&](int t, std::size_t begin, std::size_t end) {
+    const std::size_t row0 = begin * kBf16Rows, rows = std::min(m, end * kBf16Rows) - row0;
+    Bf16Operand rows_of_a = a;
+    if (a.packed) rows_of_a.first_line += row0;
+    else rows_of_a.stored.data += a.stored.transposed ? row0 : row0 * a.stored.stride;
+    GemmOutput rows_of_c = c;
+    rows_of_c.data += row0 * c.stride;
+    bf16_gemm(rows, n, k, rows_of_a, b, rows_of_c,
+              Packing{packing.data + static_cast<std::size_t>(t) * per_thread, per_thread});
+  });
+}
+
+}  // namespace cnn::cpu

@@ -1,0 +1,21 @@
+#include "engine/core/backend.hpp"
+
+namespace cnn {
+
+std::string to_string(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+  }
+  return "fp32";
+}
+
+Precision parse_precision(std::string_view word) {
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16})
+    if (word == to_string(p)) return p;
+  throw ConfigError("unknown precision '" + std::string(word) + "': use fp32, tf32, bf16 or fp16");
+}
+
+}  // namespace cnn

@@ -1,0 +1,183 @@
+// The bfloat16 products against a plain loop over the rounded operands: every layout, operands
+// packed whole or block by block, sizes around the blocks; the rounding itself; and the bf16
+// instructions against their emulation, to the bit, where the host has them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/subnormals.hpp"
+#include "memory/buffer.hpp"
+#include "memory/host_resource.hpp"
+#include "tests/engine/test_networks.hpp"
+#include "tests/heap_counter.hpp"
+#include "tests/relative_error.hpp"
+
+using namespace cnn;
+using cnn::testing::random_vector;
+using cnn::testing::relative_error;
+
+namespace {
+
+float rounded(float x) { return cpu::from_bf16(cpu::to_bf16(x)); }
+std::uint32_t bits_of(float x) {
+  std::uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+float from_bits(std::uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+struct Case {
+  std::size_t m, n, k;
+  bool a_transposed, b_transposed, accumulate;
+  bool a_packed = false, b_packed = false;
+};
+
+// C = (or +=) op(A) op(B) over the operands rounded to bfloat16, in double.
+std::vector<float> reference(const Case& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float> out) {
+  for (std::size_t i = 0; i < c.m; ++i)
+    for (std::size_t j = 0; j < c.n; ++j) {
+      double sum = c.accumulate ? out[i * c.n + j] : 0.0;
+      for (std::size_t p = 0; p < c.k; ++p)
+        sum += double(rounded(c.a_transposed ? a[p * c.m + i] : a[i * c.k + p])) *
+               rounded(c.b_transposed ? b[j * c.k + p] : b[p * c.n + j]);
+      out[i * c.n + j] = static_cast<float>(sum);
+    }
+  return out;
+}
+
+struct Product {
+  std::vector<float> out;
+  long heap_allocations = 0;
+};
+
+Product run(const Case& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float> out, int threads = 1) {
+  const cpu::GemmOperand stored_a{a.data(), c.a_transposed ? c.m : c.k, c.a_transposed};
+  const cpu::GemmOperand stored_b{b.data(), c.b_transposed ? c.k : c.n, c.b_transposed};
+  std::vector<std::uint32_t> packed_a(cpu::bf16_packed_a_words(c.m, c.k)), packed_b(cpu::bf16_packed_b_words(c.k, c.n));
+  cpu::Bf16Operand op_a{stored_a}, op_b{stored_b};
+  if (c.a_packed) {
+    cpu::pack_bf16_a(threads, c.m, c.k, stored_a, packed_a.data());
+    op_a = {stored_a, packed_a.data(), c.m, 0};
+  }
+  if (c.b_packed) {
+    cpu::pack_bf16_b(threads, c.k, c.n, stored_b, packed_b.data());
+    op_b = {stored_b, packed_b.data(), c.n, 0};
+  }
+  const std::size_t floats = cpu::parallel_bf16_gemm_packing_floats(threads, c.m, c.n, c.k, c.a_packed, c.b_packed);
+  const memory::Buffer packing(memory::host_resource(), std::max<std::size_t>(floats, 1) * sizeof(float),
+                               memory::Category::workspace);
+  const cpu::FlushSubnormals flush;
+  const long before = testing::heap_allocations();
+  cpu::parallel_bf16_gemm(threads, c.m, c.n, c.k, op_a, op_b, cpu::GemmOutput{out.data(), c.n, c.accumulate},
+                          cpu::Packing{packing.floats(), floats});
+  const long allocations = testing::heap_allocations() - before;
+  return {out, allocations};
+}
+
+}  // namespace
+
+TEST_CASE("to_bf16 rounds to nearest with ties to even, keeps NaN and infinity, flushes subnormals", "[bf16]") {
+  CHECK(cpu::to_bf16(1.0f) == 0x3F80);
+  CHECK(cpu::to_bf16(from_bits(0x3F808000u)) == 0x3F80);  // a tie, to the even below
+  CHECK(cpu::to_bf16(from_bits(0x3F818000u)) == 0x3F82);  // a tie, to the even above
+  CHECK(cpu::to_bf16(from_bits(0x3F808001u)) == 0x3F81);  // past the tie
+  CHECK(cpu::to_bf16(-2.5f) == 0xC020);
+  CHECK(cpu::to_bf16(std::numeric_limits<float>::infinity()) == 0x7F80);
+  CHECK(cpu::to_bf16(std::numeric_limits<float>::max()) == 0x7F80);  // rounds up past the largest bf16
+  CHECK(std::isnan(cpu::from_bf16(cpu::to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  CHECK(std::isnan(cpu::from_bf16(cpu::to_bf16(from_bits(0x7F800001u)))));  // a NaN whose payload rounds away
+  CHECK(cpu::to_bf16(from_bits(0x00000001u)) == 0x0000);
+  CHECK(cpu::to_bf16(from_bits(0x80400000u)) == 0x8000);
+  CHECK(cpu::from_bf16(0x4049) == 3.140625f);
+}
+
+TEST_CASE("bf16_gemm: every layout, packed or not, matches a plain loop over the rounded operands", "[bf16]") {
+  for (bool at : {false, true})
+    for (bool bt : {false, true})
+      for (bool acc : {false, true})
+        for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {3, 5, 7}, {13, 33, 9},
+                               {64, 196, 288}, {97, 517, 600}}) {
+          for (int packed = 0; packed < 4; ++packed) {
+            const Case c{m, n, k, at, bt, acc, (packed & 1) != 0, (packed & 2) != 0};
+            INFO("m " << m << " n " << n << " k " << k << " A^T " << at << " B^T " << bt << " accumulate " << acc
+                      << " A packed " << c.a_packed << " B packed " << c.b_packed);
+            const auto a = random_vector(m * k, 1), b = random_vector(k * n, 2), start = random_vector(m * n, 3);
+            const Product got = run(c, a, b, start);
+            CHECK(got.heap_allocations == 0);
+            CHECK(relative_error(got.out, reference(c, a, b, start)) < 1e-5);
+          }
+        }
+}
+
+TEST_CASE("bf16_gemm: rows spread over threads, a packed A's panels whole, give the single-thread product", "[bf16]") {
+  const Case c{101, 70, 530, false, true, false, true, true};
+  const auto a = random_vector(c.m * c.k, 4), b = random_vector(c.k * c.n, 5);
+  const std::vector<float> zeros(c.m * c.n);
+  const Product one = run(c, a, b, zeros, 1), three = run(c, a, b, zeros, 3);
+  CHECK(one.out == three.out);
+  Case unpacked = c;
+  unpacked.a_packed = unpacked.b_packed = false;
+  CHECK(run(unpacked, a, b, zeros, 3).out == one.out);
+}
+
+TEST_CASE("bf16_gemm: stays within bfloat16's rounding of the fp32 product", "[bf16]") {
+  const Case c{48, 300, 1152, false, false, false};
+  const auto a = random_vector(c.m * c.k, 6), b = random_vector(c.k * c.n, 7);
+  const std::vector<float> got = run(c, a, b, std::vector<float>(c.m * c.n)).out;
+  // Each operand moves by at most 2^-9 of itself, so each product by about 2^-8: the sum by 2^-8
+  // of the sum of the products' magnitudes.
+  for (std::size_t i = 0; i < c.m; ++i)
+    for (std::size_t j = 0; j < c.n; j += 7) {
+      double exact = 0, magnitude = 0;
+      for (std::size_t p = 0; p < c.k; ++p) {
+        exact += double(a[i * c.k + p]) * b[p * c.n + j];
+        magnitude += std::fabs(double(a[i * c.k + p]) * b[p * c.n + j]);
+      }
+      REQUIRE(std::fabs(got[i * c.n + j] - exact) <= magnitude * std::ldexp(1.0, -8) + 1e-6);
+    }
+}
+
+TEST_CASE("bf16_gemm: the bf16 instructions and their emulation give the same bits", "[bf16]") {
+  if (!cpu::bf16_instructions()) {
+    WARN("this build has no bf16 instructions (AVX512-BF16): only the emulation runs");
+    return;
+  }
+  // Rounding: ties, NaN, infinity, subnormals and ordinary values, packed both ways.
+  std::vector<float> values = random_vector(4096, 8);
+  for (std::uint32_t special : {0x3F808000u, 0x3F818000u, 0x7F800001u, 0x7FC00000u, 0x7F800000u, 0xFF800000u,
+                                0x7F7FFFFFu, 0x00000001u, 0x80400000u, 0x00800000u, 0x3F7FFFFFu})
+    values.push_back(from_bits(special));
+  const std::size_t n = values.size() / 2;
+  std::vector<std::uint32_t> native(cpu::bf16_packed_b_words(2, n)), emulated(native.size());
+  cpu::pack_bf16_b(1, 2, n, cpu::GemmOperand{values.data(), n}, native.data());
+  {
+    const cpu::Bf16Emulation emulation;
+    cpu::pack_bf16_b(1, 2, n, cpu::GemmOperand{values.data(), n}, emulated.data());
+  }
+  CHECK(native == emulated);
+  // Products: every layout, with large and small magnitudes mixed so that the order of the adds
+  // shows.
+  for (bool at : {false, true})
+    for (bool bt : {false, true}) {
+      const Case c{29, 70, 515, at, bt, true, at, !bt};
+      auto a = random_vector(c.m * c.k, 9), b = random_vector(c.k * c.n, 10);
+      for (std::size_t i = 0; i < a.size(); i += 3) a[i] *= 4096.f;
+      const auto start = random_vector(c.m * c.n, 11);
+      const Product fast = run(c, a, b, start);
+      Product slow;
+      {
+        const cpu::Bf16Emulation emulation;
+        slow = run(c, a, b, start);
+      }
+      CHECK(fast.out == slow.out);
+    }
+}
