@@ -72,17 +72,18 @@ const Setting kSettings[] = {
     CNN_SETTING("--task", task),           CNN_SETTING("--label-smoothing", label_smoothing),
     CNN_SETTING("--class-weights", class_weights), CNN_SETTING("--pos-weights", positive_weights),
     CNN_SETTING("--loss", regression_loss), CNN_SETTING("--huber-delta", huber_delta),
-    CNN_SETTING("--threshold", threshold),
+    CNN_SETTING("--threshold", threshold), CNN_SETTING("--precision", precision),
 };
 
 #undef CNN_SETTING
 
 // Settings a resumed run may take from the command line instead of its own: more epochs; another
 // budget (a run may move to a machine with less memory; the micro-batch follows it); the data
-// under another path (the caller checks that it is the same data).
+// under another path (the caller checks that it is the same data); another precision (weights and
+// optimizer state are fp32 in every precision, so a run goes on in another, as on another device).
 bool may_differ(const std::string& name, const Options& given, const Options& run) {
   if (name == "--epochs") return given.epochs >= run.epochs;
-  return name == "--memory-budget" || name == "--data";
+  return name == "--memory-budget" || name == "--data" || name == "--precision";
 }
 
 // A saved value as the command line would give it, "--name=value"; nothing for the default (a
