@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""Training images/s of cnnengine on the CPU in fp32 and in bf16, side by side in one run:
+train_throughput for each model, the precisions alternating, several rounds, the median of each.
+Writes the JSON lines and a markdown table (the CPU, its bf16 instructions, date, commit and
+command named). Standard library only.
+
+  python3 benchmarks/compare_precision_cpu.py --out benchmarks/results/precision_cpu
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+MODELS = {  # model: (input, batch, timed steps, warm-up steps)
+    "small": ("1x28x28", 256, 20, 3),
+    "small-bn": ("1x28x28", 256, 20, 3),
+    "resnet18": ("3x32x32", 64, 3, 1),
+}
+
+
+def cpu_description():
+    name, flags = "unknown CPU", set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    wanted = ["avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16", "avx512_vp2intersect"]
+    return name, [f for f in wanted if f in flags], os.cpu_count()
+
+
+def commit():
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
+def throughput(binary, model, precision):
+    shape, batch, steps, warmup = MODELS[model]
+    cmd = [binary, "--device", "cpu", "--model", model, "--input", shape, "--batch", str(batch),
+           "--steps", str(steps), "--warmup", str(warmup), "--precision", precision]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
+    line = json.loads(next(l for l in reversed(out.stdout.splitlines()) if l.startswith("{")))
+    line["load_at_start"] = os.getloadavg()[0]
+    return line
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--binary", default=os.path.join(ROOT, "build", "benchmarks", "train_throughput"))
+    p.add_argument("--models", default="small,small-bn,resnet18")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--out", required=True, help="writes OUT.jsonl and OUT.md")
+    a = p.parse_args()
+    models = a.models.split(",")
+    runs = []
+    for r in range(a.rounds):
+        for model in models:
+            for precision in ("fp32", "bf16") if r % 2 == 0 else ("bf16", "fp32"):
+                line = throughput(a.binary, model, precision)
+                line["round"] = r
+                runs.append(line)
+                print(f"round {r} {model} {precision}: {line['images_per_second']:.1f} img/s", flush=True)
+    with open(a.out + ".jsonl", "w") as f:
+        for line in runs:
+            f.write(json.dumps(line) + "\n")
+
+    name, flags, cores = cpu_description()
+    device = runs[0]["device"]
+    lines = [
+        "# fp32 and bf16 training on the CPU, side by side",
+        "",
+        f"Written by `benchmarks/compare_precision_cpu.py`; the runs are in `{os.path.basename(a.out)}.jsonl`.",
+        "",
+        f"- **Command:** `python3 benchmarks/compare_precision_cpu.py {' '.join(sys.argv[1:])}`",
+        f"- **Date:** {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; **commit:** `{commit()}`",
+        f"- **CPU:** {name} ({', '.join(flags)}), {cores} cores; **ours:** {device}",
+        f"- Each model ran {a.rounds} times in each precision, the two alternating; the table gives the median. "
+        "`train_throughput`: synthetic data in memory, AdamW, the largest micro-batch that fits (the whole batch here).",
+        "- bf16: the convolutions' and dense layers' operands rounded to bfloat16, their products summed in float "
+        "(vdpbf16ps where the CPU has AVX512-BF16); everything else, and every tensor, stays fp32.",
+        "",
+        "| model | input | batch | fp32 img/s | bf16 img/s | bf16 / fp32 | fp32 runs | bf16 runs |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for model in models:
+        got = {prec: [l["images_per_second"] for l in runs if l["model"] == model and l["precision"] == prec]
+               for prec in ("fp32", "bf16")}
+        fp32, bf16 = statistics.median(got["fp32"]), statistics.median(got["bf16"])
+        shape, batch, _, _ = MODELS[model]
+        lines.append(f"| {model} | {shape} | {batch} | {fp32:.1f} | {bf16:.1f} | {bf16 / fp32:.2f} | "
+                     f"{', '.join(f'{v:.0f}' for v in got['fp32'])} | {', '.join(f'{v:.0f}' for v in got['bf16'])} |")
+    with open(a.out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
