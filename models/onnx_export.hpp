@@ -13,7 +13,11 @@
 //               "probabilities"  float32 [N, K], each label's sigmoid (independent labels)
 //   regress     "values"         float32 [N, T], the targets (no probabilities)
 //
-// "probabilities" only with OnnxExportOptions::probabilities (the default).
+// "probabilities" only with OnnxExportOptions::probabilities (the default). With
+// OnnxExportOptions::fp16 the weights and every value between the layers are float16 (half the
+// file; a weight beyond 65504 saturates there), the input and outputs float32 as above, through a
+// Cast after the input and one before each output (models/detail/onnx/onnx_float16.hpp); the
+// metadata's "precision" says which ("fp32" or "fp16").
 //
 // metadata_props: "task" (classify, segment, multilabel or regress), "class_names" (one per class,
 // or per target of a regression), "normalization_mean" and "normalization_std" (JSON arrays, one
@@ -39,6 +43,7 @@ inline constexpr const char* kOnnxValuesName = "values";
 
 struct OnnxExportOptions {
   bool probabilities = true;  // a second output: the softmax (multilabel: sigmoid) of the logits
+  bool fp16 = false;          // weights and values in float16, input and outputs float32
 };
 
 // Whether this build of cnnengine can export to ONNX.

@@ -257,12 +257,19 @@ int export_command(const Options& o) {
   cpu.threads = 1;
   DeviceChoice device = select_device(cpu);
   Model model(o.load, *device.backend, model_options(o, *device.backend));
-  export_onnx(o.export_onnx, model.network(), model.parameters(), model.description());
-  std::cout << "exported " << o.load << " to " << o.export_onnx << describe_onnx_export(model.network()) << "\n";
+  export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
+  std::cout << "exported " << o.load << " to " << o.export_onnx
+            << describe_onnx_export(model.network(), onnx_export_options(o)) << "\n";
   return 0;
 }
 
-std::string describe_onnx_export(const Network& network) {
+OnnxExportOptions onnx_export_options(const Options& o) {
+  OnnxExportOptions options;
+  options.fp16 = o.export_onnx_precision == "fp16";
+  return options;
+}
+
+std::string describe_onnx_export(const Network& network, const OnnxExportOptions& options) {
   const std::string outputs =
       network.task() == Task::regress
           ? std::string("output \"") + kOnnxValuesName + "\""
@@ -271,7 +278,8 @@ std::string describe_onnx_export(const Network& network) {
                  : network.task() == Task::segment  ? "softmax over the classes at each pixel"
                                                     : "softmax") +
                 ")";
-  return " (ONNX opset " + std::to_string(kOnnxOpset) + ", inference form: input \"" + kOnnxInputName + "\" N x " +
+  return " (ONNX opset " + std::to_string(kOnnxOpset) + ", inference form" +
+         (options.fp16 ? ", weights and values in float16" : "") + ": input \"" + kOnnxInputName + "\" N x " +
          network.input_shape().str() + ", " + outputs + "; the task, the names and the normalisation in its metadata)";
 }
 

@@ -15,7 +15,9 @@ int export_command(const Options& o);
 
 // A UsageError, before anything runs, where this build cannot export to ONNX.
 void require_onnx_export();
-// What an exported file holds, for the message after writing it.
-std::string describe_onnx_export(const Network& network);
+// How --export-onnx writes (--export-onnx-precision), and what a written file holds, for the
+// message after writing it.
+OnnxExportOptions onnx_export_options(const Options& o);
+std::string describe_onnx_export(const Network& network, const OnnxExportOptions& options);
 
 }  // namespace cnn::app

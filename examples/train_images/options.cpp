@@ -161,6 +161,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--predict", o.predict, "with --load: classify these images or folders of images")->expected(1, -1);
   app.add_option("--export-onnx", o.export_onnx, "write the model as ONNX (opset 13, inference form): with --load and "
                                                  "no --data, the loaded model; else the trained one, after the run");
+  app.add_option("--export-onnx-precision", o.export_onnx_precision,
+                 "--export-onnx: fp32, or fp16 (weights and every value between the layers in float16, half the file; "
+                 "the input and outputs stay float32)")
+      ->check(CLI::IsMember({"fp32", "fp16"}));
   app.add_option("--top", o.top, "--predict: the classes shown per image")->check(integer_between(1, 1000, ""));
   app.add_option("--allocator", o.allocator, "step buffers: planned (one arena, offsets fixed before step 1), "
                                              "arena, pool or direct (allocated as produced, freed after last use)")
@@ -199,6 +203,8 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--evaluate, --predict", "give --evaluate or --predict, not both");
   if (inference && !o.export_onnx.empty())
     throw CLI::ValidationError("--export-onnx", "--export-onnx with --evaluate or --predict: give one command at a time");
+  if (o.export_onnx.empty() && o.export_onnx_precision != "fp32")
+    throw CLI::ValidationError("--export-onnx-precision", "--export-onnx-precision says how --export-onnx writes: give both");
   if (o.restore_best && !o.keep_best)
     throw CLI::ValidationError("--restore-best", "--restore-best restores the checkpoint --keep-best keeps: give both");
   if (o.keep_best && o.save.empty() && o.resume.empty())

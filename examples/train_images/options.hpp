@@ -93,6 +93,7 @@ struct Options {
   // The model as ONNX: with --load and no --data, the loaded model (an export alone); else the
   // run's model once it has trained.
   std::string export_onnx;
+  std::string export_onnx_precision = "fp32";  // fp16: weights and values in float16
 
   // The options given on the command line, by name ("--lr"): a resumed run refuses those that
   // differ from its own settings.

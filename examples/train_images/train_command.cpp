@@ -536,8 +536,9 @@ int train(Options o, Ranks& ranks) {
     return 128 + result.signal;
   }
   if (!o.export_onnx.empty() && ranks.writes()) {
-    export_onnx(o.export_onnx, network, run.trainer().parameters(), run.model());
-    std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network) << "\n";
+    export_onnx(o.export_onnx, network, run.trainer().parameters(), run.model(), onnx_export_options(o));
+    std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network, onnx_export_options(o))
+              << "\n";
   }
   run.trainer().finish();  // every byte given back, so the trace is whole when it is checked
   return 0;

@@ -4,7 +4,10 @@
 // (onnx_runtime_check.sh).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,6 +28,8 @@
 
 #ifdef CNN_TEST_HAVE_ONNX
 #include <onnx/onnx_pb.h>
+
+#include "models/detail/onnx/onnx_float16.hpp"
 #endif
 
 using namespace cnn;
@@ -173,9 +178,10 @@ std::string metadata(const onnx::ModelProto& m, const std::string& key) {
   return "";
 }
 
-// Every node reads only the graph's input, initializers and earlier nodes' outputs.
+// Every node reads only the graph's input, initializers and earlier nodes' outputs ("" is an
+// optional input left out).
 void check_topological(const onnx::GraphProto& g) {
-  std::set<std::string> known{g.input(0).name()};
+  std::set<std::string> known{g.input(0).name(), ""};
   for (const auto& t : g.initializer()) known.insert(t.name());
   for (const auto& n : g.node()) {
     for (const auto& in : n.input()) CHECK(known.count(in) == 1);
@@ -533,6 +539,82 @@ TEST_CASE("ONNX export for a task refuses an output or names that do not suit it
   targets.class_names = {"x"};
   CHECK_THAT(export_error(classifier, targets), Contains("1 class names for a regress network of 3 targets"));
   CHECK_FALSE(fs::exists(scratch / "m.onnx"));
+}
+
+TEST_CASE("to_float16 rounds to nearest with ties to even, keeps subnormals, saturates beyond 65504", "[onnx]") {
+  CHECK(to_float16(1.0f) == 0x3C00);
+  CHECK(to_float16(-2.0f) == 0xC000);
+  CHECK(to_float16(65504.0f) == 0x7BFF);
+  CHECK(to_float16(1e6f) == 0x7BFF);     // saturates: a weight that large stays finite
+  CHECK(to_float16(-1e6f) == 0xFBFF);
+  CHECK(to_float16(1.0f + 1.0f / 2048) == 0x3C00);  // a tie, to the even below
+  CHECK(to_float16(1.0f + 3.0f / 2048) == 0x3C02);  // a tie, to the even above
+  CHECK(to_float16(65519.0f) == 0x7BFF);  // rounds past the largest half: saturates
+  CHECK(to_float16(std::ldexp(1.0f, -24)) == 0x0001);  // the smallest subnormal
+  CHECK(to_float16(std::ldexp(1.0f, -25)) == 0x0000);  // half of it, a tie to even: zero
+  CHECK(to_float16(std::ldexp(1.5f, -25)) == 0x0001);
+  CHECK(to_float16(std::ldexp(1023.0f, -24) + std::ldexp(1.0f, -25)) == 0x0400);  // rounds up to the smallest normal
+  CHECK(to_float16(std::numeric_limits<float>::infinity()) == 0x7C00);
+  CHECK((to_float16(std::numeric_limits<float>::quiet_NaN()) & 0x7C00) == 0x7C00);
+  CHECK((to_float16(std::numeric_limits<float>::quiet_NaN()) & 0x03FF) != 0);
+#if defined(__FLT16_MAX__) && defined(__GNUC__) && !defined(__clang__)
+  // Against the compiler's own conversion, within the finite range.
+  for (std::uint32_t i = 0; i < 200000; ++i) {
+    const float x = (2.f * uniform01(41, i) - 1.f) * std::ldexp(1.0f, static_cast<int>(i % 40) - 26);
+    const _Float16 h = static_cast<_Float16>(x);
+    std::uint16_t bits;
+    std::memcpy(&bits, &h, sizeof bits);
+    REQUIRE(to_float16(x) == bits);
+  }
+#endif
+}
+
+TEST_CASE("ONNX export in fp16: float16 weights and values, the input and outputs float32 through Casts", "[onnx]") {
+  REQUIRE(onnx_export_available());
+  // Every operator whose inputs' types matter: BatchNorm's statistics, Clip's bounds (relu6), GELU's
+  // constants, InstanceNormalization (groupnorm), Resize's scales (which stay float).
+  Network net = parse("conv 8 3 pad=1\nbatchnorm\nrelu6\nupsample 2\nconv 8 3 pad=1\ngroupnorm 2\ngelu\n"
+                      "maxpool 2\nflatten\ndense 10");
+  OnnxExportOptions half;
+  half.fp16 = true;
+  Exported fp16(net, describe_model(net), half), fp32(net, describe_model(net));
+  const auto& g = fp16.graph();
+  check_topological(g);
+  CHECK(metadata(fp16.model, "precision") == "fp16");
+  CHECK(metadata(fp32.model, "precision") == "fp32");
+  // The same nodes between a Cast in and a Cast out of each output.
+  std::vector<std::string> ops = op_types(fp32.graph());
+  ops.insert(ops.begin(), "Cast");
+  ops.insert(ops.end(), {"Cast", "Cast"});
+  CHECK(op_types(g) == ops);
+  CHECK(g.input(0).type().tensor_type().elem_type() == onnx::TensorProto::FLOAT);
+  for (const auto& out : g.output()) CHECK(out.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT);
+  for (const auto& v : g.value_info()) CHECK(v.type().tensor_type().elem_type() == onnx::TensorProto::FLOAT16);
+  CHECK(inputs_of(g.node(1)) [0] == "images_float16");
+  CHECK(g.node(g.node_size() - 1).output(0) == "probabilities");
+  // Every float initializer in float16 but Resize's scales; the weights are the fp32 export's, rounded.
+  const std::string scales = nodes_of(g, "Resize")[0]->input(2);
+  std::size_t bytes16 = 0, bytes32 = 0;
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto& t = g.initializer(i);
+    const onnx::TensorProto& same = fp32.graph().initializer(i);
+    REQUIRE(t.name() == same.name());
+    bytes16 += t.raw_data().size();
+    bytes32 += same.raw_data().size();
+    if (t.name() == scales || same.data_type() != onnx::TensorProto::FLOAT) {  // and shapes, int64
+      CHECK(t.data_type() == same.data_type());
+      continue;
+    }
+    CHECK(t.data_type() == onnx::TensorProto::FLOAT16);
+    const std::vector<float> want = floats(same);
+    REQUIRE(t.raw_data().size() == want.size() * 2);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      std::uint16_t h;
+      std::memcpy(&h, t.raw_data().data() + 2 * k, 2);
+      CHECK(h == to_float16(want[k]));
+    }
+  }
+  CHECK(bytes16 < bytes32 / 2 + 64);
 }
 
 #endif

@@ -119,6 +119,9 @@ int run(const std::string& data_dir, const std::string& model, const std::string
   description.preprocessing.normalization.mean = {kMean};
   description.preprocessing.normalization.stddev = {kStd};
   export_onnx(prefix + ".onnx", network, trainer.parameters(), description);
+  OnnxExportOptions fp16;
+  fp16.fp16 = true;
+  export_onnx(prefix + ".fp16.onnx", network, trainer.parameters(), description, fp16);
 
   Samples test = first_samples(*splits.test, count);
   for (std::int32_t& label : test.labels) label %= outputs;

@@ -15,12 +15,15 @@ images=$(ls "$data"/t10k-images-idx3-ubyte* | head -n 1)
 count=256
 mkdir -p "$work"
 
-# check NAME MODEL [TASK CLASSES]: the files are WORK_DIR/NAME.onnx and WORK_DIR/NAME.logits.
+# check NAME MODEL [TASK CLASSES]: the files are WORK_DIR/NAME.onnx, its float16 export
+# WORK_DIR/NAME.fp16.onnx and our outputs WORK_DIR/NAME.logits.
 check() {
   local prefix=$work/$1 model=$2 task=${3:-classify}
   "$reference" "$data" "$model" "$prefix" "$count" "${@:3}"
-  "$python" "$here/check_onnx.py" --model "$prefix.onnx" --logits "$prefix.logits" --images "$images" \
-    --count "$count" --task "$task"
+  for file in "$prefix.onnx" "$prefix.fp16.onnx"; do
+    "$python" "$here/check_onnx.py" --model "$file" --logits "$prefix.logits" --images "$images" \
+      --count "$count" --task "$task"
+  done
 }
 
 for model in "$@"; do

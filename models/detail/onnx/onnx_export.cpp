@@ -13,6 +13,7 @@
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
 #include "memory/memory_resource.hpp"
+#include "models/detail/onnx/onnx_float16.hpp"
 #include "models/detail/onnx/onnx_graph.hpp"
 #include "models/detail/onnx/onnx_metadata.hpp"
 
@@ -119,6 +120,10 @@ void export_onnx(const std::filesystem::path& file, const Network& network, cons
       "N x C x H x W float32: pixels scaled to [0, 1] (pixel_scale), then (x - mean) / std per channel "
       "(normalization_mean, normalization_std)");
   write_onnx_metadata(proto, network, model, outputs.shape[0]);  // the classes or targets
+  auto* precision = proto.add_metadata_props();
+  precision->set_key("precision");
+  precision->set_value(options.fp16 ? "fp16" : "fp32");
+  if (options.fp16) convert_to_float16(proto);
   check(proto);
   write_file(proto, file);
 }
