@@ -17,11 +17,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-MODELS = {  # model: (input, batch, timed steps, warm-up steps)
-    "small": ("1x28x28", 256, 20, 3),
-    "small-bn": ("1x28x28", 256, 20, 3),
-    "resnet18": ("3x32x32", 64, 3, 1),
-}
+INPUTS = {"small": "1x28x28", "small-bn": "1x28x28", "resnet18": "3x32x32"}
+
+
+def steps_of(model, batch):
+    """Timed and warm-up steps: about two seconds of each run."""
+    if model == "resnet18":
+        return max(2, 256 // batch), 1
+    return max(10, 5120 // batch), 3
 
 
 def cpu_description():
@@ -44,9 +47,9 @@ def commit():
     return head + (" (with uncommitted changes)" if dirty else "")
 
 
-def throughput(binary, model, precision):
-    shape, batch, steps, warmup = MODELS[model]
-    cmd = [binary, "--device", "cpu", "--model", model, "--input", shape, "--batch", str(batch),
+def throughput(binary, model, batch, precision):
+    steps, warmup = steps_of(model, batch)
+    cmd = [binary, "--device", "cpu", "--model", model, "--input", INPUTS[model], "--batch", str(batch),
            "--steps", str(steps), "--warmup", str(warmup), "--precision", precision]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
@@ -59,19 +62,20 @@ def throughput(binary, model, precision):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "benchmarks", "train_throughput"))
-    p.add_argument("--models", default="small,small-bn,resnet18")
+    p.add_argument("--cases", default="small:64,small:256,small-bn:64,resnet18:64",
+                   help="model:batch, comma-separated (64: train_images' default batch)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", required=True, help="writes OUT.jsonl and OUT.md")
     a = p.parse_args()
-    models = a.models.split(",")
+    cases = [(c.split(":")[0], int(c.split(":")[1])) for c in a.cases.split(",")]
     runs = []
     for r in range(a.rounds):
-        for model in models:
+        for model, batch in cases:
             for precision in ("fp32", "bf16") if r % 2 == 0 else ("bf16", "fp32"):
-                line = throughput(a.binary, model, precision)
+                line = throughput(a.binary, model, batch, precision)
                 line["round"] = r
                 runs.append(line)
-                print(f"round {r} {model} {precision}: {line['images_per_second']:.1f} img/s", flush=True)
+                print(f"round {r} {model} batch {batch} {precision}: {line['images_per_second']:.1f} img/s", flush=True)
     with open(a.out + ".jsonl", "w") as f:
         for line in runs:
             f.write(json.dumps(line) + "\n")
@@ -86,7 +90,7 @@ def main():
         f"- **Command:** `python3 benchmarks/compare_precision_cpu.py {' '.join(sys.argv[1:])}`",
         f"- **Date:** {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; **commit:** `{commit()}`",
         f"- **CPU:** {name} ({', '.join(flags)}), {cores} cores; **ours:** {device}",
-        f"- Each model ran {a.rounds} times in each precision, the two alternating; the table gives the median. "
+        f"- Each case ran {a.rounds} times in each precision, the two alternating; the table gives the median. "
         "`train_throughput`: synthetic data in memory, AdamW, the largest micro-batch that fits (the whole batch here).",
         "- bf16: the convolutions' and dense layers' operands rounded to bfloat16, their products summed in float "
         "(vdpbf16ps where the CPU has AVX512-BF16); everything else, and every tensor, stays fp32.",
@@ -94,12 +98,12 @@ def main():
         "| model | input | batch | fp32 img/s | bf16 img/s | bf16 / fp32 | fp32 runs | bf16 runs |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    for model in models:
-        got = {prec: [l["images_per_second"] for l in runs if l["model"] == model and l["precision"] == prec]
+    for model, batch in cases:
+        got = {prec: [l["images_per_second"] for l in runs
+                      if l["model"] == model and l["batch"] == batch and l["precision"] == prec]
                for prec in ("fp32", "bf16")}
         fp32, bf16 = statistics.median(got["fp32"]), statistics.median(got["bf16"])
-        shape, batch, _, _ = MODELS[model]
-        lines.append(f"| {model} | {shape} | {batch} | {fp32:.1f} | {bf16:.1f} | {bf16 / fp32:.2f} | "
+        lines.append(f"| {model} | {INPUTS[model]} | {batch} | {fp32:.1f} | {bf16:.1f} | {bf16 / fp32:.2f} | "
                      f"{', '.join(f'{v:.0f}' for v in got['fp32'])} | {', '.join(f'{v:.0f}' for v in got['bf16'])} |")
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

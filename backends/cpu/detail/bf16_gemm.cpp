@@ -86,22 +86,76 @@ void interleave_rows(const float* even, const float* odd, std::size_t count, std
   for (; c < count; ++c) dst[c] = pair_of(even[c], odd ? odd[c] : 0.f);
 }
 
-// dst[p * dst_stride] = the pair (row[2p], row[2p + 1]) for the pairs of `depth` values (an odd
-// depth's last pair has a zero for its odd value).
+#if defined(CNN_HAVE_AVX512_BF16)
+// GCC 12's headers define the unmasked shuffles over a deliberately uninitialised vector.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// r[i][j] <-> r[j][i]: 16 x 16 words. Pairs of rows interleave their words, then pairs of those
+// their 64-bit halves (each 128-bit lane then holds a 4 x 4 block transposed), then the lanes move.
+void transpose_16x16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // Lane L of r[4i + j] holds rows 4i..4i+3 of column 4L + j.
+  for (int j = 0; j < 4; ++j) {
+    const __m512i low01 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), low23 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
+    const __m512i high01 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE), high23 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
+    t[j] = _mm512_shuffle_i32x4(low01, low23, 0x88);
+    t[4 + j] = _mm512_shuffle_i32x4(low01, low23, 0xDD);
+    t[8 + j] = _mm512_shuffle_i32x4(high01, high23, 0x88);
+    t[12 + j] = _mm512_shuffle_i32x4(high01, high23, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+#pragma GCC diagnostic pop
+#endif
+
+// dst[p * width + l] = the pair (line l's value 2p, value 2p + 1) of `count` lines whose values
+// along k are adjacent (line l at x.data + (first + l) * x.stride + k0), for the pairs of `depth`
+// values (an odd depth's last pair has a zero for its odd value).
 template <bool Native>
-void pairs_along_row(const float* row, std::size_t depth, std::uint32_t* dst, std::size_t dst_stride) {
-  std::size_t p = 0;
+void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t count, std::size_t k0, std::size_t depth,
+                       std::uint32_t* dst, std::size_t width) {
+  const std::size_t pairs = pairs_of(depth);
 #if defined(CNN_HAVE_AVX512_BF16)
   if constexpr (Native) {
-  alignas(64) std::uint32_t words[16];
-  for (; 2 * p + 32 <= depth; p += 16) {
-    const __m512 lo = _mm512_loadu_ps(row + 2 * p), hi = _mm512_loadu_ps(row + 2 * p + 16);
-    _mm512_store_si512(words, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
-    for (std::size_t j = 0; j < 16; ++j) dst[(p + j) * dst_stride] = words[j];
-  }
+    // 16 lines by 16 pairs at a time: each line's 32 values become 16 words, transposed.
+    for (std::size_t l0 = 0; l0 < count; l0 += 16) {
+      const std::size_t lines = std::min<std::size_t>(16, count - l0);
+      const auto store = static_cast<__mmask16>((1u << lines) - 1);
+      for (std::size_t p0 = 0; p0 < pairs; p0 += 16) {
+        const std::size_t values = std::min<std::size_t>(32, depth - 2 * p0);
+        const auto lo = static_cast<__mmask16>(values >= 16 ? 0xFFFFu : (1u << values) - 1);
+        const auto hi = static_cast<__mmask16>(values >= 32 ? 0xFFFFu : values > 16 ? (1u << (values - 16)) - 1 : 0u);
+        __m512i r[16];
+        for (std::size_t i = 0; i < 16; ++i) {
+          if (i >= lines) {
+            r[i] = _mm512_setzero_si512();
+            continue;
+          }
+          const float* line = x.data + (first + l0 + i) * x.stride + k0 + 2 * p0;
+          r[i] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, line + 16), _mm512_maskz_loadu_ps(lo, line)));
+        }
+        transpose_16x16(r);
+        for (std::size_t j = 0; j < 16 && p0 + j < pairs; ++j) _mm512_mask_storeu_epi32(dst + (p0 + j) * width + l0, store, r[j]);
+      }
+    }
+    return;
   }
 #endif
-  for (; 2 * p < depth; ++p) dst[p * dst_stride] = pair_of(row[2 * p], 2 * p + 1 < depth ? row[2 * p + 1] : 0.f);
+  for (std::size_t l = 0; l < count; ++l) {
+    const float* line = x.data + (first + l) * x.stride + k0;
+    for (std::size_t p = 0; p < pairs; ++p)
+      dst[p * width + l] = pair_of(line[2 * p], 2 * p + 1 < depth ? line[2 * p + 1] : 0.f);
+  }
 }
 
 // One block of k, [k0, k0 + depth), of `lines` rows of A (from row i0) or columns of B (from
@@ -117,7 +171,7 @@ void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size
     const std::size_t line0 = first + panel * width;
     const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
     if (along_k) {
-      for (std::size_t l = 0; l < valid; ++l) pairs_along_row<Native>(x.data + (line0 + l) * x.stride + k0, depth, out + l, width);
+      pairs_along_lines<Native>(x, line0, valid, k0, depth, out, width);
       for (std::size_t p = 0; p < pairs; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
       continue;
     }
@@ -142,10 +196,27 @@ void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::s
   pack_block<Native>(b, b.transposed, j0, cols, n, k0, depth, kBf16Cols, dst);
 }
 
+// Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is
+// what is stored (bf16_gemm computing C^T = B^T A^T).
+struct TileOut {
+  float* c;
+  std::size_t ldc;
+  bool transposed;
+};
+
+// Adds (or, overwrite, writes) tile [rows x cols] to `out`, transposed.
+void store_transposed(const float (&tile)[kBf16Rows][kBf16Cols], TileOut out, std::size_t rows, std::size_t cols,
+                      bool overwrite) {
+  for (std::size_t j = 0; j < cols; ++j) {
+    float* column = out.c + j * out.ldc;
+    for (std::size_t r = 0; r < rows; ++r) column[r] = overwrite ? tile[r][j] : column[r] + tile[r][j];
+  }
+}
+
 // c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kBf16Rows, cols <= kBf16Cols).
 template <bool Native>
-void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, float* c, std::size_t ldc,
-            std::size_t rows, std::size_t cols, bool overwrite) {
+void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
+            std::size_t cols, bool overwrite) {
 #if defined(CNN_HAVE_AVX512_BF16)
   if constexpr (Native) {
   __m512 acc[kBf16Rows][2];
@@ -162,15 +233,23 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, f
   }
   const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 hi = cols >= 32 ? __mmask16(0xFFFF) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
+  if (out.transposed) {
+    alignas(64) float tile[kBf16Rows][kBf16Cols];
+    for (std::size_t r = 0; r < kBf16Rows; ++r) {
+      _mm512_store_ps(tile[r], acc[r][0]);
+      _mm512_store_ps(tile[r] + 16, acc[r][1]);
+    }
+    return store_transposed(tile, out, rows, cols, overwrite);
+  }
   for (std::size_t r = 0; r < rows; ++r) {
-    float* out = c + r * ldc;
+    float* row = out.c + r * out.ldc;
     if (overwrite) {
-      _mm512_mask_storeu_ps(out, lo, acc[r][0]);
-      if (hi) _mm512_mask_storeu_ps(out + 16, hi, acc[r][1]);
+      _mm512_mask_storeu_ps(row, lo, acc[r][0]);
+      if (hi) _mm512_mask_storeu_ps(row + 16, hi, acc[r][1]);
       continue;
     }
-    _mm512_mask_storeu_ps(out, lo, _mm512_add_ps(_mm512_maskz_loadu_ps(lo, out), acc[r][0]));
-    if (hi) _mm512_mask_storeu_ps(out + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, out + 16), acc[r][1]));
+    _mm512_mask_storeu_ps(row, lo, _mm512_add_ps(_mm512_maskz_loadu_ps(lo, row), acc[r][0]));
+    if (hi) _mm512_mask_storeu_ps(row + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, row + 16), acc[r][1]));
   }
   return;
   }
@@ -190,8 +269,12 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, f
       for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_even * b_even[j];
     }
   }
+  if (out.transposed) return store_transposed(acc, out, rows, cols, overwrite);
   for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t j = 0; j < cols; ++j) c[r * ldc + j] = overwrite ? acc[r][j] : c[r * ldc + j] + acc[r][j];
+    for (std::size_t j = 0; j < cols; ++j) {
+      float& value = out.c[r * out.ldc + j];
+      value = overwrite ? acc[r][j] : value + acc[r][j];
+    }
 }
 
 constexpr std::size_t kBlockRows = 8 * kBf16Rows, kBlockCols = 16 * kBf16Cols;
@@ -236,20 +319,15 @@ void pack_whole_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std:
   });
 }
 
-std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
+std::size_t blocks_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
   return (a_packed ? 0 : a_block_words(m, k)) + (b_packed ? 0 : b_block_words(n, k));
 }
 
+// C = A B, or with `transposed` C^T stored (the caller swapped the operands).
 template <bool Native>
 void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
-                 Packing packing) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!c.accumulate)
-      for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
-    return;
-  }
-  const std::size_t needed = packing_words(m, n, k, a.packed, b.packed);
+                 bool transposed, Packing packing) {
+  const std::size_t needed = blocks_words(m, n, k, a.packed, b.packed);
   if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
     throw std::logic_error("bf16_gemm: " + std::to_string(packing.floats) + " floats of packing, " +
                            std::to_string(needed) + " needed, 64-byte aligned");
@@ -269,12 +347,45 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf1
         if (!a.packed) pack_a_block<Native>(a.stored, i0, rows, m, k0, depth, a_block);
         for (std::size_t jr = 0; jr < cols; jr += kBf16Cols)
           for (std::size_t ir = 0; ir < rows; ir += kBf16Rows)
-            kernel<Native>(a_panels + ir * pairs, b_panels + jr * pairs, pairs, c.data + (i0 + ir) * c.stride + j0 + jr,
-                           c.stride, std::min(kBf16Rows, rows - ir), std::min(kBf16Cols, cols - jr),
+            kernel<Native>(a_panels + ir * pairs, b_panels + jr * pairs, pairs,
+                           TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir
+                                              : c.data + (i0 + ir) * c.stride + j0 + jr,
+                                   c.stride, transposed},
+                           std::min(kBf16Rows, rows - ir), std::min(kBf16Cols, cols - jr),
                            k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
       }
     }
   }
+}
+
+// Note [The narrow side as B]: the kernel's tile is 12 rows by 32 columns, so a product with
+// fewer columns than rows (a 3x3 convolution of one channel: dw[32 x 9] += dy col^T) computes
+// mostly padding. Where neither operand comes packed, C^T = B^T A^T gives the same bits (every
+// element sums the same products in the same order); it is taken where it computes under three
+// quarters of the padded tiles, since C^T's tiles are stored element by element.
+bool swapped(std::size_t m, std::size_t n, bool a_packed, bool b_packed) {
+  return !a_packed && !b_packed &&
+         4 * round_up(n, kBf16Rows) * round_up(m, kBf16Cols) < 3 * round_up(m, kBf16Rows) * round_up(n, kBf16Cols);
+}
+
+std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
+  return swapped(m, n, a_packed, b_packed) ? blocks_words(n, m, k, a_packed, b_packed)
+                                           : blocks_words(m, n, k, a_packed, b_packed);
+}
+
+template <bool Native>
+void product(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c, Packing packing) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!c.accumulate)
+      for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
+    return;
+  }
+  if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<Native>(m, n, k, a, b, c, false, packing);
+  // op(B)^T is B's storage read the other way, and op(A)^T likewise.
+  Bf16Operand b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
+  Bf16Operand a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
+  gemm_blocks<Native>(n, m, k, b_as_a, a_as_b, c, true, packing);
 }
 
 bool native() { return bf16_instructions() && !emulating.load(std::memory_order_relaxed); }
@@ -300,14 +411,30 @@ std::size_t bf16_gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k
 
 void bf16_gemm(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
                Packing packing) {
-  native() ? gemm_blocks<true>(m, n, k, a, b, c, packing) : gemm_blocks<false>(m, n, k, a, b, c, packing);
+  native() ? product<true>(m, n, k, a, b, c, packing) : product<false>(m, n, k, a, b, c, packing);
 }
+
+namespace {
+
+// Each thread's packing for the rows parallel_bf16_gemm gives it (which may be swapped apart).
+std::size_t per_thread_packing(int count, std::size_t panels, std::size_t m, std::size_t n, std::size_t k,
+                               bool a_packed, bool b_packed) {
+  std::size_t most = 0;
+  for (int t = 0; t < count; ++t) {
+    const std::size_t row0 = range_begin(panels, t, count) * kBf16Rows;
+    const std::size_t rows = std::min(m, range_begin(panels, t + 1, count) * kBf16Rows) - row0;
+    most = std::max(most, packing_words(rows, n, k, a_packed, b_packed));
+  }
+  return most;
+}
+
+}  // namespace
 
 std::size_t parallel_bf16_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
                                               bool b_packed) {
   const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows;
   const int count = range_threads(threads, panels);
-  return static_cast<std::size_t>(count) * bf16_gemm_packing_floats(m, n, k, a_packed, b_packed);
+  return static_cast<std::size_t>(count) * per_thread_packing(count, panels, m, n, k, a_packed, b_packed);
 }
 
 void parallel_bf16_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b,
@@ -315,7 +442,7 @@ void parallel_bf16_gemm(int threads, std::size_t m, std::size_t n, std::size_t k
   // Split at whole panels of rows, so that a packed A's panels stay whole.
   const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows;
   const int count = range_threads(threads, panels);
-  const std::size_t per_thread = bf16_gemm_packing_floats(m, n, k, a.packed, b.packed);
+  const std::size_t per_thread = per_thread_packing(count, panels, m, n, k, a.packed, b.packed);
   parallel_ranges(count, panels, [&](int t, std::size_t begin, std::size_t end) {
     const std::size_t row0 = begin * kBf16Rows, rows = std::min(m, end * kBf16Rows) - row0;
     Bf16Operand rows_of_a = a;
