@@ -28,6 +28,7 @@ class ForwardingBackend : public Backend {
 
   DeviceKind kind() const override { return inner_.kind(); }
   std::string description() const override { return inner_.description(); }
+  Precision precision() const override { return inner_.precision(); }
   memory::MemoryResource& device_memory() override { return inner_.device_memory(); }
   memory::MemoryResource& staging_memory() override { return inner_.staging_memory(); }
   std::size_t library_reserved_bytes() const override { return inner_.library_reserved_bytes(); }

@@ -45,6 +45,7 @@ class CudaBackend final : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string description() const override;
+  Precision precision() const override { return options_.tf32 ? Precision::tf32 : Precision::fp32; }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_ + loss_scratch_bytes(); }

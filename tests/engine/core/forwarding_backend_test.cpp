@@ -31,6 +31,8 @@ TEST_CASE("a forwarding backend hands every call to its inner backend through ru
   CountingBackend counting(cpu);
   CHECK(counting.kind() == cpu.kind());
   CHECK(counting.description() == cpu.description());
+  CpuBackend bf16(1, Precision::bf16);
+  CHECK(CountingBackend(bf16).precision() == Precision::bf16);  // a wrapped backend's precision is its inner's
 
   std::vector<float> x{-2.f, -1.f, 0.5f, 3.f}, host(4), y(4), dy{1.f, 1.f, 1.f, 1.f}, dx(4, 9.f);
   const Shape shape{1, 4};
