@@ -295,26 +295,17 @@ const std::uint32_t* packed_panel(const Bf16Operand& x, std::size_t width, std::
   return x.packed + k0 / 2 * lines + (x.first_line + line) / width * pairs * width;
 }
 
+// A whole operand: its `count` lines (A's m rows, B's n columns) in panels of `width`, every
+// block of k (the layout bf16_gemm.hpp describes).
 template <bool Native>
-void pack_whole_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
-  const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows, lines = panels * kBf16Rows;
+void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t count, std::size_t k, std::size_t width,
+                std::uint32_t* packed) {
+  const std::size_t panels = (count + width - 1) / width, lines = panels * width;
   parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
       const std::size_t depth = std::min(kBf16Depth, k - k0);
-      pack_a_block<Native>(a, begin * kBf16Rows, (end - begin) * kBf16Rows, m, k0, depth,
-                   packed + k0 / 2 * lines + begin * kBf16Rows * pairs_of(depth));
-    }
-  });
-}
-
-template <bool Native>
-void pack_whole_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
-  const std::size_t panels = (n + kBf16Cols - 1) / kBf16Cols, lines = panels * kBf16Cols;
-  parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
-    for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
-      const std::size_t depth = std::min(kBf16Depth, k - k0);
-      pack_b_block<Native>(b, begin * kBf16Cols, (end - begin) * kBf16Cols, n, k0, depth,
-                   packed + k0 / 2 * lines + begin * kBf16Cols * pairs_of(depth));
+      pack_block<Native>(x, along_k, begin * width, (end - begin) * width, count, k0, depth, width,
+                         packed + k0 / 2 * lines + begin * width * pairs_of(depth));
     }
   });
 }
@@ -399,10 +390,12 @@ std::size_t bf16_packed_a_words(std::size_t m, std::size_t k) { return round_up(
 std::size_t bf16_packed_b_words(std::size_t k, std::size_t n) { return round_up(n, kBf16Cols) * pairs_of(k); }
 
 void pack_bf16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
-  native() ? pack_whole_a<true>(threads, m, k, a, packed) : pack_whole_a<false>(threads, m, k, a, packed);
+  native() ? pack_whole<true>(threads, a, !a.transposed, m, k, kBf16Rows, packed)
+           : pack_whole<false>(threads, a, !a.transposed, m, k, kBf16Rows, packed);
 }
 void pack_bf16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
-  native() ? pack_whole_b<true>(threads, k, n, b, packed) : pack_whole_b<false>(threads, k, n, b, packed);
+  native() ? pack_whole<true>(threads, b, b.transposed, n, k, kBf16Cols, packed)
+           : pack_whole<false>(threads, b, b.transposed, n, k, kBf16Cols, packed);
 }
 
 std::size_t bf16_gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
