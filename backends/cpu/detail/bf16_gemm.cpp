@@ -67,20 +67,20 @@ void interleave_rows(const float* even, const float* odd, std::size_t count, std
   std::size_t c = 0;
 #if defined(CNN_HAVE_AVX512_BF16)
   if constexpr (Native) {
-  // Word 2j of the result is word j of the converted pair of vectors (the even row), word 2j + 1
-  // word 16 + j (the odd row).
-  alignas(64) static constexpr std::uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,
-                                                                21, 6, 22, 7, 23, 8,  24, 9,  25, 10, 26,
-                                                                11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512i order = _mm512_load_si512(kInterleave);
-  for (; c < count; c += 16) {
-    const std::size_t left = count - c;
-    const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-    const __m512 lo = _mm512_maskz_loadu_ps(mask, even + c);
-    const __m512 hi = odd ? _mm512_maskz_loadu_ps(mask, odd + c) : _mm512_setzero_ps();
-    const __m512i words = _mm512_permutexvar_epi16(order, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
-    _mm512_mask_storeu_epi32(dst + c, mask, words);
-  }
+    // Word 2j of the result is word j of the converted pair of vectors (the even row), word
+    // 2j + 1 word 16 + j (the odd row).
+    alignas(64) static constexpr std::uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
+                                                                  21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
+                                                                  11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    const __m512i order = _mm512_load_si512(kInterleave);
+    for (; c < count; c += 16) {
+      const std::size_t left = count - c;
+      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+      const __m512 lo = _mm512_maskz_loadu_ps(mask, even + c);
+      const __m512 hi = odd ? _mm512_maskz_loadu_ps(mask, odd + c) : _mm512_setzero_ps();
+      const __m512i words = _mm512_permutexvar_epi16(order, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+      _mm512_mask_storeu_epi32(dst + c, mask, words);
+    }
   }
 #endif
   for (; c < count; ++c) dst[c] = pair_of(even[c], odd ? odd[c] : 0.f);
@@ -213,12 +213,37 @@ void store_transposed(const float (&tile)[kBf16Rows][kBf16Cols], TileOut out, st
   }
 }
 
-// c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kBf16Rows, cols <= kBf16Cols).
-template <bool Native>
-void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
-            std::size_t cols, bool overwrite) {
+// c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kBf16Rows, cols <= kBf16Cols), in
+// plain C++ (Note [One bf16 product on every host]).
+void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
+                     std::size_t cols, bool overwrite) {
+  float acc[kBf16Rows][kBf16Cols] = {};
+  float b_even[kBf16Cols], b_odd[kBf16Cols];
+  for (std::size_t p = 0; p < pairs; ++p) {
+    for (std::size_t j = 0; j < kBf16Cols; ++j) {
+      const std::uint32_t word = b[p * kBf16Cols + j];
+      b_even[j] = from_bf16(static_cast<std::uint16_t>(word));
+      b_odd[j] = from_bf16(static_cast<std::uint16_t>(word >> 16));
+    }
+    for (std::size_t r = 0; r < kBf16Rows; ++r) {
+      const std::uint32_t word = a[p * kBf16Rows + r];
+      const float a_even = from_bf16(static_cast<std::uint16_t>(word)), a_odd = from_bf16(static_cast<std::uint16_t>(word >> 16));
+      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
+      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_even * b_even[j];
+    }
+  }
+  if (out.transposed) return store_transposed(acc, out, rows, cols, overwrite);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < cols; ++j) {
+      float& value = out.c[r * out.ldc + j];
+      value = overwrite ? acc[r][j] : value + acc[r][j];
+    }
+}
+
 #if defined(CNN_HAVE_AVX512_BF16)
-  if constexpr (Native) {
+// The same with vdpbf16ps: 24 accumulators, two vectors of B's pairs, A's pair broadcast.
+void kernel_avx512(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
+                   std::size_t cols, bool overwrite) {
   __m512 acc[kBf16Rows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (std::size_t p = 0; p < pairs; ++p) {
@@ -251,30 +276,16 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, T
     _mm512_mask_storeu_ps(row, lo, _mm512_add_ps(_mm512_maskz_loadu_ps(lo, row), acc[r][0]));
     if (hi) _mm512_mask_storeu_ps(row + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, row + 16), acc[r][1]));
   }
-  return;
-  }
+}
 #endif
-  float acc[kBf16Rows][kBf16Cols] = {};
-  float b_even[kBf16Cols], b_odd[kBf16Cols];
-  for (std::size_t p = 0; p < pairs; ++p) {
-    for (std::size_t j = 0; j < kBf16Cols; ++j) {
-      const std::uint32_t word = b[p * kBf16Cols + j];
-      b_even[j] = from_bf16(static_cast<std::uint16_t>(word));
-      b_odd[j] = from_bf16(static_cast<std::uint16_t>(word >> 16));
-    }
-    for (std::size_t r = 0; r < kBf16Rows; ++r) {
-      const std::uint32_t word = a[p * kBf16Rows + r];
-      const float a_even = from_bf16(static_cast<std::uint16_t>(word)), a_odd = from_bf16(static_cast<std::uint16_t>(word >> 16));
-      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
-      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_even * b_even[j];
-    }
-  }
-  if (out.transposed) return store_transposed(acc, out, rows, cols, overwrite);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t j = 0; j < cols; ++j) {
-      float& value = out.c[r * out.ldc + j];
-      value = overwrite ? acc[r][j] : value + acc[r][j];
-    }
+
+template <bool Native>
+void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
+            std::size_t cols, bool overwrite) {
+#if defined(CNN_HAVE_AVX512_BF16)
+  if constexpr (Native) return kernel_avx512(a, b, pairs, out, rows, cols, overwrite);
+#endif
+  kernel_emulated(a, b, pairs, out, rows, cols, overwrite);
 }
 
 constexpr std::size_t kBlockRows = 8 * kBf16Rows, kBlockCols = 16 * kBf16Cols;
