@@ -108,6 +108,7 @@ json time_update(CpuBackend& cpu, Trainer& trainer, int reps) {
 int main(int argc, char** argv) {
   CLI::App app{"cpu_profile: per-epoch kernel times and subnormal counts of a CPU training run"};
   std::string data_dir = "/usr/share/datasets/fashion-mnist", model = "small", optimizer = "adamw", json_out;
+  std::string precision = "fp32";
   int epochs = 3, batch = 64, threads = 2, count_every = 50, gemm_reps = 10;
   float lr = 0.001f;
   std::size_t limit = 0;
@@ -119,6 +120,8 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", epochs);
   app.add_option("--batch", batch);
   app.add_option("--threads", threads);
+  app.add_option("--precision", precision, "fp32, or bf16 (convolutions' and dense layers' products)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--optimizer", optimizer)->check(CLI::IsMember({"sgd", "adamw"}));
   app.add_option("--lr", lr);
   app.add_option("--seed", seed);
@@ -134,8 +137,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   json report = {{"benchmark", "cpu_profile"}, {"model", model}, {"optimizer", optimizer}, {"batch", batch},
-                 {"threads", threads}, {"lr", lr}, {"seed", seed}, {"instruction_set", CpuBackend::instruction_set()}};
-  CpuBackend cpu(threads);
+                 {"threads", threads}, {"lr", lr}, {"seed", seed}, {"instruction_set", CpuBackend::instruction_set()},
+                 {"precision", precision}};
+  CpuBackend cpu(threads, parse_precision(precision));
   std::cout << cpu.description() << "\n";
   report["backend"] = cpu.description();
 

@@ -266,6 +266,14 @@ void kernel_avx512(const std::uint32_t* a, const std::uint32_t* b, std::size_t p
     }
     return store_transposed(tile, out, rows, cols, overwrite);
   }
+  if (cols == kBf16Cols) {  // a whole tile: plain loads and stores (masked ones are slower on some cores)
+    for (std::size_t r = 0; r < rows; ++r) {
+      float* row = out.c + r * out.ldc;
+      _mm512_storeu_ps(row, overwrite ? acc[r][0] : _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
+      _mm512_storeu_ps(row + 16, overwrite ? acc[r][1] : _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
+    }
+    return;
+  }
   for (std::size_t r = 0; r < rows; ++r) {
     float* row = out.c + r * out.ldc;
     if (overwrite) {
