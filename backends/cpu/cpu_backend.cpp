@@ -32,8 +32,8 @@ int checked_threads(int threads) {
 
 Precision checked_precision(Precision precision) {
   if (precision == Precision::fp16)
-    throw ConfigError("fp16 runs on a GPU only: CPUs have no fp16 arithmetic worth the rounding; on the CPU use "
-                      "--precision bf16 (or fp32)");
+    throw ConfigError("fp16 is not for the CPU: CPUs have no fp16 arithmetic worth its rounding (and the GPU's "
+                      "fp16 is not built yet); on the CPU use --precision bf16 (or fp32)");
   return precision == Precision::tf32 ? Precision::fp32 : precision;  // TF32 is a GPU's tensor cores' format
 }
 

@@ -161,7 +161,7 @@ TEST_CASE("bf16 training is reproducible, the same with or without the bf16 inst
 }
 
 TEST_CASE("precisions: fp16 on the CPU and unknown words are refused by name, and tf32 is fp32 there", "[bf16]") {
-  CHECK_THROWS_WITH(CpuBackend(1, Precision::fp16), Catch::Contains("fp16 runs on a GPU only") &&
+  CHECK_THROWS_WITH(CpuBackend(1, Precision::fp16), Catch::Contains("fp16 is not for the CPU") &&
                                                         Catch::Contains("--precision bf16"));
   CHECK_THROWS_WITH(parse_precision("fp8"), Catch::Contains("unknown precision 'fp8'") &&
                                                 Catch::Contains("fp32, tf32, bf16 or fp16"));
