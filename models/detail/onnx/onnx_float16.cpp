@@ -1,7 +1,6 @@
 #include "models/detail/onnx/onnx_float16.hpp"
 
 #include <cstring>
-#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
