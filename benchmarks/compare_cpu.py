@@ -19,6 +19,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from machine import cpu_flags, cpu_model, git  # noqa: E402
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
@@ -111,23 +113,11 @@ def sgemm_fraction(a, build, label):
 
 
 def git_commit():
-    try:
-        return subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
+    return git("rev-parse", "HEAD") or None
 
 
 def cpu_info():
-    model, flags = None, set()
-    with open("/proc/cpuinfo") as f:
-        for l in f:
-            if l.startswith("model name") and model is None:
-                model = l.split(":", 1)[1].strip()
-            elif l.startswith("flags") and not flags:
-                flags = set(l.split(":", 1)[1].split())
-    vector = [x for x in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl") if x in flags]
-    return model, vector
+    return cpu_model(), cpu_flags()
 
 
 def median_of(runs, key):

@@ -16,7 +16,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from compare_precision_cpu import commit, cpu_description  # noqa: E402
+from compare_precision_cpu import cpu_description  # noqa: E402
+from machine import commit  # noqa: E402
 
 
 def main():

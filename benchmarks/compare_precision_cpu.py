@@ -16,6 +16,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from machine import commit, cpu_flags, cpu_model  # noqa: E402
 
 INPUTS = {"small": "1x28x28", "small-bn": "1x28x28", "resnet18": "3x32x32"}
 
@@ -28,23 +30,8 @@ def steps_of(model, batch):
 
 
 def cpu_description():
-    name, flags = "unknown CPU", set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                name = value.strip()
-            elif key.strip() == "flags":
-                flags = set(value.split())
-    wanted = ["avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16", "avx512_vp2intersect"]
-    return name, [f for f in wanted if f in flags], os.cpu_count()
-
-
-def commit():
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":(exclude)benchmarks/results"], capture_output=True, text=True).stdout.strip()
-    return head + (" (with uncommitted changes)" if dirty else "")
+    return cpu_model(), cpu_flags(("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_bf16", "avx512_vp2intersect")), \
+        os.cpu_count()
 
 
 def throughput(binary, model, batch, precision):

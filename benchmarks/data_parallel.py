@@ -14,31 +14,17 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import cpu_flags, cpu_model  # noqa: E402
 
 
 def vector_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-        return [f for f in ("avx512f", "avx2", "fma") if f in flags]
-    except (OSError, StopIteration):
-        return []
+    return cpu_flags(("avx512f", "avx2", "fma"))
 
 
 def run(command, metrics, env):

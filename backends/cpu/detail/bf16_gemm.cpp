@@ -297,13 +297,12 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, T
 }
 
 constexpr std::size_t kBlockRows = 8 * kBf16Rows, kBlockCols = 16 * kBf16Cols;
-constexpr std::size_t kAligned = 16;  // words in 64 bytes
 
 std::size_t a_block_words(std::size_t m, std::size_t k) {
-  return round_up(round_up(std::min(m, kBlockRows), kBf16Rows) * pairs_of(std::min(k, kBf16Depth)), kAligned);
+  return aligned_floats(round_up(std::min(m, kBlockRows), kBf16Rows) * pairs_of(std::min(k, kBf16Depth)));
 }
 std::size_t b_block_words(std::size_t n, std::size_t k) {
-  return round_up(round_up(std::min(n, kBlockCols), kBf16Cols) * pairs_of(std::min(k, kBf16Depth)), kAligned);
+  return aligned_floats(round_up(std::min(n, kBlockCols), kBf16Cols) * pairs_of(std::min(k, kBf16Depth)));
 }
 
 // Where block (k0, panel of `line`) of a whole packed operand starts: each block of k before k0

@@ -119,10 +119,7 @@ void export_onnx(const std::filesystem::path& file, const Network& network, cons
   graph->mutable_input(0)->set_doc_string(
       "N x C x H x W float32: pixels scaled to [0, 1] (pixel_scale), then (x - mean) / std per channel "
       "(normalization_mean, normalization_std)");
-  write_onnx_metadata(proto, network, model, outputs.shape[0]);  // the classes or targets
-  auto* precision = proto.add_metadata_props();
-  precision->set_key("precision");
-  precision->set_value(options.fp16 ? "fp16" : "fp32");
+  write_onnx_metadata(proto, network, model, outputs.shape[0], options.fp16);  // the classes or targets
   if (options.fp16) convert_to_float16(proto);
   check(proto);
   write_file(proto, file);

@@ -55,7 +55,7 @@ std::vector<std::string> class_names(const ModelDescription& description, int cl
 }  // namespace
 
 void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const ModelDescription& description,
-                         int classes) {
+                         int classes, bool fp16) {
   const Shape& input = network.input_shape();
   const int channels = input[0];
   const auto mean = per_channel(description.preprocessing.normalization.mean, channels, 0.f, "mean");
@@ -73,6 +73,7 @@ void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const 
   set_property(model, "cnnengine_network", description.network.empty() ? network_text(network) : description.network);
   if (description.loss.task == Task::multilabel)
     set_property(model, "threshold", shortest_text(description.loss.threshold));
+  set_property(model, "precision", fp16 ? "fp16" : "fp32");
 }
 
 }  // namespace cnn
