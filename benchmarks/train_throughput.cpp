@@ -44,7 +44,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Settings {
   std::string device = "auto", model = "small", input = "1x28x28", precision = "fp32";
-  std::string optimizer = "adamw", budget, json_out, algo_cache;
+  std::string optimizer = "adamw", budget, json_out, algo_cache, recompute = "none";
   int classes = 10, batch = 256, micro_batch = 0, steps = 50, warmup = 10, most = 1 << 16;
   float lr = 1e-3f;
   bool cuda_graph = false, host_batch = false, deterministic = false, fast_start = false, largest = false;
@@ -132,6 +132,7 @@ TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
   t.micro_batch = micro_batch;
   t.memory.budget = s.budget.empty() ? 0 : memory::parse_bytes(s.budget);
   t.capture_graphs = s.cuda_graph;
+  t.recompute = parse_recompute_policy(s.recompute);
   t.optimizer.kind = parse_optimizer_kind(s.optimizer);
   t.optimizer.learning_rate = s.lr;
   t.schedule.kind = ScheduleKind::constant;
@@ -140,7 +141,7 @@ TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
 
 json base_record(const Settings& s, const Backend& backend) {
   return {{"engine", "cnnengine"}, {"model", s.model}, {"input", s.input}, {"precision", s.precision},
-          {"device", backend.description()}, {"deterministic", s.deterministic}};
+          {"device", backend.description()}, {"deterministic", s.deterministic}, {"recompute", s.recompute}};
 }
 
 void add_driver_bytes(json& record, const Backend& backend, std::optional<std::size_t> context) {
@@ -159,11 +160,16 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
   Trainer trainer(net, backend, stack, t);
   const StagedBatch staged(trainer, backend, data, !s.host_batch);
   const Batch batch = staged.batch();
+  // Where the libraries' own device memory (beyond what we reserve) appears: at start-up and
+  // planning (handles, the algorithm search), or with the kernels the first step loads.
+  backend.synchronize();
+  const std::optional<std::size_t> used_after_plan = driver_used_bytes(backend);
 
   auto start = Clock::now();
   trainer.submit_step(batch);
   trainer.drain();
   const double first_step = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::optional<std::size_t> used_after_first_step = driver_used_bytes(backend);
   for (int i = 1; i < s.warmup; ++i) trainer.submit_step(batch);
   trainer.drain();
 
@@ -191,6 +197,8 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
             {"reserved_bytes", trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes()},
             {"library_reserved_bytes", backend.library_reserved_bytes()}, {"determinism", backend.determinism_report()}});
   add_driver_bytes(r, backend, context);
+  if (used_after_plan) r["driver_bytes_after_plan"] = *used_after_plan;
+  if (used_after_first_step) r["driver_bytes_after_first_step"] = *used_after_first_step;
   return r;
 }
 
@@ -282,6 +290,8 @@ int main(int argc, char** argv) {
   app.add_option("--algo-cache", s.algo_cache, "CUDA: the measured-algorithm cache file (default: none)");
   app.add_option("--json-out", s.json_out, "append the JSON lines here too");
   app.add_flag("--cuda-graph", s.cuda_graph);
+  app.add_option("--recompute", s.recompute, "during backward, recompute instead of keeping (train_images' --recompute)")
+      ->check(CLI::IsMember({"none", "cheap", "auto"}));
   bool synthetic_asked = false;  // the default: said for clarity
   CLI::Option* synthetic =
       app.add_flag("--synthetic", synthetic_asked,

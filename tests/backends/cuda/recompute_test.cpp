@@ -4,6 +4,7 @@
 // step recomputing allocates nothing.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -92,4 +93,69 @@ TEST_CASE("a GPU step recomputing allocates nothing", "[cuda][recompute]") {
   for (int s = 1; s < 4; ++s) trainer.train_step(data.batch(s * 16, 16));
   gpu.synchronize();
   CHECK(stats.statistics().allocations == before.allocations);
+}
+
+namespace {
+
+// Each node's parameter gradients after one step, downloaded.
+std::vector<std::vector<float>> gradients_by_node(Trainer& trainer, Backend& gpu, const Network& net) {
+  std::vector<std::vector<float>> out(static_cast<std::size_t>(net.size()));
+  gpu.synchronize();
+  for (int id = 1; id < net.size(); ++id)
+    for (const Tensor& g : trainer.parameters().grads(id)) {
+      std::vector<float> host(g.elements());
+      gpu.copy_to_host(g.data, host.data(), g.bytes());
+      out[static_cast<std::size_t>(id)].insert(out[static_cast<std::size_t>(id)].end(), host.begin(), host.end());
+    }
+  gpu.synchronize();
+  return out;
+}
+
+}  // namespace
+
+// Not a check: where a recomputing GPU run first parts from keeping. Prints, for one step, each
+// layer whose parameter gradients differ by more than 1e-5 (backward order: the first printed is
+// where it starts), then the parameters' distance after 1, 5 and 20 steps.
+TEST_CASE("where recomputing parts from keeping on the GPU", "[.][cuda][recompute-diagnose]") {
+  struct Variant {
+    const char* name;
+    Shape image;
+    bool dropout;
+  };
+  for (const Variant v : {Variant{"resnet18+dropout 8x8", kImage, true}, Variant{"resnet18 8x8", kImage, false},
+                          Variant{"resnet18+dropout 16x16", Shape{1, 16, 16}, true}}) {
+    for (const RecomputePolicy policy : {RecomputePolicy::cheap, RecomputePolicy::automatic}) {
+      Backend& gpu = cuda_test::gpu_deterministic();
+      auto build = [&] { return v.dropout ? testing::resnet18_with_dropout(v.image, 4) : make_preset("resnet18", v.image, 4); };
+      Network kept_net = build(), recomputing_net = build();
+      TrainerOptions recomputing = options(policy, 0, false);
+      if (policy == RecomputePolicy::automatic) {
+        const BatchPlanner planner(recomputing_net, gpu,
+                                   planning_options(options(policy, 1, false), recomputing_net, gpu));
+        recomputing.memory.budget = planner.breakdown(8).total();
+      }
+      Trainer kept(kept_net, gpu, gpu.device_memory(), options(RecomputePolicy::none, 0, false));
+      Trainer recomputed(recomputing_net, gpu, gpu.device_memory(), recomputing);
+      std::printf("== %s, %s: %d layers recomputed\n", v.name, policy == RecomputePolicy::cheap ? "cheap" : "auto",
+                  recomputed.memory().recomputed_layers);
+      const SyntheticData data(16 * 20, v.image, 4, 13);
+      for (int s = 0; s < 20; ++s) {
+        kept.train_step(data.batch(16 * s, 16));
+        recomputed.train_step(data.batch(16 * s, 16));
+        if (s == 0) {
+          const auto a = gradients_by_node(kept, gpu, kept_net), b = gradients_by_node(recomputed, gpu, recomputing_net);
+          for (int id = kept_net.size() - 1; id >= 1; --id) {
+            const auto& k = a[static_cast<std::size_t>(id)];
+            if (k.empty()) continue;
+            const double e = relative_error(b[static_cast<std::size_t>(id)], k);
+            if (e > 1e-5) std::printf("  step 1: node %d (%s) gradients %.3g apart\n", id,
+                                      kept_net.node(id).layer->type_name().c_str(), e);
+          }
+        }
+        if (s == 0 || s == 4 || s == 19)
+          std::printf("  after step %d: parameters %.3g apart\n", s + 1,
+                      relative_error(recomputed.parameters().download(), kept.parameters().download()));
+      }
+    }
+  }
 }
