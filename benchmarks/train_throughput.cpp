@@ -312,8 +312,11 @@ int main(int argc, char** argv) {
     request.fast_start = s.fast_start;
     request.algorithm_cache = s.algo_cache;
     DeviceChoice device = select_device(request);
-    write_record(s, s.largest ? largest_batch(s, *device.backend, sample, context)
-                              : throughput(s, *device.backend, sample, context));
+    const std::optional<std::size_t> used_after_backend = driver_used_bytes(*device.backend);
+    json record = s.largest ? largest_batch(s, *device.backend, sample, context)
+                            : throughput(s, *device.backend, sample, context);
+    if (used_after_backend) record["driver_bytes_after_backend"] = *used_after_backend;
+    write_record(s, record);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "train_throughput: " << e.what() << "\n";

@@ -7,6 +7,7 @@
 #     (--recompute auto), and for small: the plan's figure, run, and one more refused.
 #   - the driver's count of our process after planning, after the first step and at the end,
 #     beside what we reserve: where the libraries' own memory appears.
+# GPU_CHECKS_QUICK=1: one round of the timings, no recomputing search (to check a fix).
 # JSON lines to $OUT/checks.jsonl, the programs' output to $OUT/checks.log, a table last.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -26,7 +27,8 @@ ours() {  # seconds args...
     --json-out "$JSON" "$@" >>"$LOG" 2>&1 || echo "exit $? (${seconds}s cap): $*" | tee -a "$LOG"
 }
 
-for round in 1 2; do
+QUICK=${GPU_CHECKS_QUICK:-0}
+for round in $( ((QUICK)) && echo 1 || echo 1 2); do
   for model in "resnet18 3x32x32" "small 1x28x28"; do
     set -- $model
     for precision in tf32 fp32; do
@@ -36,8 +38,8 @@ for round in 1 2; do
   done
 done
 ours 150 --model resnet18 --input 3x32x32 --largest-batch --memory-budget "$BUDGET" --most 16384 --fast-start
-ours 150 --model resnet18 --input 3x32x32 --largest-batch --memory-budget "$BUDGET" --most 16384 --fast-start \
-  --recompute auto
+((QUICK)) || ours 150 --model resnet18 --input 3x32x32 --largest-batch --memory-budget "$BUDGET" --most 16384 \
+  --fast-start --recompute auto
 ours 60 --model small --input 1x28x28 --largest-batch --memory-budget "$BUDGET" --most 262144 --fast-start
 
 python3 - "$JSON" <<'EOF'
@@ -47,9 +49,10 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if r.get("kind") == "throughput":
         print(f'{r["model"]:9} {r["precision"]} {r["mode"]:5} {r["images_per_second"]:10.0f} img/s '
-              f'reserved {r["reserved_bytes"] / MiB:7.1f} MiB, driver beyond context: after plan '
+              f'reserved {r["reserved_bytes"] / MiB:7.1f} MiB (libraries {r["library_reserved_bytes"] / MiB:5.1f}), driver beyond context: backend '
+              f'{(r.get("driver_bytes_after_backend", 0) - r.get("driver_bare_context_bytes", 0)) / MiB:6.1f}, plan '
               f'{(r.get("driver_bytes_after_plan", 0) - r.get("driver_bare_context_bytes", 0)) / MiB:7.1f}, '
-              f'after step 1 {(r.get("driver_bytes_after_first_step", 0) - r.get("driver_bare_context_bytes", 0)) / MiB:7.1f}, '
+              f'step 1 {(r.get("driver_bytes_after_first_step", 0) - r.get("driver_bare_context_bytes", 0)) / MiB:7.1f}, '
               f'end {r.get("driver_bytes_beyond_context", 0) / MiB:7.1f} MiB')
     elif r.get("kind") == "largest_batch":
         print(f'largest {r["model"]} recompute={r.get("recompute")}: {r.get("largest_batch")} '

@@ -48,7 +48,12 @@ class CudaBackend final : public Backend {
   Precision precision() const override { return options_.tf32 ? Precision::tf32 : Precision::fp32; }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
-  std::size_t library_reserved_bytes() const override { return cublas_workspace_bytes_ + loss_scratch_bytes(); }
+  std::size_t library_reserved_bytes() const override {
+    return cublas_workspace_bytes_ + loss_scratch_bytes() + library_resident_bytes_;
+  }
+  // What the driver counted as the libraries set themselves up, outside our allocator (Note
+  // [The libraries' own device memory]).
+  std::size_t library_resident_bytes() const { return library_resident_bytes_; }
   std::size_t available_memory() const override;
   std::size_t largest_tensor_elements() const override { return INT32_MAX; }
   // An H100's order of magnitude: fp32 convolutions at about half of its peak, its memory
@@ -230,6 +235,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;
   std::size_t cublas_workspace_bytes_ = 0;
+  std::size_t library_resident_bytes_ = 0;
   LabelError* label_error_ = nullptr;         // host view
   LabelError* label_error_device_ = nullptr;  // the same memory, as kernels see it
   void* loss_scratch_ = nullptr;              // loss_scratch_bytes() of device memory

@@ -103,6 +103,7 @@ std::vector<std::vector<float>> gradients_by_node(Trainer& trainer, Backend& gpu
   gpu.synchronize();
   for (int id = 1; id < net.size(); ++id)
     for (const Tensor& g : trainer.parameters().grads(id)) {
+      if (!g.data || g.elements() == 0) continue;  // running statistics have no gradient
       std::vector<float> host(g.elements());
       gpu.copy_to_host(g.data, host.data(), g.bytes());
       out[static_cast<std::size_t>(id)].insert(out[static_cast<std::size_t>(id)].end(), host.begin(), host.end());
