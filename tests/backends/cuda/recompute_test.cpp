@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/train/planning_options.hpp"
@@ -38,11 +39,10 @@ TrainerOptions options(RecomputePolicy policy, std::size_t budget, bool graphs) 
   return o;
 }
 
-// The fewest bytes the planner reaches recomputing, at micro-batch 8, on the backend train() uses
+// The fewest bytes the planner reaches recomputing, at micro-batch 8, on the backend that trains
 // (another's algorithms need other workspaces).
-std::size_t smallest_with_recomputation(const std::string& name) {
+std::size_t smallest_with_recomputation(const std::string& name, Backend& gpu) {
   Network net = make_model(name);
-  Backend& gpu = cuda_test::gpu_deterministic();
   const BatchPlanner planner(net, gpu, planning_options(options(RecomputePolicy::automatic, 1, false), net, gpu));
   return planner.breakdown(8).total();
 }
@@ -70,7 +70,8 @@ TEST_CASE("on the GPU recomputing trains as keeping, within 1e-5", "[cuda][recom
       INFO(name << (graphs ? ", as CUDA graphs" : ""));
       const Trained kept = train(name, options(RecomputePolicy::none, 0, graphs));
       const Trained cheap = train(name, options(RecomputePolicy::cheap, 0, graphs));
-      const Trained most = train(name, options(RecomputePolicy::automatic, smallest_with_recomputation(name), graphs));
+      const std::size_t smallest = smallest_with_recomputation(name, cuda_test::gpu_deterministic());
+      const Trained most = train(name, options(RecomputePolicy::automatic, smallest, graphs));
       CHECK(cheap.recomputed_layers > 0);
       CHECK(most.recomputed_layers > cheap.recomputed_layers);
       CHECK(relative_error(cheap.parameters, kept.parameters) < 1e-5);
@@ -84,7 +85,7 @@ TEST_CASE("a GPU step recomputing allocates nothing", "[cuda][recompute]") {
   Backend& gpu = cuda_test::gpu();
   memory::StatisticsAdaptor stats(gpu.device_memory());
   Network net = make_model("resnet");
-  Trainer trainer(net, gpu, stats, options(RecomputePolicy::automatic, smallest_with_recomputation("resnet"), false));
+  Trainer trainer(net, gpu, stats, options(RecomputePolicy::automatic, smallest_with_recomputation("resnet", gpu), false));
   REQUIRE(trainer.memory().recomputed_layers > 0);
   SyntheticData data(16 * 4, kImage, 4, 3);
   trainer.train_step(data.batch(0, 16));
@@ -114,48 +115,47 @@ std::vector<std::vector<float>> gradients_by_node(Trainer& trainer, Backend& gpu
 
 }  // namespace
 
-// Not a check: where a recomputing GPU run first parts from keeping. Prints, for one step, each
-// layer whose parameter gradients differ by more than 1e-5 (backward order: the first printed is
-// where it starts), then the parameters' distance after 1, 5 and 20 steps.
+// Not a check: where a recomputing GPU run first parts from keeping. For resnet18 at 8x8, steps
+// 1 to 8: how far the parameters and the loss are from keeping, for a second keeping run (the
+// control) and for recomputing; at the first step where recomputing differs, each layer whose
+// parameter gradients differ (backward order: the first printed is where it starts).
 TEST_CASE("where recomputing parts from keeping on the GPU", "[.][cuda][recompute-diagnose]") {
-  struct Variant {
-    const char* name;
-    Shape image;
-    bool dropout;
-  };
-  for (const Variant v : {Variant{"resnet18+dropout 8x8", kImage, true}, Variant{"resnet18 8x8", kImage, false},
-                          Variant{"resnet18+dropout 16x16", Shape{1, 16, 16}, true}}) {
-    for (const RecomputePolicy policy : {RecomputePolicy::cheap, RecomputePolicy::automatic}) {
-      Backend& gpu = cuda_test::gpu_deterministic();
-      auto build = [&] { return v.dropout ? testing::resnet18_with_dropout(v.image, 4) : make_preset("resnet18", v.image, 4); };
-      Network kept_net = build(), recomputing_net = build();
-      TrainerOptions recomputing = options(policy, 0, false);
-      if (policy == RecomputePolicy::automatic) {
-        const BatchPlanner planner(recomputing_net, gpu,
-                                   planning_options(options(policy, 1, false), recomputing_net, gpu));
-        recomputing.memory.budget = planner.breakdown(8).total();
-      }
-      Trainer kept(kept_net, gpu, gpu.device_memory(), options(RecomputePolicy::none, 0, false));
-      Trainer recomputed(recomputing_net, gpu, gpu.device_memory(), recomputing);
-      std::printf("== %s, %s: %d layers recomputed\n", v.name, policy == RecomputePolicy::cheap ? "cheap" : "auto",
-                  recomputed.memory().recomputed_layers);
-      const SyntheticData data(16 * 20, v.image, 4, 13);
-      for (int s = 0; s < 20; ++s) {
-        kept.train_step(data.batch(16 * s, 16));
-        recomputed.train_step(data.batch(16 * s, 16));
-        if (s == 0) {
-          const auto a = gradients_by_node(kept, gpu, kept_net), b = gradients_by_node(recomputed, gpu, recomputing_net);
-          for (int id = kept_net.size() - 1; id >= 1; --id) {
-            const auto& k = a[static_cast<std::size_t>(id)];
-            if (k.empty()) continue;
-            const double e = relative_error(b[static_cast<std::size_t>(id)], k);
-            if (e > 1e-5) std::printf("  step 1: node %d (%s) gradients %.3g apart\n", id,
-                                      kept_net.node(id).layer->type_name().c_str(), e);
+  for (const RecomputePolicy policy : {RecomputePolicy::cheap, RecomputePolicy::automatic}) {
+    Backend& gpu = cuda_test::gpu_deterministic();
+    auto build = [&] { return make_preset("resnet18", kImage, 4); };
+    Network kept_net = build(), control_net = build(), recomputing_net = build();
+    TrainerOptions recomputing = options(policy, 0, false);
+    if (policy == RecomputePolicy::automatic) {
+      const BatchPlanner planner(recomputing_net, gpu, planning_options(options(policy, 1, false), recomputing_net, gpu));
+      recomputing.memory.budget = planner.breakdown(8).total();
+    }
+    Trainer kept(kept_net, gpu, gpu.device_memory(), options(RecomputePolicy::none, 0, false));
+    Trainer control(control_net, gpu, gpu.device_memory(), options(RecomputePolicy::none, 0, false));
+    Trainer recomputed(recomputing_net, gpu, gpu.device_memory(), recomputing);
+    std::printf("== resnet18 8x8, %s: %d layers recomputed\n", policy == RecomputePolicy::cheap ? "cheap" : "auto",
+                recomputed.memory().recomputed_layers);
+    const SyntheticData data(16 * 8, kImage, 4, 13);
+    bool printed = false;
+    for (int s = 0; s < 8; ++s) {
+      const double a = kept.train_step(data.batch(16 * s, 16)).loss;
+      const double b = control.train_step(data.batch(16 * s, 16)).loss;
+      const double c = recomputed.train_step(data.batch(16 * s, 16)).loss;
+      const auto k = kept.parameters().download();
+      const double recomputing_apart = relative_error(recomputed.parameters().download(), k);
+      std::printf("  step %d: loss %.9g, control %+.3g, recomputing %+.3g; parameters: control %.3g, recomputing %.3g\n",
+                  s + 1, a, b - a, c - a, relative_error(control.parameters().download(), k), recomputing_apart);
+      if (recomputing_apart > 0 && !std::exchange(printed, true)) {
+        const auto ga = gradients_by_node(kept, gpu, kept_net), gb = gradients_by_node(recomputed, gpu, recomputing_net);
+        int lines = 0;
+        for (int id = kept_net.size() - 1; id >= 1 && lines < 24; --id) {
+          const auto& g = ga[static_cast<std::size_t>(id)];
+          if (g.empty()) continue;
+          const double e = relative_error(gb[static_cast<std::size_t>(id)], g);
+          if (e > 0) {
+            std::printf("    node %d (%s): gradients %.3g apart\n", id, kept_net.node(id).layer->type_name().c_str(), e);
+            ++lines;
           }
         }
-        if (s == 0 || s == 4 || s == 19)
-          std::printf("  after step %d: parameters %.3g apart\n", s + 1,
-                      relative_error(recomputed.parameters().download(), kept.parameters().download()));
       }
     }
   }
