@@ -83,8 +83,10 @@ void add_options(CLI::App& app, Options& o) {
                                                    (default_algorithm_cache().empty() ? std::string("none")
                                                                                       : default_algorithm_cache()) +
                                                    "; none: measure every run)");
-  app.add_flag("--cuda-graph", o.cuda_graph, "CUDA: record each micro-batch's kernels once as a CUDA graph and "
-                                             "replay it (one launch a micro-batch)");
+  auto* graph = app.add_flag("--cuda-graph", o.cuda_graph,
+                             "CUDA: record each micro-batch's kernels once as a CUDA graph and replay it (one "
+                             "launch a micro-batch); the default wherever it can run");
+  app.add_flag("--no-cuda-graph", o.no_cuda_graph, "CUDA: launch every kernel of every step")->excludes(graph);
   app.add_option("--memory-budget", o.budget, "hard cap on what the engine reserves, e.g. 512MiB")
       ->check(positive_size());
   app.add_option("--metrics-out", o.metrics_out, "JSON lines: one per step, per epoch, and a summary");

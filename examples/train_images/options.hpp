@@ -50,7 +50,8 @@ struct Options {
   bool fast_start = false;
   bool deterministic = false;
   std::string algo_cache;  // empty: default_algorithm_cache(); "none": no file
-  bool cuda_graph = false;
+  bool cuda_graph = false;     // asked for: refused where it cannot run
+  bool no_cuda_graph = false;  // otherwise graphs are on wherever they can run
   std::string budget;
   std::string metrics_out;
   std::string save;

@@ -52,13 +52,15 @@ std::vector<double> losses(Backend& backend, const std::string& model, TrainerOp
 }
 
 // The GPU's losses against the CPU's from the same seed: the first step alike, the run close,
-// and learning.
+// and learning. "Close" is 3% of each step's loss: the measured algorithms, chosen afresh each
+// run, round differently, and the difference grows as the loss falls. On an H100, resnet's worst
+// step was under 2% in two runs and 2.3% in a third (losses 0.02624 and 0.02618 by step 100).
 void check_close_losses(const std::vector<double>& cpu, const std::vector<double>& gpu) {
   double worst = 0;
   for (std::size_t i = 0; i < cpu.size(); ++i) worst = std::max(worst, std::abs(cpu[i] - gpu[i]) / std::max(1e-3, cpu[i]));
   INFO("largest relative loss difference " << worst << ", final " << cpu.back() << " / " << gpu.back());
   CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < 1e-4);
-  CHECK(worst < 2e-2);
+  CHECK(worst < 3e-2);
   CHECK(gpu.back() < gpu.front());
 }
 
