@@ -11,7 +11,7 @@
 // the parameters were 1e-8 apart after 2 steps, 5e-4 after 5 and 0.5 to 1 after 20. With dropout,
 // `auto` was 1.9e-4 apart after 2 steps. On the CPU, nudging every recomputed value by one ulp
 // moves resnet18's parameters by 1e-8 to 4e-4 after one step and up to 9e-3 after two. So
-// resnet18 is compared after its first step (two micro-batches, the second recorded as a graph),
+// resnet18 is compared after its first step (two micro-batches; with graphs the second replays one),
 // where a recomputation that read a wrong buffer or drew another mask would still be far off;
 // the others after 20.
 #include <catch2/catch.hpp>
@@ -106,4 +106,3 @@ TEST_CASE("a GPU step recomputing allocates nothing", "[cuda][recompute]") {
   gpu.synchronize();
   CHECK(stats.statistics().allocations == before.allocations);
 }
-
