@@ -6,8 +6,7 @@
 #   - the largest batch in GPU_SESSION_BUDGET (2GiB) for resnet18, keeping and recomputing
 #     (--recompute auto), and for small: the plan's figure, run, and one more refused.
 #   - the driver's count of our process after the backend is made, after planning, after the
-#     first step and at the end,
-#     beside what we reserve: where the libraries' own memory appears.
+#     first step and at the end, beside what we reserve: where the libraries' own memory appears.
 # GPU_CHECKS_QUICK=1: one round of the timings, no recomputing search (to check a fix).
 # JSON lines to $OUT/checks.jsonl, the programs' output to $OUT/checks.log, a table last.
 set -uo pipefail
