@@ -47,23 +47,13 @@ std::string cublas_version_string() {
   return version_string(major, minor, patch);
 }
 
-// What the driver says the device holds, every process's; 0 when it does not say.
-std::size_t device_used_bytes() {
-  std::size_t free = 0, total = 0;
-  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return total - free;
-}
-
 }  // namespace
 
 // Note [The libraries' own device memory]
 // cuDNN and cuBLAS take device memory for themselves, outside the allocator the plan draws from:
 // their handles' state and the kernels they load. The budget holds at the driver's count only if
-// the plan counts it, so the constructor asks the driver how much the device holds before and
-// after creating the handles (70 MiB on an H100 with cuDNN 9.14 and cuBLAS 13.1), and
+// the plan counts it, so the constructor asks the driver how much of the device is free before
+// and after creating the handles (70 MiB on an H100 with cuDNN 9.14 and cuBLAS 13.1), and
 // library_reserved_bytes() sets that difference aside with the cuBLAS workspace. It is a
 // measurement of the whole device: another process allocating at that moment would be counted
 // too, which errs on the side of the budget. The kernels a run loads later, as it first calls
@@ -97,7 +87,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
                         std::to_string(compute_major_ * 10 + compute_minor_));
     }
 
-    const std::size_t used_before_libraries = device_used_bytes();
+    const std::size_t free_before_libraries = available_memory();
     CNN_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
     CNN_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
 
@@ -108,9 +98,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     CNN_CHECK(cublasSetStream(cublas_, compute_));
     CNN_CHECK(cublasSetMathMode(cublas_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     CNN_CHECK(cudaDeviceSynchronize());
-    const std::size_t used_after_libraries = device_used_bytes();
-    if (used_after_libraries > used_before_libraries)
-      library_resident_bytes_ = used_after_libraries - used_before_libraries;
+    const std::size_t free_after_libraries = available_memory();
+    if (free_before_libraries > free_after_libraries)
+      library_resident_bytes_ = free_before_libraries - free_after_libraries;
     // cuBLAS's recommended workspace: 32 MiB on Hopper and later, 4 MiB before. Reserved once so
     // that cuBLAS never allocates inside a step and the budget sees it.
     cublas_workspace_bytes_ = (compute_major_ >= 9 ? std::size_t{32} : std::size_t{4}) << 20;

@@ -185,6 +185,14 @@ std::string algorithm_cache_of(const Options& o) {
   return o.algo_cache.empty() ? default_algorithm_cache() : o.algo_cache;
 }
 
+std::string settings_blocking_cuda_graphs(const Options& o) {
+  if (o.sync_batchnorm)
+    return "--sync-batchnorm sums over the ranks inside forward and backward, which a recorded graph cannot";
+  if (memory::parse_strategy(o.allocator) != memory::Strategy::planned)
+    return "--cuda-graph needs --allocator planned: other strategies move buffers between steps";
+  return {};
+}
+
 void record_given(const CLI::App& app, Options& o) {
   for (const CLI::Option* option : app.get_options())
     if (option->count() > 0) o.given.insert(option->get_name());
@@ -221,13 +229,10 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize (measured) or --mean and --std, not both");
   if (o.mean.empty() != o.std.empty())
     throw CLI::ValidationError("--mean, --std", "give --mean and --std together");
-  if (o.cuda_graph && o.sync_batchnorm)
-    throw CLI::ValidationError("--cuda-graph, --sync-batchnorm",
-                               "--sync-batchnorm sums over the ranks inside forward and backward, which a recorded "
-                               "graph cannot: give one of them");
-  if (o.cuda_graph && memory::parse_strategy(o.allocator) != memory::Strategy::planned)
-    throw CLI::ValidationError("--cuda-graph, --allocator",
-                               "--cuda-graph needs --allocator planned: other strategies move buffers between steps");
+  if (o.cuda_graph) {
+    if (const std::string why = settings_blocking_cuda_graphs(o); !why.empty())
+      throw CLI::ValidationError(why);
+  }
 }
 
 }  // namespace cnn::app

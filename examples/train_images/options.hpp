@@ -107,6 +107,10 @@ inline constexpr int kMaxThreads = 256;
 // The file --algo-cache names: its default where not given, empty for "none".
 std::string algorithm_cache_of(const Options& o);
 
+// Which of these settings keeps a step from being recorded as a CUDA graph (it moves buffers or
+// talks to other ranks inside the step), and why; empty where none does.
+std::string settings_blocking_cuda_graphs(const Options& o);
+
 // Registers every option of `o` on `app`.
 void add_options(CLI::App& app, Options& o);
 // After parsing: the names of the options the command line gave, into o.given.

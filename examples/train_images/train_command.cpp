@@ -482,13 +482,10 @@ int train(Options o, Ranks& ranks) {
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   if (!o.no_cuda_graph) {
-    // On by default where graphs can run (faster on an H100 in every case measured: README); the
-    // settings that move buffers or talk to other ranks inside a step turn them off unless asked
-    // for, which options.cpp refuses.
+    // On by default where graphs can run (faster on an H100 in every case measured: README);
+    // where the settings keep them off and they were asked for, check_combinations refused.
     std::string why_not = backend.capture_support();
-    if (why_not.empty() && memory::parse_strategy(o.allocator) != memory::Strategy::planned)
-      why_not = "--allocator " + o.allocator + " moves buffers between steps";
-    if (why_not.empty() && o.sync_batchnorm) why_not = "--sync-batchnorm sums over the ranks inside a step";
+    if (why_not.empty()) why_not = settings_blocking_cuda_graphs(o);
     fit.trainer.capture_graphs = why_not.empty();
     if (o.cuda_graph || backend.kind() == DeviceKind::cuda)
       std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
