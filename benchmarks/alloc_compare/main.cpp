@@ -15,6 +15,7 @@
 #include "checks.hpp"
 #include "comparison.hpp"
 #include "memory/host_resource.hpp"
+#include "engine/plan/memory_report.hpp"
 #include "memory/memory_resource.hpp"
 #include "models/network_text.hpp"
 #include "plot.hpp"
@@ -71,6 +72,17 @@ std::unique_ptr<mem::MemoryResource> device_upstream(std::optional<cnn::DeviceKi
 #endif
 }
 
+// A budget that cannot hold one sample leaves nothing to compare: every strategy would be
+// refused before step 1. On a GPU the libraries' own memory alone can be more than a small budget.
+void refuse_budget_without_one_sample(Workbench& bench, std::size_t budget) {
+  const cnn::MemoryBreakdown one = bench.breakdown(1, budget);
+  if (one.fits()) return;
+  throw cnn::ConfigError("--budget " + mem::format_bytes(budget) + " cannot hold this network at batch 1 (it needs " +
+                         mem::format_bytes(one.total()) + ", of which the backend's libraries hold " +
+                         mem::format_bytes(one.library) + "): give a larger --budget\n" +
+                         cnn::format_memory_table(one));
+}
+
 int run(const Options& o, const std::string& command) {
   const cnn::Shape shape = parse_shape(o.input);
   const std::size_t budget = o.budget.empty() ? 0 : mem::parse_bytes(o.budget);
@@ -86,6 +98,7 @@ int run(const Options& o, const std::string& command) {
   config.arena_factor = o.arena_factor;
   config.warmup = o.warmup;
   Workbench bench([&] { return cnn::make_network(o.preset, shape, o.classes); }, *device.backend, base, config);
+  if (budget) refuse_budget_without_one_sample(bench, budget);
 
   const Comparison comparison = run_comparison(bench, o, budget);
   const std::vector<Check> checks = evaluate(comparison);
