@@ -1,13 +1,14 @@
 // churn and extended: the allocation sequence of training steps at varying batch, no compute.
 // Dynamic strategies allocate each step buffer at its first use and free it after its last
 // (DynamicStepMemory, as in real training); planned runs every batch in the arena planned once
-// at B, as the Trainer does.
+// at B, as the Trainer does. Both hold the Trainer's input staging (on CUDA) beside it.
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 
+#include "engine/core/detail/input_stager.hpp"
 #include "engine/train/detail/step_memory.hpp"
 #include "workloads.hpp"
 
@@ -45,10 +46,13 @@ RunResult run_churn(Workbench& bench, cnn::memory::Strategy strategy, const Chur
 
   std::optional<Rig> rig;
   HeldBlocks held;
+  std::optional<cnn::InputStager> input;  // the Trainer's input slot and its pinned twin
   std::unique_ptr<cnn::PlannedStepMemory> planned;
   std::map<int, std::unique_ptr<cnn::DynamicStepMemory>> dynamic;  // by batch, reused
   try {
-    rig.emplace(bench.base(), rig_config(bench, strategy, spec.budget, sizes.persistent.total(), sizes.arena_bytes));
+    const std::size_t persistent = sizes.persistent.total() + sizes.input_staging;
+    rig.emplace(bench.base(), bench.backend().staging_memory(),
+                rig_config(bench, strategy, spec.budget, persistent, sizes.arena_bytes));
     for (std::size_t c = 0; c < mem::kCategoryCount; ++c) {
       const auto category = static_cast<mem::Category>(c);
       if (sizes.persistent[category]) held.add(rig->upstream(), sizes.persistent[category], category);
@@ -56,6 +60,8 @@ RunResult run_churn(Workbench& bench, cnn::memory::Strategy strategy, const Chur
     if (rig->planned())
       planned = std::make_unique<cnn::PlannedStepMemory>(
           full_plan, held.add(rig->upstream(), sizes.arena_bytes, mem::Category::activations));
+    const cnn::Network& network = bench.network();
+    input.emplace(bench.backend(), rig->stack(), network.input_shape().elements(), network.target_bytes(), spec.batch);
   } catch (const mem::OutOfMemory& e) {
     r.setup_failed = true;
     r.failure = e.what();

@@ -10,8 +10,8 @@ namespace alloc_compare {
 
 namespace mem = cnn::memory;
 
-Rig::Rig(mem::MemoryResource& base, const RigConfig& config)
-    : stack_(base, mem::MemoryOptions{config.budget, config.strategy, {}, config.arena_factor}) {
+Rig::Rig(mem::MemoryResource& base, mem::MemoryResource& staging, const RigConfig& config)
+    : stack_(base, staging, mem::MemoryOptions{config.budget, config.strategy, {}, config.arena_factor}) {
   stack_.settle_account(config.library, 0);
   stack_.build_step_buffers(config.persistent, config.planned_arena);
   if (!stack_.step_buffers()) return;  // planned

@@ -3,7 +3,8 @@
 // builds), with the comparison's own probes over the step buffers:
 //
 //   step buffers -> PeakProbe -> TimingAdaptor -> strategy -+
-//   persistent blocks, the planned arena --------------------+-> [budget] -> statistics -> base
+//   persistent blocks, the planned arena, the input slot ----+-> [budget] -> statistics -> base
+//   the input's pinned twin ---------------------------------> [budget] -> staging statistics -> staging
 //
 // The statistics sit on the base upstream (host or CUDA device), so their allocations are the
 // upstream calls and their bytes are what the run reserves. The budget, when there is one,
@@ -23,15 +24,17 @@ struct RigConfig {
   cnn::memory::Strategy strategy = cnn::memory::Strategy::planned;
   std::size_t budget = 0;           // 0: none
   std::size_t library = 0;          // counted in the budget, held outside the stack (cuBLAS's workspace)
-  std::size_t persistent = 0;       // blocks held for the whole run: the arena gets what the budget leaves
+  std::size_t persistent = 0;       // blocks held for the whole run (the input's staging too): the
+                                    // arena gets what the budget leaves
   std::size_t planned_arena = 0;    // without a budget the arena reserves arena_factor x this
   double arena_factor = 2.0;
 };
 
 class Rig {
  public:
-  // Throws OutOfMemory when the arena's reservation does not fit the budget.
-  Rig(cnn::memory::MemoryResource& base, const RigConfig& config);
+  // `staging`: the backend's staging memory, where a Trainer on the stack stages its input
+  // (pinned on CUDA). Throws OutOfMemory when the arena's reservation does not fit the budget.
+  Rig(cnn::memory::MemoryResource& base, cnn::memory::MemoryResource& staging, const RigConfig& config);
   Rig(const Rig&) = delete;
   Rig& operator=(const Rig&) = delete;
 

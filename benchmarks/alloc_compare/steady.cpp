@@ -40,7 +40,9 @@ RunResult run_steady(Workbench& bench, cnn::memory::Strategy strategy, const Ste
   std::optional<Rig> rig;
   std::unique_ptr<cnn::Trainer> trainer;
   try {
-    rig.emplace(bench.base(), rig_config(bench, strategy, spec.budget, sizes.persistent.total(), sizes.arena_bytes));
+    const std::size_t persistent = sizes.persistent.total() + sizes.input_staging;
+    rig.emplace(bench.base(), bench.backend().staging_memory(),
+                rig_config(bench, strategy, spec.budget, persistent, sizes.arena_bytes));
     cnn::TrainerOptions options;
     options.batch = options.micro_batch = spec.batch;
     options.seed = bench.config().seed;
