@@ -99,7 +99,7 @@ class Adaptor;  // memory/adaptor.hpp, in the tree
 class MemoryStack {
  public:
   // Throws ConfigError when the trace file cannot be created. Without a staging upstream there
-  // is no staging() (a stack for step buffers alone, as the allocation comparison's).
+  // is no staging() (a stack for step buffers alone).
   MemoryStack(MemoryResource& upstream, MemoryOptions options);
   MemoryStack(MemoryResource& upstream, MemoryResource& staging_upstream, MemoryOptions options);
   MemoryStack(const MemoryStack&) = delete;
