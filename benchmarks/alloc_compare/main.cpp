@@ -9,13 +9,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "backends/device/device.hpp"
 #include "checks.hpp"
 #include "comparison.hpp"
-#include "memory/host_resource.hpp"
 #include "engine/plan/memory_report.hpp"
+#include "memory/host_resource.hpp"
 #include "memory/memory_resource.hpp"
 #include "models/network_text.hpp"
 #include "plot.hpp"
@@ -77,9 +78,10 @@ std::unique_ptr<mem::MemoryResource> device_upstream(std::optional<cnn::DeviceKi
 void refuse_budget_without_one_sample(Workbench& bench, std::size_t budget) {
   const cnn::MemoryBreakdown one = bench.breakdown(1, budget);
   if (one.fits()) return;
+  const std::string libraries =
+      one.library ? ", of which the backend's libraries hold " + mem::format_bytes(one.library) : std::string();
   throw cnn::ConfigError("--budget " + mem::format_bytes(budget) + " cannot hold this network at batch 1 (it needs " +
-                         mem::format_bytes(one.total()) + ", of which the backend's libraries hold " +
-                         mem::format_bytes(one.library) + "): give a larger --budget\n" +
+                         mem::format_bytes(one.total()) + libraries + "): give a larger --budget\n" +
                          cnn::format_memory_table(one));
 }
 

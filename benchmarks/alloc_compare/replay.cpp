@@ -108,7 +108,8 @@ RunResult run_replay(Workbench& bench, const RecordedTrace& trace, cnn::memory::
   std::optional<Rig> rig;
   HeldBlocks held;
   try {
-    rig.emplace(bench.base(), bench.backend().staging_memory(), rig_config(bench, strategy, budget, persistent, arena_bytes));
+    rig.emplace(bench.base(), bench.backend().staging_memory(),
+                rig_config(bench, strategy, budget, persistent, arena_bytes));
     for (const auto& e : trace.setup) {
       if (e.op != mem::TraceOp::allocate) throw std::runtime_error("trace: a free before step 1");
       held.add(rig->upstream(), e.bytes, e.category, e.alignment);

@@ -23,7 +23,7 @@ namespace alloc_compare {
 struct RigConfig {
   cnn::memory::Strategy strategy = cnn::memory::Strategy::planned;
   std::size_t budget = 0;           // 0: none
-  std::size_t library = 0;          // counted in the budget, held outside the stack (cuBLAS's workspace)
+  std::size_t library = 0;          // counted in the budget, held outside the stack (the libraries' own)
   std::size_t persistent = 0;       // blocks held for the whole run (the input's staging too): the
                                     // arena gets what the budget leaves
   std::size_t planned_arena = 0;    // without a budget the arena reserves arena_factor x this
