@@ -63,11 +63,10 @@ struct Trained {
   long replays = 0;
 };
 
-Trained train(const std::string& name, const TrainerOptions& o) {
+Trained train(const std::string& name, int steps, const TrainerOptions& o) {
   Backend& gpu = cuda_test::gpu_deterministic();
   Network net = make_model(name);
   Trainer trainer(net, gpu, gpu.device_memory(), o);
-  const int steps = name == "resnet18+dropout" ? 1 : 20;
   const SyntheticData data(16 * steps, kImage, 4, 13);
   for (int s = 0; s < steps; ++s) trainer.train_step(data.batch(16 * s, 16));
   return {trainer.parameters().download(), trainer.memory().recomputed_layers, trainer.graph_replays()};
@@ -76,13 +75,18 @@ Trained train(const std::string& name, const TrainerOptions& o) {
 }  // namespace
 
 TEST_CASE("on the GPU recomputing trains as keeping, within 1e-5", "[cuda][recompute]") {
-  for (const std::string name : {"small-bn", "resnet", "resnet18+dropout"}) {
+  struct Case {
+    std::string name;
+    int steps;  // resnet18's rounding grows too fast for more (the opening comment)
+  };
+  for (const Case& c : {Case{"small-bn", 20}, Case{"resnet", 20}, Case{"resnet18+dropout", 1}}) {
+    const std::string& name = c.name;
     for (bool graphs : {false, true}) {
       INFO(name << (graphs ? ", as CUDA graphs" : ""));
-      const Trained kept = train(name, options(RecomputePolicy::none, 0, graphs));
-      const Trained cheap = train(name, options(RecomputePolicy::cheap, 0, graphs));
+      const Trained kept = train(name, c.steps, options(RecomputePolicy::none, 0, graphs));
+      const Trained cheap = train(name, c.steps, options(RecomputePolicy::cheap, 0, graphs));
       const std::size_t smallest = smallest_with_recomputation(name, cuda_test::gpu_deterministic());
-      const Trained most = train(name, options(RecomputePolicy::automatic, smallest, graphs));
+      const Trained most = train(name, c.steps, options(RecomputePolicy::automatic, smallest, graphs));
       CHECK(cheap.recomputed_layers > 0);
       CHECK(most.recomputed_layers > cheap.recomputed_layers);
       CHECK(relative_error(cheap.parameters, kept.parameters) < 1e-5);
