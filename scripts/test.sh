@@ -15,8 +15,9 @@ bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DCNN_BUILD_TESTS=ON -DCNN_B
 # the layering probes, the GPU image's simulated configure, the benchmarks and the
 # resident-memory bound, which a sanitizer's shadow memory breaks, left out; MPI too: the
 # data-parallel trainer runs on threads in cnn_tests, and mpirun's ranks under the sanitizers
-# take minutes each and report Open MPI's own allocations; and the tests labelled long, minutes
-# each there). An error stops the program that made it.
+# take minutes each and report Open MPI's own allocations; the tests labelled long, minutes
+# each there; and those labelled timing, wall-clock guards the sanitizers' slowdown voids). An
+# error stops the program that made it.
 echo "== the tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 sanitized_start=$SECONDS
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCNN_CUDA=OFF -DCNN_MPI=OFF \
@@ -30,7 +31,7 @@ cmake -DPROGRAM=build/tests/cnn_tests "-DSPEC=~[slow_under_sanitizers]" -DCTEST_
 # functions, as it does without ASan (the memory resources turn it into an OutOfMemory).
 (cd build-sanitize && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900 -LE "cuda|install|layering|resident|mpi|long|gpu_image")
+  ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900 -LE "cuda|install|layering|resident|mpi|long|timing|gpu_image")
 echo "== the sanitizers' stage took $((SECONDS - sanitized_start)) s"
 
 seconds=${CNN_FUZZ_SECONDS:-30}
