@@ -39,6 +39,8 @@ class CpuBackend : public Backend {
   void fill(Tensor t, float value) override;
   void synchronize() override {}
   void copy_on_device(const void* src, void* dst, std::size_t bytes) override;
+  void to_16bit(const Tensor& x, void* packed, ValueFormat format) override;
+  void from_16bit(const void* packed, Tensor x, ValueFormat format) override;
 
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
                                      ConvPass pass, std::size_t limit) override;

@@ -18,4 +18,21 @@ Precision parse_precision(std::string_view word) {
   throw ConfigError("unknown precision '" + std::string(word) + "': use fp32, tf32, bf16 or fp16");
 }
 
+ValueFormat value_format(Precision precision) {
+  switch (precision) {
+    case Precision::bf16: return ValueFormat::bf16;
+    case Precision::fp16: return ValueFormat::fp16;
+    default: return ValueFormat::fp32;
+  }
+}
+
+std::string to_string(ValueFormat format) {
+  switch (format) {
+    case ValueFormat::fp32: return "fp32";
+    case ValueFormat::bf16: return "bf16";
+    case ValueFormat::fp16: return "fp16";
+  }
+  return "fp32";
+}
+
 }  // namespace cnn

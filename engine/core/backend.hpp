@@ -27,14 +27,24 @@ namespace cnn {
 enum class DeviceKind { cpu, cuda };
 inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ? "cpu" : "cuda"; }
 
-// How convolutions and dense layers multiply; tensors, parameters, optimizer state and every
-// other call stay float32 whichever it is. fp32: float products. tf32 (CUDA): cuDNN and cuBLAS may
-// round the operands to TF32 for the tensor cores. bf16 (CPU): the operands rounded to bfloat16,
-// the products summed in float (backends/cpu/detail/bf16_gemm.hpp). fp16: a GPU's, not built yet.
+// How convolutions and dense layers multiply; parameters, optimizer state and every other call
+// stay float32 whichever it is. fp32: float products. tf32 (CUDA): cuDNN and cuBLAS may round the
+// operands to TF32 for the tensor cores. bf16 (CPU): the operands rounded to bfloat16, the products
+// summed in float (backends/cpu/detail/bf16_gemm.hpp). fp16: a GPU's, not built yet. A training
+// step in bf16 or fp16 also stores the values between layers in 16 bits (value_format below).
 enum class Precision { fp32, tf32, bf16, fp16 };
 std::string to_string(Precision precision);
 // "fp32", "tf32", "bf16" or "fp16"; anything else is a ConfigError naming them.
 Precision parse_precision(std::string_view word);
+
+// How a step stores the values layers pass each other (docs/design.md, "16-bit values"): float32,
+// or 16 bits that each layer reads and writes through float32 copies of its own time step.
+enum class ValueFormat { fp32, bf16, fp16 };
+// bf16 for Precision::bf16, fp16 for fp16, fp32 otherwise.
+ValueFormat value_format(Precision precision);
+std::string to_string(ValueFormat format);
+// Bytes one value takes: 4 or 2.
+inline std::size_t value_bytes(ValueFormat format) { return format == ValueFormat::fp32 ? 4 : 2; }
 
 // A 2-D convolution, PyTorch's Conv2d: `groups` splits the channels into that many independent
 // convolutions (both channel counts divisible by it; groups = in = out is depthwise), so weights are
@@ -220,6 +230,12 @@ class Backend {
   // dst = src over `bytes` of this backend's memory, ordered as a compute call (and recorded by
   // a capture).
   virtual void copy_on_device(const void* src, void* dst, std::size_t bytes) = 0;
+  // 16-bit values (format bf16 or fp16; fp32 is a ConfigError): `packed` holds x.elements() of
+  // them. to_16bit rounds to nearest, ties to even (fp16: beyond its range, infinity of the sign;
+  // bf16: a subnormal flushed to a zero of its sign, as the CPU computes); a NaN stays a NaN.
+  // from_16bit is exact.
+  virtual void to_16bit(const Tensor& x, void* packed, ValueFormat format) = 0;
+  virtual void from_16bit(const void* packed, Tensor x, ValueFormat format) = 0;
 
   // Convolution. The workspace a pass needs for the fastest method whose workspace is at most
   // `limit` bytes; the backend remembers that choice for the calls below.

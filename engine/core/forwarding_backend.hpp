@@ -64,6 +64,12 @@ class ForwardingBackend : public Backend {
   void copy_on_device(const void* src, void* dst, std::size_t bytes) override {
     call("copy_on_device", {}, [=, this] { inner_.copy_on_device(src, dst, bytes); });
   }
+  void to_16bit(const Tensor& x, void* packed, ValueFormat format) override {
+    call("to_16bit", {}, [=, this] { inner_.to_16bit(x, packed, format); });
+  }
+  void from_16bit(const void* packed, Tensor x, ValueFormat format) override {
+    call("from_16bit", {x}, [=, this] { inner_.from_16bit(packed, x, format); });
+  }
 
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass,
                                      std::size_t limit) override {

@@ -121,8 +121,9 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   Network& net = planner.network();
   Backend& backend = planner.backend();
   const BatchPlanOptions& options = planner.options();
-  const StepNeeds training = step_needs(net, backend, micro_batch, true, workspace_limit);
-  const StepNeeds inference = step_needs(net, backend, micro_batch, false, workspace_limit);
+  StepNeeds training = step_needs(net, backend, micro_batch, true, workspace_limit);
+  StepNeeds inference = step_needs(net, backend, micro_batch, false, workspace_limit);
+  training.values = inference.values = options.values;
   MicroBatchPlan p;
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;

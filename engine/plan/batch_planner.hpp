@@ -33,6 +33,10 @@ struct BatchPlanOptions {
   // "Recomputation"). Under `automatic` with no micro-batch or count given, the planner weighs
   // micro-batch and recomputation together for the highest expected throughput.
   RecomputePolicy recompute = RecomputePolicy::none;
+  // How the step stores the values between layers: in 16 bits (bf16, fp16) they take half the
+  // bytes (engine/plan/detail/step_plan.cpp, Note [16-bit values]). The trainer's follows its
+  // backend's precision (value_format).
+  ValueFormat values = ValueFormat::fp32;
 };
 
 // How a step of `samples` runs at micro-batch b: micro-batches of b, then the rest. A rest below

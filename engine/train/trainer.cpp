@@ -56,6 +56,7 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
   planning.workspace_limit = options.workspace_limit;
   planning.rewrite_graph = options.rewrite_graph;
   planning.recompute = options.recompute;
+  planning.values = value_format(backend.precision());
   std::size_t communication = 0;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
   planning.extra_persistent = trainer_slots_bytes(network.loss());

@@ -33,23 +33,6 @@ bool bf16_instructions() {
 #endif
 }
 
-std::uint16_t to_bf16(float value) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
-    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // NaN: kept, made quiet
-  if ((bits & 0x7F800000u) == 0) return static_cast<std::uint16_t>((bits >> 16) & 0x8000u);  // zero, subnormal
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>(bits >> 16);
-}
-
-float from_bf16(std::uint16_t bits) {
-  const std::uint32_t wide = std::uint32_t{bits} << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof value);
-  return value;
-}
-
 namespace {
 
 std::uint32_t pair_of(float even, float odd) {

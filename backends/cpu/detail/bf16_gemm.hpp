@@ -15,6 +15,7 @@
 // the product's own packing.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "backends/cpu/detail/gemm.hpp"
 
@@ -27,8 +28,21 @@ bool bf16_instructions();
 
 // float -> bfloat16 bits, to nearest with ties to even, as vcvtne2ps2bf16 rounds: NaN stays a
 // (quiet) NaN, a subnormal becomes a zero of its sign.
-std::uint16_t to_bf16(float value);
-float from_bf16(std::uint16_t bits);
+inline std::uint16_t to_bf16(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
+    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // NaN: kept, made quiet
+  if ((bits & 0x7F800000u) == 0) return static_cast<std::uint16_t>((bits >> 16) & 0x8000u);  // zero, subnormal
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+inline float from_bf16(std::uint16_t bits) {
+  const std::uint32_t wide = std::uint32_t{bits} << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof value);
+  return value;
+}
 
 // An operand given as it is stored (packed here, a block at a time) or packed whole beforehand.
 struct Bf16Operand {

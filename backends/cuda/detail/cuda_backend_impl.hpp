@@ -72,6 +72,8 @@ class CudaBackend final : public Backend {
   bool reached(Fence fence) override;
   void wait(Fence fence) override;
   void copy_on_device(const void* src, void* dst, std::size_t bytes) override;
+  void to_16bit(const Tensor& x, void* packed, ValueFormat format) override;
+  void from_16bit(const void* packed, Tensor x, ValueFormat format) override;
 
   std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
                                      ConvPass pass, std::size_t limit) override;

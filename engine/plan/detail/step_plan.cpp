@@ -30,7 +30,34 @@ enum class Role {
   recomputed_value,
   recomputed_saved,
   recompute_workspace,
+  forward_input_fp32,
+  forward_output_fp32,
+  backward_input_fp32,
+  backward_output_fp32,
+  recompute_input_fp32,
+  recompute_output_fp32,
 };
+
+bool is_recomputation(Role role) {
+  return role == Role::recomputed_value || role == Role::recomputed_saved || role == Role::recompute_workspace ||
+         role == Role::recompute_input_fp32 || role == Role::recompute_output_fp32;
+}
+
+// Note [16-bit values]
+// In bf16 or fp16 (StepNeeds::values) a value's buffer, and each recomputed copy's, holds 16-bit
+// numbers: these are what a step keeps from forward to backward, so they set its peak. Layers
+// still compute in float32 (the backends' kernels take float tensors): at each time step a layer
+// runs, the values it reads are widened into float32 copies live at that step alone, and its
+// output, written into a float32 copy, is rounded into its 16-bit buffer. So the next layer reads
+// the rounded output, and backward reads exactly what forward read. What stays float32: the
+// network input (its slot is the loader's), the logits the loss reads, every gradient (they add
+// up over readers and micro-batches), and what layers save for backward (BatchNorm's statistics,
+// dropout's mask). A layer that runs in place shares its input's 16-bit buffer as in fp32 (Note
+// [In place]); a float32 value and a 16-bit one never share. The copies cost each layer a pass
+// over its inputs and output, and one layer's float32 working set beside the 16-bit ones.
+bool stored_16bit(const Network& net, const StepNeeds& needs, int value) {
+  return needs.values != ValueFormat::fp32 && value != 0 && value != net.node(net.last()).value;
+}
 
 // Note [In place]
 // A layer that runs in place (Layer::runs_in_place: ReLU, dropout, the activations whose
@@ -49,8 +76,9 @@ struct InPlace {
   bool shares_grad(int id) const { return grad_root[static_cast<std::size_t>(id)] != id; }
 };
 
-InPlace in_place(const Network& net, const std::vector<std::vector<int>>& readers, bool training,
+InPlace in_place(const Network& net, const std::vector<std::vector<int>>& readers, const StepNeeds& needs,
                  const StepSchedule& s, bool allowed) {
+  const bool training = needs.training;
   const auto nodes = static_cast<std::size_t>(net.size());
   InPlace p;
   p.value_root.resize(nodes);
@@ -64,7 +92,8 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   auto in_place_input = [&](int id) {
     const Node& n = net.node(id);
     if (!allowed || n.layer->is_view() || !n.layer->runs_in_place() || n.inputs.size() != 1) return 0;
-    return net.node(n.inputs[0]).value;  // 0: the network input, never overwritten
+    const int v = net.node(n.inputs[0]).value;  // 0: the network input, never overwritten
+    return stored_16bit(net, needs, v) == stored_16bit(net, needs, id) ? v : 0;
   };
   for (int id = 1; id < net.size(); ++id) {
     const int v = in_place_input(id);
@@ -97,7 +126,19 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
   const auto b = static_cast<std::size_t>(needs.micro_batch);
   auto backward_time = [&](int id) { return s.backward_time[static_cast<std::size_t>(id)]; };
   auto output_bytes = [&](int id) { return net.node(id).shape.elements() * b * sizeof(float); };
-  const InPlace shared = in_place(net, readers, training, s, allow_in_place);
+  auto is_16bit = [&](int id) { return stored_16bit(net, needs, net.node(id).value); };
+  auto stored_bytes = [&](int id) { return is_16bit(id) ? output_bytes(id) / 2 : output_bytes(id); };
+  const InPlace shared = in_place(net, readers, needs, s, allow_in_place);
+  // The float32 copies of 16-bit values that node `id`'s operation at time t reads (each input
+  // where `inputs`) and writes or reads (its output where `output`), live at t alone.
+  auto fp32_copies = [&](Role input_role, Role output_role, int id, int at, int t, bool inputs, bool output) {
+    const Node& n = net.node(id);
+    if (inputs)
+      for (std::size_t k = 0; k < n.inputs.size(); ++k)
+        if (is_16bit(n.inputs[k]))
+          sink(input_role, at, static_cast<int>(k), output_bytes(n.inputs[k]), t, t, Category::activations);
+    if (output && is_16bit(id)) sink(output_role, at, 0, output_bytes(id), t, t, Category::activations);
+  };
 
   // Each value's output buffer and its gradient, live from the producer's forward to the last use;
   // one buffer for a chain of values written in place (Note [In place]), listed at its first.
@@ -107,7 +148,7 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
     const std::vector<int>& read_by = readers[static_cast<std::size_t>(id)];
     if (read_by.empty() && id != logits) throw ShapeError("node " + n.name + ": its output is never used");
     if (!shared.shares_value(id))
-      sink(Role::value, id, 0, output_bytes(id), id, shared.value_last[static_cast<std::size_t>(id)],
+      sink(Role::value, id, 0, stored_bytes(id), id, shared.value_last[static_cast<std::size_t>(id)],
            id == 0 ? Category::data_staging : Category::activations);
     if (training && id != 0) {
       int first = id == logits ? s.loss_time : s.time_steps();
@@ -130,6 +171,10 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
         sink(Role::saved, id, static_cast<int>(k), needs.saved_bytes[i][k], id, rewritten ? id : backward_time(id),
              Category::activations);
     }
+    fp32_copies(Role::forward_input_fp32, Role::forward_output_fp32, id, id, id, true, true);
+    if (training)
+      fp32_copies(Role::backward_input_fp32, Role::backward_output_fp32, id, id, backward_time(id),
+                  n.layer->backward_needs_input(), n.layer->backward_needs_output());
     if (needs.forward_workspace[i]) sink(Role::forward_workspace, id, 0, needs.forward_workspace[i], id, id, Category::workspace);
     if (training && needs.backward_workspace[i])
       sink(Role::backward_workspace, id, 0, needs.backward_workspace[i], backward_time(id), backward_time(id),
@@ -151,7 +196,8 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
     const StepOp op = s.ops[static_cast<std::size_t>(t)];
     if (op.kind != StepOpKind::recompute) continue;
     const auto i = static_cast<std::size_t>(op.node), at = static_cast<std::size_t>(t);
-    sink(Role::recomputed_value, t, 0, output_bytes(op.node), t, s.output_until[at], Category::activations);
+    sink(Role::recomputed_value, t, 0, stored_bytes(op.node), t, s.output_until[at], Category::activations);
+    fp32_copies(Role::recompute_input_fp32, Role::recompute_output_fp32, op.node, t, t, true, true);
     if (s.saved_until[at] >= 0)
       for (std::size_t k = 0; k < needs.saved_bytes[i].size(); ++k)
         sink(Role::recomputed_saved, t, static_cast<int>(k), needs.saved_bytes[i][k], t, s.saved_until[at],
@@ -161,7 +207,7 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
 }
 
 std::string request_name(const Network& net, const StepSchedule& s, Role role, int id, int k) {
-  const bool recomputation = role == Role::recomputed_value || role == Role::recomputed_saved || role == Role::recompute_workspace;
+  const bool recomputation = is_recomputation(role);
   const std::string& name = net.node(recomputation ? s.ops[static_cast<std::size_t>(id)].node : id).name;
   const std::string at = recomputation ? " at " + std::to_string(id) : "";
   switch (role) {
@@ -176,17 +222,32 @@ std::string request_name(const Network& net, const StepSchedule& s, Role role, i
     case Role::recomputed_value: return "recomputed " + name + at;
     case Role::recomputed_saved: return "recomputed saved " + name + "." + std::to_string(k) + at;
     case Role::recompute_workspace: return "workspace recompute " + name + at;
+    case Role::forward_input_fp32: return "fp32 input " + std::to_string(k) + " of " + name;
+    case Role::forward_output_fp32: return "fp32 " + name;
+    case Role::backward_input_fp32: return "fp32 back input " + std::to_string(k) + " of " + name;
+    case Role::backward_output_fp32: return "fp32 back " + name;
+    case Role::recompute_input_fp32: return "fp32 recompute input " + std::to_string(k) + " of " + name + at;
+    case Role::recompute_output_fp32: return "fp32 recompute " + name + at;
   }
   return name;
 }
 
 // The slot in the node's record that a request fills.
-void record(StepPlan& p, Role role, int id, int index) {
-  if (role == Role::recomputed_value || role == Role::recomputed_saved || role == Role::recompute_workspace) {
+void record(StepPlan& p, Role role, int id, int k, int index) {
+  auto at = [&](std::vector<int>& slots) -> int& {
+    if (slots.size() <= static_cast<std::size_t>(k)) slots.resize(static_cast<std::size_t>(k) + 1, -1);
+    return slots[static_cast<std::size_t>(k)];
+  };
+  if (is_recomputation(role)) {
     RecomputeBuffers& r = p.recomputations[static_cast<std::size_t>(id)];
-    if (role == Role::recomputed_value) r.output = index;
-    else if (role == Role::recomputed_saved) r.saved.push_back(index);
-    else r.workspace = index;
+    switch (role) {
+      case Role::recomputed_value: r.output = index; break;
+      case Role::recomputed_saved: r.saved.push_back(index); break;
+      case Role::recompute_workspace: r.workspace = index; break;
+      case Role::recompute_input_fp32: at(r.inputs_fp32) = index; break;
+      case Role::recompute_output_fp32: r.output_fp32 = index; break;
+      default: break;
+    }
     return;
   }
   NodeBuffers& n = p.nodes[static_cast<std::size_t>(id)];
@@ -199,6 +260,10 @@ void record(StepPlan& p, Role role, int id, int index) {
     case Role::discarded_input_grad: n.discarded_input_grad = index; break;
     case Role::labels: p.labels = index; break;
     case Role::loss_workspace: p.loss_workspace = index; break;
+    case Role::forward_input_fp32: at(n.forward_inputs_fp32) = index; break;
+    case Role::forward_output_fp32: n.forward_output_fp32 = index; break;
+    case Role::backward_input_fp32: at(n.backward_inputs_fp32) = index; break;
+    case Role::backward_output_fp32: n.backward_output_fp32 = index; break;
     default: break;
   }
 }
@@ -261,9 +326,12 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
   list_buffers(net, readers, needs, schedule, allow_in_place,
                [&](Role role, int id, int k, std::size_t bytes, int first, int last, Category category) {
                  p.requests.push_back(BufferRequest{request_name(net, schedule, role, id, k), bytes, first, last, category});
-                 record(p, role, id, static_cast<int>(p.requests.size()) - 1);
+                 record(p, role, id, k, static_cast<int>(p.requests.size()) - 1);
                });
-  const InPlace shared = in_place(net, readers, needs.training, schedule, allow_in_place);
+  p.values = needs.values;
+  p.stored_16bit.assign(static_cast<std::size_t>(net.size()), false);
+  for (int id = 0; id < net.size(); ++id) p.stored_16bit[static_cast<std::size_t>(id)] = stored_16bit(net, needs, net.node(id).value);
+  const InPlace shared = in_place(net, readers, needs, schedule, allow_in_place);
   for (int id = 1; id < net.size(); ++id) {
     NodeBuffers& n = p.nodes[static_cast<std::size_t>(id)];
     if (shared.shares_value(id)) {

@@ -28,6 +28,13 @@ struct NodeBuffers {
   // Where the layer writes an input gradient nothing reads (the network input's): a buffer live
   // during its backward only (Layer::backward_writes_input_gradient).
   int discarded_input_grad = -1;
+  // 16-bit values (StepNeeds::values): the float32 copies the layer reads and writes, each live at
+  // the one time step it runs. Per input (indexed as the node's inputs; shorter, or -1, where that
+  // input is float32 already), and the output's; backward's only of what backward reads.
+  std::vector<int> forward_inputs_fp32;
+  int forward_output_fp32 = -1;
+  std::vector<int> backward_inputs_fp32;
+  int backward_output_fp32 = -1;
 };
 
 // One recomputation's buffers: indices into StepPlan::requests, -1 where there is none. Later
@@ -36,6 +43,8 @@ struct RecomputeBuffers {
   int output = -1;
   std::vector<int> saved;  // the saved buffers it writes again; empty: the layer reads forward's
   int workspace = -1;
+  std::vector<int> inputs_fp32;  // 16-bit values: as NodeBuffers's forward copies
+  int output_fp32 = -1;
 };
 
 struct StepPlan {
@@ -53,6 +62,8 @@ struct StepPlan {
   std::vector<RecomputeBuffers> recomputations;  // by time step, where a recomputation runs
   std::vector<int> recomputed;  // the node of each recomputation, in the order they run
   std::vector<int> in_place;    // the nodes whose output is written over their input's (step_plan.cpp, Note [In place])
+  ValueFormat values = ValueFormat::fp32;
+  std::vector<bool> stored_16bit;  // by value node: its buffers hold `values` (16 bits), not float32
 
   int forward_time(int node) const { return node; }
   int loss_time() const { return last_node + 1; }
@@ -61,6 +72,7 @@ struct StepPlan {
   // The largest workspace one layer asks (0: none).
   std::size_t largest_workspace() const;
   const NodeBuffers& node(int id) const { return nodes[static_cast<std::size_t>(id)]; }
+  bool stores_16bit(int value_node) const { return stored_16bit[static_cast<std::size_t>(value_node)]; }
 };
 
 // Whether layers that may run in place share their input's buffer (step_plan.cpp, Note [In
@@ -76,6 +88,9 @@ struct StepNeeds {
   std::vector<std::vector<std::size_t>> saved_bytes;
   std::vector<std::size_t> forward_workspace, backward_workspace;
   std::size_t loss_workspace = 0;  // the loss's (Backend::loss_workspace_bytes)
+  // How values between layers are stored (step_plan.cpp, Note [16-bit values]): in 16 bits, all
+  // but the network input and the loss's logits, which stay float32.
+  ValueFormat values = ValueFormat::fp32;
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);

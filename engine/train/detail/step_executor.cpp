@@ -37,11 +37,22 @@ Tensor StepExecutor::value(int node, int n) const {
   return buffer(plan_.node(nd.value).value, nd.shape.batched(n));
 }
 
-Tensor StepExecutor::backward_value(int node, int n) const {
+int StepExecutor::backward_buffer(int node) const {
+  const int v = net_.node(node).value;
+  const int copy = copies_[static_cast<std::size_t>(v)];
+  return copy >= 0 ? plan_.recomputations[static_cast<std::size_t>(copy)].output : plan_.node(v).value;
+}
+
+Tensor StepExecutor::readable(int node, int n, bool after_loss, int fp32, bool read) {
   const Node& nd = net_.node(node);
-  const int copy = copies_[static_cast<std::size_t>(nd.value)];
-  const int index = copy >= 0 ? plan_.recomputations[static_cast<std::size_t>(copy)].output : plan_.node(nd.value).value;
-  return buffer(index, nd.shape.batched(n));
+  const int index = after_loss ? backward_buffer(node) : plan_.node(nd.value).value;
+  const Shape shape = nd.shape.batched(n);
+  if (!plan_.stores_16bit(nd.value)) return buffer(index, shape);
+  if (!read) return Tensor{nullptr, shape};
+  if (fp32 < 0) throw std::logic_error("step plan: no float32 copy of " + nd.name + " where a layer reads it");
+  Tensor wide = buffer(fp32, shape);
+  backend_.from_16bit(memory_.address(index), wide, plan_.values);
+  return wide;
 }
 
 Tensor StepExecutor::gradient(int node, int n) const {
@@ -107,10 +118,12 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   auto& saved = saved_;
   auto& grad_inputs = grad_inputs_;
   // After the loss, a recomputed value is read from its latest copy, and so are the saved buffers
-  // its recomputation wrote again.
-  auto gather = [&](const Node& nd, int id, bool after_loss, int recomputation) {
+  // its recomputation wrote again. `fp32`: the float32 copies of the inputs stored in 16 bits.
+  auto gather = [&](const Node& nd, int id, bool after_loss, int recomputation, const std::vector<int>& fp32,
+                    bool read) {
     inputs.clear();
-    for (int in : nd.inputs) inputs.push_back(after_loss ? backward_value(in, n) : value(in, n));
+    for (std::size_t k = 0; k < nd.inputs.size(); ++k)
+      inputs.push_back(readable(nd.inputs[k], n, after_loss, k < fp32.size() ? fp32[k] : -1, read));
     saved.clear();
     const int copy = recomputation >= 0 ? recomputation : after_loss ? copies_[static_cast<std::size_t>(id)] : -1;
     const std::vector<int>* rewritten = copy >= 0 ? &plan_.recomputations[static_cast<std::size_t>(copy)].saved : nullptr;
@@ -118,6 +131,13 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       const auto floats = plan_.requests[static_cast<std::size_t>(s)].bytes / sizeof(float);
       saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
     }
+  };
+  // Where a layer writes an output stored in 16 bits: its float32 copy, rounded into `stored` after.
+  auto writable = [&](const Node& nd, int stored, int fp32) {
+    return buffer(plan_.stores_16bit(nd.value) ? fp32 : stored, nd.shape.batched(n));
+  };
+  auto store = [&](const Node& nd, int stored, const Tensor& written) {
+    if (plan_.stores_16bit(nd.value)) backend_.to_16bit(written, memory_.address(stored), plan_.values);
   };
   auto context = [&](int id, int workspace, Tensor output) {
     LayerContext c;
@@ -142,8 +162,11 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     memory_.begin(t);
     const Node& nd = net_.node(id);
     if (!nd.layer->is_view()) {
-      gather(nd, id, false, -1);
-      nd.layer->forward(context(id, plan_.node(id).forward_workspace, value(id, n)));
+      const NodeBuffers& b = plan_.node(id);
+      gather(nd, id, false, -1, b.forward_inputs_fp32, true);
+      const Tensor output = writable(nd, b.value, b.forward_output_fp32);
+      nd.layer->forward(context(id, b.forward_workspace, output));
+      store(nd, b.value, output);
     }
     memory_.end(t);
   }
@@ -167,21 +190,25 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     const Node& nd = net_.node(id);
     if (op.kind == StepOpKind::recompute) {
       const RecomputeBuffers& r = plan_.recomputations[static_cast<std::size_t>(t)];
-      gather(nd, id, true, t);
-      nd.layer->recompute(context(id, r.workspace, buffer(r.output, nd.shape.batched(n))));
+      gather(nd, id, true, t, r.inputs_fp32, true);
+      const Tensor output = writable(nd, r.output, r.output_fp32);
+      nd.layer->recompute(context(id, r.workspace, output));
+      store(nd, r.output, output);
       copies_[static_cast<std::size_t>(id)] = t;
     } else if (!nd.layer->is_view()) {
-      gather(nd, id, true, -1);
+      const NodeBuffers& b = plan_.node(id);
+      gather(nd, id, true, -1, b.backward_inputs_fp32, nd.layer->backward_needs_input());
       grad_inputs.clear();
       for (int in : nd.inputs) {
         Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
-        if (g.empty()) g = buffer(plan_.node(id).discarded_input_grad, net_.node(in).shape.batched(n));
+        if (g.empty()) g = buffer(b.discarded_input_grad, net_.node(in).shape.batched(n));
         grad_inputs.push_back(g);
       }
-      LayerContext c = context(id, plan_.node(id).backward_workspace, backward_value(id, n));
+      LayerContext c = context(id, b.backward_workspace,
+                               readable(id, n, true, b.backward_output_fp32, nd.layer->backward_needs_output()));
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;
-      const std::vector<bool>& acc = plan_.node(id).accumulate;
+      const std::vector<bool>& acc = b.accumulate;
       std::copy(acc.begin(), acc.end(), accumulate_.get());
       c.accumulate = std::span<const bool>(accumulate_.get(), acc.size());
       nd.layer->backward(c);

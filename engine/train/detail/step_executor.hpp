@@ -60,8 +60,13 @@ class StepExecutor {
   // compute(n), or the replay of its recording, recording it on its second run.
   void compute_or_replay(int n);
   Tensor value(int node, int n) const;
-  // The node's output as backward reads it: its latest recomputed copy, if any.
-  Tensor backward_value(int node, int n) const;
+  // The buffer that holds the node's output as backward reads it: its latest recomputed copy, if
+  // any, else forward's.
+  int backward_buffer(int node) const;
+  // The node's output as a layer reads it, from forward's buffer or (after_loss) backward's. A
+  // value stored in 16 bits is widened into the float32 copy `fp32` first; where `read` is false
+  // the layer gets its shape alone (no data).
+  Tensor readable(int node, int n, bool after_loss, int fp32, bool read);
   Tensor gradient(int node, int n) const;
   Tensor buffer(int index, Shape shape) const;
 
