@@ -210,24 +210,31 @@ Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignm
     return plan;
   }
 
-  // Largest first always; ties (and near-ties) are where greedy placements differ, so try a few
-  // tie-breaks and keep the smallest arena. Each order is deterministic.
+  // Largest first, with a few tie-breaks (ties and near-ties are where greedy placements differ);
+  // and by bytes x time live, which puts the long-lived first where short buffers are larger (a
+  // 16-bit step's float32 copies: step_plan.cpp, Note [16-bit values]). Each order is
+  // deterministic; the smallest arena is kept.
   auto lifetime = [&](std::size_t i) { return requests[i].last_use - requests[i].first_use; };
+  auto area = [&](std::size_t i) { return static_cast<double>(sizes[i]) * (lifetime(i) + 1); };
   using Before = std::function<bool(std::size_t, std::size_t)>;
-  const std::vector<Before> tie_breaks = {
-      [&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); },
-      [&](std::size_t a, std::size_t b) { return requests[a].first_use < requests[b].first_use; },
-      [&](std::size_t a, std::size_t b) { return requests[a].last_use > requests[b].last_use; },
-      [&](std::size_t a, std::size_t b) { return lifetime(a) < lifetime(b); },
-  };
-  bool first = true;
-  for (const auto& tie_break : tie_breaks) {
-    std::vector<std::size_t> order(requests.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  auto largest_first = [&](Before tie_break) -> Before {
+    return [&sizes, tie_break](std::size_t a, std::size_t b) {
       if (sizes[a] != sizes[b]) return sizes[a] > sizes[b];
       return tie_break(a, b);
-    });
+    };
+  };
+  const std::vector<Before> orders = {
+      largest_first([&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); }),
+      largest_first([&](std::size_t a, std::size_t b) { return requests[a].first_use < requests[b].first_use; }),
+      largest_first([&](std::size_t a, std::size_t b) { return requests[a].last_use > requests[b].last_use; }),
+      largest_first([&](std::size_t a, std::size_t b) { return lifetime(a) < lifetime(b); }),
+      [&](std::size_t a, std::size_t b) { return area(a) > area(b); },
+  };
+  bool first = true;
+  for (const Before& before : orders) {
+    std::vector<std::size_t> order(requests.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), before);
     Plan candidate = plan;
     place_in_order(requests, sizes, order, candidate);
     if (first || candidate.arena_bytes < plan.arena_bytes) plan = std::move(candidate);
