@@ -43,9 +43,9 @@ TrainerOptions options(const std::string& name, RecomputePolicy policy, std::siz
 
 // The fewest bytes recomputation reaches for `name` at its micro-batch: under a budget of one byte
 // the planner reports the smallest plan it found.
-std::size_t smallest_with_recomputation(const std::string& name) {
+std::size_t smallest_with_recomputation(const std::string& name, Precision precision) {
   Network net = make_model(name);
-  CpuBackend backend(2);
+  CpuBackend backend(2, precision);
   const TrainerOptions o = options(name, RecomputePolicy::automatic, 1);
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const MemoryBreakdown m = planner.breakdown(o.micro_batch);
@@ -60,9 +60,9 @@ struct Trained {
   MemoryBreakdown plan;
 };
 
-Trained train(const std::string& name, const TrainerOptions& o, int steps) {
+Trained train(const std::string& name, const TrainerOptions& o, int steps, Precision precision) {
   Network net = make_model(name);
-  CpuBackend backend(2);
+  CpuBackend backend(2, precision);
   Trainer trainer(net, backend, memory::host_resource(), o);
   const int batch = o.batch;
   const SyntheticData data(batch * steps + 24, kImage, kClasses, 13);
@@ -82,10 +82,12 @@ Trained train(const std::string& name, const TrainerOptions& o, int steps) {
 
 // The most recomputation the planner finds (convolutions included), and with `with_cheap` cheap
 // recomputation too, each against keeping: 20 steps, their losses, parameters and running
-// statistics, and an evaluation.
-void check_same_as_keeping(const std::string& name, bool with_cheap) {
-  const Trained kept = train(name, options(name, RecomputePolicy::none, 0), 20);
-  const Trained most = train(name, options(name, RecomputePolicy::automatic, smallest_with_recomputation(name)), 20);
+// statistics, and an evaluation. In bf16 the values between layers are stored in 16 bits: a
+// recomputation widens the same 16-bit inputs and rounds its output as forward did.
+void check_same_as_keeping(const std::string& name, bool with_cheap, Precision precision = Precision::fp32) {
+  const Trained kept = train(name, options(name, RecomputePolicy::none, 0), 20, precision);
+  const Trained most = train(name, options(name, RecomputePolicy::automatic, smallest_with_recomputation(name, precision)),
+                             20, precision);
   CHECK(kept.plan.recomputed_layers == 0);
   CHECK(most.plan.recomputed_layers > 0);
   CHECK(most.plan.arena_bytes < kept.plan.arena_bytes);
@@ -93,7 +95,7 @@ void check_same_as_keeping(const std::string& name, bool with_cheap) {
   CHECK(most.parameters == kept.parameters);
   CHECK(most.test_loss == kept.test_loss);
   if (!with_cheap) return;
-  const Trained cheap = train(name, options(name, RecomputePolicy::cheap, 0), 20);
+  const Trained cheap = train(name, options(name, RecomputePolicy::cheap, 0), 20, precision);
   CHECK(cheap.plan.recomputed_layers > 0);
   CHECK(most.plan.recomputed_layers > cheap.plan.recomputed_layers);
   CHECK(cheap.plan.arena_bytes < kept.plan.arena_bytes);
@@ -111,6 +113,10 @@ TEST_CASE("small-bn recomputing trains as keeping, to the bit", "[recompute][tra
 
 TEST_CASE("resnet recomputing trains as keeping, to the bit", "[recompute][trainer]") {
   check_same_as_keeping("resnet", true);
+}
+
+TEST_CASE("resnet with 16-bit values recomputing trains as keeping, to the bit", "[recompute][trainer][bf16]") {
+  check_same_as_keeping("resnet", true, Precision::bf16);
 }
 
 // Its steps are the suite's costliest: cheap recomputation is checked on the two above. Under
