@@ -160,6 +160,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.recomputed_layers = static_cast<int>(std::unique(layers.begin(), layers.end()) - layers.begin());
   m.recompute_fraction = cost.extra_fraction(p.training.recomputed, micro_batch);
   m.in_place_layers = static_cast<int>(p.training.in_place.size());
+  m.values = options.values;
   check_strategy(planner, p);
   if (micro_batch >= planner.smallest_micro_batch())
     m.expected_samples_per_second = cost.throughput(options.batch, micro_batch, planner.training_batch_need().samples,

@@ -23,7 +23,8 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   row("parameters", m.persistent[Category::parameters]);
   row("parameter gradients", m.persistent[Category::parameter_gradients]);
   row("optimizer state", m.persistent[Category::optimizer_state]);
-  row("activations", m.arena_peak[Category::activations], "at the step's peak");
+  row("activations", m.arena_peak[Category::activations],
+      m.values == ValueFormat::fp32 ? "at the step's peak" : "at the step's peak, values in " + to_string(m.values));
   row("workspace", m.arena_peak[Category::workspace] + m.library,
       m.library ? "incl. " + format_bytes(m.library) + " held by libraries" : "at the step's peak");
   row("data staging", m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging,

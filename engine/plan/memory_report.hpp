@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/backend.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn {
@@ -45,6 +46,7 @@ struct MemoryBreakdown {
   int recomputed_layers = 0;
   double recompute_fraction = 0;
   int in_place_layers = 0;  // layers whose output the plan writes over their input
+  ValueFormat values = ValueFormat::fp32;  // how the step stores the values between layers
   double expected_samples_per_second = 0;
 
   // Under a budget and a dynamic strategy (arena, pool, direct): whether the strategy itself,

@@ -40,6 +40,29 @@ void print_policies(const BatchPlanner& planner, const std::vector<int>& sizes) 
 
 int micro_batches(int batch, int micro_batch) { return (batch + micro_batch - 1) / micro_batch; }
 
+// The same plan with the values between layers in float32 and in 16 bits (--precision bf16 or
+// fp16): the bytes by category at micro-batch b and, under a budget, the largest micro-batch.
+void print_value_formats(const BatchPlanner& planner, int b) {
+  const ValueFormat own = planner.options().values;
+  const ValueFormat narrow = own == ValueFormat::fp32 ? ValueFormat::bf16 : own;
+  const bool budget = planner.options().account.limited();
+  std::cout << "by how values are stored (bf16 and fp16 store those between layers in 16 bits):\n";
+  for (ValueFormat values : {ValueFormat::fp32, narrow}) {
+    BatchPlanOptions options = planner.options();
+    options.values = values;
+    options.rewrite_graph = false;  // the planner's network is rewritten already
+    const BatchPlanner other(planner.network(), planner.backend(), options);
+    std::string table = format_micro_batch_table({other.breakdown(b)});
+    if (values == ValueFormat::fp32) std::cout << "  values" << table.substr(0, table.find('\n')) << (budget ? "  largest" : "") << "\n";
+    const std::string row = table.substr(table.find('\n') + 1);
+    char name[16];
+    std::snprintf(name, sizeof name, "  %6s", to_string(values).c_str());
+    std::cout << name << row.substr(0, row.size() - 1);
+    if (budget) std::cout << "  " << other.largest_fitting(options.batch);
+    std::cout << (values == own ? "  <- this run" : "") << "\n";
+  }
+}
+
 // Why auto chose its micro-batch: each one weighed, with the cost model's expected throughput.
 void print_weighed(const BatchPlanner& planner, int chosen) {
   const int batch = planner.options().batch;
@@ -96,6 +119,7 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t, cons
   if (split.before_last != b) std::cout << " (the last two " << split.before_last << " and " << split.last << ")";
   else if (split.last != b) std::cout << " (the last one " << split.last << ")";
   std::cout << "\n" << format_memory_table(planner.breakdown(b));
+  print_value_formats(planner, b);
   return 0;
 }
 
