@@ -83,6 +83,8 @@ class Layer {
   // Memory beyond inputs and outputs, for a batch of `batch` samples.
   virtual std::vector<std::size_t> saved_floats(int /*batch*/) const { return {}; }
   virtual std::size_t workspace_bytes(Backend&, int /*batch*/, ConvPass, std::size_t /*limit*/) { return 0; }
+  // Whether backward reads the inputs' (or the output's) values. The plan keeps only what is
+  // read; with 16-bit values a layer's backward is given the others as shapes without data.
   virtual bool backward_needs_input() const { return false; }
   // True for a layer whose backward always writes its input's gradient (cuDNN's BatchNorm
   // backward has no form without it, and writing it over the output gradient in place is not

@@ -1,8 +1,10 @@
 // Copies, fill and the element-wise kernels against the CPU backend. Dropout masks must equal
-// the CPU's exactly: both draw from dropout_keep(seed, index).
+// the CPU's exactly: both draw from dropout_keep(seed, index); so must 16-bit values, both ways.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "support.hpp"
 
@@ -107,5 +109,30 @@ TEST_CASE("cuda add and copy_or_add", "[cuda][elementwise]") {
     cpu().copy_or_add(a.cpu(), dst.cpu(), accumulate);
     gpu().copy_or_add(a.gpu(), dst.gpu(), accumulate);
     CHECK(dst.gpu_values() == dst.cpu_values());
+  }
+}
+
+TEST_CASE("cuda 16-bit values: the CPU's bits both ways", "[cuda][elementwise][value_format]") {
+  // Ties, the edges of each format's range, subnormals (bf16 flushes them as the CPU does, fp16
+  // keeps its own), infinities, and enough random values for every block.
+  std::vector<float> values = random_values(std::size_t{1} << 20, 91, -70000.0f, 70000.0f);
+  const std::vector<float> edges{1.00390625f, 1.01171875f, 65504.0f, 65520.0f, 5.9604645e-8f, 1e-40f, -1e-40f,
+                                 3.0e38f, std::numeric_limits<float>::infinity(), -0.0f, 1.00048828125f};
+  values.insert(values.begin(), edges.begin(), edges.end());
+  const std::size_t n = values.size();
+  const Shape s{static_cast<int>(n)};
+  for (ValueFormat format : {ValueFormat::bf16, ValueFormat::fp16}) {
+    INFO(to_string(format));
+    Twin x(gpu(), s, values);
+    std::vector<std::uint16_t> want(n), got(n);
+    cpu().to_16bit(x.cpu(), want.data(), format);
+    DeviceBuffer packed(gpu(), n * 2);
+    gpu().to_16bit(x.gpu(), packed.data(), format);
+    gpu().copy_to_host(packed.data(), got.data(), n * 2);
+    CHECK(got == want);
+    Twin wide(gpu(), s, 92);
+    cpu().from_16bit(want.data(), wide.cpu(), format);
+    gpu().from_16bit(packed.data(), wide.gpu(), format);
+    CHECK(std::memcmp(wide.gpu_values().data(), wide.cpu_values().data(), n * sizeof(float)) == 0);
   }
 }
