@@ -80,17 +80,23 @@ def main():
         f"- Each case ran {a.rounds} times in each precision, the two alternating; the table gives the median. "
         "`train_throughput`: synthetic data in memory, AdamW, the largest micro-batch that fits (the whole batch here).",
         "- bf16: the convolutions' and dense layers' operands rounded to bfloat16, their products summed in float "
-        "(vdpbf16ps where the CPU has AVX512-BF16); everything else, and every tensor, stays fp32.",
+        "(vdpbf16ps where the CPU has AVX512-BF16); the values between layers stored in 16 bits where that makes "
+        "the plan smaller (the `values` column; docs/design.md, \"16-bit values\"). Weights, gradients and optimizer "
+        "state stay fp32. The planned bytes are the trainer's whole plan (persistent blocks and step arena).",
         "",
-        "| model | input | batch | fp32 img/s | bf16 img/s | bf16 / fp32 | fp32 runs | bf16 runs |",
-        "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |",
+        "| model | input | batch | fp32 img/s | bf16 img/s | bf16 / fp32 | values | fp32 planned | bf16 planned | fp32 runs | bf16 runs |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |",
     ]
     for model, batch in cases:
         got = {prec: [l["images_per_second"] for l in runs
                       if l["model"] == model and l["batch"] == batch and l["precision"] == prec]
                for prec in ("fp32", "bf16")}
         fp32, bf16 = statistics.median(got["fp32"]), statistics.median(got["bf16"])
+        last = {prec: [l for l in runs if l["model"] == model and l["batch"] == batch and l["precision"] == prec][-1]
+                for prec in ("fp32", "bf16")}
+        mib = {prec: f"{last[prec]['planned_bytes'] / 2**20:.1f} MiB" for prec in last}
         lines.append(f"| {model} | {INPUTS[model]} | {batch} | {fp32:.1f} | {bf16:.1f} | {bf16 / fp32:.2f} | "
+                     f"{last['bf16'].get('values', 'fp32')} | {mib['fp32']} | {mib['bf16']} | "
                      f"{', '.join(f'{v:.0f}' for v in got['fp32'])} | {', '.join(f'{v:.0f}' for v in got['bf16'])} |")
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -193,7 +193,7 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
             {"images_per_second", s.steps * s.batch / seconds}, {"step_ms", 1e3 * seconds / s.steps},
             {"first_step_seconds", first_step}, {"host_waits_per_step", static_cast<double>(waits) / s.steps},
             {"final_loss", loss}, {"graph_replays", trainer.graph_replays()},
-            {"planned_bytes", trainer.memory().total()},
+            {"planned_bytes", trainer.memory().total()}, {"values", to_string(trainer.memory().values)},
             {"reserved_bytes", trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes()},
             {"library_reserved_bytes", backend.library_reserved_bytes()}, {"determinism", backend.determinism_report()}});
   add_driver_bytes(r, backend, context);
@@ -242,6 +242,7 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
     r["trained_steps"] = last ? last->step : 0;
     r["trained_loss"] = last ? last->loss : 0.0;
     r["planned_bytes"] = trainer.memory().total();
+    r["values"] = to_string(trainer.memory().values);
     r["reserved_bytes"] = trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes();
     add_driver_bytes(r, backend, context);
   }

@@ -123,7 +123,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   const BatchPlanOptions& options = planner.options();
   StepNeeds training = step_needs(net, backend, micro_batch, true, workspace_limit);
   StepNeeds inference = step_needs(net, backend, micro_batch, false, workspace_limit);
-  training.values = inference.values = options.values;
+  training.values = inference.values = chosen_value_format(net, training, options.values, options.narrow_values);
   MicroBatchPlan p;
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
@@ -160,7 +160,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.recomputed_layers = static_cast<int>(std::unique(layers.begin(), layers.end()) - layers.begin());
   m.recompute_fraction = cost.extra_fraction(p.training.recomputed, micro_batch);
   m.in_place_layers = static_cast<int>(p.training.in_place.size());
-  m.values = options.values;
+  m.values = training.values;
   check_strategy(planner, p);
   if (micro_batch >= planner.smallest_micro_batch())
     m.expected_samples_per_second = cost.throughput(options.batch, micro_batch, planner.training_batch_need().samples,

@@ -34,9 +34,11 @@ struct BatchPlanOptions {
   // micro-batch and recomputation together for the highest expected throughput.
   RecomputePolicy recompute = RecomputePolicy::none;
   // How the step stores the values between layers: in 16 bits (bf16, fp16) they take half the
-  // bytes (engine/plan/detail/step_plan.cpp, Note [16-bit values]). The trainer's follows its
+  // bytes (engine/plan/detail/step_plan.cpp, Note [16-bit values]); `narrow_values` says whether
+  // only where the plan comes out smaller (chosen_value_format). The trainer's follows its
   // backend's precision (value_format).
   ValueFormat values = ValueFormat::fp32;
+  NarrowValues narrow_values = NarrowValues::where_smaller;
 };
 
 // How a step of `samples` runs at micro-batch b: micro-batches of b, then the rest. A rest below

@@ -25,6 +25,12 @@ enum class RecomputePolicy {
 RecomputePolicy parse_recompute_policy(std::string_view word);
 std::string to_string(RecomputePolicy policy);
 
+// Where a step in bf16 or fp16 stores its values in 16 bits (engine/plan/detail/step_plan.cpp,
+// Note [16-bit values]): where that makes the step's arena smaller than float32 values do, without
+// recomputation (a network that keeps little for backward can come out larger: the float32 copies
+// of one large layer outweigh what 16 bits save on the rest), or always.
+enum class NarrowValues { where_smaller, always };
+
 struct MemoryBreakdown {
   int micro_batch = 0;
   memory::CategoryBytes persistent;  // parameters, their gradients, optimizer state

@@ -57,6 +57,7 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
   planning.rewrite_graph = options.rewrite_graph;
   planning.recompute = options.recompute;
   planning.values = value_format(backend.precision());
+  planning.narrow_values = options.narrow_values;
   std::size_t communication = 0;
   planning.optimizer_slots = make_optimizer(options.optimizer)->state_slots();
   planning.extra_persistent = trainer_slots_bytes(network.loss());

@@ -49,6 +49,9 @@ struct TrainerOptions {
   // "Recomputation"). Under `automatic` with no micro-batch or count given, the planner weighs
   // micro-batch and recomputation together for the highest expected throughput.
   RecomputePolicy recompute = RecomputePolicy::none;
+  // In bf16 and fp16: store the values between layers in 16 bits where the plan comes out smaller,
+  // or always (engine/plan/detail/step_plan.hpp).
+  NarrowValues narrow_values = NarrowValues::where_smaller;
   std::uint64_t seed = 1;
   // After an out-of-memory recovery, try the next larger micro-batch (up to the chosen one)
   // after this many good steps: the pressure may have been transient. 0: never.

@@ -41,15 +41,18 @@ void print_policies(const BatchPlanner& planner, const std::vector<int>& sizes) 
 int micro_batches(int batch, int micro_batch) { return (batch + micro_batch - 1) / micro_batch; }
 
 // The same plan with the values between layers in float32 and in 16 bits (--precision bf16 or
-// fp16): the bytes by category at micro-batch b and, under a budget, the largest micro-batch.
+// fp16 stores them so where the plan comes out smaller): the bytes by category at micro-batch b
+// and, under a budget, the largest micro-batch.
 void print_value_formats(const BatchPlanner& planner, int b) {
-  const ValueFormat own = planner.options().values;
-  const ValueFormat narrow = own == ValueFormat::fp32 ? ValueFormat::bf16 : own;
+  const ValueFormat own = planner.breakdown(b).values;
+  const ValueFormat wanted = planner.options().values;
+  const ValueFormat narrow = wanted == ValueFormat::fp32 ? ValueFormat::bf16 : wanted;
   const bool budget = planner.options().account.limited();
-  std::cout << "by how values are stored (bf16 and fp16 store those between layers in 16 bits):\n";
+  std::cout << "by how values are stored (bf16 and fp16 store those between layers in 16 bits where that is smaller):\n";
   for (ValueFormat values : {ValueFormat::fp32, narrow}) {
     BatchPlanOptions options = planner.options();
     options.values = values;
+    options.narrow_values = NarrowValues::always;
     options.rewrite_graph = false;  // the planner's network is rewritten already
     const BatchPlanner other(planner.network(), planner.backend(), options);
     std::string table = format_micro_batch_table({other.breakdown(b)});

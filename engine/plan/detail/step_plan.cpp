@@ -362,6 +362,14 @@ StepPlan plan_step(const Network& net, const StepNeeds& needs, const RecomputeSe
   return separate.arena_bytes() < shared.arena_bytes() ? separate : shared;
 }
 
+ValueFormat chosen_value_format(const Network& net, StepNeeds needs, ValueFormat wanted, NarrowValues policy) {
+  if (wanted == ValueFormat::fp32 || policy == NarrowValues::always) return wanted;
+  needs.values = ValueFormat::fp32;
+  const std::size_t wide = plan_step(net, needs).arena_bytes();
+  needs.values = wanted;
+  return plan_step(net, needs).arena_bytes() < wide ? wanted : ValueFormat::fp32;
+}
+
 StepPlan plan_step(Network& net, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit,
                    const RecomputeSet& recompute) {
   return plan_step(net, step_needs(net, backend, micro_batch, training, workspace_limit), recompute);

@@ -11,6 +11,7 @@
 
 #include "engine/plan/detail/step_schedule.hpp"
 #include "engine/core/network.hpp"
+#include "engine/plan/memory_report.hpp"
 #include "memory/detail/planner.hpp"
 
 namespace cnn {
@@ -94,6 +95,11 @@ struct StepNeeds {
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);
+
+// The format a step at `needs` (its `values` ignored) stores its values in: `wanted`, or fp32
+// where `policy` is where_smaller and the float32 plan is no larger. Recomputation is chosen
+// after this, so a step recomputing stores its values as one keeping them does.
+ValueFormat chosen_value_format(const Network& network, StepNeeds needs, ValueFormat wanted, NarrowValues policy);
 
 // Throws ShapeError if a node's output is never read.
 StepPlan plan_step(const Network& network, const StepNeeds& needs, const RecomputeSet& recompute = {});
