@@ -43,8 +43,6 @@ enum class ValueFormat { fp32, bf16, fp16 };
 // bf16 for Precision::bf16, fp16 for fp16, fp32 otherwise.
 ValueFormat value_format(Precision precision);
 std::string to_string(ValueFormat format);
-// Bytes one value takes: 4 or 2.
-inline std::size_t value_bytes(ValueFormat format) { return format == ValueFormat::fp32 ? 4 : 2; }
 
 // A 2-D convolution, PyTorch's Conv2d: `groups` splits the channels into that many independent
 // convolutions (both channel counts divisible by it; groups = in = out is depthwise), so weights are

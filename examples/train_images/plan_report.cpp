@@ -47,6 +47,7 @@ void print_value_formats(const BatchPlanner& planner, int b) {
   const ValueFormat own = planner.breakdown(b).values;
   const ValueFormat wanted = planner.options().values;
   const ValueFormat narrow = wanted == ValueFormat::fp32 ? ValueFormat::bf16 : wanted;
+  if (wanted == ValueFormat::fp32 && planner.backend().kind() == DeviceKind::cuda) return;  // no 16-bit runs there yet
   const bool budget = planner.options().account.limited();
   std::cout << "by how values are stored (bf16 and fp16 store those between layers in 16 bits where that is smaller):\n";
   for (ValueFormat values : {ValueFormat::fp32, narrow}) {
