@@ -17,10 +17,6 @@
 namespace cnn {
 namespace {
 
-void refuse_fp32(const char* call, ValueFormat format) {
-  if (format == ValueFormat::fp32) throw ConfigError(std::string(call) + ": fp32 is not a 16-bit format");
-}
-
 // Converts [b, e); returns where the scalar loop takes over.
 std::size_t to_bf16_vectors(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
 #if defined(__AVX512BF16__) && defined(__AVX512F__)
@@ -48,7 +44,7 @@ std::size_t from_bf16_vectors(const std::uint16_t* in, float* out, std::size_t b
 }  // namespace
 
 void CpuBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
-  refuse_fp32("to_16bit", format);
+  require_16bit("to_16bit", format);
   const float* in = x.data;
   auto* out = static_cast<std::uint16_t*>(packed);
   const bool bf16 = format == ValueFormat::bf16;
@@ -65,7 +61,7 @@ void CpuBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
 }
 
 void CpuBackend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
-  refuse_fp32("from_16bit", format);
+  require_16bit("from_16bit", format);
   const auto* in = static_cast<const std::uint16_t*>(packed);
   float* out = x.data;
   const bool bf16 = format == ValueFormat::bf16;

@@ -30,14 +30,10 @@ __global__ void from_fp16_kernel(const __half* x, float* y, std::size_t n) {
   CNN_FOR_EACH_ELEMENT(i, n) y[i] = __half2float(x[i]);
 }
 
-void refuse_fp32(const char* call, ValueFormat format) {
-  if (format == ValueFormat::fp32) throw ConfigError(std::string(call) + ": fp32 is not a 16-bit format");
-}
-
 }  // namespace
 
 void CudaBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
-  refuse_fp32("to_16bit", format);
+  require_16bit("to_16bit", format);
   activate();
   const std::size_t n = x.elements();
   if (n == 0) return;
@@ -52,7 +48,7 @@ void CudaBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
 }
 
 void CudaBackend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
-  refuse_fp32("from_16bit", format);
+  require_16bit("from_16bit", format);
   activate();
   const std::size_t n = x.elements();
   if (n == 0) return;

@@ -26,6 +26,10 @@ ValueFormat value_format(Precision precision) {
   }
 }
 
+void require_16bit(const char* call, ValueFormat format) {
+  if (format == ValueFormat::fp32) throw ConfigError(std::string(call) + ": fp32 is not a 16-bit format");
+}
+
 std::string to_string(ValueFormat format) {
   switch (format) {
     case ValueFormat::fp32: return "fp32";

@@ -43,6 +43,8 @@ enum class ValueFormat { fp32, bf16, fp16 };
 // bf16 for Precision::bf16, fp16 for fp16, fp32 otherwise.
 ValueFormat value_format(Precision precision);
 std::string to_string(ValueFormat format);
+// Throws ConfigError naming `call` for fp32, which is no 16-bit format (Backend::to_16bit, from_16bit).
+void require_16bit(const char* call, ValueFormat format);
 
 // A 2-D convolution, PyTorch's Conv2d: `groups` splits the channels into that many independent
 // convolutions (both channel counts divisible by it; groups = in = out is depthwise), so weights are

@@ -56,20 +56,26 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   return out;
 }
 
-std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows) {
+std::string micro_batch_table_header() {
+  return "  micro-batch   persistent  activations    workspace      staging        arena        total  fits";
+}
+
+std::string format_micro_batch_row(const MemoryBreakdown& m) {
   using memory::Category;
   using memory::format_bytes;
-  std::string out = "  micro-batch   persistent  activations    workspace      staging        arena        total  fits\n";
-  for (const auto& m : rows) {
-    char line[200];
-    std::snprintf(line, sizeof line, "  %11d %12s %12s %12s %12s %12s %12s  %s\n", m.micro_batch,
-                  format_bytes(m.persistent.total()).c_str(), format_bytes(m.arena_peak[Category::activations]).c_str(),
-                  format_bytes(m.arena_peak[Category::workspace] + m.library).c_str(),
-                  format_bytes(m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging).c_str(),
-                  format_bytes(m.arena_bytes).c_str(), format_bytes(m.total()).c_str(),
-                  m.budget == 0 ? "-" : m.fits() ? "yes" : "no");
-    out += line;
-  }
+  char line[200];
+  std::snprintf(line, sizeof line, "  %11d %12s %12s %12s %12s %12s %12s  %s", m.micro_batch,
+                format_bytes(m.persistent.total()).c_str(), format_bytes(m.arena_peak[Category::activations]).c_str(),
+                format_bytes(m.arena_peak[Category::workspace] + m.library).c_str(),
+                format_bytes(m.arena_peak[Category::data_staging] + m.input_staging + m.loader_staging).c_str(),
+                format_bytes(m.arena_bytes).c_str(), format_bytes(m.total()).c_str(),
+                m.budget == 0 ? "-" : m.fits() ? "yes" : "no");
+  return line;
+}
+
+std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows) {
+  std::string out = micro_batch_table_header() + "\n";
+  for (const auto& m : rows) out += format_micro_batch_row(m) + "\n";
   return out;
 }
 

@@ -73,5 +73,8 @@ std::string format_memory_table(const MemoryBreakdown& breakdown);
 void append_table_row(std::string& table, const char* name, std::size_t bytes, const std::string& note = "");
 // One row per candidate micro-batch: bytes by category, total, and whether it fits the budget.
 std::string format_micro_batch_table(const std::vector<MemoryBreakdown>& rows);
+// That table's header and one of its rows, without line ends, for tables that add columns.
+std::string micro_batch_table_header();
+std::string format_micro_batch_row(const MemoryBreakdown& breakdown);
 
 }  // namespace cnn

@@ -49,19 +49,17 @@ void print_value_formats(const BatchPlanner& planner, int b) {
   const ValueFormat narrow = wanted == ValueFormat::fp32 ? ValueFormat::bf16 : wanted;
   if (wanted == ValueFormat::fp32 && planner.backend().kind() == DeviceKind::cuda) return;  // no 16-bit runs there yet
   const bool budget = planner.options().account.limited();
-  std::cout << "by how values are stored (bf16 and fp16 store those between layers in 16 bits where that is smaller):\n";
+  std::cout << "by how values are stored (bf16 and fp16 store those between layers in 16 bits where that is smaller):\n"
+            << "  values" << micro_batch_table_header() << (budget ? "  largest" : "") << "\n";
   for (ValueFormat values : {ValueFormat::fp32, narrow}) {
     BatchPlanOptions options = planner.options();
     options.values = values;
     options.narrow_values = NarrowValues::always;
     options.rewrite_graph = false;  // the planner's network is rewritten already
     const BatchPlanner other(planner.network(), planner.backend(), options);
-    std::string table = format_micro_batch_table({other.breakdown(b)});
-    if (values == ValueFormat::fp32) std::cout << "  values" << table.substr(0, table.find('\n')) << (budget ? "  largest" : "") << "\n";
-    const std::string row = table.substr(table.find('\n') + 1);
     char name[16];
     std::snprintf(name, sizeof name, "  %6s", to_string(values).c_str());
-    std::cout << name << row.substr(0, row.size() - 1);
+    std::cout << name << format_micro_batch_row(other.breakdown(b));
     if (budget) std::cout << "  " << other.largest_fitting(options.batch);
     std::cout << (values == own ? "  <- this run" : "") << "\n";
   }
