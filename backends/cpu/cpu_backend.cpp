@@ -10,7 +10,7 @@
 #include <string>
 
 #include "backends/cpu/detail/available_host_memory.hpp"
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "base/error.hpp"
 #include "engine/core/backend.hpp"

@@ -14,7 +14,7 @@ namespace cnn {
 class CpuBackend : public Backend {
  public:
   // threads <= 0: all the cores OpenMP sees. precision: fp32, or bf16 (convolutions and dense
-  // layers multiply bfloat16 operands, backends/cpu/detail/bf16_gemm.hpp); tf32 is fp32 here, fp16
+  // layers multiply bfloat16 operands, backends/cpu/detail/gemm16.hpp); tf32 is fp32 here, fp16
   // a ConfigError.
   explicit CpuBackend(int threads = 0, Precision precision = Precision::fp32);
   int threads() const { return threads_; }

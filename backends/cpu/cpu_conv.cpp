@@ -4,7 +4,7 @@
 // own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each; other
 // grouped convolutions at stride 1 have implicit products over padded planes
 // (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. In bf16 the products
-// are bf16_gemm's, with the weights packed once a call at the workspace's start (the A of every
+// are gemm16's, with the weights packed once a call at the workspace's start (the A of every
 // image's product forward and backward-data; backward-filter's A is the image's gradient).
 #include <Eigen/Core>
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/depthwise_conv.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/grouped_conv.hpp"
@@ -188,11 +188,11 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool bf16) {
   s.col = g.is_pointwise() ? 0 : aligned_floats(K * P);
   if (pass == ConvPass::forward) {
     // y[C x P] = w[C x K] col[K x P], per group
-    s.packing = bf16 ? cpu::bf16_gemm_packing_floats(C, P, K, true, false) : cpu::gemm_packing_floats(C, P, K);
+    s.packing = bf16 ? cpu::gemm16_packing_floats(C, P, K, true, false) : cpu::gemm_packing_floats(C, P, K);
   } else {
     s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
-    s.packing = bf16 ? std::max(cpu::bf16_gemm_packing_floats(K, P, C, true, false),
-                                cpu::bf16_gemm_packing_floats(C, K, P, false, false))
+    s.packing = bf16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
+                                cpu::gemm16_packing_floats(C, K, P, false, false))
                      : std::max(cpu::gemm_packing_floats(K, P, C),   // dcol[K x P] = w^T dy
                                 cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
   }
@@ -203,7 +203,7 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool bf16) {
 // forward, w^T [K x C] backward (the backward-data product's; backward-filter leaves it unused).
 std::size_t packed_weights_words(const ConvGeometry& g, ConvPass pass) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), C = static_cast<std::size_t>(g.cout);
-  return pass == ConvPass::forward ? cpu::bf16_packed_a_words(C, K) : cpu::bf16_packed_a_words(K, C);
+  return pass == ConvPass::forward ? cpu::packed16_a_words(C, K) : cpu::packed16_a_words(K, C);
 }
 std::size_t packed_weights_floats(const ConvGeometry& g, ConvPass pass, bool bf16) {
   return bf16 ? aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups)) : 0;
@@ -215,8 +215,8 @@ void pack_weights(int threads, const ConvGeometry& g, ConvPass pass, const float
   for (int gi = 0; gi < g.groups; ++gi) {
     const auto group = static_cast<std::size_t>(gi);
     std::uint32_t* out = packed + group * packed_weights_words(g, pass);
-    if (pass == ConvPass::forward) cpu::pack_bf16_a(threads, C, K, GemmOperand{w + group * C * K, K}, out);
-    else cpu::pack_bf16_a(threads, K, C, GemmOperand{w + group * C * K, K, true}, out);
+    if (pass == ConvPass::forward) cpu::pack16_a(threads, C, K, GemmOperand{w + group * C * K, K}, out);
+    else cpu::pack16_a(threads, K, C, GemmOperand{w + group * C * K, K, true}, out);
   }
 }
 
@@ -266,7 +266,7 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
         float* out = y.data + i * out_stride + group * C * P;
         const GemmOperand columns{g.is_pointwise() ? image : col, P};
         if (bf16())
-          cpu::bf16_gemm(C, P, K, {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0}, {columns},
+          cpu::gemm16(C, P, K, {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0}, {columns},
                          GemmOutput{out, P, accumulate}, packing);
         else
           cpu::gemm(C, P, K, GemmOperand{w.data + group * C * K, K}, columns, GemmOutput{out, P, accumulate}, packing);
@@ -307,7 +307,7 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
         float* image = dx.data + i * in_stride + group * group_in;
         const GemmOutput result = g.is_pointwise() ? GemmOutput{image, P, accumulate} : GemmOutput{col, P};
         if (bf16())
-          cpu::bf16_gemm(K, P, C, {{}, packed + group * packed_weights_words(g, ConvPass::backward), K, 0}, {grad_out},
+          cpu::gemm16(K, P, C, {{}, packed + group * packed_weights_words(g, ConvPass::backward), K, 0}, {grad_out},
                          result, packing);
         else
           cpu::gemm(K, P, C, weights_transposed, grad_out, result, packing);
@@ -348,7 +348,7 @@ void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, co
         const GemmOperand columns_transposed{g.is_pointwise() ? image : col, P, true};  // col^T: col is [K x P]
         const float* grad_out = dy.data + i * out_stride + group * C * P;
         const GemmOutput result{partial + group * C * K, K, true};
-        if (bf16()) cpu::bf16_gemm(C, K, P, {GemmOperand{grad_out, P}}, {columns_transposed}, result, packing);
+        if (bf16()) cpu::gemm16(C, K, P, {GemmOperand{grad_out, P}}, {columns_transposed}, result, packing);
         else cpu::gemm(C, K, P, GemmOperand{grad_out, P}, columns_transposed, result, packing);
       }
       partial_b += ConstMatrixMap(dy.data + i * out_stride, static_cast<Eigen::Index>(all_out), static_cast<Eigen::Index>(P))

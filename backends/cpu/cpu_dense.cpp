@@ -1,12 +1,12 @@
 // Dense layers as one matrix product each, its rows spread over threads, with the packing
 // buffers from the layer's planned workspace (backends/cpu/detail/gemm.hpp). In bf16 the weights
-// are packed once a call at the workspace's start, for every thread's rows (bf16_gemm.hpp).
+// are packed once a call at the workspace's start, for every thread's rows (gemm16.hpp).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/subnormals.hpp"
 
@@ -27,19 +27,19 @@ struct PackedWeights {
 };
 
 PackedWeights pack_weights(int threads, std::size_t k, std::size_t n, GemmOperand w, const Workspace& ws) {
-  const std::size_t words = cpu::aligned_floats(cpu::bf16_packed_b_words(k, n));
+  const std::size_t words = cpu::aligned_floats(cpu::packed16_b_words(k, n));
   auto* packed = static_cast<std::uint32_t*>(ws.data);
-  cpu::pack_bf16_b(threads, k, n, w, packed);
+  cpu::pack16_b(threads, k, n, w, packed);
   return {packed, {static_cast<float*>(ws.data) + words, ws.bytes / sizeof(float) - words}};
 }
 
 std::size_t bf16_workspace_floats(int threads, std::size_t n, std::size_t in, std::size_t units, ConvPass pass) {
   if (pass == ConvPass::forward)  // y = x w^T: w^T packed
-    return cpu::aligned_floats(cpu::bf16_packed_b_words(in, units)) +
-           cpu::parallel_bf16_gemm_packing_floats(threads, n, units, in, false, true);
-  return std::max(cpu::aligned_floats(cpu::bf16_packed_b_words(units, in)) +  // dx = dy w: w packed
-                      cpu::parallel_bf16_gemm_packing_floats(threads, n, in, units, false, true),
-                  cpu::parallel_bf16_gemm_packing_floats(threads, units, in, n, false, false));  // dw += dy^T x
+    return cpu::aligned_floats(cpu::packed16_b_words(in, units)) +
+           cpu::parallel_gemm16_packing_floats(threads, n, units, in, false, true);
+  return std::max(cpu::aligned_floats(cpu::packed16_b_words(units, in)) +  // dx = dy w: w packed
+                      cpu::parallel_gemm16_packing_floats(threads, n, in, units, false, true),
+                  cpu::parallel_gemm16_packing_floats(threads, units, in, n, false, false));  // dw += dy^T x
 }
 
 }  // namespace
@@ -58,7 +58,7 @@ void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& b
   // y[n x out] = x[n x in] w^T, w stored [out x in]
   if (bf16()) {
     const PackedWeights packed = pack_weights(threads_, in, out, GemmOperand{w.data, in, true}, ws);
-    cpu::parallel_bf16_gemm(threads_, n, out, in, {GemmOperand{x.data, in}}, {{}, packed.words, out, 0},
+    cpu::parallel_gemm16(threads_, n, out, in, {GemmOperand{x.data, in}}, {{}, packed.words, out, 0},
                             GemmOutput{y.data, out}, packed.packing);
   } else {
     cpu::parallel_gemm(threads_, n, out, in, GemmOperand{x.data, in}, GemmOperand{w.data, in, true},
@@ -75,7 +75,7 @@ void CpuBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor d
   // dx[n x in] = dy[n x out] w[out x in]
   if (bf16()) {
     const PackedWeights packed = pack_weights(threads_, out, in, GemmOperand{w.data, in}, ws);
-    cpu::parallel_bf16_gemm(threads_, n, in, out, {GemmOperand{dy.data, out}}, {{}, packed.words, in, 0},
+    cpu::parallel_gemm16(threads_, n, in, out, {GemmOperand{dy.data, out}}, {{}, packed.words, in, 0},
                             GemmOutput{dx.data, in, accumulate}, packed.packing);
     return;
   }
@@ -87,7 +87,7 @@ void CpuBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tenso
   const std::size_t n = static_cast<std::size_t>(x.n()), in = x.sample_elements(), out = dy.sample_elements();
   // dw[out x in] += dy^T[out x n] x[n x in], dy stored [n x out]
   if (bf16())
-    cpu::parallel_bf16_gemm(threads_, out, in, n, {GemmOperand{dy.data, out, true}}, {GemmOperand{x.data, in}},
+    cpu::parallel_gemm16(threads_, out, in, n, {GemmOperand{dy.data, out, true}}, {GemmOperand{x.data, in}},
                             GemmOutput{dw.data, in, true}, packing_of(ws));
   else
     cpu::parallel_gemm(threads_, out, in, n, GemmOperand{dy.data, out, true}, GemmOperand{x.data, in},

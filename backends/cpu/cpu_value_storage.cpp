@@ -1,5 +1,5 @@
 // 16-bit values (Backend::to_16bit, from_16bit): bfloat16 with the products' rounding
-// (backends/cpu/detail/bf16_gemm.hpp's to_bf16; vcvtneps2bf16 gives the same bits, Note [One bf16
+// (backends/cpu/detail/gemm16.hpp's to_bf16; vcvtneps2bf16 gives the same bits, Note [One bf16
 // product on every host]), IEEE half through Eigen's. Memory-bound passes: 16 values at a time
 // where the compiler targets AVX-512, the scalar forms for the rest.
 #include <Eigen/Core>
@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 
 #if defined(__AVX512F__)

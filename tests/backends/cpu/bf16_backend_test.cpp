@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/device/device.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
@@ -151,7 +151,7 @@ TEST_CASE("bf16 training is reproducible, the same with or without the bf16 inst
   const std::vector<float> once = losses(Precision::bf16, "small", 12);
   CHECK(losses(Precision::bf16, "small", 12) == once);
   if (cpu::bf16_instructions()) {
-    const cpu::Bf16Emulation emulation;
+    const cpu::Gemm16Emulation emulation;
     CHECK(losses(Precision::bf16, "small", 12) == once);
   }
   const std::vector<float> fp32 = losses(Precision::fp32, "small", 12);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/detail/planner.hpp"

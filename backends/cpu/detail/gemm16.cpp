@@ -1,4 +1,4 @@
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -22,7 +22,7 @@ namespace cnn::cpu {
 // gives the same bits, the product being exact), and rounds floats to bfloat16 as
 // vcvtne2ps2bf16 does; the instruction reads subnormals as zero and writes zero for a subnormal,
 // as the CPU kernels' FTZ and DAZ do (Note [Flushed subnormals]). So a run trains to the same bits
-// with or without the instructions; the test "bf16_gemm: the bf16 instructions and their
+// with or without the instructions; the test "gemm16: the bf16 instructions and their
 // emulation give the same bits" holds it where a host has them.
 
 bool bf16_instructions() {
@@ -171,16 +171,16 @@ void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size
 template <bool Native>
 void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t m, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<Native>(a, !a.transposed, i0, rows, m, k0, depth, kBf16Rows, dst);
+  pack_block<Native>(a, !a.transposed, i0, rows, m, k0, depth, kGemm16Rows, dst);
 }
 template <bool Native>
 void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::size_t n, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<Native>(b, b.transposed, j0, cols, n, k0, depth, kBf16Cols, dst);
+  pack_block<Native>(b, b.transposed, j0, cols, n, k0, depth, kGemm16Cols, dst);
 }
 
 // Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is
-// what is stored (bf16_gemm computing C^T = B^T A^T).
+// what is stored (gemm16 computing C^T = B^T A^T).
 struct TileOut {
   float* c;
   std::size_t ldc;
@@ -188,7 +188,7 @@ struct TileOut {
 };
 
 // Adds (or, overwrite, writes) tile [rows x cols] to `out`, transposed.
-void store_transposed(const float (&tile)[kBf16Rows][kBf16Cols], TileOut out, std::size_t rows, std::size_t cols,
+void store_transposed(const float (&tile)[kGemm16Rows][kGemm16Cols], TileOut out, std::size_t rows, std::size_t cols,
                       bool overwrite) {
   for (std::size_t j = 0; j < cols; ++j) {
     float* column = out.c + j * out.ldc;
@@ -196,23 +196,23 @@ void store_transposed(const float (&tile)[kBf16Rows][kBf16Cols], TileOut out, st
   }
 }
 
-// c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kBf16Rows, cols <= kBf16Cols), in
+// c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kGemm16Rows, cols <= kGemm16Cols), in
 // plain C++ (Note [One bf16 product on every host]).
 void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
                      std::size_t cols, bool overwrite) {
-  float acc[kBf16Rows][kBf16Cols] = {};
-  float b_even[kBf16Cols], b_odd[kBf16Cols];
+  float acc[kGemm16Rows][kGemm16Cols] = {};
+  float b_even[kGemm16Cols], b_odd[kGemm16Cols];
   for (std::size_t p = 0; p < pairs; ++p) {
-    for (std::size_t j = 0; j < kBf16Cols; ++j) {
-      const std::uint32_t word = b[p * kBf16Cols + j];
+    for (std::size_t j = 0; j < kGemm16Cols; ++j) {
+      const std::uint32_t word = b[p * kGemm16Cols + j];
       b_even[j] = from_bf16(static_cast<std::uint16_t>(word));
       b_odd[j] = from_bf16(static_cast<std::uint16_t>(word >> 16));
     }
-    for (std::size_t r = 0; r < kBf16Rows; ++r) {
-      const std::uint32_t word = a[p * kBf16Rows + r];
+    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
+      const std::uint32_t word = a[p * kGemm16Rows + r];
       const float a_even = from_bf16(static_cast<std::uint16_t>(word)), a_odd = from_bf16(static_cast<std::uint16_t>(word >> 16));
-      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
-      for (std::size_t j = 0; j < kBf16Cols; ++j) acc[r][j] += a_even * b_even[j];
+      for (std::size_t j = 0; j < kGemm16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
+      for (std::size_t j = 0; j < kGemm16Cols; ++j) acc[r][j] += a_even * b_even[j];
     }
   }
   if (out.transposed) return store_transposed(acc, out, rows, cols, overwrite);
@@ -227,14 +227,14 @@ void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t
 // The same with vdpbf16ps: 24 accumulators, two vectors of B's pairs, A's pair broadcast.
 void kernel_avx512(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
                    std::size_t cols, bool overwrite) {
-  __m512 acc[kBf16Rows][2];
+  __m512 acc[kGemm16Rows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (std::size_t p = 0; p < pairs; ++p) {
-    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kBf16Cols));
-    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kBf16Cols + 16));
+    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols));
+    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols + 16));
 #pragma GCC unroll 12
-    for (std::size_t r = 0; r < kBf16Rows; ++r) {
-      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[p * kBf16Rows + r])));
+    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
+      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[p * kGemm16Rows + r])));
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, ar);
       acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, ar);
     }
@@ -242,14 +242,14 @@ void kernel_avx512(const std::uint32_t* a, const std::uint32_t* b, std::size_t p
   const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 hi = cols >= 32 ? __mmask16(0xFFFF) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
   if (out.transposed) {
-    alignas(64) float tile[kBf16Rows][kBf16Cols];
-    for (std::size_t r = 0; r < kBf16Rows; ++r) {
+    alignas(64) float tile[kGemm16Rows][kGemm16Cols];
+    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
       _mm512_store_ps(tile[r], acc[r][0]);
       _mm512_store_ps(tile[r] + 16, acc[r][1]);
     }
     return store_transposed(tile, out, rows, cols, overwrite);
   }
-  if (cols == kBf16Cols) {  // a whole tile: plain loads and stores (masked ones are slower on some cores)
+  if (cols == kGemm16Cols) {  // a whole tile: plain loads and stores (masked ones are slower on some cores)
     for (std::size_t r = 0; r < rows; ++r) {
       float* row = out.c + r * out.ldc;
       _mm512_storeu_ps(row, overwrite ? acc[r][0] : _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
@@ -279,32 +279,32 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, T
   kernel_emulated(a, b, pairs, out, rows, cols, overwrite);
 }
 
-constexpr std::size_t kBlockRows = 8 * kBf16Rows, kBlockCols = 16 * kBf16Cols;
+constexpr std::size_t kBlockRows = 8 * kGemm16Rows, kBlockCols = 16 * kGemm16Cols;
 
 std::size_t a_block_words(std::size_t m, std::size_t k) {
-  return aligned_floats(round_up(std::min(m, kBlockRows), kBf16Rows) * pairs_of(std::min(k, kBf16Depth)));
+  return aligned_floats(round_up(std::min(m, kBlockRows), kGemm16Rows) * pairs_of(std::min(k, kGemm16Depth)));
 }
 std::size_t b_block_words(std::size_t n, std::size_t k) {
-  return aligned_floats(round_up(std::min(n, kBlockCols), kBf16Cols) * pairs_of(std::min(k, kBf16Depth)));
+  return aligned_floats(round_up(std::min(n, kBlockCols), kGemm16Cols) * pairs_of(std::min(k, kGemm16Depth)));
 }
 
 // Where block (k0, panel of `line`) of a whole packed operand starts: each block of k before k0
-// holds kBf16Depth / 2 pairs of every line.
-const std::uint32_t* packed_panel(const Bf16Operand& x, std::size_t width, std::size_t k0, std::size_t line,
+// holds kGemm16Depth / 2 pairs of every line.
+const std::uint32_t* packed_panel(const Operand16& x, std::size_t width, std::size_t k0, std::size_t line,
                                   std::size_t pairs) {
   const std::size_t lines = round_up(x.packed_lines, width);
   return x.packed + k0 / 2 * lines + (x.first_line + line) / width * pairs * width;
 }
 
 // A whole operand: its `count` lines (A's m rows, B's n columns) in panels of `width`, every
-// block of k (the layout bf16_gemm.hpp describes).
+// block of k (the layout gemm16.hpp describes).
 template <bool Native>
 void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t count, std::size_t k, std::size_t width,
                 std::uint32_t* packed) {
   const std::size_t panels = (count + width - 1) / width, lines = panels * width;
   parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
-    for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
-      const std::size_t depth = std::min(kBf16Depth, k - k0);
+    for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
+      const std::size_t depth = std::min(kGemm16Depth, k - k0);
       pack_block<Native>(x, along_k, begin * width, (end - begin) * width, count, k0, depth, width,
                          packed + k0 / 2 * lines + begin * width * pairs_of(depth));
     }
@@ -317,33 +317,33 @@ std::size_t blocks_words(std::size_t m, std::size_t n, std::size_t k, bool a_pac
 
 // C = A B, or with `transposed` C^T stored (the caller swapped the operands).
 template <bool Native>
-void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
+void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
                  bool transposed, Packing packing) {
   const std::size_t needed = blocks_words(m, n, k, a.packed, b.packed);
   if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
-    throw std::logic_error("bf16_gemm: " + std::to_string(packing.floats) + " floats of packing, " +
+    throw std::logic_error("gemm16: " + std::to_string(packing.floats) + " floats of packing, " +
                            std::to_string(needed) + " needed, 64-byte aligned");
-  if ((a.packed && a.first_line % kBf16Rows) || (b.packed && b.first_line % kBf16Cols))
-    throw std::logic_error("bf16_gemm: a packed operand's first line is not a panel's");
+  if ((a.packed && a.first_line % kGemm16Rows) || (b.packed && b.first_line % kGemm16Cols))
+    throw std::logic_error("gemm16: a packed operand's first line is not a panel's");
   auto* a_block = reinterpret_cast<std::uint32_t*>(packing.data);
   std::uint32_t* b_block = a_block + (a.packed ? 0 : a_block_words(m, k));
   for (std::size_t j0 = 0; j0 < n; j0 += kBlockCols) {
     const std::size_t cols = std::min(kBlockCols, n - j0);
-    for (std::size_t k0 = 0; k0 < k; k0 += kBf16Depth) {
-      const std::size_t depth = std::min(kBf16Depth, k - k0), pairs = pairs_of(depth);
-      const std::uint32_t* b_panels = b.packed ? packed_panel(b, kBf16Cols, k0, j0, pairs) : b_block;
+    for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
+      const std::size_t depth = std::min(kGemm16Depth, k - k0), pairs = pairs_of(depth);
+      const std::uint32_t* b_panels = b.packed ? packed_panel(b, kGemm16Cols, k0, j0, pairs) : b_block;
       if (!b.packed) pack_b_block<Native>(b.stored, j0, cols, n, k0, depth, b_block);
       for (std::size_t i0 = 0; i0 < m; i0 += kBlockRows) {
         const std::size_t rows = std::min(kBlockRows, m - i0);
-        const std::uint32_t* a_panels = a.packed ? packed_panel(a, kBf16Rows, k0, i0, pairs) : a_block;
+        const std::uint32_t* a_panels = a.packed ? packed_panel(a, kGemm16Rows, k0, i0, pairs) : a_block;
         if (!a.packed) pack_a_block<Native>(a.stored, i0, rows, m, k0, depth, a_block);
-        for (std::size_t jr = 0; jr < cols; jr += kBf16Cols)
-          for (std::size_t ir = 0; ir < rows; ir += kBf16Rows)
+        for (std::size_t jr = 0; jr < cols; jr += kGemm16Cols)
+          for (std::size_t ir = 0; ir < rows; ir += kGemm16Rows)
             kernel<Native>(a_panels + ir * pairs, b_panels + jr * pairs, pairs,
                            TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir
                                               : c.data + (i0 + ir) * c.stride + j0 + jr,
                                    c.stride, transposed},
-                           std::min(kBf16Rows, rows - ir), std::min(kBf16Cols, cols - jr),
+                           std::min(kGemm16Rows, rows - ir), std::min(kGemm16Cols, cols - jr),
                            k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
       }
     }
@@ -357,7 +357,7 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf1
 // quarters of the padded tiles, since C^T's tiles are stored element by element.
 bool swapped(std::size_t m, std::size_t n, bool a_packed, bool b_packed) {
   return !a_packed && !b_packed &&
-         4 * round_up(n, kBf16Rows) * round_up(m, kBf16Cols) < 3 * round_up(m, kBf16Rows) * round_up(n, kBf16Cols);
+         4 * round_up(n, kGemm16Rows) * round_up(m, kGemm16Cols) < 3 * round_up(m, kGemm16Rows) * round_up(n, kGemm16Cols);
 }
 
 std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
@@ -366,7 +366,7 @@ std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_pa
 }
 
 template <bool Native>
-void product(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c, Packing packing) {
+void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, Packing packing) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!c.accumulate)
@@ -375,8 +375,8 @@ void product(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Ope
   }
   if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<Native>(m, n, k, a, b, c, false, packing);
   // op(B)^T is B's storage read the other way, and op(A)^T likewise.
-  Bf16Operand b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
-  Bf16Operand a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
+  Operand16 b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
+  Operand16 a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
   gemm_blocks<Native>(n, m, k, b_as_a, a_as_b, c, true, packing);
 }
 
@@ -384,39 +384,39 @@ bool native() { return bf16_instructions() && !emulating.load(std::memory_order_
 
 }  // namespace
 
-Bf16Emulation::Bf16Emulation() { emulating = true; }
-Bf16Emulation::~Bf16Emulation() { emulating = false; }
+Gemm16Emulation::Gemm16Emulation() { emulating = true; }
+Gemm16Emulation::~Gemm16Emulation() { emulating = false; }
 
-std::size_t bf16_packed_a_words(std::size_t m, std::size_t k) { return round_up(m, kBf16Rows) * pairs_of(k); }
-std::size_t bf16_packed_b_words(std::size_t k, std::size_t n) { return round_up(n, kBf16Cols) * pairs_of(k); }
+std::size_t packed16_a_words(std::size_t m, std::size_t k) { return round_up(m, kGemm16Rows) * pairs_of(k); }
+std::size_t packed16_b_words(std::size_t k, std::size_t n) { return round_up(n, kGemm16Cols) * pairs_of(k); }
 
-void pack_bf16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
-  native() ? pack_whole<true>(threads, a, !a.transposed, m, k, kBf16Rows, packed)
-           : pack_whole<false>(threads, a, !a.transposed, m, k, kBf16Rows, packed);
+void pack16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
+  native() ? pack_whole<true>(threads, a, !a.transposed, m, k, kGemm16Rows, packed)
+           : pack_whole<false>(threads, a, !a.transposed, m, k, kGemm16Rows, packed);
 }
-void pack_bf16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
-  native() ? pack_whole<true>(threads, b, b.transposed, n, k, kBf16Cols, packed)
-           : pack_whole<false>(threads, b, b.transposed, n, k, kBf16Cols, packed);
+void pack16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
+  native() ? pack_whole<true>(threads, b, b.transposed, n, k, kGemm16Cols, packed)
+           : pack_whole<false>(threads, b, b.transposed, n, k, kGemm16Cols, packed);
 }
 
-std::size_t bf16_gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
+std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
   return packing_words(m, n, k, a_packed, b_packed);
 }
 
-void bf16_gemm(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
+void gemm16(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
                Packing packing) {
   native() ? product<true>(m, n, k, a, b, c, packing) : product<false>(m, n, k, a, b, c, packing);
 }
 
 namespace {
 
-// Each thread's packing for the rows parallel_bf16_gemm gives it (which may be swapped apart).
+// Each thread's packing for the rows parallel_gemm16 gives it (which may be swapped apart).
 std::size_t per_thread_packing(int count, std::size_t panels, std::size_t m, std::size_t n, std::size_t k,
                                bool a_packed, bool b_packed) {
   std::size_t most = 0;
   for (int t = 0; t < count; ++t) {
-    const std::size_t row0 = range_begin(panels, t, count) * kBf16Rows;
-    const std::size_t rows = std::min(m, range_begin(panels, t + 1, count) * kBf16Rows) - row0;
+    const std::size_t row0 = range_begin(panels, t, count) * kGemm16Rows;
+    const std::size_t rows = std::min(m, range_begin(panels, t + 1, count) * kGemm16Rows) - row0;
     most = std::max(most, packing_words(rows, n, k, a_packed, b_packed));
   }
   return most;
@@ -424,27 +424,27 @@ std::size_t per_thread_packing(int count, std::size_t panels, std::size_t m, std
 
 }  // namespace
 
-std::size_t parallel_bf16_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
+std::size_t parallel_gemm16_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
                                               bool b_packed) {
-  const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows;
+  const std::size_t panels = (m + kGemm16Rows - 1) / kGemm16Rows;
   const int count = range_threads(threads, panels);
   return static_cast<std::size_t>(count) * per_thread_packing(count, panels, m, n, k, a_packed, b_packed);
 }
 
-void parallel_bf16_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b,
+void parallel_gemm16(int threads, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b,
                         GemmOutput c, Packing packing) {
   // Split at whole panels of rows, so that a packed A's panels stay whole.
-  const std::size_t panels = (m + kBf16Rows - 1) / kBf16Rows;
+  const std::size_t panels = (m + kGemm16Rows - 1) / kGemm16Rows;
   const int count = range_threads(threads, panels);
   const std::size_t per_thread = per_thread_packing(count, panels, m, n, k, a.packed, b.packed);
   parallel_ranges(count, panels, [&](int t, std::size_t begin, std::size_t end) {
-    const std::size_t row0 = begin * kBf16Rows, rows = std::min(m, end * kBf16Rows) - row0;
-    Bf16Operand rows_of_a = a;
+    const std::size_t row0 = begin * kGemm16Rows, rows = std::min(m, end * kGemm16Rows) - row0;
+    Operand16 rows_of_a = a;
     if (a.packed) rows_of_a.first_line += row0;
     else rows_of_a.stored.data += a.stored.transposed ? row0 : row0 * a.stored.stride;
     GemmOutput rows_of_c = c;
     rows_of_c.data += row0 * c.stride;
-    bf16_gemm(rows, n, k, rows_of_a, b, rows_of_c,
+    gemm16(rows, n, k, rows_of_a, b, rows_of_c,
               Packing{packing.data + static_cast<std::size_t>(t) * per_thread, per_thread});
   });
 }

@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/detail/bf16_gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/subnormals.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
@@ -62,22 +62,22 @@ struct Product {
 Product run(const Case& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float> out, int threads = 1) {
   const cpu::GemmOperand stored_a{a.data(), c.a_transposed ? c.m : c.k, c.a_transposed};
   const cpu::GemmOperand stored_b{b.data(), c.b_transposed ? c.k : c.n, c.b_transposed};
-  std::vector<std::uint32_t> packed_a(cpu::bf16_packed_a_words(c.m, c.k)), packed_b(cpu::bf16_packed_b_words(c.k, c.n));
-  cpu::Bf16Operand op_a{stored_a}, op_b{stored_b};
+  std::vector<std::uint32_t> packed_a(cpu::packed16_a_words(c.m, c.k)), packed_b(cpu::packed16_b_words(c.k, c.n));
+  cpu::Operand16 op_a{stored_a}, op_b{stored_b};
   if (c.a_packed) {
-    cpu::pack_bf16_a(threads, c.m, c.k, stored_a, packed_a.data());
+    cpu::pack16_a(threads, c.m, c.k, stored_a, packed_a.data());
     op_a = {stored_a, packed_a.data(), c.m, 0};
   }
   if (c.b_packed) {
-    cpu::pack_bf16_b(threads, c.k, c.n, stored_b, packed_b.data());
+    cpu::pack16_b(threads, c.k, c.n, stored_b, packed_b.data());
     op_b = {stored_b, packed_b.data(), c.n, 0};
   }
-  const std::size_t floats = cpu::parallel_bf16_gemm_packing_floats(threads, c.m, c.n, c.k, c.a_packed, c.b_packed);
+  const std::size_t floats = cpu::parallel_gemm16_packing_floats(threads, c.m, c.n, c.k, c.a_packed, c.b_packed);
   const memory::Buffer packing(memory::host_resource(), std::max<std::size_t>(floats, 1) * sizeof(float),
                                memory::Category::workspace);
   const cpu::FlushSubnormals flush;
   const long before = testing::heap_allocations();
-  cpu::parallel_bf16_gemm(threads, c.m, c.n, c.k, op_a, op_b, cpu::GemmOutput{out.data(), c.n, c.accumulate},
+  cpu::parallel_gemm16(threads, c.m, c.n, c.k, op_a, op_b, cpu::GemmOutput{out.data(), c.n, c.accumulate},
                           cpu::Packing{packing.floats(), floats});
   const long allocations = testing::heap_allocations() - before;
   return {out, allocations};
@@ -100,7 +100,7 @@ TEST_CASE("to_bf16 rounds to nearest with ties to even, keeps NaN and infinity, 
   CHECK(cpu::from_bf16(0x4049) == 3.140625f);
 }
 
-TEST_CASE("bf16_gemm: every layout, packed or not, matches a plain loop over the rounded operands, to the same bits",
+TEST_CASE("gemm16: every layout, packed or not, matches a plain loop over the rounded operands, to the same bits",
           "[bf16]") {
   for (bool at : {false, true})
     for (bool bt : {false, true})
@@ -125,7 +125,7 @@ TEST_CASE("bf16_gemm: every layout, packed or not, matches a plain loop over the
         }
 }
 
-TEST_CASE("bf16_gemm: rows spread over threads, a packed A's panels whole, give the single-thread product", "[bf16]") {
+TEST_CASE("gemm16: rows spread over threads, a packed A's panels whole, give the single-thread product", "[bf16]") {
   const Case c{101, 70, 530, false, true, false, true, true};
   const auto a = random_vector(c.m * c.k, 4), b = random_vector(c.k * c.n, 5);
   const std::vector<float> zeros(c.m * c.n);
@@ -136,7 +136,7 @@ TEST_CASE("bf16_gemm: rows spread over threads, a packed A's panels whole, give 
   CHECK(run(unpacked, a, b, zeros, 3).out == one.out);
 }
 
-TEST_CASE("bf16_gemm: stays within bfloat16's rounding of the fp32 product", "[bf16]") {
+TEST_CASE("gemm16: stays within bfloat16's rounding of the fp32 product", "[bf16]") {
   const Case c{48, 300, 1152, false, false, false};
   const auto a = random_vector(c.m * c.k, 6), b = random_vector(c.k * c.n, 7);
   const std::vector<float> got = run(c, a, b, std::vector<float>(c.m * c.n)).out;
@@ -153,7 +153,7 @@ TEST_CASE("bf16_gemm: stays within bfloat16's rounding of the fp32 product", "[b
     }
 }
 
-TEST_CASE("bf16_gemm: the bf16 instructions and their emulation give the same bits", "[bf16]") {
+TEST_CASE("gemm16: the bf16 instructions and their emulation give the same bits", "[bf16]") {
   if (!cpu::bf16_instructions()) {
     WARN("this build has no bf16 instructions (AVX512-BF16): only the emulation runs");
     return;
@@ -164,11 +164,11 @@ TEST_CASE("bf16_gemm: the bf16 instructions and their emulation give the same bi
                                 0x7F7FFFFFu, 0x00000001u, 0x80400000u, 0x00800000u, 0x3F7FFFFFu})
     values.push_back(from_bits(special));
   const std::size_t n = values.size() / 2;
-  std::vector<std::uint32_t> native(cpu::bf16_packed_b_words(2, n)), emulated(native.size());
-  cpu::pack_bf16_b(1, 2, n, cpu::GemmOperand{values.data(), n}, native.data());
+  std::vector<std::uint32_t> native(cpu::packed16_b_words(2, n)), emulated(native.size());
+  cpu::pack16_b(1, 2, n, cpu::GemmOperand{values.data(), n}, native.data());
   {
-    const cpu::Bf16Emulation emulation;
-    cpu::pack_bf16_b(1, 2, n, cpu::GemmOperand{values.data(), n}, emulated.data());
+    const cpu::Gemm16Emulation emulation;
+    cpu::pack16_b(1, 2, n, cpu::GemmOperand{values.data(), n}, emulated.data());
   }
   CHECK(native == emulated);
   // Products: every layout, with large and small magnitudes mixed so that the order of the adds
@@ -182,7 +182,7 @@ TEST_CASE("bf16_gemm: the bf16 instructions and their emulation give the same bi
       const Product fast = run(c, a, b, start);
       Product slow;
       {
-        const cpu::Bf16Emulation emulation;
+        const cpu::Gemm16Emulation emulation;
         slow = run(c, a, b, start);
       }
       CHECK(fast.out == slow.out);

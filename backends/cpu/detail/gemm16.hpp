@@ -3,15 +3,15 @@
 // Each operand value is rounded to bfloat16 (to nearest, ties to even) as it is packed; the
 // products, exact in float, are summed in float. With AVX512-BF16 the inner loop is vdpbf16ps (32
 // products an instruction, twice what an fp32 FMA does); without it the same loop in plain C++
-// gives the same bits (Note [One bf16 product on every host], bf16_gemm.cpp).
+// gives the same bits (Note [One bf16 product on every host], gemm16.cpp).
 //
 // Operands as gemm.hpp's: row-major, C[m x n] (+)= op(A)[m x k] * op(B)[k x n]. Packed operands
 // are 32-bit words, each two bfloat16 values adjacent along k (the even k in the low half), the
 // pairs vdpbf16ps multiplies:
-//   A: per block of kBf16Depth values of k, per panel of kBf16Rows rows:    [pairs][kBf16Rows]
-//   B: per block of kBf16Depth values of k, per panel of kBf16Cols columns: [pairs][kBf16Cols]
+//   A: per block of kGemm16Depth values of k, per panel of kGemm16Rows rows:    [pairs][kGemm16Rows]
+//   B: per block of kGemm16Depth values of k, per panel of kGemm16Cols columns: [pairs][kGemm16Cols]
 // An operand that many products share (a layer's weights, used for every sample) is packed once
-// with pack_bf16_a or pack_bf16_b and passed packed; the others are packed block by block into
+// with pack16_a or pack16_b and passed packed; the others are packed block by block into
 // the product's own packing.
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +21,7 @@
 
 namespace cnn::cpu {
 
-constexpr std::size_t kBf16Rows = 12, kBf16Cols = 32, kBf16Depth = 256;
+constexpr std::size_t kGemm16Rows = 12, kGemm16Cols = 32, kGemm16Depth = 256;
 
 // Whether the products run on the processor's bf16 instructions (else on their emulation).
 bool bf16_instructions();
@@ -45,40 +45,40 @@ inline float from_bf16(std::uint16_t bits) {
 }
 
 // An operand given as it is stored (packed here, a block at a time) or packed whole beforehand.
-struct Bf16Operand {
+struct Operand16 {
   GemmOperand stored;
-  const std::uint32_t* packed = nullptr;  // pack_bf16_a's (A) or pack_bf16_b's (B) words, whole
+  const std::uint32_t* packed = nullptr;  // pack16_a's (A) or pack16_b's (B) words, whole
   std::size_t packed_lines = 0;           // the rows (A) or columns (B) packed: the m or n packed
   std::size_t first_line = 0;             // this product's first row (A) or column (B) in them: a panel's first
 };
 
 // The words a whole operand packs into, and the packing. `threads` share the work.
-std::size_t bf16_packed_a_words(std::size_t m, std::size_t k);
-std::size_t bf16_packed_b_words(std::size_t k, std::size_t n);
-void pack_bf16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed);
-void pack_bf16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed);
+std::size_t packed16_a_words(std::size_t m, std::size_t k);
+std::size_t packed16_b_words(std::size_t k, std::size_t n);
+void pack16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed);
+void pack16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed);
 
 // Words (4 bytes each, as a float) of packing one product needs for the operands not given packed.
-std::size_t bf16_gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed);
+std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed);
 
-// One thread. `packing` holds at least bf16_gemm_packing_floats(...) floats, 64-byte aligned.
-void bf16_gemm(std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b, GemmOutput c,
+// One thread. `packing` holds at least gemm16_packing_floats(...) floats, 64-byte aligned.
+void gemm16(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
                Packing packing);
 
 // The rows of C split over `threads` threads, each with its own packing, as parallel_gemm.
-std::size_t parallel_bf16_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
+std::size_t parallel_gemm16_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
                                               bool b_packed);
-void parallel_bf16_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, Bf16Operand a, Bf16Operand b,
+void parallel_gemm16(int threads, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b,
                         GemmOutput c, Packing packing);
 
 // While one lives, every thread's products run on the emulation (tests compare it with the
 // instructions). One at a time.
-class Bf16Emulation {
+class Gemm16Emulation {
  public:
-  Bf16Emulation();
-  ~Bf16Emulation();
-  Bf16Emulation(const Bf16Emulation&) = delete;
-  Bf16Emulation& operator=(const Bf16Emulation&) = delete;
+  Gemm16Emulation();
+  ~Gemm16Emulation();
+  Gemm16Emulation(const Gemm16Emulation&) = delete;
+  Gemm16Emulation& operator=(const Gemm16Emulation&) = delete;
 };
 
 }  // namespace cnn::cpu
