@@ -31,9 +31,6 @@ int checked_threads(int threads) {
 }
 
 Precision checked_precision(Precision precision) {
-  if (precision == Precision::fp16)
-    throw ConfigError("fp16 is not for the CPU: CPUs have no fp16 arithmetic worth its rounding (and the GPU's "
-                      "fp16 is not built yet); on the CPU use --precision bf16 (or fp32)");
   return precision == Precision::tf32 ? Precision::fp32 : precision;  // TF32 is a GPU's tensor cores' format
 }
 
@@ -74,13 +71,22 @@ std::string CpuBackend::instruction_set() {
 #endif
 }
 
+namespace {
+std::string products_description(Precision precision) {
+  if (precision == Precision::bf16)
+    return std::string(", bf16 products ") +
+           (cpu::bf16_instructions() ? "on AVX512-BF16" : "emulated (no AVX512-BF16)");
+  if (precision == Precision::fp16)
+    return std::string(", fp16 products in float ") +
+           (cpu::fp16_instructions() ? "on AVX-512" : "emulated (no AVX-512)");
+  return {};
+}
+}  // namespace
+
 std::string CpuBackend::description() const {
-  return "cpu: Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
-         "." + std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() +
-         compiled_vector_units() + "), " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") +
-         (precision_ == Precision::bf16
-              ? std::string(", bf16 products ") + (cpu::bf16_instructions() ? "on AVX512-BF16" : "emulated (no AVX512-BF16)")
-              : std::string());
+  return "cpu: Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+         std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() + compiled_vector_units() +
+         "), " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + products_description(precision_);
 }
 
 // What a training step's convolutions reach through Eigen per thread (2 threads with AVX-512: 70

@@ -13,9 +13,10 @@ namespace cnn {
 
 class CpuBackend : public Backend {
  public:
-  // threads <= 0: all the cores OpenMP sees. precision: fp32, or bf16 (convolutions and dense
-  // layers multiply bfloat16 operands, backends/cpu/detail/gemm16.hpp); tf32 is fp32 here, fp16
-  // a ConfigError.
+  // threads <= 0: all the cores OpenMP sees. precision: fp32, or bf16 or fp16 (convolutions and
+  // dense layers multiply 16-bit operands, backends/cpu/detail/gemm16.hpp: bf16 faster where the
+  // CPU has AVX512-BF16, fp16 no faster than fp32, for its memory and a GPU's rounding); tf32 is
+  // fp32 here.
   explicit CpuBackend(int threads = 0, Precision precision = Precision::fp32);
   int threads() const { return threads_; }
   // The vector instructions the kernels were compiled for: "avx512", "avx2" (with FMA) or
@@ -32,7 +33,10 @@ class CpuBackend : public Backend {
   std::string determinism_report() const override {
     return "deterministic: the same seed, thread count and instruction set give the same bits";
   }
-  bool bf16() const { return precision_ == Precision::bf16; }
+  // bf16 and fp16: convolutions and dense layers multiply 16-bit operands of this format
+  // (backends/cpu/detail/gemm16.hpp).
+  bool products16() const { return precision_ == Precision::bf16 || precision_ == Precision::fp16; }
+  ValueFormat product_format() const { return value_format(precision_); }
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;

@@ -3,9 +3,9 @@
 // (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
 // own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each; other
 // grouped convolutions at stride 1 have implicit products over padded planes
-// (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. In bf16 the products
-// are gemm16's, with the weights packed once a call at the workspace's start (the A of every
-// image's product forward and backward-data; backward-filter's A is the image's gradient).
+// (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. In bf16 and fp16
+// the products are gemm16's, with the weights packed once a call at the workspace's start (the A
+// of every image's product forward and backward-data; backward-filter's A is the image's gradient).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
@@ -181,42 +181,45 @@ struct ConvThreadSpace {
   std::size_t total() const { return col + partial + packing; }
 };
 
-ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool bf16) {
+ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products16) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   ConvThreadSpace s;
   s.col = g.is_pointwise() ? 0 : aligned_floats(K * P);
   if (pass == ConvPass::forward) {
     // y[C x P] = w[C x K] col[K x P], per group
-    s.packing = bf16 ? cpu::gemm16_packing_floats(C, P, K, true, false) : cpu::gemm_packing_floats(C, P, K);
+    s.packing = products16 ? cpu::gemm16_packing_floats(C, P, K, true, false) : cpu::gemm_packing_floats(C, P, K);
   } else {
     s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
-    s.packing = bf16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
-                                cpu::gemm16_packing_floats(C, K, P, false, false))
-                     : std::max(cpu::gemm_packing_floats(K, P, C),   // dcol[K x P] = w^T dy
-                                cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
+    s.packing = products16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
+                                      cpu::gemm16_packing_floats(C, K, P, false, false))
+                           : std::max(cpu::gemm_packing_floats(K, P, C),   // dcol[K x P] = w^T dy
+                                      cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
   }
   return s;
 }
 
-// bf16: every group's weights packed whole, once a call, before the threads' shares: w [C x K]
-// forward, w^T [K x C] backward (the backward-data product's; backward-filter leaves it unused).
+// 16-bit products: every group's weights packed whole, once a call, before the threads' shares:
+// w [C x K] forward, w^T [K x C] backward (the backward-data product's; backward-filter leaves it unused).
 std::size_t packed_weights_words(const ConvGeometry& g, ConvPass pass) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), C = static_cast<std::size_t>(g.cout);
   return pass == ConvPass::forward ? cpu::packed16_a_words(C, K) : cpu::packed16_a_words(K, C);
 }
-std::size_t packed_weights_floats(const ConvGeometry& g, ConvPass pass, bool bf16) {
-  return bf16 ? aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups)) : 0;
+std::size_t packed_weights_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
+  return products16 ? aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups)) : 0;
 }
 
 // Packs each group's weights (op(w) of the pass) at `packed`.
-void pack_weights(int threads, const ConvGeometry& g, ConvPass pass, const float* w, std::uint32_t* packed) {
+void pack_weights(ValueFormat format, int threads, const ConvGeometry& g, ConvPass pass, const float* w,
+                  std::uint32_t* packed) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), C = static_cast<std::size_t>(g.cout);
   for (int gi = 0; gi < g.groups; ++gi) {
     const auto group = static_cast<std::size_t>(gi);
     std::uint32_t* out = packed + group * packed_weights_words(g, pass);
-    if (pass == ConvPass::forward) cpu::pack16_a(threads, C, K, GemmOperand{w + group * C * K, K}, out);
-    else cpu::pack16_a(threads, K, C, GemmOperand{w + group * C * K, K, true}, out);
+    if (pass == ConvPass::forward)
+      cpu::pack16_a(format, threads, C, K, GemmOperand{w + group * C * K, K}, out);
+    else
+      cpu::pack16_a(format, threads, K, C, GemmOperand{w + group * C * K, K, true}, out);
   }
 }
 
@@ -235,7 +238,8 @@ std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape&
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   const ConvGeometry g = geometry(d, x, y);
-  return (packed_weights_floats(g, pass, bf16()) + workers * thread_space(g, pass, bf16()).total()) * sizeof(float);
+  return (packed_weights_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total()) *
+         sizeof(float);
 }
 
 void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
@@ -249,12 +253,12 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");
-  const ConvThreadSpace space = thread_space(g, ConvPass::forward, bf16());
+  const ConvThreadSpace space = thread_space(g, ConvPass::forward, products16());
   const std::size_t in_stride = x.sample_elements(), out_stride = y.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;  // a group's input floats
   auto* packed = static_cast<std::uint32_t*>(ws.data);
-  if (bf16()) pack_weights(threads_, g, ConvPass::forward, w.data, packed);
-  float* shares = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::forward, bf16());
+  if (products16()) pack_weights(product_format(), threads_, g, ConvPass::forward, w.data, packed);
+  float* shares = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::forward, products16());
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = shares + static_cast<std::size_t>(t) * space.total();
     const cpu::Packing packing{col + space.col, space.packing};
@@ -265,9 +269,10 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
         if (!g.is_pointwise()) im2col(g, image, col);
         float* out = y.data + i * out_stride + group * C * P;
         const GemmOperand columns{g.is_pointwise() ? image : col, P};
-        if (bf16())
-          cpu::gemm16(C, P, K, {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0}, {columns},
-                         GemmOutput{out, P, accumulate}, packing);
+        if (products16())
+          cpu::gemm16(product_format(), C, P, K,
+                      {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0}, {columns},
+                      GemmOutput{out, P, accumulate}, packing);
         else
           cpu::gemm(C, P, K, GemmOperand{w.data + group * C * K, K}, columns, GemmOutput{out, P, accumulate}, packing);
       }
@@ -289,12 +294,12 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_bytes(d, dx.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_data");
-  const ConvThreadSpace space = thread_space(g, ConvPass::backward, bf16());
+  const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
   auto* packed = static_cast<std::uint32_t*>(ws.data);
-  if (bf16()) pack_weights(threads_, g, ConvPass::backward, w.data, packed);
-  float* shares = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::backward, bf16());
+  if (products16()) pack_weights(product_format(), threads_, g, ConvPass::backward, w.data, packed);
+  float* shares = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::backward, products16());
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = shares + static_cast<std::size_t>(t) * space.total();
     const cpu::Packing packing{col + space.col + space.partial, space.packing};
@@ -306,9 +311,10 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
         const GemmOperand grad_out{dy.data + i * out_stride + group * C * P, P};
         float* image = dx.data + i * in_stride + group * group_in;
         const GemmOutput result = g.is_pointwise() ? GemmOutput{image, P, accumulate} : GemmOutput{col, P};
-        if (bf16())
-          cpu::gemm16(K, P, C, {{}, packed + group * packed_weights_words(g, ConvPass::backward), K, 0}, {grad_out},
-                         result, packing);
+        if (products16())
+          cpu::gemm16(product_format(), K, P, C,
+                      {{}, packed + group * packed_weights_words(g, ConvPass::backward), K, 0}, {grad_out}, result,
+                      packing);
         else
           cpu::gemm(K, P, C, weights_transposed, grad_out, result, packing);
         if (!g.is_pointwise()) col2im_add(g, col, image);
@@ -329,11 +335,11 @@ void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, co
                     C = static_cast<std::size_t>(g.cout);
   const std::size_t all_out = C * static_cast<std::size_t>(g.groups);
   require_workspace(ws, conv2d_workspace_bytes(d, x.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_filter");
-  const ConvThreadSpace space = thread_space(g, ConvPass::backward, bf16());
+  const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t grad_floats = all_out * K + all_out;
   const std::size_t in_stride = x.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
-  float* base = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::backward, bf16());
+  float* base = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::backward, products16());
   const int used = cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = base + static_cast<std::size_t>(t) * space.total();
     float* partial = col + space.col;
@@ -348,7 +354,8 @@ void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, co
         const GemmOperand columns_transposed{g.is_pointwise() ? image : col, P, true};  // col^T: col is [K x P]
         const float* grad_out = dy.data + i * out_stride + group * C * P;
         const GemmOutput result{partial + group * C * K, K, true};
-        if (bf16()) cpu::gemm16(C, K, P, {GemmOperand{grad_out, P}}, {columns_transposed}, result, packing);
+        if (products16())
+          cpu::gemm16(product_format(), C, K, P, {GemmOperand{grad_out, P}}, {columns_transposed}, result, packing);
         else cpu::gemm(C, K, P, GemmOperand{grad_out, P}, columns_transposed, result, packing);
       }
       partial_b += ConstMatrixMap(dy.data + i * out_stride, static_cast<Eigen::Index>(all_out), static_cast<Eigen::Index>(P))

@@ -1,10 +1,9 @@
 // 16-bit values (Backend::to_16bit, from_16bit): bfloat16 with the products' rounding
-// (backends/cpu/detail/gemm16.hpp's to_bf16; vcvtneps2bf16 gives the same bits, Note [One bf16
-// product on every host]), IEEE half through Eigen's. Memory-bound passes: 16 values at a time
-// where the compiler targets AVX-512, the scalar forms for the rest.
-#include <Eigen/Core>
+// (backends/cpu/detail/gemm16.hpp's to_bf16; vcvtneps2bf16 gives the same bits, Note [One 16-bit
+// product on every host]), IEEE half as the fp16 products round it (to_fp16, vcvtps2ph).
+// Memory-bound passes: 16 values at a time where the compiler targets AVX-512, the scalar forms
+// for the rest.
 #include <cstdint>
-#include <cstring>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
@@ -41,6 +40,29 @@ std::size_t from_bf16_vectors(const std::uint16_t* in, float* out, std::size_t b
   return b;
 }
 
+// IEEE half: vcvtps2ph rounds as Eigen's conversion does (to nearest, ties to even), and
+// vcvtph2ps widens exactly.
+std::size_t to_fp16_vectors(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
+#if defined(__AVX512F__)
+  for (; b + 16 <= e; b += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(in + b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+  (void)in, (void)out, (void)e;
+#endif
+  return b;
+}
+
+std::size_t from_fp16_vectors(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
+#if defined(__AVX512F__)
+  for (; b + 16 <= e; b += 16)
+    _mm512_storeu_ps(out + b, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + b))));
+#else
+  (void)in, (void)out, (void)e;
+#endif
+  return b;
+}
+
 }  // namespace
 
 void CpuBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
@@ -52,10 +74,7 @@ void CpuBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
     if (bf16) {
       for (std::size_t i = to_bf16_vectors(in, out, b, e); i < e; ++i) out[i] = cpu::to_bf16(in[i]);
     } else {
-      for (std::size_t i = b; i < e; ++i) {
-        const Eigen::half h(in[i]);
-        std::memcpy(out + i, &h, sizeof h);
-      }
+      for (std::size_t i = to_fp16_vectors(in, out, b, e); i < e; ++i) out[i] = cpu::to_fp16(in[i]);
     }
   });
 }
@@ -69,7 +88,7 @@ void CpuBackend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
     if (bf16) {
       for (std::size_t i = from_bf16_vectors(in, out, b, e); i < e; ++i) out[i] = cpu::from_bf16(in[i]);
     } else {
-      for (std::size_t i = b; i < e; ++i) out[i] = static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(in[i]));
+      for (std::size_t i = from_fp16_vectors(in, out, b, e); i < e; ++i) out[i] = cpu::from_fp16(in[i]);
     }
   });
 }

@@ -31,7 +31,7 @@ void require_cuda_precision(Precision precision) {
   if (precision == Precision::bf16 || precision == Precision::fp16)
     throw ConfigError("--precision " + to_string(precision) +
                       " is not built for CUDA yet (its cuDNN and cuBLAS calls are fp32 and tf32): use tf32 on the GPU, "
-                      "or --device cpu" + (precision == Precision::bf16 ? " for bf16" : ""));
+                      "or --device cpu for " + to_string(precision));
 }
 
 }  // namespace

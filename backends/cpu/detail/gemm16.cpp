@@ -1,5 +1,6 @@
 #include "backends/cpu/detail/gemm16.hpp"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -8,14 +9,17 @@
 
 #include "backends/cpu/detail/parallel.hpp"
 
-#if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512BW__)
 #include <immintrin.h>
+#define CNN_HAVE_AVX512 1
+#endif
+#if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512F__)
 #define CNN_HAVE_AVX512_BF16 1
 #endif
 
 namespace cnn::cpu {
 
-// Note [One bf16 product on every host]: vdpbf16ps adds a pair's two products to a float lane
+// Note [One 16-bit product on every host]: vdpbf16ps adds a pair's two products to a float lane
 // one after the other, the odd k's first: acc += a[2p+1] b[2p+1]; acc += a[2p] b[2p]. A product of
 // two bfloat16 values has at most 16 significant bits, so it is exact in float and each step rounds
 // once, in the add. The emulation does the same two adds in the same order (a fused multiply-add
@@ -23,7 +27,11 @@ namespace cnn::cpu {
 // vcvtne2ps2bf16 does; the instruction reads subnormals as zero and writes zero for a subnormal,
 // as the CPU kernels' FTZ and DAZ do (Note [Flushed subnormals]). So a run trains to the same bits
 // with or without the instructions; the test "gemm16: the bf16 instructions and their
-// emulation give the same bits" holds it where a host has them.
+// emulation give the same bits" holds it where a host has them. fp16 follows the same order:
+// its AVX-512 kernel widens the halves (vcvtph2ps, exact) and adds the odd k's product, then the
+// even's, with fused multiply-adds; a product of two halves has at most 22 significant bits, so
+// it too is exact in float. Halves are rounded as vcvtps2ph rounds (to nearest, ties to even; a
+// float subnormal is far below half's range and becomes zero either way).
 
 bool bf16_instructions() {
 #if defined(CNN_HAVE_AVX512_BF16)
@@ -33,11 +41,50 @@ bool bf16_instructions() {
 #endif
 }
 
+std::uint16_t to_fp16(float value) { return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(value)); }
+float from_fp16(std::uint16_t bits) { return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits)); }
+
+bool fp16_instructions() {
+#if defined(CNN_HAVE_AVX512)
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace {
 
-std::uint32_t pair_of(float even, float odd) {
-  return std::uint32_t{to_bf16(even)} | (std::uint32_t{to_bf16(odd)} << 16);
+template <ValueFormat F>
+std::uint16_t to_16bit(float value) {
+  if constexpr (F == ValueFormat::bf16)
+    return to_bf16(value);
+  else
+    return to_fp16(value);
 }
+template <ValueFormat F>
+float from_16bit(std::uint16_t bits) {
+  if constexpr (F == ValueFormat::bf16)
+    return from_bf16(bits);
+  else
+    return from_fp16(bits);
+}
+
+template <ValueFormat F>
+std::uint32_t pair_of(float even, float odd) {
+  return std::uint32_t{to_16bit<F>(even)} | (std::uint32_t{to_16bit<F>(odd)} << 16);
+}
+
+#if defined(CNN_HAVE_AVX512)
+// 32 floats (lo: the first 16) as 32 16-bit values in order, i.e. 16 words of adjacent pairs.
+template <ValueFormat F>
+__m512i narrowed(__m512 lo, __m512 hi) {
+#if defined(CNN_HAVE_AVX512_BF16)
+  if constexpr (F == ValueFormat::bf16) return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+#endif
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(lo, kNearest)), _mm512_cvtps_ph(hi, kNearest), 1);
+}
+#endif
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 constexpr std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
@@ -45,10 +92,10 @@ constexpr std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
 std::atomic<bool> emulating{false};
 
 // dst[c] = the pair (even[c], odd[c]) for c < count; odd null: zeros.
-template <bool Native>
+template <ValueFormat F, bool Native>
 void interleave_rows(const float* even, const float* odd, std::size_t count, std::uint32_t* dst) {
   std::size_t c = 0;
-#if defined(CNN_HAVE_AVX512_BF16)
+#if defined(CNN_HAVE_AVX512)
   if constexpr (Native) {
     // Word 2j of the result is word j of the converted pair of vectors (the even row), word
     // 2j + 1 word 16 + j (the odd row).
@@ -61,15 +108,15 @@ void interleave_rows(const float* even, const float* odd, std::size_t count, std
       const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
       const __m512 lo = _mm512_maskz_loadu_ps(mask, even + c);
       const __m512 hi = odd ? _mm512_maskz_loadu_ps(mask, odd + c) : _mm512_setzero_ps();
-      const __m512i words = _mm512_permutexvar_epi16(order, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+      const __m512i words = _mm512_permutexvar_epi16(order, narrowed<F>(lo, hi));
       _mm512_mask_storeu_epi32(dst + c, mask, words);
     }
   }
 #endif
-  for (; c < count; ++c) dst[c] = pair_of(even[c], odd ? odd[c] : 0.f);
+  for (; c < count; ++c) dst[c] = pair_of<F>(even[c], odd ? odd[c] : 0.f);
 }
 
-#if defined(CNN_HAVE_AVX512_BF16)
+#if defined(CNN_HAVE_AVX512)
 // GCC 12's headers define the unmasked shuffles over a deliberately uninitialised vector.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -104,11 +151,11 @@ void transpose_16x16(__m512i r[16]) {
 // dst[p * width + l] = the pair (line l's value 2p, value 2p + 1) of `count` lines whose values
 // along k are adjacent (line l at x.data + (first + l) * x.stride + k0), for the pairs of `depth`
 // values (an odd depth's last pair has a zero for its odd value).
-template <bool Native>
+template <ValueFormat F, bool Native>
 void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t count, std::size_t k0, std::size_t depth,
                        std::uint32_t* dst, std::size_t width) {
   const std::size_t pairs = pairs_of(depth);
-#if defined(CNN_HAVE_AVX512_BF16)
+#if defined(CNN_HAVE_AVX512)
   if constexpr (Native) {
     // 16 lines by 16 pairs at a time: each line's 32 values become 16 words, transposed.
     for (std::size_t l0 = 0; l0 < count; l0 += 16) {
@@ -125,7 +172,7 @@ void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t coun
             continue;
           }
           const float* line = x.data + (first + l0 + i) * x.stride + k0 + 2 * p0;
-          r[i] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, line + 16), _mm512_maskz_loadu_ps(lo, line)));
+          r[i] = narrowed<F>(_mm512_maskz_loadu_ps(lo, line), _mm512_maskz_loadu_ps(hi, line + 16));
         }
         transpose_16x16(r);
         for (std::size_t j = 0; j < 16 && p0 + j < pairs; ++j) _mm512_mask_storeu_epi32(dst + (p0 + j) * width + l0, store, r[j]);
@@ -137,7 +184,7 @@ void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t coun
   for (std::size_t l = 0; l < count; ++l) {
     const float* line = x.data + (first + l) * x.stride + k0;
     for (std::size_t p = 0; p < pairs; ++p)
-      dst[p * width + l] = pair_of(line[2 * p], 2 * p + 1 < depth ? line[2 * p + 1] : 0.f);
+      dst[p * width + l] = pair_of<F>(line[2 * p], 2 * p + 1 < depth ? line[2 * p + 1] : 0.f);
   }
 }
 
@@ -145,7 +192,7 @@ void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t coun
 // column j0), in panels of `width` lines: [panel][pairs][width]. Lines past `last` are zeros.
 // `along_k` says the operand's values along k are adjacent in memory (A stored [m x k], B stored
 // [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]).
-template <bool Native>
+template <ValueFormat F, bool Native>
 void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size_t lines, std::size_t last,
                 std::size_t k0, std::size_t depth, std::size_t width, std::uint32_t* dst) {
   const std::size_t pairs = pairs_of(depth);
@@ -154,29 +201,29 @@ void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size
     const std::size_t line0 = first + panel * width;
     const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
     if (along_k) {
-      pairs_along_lines<Native>(x, line0, valid, k0, depth, out, width);
+      pairs_along_lines<F, Native>(x, line0, valid, k0, depth, out, width);
       for (std::size_t p = 0; p < pairs; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
       continue;
     }
     for (std::size_t p = 0; p < pairs; ++p) {
       const float* even = x.data + (k0 + 2 * p) * x.stride + line0;
       const float* odd = 2 * p + 1 < depth ? even + x.stride : nullptr;
-      interleave_rows<Native>(even, odd, valid, out + p * width);
+      interleave_rows<F, Native>(even, odd, valid, out + p * width);
       std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
     }
   }
 }
 
 // A is along k when stored [m x k] (not transposed); B when stored [n x k] (transposed).
-template <bool Native>
+template <ValueFormat F, bool Native>
 void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t m, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<Native>(a, !a.transposed, i0, rows, m, k0, depth, kGemm16Rows, dst);
+  pack_block<F, Native>(a, !a.transposed, i0, rows, m, k0, depth, kGemm16Rows, dst);
 }
-template <bool Native>
+template <ValueFormat F, bool Native>
 void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::size_t n, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<Native>(b, b.transposed, j0, cols, n, k0, depth, kGemm16Cols, dst);
+  pack_block<F, Native>(b, b.transposed, j0, cols, n, k0, depth, kGemm16Cols, dst);
 }
 
 // Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is
@@ -197,7 +244,8 @@ void store_transposed(const float (&tile)[kGemm16Rows][kGemm16Cols], TileOut out
 }
 
 // c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kGemm16Rows, cols <= kGemm16Cols), in
-// plain C++ (Note [One bf16 product on every host]).
+// plain C++ (Note [One 16-bit product on every host]).
+template <ValueFormat F>
 void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
                      std::size_t cols, bool overwrite) {
   float acc[kGemm16Rows][kGemm16Cols] = {};
@@ -205,12 +253,13 @@ void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t
   for (std::size_t p = 0; p < pairs; ++p) {
     for (std::size_t j = 0; j < kGemm16Cols; ++j) {
       const std::uint32_t word = b[p * kGemm16Cols + j];
-      b_even[j] = from_bf16(static_cast<std::uint16_t>(word));
-      b_odd[j] = from_bf16(static_cast<std::uint16_t>(word >> 16));
+      b_even[j] = from_16bit<F>(static_cast<std::uint16_t>(word));
+      b_odd[j] = from_16bit<F>(static_cast<std::uint16_t>(word >> 16));
     }
     for (std::size_t r = 0; r < kGemm16Rows; ++r) {
       const std::uint32_t word = a[p * kGemm16Rows + r];
-      const float a_even = from_bf16(static_cast<std::uint16_t>(word)), a_odd = from_bf16(static_cast<std::uint16_t>(word >> 16));
+      const float a_even = from_16bit<F>(static_cast<std::uint16_t>(word));
+      const float a_odd = from_16bit<F>(static_cast<std::uint16_t>(word >> 16));
       for (std::size_t j = 0; j < kGemm16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
       for (std::size_t j = 0; j < kGemm16Cols; ++j) acc[r][j] += a_even * b_even[j];
     }
@@ -223,22 +272,9 @@ void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t
     }
 }
 
-#if defined(CNN_HAVE_AVX512_BF16)
-// The same with vdpbf16ps: 24 accumulators, two vectors of B's pairs, A's pair broadcast.
-void kernel_avx512(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
-                   std::size_t cols, bool overwrite) {
-  __m512 acc[kGemm16Rows][2];
-  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
-  for (std::size_t p = 0; p < pairs; ++p) {
-    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols));
-    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols + 16));
-#pragma GCC unroll 12
-    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
-      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[p * kGemm16Rows + r])));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, ar);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, ar);
-    }
-  }
+#if defined(CNN_HAVE_AVX512)
+// A tile's 24 accumulators (row r's columns 0-15, 16-31) to `out`.
+void store_tile(const __m512 (&acc)[kGemm16Rows][2], TileOut out, std::size_t rows, std::size_t cols, bool overwrite) {
   const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 hi = cols >= 32 ? __mmask16(0xFFFF) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
   if (out.transposed) {
@@ -268,15 +304,72 @@ void kernel_avx512(const std::uint32_t* a, const std::uint32_t* b, std::size_t p
     if (hi) _mm512_mask_storeu_ps(row + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, row + 16), acc[r][1]));
   }
 }
+
+// The halves of 16 words: the even values (low halves) or the odd (high), widened.
+__m512 even_halves(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words)); }
+__m512 odd_halves(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(words, 16))); }
+
+// fp16: B's pairs widened to four vectors, A's panel widened once a pair and broadcast, the odd
+// k's product added first (as the emulation).
+void kernel_avx512_fp16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out,
+                        std::size_t rows, std::size_t cols, bool overwrite) {
+  static_assert(kGemm16Rows <= 16);
+  __m512 acc[kGemm16Rows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  alignas(64) float a_even[16], a_odd[16];
+  constexpr auto kPanelRows = static_cast<__mmask16>((1u << kGemm16Rows) - 1);
+  for (std::size_t p = 0; p < pairs; ++p) {
+    const __m512i b0 = _mm512_loadu_si512(b + p * kGemm16Cols), b1 = _mm512_loadu_si512(b + p * kGemm16Cols + 16);
+    const __m512 b0_even = even_halves(b0), b0_odd = odd_halves(b0);
+    const __m512 b1_even = even_halves(b1), b1_odd = odd_halves(b1);
+    const __m512i panel = _mm512_maskz_loadu_epi32(kPanelRows, a + p * kGemm16Rows);
+    _mm512_store_ps(a_even, even_halves(panel));
+    _mm512_store_ps(a_odd, odd_halves(panel));
+#pragma GCC unroll 12
+    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
+      const __m512 odd = _mm512_set1_ps(a_odd[r]), even = _mm512_set1_ps(a_even[r]);
+      acc[r][0] = _mm512_fmadd_ps(odd, b0_odd, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(odd, b1_odd, acc[r][1]);
+      acc[r][0] = _mm512_fmadd_ps(even, b0_even, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(even, b1_even, acc[r][1]);
+    }
+  }
+  store_tile(acc, out, rows, cols, overwrite);
+}
 #endif
 
-template <bool Native>
+#if defined(CNN_HAVE_AVX512_BF16)
+// bf16 with vdpbf16ps: 24 accumulators, two vectors of B's pairs, A's pair broadcast.
+void kernel_avx512_bf16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out,
+                        std::size_t rows, std::size_t cols, bool overwrite) {
+  __m512 acc[kGemm16Rows][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  for (std::size_t p = 0; p < pairs; ++p) {
+    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols));
+    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols + 16));
+#pragma GCC unroll 12
+    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
+      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[p * kGemm16Rows + r])));
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, ar);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, ar);
+    }
+  }
+  store_tile(acc, out, rows, cols, overwrite);
+}
+#endif
+
+template <ValueFormat F, bool Native>
 void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
             std::size_t cols, bool overwrite) {
+  if constexpr (Native) {
 #if defined(CNN_HAVE_AVX512_BF16)
-  if constexpr (Native) return kernel_avx512(a, b, pairs, out, rows, cols, overwrite);
+    if constexpr (F == ValueFormat::bf16) return kernel_avx512_bf16(a, b, pairs, out, rows, cols, overwrite);
 #endif
-  kernel_emulated(a, b, pairs, out, rows, cols, overwrite);
+#if defined(CNN_HAVE_AVX512)
+    if constexpr (F == ValueFormat::fp16) return kernel_avx512_fp16(a, b, pairs, out, rows, cols, overwrite);
+#endif
+  }
+  kernel_emulated<F>(a, b, pairs, out, rows, cols, overwrite);
 }
 
 constexpr std::size_t kBlockRows = 8 * kGemm16Rows, kBlockCols = 16 * kGemm16Cols;
@@ -298,15 +391,15 @@ const std::uint32_t* packed_panel(const Operand16& x, std::size_t width, std::si
 
 // A whole operand: its `count` lines (A's m rows, B's n columns) in panels of `width`, every
 // block of k (the layout gemm16.hpp describes).
-template <bool Native>
+template <ValueFormat F, bool Native>
 void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t count, std::size_t k, std::size_t width,
                 std::uint32_t* packed) {
   const std::size_t panels = (count + width - 1) / width, lines = panels * width;
   parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
       const std::size_t depth = std::min(kGemm16Depth, k - k0);
-      pack_block<Native>(x, along_k, begin * width, (end - begin) * width, count, k0, depth, width,
-                         packed + k0 / 2 * lines + begin * width * pairs_of(depth));
+      pack_block<F, Native>(x, along_k, begin * width, (end - begin) * width, count, k0, depth, width,
+                            packed + k0 / 2 * lines + begin * width * pairs_of(depth));
     }
   });
 }
@@ -316,9 +409,9 @@ std::size_t blocks_words(std::size_t m, std::size_t n, std::size_t k, bool a_pac
 }
 
 // C = A B, or with `transposed` C^T stored (the caller swapped the operands).
-template <bool Native>
-void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
-                 bool transposed, Packing packing) {
+template <ValueFormat F, bool Native>
+void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, bool transposed,
+                 Packing packing) {
   const std::size_t needed = blocks_words(m, n, k, a.packed, b.packed);
   if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
     throw std::logic_error("gemm16: " + std::to_string(packing.floats) + " floats of packing, " +
@@ -332,19 +425,19 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Opera
     for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
       const std::size_t depth = std::min(kGemm16Depth, k - k0), pairs = pairs_of(depth);
       const std::uint32_t* b_panels = b.packed ? packed_panel(b, kGemm16Cols, k0, j0, pairs) : b_block;
-      if (!b.packed) pack_b_block<Native>(b.stored, j0, cols, n, k0, depth, b_block);
+      if (!b.packed) pack_b_block<F, Native>(b.stored, j0, cols, n, k0, depth, b_block);
       for (std::size_t i0 = 0; i0 < m; i0 += kBlockRows) {
         const std::size_t rows = std::min(kBlockRows, m - i0);
         const std::uint32_t* a_panels = a.packed ? packed_panel(a, kGemm16Rows, k0, i0, pairs) : a_block;
-        if (!a.packed) pack_a_block<Native>(a.stored, i0, rows, m, k0, depth, a_block);
+        if (!a.packed) pack_a_block<F, Native>(a.stored, i0, rows, m, k0, depth, a_block);
         for (std::size_t jr = 0; jr < cols; jr += kGemm16Cols)
           for (std::size_t ir = 0; ir < rows; ir += kGemm16Rows)
-            kernel<Native>(a_panels + ir * pairs, b_panels + jr * pairs, pairs,
-                           TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir
-                                              : c.data + (i0 + ir) * c.stride + j0 + jr,
-                                   c.stride, transposed},
-                           std::min(kGemm16Rows, rows - ir), std::min(kGemm16Cols, cols - jr),
-                           k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
+            kernel<F, Native>(
+                a_panels + ir * pairs, b_panels + jr * pairs, pairs,
+                TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir : c.data + (i0 + ir) * c.stride + j0 + jr,
+                        c.stride, transposed},
+                std::min(kGemm16Rows, rows - ir), std::min(kGemm16Cols, cols - jr),
+                k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
       }
     }
   }
@@ -365,7 +458,7 @@ std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_pa
                                            : blocks_words(m, n, k, a_packed, b_packed);
 }
 
-template <bool Native>
+template <ValueFormat F, bool Native>
 void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, Packing packing) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -373,14 +466,25 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
       for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
     return;
   }
-  if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<Native>(m, n, k, a, b, c, false, packing);
+  if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<F, Native>(m, n, k, a, b, c, false, packing);
   // op(B)^T is B's storage read the other way, and op(A)^T likewise.
   Operand16 b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
   Operand16 a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
-  gemm_blocks<Native>(n, m, k, b_as_a, a_as_b, c, true, packing);
+  gemm_blocks<F, Native>(n, m, k, b_as_a, a_as_b, c, true, packing);
 }
 
-bool native() { return bf16_instructions() && !emulating.load(std::memory_order_relaxed); }
+// Runs run.operator()<F, Native>() for `format`, on its instructions where the host has them.
+template <class Run>
+void in_format(ValueFormat format, const char* call, Run&& run) {
+  require_16bit(call, format);
+  const bool emulated = emulating.load(std::memory_order_relaxed);
+  if (format == ValueFormat::bf16) {
+    if (bf16_instructions() && !emulated) return run.template operator()<ValueFormat::bf16, true>();
+    return run.template operator()<ValueFormat::bf16, false>();
+  }
+  if (fp16_instructions() && !emulated) return run.template operator()<ValueFormat::fp16, true>();
+  run.template operator()<ValueFormat::fp16, false>();
+}
 
 }  // namespace
 
@@ -390,22 +494,24 @@ Gemm16Emulation::~Gemm16Emulation() { emulating = false; }
 std::size_t packed16_a_words(std::size_t m, std::size_t k) { return round_up(m, kGemm16Rows) * pairs_of(k); }
 std::size_t packed16_b_words(std::size_t k, std::size_t n) { return round_up(n, kGemm16Cols) * pairs_of(k); }
 
-void pack16_a(int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
-  native() ? pack_whole<true>(threads, a, !a.transposed, m, k, kGemm16Rows, packed)
-           : pack_whole<false>(threads, a, !a.transposed, m, k, kGemm16Rows, packed);
+void pack16_a(ValueFormat format, int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
+  in_format(format, "pack16_a", [&]<ValueFormat F, bool Native>() {
+    pack_whole<F, Native>(threads, a, !a.transposed, m, k, kGemm16Rows, packed);
+  });
 }
-void pack16_b(int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
-  native() ? pack_whole<true>(threads, b, b.transposed, n, k, kGemm16Cols, packed)
-           : pack_whole<false>(threads, b, b.transposed, n, k, kGemm16Cols, packed);
+void pack16_b(ValueFormat format, int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
+  in_format(format, "pack16_b", [&]<ValueFormat F, bool Native>() {
+    pack_whole<F, Native>(threads, b, b.transposed, n, k, kGemm16Cols, packed);
+  });
 }
 
 std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
   return packing_words(m, n, k, a_packed, b_packed);
 }
 
-void gemm16(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
-               Packing packing) {
-  native() ? product<true>(m, n, k, a, b, c, packing) : product<false>(m, n, k, a, b, c, packing);
+void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
+            Packing packing) {
+  in_format(format, "gemm16", [&]<ValueFormat F, bool Native>() { product<F, Native>(m, n, k, a, b, c, packing); });
 }
 
 namespace {
@@ -425,14 +531,14 @@ std::size_t per_thread_packing(int count, std::size_t panels, std::size_t m, std
 }  // namespace
 
 std::size_t parallel_gemm16_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
-                                              bool b_packed) {
+                                           bool b_packed) {
   const std::size_t panels = (m + kGemm16Rows - 1) / kGemm16Rows;
   const int count = range_threads(threads, panels);
   return static_cast<std::size_t>(count) * per_thread_packing(count, panels, m, n, k, a_packed, b_packed);
 }
 
-void parallel_gemm16(int threads, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b,
-                        GemmOutput c, Packing packing) {
+void parallel_gemm16(ValueFormat format, int threads, std::size_t m, std::size_t n, std::size_t k, Operand16 a,
+                     Operand16 b, GemmOutput c, Packing packing) {
   // Split at whole panels of rows, so that a packed A's panels stay whole.
   const std::size_t panels = (m + kGemm16Rows - 1) / kGemm16Rows;
   const int count = range_threads(threads, panels);
@@ -444,8 +550,8 @@ void parallel_gemm16(int threads, std::size_t m, std::size_t n, std::size_t k, O
     else rows_of_a.stored.data += a.stored.transposed ? row0 : row0 * a.stored.stride;
     GemmOutput rows_of_c = c;
     rows_of_c.data += row0 * c.stride;
-    gemm16(rows, n, k, rows_of_a, b, rows_of_c,
-              Packing{packing.data + static_cast<std::size_t>(t) * per_thread, per_thread});
+    gemm16(format, rows, n, k, rows_of_a, b, rows_of_c,
+           Packing{packing.data + static_cast<std::size_t>(t) * per_thread, per_thread});
   });
 }
 
