@@ -165,6 +165,10 @@ void Fit::State::summary(const FitResult& result) {
                   {"host_waits", host_waits}};
   if (result.test)
     for (const auto& [name, value] : headline_scores(result.test->scores)) summary_line["test_" + name] = value;
+  if (trainer_->loss_scale() > 0) {
+    summary_line["loss_scale"] = trainer_->loss_scale();
+    summary_line["skipped_steps"] = trainer_->skipped_steps();
+  }
   metrics->write(summary_line);
 }
 

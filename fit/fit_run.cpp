@@ -171,14 +171,20 @@ void Fit::State::record(const StepReport& r) {
                  {"micro_batches", r.micro_batches}, {"images_per_second", rate}, {"host_waits", r.host_waits},
                  {"reserved_bytes", reserved}};
     if (communicator) line["communication_seconds"] = r.communication_seconds;
+    if (r.loss_scale > 0) {
+      line["loss_scale"] = r.loss_scale;
+      line["skipped"] = r.skipped;
+    }
     metrics->write(line);
   }
-  if (events)
+  if (events) {
     events->scalars(r.step, {{"train/loss", static_cast<float>(r.loss)},
                              {"train/accuracy", static_cast<float>(r.accuracy)},
                              {"learning_rate", r.learning_rate},
                              {"images_per_second", static_cast<float>(rate)},
                              {"memory/reserved_bytes", static_cast<float>(reserved)}});
+    if (r.loss_scale > 0) events->scalars(r.step, {{"train/loss_scale", r.loss_scale}});
+  }
   if (o.callbacks.on_step) o.callbacks.on_step(r, *this);
 }
 
@@ -257,6 +263,12 @@ int Fit::State::finish_epoch(FitResult& result) {
     if (tested) line += " | test loss " + fixed(tested->loss) + accuracy(tested->accuracy) + scores(*tested);
     char tail[64];
     std::snprintf(tail, sizeof tail, " | %.1fs, %.0f img/s", e.seconds, e.images_per_second);
+    if (const float scale = trainer_->loss_scale(); scale > 0) {  // fp16
+      char scaled[32];
+      std::snprintf(scaled, sizeof scaled, "%g", static_cast<double>(scale));
+      line +=
+          std::string(" | loss scale ") + scaled + ", " + plural(trainer_->skipped_steps(), "step") + " skipped so far";
+    }
     std::cout << line << tail << "\n" << std::flush;
   }
   json line = detail::epoch_line(e);

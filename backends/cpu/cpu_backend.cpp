@@ -1,10 +1,11 @@
 #include "backends/cpu/cpu_backend.hpp"
 
-#include <cstdint>
 #include <omp.h>
 
 #include <Eigen/Core>
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -268,6 +269,22 @@ void CpuBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity,
       }
     }
   });
+}
+
+void CpuBackend::unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
+  if (found.elements() != 1)
+    throw ShapeError("unscale_gradients: `found` holds one float, not " + std::to_string(found.elements()));
+  float* g = grads.data;
+  std::atomic<bool> not_finite{false};
+  parallel_elements(threads_, grads.elements(), [=, &not_finite](std::size_t b, std::size_t e) {
+    bool all_finite = true;
+    for (std::size_t i = b; i < e; ++i) {
+      all_finite &= std::isfinite(g[i]);
+      g[i] *= inverse_scale;
+    }
+    if (!all_finite) not_finite = true;
+  });
+  if (not_finite) found.data[0] = 1.0f;
 }
 
 void CpuBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,

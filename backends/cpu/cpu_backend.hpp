@@ -135,6 +135,7 @@ class CpuBackend : public Backend {
                   float learning_rate, const float* guard) override;
   void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
                     float learning_rate, long step, const float* guard) override;
+  void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) override;
 
  private:
   int threads_;

@@ -46,6 +46,14 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
   }
 }
 
+__global__ void unscale_kernel(float* grads, std::size_t n, float inverse_scale, float* found) {
+  CNN_FOR_EACH_ELEMENT(i, n) {
+    const float g = grads[i];
+    if (!isfinite(g)) *found = 1.0f;  // every thread that writes writes the same
+    grads[i] = g * inverse_scale;
+  }
+}
+
 void same_size(const char* call, const Tensor& params, const Tensor& other) {
   if (other.elements() != params.elements()) {
     throw ShapeError(std::string(call) + ": a state or gradient block of " +
@@ -67,6 +75,17 @@ void CudaBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity
                                                   config.momentum, config.nesterov, config.weight_decay, guard);
   check_launch("sgd_kernel");
   touched(params, grads, velocity, DeviceRange{guard, guard ? sizeof(float) : 0});
+}
+
+void CudaBackend::unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
+  activate();
+  if (found.elements() != 1)
+    throw ShapeError("unscale_gradients: `found` holds one float, not " + std::to_string(found.elements()));
+  const std::size_t n = grads.elements();
+  if (n == 0) return;
+  unscale_kernel<<<blocks_for(n), 256, 0, compute_>>>(grads.data, n, inverse_scale, found.data);
+  check_launch("unscale_kernel");
+  touched(grads, found);
 }
 
 void CudaBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,

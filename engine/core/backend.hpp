@@ -417,6 +417,10 @@ class Backend {
                           float learning_rate, const float* guard) = 0;
   virtual void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
                             const AdamWConfig& config, float learning_rate, long step, const float* guard) = 0;
+  // Dynamic loss scaling (engine/train/loss_scale.hpp): grads *= inverse_scale, and `found` (one
+  // float in this backend's memory) set to 1 where any gradient was NaN or infinite, left as it
+  // was otherwise (PyTorch's _amp_foreach_non_finite_check_and_unscale_).
+  virtual void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) = 0;
 
   // Capture: between begin_capture() and end_capture() the compute calls above are recorded
   // instead of run (no copies, no synchronize). Tensors are recorded by address and every other

@@ -268,6 +268,10 @@ class ForwardingBackend : public Backend {
          [=, this] { inner_.adamw_update(params, grads, m, v, config, learning_rate, step, guard); });
   }
 
+  void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) override {
+    call("unscale_gradients", {grads, found}, [=, this] { inner_.unscale_gradients(grads, inverse_scale, found); });
+  }
+
   std::string capture_support() const override { return inner_.capture_support(); }
   void begin_capture() override { inner_.begin_capture(); }
   std::unique_ptr<CapturedCalls> end_capture() override { return inner_.end_capture(); }

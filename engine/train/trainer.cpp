@@ -12,6 +12,7 @@
 #include "engine/core/detail/batch_checks.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
+#include "engine/train/detail/loss_scaler.hpp"
 #include "engine/train/detail/recovery.hpp"
 #include "engine/train/detail/replicas.hpp"
 #include "engine/train/detail/step_resources.hpp"
@@ -28,6 +29,7 @@ namespace {
 struct TrainerSlots {
   LossSums sums;
   StepScalars scalars;
+  float gradients_not_finite;  // fp16's loss scaling (Backend::unscale_gradients)
 };
 // The sums are zeroed and read back as adjacent floats at the block's start.
 static_assert(offsetof(TrainerSlots, sums) == 0 && sizeof(LossSums) == kLossSumFloats * sizeof(float));
@@ -42,9 +44,20 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 }  // namespace
 
 TrainingDiverged::TrainingDiverged(long step, double loss)
-    : Error("training diverged at step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
-            " (try a smaller learning rate); the step was not applied"),
-      step_(step), loss_(loss) {}
+    : TrainingDiverged(step, loss,
+                       "training diverged at step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
+                           " (try a smaller learning rate); the step was not applied") {}
+
+TrainingDiverged::TrainingDiverged(long step, double loss, const std::string& message)
+    : Error(message), step_(step), loss_(loss) {}
+
+LossScaleAtFloor::LossScaleAtFloor(long step, double loss, float floor)
+    : TrainingDiverged(step, loss,
+                       "training diverged at step " + std::to_string(step) +
+                           " in fp16: its gradients are NaN or infinite at the loss scale's floor (" +
+                           std::to_string(floor) + "), the loss " + std::to_string(loss) +
+                           " (try a smaller learning rate, or bf16, which has float's range); the step was not "
+                           "applied") {}
 
 BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend) {
   BatchPlanOptions planning;
@@ -123,6 +136,9 @@ void Trainer::start() {
   Replicas::check(options_, backend_);
   optimizer_ = make_optimizer(options_.optimizer);
   validate(options_.schedule);
+  validate(options_.loss_scale);
+  if (backend_.precision() == Precision::fp16 && options_.loss_scale.enabled)
+    scaler_ = std::make_unique<LossScaler>(options_.loss_scale);
   // One account of the budget, the stack's: what the libraries and the communicator hold is set
   // aside there, and the plan leaves room for the loaders' staging it counts, staged or booked.
   BatchPlanOptions planning = planning_options(options_, net_, backend_);
@@ -154,7 +170,7 @@ void Trainer::start() {
                             loss_weights(static_cast<TrainerSlots*>(slots_->data())),
                             static_cast<std::size_t>(weight_count) * sizeof(float));
   input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), net_.target_bytes(), b);
-  overlapped_ = input_->overlapped() && !options_.communicator;
+  overlapped_ = input_->overlapped() && !options_.communicator && !scaler_;
   if (!stack_->step_buffers_built()) {
     const MemoryBreakdown full = breakdown(options_.batch);
     try {
@@ -206,8 +222,16 @@ const MemoryBreakdown& Trainer::memory() const { return step_->breakdown(); }
 TrainerState Trainer::state() const {
   if (pending_)
     throw ConfigError("state: step " + std::to_string(pending_->report.step) + " is pending (its loss unread): drain() it first");
-  return TrainerState{steps_, micro_batch_, recovery_->good_steps(), learning_rate_scale_};
+  TrainerState state{steps_, micro_batch_, recovery_->good_steps(), learning_rate_scale_};
+  if (scaler_) {
+    state.loss_scale = scaler_->scale();
+    state.loss_scale_steps = scaler_->steps_at_scale();
+  }
+  state.skipped_steps = skipped_steps_;
+  return state;
 }
+
+float Trainer::loss_scale() const { return scaler_ ? scaler_->scale() : 0.f; }
 
 float Trainer::learning_rate() const {
   return scheduled_rate(options_.schedule, options_.optimizer.learning_rate, steps_, options_.total_steps) *
@@ -226,6 +250,12 @@ void Trainer::restore(const TrainerState& state) {
   if (!std::isfinite(state.learning_rate_scale) || state.learning_rate_scale <= 0)
     throw ConfigError("cannot continue with a learning-rate scale of " + std::to_string(state.learning_rate_scale) +
                       ": it must be a finite number above 0");
+  if (state.skipped_steps < 0 || state.skipped_steps > state.steps)
+    throw ConfigError("cannot continue with " + std::to_string(state.skipped_steps) + " skipped steps of " +
+                      std::to_string(state.steps));
+  // A state kept without scaling (fp32, bf16) starts at the initial scale.
+  LossScaler scaler(options_.loss_scale);
+  if (scaler_ && state.loss_scale > 0) scaler.restore(state.loss_scale, state.loss_scale_steps);
   if (state.steps < 0 || state.good_steps < 0 || state.micro_batch < recovery_->smallest() ||
       state.micro_batch > recovery_->target())
     throw ConfigError("cannot continue at step " + std::to_string(state.steps) + " with micro-batch " +
@@ -233,6 +263,8 @@ void Trainer::restore(const TrainerState& state) {
                       std::to_string(recovery_->smallest()) + " to " + std::to_string(recovery_->target()));
   steps_ = state.steps;
   learning_rate_scale_ = state.learning_rate_scale;
+  skipped_steps_ = state.skipped_steps;
+  if (scaler_) *scaler_ = scaler;
   recovery_->set_good_steps(state.good_steps);
   if (state.micro_batch != micro_batch_) micro_batch_ = step_->build_fitting(state.micro_batch, recovery_->smallest());
 }
@@ -299,7 +331,8 @@ int Trainer::run_micro_batches(const Batch& batch, bool training, float* logits,
   // at a smaller one gives the same result.
   const std::uint64_t seed = splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(steps_)));
   const int whole = batch.whole_size();
-  const float grad_scale = training ? 1.0f / static_cast<float>(whole) : 0.f;
+  // The loss's gradient per sample; in fp16 times the loss scale (unscale_gradients divides it out).
+  const float grad_scale = training ? (scaler_ ? scaler_->scale() : 1.0f) / static_cast<float>(whole) : 0.f;
   GradientBuckets* buckets = training && replicas_ ? &replicas_->buckets() : nullptr;
   // Training micro-batches keep to the network's need (BatchNorm on one value per channel).
   const MicroBatchSplit split =
@@ -411,12 +444,16 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
     throw TrainingDiverged(steps_ + 1, sums[1]);
   }
   const float lr = learning_rate();
+  const float scale = loss_scale();
+  const bool applied = !scaler_ || unscale_gradients(copy, sums[1] / whole);
   // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
   // was when it is not finite.
   auto* slots = static_cast<TrainerSlots*>(slots_->data());
-  optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->sums.loss : nullptr);
+  if (applied) optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->sums.loss : nullptr);
   ++steps_;
   StepReport report;
+  report.loss_scale = scale;
+  report.skipped = !applied;
   report.step = steps_;
   report.samples = whole;
   report.learning_rate = lr;
@@ -480,6 +517,26 @@ int Trainer::run_step_passes(const Batch& batch, int state_copy, bool read_sums,
     params_->restore_state(state_copy);
     if (failure) shrink_after(*failure, "step " + std::to_string(steps_ + 1));
   }
+}
+
+bool Trainer::unscale_gradients(int state_copy, double loss) {
+  auto* slots = static_cast<TrainerSlots*>(slots_->data());
+  const Tensor found{&slots->gradients_not_finite, Shape{1}};
+  backend_.fill(found, 0.f);
+  backend_.unscale_gradients(params_->gradients(), 1.0f / scaler_->scale(), found);
+  float not_finite = 0;
+  backend_.copy_to_host(found.data, &not_finite, sizeof not_finite);
+  if (not_finite == 0) {
+    scaler_->step_applied();
+    return true;
+  }
+  // Nothing of the step stays: BatchNorm's running statistics go back too (on every rank alike:
+  // the gradients were summed over them).
+  params_->restore_state(state_copy);
+  params_->zero_gradients();
+  if (!scaler_->step_overflowed()) throw LossScaleAtFloor(steps_ + 1, loss, scaler_->options().floor);
+  ++skipped_steps_;
+  return false;
 }
 
 bool Trainer::settle() {

@@ -17,6 +17,7 @@
 #include "engine/core/network.hpp"
 #include "engine/core/parameter_store.hpp"
 #include "engine/plan/memory_report.hpp"
+#include "engine/train/loss_scale.hpp"
 #include "engine/train/optimizer.hpp"
 #include "memory/memory_stack.hpp"
 #include "memory/out_of_memory.hpp"
@@ -30,6 +31,7 @@ class Buffer;
 class BatchPlanner;
 class StepResources;
 class Recovery;
+class LossScaler;
 class Replicas;
 class InputStager;
 
@@ -66,6 +68,9 @@ struct TrainerOptions {
   long total_steps = 0;             // the run's length, for the cosine schedule (0: unknown, no decay)
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
+  // On a backend in fp16 (Backend::precision): dynamic loss scaling. Its steps are not
+  // overlapped (submit_step): each step's gradients are checked before its update.
+  LossScaleOptions loss_scale;
 
   // Data-parallel training (docs/design.md, "Data-parallel training"): this trainer is one of
   // communicator->ranks() replicas that train one model, each on its share of every batch
@@ -90,9 +95,20 @@ class TrainingDiverged : public Error {
   long step() const { return step_; }
   double loss() const { return loss_; }
 
+ protected:
+  TrainingDiverged(long step, double loss, const std::string& message);
+
  private:
   long step_;
   double loss_;
+};
+
+// A step in fp16 whose gradients are NaN or infinite at the loss scale's floor
+// (LossScaleOptions::floor): they are so unscaled, and the run has diverged. Thrown before the
+// optimizer step, changing nothing, as TrainingDiverged.
+class LossScaleAtFloor : public TrainingDiverged {
+ public:
+  LossScaleAtFloor(long step, double loss, float floor);
 };
 
 struct StepReport {
@@ -106,6 +122,10 @@ struct StepReport {
   // Data-parallel: seconds this rank waited, after its last backward, for the gradient sums and
   // the step's status (the communication that computation did not hide).
   double communication_seconds = 0;
+  // fp16's loss scaling: the scale this step ran at (0: none), and whether its gradients
+  // overflowed, so that it applied nothing (the scale then backed off).
+  float loss_scale = 0;
+  bool skipped = false;
   // Times the host waited for the device while this step was submitted: for a micro-batch's
   // staging buffer (the host two micro-batches ahead) or for a loss it needed. 0 where the
   // device keeps up; never a wait for the whole device on the normal path (submit_step).
@@ -119,6 +139,11 @@ struct TrainerState {
   int micro_batch = 0;   // in use now (below the planned one for a while after a recovery)
   long good_steps = 0;   // steps since the last recovery (the micro-batch grows back after enough)
   float learning_rate_scale = 1;  // set_learning_rate_scale's
+  // fp16's loss scaling: the scale (0: none kept, a run that scales starts at its initial one),
+  // the applied steps in a row at it, and the steps skipped (whose gradients overflowed) so far.
+  float loss_scale = 0;
+  long loss_scale_steps = 0;
+  long skipped_steps = 0;
 };
 
 class Trainer {
@@ -150,6 +175,10 @@ class Trainer {
   ParameterStore& parameters();
   const Optimizer& optimizer() const { return *optimizer_; }
   long steps() const { return steps_; }
+  // fp16's loss scaling: the scale the next step runs at (0: this trainer does not scale), and
+  // the steps skipped so far because their gradients overflowed (counted in steps()).
+  float loss_scale() const;
+  long skipped_steps() const { return skipped_steps_; }
   // The rate the next optimizer step takes: the schedule's at that step times the scale.
   float learning_rate() const;
   // Multiplies the schedule's rates from the next step on (a callback's change, a reduction on a
@@ -176,8 +205,10 @@ class Trainer {
   // is the trainer's (TrainerOptions::batch): a batch of another size is a ConfigError naming
   // both, but for an epoch's last (Batch::last_of_epoch, which the loader sets), which may be
   // smaller. In a data-parallel run it is this rank's share (share_of_batch), its global_size
-  // the whole batch's. Throws TrainingDiverged, changing nothing, when the loss is not finite. A
-  // step submitted with submit_step must be drained first (ConfigError).
+  // the whole batch's. Throws TrainingDiverged, changing nothing, when the loss is not finite. In
+  // fp16 a step whose gradients overflow applies nothing and is reported skipped
+  // (StepReport::skipped), or, at the loss scale's floor, throws LossScaleAtFloor. A step
+  // submitted with submit_step must be drained first (ConfigError).
   StepReport train_step(const Batch& batch);
   // The same step without waiting for the device. Every step's report comes back once, in
   // order, from submit_step or drain(); at most one step is pending.
@@ -244,6 +275,10 @@ class Trainer {
   // failed, loss, correct}, every rank's in a data-parallel run). Returns the micro-batches.
   int run_step_passes(const Batch& batch, int state_copy, bool read_sums, std::array<double, 4>& sums,
                       double& communication);
+  // fp16: divides the step's gradients by the loss scale and returns true; or, where one of them
+  // is not finite, restores the state before the step (state_copy), backs the scale off and
+  // returns false (LossScaleAtFloor at the floor). `loss`: the step's, for the error.
+  bool unscale_gradients(int state_copy, double loss);
   // Reads the pending step's sums back (waiting if they have not come: returns whether it
   // waited), and throws TrainingDiverged, the state before it restored, if its loss is not
   // finite; else it is settled.
@@ -272,7 +307,9 @@ class Trainer {
   std::unique_ptr<StepResources> step_;
   std::unique_ptr<Recovery> recovery_;
   std::unique_ptr<Replicas> replicas_;  // data-parallel runs only
+  std::unique_ptr<LossScaler> scaler_;  // fp16 runs only
   long steps_ = 0;
+  long skipped_steps_ = 0;
   float learning_rate_scale_ = 1;
   int micro_batch_ = 0;
   int planned_nodes_ = 0;  // the network's size when planned

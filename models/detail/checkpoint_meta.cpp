@@ -119,7 +119,9 @@ json training_json(const TrainingCheckpoint& t) {
   for (const EpochRecord& e : p.epochs) epochs.push_back(epoch_json(e));
   return {{"trainer", {{"steps", t.trainer.steps}, {"micro_batch", t.trainer.micro_batch},
                        {"good_steps", t.trainer.good_steps},
-                       {"learning_rate_scale", t.trainer.learning_rate_scale}}},
+                       {"learning_rate_scale", t.trainer.learning_rate_scale},
+                       {"loss_scale", t.trainer.loss_scale}, {"loss_scale_steps", t.trainer.loss_scale_steps},
+                       {"skipped_steps", t.trainer.skipped_steps}}},
           {"progress", {{"epoch", p.epoch}, {"batches_done", p.batches_done}, {"loss_sum", p.loss_sum},
                         {"correct", p.correct}, {"seen", p.seen}, {"seconds", p.seconds}, {"epochs", epochs}}},
           {"settings", t.settings}};
@@ -132,6 +134,10 @@ TrainingCheckpoint training_of(const json& j) {
   t.trainer.micro_batch = whole<int>(trainer, "micro_batch", 1);
   t.trainer.good_steps = whole<long>(trainer, "good_steps");
   t.trainer.learning_rate_scale = trainer.value("learning_rate_scale", 1.0f);  // 1 before it was kept
+  // fp16's loss scaling; none before it was kept (a run that scales starts at its initial scale).
+  t.trainer.loss_scale = trainer.value("loss_scale", 0.0f);
+  t.trainer.loss_scale_steps = trainer.contains("loss_scale_steps") ? whole<long>(trainer, "loss_scale_steps") : 0;
+  t.trainer.skipped_steps = trainer.contains("skipped_steps") ? whole<long>(trainer, "skipped_steps") : 0;
   const json& progress = j.at("progress");
   RunProgress& p = t.progress;
   p.epoch = whole<int>(progress, "epoch", 1);

@@ -222,6 +222,41 @@ TEST_CASE("fit: a run stopped and resumed ends exactly as a run never stopped, o
   }
 }
 
+TEST_CASE("fit: an fp16 run keeps its loss scale and skipped steps in its checkpoint, and resumes exactly", "[fit]") {
+  CpuBackend backend(1, Precision::fp16);
+  SmallImages train(80);
+  TempFolder scratch;
+  auto options = [&](const std::string& name) {
+    FitOptions o = quiet_options(3);
+    o.trainer.loss_scale.growth_interval = 1;  // the scale doubles every applied step, until one overflows
+    o.save = scratch / (name + ".ckpt");
+    return o;
+  };
+  Network whole_net = make_preset("small", kImage, 4);
+  Fit whole(whole_net, backend, FitData(train), options("whole"));
+  const FitResult uninterrupted = whole.run();
+  CHECK(whole.trainer().skipped_steps() > 0);
+  const TrainerState kept = read_checkpoint(scratch / "whole.ckpt").training->trainer;
+  CHECK(kept.loss_scale == whole.trainer().loss_scale());
+  CHECK(kept.skipped_steps == whole.trainer().skipped_steps());
+
+  Network net = make_preset("small", kImage, 4);
+  FitOptions first = options("parts");
+  first.callbacks.on_step = [](const StepReport& r, FitControl& control) {
+    if (r.step == 7) control.stop("a pause mid-epoch");
+  };
+  fit(net, backend, FitData(train), first);
+  Network resumed_net = make_preset("small", kImage, 4);
+  FitOptions second = options("parts");
+  second.resume = second.save;
+  Fit resumed(resumed_net, backend, FitData(train), second);
+  const FitResult rest = resumed.run();
+  CHECK(train_losses(rest) == train_losses(uninterrupted));
+  CHECK(resumed.trainer().loss_scale() == whole.trainer().loss_scale());
+  CHECK(resumed.trainer().skipped_steps() == whole.trainer().skipped_steps());
+  CHECK(resumed.trainer().parameters().download() == whole.trainer().parameters().download());
+}
+
 TEST_CASE("fit: options it refuses, each named", "[fit]") {
   CpuBackend backend(1);
   SmallImages train(32), validation(8);

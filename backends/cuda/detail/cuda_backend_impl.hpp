@@ -163,6 +163,7 @@ class CudaBackend final : public Backend {
                   float learning_rate, const float* guard) override;
   void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
                     float learning_rate, long step, const float* guard) override;
+  void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) override;
 
   // CUDA graphs (graph.cpp): the compute stream is captured; a replay is one cudaGraphLaunch,
   // which counts as touching every range the captured calls touched.
