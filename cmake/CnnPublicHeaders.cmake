@@ -16,7 +16,8 @@ set(CNN_PUBLIC_HEADERS
   engine/core/tensor.hpp engine/core/backend.hpp engine/core/communicator.hpp engine/core/layer.hpp
   engine/core/network.hpp engine/core/parameter_store.hpp engine/core/task_metrics.hpp engine/core/task_scores.hpp
   # training and inference, each planned under the budget before it runs
-  engine/plan/memory_report.hpp engine/train/optimizer.hpp engine/train/trainer.hpp engine/infer/predictor.hpp
+  engine/plan/memory_report.hpp engine/train/optimizer.hpp engine/train/loss_scale.hpp engine/train/trainer.hpp
+  engine/infer/predictor.hpp
   # the built-in layers, and the registry a layer of one's own joins
   layers/builtin_layers.hpp layers/registry.hpp
   # devices, data-parallel runs

@@ -1,4 +1,5 @@
-// Fused SGD and AdamW updates against the CPU backend over several steps, and their guard.
+// Fused SGD and AdamW updates against the CPU backend over several steps, and their guard; the
+// loss scaling's unscaling of the gradients.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -66,5 +67,24 @@ TEST_CASE("cuda an update guarded by a loss that is not finite changes nothing, 
     CHECK(params.relative_error() <= 1e-5);
     CHECK((params.gpu_values() == before) == !std::isfinite(loss));
     CHECK((m.gpu_values() == std::vector<float>(s.elements(), 0.0f)) == !std::isfinite(loss));
+  }
+}
+
+TEST_CASE("cuda unscaling gradients gives the CPU's values and finds a NaN or infinity as it does",
+          "[cuda][optimizer]") {
+  const Shape s{100003};
+  for (const float bad : {0.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    INFO("one gradient " << bad);
+    std::vector<float> values = random_values(s.elements(), 121);
+    if (bad != 0.0f) values[77777] = bad;
+    Twin grads(gpu(), s, values);
+    Twin found(gpu(), Shape{1}, std::vector<float>{0.0f});
+    cpu().unscale_gradients(grads.cpu(), 1.0f / 65536.0f, found.cpu());
+    gpu().unscale_gradients(grads.gpu(), 1.0f / 65536.0f, found.gpu());
+    const std::vector<float> cpu_grads = grads.cpu_values(), gpu_grads = grads.gpu_values();
+    for (std::size_t i = 0; i < cpu_grads.size(); i += 997)
+      if (std::isfinite(cpu_grads[i])) CHECK(gpu_grads[i] == cpu_grads[i]);  // a power of two: exact on both
+    CHECK(found.cpu_values()[0] == (bad != 0.0f ? 1.0f : 0.0f));
+    CHECK(found.gpu_values() == found.cpu_values());
   }
 }
