@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Test accuracy on Fashion-MNIST of train_images in fp32 and in bf16, the same model, epochs and
-seed: each model's two runs side by side, one thread each. Writes each run's epoch and summary
-lines (JSON) and a markdown table. Standard library only.
+"""Test accuracy on Fashion-MNIST of train_images in fp32 and in 16 bits (bf16, fp16), the same model,
+epochs and seed: each model's runs side by side, one thread each. Writes each run's epoch and
+summary lines (JSON) and a markdown table. Standard library only.
 
   python3 benchmarks/compare_precision_accuracy.py --out benchmarks/results/precision_cpu_accuracy
+  python3 benchmarks/compare_precision_accuracy.py --precisions fp32,fp16 --out benchmarks/results/precision_cpu_accuracy_fp16
 """
 import argparse
 import datetime
@@ -27,13 +28,18 @@ def main():
     p.add_argument("--models", default="small,small-bn")
     p.add_argument("--epochs", type=int, default=8)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--precisions", default="fp32,bf16", help="fp32 first, then those compared with it")
     p.add_argument("--out", required=True, help="writes OUT.jsonl and OUT.md")
     a = p.parse_args()
+    precisions = a.precisions.split(",")
+    if precisions[0] != "fp32" or len(precisions) < 2:
+        sys.exit("--precisions: fp32 first, then at least one other")
+    others = precisions[1:]
     results, lines = {}, []
     with tempfile.TemporaryDirectory() as scratch:
         for model in a.models.split(","):
             runs = {}
-            for precision in ("fp32", "bf16"):
+            for precision in precisions:
                 metrics = os.path.join(scratch, f"{model}_{precision}.jsonl")
                 cmd = [a.binary, "--data", a.data, "--model", model, "--device", "cpu", "--threads", "1",
                        "--epochs", str(a.epochs), "--seed", str(a.seed), "--precision", precision,
@@ -56,7 +62,7 @@ def main():
 
     name, flags, cores = cpu_description()
     table = [
-        "# fp32 and bf16 training on Fashion-MNIST: test accuracy",
+        f"# {' and '.join(precisions)} training on Fashion-MNIST: test accuracy",
         "",
         f"Written by `benchmarks/compare_precision_accuracy.py`; each run's epoch and summary lines are in "
         f"`{os.path.basename(a.out)}.jsonl`.",
@@ -65,16 +71,27 @@ def main():
         f"- **Date:** {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; **commit:** `{commit()}`",
         f"- **CPU:** {name} ({', '.join(flags)}), {cores} cores",
         f"- `train_images --device cpu --threads 1 --epochs {a.epochs} --seed {a.seed}` and the defaults (batch 64, "
-        "AdamW, cosine schedule), fp32 and bf16 of a model side by side; the test set (10,000 images) once, at the end.",
+        f"AdamW, cosine schedule), {', '.join(precisions)} of a model side by side; the test set (10,000 images) "
+        "once, at the end.",
         "",
-        "| model | fp32 test accuracy | bf16 test accuracy | bf16 - fp32 (points) | fp32 img/s | bf16 img/s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| model | fp32 test accuracy | " + " | ".join(f"{p} test accuracy | {p} - fp32 (points)" for p in others) +
+        " | " + " | ".join(f"{p} img/s" for p in precisions) + " |",
+        "| --- | ---: | " + " | ".join("---: | ---:" for _ in others) + " | " + " | ".join("---:" for _ in precisions) +
+        " |",
     ]
     for model in a.models.split(","):
-        fp32, bf16 = results[(model, "fp32")], results[(model, "bf16")]
-        table.append(f"| {model} | {fp32['test_accuracy'] * 100:.2f}% | {bf16['test_accuracy'] * 100:.2f}% | "
-                     f"{(bf16['test_accuracy'] - fp32['test_accuracy']) * 100:+.2f} | "
-                     f"{fp32['images_per_second']:.0f} | {bf16['images_per_second']:.0f} |")
+        fp32 = results[(model, "fp32")]
+        row = f"| {model} | {fp32['test_accuracy'] * 100:.2f}% | "
+        row += " | ".join(f"{results[(model, p)]['test_accuracy'] * 100:.2f}% | "
+                          f"{(results[(model, p)]['test_accuracy'] - fp32['test_accuracy']) * 100:+.2f}" for p in others)
+        row += " | " + " | ".join(f"{results[(model, p)]['images_per_second']:.0f}" for p in precisions) + " |"
+        table.append(row)
+    table.append("")
+    for model in a.models.split(","):
+        if "fp16" in others and "loss_scale" in results[(model, "fp16")]:
+            fp16 = results[(model, "fp16")]
+            table.append(f"- {model} in fp16: the loss scale at the end {fp16['loss_scale']:g}, "
+                         f"{fp16['skipped_steps']} steps skipped (their gradients overflowed)")
     table.append("")
     table.append("The images/s are one thread each with the other run beside it: the speed comparison is "
                  "`precision_cpu.md`'s.")
