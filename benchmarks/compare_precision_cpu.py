@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""Training images/s of cnnengine on the CPU in fp32 and in bf16, side by side in one run:
+"""Training images/s of cnnengine on the CPU in fp32 and in bf16 (or fp16), side by side in one run:
 train_throughput for each model, the precisions alternating, several rounds, the median of each.
 Writes the JSON lines and a markdown table (the CPU, its bf16 instructions, date, commit and
 command named). Standard library only.
 
   python3 benchmarks/compare_precision_cpu.py --out benchmarks/results/precision_cpu
+  python3 benchmarks/compare_precision_cpu.py --precision fp16 --out benchmarks/results/precision_cpu_fp16
 """
 import argparse
 import datetime
@@ -52,13 +53,14 @@ def main():
     p.add_argument("--cases", default="small:64,small:256,small-bn:64,resnet18:64",
                    help="model:batch, comma-separated (64: train_images' default batch)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--precision", default="bf16", choices=("bf16", "fp16"), help="the one compared with fp32")
     p.add_argument("--out", required=True, help="writes OUT.jsonl and OUT.md")
     a = p.parse_args()
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in a.cases.split(",")]
     runs = []
     for r in range(a.rounds):
         for model, batch in cases:
-            for precision in ("fp32", "bf16") if r % 2 == 0 else ("bf16", "fp32"):
+            for precision in ("fp32", a.precision) if r % 2 == 0 else (a.precision, "fp32"):
                 line = throughput(a.binary, model, batch, precision)
                 line["round"] = r
                 runs.append(line)
@@ -70,7 +72,7 @@ def main():
     name, flags, cores = cpu_description()
     device = runs[0]["device"]
     lines = [
-        "# fp32 and bf16 training on the CPU, side by side",
+        f"# fp32 and {a.precision} training on the CPU, side by side",
         "",
         f"Written by `benchmarks/compare_precision_cpu.py`; the runs are in `{os.path.basename(a.out)}.jsonl`.",
         "",
@@ -79,25 +81,30 @@ def main():
         f"- **CPU:** {name} ({', '.join(flags)}), {cores} cores; **ours:** {device}",
         f"- Each case ran {a.rounds} times in each precision, the two alternating; the table gives the median. "
         "`train_throughput`: synthetic data in memory, AdamW, the largest micro-batch that fits (the whole batch here).",
-        "- bf16: the convolutions' and dense layers' operands rounded to bfloat16, their products summed in float "
-        "(vdpbf16ps where the CPU has AVX512-BF16); the values between layers stored in 16 bits where that makes "
+        ("- bf16: the convolutions' and dense layers' operands rounded to bfloat16, their products summed in float "
+         "(vdpbf16ps where the CPU has AVX512-BF16)" if a.precision == "bf16" else
+         "- fp16: the convolutions' and dense layers' operands rounded to IEEE half, their products summed in float "
+         "(halves widened with vcvtph2ps on AVX-512), with dynamic loss scaling") +
+        "; the values between layers stored in 16 bits where that makes "
         "the plan smaller (the `values` column; docs/design.md, \"16-bit values\"). Weights, gradients and optimizer "
         "state stay fp32. The planned bytes are the trainer's whole plan (persistent blocks and step arena).",
         "",
-        "| model | input | batch | fp32 img/s | bf16 img/s | bf16 / fp32 | values | fp32 planned | bf16 planned | fp32 runs | bf16 runs |",
+        f"| model | input | batch | fp32 img/s | {a.precision} img/s | {a.precision} / fp32 | values | fp32 planned | "
+        f"{a.precision} planned | fp32 runs | {a.precision} runs |",
         "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |",
     ]
     for model, batch in cases:
         got = {prec: [l["images_per_second"] for l in runs
                       if l["model"] == model and l["batch"] == batch and l["precision"] == prec]
-               for prec in ("fp32", "bf16")}
-        fp32, bf16 = statistics.median(got["fp32"]), statistics.median(got["bf16"])
+               for prec in ("fp32", a.precision)}
+        fp32, other = statistics.median(got["fp32"]), statistics.median(got[a.precision])
         last = {prec: [l for l in runs if l["model"] == model and l["batch"] == batch and l["precision"] == prec][-1]
-                for prec in ("fp32", "bf16")}
+                for prec in ("fp32", a.precision)}
         mib = {prec: f"{last[prec]['planned_bytes'] / 2**20:.1f} MiB" for prec in last}
-        lines.append(f"| {model} | {INPUTS[model]} | {batch} | {fp32:.1f} | {bf16:.1f} | {bf16 / fp32:.2f} | "
-                     f"{last['bf16'].get('values', 'fp32')} | {mib['fp32']} | {mib['bf16']} | "
-                     f"{', '.join(f'{v:.0f}' for v in got['fp32'])} | {', '.join(f'{v:.0f}' for v in got['bf16'])} |")
+        lines.append(f"| {model} | {INPUTS[model]} | {batch} | {fp32:.1f} | {other:.1f} | {other / fp32:.2f} | "
+                     f"{last[a.precision].get('values', 'fp32')} | {mib['fp32']} | {mib[a.precision]} | "
+                     f"{', '.join(f'{v:.0f}' for v in got['fp32'])} | "
+                     f"{', '.join(f'{v:.0f}' for v in got[a.precision])} |")
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

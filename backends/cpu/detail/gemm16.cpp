@@ -76,13 +76,20 @@ std::uint32_t pair_of(float even, float odd) {
 
 #if defined(CNN_HAVE_AVX512)
 // 32 floats (lo: the first 16) as 32 16-bit values in order, i.e. 16 words of adjacent pairs.
+// Native bf16 is instantiated only where the compiler targets AVX512-BF16 (in_format).
 template <ValueFormat F>
 __m512i narrowed(__m512 lo, __m512 hi) {
+  if constexpr (F == ValueFormat::bf16) {
 #if defined(CNN_HAVE_AVX512_BF16)
-  if constexpr (F == ValueFormat::bf16) return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+    return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+#else
+    static_assert(F != ValueFormat::bf16, "bf16 packing on AVX-512 needs AVX512-BF16");
 #endif
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(lo, kNearest)), _mm512_cvtps_ph(hi, kNearest), 1);
+  } else {
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(lo, kNearest)), _mm512_cvtps_ph(hi, kNearest),
+                              1);
+  }
 }
 #endif
 
@@ -477,12 +484,16 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
 template <class Run>
 void in_format(ValueFormat format, const char* call, Run&& run) {
   require_16bit(call, format);
-  const bool emulated = emulating.load(std::memory_order_relaxed);
+  [[maybe_unused]] const bool emulated = emulating.load(std::memory_order_relaxed);
   if (format == ValueFormat::bf16) {
-    if (bf16_instructions() && !emulated) return run.template operator()<ValueFormat::bf16, true>();
+#if defined(CNN_HAVE_AVX512_BF16)
+    if (!emulated) return run.template operator()<ValueFormat::bf16, true>();
+#endif
     return run.template operator()<ValueFormat::bf16, false>();
   }
-  if (fp16_instructions() && !emulated) return run.template operator()<ValueFormat::fp16, true>();
+#if defined(CNN_HAVE_AVX512)
+  if (!emulated) return run.template operator()<ValueFormat::fp16, true>();
+#endif
   run.template operator()<ValueFormat::fp16, false>();
 }
 
