@@ -15,7 +15,7 @@ class CpuBackend : public Backend {
  public:
   // threads <= 0: all the cores OpenMP sees. precision: fp32, or bf16 or fp16 (convolutions and
   // dense layers multiply 16-bit operands, backends/cpu/detail/gemm16.hpp: bf16 faster where the
-  // CPU has AVX512-BF16, fp16 no faster than fp32, for its memory and a GPU's rounding); tf32 is
+  // CPU has AVX512-BF16, fp16 slower than fp32, for its memory and a GPU's rounding); tf32 is
   // fp32 here.
   explicit CpuBackend(int threads = 0, Precision precision = Precision::fp32);
   int threads() const { return threads_; }

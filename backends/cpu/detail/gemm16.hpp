@@ -4,10 +4,10 @@
 // even) as it is packed; the products, exact in float (bfloat16's 8 significant bits, half's 11:
 // at most 22 in a product), are summed in float, as a GPU's tensor cores do. bf16: with
 // AVX512-BF16 the inner loop is vdpbf16ps (32 products an instruction, twice what an fp32 FMA
-// does). fp16: AVX-512 widens the halves (vcvtph2ps) and multiplies them in float, so it is no
-// faster than fp32; it is there to train on the CPU as a GPU's fp16 would round, loss scaling
-// included. Without the instructions the same loops in plain C++ give the same bits (Note [One
-// 16-bit product on every host], gemm16.cpp).
+// does). fp16: AVX-512 widens the halves (vcvtph2ps) and multiplies them in float, so it is
+// slower than fp32 (a packing and a widening more); it is there to train on the CPU as a GPU's
+// fp16 would round, loss scaling included. Without the instructions the same loops in plain C++
+// give the same bits (Note [One 16-bit product on every host], gemm16.cpp).
 //
 // Operands as gemm.hpp's: row-major, C[m x n] (+)= op(A)[m x k] * op(B)[k x n]. Packed operands
 // are 32-bit words, each two 16-bit values adjacent along k (the even k in the low half), the
