@@ -35,6 +35,7 @@
 #include "engine/core/tensor.hpp"
 #include "engine/infer/predictor.hpp"
 #include "engine/plan/memory_report.hpp"
+#include "engine/train/loss_scale.hpp"
 #include "engine/train/optimizer.hpp"
 #include "engine/train/trainer.hpp"
 #include "fit/fit.hpp"
