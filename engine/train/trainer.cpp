@@ -253,6 +253,9 @@ void Trainer::restore(const TrainerState& state) {
   if (state.skipped_steps < 0 || state.skipped_steps > state.steps)
     throw ConfigError("cannot continue with " + std::to_string(state.skipped_steps) + " skipped steps of " +
                       std::to_string(state.steps));
+  if (!std::isfinite(state.loss_scale) || state.loss_scale < 0)  // 0: none kept
+    throw ConfigError("cannot continue with a loss scale of " + std::to_string(state.loss_scale) +
+                      ": it must be a finite number, 0 where none was kept");
   // A state kept without scaling (fp32, bf16) starts at the initial scale.
   LossScaler scaler(options_.loss_scale);
   if (scaler_ && state.loss_scale > 0) scaler.restore(state.loss_scale, state.loss_scale_steps);
@@ -449,7 +452,8 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
   // Enqueued before the loss is known: the update reads the loss sum and leaves everything as it
   // was when it is not finite.
   auto* slots = static_cast<TrainerSlots*>(slots_->data());
-  if (applied) optimizer_->step(backend_, *params_, lr, steps_ + 1, overlapped_ ? &slots->sums.loss : nullptr);
+  if (applied)  // AdamW's count: the steps applied (TrainerState::skipped_steps)
+    optimizer_->step(backend_, *params_, lr, steps_ + 1 - skipped_steps_, overlapped_ ? &slots->sums.loss : nullptr);
   ++steps_;
   StepReport report;
   report.loss_scale = scale;

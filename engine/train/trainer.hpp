@@ -135,12 +135,14 @@ struct StepReport {
 // Where a trainer is: what a checkpoint keeps of it, so that a run resumed from the checkpoint
 // continues exactly as if it had not stopped.
 struct TrainerState {
-  long steps = 0;        // optimizer steps taken: the schedule's position, dropout's seed, AdamW's count
+  long steps = 0;        // optimizer steps taken (skipped ones too): the schedule's position, dropout's seed
   int micro_batch = 0;   // in use now (below the planned one for a while after a recovery)
   long good_steps = 0;   // steps since the last recovery (the micro-batch grows back after enough)
   float learning_rate_scale = 1;  // set_learning_rate_scale's
   // fp16's loss scaling: the scale (0: none kept, a run that scales starts at its initial one),
-  // the applied steps in a row at it, and the steps skipped (whose gradients overflowed) so far.
+  // the applied steps in a row at it, and the steps skipped (whose gradients overflowed) so far:
+  // AdamW counts the steps applied, steps - skipped_steps (as PyTorch's Adam, whose step() a
+  // skipped step never calls).
   float loss_scale = 0;
   long loss_scale_steps = 0;
   long skipped_steps = 0;
@@ -221,8 +223,9 @@ class Trainer {
   //   finite; the host reads that loss in the next submit_step, before enqueueing that step's
   //   update, restores the running statistics saved before the failed step (a second copy:
   //   ParameterStore::save_state), and throws TrainingDiverged naming it.
-  // - Elsewhere (the CPU, data-parallel ranks, which sum the step's status first): the step
-  //   has run when the call returns, and so comes its report.
+  // - Elsewhere (the CPU, data-parallel ranks, which sum the step's status first, fp16 with loss
+  //   scaling, which checks the step's gradients first): the step has run when the call returns,
+  //   and so comes its report.
   std::optional<StepReport> submit_step(const Batch& batch);
   // The pending step's report, waiting for its loss (TrainingDiverged as above); empty when
   // none is pending. drain() before saving the trainer's state (state() refuses otherwise).

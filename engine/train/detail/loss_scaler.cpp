@@ -33,8 +33,8 @@ void LossScaler::step_applied() {
 }
 
 bool LossScaler::step_overflowed() {
+  if (scale_ <= options_.floor) return false;  // diverged: left as it was
   steps_at_scale_ = 0;
-  if (scale_ <= options_.floor) return false;
   scale_ = std::max(options_.floor, scale_ * options_.backoff_factor);
   return true;
 }
@@ -45,7 +45,9 @@ void LossScaler::restore(float scale, long steps_at_scale) {
                       std::to_string(steps_at_scale) + " steps: it must be finite and at least the floor, " +
                       std::to_string(options_.floor));
   scale_ = scale;
-  steps_at_scale_ = steps_at_scale;
+  // A count kept under a shorter growth interval (the run resumed with another): grow at the next
+  // applied step.
+  steps_at_scale_ = std::min(steps_at_scale, options_.growth_interval - 1);
 }
 
 }  // namespace cnn

@@ -16,10 +16,11 @@ class LossScaler {
   // After a step whose gradients were finite: the scale grows after growth_interval in a row
   // (never to infinity).
   void step_applied();
-  // After a step whose gradients overflowed: backs off, not below the floor. False where the scale
-  // was at the floor already (the run has diverged).
+  // After a step whose gradients overflowed: backs off, not below the floor. False, changing
+  // nothing, where the scale was at the floor already (the run has diverged).
   bool step_overflowed();
-  // A kept state (TrainerState): a scale at the floor or above, finite, or a ConfigError.
+  // A kept state (TrainerState): a scale at the floor or above, finite, or a ConfigError; a count
+  // past the growth interval grows the scale at the next applied step.
   void restore(float scale, long steps_at_scale);
 
  private:

@@ -1,13 +1,15 @@
 // fp16's dynamic loss scaling: the scale's moves (growth after an interval, backoff, the floor),
 // a trainer in fp16 that skips a step whose gradients overflow without changing anything but the
-// scale, stops at the floor with nothing applied, and continues from its state exactly; bf16 and
-// fp32 never scale.
+// scale, stops at the floor with nothing applied, counts AdamW's steps as applied, and continues
+// from its state exactly; bf16 and fp32 never scale.
 #include <catch2/catch.hpp>
+
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "engine/core/forwarding_backend.hpp"
 #include "engine/train/detail/loss_scaler.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
@@ -70,8 +72,15 @@ TEST_CASE("loss scale: grows after its interval, backs off to the floor, and say
   CHECK(scaler.step_overflowed());
   CHECK(scaler.step_overflowed());
   CHECK(scaler.scale() == 2);
-  CHECK_FALSE(scaler.step_overflowed());  // at the floor: diverged
+  scaler.step_applied();
+  CHECK_FALSE(scaler.step_overflowed());  // at the floor: diverged, and nothing changed
   CHECK(scaler.scale() == 2);
+  CHECK(scaler.steps_at_scale() == 1);
+
+  scaler.restore(4, 1000);  // kept under a longer interval: grows at the next applied step
+  CHECK(scaler.steps_at_scale() == 2);
+  scaler.step_applied();
+  CHECK(scaler.scale() == 8);
 
   o.initial = std::numeric_limits<float>::max();
   o.growth_interval = 1;
@@ -114,6 +123,20 @@ TEST_CASE("loss scale: settings out of range and kept states are refused by name
   CHECK_THROWS_AS(scaler.restore(nan, 0), ConfigError);
   CHECK_THROWS_AS(scaler.restore(1024, -1), ConfigError);
   CHECK(scaler.scale() == 65536);
+
+  // A trainer refuses a kept scale that is negative or not a number (0: none kept).
+  Network net = make_preset("small", kImage, 10);
+  CpuBackend backend(2, Precision::fp16);
+  Trainer trainer(net, backend, memory::host_resource(), fp16_options());
+  for (float bad : {-1.f, nan, inf}) {
+    TrainerState state = trainer.state();
+    state.loss_scale = bad;
+    CHECK_THROWS_WITH(trainer.restore(state), Catch::Contains("loss scale of"));
+  }
+  TrainerState state = trainer.state();
+  state.skipped_steps = 1;  // more than the steps
+  CHECK_THROWS_WITH(trainer.restore(state), Catch::Contains("1 skipped steps of 0"));
+  CHECK(trainer.loss_scale() == 65536);
 }
 
 TEST_CASE("fp16 training: a step whose gradients overflow is skipped, changing nothing but the scale", "[loss_scale]") {
@@ -170,6 +193,35 @@ TEST_CASE("fp16 training stops at the loss scale's floor with nothing applied", 
   CHECK(trainer.parameters().download() == start);
   CHECK(trainer.steps() == 1);
   CHECK(trainer.skipped_steps() == 1);
+  CHECK(trainer.loss_scale() == std::ldexp(1.0f, 99));
+}
+
+TEST_CASE("fp16 training: AdamW counts the steps applied, as PyTorch's Adam, whose step() a skipped one never calls",
+          "[loss_scale]") {
+  // Records the step AdamW is given, then updates as the CPU does.
+  struct AdamWSteps : ForwardingBackend {
+    using ForwardingBackend::ForwardingBackend;
+    std::vector<long> steps;
+    void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
+                      float learning_rate, long step, const float* guard) override {
+      steps.push_back(step);
+      ForwardingBackend::adamw_update(params, grads, m, v, config, learning_rate, step, guard);
+    }
+  };
+  Network net = make_preset("small", kImage, 10);
+  CpuBackend cpu(2, Precision::fp16);
+  AdamWSteps backend(cpu);
+  TrainerOptions options = fp16_options();
+  options.optimizer = OptimizerConfig{};                      // AdamW
+  options.loss_scale.initial = std::ldexp(1.0f, 100);         // the first step overflows
+  options.loss_scale.backoff_factor = std::ldexp(1.0f, -90);  // then 2^10: the rest do not
+  Trainer trainer(net, backend, memory::host_resource(), options);
+  const testing::SyntheticData data(3 * kBatch, kImage, 10, 7);
+  CHECK(trainer.train_step(data.batch(0, kBatch)).skipped);
+  CHECK_FALSE(trainer.train_step(data.batch(kBatch, kBatch)).skipped);
+  CHECK_FALSE(trainer.train_step(data.batch(2 * kBatch, kBatch)).skipped);
+  CHECK(trainer.steps() == 3);
+  CHECK(backend.steps == std::vector<long>{1, 2});
 }
 
 TEST_CASE("fp16 training continues from its state with the same scale and losses", "[loss_scale]") {
@@ -180,20 +232,22 @@ TEST_CASE("fp16 training continues from its state with the same scale and losses
       losses.push_back(static_cast<float>(trainer.train_step(data.batch(s * kBatch, kBatch)).loss));
     return losses;
   };
+  // A growth interval of 4 and a pause after 6 steps: the kept state is 2 steps into one.
   CpuBackend backend(2, Precision::fp16);
   Network whole_net = make_preset("small", kImage, 10);
-  Trainer whole(whole_net, backend, memory::host_resource(), fp16_options(1));
+  Trainer whole(whole_net, backend, memory::host_resource(), fp16_options(4));
   const std::vector<float> straight = run(0, 12, whole);
 
   Network first_net = make_preset("small", kImage, 10);
-  Trainer first(first_net, backend, memory::host_resource(), fp16_options(1));
+  Trainer first(first_net, backend, memory::host_resource(), fp16_options(4));
   std::vector<float> resumed = run(0, 6, first);
   const TrainerState state = first.state();
   CHECK(state.loss_scale == first.loss_scale());
+  CHECK(state.loss_scale_steps == 2);
   const Kept weights = kept_of(first);
 
   Network second_net = make_preset("small", kImage, 10);
-  Trainer second(second_net, backend, memory::host_resource(), fp16_options(1));
+  Trainer second(second_net, backend, memory::host_resource(), fp16_options(4));
   put_back(second, weights);
   second.restore(state);
   CHECK(second.loss_scale() == state.loss_scale);
@@ -203,6 +257,7 @@ TEST_CASE("fp16 training continues from its state with the same scale and losses
   CHECK(resumed == straight);
   CHECK(second.loss_scale() == whole.loss_scale());
   CHECK(second.skipped_steps() == whole.skipped_steps());
+  CHECK(second.state().loss_scale_steps == whole.state().loss_scale_steps);
 }
 
 TEST_CASE("bf16 and fp32 never scale the loss, nor does fp16 with scaling off", "[loss_scale]") {
