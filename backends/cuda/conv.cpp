@@ -1,6 +1,7 @@
-// Convolution on cuDNN's legacy API: NCHW float, cross-correlation, grouped (cuDNN's group count,
+// Convolution on cuDNN's legacy API: NCHW, cross-correlation, grouped (cuDNN's group count,
 // filters [out, in / groups, kh, kw]) and dilated, one algorithm per pass chosen by
-// conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan.
+// conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan. Float tensors,
+// or in bf16 and fp16 16-bit copies of them (Note [16-bit products on CUDA]).
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/operand_copies.hpp"
 #include "base/error.hpp"
 
 namespace cnn::cuda {
@@ -42,7 +44,62 @@ Tensor samples_of(const Tensor& t, int first, int count) {
   return part;
 }
 
+std::size_t input_elements(const ConvShape& s) {
+  return static_cast<std::size_t>(s[0]) * static_cast<std::size_t>(s[1]) * static_cast<std::size_t>(s[2]) *
+         static_cast<std::size_t>(s[3]);
+}
+std::size_t output_elements(const ConvShape& s) {
+  return static_cast<std::size_t>(s[0]) * static_cast<std::size_t>(s[4]) * static_cast<std::size_t>(s[5]) *
+         static_cast<std::size_t>(s[6]);
+}
+std::size_t weight_elements(const ConvShape& s) {
+  return static_cast<std::size_t>(s[4]) * static_cast<std::size_t>(s[1] / s[12]) * static_cast<std::size_t>(s[7]) *
+         static_cast<std::size_t>(s[8]);
+}
+
+// The 16-bit copies of a convolution's three tensors, taken from the front of its workspace, and
+// cuDNN's workspace after them. `fits` is false where the workspace cannot hold the copies.
+struct ConvCopies {
+  void* x = nullptr;
+  void* y = nullptr;
+  void* w = nullptr;
+  Workspace rest;
+  bool fits = true;
+};
+
+ConvCopies take_copies(const ConvShape& s, Workspace ws) {
+  OperandCopies copies(ws);
+  ConvCopies c;
+  c.x = copies.take(input_elements(s));
+  c.y = c.x ? copies.take(output_elements(s)) : nullptr;
+  c.w = c.y ? copies.take(weight_elements(s)) : nullptr;
+  c.fits = c.w != nullptr;
+  c.rest = copies.rest();
+  return c;
+}
+
 }  // namespace
+
+// Note [16-bit products on CUDA]
+// In bf16 and fp16 the layers hand the backend float tensors, as in fp32 (docs/design.md, "16-bit
+// values"). A convolution rounds the operands of its pass (x and w forward, dy and w
+// backward-data, x and dy backward-filter) into 16-bit copies at the front of its workspace, to
+// nearest even as the values' storage does, and cuDNN runs on the copies with float accumulation
+// (its PSEUDO_BFLOAT16 and PSEUDO_HALF configurations) under tensor-op math. cuDNN's legacy API
+// takes one data type for x, w and y, so its result is 16 bits too: it is widened into the float
+// output, added where the call accumulates. What CUDA computes is then the CPU's 16-bit product
+// (operands rounded, exact products summed in float) with its result rounded once more, as PyTorch's
+// autocast convolution returns it; a weight gradient is rounded to 16 bits before it is added to
+// the float gradient, as PyTorch's is before its cast back to float. The bias is added, and its
+// gradient taken, in float. A dense layer multiplies 16-bit copies of its operands on cuBLAS into a
+// float result (cublasGemmEx, dense.cpp), so only its operands are rounded. The copies are part
+// of the workspace each layer asks for (conv2d_workspace_bytes, dense_workspace_bytes), so the
+// plan counts them. A convolution run in halves (Note [Convolutions in halves]) makes each half's
+// copies itself, from the same workspace.
+std::size_t CudaBackend::conv_copies_bytes(const ConvShape& shape) const {
+  if (!products16()) return 0;
+  return copies_bytes({input_elements(shape), output_elements(shape), weight_elements(shape)});
+}
 
 // Note [Convolutions in halves]
 // A convolution at a micro-batch smaller than planned (a batch's last micro-batch, a replay
@@ -68,11 +125,13 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 
   auto plan = std::make_unique<ConvPlan>();
   plan->shape = key;
-  set_nchw(plan->x, x[0], x[1], x[2], x[3]);
-  set_nchw(plan->y, y[0], y[1], y[2], y[3]);
+  const cudnnDataType_t type = conv_data_type(options_.precision);
+  set_nchw(plan->x, x[0], x[1], x[2], x[3], type);
+  set_nchw(plan->y, y[0], y[1], y[2], y[3], type);
+  set_nchw(plan->y_float, y[0], y[1], y[2], y[3]);
   set_nchw(plan->bias, 1, y[1], 1, 1);
-  CNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d.out_channels,
-                                       d.in_channels / d.groups, d.kernel_h, d.kernel_w));
+  CNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, type, CUDNN_TENSOR_NCHW, d.out_channels, d.in_channels / d.groups,
+                                       d.kernel_h, d.kernel_w));
   CNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padding, d.padding, d.stride, d.stride, d.dilation,
                                             d.dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d.groups));
@@ -97,7 +156,8 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
 std::optional<AlgoChoice> CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes) {
   AlgoChoice choice = plan.choice[static_cast<std::size_t>(pass)];
   if (!choice.valid() || choice.workspace > workspace_bytes) {
-    AlgoSearch search{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic, false};
+    AlgoSearch search{cudnn_, options_.device, options_.precision, false, &device_memory_, options_.deterministic,
+                      false};
     // A single sample has no halves: say what does not fit.
     if (plan.shape[0] == 1) choice = choose_algorithm(search, plan, pass, workspace_bytes);
     else if (std::optional<AlgoChoice> found = find_algorithm(search, plan, pass, workspace_bytes)) choice = *found;
@@ -112,17 +172,21 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
                                                 ConvPass pass, std::size_t limit) {
   activate();
   ConvPlan& plan = conv_plan(desc, x, y);
-  AlgoSearch search{cudnn_, options_.device, options_.tf32, !options_.fast_start, &device_memory_,
-                    options_.deterministic, true};
+  // In bf16 and fp16 the operands' copies come first; cuDNN's algorithm gets the rest of the limit.
+  const std::size_t copies = conv_copies_bytes(plan.shape);
+  const std::size_t cudnn_limit = limit > copies ? limit - copies : 0;
+  AlgoSearch search{
+      cudnn_, options_.device, options_.precision, !options_.fast_start, &device_memory_, options_.deterministic, true};
   auto choose = [&](ConvAlgoPass p) {
     AlgoChoice& choice = plan.choice[static_cast<std::size_t>(p)];
-    choice = choose_algorithm(search, plan, p, limit);
+    choice = choose_algorithm(search, plan, p, cudnn_limit);
     return choice.workspace;
   };
   std::size_t bytes = 0;
   if (pass == ConvPass::forward) bytes = choose(ConvAlgoPass::forward);
   // Backward-data and backward-filter run one after the other on the same workspace.
   else bytes = std::max(choose(ConvAlgoPass::backward_data), choose(ConvAlgoPass::backward_filter));
+  bytes += copies;
   keep_measurements(false);
   // Note [Convolutions in halves]: what a single sample's leanest algorithm needs, so that a
   // smaller micro-batch always runs, if need be one sample at a time.
@@ -130,12 +194,23 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
     Shape x1 = x, y1 = y;
     x1[0] = y1[0] = 1;
     ConvPlan& single = conv_plan(desc, x1, y1);
-    AlgoSearch lean{cudnn_, options_.device, options_.tf32, false, &device_memory_, options_.deterministic, true};
+    AlgoSearch lean{cudnn_, options_.device, options_.precision, false, &device_memory_, options_.deterministic, true};
     auto leanest = [&](ConvAlgoPass p) { return choose_algorithm(lean, single, p, 0).workspace; };
-    if (pass == ConvPass::forward) bytes = std::max(bytes, leanest(ConvAlgoPass::forward));
-    else bytes = std::max({bytes, leanest(ConvAlgoPass::backward_data), leanest(ConvAlgoPass::backward_filter)});
+    const std::size_t single_copies = conv_copies_bytes(single.shape);
+    if (pass == ConvPass::forward)
+      bytes = std::max(bytes, single_copies + leanest(ConvAlgoPass::forward));
+    else
+      bytes = std::max({bytes, single_copies + leanest(ConvAlgoPass::backward_data),
+                        single_copies + leanest(ConvAlgoPass::backward_filter)});
   }
   return bytes;
+}
+
+void CudaBackend::throw_no_room_for_copies(const ConvPlan& plan, Workspace ws, const char* call) const {
+  const std::size_t needed = conv_copies_bytes(plan.shape);
+  throw DeviceError(std::string(call) + ": a workspace of " + std::to_string(ws.bytes) +
+                    " bytes cannot hold one sample's " + to_string(options_.precision) + " copies of its operands (" +
+                    std::to_string(needed) + " bytes): conv2d_workspace_bytes says what it needs");
 }
 
 void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
@@ -143,11 +218,24 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
   activate();
   check_weights(desc, w, "conv2d_forward");
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
-  if (const std::optional<AlgoChoice> choice = conv_choice(plan, ConvAlgoPass::forward, ws.bytes)) {
+  const ConvCopies copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
+  if (!copies.fits && x.n() == 1) throw_no_room_for_copies(plan, ws, "conv2d_forward");
+  std::optional<AlgoChoice> choice;
+  if (copies.fits) choice = conv_choice(plan, ConvAlgoPass::forward, copies.rest.bytes);
+  if (choice && products16()) {
+    narrow16(x.data, copies.x, x.elements(), product_format());
+    narrow16(w.data, copies.w, w.elements(), product_format());
+    CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, copies.x, plan.w, copies.w, plan.conv,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), copies.rest.data,
+                                      choice->workspace, &kZero, plan.y, copies.y));
+    widen16(copies.y, y.data, y.elements(), product_format(), accumulate);
+  } else if (choice) {
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), ws.data,
                                       choice->workspace, accumulate ? &kOne : &kZero, plan.y, y.data));
-    if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y, y.data));
+  }
+  if (choice) {
+    if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y_float, y.data));
   } else {
     const int first = (x.n() + 1) / 2, rest = x.n() - first;
     conv2d_forward(desc, samples_of(x, 0, first), w, bias, samples_of(y, 0, first), accumulate, ws);
@@ -161,7 +249,18 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
   activate();
   check_weights(desc, w, "conv2d_backward_data");
   ConvPlan& plan = conv_plan(desc, dx.shape, dy.shape);
-  if (const std::optional<AlgoChoice> choice = conv_choice(plan, ConvAlgoPass::backward_data, ws.bytes)) {
+  const ConvCopies copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
+  if (!copies.fits && dx.n() == 1) throw_no_room_for_copies(plan, ws, "conv2d_backward_data");
+  std::optional<AlgoChoice> choice;
+  if (copies.fits) choice = conv_choice(plan, ConvAlgoPass::backward_data, copies.rest.bytes);
+  if (choice && products16()) {
+    narrow16(dy.data, copies.y, dy.elements(), product_format());
+    narrow16(w.data, copies.w, w.elements(), product_format());
+    CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, copies.w, plan.y, copies.y, plan.conv,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), copies.rest.data,
+                                           choice->workspace, &kZero, plan.x, copies.x));
+    widen16(copies.x, dx.data, dx.elements(), product_format(), accumulate);
+  } else if (choice) {
     const float beta = accumulate ? 1.0f : 0.0f;
     CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w.data, plan.y, dy.data, plan.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), ws.data,
@@ -179,7 +278,18 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
   activate();
   check_weights(desc, dw, "conv2d_backward_filter");
   ConvPlan& plan = conv_plan(desc, x.shape, dy.shape);
-  if (const std::optional<AlgoChoice> choice = conv_choice(plan, ConvAlgoPass::backward_filter, ws.bytes)) {
+  const ConvCopies copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
+  if (!copies.fits && x.n() == 1) throw_no_room_for_copies(plan, ws, "conv2d_backward_filter");
+  std::optional<AlgoChoice> choice;
+  if (copies.fits) choice = conv_choice(plan, ConvAlgoPass::backward_filter, copies.rest.bytes);
+  if (choice && products16()) {
+    narrow16(x.data, copies.x, x.elements(), product_format());
+    narrow16(dy.data, copies.y, dy.elements(), product_format());
+    CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, copies.x, plan.y, copies.y, plan.conv,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),
+                                             copies.rest.data, choice->workspace, &kZero, plan.w, copies.w));
+    widen16(copies.w, dw.data, dw.elements(), product_format(), true);
+  } else if (choice) {
     CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x.data, plan.y, dy.data, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),
                                              ws.data, choice->workspace, &kOne, plan.w, dw.data));
@@ -189,7 +299,7 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
     conv2d_backward_filter(desc, samples_of(x, first, rest), samples_of(dy, first, rest), dw, Tensor{}, ws);
   }
   if (!dbias.empty()) {
-    CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, plan.y, dy.data, &kOne, plan.bias, dbias.data));
+    CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, plan.y_float, dy.data, &kOne, plan.bias, dbias.data));
   }
   touched(x, dy, dw, dbias, ws);
 }

@@ -29,10 +29,12 @@ struct Candidates {
   bool verified = true;              // false: read from a file, workspaces not yet checked with cuDNN
 };
 
-// shape (13), pass, device, cuDNN version, tf32, measured
+// shape (13), pass, device, cuDNN version, precision (its number in Precision: fp32 0 and tf32 1,
+// as files that kept a tf32 flag there read), measured
 constexpr std::size_t kShapeFields = std::tuple_size_v<ConvShape>;
 constexpr std::size_t kPass = kShapeFields, kDevice = kShapeFields + 1, kVersion = kShapeFields + 2,
-                      kTf32 = kShapeFields + 3, kMeasured = kShapeFields + 4;
+                      kPrecision = kShapeFields + 3, kMeasured = kShapeFields + 4;
+constexpr long long kLastPrecision = static_cast<long long>(Precision::fp16);
 using CacheKey = std::array<long long, kShapeFields + 5>;
 
 std::mutex cache_mutex;
@@ -48,7 +50,7 @@ CacheKey cache_key(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
   key[kPass] = static_cast<int>(pass);
   key[kDevice] = search.device;
   key[kVersion] = static_cast<long long>(cudnnGetVersion());
-  key[kTf32] = search.tf32;
+  key[kPrecision] = static_cast<long long>(search.precision);
   key[kMeasured] = measured;
   return key;
 }
@@ -57,17 +59,25 @@ bool uses_tensor_ops(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
+bool allows_tensor_ops(Precision precision) { return precision != Precision::fp32; }
+
+// The math mode a search runs under.
+cudnnMathType_t search_math(Precision precision) {
+  return allows_tensor_ops(precision) ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
 // The three passes' perf structs share their fields; turn any into our choice list.
 template <class Perf>
-Candidates to_candidates(const Perf* perf, int count, bool tf32, std::size_t tested_workspace) {
+Candidates to_candidates(const Perf* perf, int count, Precision precision, std::size_t tested_workspace) {
+  const bool tensor_ops = allows_tensor_ops(precision);
   Candidates out;
   out.tested_workspace = tested_workspace;
   for (int i = 0; i < count; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || (!tf32 && uses_tensor_ops(perf[i].mathType))) continue;
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || (!tensor_ops && uses_tensor_ops(perf[i].mathType))) continue;
     if (perf[i].memory > tested_workspace) continue;
-    // Without tf32 the search ran under CUDNN_FMA_MATH, whatever math a result names: run it so
+    // In fp32 the search ran under CUDNN_FMA_MATH, whatever math a result names: run it so
     // (CUDNN_DEFAULT_MATH would let cuDNN use TF32 on Ampere and later).
-    const cudnnMathType_t math = tf32 ? perf[i].mathType : CUDNN_FMA_MATH;
+    const cudnnMathType_t math = tensor_ops ? perf[i].mathType : CUDNN_FMA_MATH;
     AlgoChoice choice{static_cast<int>(perf[i].algo), perf[i].memory, math};
     choice.deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
     choice.milliseconds = perf[i].time;  // -1 from the heuristics
@@ -86,29 +96,29 @@ Candidates heuristics(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPa
       CNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(search.handle, plan.x, plan.w, plan.conv, plan.y,
                                                         static_cast<int>(perf.size()), &returned,
                                                         perf.data()));
-      return to_candidates(perf.data(), returned, search.tf32, unlimited);
+      return to_candidates(perf.data(), returned, search.precision, unlimited);
     }
     case ConvAlgoPass::backward_data: {
       std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
       CNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(search.handle, plan.w, plan.y, plan.conv,
                                                              plan.x, static_cast<int>(perf.size()),
                                                              &returned, perf.data()));
-      return to_candidates(perf.data(), returned, search.tf32, unlimited);
+      return to_candidates(perf.data(), returned, search.precision, unlimited);
     }
     case ConvAlgoPass::backward_filter: {
       std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> perf{};
       CNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(search.handle, plan.x, plan.y, plan.conv,
                                                                plan.w, static_cast<int>(perf.size()),
                                                                &returned, perf.data()));
-      return to_candidates(perf.data(), returned, search.tf32, unlimited);
+      return to_candidates(perf.data(), returned, search.precision, unlimited);
     }
   }
   return {};
 }
 
-std::size_t tensor_bytes(int n, int c, int h, int w) {
+std::size_t tensor_bytes(int n, int c, int h, int w, Precision precision) {
   return static_cast<std::size_t>(n) * static_cast<std::size_t>(c) * static_cast<std::size_t>(h) *
-         static_cast<std::size_t>(w) * sizeof(float);
+         static_cast<std::size_t>(w) * conv_element_bytes(precision);
 }
 
 // Measures every algorithm cuDNN can run with up to `workspace_wanted` bytes of workspace.
@@ -117,12 +127,15 @@ Candidates measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
                    std::size_t workspace_wanted) {
   const ConvShape& s = plan.shape;
   using memory::Category;
-  const memory::Buffer x(*search.scratch, tensor_bytes(s[0], s[1], s[2], s[3]), Category::workspace);
-  const memory::Buffer y(*search.scratch, tensor_bytes(s[0], s[4], s[5], s[6]), Category::workspace);
-  const memory::Buffer w(*search.scratch, tensor_bytes(s[4], s[1] / s[12], s[7], s[8]), Category::workspace);
-  // Every byte 0x3c: each float is 0.0115, finite and nonzero. All-zero data draws less power
-  // and can time faster than training data does.
-  for (const memory::Buffer* b : {&x, &y, &w}) CNN_CHECK(cudaMemset(b->data(), 0x3c, b->bytes()));
+  const Precision p = search.precision;
+  const memory::Buffer x(*search.scratch, tensor_bytes(s[0], s[1], s[2], s[3], p), Category::workspace);
+  const memory::Buffer y(*search.scratch, tensor_bytes(s[0], s[4], s[5], s[6], p), Category::workspace);
+  const memory::Buffer w(*search.scratch, tensor_bytes(s[4], s[1] / s[12], s[7], s[8], p), Category::workspace);
+  // Every byte 0x3c: each float and each bfloat16 is 0.0115, finite and nonzero; each half would
+  // be 1.06, whose sums (a weight gradient's over a batch of pixels) overflow half, so in fp16 every
+  // byte is 0x1c: 0.0039. All-zero data draws less power and can time faster than training data does.
+  const int byte = p == Precision::fp16 ? 0x1c : 0x3c;
+  for (const memory::Buffer* b : {&x, &y, &w}) CNN_CHECK(cudaMemset(b->data(), byte, b->bytes()));
   CNN_CHECK(cudaDeviceSynchronize());
 
   // Never ask for more than the device has free: Find would only fail later.
@@ -147,21 +160,21 @@ Candidates measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
       CNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
           search.handle, plan.x, x.data(), plan.w, w.data(), plan.conv, plan.y, y.data(),
           static_cast<int>(perf.size()), &returned, perf.data(), workspace->data(), workspace_bytes));
-      return to_candidates(perf.data(), returned, search.tf32, workspace_bytes);
+      return to_candidates(perf.data(), returned, search.precision, workspace_bytes);
     }
     case ConvAlgoPass::backward_data: {
       std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
       CNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
           search.handle, plan.w, w.data(), plan.y, y.data(), plan.conv, plan.x, x.data(),
           static_cast<int>(perf.size()), &returned, perf.data(), workspace->data(), workspace_bytes));
-      return to_candidates(perf.data(), returned, search.tf32, workspace_bytes);
+      return to_candidates(perf.data(), returned, search.precision, workspace_bytes);
     }
     case ConvAlgoPass::backward_filter: {
       std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> perf{};
       CNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
           search.handle, plan.x, x.data(), plan.y, y.data(), plan.conv, plan.w, w.data(),
           static_cast<int>(perf.size()), &returned, perf.data(), workspace->data(), workspace_bytes));
-      return to_candidates(perf.data(), returned, search.tf32, workspace_bytes);
+      return to_candidates(perf.data(), returned, search.precision, workspace_bytes);
     }
   }
   return {};
@@ -245,7 +258,7 @@ bool documented_deterministic(ConvAlgoPass pass, int algo) {
 // first and then the rest in cuDNN's order.
 std::vector<AlgoChoice> every_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                                         const Candidates& ranked) {
-  const cudnnMathType_t math = search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  const cudnnMathType_t math = search_math(search.precision);
   std::vector<int> order;
   for (const AlgoChoice& c : ranked.fastest_first)
     if (std::find(order.begin(), order.end(), c.algo) == order.end()) order.push_back(c.algo);
@@ -273,7 +286,7 @@ const char* pass_name(ConvAlgoPass pass) {
 
 std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                                          std::size_t limit) {
-  CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search_math(search.precision)));
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& entries = cache();
 
@@ -299,7 +312,7 @@ std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPla
   }
 
   if (measured != entries.end() && !measured->second.verified) verify(search, plan, pass, measured->second);
-  CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+  CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search_math(search.precision)));
 
   const AlgoChoice* choice = nullptr;
   const AlgoChoice* fastest = nullptr;
@@ -314,7 +327,7 @@ std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPla
   std::vector<AlgoChoice> every;
   if (!choice) {  // Note [Asking cuDNN each algorithm's workspace]
     every = every_algorithm(search, plan, pass, heuristic->second);
-    CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search.tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search_math(search.precision)));
     for (const AlgoChoice& c : every)
       if (!choice && c.workspace <= limit && (c.deterministic || !search.deterministic)) choice = &c;
     // Planning: the leanest algorithm, over the limit (the plan then holds its workspace).
@@ -346,7 +359,8 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
 
 namespace {
 
-// A line of the algorithm cache file: "pass n c h w k oh ow kh kw stride pad dilation groups tf32"
+// A line of the algorithm cache file: "pass n c h w k oh ow kh kw stride pad dilation groups
+// precision" (Precision's number: 0 fp32, 1 tf32, 2 bf16, 3 fp16)
 // and "tested asked useful|algo workspace math deterministic ms|...". Lines written before
 // dilation and groups were part of the key have two fields fewer: they are skipped (the shape is
 // measured again), and stay in the file unused until its environment changes.
@@ -355,7 +369,7 @@ constexpr int kKeyFields = static_cast<int>(kShapeFields) + 2;
 std::string key_text(const CacheKey& key) {
   std::string text = std::to_string(key[kPass]);
   for (std::size_t i = 0; i < kShapeFields; ++i) text += " " + std::to_string(key[i]);
-  return text + " " + std::to_string(key[kTf32]);
+  return text + " " + std::to_string(key[kPrecision]);
 }
 
 std::string value_text(const Candidates& c) {
@@ -387,8 +401,8 @@ bool parse_line(const std::string& key, const std::string& value, CacheKey& k, C
   if (!read_numbers(in, fields, kKeyFields, kLargestDimension)) return false;
   in >> std::ws;
   if (!in.eof()) return false;
-  const long long tf32 = fields[kKeyFields - 1];
-  if (fields[0] > 2 || tf32 > 1) return false;
+  const long long precision = fields[kKeyFields - 1];
+  if (fields[0] > 2 || precision > kLastPrecision) return false;
   k = CacheKey{};
   for (std::size_t i = 0; i < kShapeFields; ++i) {
     // Every field is at least 1, but the padding (index 10), which may be 0.
@@ -397,7 +411,7 @@ bool parse_line(const std::string& key, const std::string& value, CacheKey& k, C
   }
   if (k[1] % k[12] != 0 || k[4] % k[12] != 0) return false;  // groups divide both channel counts
   k[kPass] = fields[0];
-  k[kTf32] = tf32;
+  k[kPrecision] = precision;
   k[kMeasured] = 1;
   const auto pass = static_cast<ConvAlgoPass>(fields[0]);
 
@@ -420,7 +434,9 @@ bool parse_line(const std::string& key, const std::string& value, CacheKey& k, C
     if (!read_numbers(fields_in, numbers, 4, kLargestBytes) || !(fields_in >> ms) || !std::isfinite(ms)) return false;
     if (numbers[0] >= algorithm_count(pass) || numbers[1] > sizes[0] || !valid_math(numbers[2]) || numbers[3] > 1)
       return false;
-    if (!tf32 && uses_tensor_ops(static_cast<cudnnMathType_t>(numbers[2]))) return false;
+    if (!allows_tensor_ops(static_cast<Precision>(precision)) &&
+        uses_tensor_ops(static_cast<cudnnMathType_t>(numbers[2])))
+      return false;
     AlgoChoice a{static_cast<int>(numbers[0]), static_cast<std::size_t>(numbers[1]),
                  static_cast<cudnnMathType_t>(numbers[2])};
     a.deterministic = numbers[3] == 1;
@@ -461,6 +477,23 @@ int import_measurements(int device, const std::map<std::string, std::string>& li
 std::uint64_t measurements_made() {
   std::lock_guard<std::mutex> lock(cache_mutex);
   return measurements;
+}
+
+cudnnDataType_t conv_data_type(Precision precision) {
+  switch (precision) {
+    case Precision::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    case Precision::fp16:
+      return CUDNN_DATA_HALF;
+    case Precision::fp32:
+    case Precision::tf32:
+      return CUDNN_DATA_FLOAT;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+std::size_t conv_element_bytes(Precision precision) {
+  return conv_data_type(precision) == CUDNN_DATA_FLOAT ? sizeof(float) : 2;
 }
 
 }  // namespace cnn::cuda

@@ -96,7 +96,8 @@ CudaBackend::CudaBackend(const CudaOptions& options)
 
     CNN_CHECK(cublasCreate(&cublas_));
     CNN_CHECK(cublasSetStream(cublas_, compute_));
-    CNN_CHECK(cublasSetMathMode(cublas_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CNN_CHECK(cublasSetMathMode(
+        cublas_, options_.precision == Precision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     CNN_CHECK(cudaDeviceSynchronize());
     const std::size_t free_after_libraries = available_memory();
     if (free_before_libraries > free_after_libraries)
@@ -240,7 +241,7 @@ std::string CudaBackend::description() const {
   return "cuda: " + device_name_ + " (device " + std::to_string(options_.device) + ", compute capability " +
          std::to_string(compute_major_) + "." + std::to_string(compute_minor_) + ", " +
          memory::format_bytes(total_memory_) + "), cuDNN " + cudnn_version_string() + ", cuBLAS " +
-         cublas_version_string() + ", " + (options_.tf32 ? "tf32" : "fp32") + ", convolution algorithms " +
+         cublas_version_string() + ", " + to_string(options_.precision) + ", convolution algorithms " +
          (options_.fast_start ? "by heuristics" : "measured") + (options_.deterministic ? ", deterministic" : "") +
          (algorithm_cache_note_.empty() ? "" : "; " + algorithm_cache_note_);
 }

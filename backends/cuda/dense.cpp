@@ -1,5 +1,8 @@
 // Dense layers on cuBLAS. The engine's matrices are row-major; cuBLAS is column-major, so each
 // row-major product is computed as its transpose: row-major y[N,out] is column-major y^T[out,N].
+// In bf16 and fp16 the operands are 16-bit copies in the layer's workspace and the result float
+// (Note [16-bit products on CUDA], conv.cpp).
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -7,6 +10,7 @@
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/descriptors.hpp"
+#include "backends/cuda/detail/operand_copies.hpp"
 #include "base/error.hpp"
 
 namespace cnn::cuda {
@@ -32,13 +36,47 @@ DenseDims dense_dims(const Tensor& x, const Tensor& y, const Tensor& w, const ch
   return d;
 }
 
+std::size_t elements(std::size_t rows, std::size_t columns) { return rows * columns; }
+
+cudaDataType_t data_type(ValueFormat format) { return format == ValueFormat::bf16 ? CUDA_R_16BF : CUDA_R_16F; }
+
+// The 16-bit copy of a dense operand, taken from what is left of the layer's workspace.
+void* take_copy(OperandCopies& copies, std::size_t elements, const char* call) {
+  void* copy = copies.take(elements);
+  if (!copy)
+    throw DeviceError(std::string(call) +
+                      ": its workspace cannot hold the 16-bit copies of its operands "
+                      "(dense_workspace_bytes says what it needs)");
+  return copy;
+}
+
 }  // namespace
 
-void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace) {
+std::size_t CudaBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
+  if (!products16() || x.rank < 1 || x[0] <= 0) return 0;
+  const std::size_t n = static_cast<std::size_t>(x[0]), in = x.elements() / n, units = static_cast<std::size_t>(out);
+  if (pass == ConvPass::forward) return copies_bytes({elements(n, in), elements(in, units)});
+  // Backward-weights copies x and dy, backward-data dy and w, one after the other.
+  return std::max(copies_bytes({elements(n, in), elements(n, units)}),
+                  copies_bytes({elements(n, units), elements(in, units)}));
+}
+
+void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(x, y, w, "dense_forward");
-  CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, &kOne, w.data, d.in, x.data,
-                        d.in, &kZero, y.data, d.out));
+  if (products16()) {
+    OperandCopies copies(ws);
+    void* x16 = take_copy(copies, x.elements(), "dense_forward");
+    void* w16 = take_copy(copies, w.elements(), "dense_forward");
+    narrow16(x.data, x16, x.elements(), product_format());
+    narrow16(w.data, w16, w.elements(), product_format());
+    const cudaDataType_t type = data_type(product_format());
+    CNN_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, &kOne, w16, type, d.in, x16, type, d.in,
+                           &kZero, y.data, CUDA_R_32F, d.out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, &kOne, w.data, d.in, x.data, d.in,
+                          &kZero, y.data, d.out));
+  }
   if (!bias.empty()) {
     // y as [N, out, 1, 1] plus bias as [1, out, 1, 1], broadcast over N.
     TensorDescriptor y_desc, bias_desc;
@@ -46,25 +84,47 @@ void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& 
     set_nchw(bias_desc, 1, d.out, 1, 1);
     CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, bias_desc, bias.data, &kOne, y_desc, y.data));
   }
-  touched(x, w, bias, y);
+  touched(x, w, bias, y, ws);
 }
 
-void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace) {
+void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(dx, dy, w, "dense_backward_data");
   const float beta = accumulate ? 1.0f : 0.0f;
   // dx[N,in] = dy[N,out] * w[out,in]
-  CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, d.in, d.n, d.out, &kOne, w.data, d.in, dy.data,
-                        d.out, &beta, dx.data, d.in));
-  touched(dy, w, dx);
+  if (products16()) {
+    OperandCopies copies(ws);
+    void* dy16 = take_copy(copies, dy.elements(), "dense_backward_data");
+    void* w16 = take_copy(copies, w.elements(), "dense_backward_data");
+    narrow16(dy.data, dy16, dy.elements(), product_format());
+    narrow16(w.data, w16, w.elements(), product_format());
+    const cudaDataType_t type = data_type(product_format());
+    CNN_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, d.in, d.n, d.out, &kOne, w16, type, d.in, dy16, type,
+                           d.out, &beta, dx.data, CUDA_R_32F, d.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, d.in, d.n, d.out, &kOne, w.data, d.in, dy.data, d.out,
+                          &beta, dx.data, d.in));
+  }
+  touched(dy, w, dx, ws);
 }
 
-void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace) {
+void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(x, dy, dw, "dense_backward_weights");
   // dw[out,in] += dy^T[out,N] * x[N,in]
-  CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, d.n, &kOne, x.data, d.in, dy.data,
-                        d.out, &kOne, dw.data, d.in));
+  if (products16()) {
+    OperandCopies copies(ws);
+    void* x16 = take_copy(copies, x.elements(), "dense_backward_weights");
+    void* dy16 = take_copy(copies, dy.elements(), "dense_backward_weights");
+    narrow16(x.data, x16, x.elements(), product_format());
+    narrow16(dy.data, dy16, dy.elements(), product_format());
+    const cudaDataType_t type = data_type(product_format());
+    CNN_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, d.n, &kOne, x16, type, d.in, dy16, type,
+                           d.out, &kOne, dw.data, CUDA_R_32F, d.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, d.n, &kOne, x.data, d.in, dy.data, d.out,
+                          &kOne, dw.data, d.in));
+  }
   if (!dbias.empty()) {
     // dbias[out] += the sum of dy over N: cuDNN's bias gradient with dy as [N, out, 1, 1].
     TensorDescriptor dy_desc, bias_desc;
@@ -72,7 +132,7 @@ void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tens
     set_nchw(bias_desc, 1, d.out, 1, 1);
     CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, dy_desc, dy.data, &kOne, bias_desc, dbias.data));
   }
-  touched(x, dy, dw, dbias);
+  touched(x, dy, dw, dbias, ws);
 }
 
 }  // namespace cnn::cuda

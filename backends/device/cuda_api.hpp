@@ -23,7 +23,10 @@ namespace cnn {
 
 struct CudaOptions {
   int device = 0;
-  bool tf32 = false;
+  // fp32; tf32 (cuDNN and cuBLAS may use the tensor cores on float operands); bf16 or fp16 (the
+  // convolutions' and dense layers' operands rounded to 16 bits, products summed in float on the
+  // tensor cores: Note [16-bit products on CUDA], backends/cuda/conv.cpp).
+  Precision precision = Precision::fp32;
   bool fast_start = false;  // heuristics (cudnnGetConvolution*Algorithm_v7) instead of cudnnFind*
   // Only the convolution algorithms cuDNN reports deterministic: the same seed gives the same
   // bits on every run (cuDNN's other algorithms may sum in an order that varies). Our own

@@ -2,9 +2,10 @@
 // Choosing cuDNN convolution algorithms: the fastest whose workspace fits a limit (and, when
 // asked, that is deterministic). Candidates for a (shapes, convolution, pass) are measured once
 // per process with cudnnFind*AlgorithmEx on scratch buffers, or ranked by cuDNN's heuristics
-// (fast start), and kept in a process-wide cache keyed also by device, cuDNN version and math
-// mode. Measurements can be kept between processes (export_measurements, import_measurements:
-// the algorithm cache file of backends/device/detail/algorithm_cache_file.hpp).
+// (fast start), and kept in a process-wide cache keyed also by device, cuDNN version and
+// precision (which sets the tensors' data type and the math mode). Measurements can be kept
+// between processes (export_measurements, import_measurements: the algorithm cache file of
+// backends/device/detail/algorithm_cache_file.hpp).
 #include <cudnn.h>
 
 #include <array>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "backends/cuda/detail/descriptors.hpp"
+#include "engine/core/backend.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn::cuda {
@@ -45,10 +47,12 @@ struct AlgoChoice {
   bool valid() const { return algo >= 0; }
 };
 
-// The cuDNN state of one convolution shape: descriptors and the algorithm chosen per pass.
+// The cuDNN state of one convolution shape: descriptors and the algorithm chosen per pass. x, y
+// and w are in the backend's product data type (16 bits in bf16 and fp16); y_float describes y as
+// the float tensor the bias is added to and taken from.
 struct ConvPlan {
   ConvShape shape{};
-  TensorDescriptor x, y, bias;
+  TensorDescriptor x, y, y_float, bias;
   FilterDescriptor w;
   ConvolutionDescriptor conv;
   std::array<AlgoChoice, 3> choice{};  // by ConvAlgoPass
@@ -57,7 +61,9 @@ struct ConvPlan {
 struct AlgoSearch {
   cudnnHandle_t handle = nullptr;
   int device = 0;
-  bool tf32 = false;
+  // fp32: FMA math only; tf32, bf16 and fp16: the tensor cores too. bf16 and fp16 plans hold
+  // 16-bit tensors, so the measurements are kept apart by precision.
+  Precision precision = Precision::fp32;
   // true: measure (cudnnFind*Ex), allocating scratch from `scratch`; false: heuristics only,
   // unless measurements are already cached.
   bool measure = false;
@@ -84,5 +90,9 @@ std::map<std::string, std::string> export_measurements(int device);
 int import_measurements(int device, const std::map<std::string, std::string>& lines);
 // Measurements made in this process so far (a save is due when it has moved).
 std::uint64_t measurements_made();
+
+// What a convolution's tensors hold in `precision`: float, or bfloat16 or half.
+cudnnDataType_t conv_data_type(Precision precision);
+std::size_t conv_element_bytes(Precision precision);
 
 }  // namespace cnn::cuda

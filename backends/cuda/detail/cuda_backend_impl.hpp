@@ -1,8 +1,8 @@
 #pragma once
 // The CUDA backend's class. Internal: includes CUDA headers; the public face is
 // backends/device/cuda_api.hpp. Its calls are defined by job: cuda_backend.cpp (setup, copies,
-// synchronisation), conv.cpp, dense.cpp, batchnorm.cpp, pooling.cu, elementwise.cu, loss.cu,
-// task_loss.cu, optimizers.cu.
+// synchronisation), conv.cpp, dense.cpp, value_storage.cu (16-bit conversions), batchnorm.cpp,
+// pooling.cu, elementwise.cu, loss.cu, task_loss.cu, optimizers.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -45,7 +45,7 @@ class CudaBackend final : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string description() const override;
-  Precision precision() const override { return options_.tf32 ? Precision::tf32 : Precision::fp32; }
+  Precision precision() const override { return options_.precision; }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   std::size_t library_reserved_bytes() const override {
@@ -84,7 +84,10 @@ class CudaBackend final : public Backend {
   void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
                               Tensor dbias, Workspace ws) override;
 
-  // cuBLAS works in its own workspace (library_reserved_bytes): the Workspace arguments are empty.
+  // cuBLAS works in its own workspace (library_reserved_bytes); in bf16 and fp16 the layer's
+  // workspace holds the operands' 16-bit copies (Note [16-bit products on CUDA], conv.cpp), and is
+  // empty otherwise.
+  std::size_t dense_workspace_bytes(const Shape& x, int out, ConvPass pass) override;
   void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace) override;
   void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace) override;
   void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace) override;
@@ -215,6 +218,20 @@ class CudaBackend final : public Backend {
     }
     tracker_.touched(compute_, ranges, sizeof...(Views));
   }
+
+  // Note [16-bit products on CUDA] (conv.cpp): whether the convolutions and dense layers multiply
+  // 16-bit copies of their operands, and in which format.
+  bool products16() const { return value_format(options_.precision) != ValueFormat::fp32; }
+  ValueFormat product_format() const { return value_format(options_.precision); }
+  // Rounds n floats into 16 bits (to nearest even), and widens n 16-bit values into floats, added
+  // to what `x` holds where `accumulate` (value_storage.cu). Enqueued only: the caller reports
+  // what it touched.
+  void narrow16(const float* x, void* packed, std::size_t n, ValueFormat format);
+  void widen16(const void* packed, float* x, std::size_t n, ValueFormat format, bool accumulate);
+  // The bytes of a convolution's 16-bit copies (x, y and w, the same in every pass); 0 in fp32 and tf32.
+  std::size_t conv_copies_bytes(const ConvShape& shape) const;
+  // A single sample's convolution whose workspace cannot hold its 16-bit copies: a DeviceError.
+  [[noreturn]] void throw_no_room_for_copies(const ConvPlan& plan, Workspace ws, const char* call) const;
 
   ConvPlan& conv_plan(const Conv2dDesc& desc, const Shape& x, const Shape& y);
   std::optional<AlgoChoice> conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes);

@@ -1,5 +1,6 @@
 #pragma once
-// Owning wrappers for cuDNN descriptors, and setters for the NCHW float layouts the engine uses.
+// Owning wrappers for cuDNN descriptors, and setters for the NCHW layouts the engine uses (float,
+// or a convolution's 16-bit copies).
 #include <cudnn.h>
 
 #include <utility>
@@ -36,8 +37,8 @@ using FilterDescriptor =
 using ConvolutionDescriptor = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                                          cudnnDestroyConvolutionDescriptor>;
 
-inline void set_nchw(const TensorDescriptor& d, int n, int c, int h, int w) {
-  CNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+inline void set_nchw(const TensorDescriptor& d, int n, int c, int h, int w, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  CNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type, n, c, h, w));
 }
 
 // A tensor of any rank as NCHW: dimensions past its rank are 1 ([N, C] is N x C x 1 x 1).

@@ -1,8 +1,8 @@
 // Convolution on cuDNN against the CPU backend: forward (with and without bias, writing and
-// accumulating), backward-data
-// (writing and accumulating) and backward-filter (accumulating into weights and bias gradients),
-// plain, grouped, dilated and depthwise (the CPU's own depthwise kernels); the transposed
-// convolution layer, made of those calls and the channel bias, on both backends.
+// accumulating), backward-data (writing and accumulating) and backward-filter (accumulating into
+// weights and bias gradients), plain, grouped, dilated and depthwise (the CPU's own depthwise
+// kernels), in fp32, tf32, bf16 and fp16; the transposed convolution layer, made of those calls and
+// the channel bias, on both backends.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -80,11 +80,16 @@ Workspaces workspaces(Backend& gpu, const ConvCase& c, ConvPass pass, std::size_
   return Workspaces{DeviceBuffer(cpu(), cpu_bytes), DeviceBuffer(gpu, gpu_bytes)};
 }
 
+// `gpu` against the fp32 CPU backend. The operands (x, w, dy) are rounded to `gpu`'s 16-bit
+// format first where it has one, so that both sides multiply the same numbers; what a call adds
+// to is not.
 void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::size_t limit) {
-  INFO(c.name);
+  INFO(c.name << ", " << to_string(gpu.precision()));
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
-  Twin x(gpu, xs, 1), w(gpu, ws, 2), bias(gpu, Shape{c.k}, 3);
+  const Precision p = gpu.precision();
+  Twin x(gpu, xs, rounded(p, random_values(xs.elements(), 1))), w(gpu, ws, rounded(p, random_values(ws.elements(), 2)));
+  Twin bias(gpu, Shape{c.k}, 3);
 
   {
     Workspaces forward = workspaces(gpu, c, ConvPass::forward, limit);
@@ -108,7 +113,7 @@ void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::s
   }
 
   Workspaces backward = workspaces(gpu, c, ConvPass::backward, limit);
-  Twin dy(gpu, ys, 6);
+  Twin dy(gpu, ys, rounded(p, random_values(ys.elements(), 6)));
   for (bool accumulate : {false, true}) {
     INFO("backward-data, accumulate " << accumulate);
     Twin dx(gpu, xs, 7);
@@ -148,6 +153,36 @@ TEST_CASE("cuda conv2d: heuristic algorithms (fast start) match the CPU", "[cuda
 
 TEST_CASE("cuda conv2d: tf32 stays within 1e-2 of the CPU", "[cuda][conv][tf32]") {
   for (const ConvCase& c : kCases) check_convolution(gpu_tf32(), c, 1e-2, kLimit);
+}
+
+// Note [16-bit products on CUDA]: with the operands already 16-bit numbers, every product is exact
+// in float and cuDNN sums them in float, as the CPU does; its result is then rounded to 16 bits, by
+// at most half a unit in the last place: 2^-8 of a value in bfloat16, 2^-11 in half. The
+// tolerances leave room over those for the order of the sums.
+TEST_CASE("cuda conv2d in bf16 and fp16: float sums of 16-bit products, rounded to 16 bits", "[cuda][conv][bf16]") {
+  for (const ConvCase& c : kCases) {
+    check_convolution(gpu_16bit(Precision::bf16), c, 1e-2, kLimit);
+    check_convolution(gpu_16bit(Precision::fp16), c, 2e-3, kLimit);
+  }
+}
+
+TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, none is refused", "[cuda][conv][bf16]") {
+  Backend& gpu = gpu_16bit(Precision::bf16);
+  const ConvCase& c = kCases[1];
+  const Conv2dDesc d = desc_of(c);
+  Shape x1 = input_shape(c), y1 = output_shape(c);
+  x1[0] = y1[0] = 1;
+  const DeviceBuffer single(gpu, gpu.conv2d_workspace_bytes(d, x1, y1, ConvPass::forward, 0));
+  Workspaces planned = workspaces(gpu, c, ConvPass::forward, kLimit);
+  const Precision p = Precision::bf16;
+  Twin x(gpu, input_shape(c), rounded(p, random_values(input_shape(c).elements(), 11)));
+  Twin w(gpu, weight_shape(c), rounded(p, random_values(weight_shape(c).elements(), 12)));
+  Twin y(gpu, output_shape(c), 13);
+  cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y.cpu(), false, planned.cpu());
+  gpu.conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y.gpu(), false, Workspace{single.data(), single.bytes()});
+  CHECK(y.relative_error() <= 1e-2);
+  CHECK_THROWS_WITH(gpu.conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y.gpu(), false, Workspace{}),
+                    Catch::Contains("conv2d_forward") && Catch::Contains("bf16 copies"));
 }
 
 TEST_CASE("cuda conv2d: a workspace smaller than planned still gives the right result", "[cuda][conv]") {

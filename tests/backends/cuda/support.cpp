@@ -7,6 +7,7 @@
 #include <random>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/device/cuda_api.hpp"
 
 namespace cnn::cuda_test {
@@ -17,9 +18,9 @@ Backend& cpu() {
 }
 
 namespace {
-Backend& cuda_backend(bool tf32, bool fast_start, bool deterministic = false) {
+Backend& cuda_backend(Precision precision, bool fast_start, bool deterministic = false) {
   CudaOptions options;
-  options.tf32 = tf32;
+  options.precision = precision;
   options.fast_start = fast_start;
   options.deterministic = deterministic;
   return *make_cuda_backend(options).release();  // lives to the end of the process
@@ -27,20 +28,33 @@ Backend& cuda_backend(bool tf32, bool fast_start, bool deterministic = false) {
 }  // namespace
 
 Backend& gpu() {
-  static Backend& backend = cuda_backend(false, false);
+  static Backend& backend = cuda_backend(Precision::fp32, false);
   return backend;
 }
 Backend& gpu_tf32() {
-  static Backend& backend = cuda_backend(true, false);
+  static Backend& backend = cuda_backend(Precision::tf32, false);
   return backend;
 }
 Backend& gpu_fast() {
-  static Backend& backend = cuda_backend(false, true);
+  static Backend& backend = cuda_backend(Precision::fp32, true);
   return backend;
 }
+Backend& gpu_16bit(Precision precision) {
+  static Backend& bf16 = cuda_backend(Precision::bf16, false);
+  static Backend& fp16 = cuda_backend(Precision::fp16, false);
+  return precision == Precision::fp16 ? fp16 : bf16;
+}
 Backend& gpu_deterministic() {
-  static Backend& backend = cuda_backend(false, false, true);
+  static Backend& backend = cuda_backend(Precision::fp32, false, true);
   return backend;
+}
+
+std::vector<float> rounded(Precision precision, std::vector<float> values) {
+  if (precision == Precision::bf16)
+    for (float& v : values) v = cpu::from_bf16(cpu::to_bf16(v));
+  if (precision == Precision::fp16)
+    for (float& v : values) v = cpu::from_fp16(cpu::to_fp16(v));
+  return values;
 }
 
 DeviceBuffer::DeviceBuffer(Backend& backend, std::size_t bytes) : backend_(&backend), bytes_(bytes) {

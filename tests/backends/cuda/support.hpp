@@ -14,6 +14,8 @@ Backend& cpu();        // CpuBackend(2)
 Backend& gpu();        // fp32, algorithms measured
 Backend& gpu_tf32();   // tf32 allowed
 Backend& gpu_fast();   // fp32, algorithms by heuristics
+// bf16 or fp16: convolutions and dense layers multiply 16-bit copies of their operands.
+Backend& gpu_16bit(Precision precision);
 // fp32, measured deterministic algorithms only: for the tests that compare two GPU runs of the
 // same shapes, which then differ only where the engine does.
 Backend& gpu_deterministic();
@@ -37,6 +39,8 @@ class DeviceBuffer {
 
 // Uniform in [lo, hi), seeded: the same values every run.
 std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+// `values` rounded to the nearest bfloat16 (bf16) or half (fp16), as floats; unchanged otherwise.
+std::vector<float> rounded(Precision precision, std::vector<float> values);
 
 // One tensor on the reference and on a GPU backend holding the same values.
 class Twin {
