@@ -29,9 +29,10 @@ inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ?
 
 // How convolutions and dense layers multiply; parameters, optimizer state and every other call
 // stay float32 whichever it is. fp32: float products. tf32 (CUDA): cuDNN and cuBLAS may round the
-// operands to TF32 for the tensor cores. bf16 and fp16 (CPU): the operands rounded to bfloat16 or
-// IEEE half, the products summed in float (backends/cpu/detail/gemm16.hpp); fp16 trains with
-// loss scaling (engine/train/loss_scale.hpp). A training step in bf16 or fp16 also stores the
+// operands to TF32 for the tensor cores. bf16 and fp16: the operands rounded to bfloat16 or IEEE
+// half, the products summed in float (the CPU: backends/cpu/detail/gemm16.hpp; CUDA, which also
+// rounds a convolution's result: Note [16-bit products on CUDA], backends/cuda/conv.cpp); fp16
+// trains with loss scaling (engine/train/loss_scale.hpp). A training step in bf16 or fp16 also stores the
 // values between layers in 16 bits (value_format below).
 enum class Precision { fp32, tf32, bf16, fp16 };
 std::string to_string(Precision precision);
