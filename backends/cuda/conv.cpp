@@ -95,7 +95,8 @@ ConvCopies take_copies(const ConvShape& s, Workspace ws) {
 // float result (cublasGemmEx, dense.cpp), so only its operands are rounded. The copies are part
 // of the workspace each layer asks for (conv2d_workspace_bytes, dense_workspace_bytes), so the
 // plan counts them. A convolution run in halves (Note [Convolutions in halves]) makes each half's
-// copies itself, from the same workspace.
+// copies itself, from the same workspace. Depthwise and grouped convolutions multiply in 16 bits
+// here too, where the CPU's own kernels for them stay fp32.
 std::size_t CudaBackend::conv_copies_bytes(const ConvShape& shape) const {
   if (!products16()) return 0;
   return copies_bytes({input_elements(shape), output_elements(shape), weight_elements(shape)});
