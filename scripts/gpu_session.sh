@@ -16,6 +16,15 @@
 #                                  (train_images --device cuda on Fashion-MNIST); torch.compile;
 #                                  small-bn's time to 93%; the allocation comparison on the device
 #   scripts/gpu_session.sh all     both, in one call (a machine that stays longer)
+#   scripts/gpu_session.sh mixed   mixed precision: the build (configured first on a bare
+#                                  machine), the CUDA tests tagged [bf16], then ours in bf16 and
+#                                  fp16 against PyTorch's autocast (GradScaler in fp16): resnet18
+#                                  and small throughput, resnet18's largest batch in bf16 within
+#                                  GPU_SESSION_BUDGET, and small's and small-bn's Fashion-MNIST
+#                                  accuracy in fp32, bf16 and fp16
+#                                  (benchmarks/compare_precision_accuracy.py --device cuda). Ours
+#                                  runs only once select_device stops refusing 16 bits on CUDA
+#                                  (backends/device/device.cpp), after the [bf16] tests pass
 #
 # Logs and JSON lines go to $OUT (./out by default), at most 8 files; benchmarks/gpu_report.py
 # turns them into the markdown report for benchmarks/results/. Every phase has a cap and leaves
@@ -26,9 +35,10 @@
 # of a session, so only the first process that meets a shape measures it.
 set -uo pipefail
 WHAT=${1:-all}
-case "$WHAT" in all|test|bench) ;; *) echo "usage: $0 [all|test|bench]" >&2; exit 2 ;; esac
-want_tests() { [ "$WHAT" != bench ]; }
-want_bench() { [ "$WHAT" != test ]; }
+case "$WHAT" in all|test|bench|mixed) ;; *) echo "usage: $0 [all|test|bench|mixed]" >&2; exit 2 ;; esac
+want_tests() { [ "$WHAT" = all ] || [ "$WHAT" = test ]; }
+want_bench() { [ "$WHAT" = all ] || [ "$WHAT" = bench ]; }
+want_mixed() { [ "$WHAT" = mixed ]; }
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/out}
@@ -142,6 +152,7 @@ if want_tests && built "$TRAIN_IMAGES"; then
 fi
 
 # ---- measurements --------------------------------------------------------------------------
+DATA=$ROOT/.deps/datasets/fashion-mnist
 # Each phase below has a cap and a reserve: the least the phases after it need to give their
 # first answer. Phases that finish early leave the later ones more.
 # Ours: one JSON line a run (train_throughput), the algorithm cache shared by every process.
@@ -173,7 +184,6 @@ throughput() {  # model input precision cap-of-ours cap-of-pytorch reserve
 # Most informative first, so that a short lease still answers the main questions: tf32 speed
 # against PyTorch eager, the main job, then fp32, the largest batch, torch.compile, small-bn's
 # time to 93%, the allocation comparison. Each phase leaves the next one its reserve.
-DATA=$ROOT/.deps/datasets/fashion-mnist
 if want_bench && built "$THROUGHPUT"; then
   throughput resnet18 3x32x32 tf32 45 60 20
   throughput small 1x28x28 tf32 30 45 20
@@ -219,8 +229,31 @@ if want_bench && built "$BUILD/benchmarks/alloc_compare"; then
   [ -f /tmp/alloc_gpu/alloc_table.txt ] && cat /tmp/alloc_gpu/alloc_table.txt >>"$RUNS_LOG"
 fi
 
+# Mixed precision: the 16-bit tests first (their failures decide whether ours may run in 16 bits),
+# then ours against PyTorch's autocast, then the accuracy of the 16-bit runs against fp32's.
+if want_mixed && built "$BUILD/tests/cnn_cuda_tests"; then
+  run_phase "cuda tests [bf16]" 150 240 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" "[bf16]" --durations yes ||
+    log "the [bf16] tests did not pass: select_device refuses 16 bits on CUDA until they do"
+  grep -E "FAILED|failed|REQUIRE|CHECK|[Ee]rror" "$OUT/cuda_tests.log" | head -40 >>"$SESSION_LOG"
+fi
+if want_mixed && built "$THROUGHPUT"; then
+  throughput resnet18 3x32x32 bf16 45 60 20
+  throughput resnet18 3x32x32 fp16 45 60 20
+  throughput small 1x28x28 bf16 30 45 20
+  ours "largest resnet18 bf16" 60 20 --model resnet18 --input 3x32x32 --precision bf16 --largest-batch \
+    --memory-budget "$BUDGET" --most 16384 --fast-start
+  peer "largest batch bf16" 90 20 --models resnet18 --modes none --syncs none --largest-precisions bf16 \
+    --budget "$BUDGET"
+fi
+if want_mixed && built "$TRAIN_IMAGES" && [ -d "$DATA" ]; then
+  run_phase "accuracy fp32 bf16 fp16" 240 0 "$RUNS_LOG" python3 benchmarks/compare_precision_accuracy.py \
+    --device cuda --binary "$TRAIN_IMAGES" --data "$DATA" --precisions fp32,bf16,fp16 \
+    --train-args "--algo-cache $ALGO_CACHE" --out "$OUT/precision_gpu_accuracy"
+fi
+
 # At most 8 files come back: session.log, build.log, cuda_tests.log, runs.log, ours.jsonl,
-# torch_gpu.jsonl, main_job.log, main_job.jsonl (small-bn's lines are appended to it).
+# torch_gpu.jsonl, main_job.log, main_job.jsonl (small-bn's lines are appended to it); in mixed,
+# precision_gpu_accuracy.jsonl and .md instead of the main job's two.
 [ -f "$OUT/small_bn.jsonl" ] && { sed 's/^{/{"run":"small-bn",/' "$OUT/small_bn.jsonl" >>"$OUT/main_job.jsonl"; rm -f "$OUT/small_bn.jsonl"; }
 log "done; files in $OUT: $(cd "$OUT" && ls | tr '\n' ' ')"
 [ -f "$OURS_JSON" ] && tail -n 20 "$OURS_JSON" | cut -c1-300

@@ -8,15 +8,18 @@ cross-entropy:
   resnet18  3x32x32: 3x3 stem 64 + BN + ReLU, 4 stages [64,128,256,512] x 2 BasicBlocks with BN
             (strides 1,2,2,2, 1x1 projection shortcuts), global average pool, dense 10
 
-Runs PyTorch eager (cudnn.benchmark=True) and torch.compile (where it runs), fp32 and tf32,
-each without and with a per-step loss.item() (--syncs: "none" lets the host run ahead as
-cnnengine's submitted steps do, "item" waits for every step's loss as most training loops do).
+Runs PyTorch eager (cudnn.benchmark=True) and torch.compile (where it runs), fp32 and tf32, or
+bf16 and fp16 as a PyTorch user turns them on (torch.autocast around the forward pass and the
+loss; in fp16 a GradScaler with its defaults), each without and with a per-step loss.item()
+(--syncs: "none" lets the host run ahead as cnnengine's submitted steps do, "item" waits for every
+step's loss as most training loops do).
 Each batch is copied from pinned host memory to the GPU inside the timed loop (as
 benchmarks/train_throughput --host-batch does), or with --data-on-gpu stays on the device (as
 train_throughput's default, --synthetic). The largest batch under --budget is found by running
-two training steps at each size tried, down to the exact size (the next one fails). Prints one
-JSON line per measurement (also appended to --out): "kind" is "throughput", "largest_batch",
-"skipped" or "error". Stops starting new measurements when --time-budget seconds have passed.
+two training steps at each size tried, down to the exact size (the next one fails), in each of
+--largest-precisions. Prints one JSON line per measurement (also appended to --out): "kind" is
+"throughput", "largest_batch", "skipped" or "error". Stops starting new measurements when
+--time-budget seconds have passed.
 """
 import argparse
 import gc
@@ -67,6 +70,7 @@ def resnet18_cifar():
 
 
 BUILD = {"small": small_net, "resnet18": resnet18_cifar}
+AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def set_precision(precision):
@@ -90,7 +94,7 @@ def make_optimizer(model):
 class Trainer:
     """Model, optimizer and a pinned host batch; step() copies the batch and trains once."""
 
-    def __init__(self, model_name, batch, mode, data_on_gpu):
+    def __init__(self, model_name, batch, mode, data_on_gpu, precision):
         torch.manual_seed(0)
         shape = SHAPES[model_name]
         self.model = BUILD[model_name]().cuda().train()
@@ -101,15 +105,23 @@ class Trainer:
         self.data_on_gpu = data_on_gpu
         self.x = self.host_x.cuda()
         self.y = self.host_y.cuda()
+        self.autocast = AUTOCAST.get(precision)
+        self.scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
 
     def step(self):
         if not self.data_on_gpu:
             self.x.copy_(self.host_x, non_blocking=True)
             self.y.copy_(self.host_y, non_blocking=True)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(self.forward(self.x), self.y)
-        loss.backward()
-        self.optimizer.step()
+        with torch.autocast("cuda", dtype=self.autocast or torch.float16, enabled=self.autocast is not None):
+            loss = F.cross_entropy(self.forward(self.x), self.y)
+        if self.scaler:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
         return loss
 
 
@@ -129,7 +141,7 @@ def throughput(args, model_name, precision, mode, sync):
     set_precision(precision)
     release()
     torch.cuda.reset_peak_memory_stats()
-    t = Trainer(model_name, args.batch, mode, args.data_on_gpu)
+    t = Trainer(model_name, args.batch, mode, args.data_on_gpu, precision)
     start = time.perf_counter()
     t.step()
     torch.cuda.synchronize()
@@ -157,11 +169,11 @@ def throughput(args, model_name, precision, mode, sync):
     return record
 
 
-def fits(model_name, batch):
+def fits(model_name, batch, precision):
     """Two training steps at this batch inside the memory fraction set by the caller."""
     trainer = None
     try:
-        trainer = Trainer(model_name, batch, "eager", True)
+        trainer = Trainer(model_name, batch, "eager", True, precision)
         for _ in range(2):
             trainer.step()
         torch.cuda.synchronize()
@@ -188,7 +200,7 @@ def largest_batch(args, model_name, precision):
         lo, hi = 0, None
         batch = 16
         while hi is None and time.perf_counter() < args.deadline:  # doubling
-            ok = fits(model_name, batch)
+            ok = fits(model_name, batch, precision)
             trials.append([batch, ok])
             if ok:
                 lo, batch = batch, batch * 2
@@ -196,7 +208,7 @@ def largest_batch(args, model_name, precision):
                 hi = batch
         while hi is not None and hi - lo > 1 and time.perf_counter() < args.deadline:
             mid = (lo + hi) // 2
-            ok = fits(model_name, mid)
+            ok = fits(model_name, mid, precision)
             trials.append([mid, ok])
             if ok:
                 lo = mid
@@ -223,7 +235,8 @@ def parse_bytes(text):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="small,resnet18")
-    p.add_argument("--precisions", default="fp32,tf32")
+    p.add_argument("--precisions", default="fp32,tf32", help="of fp32, tf32, bf16 and fp16")
+    p.add_argument("--largest-precisions", default="fp32", help="the precisions of the largest-batch search")
     p.add_argument("--modes", default="eager,compile")
     p.add_argument("--syncs", default="none,item",
                    help="none: no per-step read of the loss; item: loss.item() every step (eager only)")
@@ -244,6 +257,9 @@ def main():
     args.deadline = time.perf_counter() + args.time_budget
     models = args.models.split(",")
     precisions = args.precisions.split(",")
+    unknown = set(precisions + args.largest_precisions.split(",")) - {"fp32", "tf32", "bf16", "fp16"}
+    if unknown:
+        p.error(f"unknown precisions {sorted(unknown)}: use fp32, tf32, bf16 or fp16")
     modes = args.modes.split(",")
 
     syncs = args.syncs.split(",")
@@ -251,7 +267,7 @@ def main():
     jobs = [("throughput", m, p_, "eager", y) for m in models for p_ in precisions if "eager" in modes
             for y in syncs]
     if args.budget:
-        jobs += [("largest_batch", m, "fp32", None, None) for m in models]
+        jobs += [("largest_batch", m, p_, None, None) for m in models for p_ in args.largest_precisions.split(",")]
     jobs += [("throughput", m, p_, "compile", "none") for m in models for p_ in precisions if "compile" in modes]
 
     out = open(args.out, "a") if args.out else None
