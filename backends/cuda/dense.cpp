@@ -16,7 +16,7 @@
 namespace cnn::cuda {
 namespace {
 
-constexpr float kOne = 1.0f, kZero = 0.0f;
+constexpr float kOne = 1.0f;
 
 struct DenseDims {
   int n, in, out;
@@ -52,31 +52,36 @@ void* take_copy(OperandCopies& copies, std::size_t elements, const char* call) {
 
 }  // namespace
 
+void CudaBackend::dense_product(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const Tensor& a,
+                                int lda, const Tensor& b, int ldb, float beta, Tensor c, int ldc, Workspace ws,
+                                const char* call) {
+  if (!products16()) {
+    CNN_CHECK(cublasSgemm(cublas_, op_a, op_b, m, n, k, &kOne, a.data, lda, b.data, ldb, &beta, c.data, ldc));
+    return;
+  }
+  OperandCopies copies(ws);
+  void* a16 = take_copy(copies, a.elements(), call);
+  void* b16 = take_copy(copies, b.elements(), call);
+  narrow16(a.data, a16, a.elements(), product_format());
+  narrow16(b.data, b16, b.elements(), product_format());
+  const cudaDataType_t type = data_type(product_format());
+  CNN_CHECK(cublasGemmEx(cublas_, op_a, op_b, m, n, k, &kOne, a16, type, lda, b16, type, ldb, &beta, c.data, CUDA_R_32F,
+                         ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 std::size_t CudaBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
   if (!products16() || x.rank < 1 || x[0] <= 0) return 0;
   const std::size_t n = static_cast<std::size_t>(x[0]), in = x.elements() / n, units = static_cast<std::size_t>(out);
-  if (pass == ConvPass::forward) return copies_bytes({elements(n, in), elements(in, units)});
-  // Backward-weights copies x and dy, backward-data dy and w, one after the other.
+  if (pass == ConvPass::forward) return copies_bytes({elements(in, units), elements(n, in)});
+  // Backward-weights copies x and dy, backward-data w and dy, one after the other.
   return std::max(copies_bytes({elements(n, in), elements(n, units)}),
-                  copies_bytes({elements(n, units), elements(in, units)}));
+                  copies_bytes({elements(in, units), elements(n, units)}));
 }
 
 void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(x, y, w, "dense_forward");
-  if (products16()) {
-    OperandCopies copies(ws);
-    void* x16 = take_copy(copies, x.elements(), "dense_forward");
-    void* w16 = take_copy(copies, w.elements(), "dense_forward");
-    narrow16(x.data, x16, x.elements(), product_format());
-    narrow16(w.data, w16, w.elements(), product_format());
-    const cudaDataType_t type = data_type(product_format());
-    CNN_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, &kOne, w16, type, d.in, x16, type, d.in,
-                           &kZero, y.data, CUDA_R_32F, d.out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  } else {
-    CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, &kOne, w.data, d.in, x.data, d.in,
-                          &kZero, y.data, d.out));
-  }
+  dense_product(CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, w, d.in, x, d.in, 0.0f, y, d.out, ws, "dense_forward");
   if (!bias.empty()) {
     // y as [N, out, 1, 1] plus bias as [1, out, 1, 1], broadcast over N.
     TensorDescriptor y_desc, bias_desc;
@@ -90,21 +95,9 @@ void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& 
 void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(dx, dy, w, "dense_backward_data");
-  const float beta = accumulate ? 1.0f : 0.0f;
   // dx[N,in] = dy[N,out] * w[out,in]
-  if (products16()) {
-    OperandCopies copies(ws);
-    void* dy16 = take_copy(copies, dy.elements(), "dense_backward_data");
-    void* w16 = take_copy(copies, w.elements(), "dense_backward_data");
-    narrow16(dy.data, dy16, dy.elements(), product_format());
-    narrow16(w.data, w16, w.elements(), product_format());
-    const cudaDataType_t type = data_type(product_format());
-    CNN_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, d.in, d.n, d.out, &kOne, w16, type, d.in, dy16, type,
-                           d.out, &beta, dx.data, CUDA_R_32F, d.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  } else {
-    CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, d.in, d.n, d.out, &kOne, w.data, d.in, dy.data, d.out,
-                          &beta, dx.data, d.in));
-  }
+  dense_product(CUBLAS_OP_N, CUBLAS_OP_N, d.in, d.n, d.out, w, d.in, dy, d.out, accumulate ? 1.0f : 0.0f, dx, d.in, ws,
+                "dense_backward_data");
   touched(dy, w, dx, ws);
 }
 
@@ -112,19 +105,8 @@ void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tens
   activate();
   const DenseDims d = dense_dims(x, dy, dw, "dense_backward_weights");
   // dw[out,in] += dy^T[out,N] * x[N,in]
-  if (products16()) {
-    OperandCopies copies(ws);
-    void* x16 = take_copy(copies, x.elements(), "dense_backward_weights");
-    void* dy16 = take_copy(copies, dy.elements(), "dense_backward_weights");
-    narrow16(x.data, x16, x.elements(), product_format());
-    narrow16(dy.data, dy16, dy.elements(), product_format());
-    const cudaDataType_t type = data_type(product_format());
-    CNN_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, d.n, &kOne, x16, type, d.in, dy16, type,
-                           d.out, &kOne, dw.data, CUDA_R_32F, d.in, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  } else {
-    CNN_CHECK(cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, d.n, &kOne, x.data, d.in, dy.data, d.out,
-                          &kOne, dw.data, d.in));
-  }
+  dense_product(CUBLAS_OP_N, CUBLAS_OP_T, d.in, d.out, d.n, x, d.in, dy, d.out, 1.0f, dw, d.in, ws,
+                "dense_backward_weights");
   if (!dbias.empty()) {
     // dbias[out] += the sum of dy over N: cuDNN's bias gradient with dy as [N, out, 1, 1].
     TensorDescriptor dy_desc, bias_desc;

@@ -228,6 +228,10 @@ class CudaBackend final : public Backend {
   // what it touched.
   void narrow16(const float* x, void* packed, std::size_t n, ValueFormat format);
   void widen16(const void* packed, float* x, std::size_t n, ValueFormat format, bool accumulate);
+  // C = op(A) op(B) + beta C as cuBLAS sees them (column-major), C float: on the floats in fp32 and
+  // tf32, on 16-bit copies of A and B taken from the front of `ws` in bf16 and fp16 (dense.cpp).
+  void dense_product(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const Tensor& a, int lda,
+                     const Tensor& b, int ldb, float beta, Tensor c, int ldc, Workspace ws, const char* call);
   // The bytes of a convolution's 16-bit copies (x, y and w, the same in every pass); 0 in fp32 and tf32.
   std::size_t conv_copies_bytes(const ConvShape& shape) const;
   // A single sample's convolution whose workspace cannot hold its 16-bit copies: a DeviceError.
