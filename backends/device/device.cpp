@@ -25,9 +25,9 @@ std::optional<DeviceKind> parse_device(std::string_view word) {
 
 namespace {
 
-// The 16-bit precisions the CUDA backend has not passed its tests in on a GPU yet (its 16-bit
-// products are built: Note [16-bit products on CUDA], backends/cuda/conv.cpp): refused before a
-// GPU is chosen, so that neither auto nor cuda trains in another precision than asked.
+// The 16-bit precisions whose CUDA products (Note [16-bit products on CUDA], backends/cuda/conv.cpp)
+// have not yet passed their tests on a GPU: refused before a GPU is chosen, so that neither auto
+// nor cuda trains in another precision than asked.
 void require_cuda_precision(Precision precision) {
   if (precision == Precision::bf16 || precision == Precision::fp16)
     throw ConfigError("--precision " + to_string(precision) +

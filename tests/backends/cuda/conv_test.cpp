@@ -166,7 +166,8 @@ TEST_CASE("cuda conv2d in bf16 and fp16: float sums of 16-bit products, rounded 
   }
 }
 
-TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, none is refused", "[cuda][conv][bf16]") {
+TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, an empty one is refused",
+          "[cuda][conv][bf16]") {
   Backend& gpu = gpu_16bit(Precision::bf16);
   const ConvCase& c = kCases[1];
   const Conv2dDesc d = desc_of(c);

@@ -77,7 +77,7 @@ TEST_CASE("cuda dense with tf32 stays within 1e-2", "[cuda][dense][tf32]") {
 
 // With the operands already 16-bit numbers, every product is exact in float (8 + 8 or 11 + 11
 // significant bits) and cuBLAS sums them in float into a float result: the two sides differ in
-// the order of their sums, as in fp32, and in the tensor cores' float sums, which truncate where
+// the order of their sums, as in fp32, and in the tensor cores' float sums, which may truncate where
 // an FMA rounds; 1e-3 leaves room for that and still catches a wrong layout or data type.
 TEST_CASE("cuda dense in bf16 and fp16 sums the products of 16-bit operands in float", "[cuda][dense][bf16]") {
   for (Precision p : {Precision::bf16, Precision::fp16}) {
