@@ -32,8 +32,8 @@ inline std::string to_string(DeviceKind kind) { return kind == DeviceKind::cpu ?
 // operands to TF32 for the tensor cores. bf16 and fp16: the operands rounded to bfloat16 or IEEE
 // half, the products summed in float (the CPU: backends/cpu/detail/gemm16.hpp; CUDA, which also
 // rounds a convolution's result: Note [16-bit products on CUDA], backends/cuda/conv.cpp); fp16
-// trains with loss scaling (engine/train/loss_scale.hpp). A training step in bf16 or fp16 also stores the
-// values between layers in 16 bits (value_format below).
+// trains with loss scaling (engine/train/loss_scale.hpp). A training step in bf16 or fp16 also
+// stores the values between layers in 16 bits (value_format below).
 enum class Precision { fp32, tf32, bf16, fp16 };
 std::string to_string(Precision precision);
 // "fp32", "tf32", "bf16" or "fp16"; anything else is a ConfigError naming them.
