@@ -1,33 +1,32 @@
 // The 16-bit products (bfloat16 and half operands) against a plain loop over the rounded operands:
 // every layout, operands packed whole or block by block, sizes around the blocks; the roundings
 // themselves; and the instructions against their emulation, to the bit, where the host has them.
-#include <catch2/catch.hpp>
+#include "backends/cpu/detail/gemm16.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/subnormals.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
+#include "tests/rounded16.hpp"
 
 using namespace cnn;
 using cnn::testing::random_vector;
 using cnn::testing::relative_error;
+using cnn::testing::rounded16;
 
 namespace {
 
 constexpr ValueFormat kFormats[] = {ValueFormat::bf16, ValueFormat::fp16};
 
-float rounded(ValueFormat format, float x) {
-  return format == ValueFormat::bf16 ? cpu::from_bf16(cpu::to_bf16(x)) : cpu::from_fp16(cpu::to_fp16(x));
-}
 bool instructions(ValueFormat format) {
   return format == ValueFormat::bf16 ? cpu::bf16_instructions() : cpu::fp16_instructions();
 }
@@ -55,8 +54,8 @@ std::vector<float> reference(const Case& c, const std::vector<float>& a, const s
     for (std::size_t j = 0; j < c.n; ++j) {
       double sum = c.accumulate ? out[i * c.n + j] : 0.0;
       for (std::size_t p = 0; p < c.k; ++p)
-        sum += double(rounded(c.format, c.a_transposed ? a[p * c.m + i] : a[i * c.k + p])) *
-               rounded(c.format, c.b_transposed ? b[j * c.k + p] : b[p * c.n + j]);
+        sum += double(rounded16(c.format, c.a_transposed ? a[p * c.m + i] : a[i * c.k + p])) *
+               rounded16(c.format, c.b_transposed ? b[j * c.k + p] : b[p * c.n + j]);
       out[i * c.n + j] = static_cast<float>(sum);
     }
   return out;

@@ -15,20 +15,17 @@
 #include "models/network_text.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/relative_error.hpp"
+#include "tests/rounded16.hpp"
 
 using namespace cnn;
 using cnn::testing::random_vector;
 using cnn::testing::relative_error;
+using cnn::testing::rounded16;
 
 namespace {
 
 constexpr Precision k16BitPrecisions[] = {Precision::bf16, Precision::fp16};
 
-std::vector<float> rounded(Precision precision, std::vector<float> v) {
-  for (float& x : v)
-    x = precision == Precision::bf16 ? cpu::from_bf16(cpu::to_bf16(x)) : cpu::from_fp16(cpu::to_fp16(x));
-  return v;
-}
 
 // A workspace of `bytes`, 64-byte aligned, in a vector that owns it.
 struct AlignedWorkspace {
@@ -104,7 +101,7 @@ TEST_CASE("bf16 and fp16 convolutions compute the fp32 convolution of rounded op
         CpuBackend narrow(threads, precision), fp32(threads);
         const ConvResults got = convolve(narrow, c.d, xs, ys, x, w, dy);
         const ConvResults want =
-            convolve(fp32, c.d, xs, ys, rounded(precision, x), rounded(precision, w), rounded(precision, dy));
+            convolve(fp32, c.d, xs, ys, rounded16(precision, x), rounded16(precision, w), rounded16(precision, dy));
         CHECK(relative_error(got.y, want.y) < 1e-5);
         CHECK(relative_error(got.dx, want.dx) < 1e-5);
         CHECK(relative_error(got.dw, want.dw) < 1e-5);
@@ -154,7 +151,7 @@ TEST_CASE("bf16 and fp16 dense layers compute the fp32 products of rounded opera
       };
       CpuBackend narrow(threads, precision), fp32(threads);
       const auto got = run(narrow, x, w, dy),
-                 want = run(fp32, rounded(precision, x), rounded(precision, w), rounded(precision, dy));
+                 want = run(fp32, rounded16(precision, x), rounded16(precision, w), rounded16(precision, dy));
       for (std::size_t i = 0; i < got.size(); ++i) CHECK(relative_error(got[i], want[i]) < 1e-5);
     }
 }

@@ -88,7 +88,8 @@ void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::s
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
   const Precision p = gpu.precision();
-  Twin x(gpu, xs, rounded(p, random_values(xs.elements(), 1))), w(gpu, ws, rounded(p, random_values(ws.elements(), 2)));
+  Twin x(gpu, xs, rounded16(p, random_values(xs.elements(), 1))),
+      w(gpu, ws, rounded16(p, random_values(ws.elements(), 2)));
   Twin bias(gpu, Shape{c.k}, 3);
 
   {
@@ -113,7 +114,7 @@ void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::s
   }
 
   Workspaces backward = workspaces(gpu, c, ConvPass::backward, limit);
-  Twin dy(gpu, ys, rounded(p, random_values(ys.elements(), 6)));
+  Twin dy(gpu, ys, rounded16(p, random_values(ys.elements(), 6)));
   for (bool accumulate : {false, true}) {
     INFO("backward-data, accumulate " << accumulate);
     Twin dx(gpu, xs, 7);
@@ -176,8 +177,8 @@ TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, a
   const DeviceBuffer single(gpu, gpu.conv2d_workspace_bytes(d, x1, y1, ConvPass::forward, 0));
   Workspaces planned = workspaces(gpu, c, ConvPass::forward, kLimit);
   const Precision p = Precision::bf16;
-  Twin x(gpu, input_shape(c), rounded(p, random_values(input_shape(c).elements(), 11)));
-  Twin w(gpu, weight_shape(c), rounded(p, random_values(weight_shape(c).elements(), 12)));
+  Twin x(gpu, input_shape(c), rounded16(p, random_values(input_shape(c).elements(), 11)));
+  Twin w(gpu, weight_shape(c), rounded16(p, random_values(weight_shape(c).elements(), 12)));
   Twin y(gpu, output_shape(c), 13);
   cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y.cpu(), false, planned.cpu());
   gpu.conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y.gpu(), false, Workspace{single.data(), single.bytes()});

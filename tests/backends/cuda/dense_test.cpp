@@ -18,8 +18,8 @@ void check_dense(Backend& gpu, int n, Shape sample, int out, double tolerance) {
   const int in = static_cast<int>(sample.elements());
   const Shape xs = sample.batched(n), ys{n, out}, ws{out, in};
   const Precision p = gpu.precision();
-  Twin x(gpu, xs, rounded(p, random_values(xs.elements(), 21))),
-      w(gpu, ws, rounded(p, random_values(ws.elements(), 22)));
+  Twin x(gpu, xs, rounded16(p, random_values(xs.elements(), 21))),
+      w(gpu, ws, rounded16(p, random_values(ws.elements(), 22)));
   Twin bias(gpu, Shape{out}, 23);
   // The CPU backend packs its matrix products in a workspace; cuBLAS keeps its own, and in 16 bits
   // the operands' copies take the layer's.
@@ -41,7 +41,7 @@ void check_dense(Backend& gpu, int n, Shape sample, int out, double tolerance) {
   gpu.dense_forward(x.gpu(), w.gpu(), Tensor{}, y_no_bias.gpu(), gpu_ws);
   CHECK(y_no_bias.relative_error() <= tolerance);
 
-  Twin dy(gpu, ys, rounded(p, random_values(ys.elements(), 26)));
+  Twin dy(gpu, ys, rounded16(p, random_values(ys.elements(), 26)));
   for (bool accumulate : {false, true}) {
     INFO("accumulate " << accumulate);
     Twin dx(gpu, xs, 27);

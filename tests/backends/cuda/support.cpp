@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <utility>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/device/cuda_api.hpp"
+#include "tests/rounded16.hpp"
 
 namespace cnn::cuda_test {
 
@@ -49,12 +50,8 @@ Backend& gpu_deterministic() {
   return backend;
 }
 
-std::vector<float> rounded(Precision precision, std::vector<float> values) {
-  if (precision == Precision::bf16)
-    for (float& v : values) v = cpu::from_bf16(cpu::to_bf16(v));
-  if (precision == Precision::fp16)
-    for (float& v : values) v = cpu::from_fp16(cpu::to_fp16(v));
-  return values;
+std::vector<float> rounded16(Precision precision, std::vector<float> values) {
+  return testing::rounded16(precision, std::move(values));
 }
 
 DeviceBuffer::DeviceBuffer(Backend& backend, std::size_t bytes) : backend_(&backend), bytes_(bytes) {

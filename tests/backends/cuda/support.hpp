@@ -39,8 +39,9 @@ class DeviceBuffer {
 
 // Uniform in [lo, hi), seeded: the same values every run.
 std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo = -1.0f, float hi = 1.0f);
-// `values` rounded to the nearest bfloat16 (bf16) or half (fp16), as floats; unchanged otherwise.
-std::vector<float> rounded(Precision precision, std::vector<float> values);
+// tests/rounded16.hpp's rounding, which this header does not include: its cnn::cpu namespace would
+// make the tests' cpu() ambiguous.
+std::vector<float> rounded16(Precision precision, std::vector<float> values);
 
 // One tensor on the reference and on a GPU backend holding the same values.
 class Twin {
