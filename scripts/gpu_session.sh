@@ -17,14 +17,14 @@
 #                                  small-bn's time to 93%; the allocation comparison on the device
 #   scripts/gpu_session.sh all     both, in one call (a machine that stays longer)
 #   scripts/gpu_session.sh mixed   mixed precision: the build (configured first on a bare
-#                                  machine), the CUDA tests tagged [bf16], then ours in bf16 and
-#                                  fp16 against PyTorch's autocast (GradScaler in fp16): resnet18
-#                                  and small throughput, resnet18's largest batch in bf16 within
-#                                  GPU_SESSION_BUDGET, and small's and small-bn's Fashion-MNIST
-#                                  accuracy in fp32, bf16 and fp16
-#                                  (benchmarks/compare_precision_accuracy.py --device cuda). Ours
-#                                  runs only once select_device stops refusing 16 bits on CUDA
-#                                  (backends/device/device.cpp), after the [bf16] tests pass
+#                                  machine), the CUDA tests tagged [bf16], then ours in tf32, bf16
+#                                  and fp16 against PyTorch's autocast (GradScaler in fp16) on
+#                                  resnet18, small's and small-bn's Fashion-MNIST accuracy in fp32,
+#                                  bf16 and fp16 (benchmarks/compare_precision_accuracy.py --device
+#                                  cuda), resnet18's largest batch in fp32 and bf16 within
+#                                  GPU_SESSION_BUDGET
+#   scripts/gpu_session.sh mixed-all test, then mixed's measurements, in one call (the test files
+#                                  already ran the [bf16] tests)
 #
 # Logs and JSON lines go to $OUT (./out by default), at most 8 files; benchmarks/gpu_report.py
 # turns them into the markdown report for benchmarks/results/. Every phase has a cap and leaves
@@ -35,10 +35,10 @@
 # of a session, so only the first process that meets a shape measures it.
 set -uo pipefail
 WHAT=${1:-all}
-case "$WHAT" in all|test|bench|mixed) ;; *) echo "usage: $0 [all|test|bench|mixed]" >&2; exit 2 ;; esac
-want_tests() { [ "$WHAT" = all ] || [ "$WHAT" = test ]; }
+case "$WHAT" in all|test|bench|mixed|mixed-all) ;; *) echo "usage: $0 [all|test|bench|mixed|mixed-all]" >&2; exit 2 ;; esac
+want_tests() { [ "$WHAT" = all ] || [ "$WHAT" = test ] || [ "$WHAT" = mixed-all ]; }
 want_bench() { [ "$WHAT" = all ] || [ "$WHAT" = bench ]; }
-want_mixed() { [ "$WHAT" = mixed ]; }
+want_mixed() { [ "$WHAT" = mixed ] || [ "$WHAT" = mixed-all ]; }
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/out}
@@ -229,26 +229,33 @@ if want_bench && built "$BUILD/benchmarks/alloc_compare"; then
   [ -f /tmp/alloc_gpu/alloc_table.txt ] && cat /tmp/alloc_gpu/alloc_table.txt >>"$RUNS_LOG"
 fi
 
-# Mixed precision: the 16-bit tests first (their failures decide whether ours may run in 16 bits),
-# then ours against PyTorch's autocast, then the accuracy of the 16-bit runs against fp32's.
-if want_mixed && built "$BUILD/tests/cnn_cuda_tests"; then
-  run_phase "cuda tests [bf16]" 150 240 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" "[bf16]" --durations yes ||
-    log "the [bf16] tests did not pass: select_device refuses 16 bits on CUDA until they do"
+# Mixed precision: the 16-bit tests first (unless the test files ran them), then ours against
+# PyTorch's autocast, one tf32 run of each beside them for the ratio, then the accuracy of the
+# 16-bit runs against fp32's, then the largest batch.
+if want_mixed && ! want_tests && built "$BUILD/tests/cnn_cuda_tests"; then
+  run_phase "cuda tests [bf16]" 150 240 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" "[bf16]" --durations yes
   grep -E "FAILED|failed|REQUIRE|CHECK|[Ee]rror" "$OUT/cuda_tests.log" | head -40 >>"$SESSION_LOG"
 fi
 if want_mixed && built "$THROUGHPUT"; then
-  throughput resnet18 3x32x32 bf16 45 60 20
-  throughput resnet18 3x32x32 fp16 45 60 20
-  throughput small 1x28x28 bf16 30 45 20
-  ours "largest resnet18 bf16" 60 20 --model resnet18 --input 3x32x32 --precision bf16 --largest-batch \
-    --memory-budget "$BUDGET" --most 16384 --fast-start
-  peer "largest batch bf16" 90 20 --models resnet18 --modes none --syncs none --largest-precisions bf16 \
-    --budget "$BUDGET"
+  for precision in tf32 bf16 fp16; do
+    ours "resnet18 $precision" 40 150 --model resnet18 --input 3x32x32 --batch 256 --precision "$precision"
+  done
+  ours "resnet18 bf16 graph" 40 150 --model resnet18 --input 3x32x32 --batch 256 --precision bf16 --cuda-graph
+  peer "resnet18 tf32,bf16,fp16 eager" 90 130 --models resnet18 --precisions tf32,bf16,fp16 --modes eager \
+    --budget 0 --data-on-gpu
 fi
 if want_mixed && built "$TRAIN_IMAGES" && [ -d "$DATA" ]; then
-  run_phase "accuracy fp32 bf16 fp16" 240 0 "$RUNS_LOG" python3 benchmarks/compare_precision_accuracy.py \
+  run_phase "accuracy fp32 bf16 fp16" 150 60 "$RUNS_LOG" python3 benchmarks/compare_precision_accuracy.py \
     --device cuda --binary "$TRAIN_IMAGES" --data "$DATA" --precisions fp32,bf16,fp16 \
     --train-args "--algo-cache $ALGO_CACHE" --out "$OUT/precision_gpu_accuracy"
+fi
+if want_mixed && built "$THROUGHPUT"; then
+  for precision in fp32 bf16; do
+    ours "largest resnet18 $precision" 30 30 --model resnet18 --input 3x32x32 --precision "$precision" \
+      --largest-batch --memory-budget "$BUDGET" --most 16384 --fast-start
+  done
+  peer "largest batch bf16" 60 0 --models resnet18 --modes none --syncs none --largest-precisions bf16 \
+    --budget "$BUDGET"
 fi
 
 # At most 8 files come back: session.log, build.log, cuda_tests.log, runs.log, ours.jsonl,

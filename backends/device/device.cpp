@@ -23,20 +23,6 @@ std::optional<DeviceKind> parse_device(std::string_view word) {
   throw ConfigError("unknown device '" + std::string(word) + "': use auto, cpu or cuda");
 }
 
-namespace {
-
-// The 16-bit precisions whose CUDA products (Note [16-bit products on CUDA], backends/cuda/conv.cpp)
-// have not yet passed their tests on a GPU: refused before a GPU is chosen, so that neither auto
-// nor cuda trains in another precision than asked.
-void require_cuda_precision(Precision precision) {
-  if (precision == Precision::bf16 || precision == Precision::fp16)
-    throw ConfigError("--precision " + to_string(precision) +
-                      " on CUDA has not yet passed its tests on a GPU: use tf32 on the GPU, or --device cpu for " +
-                      to_string(precision));
-}
-
-}  // namespace
-
 DeviceChoice select_device(const DeviceRequest& request) {
   const std::string asked = request.device ? to_string(*request.device) : "auto";
   DeviceChoice choice;
@@ -45,7 +31,6 @@ DeviceChoice select_device(const DeviceRequest& request) {
     if (const CudaPlugin* cuda = cuda_plugin(&why_not_cuda)) {
       const CudaProbe probe = cuda->probe(request.cuda_device);
       if (probe.available) {
-        require_cuda_precision(request.precision);
         CudaOptions options;
         options.precision = request.precision;
         options.fast_start = request.fast_start;
