@@ -17,14 +17,14 @@ import torch_gpu
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", default="resnet18", choices=sorted(torch_gpu.SHAPES))
-    p.add_argument("--precision", default="tf32", choices=["fp32", "tf32"])
+    p.add_argument("--precision", default="tf32", choices=["fp32", "tf32", "bf16", "fp16"])
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--top", type=int, default=25)
     args = p.parse_args()
     torch_gpu.set_precision(args.precision)
-    trainer = torch_gpu.Trainer(args.model, args.batch, "eager", data_on_gpu=True)
+    trainer = torch_gpu.Trainer(args.model, args.batch, "eager", data_on_gpu=True, precision=args.precision)
     for _ in range(args.warmup):
         trainer.step()
     torch.cuda.synchronize()
