@@ -60,26 +60,40 @@ std::vector<double> losses(Backend& backend, const std::string& model, TrainerOp
   return out;
 }
 
-// The GPU's losses against the CPU's from the same seed: the first step alike, the run close,
-// and learning. "Close" is 3% of each step's loss: the measured algorithms, chosen afresh each
-// run, round differently, and the difference grows as the loss falls. On an H100, resnet's worst
-// step was under 2% in two runs and 2.3% in a third (losses 0.02624 and 0.02618 by step 100).
-// `floor` bounds the denominator from below, where a loss near zero would make any difference large.
-void check_close_losses(const std::vector<double>& cpu, const std::vector<double>& gpu, double first_step = 1e-4,
-                        double every_step = 3e-2, double floor = 1e-3) {
+// How far apart two runs' losses are: each step's relative difference, or with `window` > 1 each
+// `window` steps' mean loss's, taken relative to the CPU's but never to less than `floor` (a loss
+// near zero would make any difference large).
+struct LossGap {
   double worst = 0;
-  std::size_t worst_step = 0;
-  for (std::size_t i = 0; i < cpu.size(); ++i) {
-    const double difference = std::abs(cpu[i] - gpu[i]) / std::max(floor, cpu[i]);
-    if (difference > worst) worst = difference, worst_step = i;
+  std::size_t step = 0;  // where the worst window starts
+};
+
+LossGap loss_gap(const std::vector<double>& cpu, const std::vector<double>& gpu, double floor, std::size_t window) {
+  LossGap gap;
+  for (std::size_t i = 0; i + window <= cpu.size(); i += window) {
+    double cpu_mean = 0, gpu_mean = 0;
+    for (std::size_t j = i; j < i + window; ++j) cpu_mean += cpu[j] / window, gpu_mean += gpu[j] / window;
+    const double difference = std::abs(cpu_mean - gpu_mean) / std::max(floor, cpu_mean);
+    if (difference > gap.worst) gap = LossGap{difference, i};
   }
+  return gap;
+}
+
+// The GPU's losses against the CPU's from the same seed: the first step alike, the run close,
+// and learning. "Close" in fp32 and tf32 is 3% of each step's loss: the measured algorithms,
+// chosen afresh each run, round differently, and the difference grows as the loss falls. On an
+// H100, resnet's worst step was under 2% in two runs and 2.3% in a third (losses 0.02624 and
+// 0.02618 by step 100).
+void check_close_losses(const std::vector<double>& cpu, const std::vector<double>& gpu, double first_step = 1e-4,
+                        double close = 3e-2, double floor = 1e-3, std::size_t window = 1) {
+  const LossGap gap = loss_gap(cpu, gpu, floor, window);
   std::ostringstream every_tenth;
   for (std::size_t i = 0; i < cpu.size(); i += 10) every_tenth << " " << i << ": " << cpu[i] << " / " << gpu[i];
-  INFO("largest relative loss difference " << worst << " at step " << worst_step << " (" << cpu[worst_step] << " / "
-                                           << gpu[worst_step] << "), final " << cpu.back() << " / " << gpu.back()
-                                           << "; every tenth step, CPU / GPU:" << every_tenth.str());
+  INFO("largest relative loss difference " << gap.worst << " over steps " << gap.step << " to "
+                                           << gap.step + window - 1 << ", final " << cpu.back() << " / "
+                                           << gpu.back() << "; every tenth step, CPU / GPU:" << every_tenth.str());
   CHECK(std::abs(cpu.front() - gpu.front()) / cpu.front() < first_step);
-  CHECK(worst < every_step);
+  CHECK(gap.worst < close);
   CHECK(gpu.back() < gpu.front());
 }
 
@@ -101,9 +115,12 @@ TEST_CASE("100 steps on the GPU and the CPU from the same seed give close losses
 // (value_storage's parity test); the GPU also rounds each convolution's result, input gradient and
 // weight gradient to 16 bits where the CPU keeps them in float (Note [16-bit products on CUDA]).
 // A forward pass then differs where a sum, taken in another order, rounds to the neighbouring
-// 16-bit number: the first step's loss within 1e-3. The tolerances over a run are a first
-// estimate, twice fp32's for bf16. Both store every value in 16 bits (NarrowValues::always): left
-// to choose, each backend would choose by its own workspaces.
+// 16-bit number: the first step's loss within 1e-3. Over a run bf16's two trajectories part
+// further than fp32's: a batch the network has not yet fitted makes the loss jump, by an amount
+// the rounding sways (small-bn on an H100: 0.047 on the CPU and 0.027 on the GPU at step 42,
+// where the steps around it were near 0.002). So bf16 compares each 10 steps' mean loss, within
+// 6% of the CPU's and never of less than 5% of the first loss. Both store every value in 16 bits
+// (NarrowValues::always): left to choose, each backend would choose by its own workspaces.
 // In fp16 a convolution's weight and input gradients, scaled by the loss scale, may overflow half
 // on the GPU where the CPU keeps them in float, so the GPU may skip steps the CPU applies, as
 // PyTorch's GradScaler does after its fp16 convolutions: there the run must learn, skip few steps,
@@ -116,7 +133,7 @@ TEST_CASE("100 steps in bf16 and fp16 on the GPU and the CPU give close losses",
     CpuBackend cpu_bf16(2, Precision::bf16), cpu_fp16(2, Precision::fp16);
     const std::vector<double> cpu_bf16_losses = losses(cpu_bf16, model, o, 100);
     check_close_losses(cpu_bf16_losses, losses(cuda_test::gpu_16bit(Precision::bf16), model, o, 100), 1e-3, 6e-2,
-                       0.05 * cpu_bf16_losses.front());
+                       0.05 * cpu_bf16_losses.front(), 10);
 
     RunEnd end;
     const std::vector<double> cpu = losses(cpu_fp16, model, o, 100);
