@@ -42,6 +42,9 @@ def git(*args):
 
 def commit():
     """The short commit, "(with uncommitted changes)" where tracked files outside
-    benchmarks/results differ from it."""
+    benchmarks/results differ from it; CNN_COMMIT where set (scripts/gpu_session.sh sets it from
+    .deps/commit: the GPU machine's copy of .git can name an older commit)."""
+    if os.environ.get("CNN_COMMIT"):
+        return os.environ["CNN_COMMIT"][:7]
     dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results")
     return git("rev-parse", "--short", "HEAD") + (" (with uncommitted changes)" if dirty else "")

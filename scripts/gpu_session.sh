@@ -84,6 +84,7 @@ if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then ex
 # The commit .deps names (scripts/fetch_gpu_deps.sh, run after the last commit): the device's copy
 # of .git has been seen naming the session's first commit instead.
 commit=$(cat "$ROOT/.deps/commit" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)
+export CNN_COMMIT=$commit  # for the benchmarks' reports (benchmarks/machine.py)
 log "commit $commit, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 if want_tests; then
   {
