@@ -13,6 +13,17 @@
 #include "base/error.hpp"
 
 namespace cnn::cuda {
+
+// The 16-bit copies of a convolution's three tensors, taken from the front of its workspace, and
+// cuDNN's workspace after them. `fits` is false where the workspace cannot hold the copies.
+struct ConvCopies {
+  void* x = nullptr;
+  void* y = nullptr;
+  void* w = nullptr;
+  Workspace rest;
+  bool fits = true;
+};
+
 namespace {
 
 constexpr float kOne = 1.0f, kZero = 0.0f;
@@ -56,16 +67,6 @@ std::size_t weight_elements(const ConvShape& s) {
   return static_cast<std::size_t>(s[4]) * static_cast<std::size_t>(s[1] / s[12]) * static_cast<std::size_t>(s[7]) *
          static_cast<std::size_t>(s[8]);
 }
-
-// The 16-bit copies of a convolution's three tensors, taken from the front of its workspace, and
-// cuDNN's workspace after them. `fits` is false where the workspace cannot hold the copies.
-struct ConvCopies {
-  void* x = nullptr;
-  void* y = nullptr;
-  void* w = nullptr;
-  Workspace rest;
-  bool fits = true;
-};
 
 ConvCopies take_copies(const ConvShape& s, Workspace ws) {
   OperandCopies copies(ws);
@@ -207,7 +208,11 @@ std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Sh
   return bytes;
 }
 
-void CudaBackend::throw_no_room_for_copies(const ConvPlan& plan, Workspace ws, const char* call) const {
+std::optional<AlgoChoice> CudaBackend::conv_pass_choice(ConvPlan& plan, ConvAlgoPass pass, Workspace ws, int samples,
+                                                        const char* call, ConvCopies& copies) {
+  copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
+  if (copies.fits) return conv_choice(plan, pass, copies.rest.bytes);
+  if (samples > 1) return std::nullopt;
   const std::size_t needed = conv_copies_bytes(plan.shape);
   throw DeviceError(std::string(call) + ": a workspace of " + std::to_string(ws.bytes) +
                     " bytes cannot hold one sample's " + to_string(options_.precision) + " copies of its operands (" +
@@ -219,10 +224,9 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
   activate();
   check_weights(desc, w, "conv2d_forward");
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
-  const ConvCopies copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
-  if (!copies.fits && x.n() == 1) throw_no_room_for_copies(plan, ws, "conv2d_forward");
-  std::optional<AlgoChoice> choice;
-  if (copies.fits) choice = conv_choice(plan, ConvAlgoPass::forward, copies.rest.bytes);
+  ConvCopies copies;
+  const std::optional<AlgoChoice> choice =
+      conv_pass_choice(plan, ConvAlgoPass::forward, ws, x.n(), "conv2d_forward", copies);
   if (choice && products16()) {
     narrow16(x.data, copies.x, x.elements(), product_format());
     narrow16(w.data, copies.w, w.elements(), product_format());
@@ -250,10 +254,9 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
   activate();
   check_weights(desc, w, "conv2d_backward_data");
   ConvPlan& plan = conv_plan(desc, dx.shape, dy.shape);
-  const ConvCopies copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
-  if (!copies.fits && dx.n() == 1) throw_no_room_for_copies(plan, ws, "conv2d_backward_data");
-  std::optional<AlgoChoice> choice;
-  if (copies.fits) choice = conv_choice(plan, ConvAlgoPass::backward_data, copies.rest.bytes);
+  ConvCopies copies;
+  const std::optional<AlgoChoice> choice =
+      conv_pass_choice(plan, ConvAlgoPass::backward_data, ws, dx.n(), "conv2d_backward_data", copies);
   if (choice && products16()) {
     narrow16(dy.data, copies.y, dy.elements(), product_format());
     narrow16(w.data, copies.w, w.elements(), product_format());
@@ -279,10 +282,9 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
   activate();
   check_weights(desc, dw, "conv2d_backward_filter");
   ConvPlan& plan = conv_plan(desc, x.shape, dy.shape);
-  const ConvCopies copies = products16() ? take_copies(plan.shape, ws) : ConvCopies{.rest = ws};
-  if (!copies.fits && x.n() == 1) throw_no_room_for_copies(plan, ws, "conv2d_backward_filter");
-  std::optional<AlgoChoice> choice;
-  if (copies.fits) choice = conv_choice(plan, ConvAlgoPass::backward_filter, copies.rest.bytes);
+  ConvCopies copies;
+  const std::optional<AlgoChoice> choice =
+      conv_pass_choice(plan, ConvAlgoPass::backward_filter, ws, x.n(), "conv2d_backward_filter", copies);
   if (choice && products16()) {
     narrow16(x.data, copies.x, x.elements(), product_format());
     narrow16(dy.data, copies.y, dy.elements(), product_format());

@@ -26,6 +26,8 @@
 
 namespace cnn::cuda {
 
+struct ConvCopies;  // conv.cpp
+
 // Written by the loss kernels when a label or a mask value is out of range; lives in mapped pinned
 // host memory so that checking it after a synchronisation costs no copy.
 struct LabelError {
@@ -234,11 +236,14 @@ class CudaBackend final : public Backend {
                      const Tensor& b, int ldb, float beta, Tensor c, int ldc, Workspace ws, const char* call);
   // The bytes of a convolution's 16-bit copies (x, y and w, the same in every pass); 0 in fp32 and tf32.
   std::size_t conv_copies_bytes(const ConvShape& shape) const;
-  // A single sample's convolution whose workspace cannot hold its 16-bit copies: a DeviceError.
-  [[noreturn]] void throw_no_room_for_copies(const ConvPlan& plan, Workspace ws, const char* call) const;
 
   ConvPlan& conv_plan(const Conv2dDesc& desc, const Shape& x, const Shape& y);
   std::optional<AlgoChoice> conv_choice(ConvPlan& plan, ConvAlgoPass pass, std::size_t workspace_bytes);
+  // A pass's 16-bit copies (none in fp32 and tf32) and its algorithm within the workspace they
+  // leave; none where either does not fit, and the caller halves the batch. A single sample
+  // without room for its copies is a DeviceError naming `call`.
+  std::optional<AlgoChoice> conv_pass_choice(ConvPlan& plan, ConvAlgoPass pass, Workspace ws, int samples,
+                                             const char* call, ConvCopies& copies);
   // The algorithm cache file (CudaOptions::algorithm_cache): read when the backend starts;
   // written when measurements were made since the last write, at most every few seconds while
   // planning (`now` or not), and when the backend goes. Never throws: a file that cannot be
