@@ -2,6 +2,7 @@
 // the CPU's exactly: both draw from dropout_keep(seed, index); so must 16-bit values, both ways.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -134,5 +135,17 @@ TEST_CASE("cuda 16-bit values: the CPU's bits both ways", "[cuda][elementwise][v
     cpu().from_16bit(want.data(), wide.cpu(), format);
     gpu().from_16bit(packed.data(), wide.gpu(), format);
     CHECK(std::memcmp(wide.gpu_values().data(), wide.cpu_values().data(), n * sizeof(float)) == 0);
+
+    // Views that start one value in, as a batch's later half does: the one-at-a-time path (Note
+    // [Four values a thread]) gives the same bits.
+    const Shape rest{static_cast<int>(n - 1)};
+    DeviceBuffer packed_rest(gpu(), n * 2);
+    gpu().to_16bit(Tensor{x.gpu().data + 1, rest}, static_cast<std::uint16_t*>(packed_rest.data()) + 1, format);
+    gpu().copy_to_host(packed_rest.data(), got.data(), n * 2);
+    CHECK(std::equal(got.begin() + 1, got.end(), want.begin() + 1));
+    Twin wide_rest(gpu(), s, 93);
+    gpu().from_16bit(static_cast<std::uint16_t*>(packed.data()) + 1, Tensor{wide_rest.gpu().data + 1, rest}, format);
+    const std::vector<float> widened = wide_rest.gpu_values(), reference = wide.cpu_values();
+    CHECK(std::memcmp(widened.data() + 1, reference.data() + 1, (n - 1) * sizeof(float)) == 0);
   }
 }
