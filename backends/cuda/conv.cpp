@@ -3,6 +3,7 @@
 // conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan. Float tensors,
 // or in bf16 and fp16 16-bit copies of them (Note [16-bit products on CUDA]).
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -47,12 +48,20 @@ void check_weights(const Conv2dDesc& d, const Tensor& w, const char* what) {
   }
 }
 
-// Samples [first, first + count) of a batched tensor.
+// Samples [first, first + count) of a batched tensor, and of its 16-bit copy where it has one.
 Tensor samples_of(const Tensor& t, int first, int count) {
   Tensor part = t;
-  part.data = t.data + static_cast<std::size_t>(first) * t.sample_elements();
+  const std::size_t skipped = static_cast<std::size_t>(first) * t.sample_elements();
+  part.data = t.data + skipped;
+  if (t.packed16) part.packed16 = static_cast<std::uint16_t*>(t.packed16) + skipped;
   part.shape[0] = count;
   return part;
+}
+
+// A tensor's 16-bit copy as a cuDNN operand or result: aligned as the workspace's copies are, which
+// the step's buffers are, but a later half's samples may not be.
+bool usable16(const void* packed) {
+  return packed && reinterpret_cast<std::uintptr_t>(packed) % kCopyAlignment == 0;
 }
 
 std::size_t input_elements(const ConvShape& s) {
@@ -95,7 +104,12 @@ ConvCopies take_copies(const ConvShape& s, Workspace ws) {
 // gradient taken, in float. A dense layer multiplies 16-bit copies of its operands on cuBLAS into a
 // float result (cublasGemmEx, dense.cpp), so only its operands are rounded. The copies are part
 // of the workspace each layer asks for (conv2d_workspace_bytes, dense_workspace_bytes), so the
-// plan counts them. A convolution run in halves (Note [Convolutions in halves]) makes each half's
+// plan counts them. A value the step stores in 16 bits reaches a convolution with those bits
+// (Tensor::packed16): rounding its widened floats again would give the same bits, so they are
+// cuDNN's operand as they are, and a forward result with no bias to add or sum to add to goes from
+// cuDNN straight into the output's storage, widened from there into the float output. The one
+// difference from rounding the widened floats: a bf16 subnormal cuDNN writes stays, where
+// to_16bit flushes it to zero. A convolution run in halves (Note [Convolutions in halves]) makes each half's
 // copies itself, from the same workspace. Depthwise and grouped convolutions multiply in 16 bits
 // here too, where the CPU's own kernels for them stay fp32.
 std::size_t CudaBackend::conv_copies_bytes(const ConvShape& shape) const {
@@ -219,21 +233,31 @@ std::optional<AlgoChoice> CudaBackend::conv_pass_choice(ConvPlan& plan, ConvAlgo
                     std::to_string(needed) + " bytes): conv2d_workspace_bytes says what it needs");
 }
 
+const void* CudaBackend::operand16(const Tensor& t, void* copy) {
+  if (usable16(t.packed16)) return t.packed16;
+  narrow16(t.data, copy, t.elements(), product_format());
+  return copy;
+}
+
 void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                                  const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   activate();
   check_weights(desc, w, "conv2d_forward");
+  if (y.packed16) require_16bit("conv2d_forward with a 16-bit output", product_format());
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::forward, ws, x.n(), "conv2d_forward", copies);
+  bool stored = false;  // cuDNN wrote y.packed16 itself
   if (choice && products16()) {
-    narrow16(x.data, copies.x, x.elements(), product_format());
-    narrow16(w.data, copies.w, w.elements(), product_format());
-    CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, copies.x, plan.w, copies.w, plan.conv,
+    const void* x16 = operand16(x, copies.x);
+    const void* w16 = operand16(w, copies.w);
+    stored = bias.empty() && !accumulate && usable16(y.packed16);
+    void* y16 = stored ? y.packed16 : copies.y;
+    CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x16, plan.w, w16, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), copies.rest.data,
-                                      choice->workspace, &kZero, plan.y, copies.y));
-    widen16(copies.y, y.data, y.elements(), product_format(), accumulate);
+                                      choice->workspace, &kZero, plan.y, y16));
+    widen16(y16, y.data, y.elements(), product_format(), accumulate);
   } else if (choice) {
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), ws.data,
@@ -241,12 +265,13 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
   }
   if (choice) {
     if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y_float, y.data));
-  } else {
+    if (y.packed16 && !stored) narrow16(y.data, y.packed16, y.elements(), product_format());
+  } else {  // each half leaves its own samples in y.packed16
     const int first = (x.n() + 1) / 2, rest = x.n() - first;
     conv2d_forward(desc, samples_of(x, 0, first), w, bias, samples_of(y, 0, first), accumulate, ws);
     conv2d_forward(desc, samples_of(x, first, rest), w, bias, samples_of(y, first, rest), accumulate, ws);
   }
-  touched(x, w, bias, y, ws);
+  touched(x, packed_range(x), w, bias, y, packed_range(y), ws);
 }
 
 void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
@@ -258,9 +283,9 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::backward_data, ws, dx.n(), "conv2d_backward_data", copies);
   if (choice && products16()) {
-    narrow16(dy.data, copies.y, dy.elements(), product_format());
-    narrow16(w.data, copies.w, w.elements(), product_format());
-    CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, copies.w, plan.y, copies.y, plan.conv,
+    const void* dy16 = operand16(dy, copies.y);
+    const void* w16 = operand16(w, copies.w);
+    CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w16, plan.y, dy16, plan.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), copies.rest.data,
                                            choice->workspace, &kZero, plan.x, copies.x));
     widen16(copies.x, dx.data, dx.elements(), product_format(), accumulate);
@@ -274,7 +299,7 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
     conv2d_backward_data(desc, samples_of(dy, 0, first), w, samples_of(dx, 0, first), accumulate, ws);
     conv2d_backward_data(desc, samples_of(dy, first, rest), w, samples_of(dx, first, rest), accumulate, ws);
   }
-  touched(dy, w, dx, ws);
+  touched(dy, packed_range(dy), w, dx, ws);
 }
 
 void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
@@ -286,9 +311,9 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::backward_filter, ws, x.n(), "conv2d_backward_filter", copies);
   if (choice && products16()) {
-    narrow16(x.data, copies.x, x.elements(), product_format());
-    narrow16(dy.data, copies.y, dy.elements(), product_format());
-    CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, copies.x, plan.y, copies.y, plan.conv,
+    const void* x16 = operand16(x, copies.x);
+    const void* dy16 = operand16(dy, copies.y);
+    CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x16, plan.y, dy16, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),
                                              copies.rest.data, choice->workspace, &kZero, plan.w, copies.w));
     widen16(copies.w, dw.data, dw.elements(), product_format(), true);
@@ -304,7 +329,7 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
   if (!dbias.empty()) {
     CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, plan.y_float, dy.data, &kOne, plan.bias, dbias.data));
   }
-  touched(x, dy, dw, dbias, ws);
+  touched(x, packed_range(x), dy, packed_range(dy), dw, dbias, ws);
 }
 
 }  // namespace cnn::cuda

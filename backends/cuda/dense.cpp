@@ -60,10 +60,8 @@ void CudaBackend::dense_product(cublasOperation_t op_a, cublasOperation_t op_b, 
     return;
   }
   OperandCopies copies(ws);
-  void* a16 = take_copy(copies, a.elements(), call);
-  void* b16 = take_copy(copies, b.elements(), call);
-  narrow16(a.data, a16, a.elements(), product_format());
-  narrow16(b.data, b16, b.elements(), product_format());
+  const void* a16 = operand16(a, take_copy(copies, a.elements(), call));
+  const void* b16 = operand16(b, take_copy(copies, b.elements(), call));
   const cudaDataType_t type = data_type(product_format());
   CNN_CHECK(cublasGemmEx(cublas_, op_a, op_b, m, n, k, &kOne, a16, type, lda, b16, type, ldb, &beta, c.data, CUDA_R_32F,
                          ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -89,7 +87,7 @@ void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& 
     set_nchw(bias_desc, 1, d.out, 1, 1);
     CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, bias_desc, bias.data, &kOne, y_desc, y.data));
   }
-  touched(x, w, bias, y, ws);
+  touched(x, packed_range(x), w, bias, y, ws);
 }
 
 void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
@@ -114,7 +112,7 @@ void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tens
     set_nchw(bias_desc, 1, d.out, 1, 1);
     CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, dy_desc, dy.data, &kOne, bias_desc, dbias.data));
   }
-  touched(x, dy, dw, dbias, ws);
+  touched(x, packed_range(x), dy, dw, dbias, ws);
 }
 
 }  // namespace cnn::cuda

@@ -245,6 +245,8 @@ class Backend {
                                              ConvPass pass, std::size_t limit) = 0;
   // bias may be empty (no bias). accumulate: y += conv(x) (+ bias) instead of y = ... (a
   // transposed convolution's backward-data adds its input gradient this way, with no buffer).
+  // Where y.packed16 is set (on a 16-bit backend only), y's final values are also left there,
+  // rounded as to_16bit rounds them: the step's storage of the output (Layer::writes_packed_output).
   virtual void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                               const Tensor& bias, Tensor y, bool accumulate, Workspace ws) = 0;
   virtual void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,

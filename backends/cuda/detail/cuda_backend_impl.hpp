@@ -204,6 +204,7 @@ class CudaBackend final : public Backend {
   // Every call reports the device memory it touched, after enqueueing its work, so that
   // copy_to_device can wait for exactly that work (copy_tracker.hpp).
   static DeviceRange range_of(const Tensor& t) { return {t.data, t.bytes()}; }
+  static DeviceRange packed_range(const Tensor& t) { return {t.packed16, t.packed16 ? t.elements() * 2 : 0}; }
   static DeviceRange range_of(const IntTensor& t) { return {t.data, t.size * sizeof(std::int32_t)}; }
   static DeviceRange range_of(const Workspace& w) { return {w.data, w.bytes}; }
   static DeviceRange range_of(const DeviceRange& r) { return r; }
@@ -230,6 +231,9 @@ class CudaBackend final : public Backend {
   // what it touched.
   void narrow16(const float* x, void* packed, std::size_t n, ValueFormat format);
   void widen16(const void* packed, float* x, std::size_t n, ValueFormat format, bool accumulate);
+  // A product's 16-bit operand: the tensor's own 16-bit copy where it has a usable one
+  // (Tensor::packed16), else its rounding into `copy` (Note [16-bit products on CUDA], conv.cpp).
+  const void* operand16(const Tensor& t, void* copy);
   // C = op(A) op(B) + beta C as cuBLAS sees them (column-major), C float: on the floats in fp32 and
   // tf32, on 16-bit copies of A and B taken from the front of `ws` in bf16 and fp16 (dense.cpp).
   void dense_product(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const Tensor& a, int lda,

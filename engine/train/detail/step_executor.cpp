@@ -11,7 +11,8 @@ namespace cnn {
 StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& params, const StepPlan& plan,
                            StepMemory& memory, StepSlots slots, bool capture)
     : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
-      capture_(capture) {
+      capture_(capture),
+      packed_operands_(plan.values != ValueFormat::fp32 && plan.values == value_format(backend.precision())) {
   // Sized once so that a step allocates nothing on the host either.
   std::size_t most_inputs = 0, most_saved = 0;
   for (int id = 1; id < net_.size(); ++id) {
@@ -52,6 +53,7 @@ Tensor StepExecutor::readable(int node, int n, bool after_loss, int fp32, bool r
   if (fp32 < 0) throw std::logic_error("step plan: no float32 copy of " + nd.name + " where a layer reads it");
   Tensor wide = buffer(fp32, shape);
   backend_.from_16bit(memory_.address(index), wide, plan_.values);
+  if (packed_operands_) wide.packed16 = memory_.address(index);
   return wide;
 }
 
@@ -132,12 +134,20 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
     }
   };
-  // Where a layer writes an output stored in 16 bits: its float32 copy, rounded into `stored` after.
+  // Where a layer writes an output stored in 16 bits: its float32 copy, rounded into `stored` after,
+  // unless the layer's backend call rounds it there itself (Layer::writes_packed_output).
+  auto packs_own_output = [&](const Node& nd) {
+    return packed_operands_ && plan_.stores_16bit(nd.value) && nd.layer->writes_packed_output();
+  };
   auto writable = [&](const Node& nd, int stored, int fp32) {
-    return buffer(plan_.stores_16bit(nd.value) ? fp32 : stored, nd.shape.batched(n));
+    if (!plan_.stores_16bit(nd.value)) return buffer(stored, nd.shape.batched(n));
+    Tensor wide = buffer(fp32, nd.shape.batched(n));
+    if (packs_own_output(nd)) wide.packed16 = memory_.address(stored);
+    return wide;
   };
   auto store = [&](const Node& nd, int stored, const Tensor& written) {
-    if (plan_.stores_16bit(nd.value)) backend_.to_16bit(written, memory_.address(stored), plan_.values);
+    if (plan_.stores_16bit(nd.value) && !packs_own_output(nd))
+      backend_.to_16bit(written, memory_.address(stored), plan_.values);
   };
   auto context = [&](int id, int workspace, Tensor output) {
     LayerContext c;

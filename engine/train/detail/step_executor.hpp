@@ -83,6 +83,9 @@ class StepExecutor {
   StepMemory& memory_;
   StepSlots slots_;
   bool capture_;
+  // The values are stored in the backend's own 16-bit format, so its calls may take them as they
+  // are stored (Tensor::packed16).
+  bool packed_operands_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
   // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):
   // as many as the layer with the most inputs has.

@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "engine/core/forwarding_backend.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
@@ -32,9 +34,8 @@ struct Run {
   double test_loss = 0;
 };
 
-Run train(const std::string& file, Precision precision) {
+Run train(const std::string& file, Backend& backend) {
   Network net = load(file);
-  CpuBackend backend(2, precision);
   TrainerOptions options = testing::constant_sgd(kBatch);
   options.optimizer.learning_rate = 0.05f;
   options.micro_batch = kBatch / 2;  // gradients accumulate over micro-batches
@@ -54,6 +55,30 @@ Run train(const std::string& file, Precision precision) {
   return run;
 }
 
+Run train(const std::string& file, Precision precision) {
+  CpuBackend backend(2, precision);
+  return train(file, backend);
+}
+
+// A convolution's output reaches conv2d_forward with the step's 16-bit storage of it
+// (Tensor::packed16, Layer::writes_packed_output). This backend hides that storage from the
+// convolution and either rounds the output into it afterwards, as the step did before
+// convolutions stored their own outputs, or leaves it unwritten, as a backend that ignored it would.
+class HidingPackedOutputs : public ForwardingBackend {
+ public:
+  HidingPackedOutputs(Backend& inner, bool round_after) : ForwardingBackend(inner), round_after_(round_after) {}
+  void conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                      bool accumulate, Workspace ws) override {
+    Tensor wide = y;
+    wide.packed16 = nullptr;
+    ForwardingBackend::conv2d_forward(d, x, w, bias, wide, accumulate, ws);
+    if (y.packed16 && round_after_) to_16bit(wide, y.packed16, value_format(precision()));
+  }
+
+ private:
+  bool round_after_;
+};
+
 }  // namespace
 
 TEST_CASE("16-bit values train every kind of layer reproducibly, as fp32 within their rounding", "[value_format][bf16][train]") {
@@ -72,4 +97,38 @@ TEST_CASE("16-bit values train every kind of layer reproducibly, as fp32 within 
     CHECK(bf16.losses.front() == Approx(fp32.losses.front()).epsilon(0.03));
     CHECK(bf16.losses != fp32.losses);
   }
+}
+
+TEST_CASE("a convolution that stores its own 16-bit output trains as the step rounding it would",
+          "[value_format][bf16][train]") {
+  for (Precision precision : {Precision::bf16, Precision::fp16}) {
+    INFO(to_string(precision));
+    CpuBackend cpu(2, precision);
+    const Run stored_by_conv = train("onnx_conv_layers.txt", cpu);
+    HidingPackedOutputs rounding(cpu, true), ignoring(cpu, false);
+    const Run stored_by_step = train("onnx_conv_layers.txt", rounding);
+    CHECK(stored_by_conv.losses == stored_by_step.losses);
+    CHECK(stored_by_conv.test_loss == stored_by_step.test_loss);
+    // Unwritten storage holds whatever the arena held: the run diverges or learns otherwise.
+    bool same_as_unwritten = false;
+    try {
+      same_as_unwritten = train("onnx_conv_layers.txt", ignoring).losses == stored_by_conv.losses;
+    } catch (const TrainingDiverged&) {
+    }
+    CHECK_FALSE(same_as_unwritten);
+  }
+}
+
+TEST_CASE("a 16-bit output is refused by an fp32 backend's convolution", "[value_format][conv]") {
+  CpuBackend cpu(1, Precision::fp32);
+  Conv2dDesc d;
+  d.in_channels = d.out_channels = 1;
+  d.kernel_h = d.kernel_w = 1;
+  std::vector<float> x(4, 1.0f), w(1, 2.0f), y(4);
+  std::vector<std::uint16_t> packed(4);
+  Tensor out{y.data(), Shape{1, 1, 2, 2}};
+  out.packed16 = packed.data();
+  CHECK_THROWS_WITH(cpu.conv2d_forward(d, Tensor{x.data(), Shape{1, 1, 2, 2}}, Tensor{w.data(), Shape{1, 1, 1, 1}},
+                                       Tensor{}, out, false, Workspace{}),
+                    Catch::Contains("conv2d_forward") && Catch::Contains("16-bit"));
 }
