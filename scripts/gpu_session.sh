@@ -25,6 +25,9 @@
 #                                  GPU_SESSION_BUDGET
 #   scripts/gpu_session.sh mixed-all test, then mixed's measurements, in one call (the test files
 #                                  already ran the [bf16] tests)
+#   scripts/gpu_session.sh mixed-speed test, then mixed's speed alone (resnet18 in tf32, bf16 and
+#                                  fp16 against PyTorch, small too) and the kernels of
+#                                  a resnet18 bf16 step (scripts/gpu_kernels.sh, into kernels.txt)
 #
 # Logs and JSON lines go to $OUT (./out by default), at most 8 files; benchmarks/gpu_report.py
 # turns them into the markdown report for benchmarks/results/. Every phase has a cap and leaves
@@ -35,10 +38,13 @@
 # of a session, so only the first process that meets a shape measures it.
 set -uo pipefail
 WHAT=${1:-all}
-case "$WHAT" in all|test|bench|mixed|mixed-all) ;; *) echo "usage: $0 [all|test|bench|mixed|mixed-all]" >&2; exit 2 ;; esac
-want_tests() { [ "$WHAT" = all ] || [ "$WHAT" = test ] || [ "$WHAT" = mixed-all ]; }
+case "$WHAT" in all|test|bench|mixed|mixed-all|mixed-speed) ;;
+  *) echo "usage: $0 [all|test|bench|mixed|mixed-all|mixed-speed]" >&2; exit 2 ;;
+esac
+want_tests() { [ "$WHAT" = all ] || [ "$WHAT" = test ] || [ "$WHAT" = mixed-all ] || [ "$WHAT" = mixed-speed ]; }
 want_bench() { [ "$WHAT" = all ] || [ "$WHAT" = bench ]; }
 want_mixed() { [ "$WHAT" = mixed ] || [ "$WHAT" = mixed-all ]; }
+want_mixed_speed() { want_mixed || [ "$WHAT" = mixed-speed ]; }
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 OUT=${OUT:-$ROOT/out}
@@ -237,13 +243,21 @@ if want_mixed && ! want_tests && built "$BUILD/tests/cnn_cuda_tests"; then
   run_phase "cuda tests [bf16]" 150 240 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" "[bf16]" --durations yes
   grep -E "FAILED|failed|REQUIRE|CHECK|[Ee]rror" "$OUT/cuda_tests.log" | head -40 >>"$SESSION_LOG"
 fi
-if want_mixed && built "$THROUGHPUT"; then
+if want_mixed_speed && built "$THROUGHPUT"; then
   for precision in tf32 bf16 fp16; do
     ours "resnet18 $precision" 40 150 --model resnet18 --input 3x32x32 --batch 256 --precision "$precision"
   done
   ours "resnet18 bf16 graph" 40 150 --model resnet18 --input 3x32x32 --batch 256 --precision bf16 --cuda-graph
   peer "resnet18 tf32,bf16,fp16 eager" 90 130 --models resnet18 --precisions tf32,bf16,fp16 --modes eager \
     --budget 0 --data-on-gpu
+fi
+if [ "$WHAT" = mixed-speed ] && built "$THROUGHPUT"; then
+  for precision in tf32 bf16 fp16; do
+    ours "small $precision" 30 90 --model small --input 1x28x28 --batch 256 --precision "$precision"
+  done
+  peer "small tf32,bf16,fp16 eager" 60 90 --models small --precisions tf32,bf16,fp16 --modes eager \
+    --budget 0 --data-on-gpu
+  run_phase "kernels resnet18 bf16" 90 0 "$OUT/kernels.txt" bash scripts/gpu_kernels.sh resnet18 3x32x32 bf16
 fi
 if want_mixed && built "$TRAIN_IMAGES" && [ -d "$DATA" ]; then
   run_phase "accuracy fp32 bf16 fp16" 150 60 "$RUNS_LOG" python3 benchmarks/compare_precision_accuracy.py \
