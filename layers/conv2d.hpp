@@ -26,7 +26,7 @@ class Conv2D final : public Layer {
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
   bool recomputable() const override { return true; }
-  bool writes_packed_output() const override { return true; }
+  bool packed_values() const override { return true; }
   LayerCost forward_cost() const override;
   const Conv2dDesc& desc() const { return desc_; }
   bool has_bias() const { return bias_; }

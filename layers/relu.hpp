@@ -17,6 +17,7 @@ class ReLU final : public Layer {
   bool runs_in_place() const override { return true; }
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
+  bool packed_values() const override { return true; }
   bool commutes_with_max_pooling() const override { return true; }
   LayerCost forward_cost() const override { return {elements_, 2 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->relu_forward(c.inputs[0], c.output); }

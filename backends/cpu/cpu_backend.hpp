@@ -138,10 +138,6 @@ class CpuBackend : public Backend {
   void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) override;
 
  private:
-  // conv2d_forward without the 16-bit copy of its output.
-  void conv2d_forward_float(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
-                            Tensor y, bool accumulate, Workspace ws);
-
   int threads_;
   Precision precision_;
 };

@@ -244,13 +244,6 @@ std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape&
 
 void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
                                 const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
-  if (y.packed16) require_16bit("conv2d_forward with a 16-bit output", product_format());
-  conv2d_forward_float(d, x, w, bias, y, accumulate, ws);
-  if (y.packed16) to_16bit(y, y.packed16, product_format());
-}
-
-void CpuBackend::conv2d_forward_float(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
-                                      const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
   if (cpu::grouped_kernels_apply(d)) {
     require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");

@@ -52,7 +52,7 @@ void check_weights(const Conv2dDesc& d, const Tensor& w, const char* what) {
 Tensor samples_of(const Tensor& t, int first, int count) {
   Tensor part = t;
   const std::size_t skipped = static_cast<std::size_t>(first) * t.sample_elements();
-  part.data = t.data + skipped;
+  if (t.data) part.data = t.data + skipped;
   if (t.packed16) part.packed16 = static_cast<std::uint16_t*>(t.packed16) + skipped;
   part.shape[0] = count;
   return part;
@@ -104,10 +104,11 @@ ConvCopies take_copies(const ConvShape& s, Workspace ws) {
 // gradient taken, in float. A dense layer multiplies 16-bit copies of its operands on cuBLAS into a
 // float result (cublasGemmEx, dense.cpp), so only its operands are rounded. The copies are part
 // of the workspace each layer asks for (conv2d_workspace_bytes, dense_workspace_bytes), so the
-// plan counts them. A value the step stores in 16 bits reaches a convolution with those bits
-// (Tensor::packed16): rounding its widened floats again would give the same bits, so they are
-// cuDNN's operand as they are, and a forward result with no bias to add or sum to add to goes from
-// cuDNN straight into the output's storage, widened from there into the float output. The one
+// plan counts them. A value the step stores in 16 bits reaches a convolution as those bits (Note
+// [Values as they are stored], backend.hpp): rounding its widened floats again would give the
+// same bits, so they are cuDNN's operand as they are (copied to the front of the workspace first
+// where a later half's samples start off the copies' alignment), and a forward result with no
+// bias to add or sum to add to goes from cuDNN straight into the output's storage. The one
 // difference from rounding the widened floats: a bf16 subnormal cuDNN writes stays, where
 // to_16bit flushes it to zero. A convolution run in halves (Note [Convolutions in halves]) makes each half's
 // copies itself, from the same workspace. Depthwise and grouped convolutions multiply in 16 bits
@@ -235,7 +236,10 @@ std::optional<AlgoChoice> CudaBackend::conv_pass_choice(ConvPlan& plan, ConvAlgo
 
 const void* CudaBackend::operand16(const Tensor& t, void* copy) {
   if (usable16(t.packed16)) return t.packed16;
-  narrow16(t.data, copy, t.elements(), product_format());
+  if (t.packed16)
+    CNN_CHECK(cudaMemcpyAsync(copy, t.packed16, t.elements() * 2, cudaMemcpyDeviceToDevice, compute_));
+  else
+    narrow16(t.data, copy, t.elements(), product_format());
   return copy;
 }
 
@@ -243,7 +247,8 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
                                  const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   activate();
   check_weights(desc, w, "conv2d_forward");
-  if (y.packed16) require_16bit("conv2d_forward with a 16-bit output", product_format());
+  require_values("conv2d_forward", {x, y});
+  if (!y.data && y.elements() > 0) throw ConfigError("conv2d_forward: the output has no floats to work in");
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =
@@ -253,11 +258,12 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
     const void* x16 = operand16(x, copies.x);
     const void* w16 = operand16(w, copies.w);
     stored = bias.empty() && !accumulate && usable16(y.packed16);
+    if (y.packed16 && accumulate) widen16(y.packed16, y.data, y.elements(), product_format(), false);  // the sum
     void* y16 = stored ? y.packed16 : copies.y;
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x16, plan.w, w16, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), copies.rest.data,
                                       choice->workspace, &kZero, plan.y, y16));
-    widen16(y16, y.data, y.elements(), product_format(), accumulate);
+    if (!stored) widen16(copies.y, y.data, y.elements(), product_format(), accumulate);
   } else if (choice) {
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), ws.data,
@@ -278,6 +284,7 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
                                        Tensor dx, bool accumulate, Workspace ws) {
   activate();
   check_weights(desc, w, "conv2d_backward_data");
+  require_values("conv2d_backward_data", {dy, dx}, 1);
   ConvPlan& plan = conv_plan(desc, dx.shape, dy.shape);
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =
@@ -306,6 +313,7 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
                                          Tensor dw, Tensor dbias, Workspace ws) {
   activate();
   check_weights(desc, dw, "conv2d_backward_filter");
+  require_values("conv2d_backward_filter", {x, dy});
   ConvPlan& plan = conv_plan(desc, x.shape, dy.shape);
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =

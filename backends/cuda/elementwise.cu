@@ -87,9 +87,13 @@ void CudaBackend::relu_forward(const Tensor& x, Tensor y) {
   same_size("relu_forward", x, y);
   const std::size_t n = x.elements();
   if (n == 0) return;
-  relu_forward_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, n);
-  check_launch("relu_forward_kernel");
-  touched(x, y);
+  if (require_values("relu_forward", {x, y})) {
+    relu_forward16(x, y);
+  } else {
+    relu_forward_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, n);
+    check_launch("relu_forward_kernel");
+  }
+  touched(x, packed_range(x), y, packed_range(y));
 }
 
 void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
@@ -98,13 +102,14 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bo
   same_size("relu_backward", y, dx);
   const std::size_t n = y.elements();
   if (n == 0) return;
-  if (accumulate) {
-    relu_backward_kernel<true><<<blocks_for(n), 256, 0, compute_>>>(y.data, dy.data, dx.data, n);
+  if (require_values("relu_backward", {y, dy, dx}, 1)) {
+    relu_backward16(y, dy, dx, accumulate);
   } else {
-    relu_backward_kernel<false><<<blocks_for(n), 256, 0, compute_>>>(y.data, dy.data, dx.data, n);
+    if (accumulate) relu_backward_kernel<true><<<blocks_for(n), 256, 0, compute_>>>(y.data, dy.data, dx.data, n);
+    else relu_backward_kernel<false><<<blocks_for(n), 256, 0, compute_>>>(y.data, dy.data, dx.data, n);
+    check_launch("relu_backward_kernel");
   }
-  check_launch("relu_backward_kernel");
-  touched(y, dy, dx);
+  touched(y, packed_range(y), dy, dx);
 }
 
 void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
@@ -143,9 +148,13 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor y) {
   same_size("add", a, y);
   const std::size_t n = a.elements();
   if (n == 0) return;
-  add_kernel<<<blocks_for(n), 256, 0, compute_>>>(a.data, b.data, y.data, n);
-  check_launch("add_kernel");
-  touched(a, b, y);
+  if (require_values("add", {a, b, y})) {
+    add16(a, b, y);
+  } else {
+    add_kernel<<<blocks_for(n), 256, 0, compute_>>>(a.data, b.data, y.data, n);
+    check_launch("add_kernel");
+  }
+  touched(a, packed_range(a), b, packed_range(b), y, packed_range(y));
 }
 
 void CudaBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {

@@ -1,33 +1,17 @@
 // 16-bit values (Backend::to_16bit, from_16bit) and the 16-bit copies of a product's operands (Note
-// [16-bit products on CUDA], conv.cpp): CUDA's own conversions, to nearest with ties to even. bf16
-// flushes a subnormal to a zero of its sign, as the CPU backend does, so that the two backends
-// store the same bits.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+// [16-bit products on CUDA], conv.cpp), rounded as detail/values16.cuh rounds them, so that the
+// CPU and CUDA backends store the same bits.
 #include <cstddef>
 #include <cstdint>
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
+#include "backends/cuda/detail/values16.cuh"
 #include "base/error.hpp"
 
 namespace cnn::cuda {
 namespace {
-
-__device__ float flushed(float v) { return fabsf(v) < 1.17549435e-38f ? copysignf(0.0f, v) : v; }
-
-template <ValueFormat F>
-__device__ std::uint16_t narrowed(float v) {
-  if constexpr (F == ValueFormat::bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(flushed(v)));
-  else return __half_as_ushort(__float2half_rn(v));
-}
-template <ValueFormat F>
-__device__ float widened(std::uint16_t bits) {
-  if constexpr (F == ValueFormat::bf16) return __bfloat162float(__ushort_as_bfloat16(bits));
-  else return __half2float(__ushort_as_half(bits));
-}
 
 // Note [Four values a thread]
 // A conversion moves 6 bytes a value and computes next to nothing, so it runs at the memory's

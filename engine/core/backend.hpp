@@ -184,6 +184,16 @@ class Backend {
   virtual std::string description() const = 0;  // e.g. "cpu: Eigen 3.4.0, 2 threads"
   // How this backend's convolutions and dense layers multiply.
   virtual Precision precision() const { return Precision::fp32; }
+  // Note [Values as they are stored]
+  // True where the calls below that say so (the convolutions, dense, ReLU, add) take a value in
+  // this backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
+  // (Tensor::packed16, its floats `data` may be null) and round an output into its packed16
+  // themselves: the CUDA backend in bf16 and fp16. A step on a plan that stores values in that
+  // format then hands a layer that reads and writes its values only through such calls
+  // (Layer::packed_values) the values as they are stored, with no float copies in between; other
+  // layers get float copies, with their 16-bit bits beside them for the products. A backend that
+  // says false is never handed packed16.
+  virtual bool takes_packed_values() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device
   // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.
@@ -245,13 +255,15 @@ class Backend {
                                              ConvPass pass, std::size_t limit) = 0;
   // bias may be empty (no bias). accumulate: y += conv(x) (+ bias) instead of y = ... (a
   // transposed convolution's backward-data adds its input gradient this way, with no buffer).
-  // Where y.packed16 is set (on a 16-bit backend only), y's final values are also left there,
-  // rounded as to_16bit rounds them: the step's storage of the output (Layer::writes_packed_output).
+  // Note [Values as they are stored]: x may come as 16 bits alone, and where y.packed16 is set
+  // the output is rounded into it (y.data is then scratch, its values left unspecified).
   virtual void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                               const Tensor& bias, Tensor y, bool accumulate, Workspace ws) = 0;
+  // dy may come as 16 bits alone (a transposed convolution's input).
   virtual void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
                                     Tensor dx, bool accumulate, Workspace ws) = 0;
-  // dbias may be empty (no bias).
+  // dbias may be empty (no bias). x, or dy as a transposed convolution passes its input, may come
+  // as 16 bits alone.
   virtual void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
                                       Tensor dw, Tensor dbias, Workspace ws) = 0;
 
@@ -262,6 +274,7 @@ class Backend {
   virtual void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) = 0;
   virtual void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) = 0;
 
+  // Note [Values as they are stored]: x and y, and y in backward, may be 16 bits alone.
   virtual void relu_forward(const Tensor& x, Tensor y) = 0;
   virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) = 0;
 
@@ -332,6 +345,7 @@ class Backend {
                                std::uint64_t layer) = 0;
   virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;
 
+  // Note [Values as they are stored]: a, b and y may be 16 bits alone.
   virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;
   // dst = src (accumulate false) or dst += src.
   virtual void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) = 0;

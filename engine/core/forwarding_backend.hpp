@@ -29,6 +29,7 @@ class ForwardingBackend : public Backend {
   DeviceKind kind() const override { return inner_.kind(); }
   std::string description() const override { return inner_.description(); }
   Precision precision() const override { return inner_.precision(); }
+  bool takes_packed_values() const override { return inner_.takes_packed_values(); }
   memory::MemoryResource& device_memory() override { return inner_.device_memory(); }
   memory::MemoryResource& staging_memory() override { return inner_.staging_memory(); }
   std::size_t library_reserved_bytes() const override { return inner_.library_reserved_bytes(); }

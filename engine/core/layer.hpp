@@ -101,10 +101,11 @@ class Layer {
   // True for a layer whose output is its input seen with another shape (Flatten): the engine
   // gives it no buffer and never calls forward or backward.
   virtual bool is_view() const { return false; }
-  // True where forward and recompute hand their output, with its Tensor::packed16, to a backend
-  // call that leaves the result in 16 bits there too (Backend::conv2d_forward): a step that
-  // stores the output in 16 bits then has it stored already and does not round it again.
-  virtual bool writes_packed_output() const { return false; }
+  // True where forward, recompute and backward read every input and the output, and write the
+  // output, only through backend calls that take values as they are stored (Note [Values as
+  // they are stored], backend.hpp): on such a backend a step hands this layer its 16-bit values
+  // alone, with no float copies, and stores nothing after it.
+  virtual bool packed_values() const { return false; }
 
   virtual void forward(const LayerContext& context) = 0;
   virtual void backward(const LayerContext& context) = 0;

@@ -48,6 +48,7 @@ class CudaBackend final : public Backend {
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string description() const override;
   Precision precision() const override { return options_.precision; }
+  bool takes_packed_values() const override { return products16(); }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   std::size_t library_reserved_bytes() const override {
@@ -231,9 +232,19 @@ class CudaBackend final : public Backend {
   // what it touched.
   void narrow16(const float* x, void* packed, std::size_t n, ValueFormat format);
   void widen16(const void* packed, float* x, std::size_t n, ValueFormat format, bool accumulate);
-  // A product's 16-bit operand: the tensor's own 16-bit copy where it has a usable one
-  // (Tensor::packed16), else its rounding into `copy` (Note [16-bit products on CUDA], conv.cpp).
+  // A product's 16-bit operand: the tensor's own 16-bit values (Tensor::packed16) where they are
+  // aligned as the copies are, else those values or the rounding of its floats in `copy` (Note
+  // [16-bit products on CUDA], conv.cpp).
   const void* operand16(const Tensor& t, void* copy);
+  // Whether any of `values` comes in 16 bits (Tensor::packed16), after checking that each holds its
+  // values somewhere, that 16-bit ones reach a backend in bf16 or fp16, and that those from
+  // `floats_from` on (gradients) are floats: throws ConfigError naming `call` otherwise.
+  bool require_values(const char* call, std::initializer_list<Tensor> values,
+                      std::size_t floats_from = static_cast<std::size_t>(-1));
+  // ReLU and add on values of which some are in 16 bits (packed_elementwise.cu): enqueued only.
+  void relu_forward16(const Tensor& x, Tensor y);
+  void relu_backward16(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate);
+  void add16(const Tensor& a, const Tensor& b, Tensor y);
   // C = op(A) op(B) + beta C as cuBLAS sees them (column-major), C float: on the floats in fp32 and
   // tf32, on 16-bit copies of A and B taken from the front of `ws` in bf16 and fp16 (dense.cpp).
   void dense_product(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const Tensor& a, int lda,

@@ -12,7 +12,8 @@ StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& p
                            StepMemory& memory, StepSlots slots, bool capture)
     : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
       capture_(capture),
-      packed_operands_(plan.values != ValueFormat::fp32 && plan.values == value_format(backend.precision())) {
+      packed_values_(plan.values != ValueFormat::fp32 && plan.values == value_format(backend.precision()) &&
+                     backend.takes_packed_values()) {
   // Sized once so that a step allocates nothing on the host either.
   std::size_t most_inputs = 0, most_saved = 0;
   for (int id = 1; id < net_.size(); ++id) {
@@ -44,16 +45,18 @@ int StepExecutor::backward_buffer(int node) const {
   return copy >= 0 ? plan_.recomputations[static_cast<std::size_t>(copy)].output : plan_.node(v).value;
 }
 
-Tensor StepExecutor::readable(int node, int n, bool after_loss, int fp32, bool read) {
+Tensor StepExecutor::readable(int node, int n, bool after_loss, int fp32, bool read, bool as_stored) {
   const Node& nd = net_.node(node);
   const int index = after_loss ? backward_buffer(node) : plan_.node(nd.value).value;
   const Shape shape = nd.shape.batched(n);
   if (!plan_.stores_16bit(nd.value)) return buffer(index, shape);
   if (!read) return Tensor{nullptr, shape};
+  void* stored = memory_.address(index);
+  if (packed_values_ && as_stored) return Tensor{nullptr, shape, stored};
   if (fp32 < 0) throw std::logic_error("step plan: no float32 copy of " + nd.name + " where a layer reads it");
   Tensor wide = buffer(fp32, shape);
-  backend_.from_16bit(memory_.address(index), wide, plan_.values);
-  if (packed_operands_) wide.packed16 = memory_.address(index);
+  backend_.from_16bit(stored, wide, plan_.values);
+  if (packed_values_) wide.packed16 = stored;
   return wide;
 }
 
@@ -125,7 +128,8 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
                     bool read) {
     inputs.clear();
     for (std::size_t k = 0; k < nd.inputs.size(); ++k)
-      inputs.push_back(readable(nd.inputs[k], n, after_loss, k < fp32.size() ? fp32[k] : -1, read));
+      inputs.push_back(
+          readable(nd.inputs[k], n, after_loss, k < fp32.size() ? fp32[k] : -1, read, nd.layer->packed_values()));
     saved.clear();
     const int copy = recomputation >= 0 ? recomputation : after_loss ? copies_[static_cast<std::size_t>(id)] : -1;
     const std::vector<int>* rewritten = copy >= 0 ? &plan_.recomputations[static_cast<std::size_t>(copy)].saved : nullptr;
@@ -134,20 +138,18 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       saved.push_back(buffer(s, Shape{static_cast<int>(floats)}));
     }
   };
-  // Where a layer writes an output stored in 16 bits: its float32 copy, rounded into `stored` after,
-  // unless the layer's backend call rounds it there itself (Layer::writes_packed_output).
-  auto packs_own_output = [&](const Node& nd) {
-    return packed_operands_ && plan_.stores_16bit(nd.value) && nd.layer->writes_packed_output();
-  };
+  // Where a layer writes an output stored in 16 bits: its float32 copy, rounded into `stored` after;
+  // or, for a layer that takes its values as they are stored, `stored` itself, with the float32
+  // copy as the call's scratch (Note [Values as they are stored], backend.hpp).
+  auto as_stored = [&](const Node& nd) { return packed_values_ && nd.layer->packed_values(); };
   auto writable = [&](const Node& nd, int stored, int fp32) {
     if (!plan_.stores_16bit(nd.value)) return buffer(stored, nd.shape.batched(n));
     Tensor wide = buffer(fp32, nd.shape.batched(n));
-    if (packs_own_output(nd)) wide.packed16 = memory_.address(stored);
+    if (as_stored(nd)) wide.packed16 = memory_.address(stored);
     return wide;
   };
   auto store = [&](const Node& nd, int stored, const Tensor& written) {
-    if (plan_.stores_16bit(nd.value) && !packs_own_output(nd))
-      backend_.to_16bit(written, memory_.address(stored), plan_.values);
+    if (plan_.stores_16bit(nd.value) && !as_stored(nd)) backend_.to_16bit(written, memory_.address(stored), plan_.values);
   };
   auto context = [&](int id, int workspace, Tensor output) {
     LayerContext c;
@@ -215,7 +217,8 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
         grad_inputs.push_back(g);
       }
       LayerContext c = context(id, b.backward_workspace,
-                               readable(id, n, true, b.backward_output_fp32, nd.layer->backward_needs_output()));
+                               readable(id, n, true, b.backward_output_fp32, nd.layer->backward_needs_output(),
+                                        nd.layer->packed_values()));
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;
       const std::vector<bool>& acc = b.accumulate;

@@ -64,9 +64,11 @@ class StepExecutor {
   // any, else forward's.
   int backward_buffer(int node) const;
   // The node's output as a layer reads it, from forward's buffer or (after_loss) backward's. A
-  // value stored in 16 bits is widened into the float32 copy `fp32` first; where `read` is false
-  // the layer gets its shape alone (no data).
-  Tensor readable(int node, int n, bool after_loss, int fp32, bool read);
+  // value stored in 16 bits is widened into the float32 copy `fp32` first, its 16-bit bits beside
+  // it where the backend takes them, or comes as those bits alone where `as_stored` (the reading
+  // layer's Layer::packed_values) and the backend takes them; where `read` is false the layer gets
+  // its shape alone (no data).
+  Tensor readable(int node, int n, bool after_loss, int fp32, bool read, bool as_stored);
   Tensor gradient(int node, int n) const;
   Tensor buffer(int index, Shape shape) const;
 
@@ -83,9 +85,9 @@ class StepExecutor {
   StepMemory& memory_;
   StepSlots slots_;
   bool capture_;
-  // The values are stored in the backend's own 16-bit format, so its calls may take them as they
-  // are stored (Tensor::packed16).
-  bool packed_operands_;
+  // The values are stored in the 16-bit format of a backend that takes them as they are stored
+  // (Backend::takes_packed_values).
+  bool packed_values_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
   // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):
   // as many as the layer with the most inputs has.

@@ -190,33 +190,34 @@ TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, a
 namespace {
 
 // A tensor's values rounded to 16 bits on the device, as the step stores them, and the tensor
-// seen with that storage (Tensor::packed16).
+// seen with that storage (Tensor::packed16): beside its floats, or alone.
 struct Stored16 {
   DeviceBuffer bits;
-  Tensor seen;
+  Tensor beside, alone;
 };
 Stored16 stored16(Backend& gpu, const Tensor& t) {
-  Stored16 s{DeviceBuffer(gpu, t.elements() * 2), t};
+  Stored16 s{DeviceBuffer(gpu, t.elements() * 2), t, Tensor{nullptr, t.shape}};
   gpu.to_16bit(t, s.bits.data(), value_format(gpu.precision()));
-  s.seen.packed16 = s.bits.data();
+  s.beside.packed16 = s.alone.packed16 = s.bits.data();
   return s;
 }
 
-// What a 16-bit output holds against the rounding of the float output beside it: the same bits.
-void check_rounded(Backend& gpu, const Twin& y, const DeviceBuffer& bits) {
-  std::vector<float> wide = y.gpu_values();
-  const std::size_t n = wide.size();
-  std::vector<std::uint16_t> got(n), want(n);
-  gpu.copy_to_host(bits.data(), got.data(), n * 2);
-  cpu().to_16bit(Tensor{wide.data(), Shape{static_cast<int>(n)}}, want.data(), value_format(gpu.precision()));
-  CHECK(got == want);
+// A 16-bit output against the CPU's float one: the 16-bit rounding is within the tolerances.
+double packed_error(Backend& gpu, const Twin& reference, const DeviceBuffer& bits) {
+  const std::vector<float> want = reference.cpu_values();
+  const std::size_t n = want.size();
+  std::vector<std::uint16_t> packed(n);
+  std::vector<float> got(n);
+  gpu.copy_to_host(bits.data(), packed.data(), n * 2);
+  cpu().from_16bit(packed.data(), Tensor{got.data(), Shape{static_cast<int>(n)}}, value_format(gpu.precision()));
+  return relative_error(got, want);
 }
 
-// The calls as a step makes them when it stores values in 16 bits: the operands that are values
-// come with their storage (x forward and backward-filter, dy backward-data as a transposed
-// convolution passes its input), the forward output with its own, written by the call.
+// The calls as a step makes them on a plan that stores values in 16 bits (Note [Values as they are
+// stored], backend.hpp): x forward and backward-filter, and dy backward-data as a transposed
+// convolution passes its input, come as 16-bit values beside their floats or alone, and the
+// forward output is rounded into 16-bit values of its own, its floats scratch.
 void check_stored_values(Backend& gpu, const ConvCase& c, double tolerance, Workspace forward_ws = {}) {
-  INFO(c.name << ", " << to_string(gpu.precision()) << ", with 16-bit storage");
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
   const Precision p = gpu.precision();
@@ -225,49 +226,72 @@ void check_stored_values(Backend& gpu, const ConvCase& c, double tolerance, Work
   Twin bias(gpu, Shape{c.k}, 3);
   const Stored16 x16 = stored16(gpu, x.gpu());
   Workspaces forward = workspaces(gpu, c, ConvPass::forward, kLimit);
-  const Workspace gpu_forward = forward_ws.data ? forward_ws : forward.gpu();
-  for (bool with_bias : {false, true}) {
-    for (bool accumulate : {false, true}) {
-      INFO("forward, bias " << with_bias << ", accumulating " << accumulate);
-      Twin y(gpu, ys, 4);
-      DeviceBuffer y_bits(gpu, ys.elements() * 2);
-      Tensor y_stored = y.gpu();
-      y_stored.packed16 = y_bits.data();
-      cpu().conv2d_forward(d, x.cpu(), w.cpu(), with_bias ? bias.cpu() : Tensor{}, y.cpu(), accumulate, forward.cpu());
-      gpu.conv2d_forward(d, x16.seen, w.gpu(), with_bias ? bias.gpu() : Tensor{}, y_stored, accumulate, gpu_forward);
-      CHECK(y.relative_error() <= tolerance);
-      check_rounded(gpu, y, y_bits);
-    }
-  }
   Workspaces backward = workspaces(gpu, c, ConvPass::backward, kLimit);
+  const Workspace gpu_forward = forward_ws.data ? forward_ws : forward.gpu();
   Twin dy(gpu, ys, rounded16(p, random_values(ys.elements(), 6)));
   const Stored16 dy16 = stored16(gpu, dy.gpu());
-  Twin dx(gpu, xs, 7);
-  cpu().conv2d_backward_data(d, dy.cpu(), w.cpu(), dx.cpu(), true, backward.cpu());
-  gpu.conv2d_backward_data(d, dy16.seen, w.gpu(), dx.gpu(), true, backward.gpu());
-  CHECK(dx.relative_error() <= tolerance);
-  Twin dw(gpu, ws, 8);
-  cpu().conv2d_backward_filter(d, x.cpu(), dy.cpu(), dw.cpu(), Tensor{}, backward.cpu());
-  gpu.conv2d_backward_filter(d, x16.seen, dy.gpu(), dw.gpu(), Tensor{}, backward.gpu());
-  CHECK(dw.relative_error() <= tolerance);
+  for (bool alone : {false, true}) {
+    INFO(c.name << ", " << to_string(p) << ", 16-bit values " << (alone ? "alone" : "beside the floats"));
+    const Tensor x_in = alone ? x16.alone : x16.beside;
+    for (bool with_bias : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        INFO("forward, bias " << with_bias << ", accumulating " << accumulate);
+        Twin y(gpu, ys, rounded16(p, random_values(ys.elements(), 4)));  // what an accumulating call adds to
+        const Stored16 y16 = stored16(gpu, y.gpu());
+        Tensor y_out = y.gpu();
+        y_out.packed16 = y16.bits.data();
+        cpu().conv2d_forward(d, x.cpu(), w.cpu(), with_bias ? bias.cpu() : Tensor{}, y.cpu(), accumulate,
+                             forward.cpu());
+        gpu.conv2d_forward(d, x_in, w.gpu(), with_bias ? bias.gpu() : Tensor{}, y_out, accumulate, gpu_forward);
+        CHECK(packed_error(gpu, y, y16.bits) <= tolerance);
+      }
+    }
+    Twin dx(gpu, xs, 7);
+    cpu().conv2d_backward_data(d, dy.cpu(), w.cpu(), dx.cpu(), true, backward.cpu());
+    gpu.conv2d_backward_data(d, alone ? dy16.alone : dy16.beside, w.gpu(), dx.gpu(), true, backward.gpu());
+    CHECK(dx.relative_error() <= tolerance);
+    Twin dw(gpu, ws, 8);
+    cpu().conv2d_backward_filter(d, x.cpu(), dy.cpu(), dw.cpu(), Tensor{}, backward.cpu());
+    gpu.conv2d_backward_filter(d, x_in, alone ? dy16.alone : dy16.beside, dw.gpu(), Tensor{}, backward.gpu());
+    CHECK(dw.relative_error() <= tolerance);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("cuda conv2d in bf16 and fp16 takes and writes the step's 16-bit storage", "[cuda][conv][bf16]") {
+TEST_CASE("cuda conv2d in bf16 and fp16 takes and writes values as the step stores them", "[cuda][conv][bf16]") {
   for (const ConvCase& c : kCases) {
     check_stored_values(gpu_16bit(Precision::bf16), c, 1e-2);
     check_stored_values(gpu_16bit(Precision::fp16), c, 2e-3);
   }
-  // In halves (Note [Convolutions in halves]) each half writes its own samples' storage. A sample
-  // of this output is 960 bytes in 16 bits, so a later half starts off the copies' 256-byte
-  // alignment and rounds its floats instead: both ways are taken.
+  // In halves (Note [Convolutions in halves]) each half takes and writes its own samples' 16-bit
+  // values. A sample of this output is 960 bytes in 16 bits and one of its input 3,200, so a
+  // later half starts off the copies' 256-byte alignment and goes through the copies instead:
+  // both ways are taken.
   Backend& gpu = gpu_16bit(Precision::bf16);
   const ConvCase& c = kCases[1];
   Shape x1 = input_shape(c), y1 = output_shape(c);
   x1[0] = y1[0] = 1;
   const DeviceBuffer single(gpu, gpu.conv2d_workspace_bytes(desc_of(c), x1, y1, ConvPass::forward, 0));
   check_stored_values(gpu, c, 1e-2, Workspace{single.data(), single.bytes()});
+}
+
+TEST_CASE("cuda conv2d refuses 16-bit values in fp32 and an output without floats", "[cuda][conv][bf16]") {
+  const ConvCase& c = kCases[2];
+  const Conv2dDesc d = desc_of(c);
+  Twin x(gpu(), input_shape(c), 1), w(gpu(), weight_shape(c), 2), y(gpu(), output_shape(c), 3);
+  Workspaces forward = workspaces(gpu(), c, ConvPass::forward, kLimit);
+  DeviceBuffer bits(gpu(), input_shape(c).elements() * 2);
+  Tensor x_bits{nullptr, input_shape(c)};
+  x_bits.packed16 = bits.data();
+  CHECK_THROWS_WITH(gpu().conv2d_forward(d, x_bits, w.gpu(), Tensor{}, y.gpu(), false, forward.gpu()),
+                    Catch::Contains("conv2d_forward") && Catch::Contains("16-bit value"));
+  Backend& bf16 = gpu_16bit(Precision::bf16);
+  Workspaces forward16 = workspaces(bf16, c, ConvPass::forward, kLimit);
+  Twin x16(bf16, input_shape(c), 1), w16(bf16, weight_shape(c), 2);
+  CHECK_THROWS_WITH(bf16.conv2d_forward(d, x16.gpu(), w16.gpu(), Tensor{}, Tensor{nullptr, output_shape(c)}, false,
+                                        forward16.gpu()),
+                    Catch::Contains("conv2d_forward") && Catch::Contains("no floats"));
 }
 
 TEST_CASE("cuda conv2d: a workspace smaller than planned still gives the right result", "[cuda][conv]") {

@@ -149,3 +149,98 @@ TEST_CASE("cuda 16-bit values: the CPU's bits both ways", "[cuda][elementwise][v
     CHECK(std::memcmp(widened.data() + 1, reference.data() + 1, (n - 1) * sizeof(float)) == 0);
   }
 }
+
+namespace {
+
+// Values on a 16-bit backend as the step stores them (Note [Values as they are stored],
+// backend.hpp): their 16-bit bits on the device, and the tensor that is those bits alone.
+struct Bits {
+  DeviceBuffer buffer;
+  Tensor alone;
+};
+Bits bits_of(Backend& gpu, const Shape& s, const std::vector<float>& values) {
+  Twin floats(gpu, s, values);
+  Bits b{DeviceBuffer(gpu, s.elements() * 2), Tensor{nullptr, s}};
+  gpu.to_16bit(floats.gpu(), b.buffer.data(), value_format(gpu.precision()));
+  b.alone.packed16 = b.buffer.data();
+  return b;
+}
+std::vector<std::uint16_t> bits_on_host(Backend& gpu, const Bits& b) {
+  std::vector<std::uint16_t> out(b.alone.elements());
+  gpu.copy_to_host(b.buffer.data(), out.data(), out.size() * 2);
+  return out;
+}
+// The CPU's float values rounded to 16 bits.
+std::vector<std::uint16_t> rounded_on_cpu(const Twin& t, ValueFormat format) {
+  std::vector<float> values = t.cpu_values();
+  std::vector<std::uint16_t> out(values.size());
+  cpu().to_16bit(Tensor{values.data(), Shape{static_cast<int>(values.size())}}, out.data(), format);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cuda ReLU and add take and write values as the step stores them: the CPU's bits",
+          "[cuda][elementwise][bf16]") {
+  const Shape s{3, 5, 7, 9};
+  const std::size_t n = s.elements();
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    INFO(to_string(p));
+    Backend& gpu = gpu_16bit(p);
+    const ValueFormat format = value_format(p);
+    const std::vector<float> xv = rounded16(p, random_values(n, 81)), bv = rounded16(p, random_values(n, 82));
+    Twin x(gpu, s, xv), b(gpu, s, bv);
+    const Bits x16 = bits_of(gpu, s, xv), b16 = bits_of(gpu, s, bv);
+
+    Twin relu(gpu, s, 83);
+    cpu().relu_forward(x.cpu(), relu.cpu());
+    for (bool input_alone : {false, true}) {
+      INFO("ReLU of " << (input_alone ? "16-bit values" : "floats"));
+      Bits y = bits_of(gpu, s, random_values(n, 84));
+      gpu.relu_forward(input_alone ? x16.alone : x.gpu(), y.alone);
+      CHECK(bits_on_host(gpu, y) == rounded_on_cpu(relu, format));
+    }
+    gpu.relu_forward(x16.alone, relu.gpu());  // into floats
+    CHECK(relu.gpu_values() == relu.cpu_values());
+    Bits in_place = bits_of(gpu, s, xv);
+    gpu.relu_forward(in_place.alone, in_place.alone);
+    CHECK(bits_on_host(gpu, in_place) == rounded_on_cpu(relu, format));
+
+    const Bits relu16 = bits_of(gpu, s, relu.cpu_values());
+    Twin dy(gpu, s, 85);
+    for (bool accumulate : {false, true}) {
+      INFO("ReLU backward, accumulating " << accumulate);
+      Twin dx(gpu, s, 86);
+      cpu().relu_backward(relu.cpu(), dy.cpu(), dx.cpu(), accumulate);
+      gpu.relu_backward(relu16.alone, dy.gpu(), dx.gpu(), accumulate);
+      CHECK(dx.gpu_values() == dx.cpu_values());
+    }
+
+    Twin sum(gpu, s, 87);
+    cpu().add(x.cpu(), b.cpu(), sum.cpu());
+    Bits sum16 = bits_of(gpu, s, random_values(n, 88));
+    gpu.add(x16.alone, b.gpu(), sum16.alone);
+    CHECK(bits_on_host(gpu, sum16) == rounded_on_cpu(sum, format));
+    gpu.add(x16.alone, b16.alone, sum.gpu());
+    CHECK(sum.gpu_values() == sum.cpu_values());
+  }
+}
+
+TEST_CASE("cuda ReLU refuses 16-bit values in fp32, a 16-bit gradient and a tensor with no values",
+          "[cuda][elementwise][bf16]") {
+  const Shape s{2, 3, 4, 5};
+  Twin x(gpu(), s, 91), y(gpu(), s, 92), dy(gpu(), s, 93);
+  DeviceBuffer bits(gpu(), s.elements() * 2);
+  Tensor x16{nullptr, s};
+  x16.packed16 = bits.data();
+  CHECK_THROWS_WITH(gpu().relu_forward(x16, y.gpu()), Catch::Contains("relu_forward") && Catch::Contains("fp32"));
+  Backend& bf16 = gpu_16bit(Precision::bf16);
+  Twin x_bf16(bf16, s, 91), dy_bf16(bf16, s, 93), dx_bf16(bf16, s, 94);
+  DeviceBuffer bits_bf16(bf16, s.elements() * 2);
+  Tensor dy16 = dy_bf16.gpu();
+  dy16.packed16 = bits_bf16.data();
+  CHECK_THROWS_WITH(bf16.relu_backward(x_bf16.gpu(), dy16, dx_bf16.gpu(), false),
+                    Catch::Contains("relu_backward") && Catch::Contains("must be floats"));
+  CHECK_THROWS_WITH(bf16.relu_forward(Tensor{nullptr, s}, dx_bf16.gpu()),
+                    Catch::Contains("relu_forward") && Catch::Contains("neither floats nor 16-bit values"));
+}
