@@ -276,7 +276,7 @@ TEST_CASE("cuda conv2d in bf16 and fp16 takes and writes values as the step stor
   check_stored_values(gpu, c, 1e-2, Workspace{single.data(), single.bytes()});
 }
 
-TEST_CASE("cuda conv2d refuses 16-bit values in fp32 and an output without floats", "[cuda][conv][bf16]") {
+TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values and a 16-bit output with no floats", "[cuda][conv][bf16]") {
   const ConvCase& c = kCases[2];
   const Conv2dDesc d = desc_of(c);
   Twin x(gpu(), input_shape(c), 1), w(gpu(), weight_shape(c), 2), y(gpu(), output_shape(c), 3);
@@ -291,7 +291,12 @@ TEST_CASE("cuda conv2d refuses 16-bit values in fp32 and an output without float
   Twin x16(bf16, input_shape(c), 1), w16(bf16, weight_shape(c), 2);
   CHECK_THROWS_WITH(bf16.conv2d_forward(d, x16.gpu(), w16.gpu(), Tensor{}, Tensor{nullptr, output_shape(c)}, false,
                                         forward16.gpu()),
-                    Catch::Contains("conv2d_forward") && Catch::Contains("no floats"));
+                    Catch::Contains("conv2d_forward") && Catch::Contains("neither floats nor 16-bit values"));
+  DeviceBuffer y_bits(bf16, output_shape(c).elements() * 2);
+  Tensor y16{nullptr, output_shape(c)};
+  y16.packed16 = y_bits.data();
+  CHECK_THROWS_WITH(bf16.conv2d_forward(d, x16.gpu(), w16.gpu(), Tensor{}, y16, false, forward16.gpu()),
+                    Catch::Contains("conv2d_forward") && Catch::Contains("no floats to work in"));
 }
 
 TEST_CASE("cuda conv2d: a workspace smaller than planned still gives the right result", "[cuda][conv]") {
