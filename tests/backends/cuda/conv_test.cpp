@@ -80,17 +80,27 @@ Workspaces workspaces(Backend& gpu, const ConvCase& c, ConvPass pass, std::size_
   return Workspaces{DeviceBuffer(cpu(), cpu_bytes), DeviceBuffer(gpu, gpu_bytes)};
 }
 
+// A convolution's x and w, rounded to `gpu`'s 16-bit format first where it has one so that both
+// sides multiply the same numbers, and its bias.
+struct ConvOperands {
+  Twin x, w, bias;
+};
+ConvOperands conv_operands(Backend& gpu, const ConvCase& c) {
+  const Precision p = gpu.precision();
+  return {Twin(gpu, input_shape(c), rounded16(p, random_values(input_shape(c).elements(), 1))),
+          Twin(gpu, weight_shape(c), rounded16(p, random_values(weight_shape(c).elements(), 2))),
+          Twin(gpu, Shape{c.k}, 3)};
+}
+
 // `gpu` against the fp32 CPU backend. The operands (x, w, dy) are rounded to `gpu`'s 16-bit
-// format first where it has one, so that both sides multiply the same numbers; what a call adds
-// to is not.
+// format first where it has one; what a call adds to is not.
 void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::size_t limit) {
   INFO(c.name << ", " << to_string(gpu.precision()));
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
   const Precision p = gpu.precision();
-  Twin x(gpu, xs, rounded16(p, random_values(xs.elements(), 1))),
-      w(gpu, ws, rounded16(p, random_values(ws.elements(), 2)));
-  Twin bias(gpu, Shape{c.k}, 3);
+  const ConvOperands operands = conv_operands(gpu, c);
+  const Twin &x = operands.x, &w = operands.w, &bias = operands.bias;
 
   {
     Workspaces forward = workspaces(gpu, c, ConvPass::forward, limit);
@@ -221,9 +231,8 @@ void check_stored_values(Backend& gpu, const ConvCase& c, double tolerance, Work
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
   const Precision p = gpu.precision();
-  Twin x(gpu, xs, rounded16(p, random_values(xs.elements(), 1))),
-      w(gpu, ws, rounded16(p, random_values(ws.elements(), 2)));
-  Twin bias(gpu, Shape{c.k}, 3);
+  const ConvOperands operands = conv_operands(gpu, c);
+  const Twin &x = operands.x, &w = operands.w, &bias = operands.bias;
   const Stored16 x16 = stored16(gpu, x.gpu());
   Workspaces forward = workspaces(gpu, c, ConvPass::forward, kLimit);
   Workspaces backward = workspaces(gpu, c, ConvPass::backward, kLimit);
