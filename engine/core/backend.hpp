@@ -185,10 +185,11 @@ class Backend {
   // How this backend's convolutions and dense layers multiply.
   virtual Precision precision() const { return Precision::fp32; }
   // Note [Values as they are stored]
-  // True where the calls below that say so (the convolutions, dense, ReLU, add) take a value in
-  // this backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
-  // (Tensor::packed16, its floats `data` may be null) and round an output into its packed16
-  // themselves: the CUDA backend in bf16 and fp16. A step on a plan that stores values in that
+  // True where the calls below that say so (the convolutions, ReLU, add) take a value in this
+  // backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
+  // (Tensor::packed16, its floats `data` null) and round an output into its packed16 themselves,
+  // and the products (convolutions, dense) take the bits beside a value's floats as their
+  // 16-bit operand: the CUDA backend in bf16 and fp16. A step on a plan that stores values in that
   // format then hands a layer that reads and writes its values only through such calls
   // (Layer::packed_values) the values as they are stored, with no float copies in between; other
   // layers get float copies, with their 16-bit bits beside them for the products. A backend that

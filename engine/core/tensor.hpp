@@ -58,11 +58,11 @@ struct Shape {
 struct Tensor {
   float* data = nullptr;
   Shape shape;
-  // Where not null, the same values in the backend's 16-bit format (docs/design.md, "16-bit
-  // values"): a value read from 16-bit storage, which `data` holds widened, so that a backend may
-  // take these bits as a 16-bit operand instead of rounding `data` again; or, on the output of a
-  // call that says so (Backend::conv2d_forward), where the call also leaves its result rounded to
-  // 16 bits. A view that moves `data` must move this too, or drop it.
+  // Where not null, the values in the backend's 16-bit format, for a backend that takes values as
+  // they are stored (Note [Values as they are stored], backend.hpp): an input's 16-bit bits,
+  // beside `data` widened from them or alone (`data` null); or, on an output, where the call
+  // rounds its result (`data` then its scratch). A view that moves `data` must move this too, or
+  // drop it.
   void* packed16 = nullptr;
 
   std::size_t elements() const { return shape.elements(); }

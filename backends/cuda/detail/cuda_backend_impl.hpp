@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -246,7 +247,8 @@ class CudaBackend final : public Backend {
   void relu_backward16(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate);
   void add16(const Tensor& a, const Tensor& b, Tensor y);
   // C = op(A) op(B) + beta C as cuBLAS sees them (column-major), C float: on the floats in fp32 and
-  // tf32, on 16-bit copies of A and B taken from the front of `ws` in bf16 and fp16 (dense.cpp).
+  // tf32, in bf16 and fp16 on A's and B's 16-bit values (operand16, the copies taken from the
+  // front of `ws`) (dense.cpp).
   void dense_product(cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k, const Tensor& a, int lda,
                      const Tensor& b, int ldb, float beta, Tensor c, int ldc, Workspace ws, const char* call);
   // The bytes of a convolution's 16-bit copies (x, y and w, the same in every pass); 0 in fp32 and tf32.
