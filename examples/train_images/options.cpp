@@ -74,7 +74,7 @@ void add_options(CLI::App& app, Options& o) {
                  "cores); bf16 (bfloat16 operands, float sums; on a CPU with AVX512-BF16 its instructions); fp16 "
                  "(half operands, float sums, dynamic loss scaling; slower than fp32 on a CPU). Both store the values "
                  "between layers in 16 bits where that is smaller. Weights, optimizer state and checkpoints stay fp32. "
-                 "On CUDA, 16 bits fit a larger batch but train slower than tf32 today")
+                 "On CUDA, 16 bits fit a larger batch and train at about tf32's speed")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}));
   app.add_flag("--fast-start", o.fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring");
   app.add_flag("--deterministic", o.deterministic, "CUDA: only cuDNN's deterministic convolution algorithms, so that "

@@ -199,26 +199,12 @@ TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, a
 
 namespace {
 
-// A tensor's values rounded to 16 bits on the device, as the step stores them, and the tensor
-// seen with that storage (Tensor::packed16): beside its floats, or alone.
-struct Stored16 {
-  DeviceBuffer bits;
-  Tensor beside, alone;
-};
-Stored16 stored16(Backend& gpu, const Tensor& t) {
-  Stored16 s{DeviceBuffer(gpu, t.elements() * 2), t, Tensor{nullptr, t.shape}};
-  gpu.to_16bit(t, s.bits.data(), value_format(gpu.precision()));
-  s.beside.packed16 = s.alone.packed16 = s.bits.data();
-  return s;
-}
-
 // A 16-bit output against the CPU's float one: the 16-bit rounding is within the tolerances.
-double packed_error(Backend& gpu, const Twin& reference, const DeviceBuffer& bits) {
+double packed_error(Backend& gpu, const Twin& reference, const Stored16& stored) {
   const std::vector<float> want = reference.cpu_values();
   const std::size_t n = want.size();
-  std::vector<std::uint16_t> packed(n);
+  const std::vector<std::uint16_t> packed = bits_on_host(gpu, stored);
   std::vector<float> got(n);
-  gpu.copy_to_host(bits.data(), packed.data(), n * 2);
   cpu().from_16bit(packed.data(), Tensor{got.data(), Shape{static_cast<int>(n)}}, value_format(gpu.precision()));
   return relative_error(got, want);
 }
@@ -252,7 +238,7 @@ void check_stored_values(Backend& gpu, const ConvCase& c, double tolerance, Work
         cpu().conv2d_forward(d, x.cpu(), w.cpu(), with_bias ? bias.cpu() : Tensor{}, y.cpu(), accumulate,
                              forward.cpu());
         gpu.conv2d_forward(d, x_in, w.gpu(), with_bias ? bias.gpu() : Tensor{}, y_out, accumulate, gpu_forward);
-        CHECK(packed_error(gpu, y, y16.bits) <= tolerance);
+        CHECK(packed_error(gpu, y, y16) <= tolerance);
       }
     }
     Twin dx(gpu, xs, 7);

@@ -152,23 +152,10 @@ TEST_CASE("cuda 16-bit values: the CPU's bits both ways", "[cuda][elementwise][v
 
 namespace {
 
-// Values on a 16-bit backend as the step stores them (Note [Values as they are stored],
-// backend.hpp): their 16-bit bits on the device, and the tensor that is those bits alone.
-struct Bits {
-  DeviceBuffer buffer;
-  Tensor alone;
-};
-Bits bits_of(Backend& gpu, const Shape& s, const std::vector<float>& values) {
-  Twin floats(gpu, s, values);
-  Bits b{DeviceBuffer(gpu, s.elements() * 2), Tensor{nullptr, s}};
-  gpu.to_16bit(floats.gpu(), b.buffer.data(), value_format(gpu.precision()));
-  b.alone.packed16 = b.buffer.data();
-  return b;
-}
-std::vector<std::uint16_t> bits_on_host(Backend& gpu, const Bits& b) {
-  std::vector<std::uint16_t> out(b.alone.elements());
-  gpu.copy_to_host(b.buffer.data(), out.data(), out.size() * 2);
-  return out;
+// `values` as a step on a 16-bit backend stores them (support.hpp's stored16).
+Stored16 bits_of(Backend& gpu, const Shape& s, const std::vector<float>& values) {
+  const Twin floats(gpu, s, values);
+  return stored16(gpu, floats.gpu());
 }
 // The CPU's float values rounded to 16 bits.
 std::vector<std::uint16_t> rounded_on_cpu(const Twin& t, ValueFormat format) {
@@ -190,23 +177,23 @@ TEST_CASE("cuda ReLU and add take and write values as the step stores them: the 
     const ValueFormat format = value_format(p);
     const std::vector<float> xv = rounded16(p, random_values(n, 81)), bv = rounded16(p, random_values(n, 82));
     Twin x(gpu, s, xv), b(gpu, s, bv);
-    const Bits x16 = bits_of(gpu, s, xv), b16 = bits_of(gpu, s, bv);
+    const Stored16 x16 = bits_of(gpu, s, xv), b16 = bits_of(gpu, s, bv);
 
     Twin relu(gpu, s, 83);
     cpu().relu_forward(x.cpu(), relu.cpu());
     for (bool input_alone : {false, true}) {
       INFO("ReLU of " << (input_alone ? "16-bit values" : "floats"));
-      Bits y = bits_of(gpu, s, random_values(n, 84));
+      Stored16 y = bits_of(gpu, s, random_values(n, 84));
       gpu.relu_forward(input_alone ? x16.alone : x.gpu(), y.alone);
       CHECK(bits_on_host(gpu, y) == rounded_on_cpu(relu, format));
     }
     gpu.relu_forward(x16.alone, relu.gpu());  // into floats
     CHECK(relu.gpu_values() == relu.cpu_values());
-    Bits in_place = bits_of(gpu, s, xv);
+    Stored16 in_place = bits_of(gpu, s, xv);
     gpu.relu_forward(in_place.alone, in_place.alone);
     CHECK(bits_on_host(gpu, in_place) == rounded_on_cpu(relu, format));
 
-    const Bits relu16 = bits_of(gpu, s, relu.cpu_values());
+    const Stored16 relu16 = bits_of(gpu, s, relu.cpu_values());
     Twin dy(gpu, s, 85);
     for (bool accumulate : {false, true}) {
       INFO("ReLU backward, accumulating " << accumulate);
@@ -218,7 +205,7 @@ TEST_CASE("cuda ReLU and add take and write values as the step stores them: the 
 
     Twin sum(gpu, s, 87);
     cpu().add(x.cpu(), b.cpu(), sum.cpu());
-    Bits sum16 = bits_of(gpu, s, random_values(n, 88));
+    Stored16 sum16 = bits_of(gpu, s, random_values(n, 88));
     gpu.add(x16.alone, b.gpu(), sum16.alone);
     CHECK(bits_on_host(gpu, sum16) == rounded_on_cpu(sum, format));
     gpu.add(x16.alone, b16.alone, sum.gpu());

@@ -118,4 +118,17 @@ TwinScalars::TwinScalars(Backend& gpu, const StepScalars& values)
   gpu.copy_to_device(&values, gpu_.data(), sizeof values);
 }
 
+Stored16 stored16(Backend& gpu, const Tensor& floats) {
+  Stored16 s{DeviceBuffer(gpu, floats.elements() * 2), floats, Tensor{nullptr, floats.shape}};
+  gpu.to_16bit(floats, s.bits.data(), value_format(gpu.precision()));
+  s.beside.packed16 = s.alone.packed16 = s.bits.data();
+  return s;
+}
+
+std::vector<std::uint16_t> bits_on_host(Backend& gpu, const Stored16& stored) {
+  std::vector<std::uint16_t> out(stored.alone.elements());
+  gpu.copy_to_host(stored.bits.data(), out.data(), out.size() * 2);
+  return out;
+}
+
 }  // namespace cnn::cuda_test

@@ -84,6 +84,16 @@ class TwinScalars {
   DeviceBuffer cpu_, gpu_;
 };
 
+// A tensor's values rounded to `gpu`'s 16-bit format on the device, as a step stores them, and the
+// tensor seen with them (Tensor::packed16, Note [Values as they are stored] in backend.hpp):
+// beside its floats, or alone.
+struct Stored16 {
+  DeviceBuffer bits;
+  Tensor beside, alone;
+};
+Stored16 stored16(Backend& gpu, const Tensor& floats);
+std::vector<std::uint16_t> bits_on_host(Backend& gpu, const Stored16& stored);
+
 using cnn::testing::relative_error;
 
 }  // namespace cnn::cuda_test
