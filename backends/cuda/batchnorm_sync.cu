@@ -1,7 +1,9 @@
 // Synchronised BatchNorm on CUDA (Backend::batchnorm_channel_sums and the calls after it): the
 // per-channel sums are one block per channel reducing in double, as the CPU backend sums; the
-// forward normalises through batchnorm_forward_saved, so that a recomputation rounds alike.
+// forward normalises through batchnorm_forward_saved, so that a recomputation rounds alike. The
+// input x may come in 16 bits (Tensor::packed16), as a step on a 16-bit plan stores it.
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -9,6 +11,7 @@
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
+#include "backends/cuda/detail/values16.cuh"
 #include "base/error.hpp"
 
 namespace cnn::cuda {
@@ -43,16 +46,18 @@ __global__ void channel_sums_kernel(ChannelLayout layout, Term term, Term2 term2
   }
 }
 
+template <ValueFormat F>
 struct Value {
-  const float* x;
-  __device__ double operator()(std::size_t i, std::size_t) const { return x[i]; }
+  ValuesIn x;
+  __device__ double operator()(std::size_t i, std::size_t) const { return x.at<F>(i); }
 };
+template <ValueFormat F>
 struct CenteredSquare {
-  const float* x;
+  ValuesIn x;
   const float* sums;
   double count;
   __device__ double operator()(std::size_t i, std::size_t ch) const {
-    const double d = x[i] - sums[ch] / count;
+    const double d = x.at<F>(i) - sums[ch] / count;
     return d * d;
   }
 };
@@ -60,10 +65,12 @@ struct OutputGradient {
   const float* dy;
   __device__ double operator()(std::size_t i, std::size_t) const { return dy[i]; }
 };
+template <ValueFormat F>
 struct GradientTimesNormalised {
-  const float *x, *dy, *mean, *inv_std;
+  ValuesIn x;
+  const float *dy, *mean, *inv_std;
   __device__ double operator()(std::size_t i, std::size_t ch) const {
-    return static_cast<double>(dy[i]) * (x[i] - static_cast<double>(mean[ch])) * inv_std[ch];
+    return static_cast<double>(dy[i]) * (x.at<F>(i) - static_cast<double>(mean[ch])) * inv_std[ch];
   }
 };
 
@@ -81,13 +88,14 @@ __global__ void statistics_from_sums_kernel(float* mean, float* inv_std, float* 
   }
 }
 
-__global__ void backward_from_sums_kernel(const float* x, const float* dy, const float* gamma, const float* mean,
+template <ValueFormat F>
+__global__ void backward_from_sums_kernel(ValuesIn x, const float* dy, const float* gamma, const float* mean,
                                           const float* inv_std, const float* sums, double count, float* dx,
                                           std::size_t n, std::size_t channels, std::size_t plane, bool accumulate) {
   CNN_FOR_EACH_ELEMENT(i, n) {
     const std::size_t ch = (i / plane) % channels;
     const double is = inv_std[ch];
-    const double xhat = (x[i] - static_cast<double>(mean[ch])) * is;
+    const double xhat = (x.at<F>(i) - static_cast<double>(mean[ch])) * is;
     const double scale = gamma[ch] * is / count;
     const float g = static_cast<float>(scale * (count * dy[i] - sums[ch] - xhat * sums[channels + ch]));
     dx[i] = accumulate ? dx[i] + g : g;
@@ -102,6 +110,8 @@ void check_channels(const char* call, const Tensor& x, std::initializer_list<con
       throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " + x.shape.str());
 }
 
+ValuesIn values_in(const Tensor& x) { return {x.data, static_cast<const std::uint16_t*>(x.packed16)}; }
+
 ChannelLayout layout_of(const Tensor& x) {
   return {static_cast<std::size_t>(x.n()), static_cast<std::size_t>(x.c()),
           static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w())};
@@ -112,19 +122,25 @@ ChannelLayout layout_of(const Tensor& x) {
 void CudaBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
   activate();
   check_channels("batchnorm_channel_sums", x, {&sums}, 1);
-  channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), Value{x.data}, Value{x.data}, sums.data,
-                                                               nullptr);
+  require_values("batchnorm_channel_sums", {x, sums}, 1);
+  with_format(product_format(), [&](auto f) {
+    const Value<decltype(f)::value> term{values_in(x)};
+    channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), term, term, sums.data, nullptr);
+  });
   check_launch("channel_sums_kernel");
-  touched(x, sums);
+  touched(x, packed_range(x), sums);
 }
 
 void CudaBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
   activate();
   check_channels("batchnorm_centered_squares", x, {&sums, &out}, 1);
-  const CenteredSquare term{x.data, sums.data, count};
-  channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), term, term, out.data, nullptr);
+  require_values("batchnorm_centered_squares", {x, sums, out}, 1);
+  with_format(product_format(), [&](auto f) {
+    const CenteredSquare<decltype(f)::value> term{values_in(x), sums.data, count};
+    channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), term, term, out.data, nullptr);
+  });
   check_launch("channel_sums_kernel");
-  touched(x, sums, out);
+  touched(x, packed_range(x), sums, out);
 }
 
 void CudaBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
@@ -145,11 +161,14 @@ void CudaBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, con
   activate();
   check_channels("batchnorm_backward_sums", x, {&saved_mean, &saved_inv_std}, 1);
   check_channels("batchnorm_backward_sums", x, {&sums}, 2);
-  channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(
-      layout_of(x), OutputGradient{dy.data}, GradientTimesNormalised{x.data, dy.data, saved_mean.data, saved_inv_std.data},
-      sums.data, sums.data + x.c());
+  require_values("batchnorm_backward_sums", {x, dy, sums}, 1);
+  with_format(product_format(), [&](auto f) {
+    const GradientTimesNormalised<decltype(f)::value> term{values_in(x), dy.data, saved_mean.data, saved_inv_std.data};
+    channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), OutputGradient{dy.data}, term,
+                                                                 sums.data, sums.data + x.c());
+  });
   check_launch("channel_sums_kernel");
-  touched(x, dy, saved_mean, saved_inv_std, sums);
+  touched(x, packed_range(x), dy, saved_mean, saved_inv_std, sums);
 }
 
 void CudaBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -158,15 +177,18 @@ void CudaBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy
   activate();
   check_channels("batchnorm_backward_from_sums", x, {&gamma, &saved_mean, &saved_inv_std}, 1);
   check_channels("batchnorm_backward_from_sums", x, {&sums}, 2);
+  require_values("batchnorm_backward_from_sums", {x, dy, dx}, 1);
   const std::size_t n = x.elements();
   if (n == 0) return;
   const auto channels = static_cast<std::size_t>(x.c());
   const std::size_t plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
-  backward_from_sums_kernel<<<blocks_for(n), 256, 0, compute_>>>(x.data, dy.data, gamma.data, saved_mean.data,
-                                                                  saved_inv_std.data, sums.data, count, dx.data, n,
-                                                                  channels, plane, accumulate);
+  with_format(product_format(), [&](auto f) {
+    backward_from_sums_kernel<decltype(f)::value><<<blocks_for(n), 256, 0, compute_>>>(
+        values_in(x), dy.data, gamma.data, saved_mean.data, saved_inv_std.data, sums.data, count, dx.data, n,
+        channels, plane, accumulate);
+  });
   check_launch("backward_from_sums_kernel");
-  touched(x, dy, gamma, saved_mean, saved_inv_std, sums, dx);
+  touched(x, packed_range(x), dy, gamma, saved_mean, saved_inv_std, sums, dx);
 }
 
 }  // namespace cnn::cuda

@@ -185,8 +185,8 @@ class Backend {
   // How this backend's convolutions and dense layers multiply.
   virtual Precision precision() const { return Precision::fp32; }
   // Note [Values as they are stored]
-  // True where the calls below that say so (the convolutions, ReLU, add) take a value in this
-  // backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
+  // True where the calls below that say so (the convolutions, ReLU, add, BatchNorm) take a value
+  // in this backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
   // (Tensor::packed16, its floats `data` null) and round an output into its packed16 themselves,
   // and the products (convolutions, dense) take the bits beside a value's floats as their
   // 16-bit operand: the CUDA backend in bf16 and fp16. A step on a plan that stores values in that
@@ -296,7 +296,8 @@ class Backend {
 
   // Batch normalisation over N, H and W per channel. Running statistics move by `momentum`
   // towards the batch's (variance unbiased, as PyTorch and cuDNN do); saved_mean and
-  // saved_inv_std keep what backward needs.
+  // saved_inv_std keep what backward needs. Note [Values as they are stored]: x, and y in every
+  // call here and in synchronised BatchNorm's below, may be 16 bits alone; dy and dx are floats.
   virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                           Tensor y, Tensor running_mean, Tensor running_var,
                                           float momentum, float epsilon, Tensor saved_mean,

@@ -109,7 +109,7 @@ class CudaBackend final : public Backend {
   void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                    const Tensor& running_mean, const Tensor& running_var,
                                    float epsilon, Tensor y) override;
-  // Own kernel (batchnorm_saved.cu).
+  // Own kernel (batchnorm_kernels.cu).
   void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) override;
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
@@ -242,6 +242,15 @@ class CudaBackend final : public Backend {
   // `floats_from` on (gradients) are floats: throws ConfigError naming `call` otherwise.
   bool require_values(const char* call, std::initializer_list<Tensor> values,
                       std::size_t floats_from = static_cast<std::size_t>(-1));
+  // BatchNorm where a value is in 16 bits, and from given statistics (batchnorm_kernels.cu, Note
+  // [One block a channel]): enqueued only. normalise: y = (x - mean) * scale + beta with scale
+  // gamma / sqrt(spread + epsilon) where spread_is_variance, else gamma * spread.
+  void batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y, Tensor running_mean,
+                            Tensor running_var, float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std);
+  void batchnorm_backward16(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
+                            const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
+  void batchnorm_normalise(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                           const Tensor& spread, bool spread_is_variance, float epsilon, Tensor y);
   // ReLU and add on values of which some are in 16 bits (packed_elementwise.cu): enqueued only.
   void relu_forward16(const Tensor& x, Tensor y);
   void relu_backward16(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate);

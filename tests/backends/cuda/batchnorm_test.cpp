@@ -1,6 +1,10 @@
-// Batch normalisation on cuDNN against the CPU backend: outputs, running and saved statistics,
-// and gradients that accumulate.
+// Batch normalisation on CUDA against the CPU backend: outputs, running and saved statistics,
+// and gradients that accumulate; on floats (cuDNN) and, in bf16 and fp16, on values as a step
+// stores them (own kernels).
 #include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
 
 #include "support.hpp"
 
@@ -106,5 +110,120 @@ TEST_CASE("cuda batchnorm from saved statistics matches the CPU and the GPU's tr
     CHECK(again.relative_error() <= 1e-6);
     CHECK(relative_error(again.gpu_values(), y.gpu_values()) <= 1e-5);
     CHECK(running_mean.gpu_values() == running_before);
+  }
+}
+
+namespace {
+
+// Values the GPU wrote in 16 bits, widened on the host.
+std::vector<float> widened_on_host(Backend& gpu, const Stored16& stored) {
+  const std::vector<std::uint16_t> bits = bits_on_host(gpu, stored);
+  std::vector<float> values(bits.size());
+  cpu().from_16bit(bits.data(), Tensor{values.data(), Shape{static_cast<int>(values.size())}},
+                   value_format(gpu.precision()));
+  return values;
+}
+
+// BatchNorm on a 16-bit backend with its input and output as a step stores them (Note [Values as
+// they are stored], backend.hpp): the CPU on the same values, widened, is the reference. Sums are
+// in double on both sides, so statistics and float results agree to float rounding; an output
+// written in 16 bits is the CPU's float output rounded, within half a unit in its last place
+// (2^-9 of the largest value in bf16, 2^-12 in fp16), whichever way a value near a tie went.
+void check_stored_batchnorm(Precision p, Shape xs, std::size_t offset) {
+  INFO(to_string(p) << ", input " << xs.str() << ", " << offset << " values into its buffer");
+  Backend& gpu = gpu_16bit(p);
+  const double rounding = p == Precision::bf16 ? 2.5e-3 : 3.5e-4;
+  const Shape cs{xs[1]};
+  const std::size_t n = xs.elements();
+  // Views `offset` values into a buffer, as a later half of a batch is: the kernels then read
+  // one value at a time.
+  const Shape padded{static_cast<int>(n + offset)};
+  Twin x_buffer(gpu, padded, rounded16(p, random_values(n + offset, 141, -2.0f, 3.0f)));
+  const Stored16 x_bits = stored16(gpu, x_buffer.gpu());
+  const Tensor x_cpu{x_buffer.cpu().data + offset, xs};
+  const Tensor x_alone{nullptr, xs, static_cast<std::uint16_t*>(x_bits.bits.data()) + offset};
+  Twin gamma(gpu, cs, random_values(cs.elements(), 142, 0.5f, 1.5f)), beta(gpu, cs, 143);
+  Twin running_mean(gpu, cs, 144), running_var(gpu, cs, random_values(cs.elements(), 145, 0.5f, 1.5f));
+  Twin saved_mean(gpu, cs, 146), saved_inv_std(gpu, cs, 147), y(gpu, xs, 148);
+  Stored16 y_bits = stored16(gpu, y.gpu());  // y's floats stay as its scratch
+
+  cpu().batchnorm_forward_training(x_cpu, gamma.cpu(), beta.cpu(), y.cpu(), running_mean.cpu(), running_var.cpu(),
+                                   0.1f, 1e-5f, saved_mean.cpu(), saved_inv_std.cpu());
+  gpu.batchnorm_forward_training(x_alone, gamma.gpu(), beta.gpu(), y_bits.beside, running_mean.gpu(),
+                                 running_var.gpu(), 0.1f, 1e-5f, saved_mean.gpu(), saved_inv_std.gpu());
+  CHECK(relative_error(widened_on_host(gpu, y_bits), y.cpu_values()) <= rounding);
+  CHECK(running_mean.relative_error() <= 1e-5);
+  CHECK(running_var.relative_error() <= 1e-5);
+  CHECK(saved_mean.relative_error() <= 1e-5);
+  CHECK(saved_inv_std.relative_error() <= 1e-5);
+
+  // A recomputation from the saved statistics writes training's bits again.
+  Twin again(gpu, xs, 149);
+  const Stored16 again_bits = stored16(gpu, again.gpu());
+  gpu.batchnorm_forward_saved(x_alone, gamma.gpu(), beta.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), again_bits.alone);
+  CHECK(bits_on_host(gpu, again_bits) == bits_on_host(gpu, y_bits));
+  // Into floats, from the same statistics as the CPU's.
+  const Twin mean(gpu, cs, saved_mean.gpu_values()), inv_std(gpu, cs, saved_inv_std.gpu_values());
+  cpu().batchnorm_forward_saved(x_cpu, gamma.cpu(), beta.cpu(), mean.cpu(), inv_std.cpu(), again.cpu());
+  gpu.batchnorm_forward_saved(x_alone, gamma.gpu(), beta.gpu(), mean.gpu(), inv_std.gpu(), again.gpu());
+  CHECK(again.relative_error() <= 1e-6);
+
+  Twin dy(gpu, xs, random_values(n, 150));
+  for (bool accumulate : {false, true}) {
+    INFO("accumulate " << accumulate);
+    Twin dx(gpu, xs, 151), dgamma(gpu, cs, 152), dbeta(gpu, cs, 153);
+    cpu().batchnorm_backward(x_cpu, dy.cpu(), gamma.cpu(), saved_mean.cpu(), saved_inv_std.cpu(), 1e-5f, dx.cpu(),
+                             dgamma.cpu(), dbeta.cpu(), accumulate);
+    gpu.batchnorm_backward(x_alone, dy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), 1e-5f, dx.gpu(),
+                           dgamma.gpu(), dbeta.gpu(), accumulate);
+    CHECK(dx.relative_error() <= 1e-4);
+    CHECK(dgamma.relative_error() <= 1e-4);
+    CHECK(dbeta.relative_error() <= 1e-4);
+  }
+
+  Twin inferred(gpu, xs, 154);
+  Stored16 inferred_bits = stored16(gpu, inferred.gpu());
+  cpu().batchnorm_forward_inference(x_cpu, gamma.cpu(), beta.cpu(), running_mean.cpu(), running_var.cpu(), 1e-5f,
+                                    inferred.cpu());
+  gpu.batchnorm_forward_inference(x_alone, gamma.gpu(), beta.gpu(), running_mean.gpu(), running_var.gpu(), 1e-5f,
+                                  inferred_bits.alone);
+  CHECK(relative_error(widened_on_host(gpu, inferred_bits), inferred.cpu_values()) <= rounding);
+}
+
+}  // namespace
+
+TEST_CASE("cuda batchnorm takes and writes values as the step stores them", "[cuda][batchnorm][bf16]") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    check_stored_batchnorm(p, Shape{8, 16, 7, 9}, 0);    // one value at a time (a plane of 63)
+    check_stored_batchnorm(p, Shape{6, 12, 14, 14}, 0);  // four at a time (196)
+    check_stored_batchnorm(p, Shape{64, 32, 16, 16}, 0);  // eight, 256 threads a channel
+    check_stored_batchnorm(p, Shape{160, 8, 16, 16}, 0);  // eight, 512 threads (40,960 values a channel)
+    check_stored_batchnorm(p, Shape{64, 32, 16, 16}, 1);  // unaligned: one at a time
+    check_stored_batchnorm(p, Shape{32, 10}, 0);          // after a dense layer: [N, C]
+  }
+}
+
+TEST_CASE("cuda batchnorm refuses 16-bit values on an fp32 backend and a 16-bit gradient", "[cuda][batchnorm][bf16]") {
+  const Shape xs{4, 3, 5, 5}, cs{3};
+  for (bool fp32 : {true, false}) {
+    Backend& gpu = fp32 ? cuda_test::gpu() : gpu_16bit(Precision::bf16);
+    Twin x(gpu, xs, 161), gamma(gpu, cs, 162), beta(gpu, cs, 163), mean(gpu, cs, 164), var(gpu, cs, 165);
+    Twin saved_mean(gpu, cs, 166), saved_inv_std(gpu, cs, 167), y(gpu, xs, 168), dx(gpu, xs, 169);
+    Twin dgamma(gpu, cs, 170), dbeta(gpu, cs, 171);
+    DeviceBuffer bits(gpu, xs.elements() * 2);
+    const Tensor x16{nullptr, xs, bits.data()};
+    if (fp32) {
+      CHECK_THROWS_WITH(gpu.batchnorm_forward_training(x16, gamma.gpu(), beta.gpu(), y.gpu(), mean.gpu(), var.gpu(),
+                                                       0.1f, 1e-5f, saved_mean.gpu(), saved_inv_std.gpu()),
+                        Catch::Contains("batchnorm_forward_training") && Catch::Contains("16-bit value"));
+    } else {
+      CHECK_THROWS_WITH(gpu.batchnorm_backward(x.gpu(), x16, gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), 1e-5f,
+                                               dx.gpu(), dgamma.gpu(), dbeta.gpu(), false),
+                        Catch::Contains("batchnorm_backward") && Catch::Contains("must be floats"));
+      CHECK_THROWS_WITH(gpu.batchnorm_forward_inference(Tensor{nullptr, xs}, gamma.gpu(), beta.gpu(), mean.gpu(),
+                                                        var.gpu(), 1e-5f, y.gpu()),
+                        Catch::Contains("batchnorm_forward_inference") &&
+                            Catch::Contains("neither floats nor 16-bit values"));
+    }
   }
 }

@@ -3,6 +3,8 @@
 // threads) in a trainer that must train as one without them.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "backends/device/device.hpp"
 #include "engine/train/trainer.hpp"
@@ -50,6 +52,47 @@ TEST_CASE("cuda synchronised BatchNorm's calls match the CPU", "[cuda][batchnorm
       CHECK(backward_sums.relative_error() <= 1e-5);
       CHECK(dx.relative_error() <= 1e-5);
     }
+  }
+}
+
+TEST_CASE("cuda synchronised BatchNorm's calls take the input as a 16-bit step stores it", "[cuda][batchnorm][data-parallel][bf16]") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    INFO(to_string(p));
+    Backend& gpu = gpu_16bit(p);
+    const Shape xs{8, 16, 8, 8}, cs{16}, two{32};
+    const double count = static_cast<double>(xs.elements()) / xs[1] * 2;
+    Twin x(gpu, xs, rounded16(p, random_values(xs.elements(), 91, -2.0f, 3.0f)));
+    const Stored16 x16 = stored16(gpu, x.gpu());
+    Twin gamma(gpu, cs, random_values(cs.elements(), 92, 0.5f, 1.5f)), beta(gpu, cs, 93);
+    Twin running_mean(gpu, cs, 94), running_var(gpu, cs, random_values(cs.elements(), 95, 0.5f, 1.5f));
+    Twin sums(gpu, cs, 96), squares(gpu, cs, 97), y(gpu, xs, 98);
+    Stored16 y16 = stored16(gpu, y.gpu());
+    cpu().batchnorm_channel_sums(x.cpu(), sums.cpu());
+    cpu().batchnorm_centered_squares(x.cpu(), sums.cpu(), count, squares.cpu());
+    cpu().batchnorm_forward_from_sums(x.cpu(), gamma.cpu(), beta.cpu(), y.cpu(), running_mean.cpu(),
+                                      running_var.cpu(), 0.1f, 1e-5f, count, sums.cpu(), squares.cpu());
+    gpu.batchnorm_channel_sums(x16.alone, sums.gpu());
+    gpu.batchnorm_centered_squares(x16.alone, sums.gpu(), count, squares.gpu());
+    gpu.batchnorm_forward_from_sums(x16.alone, gamma.gpu(), beta.gpu(), y16.beside, running_mean.gpu(),
+                                    running_var.gpu(), 0.1f, 1e-5f, count, sums.gpu(), squares.gpu());
+    CHECK(sums.relative_error() <= 1e-5);
+    CHECK(squares.relative_error() <= 1e-5);
+    CHECK(running_var.relative_error() <= 1e-5);
+    // The output in 16 bits: the CPU's float output rounded (half a unit in the last place).
+    const std::vector<std::uint16_t> bits = bits_on_host(gpu, y16);
+    std::vector<float> written(bits.size());
+    cpu().from_16bit(bits.data(), Tensor{written.data(), Shape{static_cast<int>(written.size())}}, value_format(p));
+    CHECK(relative_error(written, y.cpu_values()) <= (p == Precision::bf16 ? 2.5e-3 : 3.5e-4));
+
+    Twin dy(gpu, xs, 99), backward_sums(gpu, two, 100), dx(gpu, xs, 101);
+    cpu().batchnorm_backward_sums(x.cpu(), dy.cpu(), sums.cpu(), squares.cpu(), backward_sums.cpu());
+    cpu().batchnorm_backward_from_sums(x.cpu(), dy.cpu(), gamma.cpu(), sums.cpu(), squares.cpu(),
+                                       backward_sums.cpu(), count, dx.cpu(), false);
+    gpu.batchnorm_backward_sums(x16.alone, dy.gpu(), sums.gpu(), squares.gpu(), backward_sums.gpu());
+    gpu.batchnorm_backward_from_sums(x16.alone, dy.gpu(), gamma.gpu(), sums.gpu(), squares.gpu(),
+                                     backward_sums.gpu(), count, dx.gpu(), false);
+    CHECK(backward_sums.relative_error() <= 1e-5);
+    CHECK(dx.relative_error() <= 1e-5);
   }
 }
 

@@ -64,6 +64,7 @@ Run train(const std::string& file, Precision precision) {
 // runs the CPU's float call, and rounds an output that has 16-bit values into them, as the step
 // does for a backend that does not take them; or, with `round_outputs` false, leaves them
 // unwritten, as a backend that ignored them would. It counts the inputs it got as bits alone.
+// Synchronised BatchNorm's calls are left out: these runs have one rank.
 class StoredValuesCpu : public ForwardingBackend {
  public:
   StoredValuesCpu(Backend& cpu, bool round_outputs) : ForwardingBackend(cpu), round_outputs_(round_outputs) {}
@@ -100,6 +101,36 @@ class StoredValuesCpu : public ForwardingBackend {
     Floats out = output(y, false);
     ForwardingBackend::add(first.t, second.t, out.t);
     round_into(out, y);
+  }
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                  Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                  Tensor saved_mean, Tensor saved_inv_std) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::batchnorm_forward_training(in.t, gamma, beta, out.t, running_mean, running_var, momentum,
+                                                  epsilon, saved_mean, saved_inv_std);
+    round_into(out, y);
+  }
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& running_mean, const Tensor& running_var, float epsilon,
+                                   Tensor y) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::batchnorm_forward_inference(in.t, gamma, beta, running_mean, running_var, epsilon, out.t);
+    round_into(out, y);
+  }
+  void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& saved_mean,
+                               const Tensor& saved_inv_std, Tensor y) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::batchnorm_forward_saved(in.t, gamma, beta, saved_mean, saved_inv_std, out.t);
+    round_into(out, y);
+  }
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
+                          const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
+                          bool accumulate) override {
+    ForwardingBackend::batchnorm_backward(input(x).t, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
+                                          dbeta, accumulate);
   }
 
  private:

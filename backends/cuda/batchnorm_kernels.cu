@@ -1,0 +1,284 @@
+// BatchNorm's own kernels: the output from saved statistics (a recomputation during backward:
+// cuDNN's inference call would take a variance, not the saved 1 / sqrt(variance + epsilon), and
+// change its rounding), and every call where a value is in 16 bits (Tensor::packed16): training's
+// forward and backward and inference. A step on a 16-bit plan hands BatchNorm its input and output
+// as it stores them (Layer::packed_values), so these kernels read the 16-bit values where cuDNN's
+// float batch norm would need float copies of them.
+//
+// Note [One block a channel]
+// Training's forward and backward each run one block per channel: the block sums what the channel
+// needs over N, H and W in double, in a fixed tree (block_sums.cuh), so a run gives the same bits
+// every time, then goes over the channel again to write its output. No partial sums leave the
+// block, so the calls need no workspace. The values are read 8 (or 4) at a time where the plane
+// and the pointers allow it (vector_width), which keeps enough bytes in flight for a block to pull
+// its channel at a good share of the memory's speed even with as few channels as multiprocessors.
+// The arithmetic is the CPU backend's (backends/cpu/batchnorm_channel.cpp): the mean and biased
+// variance in double (here from the sums of x and x^2, one pass), 1 / sqrt(var + epsilon) rounded
+// to float, y = x * scale + shift with float scale and shift; the input gradient in double.
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+
+#include "backends/cuda/detail/block_sums.cuh"
+#include "backends/cuda/detail/check.hpp"
+#include "backends/cuda/detail/cuda_backend_impl.hpp"
+#include "backends/cuda/detail/grid_stride.cuh"
+#include "backends/cuda/detail/values16.cuh"
+#include "base/error.hpp"
+
+namespace cnn::cuda {
+namespace {
+
+// Threads a block: more where a channel has many values to read.
+constexpr int kFewThreads = 256, kManyThreads = 512;
+constexpr std::size_t kManyValues = std::size_t{1} << 15;
+
+// Channel ch's values V at a time: `samples` planes of `plane` values, `channels` planes apart.
+template <int V>
+struct ChannelVectors {
+  std::size_t channels, plane, per_plane, count;  // per_plane = plane / V; count = samples * per_plane
+
+  __device__ std::size_t at(std::size_t ch, std::size_t j) const {
+    const std::size_t n = j / per_plane;
+    return (n * channels + ch) * plane + (j - n * per_plane) * V;
+  }
+  __device__ double values() const { return static_cast<double>(count) * V; }
+};
+
+template <int V>
+ChannelVectors<V> channel_vectors(const Tensor& x) {
+  const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
+  return {static_cast<std::size_t>(x.c()), plane, plane / V, static_cast<std::size_t>(x.n()) * (plane / V)};
+}
+
+// Each thread reads kUnroll vectors before it uses them: the bytes in flight that one block a
+// channel needs (Note [One block a channel]).
+constexpr int kUnroll = 4;
+
+// The vectors a thread takes in one round: first, first + kThreads, ..., those below `count`.
+template <int kThreads>
+__device__ int vectors_in_round(std::size_t first, std::size_t count) {
+  const std::size_t left = (count - first + kThreads - 1) / kThreads;
+  return left < kUnroll ? static_cast<int>(left) : kUnroll;
+}
+
+template <ValueFormat F, int V, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    training_forward_kernel(ChannelVectors<V> layout, ValuesIn x, ValuesOut y, const float* gamma, const float* beta,
+                            float* running_mean, float* running_var, float* saved_mean, float* saved_inv_std,
+                            float momentum, float epsilon) {
+  const std::size_t ch = blockIdx.x;
+  constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
+  double sum = 0, squares = 0;
+  for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
+    const int round = vectors_in_round<kThreads>(first, layout.count);
+    float v[kUnroll][V];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < round) load_values<F, V>(x, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), v[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < round)
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          sum += v[u][k];
+          squares += static_cast<double>(v[u][k]) * v[u][k];
+        }
+  }
+  block_sums<kThreads>(sum, squares);
+  const double count = layout.values();
+  const double mean = sum / count;
+  const double var = fmax(squares / count - mean * mean, 0.0);
+  const float inv_std = static_cast<float>(1.0 / sqrt(var + epsilon));
+  if (threadIdx.x == 0) {
+    saved_mean[ch] = static_cast<float>(mean);
+    saved_inv_std[ch] = inv_std;
+    const double unbiased = count > 1 ? var * count / (count - 1) : var;
+    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
+    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+  }
+  const float scale = gamma[ch] * inv_std;
+  const float shift = fmaf(-static_cast<float>(mean), scale, beta[ch]);  // as normalise_kernel's, to the bit
+  for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
+    const int round = vectors_in_round<kThreads>(first, layout.count);
+    float v[kUnroll][V];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < round) load_values<F, V>(x, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), v[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (u >= round) break;
+#pragma unroll
+      for (int k = 0; k < V; ++k) v[u][k] = fmaf(v[u][k], scale, shift);
+      store_values<F, V>(y, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), v[u]);
+    }
+  }
+}
+
+template <ValueFormat F, int V, int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    training_backward_kernel(ChannelVectors<V> layout, ValuesIn x, const float* dy, const float* gamma,
+                             const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
+                             float* dbeta, bool accumulate) {
+  const std::size_t ch = blockIdx.x;
+  constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
+  const double mean = saved_mean[ch], inv_std = saved_inv_std[ch];
+  const ValuesIn gradient{dy, nullptr};
+  double sum_dy = 0, sum_dy_xhat = 0;
+  for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
+    const int round = vectors_in_round<kThreads>(first, layout.count);
+    float v[kUnroll][V], g[kUnroll][V];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (u >= round) break;
+      const std::size_t at = layout.at(ch, first + static_cast<std::size_t>(u) * kThreads);
+      load_values<F, V>(x, at, v[u]);
+      load_values<F, V>(gradient, at, g[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (u < round)
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          sum_dy += g[u][k];
+          sum_dy_xhat += static_cast<double>(g[u][k]) * ((v[u][k] - mean) * inv_std);
+        }
+  }
+  block_sums<kThreads>(sum_dy, sum_dy_xhat);
+  if (threadIdx.x == 0) {
+    if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
+    if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
+  }
+  const double count = layout.values();
+  const double scale = gamma[ch] * inv_std / count;
+  const ValuesIn written{dx, nullptr};
+  const ValuesOut out{dx, nullptr};
+  for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
+    const int round = vectors_in_round<kThreads>(first, layout.count);
+    float v[kUnroll][V], g[kUnroll][V], d[kUnroll][V];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (u >= round) break;
+      const std::size_t at = layout.at(ch, first + static_cast<std::size_t>(u) * kThreads);
+      load_values<F, V>(x, at, v[u]);
+      load_values<F, V>(gradient, at, g[u]);
+      if (accumulate) load_values<F, V>(written, at, d[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (u >= round) break;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const double xhat = (v[u][k] - mean) * inv_std;
+        const float step = static_cast<float>(scale * (count * g[u][k] - sum_dy - xhat * sum_dy_xhat));
+        d[u][k] = accumulate ? d[u][k] + step : step;
+      }
+      store_values<F, V>(out, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), d[u]);
+    }
+  }
+}
+
+// y = x * scale + shift per channel, scale = gamma * inv_std (saved statistics) or gamma /
+// sqrt(var + epsilon) (running ones, as the CPU's inference computes it), shift = beta - mean * scale:
+// from saved statistics, the bits training's forward wrote, so that a recomputation rounds alike.
+template <ValueFormat F>
+__global__ void normalise_kernel(ValuesIn x, ValuesOut y, const float* gamma, const float* beta, const float* mean,
+                                 const float* spread, bool spread_is_variance, float epsilon, std::size_t n,
+                                 std::size_t channels, std::size_t plane) {
+  CNN_FOR_EACH_ELEMENT(i, n) {
+    const std::size_t ch = (i / plane) % channels;
+    const float scale = spread_is_variance ? gamma[ch] / sqrtf(spread[ch] + epsilon) : gamma[ch] * spread[ch];
+    y.set<F>(i, fmaf(x.at<F>(i), scale, fmaf(-mean[ch], scale, beta[ch])));
+  }
+}
+
+ValuesIn values_in(const Tensor& t) { return {t.data, static_cast<const std::uint16_t*>(t.packed16)}; }
+ValuesOut values_out(const Tensor& t) { return {t.data, static_cast<std::uint16_t*>(t.packed16)}; }
+// Where a kernel reads or writes a tensor: its 16-bit values if it has them, else its floats.
+const void* read_from(const Tensor& t) { return t.packed16 ? t.packed16 : t.data; }
+
+// launch(format, V, threads), each a std::integral_constant, for a channel of `per_channel` values
+// read `vector` at a time.
+template <class Launch>
+void per_channel_launch(ValueFormat format, int vector, std::size_t per_channel, Launch&& launch) {
+  auto with_threads = [&](auto f, auto v) {
+    if (per_channel >= kManyValues) launch(f, v, std::integral_constant<int, kManyThreads>{});
+    else launch(f, v, std::integral_constant<int, kFewThreads>{});
+  };
+  with_format(format, [&](auto f) {
+    if (vector == 8) with_threads(f, std::integral_constant<int, 8>{});
+    else if (vector == 4) with_threads(f, std::integral_constant<int, 4>{});
+    else with_threads(f, std::integral_constant<int, 1>{});
+  });
+}
+
+}  // namespace
+
+void CudaBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
+  activate();
+  if (x.shape.rank < 2) throw ShapeError("batchnorm_forward_saved: input " + x.shape.str() + " has no channels");
+  const auto channels = static_cast<std::size_t>(x.c());
+  for (const Tensor* p : {&gamma, &beta, &saved_mean, &saved_inv_std})
+    if (p->elements() != channels)
+      throw ShapeError("batchnorm_forward_saved: a per-channel tensor " + p->shape.str() + " for input " +
+                       x.shape.str() + " should hold " + std::to_string(channels) + " values");
+  if (y.elements() != x.elements())
+    throw ShapeError("batchnorm_forward_saved: output " + y.shape.str() + " for input " + x.shape.str());
+  require_values("batchnorm_forward_saved", {x, y});
+  batchnorm_normalise(x, gamma, beta, saved_mean, saved_inv_std, false, 0.0f, y);
+  touched(x, packed_range(x), gamma, beta, saved_mean, saved_inv_std, y, packed_range(y));
+}
+
+void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                       Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                       Tensor saved_mean, Tensor saved_inv_std) {
+  if (x.elements() == 0) return;
+  const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
+  const int vector = vector_width(plane, {read_from(x), y.packed16 ? y.packed16 : y.data});
+  per_channel_launch(product_format(), vector, x.elements() / static_cast<std::size_t>(x.c()),
+                     [&](auto f, auto v, auto threads) {
+                       constexpr ValueFormat F = decltype(f)::value;
+                       constexpr int V = decltype(v)::value, kThreads = decltype(threads)::value;
+                       training_forward_kernel<F, V, kThreads><<<x.c(), kThreads, 0, compute_>>>(
+                           channel_vectors<V>(x), values_in(x), values_out(y), gamma.data, beta.data,
+                           running_mean.data, running_var.data, saved_mean.data, saved_inv_std.data, momentum,
+                           epsilon);
+                     });
+  check_launch("training_forward_kernel");
+}
+
+void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                                       Tensor dgamma, Tensor dbeta, bool accumulate) {
+  if (x.elements() == 0) return;
+  const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
+  const int vector = vector_width(plane, {read_from(x), dy.data, dx.data});
+  per_channel_launch(product_format(), vector, x.elements() / static_cast<std::size_t>(x.c()),
+                     [&](auto f, auto v, auto threads) {
+                       constexpr ValueFormat F = decltype(f)::value;
+                       constexpr int V = decltype(v)::value, kThreads = decltype(threads)::value;
+                       training_backward_kernel<F, V, kThreads><<<x.c(), kThreads, 0, compute_>>>(
+                           channel_vectors<V>(x), values_in(x), dy.data, gamma.data, saved_mean.data,
+                           saved_inv_std.data, dx.data, dgamma.data, dbeta.data, accumulate);
+                     });
+  check_launch("training_backward_kernel");
+}
+
+void CudaBackend::batchnorm_normalise(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                                      const Tensor& spread, bool spread_is_variance, float epsilon, Tensor y) {
+  const std::size_t n = x.elements();
+  if (n == 0) return;
+  const auto channels = static_cast<std::size_t>(x.c());
+  const std::size_t plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
+  with_format(products16() ? product_format() : ValueFormat::bf16, [&](auto f) {
+    normalise_kernel<decltype(f)::value><<<blocks_for(n), 256, 0, compute_>>>(
+        values_in(x), values_out(y), gamma.data, beta.data, mean.data, spread.data, spread_is_variance, epsilon, n,
+        channels, plane);
+  });
+  check_launch("normalise_kernel");
+}
+
+}  // namespace cnn::cuda
