@@ -1,12 +1,15 @@
-// A bias per channel (a transposed convolution's): added to [N, C, H, W] one grid-striding
-// thread per element; its gradient one block per channel, each thread summing a fixed set of
-// elements in order and the block adding those sums in a fixed tree: the same bits every run,
-// no atomics.
+// A bias per channel (a transposed convolution's, and a convolution's over its 16-bit output):
+// added to [N, C, H, W] one grid-striding thread per element, to the floats or, where the output
+// has them (Tensor::packed16), to its 16-bit values, widened, added and rounded; its gradient one
+// block per channel, each thread summing a fixed set of elements in order and the block adding
+// those sums in a fixed tree: the same bits every run, no atomics.
 #include <cstddef>
+#include <cstdint>
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
+#include "backends/cuda/detail/values16.cuh"
 #include "base/error.hpp"
 
 namespace cnn::cuda {
@@ -14,8 +17,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void add_channel_bias_kernel(const float* bias, float* y, std::size_t n, std::size_t plane, int channels) {
-  CNN_FOR_EACH_ELEMENT(i, n) y[i] += bias[(i / plane) % static_cast<std::size_t>(channels)];
+template <ValueFormat F>
+__global__ void add_channel_bias_kernel(const float* bias, ValuesIn y_in, ValuesOut y, std::size_t n,
+                                        std::size_t plane, int channels) {
+  CNN_FOR_EACH_ELEMENT(i, n) y.set<F>(i, y_in.at<F>(i) + bias[(i / plane) % static_cast<std::size_t>(channels)]);
 }
 
 // Block c sums channel c over every image and pixel.
@@ -47,12 +52,17 @@ void check_bias(const char* call, const Tensor& bias, const Tensor& t) {
 void CudaBackend::add_channel_bias(const Tensor& bias, Tensor y) {
   activate();
   check_bias("add_channel_bias", bias, y);
+  require_values("add_channel_bias", {y});
   const std::size_t n = y.elements();
   if (n == 0) return;
   const std::size_t plane = static_cast<std::size_t>(y.h()) * static_cast<std::size_t>(y.w());
-  add_channel_bias_kernel<<<blocks_for(n), kThreads, 0, compute_>>>(bias.data, y.data, n, plane, y.c());
+  auto* packed = static_cast<std::uint16_t*>(y.packed16);
+  with_format(product_format(), [&](auto f) {
+    add_channel_bias_kernel<decltype(f)::value><<<blocks_for(n), kThreads, 0, compute_>>>(
+        bias.data, ValuesIn{y.data, packed}, ValuesOut{y.data, packed}, n, plane, y.c());
+  });
   check_launch("add_channel_bias_kernel");
-  touched(bias, y);
+  touched(bias, y, packed_range(y));
 }
 
 void CudaBackend::channel_bias_backward(const Tensor& dy, Tensor dbias) {

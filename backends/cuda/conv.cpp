@@ -107,10 +107,11 @@ ConvCopies take_copies(const ConvShape& s, Workspace ws) {
 // plan counts them. A value the step stores in 16 bits reaches a convolution as those bits (Note
 // [Values as they are stored], backend.hpp): rounding its widened floats again would give the
 // same bits, so they are cuDNN's operand as they are (copied to the front of the workspace first
-// where a later half's samples start off the copies' alignment), and a forward result with no
-// bias to add or sum to add to goes from cuDNN straight into the output's storage. The one
-// difference from rounding the widened floats: a bf16 subnormal cuDNN writes stays, where
-// to_16bit flushes it to zero. A convolution run in halves (Note [Convolutions in halves]) makes
+// where a later half's samples start off the copies' alignment), and a forward result goes from
+// cuDNN straight into the output's 16-bit values (through the front of the workspace where they
+// are off that alignment), its bias then added there, widened and rounded again; only a sum into
+// 16-bit values goes through the output's floats. The one difference from rounding the widened
+// floats: a bf16 subnormal cuDNN writes stays, where to_16bit flushes it to zero. A convolution run in halves (Note [Convolutions in halves]) makes
 // each half's copies itself, from the same workspace. Depthwise and grouped convolutions multiply
 // in 16 bits here too, where the CPU's own kernels for them stay fp32.
 std::size_t CudaBackend::conv_copies_bytes(const ConvShape& shape) const {
@@ -248,31 +249,40 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
   activate();
   check_weights(desc, w, "conv2d_forward");
   require_values("conv2d_forward", {x, y});
-  if (!y.data && y.elements() > 0) throw ConfigError("conv2d_forward: the output has no floats to work in");
+  // A sum into 16-bit values is made in floats (no layer asks for one: a transposed convolution
+  // adds into a float gradient).
+  const bool into_stored = y.packed16 && !accumulate;
+  if (!y.data && !into_stored && y.elements() > 0)
+    throw ConfigError("conv2d_forward: adding into a 16-bit output needs its floats to work in");
   ConvPlan& plan = conv_plan(desc, x.shape, y.shape);
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::forward, ws, x.n(), "conv2d_forward", copies);
-  bool stored = false;  // cuDNN wrote y.packed16 itself
   if (choice && products16()) {
     const void* x16 = operand16(x, copies.x);
     const void* w16 = operand16(w, copies.w);
-    stored = bias.empty() && !accumulate && usable16(y.packed16);
-    if (y.packed16 && accumulate) widen16(y.packed16, y.data, y.elements(), product_format(), false);  // the sum
-    void* y16 = stored ? y.packed16 : copies.y;
+    const bool direct = into_stored && usable16(y.packed16);  // cuDNN writes the output's own 16-bit values
+    void* y16 = direct ? y.packed16 : copies.y;
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x16, plan.w, w16, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), copies.rest.data,
                                       choice->workspace, &kZero, plan.y, y16));
-    if (!stored) widen16(copies.y, y.data, y.elements(), product_format(), accumulate);
+    if (into_stored) {
+      if (!direct)
+        CNN_CHECK(cudaMemcpyAsync(y.packed16, copies.y, y.elements() * 2, cudaMemcpyDeviceToDevice, compute_));
+      if (!bias.empty()) add_channel_bias(bias, y);  // widened, added, rounded
+    } else {
+      if (y.packed16) widen16(y.packed16, y.data, y.elements(), product_format(), false);  // the sum
+      widen16(copies.y, y.data, y.elements(), product_format(), accumulate);
+    }
   } else if (choice) {
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x.data, plan.w, w.data, plan.conv,
                                       static_cast<cudnnConvolutionFwdAlgo_t>(choice->algo), ws.data,
                                       choice->workspace, accumulate ? &kOne : &kZero, plan.y, y.data));
   }
-  if (choice) {
+  if (choice && !into_stored) {
     if (!bias.empty()) CNN_CHECK(cudnnAddTensor(cudnn_, &kOne, plan.bias, bias.data, &kOne, plan.y_float, y.data));
-    if (y.packed16 && !stored) narrow16(y.data, y.packed16, y.elements(), product_format());
-  } else {  // each half leaves its own samples in y.packed16
+    if (y.packed16) narrow16(y.data, y.packed16, y.elements(), product_format());
+  } else if (!choice) {  // each half leaves its own samples in y.packed16
     const int first = (x.n() + 1) / 2, rest = x.n() - first;
     conv2d_forward(desc, samples_of(x, 0, first), w, bias, samples_of(y, 0, first), accumulate, ws);
     conv2d_forward(desc, samples_of(x, first, rest), w, bias, samples_of(y, first, rest), accumulate, ws);

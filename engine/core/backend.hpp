@@ -364,7 +364,8 @@ class Backend {
   virtual void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
                                  Tensor db, bool accumulate_b) = 0;
   // y[n, c, h, w] += bias[c]; dbias[c] += the sum of dy[., c, ., .] (a transposed convolution's
-  // bias, which the convolution calls it is made of do not add).
+  // bias, which the convolution calls it is made of do not add). Note [Values as they are
+  // stored]: y may be 16 bits alone, the sum then rounded into them.
   virtual void add_channel_bias(const Tensor& bias, Tensor y) = 0;
   virtual void channel_bias_backward(const Tensor& dy, Tensor dbias) = 0;
 

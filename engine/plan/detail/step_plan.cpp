@@ -54,9 +54,18 @@ bool is_recomputation(Role role) {
 // up over readers and micro-batches), and what layers save for backward (BatchNorm's statistics,
 // dropout's mask). A layer that runs in place shares its input's 16-bit buffer as in fp32 (Note
 // [In place]); a float32 value and a 16-bit one never share. The copies cost each layer a pass
-// over its inputs and output, and one layer's float32 working set beside the 16-bit ones.
+// over its inputs and output, and one layer's float32 working set beside the 16-bit ones; on a
+// backend that takes values as they are stored, the layers that say Layer::packed_values get the
+// 16-bit buffers themselves and have no copies (takes_stored below).
 bool stored_16bit(const Network& net, const StepNeeds& needs, int value) {
   return needs.values != ValueFormat::fp32 && value != 0 && value != net.node(net.last()).value;
+}
+
+// Whether the step hands the layers that say Layer::packed_values their 16-bit values as they are
+// stored (Note [Values as they are stored], backend.hpp): those layers then read and write no
+// float32 copies, and have none planned.
+bool takes_stored(const StepNeeds& needs) {
+  return needs.values != ValueFormat::fp32 && needs.values == needs.packed;
 }
 
 // Note [In place]
@@ -133,6 +142,7 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
   // where `inputs`) and writes or reads (its output where `output`), live at t alone.
   auto fp32_copies = [&](Role input_role, Role output_role, int id, int at, int t, bool inputs, bool output) {
     const Node& n = net.node(id);
+    if (takes_stored(needs) && n.layer->packed_values()) return;
     if (inputs)
       for (std::size_t k = 0; k < n.inputs.size(); ++k)
         if (is_16bit(n.inputs[k]))
@@ -305,6 +315,7 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
     if (training) needs.backward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::backward, workspace_limit);
   }
   needs.loss_workspace = backend.loss_workspace_bytes(net.task(), net.output_shape().batched(micro_batch));
+  needs.packed = backend.takes_packed_values() ? value_format(backend.precision()) : ValueFormat::fp32;
   return needs;
 }
 
@@ -329,6 +340,7 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
                  record(p, role, id, k, static_cast<int>(p.requests.size()) - 1);
                });
   p.values = needs.values;
+  p.packed_values = takes_stored(needs);
   p.stored_16bit.assign(static_cast<std::size_t>(net.size()), false);
   for (int id = 0; id < net.size(); ++id) p.stored_16bit[static_cast<std::size_t>(id)] = stored_16bit(net, needs, net.node(id).value);
   const InPlace shared = in_place(net, readers, needs, schedule, allow_in_place);

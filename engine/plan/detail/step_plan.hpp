@@ -31,7 +31,8 @@ struct NodeBuffers {
   int discarded_input_grad = -1;
   // 16-bit values (StepNeeds::values): the float32 copies the layer reads and writes, each live at
   // the one time step it runs. Per input (indexed as the node's inputs; shorter, or -1, where that
-  // input is float32 already), and the output's; backward's only of what backward reads.
+  // input is float32 already), and the output's; backward's only of what backward reads. None for a
+  // layer the step hands its values as they are stored (StepPlan::packed_values).
   std::vector<int> forward_inputs_fp32;
   int forward_output_fp32 = -1;
   std::vector<int> backward_inputs_fp32;
@@ -65,6 +66,9 @@ struct StepPlan {
   std::vector<int> in_place;    // the nodes whose output is written over their input's (step_plan.cpp, Note [In place])
   ValueFormat values = ValueFormat::fp32;
   std::vector<bool> stored_16bit;  // by value node: its buffers hold `values` (16 bits), not float32
+  // The values are in the 16-bit format the backend takes as they are stored (StepNeeds::packed):
+  // a layer that says Layer::packed_values gets them so, and has no float32 copies.
+  bool packed_values = false;
 
   int forward_time(int node) const { return node; }
   int loss_time() const { return last_node + 1; }
@@ -92,6 +96,10 @@ struct StepNeeds {
   // How values between layers are stored (step_plan.cpp, Note [16-bit values]): in 16 bits, all
   // but the network input and the loss's logits, which stay float32.
   ValueFormat values = ValueFormat::fp32;
+  // The 16-bit format the backend takes values in as they are stored (Backend::takes_packed_values:
+  // value_format of its precision), fp32 where it takes none. Where `values` is that format, the
+  // layers that say Layer::packed_values need no float32 copies.
+  ValueFormat packed = ValueFormat::fp32;
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);

@@ -12,8 +12,10 @@ StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& p
                            StepMemory& memory, StepSlots slots, bool capture)
     : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
       capture_(capture),
-      packed_values_(plan.values != ValueFormat::fp32 && plan.values == value_format(backend.precision()) &&
-                     backend.takes_packed_values()) {
+      packed_values_(plan.packed_values) {
+  if (packed_values_ && (!backend.takes_packed_values() || plan.values != value_format(backend.precision())))
+    throw std::logic_error("step plan: made for a backend that takes " + to_string(plan.values) +
+                           " values as they are stored, run on " + backend.description());
   // Sized once so that a step allocates nothing on the host either.
   std::size_t most_inputs = 0, most_saved = 0;
   for (int id = 1; id < net_.size(); ++id) {
@@ -139,14 +141,15 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     }
   };
   // Where a layer writes an output stored in 16 bits: its float32 copy, rounded into `stored` after;
-  // or, for a layer that takes its values as they are stored, `stored` itself, with the float32
-  // copy as the call's scratch (Note [Values as they are stored], backend.hpp).
+  // or, for a layer that takes its values as they are stored, `stored` itself, 16 bits alone
+  // (Note [Values as they are stored], backend.hpp).
   auto as_stored = [&](const Node& nd) { return packed_values_ && nd.layer->packed_values(); };
   auto writable = [&](const Node& nd, int stored, int fp32) {
-    if (!plan_.stores_16bit(nd.value)) return buffer(stored, nd.shape.batched(n));
-    Tensor wide = buffer(fp32, nd.shape.batched(n));
-    if (as_stored(nd)) wide.packed16 = memory_.address(stored);
-    return wide;
+    const Shape shape = nd.shape.batched(n);
+    if (!plan_.stores_16bit(nd.value)) return buffer(stored, shape);
+    if (as_stored(nd)) return Tensor{nullptr, shape, memory_.address(stored)};
+    if (fp32 < 0) throw std::logic_error("step plan: no float32 copy of " + nd.name + " where its layer writes it");
+    return buffer(fp32, shape);
   };
   auto store = [&](const Node& nd, int stored, const Tensor& written) {
     if (plan_.stores_16bit(nd.value) && !as_stored(nd)) backend_.to_16bit(written, memory_.address(stored), plan_.values);

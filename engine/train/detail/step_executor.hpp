@@ -85,8 +85,8 @@ class StepExecutor {
   StepMemory& memory_;
   StepSlots slots_;
   bool capture_;
-  // The values are stored in the 16-bit format of a backend that takes them as they are stored
-  // (Backend::takes_packed_values).
+  // The plan stores the values in the 16-bit format of a backend that takes them as they are
+  // stored (StepPlan::packed_values, Backend::takes_packed_values).
   bool packed_values_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
   // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):

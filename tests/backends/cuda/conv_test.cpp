@@ -212,7 +212,8 @@ double packed_error(Backend& gpu, const Twin& reference, const Stored16& stored)
 // The calls as a step makes them on a plan that stores values in 16 bits (Note [Values as they are
 // stored], backend.hpp): x forward and backward-filter, and dy backward-data as a transposed
 // convolution passes its input, come as 16-bit values beside their floats or alone, and the
-// forward output is rounded into 16-bit values of its own, its floats scratch.
+// forward output is rounded into 16-bit values of its own, its floats scratch or, unless the call
+// adds to it, none.
 void check_stored_values(Backend& gpu, const ConvCase& c, double tolerance, Workspace forward_ws = {}) {
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
@@ -229,12 +230,12 @@ void check_stored_values(Backend& gpu, const ConvCase& c, double tolerance, Work
     INFO(c.name << ", " << to_string(p) << ", 16-bit values " << (alone ? "alone" : "beside the floats"));
     const Tensor x_in = alone ? x16.alone : x16.beside;
     for (bool with_bias : {false, true}) {
-      for (bool accumulate : {false, true}) {
-        INFO("forward, bias " << with_bias << ", accumulating " << accumulate);
+      for (int mode = 0; mode < 3; ++mode) {
+        const bool accumulate = mode == 1, output_alone = mode == 2;
+        INFO("forward, bias " << with_bias << ", accumulating " << accumulate << ", output alone " << output_alone);
         Twin y(gpu, ys, rounded16(p, random_values(ys.elements(), 4)));  // what an accumulating call adds to
         const Stored16 y16 = stored16(gpu, y.gpu());
-        Tensor y_out = y.gpu();
-        y_out.packed16 = y16.bits.data();
+        const Tensor y_out = output_alone ? y16.alone : y16.beside;
         cpu().conv2d_forward(d, x.cpu(), w.cpu(), with_bias ? bias.cpu() : Tensor{}, y.cpu(), accumulate,
                              forward.cpu());
         gpu.conv2d_forward(d, x_in, w.gpu(), with_bias ? bias.gpu() : Tensor{}, y_out, accumulate, gpu_forward);
@@ -271,7 +272,7 @@ TEST_CASE("cuda conv2d in bf16 and fp16 takes and writes values as the step stor
   check_stored_values(gpu, c, 1e-2, Workspace{single.data(), single.bytes()});
 }
 
-TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values and a 16-bit output with no floats", "[cuda][conv][bf16]") {
+TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values and a sum into a 16-bit output with no floats", "[cuda][conv][bf16]") {
   const ConvCase& c = kCases[2];
   const Conv2dDesc d = desc_of(c);
   Twin x(gpu(), input_shape(c), 1), w(gpu(), weight_shape(c), 2), y(gpu(), output_shape(c), 3);
@@ -290,8 +291,8 @@ TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values an
   DeviceBuffer y_bits(bf16, output_shape(c).elements() * 2);
   Tensor y16{nullptr, output_shape(c)};
   y16.packed16 = y_bits.data();
-  CHECK_THROWS_WITH(bf16.conv2d_forward(d, x16.gpu(), w16.gpu(), Tensor{}, y16, false, forward16.gpu()),
-                    Catch::Contains("conv2d_forward") && Catch::Contains("no floats to work in"));
+  CHECK_THROWS_WITH(bf16.conv2d_forward(d, x16.gpu(), w16.gpu(), Tensor{}, y16, true, forward16.gpu()),
+                    Catch::Contains("conv2d_forward") && Catch::Contains("needs its floats to work in"));
 }
 
 TEST_CASE("cuda conv2d: a workspace smaller than planned still gives the right result", "[cuda][conv]") {

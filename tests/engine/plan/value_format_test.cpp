@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
+#include "engine/core/forwarding_backend.hpp"
 #include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/detail/planner.hpp"
@@ -106,14 +107,17 @@ RecomputeSet everything(const Network& net) {
 
 // Goes through the step as the executor does: each 16-bit value an operation reads or writes has
 // a float32 copy of the value's size live exactly at that time step, a float32 value has none,
-// and a value's buffers hold 2 bytes a number where it is stored in 16 bits, else 4.
+// and a value's buffers hold 2 bytes a number where it is stored in 16 bits, else 4. A layer the
+// plan hands its values as they are stored (StepPlan::packed_values, Layer::packed_values) has no
+// copies.
 void check_fp32_copies(const Network& net, const StepPlan& p) {
   const auto b = static_cast<std::size_t>(p.micro_batch);
   auto request = [&](int index) -> const memory::BufferRequest& { return p.requests[static_cast<std::size_t>(index)]; };
   auto floats = [&](int node) { return net.node(node).shape.elements() * b; };
+  int layer = 0;  // the node whose operation the copies are for
   auto check_copy = [&](int node, int copy, int t) {
-    INFO("value " << net.node(node).name << " at time " << t);
-    if (!p.stores_16bit(net.node(node).value)) {
+    INFO("value " << net.node(node).name << " at time " << t << " for " << net.node(layer).name);
+    if (!p.stores_16bit(net.node(node).value) || (p.packed_values && net.node(layer).layer->packed_values())) {
       CHECK(copy < 0);
       return;
     }
@@ -138,6 +142,7 @@ void check_fp32_copies(const Network& net, const StepPlan& p) {
     const Node& n = net.node(id);
     if (n.layer->is_view()) continue;
     const NodeBuffers& nb = p.node(id);
+    layer = id;
     for (std::size_t k = 0; k < n.inputs.size(); ++k) check_copy(n.inputs[k], copy_of(nb.forward_inputs_fp32, k), id);
     check_copy(id, nb.forward_output_fp32, id);
     const int t = p.backward_time(id);
@@ -152,6 +157,7 @@ void check_fp32_copies(const Network& net, const StepPlan& p) {
     if (op.kind != StepOpKind::recompute) continue;
     const Node& n = net.node(op.node);
     const RecomputeBuffers& r = p.recomputations[static_cast<std::size_t>(t)];
+    layer = op.node;
     for (std::size_t k = 0; k < n.inputs.size(); ++k) check_copy(n.inputs[k], copy_of(r.inputs_fp32, k), t);
     check_copy(op.node, r.output_fp32, t);
     CHECK(request(r.output).bytes == floats(op.node) * (p.stores_16bit(op.node) ? 2 : 4));
@@ -187,6 +193,51 @@ TEST_CASE("a bf16 plan stores values in half the bytes, with float32 copies live
   }
 }
 
+namespace {
+
+// The CPU backend as the planner sees a backend that takes values as they are stored (Note
+// [Values as they are stored], backend.hpp); planned only, never run.
+class TakesStoredValues : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  bool takes_packed_values() const override { return true; }
+};
+
+}  // namespace
+
+TEST_CASE("on a backend that takes values as they are stored, the layers that take them have no float32 copies",
+          "[value_format][planner]") {
+  for (const std::string name : {"small-bn", "resnet", "resnet18+dropout", "dense-relu-out"}) {
+    INFO(name);
+    Network net = name == "resnet18+dropout" ? testing::resnet18_with_dropout(kImage, 4)
+                  : name == "dense-relu-out" ? parse_network("conv 4 3 pad=1\nrelu\nflatten\ndense 4\nrelu\n", kImage, 4)
+                                             : make_preset(name, kImage, 4);
+    CpuBackend cpu(2, Precision::bf16);
+    TakesStoredValues stored(cpu);
+    StepNeeds copies = step_needs(net, cpu, kMicroBatch, true, std::size_t{256} << 20);
+    StepNeeds none = step_needs(net, stored, kMicroBatch, true, std::size_t{256} << 20);
+    CHECK(copies.packed == ValueFormat::fp32);
+    CHECK(none.packed == ValueFormat::bf16);
+    copies.values = none.values = ValueFormat::bf16;
+    const StepPlan with_copies = plan_step(net, copies);
+    for (InPlaceSharing sharing : {InPlaceSharing::always, InPlaceSharing::never}) {
+      StepNeeds needs = none;
+      needs.in_place = sharing;
+      const StepPlan p = plan_step(net, needs);
+      CHECK(p.packed_values);
+      check_fp32_copies(net, p);
+      check_fp32_copies(net, plan_step(net, needs, everything(net)));
+      if (sharing == InPlaceSharing::always) CHECK(p.requests.size() < with_copies.requests.size());
+    }
+    CHECK(plan_step(net, none).arena_bytes() <= with_copies.arena_bytes());
+    // Values in another format than the backend's are handed as float32 copies.
+    none.values = ValueFormat::fp16;
+    const StepPlan other = plan_step(net, none);
+    CHECK_FALSE(other.packed_values);
+    check_fp32_copies(net, other);
+  }
+}
+
 TEST_CASE("resnet18 in 16 bits: the activations' peak halves, the arena at the lower bound, 1.8 times the micro-batch",
           "[value_format][planner]") {
   const Shape image{3, 32, 32};
@@ -213,9 +264,16 @@ TEST_CASE("resnet18 in 16 bits: the activations' peak halves, the arena at the l
     return planner.largest_fitting(o.batch);
   };
   const int in_fp32 = largest(Precision::fp32), in_bf16 = largest(Precision::bf16);
-  INFO("largest micro-batch in 512 MiB: " << in_bf16 << " in bf16, " << in_fp32 << " in fp32");
+  // A backend that takes the values as they are stored needs no float32 copies for most layers.
+  Network each = make_preset("resnet18", image, 10);
+  CpuBackend cpu(2, Precision::bf16);
+  TakesStoredValues stored(cpu);
+  const int as_stored = BatchPlanner(each, stored, planning_options(o, each, stored)).largest_fitting(o.batch);
+  INFO("largest micro-batch in 512 MiB: " << in_bf16 << " in bf16, " << as_stored << " taken as stored, " << in_fp32
+                                          << " in fp32");
   REQUIRE(in_fp32 > 0);
   CHECK(in_bf16 >= 1.8 * in_fp32);
+  CHECK(as_stored > in_bf16);
   CHECK(largest(Precision::fp16) == in_bf16);  // half values take bfloat16's bytes
 }
 
