@@ -26,8 +26,9 @@
 #   scripts/gpu_session.sh mixed-all test, then mixed's measurements, in one call (the test files
 #                                  already ran the [bf16] tests)
 #   scripts/gpu_session.sh mixed-speed test, then mixed's speed alone (resnet18 in tf32, bf16 and
-#                                  fp16 against PyTorch, small too) and the kernels of
-#                                  a resnet18 bf16 step (scripts/gpu_kernels.sh, into kernels.txt)
+#                                  fp16 against PyTorch, small too), the kernels of a resnet18
+#                                  bf16 step (scripts/gpu_kernels.sh, into kernels.txt), and
+#                                  resnet18's largest batch in fp32 and bf16 (ours only)
 #
 # Logs and JSON lines go to $OUT (./out by default), at most 8 files; benchmarks/gpu_report.py
 # turns them into the markdown report for benchmarks/results/. Every phase has a cap and leaves
@@ -257,18 +258,20 @@ if [ "$WHAT" = mixed-speed ] && built "$THROUGHPUT"; then
   done
   peer "small tf32,bf16,fp16 eager" 60 90 --models small --precisions tf32,bf16,fp16 --modes eager \
     --budget 0 --data-on-gpu
-  run_phase "kernels resnet18 bf16" 90 0 "$OUT/kernels.txt" bash scripts/gpu_kernels.sh resnet18 3x32x32 bf16
+  run_phase "kernels resnet18 bf16" 90 60 "$OUT/kernels.txt" bash scripts/gpu_kernels.sh resnet18 3x32x32 bf16
 fi
 if want_mixed && built "$TRAIN_IMAGES" && [ -d "$DATA" ]; then
   run_phase "accuracy fp32 bf16 fp16" 150 60 "$RUNS_LOG" python3 benchmarks/compare_precision_accuracy.py \
     --device cuda --binary "$TRAIN_IMAGES" --data "$DATA" --precisions fp32,bf16,fp16 \
     --train-args "--algo-cache $ALGO_CACHE" --out "$OUT/precision_gpu_accuracy"
 fi
-if want_mixed && built "$THROUGHPUT"; then
+if want_mixed_speed && built "$THROUGHPUT"; then
   for precision in fp32 bf16; do
     ours "largest resnet18 $precision" 30 30 --model resnet18 --input 3x32x32 --precision "$precision" \
       --largest-batch --memory-budget "$BUDGET" --most 16384 --fast-start
   done
+fi
+if want_mixed && built "$THROUGHPUT"; then
   peer "largest batch bf16" 60 0 --models resnet18 --modes none --syncs none --largest-precisions bf16 \
     --budget "$BUDGET"
 fi
