@@ -64,6 +64,19 @@ __device__ int vectors_in_round(std::size_t first, std::size_t count) {
   return left < kUnroll ? static_cast<int>(left) : kUnroll;
 }
 
+// Where vector u of the round from `first` sits, and the round's vectors of `in` read into v.
+template <int V, int kThreads>
+__device__ std::size_t round_at(const ChannelVectors<V>& layout, std::size_t ch, std::size_t first, int u) {
+  return layout.at(ch, first + static_cast<std::size_t>(u) * kThreads);
+}
+template <ValueFormat F, int V, int kThreads>
+__device__ void load_round(const ValuesIn& in, const ChannelVectors<V>& layout, std::size_t ch, std::size_t first,
+                           int round, float (&v)[kUnroll][V]) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (u < round) load_values<F, V>(in, round_at<V, kThreads>(layout, ch, first, u), v[u]);
+}
+
 template <ValueFormat F, int V, int kThreads>
 __global__ void __launch_bounds__(kThreads)
     training_forward_kernel(ChannelVectors<V> layout, ValuesIn x, ValuesOut y, const float* gamma, const float* beta,
@@ -75,9 +88,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
     const int round = vectors_in_round<kThreads>(first, layout.count);
     float v[kUnroll][V];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (u < round) load_values<F, V>(x, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), v[u]);
+    load_round<F, V, kThreads>(x, layout, ch, first, round, v);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (u < round)
@@ -104,15 +115,13 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
     const int round = vectors_in_round<kThreads>(first, layout.count);
     float v[kUnroll][V];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (u < round) load_values<F, V>(x, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), v[u]);
+    load_round<F, V, kThreads>(x, layout, ch, first, round, v);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (u >= round) break;
 #pragma unroll
       for (int k = 0; k < V; ++k) v[u][k] = fmaf(v[u][k], scale, shift);
-      store_values<F, V>(y, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), v[u]);
+      store_values<F, V>(y, round_at<V, kThreads>(layout, ch, first, u), v[u]);
     }
   }
 }
@@ -130,13 +139,8 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
     const int round = vectors_in_round<kThreads>(first, layout.count);
     float v[kUnroll][V], g[kUnroll][V];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (u >= round) break;
-      const std::size_t at = layout.at(ch, first + static_cast<std::size_t>(u) * kThreads);
-      load_values<F, V>(x, at, v[u]);
-      load_values<F, V>(gradient, at, g[u]);
-    }
+    load_round<F, V, kThreads>(x, layout, ch, first, round, v);
+    load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (u < round)
@@ -158,14 +162,9 @@ __global__ void __launch_bounds__(kThreads)
   for (std::size_t first = threadIdx.x; first < layout.count; first += kRound) {
     const int round = vectors_in_round<kThreads>(first, layout.count);
     float v[kUnroll][V], g[kUnroll][V], d[kUnroll][V];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (u >= round) break;
-      const std::size_t at = layout.at(ch, first + static_cast<std::size_t>(u) * kThreads);
-      load_values<F, V>(x, at, v[u]);
-      load_values<F, V>(gradient, at, g[u]);
-      if (accumulate) load_values<F, V>(written, at, d[u]);
-    }
+    load_round<F, V, kThreads>(x, layout, ch, first, round, v);
+    load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
+    if (accumulate) load_round<F, V, kThreads>(written, layout, ch, first, round, d);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (u >= round) break;
@@ -175,7 +174,7 @@ __global__ void __launch_bounds__(kThreads)
         const float step = static_cast<float>(scale * (count * g[u][k] - sum_dy - xhat * sum_dy_xhat));
         d[u][k] = accumulate ? d[u][k] + step : step;
       }
-      store_values<F, V>(out, layout.at(ch, first + static_cast<std::size_t>(u) * kThreads), d[u]);
+      store_values<F, V>(out, round_at<V, kThreads>(layout, ch, first, u), d[u]);
     }
   }
 }
