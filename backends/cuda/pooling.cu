@@ -1,13 +1,17 @@
 // Max and average pooling. Forward: one thread per output. Backward gathers instead of
 // scattering: one thread per input sums, in a fixed order, the gradients of the windows that
-// route to it, so no atomics and the result does not depend on scheduling.
+// route to it, so no atomics and the result does not depend on scheduling. x, and y forward, may
+// be 16 bits alone (Tensor::packed16), as a step on a 16-bit plan stores them: read widened,
+// written rounded.
 #include <cfloat>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
+#include "backends/cuda/detail/values16.cuh"
 #include "base/error.hpp"
 
 namespace cnn::cuda {
@@ -28,19 +32,19 @@ __device__ Window window_of(const PoolGeometry& g, int oh, int ow) {
   return {max(top, 0), min(top + g.window_h, g.h), max(left, 0), min(left + g.window_w, g.w)};
 }
 
-template <bool Max>
-__global__ void pool_forward_kernel(const float* x, float* y, PoolGeometry g) {
+template <ValueFormat F, bool Max>
+__global__ void pool_forward_kernel(ValuesIn x, ValuesOut y, PoolGeometry g) {
   const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.out_h * g.out_w;
   CNN_FOR_EACH_ELEMENT(i, total) {
     const int ow = static_cast<int>(i % g.out_w);
     const int oh = static_cast<int>(i / g.out_w % g.out_h);
-    const float* plane = x + i / (std::size_t{static_cast<unsigned>(g.out_h)} * g.out_w) * g.h * g.w;
+    const std::size_t plane = i / (std::size_t{static_cast<unsigned>(g.out_h)} * g.out_w) * g.h * g.w;
     const Window win = window_of(g, oh, ow);
     float best = -FLT_MAX, sum = 0.0f;
     bool any = false;
     for (int h = win.h0; h < win.h1; ++h) {
       for (int w = win.w0; w < win.w1; ++w) {
-        const float v = plane[h * g.w + w];
+        const float v = x.at<F>(plane + static_cast<std::size_t>(h * g.w + w));
         if (Max) {
           if (!any || v > best) best = v;
         } else {
@@ -50,18 +54,18 @@ __global__ void pool_forward_kernel(const float* x, float* y, PoolGeometry g) {
       }
     }
     const int count = (win.h1 - win.h0) * (win.w1 - win.w0);
-    y[i] = !any ? 0.0f : Max ? best : sum / static_cast<float>(count);
+    y.set<F>(i, !any ? 0.0f : Max ? best : sum / static_cast<float>(count));
   }
 }
 
-template <bool Max, bool Accumulate>
-__global__ void pool_backward_kernel(const float* x, const float* dy, float* dx, PoolGeometry g) {
+template <ValueFormat F, bool Max, bool Accumulate>
+__global__ void pool_backward_kernel(ValuesIn x, const float* dy, float* dx, PoolGeometry g) {
   const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.h * g.w;
   CNN_FOR_EACH_ELEMENT(i, total) {
     const int iw = static_cast<int>(i % g.w);
     const int ih = static_cast<int>(i / g.w % g.h);
     const std::size_t plane_index = i / (std::size_t{static_cast<unsigned>(g.h)} * g.w);
-    const float* x_plane = x + plane_index * g.h * g.w;
+    const std::size_t x_plane = plane_index * g.h * g.w;
     const std::size_t out_plane = plane_index * g.out_h * g.out_w;
 
     // Outputs whose window covers (ih, iw): oh * stride - pad <= ih < oh * stride - pad + window.
@@ -81,10 +85,10 @@ __global__ void pool_backward_kernel(const float* x, const float* dy, float* dx,
           // x alone: y may come from another computation of x (a recomputed BatchNorm rounds
           // unlike forward's cuDNN), which no element of this x need equal.
           int best_h = win.h0, best_w = win.w0;
-          float best = x_plane[win.h0 * g.w + win.w0];
+          float best = x.at<F>(x_plane + static_cast<std::size_t>(win.h0 * g.w + win.w0));
           for (int h = win.h0; h < win.h1; ++h) {
             for (int w = win.w0; w < win.w1; ++w) {
-              const float v = x_plane[h * g.w + w];
+              const float v = x.at<F>(x_plane + static_cast<std::size_t>(h * g.w + w));
               if (v > best) {
                 best = v;
                 best_h = h;
@@ -114,20 +118,26 @@ PoolGeometry geometry(const Pool2dDesc& d, const Tensor& x, const Tensor& y, con
           d.stride_h, d.stride_w, d.pad_h, d.pad_w};
 }
 
+ValuesIn values_in(const Tensor& t) { return {t.data, static_cast<const std::uint16_t*>(t.packed16)}; }
+ValuesOut values_out(const Tensor& t) { return {t.data, static_cast<std::uint16_t*>(t.packed16)}; }
+
 }  // namespace
 
 void CudaBackend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
   activate();
   const PoolGeometry g = geometry(desc, x, y, "pool2d_forward");
+  require_values("pool2d_forward", {x, y});
   const std::size_t n = y.elements();
   if (n == 0) return;
-  if (desc.mode == PoolMode::max) {
-    pool_forward_kernel<true><<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, g);
-  } else {
-    pool_forward_kernel<false><<<blocks_for(n), 256, 0, compute_>>>(x.data, y.data, g);
-  }
+  with_format(product_format(), [&](auto f) {
+    constexpr ValueFormat F = decltype(f)::value;
+    if (desc.mode == PoolMode::max)
+      pool_forward_kernel<F, true><<<blocks_for(n), 256, 0, compute_>>>(values_in(x), values_out(y), g);
+    else
+      pool_forward_kernel<F, false><<<blocks_for(n), 256, 0, compute_>>>(values_in(x), values_out(y), g);
+  });
   check_launch("pool_forward_kernel");
-  touched(x, y);
+  touched(x, packed_range(x), y, packed_range(y));
 }
 
 void CudaBackend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
@@ -138,21 +148,22 @@ void CudaBackend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const
     throw ShapeError("pool2d_backward: gradients " + dy.shape.str() + " and " + dx.shape.str() +
                      " do not match " + y.shape.str() + " and " + x.shape.str());
   }
+  // y is not read: max pooling finds each window's maximum from x.
+  require_values("pool2d_backward", {x, dy, dx}, 1);
   const std::size_t n = x.elements();
   if (n == 0) return;
   const unsigned blocks = blocks_for(n);
   const bool is_max = desc.mode == PoolMode::max;
-  if (is_max && accumulate) {
-    pool_backward_kernel<true, true><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
-  } else if (is_max) {
-    pool_backward_kernel<true, false><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
-  } else if (accumulate) {
-    pool_backward_kernel<false, true><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
-  } else {
-    pool_backward_kernel<false, false><<<blocks, 256, 0, compute_>>>(x.data, dy.data, dx.data, g);
-  }
+  with_format(product_format(), [&](auto f) {
+    constexpr ValueFormat F = decltype(f)::value;
+    const ValuesIn in = values_in(x);
+    if (is_max && accumulate) pool_backward_kernel<F, true, true><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    else if (is_max) pool_backward_kernel<F, true, false><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    else if (accumulate) pool_backward_kernel<F, false, true><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    else pool_backward_kernel<F, false, false><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+  });
   check_launch("pool_backward_kernel");
-  touched(x, y, dy, dx);
+  touched(x, packed_range(x), dy, dx);
 }
 
 }  // namespace cnn::cuda

@@ -185,8 +185,8 @@ class Backend {
   // How this backend's convolutions and dense layers multiply.
   virtual Precision precision() const { return Precision::fp32; }
   // Note [Values as they are stored]
-  // True where the calls below that say so (the convolutions, ReLU, add, BatchNorm) take a value
-  // in this backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
+  // True where the calls below that say so (the convolutions, ReLU, add, pooling, BatchNorm) take
+  // a value in this backend's 16-bit format (value_format(precision())) as its 16-bit bits alone
   // (Tensor::packed16, its floats `data` null) and round an output into its packed16 themselves,
   // and the products (convolutions, dense) take the bits beside a value's floats as their
   // 16-bit operand: the CUDA backend in bf16 and fp16. A step on a plan that stores values in that
@@ -286,7 +286,8 @@ class Backend {
                                    Tensor dx, bool accumulate) = 0;
 
   // The output's size sets the windows: pooling with ceil_mode has one more window at the
-  // bottom and right, clipped to the input (and, averaging, divided by what is inside).
+  // bottom and right, clipped to the input (and, averaging, divided by what is inside). Note
+  // [Values as they are stored]: x and y may be 16 bits alone; dy and dx are floats.
   virtual void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) = 0;
   // Max pooling routes each gradient to the window's first maximum, as forward chose it from x.
   // CUDA finds it from x alone, so that an x recomputed with other rounding than the forward that

@@ -1,9 +1,11 @@
 // Pooling against the CPU backend, including ties (max pooling routes the gradient to the first
 // maximum), windows that padding or the image edge cut, ceil mode's last windows clipped to the
-// input, and global max pooling.
+// input, and global max pooling; in bf16 and fp16 on values as a step stores them.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "support.hpp"
 
@@ -113,5 +115,36 @@ TEST_CASE("cuda max pooling finds each window's maximum from x, not from y", "[c
     cpu().pool2d_backward(c.desc, x.cpu(), y.cpu(), dy.cpu(), dx.cpu(), false);
     gpu().pool2d_backward(c.desc, x_recomputed.gpu(), y.gpu(), dy.gpu(), dx.gpu(), false);
     CHECK(dx.relative_error() <= 1e-6);
+  }
+}
+
+TEST_CASE("cuda pooling takes and writes values as a 16-bit step stores them", "[cuda][pool][bf16]") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    Backend& gpu = gpu_16bit(p);
+    const ValueFormat format = value_format(p);
+    for (const PoolCase& c : kCases) {
+      INFO(c.name << ", " << to_string(p));
+      const Shape xs{c.n, c.c, c.h, c.w}, ys = output_shape(c);
+      Twin x(gpu, xs, rounded16(p, random_values(xs.elements(), 41))), y(gpu, ys, 42);
+      const Stored16 x16 = stored16(gpu, x.gpu());
+      Stored16 y16 = stored16(gpu, y.gpu());
+      cpu().pool2d_forward(c.desc, x.cpu(), y.cpu());
+      gpu.pool2d_forward(c.desc, x16.alone, y16.alone);
+      // A maximum is one of the 16-bit inputs: the same bits. An average is the CPU's float
+      // average rounded, within half a unit in the last place.
+      const std::vector<std::uint16_t> bits = bits_on_host(gpu, y16);
+      std::vector<float> written(bits.size());
+      cpu().from_16bit(bits.data(), Tensor{written.data(), Shape{static_cast<int>(written.size())}}, format);
+      CHECK(relative_error(written, y.cpu_values()) <= (c.desc.mode == PoolMode::max ? 0.0 : 2.5e-3));
+
+      Twin dy(gpu, ys, 43);
+      for (bool accumulate : {false, true}) {
+        INFO("accumulate " << accumulate);
+        Twin dx(gpu, xs, 44);
+        cpu().pool2d_backward(c.desc, x.cpu(), y.cpu(), dy.cpu(), dx.cpu(), accumulate);
+        gpu.pool2d_backward(c.desc, x16.alone, y16.alone, dy.gpu(), dx.gpu(), accumulate);
+        CHECK(dx.relative_error() <= 1e-6);
+      }
+    }
   }
 }

@@ -102,6 +102,17 @@ class StoredValuesCpu : public ForwardingBackend {
     ForwardingBackend::add(first.t, second.t, out.t);
     round_into(out, y);
   }
+  void pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::pool2d_forward(d, in.t, out.t);
+    round_into(out, y);
+  }
+  void pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
+                       bool accumulate) override {
+    const Floats in = input(x), out = input(y);
+    ForwardingBackend::pool2d_backward(d, in.t, out.t, dy, dx, accumulate);
+  }
   void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                   Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                   Tensor saved_mean, Tensor saved_inv_std) override {
