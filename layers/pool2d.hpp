@@ -19,7 +19,7 @@ class Pool2D final : public Layer {
   std::string type_name() const override;
   std::string describe() const override;
   Shape output_shape(const std::vector<Shape>& inputs) override;
-  // cuDNN's pooling backward takes x and y for every mode, so both stay alive.
+  // The CPU's pooling backward reads x and y (CUDA's x alone), so both stay alive.
   bool backward_needs_input() const override { return true; }
   bool backward_needs_output() const override { return true; }
   bool packed_values() const override { return true; }

@@ -128,11 +128,12 @@ std::vector<float> widened_on_host(Backend& gpu, const Stored16& stored) {
 // they are stored], backend.hpp): the CPU on the same values, widened, is the reference. Sums are
 // in double on both sides, so statistics and float results agree to float rounding; an output
 // written in 16 bits is the CPU's float output rounded, within half a unit in its last place
-// (2^-9 of the largest value in bf16, 2^-12 in fp16), whichever way a value near a tie went.
+// whichever way a value near a tie went: relative to the largest value, at most 2^-8 in bf16
+// (a value just under a power of two, the largest just over it) and 2^-11 in fp16.
 void check_stored_batchnorm(Precision p, Shape xs, std::size_t offset) {
   INFO(to_string(p) << ", input " << xs.str() << ", " << offset << " values into its buffer");
   Backend& gpu = gpu_16bit(p);
-  const double rounding = p == Precision::bf16 ? 2.5e-3 : 3.5e-4;
+  const double rounding = p == Precision::bf16 ? 4.5e-3 : 6e-4;
   const Shape cs{xs[1]};
   const std::size_t n = xs.elements();
   // Views `offset` values into a buffer, as a later half of a batch is: the kernels then read

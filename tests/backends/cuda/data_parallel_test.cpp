@@ -78,11 +78,12 @@ TEST_CASE("cuda synchronised BatchNorm's calls take the input as a 16-bit step s
     CHECK(sums.relative_error() <= 1e-5);
     CHECK(squares.relative_error() <= 1e-5);
     CHECK(running_var.relative_error() <= 1e-5);
-    // The output in 16 bits: the CPU's float output rounded (half a unit in the last place).
+    // The output in 16 bits: the CPU's float output rounded (half a unit in the last place: at
+    // most 2^-8 of the largest value in bf16, 2^-11 in fp16).
     const std::vector<std::uint16_t> bits = bits_on_host(gpu, y16);
     std::vector<float> written(bits.size());
     cpu().from_16bit(bits.data(), Tensor{written.data(), Shape{static_cast<int>(written.size())}}, value_format(p));
-    CHECK(relative_error(written, y.cpu_values()) <= (p == Precision::bf16 ? 2.5e-3 : 3.5e-4));
+    CHECK(relative_error(written, y.cpu_values()) <= (p == Precision::bf16 ? 4.5e-3 : 6e-4));
 
     Twin dy(gpu, xs, 99), backward_sums(gpu, two, 100), dx(gpu, xs, 101);
     cpu().batchnorm_backward_sums(x.cpu(), dy.cpu(), sums.cpu(), squares.cpu(), backward_sums.cpu());

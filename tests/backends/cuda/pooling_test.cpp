@@ -131,11 +131,12 @@ TEST_CASE("cuda pooling takes and writes values as a 16-bit step stores them", "
       cpu().pool2d_forward(c.desc, x.cpu(), y.cpu());
       gpu.pool2d_forward(c.desc, x16.alone, y16.alone);
       // A maximum is one of the 16-bit inputs: the same bits. An average is the CPU's float
-      // average rounded, within half a unit in the last place.
+      // average rounded, within half a unit in the last place (at most 2^-8 of the largest value
+      // in bf16, 2^-11 in fp16).
       const std::vector<std::uint16_t> bits = bits_on_host(gpu, y16);
       std::vector<float> written(bits.size());
       cpu().from_16bit(bits.data(), Tensor{written.data(), Shape{static_cast<int>(written.size())}}, format);
-      CHECK(relative_error(written, y.cpu_values()) <= (c.desc.mode == PoolMode::max ? 0.0 : 2.5e-3));
+      CHECK(relative_error(written, y.cpu_values()) <= (c.desc.mode == PoolMode::max ? 0.0 : p == Precision::bf16 ? 4.5e-3 : 6e-4));
 
       Twin dy(gpu, ys, 43);
       for (bool accumulate : {false, true}) {
