@@ -21,18 +21,22 @@ struct BatchnormDescriptors {
   TensorDescriptor x, params;
 };
 
-// x as NCHW (rank 2 is [N, C, 1, 1]) and the per-channel parameter layout derived from it.
-void describe(BatchnormDescriptors& d, const Tensor& x, std::initializer_list<const Tensor*> params,
-              const char* call) {
+// Throws ShapeError naming `call` unless x has channels and each per-channel tensor given holds one
+// value a channel.
+void check_channels(const Tensor& x, std::initializer_list<const Tensor*> params, const char* call) {
   if (x.shape.rank < 2) throw ShapeError(std::string(call) + ": input " + x.shape.str() + " has no channels");
-  set_nchw(d.x, x.shape);
-  CNN_CHECK(cudnnDeriveBNTensorDescriptor(d.params, d.x, kMode));
   for (const Tensor* p : params) {
     if (!p->empty() && p->elements() != static_cast<std::size_t>(x.c())) {
       throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " +
                        x.shape.str() + " should hold " + std::to_string(x.c()) + " values");
     }
   }
+}
+
+// x as NCHW (rank 2 is [N, C, 1, 1]) and the per-channel parameter layout derived from it.
+void describe(BatchnormDescriptors& d, const Tensor& x) {
+  set_nchw(d.x, x.shape);
+  CNN_CHECK(cudnnDeriveBNTensorDescriptor(d.params, d.x, kMode));
 }
 
 }  // namespace
@@ -42,14 +46,15 @@ void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamm
                                              float momentum, float epsilon, Tensor saved_mean,
                                              Tensor saved_inv_std) {
   activate();
-  BatchnormDescriptors d;
-  describe(d, x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std},
-           "batchnorm_forward_training");
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std},
+                 "batchnorm_forward_training");
   if (require_values("batchnorm_forward_training", {x, y})) {
     batchnorm_training16(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std);
     touched(x, packed_range(x), gamma, beta, y, packed_range(y), running_mean, running_var, saved_mean, saved_inv_std);
     return;
   }
+  BatchnormDescriptors d;
+  describe(d, x);
   CNN_CHECK(cudnnBatchNormalizationForwardTraining(
       cudnn_, kMode, &kOne, &kZero, d.x, x.data, d.x, y.data, d.params, gamma.data, beta.data,
       static_cast<double>(momentum), running_mean.data, running_var.data, static_cast<double>(epsilon),
@@ -61,13 +66,14 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
                                               const Tensor& running_mean, const Tensor& running_var,
                                               float epsilon, Tensor y) {
   activate();
-  BatchnormDescriptors d;
-  describe(d, x, {&gamma, &beta, &running_mean, &running_var}, "batchnorm_forward_inference");
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var}, "batchnorm_forward_inference");
   if (require_values("batchnorm_forward_inference", {x, y})) {
     batchnorm_normalise(x, gamma, beta, running_mean, running_var, true, epsilon, y);
     touched(x, packed_range(x), gamma, beta, running_mean, running_var, y, packed_range(y));
     return;
   }
+  BatchnormDescriptors d;
+  describe(d, x);
   CNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn_, kMode, &kOne, &kZero, d.x, x.data, d.x, y.data,
                                                     d.params, gamma.data, beta.data, running_mean.data,
                                                     running_var.data, static_cast<double>(epsilon)));
@@ -78,13 +84,14 @@ void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
                                      const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                                      Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   activate();
-  BatchnormDescriptors d;
-  describe(d, x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta}, "batchnorm_backward");
+  check_channels(x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta}, "batchnorm_backward");
   if (require_values("batchnorm_backward", {x, dy, dx}, 1)) {
     batchnorm_backward16(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
     touched(x, packed_range(x), dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
     return;
   }
+  BatchnormDescriptors d;
+  describe(d, x);
   // With the saved statistics given cuDNN does not recompute them, but it wants forward's epsilon.
   const float beta_data = accumulate ? 1.0f : 0.0f;
   // betaParamDiff = 1: parameter gradients accumulate over micro-batches.

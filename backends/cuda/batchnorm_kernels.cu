@@ -18,7 +18,6 @@
 // of x and x^2 in one pass, where the CPU sums squares about the mean in a second; in double that
 // loses nothing a float statistic keeps unless |mean| / std reaches about 10^4.
 #include <cstddef>
-#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -195,8 +194,6 @@ __global__ void normalise_kernel(ValuesIn x, ValuesOut y, const float* gamma, co
   }
 }
 
-ValuesIn values_in(const Tensor& t) { return {t.data, static_cast<const std::uint16_t*>(t.packed16)}; }
-ValuesOut values_out(const Tensor& t) { return {t.data, static_cast<std::uint16_t*>(t.packed16)}; }
 // Where a kernel reads or writes a tensor: its 16-bit values if it has them, else its floats.
 const void* read_from(const Tensor& t) { return t.packed16 ? t.packed16 : t.data; }
 

@@ -3,7 +3,6 @@
 // forward normalises through batchnorm_forward_saved, so that a recomputation rounds alike. The
 // input x may come in 16 bits (Tensor::packed16), as a step on a 16-bit plan stores it.
 #include <cstddef>
-#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -109,8 +108,6 @@ void check_channels(const char* call, const Tensor& x, std::initializer_list<con
     if (p->elements() < per * static_cast<std::size_t>(x.c()))
       throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " + x.shape.str());
 }
-
-ValuesIn values_in(const Tensor& x) { return {x.data, static_cast<const std::uint16_t*>(x.packed16)}; }
 
 ChannelLayout layout_of(const Tensor& x) {
   return {static_cast<std::size_t>(x.n()), static_cast<std::size_t>(x.c()),

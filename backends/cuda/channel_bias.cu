@@ -4,7 +4,6 @@
 // block per channel, each thread summing a fixed set of elements in order and the block adding
 // those sums in a fixed tree: the same bits every run, no atomics.
 #include <cstddef>
-#include <cstdint>
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
@@ -56,10 +55,9 @@ void CudaBackend::add_channel_bias(const Tensor& bias, Tensor y) {
   const std::size_t n = y.elements();
   if (n == 0) return;
   const std::size_t plane = static_cast<std::size_t>(y.h()) * static_cast<std::size_t>(y.w());
-  auto* packed = static_cast<std::uint16_t*>(y.packed16);
   with_format(product_format(), [&](auto f) {
     add_channel_bias_kernel<decltype(f)::value><<<blocks_for(n), kThreads, 0, compute_>>>(
-        bias.data, ValuesIn{y.data, packed}, ValuesOut{y.data, packed}, n, plane, y.c());
+        bias.data, values_in(y), values_out(y), n, plane, y.c());
   });
   check_launch("add_channel_bias_kernel");
   touched(bias, y, packed_range(y));

@@ -111,9 +111,10 @@ ConvCopies take_copies(const ConvShape& s, Workspace ws) {
 // cuDNN straight into the output's 16-bit values (through the front of the workspace where they
 // are off that alignment), its bias then added there, widened and rounded again; only a sum into
 // 16-bit values goes through the output's floats. The one difference from rounding the widened
-// floats: a bf16 subnormal cuDNN writes stays, where to_16bit flushes it to zero. A convolution run in halves (Note [Convolutions in halves]) makes
-// each half's copies itself, from the same workspace. Depthwise and grouped convolutions multiply
-// in 16 bits here too, where the CPU's own kernels for them stay fp32.
+// floats: a bf16 subnormal cuDNN writes stays, where to_16bit flushes it to zero. A convolution
+// run in halves (Note [Convolutions in halves]) makes each half's copies itself, from the same
+// workspace. Depthwise and grouped convolutions multiply in 16 bits here too, where the CPU's own
+// kernels for them stay fp32.
 std::size_t CudaBackend::conv_copies_bytes(const ConvShape& shape) const {
   if (!products16()) return 0;
   return copies_bytes({input_elements(shape), output_elements(shape), weight_elements(shape)});

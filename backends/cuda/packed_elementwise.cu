@@ -4,7 +4,6 @@
 // hands these layers their values as it stores them (Layer::packed_values), with no float copies
 // in between: the bits are those of widening, computing in float and rounding, as before.
 #include <cstddef>
-#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -38,8 +37,6 @@ __global__ void add16_kernel(ValuesIn a, ValuesIn b, ValuesOut y, std::size_t n)
   CNN_FOR_EACH_ELEMENT(i, n) y.set<F>(i, a.at<F>(i) + b.at<F>(i));
 }
 
-ValuesIn values_in(const Tensor& t) { return {t.data, static_cast<const std::uint16_t*>(t.packed16)}; }
-ValuesOut values_out(const Tensor& t) { return {t.data, static_cast<std::uint16_t*>(t.packed16)}; }
 
 }  // namespace
 

@@ -4,7 +4,6 @@
 // be 16 bits alone (Tensor::packed16), as a step on a 16-bit plan stores them: read widened,
 // written rounded.
 #include <cfloat>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -118,8 +117,6 @@ PoolGeometry geometry(const Pool2dDesc& d, const Tensor& x, const Tensor& y, con
           d.stride_h, d.stride_w, d.pad_h, d.pad_w};
 }
 
-ValuesIn values_in(const Tensor& t) { return {t.data, static_cast<const std::uint16_t*>(t.packed16)}; }
-ValuesOut values_out(const Tensor& t) { return {t.data, static_cast<std::uint16_t*>(t.packed16)}; }
 
 }  // namespace
 

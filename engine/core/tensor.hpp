@@ -61,8 +61,8 @@ struct Tensor {
   // Where not null, the values in the backend's 16-bit format, for a backend that takes values as
   // they are stored (Note [Values as they are stored], backend.hpp): an input's 16-bit bits,
   // beside `data` widened from them or alone (`data` null); or, on an output, where the call
-  // rounds its result (`data` then its scratch). A view that moves `data` must move this too, or
-  // drop it.
+  // rounds its result (`data` then null, or its scratch). A view that moves `data` must move this
+  // too, or drop it.
   void* packed16 = nullptr;
 
   std::size_t elements() const { return shape.elements(); }
