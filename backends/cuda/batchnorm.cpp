@@ -21,15 +21,22 @@ struct BatchnormDescriptors {
   TensorDescriptor x, params;
 };
 
-// Throws ShapeError naming `call` unless x has channels and each per-channel tensor given holds one
-// value a channel.
-void check_channels(const Tensor& x, std::initializer_list<const Tensor*> params, const char* call) {
+// Throws ShapeError naming `call` unless x has channels, each per-channel tensor given holds one
+// value a channel (or none, where `may_be_empty`: cuDNN's float calls may be given no running
+// statistics, the own 16-bit kernels of batchnorm_kernels.cu read and write every one), and each
+// tensor in `like_x` holds as many values as x.
+void check_channels(const Tensor& x, std::initializer_list<const Tensor*> params,
+                    std::initializer_list<const Tensor*> like_x, bool may_be_empty, const char* call) {
   if (x.shape.rank < 2) throw ShapeError(std::string(call) + ": input " + x.shape.str() + " has no channels");
   for (const Tensor* p : params) {
-    if (!p->empty() && p->elements() != static_cast<std::size_t>(x.c())) {
+    if (p->elements() != static_cast<std::size_t>(x.c()) && !(may_be_empty && p->empty())) {
       throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " +
                        x.shape.str() + " should hold " + std::to_string(x.c()) + " values");
     }
+  }
+  for (const Tensor* t : like_x) {
+    if (t->elements() != x.elements())
+      throw ShapeError(std::string(call) + ": " + t->shape.str() + " for input " + x.shape.str());
   }
 }
 
@@ -46,9 +53,10 @@ void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamm
                                              float momentum, float epsilon, Tensor saved_mean,
                                              Tensor saved_inv_std) {
   activate();
-  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std},
+  const bool packed = require_values("batchnorm_forward_training", {x, y});
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&y}, !packed,
                  "batchnorm_forward_training");
-  if (require_values("batchnorm_forward_training", {x, y})) {
+  if (packed) {
     batchnorm_training16(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std);
     touched(x, packed_range(x), gamma, beta, y, packed_range(y), running_mean, running_var, saved_mean, saved_inv_std);
     return;
@@ -66,8 +74,9 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
                                               const Tensor& running_mean, const Tensor& running_var,
                                               float epsilon, Tensor y) {
   activate();
-  check_channels(x, {&gamma, &beta, &running_mean, &running_var}, "batchnorm_forward_inference");
-  if (require_values("batchnorm_forward_inference", {x, y})) {
+  const bool packed = require_values("batchnorm_forward_inference", {x, y});
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var}, {&y}, !packed, "batchnorm_forward_inference");
+  if (packed) {
     batchnorm_normalise(x, gamma, beta, running_mean, running_var, true, epsilon, y);
     touched(x, packed_range(x), gamma, beta, running_mean, running_var, y, packed_range(y));
     return;
@@ -84,8 +93,10 @@ void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Te
                                      const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                                      Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   activate();
-  check_channels(x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta}, "batchnorm_backward");
-  if (require_values("batchnorm_backward", {x, dy, dx}, 1)) {
+  const bool packed = require_values("batchnorm_backward", {x, dy, dx}, 1);
+  check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&dy, &dx}, !packed, "batchnorm_backward");
+  check_channels(x, {&dgamma, &dbeta}, {}, true, "batchnorm_backward");
+  if (packed) {
     batchnorm_backward16(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
     touched(x, packed_range(x), dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
     return;

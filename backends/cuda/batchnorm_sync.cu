@@ -120,6 +120,7 @@ void CudaBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
   activate();
   check_channels("batchnorm_channel_sums", x, {&sums}, 1);
   require_values("batchnorm_channel_sums", {x, sums}, 1);
+  if (x.c() == 0) return;  // no block to launch
   with_format(product_format(), [&](auto f) {
     const Value<decltype(f)::value> term{values_in(x)};
     channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), term, term, sums.data, nullptr);
@@ -132,6 +133,7 @@ void CudaBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums
   activate();
   check_channels("batchnorm_centered_squares", x, {&sums, &out}, 1);
   require_values("batchnorm_centered_squares", {x, sums, out}, 1);
+  if (x.c() == 0) return;  // no block to launch
   with_format(product_format(), [&](auto f) {
     const CenteredSquare<decltype(f)::value> term{values_in(x), sums.data, count};
     channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), term, term, out.data, nullptr);
@@ -144,8 +146,17 @@ void CudaBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gam
                                               Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                               double count, Tensor saved_mean, Tensor saved_inv_std) {
   activate();
-  check_channels("batchnorm_forward_from_sums", x, {&running_mean, &running_var, &saved_mean, &saved_inv_std}, 1);
+  check_channels("batchnorm_forward_from_sums", x, {&running_mean, &running_var}, 1);
   const auto channels = static_cast<std::size_t>(x.c());
+  // What batchnorm_forward_saved refuses is refused before the statistics change in place.
+  for (const Tensor* p : std::initializer_list<const Tensor*>{&gamma, &beta, &saved_mean, &saved_inv_std})
+    if (p->elements() != channels)
+      throw ShapeError("batchnorm_forward_from_sums: a per-channel tensor " + p->shape.str() + " for input " +
+                       x.shape.str() + " should hold " + std::to_string(channels) + " values");
+  if (y.elements() != x.elements())
+    throw ShapeError("batchnorm_forward_from_sums: output " + y.shape.str() + " for input " + x.shape.str());
+  require_values("batchnorm_forward_from_sums", {x, y});
+  if (channels == 0) return;
   statistics_from_sums_kernel<<<blocks_for(channels), 256, 0, compute_>>>(
       saved_mean.data, saved_inv_std.data, running_mean.data, running_var.data, channels, count, momentum, epsilon);
   check_launch("statistics_from_sums_kernel");
@@ -159,6 +170,7 @@ void CudaBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, con
   check_channels("batchnorm_backward_sums", x, {&saved_mean, &saved_inv_std}, 1);
   check_channels("batchnorm_backward_sums", x, {&sums}, 2);
   require_values("batchnorm_backward_sums", {x, dy, sums}, 1);
+  if (x.c() == 0) return;  // no block to launch
   with_format(product_format(), [&](auto f) {
     const GradientTimesNormalised<decltype(f)::value> term{values_in(x), dy.data, saved_mean.data, saved_inv_std.data};
     channel_sums_kernel<<<x.c(), kReduceThreads, 0, compute_>>>(layout_of(x), OutputGradient{dy.data}, term,

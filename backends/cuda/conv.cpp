@@ -325,6 +325,9 @@ void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x
   activate();
   check_weights(desc, dw, "conv2d_backward_filter");
   require_values("conv2d_backward_filter", {x, dy});
+  if (!dbias.empty() && !dy.data)  // cuDNN's bias gradient sums dy's floats
+    throw ConfigError("conv2d_backward_filter: a bias gradient from dy " + dy.shape.str() +
+                      " in 16 bits alone (it needs dy's floats)");
   ConvPlan& plan = conv_plan(desc, x.shape, dy.shape);
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =

@@ -129,7 +129,7 @@ std::vector<float> widened_on_host(Backend& gpu, const Stored16& stored) {
 // in double on both sides, so statistics and float results agree to float rounding; an output
 // written in 16 bits is the CPU's float output rounded, within half a unit in its last place
 // whichever way a value near a tie went: relative to the largest value, at most 2^-8 in bf16
-// (a value just under a power of two, the largest just over it) and 2^-11 in fp16.
+// (a value at or just above a power of two, itself the largest) and 2^-11 in fp16.
 void check_stored_batchnorm(Precision p, Shape xs, std::size_t offset) {
   INFO(to_string(p) << ", input " << xs.str() << ", " << offset << " values into its buffer");
   Backend& gpu = gpu_16bit(p);
@@ -204,7 +204,7 @@ TEST_CASE("cuda batchnorm takes and writes values as the step stores them", "[cu
   }
 }
 
-TEST_CASE("cuda batchnorm refuses 16-bit values on an fp32 backend and a 16-bit gradient", "[cuda][batchnorm][bf16]") {
+TEST_CASE("cuda batchnorm refuses 16-bit values on an fp32 backend, a 16-bit gradient and missing statistics", "[cuda][batchnorm][bf16]") {
   const Shape xs{4, 3, 5, 5}, cs{3};
   for (bool fp32 : {true, false}) {
     Backend& gpu = fp32 ? cuda_test::gpu() : gpu_16bit(Precision::bf16);
@@ -225,6 +225,17 @@ TEST_CASE("cuda batchnorm refuses 16-bit values on an fp32 backend and a 16-bit 
                                                         var.gpu(), 1e-5f, y.gpu()),
                         Catch::Contains("batchnorm_forward_inference") &&
                             Catch::Contains("neither floats nor 16-bit values"));
+      // The 16-bit kernels write every running statistic (cuDNN's float call may be given none),
+      // and an output must hold the input's values.
+      CHECK_THROWS_WITH(gpu.batchnorm_forward_training(x16, gamma.gpu(), beta.gpu(), y.gpu(), Tensor{}, var.gpu(),
+                                                       0.1f, 1e-5f, saved_mean.gpu(), saved_inv_std.gpu()),
+                        Catch::Contains("batchnorm_forward_training") && Catch::Contains("should hold 3 values"));
+      CHECK_THROWS_WITH(gpu.batchnorm_forward_training(x16, gamma.gpu(), beta.gpu(), dgamma.gpu(), mean.gpu(),
+                                                       var.gpu(), 0.1f, 1e-5f, saved_mean.gpu(), saved_inv_std.gpu()),
+                        Catch::Contains("batchnorm_forward_training") && Catch::Contains("for input"));
+      CHECK_THROWS_WITH(gpu.batchnorm_backward(x16, x.gpu(), gamma.gpu(), Tensor{}, saved_inv_std.gpu(), 1e-5f,
+                                               dx.gpu(), dgamma.gpu(), dbeta.gpu(), false),
+                        Catch::Contains("batchnorm_backward") && Catch::Contains("should hold 3 values"));
     }
   }
 }

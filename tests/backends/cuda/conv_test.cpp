@@ -272,7 +272,7 @@ TEST_CASE("cuda conv2d in bf16 and fp16 takes and writes values as the step stor
   check_stored_values(gpu, c, 1e-2, Workspace{single.data(), single.bytes()});
 }
 
-TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values and a sum into a 16-bit output with no floats", "[cuda][conv][bf16]") {
+TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values, a sum into a 16-bit output with no floats and a bias gradient from 16 bits alone", "[cuda][conv][bf16]") {
   const ConvCase& c = kCases[2];
   const Conv2dDesc d = desc_of(c);
   Twin x(gpu(), input_shape(c), 1), w(gpu(), weight_shape(c), 2), y(gpu(), output_shape(c), 3);
@@ -293,6 +293,11 @@ TEST_CASE("cuda conv2d refuses 16-bit values in fp32, a tensor with no values an
   y16.packed16 = y_bits.data();
   CHECK_THROWS_WITH(bf16.conv2d_forward(d, x16.gpu(), w16.gpu(), Tensor{}, y16, true, forward16.gpu()),
                     Catch::Contains("conv2d_forward") && Catch::Contains("needs its floats to work in"));
+  // cuDNN sums a bias gradient from dy's floats: a dy in 16 bits alone gets none.
+  Workspaces backward16 = workspaces(bf16, c, ConvPass::backward, kLimit);
+  Twin dw(bf16, weight_shape(c), 4), dbias(bf16, Shape{c.k}, 5);
+  CHECK_THROWS_WITH(bf16.conv2d_backward_filter(d, x16.gpu(), y16, dw.gpu(), dbias.gpu(), backward16.gpu()),
+                    Catch::Contains("conv2d_backward_filter") && Catch::Contains("needs dy's floats"));
 }
 
 TEST_CASE("cuda conv2d: a workspace smaller than planned still gives the right result", "[cuda][conv]") {

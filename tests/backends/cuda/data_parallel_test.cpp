@@ -94,6 +94,15 @@ TEST_CASE("cuda synchronised BatchNorm's calls take the input as a 16-bit step s
                                      backward_sums.gpu(), count, dx.gpu(), false);
     CHECK(backward_sums.relative_error() <= 1e-5);
     CHECK(dx.relative_error() <= 1e-5);
+
+    // A refused call leaves the sums it would turn into statistics in place as they were.
+    const std::vector<float> sums_before = sums.gpu_values(), squares_before = squares.gpu_values();
+    CHECK_THROWS_WITH(gpu.batchnorm_forward_from_sums(x16.alone, gamma.gpu(), Tensor{}, y16.beside, running_mean.gpu(),
+                                                      running_var.gpu(), 0.1f, 1e-5f, count, sums.gpu(),
+                                                      squares.gpu()),
+                      Catch::Contains("batchnorm_forward_from_sums") && Catch::Contains("should hold 16 values"));
+    CHECK(sums.gpu_values() == sums_before);
+    CHECK(squares.gpu_values() == squares_before);
   }
 }
 
