@@ -250,11 +250,9 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
     for (std::size_t ch = begin; ch < end; ++ch) {
       const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
       double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      cpu::for_each_in_channel(x, ch, [&](std::size_t i) {
-        const double d = dy.data[i];
-        sum_dy += d;
-        sum_dy_xhat += d * (x.data[i] - mean) * inv_std;
-      });
+      cpu::channel_sums(
+          x, ch, [&](std::size_t i) { return double(dy.data[i]); },
+          [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }, sum_dy, sum_dy_xhat);
       dgamma.data[ch] += static_cast<float>(sum_dy_xhat);
       dbeta.data[ch] += static_cast<float>(sum_dy);
       cpu::input_gradient(g, ch, sum_dy, sum_dy_xhat, count);

@@ -1,12 +1,15 @@
 // CPU kernels against plain reference loops on inputs that reach their special paths: the
-// vector lanes and the scalar rest of a row, ties, accumulation.
+// vector lanes and the scalar rest of a row, ties, accumulation, sums in lanes.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/batchnorm_channel.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "engine/core/backend.hpp"
 
@@ -192,4 +195,64 @@ TEST_CASE("the CPU work pool runs every range once, from several threads and nes
     });
   for (auto& t : callers) t.join();
   CHECK(failures == 0);
+}
+
+TEST_CASE("batchnorm's channel sums in lanes match one running sum, whatever the plane's size and the threads",
+          "[cpu][batchnorm]") {
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(3.0f, 2.0f);  // a mean away from zero
+  // Planes of 1 ([N, C]), fewer values than lanes, exactly the lanes, one more, and 63.
+  for (const Shape shape : {Shape{9, 3}, Shape{4, 3, 1, 7}, Shape{4, 3, 2, 4}, Shape{4, 3, 3, 3}, Shape{5, 2, 7, 9}}) {
+    INFO(shape.str());
+    std::vector<float> x(shape.elements()), dy(shape.elements());
+    for (float& v : x) v = normal(random);
+    for (float& v : dy) v = normal(random) - 3.0f;
+    const Tensor xt{x.data(), shape};
+    const int c = xt.c();
+    const std::size_t hw = shape.elements() / static_cast<std::size_t>(xt.n()) / static_cast<std::size_t>(c);
+    std::vector<double> sum(static_cast<std::size_t>(c)), sum_dy(sum.size()), sum_dy_x(sum.size());
+    for (int i = 0; i < xt.n(); ++i)
+      for (int ch = 0; ch < c; ++ch)
+        for (std::size_t k = 0; k < hw; ++k) {
+          const std::size_t at = (static_cast<std::size_t>(i) * c + ch) * hw + k;
+          sum[ch] += x[at];
+          sum_dy[ch] += dy[at];
+          sum_dy_x[ch] += double(dy[at]) * x[at];
+        }
+    for (int ch = 0; ch < c; ++ch) {
+      const auto channel = static_cast<std::size_t>(ch);
+      CHECK(cpu::channel_sum(xt, channel, [&](std::size_t i) { return double(x[i]); }) ==
+            Approx(sum[channel]).epsilon(1e-13));
+      double lanes_dy = 0.0, lanes_dy_x = 0.0;
+      cpu::channel_sums(
+          xt, channel, [&](std::size_t i) { return double(dy[i]); },
+          [&](std::size_t i) { return double(dy[i]) * x[i]; }, lanes_dy, lanes_dy_x);
+      CHECK(lanes_dy == Approx(sum_dy[channel]).epsilon(1e-13));
+      CHECK(lanes_dy_x == Approx(sum_dy_x[channel]).epsilon(1e-13));
+    }
+
+    // Training's statistics and gradients: the same bits on one thread and on two.
+    auto run = [&](int threads) {
+      CpuBackend cpu(threads);
+      const Shape cs{c};
+      std::vector<float> gamma(sum.size(), 1.5f), beta(sum.size(), 0.25f), mean(sum.size()), var(sum.size(), 1.0f);
+      std::vector<float> saved_mean(sum.size()), saved_inv_std(sum.size()), dgamma(sum.size()), dbeta(sum.size());
+      std::vector<float> y(x.size()), dx(x.size());
+      auto t = [](std::vector<float>& v, Shape s) { return Tensor{v.data(), s}; };
+      cpu.batchnorm_forward_training(xt, t(gamma, cs), t(beta, cs), t(y, shape), t(mean, cs), t(var, cs), 0.1f, 1e-5f,
+                                     t(saved_mean, cs), t(saved_inv_std, cs));
+      cpu.batchnorm_backward(xt, t(dy, shape), t(gamma, cs), t(saved_mean, cs), t(saved_inv_std, cs), 1e-5f,
+                             t(dx, shape), t(dgamma, cs), t(dbeta, cs), false);
+      for (int ch = 0; ch < c; ++ch) {
+        const double count = static_cast<double>(x.size()) / c;
+        CHECK(saved_mean[ch] == Approx(sum[ch] / count).epsilon(1e-6));
+        CHECK(dbeta[ch] == Approx(sum_dy[ch]).epsilon(1e-6).margin(1e-5));
+      }
+      y.insert(y.end(), dx.begin(), dx.end());
+      y.insert(y.end(), saved_inv_std.begin(), saved_inv_std.end());
+      y.insert(y.end(), dgamma.begin(), dgamma.end());
+      return y;
+    };
+    CHECK(run(1) == run(2));
+  }
 }
