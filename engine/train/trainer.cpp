@@ -43,10 +43,17 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-TrainingDiverged::TrainingDiverged(long step, double loss)
-    : TrainingDiverged(step, loss,
-                       "training diverged at step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
-                           " (try a smaller learning rate); the step was not applied") {}
+TrainingDiverged::TrainingDiverged(long step, double loss, Precision precision)
+    : TrainingDiverged(
+          step, loss,
+          "training diverged at step " + std::to_string(step) +
+              (precision == Precision::fp16
+                   ? " in fp16: the loss is " + std::to_string(loss) +
+                         " (half holds values up to 65504: a value between layers or a product's operand beyond "
+                         "that is infinite; try bf16, which has float's range, inputs on a smaller scale, or a "
+                         "smaller learning rate)"
+                   : ": the loss is " + std::to_string(loss) + " (try a smaller learning rate)") +
+              "; the step was not applied") {}
 
 TrainingDiverged::TrainingDiverged(long step, double loss, const std::string& message)
     : Error(message), step_(step), loss_(loss) {}
@@ -444,7 +451,7 @@ std::optional<StepReport> Trainer::submit(const Batch& batch, const char* call) 
     // No optimizer step on a NaN or infinite loss: undo what the forward passes changed.
     params_->restore_state(copy);
     params_->zero_gradients();
-    throw TrainingDiverged(steps_ + 1, sums[1]);
+    throw TrainingDiverged(steps_ + 1, sums[1], backend_.precision());
   }
   const float lr = learning_rate();
   const float scale = loss_scale();
@@ -561,7 +568,7 @@ bool Trainer::settle() {
     params_->restore_state(copy);
     params_->zero_gradients();
     steps_ = failed - 1;
-    throw TrainingDiverged(failed, loss);
+    throw TrainingDiverged(failed, loss, backend_.precision());
   }
   pending_->settled = true;
   return waited;

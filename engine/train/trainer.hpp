@@ -88,10 +88,11 @@ struct TrainerOptions {
 memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options);
 
 // A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
-// the optimizer state are as they were before the step.
+// the optimizer state are as they were before the step. In fp16 the message names half's range,
+// the likelier cause there than the learning rate.
 class TrainingDiverged : public Error {
  public:
-  TrainingDiverged(long step, double loss);
+  TrainingDiverged(long step, double loss, Precision precision = Precision::fp32);
   long step() const { return step_; }
   double loss() const { return loss_; }
 

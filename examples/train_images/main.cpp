@@ -7,6 +7,7 @@
 // Over several ranks an error on one ends them all (the message names the rank).
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -55,6 +56,14 @@ int run_command(cnn::app::Options& o, cnn::app::Ranks& ranks) {
   return cnn::app::train(o, ranks);
 }
 
+// What a run that stopped on an error left of --save: the file as it was (a diverged step writes
+// nothing), or none where no epoch had ended before it.
+std::string saved_file_state(const std::string& save) {
+  if (save.empty()) return "";
+  std::error_code ec;
+  return "; " + save + (std::filesystem::exists(save, ec) ? " is unchanged" : " was not written");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,7 +103,7 @@ int main(int argc, char** argv) {
   try {
     return run_command(o, *ranks);
   } catch (const cnn::TrainingDiverged& e) {
-    ranks->fail(std::string("error: ") + e.what() + (o.save.empty() ? "" : "; " + o.save + " is unchanged"), 1);
+    ranks->fail(std::string("error: ") + e.what() + saved_file_state(o.save), 1);
   } catch (const cnn::app::UsageError& e) {
     ranks->fail(std::string("error: ") + e.what(), 2);
   } catch (const cnn::BudgetTooSmall& e) {

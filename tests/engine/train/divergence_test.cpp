@@ -68,6 +68,29 @@ TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", 
   CHECK(tested.parameters().download() == clean.parameters().download());
 }
 
+TEST_CASE("in fp16 a NaN loss from values beyond half's range says so, where fp32 trains on", "[trainer][diverged][fp16]") {
+  // A sample at 1e5: finite in float, beyond half's 65504, so infinite as an fp16 product's operand.
+  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  TrainerOptions o;
+  o.batch = 8;
+  SyntheticData data(8, kImage, 4, 3);
+  std::fill_n(data.images.begin(), kImage.elements(), 1e5f);
+  CpuBackend fp32(1), fp16(1, Precision::fp16);
+  Network fp32_net = parse_network(text, kImage, 4), fp16_net = parse_network(text, kImage, 4);
+  Trainer fine(fp32_net, fp32, memory::host_resource(), o);
+  CHECK(std::isfinite(fine.train_step(data.batch(0, 8)).loss));
+  Trainer tested(fp16_net, fp16, memory::host_resource(), o);
+  try {
+    tested.train_step(data.batch(0, 8));
+    FAIL("a NaN loss was accepted");
+  } catch (const TrainingDiverged& e) {
+    CHECK(e.step() == 1);
+    CHECK_THAT(e.what(), Catch::Contains("training diverged at step 1 in fp16: the loss is") &&
+                             Catch::Contains("65504") && Catch::Contains("try bf16"));
+  }
+  CHECK(tested.steps() == 0);
+}
+
 TEST_CASE("optimizer settings that are NaN, infinite or out of range are refused", "[optimizer]") {
   OptimizerConfig good;
   CHECK(optimizer_error(good).empty());
