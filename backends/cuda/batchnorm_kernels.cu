@@ -217,17 +217,23 @@ void per_channel_launch(ValueFormat format, int vector, std::size_t per_channel,
 void CudaBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   activate();
-  if (x.shape.rank < 2) throw ShapeError("batchnorm_forward_saved: input " + x.shape.str() + " has no channels");
+  check_saved_statistics_call("batchnorm_forward_saved", x, gamma, beta, saved_mean, saved_inv_std, y);
+  batchnorm_normalise(x, gamma, beta, saved_mean, saved_inv_std, false, 0.0f, y);
+  touched(x, packed_range(x), gamma, beta, saved_mean, saved_inv_std, y, packed_range(y));
+}
+
+void CudaBackend::check_saved_statistics_call(const char* call, const Tensor& x, const Tensor& gamma,
+                                              const Tensor& beta, const Tensor& saved_mean,
+                                              const Tensor& saved_inv_std, const Tensor& y) {
+  if (x.shape.rank < 2) throw ShapeError(std::string(call) + ": input " + x.shape.str() + " has no channels");
   const auto channels = static_cast<std::size_t>(x.c());
   for (const Tensor* p : {&gamma, &beta, &saved_mean, &saved_inv_std})
     if (p->elements() != channels)
-      throw ShapeError("batchnorm_forward_saved: a per-channel tensor " + p->shape.str() + " for input " +
+      throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " +
                        x.shape.str() + " should hold " + std::to_string(channels) + " values");
   if (y.elements() != x.elements())
-    throw ShapeError("batchnorm_forward_saved: output " + y.shape.str() + " for input " + x.shape.str());
-  require_values("batchnorm_forward_saved", {x, y});
-  batchnorm_normalise(x, gamma, beta, saved_mean, saved_inv_std, false, 0.0f, y);
-  touched(x, packed_range(x), gamma, beta, saved_mean, saved_inv_std, y, packed_range(y));
+    throw ShapeError(std::string(call) + ": output " + y.shape.str() + " for input " + x.shape.str());
+  require_values(call, {x, y});
 }
 
 void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,

@@ -149,13 +149,7 @@ void CudaBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gam
   check_channels("batchnorm_forward_from_sums", x, {&running_mean, &running_var}, 1);
   const auto channels = static_cast<std::size_t>(x.c());
   // What batchnorm_forward_saved refuses is refused before the statistics change in place.
-  for (const Tensor* p : std::initializer_list<const Tensor*>{&gamma, &beta, &saved_mean, &saved_inv_std})
-    if (p->elements() != channels)
-      throw ShapeError("batchnorm_forward_from_sums: a per-channel tensor " + p->shape.str() + " for input " +
-                       x.shape.str() + " should hold " + std::to_string(channels) + " values");
-  if (y.elements() != x.elements())
-    throw ShapeError("batchnorm_forward_from_sums: output " + y.shape.str() + " for input " + x.shape.str());
-  require_values("batchnorm_forward_from_sums", {x, y});
+  check_saved_statistics_call("batchnorm_forward_from_sums", x, gamma, beta, saved_mean, saved_inv_std, y);
   if (channels == 0) return;
   statistics_from_sums_kernel<<<blocks_for(channels), 256, 0, compute_>>>(
       saved_mean.data, saved_inv_std.data, running_mean.data, running_var.data, channels, count, momentum, epsilon);

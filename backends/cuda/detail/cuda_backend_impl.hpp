@@ -251,6 +251,11 @@ class CudaBackend final : public Backend {
                             const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
   void batchnorm_normalise(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
                            const Tensor& spread, bool spread_is_variance, float epsilon, Tensor y);
+  // Throws, naming `call`, what batchnorm_forward_saved refuses: x without channels, a statistic or
+  // parameter not one value a channel, an output of another size, values where require_values
+  // finds none.
+  void check_saved_statistics_call(const char* call, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& y);
   // ReLU and add on values of which some are in 16 bits (packed_elementwise.cu): enqueued only.
   void relu_forward16(const Tensor& x, Tensor y);
   void relu_backward16(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate);
