@@ -23,27 +23,15 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from compare_precision_cpu import throughput  # noqa: E402
 from machine import commit, cpu_flags, cpu_model  # noqa: E402
 
 
 def steps_of(model, batch):
-    """Timed and warm-up steps: about two seconds of each run."""
+    """Timed and warm-up steps: about four seconds of a small model's run, two of resnet18's."""
     if model.startswith("resnet"):
         return max(2, 256 // batch), 1
     return max(10, 10240 // batch), 3
-
-
-def throughput(binary, library, model, image, batch, precision):
-    steps, warmup = steps_of(model, batch)
-    cmd = [binary, "--device", "cpu", "--model", model, "--input", image, "--batch", str(batch),
-           "--steps", str(steps), "--warmup", str(warmup), "--precision", precision]
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(library))
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        sys.exit(f"LD_LIBRARY_PATH={library} {' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
-    line = json.loads(next(l for l in reversed(out.stdout.splitlines()) if l.startswith("{")))
-    line["load_at_start"] = os.getloadavg()[0]
-    return line
 
 
 def library_commit(folder):
@@ -81,7 +69,8 @@ def main():
         for model, image, batch in cases:
             for precision in precisions:
                 for build in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                    line = throughput(a.binary, builds[build], model, image, batch, precision)
+                    line = throughput(a.binary, model, batch, precision, image=image, steps=steps_of(model, batch),
+                                      library=builds[build])
                     line.update(build=build, round=r)
                     runs.append(line)
                     print(f"round {r} {model} {precision} {build}: {line['images_per_second']:.1f} img/s", flush=True)

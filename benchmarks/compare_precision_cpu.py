@@ -35,13 +35,16 @@ def cpu_description():
         os.cpu_count()
 
 
-def throughput(binary, model, batch, precision):
-    steps, warmup = steps_of(model, batch)
-    cmd = [binary, "--device", "cpu", "--model", model, "--input", INPUTS[model], "--batch", str(batch),
+def throughput(binary, model, batch, precision, image=None, steps=None, library=None):
+    """One train_throughput run's JSON line: the input INPUTS names unless given, steps_of's steps
+    unless given (timed, warm-up), the library from the folder `library` where given."""
+    steps, warmup = steps or steps_of(model, batch)
+    cmd = [binary, "--device", "cpu", "--model", model, "--input", image or INPUTS[model], "--batch", str(batch),
            "--steps", str(steps), "--warmup", str(warmup), "--precision", precision]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(library)) if library else None
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
+        sys.exit(f"{'LD_LIBRARY_PATH=' + library + ' ' if library else ''}{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
     line = json.loads(next(l for l in reversed(out.stdout.splitlines()) if l.startswith("{")))
     line["load_at_start"] = os.getloadavg()[0]
     return line

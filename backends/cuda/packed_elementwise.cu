@@ -37,7 +37,6 @@ __global__ void add16_kernel(ValuesIn a, ValuesIn b, ValuesOut y, std::size_t n)
   CNN_FOR_EACH_ELEMENT(i, n) y.set<F>(i, a.at<F>(i) + b.at<F>(i));
 }
 
-
 }  // namespace
 
 bool CudaBackend::require_values(const char* call, std::initializer_list<Tensor> values, std::size_t floats_from) {

@@ -117,7 +117,6 @@ PoolGeometry geometry(const Pool2dDesc& d, const Tensor& x, const Tensor& y, con
           d.stride_h, d.stride_w, d.pad_h, d.pad_w};
 }
 
-
 }  // namespace
 
 void CudaBackend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
