@@ -50,36 +50,44 @@ void for_each_in_channel(const Tensor& x, std::size_t ch, Fn&& fn) {
 // fixed tree at the end: the same order whatever the threads, so the same bits every run.
 inline constexpr int kSumLanes = 8;
 
-// The sums of term0(i) and term1(i) over channel `ch`'s value indices i, in double, in lanes.
-template <class Term0, class Term1>
-void channel_sums(const Tensor& x, std::size_t ch, Term0&& term0, Term1&& term1, double& sum0, double& sum1) {
-  double lanes0[kSumLanes] = {}, lanes1[kSumLanes] = {};
+// fn(value index, lane) for every value of channel `ch`, value k of each plane given lane
+// k % kSumLanes: each lane's values in a fixed order.
+template <class Fn>
+void for_each_in_channel_lanes(const Tensor& x, std::size_t ch, Fn&& fn) {
   const int n = x.n(), c = x.c();
   const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
   for (int i = 0; i < n; ++i) {
     const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
     std::size_t k = 0;
     for (; k + kSumLanes <= hw; k += kSumLanes)
-      for (int l = 0; l < kSumLanes; ++l) {
-        lanes0[l] += term0(offset + k + l);
-        lanes1[l] += term1(offset + k + l);
-      }
-    for (; k < hw; ++k) {
-      lanes0[k % kSumLanes] += term0(offset + k);
-      lanes1[k % kSumLanes] += term1(offset + k);
-    }
+      for (int l = 0; l < kSumLanes; ++l) fn(offset + k + l, l);
+    for (; k < hw; ++k) fn(offset + k, static_cast<int>(k % kSumLanes));
   }
-  auto tree = [](const double* l) { return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7])); };
-  sum0 = tree(lanes0);
-  sum1 = tree(lanes1);
 }
 
-// The sum of term(value index) over channel `ch`, in double (Note [Channel sums in lanes]).
+// The lanes added in a fixed tree.
+inline double lanes_total(const double (&l)[kSumLanes]) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+// The sum of term(value index) over channel `ch`, in double, in lanes.
 template <class Term>
 double channel_sum(const Tensor& x, std::size_t ch, Term&& term) {
-  double sum = 0.0, none = 0.0;
-  channel_sums(x, ch, term, [](std::size_t) { return 0.0; }, sum, none);
-  return sum;
+  double lanes[kSumLanes] = {};
+  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) { lanes[l] += term(i); });
+  return lanes_total(lanes);
+}
+
+// The sums of term0(i) and term1(i) over channel `ch`, in one pass: each the bits channel_sum gives.
+template <class Term0, class Term1>
+void channel_sums(const Tensor& x, std::size_t ch, Term0&& term0, Term1&& term1, double& sum0, double& sum1) {
+  double lanes0[kSumLanes] = {}, lanes1[kSumLanes] = {};
+  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) {
+    lanes0[l] += term0(i);
+    lanes1[l] += term1(i);
+  });
+  sum0 = lanes_total(lanes0);
+  sum1 = lanes_total(lanes1);
 }
 
 }  // namespace cnn::cpu
