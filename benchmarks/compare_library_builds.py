@@ -23,15 +23,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from compare_precision_cpu import throughput  # noqa: E402
+from compare_precision_cpu import steps_of, throughput  # noqa: E402
 from machine import commit, cpu_flags, cpu_model  # noqa: E402
-
-
-def steps_of(model, batch):
-    """Timed and warm-up steps: about four seconds of a small model's run, two of resnet18's."""
-    if model.startswith("resnet"):
-        return max(2, 256 // batch), 1
-    return max(10, 10240 // batch), 3
 
 
 def library_commit(folder):
@@ -69,8 +62,9 @@ def main():
         for model, image, batch in cases:
             for precision in precisions:
                 for build in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                    line = throughput(a.binary, model, batch, precision, image=image, steps=steps_of(model, batch),
-                                      library=builds[build])
+                    # Twice compare_precision_cpu's steps for a small model: about four seconds a run.
+                    steps = steps_of(model, batch, small_images=10240)
+                    line = throughput(a.binary, model, batch, precision, image=image, steps=steps, library=builds[build])
                     line.update(build=build, round=r)
                     runs.append(line)
                     print(f"round {r} {model} {precision} {build}: {line['images_per_second']:.1f} img/s", flush=True)
