@@ -36,7 +36,8 @@ void check_channels(const Tensor& x, std::initializer_list<const Tensor*> params
   }
   for (const Tensor* t : like_x) {
     if (t->elements() != x.elements())
-      throw ShapeError(std::string(call) + ": " + t->shape.str() + " for input " + x.shape.str());
+      throw ShapeError(std::string(call) + ": a tensor " + t->shape.str() + " for input " + x.shape.str() +
+                       " should hold " + std::to_string(x.elements()) + " values");
   }
 }
 
@@ -47,6 +48,13 @@ void describe(BatchnormDescriptors& d, const Tensor& x) {
 }
 
 }  // namespace
+
+void CudaBackend::check_saved_statistics_call(const char* call, const Tensor& x, const Tensor& gamma,
+                                              const Tensor& beta, const Tensor& saved_mean,
+                                              const Tensor& saved_inv_std, const Tensor& y) {
+  check_channels(x, {&gamma, &beta, &saved_mean, &saved_inv_std}, {&y}, false, call);
+  require_values(call, {x, y});
+}
 
 void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                              Tensor y, Tensor running_mean, Tensor running_var,

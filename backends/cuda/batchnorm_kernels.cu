@@ -18,8 +18,6 @@
 // of x and x^2 in one pass, where the CPU sums squares about the mean in a second; in double that
 // loses nothing a float statistic keeps unless |mean| / std reaches about 10^4.
 #include <cstddef>
-#include <initializer_list>
-#include <string>
 #include <type_traits>
 
 #include "backends/cuda/detail/block_sums.cuh"
@@ -27,7 +25,6 @@
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
 #include "backends/cuda/detail/values16.cuh"
-#include "base/error.hpp"
 
 namespace cnn::cuda {
 namespace {
@@ -220,20 +217,6 @@ void CudaBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, 
   check_saved_statistics_call("batchnorm_forward_saved", x, gamma, beta, saved_mean, saved_inv_std, y);
   batchnorm_normalise(x, gamma, beta, saved_mean, saved_inv_std, false, 0.0f, y);
   touched(x, packed_range(x), gamma, beta, saved_mean, saved_inv_std, y, packed_range(y));
-}
-
-void CudaBackend::check_saved_statistics_call(const char* call, const Tensor& x, const Tensor& gamma,
-                                              const Tensor& beta, const Tensor& saved_mean,
-                                              const Tensor& saved_inv_std, const Tensor& y) {
-  if (x.shape.rank < 2) throw ShapeError(std::string(call) + ": input " + x.shape.str() + " has no channels");
-  const auto channels = static_cast<std::size_t>(x.c());
-  for (const Tensor* p : {&gamma, &beta, &saved_mean, &saved_inv_std})
-    if (p->elements() != channels)
-      throw ShapeError(std::string(call) + ": a per-channel tensor " + p->shape.str() + " for input " +
-                       x.shape.str() + " should hold " + std::to_string(channels) + " values");
-  if (y.elements() != x.elements())
-    throw ShapeError(std::string(call) + ": output " + y.shape.str() + " for input " + x.shape.str());
-  require_values(call, {x, y});
 }
 
 void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
