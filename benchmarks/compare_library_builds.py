@@ -16,14 +16,13 @@ import argparse
 import datetime
 import json
 import os
-import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from compare_precision_cpu import steps_of, throughput  # noqa: E402
+from compare_precision_cpu import matching, median_rate, rates_text, steps_of, throughput  # noqa: E402
 from machine import commit, cpu_flags, cpu_model  # noqa: E402
 
 
@@ -90,13 +89,10 @@ def main():
     ]
     for model, image, batch in cases:
         for precision in precisions:
-            got = {b: [l["images_per_second"] for l in runs
-                       if l["model"] == model and l["batch"] == batch and l["precision"] == precision and l["build"] == b]
-                   for b in builds}
-            before, after = statistics.median(got["before"]), statistics.median(got["after"])
+            got = {b: matching(runs, model=model, batch=batch, precision=precision, build=b) for b in builds}
+            before, after = median_rate(got["before"]), median_rate(got["after"])
             lines.append(f"| {model} | {image} | {batch} | {precision} | {before:.1f} | {after:.1f} | "
-                         f"{after / before:.2f} | {', '.join(f'{v:.0f}' for v in got['before'])} | "
-                         f"{', '.join(f'{v:.0f}' for v in got['after'])} |")
+                         f"{after / before:.2f} | {rates_text(got['before'])} | {rates_text(got['after'])} |")
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -51,6 +51,20 @@ def throughput(binary, model, batch, precision, image=None, steps=None, library=
     return line
 
 
+def matching(runs, **fields):
+    """The runs whose fields equal `fields`, in the order they ran."""
+    return [l for l in runs if all(l[k] == v for k, v in fields.items())]
+
+
+def median_rate(runs):
+    return statistics.median(l["images_per_second"] for l in runs)
+
+
+def rates_text(runs):
+    """Each run's images/s, for a table's runs column."""
+    return ", ".join(f"{l['images_per_second']:.0f}" for l in runs)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "benchmarks", "train_throughput"))
@@ -98,17 +112,12 @@ def main():
         "| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | --- |",
     ]
     for model, batch in cases:
-        got = {prec: [l["images_per_second"] for l in runs
-                      if l["model"] == model and l["batch"] == batch and l["precision"] == prec]
-               for prec in ("fp32", a.precision)}
-        fp32, other = statistics.median(got["fp32"]), statistics.median(got[a.precision])
-        last = {prec: [l for l in runs if l["model"] == model and l["batch"] == batch and l["precision"] == prec][-1]
-                for prec in ("fp32", a.precision)}
-        mib = {prec: f"{last[prec]['planned_bytes'] / 2**20:.1f} MiB" for prec in last}
+        got = {prec: matching(runs, model=model, batch=batch, precision=prec) for prec in ("fp32", a.precision)}
+        fp32, other = median_rate(got["fp32"]), median_rate(got[a.precision])
+        mib = {prec: f"{got[prec][-1]['planned_bytes'] / 2**20:.1f} MiB" for prec in got}
         lines.append(f"| {model} | {INPUTS[model]} | {batch} | {fp32:.1f} | {other:.1f} | {other / fp32:.2f} | "
-                     f"{last[a.precision].get('values', 'fp32')} | {mib['fp32']} | {mib[a.precision]} | "
-                     f"{', '.join(f'{v:.0f}' for v in got['fp32'])} | "
-                     f"{', '.join(f'{v:.0f}' for v in got[a.precision])} |")
+                     f"{got[a.precision][-1].get('values', 'fp32')} | {mib['fp32']} | {mib[a.precision]} | "
+                     f"{rates_text(got['fp32'])} | {rates_text(got[a.precision])} |")
     with open(a.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
