@@ -31,15 +31,21 @@ struct BatchNormGradient {
 };
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count);
 
+// fn(offset, hw) for each sample's plane of channel `ch` in turn: its first value's index in NCHW
+// and its h * w values.
+template <class Fn>
+void for_each_channel_plane(const Tensor& x, std::size_t ch, Fn&& fn) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  for (int i = 0; i < n; ++i) fn((static_cast<std::size_t>(i) * c + ch) * hw, hw);
+}
+
 // fn(value index) for every value of channel `ch`: each sample's plane in turn.
 template <class Fn>
 void for_each_in_channel(const Tensor& x, std::size_t ch, Fn&& fn) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  for (int i = 0; i < n; ++i) {
-    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+  for_each_channel_plane(x, ch, [&](std::size_t offset, std::size_t hw) {
     for (std::size_t k = 0; k < hw; ++k) fn(offset + k);
-  }
+  });
 }
 
 // Note [Channel sums in lanes]
@@ -54,15 +60,12 @@ inline constexpr int kSumLanes = 8;
 // k % kSumLanes: each lane's values in a fixed order.
 template <class Fn>
 void for_each_in_channel_lanes(const Tensor& x, std::size_t ch, Fn&& fn) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  for (int i = 0; i < n; ++i) {
-    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+  for_each_channel_plane(x, ch, [&](std::size_t offset, std::size_t hw) {
     std::size_t k = 0;
     for (; k + kSumLanes <= hw; k += kSumLanes)
       for (int l = 0; l < kSumLanes; ++l) fn(offset + k + l, l);
     for (; k < hw; ++k) fn(offset + k, static_cast<int>(k % kSumLanes));
-  }
+  });
 }
 
 // The lanes added in a fixed tree.
