@@ -40,13 +40,9 @@ void CpuBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, cons
   const auto c = static_cast<std::size_t>(x.c());
   cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
-      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
-      double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      cpu::channel_sums(
-          x, ch, [&](std::size_t i) { return double(dy.data[i]); },
-          [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }, sum_dy, sum_dy_xhat);
-      sums.data[ch] = static_cast<float>(sum_dy);
-      sums.data[c + ch] = static_cast<float>(sum_dy_xhat);
+      const cpu::ChannelGradientSums s = cpu::gradient_sums(x, dy, ch, saved_mean.data[ch], saved_inv_std.data[ch]);
+      sums.data[ch] = static_cast<float>(s.dy);
+      sums.data[c + ch] = static_cast<float>(s.dy_xhat);
     }
   });
 }

@@ -248,14 +248,10 @@ void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Ten
   const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
-      const double mean = saved_mean.data[ch], inv_std = saved_inv_std.data[ch];
-      double sum_dy = 0.0, sum_dy_xhat = 0.0;
-      cpu::channel_sums(
-          x, ch, [&](std::size_t i) { return double(dy.data[i]); },
-          [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }, sum_dy, sum_dy_xhat);
-      dgamma.data[ch] += static_cast<float>(sum_dy_xhat);
-      dbeta.data[ch] += static_cast<float>(sum_dy);
-      cpu::input_gradient(g, ch, sum_dy, sum_dy_xhat, count);
+      const cpu::ChannelGradientSums s = cpu::gradient_sums(x, dy, ch, saved_mean.data[ch], saved_inv_std.data[ch]);
+      dgamma.data[ch] += static_cast<float>(s.dy_xhat);
+      dbeta.data[ch] += static_cast<float>(s.dy);
+      cpu::input_gradient(g, ch, s.dy, s.dy_xhat, count);
     }
   });
 }

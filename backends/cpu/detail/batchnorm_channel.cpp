@@ -32,4 +32,13 @@ void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, d
   });
 }
 
+[[gnu::noinline]] ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean,
+                                                   double inv_std) {
+  ChannelGradientSums s{};
+  channel_sums(
+      x, ch, [&](std::size_t i) { return double(dy.data[i]); },
+      [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }, s.dy, s.dy_xhat);
+  return s;
+}
+
 }  // namespace cnn::cpu

@@ -31,6 +31,13 @@ struct BatchNormGradient {
 };
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count);
 
+// Channel `ch`'s sums of dy and of dy * xhat (xhat from `mean` and `inv_std`), in one pass in
+// lanes: what backward needs, one rank's or every rank's (not inlined, so both round alike).
+struct ChannelGradientSums {
+  double dy, dy_xhat;
+};
+ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std);
+
 // fn(offset, hw) for each sample's plane of channel `ch` in turn: its first value's index in NCHW
 // and its h * w values.
 template <class Fn>
