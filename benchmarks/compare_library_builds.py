@@ -59,10 +59,10 @@ def main():
     runs = []
     for r in range(a.rounds):
         for model, image, batch in cases:
+            # Twice compare_precision_cpu's steps for a small model: about four seconds a run.
+            steps = steps_of(model, batch, small_images=10240)
             for precision in precisions:
                 for build in ("before", "after") if r % 2 == 0 else ("after", "before"):
-                    # Twice compare_precision_cpu's steps for a small model: about four seconds a run.
-                    steps = steps_of(model, batch, small_images=10240)
                     line = throughput(a.binary, model, batch, precision, image=image, steps=steps, library=builds[build])
                     line.update(build=build, round=r)
                     runs.append(line)

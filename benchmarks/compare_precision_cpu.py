@@ -45,7 +45,8 @@ def throughput(binary, model, batch, precision, image=None, steps=None, library=
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(library)) if library else None
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
-        sys.exit(f"{'LD_LIBRARY_PATH=' + library + ' ' if library else ''}{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
+        with_library = f"LD_LIBRARY_PATH={library} " if library else ""
+        sys.exit(f"{with_library}{' '.join(cmd)} failed:\n{out.stdout}{out.stderr}")
     line = json.loads(next(l for l in reversed(out.stdout.splitlines()) if l.startswith("{")))
     line["load_at_start"] = os.getloadavg()[0]
     return line
