@@ -138,6 +138,13 @@ class CpuBackend : public Backend {
   void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) override;
 
  private:
+  // What a call at exactly these shapes needs; the public queries answer for every smaller
+  // micro-batch too (detail/every_micro_batch.hpp, Note [A workspace for every smaller micro-batch]).
+  std::size_t conv2d_workspace_at(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass) const;
+  std::size_t dense_workspace_at(const Shape& x, int out, ConvPass pass) const;
+  std::size_t group_norm_workspace_at(const GroupNormDesc& desc, const Shape& x) const;
+  std::size_t loss_workspace_at(Task task, const Shape& output) const;
+
   int threads_;
   Precision precision_;
 };

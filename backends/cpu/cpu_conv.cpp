@@ -15,6 +15,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/depthwise_conv.hpp"
+#include "backends/cpu/detail/every_micro_batch.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/grouped_conv.hpp"
 #include "backends/cpu/detail/parallel.hpp"
@@ -233,6 +234,14 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 
 std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
                                                ConvPass pass, std::size_t) {
+  return cpu::most_over_micro_batches(x[0], [&](int n) {
+    Shape xn = x, yn = y;
+    xn[0] = yn[0] = n;
+    return conv2d_workspace_at(d, xn, yn, pass);
+  });
+}
+
+std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass) const {
   if (cpu::is_depthwise(d)) return cpu::depthwise_workspace_floats(d, x, pass, threads_) * sizeof(float);
   if (cpu::grouped_kernels_apply(d)) return cpu::grouped_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
   // One share per thread that parallel_ranges runs over the images.
@@ -246,13 +255,13 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
                                 const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
   if (cpu::grouped_kernels_apply(d)) {
-    require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");
+    require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
     return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
   }
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
-  require_workspace(ws, conv2d_workspace_bytes(d, x.shape, y.shape, ConvPass::forward, 0), "conv2d_forward");
+  require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
   const ConvThreadSpace space = thread_space(g, ConvPass::forward, products16());
   const std::size_t in_stride = x.sample_elements(), out_stride = y.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;  // a group's input floats
@@ -287,13 +296,13 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
                                       bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   if (cpu::grouped_kernels_apply(d)) {
-    require_workspace(ws, conv2d_workspace_bytes(d, dx.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_data");
+    require_workspace(ws, conv2d_workspace_at(d, dx.shape, dy.shape, ConvPass::backward), "conv2d_backward_data");
     return cpu::grouped_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   }
   const ConvGeometry g = geometry(d, dx.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
-  require_workspace(ws, conv2d_workspace_bytes(d, dx.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_data");
+  require_workspace(ws, conv2d_workspace_at(d, dx.shape, dy.shape, ConvPass::backward), "conv2d_backward_data");
   const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
@@ -327,14 +336,14 @@ void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, co
                                         Tensor dbias, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   if (cpu::grouped_kernels_apply(d)) {
-    require_workspace(ws, conv2d_workspace_bytes(d, x.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_filter");
+    require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");
     return cpu::grouped_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   }
   const ConvGeometry g = geometry(d, x.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   const std::size_t all_out = C * static_cast<std::size_t>(g.groups);
-  require_workspace(ws, conv2d_workspace_bytes(d, x.shape, dy.shape, ConvPass::backward, 0), "conv2d_backward_filter");
+  require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");
   const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t grad_floats = all_out * K + all_out;
   const std::size_t in_stride = x.sample_elements(), out_stride = dy.sample_elements();

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/every_micro_batch.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/subnormals.hpp"
@@ -46,6 +47,14 @@ std::size_t workspace16_floats(int threads, std::size_t n, std::size_t in, std::
 }  // namespace
 
 std::size_t CpuBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
+  return cpu::most_over_micro_batches(x[0], [&](int n) {
+    Shape xn = x;
+    xn[0] = n;
+    return dense_workspace_at(xn, out, pass);
+  });
+}
+
+std::size_t CpuBackend::dense_workspace_at(const Shape& x, int out, ConvPass pass) const {
   const std::size_t n = static_cast<std::size_t>(x[0]), in = x.elements() / n, units = static_cast<std::size_t>(out);
   if (products16()) return workspace16_floats(threads_, n, in, units, pass) * sizeof(float);
   if (pass == ConvPass::forward) return cpu::parallel_gemm_packing_floats(threads_, n, units, in) * sizeof(float);

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/every_micro_batch.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "base/error.hpp"
 
@@ -374,6 +375,14 @@ void CpuBackend::group_norm_forward(const GroupNormDesc& d, const Tensor& x, con
 }
 
 std::size_t CpuBackend::group_norm_workspace_bytes(const GroupNormDesc& d, const Shape& x) {
+  return cpu::most_over_micro_batches(x[0], [&](int n) {
+    Shape xn = x;
+    xn[0] = n;
+    return group_norm_workspace_at(d, xn);
+  });
+}
+
+std::size_t CpuBackend::group_norm_workspace_at(const GroupNormDesc& d, const Shape& x) const {
   if (x.rank < 2 || d.groups <= 0 || x[1] % d.groups != 0) return 0;  // backward refuses it
   return chunking(d, Groups(d, x)).doubles * sizeof(double);
 }

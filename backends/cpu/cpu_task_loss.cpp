@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/every_micro_batch.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "base/error.hpp"
 #include "base/task.hpp"
@@ -113,6 +114,14 @@ T* workspace_of(const char* call, const Workspace& ws, std::size_t needed) {
 }  // namespace
 
 std::size_t CpuBackend::loss_workspace_bytes(Task task, const Shape& output) {
+  return cpu::most_over_micro_batches(output[0], [&](int n) {
+    Shape shape = output;
+    shape[0] = n;
+    return loss_workspace_at(task, shape);
+  });
+}
+
+std::size_t CpuBackend::loss_workspace_at(Task task, const Shape& output) const {
   switch (task) {
     case Task::segment: return PixelItems(output).workspace_bytes();
     case Task::multilabel:

@@ -250,6 +250,12 @@ class Backend {
   virtual void to_16bit(const Tensor& x, void* packed, ValueFormat format) = 0;
   virtual void from_16bit(const void* packed, Tensor x, ValueFormat format) = 0;
 
+  // Every *_workspace_bytes query answers for a batch of x[0] samples and for every smaller one of
+  // the same sample shape: a step runs an epoch's short last batch, accumulation's last
+  // micro-batch and a replay after an out-of-memory failure in the workspace planned for the
+  // longer one (CUDA: Note [Convolutions in halves]; CPU: Note [A workspace for every smaller
+  // micro-batch]). A call given less than its query says is a bug in the caller.
+  //
   // Convolution. The workspace a pass needs for the fastest method whose workspace is at most
   // `limit` bytes; the backend remembers that choice for the calls below.
   virtual std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
