@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -34,30 +35,42 @@ std::optional<std::size_t> mem_available(const fs::path& root) {
   return std::nullopt;
 }
 
-// What the control group still lets this process take: version 2 (one hierarchy, memory.max and
-// memory.current in the process's group) or version 1 (the memory controller's limit and usage).
+// The least room a limit leaves along a control group and each of its ancestors, up to the
+// hierarchy's root: a limit on a parent (a systemd slice, a container's group, a job scheduler's
+// allocation) caps every group below it, whose own files may say "max". A level counts where it
+// has both a limit and a usage (the usage of a parent includes its children's).
+std::optional<std::size_t> room_along(const fs::path& hierarchy, const std::string& group, const char* limit_file,
+                                      const char* usage_file) {
+  std::optional<std::size_t> least;
+  for (fs::path level = fs::path(group).lexically_normal().relative_path();; level = level.parent_path()) {
+    if (!level.empty() && *level.begin() == "..") break;  // never above the hierarchy
+    const fs::path folder = hierarchy / level;
+    const std::optional<std::size_t> limit = number_in(folder / limit_file), used = number_in(folder / usage_file);
+    if (limit && used) least = std::min(least.value_or(SIZE_MAX), *limit > *used ? *limit - *used : 0);
+    if (level.empty()) break;
+  }
+  return least;
+}
+
+// What the control groups still let this process take: version 2 (one hierarchy, memory.max and
+// memory.current) and version 1 (the memory controller's limit and usage), the least of them.
 std::optional<std::size_t> cgroup_room(const fs::path& root) {
   std::ifstream in(root / "proc/self/cgroup");
   std::string line;
+  std::optional<std::size_t> least;
   while (std::getline(in, line)) {
     const std::size_t first = line.find(':'), second = line.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
     const std::string controllers = line.substr(first + 1, second - first - 1);
     const std::string group = line.substr(second + 1);
-    fs::path folder;
-    std::optional<std::size_t> limit, used;
-    if (line.compare(0, first, "0") == 0 && controllers.empty()) {
-      folder = root / "sys/fs/cgroup" / fs::path(group).relative_path();
-      limit = number_in(folder / "memory.max");
-      used = number_in(folder / "memory.current");
-    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
-      folder = root / "sys/fs/cgroup/memory" / fs::path(group).relative_path();
-      limit = number_in(folder / "memory.limit_in_bytes");
-      used = number_in(folder / "memory.usage_in_bytes");
-    }
-    if (limit && used) return *limit > *used ? *limit - *used : 0;
+    std::optional<std::size_t> room;
+    if (line.compare(0, first, "0") == 0 && controllers.empty())
+      room = room_along(root / "sys/fs/cgroup", group, "memory.max", "memory.current");
+    else if (("," + controllers + ",").find(",memory,") != std::string::npos)
+      room = room_along(root / "sys/fs/cgroup/memory", group, "memory.limit_in_bytes", "memory.usage_in_bytes");
+    if (room) least = std::min(least.value_or(SIZE_MAX), *room);
   }
-  return std::nullopt;
+  return least;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
-// How much host memory this process could still take: the kernel's MemAvailable, less where the
-// process's control group (a container, a job scheduler's allocation) caps it lower.
+// How much host memory this process could still take: the kernel's MemAvailable, less where a
+// control group the process is in, or any group above it (a container, a systemd slice, a job
+// scheduler's allocation), caps it lower.
 #include <cstddef>
 #include <filesystem>
 
