@@ -22,6 +22,8 @@
 #include "layers/dense.hpp"
 #include "layers/flatten.hpp"
 #include "memory/host_resource.hpp"
+#include "models/checkpoint.hpp"
+#include "models/model.hpp"
 #include "models/network_text.hpp"
 #include "models/onnx_export.hpp"
 #include "tests/data/data_test_files.hpp"
@@ -422,6 +424,22 @@ TEST_CASE("ONNX export refuses what it cannot write, naming it, and leaves the f
 
   export_onnx(file, net, params, describe_model(net));  // replaces it
   CHECK(read_model(file).graph().output(0).name() == "logits");
+}
+
+TEST_CASE("ONNX export of a BatchNorm network from a checkpoint, as a model or a trainer holds it", "[onnx]") {
+  // A predictor's store holds the running statistics once, a trainer's may hold a second copy
+  // (recovery), a bare store its optimizer's state: each is this network's.
+  REQUIRE(onnx_export_available());
+  data::test::TempFolder scratch;
+  CpuBackend backend(1);
+  Network net = make_preset("small-bn", Shape{1, 28, 28}, 10);
+  ParameterStore params(net, backend, memory::host_resource(), 2, 1, 2);
+  save_checkpoint(scratch / "bn.ckpt", net, params, describe_model(net));
+  export_onnx(scratch / "trainer.onnx", net, params, describe_model(net));
+  Model model(scratch / "bn.ckpt", backend);
+  export_onnx(scratch / "model.onnx", model.network(), model.parameters(), model.description());
+  CHECK(read_model(scratch / "model.onnx").graph().initializer_size() ==
+        read_model(scratch / "trainer.onnx").graph().initializer_size());
 }
 
 namespace {

@@ -20,12 +20,13 @@
 namespace cnn {
 namespace {
 
+// A trainer's store and a predictor's hold the same parameters and running statistics; they
+// differ in what else they keep (gradients, optimizer state, a second copy of the statistics).
 void check_parameters_of(const Network& network, const ParameterStore& params) {
-  const std::size_t expected = ParameterStore::planned_bytes(network, 0)[memory::Category::parameters];
-  const std::size_t held = params.bytes()[memory::Category::parameters];
+  const std::size_t expected = ParameterStore::planned_parameter_floats(network), held = params.total_floats();
   if (expected != held)
     throw ConfigError("ONNX export: the parameters are not this network's (" + std::to_string(held) +
-                      " bytes of parameters for a network of " + std::to_string(expected) + ")");
+                      " floats of parameters and statistics for a network of " + std::to_string(expected) + ")");
 }
 
 // What the graph gives for the model's task (models/onnx_export.hpp).
