@@ -60,4 +60,24 @@ std::string escape_non_utf8(std::string_view text) {
   return out;
 }
 
+std::string quoted_in_message(std::string_view text, std::size_t most) {
+  std::string out;
+  std::size_t shown = 0, at = 0;
+  for (; at < text.size() && shown < most; ++shown) {
+    const std::size_t length = sequence_at(text, at);
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if (length > 0 && byte >= 0x20 && byte != 0x7F) {
+      out.append(text.substr(at, length));
+      at += length;
+      continue;
+    }
+    char escaped[5];
+    std::snprintf(escaped, sizeof escaped, "\\x%02X", byte);
+    out += escaped;
+    ++at;
+  }
+  if (at < text.size()) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
 }  // namespace cnn

@@ -36,6 +36,11 @@ void Conv2D::configure(int out_channels, int kernel, const layers::ConvOptions& 
     throw ConfigError(name + ": channels, kernel and stride must be positive and padding not negative");
   if (o.dilation <= 0) throw ConfigError(name + ": dilation=" + std::to_string(o.dilation) + " must be positive");
   if (o.groups <= 0) throw ConfigError(name + ": groups=" + std::to_string(o.groups) + " must be positive");
+  // The kernel's taps are `dilation` pixels apart: its reach must be a size an input can have.
+  const long long reach = static_cast<long long>(o.dilation) * (kernel - 1) + 1;
+  if (reach > std::numeric_limits<int>::max())
+    throw ConfigError(name + ": a kernel of " + std::to_string(kernel) + " at dilation=" + std::to_string(o.dilation) +
+                      " reaches " + std::to_string(reach) + " pixels, more than any input holds");
   desc_.out_channels = out_channels;
   desc_.kernel_h = desc_.kernel_w = kernel;
   desc_.stride = o.stride;
@@ -48,7 +53,7 @@ void Conv2D::configure(int out_channels, int kernel, const layers::ConvOptions& 
     if (kernel % 2 == 0 || o.stride != 1)
       throw ConfigError(name + ": pad=same needs an odd kernel at stride 1 (kernel " + std::to_string(kernel) +
                         ", stride " + std::to_string(o.stride) + "); give the padding as a number");
-    desc_.padding = o.dilation * (kernel - 1) / 2;
+    desc_.padding = static_cast<int>((reach - 1) / 2);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "models/network_text.hpp"
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -8,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "base/regular_file.hpp"
+#include "base/utf8.hpp"
 #include "layers/registry.hpp"
 
 namespace cnn {
@@ -37,7 +39,7 @@ Line split(const std::string& text) {
   std::string word;
   words >> word;
   line.type = layer_type_for_word(word);
-  if (!line.type) throw LineError("unknown layer '" + word + "' (known: " + layer_words() + ")");
+  if (!line.type) throw LineError("unknown layer '" + quoted_in_message(word) + "' (known: " + layer_words() + ")");
   while (words >> word) {
     const auto eq = word.find('=');
     if (eq == std::string::npos) {
@@ -46,9 +48,10 @@ Line split(const std::string& text) {
     }
     const std::string key = word.substr(0, eq);
     if (key != "as" && key != "in" && !line.type->options.count(key))
-      throw LineError("unknown option '" + key + "' for " + line.type->word +
+      throw LineError("unknown option '" + quoted_in_message(key) + "' for " + line.type->word +
                       " (accepted: " + accepted_options(line.type->options) + ")");
-    if (!line.options.emplace(key, word.substr(eq + 1)).second) throw LineError("option '" + key + "=' given twice");
+    if (!line.options.emplace(key, word.substr(eq + 1)).second)
+      throw LineError("option '" + quoted_in_message(key) + "=' given twice");
   }
   return line;
 }
@@ -84,7 +87,7 @@ class Parser {
   int named(const std::string& name) const {
     if (name.empty()) throw LineError("in= and add need a name");
     const auto it = names_.find(name);
-    if (it == names_.end()) throw LineError("no output is named '" + name + "'");
+    if (it == names_.end()) throw LineError("no output is named '" + quoted_in_message(name) + "'");
     return it->second.id;
   }
 
@@ -92,7 +95,7 @@ class Parser {
     if (name.empty()) throw LineError("as= needs a name");
     const auto it = names_.find(name);
     if (it != names_.end())
-      throw LineError("the name '" + name + "' is already taken" +
+      throw LineError("the name '" + quoted_in_message(name) + "' is already taken" +
                       (it->second.line ? " on line " + std::to_string(it->second.line) : " (the network input)"));
     names_[name] = {id, line_no_};
   }
@@ -105,6 +108,20 @@ class Parser {
   std::vector<int> line_of_{0};
   int line_no_ = 0;
 };
+
+// Network text is plain text: a control character (a NUL, an escape) is a binary file or a
+// damaged one, refused where it is rather than cutting a later message short.
+void check_plain_text(const std::string& line, const std::string& where) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(line[i]);
+    if ((byte < 0x20 && byte != '\t' && byte != '\r' && byte != '\v' && byte != '\f') || byte == 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", byte);
+      throw ConfigError(where + ": a control character (" + hex + ") at column " + std::to_string(i + 1) +
+                        ": network text is plain text, one layer a line");
+    }
+  }
+}
 
 void check_input(const Shape& input, const std::string& source) {
   std::size_t elements = 1;
@@ -134,6 +151,7 @@ Network parse_network(const std::string& text, Shape input, int classes, const s
   bool any = false;
   while (std::getline(lines, raw)) {
     ++line_no;
+    check_plain_text(raw, source + ":" + std::to_string(line_no));
     raw = raw.substr(0, raw.find('#'));
     if (raw.find_first_not_of(" \t\r\v\f") == std::string::npos) continue;
     if (++layers > kMaxNetworkLayers)

@@ -34,7 +34,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(positive_number());
   app.add_option("--threshold", o.threshold, "multilabel: a class is predicted above this probability (the loss's "
                                              "accuracy, the metrics and --predict)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(fraction_between_zero_and_one());
   app.add_flag("--overlay", o.overlay, "--predict on a segmentation model: also write each mask over its image in "
                                        "colour (NAME.overlay.png)");
   app.add_option("--predict-out", o.predict_out, "--predict on a segmentation model: the folder of the masks "
@@ -58,7 +58,7 @@ void add_options(CLI::App& app, Options& o) {
                                                            "value before the rate drops")
       ->check(integer_between(0, 1000000, ""));
   app.add_option("--plateau-factor", o.plateau_factor, "--schedule plateau: what each drop multiplies the rate by")
-      ->check(fraction_below_one());
+      ->check(fraction_between_zero_and_one());
   app.add_option("--warmup-epochs", o.warmup_epochs, "linear warm-up, in epochs (fractions allowed)")
       ->check(non_negative_number());
   app.add_option("--lr-step-epochs", o.lr_step_epochs, "--schedule step: epochs between drops (0: a third of the run)")
@@ -140,7 +140,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--validation-split", o.validation_split,
                  "hold out this fraction of each class of the training data for validation (stratified, by --seed; "
                  "a resumed run holds out the same)")
-      ->check(CLI::Range(0.0, 0.99));
+      ->check(fraction_up_to(0.99));
   app.add_option("--monitor", o.monitor, "what --keep-best and --early-stop watch: val_loss (default), val_accuracy, "
                                          "train_loss or train_accuracy, or a task's val_pixel_accuracy, val_mean_iou, "
                                          "val_mean_f1, val_mean_average_precision, val_mae or val_rmse (never the "

@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "base/error.hpp"
@@ -74,6 +75,22 @@ CLI::Validator non_negative_number() {
 
 CLI::Validator fraction_below_one() {
   return number_where([](double v) { return v >= 0 && v < 1; }, "a number in [0, 1)");
+}
+
+CLI::Validator fraction_between_zero_and_one() {
+  return number_where([](double v) { return v > 0 && v < 1; }, "a number above 0 and below 1");
+}
+
+CLI::Validator fraction_up_to(double most) {
+  return CLI::Validator(
+      [most](std::string& text) {
+        const auto value = parse_number(text);
+        if (value && *value >= 0 && *value <= most) return std::string();
+        char bound[32];
+        std::snprintf(bound, sizeof bound, "%g", most);
+        return "must be a number from 0 to " + std::string(bound) + got(text);
+      },
+      "NUMBER");
 }
 
 CLI::Validator positive_size() {

@@ -21,3 +21,13 @@ TEST_CASE("escape_non_utf8 writes each stray byte as a hex escape and keeps UTF-
   for (const char* text : {"caf\xE9", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82"})
     CHECK(cnn::is_utf8(cnn::escape_non_utf8(text)));
 }
+
+TEST_CASE("quoted_in_message escapes control characters and stray bytes and cuts long text", "[base]") {
+  using cnn::quoted_in_message;
+  CHECK(quoted_in_message("relu") == "relu");
+  CHECK(quoted_in_message(std::string("a\0b", 3)) == "a\\x00b");
+  CHECK(quoted_in_message("tab\there\n") == "tab\\x09here\\x0A");
+  CHECK(quoted_in_message("caf\xe9 caf\xc3\xa9") == "caf\\xE9 caf\xc3\xa9");
+  CHECK(quoted_in_message(std::string(10, 'x'), 4) == "xxxx... (10 bytes)");
+  CHECK(quoted_in_message("\xc3\xa9\xc3\xa9\xc3\xa9", 2) == "\xc3\xa9\xc3\xa9... (6 bytes)");  // characters, not bytes
+}
