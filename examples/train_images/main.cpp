@@ -5,15 +5,19 @@
 // 2 a command line that cannot run as given; 3 the budget cannot hold the network; 128 + N when
 // signal N (SIGINT 130, SIGTERM 143) stopped the run, after it was saved where one was asked.
 // Over several ranks an error on one ends them all (the message names the rank).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "base/utf8.hpp"
 #include "cnnengine.hpp"
 #include "inference_commands.hpp"
+#include "option_suggestion.hpp"
 #include "options.hpp"
 #include "ranks.hpp"
 #include "train_command.hpp"
@@ -56,6 +60,25 @@ int run_command(cnn::app::Options& o, cnn::app::Ranks& ranks) {
   return cnn::app::train(o, ranks);
 }
 
+// The first word that names no option, with the option it was likely meant to be; empty where
+// every option word is known.
+std::string unknown_option(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options())
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (word.rfind("--", 0) != 0) continue;
+    const std::string name = word.substr(0, word.find('='));
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    const std::string nearest = cnn::app::nearest_option(name, names);
+    return cnn::quoted_in_message(name) + " is not an option" +
+           (nearest.empty() ? "" : ": did you mean " + nearest + "?") + " (--help lists them)";
+  }
+  return "";
+}
+
 // What a run that stopped on an error left of --save: the file as it was (a diverged step writes
 // nothing), or none where no epoch had ended before it.
 std::string saved_file_state(const std::string& save) {
@@ -85,6 +108,11 @@ int main(int argc, char** argv) {
     cnn::app::check_combinations(o);
     cnn::app::record_given(app, o);
   } catch (const CLI::ParseError& e) {
+    if (const std::string unknown = unknown_option(app, argc, argv);
+        !unknown.empty() && dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      std::cerr << ranks->prefix() << "error: " << unknown << "\n";
+      return 2;
+    }
     // Rank 0 prints help or the error; another rank, its error too (mpirun's MPMD form gives each
     // rank its own command line), named.
     if (ranks->writes()) return app.exit(e) == 0 ? 0 : 2;
