@@ -154,6 +154,12 @@ DatasetSplits open_dataset(const std::filesystem::path& folder, SampleShape targ
 
 // ---- Class names for data whose own are numbers (IDX files).
 
+// Where Debian's dataset-fashion-mnist installs its IDX files, and the names of its ten classes,
+// which open_dataset gives that folder's data (its files only number them) where no classes.txt
+// names them otherwise.
+inline constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-mnist";
+const std::vector<std::string>& fashion_mnist_classes();
+
 // `data` under other names, as many as its classes and all different (ConfigError otherwise).
 std::unique_ptr<Dataset> with_class_names(std::unique_ptr<Dataset> data, std::vector<std::string> names);
 // Every side of `splits` under the names of a file, one a line, as many as the classes (blank lines

@@ -1,8 +1,10 @@
 // A data set under other class names: a names file's, for data whose own names are numbers (IDX).
+#include <algorithm>
 #include <set>
 
 #include "base/error.hpp"
 #include "data/dataset.hpp"
+#include "data/data_error.hpp"
 #include "data/detail/class_names_file.hpp"
 
 namespace cnn::data {
@@ -30,6 +32,12 @@ class NamedClasses final : public Dataset {
 
 }  // namespace
 
+const std::vector<std::string>& fashion_mnist_classes() {
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return names;
+}
+
 std::unique_ptr<Dataset> with_class_names(std::unique_ptr<Dataset> data, std::vector<std::string> names) {
   if (!data) throw ConfigError("with_class_names: no data set (null)");
   if (names.size() != static_cast<std::size_t>(std::max(data->num_classes(), 0)))
@@ -43,7 +51,11 @@ std::unique_ptr<Dataset> with_class_names(std::unique_ptr<Dataset> data, std::ve
 
 void name_classes(DatasetSplits& splits, const std::filesystem::path& names_file) {
   if (!splits.train) throw ConfigError("name_classes: no training data (null)");
-  const std::vector<std::string> names = read_class_names(names_file, splits.train->num_classes());
+  // A names file that was asked for must be there: missing, it is a mistake, not numbered classes.
+  const std::vector<std::string> names = read_class_names(names_file);
+  if (names.size() != static_cast<std::size_t>(std::max(splits.train->num_classes(), 0)))
+    fail(names_file, "expected " + std::to_string(splits.train->num_classes()) + " class names, one a line, found " +
+                         std::to_string(names.size()));
   for (std::unique_ptr<Dataset>* side : {&splits.train, &splits.test, &splits.validation})
     if (*side) *side = with_class_names(std::move(*side), names);
 }

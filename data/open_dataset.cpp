@@ -76,6 +76,10 @@ DatasetSplits open_idx_folder(const fs::path& folder, const IdxFiles& files) {
   if (const fs::path names = folder / "classes.txt"; fs::exists(names, ec)) {
     name_classes(splits, names);
     splits.files.push_back(names);
+  } else if (fs::equivalent(folder, kFashionMnistFolder, ec) &&
+             splits.train->num_classes() == static_cast<int>(fashion_mnist_classes().size())) {
+    for (std::unique_ptr<Dataset>* side : {&splits.train, &splits.test})
+      *side = with_class_names(std::move(*side), fashion_mnist_classes());
   }
   return splits;
 }

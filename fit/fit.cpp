@@ -278,7 +278,18 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
 
 Fit::~Fit() = default;
 
-FitResult Fit::run() { return s_->run(); }
+// A run that ends on an error says what its checkpoint holds: the state before the run, or the
+// run's own last save (--save-every, an epoch's end), which a user must not take for the former.
+FitResult Fit::run() {
+  try {
+    return s_->run();
+  } catch (const TrainingDiverged& diverged) {
+    throw TrainingDiverged(diverged, s_->saved_file_state());
+  } catch (const CheckpointError& e) {  // a save refused (weights not finite) or failed
+    if (s_->saved_step < 0) throw;        // the writer says what the file is
+    throw CheckpointError(e.what() + s_->saved_file_state());
+  }
+}
 Trainer& Fit::trainer() { return *s_->trainer_; }
 const ModelDescription& Fit::model() const { return s_->model; }
 const RunProgress& Fit::progress() const { return s_->progress_; }

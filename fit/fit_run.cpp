@@ -52,6 +52,9 @@ void Fit::State::set_learning_rate(float rate) {
 // ---- the run ------------------------------------------------------------------------------------
 
 FitResult Fit::State::run() {
+  std::error_code ec;
+  save_was_there = !o.save.empty() && std::filesystem::exists(o.save, ec);
+  saved_step = -1;
   std::optional<detail::StopOnSignal> signals;
   if (o.stop_on_signal) signals.emplace();
   run_start = Clock::now();
@@ -373,7 +376,17 @@ bool Fit::State::stopped_early(FitResult& result) const {
 
 void Fit::State::save() {
   drain();
-  if (!o.save.empty() && writes) save_to(o.save);
+  if (o.save.empty() || !writes) return;
+  save_to(o.save);
+  saved_step = trainer_->steps();
+}
+
+std::string Fit::State::saved_file_state() const {
+  if (o.save.empty() || !writes) return "";
+  if (saved_step >= 0)
+    return "; " + o.save.string() + " holds the run as it was at step " + std::to_string(saved_step) +
+           ", its last save";
+  return "; " + o.save.string() + (save_was_there ? " is unchanged" : " was not written");
 }
 
 void Fit::State::save_to(const std::filesystem::path& path) {

@@ -93,6 +93,8 @@ memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptio
 class TrainingDiverged : public Error {
  public:
   TrainingDiverged(long step, double loss, Precision precision = Precision::fp32);
+  // The same divergence, with what the caller adds to its message ("; run.ckpt holds step 40").
+  TrainingDiverged(const TrainingDiverged& diverged, const std::string& more);
   long step() const { return step_; }
   double loss() const { return loss_; }
 

@@ -114,14 +114,35 @@ void check_metrics_out(const Options& o, std::vector<PathUse> inputs) {
   check_run_files(files);
 }
 
+// The data --evaluate reads: --data where given, else the data the checkpoint's run trained on
+// (train_images records it), else the default, said so.
+std::string data_to_evaluate(const Options& o, const CheckpointInfo& info) {
+  if (o.given.count("--data")) return o.data;
+  if (info.training) {
+    const json settings = json::parse(info.training->settings, nullptr, false);
+    if (settings.is_object() && settings.contains("options") && settings["options"].is_object()) {
+      const json folder = settings["options"].value("--data", json());
+      if (folder.is_string() && !folder.get<std::string>().empty()) {
+        std::cout << "evaluating on the data " << o.load << " trained on, " << folder.get<std::string>()
+                  << " (--data gives other data)\n";
+        return folder.get<std::string>();
+      }
+    }
+  }
+  std::cout << "note: " << o.load << " does not record the data it trained on: evaluating on the default, " << o.data
+            << " (--data gives other data)\n";
+  return o.data;
+}
+
 }  // namespace
 
-int evaluate_command(const Options& o) {
+int evaluate_command(Options o) {
   DeviceChoice device = device_for(o);
   // The data is opened at the shape the file records before the model is planned: the model's
   // budget leaves its loader room, and the loader stages from the model's memory stack.
   const CheckpointInfo info = read_checkpoint(o.load);
   require_network(info, o.load);
+  o.data = data_to_evaluate(o, info);
   const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = [&] {
     try {  // the model's task: a regression's labels.csv may hold only 0s and 1s
@@ -135,7 +156,10 @@ int evaluate_command(const Options& o) {
   inputs.push_back({"--load", o.load});
   if (!o.class_names.empty()) inputs.push_back({"--class-names", o.class_names});
   check_metrics_out(o, inputs);
-  const data::Dataset& test = *splits.test;
+  // --limit-eval: the first samples of the test set, as a run evaluates them.
+  const std::unique_ptr<data::Dataset> limited =
+      o.limit_eval > 0 ? data::first_samples(*splits.test, o.limit_eval) : nullptr;
+  const data::Dataset& test = limited ? *limited : *splits.test;
   if (!(test.shape() == pre.shape))
     throw UsageError("--evaluate: " + o.data + " holds " + data::to_string(test.shape()) + " samples, the model takes " +
                      data::to_string(pre.shape));

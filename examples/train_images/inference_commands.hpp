@@ -9,7 +9,7 @@
 namespace cnn::app {
 
 // Each returns the exit code: 0, or 1 when an image could not be classified (--predict).
-int evaluate_command(const Options& o);
+int evaluate_command(Options o);
 int predict_command(const Options& o);
 int export_command(const Options& o);
 

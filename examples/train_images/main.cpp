@@ -79,14 +79,6 @@ std::string unknown_option(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
-// What a run that stopped on an error left of --save: the file as it was (a diverged step writes
-// nothing), or none where no epoch had ended before it.
-std::string saved_file_state(const std::string& save) {
-  if (save.empty()) return "";
-  std::error_code ec;
-  return "; " + save + (std::filesystem::exists(save, ec) ? " is unchanged" : " was not written");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,7 +123,7 @@ int main(int argc, char** argv) {
   try {
     return run_command(o, *ranks);
   } catch (const cnn::TrainingDiverged& e) {
-    ranks->fail(std::string("error: ") + e.what() + saved_file_state(o.save), 1);
+    ranks->fail(std::string("error: ") + e.what(), 1);  // Fit says what --save holds
   } catch (const cnn::app::UsageError& e) {
     ranks->fail(std::string("error: ") + e.what(), 2);
   } catch (const cnn::BudgetTooSmall& e) {

@@ -101,7 +101,8 @@ void add_options(CLI::App& app, Options& o) {
                                    "--save-every steps, and when stopped by Ctrl-C or SIGTERM)");
   app.add_option("--save-every", o.save_every, "optimizer steps between checkpoints, beside each epoch's end")
       ->check(positive_integer(LLONG_MAX));
-  app.add_flag("--overwrite", o.overwrite, "let an output replace an existing file that is not what it writes");
+  app.add_flag("--overwrite", o.overwrite, "let an output replace an existing file that is not what it writes, or "
+                                           "another run's checkpoint");
   app.add_option("--load", o.load, "start a new run from these weights (a checkpoint of the same network)");
   app.add_option("--resume", o.resume, "continue the run saved in this checkpoint, exactly where it stopped, "
                                        "with its own settings (--save defaults to it)");

@@ -7,16 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset.hpp"
+
 namespace cnn::app {
 
-// Where Debian's dataset-fashion-mnist puts its IDX files (the default --data), and the names of
-// its ten classes (the files have none).
-inline constexpr const char* kFashionMnistFolder = "/usr/share/datasets/fashion-mnist";
-inline const std::vector<std::string> kFashionMnistClasses = {
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-
 struct Options {
-  std::string data = std::string(kFashionMnistFolder);
+  std::string data = std::string(data::kFashionMnistFolder);
   std::string class_names;  // a file of names, one a line
   std::string model = "small";
   // The task and its loss (base/task.hpp): empty task: the data's layout says.

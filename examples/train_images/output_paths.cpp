@@ -94,6 +94,11 @@ bool may_replace(const RunFiles& files, const OutputUse& out, const PathUse& in)
          files.may_replace.end();
 }
 
+bool run_owns(const RunFiles& files, const fs::path& checkpoint) {
+  return std::any_of(files.own_checkpoints.begin(), files.own_checkpoints.end(),
+                     [&](const fs::path& own) { return same_file(own, checkpoint); });
+}
+
 }  // namespace
 
 std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const fs::path& data) {
@@ -124,10 +129,14 @@ void check_run_files(const RunFiles& files) {
       replaces_an_input = true;
     }
     std::error_code ec;
-    if (!files.overwrite && !replaces_an_input && fs::is_regular_file(out.path, ec) &&
-        !holds_output_of_kind(out.path, out.kind))
-      throw UsageError(named(out) + ": it exists and is not " + describe(out.kind) +
-                       " (give --overwrite to replace it)");
+    if (!files.overwrite && !replaces_an_input && fs::is_regular_file(out.path, ec)) {
+      if (!holds_output_of_kind(out.path, out.kind))
+        throw UsageError(named(out) + ": it exists and is not " + describe(out.kind) +
+                         " (give --overwrite to replace it)");
+      if (out.kind == OutputKind::checkpoint && !run_owns(files, out.path))
+        throw UsageError(named(out) + ": it holds another run's checkpoint: --resume " + out.path.string() +
+                         " continues that run; give --overwrite to replace it, or another file");
+    }
     check_writable(out);
   }
 }

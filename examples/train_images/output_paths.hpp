@@ -37,6 +37,9 @@ struct RunFiles {
   // (output use, input use) pairs where the output may replace the input: --save over the
   // checkpoint --load or --resume read.
   std::vector<std::pair<std::string, std::string>> may_replace;
+  // Checkpoints that are the run's own, which it goes on saving: a resumed run's file and the best
+  // one beside it. Any other checkpoint is another run's work, replaced only with overwrite.
+  std::vector<std::filesystem::path> own_checkpoints;
 };
 
 // Throws UsageError naming the output, its path and what is wrong: a path with no file name;
@@ -44,8 +47,8 @@ struct RunFiles {
 // stream, --metrics-out or --trace, may go to /dev/null, or to /dev/stdout, a terminal or a
 // pipe); two outputs naming one file (streams may share a device or our pipe); an
 // output naming an input or inside an input folder; an existing file that is not what the
-// output writes, without --overwrite; a folder that does not exist or takes no new file (the
-// temporary a rename needs is created there and removed).
+// output writes, or another run's checkpoint, without --overwrite; a folder that does not exist
+// or takes no new file (the temporary a rename needs is created there and removed).
 //
 // A symbolic link is written through, as AtomicFile writes (and --save always did): the file
 // it names is what is checked and replaced, and the link is kept, so a link such as

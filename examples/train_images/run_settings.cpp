@@ -73,17 +73,26 @@ const Setting kSettings[] = {
     CNN_SETTING("--class-weights", class_weights), CNN_SETTING("--pos-weights", positive_weights),
     CNN_SETTING("--loss", regression_loss), CNN_SETTING("--huber-delta", huber_delta),
     CNN_SETTING("--threshold", threshold), CNN_SETTING("--precision", precision),
+    // The run's own records: a resumed run goes on writing them where they are.
+    CNN_SETTING("--metrics-out", metrics_out), CNN_SETTING("--csv", csv),
+    CNN_SETTING("--tensorboard", tensorboard), CNN_SETTING("--plot", plot),
 };
+
+// The settings that are where a run writes its records, not how it trains.
+bool is_output(const std::string& name) {
+  return name == "--metrics-out" || name == "--csv" || name == "--tensorboard" || name == "--plot";
+}
 
 #undef CNN_SETTING
 
 // Settings a resumed run may take from the command line instead of its own: more epochs; another
 // budget (a run may move to a machine with less memory; the micro-batch follows it); the data
 // under another path (the caller checks that it is the same data); another precision (weights and
-// optimizer state are fp32 in every precision, so a run goes on in another, as on another device).
+// optimizer state are fp32 in every precision, so a run goes on in another, as on another device);
+// its records written elsewhere.
 bool may_differ(const std::string& name, const Options& given, const Options& run) {
   if (name == "--epochs") return given.epochs >= run.epochs;
-  return name == "--memory-budget" || name == "--data" || name == "--precision";
+  return name == "--memory-budget" || name == "--data" || name == "--precision" || is_output(name);
 }
 
 // A saved value as the command line would give it, "--name=value"; nothing for the default (a
@@ -134,9 +143,10 @@ json run_settings(const Options& o) {
   return settings;
 }
 
-void apply_saved_settings(const json& saved, Options& o) {
+std::vector<std::string> apply_saved_settings(const json& saved, Options& o) {
   if (!saved.is_object()) throw CheckpointError("its settings are " + saved.dump(-1).substr(0, 80) + ", not options");
   const Options run = parse_saved(saved);
+  std::vector<std::string> kept_outputs;
   for (const Setting& s : kSettings) {
     // A setting the run did not record (saved by an earlier version) keeps its default.
     if (!saved.contains(s.name)) continue;
@@ -148,7 +158,10 @@ void apply_saved_settings(const json& saved, Options& o) {
                        (name == "--epochs" ? " (--epochs may only grow)" : ""));
     }
     s.copy(run, o);
+    if (is_output(name) && !o.given.count(name) && !s.read(o).get<std::string>().empty())
+      kept_outputs.push_back(name + " " + s.read(o).get<std::string>());
   }
+  return kept_outputs;
 }
 
 void require_recordable(const Options& o) {

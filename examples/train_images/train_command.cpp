@@ -27,6 +27,12 @@ namespace {
 
 using nlohmann::json;
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
 // The run being resumed: its checkpoint, and what train_images keeps in it.
 struct Resumed {
   CheckpointInfo info;
@@ -64,7 +70,8 @@ std::optional<Resumed> read_resumed(Options& o, const Ranks& ranks) {
     throw CheckpointError(o.resume + ": the run's settings cannot be read: " + e.what());
   }
   try {
-    apply_saved_settings(r.settings, o);
+    const std::vector<std::string> kept = apply_saved_settings(r.settings, o);
+    if (!kept.empty()) std::cout << "the run's records go on where they are: " << joined(kept) << "\n";
   } catch (const CheckpointError& e) {
     throw CheckpointError("--resume " + o.resume + ": " + e.what());
   }
@@ -96,12 +103,6 @@ data::DatasetSplits open_data(const Options& o, const std::optional<Resumed>& re
   }
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 DeviceChoice choose_device(const Options& o, Ranks& ranks) {
   DeviceRequest request;
   request.device = parse_device(o.device);
@@ -125,13 +126,13 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
 }
 
 // What must be alike on every rank of a data-parallel run, in words, a line each. Not where the
-// data is (machines may mount it apart; its sizes and class names are compared) nor the budget
-// (GPUs of different sizes may have their own).
+// data is (machines may mount it apart; its sizes and class names are compared), the budget
+// (GPUs of different sizes may have their own) nor the records (rank 0 alone writes them).
 std::string job_description(const Options& o, const ModelDescription& model, const data::Dataset& train_set,
                             const data::Dataset& test_set, const Backend& backend) {
   nlohmann::json settings = run_settings(o);
-  settings.erase("--data");
-  settings.erase("--memory-budget");
+  for (const char* own : {"--data", "--memory-budget", "--metrics-out", "--csv", "--tensorboard", "--plot"})
+    settings.erase(own);
   std::string job = settings.dump(1) + "\nnetwork: " + model.network + "\ninput: " + model.input.str() +
                     "\nclasses:";
   for (const std::string& name : model.class_names) job += " " + name;
@@ -204,6 +205,7 @@ RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
   files.overwrite = o.overwrite;
   // A run saves over the checkpoint it starts from (a resumed run, by default).
   files.may_replace = {{"--save", "--load"}, {"--save", "--resume"}};
+  if (!o.resume.empty()) files.own_checkpoints = {o.resume, best_checkpoint_path(o.resume)};
   return files;
 }
 
@@ -354,17 +356,12 @@ bool numbered_classes(const std::vector<std::string>& names) {
 }
 
 void name_the_classes(const Options& o, data::DatasetSplits& splits) {
-  if (!o.class_names.empty()) {
+  if (o.class_names.empty()) return;
+  try {
     data::name_classes(splits, o.class_names);
-    return;
+  } catch (const DataError& e) {
+    throw DataError(std::string("--class-names: ") + e.what());
   }
-  const std::vector<std::string> names = splits.train->class_names();
-  std::error_code ec;
-  const bool fashion = std::filesystem::equivalent(o.data, kFashionMnistFolder, ec) && splits.kind == "idx" &&
-                       names.size() == kFashionMnistClasses.size();
-  if (!numbered_classes(names) || !fashion) return;
-  for (std::unique_ptr<data::Dataset>* side : {&splits.train, &splits.test, &splits.validation})
-    if (*side) *side = data::with_class_names(std::move(*side), kFashionMnistClasses);
 }
 
 data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
@@ -379,8 +376,10 @@ data::ImageFolderOptions image_options(const Options& o, const std::string& warn
 
 int train(Options o, Ranks& ranks) {
   std::optional<Resumed> resumed = read_resumed(o, ranks);
-  // Recorded as an absolute path: a resumed run finds its data from any working folder.
+  // Recorded as absolute paths: a resumed run finds its data, and its records, from any working folder.
   o.data = std::filesystem::absolute(o.data).lexically_normal().string();
+  for (std::string* record : {&o.metrics_out, &o.csv, &o.tensorboard, &o.plot})
+    if (!record->empty()) *record = std::filesystem::absolute(*record).lexically_normal().string();
   if (!o.save.empty()) require_recordable(o);
   if (o.warmup_epochs > o.epochs)
     throw UsageError("--warmup-epochs " + number_text(o.warmup_epochs) + " is more than the run's " +

@@ -13,8 +13,8 @@ namespace cnn::app {
 // on its share of every batch and rank 0 writes.
 // Whether the names are only the labels' numbers ("0", "1", ...): data that names no class.
 bool numbered_classes(const std::vector<std::string>& names);
-// --class-names FILE names the classes of `splits`; Fashion-MNIST in its Debian folder, whose
-// files name none, gets its own ten names.
+// --class-names FILE names the classes of `splits` (a missing file is an error); without it the
+// data's own names stand (Fashion-MNIST's Debian folder gets its ten from open_dataset).
 void name_the_classes(const Options& o, data::DatasetSplits& splits);
 
 int train(Options o, Ranks& ranks);

@@ -68,6 +68,8 @@ struct Fit::State final : FitControl {
   long host_waits = 0;
   double epoch_cpu_seconds = 0;
   std::string stop_reason;  // a callback's stop
+  long saved_step = -1;     // the step of this run's last save to o.save; -1: none yet
+  bool save_was_there = false;  // o.save held a file when the run started
   detail::ProgressBar* bar = nullptr;
   double seconds_before = 0;
   detail::Clock::time_point epoch_start{}, run_start{};
@@ -98,6 +100,8 @@ struct Fit::State final : FitControl {
   void reduce_on_plateau();
   void save();
   void save_to(const std::filesystem::path& path);
+  // What a run that diverged left in o.save, for the end of its message: "" without a save.
+  std::string saved_file_state() const;
   int agreed_stop();
   void summary(const FitResult& result);
   std::string memory_note() const;

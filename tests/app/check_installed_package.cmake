@@ -23,7 +23,7 @@ if(status)
 endif()
 # The README's three programs, exactly as printed: all build against the package; the first two
 # (Fashion-MNIST on the CPU here: a whole run, and a loop of one's own) run and their loss falls;
-# the third needs a GPU, so it only builds.
+# the third classifies an image with the first's model, on the best device present.
 file(READ ${SOURCE_DIR}/README.md readme)
 string(FIND "${readme}" "## The library in a few lines" at)
 string(SUBSTRING "${readme}" ${at} -1 readme)
@@ -60,6 +60,19 @@ foreach(program readme_fit readme_train)
   endif()
   message(STATUS "the README's ${program}:\n${out}")
 endforeach()
+set(shoe ${SOURCE_DIR}/tests/train_images/predict_images/fashion_0.png)
+execute_process(COMMAND ${WORK_DIR}/readme_gpu/build/readme_gpu ${WORK_DIR}/readme_fit/fashion.ckpt ${shoe}
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(status OR NOT out MATCHES "Ankle boot [0-9.e-]+")
+  message(FATAL_ERROR "the README's readme_gpu did not classify ${shoe} by the classes' names (${status}):\n${out}${err}")
+endif()
+# A model the library saved is one the command line evaluates: the same class names.
+execute_process(COMMAND ${WORK_DIR}/prefix/bin/train_images --load ${WORK_DIR}/readme_fit/fashion.ckpt --evaluate
+                        --data ${FMNIST} --limit-eval 200 --quiet
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(status OR NOT out MATCHES "test loss [0-9.]+, accuracy [0-9.]+ over 200 samples")
+  message(FATAL_ERROR "train_images --evaluate refuses the README's model (${status}):\n${out}${err}")
+endif()
 
 # The installed train_images runs from the prefix: it finds its library there.
 execute_process(COMMAND ${WORK_DIR}/prefix/bin/train_images --data ${FMNIST} --plan --batch 64

@@ -80,6 +80,13 @@ TEST_CASE("open_dataset: IDX files take their class names from classes.txt besid
   CHECK_THROWS_AS(open_dataset(dir.path()), DataError);
   CHECK_THROWS_WITH(open_dataset(dir.path()), Catch::Contains("classes.txt"));
   CHECK_THROWS_WITH(with_class_names(std::move(splits.train), {"x", "x", "y"}), Catch::Contains("repeated"));
+  // A names file asked for must be there: missing, it is an error, not the numbers.
+  fs::remove(dir / "classes.txt");
+  DatasetSplits numbered = open_dataset(dir.path());
+  CHECK_THROWS_WITH(name_classes(numbered, dir / "missing.txt"), Catch::Contains("missing.txt") &&
+                                                                  Catch::Contains("does not exist"));
+  t::write_bytes(dir / "two.txt", std::vector<std::uint8_t>(two.begin(), two.end()));
+  CHECK_THROWS_WITH(name_classes(numbered, dir / "two.txt"), Catch::Contains("expected 3 class names"));
 }
 
 TEST_CASE("open_dataset: IDX errors", "[data][open]") {
@@ -230,4 +237,8 @@ TEST_CASE("open_dataset: the real Fashion-MNIST", "[data][open][fashion]") {
   CHECK(splits.train->shape() == SampleShape{1, 28, 28});
   CHECK(splits.test->num_classes() == 10);
   CHECK(splits.train->description().find("60000 images 1x28x28, 10 classes") != std::string::npos);
+  // Its files number the classes; the library names them, as the command line does, so that a
+  // model a program saves is one train_images --evaluate takes.
+  CHECK(splits.train->class_names() == fashion_mnist_classes());
+  CHECK(splits.test->class_names().front() == "T-shirt/top");
 }

@@ -109,7 +109,7 @@ add_test(NAME train_images_outputs_previous_checkpoint COMMAND ${CMAKE_COMMAND} 
 set_tests_properties(train_images_outputs_previous_checkpoint PROPERTIES FIXTURES_REQUIRED good_weights
   FIXTURES_SETUP outputs_previous_checkpoint)
 add_run_check(train_images_outputs_save_on_a_full_disk
-  -DCOMMAND=${CMAKE_COMMAND}|-E|env|CNN_TEST_FAIL_AFTER_BYTES=1000|${short_run}|--save|${out}/previous.ckpt
+  -DCOMMAND=${CMAKE_COMMAND}|-E|env|CNN_TEST_FAIL_AFTER_BYTES=1000|${short_run}|--save|${out}/previous.ckpt|--overwrite
   -DEXPECT_RC=1 "-DEXPECT_OUTPUT=error: writing .*previous.ckpt failed: No space left on device"
   -DUNCHANGED=${out}/previous.ckpt ${no_partial})
 set_tests_properties(train_images_outputs_save_on_a_full_disk PROPERTIES
