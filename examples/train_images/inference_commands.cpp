@@ -105,10 +105,12 @@ std::vector<fs::path> image_files(const std::vector<std::string>& paths) {
   return files;
 }
 
-// --metrics-out, where given, checked against what the command reads (check_run_files).
-void check_metrics_out(const Options& o, std::vector<PathUse> inputs) {
+// --metrics-out where given, and the folder of a segmentation's masks, checked against what the
+// command reads (check_run_files).
+void check_outputs(const Options& o, std::vector<PathUse> inputs, bool writes_masks = false) {
   RunFiles files;
   if (!o.metrics_out.empty()) files.outputs.push_back({"--metrics-out", o.metrics_out, OutputKind::metrics});
+  if (writes_masks) files.outputs.push_back({"--predict-out", o.predict_out, OutputKind::folder});
   files.inputs = std::move(inputs);
   files.overwrite = o.overwrite;
   check_run_files(files);
@@ -155,7 +157,7 @@ int evaluate_command(Options o) {
   std::vector<PathUse> inputs = data_inputs(splits, o.data);
   inputs.push_back({"--load", o.load});
   if (!o.class_names.empty()) inputs.push_back({"--class-names", o.class_names});
-  check_metrics_out(o, inputs);
+  check_outputs(o, inputs);
   // --limit-eval: the first samples of the test set, as a run evaluates them.
   const std::unique_ptr<data::Dataset> limited =
       o.limit_eval > 0 ? data::first_samples(*splits.test, o.limit_eval) : nullptr;
@@ -196,7 +198,7 @@ int evaluate_command(Options o) {
 int predict_command(const Options& o) {
   std::vector<PathUse> inputs{{"--load", o.load}};
   for (const std::string& path : o.predict) inputs.push_back({"--predict", path});
-  check_metrics_out(o, inputs);
+  check_outputs(o, inputs);
   DeviceChoice device = device_for(o);
   if (o.plan_only) {
     const CheckpointInfo info = read_checkpoint(o.load);
@@ -214,6 +216,7 @@ int predict_command(const Options& o) {
                        to_string(task));
   if (o.given.count("--top") && task != Task::classify)
     throw UsageError("--top applies to a classification model; " + o.load + " is trained to " + to_string(task));
+  if (task == Task::segment) check_outputs(o, inputs, true);
   const std::vector<fs::path> files = image_files(o.predict);
   MaskWriter masks(o.predict_out, o.overlay, o.overwrite);
   if (task == Task::segment) masks.prepare(files);

@@ -67,6 +67,7 @@ bool holds_output_of_kind(const fs::path& path, OutputKind kind) {
     case OutputKind::trace:
       return leading_bytes(path, memory::kTraceHeader.size()) == memory::kTraceHeader;
     case OutputKind::algorithm_cache: return true;  // its own code refuses a foreign file, and keeps it
+    case OutputKind::folder: return false;          // a file where a folder should be
   }
   return false;
 }
@@ -80,6 +81,7 @@ std::string describe(OutputKind kind) {
     case OutputKind::csv: return "a CSV file of epochs";
     case OutputKind::trace: return "a cnnengine memory trace";
     case OutputKind::algorithm_cache: return "a cnnengine algorithm cache";
+    case OutputKind::folder: return "a folder";
   }
   return "";
 }

@@ -15,6 +15,7 @@ enum class OutputKind {
   csv,              // --csv: a CSV file of epochs, replaced by rename
   trace,            // --trace: a memory trace, a stream
   algorithm_cache,  // --algo-cache: read and merged by its own file code, which never replaces a foreign file
+  folder,           // --tensorboard, --predict-out: a folder (made where missing) that new files go into
 };
 
 // Written through a temporary file renamed over the target (AtomicFile): never to a device.

@@ -89,6 +89,33 @@ void check_writable(const OutputUse& out) {
   }
 }
 
+// A folder that new files go into (made where missing): never a file, never an input folder or
+// inside one (the next run would read what is written there as data), and one where a file can
+// be made.
+void check_folder_output(const RunFiles& files, const OutputUse& out) {
+  if (out.path.empty()) throw UsageError(out.use + ": give a folder");
+  std::error_code ec;
+  const fs::file_type type = fs::status(out.path, ec).type();
+  if (type != fs::file_type::not_found && type != fs::file_type::directory)
+    throw UsageError(named(out) + ": it exists and is not a folder");
+  for (const PathUse& in : files.inputs) {
+    const std::string input = in.use + " (" + in.path.string() + ")";
+    if (same_file(out.path, in.path))
+      throw UsageError(named(out) + " is " + input + ": what it writes there would be read as input; write it elsewhere");
+    if (inside_folder(out.path, in.path))
+      throw UsageError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+  }
+  // Made now, as its writer would make it, so that a folder that cannot be made or takes no file
+  // fails before any work.
+  fs::create_directories(out.path, ec);
+  if (ec) throw UsageError(named(out) + ": cannot be made: " + ec.message());
+  try {
+    AtomicFile probe(resolve_links(out.path) / "probe");
+  } catch (const Error& e) {
+    throw UsageError(named(out) + ": " + e.what());
+  }
+}
+
 bool may_replace(const RunFiles& files, const OutputUse& out, const PathUse& in) {
   return std::find(files.may_replace.begin(), files.may_replace.end(), std::pair(out.use, in.use)) !=
          files.may_replace.end();
@@ -104,13 +131,17 @@ bool run_owns(const RunFiles& files, const fs::path& checkpoint) {
 std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const fs::path& data) {
   std::vector<PathUse> inputs;
   for (const fs::path& file : splits.files) inputs.push_back({"a data file", file});
-  if (splits.kind == "image-folder") inputs.push_back({"the image folder --data", data});
+  inputs.push_back({splits.kind == "image-folder" ? "the image folder --data" : "the data folder --data", data});
   return inputs;
 }
 
 void check_run_files(const RunFiles& files) {
   for (std::size_t i = 0; i < files.outputs.size(); ++i) {
     const OutputUse& out = files.outputs[i];
+    if (out.kind == OutputKind::folder) {
+      check_folder_output(files, out);
+      continue;
+    }
     if (out.path.empty() || !out.path.has_filename()) throw UsageError(named(out) + ": give a file name");
     if (const std::string problem = type_problem(out); !problem.empty())
       throw UsageError(named(out) + ": it " + problem);

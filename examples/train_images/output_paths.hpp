@@ -20,8 +20,9 @@ struct PathUse {
   std::filesystem::path path;
 };
 
-// A data set's inputs: each file it reads and, for an image folder, the folder `data` (an image
-// written among the images would be read by the next run).
+// A data set's inputs: each file it reads and the folder `data`, read whole (an image written
+// among the images would be read by the next run; a file beside IDX files changes what the data
+// set's identity, and a resumed run, finds there).
 std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const std::filesystem::path& data);
 
 struct OutputUse {
@@ -42,7 +43,8 @@ struct RunFiles {
   std::vector<std::filesystem::path> own_checkpoints;
 };
 
-// Throws UsageError naming the output, its path and what is wrong: a path with no file name;
+// Throws UsageError naming the output, its path and what is wrong. A folder output (--tensorboard):
+// a file where it should be, an input there or around it, nowhere to make it. A file: no name;
 // a folder, socket, block device or FIFO; any device for an output replaced by rename (a
 // stream, --metrics-out or --trace, may go to /dev/null, or to /dev/stdout, a terminal or a
 // pipe); two outputs naming one file (streams may share a device or our pipe); an

@@ -198,6 +198,7 @@ RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
   if (!o.trace.empty()) files.outputs.push_back({"--trace", o.trace, OutputKind::trace});
   if (!o.plot.empty()) files.outputs.push_back({"--plot", o.plot, OutputKind::plot});
   if (!o.csv.empty()) files.outputs.push_back({"--csv", o.csv, OutputKind::csv});
+  if (!o.tensorboard.empty()) files.outputs.push_back({"--tensorboard", o.tensorboard, OutputKind::folder});
   if (!o.export_onnx.empty()) files.outputs.push_back({"--export-onnx", o.export_onnx, OutputKind::onnx});
   if (o.given.count("--algo-cache") && !algorithm_cache_of(o).empty())
     files.outputs.push_back({"--algo-cache", algorithm_cache_of(o), OutputKind::algorithm_cache});

@@ -52,6 +52,16 @@ refused(plot_and_metrics_one_file "--plot and --metrics-out name the same file" 
   ${short_run} --plot ${out}/both --metrics-out ${out}/both)
 refused(plot_inside_the_image_folder "--plot .*curves.png is inside the image folder --data" -
   ${train} --data ${out}/images --epochs 1 --quiet --plot ${out}/images/a/curves.png)
+refused(tensorboard_in_the_data_folder "--tensorboard .*images is the image folder --data .*: what it writes there would be read as input" -
+  ${train} --data ${out}/images --epochs 1 --quiet --tensorboard ${out}/images)
+refused(tensorboard_inside_the_data_folder "--tensorboard .*images/logs is inside the image folder --data" -
+  ${train} --data ${out}/images --epochs 1 --quiet --tensorboard ${out}/images/logs)
+refused(tensorboard_inside_an_idx_folder "--tensorboard .*logs is inside the data folder --data" -
+  ${short_run} --tensorboard ${FMNIST}/logs)
+refused(tensorboard_over_a_file "--tensorboard .*notes.txt: it exists and is not a folder" ${out}/notes.txt
+  ${short_run} --tensorboard ${out}/notes.txt)
+refused(save_inside_an_idx_folder "--save .*run.ckpt is inside the data folder --data" -
+  ${short_run} --save ${FMNIST}/run.ckpt)
 refused(train_metrics_over_the_loaded_checkpoint "--metrics-out .*would overwrite --load" ${good}
   ${short_run} --load ${good} --metrics-out ${good})
 refused(predict_metrics_over_the_loaded_checkpoint "--metrics-out .*would overwrite --load" ${good}
