@@ -32,6 +32,12 @@ struct Batch {
   // The other tasks' targets (base/task.hpp): cnn::target_bytes a sample, laid end to end, in
   // the same memory as the images; null for classification, whose labels are above.
   const void* targets = nullptr;
+  // What each sample is, where the batch's maker knows it (a loader gives its data set's): its
+  // image's channels, height and width, and its target's bytes (0 for a class label). A trainer
+  // or a predictor refuses a batch whose samples its network does not take, before it reads one.
+  // Left 0 (a batch made by hand): not known, the caller vouches for the sizes.
+  int channels = 0, height = 0, width = 0;
+  std::size_t target_bytes = 0;
 
   // The whole batch these samples belong to: global_size, or size where it is 0.
   int whole_size() const { return global_size > 0 ? global_size : size; }

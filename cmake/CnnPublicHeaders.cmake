@@ -24,8 +24,8 @@ set(CNN_PUBLIC_HEADERS
   backends/device/device.hpp dist/mpi_session.hpp
   # saved models
   models/checkpoint.hpp models/model.hpp models/network_text.hpp models/onnx_export.hpp
-  # a whole run: epochs, validation, model selection, checkpoints, logs
-  fit/fit.hpp
+  # a whole run: epochs, validation, model selection, checkpoints, logs; what a run may write
+  fit/fit.hpp fit/output_files.hpp fit/output_kinds.hpp
 )
 
 # train_images is the engine's own command line, built in the tree: beyond the public headers it

@@ -122,6 +122,7 @@ struct DatasetSplits {
   std::string kind;
   std::vector<std::filesystem::path> files;  // every file the data set reads (nothing may write over one)
   std::unique_ptr<Dataset> validation;       // a val/ folder beside train/ and test/; none elsewhere
+  std::filesystem::path folder;              // the folder it was opened from (nothing may write inside it)
 };
 
 // The train and test sides of the data set in `folder`, the first of these layouts it holds:

@@ -135,6 +135,10 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       batch.images = images;
       batch.labels = labels;
       batch.targets = targets;
+      batch.channels = shape_.channels;
+      batch.height = shape_.height;
+      batch.width = shape_.width;
+      batch.target_bytes = task_ == Task::classify ? 0 : target_bytes_;
       slots_.push_back({images, labels, targets, batch});
     }
     worker_ = std::thread([this] { run(); });

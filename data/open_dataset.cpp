@@ -5,6 +5,7 @@
 #include <system_error>
 #include <vector>
 
+#include "base/error.hpp"
 #include "data/cifar_folder.hpp"
 #include "data/data_error.hpp"
 #include "data/detail/cifar_layout.hpp"
@@ -122,13 +123,11 @@ DatasetSplits open_held_out(const fs::path& folder, SampleShape target, std::uin
                     "), no CIFAR binary files and no train/ and test/ folders)");
   }
   Split split = stratified_split(all, seed);
-  return {std::move(split.train), std::move(split.test), "image-folder", scan_class_folders(folder).files, {}};
+  return {std::move(split.train), std::move(split.test), "image-folder", scan_class_folders(folder).files, {}, {}};
 }
 
-}  // namespace
-
-DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint64_t seed,
-                           const ImageFolderOptions& images, std::optional<Task> task) {
+DatasetSplits open_layout(const fs::path& folder, SampleShape target, std::uint64_t seed,
+                          const ImageFolderOptions& images, std::optional<Task> task) {
   std::vector<fs::path> folders = sub_folders(folder);  // DataError when the folder is missing
 
   if (IdxFiles idx = find_idx_files(folder); idx.any()) {
@@ -163,6 +162,36 @@ DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint
   fail(folder, std::string("no data set found: looked for IDX files (") + kIdxLookedFor +
                    "), CIFAR binary files (data_batch_N.bin and test_batch.bin, or train.bin and test.bin), "
                    "train/ and test/ folders of class folders, or class folders");
+}
+
+// What the caller asks of image folders, checked before any folder is read: a request that can
+// never be met is the caller's mistake, not the data's.
+void check_request(SampleShape target, const ImageFolderOptions& images) {
+  if (target.channels != 0 && target.channels != 1 && target.channels != 3)
+    throw ConfigError("open_dataset: images are brought to 1 (grey) or 3 (RGB) channels, or 0 (as the first image "
+                      "is), not " + std::to_string(target.channels));
+  if (target.height < 0 || target.width < 0)
+    throw ConfigError("open_dataset: the target size " + std::to_string(target.height) + "x" +
+                      std::to_string(target.width) + " has a negative side (0: the first image's size)");
+  if (images.max_decoded_image_bytes == 0)
+    throw ConfigError("open_dataset: max_decoded_image_bytes is 0: no image could be read");
+  const auto height = static_cast<std::uint64_t>(target.height);
+  const auto width = static_cast<std::uint64_t>(target.width > 0 ? target.width : target.height);
+  const std::uint64_t bytes = 3 * height * width;
+  if (bytes > images.max_decoded_image_bytes)
+    throw ConfigError("open_dataset: a target size of " + std::to_string(height) + "x" + std::to_string(width) +
+                      " takes " + std::to_string(bytes) + " bytes an image in colour, over max_decoded_image_bytes (" +
+                      std::to_string(images.max_decoded_image_bytes) + ")");
+}
+
+}  // namespace
+
+DatasetSplits open_dataset(const fs::path& folder, SampleShape target, std::uint64_t seed,
+                           const ImageFolderOptions& images, std::optional<Task> task) {
+  check_request(target, images);
+  DatasetSplits splits = open_layout(folder, target, seed, images, task);
+  splits.folder = folder;
+  return splits;
 }
 
 }  // namespace cnn::data

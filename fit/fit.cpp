@@ -48,6 +48,47 @@ void check_options(const FitOptions& o, const FitData& data) {
                       "watch train_loss");
 }
 
+// Each side of the data against the network, before anything is planned: what the command line
+// says with the flags that fix it, the library says with the shapes (a network on other samples
+// read past the end of every batch).
+void check_network_fits_data(const Network& net, const data::Dataset& data, const char* side) {
+  const data::SampleShape s = data.shape();
+  const Shape sample{s.channels, s.height, s.width};
+  const std::string of_data = std::string("the ") + side + " data (" + data.description() + ")";
+  if (!(sample == net.input_shape()))
+    throw ShapeError("fit: the network takes " + net.input_shape().str() + " samples, and " + of_data + " gives " +
+                     sample.str() + ": build the network for the data's samples (or resize the images)");
+  if (data.task() != net.task())
+    throw ConfigError("fit: the network is trained to " + to_string(net.task()) + " (its loss: Network::set_loss), and " +
+                      of_data + " holds " + to_string(data.task()) + " targets");
+  if (data.num_classes() != net.num_classes())
+    throw ShapeError("fit: the network gives " + std::to_string(net.num_classes()) +
+                     (net.task() == Task::regress ? " targets" : " classes") + ", and " + of_data + " has " +
+                     std::to_string(data.num_classes()));
+}
+
+// What the run writes, against what it reads, before anything is planned: a run must not train
+// for an hour and then fail to save, nor save over its data or another run's checkpoint.
+void check_outputs(const FitOptions& o, const FitData& data) {
+  RunFiles files;
+  if (!o.save.empty()) files.outputs.push_back({"FitOptions::save", o.save, OutputKind::checkpoint});
+  if (!o.save.empty() && o.keep_best)
+    files.outputs.push_back({"FitOptions::keep_best", best_checkpoint_path(o.save), OutputKind::checkpoint});
+  if (!o.metrics.empty()) files.outputs.push_back({"FitOptions::metrics", o.metrics, OutputKind::metrics});
+  if (!o.csv.empty()) files.outputs.push_back({"FitOptions::csv", o.csv, OutputKind::csv});
+  if (!o.tensorboard.empty())
+    files.outputs.push_back({"FitOptions::tensorboard", o.tensorboard, OutputKind::folder});
+  files.inputs = data.inputs;
+  if (!o.load.empty()) files.inputs.push_back({"FitOptions::load", o.load});
+  if (!o.resume.empty()) files.inputs.push_back({"FitOptions::resume", o.resume});
+  files.may_replace = {{"FitOptions::save", "FitOptions::load"}, {"FitOptions::save", "FitOptions::resume"}};
+  if (!o.resume.empty()) files.own_checkpoints = {o.resume, best_checkpoint_path(o.resume)};
+  files.overwrite = o.overwrite;
+  files.overwrite_option = "FitOptions::overwrite";
+  files.resume_option = "FitOptions::resume =";
+  check_run_files(files);
+}
+
 }  // namespace
 
 std::filesystem::path best_checkpoint_path(const std::filesystem::path& save) {
@@ -256,6 +297,7 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
   }
   if (!s.settings.is_object()) throw ConfigError("fit: the application's settings must be a JSON object");
   s.writes = !s.o.trainer.communicator || s.o.trainer.communicator->rank() == 0;
+  if (s.writes) check_outputs(s.o, data);
   if (!s.o.resume.empty()) {
     s.resumed = read_checkpoint(s.o.resume);
     if (!s.resumed->training)
@@ -268,7 +310,11 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
     if (!s.resumed_settings.is_object())
       throw CheckpointError(s.o.resume.string() + ": the run's settings are not a JSON object");
   }
+  network.check_loss();
   s.open_data(data);
+  check_network_fits_data(network, *s.train, "training");
+  if (s.validation) check_network_fits_data(network, *s.validation, "validation");
+  if (s.test) check_network_fits_data(network, *s.test, "test");
   s.describe_model_of_run();
   s.plan();
   s.load_state();

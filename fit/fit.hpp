@@ -22,6 +22,7 @@
 #include "engine/core/network.hpp"
 #include "engine/plan/memory_report.hpp"
 #include "engine/train/trainer.hpp"
+#include "fit/output_files.hpp"
 #include "models/checkpoint.hpp"
 
 namespace cnn {
@@ -120,6 +121,10 @@ struct FitOptions {
   // TensorBoard event files in this folder: the loss, accuracy, learning rate, memory reserved and
   // images/s of every step, and each epoch's metrics (`tensorboard --logdir` opens it).
   std::filesystem::path tensorboard;
+  // Each of the above is checked before anything is planned (check_run_files): never a data file
+  // or inside the data's folder, never a file of another kind, never another run's checkpoint (a
+  // run's own: resume's), unless `overwrite` (then any file of the kind's path is replaced).
+  bool overwrite = false;
   bool progress = true;           // the plan, a line an epoch and a summary on stdout
   bool progress_bar = true;       // with progress: a bar on stderr while training and evaluating
   bool stop_on_signal = true;     // SIGINT or SIGTERM: stop at the next step boundary, saved
@@ -136,13 +141,17 @@ struct FitOptions {
 // The data a run reads. Each must outlive the Fit.
 struct FitData {
   FitData(const data::DatasetSplits& splits)  // NOLINT: a data set folder as opened is the usual data
-      : train(splits.train.get()), validation(splits.validation.get()), test(splits.test.get()) {}
+      : train(splits.train.get()), validation(splits.validation.get()), test(splits.test.get()),
+        inputs(data_inputs(splits)) {}
   FitData(const data::Dataset& train_data, const data::Dataset* validation_data = nullptr,
           const data::Dataset* test_data = nullptr)
       : train(&train_data), validation(validation_data), test(test_data) {}
   const data::Dataset* train;
   const data::Dataset* validation;  // none: FitOptions::validation_split, or no validation
   const data::Dataset* test;
+  // What the data is read from, which nothing the run writes may replace or go inside: a folder
+  // as opened, its files and the folder; none known for data sets of one's own.
+  std::vector<PathUse> inputs;
 };
 
 struct FitResult {

@@ -99,7 +99,7 @@ void Predictor::logits(const float* images, int count, float* logits) {
   if (count < 0) throw ConfigError("predict: " + std::to_string(count) + " images");
   if (count == 0) return;
   if (!logits) throw ConfigError("predict: nowhere to write the logits (null)");
-  check_batch_inputs(Batch{images, zero_targets_.data(), count}, net_.input_shape().elements(), "predict");
+  check_batch_inputs(Batch{images, zero_targets_.data(), count}, net_.input_shape(), "predict");
   const std::size_t sample = net_.input_shape().elements();
   const std::size_t outputs = net_.output_shape().elements();
   const bool labels = net_.task() == Task::classify;
@@ -147,7 +147,7 @@ EvalResult Predictor::run_evaluation(const NextBatch& next, ClassEvaluation* cla
   while (auto batch = next()) {
     if (batch->size <= 0) continue;
     if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (Batch::on_device) trains only");
-    check_batch_inputs(*batch, sample, "evaluate");
+    check_batch_inputs(*batch, net_.input_shape(), "evaluate");
     check_batch_targets(*batch, net_);
     // Each batch's sums are read back on their own, in float as a trainer's, then added up in double.
     backend_.fill(sums, 0.f);

@@ -323,7 +323,7 @@ ParameterStore& Trainer::parameters() {
 }
 
 void Trainer::check_inputs(const Batch& batch, const char* call) const {
-  check_batch_inputs(batch, net_.input_shape().elements(), call);
+  check_batch_inputs(batch, net_.input_shape(), call);
 }
 
 void Trainer::maybe_regrow() {

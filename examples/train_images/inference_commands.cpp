@@ -12,7 +12,6 @@
 #include "device_choice.hpp"
 #include "fit/metrics_file.hpp"
 #include "memory_budget.hpp"
-#include "output_paths.hpp"
 #include "plan_report.hpp"
 #include "task_outputs.hpp"
 #include "train_command.hpp"
@@ -113,7 +112,7 @@ void check_outputs(const Options& o, std::vector<PathUse> inputs, bool writes_ma
   if (writes_masks) files.outputs.push_back({"--predict-out", o.predict_out, OutputKind::folder});
   files.inputs = std::move(inputs);
   files.overwrite = o.overwrite;
-  check_run_files(files);
+  check_command_files(files);
 }
 
 // The data --evaluate reads: --data where given, else the data the checkpoint's run trained on
@@ -154,7 +153,7 @@ int evaluate_command(Options o) {
     }
   }();
   name_the_classes(o, splits);
-  std::vector<PathUse> inputs = data_inputs(splits, o.data);
+  std::vector<PathUse> inputs = data_inputs(splits, "--data");
   inputs.push_back({"--load", o.load});
   if (!o.class_names.empty()) inputs.push_back({"--class-names", o.class_names});
   check_outputs(o, inputs);
@@ -278,7 +277,7 @@ void require_onnx_export() {
 
 int export_command(const Options& o) {
   require_onnx_export();
-  check_run_files({{{"--export-onnx", o.export_onnx, OutputKind::onnx}}, {{"--load", o.load}}, o.overwrite, {}});
+  check_command_files({{{"--export-onnx", o.export_onnx, OutputKind::onnx}}, {{"--load", o.load}}, o.overwrite, {}});
   DeviceRequest cpu;  // an export computes nothing: the CPU reads the file as well as any device
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;

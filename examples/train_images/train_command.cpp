@@ -16,7 +16,6 @@
 #include "fit/metrics_file.hpp"
 #include "inference_commands.hpp"
 #include "memory_budget.hpp"
-#include "output_paths.hpp"
 #include "plan_report.hpp"
 #include "plot.hpp"
 #include "run_settings.hpp"
@@ -180,7 +179,7 @@ void check_data_options(const Options& o, const data::DatasetSplits& splits) {
 }
 
 std::vector<PathUse> inputs_of(const Options& o, const data::DatasetSplits& splits) {
-  std::vector<PathUse> inputs = data_inputs(splits, o.data);
+  std::vector<PathUse> inputs = data_inputs(splits, "--data");
   if (!o.class_names.empty()) inputs.push_back({"--class-names", o.class_names});
   std::error_code ec;
   if (std::filesystem::exists(o.model, ec)) inputs.push_back({"--model", o.model});
@@ -425,7 +424,7 @@ int train(Options o, Ranks& ranks) {
                      "and test/, or --monitor train_loss; the test set never chooses the model");
   // Every output, once the data's files are known and before any work, by rank 0 alone, which
   // writes them.
-  if (ranks.writes()) check_run_files(files_of(o, splits));
+  if (ranks.writes()) check_command_files(files_of(o, splits));
   std::cout << "device: " << device.reason << "\n        " << backend.description() << "\n";
   if (communicator)
     std::cout << "ranks: " << communicator->describe() << "; each takes its share of every batch of " << o.batch
@@ -478,6 +477,7 @@ int train(Options o, Ranks& ranks) {
   fit.metrics = o.metrics_out;
   fit.csv = o.csv;
   fit.tensorboard = o.tensorboard;
+  fit.overwrite = o.overwrite;
   fit.progress_bar = !o.quiet;
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();

@@ -282,6 +282,19 @@ TEST_CASE("fit: options it refuses, each named", "[fit]") {
   o = quiet_options();
   o.settings = "[1, 2]";
   refused(o, FitData(train), "must be a JSON object");
+  // A network built for other data: refused naming both, before anything is planned or read (it
+  // read past the end of every batch, and its evaluation crashed).
+  Network larger = make_preset("small", Shape{1, 16, 16}, 4);
+  CHECK_THROWS_WITH(Fit(larger, backend, FitData(train), quiet_options()),
+                    Catch::Contains("network takes [1x16x16] samples") && Catch::Contains("gives [1x12x12]"));
+  CHECK_THROWS_AS(Fit(larger, backend, FitData(train), quiet_options()), ShapeError);
+  Network three = make_preset("small", kImage, 3);
+  CHECK_THROWS_WITH(Fit(three, backend, FitData(train), quiet_options()),
+                    Catch::Contains("network gives 3 classes") && Catch::Contains("has 4"));
+  Network segmenting = make_preset("small", kImage, 4);
+  segmenting.set_loss(LossOptions{.task = Task::multilabel});
+  CHECK_THROWS_WITH(Fit(segmenting, backend, FitData(train), quiet_options()),
+                    Catch::Contains("trained to multilabel") && Catch::Contains("holds classify targets"));
   o = quiet_options();
   o.validation_split = 0.01;  // under one sample a class: every class keeps one aside all the same
   Fit small(net, backend, FitData(train), o);
@@ -347,4 +360,51 @@ TEST_CASE("CRC-32C, as TFRecord checks TensorBoard's event files", "[fit]") {
   const std::string check = "123456789";
   CHECK(detail::crc32c(check.data(), check.size()) == 0xE3069283u);  // the standard check value
   CHECK(detail::crc32c(nullptr, 0) == 0u);
+}
+
+TEST_CASE("fit: what a run writes is checked against what it reads before anything is planned", "[fit]") {
+  TempFolder dir;
+  namespace t = cnn::data::test;
+  const std::filesystem::path data = dir / "idx";
+  std::filesystem::create_directories(data);
+  t::write_bytes(data / "train-images-idx3-ubyte", t::idx_images(32, 12, 12));
+  t::write_bytes(data / "train-labels-idx1-ubyte", t::idx_labels(32, 4));
+  t::write_bytes(data / "t10k-images-idx3-ubyte", t::idx_images(8, 12, 12));
+  t::write_bytes(data / "t10k-labels-idx1-ubyte", t::idx_labels(8, 4));
+  const data::DatasetSplits splits = data::open_dataset(data);
+  CpuBackend backend(1);
+  Network net = make_preset("small", kImage, 4);
+  auto refused = [&](FitOptions o, const std::string& why) {
+    CHECK_THROWS_WITH(Fit(net, backend, FitData(splits), std::move(o)), Catch::Contains(why));
+  };
+  FitOptions o = quiet_options(1);
+  o.save = data / "t10k-labels-idx1-ubyte";
+  refused(o, "FitOptions::save (" + o.save.string() + ") would overwrite a data file");
+  o = quiet_options(1);
+  o.save = data / "run.ckpt";
+  refused(o, "is inside the data folder");
+  o = quiet_options(1);
+  o.tensorboard = data;
+  refused(o, "FitOptions::tensorboard " + data.string() + " is the data folder");
+  o = quiet_options(1);
+  o.csv = dir.path();
+  refused(o, "FitOptions::csv " + dir.path().string() + ": it is a folder");
+  std::ofstream(dir / "notes.txt") << "not a checkpoint\n";
+  o = quiet_options(1);
+  o.save = dir / "notes.txt";
+  refused(o, "it exists and is not a cnnengine checkpoint (give FitOptions::overwrite");
+  CHECK(lines_of(dir / "notes.txt") == std::vector<std::string>{"not a checkpoint"});
+  CHECK(std::filesystem::file_size(data / "t10k-labels-idx1-ubyte") > 0);
+  CHECK_FALSE(std::filesystem::exists(data / "run.ckpt"));
+
+  // Another run's checkpoint is work: replaced with overwrite, continued with resume.
+  o = quiet_options(1);
+  o.save = dir / "run.ckpt";
+  fit(net, backend, FitData(splits), o);
+  refused(o, "holds another run's checkpoint: FitOptions::resume = " + o.save.string() + " continues that run");
+  o.overwrite = true;
+  fit(net, backend, FitData(splits), o);
+  FitOptions resumed = quiet_options(2);
+  resumed.resume = resumed.save = dir / "run.ckpt";
+  CHECK(fit(net, backend, FitData(splits), resumed).epochs_trained == 1);
 }

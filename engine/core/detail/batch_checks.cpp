@@ -9,8 +9,12 @@
 
 namespace cnn {
 
-void check_batch_inputs(const Batch& batch, std::size_t sample, const char* call) {
+void check_batch_inputs(const Batch& batch, const Shape& input, const char* call) {
+  if (batch.channels > 0 && !(Shape{batch.channels, batch.height, batch.width} == input))
+    throw ShapeError(std::string(call) + ": the batch's samples are " + Shape{batch.channels, batch.height, batch.width}.str() +
+                     ", and the network takes " + input.str() + " (a network built for other data)");
   if (batch.size <= 0 || batch.on_device) return;
+  const std::size_t sample = input.elements();
   if (!batch.images || (!batch.labels && !batch.targets))
     throw ConfigError(std::string(call) + ": a batch of " + std::to_string(batch.size) + " samples without " +
                       (batch.images ? "labels" : "images"));
@@ -42,6 +46,11 @@ void check_batch_targets(const Batch& batch, const Network& net) {
     throw ConfigError("a batch of " + std::to_string(batch.size) + " samples without targets, for a network that " +
                       to_string(task) + "s");
   const std::size_t per_sample = net.target_bytes();
+  if (batch.target_bytes > 0 && batch.target_bytes != per_sample)
+    throw ShapeError("a batch whose targets are " + std::to_string(batch.target_bytes) + " bytes a sample, for a network "
+                     "that " + to_string(task) + "s with " + std::to_string(per_sample) + " (" +
+                     (task == Task::segment ? "a mask of its input's size" : std::to_string(net.num_classes()) + " outputs") +
+                     ")");
   if (task == Task::segment) {
     const auto* mask = static_cast<const std::uint8_t*>(batch.targets);
     const auto classes = static_cast<unsigned>(net.num_classes());

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "data/loader.hpp"
+#include "engine/infer/predictor.hpp"
 #include "engine/train/trainer.hpp"
 #include "memory/host_resource.hpp"
 #include "models/network_text.hpp"
@@ -67,6 +68,27 @@ TEST_CASE("a loader at another batch than the trainer's is refused at the first 
     const EvalResult e = trainer.evaluate([&] { return loader.next(); });
     CHECK(e.samples == 300);
   }
+}
+
+TEST_CASE("a loader's samples of another shape than the network's are refused by every entry point, naming both",
+          "[trainer][batch]") {
+  // A network for 16 x 16 images fed a loader of 12 x 12 ones: each batch holds fewer floats than
+  // the network reads (it read past their end, or found a NaN there).
+  const SmallImages images(64);
+  CpuBackend backend(1);
+  Network net = make_preset("small", Shape{1, 16, 16}, 4);
+  Trainer trainer(net, backend, memory::host_resource(), training(16));
+  data::Loader loader(images, loading(16), memory::host_resource());
+  const auto batch = loader.next();
+  REQUIRE(batch);
+  const std::string refused = "the batch's samples are [1x12x12], and the network takes [1x16x16]";
+  CHECK_THROWS_AS(trainer.train_step(*batch), ShapeError);
+  CHECK_THROWS_WITH(trainer.submit_step(*batch), Catch::Contains(refused));
+  CHECK(trainer.steps() == 0);
+  CHECK_THROWS_WITH(trainer.evaluate([&] { return loader.next(); }), Catch::Contains(refused));
+  Predictor predictor(net, backend, memory::host_resource());
+  loader.start_epoch(1);
+  CHECK_THROWS_WITH(predictor.evaluate([&] { return loader.next(); }), Catch::Contains(refused));
 }
 
 TEST_CASE("a loader at the trainer's batch trains every batch of an epoch, its smaller last one too",

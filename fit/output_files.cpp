@@ -1,4 +1,4 @@
-#include "output_paths.hpp"
+#include "fit/output_files.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,9 +9,8 @@
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
 #include "base/regular_file.hpp"
-#include "usage_error.hpp"
 
-namespace cnn::app {
+namespace cnn {
 namespace {
 
 namespace fs = std::filesystem;
@@ -81,11 +80,11 @@ void check_writable(const OutputUse& out) {
   const fs::path target = resolve_links(out.path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(folder, ec))
-    throw UsageError(named(out) + ": the folder " + folder.string() + " does not exist");
+    throw ConfigError(named(out) + ": the folder " + folder.string() + " does not exist");
   try {
     AtomicFile probe(target);
   } catch (const Error& e) {
-    throw UsageError(named(out) + ": " + e.what());
+    throw ConfigError(named(out) + ": " + e.what());
   }
 }
 
@@ -93,26 +92,26 @@ void check_writable(const OutputUse& out) {
 // inside one (the next run would read what is written there as data), and one where a file can
 // be made.
 void check_folder_output(const RunFiles& files, const OutputUse& out) {
-  if (out.path.empty()) throw UsageError(out.use + ": give a folder");
+  if (out.path.empty()) throw ConfigError(out.use + ": give a folder");
   std::error_code ec;
   const fs::file_type type = fs::status(out.path, ec).type();
   if (type != fs::file_type::not_found && type != fs::file_type::directory)
-    throw UsageError(named(out) + ": it exists and is not a folder");
+    throw ConfigError(named(out) + ": it exists and is not a folder");
   for (const PathUse& in : files.inputs) {
     const std::string input = in.use + " (" + in.path.string() + ")";
     if (same_file(out.path, in.path))
-      throw UsageError(named(out) + " is " + input + ": what it writes there would be read as input; write it elsewhere");
+      throw ConfigError(named(out) + " is " + input + ": what it writes there would be read as input; write it elsewhere");
     if (inside_folder(out.path, in.path))
-      throw UsageError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+      throw ConfigError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
   }
   // Made now, as its writer would make it, so that a folder that cannot be made or takes no file
   // fails before any work.
   fs::create_directories(out.path, ec);
-  if (ec) throw UsageError(named(out) + ": cannot be made: " + ec.message());
+  if (ec) throw ConfigError(named(out) + ": cannot be made: " + ec.message());
   try {
     AtomicFile probe(resolve_links(out.path) / "probe");
   } catch (const Error& e) {
-    throw UsageError(named(out) + ": " + e.what());
+    throw ConfigError(named(out) + ": " + e.what());
   }
 }
 
@@ -128,10 +127,13 @@ bool run_owns(const RunFiles& files, const fs::path& checkpoint) {
 
 }  // namespace
 
-std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const fs::path& data) {
+std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const std::string& option) {
   std::vector<PathUse> inputs;
   for (const fs::path& file : splits.files) inputs.push_back({"a data file", file});
-  inputs.push_back({splits.kind == "image-folder" ? "the image folder --data" : "the data folder --data", data});
+  if (!splits.folder.empty())
+    inputs.push_back({std::string(splits.kind == "image-folder" ? "the image folder" : "the data folder") +
+                          (option.empty() ? "" : " " + option),
+                      splits.folder});
   return inputs;
 }
 
@@ -142,34 +144,35 @@ void check_run_files(const RunFiles& files) {
       check_folder_output(files, out);
       continue;
     }
-    if (out.path.empty() || !out.path.has_filename()) throw UsageError(named(out) + ": give a file name");
+    if (out.path.empty() || !out.path.has_filename()) throw ConfigError(named(out) + ": give a file name");
     if (const std::string problem = type_problem(out); !problem.empty())
-      throw UsageError(named(out) + ": it " + problem);
+      throw ConfigError(named(out) + ": it " + problem);
     for (std::size_t j = 0; j < i; ++j)
       if (!stream_target(out.path) && same_file(out.path, files.outputs[j].path))
-        throw UsageError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
+        throw ConfigError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
                          ": one would overwrite the other");
     bool replaces_an_input = false;
     for (const PathUse& in : files.inputs) {
       const std::string input = in.use + " (" + in.path.string() + ")";
       if (inside_folder(out.path, in.path))
-        throw UsageError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+        throw ConfigError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
       if (!same_file(out.path, in.path)) continue;
       if (!may_replace(files, out, in))
-        throw UsageError(out.use + " (" + out.path.string() + ") would overwrite " + input + ": write it elsewhere");
+        throw ConfigError(out.use + " (" + out.path.string() + ") would overwrite " + input + ": write it elsewhere");
       replaces_an_input = true;
     }
     std::error_code ec;
     if (!files.overwrite && !replaces_an_input && fs::is_regular_file(out.path, ec)) {
       if (!holds_output_of_kind(out.path, out.kind))
-        throw UsageError(named(out) + ": it exists and is not " + describe(out.kind) +
-                         " (give --overwrite to replace it)");
+        throw ConfigError(named(out) + ": it exists and is not " + describe(out.kind) + " (give " +
+                          files.overwrite_option + " to replace it)");
       if (out.kind == OutputKind::checkpoint && !run_owns(files, out.path))
-        throw UsageError(named(out) + ": it holds another run's checkpoint: --resume " + out.path.string() +
-                         " continues that run; give --overwrite to replace it, or another file");
+        throw ConfigError(named(out) + ": it holds another run's checkpoint: " + files.resume_option + " " +
+                          out.path.string() + " continues that run; give " + files.overwrite_option +
+                          " to replace it, or another file");
     }
     check_writable(out);
   }
 }
 
-}  // namespace cnn::app
+}  // namespace cnn

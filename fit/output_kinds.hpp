@@ -1,11 +1,11 @@
 #pragma once
-// What each output of train_images writes, and whether a file already at its path holds that:
-// an output replaces, without --overwrite, only a file of its own kind (a rerun's), never an
-// unrelated one a mistyped path names.
+// What each output of a run (Fit) or of train_images writes, and whether a file already at its
+// path holds that: an output replaces, unless told to overwrite, only a file of its own kind (a
+// rerun's), never an unrelated one a mistyped path names.
 #include <filesystem>
 #include <string>
 
-namespace cnn::app {
+namespace cnn {
 
 enum class OutputKind {
   checkpoint,       // --save, --keep-best: a cnnengine checkpoint, replaced by rename
@@ -28,4 +28,4 @@ bool holds_output_of_kind(const std::filesystem::path& path, OutputKind kind);
 // "a cnnengine checkpoint", "a PNG", ... for messages.
 std::string describe(OutputKind kind);
 
-}  // namespace cnn::app
+}  // namespace cnn

@@ -1,17 +1,18 @@
 #pragma once
-// The one check of a command's outputs, made before any work (training, evaluating, exporting):
-// every command of train_images passes all it would write and all it reads. Nothing it writes
-// may destroy an input, another output, a device or an unrelated file, and every output can be
-// written where it goes, so that no run trains for an hour and then fails to write its result.
+// The one check of what a run or a command writes, made before any work (training, evaluating,
+// exporting): a Fit passes its checkpoints and logs with the data it reads, and every command of
+// train_images all it would write and all it reads. Nothing written may destroy an input, another
+// output, a device or an unrelated file, and every output can be written where it goes, so that
+// no run trains for an hour and then fails to write its result.
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "data/dataset.hpp"
-#include "output_kinds.hpp"
+#include "fit/output_kinds.hpp"
 
-namespace cnn::app {
+namespace cnn {
 
 // What a command reads: a file, or a folder read whole (an image folder, a --predict folder),
 // inside which nothing may be written (the next run would read it as data).
@@ -20,10 +21,11 @@ struct PathUse {
   std::filesystem::path path;
 };
 
-// A data set's inputs: each file it reads and the folder `data`, read whole (an image written
-// among the images would be read by the next run; a file beside IDX files changes what the data
-// set's identity, and a resumed run, finds there).
-std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const std::filesystem::path& data);
+// A data set's inputs: each file it reads and the folder it was opened from, read whole (an image
+// written among the images would be read by the next run; a file beside IDX files changes what
+// the data set's identity, and a resumed run, finds there). `option` names the folder in messages
+// as the caller's user gave it ("--data"), where there is one.
+std::vector<PathUse> data_inputs(const data::DatasetSplits& splits, const std::string& option = "");
 
 struct OutputUse {
   std::string use;  // "--save", "--plot", ...
@@ -34,7 +36,10 @@ struct OutputUse {
 struct RunFiles {
   std::vector<OutputUse> outputs;
   std::vector<PathUse> inputs;
-  bool overwrite = false;  // --overwrite: an output may replace an existing file of another kind
+  // An output may replace an existing file of another kind, or another run's checkpoint; and how
+  // the caller's user says so, and continues a run, for the messages.
+  bool overwrite = false;
+  std::string overwrite_option = "--overwrite", resume_option = "--resume";
   // (output use, input use) pairs where the output may replace the input: --save over the
   // checkpoint --load or --resume read.
   std::vector<std::pair<std::string, std::string>> may_replace;
@@ -43,7 +48,7 @@ struct RunFiles {
   std::vector<std::filesystem::path> own_checkpoints;
 };
 
-// Throws UsageError naming the output, its path and what is wrong. A folder output (--tensorboard):
+// Throws ConfigError naming the output, its path and what is wrong. A folder output (--tensorboard):
 // a file where it should be, an input there or around it, nowhere to make it. A file: no name;
 // a folder, socket, block device or FIFO; any device for an output replaced by rename (a
 // stream, --metrics-out or --trace, may go to /dev/null, or to /dev/stdout, a terminal or a
@@ -57,4 +62,4 @@ struct RunFiles {
 // latest.png -> run7/curves.png keeps naming the run's plot.
 void check_run_files(const RunFiles& files);
 
-}  // namespace cnn::app
+}  // namespace cnn

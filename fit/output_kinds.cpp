@@ -1,4 +1,4 @@
-#include "output_kinds.hpp"
+#include "fit/output_kinds.hpp"
 
 #include <array>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "memory/trace.hpp"
 #include "models/checkpoint.hpp"
 
-namespace cnn::app {
+namespace cnn {
 namespace {
 
 namespace fs = std::filesystem;
@@ -86,4 +86,4 @@ std::string describe(OutputKind kind) {
   return "";
 }
 
-}  // namespace cnn::app
+}  // namespace cnn
