@@ -40,6 +40,7 @@
 #include "engine/train/trainer.hpp"
 #include "fit/fit.hpp"
 #include "fit/output_files.hpp"
+#include "fit/output_kinds.hpp"
 #include "layers/builtin_layers.hpp"
 #include "layers/registry.hpp"
 #include "memory/memory_resource.hpp"

@@ -1,5 +1,6 @@
 #include "base/task.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -63,6 +64,9 @@ void check_loss_options(const LossOptions& o, int outputs) {
   if (o.label_smoothing != 0 && o.task != Task::classify)
     throw ConfigError("label smoothing applies to classification, not to " + to_string(o.task));
   check_weights(o.class_weights, outputs, "class weights", true, o.task == Task::segment);
+  if (!o.class_weights.empty() && std::all_of(o.class_weights.begin(), o.class_weights.end(),
+                                              [](float w) { return w == 0; }))
+    throw ConfigError("class weights: every one is 0, so no pixel would count in the loss: nothing to learn");
   check_weights(o.positive_weights, outputs, "positive weights", false, o.task == Task::multilabel);
   if (!(std::isfinite(o.huber_delta) && o.huber_delta > 0))
     throw ConfigError("Huber delta " + std::to_string(o.huber_delta) + " is not a finite number > 0");

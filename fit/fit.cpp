@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <vector>
 
 #include "base/error.hpp"
 #include "engine/core/task_scores.hpp"
@@ -65,6 +66,25 @@ void check_network_fits_data(const Network& net, const data::Dataset& data, cons
     throw ShapeError("fit: the network gives " + std::to_string(net.num_classes()) +
                      (net.task() == Task::regress ? " targets" : " classes") + ", and " + of_data + " has " +
                      std::to_string(data.num_classes()));
+}
+
+// A segmentation whose every training pixel is ignored (kIgnoreMask) or weighs 0 trains on
+// nothing: its loss is 0 from the first step and it would end "trained". The scan ends at the
+// first pixel that counts, in the first mask as a rule.
+void check_something_to_learn(const Network& net, const data::Dataset& train) {
+  if (net.task() != Task::segment) return;
+  const std::vector<float>& weights = net.loss().class_weights;
+  std::vector<std::uint8_t> mask(net.target_bytes());
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    train.load_target(i, mask.data());
+    for (std::uint8_t value : mask)
+      if (value != kIgnoreMask && (weights.empty() || (value < weights.size() && weights[value] > 0))) return;
+  }
+  throw DataError("fit: every pixel of the " + std::to_string(train.size()) + " training masks (" +
+                  train.description() + ") is " +
+                  (weights.empty() ? "ignored (" + std::to_string(kIgnoreMask) + ")"
+                                   : "ignored (" + std::to_string(kIgnoreMask) + ") or of a class whose weight is 0") +
+                  ": there is nothing to learn from");
 }
 
 // What the run writes, against what it reads, before anything is planned: a run must not train
@@ -315,6 +335,7 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
   check_network_fits_data(network, *s.train, "training");
   if (s.validation) check_network_fits_data(network, *s.validation, "validation");
   if (s.test) check_network_fits_data(network, *s.test, "test");
+  check_something_to_learn(network, *s.train);
   s.describe_model_of_run();
   s.plan();
   s.load_state();

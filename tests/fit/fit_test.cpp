@@ -3,6 +3,7 @@
 // metrics file, and the options it refuses.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -407,4 +408,52 @@ TEST_CASE("fit: what a run writes is checked against what it reads before anythi
   FitOptions resumed = quiet_options(2);
   resumed.resume = resumed.save = dir / "run.ckpt";
   CHECK(fit(net, backend, FitData(splits), resumed).epochs_trained == 1);
+}
+
+namespace {
+
+// 8 x 8 segmentation masks of one value each, every pixel `value`.
+class FlatMasks final : public data::Dataset {
+ public:
+  FlatMasks(std::size_t count, std::uint8_t value) : count_(count), value_(value) {}
+  std::size_t size() const override { return count_; }
+  data::SampleShape shape() const override { return {1, 8, 8}; }
+  Task task() const override { return Task::segment; }
+  int num_classes() const override { return 3; }
+  std::vector<std::string> class_names() const override { return {"a", "b", "c"}; }
+  std::string description() const override { return "flat masks"; }
+  std::size_t host_bytes() const override { return 0; }
+  int load(std::size_t index, float* out) const override {
+    for (int k = 0; k < 64; ++k) out[k] = static_cast<float>((index + static_cast<std::size_t>(k)) % 5) / 5.f;
+    return 0;
+  }
+  void load_target(std::size_t, void* out) const override { std::memset(out, value_, 64); }
+
+ private:
+  std::size_t count_;
+  std::uint8_t value_;
+};
+
+Network segmenter(std::vector<float> class_weights = {}) {
+  Network net = parse_network("conv 8 3 pad=1\nrelu\nconv 3 1\n", Shape{1, 8, 8}, 3);
+  net.set_loss(LossOptions{.task = Task::segment, .class_weights = std::move(class_weights)});
+  return net;
+}
+
+}  // namespace
+
+TEST_CASE("fit: a segmentation with no pixel to learn from is refused, not trained to a loss of 0", "[fit]") {
+  CpuBackend backend(1);
+  const FlatMasks ignored(16, kIgnoreMask), class_one(16, 1);
+  Network net = segmenter();
+  CHECK_THROWS_WITH(Fit(net, backend, FitData(ignored), quiet_options(1)),
+                    Catch::Contains("every pixel of the 16 training masks") && Catch::Contains("nothing to learn"));
+  Network weighing_nothing = segmenter({1, 0, 1});
+  CHECK_THROWS_WITH(Fit(weighing_nothing, backend, FitData(class_one), quiet_options(1)),
+                    Catch::Contains("of a class whose weight is 0"));
+  Network all_zero = segmenter({0, 0, 0});
+  CHECK_THROWS_WITH(Fit(all_zero, backend, FitData(class_one), quiet_options(1)),
+                    Catch::Contains("every one is 0"));
+  Network fine = segmenter({1, 2, 1});
+  CHECK(fit(fine, backend, FitData(class_one), quiet_options(1)).epochs_trained == 1);
 }
