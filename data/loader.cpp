@@ -27,7 +27,7 @@ std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
   return options.drop_last ? samples / batch : (samples + batch - 1) / batch;
 }
 
-void validate(const LoaderOptions& options, int channels) {
+void validate(const LoaderOptions& options, const SampleShape& shape) {
   if (options.batch <= 0) throw ConfigError("Loader: batch must be positive, got " + std::to_string(options.batch));
   if (options.ranks < 1 || options.rank < 0 || options.rank >= options.ranks)
     throw ConfigError("Loader: rank " + std::to_string(options.rank) + " of " + std::to_string(options.ranks));
@@ -36,7 +36,11 @@ void validate(const LoaderOptions& options, int channels) {
   if (options.augment_crop_padding < 0)
     throw ConfigError("Loader: augment_crop_padding must be 0 or more, got " +
                       std::to_string(options.augment_crop_padding));
-  check_normalization(options.normalization, channels);
+  // A crop shifted by more than the image's side may hold none of it.
+  if (options.augment_crop_padding > std::min(shape.height, shape.width))
+    throw ConfigError("Loader: augment_crop_padding of " + std::to_string(options.augment_crop_padding) +
+                      " is more than the " + to_string(shape) + " images' side: a crop could hold none of the image");
+  check_normalization(options.normalization, shape.channels);
 }
 
 // A data set of a task other than classification must be one the losses can take: a
@@ -84,7 +88,7 @@ Ring ring_for(const Dataset& data, const LoaderOptions& options) {
 }  // namespace
 
 std::size_t Loader::staging_bytes_for(const Dataset& data, const LoaderOptions& options) {
-  validate(options, data.shape().channels);
+  validate(options, data.shape());
   validate_task(data);
   return ring_for(data, options).bytes();
 }
@@ -114,7 +118,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       target_bytes_(data.target_bytes()),
       samples_(data.size()),
       batches_(count_batches(samples_, options)) {
-  validate(options_, shape_.channels);
+  validate(options_, shape_);
   validate_task(data_);
   if (staging_.is_device_memory())
     throw ConfigError("Loader: staging resource '" + staging_.name() + "' is device memory; the loader writes from the host");

@@ -32,7 +32,9 @@ struct LoaderOptions {
   bool drop_last = false;
   int prefetch = 2;  // batches decoded ahead of the one in use (0: none)
   bool augment_flip = false;
-  int augment_crop_padding = 0;  // a mask moves with its image, padded with kIgnoreMask
+  // Random crops of each image padded by this many pixels (at most the image's shorter side); a
+  // mask moves with its image, padded with kIgnoreMask.
+  int augment_crop_padding = 0;
   Normalization normalization;  // per channel, after augmentation (data/dataset.hpp)
   // Data-parallel training: this process is rank `rank` of `ranks`, and loads only its share of
   // each batch (share_of_batch, base/batch.hpp). The batches are the whole run's all the same.

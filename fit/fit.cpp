@@ -1,6 +1,7 @@
 #include "fit/fit.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <vector>
@@ -30,6 +31,12 @@ void check_options(const FitOptions& o, const FitData& data) {
                       "): one or the other");
   if (o.save_every < 0 || o.early_stop < 0)
     throw ConfigError("fit: save_every and early_stop count steps and epochs: 0 or more");
+  if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs))
+    throw ConfigError("fit: the warm-up of " + number(o.warmup_epochs) + " epochs must be from 0 to the run's " +
+                      std::to_string(o.epochs));
+  if (!(std::isfinite(o.step_every_epochs) && o.step_every_epochs >= 0))
+    throw ConfigError("fit: the step schedule's period of " + number(o.step_every_epochs) +
+                      " epochs must be a finite number of 0 (the schedule's own) or more");
   if (o.keep_best && o.save.empty())
     throw ConfigError("keeping the best checkpoint needs a checkpoint path to keep it beside (save)");
   if (o.restore_best && !o.keep_best)

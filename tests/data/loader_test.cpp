@@ -329,6 +329,10 @@ TEST_CASE("loader: bad options are refused", "[data][loader]") {
   options = {};
   options.prefetch = -1;
   CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
+  options = {};
+  options.augment_crop_padding = 1000;  // a crop of a few pixels' image shifted by 1000 holds none of it
+  CHECK_THROWS_WITH(Loader(data, options, cnn::memory::host_resource()),
+                    Catch::Contains("augment_crop_padding of 1000 is more than"));
 }
 
 TEST_CASE("loader: normalisation after augmentation, augmentation deterministic", "[data][loader]") {

@@ -3,6 +3,7 @@
 // metrics file, and the options it refuses.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -283,6 +284,14 @@ TEST_CASE("fit: options it refuses, each named", "[fit]") {
   o = quiet_options();
   o.settings = "[1, 2]";
   refused(o, FitData(train), "must be a JSON object");
+  for (double warmup : {-1.0, 3.0, std::nan("")}) {
+    o = quiet_options();
+    o.warmup_epochs = warmup;
+    refused(o, FitData(train), "must be from 0 to the run's 2");
+  }
+  o = quiet_options();
+  o.step_every_epochs = std::nan("");
+  refused(o, FitData(train), "step schedule's period of nan epochs");
   // A network built for other data: refused naming both, before anything is planned or read (it
   // read past the end of every batch, and its evaluation crashed).
   Network larger = make_preset("small", Shape{1, 16, 16}, 4);
