@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "base/error.hpp"
+#include "base/text_lines.hpp"
 
 namespace cnn::memory {
 namespace {
@@ -60,14 +61,19 @@ void write_trace_event(std::ostream& out, const TraceEvent& e) {
 }
 
 std::vector<TraceEvent> read_trace(std::istream& in, const std::string& source_name) {
+  // An event's line is a few dozen bytes; a longer one is no trace's.
+  constexpr std::size_t kMostLineBytes = 4096;
   std::vector<TraceEvent> events;
   std::string line;
-  for (std::size_t number = 1; std::getline(in, line); ++number) {
+  TextLines lines(in, kMostLineBytes);
+  while (lines.next(line)) {
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    events.push_back(parse_line(line, source_name + ":" + std::to_string(number)));
+    events.push_back(parse_line(line, source_name + ":" + std::to_string(lines.number())));
   }
-  if (in.bad()) throw DataError(source_name + ": read error");
+  if (lines.too_long())
+    throw DataError(source_name + ":" + std::to_string(lines.number()) + ": longer than " +
+                    std::to_string(kMostLineBytes) + " bytes: not a line of a memory trace");
   return events;
 }
 

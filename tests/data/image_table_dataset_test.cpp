@@ -203,6 +203,23 @@ TEST_CASE("labels.csv folder: every fault is a DataError naming the file, line a
     expect("file,x,y\n\n", {"no rows after the header"});
     expect("", {"empty: expected the header"});
   }
+  SECTION("a line over 1 MiB, a header of too many columns: refused before they are read whole") {
+    expect("file,x,y\na.png,1," + std::string(2 << 20, '0') + "\n" + rows_bc, {"line 2 is longer than 1 MiB"});
+    std::string wide = "file";
+    for (int c = 0; c < 70000; ++c) wide += "," + std::to_string(c);
+    expect(wide + "\n" + rows_bc, {"line 1: 70000 labels or targets, over the limit of 65536"});
+    expect(std::string(3 << 20, 'f'), {"line 1 is longer than 1 MiB"});
+  }
+  SECTION("a long bad value or header is quoted cut, not whole") {
+    try {
+      write_tables(dir.path(), "file,x,y\na.png,1," + std::string(100000, 'z') + "\n" + rows_bc, "file,x,y\nd.png,0,1\n");
+      open_dataset(dir.path());
+      FAIL("expected a DataError");
+    } catch (const cnn::DataError& e) {
+      CHECK(std::string(e.what()).size() < 1000);
+      CHECK(std::string(e.what()).find("... (100000 bytes)") != std::string::npos);
+    }
+  }
   SECTION("a labels.csv that is a folder") {
     fs::remove(csv);
     fs::create_directories(csv);

@@ -120,6 +120,8 @@ TEST_CASE("trace: a bad line or a missing file is an error that says where", "[m
   CHECK_THROWS_WITH(read_trace(short_line, "t.trace"), Catch::Contains("t.trace:1"));
   std::stringstream category("0 alloc 1 64 256 weights\n");
   CHECK_THROWS_WITH(read_trace(category, "t.trace"), Catch::Contains("unknown category 'weights'"));
+  std::stringstream endless("0 alloc 1 64 256 activations\n" + std::string(1 << 20, '7'));  // no line break
+  CHECK_THROWS_WITH(read_trace(endless, "t.trace"), Catch::Contains("t.trace:2: longer than 4096 bytes"));
   CHECK_THROWS_WITH(read_trace(std::filesystem::path("/nonexistent/run.trace")),
                     Catch::Contains("/nonexistent/run.trace"));
   CHECK_THROWS_AS(TraceAdaptor(host_resource(), std::filesystem::path("/nonexistent/dir/x")),
