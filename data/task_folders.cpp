@@ -21,12 +21,23 @@ bool is_there(const fs::path& path) {
   return fs::symlink_status(path, ec).type() != fs::file_type::not_found && !ec;
 }
 
+// masks/ beside images/ that is no folder (a file, a link to nothing or a loop of links) is said
+// as what it is, where it is, rather than as a side of the data set that is missing.
+void require_masks_folder(const fs::path& masks) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(masks, ec);  // through links
+  if (ec) fail(masks, "cannot be read as the folder of masks: " + ec.message());
+  if (!fs::is_directory(status))
+    fail(masks, "is not a folder: a segmentation's masks/ holds one mask an image, beside images/");
+}
+
 std::optional<TaskLayout> side_layout(const fs::path& side) {
   if (!is_folder(side / "images")) return std::nullopt;
-  const bool masks = is_folder(side / "masks"), table = is_there(side / "labels.csv");
+  const bool masks = is_there(side / "masks"), table = is_there(side / "labels.csv");
   if (masks && table)
     fail(side, "holds both masks/ and labels.csv beside images/: expected one of them (masks/: a segmentation; "
                "labels.csv: multi-label or regression)");
+  if (masks) require_masks_folder(side / "masks");
   if (masks) return TaskLayout::segmentation;
   if (table) return TaskLayout::image_table;
   return std::nullopt;

@@ -27,7 +27,9 @@
 //
 // The exporter is built when ONNX and protobuf are found (CNN_ONNX=AUTO|ON|OFF); without them
 // export_onnx throws a ConfigError saying so and which packages to install.
+#include <cstddef>
 #include <filesystem>
+#include <string>
 
 #include "engine/core/network.hpp"
 #include "engine/core/parameter_store.hpp"
@@ -46,6 +48,14 @@ struct OnnxExportOptions {
   bool fp16 = false;          // weights and values in float16, input and outputs float32
 };
 
+// What an export changed of the weights: in float16, those beyond half's range (65504 either way)
+// saturate to its largest value, of their sign. None in fp32.
+struct OnnxExportReport {
+  std::size_t saturated = 0;  // weights written as +-65504
+  float largest = 0;          // the largest |weight| among them
+  std::string where;          // the initializer that holds it ("conv2d_1_weight")
+};
+
 // Whether this build of cnnengine can export to ONNX.
 bool onnx_export_available();
 
@@ -55,8 +65,9 @@ bool onnx_export_available();
 // writes no ONNX nodes), parameters of another network, class names that are not one per class
 // (segment: per output channel) or target, and a segmentation network whose output is not
 // [K, H, W] at the input's H x W are a ConfigError naming it; a model over protobuf's 2 GiB too.
-// A file that cannot be written is a cnn::Error naming it.
-void export_onnx(const std::filesystem::path& file, const Network& network, const ParameterStore& params,
-                 const ModelDescription& model, const OnnxExportOptions& options = {});
+// A file that cannot be written is a cnn::Error naming it. Returns what fp16 saturated, for the
+// caller to say.
+OnnxExportReport export_onnx(const std::filesystem::path& file, const Network& network, const ParameterStore& params,
+                             const ModelDescription& model, const OnnxExportOptions& options = {});
 
 }  // namespace cnn

@@ -283,10 +283,19 @@ int export_command(const Options& o) {
   cpu.threads = 1;
   DeviceChoice device = select_device(cpu);
   Model model(o.load, *device.backend, model_options(o, *device.backend));
-  export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
+  const OnnxExportReport report =
+      export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
   std::cout << "exported " << o.load << " to " << o.export_onnx
             << describe_onnx_export(model.network(), onnx_export_options(o)) << "\n";
+  warn_of_saturation(report);
   return 0;
+}
+
+void warn_of_saturation(const OnnxExportReport& report) {
+  if (report.saturated == 0) return;
+  std::cerr << "warning: " << report.saturated << (report.saturated == 1 ? " weight is" : " weights are")
+            << " beyond float16's range and became +-65504 (the largest, " << report.largest << ", in " << report.where
+            << "): the model computes other values there; --export-onnx-precision fp32 keeps them\n";
 }
 
 OnnxExportOptions onnx_export_options(const Options& o) {

@@ -19,5 +19,7 @@ void require_onnx_export();
 // message after writing it.
 OnnxExportOptions onnx_export_options(const Options& o);
 std::string describe_onnx_export(const Network& network, const OnnxExportOptions& options);
+// Says what the export changed of the weights (fp16: those beyond half's range), on stderr.
+void warn_of_saturation(const OnnxExportReport& report);
 
 }  // namespace cnn::app

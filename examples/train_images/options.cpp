@@ -118,7 +118,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(positive_size());
   app.add_flag("--skip-corrupt", o.skip_corrupt, "image folders: leave out images that do not read (a warning "
                                                  "each) instead of stopping");
-  app.add_flag("--augment", o.augment, "random horizontal flips");
+  app.add_flag("--augment", o.augment, "random horizontal flips (only: --crop-padding adds random crops)");
   app.add_option("--crop-padding", o.crop_padding, "random crops of each image padded by this many pixels")
       ->check(integer_between(0, 64, ""));
   app.add_flag("--normalize", o.normalize, "normalise each channel by the training set's mean and standard deviation");

@@ -97,8 +97,12 @@ data::DatasetSplits open_data(const Options& o, const std::optional<Resumed>& re
     if (o.task.empty()) throw;
     throw UsageError(std::string("--task: ") + e.what());
   } catch (const DataError& e) {
-    if (!resumed || o.given.count("--data")) throw;
-    throw DataError(std::string(e.what()) + " (the data set of the run being resumed: give --data where it is now)");
+    // Only where the run's data is no longer where it was: data that is there and does not read
+    // would not read from anywhere else either.
+    std::error_code ec;
+    if (!resumed || o.given.count("--data") || std::filesystem::exists(o.data, ec)) throw;
+    throw DataError(std::string(e.what()) + " (the data set of the run being resumed is no longer at " + o.data +
+                    ": give --data where it is now)");
   }
 }
 
@@ -460,6 +464,8 @@ int train(Options o, Ranks& ranks) {
   if (!ranks.writes()) fit.trainer.memory.trace.clear();  // rank 0 writes the trace
   fit.loading.augment_flip = o.augment;
   fit.loading.augment_crop_padding = o.crop_padding;
+  if (o.augment && o.crop_padding == 0 && !resumed)
+    std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops\n";
   fit.warmup_epochs = o.warmup_epochs;
   fit.step_every_epochs = o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0);
   fit.validation_split = o.validation_split;
@@ -540,9 +546,11 @@ int train(Options o, Ranks& ranks) {
     return 128 + result.signal;
   }
   if (!o.export_onnx.empty() && ranks.writes()) {
-    export_onnx(o.export_onnx, network, run.trainer().parameters(), run.model(), onnx_export_options(o));
+    const OnnxExportReport report =
+        export_onnx(o.export_onnx, network, run.trainer().parameters(), run.model(), onnx_export_options(o));
     std::cout << "exported the trained model to " << o.export_onnx << describe_onnx_export(network, onnx_export_options(o))
               << "\n";
+    warn_of_saturation(report);
   }
   run.trainer().finish();  // every byte given back, so the trace is whole when it is checked
   return 0;

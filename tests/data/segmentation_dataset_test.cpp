@@ -213,6 +213,14 @@ TEST_CASE("segmentation folder: every fault is a DataError naming the file", "[d
     t::write_text(train / "labels.csv", "file,x\na.png,1\n");
     t::expect_data_error(open, train, {"both masks/ and labels.csv"});
   }
+  SECTION("masks/ that is a file, or a loop of links: named as what it is, not as a missing train/") {
+    fs::remove_all(train / "masks");
+    t::write_text(train / "masks", "not a folder\n");
+    t::expect_data_error(open, train / "masks", {"is not a folder"});
+    fs::remove(train / "masks");
+    fs::create_symlink("masks", train / "masks");
+    t::expect_data_error(open, train / "masks", {"cannot be read as the folder of masks"});
+  }
 }
 
 TEST_CASE("segmentation folder: a mask changed after open is refused on load", "[data][task_data]") {

@@ -635,4 +635,23 @@ TEST_CASE("ONNX export in fp16: float16 weights and values, the input and output
   CHECK(bytes16 < bytes32 / 2 + 64);
 }
 
+TEST_CASE("ONNX export in fp16 reports the weights beyond half's range it saturates", "[onnx]") {
+  REQUIRE(onnx_export_available());
+  data::test::TempFolder scratch;
+  CpuBackend backend(1);
+  Network net = parse("conv 4 3 pad=1\nflatten\ndense 10");
+  ParameterStore params(net, backend, memory::host_resource(), 0, 1);
+  std::vector<float> values(params.total_floats(), 0.25f);
+  values[3] = 1e5f;
+  values[7] = -70000.f;
+  params.upload(values);
+  OnnxExportOptions half;
+  half.fp16 = true;
+  const OnnxExportReport report = export_onnx(scratch / "half.onnx", net, params, describe_model(net), half);
+  CHECK(report.saturated == 2);
+  CHECK(report.largest == 1e5f);
+  CHECK(report.where == "conv2d_1_weight");
+  CHECK(export_onnx(scratch / "full.onnx", net, params, describe_model(net)).saturated == 0);
+}
+
 #endif

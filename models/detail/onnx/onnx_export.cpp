@@ -104,8 +104,8 @@ void write_file(const onnx::ModelProto& model, const std::filesystem::path& path
 
 bool onnx_export_available() { return true; }
 
-void export_onnx(const std::filesystem::path& file, const Network& network, const ParameterStore& params,
-                 const ModelDescription& model, const OnnxExportOptions& options) {
+OnnxExportReport export_onnx(const std::filesystem::path& file, const Network& network, const ParameterStore& params,
+                             const ModelDescription& model, const OnnxExportOptions& options) {
   check_parameters_of(network, params);
   onnx::ModelProto proto;
   proto.set_ir_version(onnx::IR_VERSION_2020_5_8);  // 7: the IR of opset 13
@@ -121,9 +121,11 @@ void export_onnx(const std::filesystem::path& file, const Network& network, cons
       "N x C x H x W float32: pixels scaled to [0, 1] (pixel_scale), then (x - mean) / std per channel "
       "(normalization_mean, normalization_std)");
   write_onnx_metadata(proto, network, model, outputs.shape[0], options.fp16);  // the classes or targets
-  if (options.fp16) convert_to_float16(proto);
+  OnnxExportReport report;
+  if (options.fp16) report = convert_to_float16(proto);
   check(proto);
   write_file(proto, file);
+  return report;
 }
 
 }  // namespace cnn

@@ -1,5 +1,6 @@
 #include "models/detail/onnx/onnx_float16.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -33,7 +34,9 @@ std::uint16_t to_float16(float value) {
 
 namespace {
 
-void convert_initializer(onnx::TensorProto& tensor) {
+constexpr float kLargestHalf = 65504.0f;
+
+void convert_initializer(onnx::TensorProto& tensor, OnnxExportReport& report) {
   if (!tensor.has_raw_data() || tensor.float_data_size() > 0)
     throw std::logic_error("ONNX export: initializer " + tensor.name() + " is not raw float data");
   const std::string& raw = tensor.raw_data();
@@ -41,6 +44,13 @@ void convert_initializer(onnx::TensorProto& tensor) {
   std::memcpy(values.data(), raw.data(), values.size() * sizeof(float));
   std::string halves(values.size() * sizeof(std::uint16_t), '\0');
   for (std::size_t i = 0; i < values.size(); ++i) {
+    if (const float magnitude = std::fabs(values[i]); magnitude > kLargestHalf) {
+      ++report.saturated;
+      if (magnitude > report.largest) {
+        report.largest = magnitude;
+        report.where = tensor.name();
+      }
+    }
     const std::uint16_t h = to_float16(values[i]);
     std::memcpy(&halves[i * sizeof h], &h, sizeof h);  // little-endian, as raw_data is defined
   }
@@ -77,7 +87,8 @@ void rename_uses(onnx::GraphProto& graph, const std::string& from, const std::st
 
 }  // namespace
 
-void convert_to_float16(onnx::ModelProto& model) {
+OnnxExportReport convert_to_float16(onnx::ModelProto& model) {
+  OnnxExportReport report;
   onnx::GraphProto& graph = *model.mutable_graph();
   std::set<std::string> kept_float;  // Resize's roi (input 1) and scales (input 2)
   for (const auto& node : graph.node()) {
@@ -86,7 +97,7 @@ void convert_to_float16(onnx::ModelProto& model) {
       for (int i = 1; i < node.input_size() && i <= 2; ++i) kept_float.insert(node.input(i));
   }
   for (auto& init : *graph.mutable_initializer())
-    if (init.data_type() == onnx::TensorProto::FLOAT && !kept_float.count(init.name())) convert_initializer(init);
+    if (init.data_type() == onnx::TensorProto::FLOAT && !kept_float.count(init.name())) convert_initializer(init, report);
   for (auto& value : *graph.mutable_value_info()) to_float16_type(value);
 
   // The input: float32 in, a Cast to float16 before the first layer.
@@ -107,6 +118,7 @@ void convert_to_float16(onnx::ModelProto& model) {
   nodes.insert(nodes.end(), casts_out.begin(), casts_out.end());
   graph.clear_node();
   for (auto& node : nodes) *graph.add_node() = std::move(node);
+  return report;
 }
 
 }  // namespace cnn

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "models/onnx_export.hpp"
+
 namespace cnn {
 
 // float -> IEEE half bits, to nearest with ties to even; a value beyond the largest half
@@ -16,7 +18,7 @@ std::uint16_t to_float16(float value);
 
 // Rewrites a finished fp32 model (models/detail/onnx/onnx_graph.hpp's graph) as above. Float
 // initializers become float16 but Resize's scales and region of interest, which ONNX wants in
-// float whatever the data's type.
-void convert_to_float16(onnx::ModelProto& model);
+// float whatever the data's type. Returns the weights that saturated.
+OnnxExportReport convert_to_float16(onnx::ModelProto& model);
 
 }  // namespace cnn

@@ -6,8 +6,8 @@ namespace cnn {
 
 bool onnx_export_available() { return false; }
 
-void export_onnx(const std::filesystem::path& file, const Network&, const ParameterStore&, const ModelDescription&,
-                 const OnnxExportOptions&) {
+OnnxExportReport export_onnx(const std::filesystem::path& file, const Network&, const ParameterStore&,
+                             const ModelDescription&, const OnnxExportOptions&) {
   throw ConfigError("ONNX export: this build of cnnengine has no ONNX export (ONNX and protobuf were not found "
                     "when it was built): install libonnx-dev and libprotobuf-dev (scripts/install_deps.sh) and "
                     "build it again; " + file.string() + " was not written");
