@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <unistd.h>
 
 #include "backends/cpu/cpu_backend.hpp"
@@ -66,36 +67,37 @@ TEST_CASE("available host memory is 0 where nothing can be read, and the CPU bac
 TEST_CASE("available host memory is the tightest limit along the control group's ancestors", "[backends]") {
   FakeRoot f;
   f.write("proc/meminfo", "MemAvailable:   20000000 kB\n");
+  // A group's limit and usage: version 2's files, or version 1's under the memory controller.
+  auto v2 = [&](const std::string& group, const std::string& max, const std::string& current) {
+    f.write("sys/fs/cgroup/" + group + "/memory.max", max + "\n");
+    f.write("sys/fs/cgroup/" + group + "/memory.current", current + "\n");
+  };
+  auto v1 = [&](const std::string& group, const std::string& limit, const std::string& usage) {
+    f.write("sys/fs/cgroup/memory/" + group + "/memory.limit_in_bytes", limit + "\n");
+    f.write("sys/fs/cgroup/memory/" + group + "/memory.usage_in_bytes", usage + "\n");
+  };
   SECTION("version 2: a 200 MiB slice above a group without a limit of its own") {
     f.write("proc/self/cgroup", "0::/limited.slice/run.scope\n");
-    f.write("sys/fs/cgroup/limited.slice/memory.max", "209715200\n");
-    f.write("sys/fs/cgroup/limited.slice/memory.current", "10485760\n");
-    f.write("sys/fs/cgroup/limited.slice/run.scope/memory.max", "max\n");
-    f.write("sys/fs/cgroup/limited.slice/run.scope/memory.current", "5000\n");
+    v2("limited.slice", "209715200", "10485760");
+    v2("limited.slice/run.scope", "max", "5000");
     CHECK(cnn::cpu::available_host_memory(f.root) == 199229440);
   }
   SECTION("version 2: the group's own limit where it is the tighter") {
     f.write("proc/self/cgroup", "0::/a/b\n");
-    f.write("sys/fs/cgroup/a/memory.max", "4294967296\n");
-    f.write("sys/fs/cgroup/a/memory.current", "0\n");
-    f.write("sys/fs/cgroup/a/b/memory.max", "1073741824\n");
-    f.write("sys/fs/cgroup/a/b/memory.current", "0\n");
+    v2("a", "4294967296", "0");
+    v2("a/b", "1073741824", "0");
     CHECK(cnn::cpu::available_host_memory(f.root) == std::size_t{1} << 30);
   }
   SECTION("version 1: a parent's limit") {
     f.write("proc/self/cgroup", "4:memory:/docker/abc\n");
-    f.write("sys/fs/cgroup/memory/docker/memory.limit_in_bytes", "536870912\n");
-    f.write("sys/fs/cgroup/memory/docker/memory.usage_in_bytes", "0\n");
-    f.write("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "9223372036854771712\n");
-    f.write("sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes", "1000\n");
+    v1("docker", "536870912", "0");
+    v1("docker/abc", "9223372036854771712", "1000");
     CHECK(cnn::cpu::available_host_memory(f.root) == std::size_t{512} << 20);
   }
   SECTION("both hierarchies: the tighter") {
     f.write("proc/self/cgroup", "4:memory:/v1\n0::/v2\n");
-    f.write("sys/fs/cgroup/memory/v1/memory.limit_in_bytes", "3000\n");
-    f.write("sys/fs/cgroup/memory/v1/memory.usage_in_bytes", "1000\n");
-    f.write("sys/fs/cgroup/v2/memory.max", "5000\n");
-    f.write("sys/fs/cgroup/v2/memory.current", "1000\n");
+    v1("v1", "3000", "1000");
+    v2("v2", "5000", "1000");
     CHECK(cnn::cpu::available_host_memory(f.root) == 2000);
   }
   SECTION("a group path that climbs out of the hierarchy reads nothing above it") {
