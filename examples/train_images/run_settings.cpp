@@ -73,17 +73,18 @@ const Setting kSettings[] = {
     CNN_SETTING("--class-weights", class_weights), CNN_SETTING("--pos-weights", positive_weights),
     CNN_SETTING("--loss", regression_loss), CNN_SETTING("--huber-delta", huber_delta),
     CNN_SETTING("--threshold", threshold), CNN_SETTING("--precision", precision),
-    // The run's own records: a resumed run goes on writing them where they are.
+    // The run's own records: a resumed run goes on writing them where they are. Not --plot: a
+    // checkpoint from elsewhere could name any PNG, which a plot replaces.
     CNN_SETTING("--metrics-out", metrics_out), CNN_SETTING("--csv", csv),
-    CNN_SETTING("--tensorboard", tensorboard), CNN_SETTING("--plot", plot),
+    CNN_SETTING("--tensorboard", tensorboard),
 };
+
+#undef CNN_SETTING
 
 // The settings that are where a run writes its records, not how it trains.
 bool is_output(const std::string& name) {
-  return name == "--metrics-out" || name == "--csv" || name == "--tensorboard" || name == "--plot";
+  return name == "--metrics-out" || name == "--csv" || name == "--tensorboard";
 }
-
-#undef CNN_SETTING
 
 // Settings a resumed run may take from the command line instead of its own: more epochs; another
 // budget (a run may move to a machine with less memory; the micro-batch follows it); the data

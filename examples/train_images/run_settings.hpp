@@ -1,7 +1,7 @@
 #pragma once
 // The options that define a run, as its checkpoint keeps them (JSON keyed by the option's name):
-// what --resume continues with, the run's records (--metrics-out, --csv, --tensorboard, --plot)
-// among them. Device, threads, --save and the like are not: a run may resume on another machine.
+// what --resume continues with, the run's records (--metrics-out, --csv, --tensorboard) among
+// them. Device, threads, --save and the like are not: a run may resume on another machine.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -134,7 +134,7 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
 std::string job_description(const Options& o, const ModelDescription& model, const data::Dataset& train_set,
                             const data::Dataset& test_set, const Backend& backend) {
   nlohmann::json settings = run_settings(o);
-  for (const char* own : {"--data", "--memory-budget", "--metrics-out", "--csv", "--tensorboard", "--plot"})
+  for (const char* own : {"--data", "--memory-budget", "--metrics-out", "--csv", "--tensorboard"})
     settings.erase(own);
   std::string job = settings.dump(1) + "\nnetwork: " + model.network + "\ninput: " + model.input.str() +
                     "\nclasses:";
@@ -382,7 +382,7 @@ int train(Options o, Ranks& ranks) {
   std::optional<Resumed> resumed = read_resumed(o, ranks);
   // Recorded as absolute paths: a resumed run finds its data, and its records, from any working folder.
   o.data = std::filesystem::absolute(o.data).lexically_normal().string();
-  for (std::string* record : {&o.metrics_out, &o.csv, &o.tensorboard, &o.plot})
+  for (std::string* record : {&o.metrics_out, &o.csv, &o.tensorboard})
     if (!record->empty()) *record = std::filesystem::absolute(*record).lexically_normal().string();
   if (!o.save.empty()) require_recordable(o);
   if (o.warmup_epochs > o.epochs)
