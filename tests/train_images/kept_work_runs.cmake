@@ -24,7 +24,7 @@ set_tests_properties(train_images_kept_resumed_run_refuses_another_runs_checkpoi
   FIXTURES_REQUIRED "kept_other_run;good_weights")
 
 # A resumed run keeps writing its records where the run wrote them: the CSV gains epoch 2.
-set(records_run ${short_run}|--save|${kept}/records.ckpt|--metrics-out|${kept}/records.jsonl|--csv|${kept}/records.csv)
+set(records_run ${short_run}|--overwrite|--save|${kept}/records.ckpt|--metrics-out|${kept}/records.jsonl|--csv|${kept}/records.csv)
 add_run_check(train_images_kept_records_first_epoch -DCOMMAND=${records_run} -DEXPECT_RC=0 "-DEXPECT_OUTPUT=done:")
 set_tests_properties(train_images_kept_records_first_epoch PROPERTIES FIXTURES_SETUP kept_records)
 add_run_check(train_images_kept_records_on_resume
