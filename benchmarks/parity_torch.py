@@ -422,7 +422,8 @@ def markdown(result):
     lines = ["# train_images against PyTorch: parity and scores on the multi-label and regression tasks", "",
              "Written by `benchmarks/parity_torch.py`; every figure is in the `.json` beside this page.", "",
              f"- **Command:** `{result['command']}`",
-             f"- **Date:** {result['date']}; **commit:** `{result['commit']}`; **PyTorch** {result['torch']}",
+             f"- **Date:** {result['date']}; **commit:** `{result['commit']}`; **train_images built from:** "
+             f"`{result['ours_commit']}`; **PyTorch** {result['torch']}",
              f"- **CPU:** {result['cpu']} ({', '.join(result['cpu_flags'])}), {result['threads']} threads",
              f"- **Recipe:** `{recipe['model']}`, {recipe['optimizer']} (lr {recipe['lr']:g}, weight decay "
              f"{recipe['weight_decay']:g}), {recipe['schedule']} decay per step, batch {recipe['batch']}, "
@@ -462,6 +463,7 @@ def markdown(result):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ours", required=True, help="a build folder or the train_images binary")
+    p.add_argument("--ours-commit", help="the commit --ours was built from (default: this tree's)")
     p.add_argument("--data", help="a folder holding fashion-multilabel/ and fashion-regress/ (default: made under --work)")
     p.add_argument("--work", help="a folder for data, checkpoints and metrics (default: a new temporary folder)")
     p.add_argument("--tasks", default="multilabel,regress")
@@ -485,6 +487,7 @@ def main():
         subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_task_datasets.py"), "--out", data,
                         "--kinds", ",".join(missing)], check=True)
     result = {"cpu": cpu_model(), "cpu_flags": cpu_flags(), "date": datetime.date.today().isoformat(), "commit": commit(),
+              "ours_commit": a.ours_commit or commit(),
               "command": shlex.join(sys.argv), "torch": torch.__version__, "threads": a.threads,
               "recipe": {"model": "small-bn", "optimizer": "adamw", "lr": LR, "weight_decay": WEIGHT_DECAY,
                          "schedule": "cosine", "batch": BATCH}, "tasks": {}}
