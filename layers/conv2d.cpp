@@ -92,8 +92,8 @@ std::vector<ParamSpec> Conv2D::parameters() const {
   const int fan_in = per_group * desc_.kernel_h * desc_.kernel_w;
   const int fan_out = desc_.out_channels * desc_.kernel_h * desc_.kernel_w;  // PyTorch's: weight dim 0 x kernel
   std::vector<ParamSpec> specs{{"weight", Shape{desc_.out_channels, per_group, desc_.kernel_h, desc_.kernel_w},
-                                Init::he_normal, fan_in, fan_out, true}};
-  if (bias_) specs.push_back({"bias", Shape{desc_.out_channels}, Init::zeros, fan_in, fan_out, true});
+                                Init::fan_in_uniform, fan_in, fan_out, true}};
+  if (bias_) specs.push_back({"bias", Shape{desc_.out_channels}, Init::fan_in_uniform, fan_in, fan_out, true});
   return specs;
 }
 

@@ -68,8 +68,8 @@ std::vector<ParamSpec> ConvTranspose2D::parameters() const {
   // PyTorch's fans for a [in, out, kh, kw] weight: dimension 1, then 0, times the kernel.
   const int fan_in = out_channels_ * k2, fan_out = adjoint_.out_channels * k2;
   std::vector<ParamSpec> specs{{"weight", Shape{adjoint_.out_channels, out_channels_, adjoint_.kernel_h, adjoint_.kernel_w},
-                                Init::he_normal, fan_in, fan_out, true}};
-  if (bias_) specs.push_back({"bias", Shape{out_channels_}, Init::zeros, fan_in, fan_out, true});
+                                Init::fan_in_uniform, fan_in, fan_out, true}};
+  if (bias_) specs.push_back({"bias", Shape{out_channels_}, Init::fan_in_uniform, fan_in, fan_out, true});
   return specs;
 }
 

@@ -21,8 +21,8 @@ std::size_t Dense::workspace_bytes(Backend& backend, int batch, ConvPass pass, s
 
 std::vector<ParamSpec> Dense::parameters() const {
   const int in_features = static_cast<int>(in_.elements());
-  std::vector<ParamSpec> specs{{"weight", Shape{units_, in_features}, Init::he_normal, in_features, units_, true}};
-  if (bias_) specs.push_back({"bias", Shape{units_}, Init::zeros, in_features, units_, true});
+  std::vector<ParamSpec> specs{{"weight", Shape{units_, in_features}, Init::fan_in_uniform, in_features, units_, true}};
+  if (bias_) specs.push_back({"bias", Shape{units_}, Init::fan_in_uniform, in_features, units_, true});
   return specs;
 }
 

@@ -3,8 +3,8 @@
 
 The networks of `train_images --model resnet34|resnet50|mobilenetv2|mobilenetv2-0.5|
 mobilenetv2-se|densenet` (models/presets.cpp): the same layers in the same order, the same
-sizing from the input, the same initialisation (He normal over the fan-in for every conv and
-dense weight, zero biases, BatchNorm 1 and 0), and the same data, loss, optimizer, learning-rate
+sizing from the input, the same initialisation (PyTorch's nn defaults: every conv and dense weight
+and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), BatchNorm 1 and 0), and the same data, loss, optimizer, learning-rate
 schedule and batch as train_images' defaults (AdamW, lr 1e-3, weight decay 0.01, cosine decay
 over the run's steps, batch 64). Prints progress, then one JSON line starting with
 {"peer": "pytorch". Run with /usr/bin/python3 (Debian's python3-torch); see README.md here.

@@ -63,15 +63,13 @@ def environment():
 
 
 def cnnengine_init(model):
-    """cnnengine's initialisation: He normal over the fan-in (std sqrt(2 / fan_in)) for every
-    convolution, transposed convolution (PyTorch's fan-in, dimension 1 of [in, out, k, k] times
-    k x k, as layers/conv_transpose2d.cpp takes it) and dense weight; zero biases; BatchNorm keeps
-    PyTorch's 1 and 0."""
+    """cnnengine's initialisation, which is PyTorch's nn defaults (engine/core/layer.hpp, Init):
+    the weight and bias of every convolution, transposed convolution and dense layer from
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), BatchNorm 1 and 0. A module just built holds them already;
+    this draws them again, so that a model whose modules were changed starts as ours."""
     for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)):
-            nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
+        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear, nn.BatchNorm2d)):
+            m.reset_parameters()
     return model
 
 

@@ -6,8 +6,8 @@ stages down, each twice [3x3 conv pad 1 without bias, BatchNorm, ReLU] then a 2x
 the channels doubling from W; that double convolution at the bottom; D stages up, each a 2x2
 stride-2 transposed convolution with bias to half the channels, concatenated after the skip of
 its level ([skip, up]), then the double convolution; a 1x1 convolution with bias to the classes.
-The same initialisation (He normal over the fan-in for every conv and transposed conv weight, zero
-biases, BatchNorm 1 and 0), and train_images' defaults: AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8,
+The same initialisation (PyTorch's nn defaults: every conv and transposed conv weight and bias from
+U(-1/sqrt(fan_in), 1/sqrt(fan_in)), BatchNorm 1 and 0), and train_images' defaults: AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8,
 weight decay 0.01), cosine decay to 0 over the run's steps, batch 64, a shuffle each epoch, inputs
 scaled to [0, 1]. The loss is the engine's: a sample's loss is the cross entropy averaged over its
 pixels that are not ignored (mask 255), the batch's the mean of its samples' losses.

@@ -15,7 +15,10 @@
 
 namespace cnn {
 
-enum class Init { he_normal, glorot_uniform, zeros, ones };
+// How a parameter starts. fan_in_uniform, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), is PyTorch's default
+// for both the weight and the bias of Conv2d, ConvTranspose2d and Linear (the weight's is
+// kaiming_uniform_ with a = sqrt(5)), and so the built-in layers'.
+enum class Init { he_normal, glorot_uniform, zeros, ones, fan_in_uniform };
 
 struct ParamSpec {
   std::string name;      // "weight", "bias", "running_mean", ...

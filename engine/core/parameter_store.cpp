@@ -42,6 +42,11 @@ void initialise(const ParamSpec& spec, float* out, std::uint64_t seed, std::size
       for (std::size_t i = begin; i < end; ++i) out[i - begin] = limit * (2.0f * uniform01(seed, i) - 1.0f);
       break;
     }
+    case Init::fan_in_uniform: {
+      const float limit = 1.0f / std::sqrt(static_cast<float>(spec.fan_in));
+      for (std::size_t i = begin; i < end; ++i) out[i - begin] = limit * (2.0f * uniform01(seed, i) - 1.0f);
+      break;
+    }
   }
 }
 

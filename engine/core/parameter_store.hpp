@@ -16,7 +16,7 @@ namespace cnn {
 class ParameterStore {
  public:
   // Allocates the three blocks from `resource` and initialises the parameters from `seed`
-  // (He or Glorot by layer, counter-based: the same on every backend). `state_copies`: how many
+  // (each tensor by its ParamSpec's Init, counter-based: the same on every backend). `state_copies`: how many
   // saved copies of the non-trainable state it keeps (see save_state).
   ParameterStore(const Network& network, Backend& backend, memory::MemoryResource& resource,
                  int optimizer_slots, std::uint64_t seed, int state_copies = 1);

@@ -52,6 +52,22 @@ struct SyntheticData {
   }
 };
 
+// Sets every value of `name` ("weight", ...) of node `node` of the trainer's network to `value`.
+inline void fill_parameter(Trainer& trainer, const Network& net, int node, const std::string& name, float value) {
+  for (const ParameterStore::Place& p : ParameterStore::places(net))
+    if (p.node == node && p.name == name) {
+      const std::vector<float> values(p.shape.elements(), value);
+      trainer.parameters().upload(ParameterStore::Block::parameters, p.offset, values.size(), values.data());
+    }
+}
+
+// The network of the NaN tests: a sample at the float's largest value overflows in the
+// convolution, whose weights of 1 (fill_parameter) add nine of them in a window whatever the
+// initialisation drew (a NaN pixel is refused before the step: check_inputs); no ReLU, which
+// would turn NaN into 0. The overflow reaches every logit through the BatchNorm's batch
+// statistics as NaN, and the failed forward pass writes NaN into its running statistics.
+inline constexpr const char* kOverflowingNetwork = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+
 // Plain SGD at lr 0.01 with a constant schedule, for tests that compare runs: with a large step,
 // training amplifies the rounding differences of a differently grouped sum into a flipped ReLU
 // or max-pooling tie (2e-2 apart after 100 steps at 0.05, between micro-batches 16 and 4, with

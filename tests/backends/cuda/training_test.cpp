@@ -166,12 +166,14 @@ TEST_CASE("on the GPU with deterministic algorithms the same seed gives the same
 TEST_CASE("on the GPU a NaN loss read one step late changes no parameter", "[cuda][diverged]") {
   // tests/engine/train/overlapped_step_test.cpp's case on the device: the optimizer's guard reads the
   // loss sum there, and the running statistics come back from their second copy.
-  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  const std::string text = testing::kOverflowingNetwork;
   Backend& gpu = cuda_test::gpu_deterministic();
   TrainerOptions o;
   o.batch = 8;
   Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
   Trainer clean(clean_net, gpu, o), tested(tested_net, gpu, o);
+  testing::fill_parameter(clean, clean_net, 1, "weight", 1.0f);
+  testing::fill_parameter(tested, tested_net, 1, "weight", 1.0f);
   SyntheticData data(24, kImage, 4, 3);
   SyntheticData poisoned = data;
   std::fill_n(poisoned.images.begin() + 8 * kImage.elements(), kImage.elements(), std::numeric_limits<float>::max());

@@ -31,11 +31,7 @@ std::string optimizer_error(const OptimizerConfig& config) {
 }  // namespace
 
 TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", "[trainer][diverged]") {
-  // No ReLU, which would turn NaN into 0: a sample at the float's largest value overflows in
-  // the convolution (a NaN pixel is refused before the step: check_inputs), the overflow reaches
-  // every logit through the BatchNorm's batch statistics as NaN, and the failed forward pass
-  // writes NaN into its running statistics.
-  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  const std::string text = testing::kOverflowingNetwork;
   TrainerOptions o;
   o.batch = 8;
   o.optimizer.kind = OptimizerKind::adamw;  // its step count and moments would show a step that ran
@@ -43,6 +39,8 @@ TEST_CASE("a step with a NaN loss throws TrainingDiverged and changes nothing", 
   Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
   Trainer clean(clean_net, backend, memory::host_resource(), o);
   Trainer tested(tested_net, backend, memory::host_resource(), o);
+  testing::fill_parameter(clean, clean_net, 1, "weight", 1.0f);
+  testing::fill_parameter(tested, tested_net, 1, "weight", 1.0f);
   SyntheticData data(16, kImage, 4, 3);
   SyntheticData poisoned = data;
   std::fill_n(poisoned.images.begin(), kImage.elements(), std::numeric_limits<float>::max());  // sample 0

@@ -150,14 +150,14 @@ TEST_CASE("a device that lags makes the host wait only for a staging buffer or a
 
 TEST_CASE("a NaN loss read one step late leaves the parameters as they were before its step",
           "[trainer][overlap][diverged]") {
-  // As in divergence_test.cpp: a sample at the float's largest value overflows, and the NaN
-  // reaches every logit and the running statistics through the BatchNorm.
-  const std::string text = "conv 4 3 pad=1\nbatchnorm\nmaxpool 2\nflatten\ndense 4\n";
+  const std::string text = testing::kOverflowingNetwork;
   OverlappingBackend backend;
   CpuBackend cpu(1);
   Network clean_net = parse_network(text, kImage, 4), tested_net = parse_network(text, kImage, 4);
   Trainer clean(clean_net, cpu, memory::host_resource(), options());
   Trainer tested(tested_net, backend, memory::host_resource(), options());
+  testing::fill_parameter(clean, clean_net, 1, "weight", 1.0f);
+  testing::fill_parameter(tested, tested_net, 1, "weight", 1.0f);
   SyntheticData data(24, kImage, 4, 3);
   SyntheticData poisoned = data;
   std::fill_n(poisoned.images.begin() + 8 * kImage.elements(), kImage.elements(), std::numeric_limits<float>::max());
