@@ -67,8 +67,9 @@ void check_network_fits_data(const Network& net, const data::Dataset& data, cons
     throw ShapeError("fit: the network takes " + net.input_shape().str() + " samples, and " + of_data + " gives " +
                      sample.str() + ": build the network for the data's samples (or resize the images)");
   if (data.task() != net.task())
-    throw ConfigError("fit: the network is trained to " + to_string(net.task()) + " (its loss: Network::set_loss), and " +
-                      of_data + " holds " + to_string(data.task()) + " targets");
+    throw ConfigError("fit: the network is trained to " + to_string(net.task()) +
+                      " (its loss: Network::set_loss), and " + of_data + " holds " + to_string(data.task()) +
+                      " targets");
   if (data.num_classes() != net.num_classes())
     throw ShapeError("fit: the network gives " + std::to_string(net.num_classes()) +
                      (net.task() == Task::regress ? " targets" : " classes") + ", and " + of_data + " has " +

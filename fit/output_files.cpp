@@ -100,7 +100,8 @@ void check_folder_output(const RunFiles& files, const OutputUse& out) {
   for (const PathUse& in : files.inputs) {
     const std::string input = in.use + " (" + in.path.string() + ")";
     if (same_file(out.path, in.path))
-      throw ConfigError(named(out) + " is " + input + ": what it writes there would be read as input; write it elsewhere");
+      throw ConfigError(named(out) + " is " + input +
+                        ": what it writes there would be read as input; write it elsewhere");
     if (inside_folder(out.path, in.path))
       throw ConfigError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
   }
@@ -150,7 +151,7 @@ void check_run_files(const RunFiles& files) {
     for (std::size_t j = 0; j < i; ++j)
       if (!stream_target(out.path) && same_file(out.path, files.outputs[j].path))
         throw ConfigError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
-                         ": one would overwrite the other");
+                          ": one would overwrite the other");
     bool replaces_an_input = false;
     for (const PathUse& in : files.inputs) {
       const std::string input = in.use + " (" + in.path.string() + ")";

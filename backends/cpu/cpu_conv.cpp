@@ -234,11 +234,8 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 
 std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
                                                ConvPass pass, std::size_t) {
-  return cpu::most_over_micro_batches(x[0], [&](int n) {
-    Shape xn = x, yn = y;
-    xn[0] = yn[0] = n;
-    return conv2d_workspace_at(d, xn, yn, pass);
-  });
+  return cpu::most_over_micro_batches(
+      x[0], [&](int n) { return conv2d_workspace_at(d, cpu::at_batch(x, n), cpu::at_batch(y, n), pass); });
 }
 
 std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass) const {

@@ -47,11 +47,7 @@ std::size_t workspace16_floats(int threads, std::size_t n, std::size_t in, std::
 }  // namespace
 
 std::size_t CpuBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
-  return cpu::most_over_micro_batches(x[0], [&](int n) {
-    Shape xn = x;
-    xn[0] = n;
-    return dense_workspace_at(xn, out, pass);
-  });
+  return cpu::most_over_micro_batches(x[0], [&](int n) { return dense_workspace_at(cpu::at_batch(x, n), out, pass); });
 }
 
 std::size_t CpuBackend::dense_workspace_at(const Shape& x, int out, ConvPass pass) const {

@@ -375,11 +375,7 @@ void CpuBackend::group_norm_forward(const GroupNormDesc& d, const Tensor& x, con
 }
 
 std::size_t CpuBackend::group_norm_workspace_bytes(const GroupNormDesc& d, const Shape& x) {
-  return cpu::most_over_micro_batches(x[0], [&](int n) {
-    Shape xn = x;
-    xn[0] = n;
-    return group_norm_workspace_at(d, xn);
-  });
+  return cpu::most_over_micro_batches(x[0], [&](int n) { return group_norm_workspace_at(d, cpu::at_batch(x, n)); });
 }
 
 std::size_t CpuBackend::group_norm_workspace_at(const GroupNormDesc& d, const Shape& x) const {

@@ -114,11 +114,8 @@ T* workspace_of(const char* call, const Workspace& ws, std::size_t needed) {
 }  // namespace
 
 std::size_t CpuBackend::loss_workspace_bytes(Task task, const Shape& output) {
-  return cpu::most_over_micro_batches(output[0], [&](int n) {
-    Shape shape = output;
-    shape[0] = n;
-    return loss_workspace_at(task, shape);
-  });
+  return cpu::most_over_micro_batches(output[0],
+                                      [&](int n) { return loss_workspace_at(task, cpu::at_batch(output, n)); });
 }
 
 std::size_t CpuBackend::loss_workspace_at(Task task, const Shape& output) const {

@@ -81,7 +81,8 @@ void check_names(const std::filesystem::path& path, std::size_t line_number, con
     for (char ch : name)
       if (static_cast<unsigned char>(ch) < 0x20) fail(path, column + ": the name holds a control character");
     if (auto [at, added] = column_of.emplace(name, c + 1); !added)
-      fail(path, column + " repeats the name '" + quoted_in_message(name) + "' of column " + std::to_string(at->second));
+      fail(path, column + " repeats the name '" + quoted_in_message(name) + "' of column " +
+                     std::to_string(at->second));
   }
 }
 
@@ -135,9 +136,9 @@ LabelsTable read_labels_csv(const std::filesystem::path& path, const std::vector
       check_names(path, line_number, fields);
       table.names.assign(fields.begin() + 1, fields.end());
       if (!expected_names.empty() && table.names != expected_names)
-        fail(path, "line " + std::to_string(line_number) + ": the header '" + quoted_in_message(header_of(table.names)) +
-                       "' differs from the training set's: expected '" + quoted_in_message(header_of(expected_names)) +
-                       "'");
+        fail(path, "line " + std::to_string(line_number) + ": the header '" +
+                       quoted_in_message(header_of(table.names)) + "' differs from the training set's: expected '" +
+                       quoted_in_message(header_of(expected_names)) + "'");
       have_header = true;
       continue;
     }
@@ -148,7 +149,8 @@ LabelsTable read_labels_csv(const std::filesystem::path& path, const std::vector
     if (fields[0].empty()) fail(path, where + ": no file name in its first field");
     const std::string file = std::filesystem::path(fields[0]).lexically_normal().generic_string();
     if (auto [at, added] = line_of_file.emplace(file, line_number); !added)
-      fail(path, where + " names the file '" + quoted_in_message(fields[0]) + "' of line " + std::to_string(at->second) +
+      fail(path, where + " names the file '" + quoted_in_message(fields[0]) + "' of line " +
+                     std::to_string(at->second) +
                      " again: one row an image");
     for (std::size_t c = 0; c < table.names.size(); ++c)
       table.values.push_back(

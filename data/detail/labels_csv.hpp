@@ -31,7 +31,8 @@ struct LabelsTable {
 };
 
 // A DataError naming the file, and the line and column where it applies: not a regular file, a
-// file, a line or a header over the limits above, no header, a header that does not start with "file", no name after it, an empty, repeated or
+// file, a line or a header over the limits above, no header, a header that does not start with
+// "file", no name after it, an empty, repeated or
 // non-UTF-8 name, no row, a row of another count of fields than the header, an empty file
 // field, a file named twice, a value that is not a number or not finite (NaN, inf, out of the
 // range of a float), a quoted field left open; names other than `expected_names` where given

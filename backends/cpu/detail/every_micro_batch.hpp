@@ -14,7 +14,15 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "engine/core/tensor.hpp"
+
 namespace cnn::cpu {
+
+// `shape` with a batch of n: the shape a query asks about at each smaller micro-batch.
+inline Shape at_batch(Shape shape, int n) {
+  shape[0] = n;
+  return shape;
+}
 
 // The most need(n) for n from 1 to `micro_batch` (at least 1).
 template <class Need>

@@ -10,9 +10,9 @@
 namespace cnn {
 
 void check_batch_inputs(const Batch& batch, const Shape& input, const char* call) {
-  if (batch.channels > 0 && !(Shape{batch.channels, batch.height, batch.width} == input))
-    throw ShapeError(std::string(call) + ": the batch's samples are " + Shape{batch.channels, batch.height, batch.width}.str() +
-                     ", and the network takes " + input.str() + " (a network built for other data)");
+  if (const Shape sample{batch.channels, batch.height, batch.width}; batch.channels > 0 && !(sample == input))
+    throw ShapeError(std::string(call) + ": the batch's samples are " + sample.str() + ", and the network takes " +
+                     input.str() + " (a network built for other data)");
   if (batch.size <= 0 || batch.on_device) return;
   const std::size_t sample = input.elements();
   if (!batch.images || (!batch.labels && !batch.targets))
@@ -47,9 +47,10 @@ void check_batch_targets(const Batch& batch, const Network& net) {
                       to_string(task) + "s");
   const std::size_t per_sample = net.target_bytes();
   if (batch.target_bytes > 0 && batch.target_bytes != per_sample)
-    throw ShapeError("a batch whose targets are " + std::to_string(batch.target_bytes) + " bytes a sample, for a network "
-                     "that " + to_string(task) + "s with " + std::to_string(per_sample) + " (" +
-                     (task == Task::segment ? "a mask of its input's size" : std::to_string(net.num_classes()) + " outputs") +
+    throw ShapeError("a batch whose targets are " + std::to_string(batch.target_bytes) + " bytes a sample, for a " +
+                     "network that " + to_string(task) + "s with " + std::to_string(per_sample) + " (" +
+                     (task == Task::segment ? "a mask of its input's size"
+                                            : std::to_string(net.num_classes()) + " outputs") +
                      ")");
   if (task == Task::segment) {
     const auto* mask = static_cast<const std::uint8_t*>(batch.targets);

@@ -1,9 +1,9 @@
 #pragma once
 // The checks a host batch passes before the network runs on it, the same for a trainer and a
-// predictor: its samples' shape where it says, its pointers, every pixel finite (a NaN would reach the weights through the
-// gradients while the loss stays finite), every target one the network's task can take: a label
-// or a mask's pixel one of its classes (or ignored), a multi-label's value 0 or 1, a regression's
-// finite.
+// predictor: its samples' shape where it says, its pointers, every pixel finite (a NaN would
+// reach the weights through the gradients while the loss stays finite), every target one the
+// network's task can take: a label or a mask's pixel one of its classes (or ignored), a
+// multi-label's value 0 or 1, a regression's finite.
 #include <cstddef>
 
 #include "base/batch.hpp"

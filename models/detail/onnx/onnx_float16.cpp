@@ -97,7 +97,8 @@ OnnxExportReport convert_to_float16(onnx::ModelProto& model) {
       for (int i = 1; i < node.input_size() && i <= 2; ++i) kept_float.insert(node.input(i));
   }
   for (auto& init : *graph.mutable_initializer())
-    if (init.data_type() == onnx::TensorProto::FLOAT && !kept_float.count(init.name())) convert_initializer(init, report);
+    if (init.data_type() == onnx::TensorProto::FLOAT && !kept_float.count(init.name()))
+      convert_initializer(init, report);
   for (auto& value : *graph.mutable_value_info()) to_float16_type(value);
 
   // The input: float32 in, a Cast to float16 before the first layer.
