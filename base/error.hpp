@@ -4,6 +4,8 @@
 // them, or one kind below. std::logic_error remains for what only a bug in cnnengine can cause.
 // The out-of-memory errors carry a breakdown of the bytes: memory/out_of_memory.hpp.
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace cnn {
 
@@ -16,6 +18,19 @@ class Error : public std::runtime_error {
 class ConfigError : public Error {
  public:
   using Error::Error;
+};
+
+// An option out of range or in conflict, naming the option by its field in the options struct
+// ("validation_split", "trainer.batch"), so that a program can say which of its own flags it was
+// (train_images maps the field to its flag).
+class OptionError : public ConfigError {
+ public:
+  OptionError(std::string field, const std::string& message)
+      : ConfigError(message), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
 };
 
 // A layer that does not fit its input; a network that does not fit the data.
