@@ -38,6 +38,7 @@
 #include "engine/train/loss_scale.hpp"
 #include "engine/train/optimizer.hpp"
 #include "engine/train/trainer.hpp"
+#include "engine/train/training_diverged.hpp"
 #include "fit/fit.hpp"
 #include "fit/output_files.hpp"
 #include "fit/output_kinds.hpp"

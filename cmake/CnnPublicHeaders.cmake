@@ -17,6 +17,7 @@ set(CNN_PUBLIC_HEADERS
   engine/core/network.hpp engine/core/parameter_store.hpp engine/core/task_metrics.hpp engine/core/task_scores.hpp
   # training and inference, each planned under the budget before it runs
   engine/plan/memory_report.hpp engine/train/optimizer.hpp engine/train/loss_scale.hpp engine/train/trainer.hpp
+  engine/train/training_diverged.hpp
   engine/infer/predictor.hpp
   # the built-in layers, and the registry a layer of one's own joins
   layers/builtin_layers.hpp layers/registry.hpp

@@ -2,19 +2,52 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "base/error.hpp"
 #include "engine/core/detail/batch_checks.hpp"
+#include "engine/core/detail/evaluator.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/infer/detail/forward_pass.hpp"
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/infer/inference_planner.hpp"
+#include "engine/plan/micro_batch_recovery.hpp"
 #include "memory/buffer.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn {
+
+class Predictor::ReservedMemory final : public MicroBatchMemory {
+ public:
+  explicit ReservedMemory(Predictor& p) : p_(p) {}
+  void build(int b) override {
+    try {
+      p_.plan_ = std::make_unique<InferencePlan>(plan_inference(*p_.planner_, b));
+      p_.input_ = std::make_unique<InputStager>(p_.backend_, *p_.stack_, p_.net_.input_shape().elements(),
+                                                p_.net_.target_bytes(), b);
+      p_.arena_ = std::make_unique<memory::Buffer>(p_.stack_->blocks(), p_.plan_->step.arena_bytes(),
+                                                   memory::Category::activations);
+    } catch (const memory::OutOfMemory&) {
+      release();
+      throw;
+    }
+  }
+  void release() override {
+    p_.pass_.reset();
+    p_.arena_.reset();
+    p_.input_.reset();
+  }
+  std::string cannot_reserve(int b) const override {
+    return b == 1 ? "cannot reserve the inference arena even for one image"
+                  : "cannot reserve the inference arena even at micro-batch " + std::to_string(b);
+  }
+  std::string byte_table(int b) const override { return format_inference_table(p_.planner_->breakdown(b)); }
+
+ private:
+  Predictor& p_;
+};
 
 Predictor::Predictor(Network& network, Backend& backend, InferenceOptions options)
     : Predictor(network, backend, backend.device_memory(), options) {}
@@ -67,32 +100,15 @@ void Predictor::start() {
     backend_.copy_to_device(weights.data(), loss_weights(static_cast<ForwardSlots*>(slots_->data())),
                             count * sizeof(float));
   }
-  reserve(b);
-}
-
-void Predictor::reserve(int b) {
-  for (;;) {
-    try {
-      plan_ = std::make_unique<InferencePlan>(plan_inference(*planner_, b));
-      input_ = std::make_unique<InputStager>(backend_, *stack_, net_.input_shape().elements(), net_.target_bytes(), b);
-      arena_ = std::make_unique<memory::Buffer>(stack_->blocks(), plan_->step.arena_bytes(), memory::Category::activations);
-      break;
-    } catch (const memory::OutOfMemory& error) {
-      input_.reset();
-      if (b == 1)
-        throw memory::OutOfMemory("cannot reserve the inference arena even for one image: " +
-                                      std::string(error.what()) + "\n" + format_inference_table(planner_->breakdown(1)),
-                                  error.details());
-      b /= 2;
-    }
-  }
+  reserved_ = std::make_unique<ReservedMemory>(*this);
+  const int built = MicroBatchRecovery(*reserved_, b, 1, 0).build_fitting(b);
   breakdown_ = plan_->breakdown;
   pass_ = std::make_unique<ForwardPass>(net_, backend_, *params_, plan_->step, arena_->data(),
                                         *static_cast<ForwardSlots*>(slots_->data()), *input_);
-  const std::size_t target_bytes = static_cast<std::size_t>(b) * net_.target_bytes();
+  const std::size_t target_bytes = static_cast<std::size_t>(built) * net_.target_bytes();
   zero_targets_.assign((target_bytes + sizeof(std::int32_t) - 1) / sizeof(std::int32_t), 0);
   const std::size_t per_sample = net_.output_shape().elements();
-  batch_logits_.resize(net_.task() == Task::classify ? static_cast<std::size_t>(b) * per_sample : per_sample);
+  batch_logits_.resize(net_.task() == Task::classify ? static_cast<std::size_t>(built) * per_sample : per_sample);
 }
 
 void Predictor::logits(const float* images, int count, float* logits) {
@@ -115,77 +131,48 @@ void Predictor::logits(const float* images, int count, float* logits) {
   }
 }
 
-EvalResult Predictor::evaluate(const NextBatch& next) { return run_evaluation(next, nullptr); }
+EvalResult Predictor::evaluate(const NextBatch& next) { return run_evaluation(next, false); }
 
-ClassEvaluation Predictor::evaluate_classes(const NextBatch& next) {
-  ClassEvaluation result;
-  if (net_.task() != Task::classify) {  // no confusion of samples: the task's scores instead
-    static_cast<EvalResult&>(result) = run_evaluation(next, nullptr);
-    return result;
-  }
-  const auto classes = static_cast<std::size_t>(net_.num_classes());
-  result.confusion.assign(classes, std::vector<std::size_t>(classes, 0));
-  static_cast<EvalResult&>(result) = run_evaluation(next, &result);
-  return result;
-}
+ClassEvaluation Predictor::evaluate_classes(const NextBatch& next) { return run_evaluation(next, true); }
 
-EvalResult Predictor::run_evaluation(const NextBatch& next, ClassEvaluation* classes) {
-  if (!next) throw ConfigError("evaluate: no source of batches (an empty NextBatch)");
-  EvalResult result;
-  const LossOptions& loss = net_.loss();
-  TaskMetrics metrics(loss.task, net_.num_classes(), loss.threshold);
-  const bool scored = loss.task != Task::classify;
-  double loss_sum = 0, correct = 0, counted = 0;
+ClassEvaluation Predictor::run_evaluation(const NextBatch& next, bool confusion) {
   const std::size_t sample = net_.input_shape().elements();
   const std::size_t outputs = net_.output_shape().elements();
   const std::size_t target_bytes = net_.target_bytes();
-  const int height = loss.task == Task::segment ? net_.input_shape()[1] : 1;
-  const int width = loss.task == Task::segment ? net_.input_shape()[2] : 1;
+  const bool classify = net_.task() == Task::classify;
   const int b = micro_batch();
   auto* slots = static_cast<ForwardSlots*>(slots_->data());
   const Tensor sums{&slots->sums.loss, Shape{kLossSumFloats}};
-  while (auto batch = next()) {
-    if (batch->size <= 0) continue;
-    if (batch->on_device) throw ConfigError("evaluate: a batch in device memory (Batch::on_device) trains only");
-    check_batch_inputs(*batch, net_.input_shape(), "evaluate");
-    check_batch_targets(*batch, net_);
-    // Each batch's sums are read back on their own, in float as a trainer's, then added up in double.
+  // Called through std::ref: a std::function over a reference allocates nothing.
+  auto passes = [&](const Batch& batch, BatchCounts& counts) {
     backend_.fill(sums, 0.f);
-    for (int first = 0; first < batch->size; first += b) {
-      const int n = std::min(b, batch->size - first);
-      Batch part{.images = batch->images + static_cast<std::size_t>(first) * sample, .size = n,
-                 .first = batch->first + first};
-      if (scored)
-        part.targets = static_cast<const char*>(batch->targets) + static_cast<std::size_t>(first) * target_bytes;
+    for (int first = 0; first < batch.size; first += b) {
+      const int n = std::min(b, batch.size - first);
+      Batch part{.images = batch.images + static_cast<std::size_t>(first) * sample, .size = n,
+                 .first = batch.first + first};
+      if (classify)
+        part.labels = batch.labels + first;
       else
-        part.labels = batch->labels + first;
-      pass_->run(part, true, classes ? batch_logits_.data() : nullptr);
-      if (classes) count_predictions(classes->confusion, batch_logits_.data(), part.labels, n);
-      if (scored) {
-        // One sample's output on the host at a time: a segmentation's is a class score a pixel.
-        const Tensor out = pass_->output(n);
-        for (int i = 0; i < n; ++i) {
-          backend_.copy_to_host(out.data + static_cast<std::size_t>(i) * outputs, batch_logits_.data(),
-                                outputs * sizeof(float));
-          metrics.add(batch_logits_.data(), static_cast<const char*>(part.targets) + static_cast<std::size_t>(i) * target_bytes,
-                      height, width);
-        }
+        part.targets = static_cast<const char*>(batch.targets) + static_cast<std::size_t>(first) * target_bytes;
+      if (classify || !counts.wants_outputs()) {
+        pass_->run(part, true, counts.wants_outputs() ? batch_logits_.data() : nullptr);
+        if (counts.wants_outputs()) counts.add_outputs(batch, first, n, batch_logits_.data());
+        continue;
+      }
+      pass_->run(part, true, nullptr);
+      // One sample's output on the host at a time: a segmentation's is a class score a pixel.
+      const Tensor out = pass_->output(n);
+      for (int i = 0; i < n; ++i) {
+        backend_.copy_to_host(out.data + static_cast<std::size_t>(i) * outputs, batch_logits_.data(),
+                              outputs * sizeof(float));
+        counts.add_outputs(batch, first + i, 1, batch_logits_.data());
       }
     }
     float host[kLossSumFloats];
     backend_.copy_to_host(slots_->data(), host, sizeof host);
-    loss_sum += host[0];
-    correct += host[1];
-    counted += host[2];
-    result.samples += static_cast<std::size_t>(batch->size);
-  }
-  if (result.samples) {
-    result.loss = loss_sum / static_cast<double>(result.samples);
-    const double over = counted_over(loss.task, counted, result.samples);
-    result.accuracy = loss.task == Task::regress || over == 0 ? 0.0 : correct / over;
-  }
-  result.scores = metrics.scores();
-  return result;
+    return BatchSums{host[0], host[1], host[2]};
+  };
+  return evaluate_batches(net_, next, confusion, std::ref(passes));
 }
 
 }  // namespace cnn

@@ -71,11 +71,12 @@ class Predictor {
   memory::MemoryStack& memory_stack() { return *stack_; }
 
  private:
+  // The plan and arena of one micro-batch size, reserved by the recovery policy
+  // (MicroBatchRecovery): at the largest that fits, or the next smaller one where the device holds
+  // less than the plan (another process).
+  class ReservedMemory;
   void start();
-  // Reserves the arena at b, or the next smaller micro-batch where the device holds less than
-  // the plan (another process); at 1 the failure with the byte table.
-  void reserve(int micro_batch);
-  EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
+  ClassEvaluation run_evaluation(const NextBatch& next, bool confusion);
 
   Network& net_;
   Backend& backend_;
@@ -90,6 +91,7 @@ class Predictor {
   MemoryBreakdown breakdown_;
   std::unique_ptr<memory::Buffer> arena_;
   std::unique_ptr<ForwardPass> pass_;
+  std::unique_ptr<ReservedMemory> reserved_;
   // A micro-batch's targets: logits() runs no loss, yet stages them (int32 for the alignment of
   // a classification's labels).
   std::vector<std::int32_t> zero_targets_;

@@ -78,6 +78,12 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need)
   return split;
 }
 
+std::size_t BatchPlanner::bytes_outside_arena(const MemoryBreakdown& m) const {
+  const std::size_t staging_at_batch =
+      InputStager::bytes_for(backend_, net_.input_shape().elements(), net_.target_bytes(), options_.batch);
+  return m.persistent.total() + std::max(m.input_staging, staging_at_batch);
+}
+
 namespace {
 
 // A dynamic strategy serves the step's buffers one at a time, in its own size classes and chunks:
@@ -93,12 +99,8 @@ void check_strategy(const BatchPlanner& planner, MicroBatchPlan& p) {
   if (limit == 0) return;  // over the budget already
   std::size_t capacity = 0;
   if (strategy == memory::Strategy::arena) {
-    // What the trainer's memory stack reserves for the arena (MemoryStack::build_step_buffers):
-    // all the account leaves after the persistent blocks and the input staging at the full batch.
-    const std::size_t staging_at_batch =
-        InputStager::bytes_for(planner.backend(), planner.network().input_shape().elements(),
-                               planner.network().target_bytes(), options.batch);
-    capacity = account.arena_capacity(m.persistent.total() + std::max(m.input_staging, staging_at_batch));
+    // What the trainer's memory stack reserves for the arena (MemoryStack::build_step_buffers).
+    capacity = account.arena_capacity(planner.bytes_outside_arena(m));
     limit = capacity;
   }
   if (limit == 0) {

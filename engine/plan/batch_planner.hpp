@@ -61,6 +61,10 @@ class BatchPlanner {
   // the options' policy (or `policy`) asks.
   MemoryBreakdown breakdown(int micro_batch) const;
   MemoryBreakdown breakdown(int micro_batch, RecomputePolicy policy) const;
+  // What a trainer's memory stack holds outside the step arena (MemoryStack::build_step_buffers),
+  // given any micro-batch's breakdown: the persistent blocks and the input staging at the full
+  // batch, the most a step stages.
+  std::size_t bytes_outside_arena(const MemoryBreakdown& breakdown) const;
   // The per-layer workspace limit for micro-batch b: the options' limit, lowered under a budget
   // until the plan fits where the backend has methods that need less workspace (cuDNN's slower
   // convolution algorithms). Keeping the micro-batch is preferred to the fastest algorithm, and

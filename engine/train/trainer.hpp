@@ -19,6 +19,7 @@
 #include "engine/plan/memory_report.hpp"
 #include "engine/train/loss_scale.hpp"
 #include "engine/train/optimizer.hpp"
+#include "engine/train/training_diverged.hpp"
 #include "memory/memory_stack.hpp"
 #include "memory/out_of_memory.hpp"
 
@@ -30,7 +31,7 @@ class Buffer;
 
 class BatchPlanner;
 class StepResources;
-class Recovery;
+class MicroBatchRecovery;
 class LossScaler;
 class Replicas;
 class InputStager;
@@ -86,33 +87,6 @@ struct TrainerOptions {
 // The memory stack a trainer on `backend` builds for itself from `options`: the backend's device
 // memory, its staging memory for the loaders, one budget over both.
 memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options);
-
-// A step whose loss is NaN or infinite. Thrown before the optimizer step: the parameters and
-// the optimizer state are as they were before the step. In fp16 the message names half's range,
-// the likelier cause there than the learning rate.
-class TrainingDiverged : public Error {
- public:
-  TrainingDiverged(long step, double loss, Precision precision = Precision::fp32);
-  // The same divergence, with what the caller adds to its message ("; run.ckpt holds step 40").
-  TrainingDiverged(const TrainingDiverged& diverged, const std::string& more);
-  long step() const { return step_; }
-  double loss() const { return loss_; }
-
- protected:
-  TrainingDiverged(long step, double loss, const std::string& message);
-
- private:
-  long step_;
-  double loss_;
-};
-
-// A step in fp16 whose gradients are NaN or infinite at the loss scale's floor
-// (LossScaleOptions::floor): they are so unscaled, and the run has diverged. Thrown before the
-// optimizer step, changing nothing, as TrainingDiverged.
-class LossScaleAtFloor : public TrainingDiverged {
- public:
-  LossScaleAtFloor(long step, double loss, float floor);
-};
 
 struct StepReport {
   long step = 0;        // this step's number: optimizer steps up to it
@@ -172,7 +146,7 @@ class Trainer {
   // Bytes by category for micro-batch b, computed from the plan without allocating.
   MemoryBreakdown breakdown(int micro_batch) const;
   const MemoryBreakdown& memory() const;
-  int micro_batch() const { return micro_batch_; }
+  int micro_batch() const;
   // The samples of an optimizer step (TrainerOptions::batch; over every rank in a data-parallel
   // run): the batch its loader must cut (LoaderOptions::batch).
   int batch() const { return options_.batch; }
@@ -241,10 +215,6 @@ class Trainer {
   // evaluate_classes adds a classification's confusion matrix (empty for the other tasks).
   EvalResult evaluate(const NextBatch& next);
   ClassEvaluation evaluate_classes(const NextBatch& next);
-  // The network's outputs for `count` images (host floats, NCHW of the input shape): count x the
-  // output's elements floats into `logits`. Inference form (BatchNorm on its running statistics, no dropout).
-  // A pending step's loss is read first, as by evaluate.
-  void predict(const float* images, int count, float* logits);
   // Gives back every byte (the trainer cannot train after this) and checks that the memory
   // trace, if one was asked for, was written whole (MemoryStack::finish_trace).
   void finish();
@@ -254,22 +224,12 @@ class Trainer {
 
  private:
   void start();
-  void check_labels(const Batch& batch) const;
-  // The task's accuracy: `correct` of `counted` (a classification's: of `samples`); 0 for a regression.
-  double accuracy_of(double correct, double counted, std::size_t samples) const;
-  void check_step_batch(const Batch& batch, const char* call) const;
   // Before a call that runs the network: refuses a finished trainer or a network changed since
   // the plan, then builds the step memory if a failure released it.
   void ensure_built(const char* call);
-  // The batch's pointers, and every pixel finite (a NaN would reach the weights through the
-  // gradients while the loss stays finite).
-  void check_inputs(const Batch& batch, const char* call) const;
-  void maybe_regrow();
-  // After an out-of-memory failure in `where` (for the log): the step memory rebuilt at the same
-  // micro-batch recomputing more (RecomputePolicy::automatic) where that reaches the bytes of half
-  // of it, else at half the micro-batch or less, or, at the smallest micro-batch, an OutOfMemory
-  // with the byte table.
-  void shrink_after(const memory::OutOfMemory& error, const std::string& where);
+  // The step pipeline (step_pipeline.cpp): a step submitted, its passes replayed after an
+  // out-of-memory failure until they fit, its sums settled one step late where steps overlap.
+  std::optional<StepReport> submit(const Batch& batch, const char* call);
   // Runs the batch's micro-batches, their logits to `logits` when it is not null, the last one's
   // gradients to the buckets in a data-parallel step; returns how many. With `each`, `logits`
   // holds one micro-batch's outputs, and each(first, n) is called after the micro-batch of the
@@ -289,13 +249,14 @@ class Trainer {
   // waited), and throws TrainingDiverged, the state before it restored, if its loss is not
   // finite; else it is settled.
   bool settle();
-  std::optional<StepReport> submit(const Batch& batch, const char* call);
+  // The task's accuracy: `correct` of `counted` (a classification's: of `samples`); 0 for a regression.
+  double accuracy_of(double correct, double counted, std::size_t samples) const;
   // Synchronised BatchNorm over several ranks: the ranks agree on one micro-batch size (Note
   // [Synchronised micro-batches], with the replicas).
   bool synchronised_batchnorm() const;
   void agree_micro_batch();
-  // evaluate(), and the confusion matrix into `classes` when it is not null.
-  EvalResult run_evaluation(const NextBatch& next, ClassEvaluation* classes);
+  // evaluate(), with a classification's confusion matrix where `confusion`.
+  ClassEvaluation run_evaluation(const NextBatch& next, bool confusion);
   // After a capture failed: log it once and record no more.
   void check_capture();
   Tensor metric_sums() const;
@@ -311,13 +272,12 @@ class Trainer {
   std::unique_ptr<memory::Buffer> slots_;  // TrainerSlots (trainer.cpp): the metric sums and the micro-batch's scalars
   std::unique_ptr<InputStager> input_;
   std::unique_ptr<StepResources> step_;
-  std::unique_ptr<Recovery> recovery_;
+  std::unique_ptr<MicroBatchRecovery> recovery_;  // the micro-batch held, shrunk and grown back
   std::unique_ptr<Replicas> replicas_;  // data-parallel runs only
   std::unique_ptr<LossScaler> scaler_;  // fp16 runs only
   long steps_ = 0;
   long skipped_steps_ = 0;
   float learning_rate_scale_ = 1;
-  int micro_batch_ = 0;
   int planned_nodes_ = 0;  // the network's size when planned
   bool capture_ = false;
   // Steps are submitted without waiting for their loss: the backend overlaps copies and compute,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/backend.hpp"
+#include "engine/infer/predictor.hpp"
 #include "engine/train/trainer.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"
@@ -19,6 +20,17 @@
 #include "models/network_text.hpp"
 
 namespace cnn::testing {
+
+// The outputs of `trainer`'s network as it stands for `count` images: a predictor of the same
+// network on the trainer's parameters and running statistics.
+inline std::vector<float> trainer_outputs(Network& net, Backend& backend, Trainer& trainer, const float* images,
+                                          int count) {
+  Predictor predictor(net, backend);
+  predictor.parameters().upload(trainer.parameters().download());
+  std::vector<float> outputs(static_cast<std::size_t>(count) * net.output_shape().elements());
+  predictor.logits(images, count, outputs.data());
+  return outputs;
+}
 
 // n values in [-1, 1), the same for the same seed.
 inline std::vector<float> random_vector(std::size_t n, std::uint64_t seed) {

@@ -1,5 +1,6 @@
 #include "engine/core/detail/batch_checks.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -72,6 +73,55 @@ void check_batch_targets(const Batch& batch, const Network& net) {
       throw DataError("target " + std::to_string(i % count) + " of sample " + std::to_string(i / count) + " is " +
                       std::to_string(v) + (task == Task::multilabel ? ": a multi-label target is between 0 and 1" : ": not a finite number"));
   }
+}
+
+void check_step_batch(const Batch& batch, const StepBatchContract& contract, const Network& net, const char* call) {
+  // Named only on a refusal: a step builds no string.
+  auto refuse = [call](const std::string& why) { throw ConfigError(std::string(call) + ": " + why); };
+  const int rank = contract.rank, ranks = contract.ranks;
+  if (contract.data_parallel) {
+    const RankShare mine = share_of_batch(std::max(batch.global_size, 0), rank, ranks);
+    if (batch.global_size <= 0 || batch.first != mine.first || batch.size != mine.size)
+      refuse("samples " + std::to_string(batch.first) + " to " + std::to_string(batch.first + batch.size) +
+             " are not a share of a batch of " + std::to_string(batch.global_size) + " for rank " +
+             std::to_string(rank) + " of " + std::to_string(ranks) + " (its share: samples " +
+             std::to_string(mine.first) + " to " + std::to_string(mine.first + mine.size) +
+             "; a data-parallel rank gives Batch::first and global_size, as a loader with the communicator's "
+             "rank and ranks does: LoaderOptions::rank, ranks)");
+  } else if (batch.global_size != 0 && (batch.first != 0 || batch.global_size != batch.size)) {
+    refuse("a share of a batch (Batch::first, global_size) without a communicator: a loader over several ranks "
+           "(LoaderOptions::ranks) for a trainer of one (TrainerOptions::communicator)");
+  } else if (batch.size <= 0) {
+    refuse("empty batch");
+  }
+  // The whole batch's size, the same on every rank, so every rank refuses alike: none is left in a sum.
+  const int whole = batch.whole_size();
+  const int planned = contract.batch;
+  if (whole > planned || (whole < planned && !batch.last_of_epoch))
+    refuse("a batch of " + std::to_string(whole) + " for a trainer planned for batches of " +
+           std::to_string(planned) + " (TrainerOptions::batch): " +
+           (whole > planned ? std::string("a step takes no more than the trainer's batch")
+                            : std::string("only an epoch's last batch (Batch::last_of_epoch) may be smaller")) +
+           "; cut the loader's batches at the trainer's (LoaderOptions::batch = " + std::to_string(planned) + ")");
+  if (contract.data_parallel) {
+    if (contract.even_shares && (batch.global_size % ranks != 0 || batch.size != batch.global_size / ranks))
+      refuse("synchronised BatchNorm needs every batch shared evenly over the " + std::to_string(ranks) +
+             " ranks; this one holds " + std::to_string(batch.global_size) +
+             " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
+    if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
+  }
+  // A batch no larger than the trainer's always splits into micro-batches of the network's need
+  // (the planner's smallest micro-batch is 2 x need - 1, or the batch itself), unless it is below
+  // the need: an epoch's last batch of one sample under BatchNorm.
+  if (batch.size < contract.need_samples)
+    refuse("a batch of " + std::to_string(batch.size) + " cannot train this network: " + std::string(contract.need_why));
+  check_batch_inputs(batch, net.input_shape(), call);
+  check_batch_targets(batch, net);
+}
+
+void check_micro_batch(int n, int planned) {
+  if (n <= 0 || n > planned)
+    throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " + std::to_string(planned));
 }
 
 }  // namespace cnn

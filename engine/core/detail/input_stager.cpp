@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/detail/batch_checks.hpp"
 #include "memory/memory_resource.hpp"
 
 namespace cnn {
@@ -48,9 +49,7 @@ InputStager::InputStager(Backend& backend, memory::MemoryStack& stack, std::size
 
 void InputStager::stage(const Batch& batch, const StepScalars& scalars, float* images, void* targets,
                         StepScalars* scalars_slot) {
-  if (batch.size < 1 || batch.size > micro_batch_)
-    throw ConfigError("a micro-batch of " + std::to_string(batch.size) + " samples for an input stager of " +
-                      std::to_string(micro_batch_));
+  check_micro_batch(batch.size, micro_batch_);
   const Layout l = layout(sample_floats_, target_bytes_, batch.size);
   const std::size_t batch_target_bytes = static_cast<std::size_t>(batch.size) * target_bytes_;
   const void* batch_targets = batch.labels ? static_cast<const void*>(batch.labels) : batch.targets;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/detail/batch_checks.hpp"
 
 namespace cnn {
 
@@ -31,9 +32,7 @@ Tensor ForwardPass::value(int node, int n) const {
 
 void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
   const int n = batch.size;
-  if (n <= 0 || n > plan_.micro_batch)
-    throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
-                      std::to_string(plan_.micro_batch));
+  check_micro_batch(n, plan_.micro_batch);
   void* targets = arena_ + plan_.plan.offsets[static_cast<std::size_t>(plan_.labels)];
   // No dropout draws in inference: the seed is left at 0, the gradient scale too.
   const StepScalars scalars{0, static_cast<std::uint64_t>(batch.first), 0.0f};

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "base/error.hpp"
+#include "engine/core/detail/batch_checks.hpp"
 
 namespace cnn {
 
@@ -70,9 +71,7 @@ Tensor StepExecutor::gradient(int node, int n) const {
 void StepExecutor::run(const Batch& batch, float grad_scale, std::uint64_t seed, float* logits,
                        GradientBuckets* buckets) {
   const int n = batch.size;
-  if (n <= 0 || n > plan_.micro_batch)
-    throw ConfigError("micro-batch of " + std::to_string(n) + " samples for a plan of " +
-                      std::to_string(plan_.micro_batch));
+  check_micro_batch(n, plan_.micro_batch);
   memory_.begin(0);
   const StepScalars scalars{seed, static_cast<std::uint64_t>(batch.first), grad_scale};
   slots_.input->stage(batch, scalars, value(0, n).data, memory_.address(plan_.labels), slots_.scalars);

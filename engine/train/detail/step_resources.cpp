@@ -94,20 +94,12 @@ void StepResources::reserve() {
   }
 }
 
-int StepResources::build_fitting(int micro_batch, int smallest) {
-  for (;;) {
-    try {
-      build(micro_batch);
-      return micro_batch;
-    } catch (const memory::OutOfMemory& error) {
-      if (recompute_more()) return micro_batch;
-      if (micro_batch <= smallest)
-        throw memory::OutOfMemory("cannot reserve the step memory even at micro-batch " + std::to_string(micro_batch) +
-                                      ": " + error.what() + "\n" + format_memory_table(planner_.breakdown(micro_batch)),
-                                  error.details());
-      micro_batch = std::max(smallest, micro_batch / 2);
-    }
-  }
+std::string StepResources::cannot_reserve(int micro_batch) const {
+  return "cannot reserve the step memory even at micro-batch " + std::to_string(micro_batch);
+}
+
+std::string StepResources::byte_table(int micro_batch) const {
+  return format_memory_table(planner_.breakdown(micro_batch));
 }
 
 }  // namespace cnn

@@ -1,7 +1,7 @@
 #pragma once
 // What a trainer needs to run one micro-batch size: the training and inference plans, their step
 // memory (one planned arena, or a strategy's buffers) and their executors. They are built and
-// released together, here and nowhere else.
+// released together, here and nowhere else; MicroBatchRecovery chooses which size.
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -9,6 +9,7 @@
 
 #include "engine/plan/batch_planner.hpp"
 #include "engine/plan/detail/micro_batch_plan.hpp"
+#include "engine/plan/micro_batch_recovery.hpp"
 #include "engine/train/detail/step_executor.hpp"
 #include "engine/train/detail/step_memory.hpp"
 #include "memory/buffer.hpp"
@@ -16,7 +17,7 @@
 
 namespace cnn {
 
-class StepResources {
+class StepResources final : public MicroBatchMemory {
  public:
   // capture: the executors record each micro-batch size as a graph (StepExecutor).
   StepResources(Network& network, Backend& backend, ParameterStore& params, const BatchPlanner& planner,
@@ -26,20 +27,19 @@ class StepResources {
   ~StepResources() { release(); }
 
   // Plans micro-batch b and reserves its step memory. On failure holds nothing and rethrows.
-  void build(int micro_batch);
-  // build(), while the step memory cannot be had recomputing more (recompute_more) or else
-  // halving b (not below `smallest`). Returns the b built; at `smallest`, throws OutOfMemory with
-  // the byte table.
-  int build_fitting(int micro_batch, int smallest);
+  void build(int micro_batch) override;
   // After an out-of-memory failure at micro-batch b, under RecomputePolicy::automatic: builds b
   // again with a step arena no larger than half of b would take (or than the failed one, at
   // micro-batch 1), recomputing more. False, holding nothing, where recomputation cannot reach it,
   // the memory still cannot be had, or the policy is another.
-  bool recompute_more();
+  bool recompute_more() override;
   // Built by recompute_more: beyond what the budget alone asks.
-  bool recomputing_more() const { return arena_cap_.has_value(); }
+  bool recomputing_more() const override { return arena_cap_.has_value(); }
+  int recomputed_layers() const override { return plans_.breakdown.recomputed_layers; }
   // Gives back the step memory: the one place it is released.
-  void release();
+  void release() override;
+  std::string cannot_reserve(int micro_batch) const override;
+  std::string byte_table(int micro_batch) const override;
 
   bool built() const { return executor_ != nullptr; }
   int micro_batch() const { return micro_batch_; }

@@ -1,5 +1,5 @@
-// Inference through the trainer: logits for a batch, and the per-class evaluation, agreeing with
-// the evaluation's own loss and accuracy.
+// A trainer's evaluation: its loss, accuracy and per-class counts agree with the network's
+// outputs (a predictor on the trainer's parameters); and what it refuses.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 using namespace cnn;
 using cnn::testing::SyntheticData;
 
-TEST_CASE("predict gives the logits evaluate scores, evaluate_classes adds the confusion matrix", "[trainer][inference]") {
+TEST_CASE("evaluate scores the network's outputs, evaluate_classes adds the confusion matrix", "[trainer][inference]") {
   const Shape image{1, 12, 12};
   constexpr int kClasses = 4, kSamples = 40;
   CpuBackend backend(2);
@@ -44,8 +44,8 @@ TEST_CASE("predict gives the logits evaluate scores, evaluate_classes adds the c
     CHECK(classes.loss == plain.loss);
     CHECK(classes.accuracy == plain.accuracy);
 
-    std::vector<float> logits(kSamples * kClasses);
-    trainer.predict(data.images.data() + 48 * image.elements(), kSamples, logits.data());
+    const std::vector<float> logits =
+        testing::trainer_outputs(net, backend, trainer, data.images.data() + 48 * image.elements(), kSamples);
     double loss = 0;
     std::size_t right = 0, total = 0;
     std::vector<std::vector<std::size_t>> confusion(kClasses, std::vector<std::size_t>(kClasses, 0));
@@ -89,12 +89,9 @@ TEST_CASE("a trainer refuses what it cannot run: bad pointers, NaN pixels, after
   Network net = make_preset("small", image, 4);
   Trainer trainer(net, backend, memory::host_resource(), testing::constant_sgd(16));
   SyntheticData data(16, image, 4, 3);
-  std::vector<float> logits(4 * 16);
 
   CHECK_THROWS_WITH(trainer.train_step(Batch{nullptr, data.labels.data(), 16}), Catch::Contains("without images"));
   CHECK_THROWS_WITH(trainer.train_step(Batch{data.images.data(), nullptr, 16}), Catch::Contains("without labels"));
-  CHECK_THROWS_AS(trainer.predict(data.images.data(), -3, logits.data()), ConfigError);
-  CHECK_THROWS_AS(trainer.predict(data.images.data(), 2, nullptr), ConfigError);
   CHECK_THROWS_WITH(trainer.evaluate(NextBatch{}), Catch::Contains("empty NextBatch"));
 
   // One NaN pixel: refused before the step, the parameters as they were.
@@ -108,7 +105,12 @@ TEST_CASE("a trainer refuses what it cannot run: bad pointers, NaN pixels, after
   }
   CHECK(trainer.parameters().download() == before);
   data.images[5 * 144 + 17] = INFINITY;
-  CHECK_THROWS_WITH(trainer.predict(data.images.data(), 16, logits.data()), Catch::Contains("an infinity"));
+  auto one_batch = [&, given = false]() mutable -> std::optional<Batch> {
+    if (given) return std::nullopt;
+    given = true;
+    return data.batch(0, 16);
+  };
+  CHECK_THROWS_WITH(trainer.evaluate(one_batch), Catch::Contains("an infinity"));
   data.images[5 * 144 + 17] = 0.5f;
   CHECK(trainer.train_step(data.batch(0, 16)).samples == 16);
 
@@ -119,7 +121,7 @@ TEST_CASE("a trainer refuses what it cannot run: bad pointers, NaN pixels, after
   SECTION("after finish()") {
     trainer.finish();
     CHECK_THROWS_WITH(trainer.train_step(data.batch(0, 16)), Catch::Contains("this trainer has finished"));
-    CHECK_THROWS_WITH(trainer.predict(data.images.data(), 16, logits.data()), Catch::Contains("has finished"));
+    CHECK_THROWS_WITH(trainer.evaluate(one_batch), Catch::Contains("has finished"));
     CHECK_THROWS_AS(trainer.parameters(), ConfigError);
   }
 }
