@@ -91,7 +91,7 @@ void with_backward(const ActivationDesc& desc, Fn&& fn) {
 
 }  // namespace
 
-void CpuBackend::activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
+void CpuBackend::do_activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
   same_size("activation_forward", x, y);
   const float* in = x.data;
   float* out = y.data;
@@ -100,8 +100,8 @@ void CpuBackend::activation_forward(const ActivationDesc& desc, const Tensor& x,
   });
 }
 
-void CpuBackend::activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                     Tensor dx, bool accumulate) {
+void CpuBackend::do_activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                        Tensor dx, bool accumulate) {
   const Tensor& v = derivative_from_output(desc) ? y : x;
   same_size("activation_backward", v, dy);
   same_size("activation_backward", dy, dx);

@@ -110,7 +110,7 @@ void same_size(const char* call, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void CudaBackend::activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
+void CudaBackend::do_activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
   activate();
   same_size("activation_forward", x, y);
   const std::size_t n = x.elements();
@@ -133,8 +133,8 @@ void CudaBackend::activation_forward(const ActivationDesc& desc, const Tensor& x
   touched(x, y);
 }
 
-void CudaBackend::activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                      Tensor dx, bool accumulate) {
+void CudaBackend::do_activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                         Tensor dx, bool accumulate) {
   activate();
   const Tensor& v = derivative_from_output(desc) ? y : x;
   same_size("activation_backward", v, dy);
