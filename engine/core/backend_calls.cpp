@@ -33,6 +33,12 @@ void check_class_weights(const char* call, const char* what, const Tensor& weigh
                       std::to_string(classes) + " classes");
 }
 
+// a and b hold as many values.
+void same_size(const char* call, const Tensor& a, const Tensor& b) {
+  if (a.elements() != b.elements())
+    throw ShapeError(std::string(call) + ": " + a.shape.str() + " and " + b.shape.str() + " differ in size");
+}
+
 // y is x [N, C, H, W] upsampled by the factor.
 void check_upsample(const char* call, const UpsampleDesc& d, const Tensor& x, const Tensor& y) {
   if (d.factor < 1) throw ConfigError(std::string(call) + ": factor " + std::to_string(d.factor) + " is below 1");
@@ -57,13 +63,9 @@ std::size_t plane_of(const Tensor& t) { return t.shape.rank >= 4 ? static_cast<s
 
 }  // namespace
 
-void Backend::fill(Tensor t, float value) {
-  do_fill(t, value);
-}
+void Backend::fill(Tensor t, float value) { do_fill(t, value); }
 
-void Backend::copy_on_device(const void* src, void* dst, std::size_t bytes) {
-  do_copy_on_device(src, dst, bytes);
-}
+void Backend::copy_on_device(const void* src, void* dst, std::size_t bytes) { do_copy_on_device(src, dst, bytes); }
 
 void Backend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
   require_16bit("to_16bit", format);
@@ -111,26 +113,26 @@ void Backend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor d
   do_dense_backward_weights(x, dy, dw, dbias, ws);
 }
 
-void Backend::relu_forward(const Tensor& x, Tensor y) {
-  do_relu_forward(x, y);
-}
+void Backend::relu_forward(const Tensor& x, Tensor y) { do_relu_forward(x, y); }
 
 void Backend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
   do_relu_backward(y, dy, dx, accumulate);
 }
 
 void Backend::activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
+  same_size("activation_forward", x, y);
   do_activation_forward(desc, x, y);
 }
 
 void Backend::activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
                                   Tensor dx, bool accumulate) {
+  const Tensor& v = derivative_from_output(desc) ? y : x;
+  same_size("activation_backward", v, dy);
+  same_size("activation_backward", dy, dx);
   do_activation_backward(desc, x, y, dy, dx, accumulate);
 }
 
-void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
-  do_pool2d_forward(desc, x, y);
-}
+void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) { do_pool2d_forward(desc, x, y); }
 
 void Backend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
                               bool accumulate) {
@@ -161,9 +163,7 @@ void Backend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor
   do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
-void Backend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
-  do_batchnorm_channel_sums(x, sums);
-}
+void Backend::batchnorm_channel_sums(const Tensor& x, Tensor sums) { do_batchnorm_channel_sums(x, sums); }
 
 void Backend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
   do_batchnorm_centered_squares(x, sums, count, out);
@@ -196,13 +196,9 @@ void Backend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, 
   do_dropout_backward(dy, mask, dx, accumulate);
 }
 
-void Backend::add(const Tensor& a, const Tensor& b, Tensor y) {
-  do_add(a, b, y);
-}
+void Backend::add(const Tensor& a, const Tensor& b, Tensor y) { do_add(a, b, y); }
 
-void Backend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
-  do_copy_or_add(src, dst, accumulate);
-}
+void Backend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) { do_copy_or_add(src, dst, accumulate); }
 
 void Backend::copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
                             bool accumulate) {
@@ -231,13 +227,9 @@ void Backend::multiply_backward(const Tensor& a, const Tensor& b, const Tensor& 
   do_multiply_backward(a, b, dy, da, accumulate_a, db, accumulate_b);
 }
 
-void Backend::add_channel_bias(const Tensor& bias, Tensor y) {
-  do_add_channel_bias(bias, y);
-}
+void Backend::add_channel_bias(const Tensor& bias, Tensor y) { do_add_channel_bias(bias, y); }
 
-void Backend::channel_bias_backward(const Tensor& dy, Tensor dbias) {
-  do_channel_bias_backward(dy, dbias);
-}
+void Backend::channel_bias_backward(const Tensor& dy, Tensor dbias) { do_channel_bias_backward(dy, dbias); }
 
 void Backend::upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) {
   check_upsample("upsample_forward", desc, x, y);

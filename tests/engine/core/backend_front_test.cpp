@@ -148,6 +148,12 @@ TEST_CASE("backend fronts: shapes that do not fit are refused before a backend r
         be.unscale_gradients(Tensor{a.data(), Shape{16}}, 0.5f, Tensor{b.data(), Shape{2}});
       },
       "unscale_gradients: `found` holds one float, not 2");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.activation_forward(ActivationDesc{Activation::tanh}, Tensor{a.data(), Shape{2, 8}},
+                              Tensor{y.data(), Shape{2, 4}});
+      },
+      "activation_forward: [2x8] and [2x4] differ in size");
   check_refused<ConfigError>(
       [&](Backend& be) { be.to_16bit(Tensor{a.data(), Shape{16}}, b.data(), ValueFormat::fp32); },
       "to_16bit: fp32 is not a 16-bit format");
