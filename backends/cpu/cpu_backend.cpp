@@ -185,8 +185,8 @@ void CpuBackend::do_copy_or_add(const Tensor& src, Tensor dst, bool accumulate) 
   });
 }
 
-void CpuBackend::do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
-                                          const StepScalars* step, Tensor loss_sum, Tensor correct) {
+void CpuBackend::do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                                          Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) {
   // Smoothing takes branches of its own: without it the arithmetic is the plain loss's, to the bit.
   const bool smoothed = label_smoothing != 0.0f;
   const double smoothing = label_smoothing;

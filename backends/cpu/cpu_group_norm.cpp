@@ -383,9 +383,9 @@ std::size_t CpuBackend::group_norm_workspace_at(const GroupNormDesc& d, const Sh
   return chunking(d, Groups(d, x)).doubles * sizeof(double);
 }
 
-void CpuBackend::do_group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                                        Tensor dgamma, Tensor dbeta, Workspace ws) {
+void CpuBackend::do_group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy,
+                                        const Tensor& gamma, const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                        Tensor dx, bool accumulate, Tensor dgamma, Tensor dbeta, Workspace ws) {
   check("group_norm_backward", d, x, gamma, gamma, dy);
   if (!dx.empty() && dx.elements() != x.elements())
     throw ShapeError("group_norm_backward: input gradient " + dx.shape.str() + " for input " + x.shape.str());

@@ -120,8 +120,8 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
 
 }  // namespace
 
-void CudaBackend::do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
-                                           const StepScalars* step, Tensor loss_sum, Tensor correct) {
+void CudaBackend::do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                                           Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) {
   activate();
   const int rows = logits.n();
   const std::size_t classes = logits.sample_elements();
