@@ -112,17 +112,17 @@ void CpuBackend::copy_to_device(const void* host, void* device, std::size_t byte
 void CpuBackend::copy_to_host(const void* device, void* host, std::size_t bytes) {
   if (host != device) std::memcpy(host, device, bytes);
 }
-void CpuBackend::copy_on_device(const void* src, void* dst, std::size_t bytes) {
+void CpuBackend::do_copy_on_device(const void* src, void* dst, std::size_t bytes) {
   if (src != dst) std::memmove(dst, src, bytes);
 }
 
-void CpuBackend::fill(Tensor t, float value) {
+void CpuBackend::do_fill(Tensor t, float value) {
   parallel_elements(threads_, t.elements(), [&](std::size_t b, std::size_t e) {
     std::fill(t.data + b, t.data + e, value);
   });
 }
 
-void CpuBackend::relu_forward(const Tensor& x, Tensor y) {
+void CpuBackend::do_relu_forward(const Tensor& x, Tensor y) {
   const float* in = x.data;
   float* out = y.data;
   parallel_elements(threads_, x.elements(), [&](std::size_t b, std::size_t e) {
@@ -130,7 +130,7 @@ void CpuBackend::relu_forward(const Tensor& x, Tensor y) {
   });
 }
 
-void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
+void CpuBackend::do_relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
   const float* out = y.data;
   const float* g = dy.data;
   float* d = dx.data;
@@ -148,8 +148,8 @@ void CpuBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, boo
   });
 }
 
-void CpuBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
-                                 std::uint64_t layer) {
+void CpuBackend::do_dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                                    std::uint64_t layer) {
   const float scale = 1.0f / (1.0f - p);
   const std::uint64_t seed = splitmix64(step->seed ^ layer);
   const std::uint64_t first_index = step->first_sample * x.sample_elements();
@@ -161,7 +161,7 @@ void CpuBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p
   });
 }
 
-void CpuBackend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {
+void CpuBackend::do_dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {
   parallel_elements(threads_, dy.elements(), [&](std::size_t b, std::size_t e) {
     if (accumulate)
       for (std::size_t i = b; i < e; ++i) dx.data[i] += dy.data[i] * mask.data[i];
@@ -170,13 +170,13 @@ void CpuBackend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor d
   });
 }
 
-void CpuBackend::add(const Tensor& a, const Tensor& b, Tensor y) {
+void CpuBackend::do_add(const Tensor& a, const Tensor& b, Tensor y) {
   parallel_elements(threads_, a.elements(), [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) y.data[i] = a.data[i] + b.data[i];
   });
 }
 
-void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
+void CpuBackend::do_copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
   parallel_elements(threads_, src.elements(), [&](std::size_t lo, std::size_t hi) {
     if (accumulate)
       for (std::size_t i = lo; i < hi; ++i) dst.data[i] += src.data[i];
@@ -185,12 +185,8 @@ void CpuBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
   });
 }
 
-void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
-                                       const StepScalars* step, Tensor loss_sum, Tensor correct) {
-  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
-    throw ConfigError("softmax_cross_entropy: label smoothing " + std::to_string(label_smoothing) +
-                      " is outside [0, 1)");
-  if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
+void CpuBackend::do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                                          Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) {
   // Smoothing takes branches of its own: without it the arithmetic is the plain loss's, to the bit.
   const bool smoothed = label_smoothing != 0.0f;
   const double smoothing = label_smoothing;
@@ -244,8 +240,8 @@ void CpuBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& la
 // The statements are those of the scalar loops, so the results are the same bits: params is
 // still stored after the decay and read back, which keeps the decay's product rounded on its own
 // (PyTorch's mul_ then addcdiv_) instead of fused into the subtraction.
-void CpuBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& c,
-                            float lr, const float* guard) {
+void CpuBackend::do_sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& c,
+                               float lr, const float* guard) {
   if (guard && !std::isfinite(*guard)) return;
   float* p = params.data;
   const float* grad = grads.data;
@@ -275,9 +271,7 @@ void CpuBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity,
   });
 }
 
-void CpuBackend::unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
-  if (found.elements() != 1)
-    throw ShapeError("unscale_gradients: `found` holds one float, not " + std::to_string(found.elements()));
+void CpuBackend::do_unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
   float* g = grads.data;
   std::atomic<bool> not_finite{false};
   parallel_elements(threads_, grads.elements(), [=, &not_finite](std::size_t b, std::size_t e) {
@@ -291,8 +285,8 @@ void CpuBackend::unscale_gradients(Tensor grads, float inverse_scale, Tensor fou
   if (not_finite) found.data[0] = 1.0f;
 }
 
-void CpuBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
-                              const AdamWConfig& c, float lr, long step, const float* guard) {
+void CpuBackend::do_adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
+                                 const AdamWConfig& c, float lr, long step, const float* guard) {
   if (guard && !std::isfinite(*guard)) return;
   const float correction1 = 1.0f - static_cast<float>(std::pow(c.beta1, static_cast<double>(step)));
   const float correction2 = 1.0f - static_cast<float>(std::pow(c.beta2, static_cast<double>(step)));

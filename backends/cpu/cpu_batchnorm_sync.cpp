@@ -8,14 +8,14 @@
 
 namespace cnn {
 
-void CpuBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
+void CpuBackend::do_batchnorm_channel_sums(const Tensor& x, Tensor sums) {
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch)
       sums.data[ch] = static_cast<float>(cpu::channel_sum(x, ch, [&](std::size_t i) { return x.data[i]; }));
   });
 }
 
-void CpuBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
+void CpuBackend::do_batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
       const double mean = sums.data[ch] / count;
@@ -25,9 +25,9 @@ void CpuBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums,
   });
 }
 
-void CpuBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
-                                             Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                             double count, Tensor saved_mean, Tensor saved_inv_std) {
+void CpuBackend::do_batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                                Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                                double count, Tensor saved_mean, Tensor saved_inv_std) {
   const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std, momentum, epsilon};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch)
@@ -35,8 +35,8 @@ void CpuBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamm
   });
 }
 
-void CpuBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
-                                         const Tensor& saved_inv_std, Tensor sums) {
+void CpuBackend::do_batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                            const Tensor& saved_inv_std, Tensor sums) {
   const auto c = static_cast<std::size_t>(x.c());
   cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
@@ -47,9 +47,9 @@ void CpuBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, cons
   });
 }
 
-void CpuBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                              const Tensor& saved_mean, const Tensor& saved_inv_std,
-                                              const Tensor& sums, double count, Tensor dx, bool accumulate) {
+void CpuBackend::do_batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                                 const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                                 const Tensor& sums, double count, Tensor dx, bool accumulate) {
   const auto c = static_cast<std::size_t>(x.c());
   const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate};
   cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {

@@ -8,7 +8,7 @@
 
 namespace cnn {
 
-void CpuBackend::add_channel_bias(const Tensor& bias, Tensor y) {
+void CpuBackend::do_add_channel_bias(const Tensor& bias, Tensor y) {
   const std::size_t C = static_cast<std::size_t>(y.c());
   const std::size_t plane = static_cast<std::size_t>(y.h()) * static_cast<std::size_t>(y.w());
   const std::size_t planes = static_cast<std::size_t>(y.n()) * C;
@@ -22,7 +22,7 @@ void CpuBackend::add_channel_bias(const Tensor& bias, Tensor y) {
   });
 }
 
-void CpuBackend::channel_bias_backward(const Tensor& dy, Tensor dbias) {
+void CpuBackend::do_channel_bias_backward(const Tensor& dy, Tensor dbias) {
   const std::size_t C = static_cast<std::size_t>(dy.c()), N = static_cast<std::size_t>(dy.n());
   const std::size_t plane = static_cast<std::size_t>(dy.h()) * static_cast<std::size_t>(dy.w());
   const int useful = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads_), dy.elements() / (1 << 15) + 1));

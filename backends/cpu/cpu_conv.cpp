@@ -232,8 +232,8 @@ void require_workspace(const Workspace& ws, std::size_t needed, const char* what
 
 }  // namespace
 
-std::size_t CpuBackend::conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
-                                               ConvPass pass, std::size_t) {
+std::size_t CpuBackend::do_conv2d_workspace_bytes(const Conv2dDesc& d, const Shape& x, const Shape& y,
+                                                  ConvPass pass, std::size_t) {
   return cpu::most_over_micro_batches(
       x[0], [&](int n) { return conv2d_workspace_at(d, cpu::at_batch(x, n), cpu::at_batch(y, n), pass); });
 }
@@ -248,8 +248,8 @@ std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x,
          sizeof(float);
 }
 
-void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
-                                const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
+void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
+                                   const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
   if (cpu::grouped_kernels_apply(d)) {
     require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
@@ -289,8 +289,8 @@ void CpuBackend::conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tens
   });
 }
 
-void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
-                                      bool accumulate, Workspace ws) {
+void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
+                                         bool accumulate, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   if (cpu::grouped_kernels_apply(d)) {
     require_workspace(ws, conv2d_workspace_at(d, dx.shape, dy.shape, ConvPass::backward), "conv2d_backward_data");
@@ -329,8 +329,8 @@ void CpuBackend::conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, con
   });
 }
 
-void CpuBackend::conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
-                                        Tensor dbias, Workspace ws) {
+void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
+                                           Tensor dbias, Workspace ws) {
   if (cpu::is_depthwise(d)) return cpu::depthwise_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   if (cpu::grouped_kernels_apply(d)) {
     require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");

@@ -46,7 +46,7 @@ std::size_t workspace16_floats(int threads, std::size_t n, std::size_t in, std::
 
 }  // namespace
 
-std::size_t CpuBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
+std::size_t CpuBackend::do_dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
   return cpu::most_over_micro_batches(x[0], [&](int n) { return dense_workspace_at(cpu::at_batch(x, n), out, pass); });
 }
 
@@ -59,7 +59,7 @@ std::size_t CpuBackend::dense_workspace_at(const Shape& x, int out, ConvPass pas
          sizeof(float);
 }
 
-void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
+void CpuBackend::do_dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
   const std::size_t n = static_cast<std::size_t>(x.n()), in = x.sample_elements(), out = y.sample_elements();
   // y[n x out] = x[n x in] w^T, w stored [out x in]
   if (products16()) {
@@ -76,7 +76,7 @@ void CpuBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& b
         .rowwise() += Eigen::Map<const Eigen::RowVectorXf>(bias.data, static_cast<Eigen::Index>(out));
 }
 
-void CpuBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
+void CpuBackend::do_dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
   const std::size_t n = static_cast<std::size_t>(dy.n()), in = dx.sample_elements(), out = dy.sample_elements();
   // dx[n x in] = dy[n x out] w[out x in]
   if (products16()) {
@@ -89,7 +89,7 @@ void CpuBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor d
                      GemmOutput{dx.data, in, accumulate}, packing_of(ws));
 }
 
-void CpuBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
+void CpuBackend::do_dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
   const std::size_t n = static_cast<std::size_t>(x.n()), in = x.sample_elements(), out = dy.sample_elements();
   // dw[out x in] += dy^T[out x n] x[n x in], dy stored [n x out]
   if (products16())

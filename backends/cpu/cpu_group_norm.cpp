@@ -340,8 +340,8 @@ void element_affine_backward(const Backward& b) {
 
 }  // namespace
 
-void CpuBackend::group_norm_forward(const GroupNormDesc& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                    Tensor y, Tensor saved_mean, Tensor saved_inv_std) {
+void CpuBackend::do_group_norm_forward(const GroupNormDesc& d, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                       Tensor y, Tensor saved_mean, Tensor saved_inv_std) {
   check("group_norm_forward", d, x, gamma, beta, y);
   const Groups g(d, x.shape);
   const std::size_t items = g.samples * g.groups, m = g.values();
@@ -374,7 +374,7 @@ void CpuBackend::group_norm_forward(const GroupNormDesc& d, const Tensor& x, con
   });
 }
 
-std::size_t CpuBackend::group_norm_workspace_bytes(const GroupNormDesc& d, const Shape& x) {
+std::size_t CpuBackend::do_group_norm_workspace_bytes(const GroupNormDesc& d, const Shape& x) {
   return cpu::most_over_micro_batches(x[0], [&](int n) { return group_norm_workspace_at(d, cpu::at_batch(x, n)); });
 }
 
@@ -383,9 +383,9 @@ std::size_t CpuBackend::group_norm_workspace_at(const GroupNormDesc& d, const Sh
   return chunking(d, Groups(d, x)).doubles * sizeof(double);
 }
 
-void CpuBackend::group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                     const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                                     Tensor dgamma, Tensor dbeta, Workspace ws) {
+void CpuBackend::do_group_norm_backward(const GroupNormDesc& d, const Tensor& x, const Tensor& dy,
+                                        const Tensor& gamma, const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                        Tensor dx, bool accumulate, Tensor dgamma, Tensor dbeta, Workspace ws) {
   check("group_norm_backward", d, x, gamma, gamma, dy);
   if (!dx.empty() && dx.elements() != x.elements())
     throw ShapeError("group_norm_backward: input gradient " + dx.shape.str() + " for input " + x.shape.str());

@@ -15,15 +15,9 @@ namespace {
 // Elements per (sample, channel): H x W of an image, 1 of a flat tensor.
 std::size_t plane_of(const Tensor& t) { return t.shape.rank >= 4 ? static_cast<std::size_t>(t.h()) * t.w() : 1; }
 
-// Whether b is a's shape (false) or [N, C, 1, 1] under an [N, C, H, W] a (true); a ShapeError
-// otherwise.
-bool per_channel(const char* call, const Tensor& a, const Tensor& b) {
-  if (b.elements() == a.elements()) return false;
-  if (a.shape.rank == 4 && b.shape.rank == 4 && b.n() == a.n() && b.c() == a.c() && b.h() == 1 && b.w() == 1)
-    return true;
-  throw ShapeError(std::string(call) + ": " + b.shape.str() + " is neither the shape of " + a.shape.str() +
-                   " nor one value per sample and channel");
-}
+// Whether b is [N, C, 1, 1] under an [N, C, H, W] a rather than a's shape (the front checked
+// that it is one of them).
+bool per_channel(const Tensor& a, const Tensor& b) { return b.elements() != a.elements(); }
 
 // sum of a[i] * b[i] over n elements, in eight fixed lanes then a fixed tree: vectorises, and
 // the order depends on n alone.
@@ -38,14 +32,9 @@ float dot(const float* a, const float* b, std::size_t n) {
 
 }  // namespace
 
-void CpuBackend::copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
-                               bool accumulate) {
+void CpuBackend::do_copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                                  bool accumulate) {
   const std::size_t plane = plane_of(from);
-  if (from.n() != to.n() || plane != plane_of(to) || from.shape.rank != to.shape.rank || from_channel < 0 ||
-      to_channel < 0 || channels < 0 || from_channel + channels > from.c() || to_channel + channels > to.c())
-    throw ShapeError("copy_channels: channels [" + std::to_string(from_channel) + ", +" + std::to_string(channels) +
-                     ") of " + from.shape.str() + " to channel " + std::to_string(to_channel) + " of " +
-                     to.shape.str() + " do not fit");
   const std::size_t block = static_cast<std::size_t>(channels) * plane;  // contiguous per sample
   const std::size_t from_stride = static_cast<std::size_t>(from.c()) * plane;
   const std::size_t to_stride = static_cast<std::size_t>(to.c()) * plane;
@@ -66,9 +55,8 @@ void CpuBackend::copy_channels(const Tensor& from, int from_channel, Tensor to, 
   });
 }
 
-void CpuBackend::multiply(const Tensor& a, const Tensor& b, Tensor y) {
-  if (y.elements() != a.elements()) throw ShapeError("multiply: output " + y.shape.str() + " is not " + a.shape.str());
-  if (!per_channel("multiply", a, b)) {
+void CpuBackend::do_multiply(const Tensor& a, const Tensor& b, Tensor y) {
+  if (!per_channel(a, b)) {
     cpu::parallel_elements(threads_, a.elements(), [&](std::size_t lo, std::size_t hi) {
       for (std::size_t i = lo; i < hi; ++i) y.data[i] = a.data[i] * b.data[i];
     });
@@ -85,14 +73,10 @@ void CpuBackend::multiply(const Tensor& a, const Tensor& b, Tensor y) {
   });
 }
 
-void CpuBackend::multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
-                                   Tensor db, bool accumulate_b) {
-  if (dy.elements() != a.elements() || (!da.empty() && da.elements() != a.elements()) ||
-      (!db.empty() && db.elements() != b.elements()))
-    throw ShapeError("multiply_backward: gradients " + dy.shape.str() + ", " + da.shape.str() + " and " +
-                     db.shape.str() + " do not match " + a.shape.str() + " and " + b.shape.str());
+void CpuBackend::do_multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
+                                      Tensor db, bool accumulate_b) {
   const bool want_a = !da.empty(), want_b = !db.empty();
-  if (!per_channel("multiply_backward", a, b)) {
+  if (!per_channel(a, b)) {
     // da is written before db is read, element by element: both may be one buffer (x * x).
     cpu::parallel_elements(threads_, a.elements(), [&](std::size_t lo, std::size_t hi) {
       if (want_a)

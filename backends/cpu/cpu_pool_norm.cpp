@@ -149,7 +149,7 @@ void pool_window_backward(const Pool2dDesc& d, const float* in, float m, float g
 
 }  // namespace
 
-void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
+void CpuBackend::do_pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
   const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
   const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
   if (is_max_2x2(d)) {
@@ -175,8 +175,8 @@ void CpuBackend::pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) 
   });
 }
 
-void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                 Tensor dx, bool accumulate) {
+void CpuBackend::do_pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                    Tensor dx, bool accumulate) {
   const int h = x.h(), w = x.w(), ho = y.h(), wo = y.w();
   const std::size_t planes = static_cast<std::size_t>(x.n()) * x.c();
   cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
@@ -200,7 +200,7 @@ void CpuBackend::pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Ten
   });
 }
 
-void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+void CpuBackend::do_batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                            Tensor y, Tensor running_mean, Tensor running_var,
                                            float momentum, float epsilon, Tensor saved_mean,
                                            Tensor saved_inv_std) {
@@ -215,7 +215,7 @@ void CpuBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma
   });
 }
 
-void CpuBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+void CpuBackend::do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                         const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t b, std::size_t e) {
     for (std::size_t ch = b; ch < e; ++ch)
@@ -223,7 +223,7 @@ void CpuBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, c
   });
 }
 
-void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+void CpuBackend::do_batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                             const Tensor& running_mean, const Tensor& running_var,
                                             float epsilon, Tensor y) {
   const int n = x.n(), c = x.c();
@@ -241,7 +241,7 @@ void CpuBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamm
 }
 
 // epsilon is in saved_inv_std already.
-void CpuBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+void CpuBackend::do_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& saved_mean, const Tensor& saved_inv_std, float /*epsilon*/,
                                    Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   const double count = static_cast<double>(x.n()) * x.h() * x.w();

@@ -35,26 +35,8 @@ void for_each_item(int threads, std::size_t items, std::size_t elements, Fn&& it
 
 bool absent(const Tensor& t) { return t.data == nullptr || t.elements() == 0; }
 
-// The checks the three losses share: the gradient's size, the step scalars it needs, the
-// one-element sums.
-void check_outputs(const char* call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
-                   const Tensor& loss_sum, const Tensor& correct, const Tensor& counted) {
-  if (!gradient.empty() && gradient.elements() != output.elements())
-    throw ShapeError(std::string(call) + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
-                     output.shape.str());
-  if (absent(loss_sum) || absent(correct) || absent(counted))
-    throw ShapeError(std::string(call) + ": the loss, accuracy and count sums need a float each");
-  if (!gradient.empty() && !step) throw ConfigError(std::string(call) + ": a gradient needs the step scalars");
-}
-
-// A weights tensor: null for all 1, else one weight a class.
-const float* class_weights_of(const char* call, const char* what, const Tensor& weights, std::size_t classes) {
-  if (absent(weights)) return nullptr;
-  if (weights.elements() != classes)
-    throw ConfigError(std::string(call) + ": " + std::to_string(weights.elements()) + " " + what + " for " +
-                      std::to_string(classes) + " classes");
-  return weights.data;
-}
+// A weights tensor, one weight a class (as the front checked): null for all 1.
+const float* weights_of(const Tensor& weights) { return absent(weights) ? nullptr : weights.data; }
 
 // max(x, 0) + log(1 + exp(-|x|)) = log(1 + exp(x)), which overflows for no finite x.
 double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))); }
@@ -113,7 +95,7 @@ T* workspace_of(const char* call, const Workspace& ws, std::size_t needed) {
 
 }  // namespace
 
-std::size_t CpuBackend::loss_workspace_bytes(Task task, const Shape& output) {
+std::size_t CpuBackend::do_loss_workspace_bytes(Task task, const Shape& output) {
   return cpu::most_over_micro_batches(output[0],
                                       [&](int n) { return loss_workspace_at(task, cpu::at_batch(output, n)); });
 }
@@ -128,18 +110,14 @@ std::size_t CpuBackend::loss_workspace_at(Task task, const Shape& output) const 
   return 0;
 }
 
-void CpuBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
-                                     Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                     Tensor counted, Workspace ws) {
+void CpuBackend::do_pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
+                                        Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                        Tensor counted, Workspace ws) {
   const char* const call = "pixel_cross_entropy";
   const std::size_t n = static_cast<std::size_t>(logits.n());
   const int classes = logits.c();
   const std::size_t pixels = static_cast<std::size_t>(logits.h()) * static_cast<std::size_t>(logits.w());
-  if (logits.shape.rank < 2 || classes <= 0 || masks.size != n * pixels || (masks.size && !masks.data))
-    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
-                     " mask bytes do not fit together");
-  check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
-  const float* weights = class_weights_of(call, "class weights", class_weights, static_cast<std::size_t>(classes));
+  const float* weights = weights_of(class_weights);
   const PixelItems layout(logits.shape);
   PixelItem* const items = workspace_of<PixelItem>(call, ws, layout.workspace_bytes());
   if (n == 0 || pixels == 0) return;
@@ -278,17 +256,13 @@ void add_sample_sums(int threads, std::size_t n, std::size_t per_sample, double 
 
 }  // namespace
 
-void CpuBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
-                                       float threshold_logit, Tensor dlogits, const StepScalars* step,
-                                       Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws) {
+void CpuBackend::do_sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
+                                          float threshold_logit, Tensor dlogits, const StepScalars* step,
+                                          Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws) {
   const char* const call = "sigmoid_cross_entropy";
   const std::size_t n = static_cast<std::size_t>(logits.n());
   const std::size_t classes = logits.sample_elements();
-  if (targets.elements() != logits.elements() || (targets.elements() && !targets.data))
-    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
-                     " differ in size");
-  check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
-  const float* pos_weight = class_weights_of(call, "positive weights", positive_weights, classes);
+  const float* pos_weight = weights_of(positive_weights);
   SampleSums* const scratch = workspace_of<SampleSums>(call, ws, sample_sums_bytes(logits.shape));
   if (n == 0 || classes == 0) return;
   const double grad_scale = dlogits.empty() ? 0.0 : step->grad_scale / static_cast<double>(classes);
@@ -310,20 +284,13 @@ void CpuBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targe
                   });
 }
 
-void CpuBackend::regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
-                                 Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                 Tensor counted, Workspace ws) {
+void CpuBackend::do_regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
+                                    Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                    Tensor counted, Workspace ws) {
   const char* const call = "regression_loss";
   const std::size_t n = static_cast<std::size_t>(outputs.n());
   const std::size_t values = outputs.sample_elements();
-  if (targets.elements() != outputs.elements() || (targets.elements() && !targets.data))
-    throw ShapeError(std::string(call) + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
-                     " differ in size");
-  check_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
   const bool huber = kind == RegressionLoss::huber;
-  if (huber && !(delta > 0.0f && std::isfinite(delta)))
-    throw ConfigError(std::string(call) + ": the Huber loss's delta " + std::to_string(delta) +
-                      " is not a positive number");
   SampleSums* const scratch = workspace_of<SampleSums>(call, ws, sample_sums_bytes(outputs.shape));
   if (n == 0 || values == 0) return;
   const double grad_scale = doutputs.empty() ? 0.0 : step->grad_scale / static_cast<double>(values);

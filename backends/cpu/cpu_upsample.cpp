@@ -20,13 +20,8 @@ struct Geometry {
   int out_w() const { return w * factor; }
 };
 
-Geometry geometry(const char* call, const UpsampleDesc& d, const Tensor& x, const Tensor& y) {
-  if (d.factor < 1) throw ConfigError(std::string(call) + ": factor " + std::to_string(d.factor) + " is below 1");
-  if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c() ||
-      static_cast<long long>(y.h()) != static_cast<long long>(x.h()) * d.factor ||
-      static_cast<long long>(y.w()) != static_cast<long long>(x.w()) * d.factor)
-    throw ShapeError(std::string(call) + ": " + y.shape.str() + " is not " + x.shape.str() + " upsampled by " +
-                     std::to_string(d.factor));
+// x and its upsampling y, as the front checked them.
+Geometry geometry(const UpsampleDesc& d, const Tensor& x) {
   return {static_cast<std::size_t>(x.n()) * x.c(), x.h(), x.w(), d.factor};
 }
 
@@ -168,8 +163,8 @@ void bilinear_backward_plane(const float* grad_out, float* grad_in, const Geomet
 
 }  // namespace
 
-void CpuBackend::upsample_forward(const UpsampleDesc& d, const Tensor& x, Tensor y) {
-  const Geometry g = geometry("upsample_forward", d, x, y);
+void CpuBackend::do_upsample_forward(const UpsampleDesc& d, const Tensor& x, Tensor y) {
+  const Geometry g = geometry(d, x);
   const std::size_t in_plane = static_cast<std::size_t>(g.h) * g.w;
   const std::size_t out_plane = in_plane * g.factor * g.factor;
   cpu::parallel_ranges(threads_, g.planes, [&](int, std::size_t b, std::size_t e) {
@@ -182,8 +177,8 @@ void CpuBackend::upsample_forward(const UpsampleDesc& d, const Tensor& x, Tensor
   });
 }
 
-void CpuBackend::upsample_backward(const UpsampleDesc& d, const Tensor& dy, Tensor dx, bool accumulate) {
-  const Geometry g = geometry("upsample_backward", d, dx, dy);
+void CpuBackend::do_upsample_backward(const UpsampleDesc& d, const Tensor& dy, Tensor dx, bool accumulate) {
+  const Geometry g = geometry(d, dx);
   const std::size_t in_plane = static_cast<std::size_t>(g.h) * g.w;
   const std::size_t out_plane = in_plane * g.factor * g.factor;
   if (d.mode == UpsampleMode::nearest) {

@@ -65,8 +65,7 @@ std::size_t from_fp16_vectors(const std::uint16_t* in, float* out, std::size_t b
 
 }  // namespace
 
-void CpuBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
-  require_16bit("to_16bit", format);
+void CpuBackend::do_to_16bit(const Tensor& x, void* packed, ValueFormat format) {
   const float* in = x.data;
   auto* out = static_cast<std::uint16_t*>(packed);
   const bool bf16 = format == ValueFormat::bf16;
@@ -79,8 +78,7 @@ void CpuBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
   });
 }
 
-void CpuBackend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
-  require_16bit("from_16bit", format);
+void CpuBackend::do_from_16bit(const void* packed, Tensor x, ValueFormat format) {
   const auto* in = static_cast<const std::uint16_t*>(packed);
   float* out = x.data;
   const bool bf16 = format == ValueFormat::bf16;

@@ -56,10 +56,10 @@ void CudaBackend::check_saved_statistics_call(const char* call, const Tensor& x,
   require_values(call, {x, y});
 }
 
-void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                             Tensor y, Tensor running_mean, Tensor running_var,
-                                             float momentum, float epsilon, Tensor saved_mean,
-                                             Tensor saved_inv_std) {
+void CudaBackend::do_batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                Tensor y, Tensor running_mean, Tensor running_var,
+                                                float momentum, float epsilon, Tensor saved_mean,
+                                                Tensor saved_inv_std) {
   activate();
   const bool packed = require_values("batchnorm_forward_training", {x, y});
   check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&y}, !packed,
@@ -78,9 +78,9 @@ void CudaBackend::batchnorm_forward_training(const Tensor& x, const Tensor& gamm
   touched(x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std);
 }
 
-void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                              const Tensor& running_mean, const Tensor& running_var,
-                                              float epsilon, Tensor y) {
+void CudaBackend::do_batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                 const Tensor& running_mean, const Tensor& running_var,
+                                                 float epsilon, Tensor y) {
   activate();
   const bool packed = require_values("batchnorm_forward_inference", {x, y});
   check_channels(x, {&gamma, &beta, &running_mean, &running_var}, {&y}, !packed, "batchnorm_forward_inference");
@@ -97,9 +97,9 @@ void CudaBackend::batchnorm_forward_inference(const Tensor& x, const Tensor& gam
   touched(x, gamma, beta, running_mean, running_var, y);
 }
 
-void CudaBackend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                     const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
-                                     Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
+void CudaBackend::do_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                        const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                        Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   activate();
   const bool packed = require_values("batchnorm_backward", {x, dy, dx}, 1);
   check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&dy, &dx}, !packed, "batchnorm_backward");

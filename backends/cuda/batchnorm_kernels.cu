@@ -211,8 +211,8 @@ void per_channel_launch(ValueFormat format, int vector, std::size_t per_channel,
 
 }  // namespace
 
-void CudaBackend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
+void CudaBackend::do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                             const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   activate();
   check_saved_statistics_call("batchnorm_forward_saved", x, gamma, beta, saved_mean, saved_inv_std, y);
   batchnorm_normalise(x, gamma, beta, saved_mean, saved_inv_std, false, 0.0f, y);

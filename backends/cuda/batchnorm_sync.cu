@@ -116,7 +116,7 @@ ChannelLayout layout_of(const Tensor& x) {
 
 }  // namespace
 
-void CudaBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
+void CudaBackend::do_batchnorm_channel_sums(const Tensor& x, Tensor sums) {
   activate();
   check_channels("batchnorm_channel_sums", x, {&sums}, 1);
   require_values("batchnorm_channel_sums", {x, sums}, 1);
@@ -129,7 +129,7 @@ void CudaBackend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
   touched(x, packed_range(x), sums);
 }
 
-void CudaBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
+void CudaBackend::do_batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
   activate();
   check_channels("batchnorm_centered_squares", x, {&sums, &out}, 1);
   require_values("batchnorm_centered_squares", {x, sums, out}, 1);
@@ -142,9 +142,9 @@ void CudaBackend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums
   touched(x, packed_range(x), sums, out);
 }
 
-void CudaBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
-                                              Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                              double count, Tensor saved_mean, Tensor saved_inv_std) {
+void CudaBackend::do_batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                                 Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                                 double count, Tensor saved_mean, Tensor saved_inv_std) {
   activate();
   check_channels("batchnorm_forward_from_sums", x, {&running_mean, &running_var}, 1);
   const auto channels = static_cast<std::size_t>(x.c());
@@ -158,8 +158,8 @@ void CudaBackend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gam
   batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y);
 }
 
-void CudaBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
-                                          const Tensor& saved_inv_std, Tensor sums) {
+void CudaBackend::do_batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                             const Tensor& saved_inv_std, Tensor sums) {
   activate();
   check_channels("batchnorm_backward_sums", x, {&saved_mean, &saved_inv_std}, 1);
   check_channels("batchnorm_backward_sums", x, {&sums}, 2);
@@ -174,9 +174,9 @@ void CudaBackend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, con
   touched(x, packed_range(x), dy, saved_mean, saved_inv_std, sums);
 }
 
-void CudaBackend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                               const Tensor& saved_mean, const Tensor& saved_inv_std,
-                                               const Tensor& sums, double count, Tensor dx, bool accumulate) {
+void CudaBackend::do_batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                                  const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                                  const Tensor& sums, double count, Tensor dx, bool accumulate) {
   activate();
   check_channels("batchnorm_backward_from_sums", x, {&gamma, &saved_mean, &saved_inv_std}, 1);
   check_channels("batchnorm_backward_from_sums", x, {&sums}, 2);

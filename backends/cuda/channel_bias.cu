@@ -48,7 +48,7 @@ void check_bias(const char* call, const Tensor& bias, const Tensor& t) {
 
 }  // namespace
 
-void CudaBackend::add_channel_bias(const Tensor& bias, Tensor y) {
+void CudaBackend::do_add_channel_bias(const Tensor& bias, Tensor y) {
   activate();
   check_bias("add_channel_bias", bias, y);
   require_values("add_channel_bias", {y});
@@ -63,7 +63,7 @@ void CudaBackend::add_channel_bias(const Tensor& bias, Tensor y) {
   touched(bias, y, packed_range(y));
 }
 
-void CudaBackend::channel_bias_backward(const Tensor& dy, Tensor dbias) {
+void CudaBackend::do_channel_bias_backward(const Tensor& dy, Tensor dbias) {
   activate();
   check_bias("channel_bias_backward", dbias, dy);
   if (dy.elements() == 0) return;

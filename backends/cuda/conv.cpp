@@ -187,8 +187,8 @@ std::optional<AlgoChoice> CudaBackend::conv_choice(ConvPlan& plan, ConvAlgoPass 
   return choice;
 }
 
-std::size_t CudaBackend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
-                                                ConvPass pass, std::size_t limit) {
+std::size_t CudaBackend::do_conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                                   ConvPass pass, std::size_t limit) {
   activate();
   ConvPlan& plan = conv_plan(desc, x, y);
   // In bf16 and fp16 the operands' copies come first; cuDNN's algorithm gets the rest of the limit.
@@ -245,8 +245,8 @@ const void* CudaBackend::operand16(const Tensor& t, void* copy) {
   return copy;
 }
 
-void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
-                                 const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
+void CudaBackend::do_conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
+                                    const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   activate();
   check_weights(desc, w, "conv2d_forward");
   require_values("conv2d_forward", {x, y});
@@ -291,8 +291,8 @@ void CudaBackend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const 
   touched(x, packed_range(x), w, bias, y, packed_range(y), ws);
 }
 
-void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
-                                       Tensor dx, bool accumulate, Workspace ws) {
+void CudaBackend::do_conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
+                                          Tensor dx, bool accumulate, Workspace ws) {
   activate();
   check_weights(desc, w, "conv2d_backward_data");
   require_values("conv2d_backward_data", {dy, dx}, 1);
@@ -320,8 +320,8 @@ void CudaBackend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy,
   touched(dy, packed_range(dy), w, dx, ws);
 }
 
-void CudaBackend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
-                                         Tensor dw, Tensor dbias, Workspace ws) {
+void CudaBackend::do_conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                                            Tensor dw, Tensor dbias, Workspace ws) {
   activate();
   check_weights(desc, dw, "conv2d_backward_filter");
   require_values("conv2d_backward_filter", {x, dy});

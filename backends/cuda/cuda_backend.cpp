@@ -308,7 +308,7 @@ void CudaBackend::wait(Fence fence) {
   raise_device_errors();
 }
 
-void CudaBackend::copy_on_device(const void* src, void* dst, std::size_t bytes) {
+void CudaBackend::do_copy_on_device(const void* src, void* dst, std::size_t bytes) {
   if (bytes == 0) return;
   activate();
   CNN_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_));

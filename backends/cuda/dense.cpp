@@ -67,7 +67,7 @@ void CudaBackend::dense_product(cublasOperation_t op_a, cublasOperation_t op_b, 
                          ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-std::size_t CudaBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
+std::size_t CudaBackend::do_dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
   if (!products16() || x.rank < 1 || x[0] <= 0) return 0;
   const std::size_t n = static_cast<std::size_t>(x[0]), in = x.elements() / n, units = static_cast<std::size_t>(out);
   if (pass == ConvPass::forward) return copies_bytes({elements(in, units), elements(n, in)});
@@ -76,7 +76,7 @@ std::size_t CudaBackend::dense_workspace_bytes(const Shape& x, int out, ConvPass
                   copies_bytes({elements(in, units), elements(n, units)}));
 }
 
-void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
+void CudaBackend::do_dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(x, y, w, "dense_forward");
   dense_product(CUBLAS_OP_T, CUBLAS_OP_N, d.out, d.n, d.in, w, d.in, x, d.in, 0.0f, y, d.out, ws, "dense_forward");
@@ -90,7 +90,7 @@ void CudaBackend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& 
   touched(x, packed_range(x), w, bias, y, ws);
 }
 
-void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
+void CudaBackend::do_dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(dx, dy, w, "dense_backward_data");
   // dx[N,in] = dy[N,out] * w[out,in]
@@ -99,7 +99,7 @@ void CudaBackend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor 
   touched(dy, w, dx, ws);
 }
 
-void CudaBackend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
+void CudaBackend::do_dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
   activate();
   const DenseDims d = dense_dims(x, dy, dw, "dense_backward_weights");
   // dw[out,in] += dy^T[out,N] * x[N,in]

@@ -69,7 +69,7 @@ void same_size(const char* call, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void CudaBackend::fill(Tensor t, float value) {
+void CudaBackend::do_fill(Tensor t, float value) {
   activate();
   const std::size_t n = t.elements();
   if (n == 0) return;
@@ -82,7 +82,7 @@ void CudaBackend::fill(Tensor t, float value) {
   touched(t);
 }
 
-void CudaBackend::relu_forward(const Tensor& x, Tensor y) {
+void CudaBackend::do_relu_forward(const Tensor& x, Tensor y) {
   activate();
   same_size("relu_forward", x, y);
   const std::size_t n = x.elements();
@@ -96,7 +96,7 @@ void CudaBackend::relu_forward(const Tensor& x, Tensor y) {
   touched(x, packed_range(x), y, packed_range(y));
 }
 
-void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
+void CudaBackend::do_relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
   activate();
   same_size("relu_backward", y, dy);
   same_size("relu_backward", y, dx);
@@ -112,8 +112,8 @@ void CudaBackend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bo
   touched(y, packed_range(y), dy, dx);
 }
 
-void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
-                                  std::uint64_t layer) {
+void CudaBackend::do_dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                                     std::uint64_t layer) {
   activate();
   if (!(p >= 0.0f && p <= 1.0f)) throw ConfigError("dropout_forward: p = " + std::to_string(p) + " is outside [0, 1]");
   same_size("dropout_forward", x, y);
@@ -127,7 +127,7 @@ void CudaBackend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float 
   touched(x, y, mask, scalars_range(step));
 }
 
-void CudaBackend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {
+void CudaBackend::do_dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {
   activate();
   same_size("dropout_backward", dy, mask);
   same_size("dropout_backward", dy, dx);
@@ -142,7 +142,7 @@ void CudaBackend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor 
   touched(dy, mask, dx);
 }
 
-void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor y) {
+void CudaBackend::do_add(const Tensor& a, const Tensor& b, Tensor y) {
   activate();
   same_size("add", a, b);
   same_size("add", a, y);
@@ -157,7 +157,7 @@ void CudaBackend::add(const Tensor& a, const Tensor& b, Tensor y) {
   touched(a, packed_range(a), b, packed_range(b), y, packed_range(y));
 }
 
-void CudaBackend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
+void CudaBackend::do_copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
   activate();
   same_size("copy_or_add", src, dst);
   const std::size_t n = src.elements();

@@ -74,26 +74,16 @@ __global__ void gate_gradient_kernel(const float* a, const float* dy, float* db,
 
 std::size_t plane_of(const Tensor& t) { return t.shape.rank >= 4 ? static_cast<std::size_t>(t.h()) * t.w() : 1; }
 
-// The elements of a that share one element of b: 1 (same shapes) or H x W (b is [N, C, 1, 1]).
-std::size_t gate_plane(const char* call, const Tensor& a, const Tensor& b) {
-  if (b.elements() == a.elements()) return 1;
-  if (a.shape.rank == 4 && b.shape.rank == 4 && b.n() == a.n() && b.c() == a.c() && b.h() == 1 && b.w() == 1)
-    return plane_of(a);
-  throw ShapeError(std::string(call) + ": " + b.shape.str() + " is neither the shape of " + a.shape.str() +
-                   " nor one value per sample and channel");
-}
+// The elements of a that share one element of b: 1 (same shapes) or H x W (b is [N, C, 1, 1], as
+// the front checked).
+std::size_t gate_plane(const Tensor& a, const Tensor& b) { return b.elements() == a.elements() ? 1 : plane_of(a); }
 
 }  // namespace
 
-void CudaBackend::copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
-                                bool accumulate) {
+void CudaBackend::do_copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                                   bool accumulate) {
   activate();
   const std::size_t plane = plane_of(from);
-  if (from.n() != to.n() || plane != plane_of(to) || from.shape.rank != to.shape.rank || from_channel < 0 ||
-      to_channel < 0 || channels < 0 || from_channel + channels > from.c() || to_channel + channels > to.c())
-    throw ShapeError("copy_channels: channels [" + std::to_string(from_channel) + ", +" + std::to_string(channels) +
-                     ") of " + from.shape.str() + " to channel " + std::to_string(to_channel) + " of " +
-                     to.shape.str() + " do not fit");
   const std::size_t block = static_cast<std::size_t>(channels) * plane;
   const std::size_t count = block * static_cast<std::size_t>(from.n());
   if (count == 0) return;
@@ -111,10 +101,9 @@ void CudaBackend::copy_channels(const Tensor& from, int from_channel, Tensor to,
   touched(from, to);
 }
 
-void CudaBackend::multiply(const Tensor& a, const Tensor& b, Tensor y) {
+void CudaBackend::do_multiply(const Tensor& a, const Tensor& b, Tensor y) {
   activate();
-  if (y.elements() != a.elements()) throw ShapeError("multiply: output " + y.shape.str() + " is not " + a.shape.str());
-  const std::size_t plane = gate_plane("multiply", a, b);
+  const std::size_t plane = gate_plane(a, b);
   const std::size_t n = a.elements();
   if (n == 0) return;
   multiply_kernel_join<<<blocks_for(n), kThreads, 0, compute_>>>(a.data, b.data, y.data, n, plane);
@@ -122,14 +111,10 @@ void CudaBackend::multiply(const Tensor& a, const Tensor& b, Tensor y) {
   touched(a, b, y);
 }
 
-void CudaBackend::multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
-                                    Tensor db, bool accumulate_b) {
+void CudaBackend::do_multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
+                                       Tensor db, bool accumulate_b) {
   activate();
-  if (dy.elements() != a.elements() || (!da.empty() && da.elements() != a.elements()) ||
-      (!db.empty() && db.elements() != b.elements()))
-    throw ShapeError("multiply_backward: gradients " + dy.shape.str() + ", " + da.shape.str() + " and " +
-                     db.shape.str() + " do not match " + a.shape.str() + " and " + b.shape.str());
-  const std::size_t plane = gate_plane("multiply_backward", a, b);
+  const std::size_t plane = gate_plane(a, b);
   const std::size_t n = a.elements();
   if (n == 0) return;
   float* da_data = da.empty() ? nullptr : da.data;

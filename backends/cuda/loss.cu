@@ -120,8 +120,8 @@ softmax_cross_entropy_kernel(const float* logits, const int* labels, int rows, i
 
 }  // namespace
 
-void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
-                                        const StepScalars* step, Tensor loss_sum, Tensor correct) {
+void CudaBackend::do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                                           Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) {
   activate();
   const int rows = logits.n();
   const std::size_t classes = logits.sample_elements();
@@ -132,10 +132,6 @@ void CudaBackend::softmax_cross_entropy(const Tensor& logits, const IntTensor& l
                      std::to_string(labels.size) + " labels, gradient " + dlogits.shape.str() +
                      " and one-element loss and accuracy tensors do not fit together");
   }
-  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
-    throw ConfigError("softmax_cross_entropy: label smoothing " + std::to_string(label_smoothing) +
-                      " is outside [0, 1)");
-  if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
   if (rows == 0) return;
   const auto kernel =
       label_smoothing != 0.0f ? softmax_cross_entropy_kernel<true> : softmax_cross_entropy_kernel<false>;

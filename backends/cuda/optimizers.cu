@@ -64,8 +64,8 @@ void same_size(const char* call, const Tensor& params, const Tensor& other) {
 
 }  // namespace
 
-void CudaBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                             float learning_rate, const float* guard) {
+void CudaBackend::do_sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                                float learning_rate, const float* guard) {
   activate();
   same_size("sgd_update", params, grads);
   if (config.momentum != 0.0f) same_size("sgd_update", params, velocity);
@@ -77,10 +77,8 @@ void CudaBackend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity
   touched(params, grads, velocity, DeviceRange{guard, guard ? sizeof(float) : 0});
 }
 
-void CudaBackend::unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
+void CudaBackend::do_unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
   activate();
-  if (found.elements() != 1)
-    throw ShapeError("unscale_gradients: `found` holds one float, not " + std::to_string(found.elements()));
   const std::size_t n = grads.elements();
   if (n == 0) return;
   unscale_kernel<<<blocks_for(n), 256, 0, compute_>>>(grads.data, n, inverse_scale, found.data);
@@ -88,8 +86,8 @@ void CudaBackend::unscale_gradients(Tensor grads, float inverse_scale, Tensor fo
   touched(grads, found);
 }
 
-void CudaBackend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
-                               const AdamWConfig& config, float learning_rate, long step, const float* guard) {
+void CudaBackend::do_adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
+                                  const AdamWConfig& config, float learning_rate, long step, const float* guard) {
   activate();
   if (step < 1) throw ConfigError("adamw_update: step " + std::to_string(step) + " (steps count from 1)");
   same_size("adamw_update", params, grads);

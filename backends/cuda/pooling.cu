@@ -119,7 +119,7 @@ PoolGeometry geometry(const Pool2dDesc& d, const Tensor& x, const Tensor& y, con
 
 }  // namespace
 
-void CudaBackend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
+void CudaBackend::do_pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
   activate();
   const PoolGeometry g = geometry(desc, x, y, "pool2d_forward");
   require_values("pool2d_forward", {x, y});
@@ -136,8 +136,8 @@ void CudaBackend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor
   touched(x, packed_range(x), y, packed_range(y));
 }
 
-void CudaBackend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
-                                  const Tensor& dy, Tensor dx, bool accumulate) {
+void CudaBackend::do_pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
+                                     const Tensor& dy, Tensor dx, bool accumulate) {
   activate();
   const PoolGeometry g = geometry(desc, x, y, "pool2d_backward");
   if (dy.elements() != y.elements() || dx.elements() != x.elements()) {

@@ -212,41 +212,23 @@ __global__ void add_block_sums_kernel(LossScratch* scratch, int blocks, double c
 
 bool absent(const Tensor& t) { return t.data == nullptr || t.elements() == 0; }
 
-void check_outputs(const char* call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
-                   const Tensor& loss_sum, const Tensor& correct, const Tensor& counted) {
-  if (!gradient.empty() && gradient.elements() != output.elements())
-    throw ShapeError(std::string(call) + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
-                     output.shape.str());
-  if (absent(loss_sum) || absent(correct) || absent(counted))
-    throw ShapeError(std::string(call) + ": the loss, accuracy and count sums need a float each");
-  if (!gradient.empty() && !step) throw ConfigError(std::string(call) + ": a gradient needs the step scalars");
-}
-
-const float* class_weights_of(const char* call, const char* what, const Tensor& weights, std::size_t classes) {
-  if (absent(weights)) return nullptr;
-  if (weights.elements() != classes)
-    throw ConfigError(std::string(call) + ": " + std::to_string(weights.elements()) + " " + what + " for " +
-                      std::to_string(classes) + " classes");
-  return weights.data;
-}
+// A weights tensor, one weight a class (as the front checked): null for all 1.
+const float* weights_of(const Tensor& weights) { return absent(weights) ? nullptr : weights.data; }
 
 }  // namespace
 
 std::size_t CudaBackend::loss_scratch_bytes() { return sizeof(LossScratch); }
 
-void CudaBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
-                                      Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                      Tensor counted, Workspace /*ws: the backend's own loss scratch instead*/) {
+std::size_t CudaBackend::do_loss_workspace_bytes(Task /*task*/, const Shape& /*output*/) { return 0; }
+
+void CudaBackend::do_pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
+                                         Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                         Tensor counted, Workspace /*ws: the backend's own loss scratch instead*/) {
   activate();
-  const char* const call = "pixel_cross_entropy";
   const std::size_t n = static_cast<std::size_t>(logits.n());
   const int classes = logits.c();
   const std::size_t pixels = static_cast<std::size_t>(logits.h()) * static_cast<std::size_t>(logits.w());
-  if (logits.shape.rank < 2 || classes <= 0 || masks.size != n * pixels || (masks.size && !masks.data))
-    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
-                     " mask bytes do not fit together");
-  check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
-  const float* weights = class_weights_of(call, "class weights", class_weights, static_cast<std::size_t>(classes));
+  const float* weights = weights_of(class_weights);
   if (n == 0 || pixels == 0) return;
   auto* scratch = static_cast<LossScratch*>(loss_scratch_);
   for (std::size_t first = 0; first < n; first += kGroupSamples) {
@@ -271,18 +253,13 @@ void CudaBackend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& ma
           scalars_range(step));
 }
 
-void CudaBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
-                                        float threshold_logit, Tensor dlogits, const StepScalars* step,
-                                        Tensor loss_sum, Tensor correct, Tensor counted, Workspace /*ws*/) {
+void CudaBackend::do_sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
+                                           float threshold_logit, Tensor dlogits, const StepScalars* step,
+                                           Tensor loss_sum, Tensor correct, Tensor counted, Workspace /*ws*/) {
   activate();
-  const char* const call = "sigmoid_cross_entropy";
   const std::size_t total = logits.elements();
   const std::size_t classes = logits.sample_elements();
-  if (targets.elements() != total || (total && !targets.data))
-    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
-                     " differ in size");
-  check_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
-  const float* pos_weight = class_weights_of(call, "positive weights", positive_weights, classes);
+  const float* pos_weight = weights_of(positive_weights);
   if (total == 0 || classes == 0) return;
   auto* scratch = static_cast<LossScratch*>(loss_scratch_);
   const int blocks = element_blocks(total);
@@ -296,21 +273,13 @@ void CudaBackend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targ
   touched(logits, targets, positive_weights, dlogits, loss_sum, correct, counted, scalars_range(step));
 }
 
-void CudaBackend::regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
-                                  Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                  Tensor counted, Workspace /*ws*/) {
+void CudaBackend::do_regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
+                                     Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                     Tensor counted, Workspace /*ws*/) {
   activate();
-  const char* const call = "regression_loss";
   const std::size_t total = outputs.elements();
   const std::size_t values = outputs.sample_elements();
-  if (targets.elements() != total || (total && !targets.data))
-    throw ShapeError(std::string(call) + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
-                     " differ in size");
-  check_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
   const bool huber = kind == RegressionLoss::huber;
-  if (huber && !(delta > 0.0f && std::isfinite(delta)))
-    throw ConfigError(std::string(call) + ": the Huber loss's delta " + std::to_string(delta) +
-                      " is not a positive number");
   if (total == 0 || values == 0) return;
   auto* scratch = static_cast<LossScratch*>(loss_scratch_);
   const int blocks = element_blocks(total);

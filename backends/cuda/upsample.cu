@@ -86,21 +86,16 @@ __global__ void upsample_backward_kernel(const float* dy, float* dx, Geometry g,
   }
 }
 
-Geometry geometry(const char* call, const UpsampleDesc& d, const Tensor& x, const Tensor& y) {
-  if (d.factor < 1) throw ConfigError(std::string(call) + ": factor " + std::to_string(d.factor) + " is below 1");
-  if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c() ||
-      static_cast<long long>(y.h()) != static_cast<long long>(x.h()) * d.factor ||
-      static_cast<long long>(y.w()) != static_cast<long long>(x.w()) * d.factor)
-    throw ShapeError(std::string(call) + ": " + y.shape.str() + " is not " + x.shape.str() + " upsampled by " +
-                     std::to_string(d.factor));
+// x and its upsampling, as the front checked them.
+Geometry geometry(const UpsampleDesc& d, const Tensor& x) {
   return {x.h(), x.w(), d.factor, 1.0f / static_cast<float>(d.factor)};
 }
 
 }  // namespace
 
-void CudaBackend::upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) {
+void CudaBackend::do_upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) {
   activate();
-  const Geometry g = geometry("upsample_forward", desc, x, y);
+  const Geometry g = geometry(desc, x);
   const std::size_t n = y.elements();
   if (n == 0) return;
   if (desc.mode == UpsampleMode::nearest)
@@ -111,9 +106,9 @@ void CudaBackend::upsample_forward(const UpsampleDesc& desc, const Tensor& x, Te
   touched(x, y);
 }
 
-void CudaBackend::upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
+void CudaBackend::do_upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
   activate();
-  const Geometry g = geometry("upsample_backward", desc, dx, dy);
+  const Geometry g = geometry(desc, dx);
   const std::size_t n = dx.elements();
   if (n == 0) return;
   const unsigned blocks = blocks_for(n);

@@ -88,8 +88,7 @@ void CudaBackend::widen16(const void* packed, float* x, std::size_t n, ValueForm
   }
 }
 
-void CudaBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
-  require_16bit("to_16bit", format);
+void CudaBackend::do_to_16bit(const Tensor& x, void* packed, ValueFormat format) {
   activate();
   const std::size_t n = x.elements();
   if (n == 0) return;
@@ -97,8 +96,7 @@ void CudaBackend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
   touched(x, DeviceRange{packed, n * 2});
 }
 
-void CudaBackend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
-  require_16bit("from_16bit", format);
+void CudaBackend::do_from_16bit(const void* packed, Tensor x, ValueFormat format) {
   activate();
   const std::size_t n = x.elements();
   if (n == 0) return;

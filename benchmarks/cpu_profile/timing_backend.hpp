@@ -56,33 +56,34 @@ class TimingBackend final : public ForwardingBackend {
   // busy machine slows most calls, the best of hundreds shows what the kernel can do.
   std::map<std::pair<std::size_t, double>, std::pair<double, long>> best_conv;  // -> (seconds, calls)
 
+ protected:
   // The calls whose floating-point operations are counted: they note them for run().
-  void conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, bool acc,
-                      Workspace ws) override {
+  void do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, bool acc,
+                         Workspace ws) override {
     flops_ = conv_flops(d, y);
-    ForwardingBackend::conv2d_forward(d, x, w, b, y, acc, ws);
+    ForwardingBackend::do_conv2d_forward(d, x, w, b, y, acc, ws);
   }
-  void conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx, bool acc,
-                            Workspace ws) override {
+  void do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx, bool acc,
+                               Workspace ws) override {
     flops_ = conv_flops(d, dy);
-    ForwardingBackend::conv2d_backward_data(d, dy, w, dx, acc, ws);
+    ForwardingBackend::do_conv2d_backward_data(d, dy, w, dx, acc, ws);
   }
-  void conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw, Tensor db,
-                              Workspace ws) override {
+  void do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw, Tensor db,
+                                 Workspace ws) override {
     flops_ = conv_flops(d, dy);
-    ForwardingBackend::conv2d_backward_filter(d, x, dy, dw, db, ws);
+    ForwardingBackend::do_conv2d_backward_filter(d, x, dy, dw, db, ws);
   }
-  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, Workspace ws) override {
+  void do_dense_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor y, Workspace ws) override {
     flops_ = 2.0 * static_cast<double>(x.elements()) * y.sample_elements();
-    ForwardingBackend::dense_forward(x, w, b, y, ws);
+    ForwardingBackend::do_dense_forward(x, w, b, y, ws);
   }
-  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool acc, Workspace ws) override {
+  void do_dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool acc, Workspace ws) override {
     flops_ = 2.0 * static_cast<double>(dx.elements()) * dy.sample_elements();
-    ForwardingBackend::dense_backward_data(dy, w, dx, acc, ws);
+    ForwardingBackend::do_dense_backward_data(dy, w, dx, acc, ws);
   }
-  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor db, Workspace ws) override {
+  void do_dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor db, Workspace ws) override {
     flops_ = 2.0 * static_cast<double>(x.elements()) * dy.sample_elements();
-    ForwardingBackend::dense_backward_weights(x, dy, dw, db, ws);
+    ForwardingBackend::do_dense_backward_weights(x, dy, dw, db, ws);
   }
 
  private:

@@ -176,6 +176,146 @@ class CapturedCalls {
   virtual void replay() = 0;
 };
 
+// Note [One front per backend call]
+// The calls that compute, or size a workspace, are Backend's non-virtual public functions, each
+// a front (engine/core/backend_calls.cpp) that checks what every backend requires of its
+// arguments (shapes that agree, sizes, pointers: O(1) checks, never a scan of the data) and then
+// hands the call to the protected virtual do_<name>, which a backend implements. What only one
+// backend refuses (what cuDNN alone cannot do) stays in that backend's do_<name>.
+// CNN_BACKEND_CALLS lists these calls once. Each entry is CALL(name, (parameters), (arguments),
+// (the tensors it writes)), or QUERY(name, (parameters), (arguments)) for a std::size_t answer
+// that computes nothing. From it come the do_<name> declarations in Backend, in the CPU and CUDA
+// backends (CNN_BACKEND_OVERRIDES) and ForwardingBackend's overrides. Adding a kernel:
+// 1. backend.hpp: its documented declaration in class Backend, and its entry below;
+// 2. engine/core/backend_calls.cpp: its front, the checks and then do_<name>(arguments);
+// 3. its do_<name> in the CPU backend (backends/cpu/) and in the CUDA backend (backends/cuda/).
+// Nothing else changes: the forwarding backend and its wrappers pass the new call on by
+// themselves. The properties, the host transfers, fences and capture stay virtual public calls:
+// they have no arguments to check, and a backend overrides them one by one.
+#define CNN_BACKEND_CALLS(CALL, QUERY)                                                                               \
+  CALL(fill, (Tensor t, float value), (t, value), (t))                                                               \
+  CALL(copy_on_device, (const void* src, void* dst, std::size_t bytes), (src, dst, bytes), ())                       \
+  CALL(to_16bit, (const Tensor& x, void* packed, ValueFormat format), (x, packed, format), ())                       \
+  CALL(from_16bit, (const void* packed, Tensor x, ValueFormat format), (packed, x, format), (x))                     \
+  QUERY(conv2d_workspace_bytes, (const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,              \
+       std::size_t limit),                                                                                           \
+      (desc, x, y, pass, limit))                                                                                     \
+  CALL(conv2d_forward, (const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,      \
+       bool accumulate, Workspace ws),                                                                               \
+      (desc, x, w, bias, y, accumulate, ws), (y))                                                                    \
+  CALL(conv2d_backward_data, (const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, \
+       Workspace ws),                                                                                                \
+      (desc, dy, w, dx, accumulate, ws), (dx))                                                                       \
+  CALL(conv2d_backward_filter, (const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias,  \
+       Workspace ws),                                                                                                \
+      (desc, x, dy, dw, dbias, ws), (dw, dbias))                                                                     \
+  QUERY(dense_workspace_bytes, (const Shape& x, int out, ConvPass pass), (x, out, pass))                             \
+  CALL(dense_forward, (const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws),                \
+      (x, w, bias, y, ws), (y))                                                                                      \
+  CALL(dense_backward_data, (const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws),           \
+      (dy, w, dx, accumulate, ws), (dx))                                                                             \
+  CALL(dense_backward_weights, (const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws),           \
+      (x, dy, dw, dbias, ws), (dw, dbias))                                                                           \
+  CALL(relu_forward, (const Tensor& x, Tensor y), (x, y), (y))                                                       \
+  CALL(relu_backward, (const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate),                               \
+      (y, dy, dx, accumulate), (dx))                                                                                 \
+  CALL(activation_forward, (const ActivationDesc& desc, const Tensor& x, Tensor y), (desc, x, y), (y))               \
+  CALL(activation_backward, (const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,         \
+       Tensor dx, bool accumulate),                                                                                  \
+      (desc, x, y, dy, dx, accumulate), (dx))                                                                        \
+  CALL(pool2d_forward, (const Pool2dDesc& desc, const Tensor& x, Tensor y), (desc, x, y), (y))                       \
+  CALL(pool2d_backward, (const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,      \
+       bool accumulate),                                                                                             \
+      (desc, x, y, dy, dx, accumulate), (dx))                                                                        \
+  CALL(batchnorm_forward_training, (const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,              \
+       Tensor running_mean, Tensor running_var, float momentum, float epsilon, Tensor saved_mean,                    \
+       Tensor saved_inv_std),                                                                                        \
+      (x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std),                  \
+      (y, running_mean, running_var, saved_mean, saved_inv_std))                                                     \
+  CALL(batchnorm_forward_inference, (const Tensor& x, const Tensor& gamma, const Tensor& beta,                       \
+       const Tensor& running_mean, const Tensor& running_var, float epsilon, Tensor y),                              \
+      (x, gamma, beta, running_mean, running_var, epsilon, y), (y))                                                  \
+  CALL(batchnorm_forward_saved, (const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& saved_mean, \
+       const Tensor& saved_inv_std, Tensor y),                                                                       \
+      (x, gamma, beta, saved_mean, saved_inv_std, y), (y))                                                           \
+  CALL(batchnorm_backward, (const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,        \
+       const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate),         \
+      (x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate), (dx, dgamma, dbeta))        \
+  CALL(batchnorm_channel_sums, (const Tensor& x, Tensor sums), (x, sums), (sums))                                    \
+  CALL(batchnorm_centered_squares, (const Tensor& x, const Tensor& sums, double count, Tensor out),                  \
+      (x, sums, count, out), (out))                                                                                  \
+  CALL(batchnorm_forward_from_sums, (const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,             \
+       Tensor running_mean, Tensor running_var, float momentum, float epsilon, double count, Tensor saved_mean,      \
+       Tensor saved_inv_std),                                                                                        \
+      (x, gamma, beta, y, running_mean, running_var, momentum, epsilon, count, saved_mean, saved_inv_std),           \
+      (y, running_mean, running_var, saved_mean, saved_inv_std))                                                     \
+  CALL(batchnorm_backward_sums, (const Tensor& x, const Tensor& dy, const Tensor& saved_mean,                        \
+       const Tensor& saved_inv_std, Tensor sums),                                                                    \
+      (x, dy, saved_mean, saved_inv_std, sums), (sums))                                                              \
+  CALL(batchnorm_backward_from_sums, (const Tensor& x, const Tensor& dy, const Tensor& gamma,                        \
+       const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& sums, double count, Tensor dx,           \
+       bool accumulate),                                                                                             \
+      (x, dy, gamma, saved_mean, saved_inv_std, sums, count, dx, accumulate), (dx))                                  \
+  CALL(dropout_forward, (const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,                   \
+       std::uint64_t layer),                                                                                         \
+      (x, y, mask, p, step, layer), (y, mask))                                                                       \
+  CALL(dropout_backward, (const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate),                         \
+      (dy, mask, dx, accumulate), (dx))                                                                              \
+  CALL(add, (const Tensor& a, const Tensor& b, Tensor y), (a, b, y), (y))                                            \
+  CALL(copy_or_add, (const Tensor& src, Tensor dst, bool accumulate), (src, dst, accumulate), (dst))                 \
+  CALL(copy_channels, (const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,                \
+       bool accumulate),                                                                                             \
+      (from, from_channel, to, to_channel, channels, accumulate), (to))                                              \
+  CALL(multiply, (const Tensor& a, const Tensor& b, Tensor y), (a, b, y), (y))                                       \
+  CALL(multiply_backward, (const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,         \
+       Tensor db, bool accumulate_b),                                                                                \
+      (a, b, dy, da, accumulate_a, db, accumulate_b), (da, db))                                                      \
+  CALL(add_channel_bias, (const Tensor& bias, Tensor y), (bias, y), (y))                                             \
+  CALL(channel_bias_backward, (const Tensor& dy, Tensor dbias), (dy, dbias), (dbias))                                \
+  CALL(upsample_forward, (const UpsampleDesc& desc, const Tensor& x, Tensor y), (desc, x, y), (y))                   \
+  CALL(upsample_backward, (const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate),                  \
+      (desc, dy, dx, accumulate), (dx))                                                                              \
+  CALL(group_norm_forward, (const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,     \
+       Tensor y, Tensor saved_mean, Tensor saved_inv_std),                                                           \
+      (desc, x, gamma, beta, y, saved_mean, saved_inv_std), (y, saved_mean, saved_inv_std))                          \
+  CALL(group_norm_backward, (const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,      \
+       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate, Tensor dgamma,             \
+       Tensor dbeta, Workspace ws),                                                                                  \
+      (desc, x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, dgamma, dbeta, ws), (dx, dgamma, dbeta))       \
+  QUERY(group_norm_workspace_bytes, (const GroupNormDesc& desc, const Shape& x), (desc, x))                          \
+  CALL(softmax_cross_entropy, (const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits, \
+       const StepScalars* step, Tensor loss_sum, Tensor correct),                                                    \
+      (logits, labels, label_smoothing, dlogits, step, loss_sum, correct), (dlogits, loss_sum, correct))             \
+  CALL(pixel_cross_entropy, (const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,             \
+       Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws),      \
+      (logits, masks, class_weights, dlogits, step, loss_sum, correct, counted, ws),                                 \
+      (dlogits, loss_sum, correct, counted))                                                                         \
+  CALL(sigmoid_cross_entropy, (const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,          \
+       float threshold_logit, Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,              \
+       Tensor counted, Workspace ws),                                                                                \
+      (logits, targets, positive_weights, threshold_logit, dlogits, step, loss_sum, correct, counted, ws),           \
+      (dlogits, loss_sum, correct, counted))                                                                         \
+  CALL(regression_loss, (RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,             \
+       Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws),     \
+      (kind, delta, outputs, targets, doutputs, step, loss_sum, correct, counted, ws),                               \
+      (doutputs, loss_sum, correct, counted))                                                                        \
+  QUERY(loss_workspace_bytes, (Task task, const Shape& output), (task, output))                                      \
+  CALL(sgd_update, (Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,                    \
+       float learning_rate, const float* guard),                                                                     \
+      (params, grads, velocity, config, learning_rate, guard), (params, velocity))                                   \
+  CALL(adamw_update, (Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,             \
+       float learning_rate, long step, const float* guard),                                                          \
+      (params, grads, m, v, config, learning_rate, step, guard), (params, m, v))                                     \
+  CALL(unscale_gradients, (Tensor grads, float inverse_scale, Tensor found),                                         \
+      (grads, inverse_scale, found), (grads, found))
+
+// A backend that implements every call writes CNN_BACKEND_OVERRIDES in its class.
+#define CNN_BACKEND_PURE_CALL(name, params, args, outputs) virtual void do_##name params = 0;
+#define CNN_BACKEND_PURE_QUERY(name, params, args) virtual std::size_t do_##name params = 0;
+#define CNN_BACKEND_OVERRIDE_CALL(name, params, args, outputs) void do_##name params override;
+#define CNN_BACKEND_OVERRIDE_QUERY(name, params, args) std::size_t do_##name params override;
+#define CNN_BACKEND_OVERRIDES CNN_BACKEND_CALLS(CNN_BACKEND_OVERRIDE_CALL, CNN_BACKEND_OVERRIDE_QUERY)
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -220,7 +360,7 @@ class Backend {
   // later calls see the data.
   virtual void copy_to_device(const void* host, void* device, std::size_t bytes) = 0;
   virtual void copy_to_host(const void* device, void* host, std::size_t bytes) = 0;
-  virtual void fill(Tensor t, float value) = 0;
+  void fill(Tensor t, float value);
   virtual void synchronize() = 0;
 
   // Whether copies between host and device run beside the compute calls (CUDA's copy stream):
@@ -242,13 +382,13 @@ class Backend {
   virtual void wait(Fence) {}
   // dst = src over `bytes` of this backend's memory, ordered as a compute call (and recorded by
   // a capture).
-  virtual void copy_on_device(const void* src, void* dst, std::size_t bytes) = 0;
+  void copy_on_device(const void* src, void* dst, std::size_t bytes);
   // 16-bit values (format bf16 or fp16; fp32 is a ConfigError): `packed` holds x.elements() of
   // them. to_16bit rounds to nearest, ties to even (fp16: beyond its range, infinity of the sign;
   // bf16: a subnormal flushed to a zero of its sign, as the CPU computes); a NaN stays a NaN.
   // from_16bit is exact.
-  virtual void to_16bit(const Tensor& x, void* packed, ValueFormat format) = 0;
-  virtual void from_16bit(const void* packed, Tensor x, ValueFormat format) = 0;
+  void to_16bit(const Tensor& x, void* packed, ValueFormat format);
+  void from_16bit(const void* packed, Tensor x, ValueFormat format);
 
   // Every *_workspace_bytes query answers for a batch of x[0] samples and for every smaller one of
   // the same sample shape: a step runs an epoch's short last batch, accumulation's last
@@ -258,69 +398,69 @@ class Backend {
   //
   // Convolution. The workspace a pass needs for the fastest method whose workspace is at most
   // `limit` bytes; the backend remembers that choice for the calls below.
-  virtual std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
-                                             ConvPass pass, std::size_t limit) = 0;
+  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
+                                     ConvPass pass, std::size_t limit);
   // bias may be empty (no bias). accumulate: y += conv(x) (+ bias) instead of y = ... (a
   // transposed convolution's backward-data adds its input gradient this way, with no buffer).
   // Note [Values as they are stored]: x may come as 16 bits alone, and where y.packed16 is set
   // the output is rounded into it (y.data is then scratch, its values left unspecified).
-  virtual void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
-                              const Tensor& bias, Tensor y, bool accumulate, Workspace ws) = 0;
+  void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
+                      const Tensor& bias, Tensor y, bool accumulate, Workspace ws);
   // dy may come as 16 bits alone (a transposed convolution's input).
-  virtual void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
-                                    Tensor dx, bool accumulate, Workspace ws) = 0;
+  void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
+                            Tensor dx, bool accumulate, Workspace ws);
   // dbias may be empty (no bias). x, or dy as a transposed convolution passes its input, may come
   // as 16 bits alone.
-  virtual void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
-                                      Tensor dw, Tensor dbias, Workspace ws) = 0;
+  void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                              Tensor dw, Tensor dbias, Workspace ws);
 
   // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first. The workspace a
   // pass needs for input x (batched) and `out` units; none where the library keeps its own.
-  virtual std::size_t dense_workspace_bytes(const Shape& /*x*/, int /*out*/, ConvPass) { return 0; }
-  virtual void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) = 0;
-  virtual void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) = 0;
-  virtual void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) = 0;
+  std::size_t dense_workspace_bytes(const Shape& x, int out, ConvPass pass);
+  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws);
+  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws);
+  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws);
 
   // Note [Values as they are stored]: x and y, and y in backward, may be 16 bits alone.
-  virtual void relu_forward(const Tensor& x, Tensor y) = 0;
-  virtual void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) = 0;
+  void relu_forward(const Tensor& x, Tensor y);
+  void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate);
 
   // Activations other than ReLU (ActivationDesc). y may be x (in place). Backward reads y where
   // derivative_from_output(desc) (x may then be empty), x otherwise (y may be empty).
-  virtual void activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) = 0;
-  virtual void activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
-                                   Tensor dx, bool accumulate) = 0;
+  void activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y);
+  void activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                           Tensor dx, bool accumulate);
 
   // The output's size sets the windows: pooling with ceil_mode has one more window at the
   // bottom and right, clipped to the input (and, averaging, divided by what is inside). Note
   // [Values as they are stored]: x and y may be 16 bits alone; dy and dx are floats.
-  virtual void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) = 0;
+  void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y);
   // Max pooling routes each gradient to the window's first maximum, as forward chose it from x.
   // CUDA finds it from x alone, so that an x recomputed with other rounding than the forward that
   // made y (BatchNorm) still gives each gradient to one input.
-  virtual void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
-                               const Tensor& dy, Tensor dx, bool accumulate) = 0;
+  void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y,
+                       const Tensor& dy, Tensor dx, bool accumulate);
 
   // Batch normalisation over N, H and W per channel. Running statistics move by `momentum`
   // towards the batch's (variance unbiased, as PyTorch and cuDNN do); saved_mean and
   // saved_inv_std keep what backward needs. Note [Values as they are stored]: x, and y in every
   // call here and in synchronised BatchNorm's below, may be 16 bits alone; dy and dx are floats.
-  virtual void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                          Tensor y, Tensor running_mean, Tensor running_var,
-                                          float momentum, float epsilon, Tensor saved_mean,
-                                          Tensor saved_inv_std) = 0;
-  virtual void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                           const Tensor& running_mean, const Tensor& running_var,
-                                           float epsilon, Tensor y) = 0;
+  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  Tensor y, Tensor running_mean, Tensor running_var,
+                                  float momentum, float epsilon, Tensor saved_mean,
+                                  Tensor saved_inv_std);
+  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                   const Tensor& running_mean, const Tensor& running_var,
+                                   float epsilon, Tensor y);
   // y from x with the batch statistics batchnorm_forward_training saved (a recomputation during
   // backward): y = (x - saved_mean) * saved_inv_std * gamma + beta, computed as that call computes
   // y, so that on the CPU both give the same bits. No running statistic moves.
-  virtual void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) = 0;
+  void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                               const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y);
   // epsilon: forward's (cuDNN wants the same value in both passes).
-  virtual void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                  const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
-                                  Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) = 0;
+  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                          const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                          Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
 
   // Synchronised BatchNorm (data-parallel): the batch statistics over every rank's micro-batch,
   // from per-channel sums that the ranks add up between these calls. `count` is the values per
@@ -334,64 +474,64 @@ class Backend {
   // up over the ranks with the other gradients):
   //   backward_sums:         sums[c] = sum of dy, sums[C + c] = sum of dy * xhat
   //   backward_from_sums:    dx from every rank's sums, as batchnorm_backward computes it
-  virtual void batchnorm_channel_sums(const Tensor& x, Tensor sums) = 0;
-  virtual void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) = 0;
-  virtual void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
-                                           Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                           double count, Tensor saved_mean, Tensor saved_inv_std) = 0;
-  virtual void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
-                                       const Tensor& saved_inv_std, Tensor sums) = 0;
-  virtual void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                            const Tensor& saved_mean, const Tensor& saved_inv_std,
-                                            const Tensor& sums, double count, Tensor dx, bool accumulate) = 0;
+  void batchnorm_channel_sums(const Tensor& x, Tensor sums);
+  void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out);
+  void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                   Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                   double count, Tensor saved_mean, Tensor saved_inv_std);
+  void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                               const Tensor& saved_inv_std, Tensor sums);
+  void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                    const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                    const Tensor& sums, double count, Tensor dx, bool accumulate);
 
   // mask[i] = 0 or 1/(1-p), drawn from dropout_keep(splitmix64(step->seed ^ layer),
   // step->first_sample * x.sample_elements() + i) (dropout_keep: at the end of this file), so
   // every backend draws the same mask for the same seed, and a sample's mask depends on its place
   // in the optimizer step's batch, not on how that batch was split into micro-batches. `step` is
   // in this backend's device memory.
-  virtual void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
-                               std::uint64_t layer) = 0;
-  virtual void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) = 0;
+  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                       std::uint64_t layer);
+  void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate);
 
   // Note [Values as they are stored]: a, b and y may be 16 bits alone.
-  virtual void add(const Tensor& a, const Tensor& b, Tensor y) = 0;
+  void add(const Tensor& a, const Tensor& b, Tensor y);
   // dst = src (accumulate false) or dst += src.
-  virtual void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) = 0;
+  void copy_or_add(const Tensor& src, Tensor dst, bool accumulate);
 
   // Channels [from_channel, from_channel + channels) of `from` to channels [to_channel, ...) of
   // `to` (written, or added with accumulate): two [N, C, H, W] tensors of one N, H and W, or two
   // [N, C]. Concatenation's forward and backward.
-  virtual void copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
-                             bool accumulate) = 0;
+  void copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                     bool accumulate);
   // y = a * b element-wise, where b has a's shape or [N, C, 1, 1] (one factor per sample and
   // channel, over H and W: the squeeze-and-excitation gate). Backward: da = dy * b, db = dy * a
   // (summed over H and W where b is per channel); either may be empty (not wanted).
-  virtual void multiply(const Tensor& a, const Tensor& b, Tensor y) = 0;
-  virtual void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
-                                 Tensor db, bool accumulate_b) = 0;
+  void multiply(const Tensor& a, const Tensor& b, Tensor y);
+  void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
+                         Tensor db, bool accumulate_b);
   // y[n, c, h, w] += bias[c]; dbias[c] += the sum of dy[., c, ., .] (a transposed convolution's
   // bias, which the convolution calls it is made of do not add). Note [Values as they are
   // stored]: y may be 16 bits alone, the sum then rounded into them.
-  virtual void add_channel_bias(const Tensor& bias, Tensor y) = 0;
-  virtual void channel_bias_backward(const Tensor& dy, Tensor dbias) = 0;
+  void add_channel_bias(const Tensor& bias, Tensor y);
+  void channel_bias_backward(const Tensor& dy, Tensor dbias);
 
   // Upsampling (UpsampleDesc): y is x's size times the factor.
-  virtual void upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) = 0;
-  virtual void upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) = 0;
+  void upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y);
+  void upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate);
 
   // Group normalisation (GroupNormDesc) of x [N, C, H, W] (or [N, C]): saved_mean and
   // saved_inv_std hold each sample's groups' mean and 1 / sqrt(var + eps), [N x groups], and may be
   // empty (inference keeps nothing). Backward writes (or adds to) dx and adds to dgamma and dbeta;
   // each may be empty (not wanted). Its workspace `ws` holds at least
   // group_norm_workspace_bytes(desc, x.shape) bytes, whatever is wanted (forward needs none).
-  virtual void group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma,
-                                  const Tensor& beta, Tensor y, Tensor saved_mean, Tensor saved_inv_std) = 0;
-  virtual void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                                   Tensor dgamma, Tensor dbeta, Workspace ws) = 0;
+  void group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma,
+                          const Tensor& beta, Tensor y, Tensor saved_mean, Tensor saved_inv_std);
+  void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
+                           Tensor dgamma, Tensor dbeta, Workspace ws);
   // The bytes group_norm_backward needs for input x [N, C, H, W] or [N, C] (batched).
-  virtual std::size_t group_norm_workspace_bytes(const GroupNormDesc& /*desc*/, const Shape& /*x*/) { return 0; }
+  std::size_t group_norm_workspace_bytes(const GroupNormDesc& desc, const Shape& x);
 
   // Softmax cross-entropy over logits [N, classes] and int32 labels [N], with PyTorch's label
   // smoothing e (0 <= e < 1): a sample's loss is (1 - e) (-log p_label) + e mean_k (-log p_k).
@@ -400,8 +540,8 @@ class Backend {
   // step->grad_scale (`step` in device memory; unused, and may be null, without dlogits). With
   // e = 0 the results are those of the plain loss to the bit. A label outside [0, classes) is an
   // error the backend reports by throwing DataError.
-  virtual void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
-                                     Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) = 0;
+  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                             Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct);
 
   // The other tasks' losses (base/task.hpp, which gives PyTorch's definitions). Each sample's
   // loss is the mean over its elements; each call adds the sum over its N samples of their losses
@@ -418,37 +558,37 @@ class Backend {
   // over its pixels p not ignored, 0 where that sum of weights is 0. correct: the pixels not
   // ignored whose largest logit (the first of equal ones) is their class; counted: the pixels not
   // ignored.
-  virtual void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
-                                   Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                                   Tensor counted, Workspace ws) = 0;
+  void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
+                           Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                           Tensor counted, Workspace ws);
   // Multi-label: logits x [N, K], targets y [N, K] floats in [0, 1]. A sample's loss is the mean
   // over k of -(p_k y log sigmoid(x) + (1 - y) log(1 - sigmoid(x))), computed without overflow
   // for any finite x. correct: the labels where (x > threshold_logit) equals (y > 0.5); counted:
   // N x K.
-  virtual void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
-                                     float threshold_logit, Tensor dlogits, const StepScalars* step,
-                                     Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws) = 0;
+  void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
+                             float threshold_logit, Tensor dlogits, const StepScalars* step,
+                             Tensor loss_sum, Tensor correct, Tensor counted, Workspace ws);
   // Regression: outputs [N, T], targets [N, T] floats. A sample's loss is the mean over t of
   // (y - t)^2 (mse), or of 0.5 (y - t)^2 where |y - t| < delta and delta (|y - t| - 0.5 delta)
   // elsewhere (huber). correct: the sum of |y - t| (the mean absolute error's numerator);
   // counted: N x T.
-  virtual void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
-                               Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
-                               Tensor counted, Workspace ws) = 0;
+  void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
+                       Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                       Tensor counted, Workspace ws);
   // The bytes of scratch the loss of `task` needs over an output of `output` ([N, ...]).
-  virtual std::size_t loss_workspace_bytes(Task /*task*/, const Shape& /*output*/) { return 0; }
+  std::size_t loss_workspace_bytes(Task task, const Shape& output);
 
   // Fused optimizer updates over one flat block of parameters. `guard`, where not null, is a
   // float in this backend's memory (the step's loss sum): when it is not finite the update
   // changes nothing, so that a step can be applied before its loss is read back.
-  virtual void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                          float learning_rate, const float* guard) = 0;
-  virtual void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
-                            const AdamWConfig& config, float learning_rate, long step, const float* guard) = 0;
+  void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                  float learning_rate, const float* guard);
+  void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v,
+                    const AdamWConfig& config, float learning_rate, long step, const float* guard);
   // Dynamic loss scaling (engine/train/loss_scale.hpp): grads *= inverse_scale, and `found` (one
   // float in this backend's memory) set to 1 where any gradient was NaN or infinite, left as it
   // was otherwise (PyTorch's _amp_foreach_non_finite_check_and_unscale_).
-  virtual void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) = 0;
+  void unscale_gradients(Tensor grads, float inverse_scale, Tensor found);
 
   // Capture: between begin_capture() and end_capture() the compute calls above are recorded
   // instead of run (no copies, no synchronize). Tensors are recorded by address and every other
@@ -460,6 +600,11 @@ class Backend {
   virtual void begin_capture() { throw ConfigError(capture_support()); }
   virtual std::unique_ptr<CapturedCalls> end_capture() { throw ConfigError(capture_support()); }
   virtual void abort_capture() noexcept {}
+
+ protected:
+  // The backend's own implementations of the calls above, each reached through its front: Note
+  // [One front per backend call].
+  CNN_BACKEND_CALLS(CNN_BACKEND_PURE_CALL, CNN_BACKEND_PURE_QUERY)
 };
 
 }  // namespace cnn

@@ -39,10 +39,10 @@ constexpr int kTrainSteps = 12, kTrainBatch = 32;
 class LogitsRecorder final : public CpuBackend {
  public:
   using CpuBackend::CpuBackend;
-  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits, const StepScalars* step,
-                             Tensor loss_sum, Tensor correct) override {
+  void do_softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
+                                const StepScalars* step, Tensor loss_sum, Tensor correct) override {
     if (dlogits.empty()) recorded.insert(recorded.end(), logits.data, logits.data + logits.elements());
-    CpuBackend::softmax_cross_entropy(logits, labels, label_smoothing, dlogits, step, loss_sum, correct);
+    CpuBackend::do_softmax_cross_entropy(logits, labels, label_smoothing, dlogits, step, loss_sum, correct);
   }
   std::vector<float> recorded;
 };

@@ -2,7 +2,9 @@
 // The CUDA backend's class. Internal: includes CUDA headers; the public face is
 // backends/device/cuda_api.hpp. Its calls are defined by job: cuda_backend.cpp (setup, copies,
 // synchronisation), conv.cpp, dense.cpp, value_storage.cu (16-bit conversions), batchnorm.cpp,
-// pooling.cu, elementwise.cu, loss.cu, task_loss.cu, optimizers.cu.
+// batchnorm_kernels.cu (its own kernels: batchnorm_forward_saved, 16-bit values),
+// batchnorm_sync.cu (synchronised BatchNorm), pooling.cu, elementwise.cu, activation.cu, join.cu,
+// channel_bias.cu, upsample.cu, group_norm.cu, loss.cu, task_loss.cu, optimizers.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -66,7 +68,6 @@ class CudaBackend final : public Backend {
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
-  void fill(Tensor t, float value) override;
   void synchronize() override;
   bool copies_overlap_compute() const override { return true; }
   // To the device on the copy stream (which waits only for compute work that touched the
@@ -75,102 +76,6 @@ class CudaBackend final : public Backend {
   Fence copy_to_host_async(const void* device, void* host, std::size_t bytes) override;
   bool reached(Fence fence) override;
   void wait(Fence fence) override;
-  void copy_on_device(const void* src, void* dst, std::size_t bytes) override;
-  void to_16bit(const Tensor& x, void* packed, ValueFormat format) override;
-  void from_16bit(const void* packed, Tensor x, ValueFormat format) override;
-
-  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y,
-                                     ConvPass pass, std::size_t limit) override;
-  void conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
-                      Tensor y, bool accumulate, Workspace ws) override;
-  void conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
-                            bool accumulate, Workspace ws) override;
-  void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
-                              Tensor dbias, Workspace ws) override;
-
-  // cuBLAS works in its own workspace (library_reserved_bytes); in bf16 and fp16 the layer's
-  // workspace holds the operands' 16-bit copies (Note [16-bit products on CUDA], conv.cpp), and is
-  // empty otherwise.
-  std::size_t dense_workspace_bytes(const Shape& x, int out, ConvPass pass) override;
-  void dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace) override;
-  void dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace) override;
-  void dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace) override;
-
-  void relu_forward(const Tensor& x, Tensor y) override;
-  void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override;
-
-  void pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) override;
-  void pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
-                       Tensor dx, bool accumulate) override;
-
-  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
-                                  Tensor running_mean, Tensor running_var, float momentum,
-                                  float epsilon, Tensor saved_mean, Tensor saved_inv_std) override;
-  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                   const Tensor& running_mean, const Tensor& running_var,
-                                   float epsilon, Tensor y) override;
-  // Own kernel (batchnorm_kernels.cu).
-  void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                               const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) override;
-  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                          const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
-                          Tensor dgamma, Tensor dbeta, bool accumulate) override;
-  // Synchronised BatchNorm: batchnorm_sync.cu.
-  void batchnorm_channel_sums(const Tensor& x, Tensor sums) override;
-  void batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) override;
-  void batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
-                                   Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                   double count, Tensor saved_mean, Tensor saved_inv_std) override;
-  void batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
-                               const Tensor& saved_inv_std, Tensor sums) override;
-  void batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                                    const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& sums,
-                                    double count, Tensor dx, bool accumulate) override;
-
-  void dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
-                       std::uint64_t layer) override;
-  void dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) override;
-
-  void add(const Tensor& a, const Tensor& b, Tensor y) override;
-  void copy_or_add(const Tensor& src, Tensor dst, bool accumulate) override;
-
-  void activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) override;
-  void activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
-                           bool accumulate) override;
-
-  void copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
-                     bool accumulate) override;
-  void multiply(const Tensor& a, const Tensor& b, Tensor y) override;
-  void multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a, Tensor db,
-                         bool accumulate_b) override;
-  void add_channel_bias(const Tensor& bias, Tensor y) override;
-  void channel_bias_backward(const Tensor& dy, Tensor dbias) override;
-  void upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) override;
-  void upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) override;
-  void group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                          Tensor y, Tensor saved_mean, Tensor saved_inv_std) override;
-  void group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
-                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
-                           Tensor dgamma, Tensor dbeta, Workspace ws) override;  // needs none
-
-  void softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing, Tensor dlogits,
-                             const StepScalars* step, Tensor loss_sum, Tensor correct) override;
-  void pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights, Tensor dlogits,
-                           const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted,
-                           Workspace ws) override;
-  void sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
-                             float threshold_logit, Tensor dlogits, const StepScalars* step, Tensor loss_sum,
-                             Tensor correct, Tensor counted, Workspace ws) override;
-  void regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
-                       Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct, Tensor counted,
-                       Workspace ws) override;
-  // The task losses need no workspace: they sum in loss_scratch_, allocated with the backend.
-
-  void sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
-                  float learning_rate, const float* guard) override;
-  void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
-                    float learning_rate, long step, const float* guard) override;
-  void unscale_gradients(Tensor grads, float inverse_scale, Tensor found) override;
 
   // CUDA graphs (graph.cpp): the compute stream is captured; a replay is one cudaGraphLaunch,
   // which counts as touching every range the captured calls touched.
@@ -185,6 +90,13 @@ class CudaBackend final : public Backend {
   void make_current() const { activate(); }
 
  private:
+  // Every call of CNN_BACKEND_CALLS (backend.hpp), each reached through its front. cuBLAS works
+  // in its own workspace (library_reserved_bytes); in bf16 and fp16 a dense layer's workspace
+  // holds the operands' 16-bit copies (Note [16-bit products on CUDA], conv.cpp), and is empty
+  // otherwise. group_norm_backward and the task losses need no workspace: the losses sum in
+  // loss_scratch_, allocated with the backend.
+  CNN_BACKEND_OVERRIDES
+
   void release() noexcept;
   // Makes this backend's device current for the calling thread.
   void activate() const;

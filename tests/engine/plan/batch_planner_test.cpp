@@ -99,9 +99,9 @@ class WorkspaceHungryBackend : public CpuBackend {
  public:
   using CpuBackend::CpuBackend;
   static constexpr std::size_t kExtra = std::size_t{4} << 20;
-  std::size_t conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
-                                     std::size_t limit) override {
-    const std::size_t lean = CpuBackend::conv2d_workspace_bytes(desc, x, y, pass, limit);
+  std::size_t do_conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
+                                        std::size_t limit) override {
+    const std::size_t lean = CpuBackend::do_conv2d_workspace_bytes(desc, x, y, pass, limit);
     return limit >= lean + kExtra ? lean + kExtra : lean;
   }
 };

@@ -225,13 +225,13 @@ class AliasSpy final : public CpuBackend {
   using CpuBackend::CpuBackend;
   int calls = 0, aliased = 0;
   float epsilon_seen = 0;
-  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
-                          const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
-                          bool accumulate) override {
+  void do_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
+                             const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
+                             bool accumulate) override {
     ++calls;
     epsilon_seen = epsilon;
     if (dx.data == dy.data) ++aliased;
-    CpuBackend::batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
+    CpuBackend::do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
   }
 };
 

@@ -202,10 +202,10 @@ TEST_CASE("fp16 training: AdamW counts the steps applied, as PyTorch's Adam, who
   struct AdamWSteps : ForwardingBackend {
     using ForwardingBackend::ForwardingBackend;
     std::vector<long> steps;
-    void adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
-                      float learning_rate, long step, const float* guard) override {
+    void do_adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
+                         float learning_rate, long step, const float* guard) override {
       steps.push_back(step);
-      ForwardingBackend::adamw_update(params, grads, m, v, config, learning_rate, step, guard);
+      ForwardingBackend::do_adamw_update(params, grads, m, v, config, learning_rate, step, guard);
     }
   };
   Network net = make_preset("small", kImage, 10);

@@ -71,77 +71,78 @@ class StoredValuesCpu : public ForwardingBackend {
   bool takes_packed_values() const override { return true; }
   int inputs_as_bits() const { return inputs_as_bits_; }
 
-  void conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                      bool accumulate, Workspace ws) override {
+ protected:
+  void do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                         bool accumulate, Workspace ws) override {
     const Floats in = input(x);
     Floats out = output(y, accumulate);
-    ForwardingBackend::conv2d_forward(d, in.t, w, bias, out.t, accumulate, ws);
+    ForwardingBackend::do_conv2d_forward(d, in.t, w, bias, out.t, accumulate, ws);
     round_into(out, y);
   }
-  void conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate,
-                            Workspace ws) override {
-    ForwardingBackend::conv2d_backward_data(d, input(dy).t, w, dx, accumulate, ws);
+  void do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate,
+                               Workspace ws) override {
+    ForwardingBackend::do_conv2d_backward_data(d, input(dy).t, w, dx, accumulate, ws);
   }
-  void conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias,
-                              Workspace ws) override {
+  void do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias,
+                                 Workspace ws) override {
     const Floats in = input(x), g = input(dy);
-    ForwardingBackend::conv2d_backward_filter(d, in.t, g.t, dw, dbias, ws);
+    ForwardingBackend::do_conv2d_backward_filter(d, in.t, g.t, dw, dbias, ws);
   }
-  void relu_forward(const Tensor& x, Tensor y) override {
+  void do_relu_forward(const Tensor& x, Tensor y) override {
     const Floats in = input(x);
     Floats out = output(y, false);
-    ForwardingBackend::relu_forward(in.t, out.t);
+    ForwardingBackend::do_relu_forward(in.t, out.t);
     round_into(out, y);
   }
-  void relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override {
-    ForwardingBackend::relu_backward(input(y).t, dy, dx, accumulate);
+  void do_relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) override {
+    ForwardingBackend::do_relu_backward(input(y).t, dy, dx, accumulate);
   }
-  void add(const Tensor& a, const Tensor& b, Tensor y) override {
+  void do_add(const Tensor& a, const Tensor& b, Tensor y) override {
     const Floats first = input(a), second = input(b);
     Floats out = output(y, false);
-    ForwardingBackend::add(first.t, second.t, out.t);
+    ForwardingBackend::do_add(first.t, second.t, out.t);
     round_into(out, y);
   }
-  void pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) override {
+  void do_pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) override {
     const Floats in = input(x);
     Floats out = output(y, false);
-    ForwardingBackend::pool2d_forward(d, in.t, out.t);
+    ForwardingBackend::do_pool2d_forward(d, in.t, out.t);
     round_into(out, y);
   }
-  void pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
-                       bool accumulate) override {
-    const Floats in = input(x), out = input(y);
-    ForwardingBackend::pool2d_backward(d, in.t, out.t, dy, dx, accumulate);
-  }
-  void batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
-                                  Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                  Tensor saved_mean, Tensor saved_inv_std) override {
-    const Floats in = input(x);
-    Floats out = output(y, false);
-    ForwardingBackend::batchnorm_forward_training(in.t, gamma, beta, out.t, running_mean, running_var, momentum,
-                                                  epsilon, saved_mean, saved_inv_std);
-    round_into(out, y);
-  }
-  void batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                   const Tensor& running_mean, const Tensor& running_var, float epsilon,
-                                   Tensor y) override {
-    const Floats in = input(x);
-    Floats out = output(y, false);
-    ForwardingBackend::batchnorm_forward_inference(in.t, gamma, beta, running_mean, running_var, epsilon, out.t);
-    round_into(out, y);
-  }
-  void batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& saved_mean,
-                               const Tensor& saved_inv_std, Tensor y) override {
-    const Floats in = input(x);
-    Floats out = output(y, false);
-    ForwardingBackend::batchnorm_forward_saved(in.t, gamma, beta, saved_mean, saved_inv_std, out.t);
-    round_into(out, y);
-  }
-  void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
-                          const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
+  void do_pool2d_backward(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
                           bool accumulate) override {
-    ForwardingBackend::batchnorm_backward(input(x).t, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
-                                          dbeta, accumulate);
+    const Floats in = input(x), out = input(y);
+    ForwardingBackend::do_pool2d_backward(d, in.t, out.t, dy, dx, accumulate);
+  }
+  void do_batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                     Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                     Tensor saved_mean, Tensor saved_inv_std) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::do_batchnorm_forward_training(in.t, gamma, beta, out.t, running_mean, running_var, momentum,
+                                                     epsilon, saved_mean, saved_inv_std);
+    round_into(out, y);
+  }
+  void do_batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& running_mean, const Tensor& running_var, float epsilon,
+                                      Tensor y) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::do_batchnorm_forward_inference(in.t, gamma, beta, running_mean, running_var, epsilon, out.t);
+    round_into(out, y);
+  }
+  void do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& saved_mean,
+                                  const Tensor& saved_inv_std, Tensor y) override {
+    const Floats in = input(x);
+    Floats out = output(y, false);
+    ForwardingBackend::do_batchnorm_forward_saved(in.t, gamma, beta, saved_mean, saved_inv_std, out.t);
+    round_into(out, y);
+  }
+  void do_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
+                             const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
+                             bool accumulate) override {
+    ForwardingBackend::do_batchnorm_backward(input(x).t, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
+                                             dbeta, accumulate);
   }
 
  private:

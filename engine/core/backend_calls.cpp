@@ -1,0 +1,330 @@
+// Backend's public calls (Note [One front per backend call], backend.hpp): each checks what
+// every backend requires of its arguments, in O(1), and hands the call to the backend's
+// do_<name>. A check that one backend alone needs stays in that backend.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "base/error.hpp"
+#include "engine/core/backend.hpp"
+
+namespace cnn {
+namespace {
+
+bool absent(const Tensor& t) { return t.data == nullptr || t.elements() == 0; }
+
+// The checks the task losses share: the gradient's size, the step scalars it needs, the
+// one-element sums.
+void check_loss_outputs(const char* call, const Tensor& output, const Tensor& gradient, const StepScalars* step,
+                        const Tensor& loss_sum, const Tensor& correct, const Tensor& counted) {
+  if (!gradient.empty() && gradient.elements() != output.elements())
+    throw ShapeError(std::string(call) + ": the gradient " + gradient.shape.str() + " is not the size of the output " +
+                     output.shape.str());
+  if (absent(loss_sum) || absent(correct) || absent(counted))
+    throw ShapeError(std::string(call) + ": the loss, accuracy and count sums need a float each");
+  if (!gradient.empty() && !step) throw ConfigError(std::string(call) + ": a gradient needs the step scalars");
+}
+
+// Weights one a class, or empty for all 1.
+void check_class_weights(const char* call, const char* what, const Tensor& weights, std::size_t classes) {
+  if (!absent(weights) && weights.elements() != classes)
+    throw ConfigError(std::string(call) + ": " + std::to_string(weights.elements()) + " " + what + " for " +
+                      std::to_string(classes) + " classes");
+}
+
+// a and b hold as many values.
+void same_size(const char* call, const Tensor& a, const Tensor& b) {
+  if (a.elements() != b.elements())
+    throw ShapeError(std::string(call) + ": " + a.shape.str() + " and " + b.shape.str() + " differ in size");
+}
+
+// y is x [N, C, H, W] upsampled by the factor.
+void check_upsample(const char* call, const UpsampleDesc& d, const Tensor& x, const Tensor& y) {
+  if (d.factor < 1) throw ConfigError(std::string(call) + ": factor " + std::to_string(d.factor) + " is below 1");
+  if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c() ||
+      static_cast<long long>(y.h()) != static_cast<long long>(x.h()) * d.factor ||
+      static_cast<long long>(y.w()) != static_cast<long long>(x.w()) * d.factor)
+    throw ShapeError(std::string(call) + ": " + y.shape.str() + " is not " + x.shape.str() + " upsampled by " +
+                     std::to_string(d.factor));
+}
+
+// b is a's shape, or [N, C, 1, 1] under an [N, C, H, W] a (Backend::multiply).
+void check_gate(const char* call, const Tensor& a, const Tensor& b) {
+  if (b.elements() == a.elements()) return;
+  if (a.shape.rank == 4 && b.shape.rank == 4 && b.n() == a.n() && b.c() == a.c() && b.h() == 1 && b.w() == 1)
+    return;
+  throw ShapeError(std::string(call) + ": " + b.shape.str() + " is neither the shape of " + a.shape.str() +
+                   " nor one value per sample and channel");
+}
+
+// Elements per (sample, channel): H x W of an image, 1 of a flat tensor.
+std::size_t plane_of(const Tensor& t) { return t.shape.rank >= 4 ? static_cast<std::size_t>(t.h()) * t.w() : 1; }
+
+}  // namespace
+
+void Backend::fill(Tensor t, float value) { do_fill(t, value); }
+
+void Backend::copy_on_device(const void* src, void* dst, std::size_t bytes) { do_copy_on_device(src, dst, bytes); }
+
+void Backend::to_16bit(const Tensor& x, void* packed, ValueFormat format) {
+  require_16bit("to_16bit", format);
+  do_to_16bit(x, packed, format);
+}
+
+void Backend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
+  require_16bit("from_16bit", format);
+  do_from_16bit(packed, x, format);
+}
+
+std::size_t Backend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
+                                            std::size_t limit) {
+  return do_conv2d_workspace_bytes(desc, x, y, pass, limit);
+}
+
+void Backend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                             bool accumulate, Workspace ws) {
+  do_conv2d_forward(desc, x, w, bias, y, accumulate, ws);
+}
+
+void Backend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
+                                   bool accumulate, Workspace ws) {
+  do_conv2d_backward_data(desc, dy, w, dx, accumulate, ws);
+}
+
+void Backend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
+                                     Tensor dbias, Workspace ws) {
+  do_conv2d_backward_filter(desc, x, dy, dw, dbias, ws);
+}
+
+std::size_t Backend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
+  return do_dense_workspace_bytes(x, out, pass);
+}
+
+void Backend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
+  do_dense_forward(x, w, bias, y, ws);
+}
+
+void Backend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
+  do_dense_backward_data(dy, w, dx, accumulate, ws);
+}
+
+void Backend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
+  do_dense_backward_weights(x, dy, dw, dbias, ws);
+}
+
+void Backend::relu_forward(const Tensor& x, Tensor y) { do_relu_forward(x, y); }
+
+void Backend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
+  do_relu_backward(y, dy, dx, accumulate);
+}
+
+void Backend::activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
+  same_size("activation_forward", x, y);
+  do_activation_forward(desc, x, y);
+}
+
+void Backend::activation_backward(const ActivationDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy,
+                                  Tensor dx, bool accumulate) {
+  const Tensor& v = derivative_from_output(desc) ? y : x;
+  same_size("activation_backward", v, dy);
+  same_size("activation_backward", dy, dx);
+  do_activation_backward(desc, x, y, dy, dx, accumulate);
+}
+
+void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) { do_pool2d_forward(desc, x, y); }
+
+void Backend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
+                              bool accumulate) {
+  do_pool2d_backward(desc, x, y, dy, dx, accumulate);
+}
+
+void Backend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                         Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                         Tensor saved_mean, Tensor saved_inv_std) {
+  do_batchnorm_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
+      saved_inv_std);
+}
+
+void Backend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                          const Tensor& running_mean, const Tensor& running_var, float epsilon,
+                                          Tensor y) {
+  do_batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, epsilon, y);
+}
+
+void Backend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
+  do_batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y);
+}
+
+void Backend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
+                                 const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
+                                 bool accumulate) {
+  do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
+}
+
+void Backend::batchnorm_channel_sums(const Tensor& x, Tensor sums) { do_batchnorm_channel_sums(x, sums); }
+
+void Backend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
+  do_batchnorm_centered_squares(x, sums, count, out);
+}
+
+void Backend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                          Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                          double count, Tensor saved_mean, Tensor saved_inv_std) {
+  do_batchnorm_forward_from_sums(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, count, saved_mean,
+      saved_inv_std);
+}
+
+void Backend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
+                                      const Tensor& saved_inv_std, Tensor sums) {
+  do_batchnorm_backward_sums(x, dy, saved_mean, saved_inv_std, sums);
+}
+
+void Backend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                           const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& sums,
+                                           double count, Tensor dx, bool accumulate) {
+  do_batchnorm_backward_from_sums(x, dy, gamma, saved_mean, saved_inv_std, sums, count, dx, accumulate);
+}
+
+void Backend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
+                              std::uint64_t layer) {
+  do_dropout_forward(x, y, mask, p, step, layer);
+}
+
+void Backend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {
+  do_dropout_backward(dy, mask, dx, accumulate);
+}
+
+void Backend::add(const Tensor& a, const Tensor& b, Tensor y) { do_add(a, b, y); }
+
+void Backend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) { do_copy_or_add(src, dst, accumulate); }
+
+void Backend::copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
+                            bool accumulate) {
+  const std::size_t plane = plane_of(from);
+  if (from.n() != to.n() || plane != plane_of(to) || from.shape.rank != to.shape.rank || from_channel < 0 ||
+      to_channel < 0 || channels < 0 || from_channel + channels > from.c() || to_channel + channels > to.c())
+    throw ShapeError("copy_channels: channels [" + std::to_string(from_channel) + ", +" + std::to_string(channels) +
+                     ") of " + from.shape.str() + " to channel " + std::to_string(to_channel) + " of " +
+                     to.shape.str() + " do not fit");
+  do_copy_channels(from, from_channel, to, to_channel, channels, accumulate);
+}
+
+void Backend::multiply(const Tensor& a, const Tensor& b, Tensor y) {
+  if (y.elements() != a.elements()) throw ShapeError("multiply: output " + y.shape.str() + " is not " + a.shape.str());
+  check_gate("multiply", a, b);
+  do_multiply(a, b, y);
+}
+
+void Backend::multiply_backward(const Tensor& a, const Tensor& b, const Tensor& dy, Tensor da, bool accumulate_a,
+                                Tensor db, bool accumulate_b) {
+  if (dy.elements() != a.elements() || (!da.empty() && da.elements() != a.elements()) ||
+      (!db.empty() && db.elements() != b.elements()))
+    throw ShapeError("multiply_backward: gradients " + dy.shape.str() + ", " + da.shape.str() + " and " +
+                     db.shape.str() + " do not match " + a.shape.str() + " and " + b.shape.str());
+  check_gate("multiply_backward", a, b);
+  do_multiply_backward(a, b, dy, da, accumulate_a, db, accumulate_b);
+}
+
+void Backend::add_channel_bias(const Tensor& bias, Tensor y) { do_add_channel_bias(bias, y); }
+
+void Backend::channel_bias_backward(const Tensor& dy, Tensor dbias) { do_channel_bias_backward(dy, dbias); }
+
+void Backend::upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) {
+  check_upsample("upsample_forward", desc, x, y);
+  do_upsample_forward(desc, x, y);
+}
+
+void Backend::upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
+  check_upsample("upsample_backward", desc, dx, dy);
+  do_upsample_backward(desc, dy, dx, accumulate);
+}
+
+void Backend::group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                 Tensor y, Tensor saved_mean, Tensor saved_inv_std) {
+  do_group_norm_forward(desc, x, gamma, beta, y, saved_mean, saved_inv_std);
+}
+
+void Backend::group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
+                                  Tensor dgamma, Tensor dbeta, Workspace ws) {
+  do_group_norm_backward(desc, x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, dgamma, dbeta, ws);
+}
+
+std::size_t Backend::group_norm_workspace_bytes(const GroupNormDesc& desc, const Shape& x) {
+  return do_group_norm_workspace_bytes(desc, x);
+}
+
+void Backend::softmax_cross_entropy(const Tensor& logits, const IntTensor& labels, float label_smoothing,
+                                    Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct) {
+  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
+    throw ConfigError("softmax_cross_entropy: label smoothing " + std::to_string(label_smoothing) +
+                      " is outside [0, 1)");
+  if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
+  do_softmax_cross_entropy(logits, labels, label_smoothing, dlogits, step, loss_sum, correct);
+}
+
+void Backend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks, const Tensor& class_weights,
+                                  Tensor dlogits, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                                  Tensor counted, Workspace ws) {
+  const char* const call = "pixel_cross_entropy";
+  const std::size_t n = static_cast<std::size_t>(logits.n());
+  const int classes = logits.c();
+  const std::size_t pixels = static_cast<std::size_t>(logits.h()) * static_cast<std::size_t>(logits.w());
+  if (logits.shape.rank < 2 || classes <= 0 || masks.size != n * pixels || (masks.size && !masks.data))
+    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
+                     " mask bytes do not fit together");
+  check_loss_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
+  check_class_weights(call, "class weights", class_weights, static_cast<std::size_t>(classes));
+  do_pixel_cross_entropy(logits, masks, class_weights, dlogits, step, loss_sum, correct, counted, ws);
+}
+
+void Backend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& positive_weights,
+                                    float threshold_logit, Tensor dlogits, const StepScalars* step, Tensor loss_sum,
+                                    Tensor correct, Tensor counted, Workspace ws) {
+  const char* const call = "sigmoid_cross_entropy";
+  if (targets.elements() != logits.elements() || (targets.elements() && !targets.data))
+    throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
+                     " differ in size");
+  check_loss_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
+  check_class_weights(call, "positive weights", positive_weights, logits.sample_elements());
+  do_sigmoid_cross_entropy(logits, targets, positive_weights, threshold_logit, dlogits, step, loss_sum, correct,
+      counted, ws);
+}
+
+void Backend::regression_loss(RegressionLoss kind, float delta, const Tensor& outputs, const Tensor& targets,
+                              Tensor doutputs, const StepScalars* step, Tensor loss_sum, Tensor correct,
+                              Tensor counted, Workspace ws) {
+  const char* const call = "regression_loss";
+  if (targets.elements() != outputs.elements() || (targets.elements() && !targets.data))
+    throw ShapeError(std::string(call) + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
+                     " differ in size");
+  check_loss_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
+  if (kind == RegressionLoss::huber && !(delta > 0.0f && std::isfinite(delta)))
+    throw ConfigError(std::string(call) + ": the Huber loss's delta " + std::to_string(delta) +
+                      " is not a positive number");
+  do_regression_loss(kind, delta, outputs, targets, doutputs, step, loss_sum, correct, counted, ws);
+}
+
+std::size_t Backend::loss_workspace_bytes(Task task, const Shape& output) {
+  return do_loss_workspace_bytes(task, output);
+}
+
+void Backend::sgd_update(Tensor params, const Tensor& grads, Tensor velocity, const SgdConfig& config,
+                         float learning_rate, const float* guard) {
+  do_sgd_update(params, grads, velocity, config, learning_rate, guard);
+}
+
+void Backend::adamw_update(Tensor params, const Tensor& grads, Tensor m, Tensor v, const AdamWConfig& config,
+                           float learning_rate, long step, const float* guard) {
+  do_adamw_update(params, grads, m, v, config, learning_rate, step, guard);
+}
+
+void Backend::unscale_gradients(Tensor grads, float inverse_scale, Tensor found) {
+  if (found.elements() != 1)
+    throw ShapeError("unscale_gradients: `found` holds one float, not " + std::to_string(found.elements()));
+  do_unscale_gradients(grads, inverse_scale, found);
+}
+
+}  // namespace cnn

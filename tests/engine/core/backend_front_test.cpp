@@ -1,0 +1,170 @@
+// Backend's fronts (Note [One front per backend call], backend.hpp): a call whose arguments break
+// the contract is refused before any backend sees it, with the same error on the CPU backend and
+// on a forwarding backend, whose inner backend is then never called.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "base/error.hpp"
+#include "engine/core/forwarding_backend.hpp"
+
+using namespace cnn;
+
+namespace {
+
+// Counts the calls that reach run(), that is, the calls the front let through.
+class CountingBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  int calls = 0;
+
+ private:
+  void run(const BackendCall& /*call*/, const std::function<void()>& work) override {
+    ++calls;
+    work();
+  }
+};
+
+// The message of the Error that `call` throws on `backend`; "nothing thrown" where it returns.
+template <class Error>
+std::string refusal(Backend& backend, const std::function<void(Backend&)>& call) {
+  try {
+    call(backend);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "nothing thrown";
+}
+
+// Refused alike by the CPU backend and by a forwarding backend over one, which passes nothing on.
+template <class Error>
+void check_refused(const std::function<void(Backend&)>& call, const std::string& message) {
+  CpuBackend cpu(1);
+  CountingBackend forwarding(cpu);
+  CHECK(refusal<Error>(cpu, call) == message);
+  CHECK(refusal<Error>(forwarding, call) == message);
+  CHECK(forwarding.calls == 0);
+}
+
+}  // namespace
+
+TEST_CASE("backend fronts: the task losses' arguments are checked before a backend runs them", "[backend][loss]") {
+  std::vector<float> out(6), target(6), grad(6), sums(3);
+  const Tensor outputs{out.data(), Shape{2, 3}}, targets{target.data(), Shape{2, 3}};
+  const Tensor loss_sum{sums.data(), Shape{1}}, correct{sums.data() + 1, Shape{1}}, counted{sums.data() + 2, Shape{1}};
+  StepScalars step;
+
+  check_refused<ConfigError>(
+      [&](Backend& b) {
+        b.regression_loss(RegressionLoss::huber, 0.0f, outputs, targets, Tensor{}, nullptr, loss_sum, correct, counted,
+                          Workspace{});
+      },
+      "regression_loss: the Huber loss's delta 0.000000 is not a positive number");
+  check_refused<ShapeError>(
+      [&](Backend& b) {
+        b.regression_loss(RegressionLoss::mse, 1.0f, outputs, Tensor{target.data(), Shape{2, 2}}, Tensor{}, nullptr,
+                          loss_sum, correct, counted, Workspace{});
+      },
+      "regression_loss: outputs [2x3] and targets [2x2] differ in size");
+  check_refused<ShapeError>(
+      [&](Backend& b) {
+        b.sigmoid_cross_entropy(outputs, targets, Tensor{}, 0.0f, Tensor{grad.data(), Shape{2, 2}}, &step, loss_sum,
+                                correct, counted, Workspace{});
+      },
+      "sigmoid_cross_entropy: the gradient [2x2] is not the size of the output [2x3]");
+  check_refused<ConfigError>(
+      [&](Backend& b) {
+        b.sigmoid_cross_entropy(outputs, targets, Tensor{}, 0.0f, Tensor{grad.data(), Shape{2, 3}}, nullptr, loss_sum,
+                                correct, counted, Workspace{});
+      },
+      "sigmoid_cross_entropy: a gradient needs the step scalars");
+  check_refused<ConfigError>(
+      [&](Backend& b) {
+        b.sigmoid_cross_entropy(outputs, targets, Tensor{sums.data(), Shape{2}}, 0.0f, Tensor{}, nullptr, loss_sum,
+                                correct, counted, Workspace{});
+      },
+      "sigmoid_cross_entropy: 2 positive weights for 3 classes");
+  check_refused<ShapeError>(
+      [&](Backend& b) {
+        b.sigmoid_cross_entropy(outputs, targets, Tensor{}, 0.0f, Tensor{}, nullptr, loss_sum, correct, Tensor{},
+                                Workspace{});
+      },
+      "sigmoid_cross_entropy: the loss, accuracy and count sums need a float each");
+
+  std::vector<std::uint8_t> masks(5);
+  check_refused<ShapeError>(
+      [&](Backend& b) {
+        b.pixel_cross_entropy(Tensor{out.data(), Shape{1, 2, 1, 3}}, ByteTensor{masks.data(), masks.size()}, Tensor{},
+                              Tensor{}, nullptr, loss_sum, correct, counted, Workspace{});
+      },
+      "pixel_cross_entropy: logits [1x2x1x3] and 5 mask bytes do not fit together");
+
+  std::vector<std::int32_t> labels(2);
+  check_refused<ConfigError>(
+      [&](Backend& b) {
+        b.softmax_cross_entropy(outputs, IntTensor{labels.data(), labels.size()}, 1.0f, Tensor{}, nullptr, loss_sum,
+                                correct);
+      },
+      "softmax_cross_entropy: label smoothing 1.000000 is outside [0, 1)");
+}
+
+TEST_CASE("backend fronts: shapes that do not fit are refused before a backend runs the call", "[backend]") {
+  std::vector<float> a(16), b(16), y(16);
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.copy_channels(Tensor{a.data(), Shape{1, 2, 2, 2}}, 1, Tensor{y.data(), Shape{1, 2, 2, 2}}, 0, 2, false);
+      },
+      "copy_channels: channels [1, +2) of [1x2x2x2] to channel 0 of [1x2x2x2] do not fit");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.multiply(Tensor{a.data(), Shape{1, 2, 2, 2}}, Tensor{b.data(), Shape{1, 2, 2, 1}},
+                    Tensor{y.data(), Shape{1, 2, 2, 2}});
+      },
+      "multiply: [1x2x2x1] is neither the shape of [1x2x2x2] nor one value per sample and channel");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.multiply(Tensor{a.data(), Shape{1, 8}}, Tensor{b.data(), Shape{1, 8}}, Tensor{y.data(), Shape{1, 4}});
+      },
+      "multiply: output [1x4] is not [1x8]");
+  check_refused<ConfigError>(
+      [&](Backend& be) {
+        be.upsample_forward(UpsampleDesc{0, UpsampleMode::nearest}, Tensor{a.data(), Shape{1, 1, 2, 2}},
+                            Tensor{y.data(), Shape{1, 1, 2, 2}});
+      },
+      "upsample_forward: factor 0 is below 1");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.upsample_backward(UpsampleDesc{2, UpsampleMode::nearest}, Tensor{y.data(), Shape{1, 1, 4, 2}},
+                             Tensor{a.data(), Shape{1, 1, 2, 2}}, false);
+      },
+      "upsample_backward: [1x1x4x2] is not [1x1x2x2] upsampled by 2");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.unscale_gradients(Tensor{a.data(), Shape{16}}, 0.5f, Tensor{b.data(), Shape{2}});
+      },
+      "unscale_gradients: `found` holds one float, not 2");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.activation_forward(ActivationDesc{Activation::tanh}, Tensor{a.data(), Shape{2, 8}},
+                              Tensor{y.data(), Shape{2, 4}});
+      },
+      "activation_forward: [2x8] and [2x4] differ in size");
+  check_refused<ConfigError>(
+      [&](Backend& be) { be.to_16bit(Tensor{a.data(), Shape{16}}, b.data(), ValueFormat::fp32); },
+      "to_16bit: fp32 is not a 16-bit format");
+}
+
+TEST_CASE("backend fronts: a call that keeps the contract reaches the backend once", "[backend]") {
+  CpuBackend cpu(1);
+  CountingBackend forwarding(cpu);
+  std::vector<float> a{1.f, 2.f, 3.f, 4.f}, gate{2.f}, y(4);
+  forwarding.multiply(Tensor{a.data(), Shape{1, 1, 2, 2}}, Tensor{gate.data(), Shape{1, 1, 1, 1}},
+                      Tensor{y.data(), Shape{1, 1, 2, 2}});
+  CHECK(forwarding.calls == 1);
+  CHECK(y == std::vector<float>{2.f, 4.f, 6.f, 8.f});
+}
