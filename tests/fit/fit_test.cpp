@@ -311,6 +311,78 @@ TEST_CASE("fit: options it refuses, each named", "[fit]") {
   CHECK(small.validation_data()->size() == 4);
 }
 
+TEST_CASE("fit: a refused option is an OptionError naming its field, for a program to name its own flag", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(32), validation(8);
+  TempFolder scratch;
+  Network net = make_preset("small", kImage, 4);
+  // The field the refusal names; "" where the options were taken.
+  auto field_of = [&](FitOptions o, const FitData& data) -> std::string {
+    try {
+      Fit(net, backend, data, std::move(o));
+    } catch (const OptionError& e) {
+      return e.field();
+    }
+    return "";
+  };
+  FitOptions o = quiet_options();
+  o.epochs = 0;
+  CHECK(field_of(o, FitData(train)) == "epochs");
+  o = quiet_options();
+  o.validation_split = 1.5;
+  CHECK(field_of(o, FitData(train)) == "validation_split");
+  o.validation_split = 0.2;
+  CHECK(field_of(o, FitData(train, &validation)) == "validation_split");
+  o = quiet_options();
+  o.warmup_epochs = 3;
+  CHECK(field_of(o, FitData(train)) == "warmup_epochs");
+  o = quiet_options();
+  o.save_every = -1;
+  CHECK(field_of(o, FitData(train)) == "save_every");
+  o = quiet_options();
+  o.trainer.batch = 0;
+  CHECK(field_of(o, FitData(train)) == "trainer.batch");
+  o = quiet_options();
+  o.loading.augment_crop_padding = 13;  // more than the 12 pixels of a side
+  CHECK(field_of(o, FitData(train)) == "loading.augment_crop_padding");
+  o = quiet_options();
+  o.settings = "[1, 2]";
+  CHECK(field_of(o, FitData(train)) == "settings");
+  o = quiet_options();
+  o.monitor = MonitoredMetric::validation_mean_iou;  // a classifier's scores have none
+  CHECK(field_of(o, FitData(train, &validation)) == "monitor");
+  // A watched metric without validation data: the option that watches it.
+  o = quiet_options();
+  o.early_stop = 2;
+  CHECK(field_of(o, FitData(train)) == "early_stop");
+  o.save = scratch / "run.ckpt";
+  o.keep_best = true;
+  CHECK(field_of(o, FitData(train)) == "keep_best");
+  o = quiet_options();
+  o.trainer.schedule.kind = ScheduleKind::plateau;
+  CHECK(field_of(o, FitData(train)) == "trainer.schedule");
+  // What the run writes.
+  o = quiet_options();
+  o.csv = scratch.path();
+  CHECK(field_of(o, FitData(train)) == "csv");
+  o = quiet_options();
+  o.metrics = o.csv = scratch / "epochs.log";
+  CHECK(field_of(o, FitData(train)) == "csv");
+  // A resumed run: its validation split and its classes' order.
+  o = quiet_options(1);
+  o.save = scratch / "run.ckpt";
+  fit(net, backend, FitData(train), o);
+  FitOptions resume = quiet_options(2);
+  resume.resume = o.save;
+  resume.validation_split = 0.25;
+  CHECK(field_of(resume, FitData(train)) == "validation_split");
+  resume.validation_split = 0;
+  const std::unique_ptr<data::Dataset> renamed =
+      data::with_class_names(std::make_unique<SmallImages>(32), {"d", "c", "b", "a"});
+  CHECK(field_of(resume, FitData(*renamed)) == "resume");
+  CHECK(field_of(resume, FitData(train)).empty());
+}
+
 TEST_CASE("fit: the plateau schedule multiplies the rate after patience epochs without a better value, kept on resume",
           "[fit]") {
   CpuBackend backend(1);
