@@ -9,7 +9,6 @@
 #include "base/error.hpp"
 #include "engine/core/task_scores.hpp"
 #include "fit/detail/fit_state.hpp"
-#include "fit/detail/run_log.hpp"
 #include "models/network_text.hpp"
 
 namespace cnn {
@@ -315,12 +314,56 @@ void Fit::State::load_state() {
     progress_ = resumed->training->progress;
     trainer_->synchronize_replicas();  // they read the same file; this makes sure
   }
-  const std::uint64_t keep = resumed ? resumed_settings.value("metrics_bytes", std::uint64_t{0}) : 0;
-  metrics = std::make_unique<MetricsFile>(writes ? o.metrics.string() : std::string(), keep);
-  if (resumed && !metrics->kept()) detail::write_history(*metrics, progress_, train_loader->batches_per_epoch());
-  if (!o.tensorboard.empty() && writes) {
-    events = std::make_unique<detail::EventFile>(o.tensorboard);
-    if (resumed) events->start_session(trainer_->steps() + 1);  // what came after the checkpoint goes
+  build_callbacks();
+}
+
+// The run's outputs (on the rank that writes) and rules as callbacks, the user's among them: one
+// list, called in order. The logs come first: an epoch's line is written before the rules change
+// the rate; early stopping comes last, after what a user's callback says of the epoch.
+void Fit::State::build_callbacks() {
+  const bool distributed = communicator != nullptr;
+  if (writes && o.progress) {
+    progress_log = std::make_unique<detail::ProgressLog>(detail::ProgressLog::Settings{
+        .bar = o.progress_bar, .task = network.task(), .monitor = o.monitor, .save = o.save,
+        .distributed = distributed});
+    callbacks.push_back(progress_log->callbacks());
+  }
+  if (writes && !o.metrics.empty()) {
+    std::size_t data_bytes = train->host_bytes();
+    if (validation) data_bytes += validation->host_bytes();
+    if (test) data_bytes += test->host_bytes();
+    metrics_log = std::make_unique<detail::MetricsLog>(
+        detail::MetricsLog::Settings{
+            .path = o.metrics.string(),
+            .keep_bytes = resumed ? resumed_settings.value("metrics_bytes", std::uint64_t{0}) : 0,
+            .resumed = resumed ? &progress_ : nullptr,
+            .batches_per_epoch = train_loader->batches_per_epoch(),
+            .distributed = distributed,
+            .monitor = o.monitor,
+            .batch = o.trainer.batch,
+            .data_set_host_bytes = data_bytes,
+            .summary_after_signal = !o.progress},
+        backend);
+    callbacks.push_back(metrics_log->callbacks());
+  }
+  if (writes && !o.tensorboard.empty()) {
+    tensorboard_log = std::make_unique<detail::TensorBoardLog>(
+        o.tensorboard, resumed ? std::optional<long>(trainer_->steps() + 1) : std::nullopt);
+    callbacks.push_back(tensorboard_log->callbacks());
+  }
+  if (writes && !o.csv.empty()) {
+    csv_log = std::make_unique<detail::CsvLog>(o.csv);
+    callbacks.push_back(csv_log->callbacks());
+  }
+  const bool announce = o.progress && writes;
+  if (o.trainer.schedule.kind == ScheduleKind::plateau) {
+    plateau = std::make_unique<detail::PlateauSchedule>(o.trainer.schedule, o.monitor, announce);
+    callbacks.push_back(plateau->callbacks());
+  }
+  callbacks.push_back(o.callbacks);
+  if (o.early_stop > 0) {
+    early_stopping = std::make_unique<detail::EarlyStopping>(o.early_stop, o.monitor, announce);
+    callbacks.push_back(early_stopping->callbacks());
   }
 }
 
@@ -386,7 +429,7 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
   s.plan();
   s.load_state();
   s.print_start();
-  if (s.o.callbacks.on_start) s.o.callbacks.on_start(*s.trainer_);
+  s.notify(&FitCallbacks::on_start, *s.trainer_);
 }
 
 Fit::~Fit() = default;
