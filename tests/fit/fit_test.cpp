@@ -120,6 +120,43 @@ TEST_CASE("fit: callbacks see every step, evaluation and epoch, and may stop the
   REQUIRE(result.test);  // the model as it ended, mid-epoch 3
 }
 
+TEST_CASE("fit: callbacks are told the run's begin and end, each epoch's begin and each evaluation's course",
+          "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(64), test(16);
+  Network net = make_preset("small", kImage, 4);
+  FitOptions o = quiet_options(2);
+  o.validation_split = 0.25;  // 48 to train, 16 to validate
+  o.trainer.batch = 8;        // 2 batches to validate, 2 to test
+  std::vector<std::string> events;
+  o.callbacks.on_run_begin = [&](FitControl& control) {
+    events.push_back("run " + std::to_string(control.progress().epoch));
+  };
+  o.callbacks.on_epoch_begin = [&](int epoch, FitControl& control) {
+    CHECK(control.progress().batches_done == 0);
+    events.push_back("epoch " + std::to_string(epoch));
+  };
+  o.callbacks.on_evaluation_begin = [&](std::string_view split, std::size_t batches, FitControl&) {
+    events.push_back(std::string(split) + " of " + std::to_string(batches));
+  };
+  o.callbacks.on_evaluation_batch = [&](std::string_view split, std::size_t done, FitControl&) {
+    events.push_back(std::string(split) + " " + std::to_string(done));
+  };
+  o.callbacks.on_epoch_end = [&](const EpochRecord& e, FitControl&) {
+    events.push_back("end " + std::to_string(e.epoch));
+  };
+  int steps_at_end = 0;
+  o.callbacks.on_run_end = [&](const FitResult& result, FitControl&) {
+    events.push_back("done");
+    steps_at_end = static_cast<int>(result.steps);
+  };
+  const FitResult result = fit(net, backend, FitData(train, nullptr, &test), o);
+  CHECK(events == std::vector<std::string>{"run 1", "epoch 1", "validation of 2", "validation 1", "end 1", "epoch 2",
+                                           "validation of 2", "validation 1", "end 2", "test of 2", "test 1",
+                                           "done"});
+  CHECK(steps_at_end == result.steps);
+}
+
 TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test set", "[fit]") {
   CpuBackend backend(1);
   SmallImages train(64), test(16);
