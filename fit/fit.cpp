@@ -182,7 +182,13 @@ void Fit::State::open_data(const FitData& data) {
       throw OptionError("resume",
                         "the resumed run held out a validation split, and the data now has its own validation set (" +
                             validation->description() + ")");
-    data::ValidationSplit split = data::split_for_validation(*train, fraction, seed);
+    data::ValidationSplit split;
+    try {
+      split = data::split_for_validation(*train, fraction, seed);
+    } catch (const ConfigError& e) {  // a side left with no sample
+      if (resumed) throw;               // the run's own split, on data that changed
+      throw OptionError("validation_split", e.what());
+    }
     split_train = std::move(split.train);
     split_validation = std::move(split.validation);
     train = split_train.get();

@@ -370,6 +370,8 @@ TEST_CASE("fit: a refused option is an OptionError naming its field, for a progr
   CHECK(field_of(o, FitData(train)) == "validation_split");
   o.validation_split = 0.2;
   CHECK(field_of(o, FitData(train, &validation)) == "validation_split");
+  o.limit = 4;  // one sample a class: none left to train on
+  CHECK(field_of(o, FitData(train)) == "validation_split");
   o = quiet_options();
   o.warmup_epochs = 3;
   CHECK(field_of(o, FitData(train)) == "warmup_epochs");
