@@ -73,7 +73,7 @@ void check_options(const FitOptions& o, const FitData& data) {
     // The option that asked for the watch, as the message names it.
     const auto [field, watcher] = o.keep_best        ? std::pair("keep_best", "keeping the best model")
                                   : o.early_stop > 0 ? std::pair("early_stop", "stopping early")
-                                                     : std::pair("trainer.schedule", "the plateau schedule");
+                                                     : std::pair("trainer.schedule.kind", "the plateau schedule");
     throw OptionError(field, std::string(watcher) + " watches " + to_string(o.monitor) +
                                  ", and this run has no validation set: hold out a validation split, give a val/ "
                                  "folder, or watch train_loss");

@@ -399,7 +399,7 @@ TEST_CASE("fit: a refused option is an OptionError naming its field, for a progr
   CHECK(field_of(o, FitData(train)) == "keep_best");
   o = quiet_options();
   o.trainer.schedule.kind = ScheduleKind::plateau;
-  CHECK(field_of(o, FitData(train)) == "trainer.schedule");
+  CHECK(field_of(o, FitData(train)) == "trainer.schedule.kind");
   // What the run writes.
   o = quiet_options();
   o.csv = scratch.path();
