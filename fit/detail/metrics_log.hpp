@@ -3,7 +3,6 @@
 // the end, streamed (MetricsFile). A callback over the run's events (FitCallbacks), on the rank
 // that writes. A resumed run's file is cut back to what its checkpoint saw, or, where that is
 // gone, opens with the lines of the run's history.
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
