@@ -9,7 +9,6 @@
 #include "base/error.hpp"
 #include "engine/core/task_scores.hpp"
 #include "fit/detail/fit_state.hpp"
-#include "fit/detail/run_log.hpp"
 #include "models/network_text.hpp"
 
 namespace cnn {
@@ -20,40 +19,66 @@ using nlohmann::json;
 
 namespace {
 
+// What the loaders would refuse, said of the option that sets it, before anything is planned.
+void check_loading(const FitOptions& o) {
+  if (o.trainer.batch <= 0)
+    throw OptionError("trainer.batch", "Loader: batch must be positive, got " + std::to_string(o.trainer.batch));
+  if (o.loading.prefetch < 0)
+    throw OptionError("loading.prefetch",
+                      "Loader: prefetch must be 0 or more, got " + std::to_string(o.loading.prefetch));
+  if (o.loading.augment_crop_padding < 0)
+    throw OptionError("loading.augment_crop_padding", "Loader: augment_crop_padding must be 0 or more, got " +
+                                                          std::to_string(o.loading.augment_crop_padding));
+}
+
+// A crop shifted by more than the image's side may hold none of it (the loader's rule).
+void check_crop_padding(const FitOptions& o, const data::SampleShape& shape) {
+  if (o.loading.augment_crop_padding > std::min(shape.height, shape.width))
+    throw OptionError("loading.augment_crop_padding",
+                      "Loader: augment_crop_padding of " + std::to_string(o.loading.augment_crop_padding) +
+                          " is more than the " + data::to_string(shape) +
+                          " images' side: a crop could hold none of the image");
+}
+
 void check_options(const FitOptions& o, const FitData& data) {
   if (!data.train) throw ConfigError("fit: no training data (null)");
-  if (o.epochs < 1) throw ConfigError("fit: the run needs at least 1 epoch, not " + std::to_string(o.epochs));
+  if (o.epochs < 1) throw OptionError("epochs", "fit: the run needs at least 1 epoch, not " + std::to_string(o.epochs));
   if (!(o.validation_split >= 0 && o.validation_split < 1))
-    throw ConfigError("the validation split must be a fraction from 0 to below 1, not " + number(o.validation_split));
+    throw OptionError("validation_split",
+                      "the validation split must be a fraction from 0 to below 1, not " + number(o.validation_split));
   if (o.validation_split > 0 && data.validation)
-    throw ConfigError("a validation split of " + number(o.validation_split) +
-                      " was asked for, but the data has its own validation set (" + data.validation->description() +
-                      "): one or the other");
+    throw OptionError("validation_split", "a validation split of " + number(o.validation_split) +
+                                              " was asked for, but the data has its own validation set (" +
+                                              data.validation->description() + "): one or the other");
   if (o.save_every < 0 || o.early_stop < 0)
-    throw ConfigError("fit: save_every and early_stop count steps and epochs: 0 or more");
+    throw OptionError(o.save_every < 0 ? "save_every" : "early_stop",
+                      "fit: save_every and early_stop count steps and epochs: 0 or more");
   if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs))
-    throw ConfigError("fit: the warm-up of " + number(o.warmup_epochs) + " epochs must be from 0 to the run's " +
-                      std::to_string(o.epochs));
+    throw OptionError("warmup_epochs", "fit: the warm-up of " + number(o.warmup_epochs) +
+                                           " epochs must be from 0 to the run's " + std::to_string(o.epochs));
   if (!(std::isfinite(o.step_every_epochs) && o.step_every_epochs >= 0))
-    throw ConfigError("fit: the step schedule's period of " + number(o.step_every_epochs) +
-                      " epochs must be a finite number of 0 (the schedule's own) or more");
+    throw OptionError("step_every_epochs", "fit: the step schedule's period of " + number(o.step_every_epochs) +
+                                               " epochs must be a finite number of 0 (the schedule's own) or more");
   if (o.keep_best && o.save.empty())
-    throw ConfigError("keeping the best checkpoint needs a checkpoint path to keep it beside (save)");
+    throw OptionError("keep_best", "keeping the best checkpoint needs a checkpoint path to keep it beside (save)");
   if (o.restore_best && !o.keep_best)
-    throw ConfigError("restoring the best epoch's weights needs them kept (keep_best)");
+    throw OptionError("restore_best", "restoring the best epoch's weights needs them kept (keep_best)");
   if (!o.resume.empty() && !o.load.empty())
-    throw ConfigError("a run is resumed (" + o.resume.string() + ") or starts from weights (" + o.load.string() +
-                      "), not both");
+    throw OptionError("load", "a run is resumed (" + o.resume.string() + ") or starts from weights (" +
+                                  o.load.string() + "), not both");
   const bool validated = o.validation_split > 0 || (data.validation && data.validation->size() > 0);
   const bool watches_validation = cnn::watches_validation(o.monitor);
   const bool plateau = o.trainer.schedule.kind == ScheduleKind::plateau;
-  if ((o.keep_best || o.early_stop > 0 || plateau) && watches_validation && !validated)
-    throw ConfigError(std::string(o.keep_best ? "keeping the best model" : o.early_stop > 0 ? "stopping early"
-                                                                                           : "the plateau schedule") +
-                      " watches " +
-                      to_string(o.monitor) +
-                      ", and this run has no validation set: hold out a validation split, give a val/ folder, or "
-                      "watch train_loss");
+  if ((o.keep_best || o.early_stop > 0 || plateau) && watches_validation && !validated) {
+    // The option that asked for the watch, as the message names it.
+    const auto [field, watcher] = o.keep_best        ? std::pair("keep_best", "keeping the best model")
+                                  : o.early_stop > 0 ? std::pair("early_stop", "stopping early")
+                                                     : std::pair("trainer.schedule.kind", "the plateau schedule");
+    throw OptionError(field, std::string(watcher) + " watches " + to_string(o.monitor) +
+                                 ", and this run has no validation set: hold out a validation split, give a val/ "
+                                 "folder, or watch train_loss");
+  }
+  check_loading(o);
 }
 
 // Each side of the data against the network, before anything is planned: what the command line
@@ -99,13 +124,14 @@ void check_something_to_learn(const Network& net, const data::Dataset& train) {
 // for an hour and then fail to save, nor save over its data or another run's checkpoint.
 void check_outputs(const FitOptions& o, const FitData& data) {
   RunFiles files;
-  if (!o.save.empty()) files.outputs.push_back({"FitOptions::save", o.save, OutputKind::checkpoint});
+  if (!o.save.empty()) files.outputs.push_back({"FitOptions::save", o.save, OutputKind::checkpoint, "save"});
   if (!o.save.empty() && o.keep_best)
-    files.outputs.push_back({"FitOptions::keep_best", best_checkpoint_path(o.save), OutputKind::checkpoint});
-  if (!o.metrics.empty()) files.outputs.push_back({"FitOptions::metrics", o.metrics, OutputKind::metrics});
-  if (!o.csv.empty()) files.outputs.push_back({"FitOptions::csv", o.csv, OutputKind::csv});
+    files.outputs.push_back(
+        {"FitOptions::keep_best", best_checkpoint_path(o.save), OutputKind::checkpoint, "keep_best"});
+  if (!o.metrics.empty()) files.outputs.push_back({"FitOptions::metrics", o.metrics, OutputKind::metrics, "metrics"});
+  if (!o.csv.empty()) files.outputs.push_back({"FitOptions::csv", o.csv, OutputKind::csv, "csv"});
   if (!o.tensorboard.empty())
-    files.outputs.push_back({"FitOptions::tensorboard", o.tensorboard, OutputKind::folder});
+    files.outputs.push_back({"FitOptions::tensorboard", o.tensorboard, OutputKind::folder, "tensorboard"});
   files.inputs = data.inputs;
   if (!o.load.empty()) files.inputs.push_back({"FitOptions::load", o.load});
   if (!o.resume.empty()) files.inputs.push_back({"FitOptions::resume", o.resume});
@@ -140,8 +166,9 @@ void Fit::State::open_data(const FitData& data) {
     fraction = saved_fraction;
     seed = saved_seed;
   } else if (resumed && fraction > 0) {
-    throw ConfigError(o.resume.string() + ": the run held out no validation split; a split now would move samples "
-                      "it trained on into validation");
+    throw OptionError("validation_split", o.resume.string() +
+                                              ": the run held out no validation split; a split now would move samples "
+                                              "it trained on into validation");
   }
   train = data.train;
   validation = data.validation && data.validation->size() > 0 ? data.validation : nullptr;
@@ -152,9 +179,16 @@ void Fit::State::open_data(const FitData& data) {
   }
   if (fraction > 0) {
     if (validation)
-      throw ConfigError("the resumed run held out a validation split, and the data now has its own validation set (" +
-                        validation->description() + ")");
-    data::ValidationSplit split = data::split_for_validation(*train, fraction, seed);
+      throw OptionError("resume",
+                        "the resumed run held out a validation split, and the data now has its own validation set (" +
+                            validation->description() + ")");
+    data::ValidationSplit split;
+    try {
+      split = data::split_for_validation(*train, fraction, seed);
+    } catch (const ConfigError& e) {  // a side left with no sample
+      if (resumed) throw;               // the run's own split, on data that changed
+      throw OptionError("validation_split", e.what());
+    }
     split_train = std::move(split.train);
     split_validation = std::move(split.validation);
     train = split_train.get();
@@ -188,13 +222,18 @@ void Fit::State::describe_model_of_run() {
     model.class_names = train->class_names();
     model.preprocessing.normalization = o.loading.normalization;
   }
-  data::check_normalization(model.preprocessing.normalization, train->shape().channels);
+  try {
+    data::check_normalization(model.preprocessing.normalization, train->shape().channels);
+  } catch (const ConfigError& e) {
+    if (resumed) throw;  // the run's own, not an option's
+    throw OptionError(o.model ? "model" : "loading.normalization", e.what());
+  }
   // A class's label is its place in the list: the same names in another order would relabel them.
   if (resumed && !model.class_names.empty() && model.class_names != train->class_names()) {
     std::string run, now;
     for (const std::string& name : model.class_names) run += (run.empty() ? "" : ", ") + name;
     for (const std::string& name : train->class_names()) now += (now.empty() ? "" : ", ") + name;
-    throw ConfigError(o.resume.string() + ": the run's classes are " + run + "; the data now has " + now);
+    throw OptionError("resume", o.resume.string() + ": the run's classes are " + run + "; the data now has " + now);
   }
 }
 
@@ -213,9 +252,10 @@ std::string last_batch_left_out(const TrainerOptions& t, const TrainingBatchNeed
     throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
   const bool synchronised = t.sync_batchnorm && ranks > 1;
   if (synchronised && samples < batch && samples % rank_count != 0)
-    throw ConfigError("synchronised BatchNorm: the training set's " + std::to_string(samples) +
-                      " samples make one batch, which cannot be shared evenly over the " + std::to_string(ranks) +
-                      " ranks (train on a multiple of them, or another batch)");
+    throw OptionError("trainer.batch", "synchronised BatchNorm: the training set's " + std::to_string(samples) +
+                                           " samples make one batch, which cannot be shared evenly over the " +
+                                           std::to_string(ranks) +
+                                           " ranks (train on a multiple of them, or another batch)");
   const std::size_t rest = samples % batch;
   if (samples <= batch || rest == 0) return "";
   if (need.samples > 1 && rest < least) return ", because " + need.why;
@@ -280,12 +320,56 @@ void Fit::State::load_state() {
     progress_ = resumed->training->progress;
     trainer_->synchronize_replicas();  // they read the same file; this makes sure
   }
-  const std::uint64_t keep = resumed ? resumed_settings.value("metrics_bytes", std::uint64_t{0}) : 0;
-  metrics = std::make_unique<MetricsFile>(writes ? o.metrics.string() : std::string(), keep);
-  if (resumed && !metrics->kept()) detail::write_history(*metrics, progress_, train_loader->batches_per_epoch());
-  if (!o.tensorboard.empty() && writes) {
-    events = std::make_unique<detail::EventFile>(o.tensorboard);
-    if (resumed) events->start_session(trainer_->steps() + 1);  // what came after the checkpoint goes
+  build_callbacks();
+}
+
+// The run's outputs (on the rank that writes) and rules as callbacks, the user's among them: one
+// list, called in order. The logs come first: an epoch's line is written before the rules change
+// the rate; early stopping comes last, after what a user's callback says of the epoch.
+void Fit::State::build_callbacks() {
+  const bool distributed = communicator != nullptr;
+  if (writes && o.progress) {
+    progress_log = std::make_unique<detail::ProgressLog>(detail::ProgressLog::Settings{
+        .bar = o.progress_bar, .task = network.task(), .monitor = o.monitor, .save = o.save,
+        .distributed = distributed});
+    callbacks.push_back(progress_log->callbacks());
+  }
+  if (writes && !o.metrics.empty()) {
+    std::size_t data_bytes = train->host_bytes();
+    if (validation) data_bytes += validation->host_bytes();
+    if (test) data_bytes += test->host_bytes();
+    metrics_log = std::make_unique<detail::MetricsLog>(
+        detail::MetricsLog::Settings{
+            .path = o.metrics.string(),
+            .keep_bytes = resumed ? resumed_settings.value("metrics_bytes", std::uint64_t{0}) : 0,
+            .resumed = resumed ? &progress_ : nullptr,
+            .batches_per_epoch = train_loader->batches_per_epoch(),
+            .distributed = distributed,
+            .monitor = o.monitor,
+            .batch = o.trainer.batch,
+            .data_set_host_bytes = data_bytes,
+            .summary_after_signal = !o.progress},
+        backend);
+    callbacks.push_back(metrics_log->callbacks());
+  }
+  if (writes && !o.tensorboard.empty()) {
+    tensorboard_log = std::make_unique<detail::TensorBoardLog>(
+        o.tensorboard, resumed ? std::optional<long>(trainer_->steps() + 1) : std::nullopt);
+    callbacks.push_back(tensorboard_log->callbacks());
+  }
+  if (writes && !o.csv.empty()) {
+    csv_log = std::make_unique<detail::CsvLog>(o.csv);
+    callbacks.push_back(csv_log->callbacks());
+  }
+  const bool announce = o.progress && writes;
+  if (o.trainer.schedule.kind == ScheduleKind::plateau) {
+    plateau = std::make_unique<detail::PlateauSchedule>(o.trainer.schedule, o.monitor, announce);
+    callbacks.push_back(plateau->callbacks());
+  }
+  callbacks.push_back(o.callbacks);
+  if (o.early_stop > 0) {
+    early_stopping = std::make_unique<detail::EarlyStopping>(o.early_stop, o.monitor, announce);
+    callbacks.push_back(early_stopping->callbacks());
   }
 }
 
@@ -298,15 +382,17 @@ void Fit::State::load_starting_weights() {
     return;
   }
   if (!(file.model.input == network.input_shape()))
-    throw ConfigError(o.load.string() + ": the weights of a network on " + file.model.input.str() +
-                      " samples; this one takes " + network.input_shape().str());
+    throw OptionError("load", o.load.string() + ": the weights of a network on " + file.model.input.str() +
+                                  " samples; this one takes " + network.input_shape().str());
   const WeightTransfer transfer = load_matching_weights(o.load, network, trainer_->parameters());
   if (transfer.loaded.empty())
-    throw ConfigError(o.load.string() + ": no layer of its network matches this one's (the same place, kind and "
-                      "parameter shapes): nothing to start from");
+    throw OptionError("load", o.load.string() +
+                                  ": no layer of its network matches this one's (the same place, kind and "
+                                  "parameter shapes): nothing to start from");
   if (!o.progress || !writes) return;
-  std::cout << "loaded from " << o.load.string() << " (another network): "
-            << plural(static_cast<long>(transfer.loaded.size()), "layer") << " with its weights; initialised: ";
+  std::cout << "loaded from " << o.load.string()
+            << " (another network): " << plural(static_cast<long>(transfer.loaded.size()), "layer")
+            << " with its weights; initialised: ";
   for (std::size_t i = 0; i < transfer.kept.size(); ++i) std::cout << (i ? ", " : "") << transfer.kept[i];
   std::cout << (transfer.kept.empty() ? "none\n" : "\n");
 }
@@ -321,9 +407,9 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
   try {
     s.settings = json::parse(s.o.settings);
   } catch (const json::exception& e) {
-    throw ConfigError(std::string("fit: the application's settings are not JSON: ") + e.what());
+    throw OptionError("settings", std::string("fit: the application's settings are not JSON: ") + e.what());
   }
-  if (!s.settings.is_object()) throw ConfigError("fit: the application's settings must be a JSON object");
+  if (!s.settings.is_object()) throw OptionError("settings", "fit: the application's settings must be a JSON object");
   s.writes = !s.o.trainer.communicator || s.o.trainer.communicator->rank() == 0;
   if (s.writes) check_outputs(s.o, data);
   if (!s.o.resume.empty()) {
@@ -343,12 +429,13 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
   check_network_fits_data(network, *s.train, "training");
   if (s.validation) check_network_fits_data(network, *s.validation, "validation");
   if (s.test) check_network_fits_data(network, *s.test, "test");
+  check_crop_padding(s.o, s.train->shape());
   check_something_to_learn(network, *s.train);
   s.describe_model_of_run();
   s.plan();
   s.load_state();
   s.print_start();
-  if (s.o.callbacks.on_start) s.o.callbacks.on_start(*s.trainer_);
+  s.notify(&FitCallbacks::on_start, *s.trainer_);
 }
 
 Fit::~Fit() = default;

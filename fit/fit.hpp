@@ -45,15 +45,18 @@ enum class MonitoredMetric {
 // "val_loss", "val_accuracy", "train_loss" or "train_accuracy" (Keras's names, with "loss" and
 // "accuracy" for the training ones), or "val_" and a task's score: "val_pixel_accuracy",
 // "val_mean_iou", "val_mean_f1", "val_mean_average_precision", "val_mae", "val_rmse"; "test_..."
-// and anything else is a ConfigError saying why.
+// and anything else is an OptionError of "monitor" saying why.
 MonitoredMetric parse_monitored_metric(std::string_view word);
 std::string to_string(MonitoredMetric metric);
 // The metric's value in an epoch's record, where that epoch measured it.
 std::optional<double> monitored_value(MonitoredMetric metric, const EpochRecord& epoch);
 // Whether the metric is measured on the validation set.
 bool watches_validation(MonitoredMetric metric);
-// A ConfigError where a network of `task` does not give the metric (val_mean_iou of a classifier).
+// An OptionError of "monitor" where a network of `task` does not give the metric (val_mean_iou of
+// a classifier).
 void check_monitored_metric(MonitoredMetric metric, Task task);
+
+struct FitResult;
 
 // What a callback is given: where the run is, and how to steer it.
 class FitControl {
@@ -71,15 +74,30 @@ class FitControl {
   virtual std::size_t batches_per_epoch() const = 0;
 };
 
+// What a run tells its callbacks, in order: on_start; on_run_begin; for each epoch, on_epoch_begin,
+// on_step for each step, an on_evaluation_begin, on_evaluation_batch... and on_evaluation for
+// each evaluation, on_epoch_end; the last evaluation of the test set; on_run_end. Every member may
+// be empty. The run's own outputs (the progress, the metrics, CSV and TensorBoard files) and rules
+// (the plateau schedule; early stopping, after the user's) are callbacks over the same events.
 struct FitCallbacks {
   // After the trainer is planned and the run's state loaded, before step 1 (or the resumed step).
   std::function<void(Trainer&)> on_start;
+  // When run() starts, before its first epoch.
+  std::function<void(FitControl&)> on_run_begin;
+  // Before the epoch's first step (or, for a resumed epoch, its next).
+  std::function<void(int epoch, FitControl&)> on_epoch_begin;
   // After each optimizer step. A step's report may come one step late (Trainer::submit_step).
   std::function<void(const StepReport&, FitControl&)> on_step;
-  // After each evaluation: `split` is "validation" or "test".
+  // Before an evaluation of `batches` batches: `split` is "validation" or "test".
+  std::function<void(std::string_view split, std::size_t batches, FitControl&)> on_evaluation_begin;
+  // As an evaluation goes: `done` of its batches taken, the next one coming (not after the last).
+  std::function<void(std::string_view split, std::size_t done, FitControl&)> on_evaluation_batch;
+  // After each evaluation that finished (one a stop cut short has none).
   std::function<void(std::string_view split, const EvalResult&, FitControl&)> on_evaluation;
   // After each epoch's record, before its saves: a rate it sets is saved with the epoch.
   std::function<void(const EpochRecord&, FitControl&)> on_epoch_end;
+  // At the end of run(), however it ended (an exception aside), with what it returns.
+  std::function<void(const FitResult&, FitControl&)> on_run_end;
 };
 
 struct FitOptions {
@@ -176,7 +194,8 @@ std::filesystem::path best_checkpoint_path(const std::filesystem::path& save);
 class Fit {
  public:
   // Checks the options and data, plans the trainer under the budget (memory::OutOfMemory or
-  // BudgetTooSmall where it cannot fit), builds the loaders, and loads `resume` or `load`.
+  // BudgetTooSmall where it cannot fit), builds the loaders, and loads `resume` or `load`. An
+  // option refused is an OptionError naming its field ("validation_split", "trainer.batch").
   // With progress on, prints the optimizer, the micro-batches and the memory table.
   Fit(Network& network, Backend& backend, const FitData& data, FitOptions options);
   ~Fit();

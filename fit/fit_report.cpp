@@ -1,7 +1,6 @@
-// What a run prints: its start (the data, the optimizer, the plan) and its summary.
-#include <cstdio>
+// What a run prints at its start: the data, the optimizer, the augmentation, the watch and the plan.
+// (Its epochs and summary: fit/detail/progress_log.hpp.)
 #include <iostream>
-#include <sys/resource.h>
 
 #include "base/batch.hpp"
 #include "engine/core/task_scores.hpp"
@@ -10,22 +9,8 @@
 namespace cnn {
 
 using detail::decimal;
-using detail::fixed;
 using detail::lower_is_better;
 using detail::plural;
-using nlohmann::json;
-
-namespace {
-
-// The most resident memory the process has held (ru_maxrss: Linux's VmHWM), in bytes; 0 where it
-// cannot say.
-std::size_t peak_resident_bytes() {
-  rusage u{};
-  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
-  return static_cast<std::size_t>(u.ru_maxrss) * 1024;
-}
-
-}  // namespace
 
 void Fit::State::print_start() const {
   if (!o.progress || !writes) return;
@@ -73,103 +58,6 @@ void Fit::State::print_start() const {
                                    : std::string())
               << "\n";
   std::cout << format_memory_table(trainer_->memory()) << std::flush;
-}
-
-std::string Fit::State::memory_note() const {
-  return memory::format_bytes(trainer_->memory_stack().statistics().current_bytes +
-                              stack->account().loader_staging());
-}
-
-void Fit::State::summary(const FitResult& result) {
-  const auto stats = trainer_->memory_stack().statistics();
-  double seconds = 0, images = 0;
-  for (const EpochRecord& e : progress_.epochs) {
-    seconds += e.seconds;
-    images += e.images_per_second * e.seconds;
-  }
-  const double rate = seconds > 0 ? images / seconds : 0;
-  const int finished = progress_.epochs.empty() ? 0 : progress_.epochs.back().epoch;
-  const double steps_run = static_cast<double>(trainer_->steps() - steps_at_start);
-  const double communication_per_step = steps_run > 0 ? communication_seconds / steps_run : 0;
-  const std::size_t resident = peak_resident_bytes();
-  if (o.progress && writes) {
-    if (result.signal) {
-      std::cout << "\nstopped by signal " << result.signal << " at step " << trainer_->steps() << " (epoch "
-                << progress_.epoch << ", batch " << progress_.batches_done << ")";
-      if (!o.save.empty()) std::cout << ": the run is saved in " << o.save.string();
-      std::cout << "\n";
-      return;
-    }
-    if (result.epochs_trained == 0 && !result.stopped_because.size())
-      std::cout << "the run had already trained its " << plural(finished, "epoch") << "; nothing to train\n";
-    const std::string test_scores = result.test ? describe_scores(result.test->scores) : std::string();
-    const bool accurate = network.task() != Task::regress;  // a regression's scores are its MAE and RMSE
-    if (result.test)
-      std::cout << "test: loss " << fixed(result.test->loss)
-                << (accurate ? " accuracy " + fixed(result.test->accuracy) : std::string())
-                << (test_scores.empty() ? "" : ", " + test_scores) << " ("
-                << plural(static_cast<long>(result.test->samples), "sample") << ", the model after epoch "
-                << result.tested_epoch << (result.tested_epoch != finished ? ", the best, restored" : "") << ")\n";
-    std::printf("done: %s after %s (%s this run) in %.1fs (%.0f img/s training)\n",
-                !result.test ? "no test set"
-                : accurate   ? ("test accuracy " + fixed(result.test->accuracy)).c_str()
-                             : ("test " + test_scores).c_str(),
-                plural(finished, "epoch").c_str(), std::to_string(result.epochs_trained).c_str(), result.seconds,
-                rate);
-    if (result.best_epoch > 0)
-      std::cout << "best " << to_string(o.monitor) << ": " << fixed(*result.best_value) << " at epoch "
-                << result.best_epoch
-                << (result.best_checkpoint.empty() ? std::string()
-                                                   : ", kept in " + result.best_checkpoint.string())
-                << "\n";
-    if (communicator)
-      std::printf("ranks: %d, each waited %.2f ms a step for the others (gradient sums after its backward)\n",
-                  trainer_->ranks(), 1e3 * communication_per_step);
-    if (trainer_->capturing_graphs() || trainer_->graph_replays() > 0)
-      std::printf("cuda graphs: %ld micro-batches replayed\n", trainer_->graph_replays());
-    std::printf("memory: reserved %s before step 1, peak %s, %s now; %zu upstream calls in total; the process's "
-                "peak resident memory %s\n",
-                memory::format_bytes(reserved_at_start).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
-                memory::format_bytes(stats.current_bytes).c_str(), stats.allocations,
-                memory::format_bytes(resident).c_str());
-    if (!o.save.empty())
-      std::cout << "the run is saved in " << o.save.string() << " (weights, optimizer state and position)\n";
-    std::cout << std::flush;
-  }
-  std::size_t data_bytes = train->host_bytes();
-  if (validation) data_bytes += validation->host_bytes();
-  if (test) data_bytes += test->host_bytes();
-  json summary_line = {{"type", "summary"},
-                  {"epochs", finished},
-                  {"epochs_this_run", result.epochs_trained},
-                  {"stopped_because", result.stopped_because},
-                  {"best_epoch", result.best_epoch},
-                  {"tested_epoch", result.tested_epoch},
-                  {"monitor", to_string(o.monitor)},
-                  {"test_loss", result.test ? json(result.test->loss) : json()},
-                  {"test_accuracy", result.test ? json(result.test->accuracy) : json()},
-                  {"images_per_second", rate},
-                  {"seconds", result.seconds},
-                  {"batch", o.trainer.batch},
-                  {"micro_batch", trainer_->micro_batch()},
-                  {"peak_reserved_bytes", stats.peak_bytes},
-                  {"reserved_before_step1", reserved_at_start},
-                  {"upstream_allocations", stats.allocations},
-                  {"library_reserved_bytes", backend.library_reserved_bytes()},
-                  {"loader_staging_bytes", stack->account().loader_staging()},
-                  {"graph_replays", trainer_->graph_replays()},
-                  {"peak_resident_bytes", resident},
-                  {"data_set_host_bytes", data_bytes},
-                  {"ranks", trainer_->ranks()},
-                  {"communication_seconds_per_step", communication_per_step},
-                  {"host_waits", host_waits}};
-  if (result.test)
-    for (const auto& [name, value] : headline_scores(result.test->scores)) summary_line["test_" + name] = value;
-  if (trainer_->loss_scale() > 0) {
-    summary_line["loss_scale"] = trainer_->loss_scale();
-    summary_line["skipped_steps"] = trainer_->skipped_steps();
-  }
-  metrics->write(summary_line);
 }
 
 }  // namespace cnn

@@ -36,12 +36,15 @@ MonitoredMetric parse_monitored_metric(std::string_view word) {
   for (const WatchedScore& s : kScores)
     if (word == "val_" + std::string(s.name)) return s.metric;
   if (word.rfind("test", 0) == 0)
-    throw ConfigError("cannot watch '" + std::string(word) +
-                      "': the test set is never used to choose a model (its score would be biased); watch "
-                      "val_loss or val_accuracy, with a validation split or a val/ folder");
-  throw ConfigError("unknown metric to watch '" + std::string(word) +
-                    "': expected val_loss, val_accuracy, train_loss or train_accuracy, or a task's val_pixel_accuracy, "
-                    "val_mean_iou, val_mean_f1, val_mean_average_precision, val_mae or val_rmse");
+    throw OptionError("monitor",
+                      "cannot watch '" + std::string(word) +
+                          "': the test set is never used to choose a model (its score would be biased); watch "
+                          "val_loss or val_accuracy, with a validation split or a val/ folder");
+  throw OptionError(
+      "monitor",
+      "unknown metric to watch '" + std::string(word) +
+          "': expected val_loss, val_accuracy, train_loss or train_accuracy, or a task's val_pixel_accuracy, "
+          "val_mean_iou, val_mean_f1, val_mean_average_precision, val_mae or val_rmse");
 }
 
 void check_monitored_metric(MonitoredMetric metric, Task task) {
@@ -56,8 +59,8 @@ void check_monitored_metric(MonitoredMetric metric, Task task) {
   }
   if (task != Task::regress) offered += ", val_accuracy";
   static const char* const kDoes[] = {"classifies", "segments", "tags labels", "regresses"};
-  throw ConfigError("cannot watch " + to_string(metric) + ": a network that " + kDoes[static_cast<int>(task)] +
-                    " is scored by " + offered);
+  throw OptionError("monitor", "cannot watch " + to_string(metric) + ": a network that " +
+                                   kDoes[static_cast<int>(task)] + " is scored by " + offered);
 }
 
 std::string to_string(MonitoredMetric metric) {

@@ -54,6 +54,12 @@ bool stream_target(const fs::path& path) {
 
 std::string named(const OutputUse& out) { return out.use + " " + out.path.string(); }
 
+// Refuses an output: an OptionError naming its field where it has one.
+[[noreturn]] void refuse(const OutputUse& out, const std::string& message) {
+  if (out.field.empty()) throw ConfigError(message);
+  throw OptionError(out.field, message);
+}
+
 // What the path holds that this output cannot be written to; empty where it can.
 std::string type_problem(const OutputUse& out) {
   std::error_code ec;
@@ -80,11 +86,11 @@ void check_writable(const OutputUse& out) {
   const fs::path target = resolve_links(out.path);
   const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
   if (!fs::is_directory(folder, ec))
-    throw ConfigError(named(out) + ": the folder " + folder.string() + " does not exist");
+    refuse(out, named(out) + ": the folder " + folder.string() + " does not exist");
   try {
     AtomicFile probe(target);
   } catch (const Error& e) {
-    throw ConfigError(named(out) + ": " + e.what());
+    refuse(out, named(out) + ": " + e.what());
   }
 }
 
@@ -92,27 +98,26 @@ void check_writable(const OutputUse& out) {
 // inside one (the next run would read what is written there as data), and one where a file can
 // be made.
 void check_folder_output(const RunFiles& files, const OutputUse& out) {
-  if (out.path.empty()) throw ConfigError(out.use + ": give a folder");
+  if (out.path.empty()) refuse(out, out.use + ": give a folder");
   std::error_code ec;
   const fs::file_type type = fs::status(out.path, ec).type();
   if (type != fs::file_type::not_found && type != fs::file_type::directory)
-    throw ConfigError(named(out) + ": it exists and is not a folder");
+    refuse(out, named(out) + ": it exists and is not a folder");
   for (const PathUse& in : files.inputs) {
     const std::string input = in.use + " (" + in.path.string() + ")";
     if (same_file(out.path, in.path))
-      throw ConfigError(named(out) + " is " + input +
-                        ": what it writes there would be read as input; write it elsewhere");
+      refuse(out, named(out) + " is " + input + ": what it writes there would be read as input; write it elsewhere");
     if (inside_folder(out.path, in.path))
-      throw ConfigError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+      refuse(out, named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
   }
   // Made now, as its writer would make it, so that a folder that cannot be made or takes no file
   // fails before any work.
   fs::create_directories(out.path, ec);
-  if (ec) throw ConfigError(named(out) + ": cannot be made: " + ec.message());
+  if (ec) refuse(out, named(out) + ": cannot be made: " + ec.message());
   try {
     AtomicFile probe(resolve_links(out.path) / "probe");
   } catch (const Error& e) {
-    throw ConfigError(named(out) + ": " + e.what());
+    refuse(out, named(out) + ": " + e.what());
   }
 }
 
@@ -145,32 +150,31 @@ void check_run_files(const RunFiles& files) {
       check_folder_output(files, out);
       continue;
     }
-    if (out.path.empty() || !out.path.has_filename()) throw ConfigError(named(out) + ": give a file name");
-    if (const std::string problem = type_problem(out); !problem.empty())
-      throw ConfigError(named(out) + ": it " + problem);
+    if (out.path.empty() || !out.path.has_filename()) refuse(out, named(out) + ": give a file name");
+    if (const std::string problem = type_problem(out); !problem.empty()) refuse(out, named(out) + ": it " + problem);
     for (std::size_t j = 0; j < i; ++j)
       if (!stream_target(out.path) && same_file(out.path, files.outputs[j].path))
-        throw ConfigError(out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
-                          ": one would overwrite the other");
+        refuse(out, out.use + " and " + files.outputs[j].use + " name the same file, " + out.path.string() +
+                        ": one would overwrite the other");
     bool replaces_an_input = false;
     for (const PathUse& in : files.inputs) {
       const std::string input = in.use + " (" + in.path.string() + ")";
       if (inside_folder(out.path, in.path))
-        throw ConfigError(named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
+        refuse(out, named(out) + " is inside " + input + ", which is read whole: write it elsewhere");
       if (!same_file(out.path, in.path)) continue;
       if (!may_replace(files, out, in))
-        throw ConfigError(out.use + " (" + out.path.string() + ") would overwrite " + input + ": write it elsewhere");
+        refuse(out, out.use + " (" + out.path.string() + ") would overwrite " + input + ": write it elsewhere");
       replaces_an_input = true;
     }
     std::error_code ec;
     if (!files.overwrite && !replaces_an_input && fs::is_regular_file(out.path, ec)) {
       if (!holds_output_of_kind(out.path, out.kind))
-        throw ConfigError(named(out) + ": it exists and is not " + describe(out.kind) + " (give " +
-                          files.overwrite_option + " to replace it)");
+        refuse(out, named(out) + ": it exists and is not " + describe(out.kind) + " (give " + files.overwrite_option +
+                        " to replace it)");
       if (out.kind == OutputKind::checkpoint && !run_owns(files, out.path))
-        throw ConfigError(named(out) + ": it holds another run's checkpoint: " + files.resume_option + " " +
-                          out.path.string() + " continues that run; give " + files.overwrite_option +
-                          " to replace it, or another file");
+        refuse(out, named(out) + ": it holds another run's checkpoint: " + files.resume_option + " " +
+                        out.path.string() + " continues that run; give " + files.overwrite_option +
+                        " to replace it, or another file");
     }
     check_writable(out);
   }

@@ -31,6 +31,9 @@ struct OutputUse {
   std::string use;  // "--save", "--plot", ...
   std::filesystem::path path;
   OutputKind kind;
+  // The option's field in its options struct ("save", "metrics"), where it has one: refusals are
+  // then OptionErrors naming it.
+  std::string field = {};
 };
 
 struct RunFiles {

@@ -1,36 +1,32 @@
 #pragma once
 // What a Fit holds (Fit::State): the data it reads (after the validation split and the limits),
-// the memory stack, the trainer and the loaders, the run's progress and logs. Its parts: the setup
-// (fit/fit.cpp), the run (fit/fit_run.cpp) and what it prints (fit/fit_report.cpp), with the small
-// text helpers they share.
+// the memory stack, the trainer and the loaders, the run's progress, and the callbacks its events
+// go to: its outputs' and rules' (fit/detail/*_log.hpp, plateau_schedule.hpp, early_stopping.hpp),
+// then the user's. Its parts: the setup (fit/fit.cpp), the run (fit/fit_run.cpp) and the plan it
+// prints (fit/fit_report.cpp).
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "fit/detail/event_file.hpp"
-#include "fit/detail/progress_bar.hpp"
+#include "fit/detail/best_epoch.hpp"
+#include "fit/detail/csv_log.hpp"
+#include "fit/detail/early_stopping.hpp"
+#include "fit/detail/metrics_log.hpp"
+#include "fit/detail/plateau_schedule.hpp"
+#include "fit/detail/progress_log.hpp"
+#include "fit/detail/run_text.hpp"
+#include "fit/detail/tensorboard_log.hpp"
 #include "fit/fit.hpp"
-#include "fit/metrics_file.hpp"
 #include "memory/memory_stack.hpp"
 
 namespace cnn {
 namespace detail {
 
 using Clock = std::chrono::steady_clock;
-
-// The value a float stands for in decimal (0.01f is 0.01, not 0.009999999776482582): what the
-// logs show of a rate.
-double decimal(float value);
-// "0.1", "1e-05": a number as one would write it.
-std::string number(double value);
-// With `digits` decimals: "0.9312".
-std::string fixed(double value, int digits = 4);
-// "1 epoch", "3 epochs".
-std::string plural(long count, const std::string& word);
-bool lower_is_better(MonitoredMetric metric);
 
 }  // namespace detail
 
@@ -55,23 +51,23 @@ struct Fit::State final : FitControl {
   std::unique_ptr<memory::MemoryStack> stack;
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<data::Loader> train_loader, validation_loader, test_loader;
-  std::unique_ptr<MetricsFile> metrics;
-  std::unique_ptr<detail::EventFile> events;  // TensorBoard's
+  // The run's outputs and rules, each where the options ask for it; `callbacks` calls them.
+  std::unique_ptr<detail::ProgressLog> progress_log;
+  std::unique_ptr<detail::MetricsLog> metrics_log;
+  std::unique_ptr<detail::TensorBoardLog> tensorboard_log;
+  std::unique_ptr<detail::CsvLog> csv_log;
+  std::unique_ptr<detail::PlateauSchedule> plateau;
+  std::unique_ptr<detail::EarlyStopping> early_stopping;
+  std::vector<FitCallbacks> callbacks;  // theirs in that order, the user's before early stopping's
   Communicator* communicator = nullptr;
   bool writes = true;  // rank 0 (the only one, alone) prints, writes metrics and checkpoints
   RunProgress progress_;
 
-  // This run()'s figures.
-  std::size_t reserved_at_start = 0;
-  long steps_at_start = 0;
-  double communication_seconds = 0;
-  long host_waits = 0;
-  double epoch_cpu_seconds = 0;
-  std::string stop_reason;  // a callback's stop
+  // This run()'s state.
+  std::string stop_reason;  // a callback's stop (early stopping's too)
   long saved_step = -1;     // the step of this run's last save to o.save; -1: none yet
   bool save_was_there = false;  // o.save held a file when the run started
-  detail::ProgressBar* bar = nullptr;
-  double seconds_before = 0;
+  double seconds_before = 0;    // the epoch's training time before this run() (a resumed epoch's)
   detail::Clock::time_point epoch_start{}, run_start{};
 
   // FitControl
@@ -87,25 +83,28 @@ struct Fit::State final : FitControl {
   void plan();
   void load_state();
   void load_starting_weights();
+  void build_callbacks();
   void print_start() const;
+
+  // Calls `event` of every callback that has it.
+  template <class Event, class... Args>
+  void notify(Event FitCallbacks::*event, Args&&... args) {
+    for (const FitCallbacks& c : callbacks)
+      if (c.*event) (c.*event)(args...);
+  }
+  FitControl& control() { return *this; }
 
   FitResult run();
   int train_epoch();
   void record(const StepReport& r);
   void drain();
   std::optional<EvalResult> evaluate(data::Loader* loader, const char* split);
-  int finish_epoch(FitResult& result);
-  bool stopped_early(FitResult& result) const;
-  void best_of(FitResult& result) const;
-  void reduce_on_plateau();
+  int finish_epoch();
   void save();
   void save_to(const std::filesystem::path& path);
   // What a run that diverged left in o.save, for the end of its message: "" without a save.
   std::string saved_file_state() const;
   int agreed_stop();
-  void summary(const FitResult& result);
-  std::string memory_note() const;
-  bool show_bar() const { return o.progress && o.progress_bar && writes; }
 };
 
 }  // namespace cnn

@@ -120,6 +120,43 @@ TEST_CASE("fit: callbacks see every step, evaluation and epoch, and may stop the
   REQUIRE(result.test);  // the model as it ended, mid-epoch 3
 }
 
+TEST_CASE("fit: callbacks are told the run's begin and end, each epoch's begin and each evaluation's course",
+          "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(64), test(16);
+  Network net = make_preset("small", kImage, 4);
+  FitOptions o = quiet_options(2);
+  o.validation_split = 0.25;  // 48 to train, 16 to validate
+  o.trainer.batch = 8;        // 2 batches to validate, 2 to test
+  std::vector<std::string> events;
+  o.callbacks.on_run_begin = [&](FitControl& control) {
+    events.push_back("run " + std::to_string(control.progress().epoch));
+  };
+  o.callbacks.on_epoch_begin = [&](int epoch, FitControl& control) {
+    CHECK(control.progress().batches_done == 0);
+    events.push_back("epoch " + std::to_string(epoch));
+  };
+  o.callbacks.on_evaluation_begin = [&](std::string_view split, std::size_t batches, FitControl&) {
+    events.push_back(std::string(split) + " of " + std::to_string(batches));
+  };
+  o.callbacks.on_evaluation_batch = [&](std::string_view split, std::size_t done, FitControl&) {
+    events.push_back(std::string(split) + " " + std::to_string(done));
+  };
+  o.callbacks.on_epoch_end = [&](const EpochRecord& e, FitControl&) {
+    events.push_back("end " + std::to_string(e.epoch));
+  };
+  int steps_at_end = 0;
+  o.callbacks.on_run_end = [&](const FitResult& result, FitControl&) {
+    events.push_back("done");
+    steps_at_end = static_cast<int>(result.steps);
+  };
+  const FitResult result = fit(net, backend, FitData(train, nullptr, &test), o);
+  CHECK(events == std::vector<std::string>{"run 1", "epoch 1", "validation of 2", "validation 1", "end 1", "epoch 2",
+                                           "validation of 2", "validation 1", "end 2", "test of 2", "test 1",
+                                           "done"});
+  CHECK(steps_at_end == result.steps);
+}
+
 TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test set", "[fit]") {
   CpuBackend backend(1);
   SmallImages train(64), test(16);
@@ -309,6 +346,80 @@ TEST_CASE("fit: options it refuses, each named", "[fit]") {
   o.validation_split = 0.01;  // under one sample a class: every class keeps one aside all the same
   Fit small(net, backend, FitData(train), o);
   CHECK(small.validation_data()->size() == 4);
+}
+
+TEST_CASE("fit: a refused option is an OptionError naming its field, for a program to name its own flag", "[fit]") {
+  CpuBackend backend(1);
+  SmallImages train(32), validation(8);
+  TempFolder scratch;
+  Network net = make_preset("small", kImage, 4);
+  // The field the refusal names; "" where the options were taken.
+  auto field_of = [&](FitOptions o, const FitData& data) -> std::string {
+    try {
+      Fit(net, backend, data, std::move(o));
+    } catch (const OptionError& e) {
+      return e.field();
+    }
+    return "";
+  };
+  FitOptions o = quiet_options();
+  o.epochs = 0;
+  CHECK(field_of(o, FitData(train)) == "epochs");
+  o = quiet_options();
+  o.validation_split = 1.5;
+  CHECK(field_of(o, FitData(train)) == "validation_split");
+  o.validation_split = 0.2;
+  CHECK(field_of(o, FitData(train, &validation)) == "validation_split");
+  o.limit = 4;  // one sample a class: none left to train on
+  CHECK(field_of(o, FitData(train)) == "validation_split");
+  o = quiet_options();
+  o.warmup_epochs = 3;
+  CHECK(field_of(o, FitData(train)) == "warmup_epochs");
+  o = quiet_options();
+  o.save_every = -1;
+  CHECK(field_of(o, FitData(train)) == "save_every");
+  o = quiet_options();
+  o.trainer.batch = 0;
+  CHECK(field_of(o, FitData(train)) == "trainer.batch");
+  o = quiet_options();
+  o.loading.augment_crop_padding = 13;  // more than the 12 pixels of a side
+  CHECK(field_of(o, FitData(train)) == "loading.augment_crop_padding");
+  o = quiet_options();
+  o.settings = "[1, 2]";
+  CHECK(field_of(o, FitData(train)) == "settings");
+  o = quiet_options();
+  o.monitor = MonitoredMetric::validation_mean_iou;  // a classifier's scores have none
+  CHECK(field_of(o, FitData(train, &validation)) == "monitor");
+  // A watched metric without validation data: the option that watches it.
+  o = quiet_options();
+  o.early_stop = 2;
+  CHECK(field_of(o, FitData(train)) == "early_stop");
+  o.save = scratch / "run.ckpt";
+  o.keep_best = true;
+  CHECK(field_of(o, FitData(train)) == "keep_best");
+  o = quiet_options();
+  o.trainer.schedule.kind = ScheduleKind::plateau;
+  CHECK(field_of(o, FitData(train)) == "trainer.schedule.kind");
+  // What the run writes.
+  o = quiet_options();
+  o.csv = scratch.path();
+  CHECK(field_of(o, FitData(train)) == "csv");
+  o = quiet_options();
+  o.metrics = o.csv = scratch / "epochs.log";
+  CHECK(field_of(o, FitData(train)) == "csv");
+  // A resumed run: its validation split and its classes' order.
+  o = quiet_options(1);
+  o.save = scratch / "run.ckpt";
+  fit(net, backend, FitData(train), o);
+  FitOptions resume = quiet_options(2);
+  resume.resume = o.save;
+  resume.validation_split = 0.25;
+  CHECK(field_of(resume, FitData(train)) == "validation_split");
+  resume.validation_split = 0;
+  const std::unique_ptr<data::Dataset> renamed =
+      data::with_class_names(std::make_unique<SmallImages>(32), {"d", "c", "b", "a"});
+  CHECK(field_of(resume, FitData(*renamed)) == "resume");
+  CHECK(field_of(resume, FitData(train)).empty());
 }
 
 TEST_CASE("fit: the plateau schedule multiplies the rate after patience epochs without a better value, kept on resume",

@@ -1,4 +1,4 @@
-#include "fit/detail/fit_state.hpp"
+#include "fit/detail/run_text.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,11 +25,6 @@ std::string fixed(double value, int digits) {
 
 std::string plural(long count, const std::string& word) {
   return std::to_string(count) + " " + word + (count == 1 ? "" : "s");
-}
-
-bool lower_is_better(MonitoredMetric metric) {
-  return metric == MonitoredMetric::validation_loss || metric == MonitoredMetric::train_loss ||
-         metric == MonitoredMetric::validation_mae || metric == MonitoredMetric::validation_rmse;
 }
 
 }  // namespace cnn::detail
