@@ -1,13 +1,15 @@
 #pragma once
-// train_images' command line.
+// train_images' command line: the options it fills, and the table of them (one row an option).
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "data/dataset.hpp"
+#include "fit/fit.hpp"
 
 namespace cnn::app {
 
@@ -100,6 +102,42 @@ struct Options {
 // CPU threads beyond this are a typo, and would fail inside OpenMP with no message of ours.
 inline constexpr int kMaxThreads = 256;
 
+// What --resume does with an option the run's checkpoint records (run_settings.cpp).
+enum class OnResume {
+  not_kept,    // not the run's: the device, the threads, where it saves; each run gives its own
+  kept,        // the run's own: given with another value, refused
+  may_grow,    // the run's own, or given larger (--epochs: the run goes on for longer)
+  may_change,  // the run's own unless given (another budget, precision, or the data elsewhere)
+  record,      // where the run writes a record: it goes on writing there unless given elsewhere
+};
+
+// The field of Options an option fills.
+using OptionField =
+    std::variant<std::string Options::*, int Options::*, long Options::*, unsigned long Options::*,
+                 float Options::*, double Options::*, bool Options::*, std::optional<float> Options::*,
+                 std::vector<float> Options::*, std::vector<std::string> Options::*>;
+
+// One option of the command line, a row of the table (options.cpp): its flag, the field it fills,
+// its --help line, whether a resumed run keeps it, its check, and what it feeds in the library.
+struct OptionRow {
+  const char* flag;
+  OptionField field;
+  std::string help;
+  OnResume on_resume = OnResume::not_kept;
+  std::optional<CLI::Validator> check;
+  // The library option it feeds, as the library's OptionError names it ("trainer.batch"), and,
+  // where that is in FitOptions, how it goes there.
+  const char* library_field = nullptr;
+  void (*feed)(const Options&, FitOptions&) = nullptr;
+};
+
+// Every option, in the order --help lists them.
+const std::vector<OptionRow>& option_table();
+// The flag whose option feeds the library's `field`; empty where none does.
+std::string flag_of_library_field(const std::string& field);
+// The FitOptions fields the options feed (the table's feed column).
+void feed_fit_options(const Options& o, FitOptions& fit);
+
 // The file --algo-cache names: its default where not given, empty for "none".
 std::string algorithm_cache_of(const Options& o);
 
@@ -107,7 +145,7 @@ std::string algorithm_cache_of(const Options& o);
 // talks to other ranks inside the step), and why; empty where none does.
 std::string settings_blocking_cuda_graphs(const Options& o);
 
-// Registers every option of `o` on `app`.
+// Registers every option of the table, bound to `o`, on `app`.
 void add_options(CLI::App& app, Options& o);
 // After parsing: the names of the options the command line gave, into o.given.
 void record_given(const CLI::App& app, Options& o);

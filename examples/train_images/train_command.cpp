@@ -281,28 +281,6 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
-TrainerOptions trainer_options(const Options& o, std::size_t budget) {
-  TrainerOptions t;
-  t.batch = o.batch;
-  t.micro_batch = o.micro_batch;
-  t.accumulate = o.accumulate;
-  t.memory.budget = budget;
-  t.memory.strategy = memory::parse_strategy(o.allocator);
-  t.memory.trace = o.trace;
-  t.recompute = parse_recompute_policy(o.recompute);
-  t.seed = o.seed;
-  t.optimizer.kind = parse_optimizer_kind(o.optimizer);
-  t.optimizer.learning_rate = o.lr;
-  t.optimizer.weight_decay = o.weight_decay;
-  t.optimizer.momentum = o.momentum;
-  t.optimizer.nesterov = o.nesterov;
-  t.schedule.kind = parse_schedule_kind(o.schedule);
-  t.schedule.gamma = o.lr_step_factor;
-  t.schedule.plateau_patience = o.plateau_patience;
-  t.schedule.plateau_factor = o.plateau_factor;
-  return t;
-}
-
 // Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
 // (what a kill -9 there would leave); with CNN_TRAIN_IMAGES_KILL_RANK=R only rank R's.
 // tests/train_images/check_resume.cmake uses it.
@@ -457,34 +435,12 @@ int train(Options o, Ranks& ranks) {
   }
 
   FitOptions fit;
-  fit.epochs = o.epochs;
-  fit.trainer = trainer_options(o, memory_budget_of(o, backend, ranks.local_count(), ranks.writes()));
+  feed_fit_options(o, fit);
+  fit.trainer.memory.budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
   fit.trainer.communicator = communicator;
-  fit.trainer.sync_batchnorm = o.sync_batchnorm;
   if (!ranks.writes()) fit.trainer.memory.trace.clear();  // rank 0 writes the trace
-  fit.loading.augment_flip = o.augment;
-  fit.loading.augment_crop_padding = o.crop_padding;
   if (o.augment && o.crop_padding == 0 && !resumed)
     std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops\n";
-  fit.warmup_epochs = o.warmup_epochs;
-  fit.step_every_epochs = o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0);
-  fit.validation_split = o.validation_split;
-  fit.limit = o.limit;
-  fit.limit_eval = o.limit_eval;
-  fit.monitor = parse_monitored_metric(o.monitor);
-  fit.keep_best = o.keep_best;
-  fit.restore_best = o.restore_best;
-  fit.early_stop = o.early_stop;
-  fit.test_each_epoch = o.test_each_epoch;
-  fit.save = o.save;
-  fit.save_every = o.save_every;
-  fit.resume = o.resume;
-  fit.load = o.load;
-  fit.metrics = o.metrics_out;
-  fit.csv = o.csv;
-  fit.tensorboard = o.tensorboard;
-  fit.overwrite = o.overwrite;
-  fit.progress_bar = !o.quiet;
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   if (!o.no_cuda_graph) {
