@@ -1,7 +1,6 @@
 #include "train_command.hpp"
 
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -281,19 +280,20 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
-// Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
-// (what a kill -9 there would leave); with CNN_TRAIN_IMAGES_KILL_RANK=R only rank R's.
-// tests/train_images/check_resume.cmake uses it.
-bool killed_after(long step, int rank) {
-  static const long kill_step = [] {
-    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_AT_STEP");
-    return text ? std::atol(text) : 0L;
-  }();
-  static const int kill_rank = [] {
-    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_RANK");
-    return text ? std::atoi(text) : -1;
-  }();
-  return step == kill_step && (kill_rank < 0 || kill_rank == rank);
+// `first` and then `then`, where each is set.
+template <typename... Args>
+std::function<void(Args...)> in_turn(std::function<void(Args...)> first, std::function<void(Args...)> then) {
+  if (!first || !then) return first ? first : then;
+  return [first, then](Args... args) {
+    first(args...);
+    then(args...);
+  };
+}
+
+// The run's own callbacks, then `extra`'s.
+FitCallbacks in_turn(const FitCallbacks& own, const FitCallbacks& extra) {
+  return {in_turn(own.on_start, extra.on_start), in_turn(own.on_step, extra.on_step),
+          in_turn(own.on_evaluation, extra.on_evaluation), in_turn(own.on_epoch_end, extra.on_epoch_end)};
 }
 
 // Test hook: CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN=S waits S seconds before planning, a slow phase
@@ -356,7 +356,7 @@ data::ImageFolderOptions image_options(const Options& o, const std::string& warn
   return images;
 }
 
-int train(Options o, Ranks& ranks) {
+int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   std::optional<Resumed> resumed = read_resumed(o, ranks);
   // Recorded as absolute paths: a resumed run finds its data, and its records, from any working folder.
   o.data = std::filesystem::absolute(o.data).lexically_normal().string();
@@ -399,8 +399,7 @@ int train(Options o, Ranks& ranks) {
   const bool validated = o.validation_split > 0 || splits.validation;
   const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
                         : o.schedule == "plateau" ? "--schedule plateau" : nullptr;
-  if (watcher && !validated &&
-      watches_validation(watched))
+  if (watcher && !validated && watches_validation(watched))
     throw UsageError(std::string(watcher) + " watches " + o.monitor + " (--monitor), and " + o.data +
                      " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
                      "and test/, or --monitor train_loss; the test set never chooses the model");
@@ -487,14 +486,12 @@ int train(Options o, Ranks& ranks) {
     if (o.deterministic || backend.kind() != DeviceKind::cpu) std::cout << backend.determinism_report() << "\n";
     std::cout << std::flush;
   };
-  fit.callbacks.on_step = [](const StepReport& report, FitControl& control) {
-    if (killed_after(report.step, control.trainer().rank())) std::raise(SIGKILL);
-  };
   if (!o.plot.empty() && ranks.writes())
     fit.callbacks.on_epoch_end = [&](const EpochRecord&, FitControl& control) {
       write_plot(o.plot, control.progress(), control.batches_per_epoch());
     };
 
+  fit.callbacks = in_turn(fit.callbacks, extra);
   Fit run(network, backend, splits, fit);
   const FitResult result = run.run();
   if (result.signal) {
