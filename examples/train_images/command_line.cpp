@@ -75,6 +75,12 @@ std::string unknown_option(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// An option check the library made (Fit's), as the command line says it: naming the flag.
+std::string usage_message(const OptionError& e) {
+  const std::string flag = flag_of_library_field(e.field());
+  return flag.empty() ? e.what() : flag + ": " + e.what();
+}
+
 }  // namespace
 
 int run_train_images(int argc, char** argv, const FitCallbacks& extra) {
@@ -120,6 +126,8 @@ int run_train_images(int argc, char** argv, const FitCallbacks& extra) {
     return run_command(o, *ranks, extra);
   } catch (const TrainingDiverged& e) {
     ranks->fail(std::string("error: ") + e.what(), 1);  // Fit says what --save holds
+  } catch (const OptionError& e) {
+    ranks->fail("error: " + usage_message(e), 2);
   } catch (const UsageError& e) {
     ranks->fail(std::string("error: ") + e.what(), 2);
   } catch (const BudgetTooSmall& e) {

@@ -392,9 +392,6 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
-  if (o.validation_split > 0 && splits.validation)
-    throw UsageError("--validation-split " + number_text(o.validation_split) + ": " + o.data +
-                     " has its own validation set (val/): one or the other");
   const MonitoredMetric watched = parse_monitored_metric(o.monitor);
   const bool validated = o.validation_split > 0 || splits.validation;
   const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
@@ -421,10 +418,6 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
     model.preprocessing.normalization = normalization_of(o, resumed, *splits.train);
   }
   data::check_normalization(model.preprocessing.normalization, splits.train->shape().channels);
-  // A class's label is its place in the list: the same names in another order would relabel them.
-  if (resumed && !model.class_names.empty() && model.class_names != splits.train->class_names())
-    throw UsageError("--resume " + o.resume + ": the run's classes are " + joined(model.class_names) + "; " + o.data +
-                     " has " + joined(splits.train->class_names()));
   ranks.check_same_job(job_description(o, model, *splits.train, *splits.test, backend));
   check_batch_over_ranks(o, network.training_batch_need(), ranks);
   try {
