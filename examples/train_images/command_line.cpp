@@ -25,9 +25,9 @@ namespace {
 int doctor() {
   std::string report = environment_report();
   report += "MPI (data-parallel training): " +
-            (dist::MpiSession::available() ? dist::MpiSession::version() +
-                                                      " (mpirun -np N train_images ... trains over N processes)"
-                                                : std::string("not built in (install libopenmpi-dev and rebuild)")) +
+            (dist::MpiSession::available()
+                 ? dist::MpiSession::version() + " (mpirun -np N train_images ... trains over N processes)"
+                 : std::string("not built in (install libopenmpi-dev and rebuild)")) +
             "\n";
   std::cout << report;
   return report.find("ERROR") == std::string::npos ? 0 : 1;
@@ -37,13 +37,13 @@ int run_command(Options& o, Ranks& ranks, const FitCallbacks& extra) {
   const bool inference = o.doctor || o.evaluate || !o.predict.empty() ||
                          (!o.export_onnx.empty() && !o.load.empty() && !o.given.count("--data"));
   if (inference && ranks.several())
-    throw UsageError("--doctor, --evaluate, --predict and an export alone run in one process: start them "
-                               "without mpirun");
+    throw UsageError("--doctor, --evaluate, --predict and an export alone run in one process: start them without "
+                     "mpirun");
   if (!o.predict.empty())
     for (const char* option : {"--data", "--model"})
       if (o.given.count(option))
-        throw UsageError(std::string("--predict classifies the images it is given with the model --load "
-                                               "describes: leave out ") + option);
+        throw UsageError(std::string("--predict classifies the images it is given with the model --load describes: "
+                                     "leave out ") + option);
   if (o.doctor) return doctor();
   if (o.evaluate) return evaluate_command(o);
   if (!o.predict.empty()) return predict_command(o);
