@@ -392,6 +392,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
+  // Fit refuses this too; here before any work, with the flags that give a validation set.
   const MonitoredMetric watched = parse_monitored_metric(o.monitor);
   const bool validated = o.validation_split > 0 || splits.validation;
   const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
