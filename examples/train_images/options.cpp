@@ -30,8 +30,10 @@ std::string network_words() {
   return words;
 }
 
-// A row's library field in FitOptions and its feed: FitOptions' `target` = `value` (of Options o).
-#define TO_FIT(target, value) #target, [](const Options& o, FitOptions& f) { f.target = value; }
+// A row's library field and its feed: `target` = `value` (of Options o), in FitOptions for TO_FIT,
+// else in LibraryOptions (loss, images, device).
+#define TO_FIT(target, value) #target, [](const Options& o, LibraryOptions& l) { l.fit.target = value; }
+#define TO_LIBRARY(target, value) #target, [](const Options& o, LibraryOptions& l) { l.target = value; }
 
 std::vector<OptionRow> make_option_table() {
   using enum OnResume;
@@ -44,17 +46,18 @@ std::vector<OptionRow> make_option_table() {
        "where every value is 0 or 1, else regress)", kept,
        CLI::IsMember({"classify", "segment", "multilabel", "regress"})},
       {"--label-smoothing", &Options::label_smoothing, "classify: PyTorch's label smoothing, in [0, 1)", kept,
-       fraction_below_one(), "loss.label_smoothing"},
+       fraction_below_one(), TO_LIBRARY(loss.label_smoothing, o.label_smoothing)},
       {"--class-weights", &Options::class_weights, "segment: a weight a class in the per-pixel cross-entropy "
-       "(comma-separated, one a class)", kept, {}, "loss.class_weights"},
+       "(comma-separated, one a class)", kept, {}, TO_LIBRARY(loss.class_weights, o.class_weights)},
       {"--pos-weights", &Options::positive_weights, "multilabel: a weight a class for its positive samples in the "
-       "binary cross-entropy (PyTorch's pos_weight)", kept, {}, "loss.positive_weights"},
+       "binary cross-entropy (PyTorch's pos_weight)", kept, {}, TO_LIBRARY(loss.positive_weights, o.positive_weights)},
       {"--loss", &Options::regression_loss, "regress: mse or huber", kept, CLI::IsMember({"mse", "huber"}),
-       "loss.regression"},
+       TO_LIBRARY(loss.regression, parse_regression_loss(o.regression_loss))},
       {"--huber-delta", &Options::huber_delta, "regress with --loss huber: where the loss turns linear", kept,
-       positive_number(), "loss.huber_delta"},
+       positive_number(), TO_LIBRARY(loss.huber_delta, o.huber_delta)},
       {"--threshold", &Options::threshold, "multilabel: a class is predicted above this probability (the loss's "
-       "accuracy, the metrics and --predict)", kept, fraction_between_zero_and_one(), "loss.threshold"},
+       "accuracy, the metrics and --predict)", kept, fraction_between_zero_and_one(),
+       TO_LIBRARY(loss.threshold, o.threshold)},
       {"--overlay", &Options::overlay, "--predict on a segmentation model: also write each mask over its image in "
        "colour (NAME.overlay.png)"},
       {"--predict-out", &Options::predict_out, "--predict on a segmentation model: the folder of the masks "
@@ -94,21 +97,26 @@ std::vector<OptionRow> make_option_table() {
        positive_number(), TO_FIT(trainer.schedule.gamma, o.lr_step_factor)},
       {"--seed", &Options::seed, "", kept, {}, TO_FIT(trainer.seed, o.seed)},
       {"--threads", &Options::threads, "CPU threads (default: the cores this process may run on, shared by its "
-       "machine's ranks; 0: all cores)", not_kept, integer_between(0, kMaxThreads, "(0: all cores)")},
-      {"--device", &Options::device, "", not_kept, CLI::IsMember({"auto", "cpu", "cuda"})},
+       "machine's ranks; 0: all cores)", not_kept, integer_between(0, kMaxThreads, "(0: all cores)"),
+       TO_LIBRARY(device.threads, o.threads)},
+      {"--device", &Options::device, "", not_kept, CLI::IsMember({"auto", "cpu", "cuda"}),
+       TO_LIBRARY(device.device, parse_device(o.device))},
       {"--precision", &Options::precision, "how convolutions and dense layers multiply: fp32; tf32 (CUDA: cuDNN and "
        "cuBLAS may use tensor cores); bf16 (bfloat16 operands, float sums; on a CPU with AVX512-BF16 its "
        "instructions); fp16 (half operands, float sums, dynamic loss scaling; slower than fp32 on a CPU). Both store "
        "the values between layers in 16 bits where that is smaller. Weights, optimizer state and checkpoints stay "
        "fp32. On CUDA, 16 bits fit a larger batch and train at about tf32's speed", may_change,
-       CLI::IsMember({"fp32", "tf32", "bf16", "fp16"})},
-      {"--fast-start", &Options::fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring"},
+       CLI::IsMember({"fp32", "tf32", "bf16", "fp16"}), TO_LIBRARY(device.precision, parse_precision(o.precision))},
+      {"--fast-start", &Options::fast_start, "CUDA: pick convolution algorithms by heuristics instead of measuring",
+       not_kept, {}, TO_LIBRARY(device.fast_start, o.fast_start)},
       {"--deterministic", &Options::deterministic, "CUDA: only cuDNN's deterministic convolution algorithms, so that "
-       "the same seed gives the same bits (the CPU always does); the log says what it costs"},
+       "the same seed gives the same bits (the CPU always does); the log says what it costs", not_kept, {},
+       TO_LIBRARY(device.deterministic, o.deterministic)},
       {"--algo-cache", &Options::algo_cache,
        "CUDA: keep measured convolution algorithms in this file for later runs on the same GPU, driver and libraries "
        "(default: " + (default_algorithm_cache().empty() ? std::string("none") : default_algorithm_cache()) +
-           "; none: measure every run)"},
+           "; none: measure every run)",
+       not_kept, {}, TO_LIBRARY(device.algorithm_cache, algorithm_cache_of(o))},
       {"--cuda-graph", &Options::cuda_graph, "CUDA: record each micro-batch's kernels once as a CUDA graph and replay "
        "it (one launch a micro-batch); the default wherever it can run"},
       {"--no-cuda-graph", &Options::no_cuda_graph, "CUDA: launch every kernel of every step"},
@@ -139,9 +147,10 @@ std::vector<OptionRow> make_option_table() {
        positive_integer()},
       {"--channels", &Options::channels, "image folders: 1 (grey) or 3 (RGB)", kept, CLI::IsMember({1, 3})},
       {"--max-image-bytes", &Options::max_image_bytes, "image folders: refuse an image that decodes to more, before "
-       "decoding it", kept, positive_size()},
+       "decoding it", kept, positive_size(),
+       TO_LIBRARY(images.max_decoded_image_bytes, memory::parse_bytes(o.max_image_bytes))},
       {"--skip-corrupt", &Options::skip_corrupt, "image folders: leave out images that do not read (a warning each) "
-       "instead of stopping", kept},
+       "instead of stopping", kept, {}, TO_LIBRARY(images.skip_corrupt, o.skip_corrupt)},
       {"--augment", &Options::augment, "random horizontal flips (only: --crop-padding adds random crops)", kept, {},
        TO_FIT(loading.augment_flip, o.augment)},
       {"--crop-padding", &Options::crop_padding, "random crops of each image padded by this many pixels", kept,
@@ -201,6 +210,7 @@ std::vector<OptionRow> make_option_table() {
 }
 
 #undef TO_FIT
+#undef TO_LIBRARY
 
 }  // namespace
 
@@ -215,9 +225,11 @@ std::string flag_of_library_field(const std::string& field) {
   return {};
 }
 
-void feed_fit_options(const Options& o, FitOptions& fit) {
+LibraryOptions library_options(const Options& o) {
+  LibraryOptions library;
   for (const OptionRow& row : option_table())
-    if (row.feed) row.feed(o, fit);
+    if (row.feed) row.feed(o, library);
+  return library;
 }
 
 void add_options(CLI::App& app, Options& o) {

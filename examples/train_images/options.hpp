@@ -8,6 +8,8 @@
 #include <variant>
 #include <vector>
 
+#include "backends/device/device.hpp"
+#include "base/task.hpp"
 #include "data/dataset.hpp"
 #include "fit/fit.hpp"
 
@@ -108,6 +110,14 @@ enum class OnResume {
   record,      // where the run writes a record: it goes on writing there unless given elsewhere
 };
 
+// The library's options, as the command line's options feed them (the table's last column).
+struct LibraryOptions {
+  FitOptions fit;
+  LossOptions loss;  // its task is the data's
+  data::ImageFolderOptions images;
+  DeviceRequest device;  // a data-parallel run's ranks may take other threads and GPUs
+};
+
 // The field of Options an option fills.
 using OptionField =
     std::variant<std::string Options::*, int Options::*, long Options::*, unsigned long Options::*,
@@ -122,18 +132,18 @@ struct OptionRow {
   std::string help;
   OnResume on_resume = OnResume::not_kept;
   std::optional<CLI::Validator> check;
-  // The library option it feeds, as the library's OptionError names it ("trainer.batch"), and,
-  // where that is in FitOptions, how it goes there.
+  // The library option it feeds, as the library's OptionError names it ("trainer.batch"), and how
+  // it goes there.
   const char* library_field = nullptr;
-  void (*feed)(const Options&, FitOptions&) = nullptr;
+  void (*feed)(const Options&, LibraryOptions&) = nullptr;
 };
 
 // Every option, in the order --help lists them.
 const std::vector<OptionRow>& option_table();
 // The flag whose option feeds the library's `field`; empty where none does.
 std::string flag_of_library_field(const std::string& field);
-// The FitOptions fields the options feed (the table's feed column).
-void feed_fit_options(const Options& o, FitOptions& fit);
+// The library's options as the table's rows feed them from `o`.
+LibraryOptions library_options(const Options& o);
 
 // The file --algo-cache names: its default where not given, empty for "none".
 std::string algorithm_cache_of(const Options& o);

@@ -106,18 +106,13 @@ data::DatasetSplits open_data(const Options& o, const std::optional<Resumed>& re
 }
 
 DeviceChoice choose_device(const Options& o, Ranks& ranks) {
-  DeviceRequest request;
-  request.device = parse_device(o.device);
+  // Ranks on one machine share --algo-cache's file: each save merges what the file holds (atomically).
+  DeviceRequest request = library_options(o).device;
   // The cores this process may run on (taskset, mpirun's binding), shared by the machine's ranks
   // (asked of every rank: a collective call).
   const int fitting_threads = ranks.cpu_threads();
-  request.threads = o.given.count("--threads") ? o.threads : fitting_threads;
+  if (!o.given.count("--threads")) request.threads = fitting_threads;
   if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
-  request.precision = parse_precision(o.precision);
-  request.fast_start = o.fast_start;
-  request.deterministic = o.deterministic;
-  // Ranks on one machine share the file: each save merges what the file holds (atomically).
-  request.algorithm_cache = algorithm_cache_of(o);
   DeviceChoice device = select_device_for(o.device, request);
   if (device.backend->kind() == DeviceKind::cpu) {
     for (const char* option : {"--fast-start", "--algo-cache"})
@@ -227,19 +222,6 @@ data::Normalization normalization_of(const Options& o, const std::optional<Resum
   return n;
 }
 
-// The loss the options ask for, for the data's task.
-LossOptions loss_options(const Options& o, Task task) {
-  LossOptions loss;
-  loss.task = task;
-  loss.label_smoothing = o.label_smoothing;
-  loss.class_weights = o.class_weights;
-  loss.positive_weights = o.positive_weights;
-  loss.regression = parse_regression_loss(o.regression_loss);
-  loss.huber_delta = o.huber_delta;
-  loss.threshold = o.threshold;
-  return loss;
-}
-
 // An option of another task than the run's would silently do nothing.
 void check_task_options(const Options& o, Task task) {
   const struct {
@@ -263,7 +245,9 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
     const Task task = train_set.task();
     check_task_options(o, task);
     Network network = make_network(o.model, input, train_set.num_classes());
-    network.set_loss(loss_options(o, task));
+    LossOptions loss = library_options(o).loss;
+    loss.task = task;
+    network.set_loss(loss);
     try {
       network.check_loss();
     } catch (const Error& e) {
@@ -347,9 +331,7 @@ void name_the_classes(const Options& o, data::DatasetSplits& splits) {
 }
 
 data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
-  data::ImageFolderOptions images;
-  images.max_decoded_image_bytes = memory::parse_bytes(o.max_image_bytes);
-  images.skip_corrupt = o.skip_corrupt;
+  data::ImageFolderOptions images = library_options(o).images;
   images.on_skipped = [prefix = warning_prefix](const std::string& warning) {
     std::cerr << prefix << "warning: " << warning << "\n";
   };
@@ -427,8 +409,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
     throw UsageError(std::string("--monitor: ") + e.what());
   }
 
-  FitOptions fit;
-  feed_fit_options(o, fit);
+  FitOptions fit = library_options(o).fit;
   fit.trainer.memory.budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
   fit.trainer.communicator = communicator;
   if (!ranks.writes()) fit.trainer.memory.trace.clear();  // rank 0 writes the trace
