@@ -35,6 +35,9 @@ std::string network_words() {
 #define TO_FIT(target, value) #target, [](const Options& o, LibraryOptions& l) { l.fit.target = value; }
 #define TO_LIBRARY(target, value) #target, [](const Options& o, LibraryOptions& l) { l.target = value; }
 
+// A row an option, in --help's order: flag, Options field, help, what --resume does with it, its
+// check, and the library field it feeds with how (OptionRow). A row may end early: the rest is
+// none (not kept, no check, feeds nothing).
 std::vector<OptionRow> make_option_table() {
   using enum OnResume;
   return {
