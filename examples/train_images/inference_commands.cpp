@@ -23,16 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-DeviceChoice device_for(const Options& o) {
-  DeviceRequest request;
-  request.device = parse_device(o.device);
-  request.threads = o.threads;
-  request.precision = parse_precision(o.precision);
-  request.fast_start = o.fast_start;
-  request.deterministic = o.deterministic;
-  request.algorithm_cache = algorithm_cache_of(o);
-  return select_device_for(o.device, request);
-}
+DeviceChoice device_for(const Options& o) { return select_device_for(o.device, library_options(o).device); }
 
 ModelOptions model_options(const Options& o, const Backend& backend) {
   ModelOptions m;

@@ -1,7 +1,8 @@
 #pragma once
 // The options that define a run, as its checkpoint keeps them (JSON keyed by the option's name):
-// what --resume continues with, the run's records (--metrics-out, --csv, --tensorboard) among
-// them. Device, threads, --save and the like are not: a run may resume on another machine.
+// what --resume continues with. The option table's on_resume column says which they are and
+// what a resumed run does with each; device, threads, --save and the like are not among them: a
+// run may resume on another machine.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,10 +14,9 @@ namespace cnn::app {
 nlohmann::json run_settings(const Options& o);
 // For --resume: `o` takes the saved settings, which pass every check the command line's do (a
 // CheckpointError names the first that fails). An option the command line gave (o.given) with
-// another value than the run's is a UsageError naming both, except: --epochs may grow,
-// --memory-budget and --precision may change, --data may name the same data elsewhere (the caller
-// checks it), and the records may go elsewhere. Returns the records kept where the run wrote them
-// ("--csv /runs/a.csv"), for the caller to say so.
+// another value than the run's is a UsageError naming both, except as its on_resume allows
+// (--data may name the same data elsewhere: the caller checks it). Returns the records kept where
+// the run wrote them ("--csv /runs/a.csv"), for the caller to say so.
 std::vector<std::string> apply_saved_settings(const nlohmann::json& saved, Options& o);
 // Before any work: a UsageError naming the first setting a checkpoint could not record (JSON
 // holds UTF-8 text; a path on Linux is any bytes), so that no run trains and then fails to save.

@@ -1,7 +1,6 @@
 #include "train_command.hpp"
 
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -107,18 +106,13 @@ data::DatasetSplits open_data(const Options& o, const std::optional<Resumed>& re
 }
 
 DeviceChoice choose_device(const Options& o, Ranks& ranks) {
-  DeviceRequest request;
-  request.device = parse_device(o.device);
+  // Ranks on one machine share --algo-cache's file: each save merges what the file holds (atomically).
+  DeviceRequest request = library_options(o).device;
   // The cores this process may run on (taskset, mpirun's binding), shared by the machine's ranks
   // (asked of every rank: a collective call).
   const int fitting_threads = ranks.cpu_threads();
-  request.threads = o.given.count("--threads") ? o.threads : fitting_threads;
+  if (!o.given.count("--threads")) request.threads = fitting_threads;
   if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
-  request.precision = parse_precision(o.precision);
-  request.fast_start = o.fast_start;
-  request.deterministic = o.deterministic;
-  // Ranks on one machine share the file: each save merges what the file holds (atomically).
-  request.algorithm_cache = algorithm_cache_of(o);
   DeviceChoice device = select_device_for(o.device, request);
   if (device.backend->kind() == DeviceKind::cpu) {
     for (const char* option : {"--fast-start", "--algo-cache"})
@@ -228,19 +222,6 @@ data::Normalization normalization_of(const Options& o, const std::optional<Resum
   return n;
 }
 
-// The loss the options ask for, for the data's task.
-LossOptions loss_options(const Options& o, Task task) {
-  LossOptions loss;
-  loss.task = task;
-  loss.label_smoothing = o.label_smoothing;
-  loss.class_weights = o.class_weights;
-  loss.positive_weights = o.positive_weights;
-  loss.regression = parse_regression_loss(o.regression_loss);
-  loss.huber_delta = o.huber_delta;
-  loss.threshold = o.threshold;
-  return loss;
-}
-
 // An option of another task than the run's would silently do nothing.
 void check_task_options(const Options& o, Task task) {
   const struct {
@@ -264,7 +245,9 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
     const Task task = train_set.task();
     check_task_options(o, task);
     Network network = make_network(o.model, input, train_set.num_classes());
-    network.set_loss(loss_options(o, task));
+    LossOptions loss = library_options(o).loss;
+    loss.task = task;
+    network.set_loss(loss);
     try {
       network.check_loss();
     } catch (const Error& e) {
@@ -281,41 +264,20 @@ Network build_network(const Options& o, const std::optional<Resumed>& resumed, c
   return checkpoint_network(resumed->info, o.resume, train_set.num_classes());
 }
 
-TrainerOptions trainer_options(const Options& o, std::size_t budget) {
-  TrainerOptions t;
-  t.batch = o.batch;
-  t.micro_batch = o.micro_batch;
-  t.accumulate = o.accumulate;
-  t.memory.budget = budget;
-  t.memory.strategy = memory::parse_strategy(o.allocator);
-  t.memory.trace = o.trace;
-  t.recompute = parse_recompute_policy(o.recompute);
-  t.seed = o.seed;
-  t.optimizer.kind = parse_optimizer_kind(o.optimizer);
-  t.optimizer.learning_rate = o.lr;
-  t.optimizer.weight_decay = o.weight_decay;
-  t.optimizer.momentum = o.momentum;
-  t.optimizer.nesterov = o.nesterov;
-  t.schedule.kind = parse_schedule_kind(o.schedule);
-  t.schedule.gamma = o.lr_step_factor;
-  t.schedule.plateau_patience = o.plateau_patience;
-  t.schedule.plateau_factor = o.plateau_factor;
-  return t;
+// `first` and then `then`, where each is set.
+template <typename... Args>
+std::function<void(Args...)> in_turn(std::function<void(Args...)> first, std::function<void(Args...)> then) {
+  if (!first || !then) return first ? first : then;
+  return [first, then](Args... args) {
+    first(args...);
+    then(args...);
+  };
 }
 
-// Test hook: CNN_TRAIN_IMAGES_KILL_AT_STEP=N ends the process with SIGKILL right after step N
-// (what a kill -9 there would leave); with CNN_TRAIN_IMAGES_KILL_RANK=R only rank R's.
-// tests/train_images/check_resume.cmake uses it.
-bool killed_after(long step, int rank) {
-  static const long kill_step = [] {
-    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_AT_STEP");
-    return text ? std::atol(text) : 0L;
-  }();
-  static const int kill_rank = [] {
-    const char* text = std::getenv("CNN_TRAIN_IMAGES_KILL_RANK");
-    return text ? std::atoi(text) : -1;
-  }();
-  return step == kill_step && (kill_rank < 0 || kill_rank == rank);
+// The run's own callbacks, then `extra`'s.
+FitCallbacks in_turn(const FitCallbacks& own, const FitCallbacks& extra) {
+  return {in_turn(own.on_start, extra.on_start), in_turn(own.on_step, extra.on_step),
+          in_turn(own.on_evaluation, extra.on_evaluation), in_turn(own.on_epoch_end, extra.on_epoch_end)};
 }
 
 // Test hook: CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN=S waits S seconds before planning, a slow phase
@@ -369,16 +331,14 @@ void name_the_classes(const Options& o, data::DatasetSplits& splits) {
 }
 
 data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
-  data::ImageFolderOptions images;
-  images.max_decoded_image_bytes = memory::parse_bytes(o.max_image_bytes);
-  images.skip_corrupt = o.skip_corrupt;
+  data::ImageFolderOptions images = library_options(o).images;
   images.on_skipped = [prefix = warning_prefix](const std::string& warning) {
     std::cerr << prefix << "warning: " << warning << "\n";
   };
   return images;
 }
 
-int train(Options o, Ranks& ranks) {
+int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   std::optional<Resumed> resumed = read_resumed(o, ranks);
   // Recorded as absolute paths: a resumed run finds its data, and its records, from any working folder.
   o.data = std::filesystem::absolute(o.data).lexically_normal().string();
@@ -414,15 +374,12 @@ int train(Options o, Ranks& ranks) {
   if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
-  if (o.validation_split > 0 && splits.validation)
-    throw UsageError("--validation-split " + number_text(o.validation_split) + ": " + o.data +
-                     " has its own validation set (val/): one or the other");
+  // Fit refuses this too; here before any work, with the flags that give a validation set.
   const MonitoredMetric watched = parse_monitored_metric(o.monitor);
   const bool validated = o.validation_split > 0 || splits.validation;
   const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
                         : o.schedule == "plateau" ? "--schedule plateau" : nullptr;
-  if (watcher && !validated &&
-      watches_validation(watched))
+  if (watcher && !validated && watches_validation(watched))
     throw UsageError(std::string(watcher) + " watches " + o.monitor + " (--monitor), and " + o.data +
                      " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
                      "and test/, or --monitor train_loss; the test set never chooses the model");
@@ -444,10 +401,6 @@ int train(Options o, Ranks& ranks) {
     model.preprocessing.normalization = normalization_of(o, resumed, *splits.train);
   }
   data::check_normalization(model.preprocessing.normalization, splits.train->shape().channels);
-  // A class's label is its place in the list: the same names in another order would relabel them.
-  if (resumed && !model.class_names.empty() && model.class_names != splits.train->class_names())
-    throw UsageError("--resume " + o.resume + ": the run's classes are " + joined(model.class_names) + "; " + o.data +
-                     " has " + joined(splits.train->class_names()));
   ranks.check_same_job(job_description(o, model, *splits.train, *splits.test, backend));
   check_batch_over_ranks(o, network.training_batch_need(), ranks);
   try {
@@ -456,35 +409,12 @@ int train(Options o, Ranks& ranks) {
     throw UsageError(std::string("--monitor: ") + e.what());
   }
 
-  FitOptions fit;
-  fit.epochs = o.epochs;
-  fit.trainer = trainer_options(o, memory_budget_of(o, backend, ranks.local_count(), ranks.writes()));
+  FitOptions fit = library_options(o).fit;
+  fit.trainer.memory.budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
   fit.trainer.communicator = communicator;
-  fit.trainer.sync_batchnorm = o.sync_batchnorm;
   if (!ranks.writes()) fit.trainer.memory.trace.clear();  // rank 0 writes the trace
-  fit.loading.augment_flip = o.augment;
-  fit.loading.augment_crop_padding = o.crop_padding;
   if (o.augment && o.crop_padding == 0 && !resumed)
     std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops\n";
-  fit.warmup_epochs = o.warmup_epochs;
-  fit.step_every_epochs = o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0);
-  fit.validation_split = o.validation_split;
-  fit.limit = o.limit;
-  fit.limit_eval = o.limit_eval;
-  fit.monitor = parse_monitored_metric(o.monitor);
-  fit.keep_best = o.keep_best;
-  fit.restore_best = o.restore_best;
-  fit.early_stop = o.early_stop;
-  fit.test_each_epoch = o.test_each_epoch;
-  fit.save = o.save;
-  fit.save_every = o.save_every;
-  fit.resume = o.resume;
-  fit.load = o.load;
-  fit.metrics = o.metrics_out;
-  fit.csv = o.csv;
-  fit.tensorboard = o.tensorboard;
-  fit.overwrite = o.overwrite;
-  fit.progress_bar = !o.quiet;
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   if (!o.no_cuda_graph) {
@@ -531,14 +461,12 @@ int train(Options o, Ranks& ranks) {
     if (o.deterministic || backend.kind() != DeviceKind::cpu) std::cout << backend.determinism_report() << "\n";
     std::cout << std::flush;
   };
-  fit.callbacks.on_step = [](const StepReport& report, FitControl& control) {
-    if (killed_after(report.step, control.trainer().rank())) std::raise(SIGKILL);
-  };
   if (!o.plot.empty() && ranks.writes())
     fit.callbacks.on_epoch_end = [&](const EpochRecord&, FitControl& control) {
       write_plot(o.plot, control.progress(), control.batches_per_epoch());
     };
 
+  fit.callbacks = in_turn(fit.callbacks, extra);
   Fit run(network, backend, splits, fit);
   const FitResult result = run.run();
   if (result.signal) {

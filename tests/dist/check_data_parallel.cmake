@@ -3,8 +3,9 @@
 #   -DARGS=a|b|c   the run, for both sides (without --save and --metrics-out)
 #   -DMODE=compare: ONE_ARGS (one process, e.g. --micro-batch|32) against RANK_ARGS over 2 ranks,
 #                   losses and parameters within RTOL (compare_runs)
-#   -DMODE=resume:  2 ranks killed after step KILL_STEP and resumed over 2 ranks end as the run
-#                   never interrupted, to the bit; a resume with one process is refused
+#   -DMODE=resume:  2 ranks killed after step KILL_STEP (KILLED: train_images_killed_at_step) and
+#                   resumed over 2 ranks end as the run never interrupted, to the bit; a resume
+#                   with one process is refused
 string(REPLACE "|" ";" args "${ARGS}")
 string(REPLACE "|" ";" one_args "${ONE_ARGS}")
 string(REPLACE "|" ";" rank_args "${RANK_ARGS}")
@@ -42,9 +43,7 @@ if(MODE STREQUAL "compare")
 elseif(MODE STREQUAL "resume")
   run(clean rc ${mpirun} ${TRAIN} ${args} --save clean.ckpt --metrics-out clean.jsonl)
   expect_success(clean "${rc}")
-  set(ENV{CNN_TRAIN_IMAGES_KILL_AT_STEP} ${KILL_STEP})
-  run(killed rc ${mpirun} ${TRAIN} ${args} --save run.ckpt --metrics-out run.jsonl)
-  unset(ENV{CNN_TRAIN_IMAGES_KILL_AT_STEP})
+  run(killed rc ${mpirun} ${KILLED} ${KILL_STEP} ${args} --save run.ckpt --metrics-out run.jsonl)
   if(rc EQUAL 0 OR NOT EXISTS ${WORK}/run.ckpt)
     message(FATAL_ERROR "the killed run exited ${rc}, with or without its checkpoint: see ${WORK}/killed.log")
   endif()

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# One rank of a data-parallel run killed (SIGKILL, from the test hook, after a step): the whole
-# job ends within 10 seconds, non-zero, with a message naming that rank; never a hang.
-#   check_rank_killed.sh MPIEXEC TRAIN_IMAGES WORK RUN_ARGS...
+# One rank of a data-parallel run killed (SIGKILL, by train_images_killed_at_step, after a step):
+# the whole job ends within 10 seconds, non-zero, with a message naming that rank; never a hang.
+#   check_rank_killed.sh MPIEXEC TRAIN_IMAGES_KILLED_AT_STEP WORK RUN_ARGS...
 set -u
 mpiexec=$1 train=$2 work=$3
 shift 3
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export CNN_TRAIN_IMAGES_KILL_AT_STEP=3 CNN_TRAIN_IMAGES_KILL_RANK=1
-"$mpiexec" --oversubscribe -np 2 "$train" "$@" --metrics-out metrics.jsonl > log.txt 2>&1 &
+"$mpiexec" --oversubscribe -np 2 "$train" --rank 1 3 "$@" --metrics-out metrics.jsonl > log.txt 2>&1 &
 job=$!
 # Rank 0 writes step 3's line when rank 1, done with the same step, is killed.
 for _ in $(seq 1 6000); do

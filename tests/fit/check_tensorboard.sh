@@ -5,17 +5,17 @@
 # test set's at the end. A run killed after step 3 (its checkpoint at step 2) and resumed logs
 # every step once: the resumed file's session start drops the killed run's step 3. --csv FILE
 # holds a row an epoch.
-#   check_tensorboard.sh VENV TRAIN_IMAGES FASHION_MNIST WORK
+#   check_tensorboard.sh VENV TRAIN_IMAGES TRAIN_IMAGES_KILLED_AT_STEP FASHION_MNIST WORK
 set -u
-venv=$1 train=$2 data=$3 work=$4
+venv=$1 train=$2 killed_at_step=$3 data=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "FAIL: $*"; exit 1; }
 python=$(bash "$here/../../scripts/python_venv.sh" "$venv" \
   "from tensorboard.backend.event_processing.event_accumulator import EventAccumulator" tensorboard) || exit $?
 rm -rf "$work" && mkdir -p "$work"
-run=("$train" --data "$data" --epochs 2 --limit 320 --limit-eval 64 --batch 64 --validation-split 0.2 --quiet --threads 2
+run=(--data "$data" --epochs 2 --limit 320 --limit-eval 64 --batch 64 --validation-split 0.2 --quiet --threads 2
      --tensorboard "$work/logs" --csv "$work/epochs.csv" --save "$work/run.ckpt" --save-every 2)
-CNN_TRAIN_IMAGES_KILL_AT_STEP=3 "${run[@]}" >"$work/killed.log" 2>&1
+"$killed_at_step" 3 "${run[@]}" >"$work/killed.log" 2>&1
 [ $? = 137 ] || fail "the run was not killed at step 3: $(cat "$work/killed.log")"
 "$train" --resume "$work/run.ckpt" --tensorboard "$work/logs" --csv "$work/epochs.csv" --quiet --threads 2 \
   >"$work/resumed.log" 2>&1 || fail "the resumed run: $(cat "$work/resumed.log")"

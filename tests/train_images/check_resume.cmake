@@ -2,8 +2,8 @@
 # interrupted: the same loss at every step, the same parameters to the bit, no file left behind.
 #   -DTRAIN=<train_images> -DARGS=a|b|c   the run (without --save, --metrics-out, --resume)
 #   -DWORK=<scratch folder>
-#   -DKILL=NAME=VALUE    an environment hook that kills the first attempt: CNN_TRAIN_IMAGES_KILL_AT_STEP=N
-#                        (after step N) or CNN_TEST_KILL_AFTER_BYTES=N (inside a save)
+#   -DKILLED=<train_images_killed_at_step>|N   the first attempt killed with SIGKILL after step N
+#   -DKILL=NAME=VALUE    instead: an environment hook that kills it, CNN_TEST_KILL_AFTER_BYTES=N (inside a save)
 #   -DSIGNAL_AFTER=S     instead: SIGTERM after S seconds (expects exit 143)
 string(REPLACE "|" ";" args "${ARGS}")
 file(REMOVE_RECURSE ${WORK})
@@ -54,6 +54,10 @@ endif()
 if(SIGNAL_AFTER)
   run_train(${WORK}/resumed rc bash -c "\"$0\" \"$@\" & pid=$! && sleep ${SIGNAL_AFTER} && kill -TERM $pid && wait $pid" ${TRAIN} ${args} ${outputs})
   set(expected 143)
+elseif(KILLED)
+  string(REPLACE "|" ";" killed "${KILLED}")
+  run_train(${WORK}/resumed rc ${killed} ${args} ${outputs})
+  set(expected "Subprocess killed")  # what execute_process says of a SIGKILL
 else()
   string(REGEX MATCH "^[^=]+" kill_name "${KILL}")
   string(REGEX REPLACE "^[^=]+=" "" kill_value "${KILL}")
