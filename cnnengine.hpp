@@ -1,5 +1,5 @@
 #pragma once
-// The public face of cnnengine: include this one header, <cnnengine.hpp>, and link
+// The public face of cnnengine: include this one header, <cnnengine/cnnengine.hpp>, and link
 // cnnengine::cnnengine. It includes every installed header (cmake/CnnPublicHeaders.cmake);
 // docs/design.md is the map of what is behind them.
 //
@@ -18,36 +18,36 @@
 //   MpiSession           dist/mpi_session.hpp           data-parallel training over mpirun's ranks
 //   register_layer_type  layers/registry.hpp            a layer of one's own, in network text and ONNX
 //   cnn::Error           base/error.hpp                 every error a user can cause
-#include "backends/device/device.hpp"
-#include "base/batch.hpp"
-#include "base/error.hpp"
-#include "base/task.hpp"
-#include "data/dataset.hpp"
-#include "data/loader.hpp"
-#include "dist/mpi_session.hpp"
-#include "engine/core/backend.hpp"
-#include "engine/core/communicator.hpp"
-#include "engine/core/layer.hpp"
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
-#include "engine/core/task_metrics.hpp"
-#include "engine/core/task_scores.hpp"
-#include "engine/core/tensor.hpp"
-#include "engine/infer/predictor.hpp"
-#include "engine/plan/memory_report.hpp"
-#include "engine/train/loss_scale.hpp"
-#include "engine/train/optimizer.hpp"
-#include "engine/train/trainer.hpp"
-#include "engine/train/training_diverged.hpp"
-#include "fit/fit.hpp"
-#include "fit/output_files.hpp"
-#include "fit/output_kinds.hpp"
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
-#include "memory/memory_resource.hpp"
-#include "memory/memory_stack.hpp"
-#include "memory/out_of_memory.hpp"
-#include "models/checkpoint.hpp"
-#include "models/model.hpp"
-#include "models/network_text.hpp"
-#include "models/onnx_export.hpp"
+#include <cnnengine/backends/device/device.hpp>
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/data/loader.hpp>
+#include <cnnengine/dist/mpi_session.hpp>
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/communicator.hpp>
+#include <cnnengine/engine/core/layer.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
+#include <cnnengine/engine/core/task_metrics.hpp>
+#include <cnnengine/engine/core/task_scores.hpp>
+#include <cnnengine/engine/core/tensor.hpp>
+#include <cnnengine/engine/infer/predictor.hpp>
+#include <cnnengine/engine/plan/memory_report.hpp>
+#include <cnnengine/engine/train/loss_scale.hpp>
+#include <cnnengine/engine/train/optimizer.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/engine/train/training_diverged.hpp>
+#include <cnnengine/fit/fit.hpp>
+#include <cnnengine/fit/output_files.hpp>
+#include <cnnengine/fit/output_kinds.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
+#include <cnnengine/models/checkpoint.hpp>
+#include <cnnengine/models/model.hpp>
+#include <cnnengine/models/network_text.hpp>
+#include <cnnengine/models/onnx_export.hpp>

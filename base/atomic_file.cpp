@@ -10,7 +10,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "base/regular_file.hpp"
 
 namespace cnn {

@@ -1,10 +1,10 @@
-#include "base/task.hpp"
+#include <cnnengine/base/task.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "engine/train/planning_options.hpp"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 

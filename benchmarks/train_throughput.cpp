@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/buffer.hpp"

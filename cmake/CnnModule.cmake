@@ -8,6 +8,8 @@
 # directory in the build tree whose only entry, <folder>, links to the folder. A target's include
 # path is its own view and the views of the targets it links, never the source root, so including
 # a folder that is not linked fails to compile (docs/design.md, "How the order is enforced").
+# The view holds the folder a second time under cnnengine/, as it is installed: a public header
+# is included as <cnnengine/<folder>/<file>.hpp> in the tree as in an application.
 #
 # PUBLIC: what the folder's public headers include (users of the folder need it too).
 # PRIVATE: what only its sources use.
@@ -32,6 +34,7 @@ function(cnn_module target)
   file(GLOB sources CONFIGURE_DEPENDS ${folder}/*.cpp ${folder}/detail/*.cpp)
   add_library(${target} OBJECT ${sources})
   cnn_make_view(${target} ${M_FOLDER} ${folder} view)
+  cnn_make_view(${target} cnnengine/${M_FOLDER} ${folder} view)
   target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${view}>)
   target_link_libraries(${target} PUBLIC ${M_PUBLIC} PRIVATE ${M_PRIVATE})
   target_compile_options(${target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${CNN_CXX_FLAGS}>")

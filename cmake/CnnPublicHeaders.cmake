@@ -3,7 +3,8 @@
 # tree: the layers' classes (an application takes them from layers/builtin_layers.hpp), the
 # allocator research kit (adaptors, strategies, traces' replay), the planners, the runners'
 # internals, the data sets' readers, the backends' kernels. A header here includes only headers
-# here (the test installed_headers_standalone compiles each installed one on its own).
+# here, through the prefix as installed (<cnnengine/base/error.hpp>; the test
+# installed_headers_standalone compiles each installed one on its own against include/ alone).
 set(CNN_PUBLIC_HEADERS
   cnnengine.hpp
   # errors, a batch and the tasks

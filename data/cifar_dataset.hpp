@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data {
 

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "data/cifar_dataset.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data {
 

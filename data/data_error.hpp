@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::data {
 

@@ -1,4 +1,4 @@
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 #include <stdexcept>
 #include <string>

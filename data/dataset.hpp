@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "base/task.hpp"
+#include <cnnengine/base/task.hpp>
 
 namespace cnn::data {
 

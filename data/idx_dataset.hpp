@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data {
 

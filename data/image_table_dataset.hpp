@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data {
 

@@ -1,4 +1,4 @@
-#include "data/loader.hpp"
+#include <cnnengine/data/loader.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "base/batch.hpp"
+#include <cnnengine/base/batch.hpp>
 #include "data/data_error.hpp"
 #include "data/detail/augment.hpp"
 #include "data/detail/random.hpp"
 #include "memory/buffer.hpp"
-#include "memory/memory_resource.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn::data {
 namespace {

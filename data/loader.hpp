@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "base/batch.hpp"
-#include "data/dataset.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 class MemoryStack;

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <set>
 
-#include "base/error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/data/dataset.hpp>
 #include "data/data_error.hpp"
 #include "data/detail/class_names_file.hpp"
 

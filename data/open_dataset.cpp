@@ -1,11 +1,11 @@
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <system_error>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "data/cifar_folder.hpp"
 #include "data/data_error.hpp"
 #include "data/detail/cifar_layout.hpp"

@@ -1,10 +1,10 @@
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "data/detail/image_codec.hpp"
 
 namespace cnn::data {

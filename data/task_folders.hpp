@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data {
 

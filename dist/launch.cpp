@@ -1,10 +1,10 @@
-#include "dist/mpi_session.hpp"
+#include <cnnengine/dist/mpi_session.hpp>
 
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::dist {
 namespace {

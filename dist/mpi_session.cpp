@@ -1,10 +1,10 @@
-#include "dist/mpi_session.hpp"
+#include <cnnengine/dist/mpi_session.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "base/error.hpp"
-#include "engine/core/communicator.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/communicator.hpp>
 
 #if CNN_HAVE_MPI
 #include "dist/detail/mpi_communicator.hpp"

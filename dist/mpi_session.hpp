@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn::dist {
 

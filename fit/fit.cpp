@@ -1,4 +1,4 @@
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <iostream>
 #include <vector>
 
-#include "base/error.hpp"
-#include "engine/core/task_scores.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/task_scores.hpp>
 #include "fit/detail/fit_state.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 namespace cnn {
 

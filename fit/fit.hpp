@@ -16,14 +16,14 @@
 #include <string_view>
 #include <vector>
 
-#include "data/dataset.hpp"
-#include "data/loader.hpp"
-#include "engine/core/backend.hpp"
-#include "engine/core/network.hpp"
-#include "engine/plan/memory_report.hpp"
-#include "engine/train/trainer.hpp"
-#include "fit/output_files.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/data/loader.hpp>
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/plan/memory_report.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/fit/output_files.hpp>
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn {
 

@@ -2,8 +2,8 @@
 // (Its epochs and summary: fit/detail/progress_log.hpp.)
 #include <iostream>
 
-#include "base/batch.hpp"
-#include "engine/core/task_scores.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/engine/core/task_scores.hpp>
 #include "fit/detail/fit_state.hpp"
 
 namespace cnn {

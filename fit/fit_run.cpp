@@ -6,8 +6,8 @@
 #include <string_view>
 #include <utility>
 
-#include "base/error.hpp"
-#include "engine/core/task_scores.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/task_scores.hpp>
 #include "fit/detail/fit_state.hpp"
 #include "fit/detail/stop_signal.hpp"
 

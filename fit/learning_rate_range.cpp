@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "base/error.hpp"
-#include "fit/fit.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn {
 namespace {

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 

@@ -1,7 +1,7 @@
 // The metrics a run may watch to keep its best model and to stop early.
-#include "base/error.hpp"
-#include "engine/core/task_scores.hpp"
-#include "fit/fit.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/task_scores.hpp>
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn {
 namespace {

@@ -1,4 +1,4 @@
-#include "fit/output_files.hpp"
+#include <cnnengine/fit/output_files.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "base/atomic_file.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "base/regular_file.hpp"
 
 namespace cnn {

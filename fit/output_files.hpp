@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "data/dataset.hpp"
-#include "fit/output_kinds.hpp"
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/fit/output_kinds.hpp>
 
 namespace cnn {
 

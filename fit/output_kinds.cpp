@@ -1,4 +1,4 @@
-#include "fit/output_kinds.hpp"
+#include <cnnengine/fit/output_kinds.hpp>
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "memory/trace.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn {
 namespace {

@@ -21,10 +21,10 @@
 #include "data/data_error.hpp"
 #include "data/detail/idx_file.hpp"
 #include "data/detail/image_codec.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 #include "memory/host_resource.hpp"
-#include "models/checkpoint.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/checkpoint.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 namespace cnn::fuzz {
 

@@ -1,8 +1,8 @@
 // Add's type: "add NAME" reads the named output besides the previous line's.
 #include "layers/add.hpp"
 
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

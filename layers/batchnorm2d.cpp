@@ -1,9 +1,9 @@
 #include "layers/batchnorm2d.hpp"
 
-#include "base/error.hpp"
-#include "engine/core/communicator.hpp"
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/communicator.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

@@ -12,7 +12,7 @@
 // the layer, and an input shape a layer cannot take is a ShapeError when the network adds it.
 #include <memory>
 
-#include "engine/core/layer.hpp"
+#include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn::layers {
 

@@ -3,7 +3,7 @@
 // order, as one output.
 #include <vector>
 
-#include "engine/core/layer.hpp"
+#include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {
 

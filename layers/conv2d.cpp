@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "base/error.hpp"
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

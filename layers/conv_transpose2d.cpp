@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "base/error.hpp"
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

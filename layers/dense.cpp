@@ -1,8 +1,8 @@
 #include "layers/dense.hpp"
 
-#include "base/error.hpp"
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

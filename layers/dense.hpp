@@ -1,5 +1,5 @@
 #pragma once
-#include "engine/core/layer.hpp"
+#include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {
 

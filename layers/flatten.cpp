@@ -1,8 +1,8 @@
 // Flatten's type: its network-text word and its ONNX node.
 #include "layers/flatten.hpp"
 
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <climits>
 
-#include "engine/core/layer.hpp"
+#include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {
 

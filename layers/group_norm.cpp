@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <exception>
 
-#include "base/error.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 namespace {

@@ -2,8 +2,8 @@
 // of [N, C, 1, 1] over [N, C, H, W] is ours).
 #include "layers/multiply.hpp"
 
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 

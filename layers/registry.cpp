@@ -1,10 +1,10 @@
 // The built-in layer types, and the registry that holds them with those of one's own.
-#include "layers/registry.hpp"
+#include <cnnengine/layers/registry.hpp>
 
 #include <deque>
 #include <mutex>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "layers/activation.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"

@@ -15,8 +15,8 @@
 #include <typeinfo>
 #include <vector>
 
-#include "engine/core/layer.hpp"
-#include "engine/core/tensor.hpp"
+#include <cnnengine/engine/core/layer.hpp>
+#include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn {
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "layers/builtin_layers.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 namespace {

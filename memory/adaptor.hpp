@@ -1,7 +1,7 @@
 #pragma once
 // The base of every adaptor: it wraps an upstream resource and, unless it knows better, answers
 // the questions about free space and the kind of memory with the upstream's answers.
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -1,9 +1,9 @@
 #include "memory/arena_resource.hpp"
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/buffer.hpp"
 #include "memory/detail/alignment.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::memory {
 

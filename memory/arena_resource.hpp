@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "memory/block_heap.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

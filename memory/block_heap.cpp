@@ -4,8 +4,8 @@
 #include <iterator>
 #include <string>
 
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

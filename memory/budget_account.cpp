@@ -1,8 +1,8 @@
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/block_heap.hpp"
 
 namespace cnn::memory {

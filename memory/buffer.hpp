@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -3,7 +3,7 @@
 // It remembers each live block only to refuse a foreign pointer or a wrong size.
 #include <mutex>
 #include "memory/live_blocks.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <new>
 
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::memory {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The host upstream: aligned operator new. Every call reaches the system allocator.
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::memory {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -1,13 +1,13 @@
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 #include <algorithm>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/block_heap.hpp"
 #include "memory/budget_adaptor.hpp"
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/statistics_adaptor.hpp"
 #include "memory/strategy.hpp"
 #include "memory/trace_adaptor.hpp"

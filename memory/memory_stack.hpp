@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

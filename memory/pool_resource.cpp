@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/buffer.hpp"
 #include "memory/detail/alignment.hpp"
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::memory {
 

@@ -7,7 +7,7 @@
 
 #include "memory/adaptor.hpp"
 #include "memory/live_blocks.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

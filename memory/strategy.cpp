@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/arena_resource.hpp"
 #include "memory/direct_resource.hpp"
 #include "memory/pool_resource.hpp"

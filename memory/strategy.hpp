@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn::memory {
 

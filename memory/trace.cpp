@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "base/text_lines.hpp"
 
 namespace cnn::memory {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::memory {
 namespace {

@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "memory/buffer.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::memory {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 #include "memory/trace.hpp"
 
 namespace cnn::memory {

@@ -1,4 +1,4 @@
-#include "models/checkpoint.hpp"
+#include <cnnengine/models/checkpoint.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include "base/detail/finite.hpp"
 #include "base/regular_file.hpp"
 #include "models/detail/checkpoint_meta.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 // Note [Checkpoint layout]: version 2 is a header (magic, version, flags, the description's
 // length), the description (JSON: checkpoint_meta.cpp), the float blocks in this order

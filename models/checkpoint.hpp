@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "data/dataset.hpp"
-#include "engine/core/parameter_store.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 
 namespace cnn {
 

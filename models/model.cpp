@@ -1,10 +1,10 @@
-#include "models/model.hpp"
+#include <cnnengine/models/model.hpp>
 
 #include <algorithm>
 #include <cmath>
 
-#include "base/error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn {
 InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack,

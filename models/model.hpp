@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/infer/predictor.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/engine/infer/predictor.hpp>
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn {
 

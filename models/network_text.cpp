@@ -1,4 +1,4 @@
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -7,10 +7,10 @@
 #include <sstream>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "base/regular_file.hpp"
 #include "base/utf8.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/registry.hpp>
 
 namespace cnn {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/network.hpp>
 
 namespace cnn {
 

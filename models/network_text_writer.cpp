@@ -4,9 +4,9 @@
 #include <sstream>
 #include <vector>
 
-#include "base/error.hpp"
-#include "layers/registry.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/registry.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 namespace cnn {
 namespace {

@@ -31,9 +31,9 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn {
 

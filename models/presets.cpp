@@ -3,7 +3,7 @@
 // themselves from the input: inputs larger than 64 pixels a side take the ImageNet stem, smaller
 // ones a stride-1 3x3 stem and fewer halvings, so that 28x28 and 32x32 images keep a useful map.
 // A preset name may carry options, `NAME:KEY=VALUE,...` (unet's depth and width).
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <optional>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"
-#include "layers/builtin_layers.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"

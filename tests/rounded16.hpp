@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backends/cpu/detail/gemm16.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::testing {
 

@@ -13,8 +13,8 @@
 #include "backends/cpu/detail/available_host_memory.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-#include "base/error.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "memory/host_resource.hpp"
 
 namespace cnn {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 

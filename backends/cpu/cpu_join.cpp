@@ -7,7 +7,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 namespace {

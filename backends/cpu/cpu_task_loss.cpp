@@ -15,8 +15,8 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/every_micro_batch.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-#include "base/error.hpp"
-#include "base/task.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
 
 namespace cnn {
 namespace {

@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::cuda {
 namespace {

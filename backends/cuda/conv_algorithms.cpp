@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "memory/buffer.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::cuda {
 namespace {

@@ -10,8 +10,8 @@
 #include "backends/cuda/detail/architectures.hpp"
 #include "backends/cuda/detail/check.hpp"
 #include "memory/buffer.hpp"
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::cuda {
 namespace {

@@ -11,7 +11,7 @@
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/descriptors.hpp"
 #include "backends/cuda/detail/operand_copies.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::cuda {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "backends/cuda/detail/architectures.hpp"
 #include "backends/device/cuda_api.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 namespace {

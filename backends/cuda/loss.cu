@@ -9,7 +9,7 @@
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::cuda {
 namespace {

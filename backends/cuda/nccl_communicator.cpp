@@ -2,7 +2,7 @@
 #include "backends/cuda/detail/nccl_communicator.hpp"
 
 #include "backends/cuda/detail/check.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::cuda {
 namespace {

@@ -7,7 +7,7 @@
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::cuda {
 namespace {

@@ -2,7 +2,7 @@
 #include "backends/device/detail/cuda_plugin.hpp"
 
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #if CNN_HAVE_NCCL
 #include "backends/cuda/detail/nccl_communicator.hpp"
 #endif

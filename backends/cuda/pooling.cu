@@ -11,7 +11,7 @@
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
 #include "backends/cuda/detail/values16.cuh"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::cuda {
 namespace {

@@ -16,8 +16,8 @@
 #include "backends/cuda/detail/block_sums.cuh"
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
-#include "base/error.hpp"
-#include "base/task.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
 
 namespace cnn::cuda {
 namespace {

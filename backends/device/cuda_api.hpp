@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 

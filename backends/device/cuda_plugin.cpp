@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "backends/device/device.hpp"
+#include <cnnengine/backends/device/device.hpp>
 
 namespace cnn {
 namespace {

@@ -1,10 +1,10 @@
-#include "backends/device/device.hpp"
+#include <cnnengine/backends/device/device.hpp>
 
 #include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/device/detail/cuda_plugin.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 

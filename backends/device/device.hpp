@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/backend.hpp"
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn {
 

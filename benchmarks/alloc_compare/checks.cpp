@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace alloc_compare {
 

@@ -12,13 +12,13 @@
 #include <string>
 #include <thread>
 
-#include "backends/device/device.hpp"
+#include <cnnengine/backends/device/device.hpp>
 #include "checks.hpp"
 #include "comparison.hpp"
-#include "engine/plan/memory_report.hpp"
+#include <cnnengine/engine/plan/memory_report.hpp>
 #include "memory/host_resource.hpp"
-#include "memory/memory_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "plot.hpp"
 #include "report.hpp"
 #if CNN_HAVE_CUDA

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/detail/planner.hpp"
 #include "memory/trace_adaptor.hpp"
 #include "memory/trace_replay.hpp"

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace alloc_compare {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 #include "peak_probe.hpp"
 #include "run_result.hpp"
 #include "timing_adaptor.hpp"

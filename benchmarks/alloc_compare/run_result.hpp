@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace alloc_compare {
 

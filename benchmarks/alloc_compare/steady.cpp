@@ -4,8 +4,8 @@
 #include <memory>
 #include <optional>
 
-#include "engine/core/backend.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 #include "workloads.hpp"
 
 namespace alloc_compare {

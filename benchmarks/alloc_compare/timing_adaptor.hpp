@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "memory/adaptor.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace alloc_compare {
 

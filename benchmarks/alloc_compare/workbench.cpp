@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace alloc_compare {
 

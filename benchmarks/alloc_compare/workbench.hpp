@@ -11,7 +11,7 @@
 
 #include "engine/plan/batch_planner.hpp"
 #include "engine/plan/detail/micro_batch_plan.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 #include "rig.hpp"
 #include "run_result.hpp"
 

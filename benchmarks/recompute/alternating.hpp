@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 
 namespace recompute_bench {
 

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "alternating.hpp"
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "engine/train/planning_options.hpp"
 #include "memory/statistics_adaptor.hpp"
 

@@ -4,7 +4,7 @@
 // index), so a replay draws the same ones.
 #include <cstdint>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data {
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data/image_folder_dataset.hpp"  // kDefaultMaxDecodedImageBytes
 
 namespace cnn::data {

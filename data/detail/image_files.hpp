@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data/detail/image_codec.hpp"
 #include "data/detail/parallel_for.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::dist {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn::dist {
 

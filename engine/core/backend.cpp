@@ -1,4 +1,4 @@
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <string_view>
 
-#include "base/error.hpp"
-#include "base/task.hpp"
-#include "engine/core/tensor.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/engine/core/tensor.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "base/error.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 namespace {

@@ -9,8 +9,8 @@
 #include <span>
 #include <string>
 
-#include "engine/core/backend.hpp"
-#include "engine/core/tensor.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn {
 

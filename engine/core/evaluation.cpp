@@ -1,10 +1,10 @@
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/network.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 namespace {

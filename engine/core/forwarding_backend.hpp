@@ -10,7 +10,7 @@
 #include <initializer_list>
 #include <span>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 

@@ -1,4 +1,4 @@
-#include "engine/core/layer.hpp"
+#include <cnnengine/engine/core/layer.hpp>
 
 #include <climits>
 #include <cstdint>

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "engine/core/backend.hpp"
-#include "engine/core/communicator.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn {
 

@@ -1,11 +1,11 @@
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/network.hpp>
 
 #include <climits>
 #include <cstdint>
 #include <iomanip>
 #include <sstream>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "base/task.hpp"
-#include "engine/core/layer.hpp"
-#include "engine/core/task_metrics.hpp"
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/engine/core/layer.hpp>
+#include <cnnengine/engine/core/task_metrics.hpp>
 
 namespace cnn {
 

@@ -1,12 +1,12 @@
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 
 #include <cmath>
 #include <cstdint>
 
-#include "base/error.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "memory/buffer.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/network.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

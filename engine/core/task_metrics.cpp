@@ -6,7 +6,7 @@
 //   multilabel: [1, 1 + 3K)           true positives, false positives, false negatives, K each
 //   regress:    [1, 1 + 2T)           sum |y - t|, sum (y - t)^2, T each
 //   classify:   nothing after the samples
-#include "engine/core/task_metrics.hpp"
+#include <cnnengine/engine/core/task_metrics.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 #include <numeric>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 namespace {

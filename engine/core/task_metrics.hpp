@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/task.hpp"
+#include <cnnengine/base/task.hpp>
 
 namespace cnn {
 

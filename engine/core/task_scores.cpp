@@ -1,4 +1,4 @@
-#include "engine/core/task_scores.hpp"
+#include <cnnengine/engine/core/task_scores.hpp>
 
 #include <algorithm>
 #include <cmath>

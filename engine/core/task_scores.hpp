@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/task_metrics.hpp"
+#include <cnnengine/engine/core/task_metrics.hpp>
 
 namespace cnn {
 

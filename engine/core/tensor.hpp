@@ -7,7 +7,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 

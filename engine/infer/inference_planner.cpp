@@ -4,14 +4,14 @@
 #include <cstdio>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/detail/input_stager.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/plan/detail/workspace_fitting.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 namespace {

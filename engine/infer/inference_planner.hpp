@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <map>
 
-#include "engine/core/network.hpp"
-#include "engine/infer/predictor.hpp"  // InferenceOptions
-#include "engine/plan/memory_report.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/infer/predictor.hpp>  // InferenceOptions
+#include <cnnengine/engine/plan/memory_report.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn {
 

@@ -1,11 +1,11 @@
-#include "engine/infer/predictor.hpp"
+#include <cnnengine/engine/infer/predictor.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/detail/batch_checks.hpp"
 #include "engine/core/detail/evaluator.hpp"
 #include "engine/core/detail/input_stager.hpp"
@@ -15,7 +15,7 @@
 #include "engine/infer/inference_planner.hpp"
 #include "engine/plan/micro_batch_recovery.hpp"
 #include "memory/buffer.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

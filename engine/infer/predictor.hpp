@@ -8,12 +8,12 @@
 #include <memory>
 #include <vector>
 
-#include "base/batch.hpp"
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
-#include "engine/plan/memory_report.hpp"
-#include "memory/memory_stack.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
+#include <cnnengine/engine/plan/memory_report.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn {
 

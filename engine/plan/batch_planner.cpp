@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/detail/input_stager.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 #include "engine/plan/detail/cost_model.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/plan/detail/micro_batch_plan.hpp"

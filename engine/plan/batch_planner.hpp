@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/network.hpp"
-#include "engine/plan/memory_report.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/plan/memory_report.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn {
 

@@ -1,8 +1,8 @@
-#include "engine/plan/memory_report.hpp"
+#include <cnnengine/engine/plan/memory_report.hpp>
 
 #include <cstdio>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

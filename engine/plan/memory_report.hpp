@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/backend.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

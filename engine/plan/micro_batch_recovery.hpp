@@ -7,7 +7,7 @@
 #include <functional>
 #include <string>
 
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn {
 

@@ -1,6 +1,6 @@
-#include "engine/plan/memory_report.hpp"
+#include <cnnengine/engine/plan/memory_report.hpp>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 

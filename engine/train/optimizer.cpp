@@ -1,10 +1,10 @@
-#include "engine/train/optimizer.hpp"
+#include <cnnengine/engine/train/optimizer.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 
 namespace cnn {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "engine/plan/batch_planner.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 
 namespace cnn {
 

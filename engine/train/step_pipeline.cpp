@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/core/detail/batch_checks.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/plan/micro_batch_recovery.hpp"
@@ -16,7 +16,7 @@
 #include "engine/train/detail/replicas.hpp"
 #include "engine/train/detail/step_resources.hpp"
 #include "engine/train/detail/trainer_slots.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/buffer.hpp"
 
 namespace cnn {

@@ -1,11 +1,11 @@
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 
 #include <cmath>
 #include <cstddef>
 #include <functional>
 #include <vector>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/core/detail/evaluator.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/plan/micro_batch_recovery.hpp"
@@ -15,7 +15,7 @@
 #include "engine/train/detail/trainer_slots.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/buffer.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
-#include "base/batch.hpp"
-#include "base/error.hpp"
-#include "engine/core/layer.hpp"
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
-#include "engine/plan/memory_report.hpp"
-#include "engine/train/loss_scale.hpp"
-#include "engine/train/optimizer.hpp"
-#include "engine/train/training_diverged.hpp"
-#include "memory/memory_stack.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/layer.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
+#include <cnnengine/engine/plan/memory_report.hpp>
+#include <cnnengine/engine/train/loss_scale.hpp>
+#include <cnnengine/engine/train/optimizer.hpp>
+#include <cnnengine/engine/train/training_diverged.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn {
 

@@ -1,4 +1,4 @@
-#include "engine/train/training_diverged.hpp"
+#include <cnnengine/engine/train/training_diverged.hpp>
 
 namespace cnn {
 namespace {

@@ -4,8 +4,8 @@
 // before.
 #include <string>
 
-#include "base/error.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 

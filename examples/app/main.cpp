@@ -1,7 +1,7 @@
 // A program that uses the installed library as a user's project would: one header, a device
 // picked for it, training under a memory budget the engine enforces, the statistics read back,
 // and the typed error of going over the budget. It exits 0 only when all of that holds.
-#include <cnnengine.hpp>
+#include <cnnengine/cnnengine.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <vector>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/utf8.hpp"
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "inference_commands.hpp"
 #include "option_suggestion.hpp"
 #include "options.hpp"

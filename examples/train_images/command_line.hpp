@@ -5,7 +5,7 @@
 // 2 a command line that cannot run as given; 3 the budget cannot hold the network; 128 + N when
 // signal N (SIGINT 130, SIGTERM 143) stopped the run, after it was saved where one was asked.
 // Over several ranks an error on one ends them all (the message names the rank).
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::app {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The device a command runs on, from --device and the options that tune it.
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 
 namespace cnn::app {
 

@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "base/utf8.hpp"
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "device_choice.hpp"
 #include "fit/metrics_file.hpp"
 #include "memory_budget.hpp"

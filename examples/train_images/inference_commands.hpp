@@ -3,7 +3,7 @@
 // --predict the classes of image files, --export-onnx it. None trains; none needs --model.
 #include <string>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "options.hpp"
 
 namespace cnn::app {

@@ -4,7 +4,7 @@
 // more than the machine has. Printed when it was not given.
 #include <cstddef>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "options.hpp"
 
 namespace cnn::app {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "validators.hpp"
 
 namespace cnn::app {

@@ -8,10 +8,10 @@
 #include <variant>
 #include <vector>
 
-#include "backends/device/device.hpp"
-#include "base/task.hpp"
-#include "data/dataset.hpp"
-#include "fit/fit.hpp"
+#include <cnnengine/backends/device/device.hpp>
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::app {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "engine/train/planning_options.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::app {
 namespace {

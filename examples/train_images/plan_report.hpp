@@ -3,7 +3,7 @@
 // the chosen micro-batch and count; for --evaluate and --predict, the inference plan (forward
 // only) instead. It plans only: nothing is allocated, whatever the device.
 #include "engine/infer/inference_planner.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 
 namespace cnn::app {
 

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "base/atomic_file.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::app {
 namespace {

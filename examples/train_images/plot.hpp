@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "models/checkpoint.hpp"
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn::app {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 
 namespace cnn::app {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "base/utf8.hpp"
 #include "usage_error.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 
 namespace cnn::app {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <thread>
 
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 #include "data_identity.hpp"
 #include "device_choice.hpp"
 #include "fit/metrics_file.hpp"

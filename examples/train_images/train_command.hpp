@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "options.hpp"
 #include "ranks.hpp"
 

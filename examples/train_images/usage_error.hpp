@@ -1,8 +1,8 @@
 #pragma once
 // A command line that cannot run as given (conflicting options, an output over an input): exit
 // code 2 like CLI11's own parse errors, and no data read.
-#include "base/error.hpp"
-#include "fit/output_files.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/fit/output_files.hpp>
 
 namespace cnn::app {
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::app {
 namespace {

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::detail {
 

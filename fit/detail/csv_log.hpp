@@ -4,7 +4,7 @@
 // callback over the run's events (FitCallbacks), on the rank that writes.
 #include <filesystem>
 
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::detail {
 

@@ -5,7 +5,7 @@
 // before training.
 #include <string>
 
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::detail {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn::detail {
 namespace {

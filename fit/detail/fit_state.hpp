@@ -20,8 +20,8 @@
 #include "fit/detail/progress_log.hpp"
 #include "fit/detail/run_text.hpp"
 #include "fit/detail/tensorboard_log.hpp"
-#include "fit/fit.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/fit/fit.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn {
 namespace detail {

@@ -2,7 +2,7 @@
 
 #include <sys/resource.h>
 
-#include "engine/core/task_scores.hpp"
+#include <cnnengine/engine/core/task_scores.hpp>
 #include "fit/detail/run_log.hpp"
 #include "fit/detail/run_text.hpp"
 

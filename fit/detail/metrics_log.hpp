@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "fit/detail/run_totals.hpp"
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 #include "fit/metrics_file.hpp"
 
 namespace cnn::detail {

@@ -3,7 +3,7 @@
 // before its saves, the rate is multiplied by the schedule's factor after more than `patience`
 // epochs without a better monitored value. A callback over the run's events (FitCallbacks), on
 // every rank: it changes the trainer's learning-rate scale, which checkpoints keep.
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::detail {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "engine/core/task_scores.hpp"
+#include <cnnengine/engine/core/task_scores.hpp>
 #include "fit/detail/run_text.hpp"
 
 namespace cnn::detail {

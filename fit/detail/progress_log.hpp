@@ -8,7 +8,7 @@
 
 #include "fit/detail/progress_bar.hpp"
 #include "fit/detail/run_totals.hpp"
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::detail {
 

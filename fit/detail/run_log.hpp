@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fit/metrics_file.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn::detail {
 

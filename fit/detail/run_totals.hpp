@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "engine/train/trainer.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn::detail {
 

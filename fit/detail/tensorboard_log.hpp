@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "fit/detail/event_file.hpp"
-#include "fit/fit.hpp"
+#include <cnnengine/fit/fit.hpp>
 
 namespace cnn::detail {
 

@@ -9,8 +9,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 namespace {

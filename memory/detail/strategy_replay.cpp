@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <numeric>
 
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/strategy.hpp"
 
 namespace cnn::memory {

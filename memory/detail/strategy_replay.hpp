@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "memory/detail/planner.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn::memory {
 

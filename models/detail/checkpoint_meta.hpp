@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "models/checkpoint.hpp"
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn {
 

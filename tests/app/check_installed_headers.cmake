@@ -19,7 +19,7 @@ foreach(header IN LISTS headers)
   endif()
   string(MAKE_C_IDENTIFIER ${header} name)
   file(WRITE ${WORK_DIR}/${name}.cpp "#include <${header}>\n")
-  execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -I${PREFIX}/include/cnnengine -I${PREFIX}/include ${WORK_DIR}/${name}.cpp
+  execute_process(COMMAND ${CXX} -std=c++20 -fsyntax-only -I${PREFIX}/include ${WORK_DIR}/${name}.cpp
                   RESULT_VARIABLE status ERROR_VARIABLE errors)
   if(status)
     string(APPEND problems "  ${header} does not compile on its own:\n${errors}\n")

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "cifar_test_files.hpp"
 #include "data/cifar_dataset.hpp"
 #include "data/cifar_folder.hpp"
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data_test_files.hpp"
 #include "expect_open_error.hpp"
 

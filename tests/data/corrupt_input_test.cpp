@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "data/data_error.hpp"
 #include "data/detail/random.hpp"
 #include "data/idx_dataset.hpp"

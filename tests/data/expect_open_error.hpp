@@ -7,7 +7,7 @@
 #include <string>
 
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::data::test {
 

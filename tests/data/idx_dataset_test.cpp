@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "data/data_error.hpp"
 #include "data/idx_dataset.hpp"
 #include "data_test_files.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data/image_folder_dataset.hpp"
 #include "data_test_files.hpp"
 

@@ -9,12 +9,12 @@
 #include <thread>
 #include <vector>
 
-#include "base/batch.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/base/error.hpp>
 #include "data/data_error.hpp"
 #include "data/detail/augment.hpp"
 #include "data/detail/random.hpp"
-#include "data/loader.hpp"
+#include <cnnengine/data/loader.hpp>
 #include "data/subset_dataset.hpp"
 #include "memory/host_resource.hpp"
 

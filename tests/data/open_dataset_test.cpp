@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data_test_files.hpp"
 #include "expect_open_error.hpp"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "base/error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/data/dataset.hpp>
 #include "data/image_folder_dataset.hpp"
 #include "data_test_files.hpp"
 

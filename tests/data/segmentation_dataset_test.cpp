@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "base/task.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data/segmentation_dataset.hpp"
 #include "data_test_files.hpp"
 #include "task_test_folders.hpp"

@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "base/batch.hpp"
-#include "base/error.hpp"
-#include "base/task.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
 #include "data/data_error.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data/detail/augment.hpp"
 #include "data/detail/resize.hpp"
-#include "data/loader.hpp"
+#include <cnnengine/data/loader.hpp>
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "cifar_test_files.hpp"  // write_text
 #include "data/data_error.hpp"
 

@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
-#include "base/error.hpp"
-#include "dist/mpi_session.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/dist/mpi_session.hpp>
 
 using namespace cnn;
 

@@ -13,9 +13,9 @@
 
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "step_buffers.hpp"
 #include "test_networks.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 
 namespace cnn::testing {
 

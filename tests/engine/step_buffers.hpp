@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "memory/fault_injection_adaptor.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 #include "memory/statistics_adaptor.hpp"
 
 namespace cnn::testing {

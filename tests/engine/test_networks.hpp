@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/backend.hpp"
-#include "engine/infer/predictor.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/infer/predictor.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"
 #include "layers/conv2d.hpp"
@@ -17,7 +17,7 @@
 #include "layers/flatten.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 namespace cnn::testing {
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn::testing {
 

@@ -11,8 +11,8 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "fit/detail/event_file.hpp"
-#include "fit/fit.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/fit/fit.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/small_images.hpp"
 

@@ -3,6 +3,9 @@
 #   "<folder>/<file>.hpp", and name a file of the tree (so a reader, an editor or a tool follows
 #   them without the build); a relative one ("../layers/x.hpp", or a neighbour's bare name) would
 #   find a file without the include path;
+# - a public header (cmake/CnnPublicHeaders.cmake) is included everywhere through the installed
+#   prefix, <cnnengine/<folder>/<file>.hpp>, and only a public one: one file, one name, as an
+#   application sees it;
 # - each folder includes only from the folders its row of docs/design.md reaches, read from the
 #   sources alone (the build's views enforce it only as far as the links do);
 # - the applications in examples/ include public headers only (train_images also those its list
@@ -11,6 +14,28 @@
 cmake_minimum_required(VERSION 3.22)
 include(${SOURCE_DIR}/cmake/CnnOrder.cmake)
 cnn_read_design_order(${SOURCE_DIR}/docs/design.md order)
+include(${SOURCE_DIR}/cmake/CnnPublicHeaders.cmake)
+
+# An include line's path from the root ("engine/core/network.hpp" from "engine/core/network.hpp"
+# in quotes or from <cnnengine/engine/core/network.hpp>), into `out`; a problem where a public
+# header is named without the prefix or another through it.
+set(problems "")
+function(cnn_included line source out)
+  if(line MATCHES "<cnnengine/([^>]*)>")
+    set(included ${CMAKE_MATCH_1})
+    if(NOT included IN_LIST CNN_PUBLIC_HEADERS)
+      set(problems "${problems}  ${source}: <cnnengine/${included}> is not a public header: include it in quotes\n"
+          PARENT_SCOPE)
+    endif()
+  else()
+    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+    if(included IN_LIST CNN_PUBLIC_HEADERS)
+      set(problems "${problems}  ${source}: the public header \"${included}\" is included as <cnnengine/${included}>\n"
+          PARENT_SCOPE)
+    endif()
+  endif()
+  set(${out} ${included} PARENT_SCOPE)
+endfunction()
 set(table_folders "")
 foreach(target IN LISTS order_TARGETS)
   list(APPEND table_folders ${order_FOLDER_${target}})
@@ -23,16 +48,15 @@ foreach(folder IN LISTS table_folders)
   list(APPEND roots ${root})
 endforeach()
 
-set(problems "")
 foreach(target IN LISTS order_TARGETS)
   set(folder ${order_FOLDER_${target}})
   cnn_folders_reached(order ${target} allowed)
   file(GLOB_RECURSE sources ${SOURCE_DIR}/${folder}/*.hpp ${SOURCE_DIR}/${folder}/*.cpp
                             ${SOURCE_DIR}/${folder}/*.cu ${SOURCE_DIR}/${folder}/*.cuh)
   foreach(source IN LISTS sources)
-    file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*(\"|<cnnengine/)")
     foreach(line IN LISTS lines)
-      string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+      cnn_included("${line}" ${source} included)
       if(included STREQUAL "stb_image.h")
         continue()
       endif()
@@ -60,9 +84,9 @@ file(GLOB_RECURSE other_sources ${SOURCE_DIR}/tests/*.hpp ${SOURCE_DIR}/tests/*.
      ${SOURCE_DIR}/fuzz/*.hpp ${SOURCE_DIR}/fuzz/*.cpp)
 foreach(source IN LISTS other_sources)
   get_filename_component(here ${source} DIRECTORY)
-  file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*(\"|<cnnengine/)")
   foreach(line IN LISTS lines)
-    string(REGEX REPLACE "^[^\"]*\"([^\"]*)\".*$" "\\1" included "${line}")
+    cnn_included("${line}" ${source} included)
     if(NOT EXISTS ${here}/${included} AND NOT EXISTS ${SOURCE_DIR}/${included})
       string(APPEND problems "  ${source}: #include \"${included}\" is found neither beside it nor from the root\n")
     endif()
@@ -71,7 +95,6 @@ endforeach()
 
 # The applications include the public headers alone (cmake/CnnPublicHeaders.cmake), or their own;
 # train_images also the few of the tree that its list there names.
-include(${SOURCE_DIR}/cmake/CnnPublicHeaders.cmake)
 file(GLOB_RECURSE app_sources ${SOURCE_DIR}/examples/*.hpp ${SOURCE_DIR}/examples/*.cpp)
 foreach(source IN LISTS app_sources)
   get_filename_component(here ${source} DIRECTORY)
@@ -81,7 +104,7 @@ foreach(source IN LISTS app_sources)
   endif()
   file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]")
   foreach(line IN LISTS lines)
-    string(REGEX REPLACE "^[^\"<]*[\"<]([^\">]*)[\">].*$" "\\1" included "${line}")
+    string(REGEX REPLACE "^[^\"<]*[\"<](cnnengine/)?([^\">]*)[\">].*$" "\\2" included "${line}")
     if(EXISTS ${SOURCE_DIR}/${included} AND NOT IS_DIRECTORY ${SOURCE_DIR}/${included}
        AND NOT EXISTS ${here}/${included}
        AND NOT included IN_LIST may_include)
@@ -90,11 +113,11 @@ foreach(source IN LISTS app_sources)
   endforeach()
 endforeach()
 
-# The facade includes every public header, so that <cnnengine.hpp> is the whole public surface
-# (a scratch tree of the layering tests has no facade).
+# The facade includes every public header, so that <cnnengine/cnnengine.hpp> is the whole public
+# surface (a scratch tree of the layering tests has no facade).
 if(EXISTS ${SOURCE_DIR}/cnnengine.hpp)
-  file(STRINGS ${SOURCE_DIR}/cnnengine.hpp facade_lines REGEX "^#include \"")
-  string(REGEX REPLACE "#include \"([^\"]*)\"" "\\1" facade_includes "${facade_lines}")
+  file(STRINGS ${SOURCE_DIR}/cnnengine.hpp facade_lines REGEX "^#include <cnnengine/")
+  string(REGEX REPLACE "#include <cnnengine/([^>]*)>" "\\1" facade_includes "${facade_lines}")
   foreach(header IN LISTS CNN_PUBLIC_HEADERS)
     if(NOT header STREQUAL "cnnengine.hpp" AND NOT header IN_LIST facade_includes)
       string(APPEND problems "  cnnengine.hpp does not include the public header ${header}\n")
@@ -105,5 +128,5 @@ endif()
 if(problems)
   message(FATAL_ERROR "includes against the layering:\n${problems}")
 endif()
-message(STATUS "every include is a path from the root and within the order of docs/design.md; "
-               "the applications include public headers only, and the facade every one")
+message(STATUS "every include is a path from the root and within the order of docs/design.md, a public "
+               "header's through <cnnengine/...>; the applications include public headers only, and the facade every one")

@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
-#include "engine/core/network.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/network.hpp>
 #include "gradient_checker.hpp"
 #include "layers/activation.hpp"
-#include "layers/builtin_layers.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "layers/flatten.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -3,15 +3,15 @@
 // layer refuses.
 #include <catch2/catch.hpp>
 
-#include "base/error.hpp"
-#include "engine/core/network.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/network.hpp>
 #include "layers/batchnorm2d.hpp"
-#include "layers/builtin_layers.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/dropout.hpp"
 #include "layers/pool2d.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "gradient_checker.hpp"
-#include "layers/builtin_layers.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "layers/conv2d.hpp"
 #include "layers/conv_transpose2d.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/registry.hpp>
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
 #include "tests/engine/test_networks.hpp"

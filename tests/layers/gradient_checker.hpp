@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "engine/core/layer.hpp"
+#include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn::testing {
 

@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
-#include "engine/core/network.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/network.hpp>
 #include "gradient_checker.hpp"
-#include "layers/builtin_layers.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 

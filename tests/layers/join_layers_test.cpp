@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
-#include "engine/core/network.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/network.hpp>
 #include "gradient_checker.hpp"
-#include "layers/builtin_layers.hpp"
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "layers/concat.hpp"
 #include "layers/multiply.hpp"
 #include "layers/pool2d.hpp"

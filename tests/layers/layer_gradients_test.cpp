@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "base/error.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "gradient_checker.hpp"
 #include "layers/add.hpp"
 #include "layers/batchnorm2d.hpp"

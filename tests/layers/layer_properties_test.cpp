@@ -2,7 +2,7 @@
 // treated the same, with no change to the engine.
 #include <catch2/catch.hpp>
 
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/network.hpp>
 #include "layers/batchnorm2d.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "base/error.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/registry.hpp>
 #include "layers/relu.hpp"
 
 using namespace cnn;

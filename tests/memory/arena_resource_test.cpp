@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/arena_resource.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/statistics_adaptor.hpp"
 #include "block_tracker.hpp"
 #include "page_offset_upstream.hpp"

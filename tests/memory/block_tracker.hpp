@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory::test {
 

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/block_heap.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 using namespace cnn;
 using namespace cnn::memory;

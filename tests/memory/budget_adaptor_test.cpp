@@ -5,12 +5,12 @@
 #include <thread>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/arena_resource.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/pool_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "block_tracker.hpp"

@@ -2,8 +2,8 @@
 // is refused whole (it once read "1.2.3MiB" as 1.2 MiB).
 #include <catch2/catch.hpp>
 
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 using namespace cnn::memory;
 

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/statistics_adaptor.hpp"
 
 using namespace cnn::memory;

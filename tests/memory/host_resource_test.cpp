@@ -2,7 +2,7 @@
 #include <cstdint>
 
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 TEST_CASE("a request near SIZE_MAX is an OutOfMemory, never a wrapped tiny block", "[memory]") {
   cnn::memory::HostResource host;

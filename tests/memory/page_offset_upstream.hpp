@@ -11,8 +11,8 @@
 #include <unordered_map>
 
 #include "memory/host_resource.hpp"
-#include "memory/memory_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn::memory::test {
 

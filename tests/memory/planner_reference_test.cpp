@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "memory/detail/planner.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 using namespace cnn::memory;
 

@@ -5,9 +5,9 @@
 #include <random>
 #include <vector>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/detail/planner.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 using namespace cnn::memory;
 

@@ -4,7 +4,7 @@
 
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/pool_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
 #include "block_tracker.hpp"

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "base/error.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "block_tracker.hpp"
 #include "resource_stacks.hpp"
 

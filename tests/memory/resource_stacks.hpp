@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory::test {
 

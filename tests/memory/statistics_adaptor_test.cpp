@@ -3,7 +3,7 @@
 #include "memory/arena_resource.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/statistics_adaptor.hpp"
 #include "block_tracker.hpp"
 

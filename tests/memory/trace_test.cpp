@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/arena_resource.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"

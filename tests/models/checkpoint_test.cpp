@@ -12,8 +12,8 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "memory/host_resource.hpp"
-#include "models/checkpoint.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/checkpoint.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
 
 using namespace cnn;

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "data/dataset.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "memory/host_resource.hpp"
-#include "models/model.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/model.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/test_networks.hpp"
 

@@ -2,10 +2,10 @@
 // deconv; every option read, written back only where it is not the default, and round trips.
 #include <catch2/catch.hpp>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "layers/conv2d.hpp"
 #include "layers/conv_transpose2d.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -2,9 +2,9 @@
 // pooling's ceil=1: parsed, written back, read again, and the errors each line can make.
 #include <catch2/catch.hpp>
 
-#include "base/error.hpp"
-#include "layers/registry.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/registry.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "base/error.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -2,9 +2,9 @@
 // network text as a built-in one is.
 #include <catch2/catch.hpp>
 
-#include "base/error.hpp"
-#include "layers/registry.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/registry.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -6,10 +6,10 @@
 #include <filesystem>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "layers/flatten.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/test_networks.hpp"
 

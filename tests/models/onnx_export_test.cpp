@@ -22,10 +22,10 @@
 #include "layers/dense.hpp"
 #include "layers/flatten.hpp"
 #include "memory/host_resource.hpp"
-#include "models/checkpoint.hpp"
-#include "models/model.hpp"
-#include "models/network_text.hpp"
-#include "models/onnx_export.hpp"
+#include <cnnengine/models/checkpoint.hpp>
+#include <cnnengine/models/model.hpp>
+#include <cnnengine/models/network_text.hpp>
+#include <cnnengine/models/onnx_export.hpp>
 #include "tests/data/data_test_files.hpp"
 
 #ifdef CNN_TEST_HAVE_ONNX

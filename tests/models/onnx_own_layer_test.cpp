@@ -2,7 +2,7 @@
 // type writes none is refused, as an unregistered one is.
 #include <catch2/catch.hpp>
 
-#include "models/onnx_export.hpp"
+#include <cnnengine/models/onnx_export.hpp>
 
 #ifdef CNN_TEST_HAVE_ONNX
 #include <onnx/onnx_pb.h>
@@ -13,7 +13,7 @@
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/flatten.hpp"
-#include "layers/registry.hpp"
+#include <cnnengine/layers/registry.hpp>
 #include "memory/host_resource.hpp"
 #include "tests/data/data_test_files.hpp"
 

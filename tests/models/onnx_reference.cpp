@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "cnnengine.hpp"
-#include "models/onnx_export.hpp"
+#include <cnnengine/cnnengine.hpp>
+#include <cnnengine/models/onnx_export.hpp>
 
 namespace {
 

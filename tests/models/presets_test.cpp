@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

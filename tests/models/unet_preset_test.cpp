@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 using Catch::Matchers::Contains;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "cnnengine.hpp"
+#include <cnnengine/cnnengine.hpp>
 
 namespace {
 

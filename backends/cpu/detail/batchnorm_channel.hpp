@@ -3,7 +3,7 @@
 // from the saved statistics and synchronised BatchNorm, so that all three round alike.
 #include <cstddef>
 
-#include "engine/core/tensor.hpp"
+#include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn::cpu {
 

@@ -4,7 +4,7 @@
 // backend's convolution calls dispatch here (cpu_conv.cpp); cpu_depthwise_conv.cpp has the loops.
 #include <cstddef>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cpu {
 

@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "engine/core/tensor.hpp"
+#include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn::cpu {
 

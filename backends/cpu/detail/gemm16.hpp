@@ -22,7 +22,7 @@
 #include <cstring>
 
 #include "backends/cpu/detail/gemm.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cpu {
 

@@ -5,7 +5,7 @@
 // loops. Groups 1 keeps im2col + GEMM (and its recorded bits).
 #include <cstddef>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cpu {
 

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "backends/cuda/detail/descriptors.hpp"
-#include "engine/core/backend.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::cuda {
 

@@ -25,7 +25,7 @@
 #include "backends/cuda/detail/cuda_resources.hpp"
 #include "backends/device/cuda_api.hpp"
 #include "backends/device/detail/algorithm_cache_file.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cuda {
 

@@ -2,7 +2,7 @@
 // The CUDA upstreams: device memory (cudaMalloc) and pinned host memory (cudaMallocHost). They
 // count nothing themselves; wrap them in the statistics or budget adaptors for that.
 // No CUDA header here: code without nvcc may hold and pass these resources.
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn::memory {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "backends/cuda/detail/check.hpp"
-#include "engine/core/tensor.hpp"
+#include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn::cuda {
 

@@ -7,7 +7,7 @@
 #include <nccl.h>
 
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn::cuda {
 

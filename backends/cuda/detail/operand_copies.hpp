@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <initializer_list>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cuda {
 

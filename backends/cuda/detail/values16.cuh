@@ -11,7 +11,7 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cuda {
 

@@ -5,7 +5,7 @@
 #include <system_error>
 #include <vector>
 
-#include "backends/device/device.hpp"
+#include <cnnengine/backends/device/device.hpp>
 #include "base/atomic_file.hpp"
 #include "base/regular_file.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/device/cuda_api.hpp"
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn {
 

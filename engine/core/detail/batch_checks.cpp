@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/detail/finite.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 

@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <string_view>
 
-#include "base/batch.hpp"
-#include "engine/core/network.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/engine/core/network.hpp>
 
 namespace cnn {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/detail/batch_checks.hpp"
 #include "engine/core/detail/loss_call.hpp"
 

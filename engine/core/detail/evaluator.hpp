@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "base/batch.hpp"
-#include "engine/core/network.hpp"
-#include "engine/core/task_metrics.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/task_metrics.hpp>
 
 namespace cnn {
 

@@ -17,11 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "base/batch.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/batch.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/core/detail/loss_call.hpp"
 #include "memory/buffer.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn {
 

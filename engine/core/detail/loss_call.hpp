@@ -3,8 +3,8 @@
 // into the backend call that computes it, for a trainer and a predictor alike.
 #include <cstddef>
 
-#include "base/task.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 

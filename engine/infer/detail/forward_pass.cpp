@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/detail/batch_checks.hpp"
 
 namespace cnn {

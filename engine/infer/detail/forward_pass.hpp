@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/core/detail/input_stager.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/plan/detail/step_plan.hpp"
 

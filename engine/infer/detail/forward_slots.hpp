@@ -5,7 +5,7 @@
 // (InferencePlanner).
 #include <cstddef>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/core/detail/loss_call.hpp"
 
 namespace cnn {

@@ -10,7 +10,7 @@
 // al. 2016 and Checkmate count the same); a recomputation one; the loss one.
 #include <vector>
 
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/network.hpp>
 
 namespace cnn {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "engine/core/backend.hpp"
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/network.hpp>
 
 namespace cnn {
 

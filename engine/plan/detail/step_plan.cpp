@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "engine/plan/detail/step_schedule.hpp"
-#include "engine/core/network.hpp"
-#include "engine/plan/memory_report.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/plan/memory_report.hpp>
 #include "memory/detail/planner.hpp"
 
 namespace cnn {

@@ -8,7 +8,7 @@
 // output is read, from forward's buffer or from each recomputed copy.
 #include <vector>
 
-#include "engine/core/network.hpp"
+#include <cnnengine/engine/core/network.hpp>
 
 namespace cnn {
 

@@ -22,9 +22,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "engine/core/communicator.hpp"
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
 
 namespace cnn {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 namespace cnn {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The loss scale of a trainer in fp16 (engine/train/loss_scale.hpp): where it is, and how it
 // moves after each step.
-#include "engine/train/loss_scale.hpp"
+#include <cnnengine/engine/train/loss_scale.hpp>
 
 namespace cnn {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 
 namespace cnn {
 namespace {

@@ -10,11 +10,11 @@
 #include <memory>
 #include <span>
 
-#include "engine/core/communicator.hpp"
+#include <cnnengine/engine/core/communicator.hpp>
 #include "engine/train/detail/gradient_buckets.hpp"
-#include "engine/core/layer.hpp"
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/layer.hpp>
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
 #include "memory/buffer.hpp"
 
 namespace cnn {

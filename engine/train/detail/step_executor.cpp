@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/detail/batch_checks.hpp"
 
 namespace cnn {

@@ -10,7 +10,7 @@
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/train/detail/step_memory.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 
 namespace cnn {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/plan/detail/step_plan.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {
 

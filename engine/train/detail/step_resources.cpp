@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 
 namespace cnn {
 

@@ -13,7 +13,7 @@
 #include "engine/train/detail/step_executor.hpp"
 #include "engine/train/detail/step_memory.hpp"
 #include "memory/buffer.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 
 namespace cnn {
 

@@ -4,7 +4,7 @@
 // weights where it has any. The planner counts its bytes among the persistent ones.
 #include <cstddef>
 
-#include "base/task.hpp"
+#include <cnnengine/base/task.hpp>
 #include "engine/core/detail/loss_call.hpp"
 
 namespace cnn {

@@ -1,5 +1,5 @@
 // export_onnx where ONNX and protobuf were found (onnx_unavailable.cpp otherwise).
-#include "models/onnx_export.hpp"
+#include <cnnengine/models/onnx_export.hpp>
 
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/checker.h>
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "base/atomic_file.hpp"
-#include "base/error.hpp"
-#include "memory/memory_resource.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
 #include "models/detail/onnx/onnx_float16.hpp"
 #include "models/detail/onnx/onnx_graph.hpp"
 #include "models/detail/onnx/onnx_metadata.hpp"

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "models/onnx_export.hpp"
+#include <cnnengine/models/onnx_export.hpp>
 
 namespace cnn {
 

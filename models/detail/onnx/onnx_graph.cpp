@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "base/error.hpp"
-#include "layers/registry.hpp"
-#include "models/onnx_export.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/registry.hpp>
+#include <cnnengine/models/onnx_export.hpp>
 
 namespace cnn {
 namespace {

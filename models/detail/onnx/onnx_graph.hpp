@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "engine/core/network.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
 
 namespace cnn {
 

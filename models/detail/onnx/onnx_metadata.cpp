@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.hpp"
-#include "base/task.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 namespace cnn {
 namespace {

@@ -3,8 +3,8 @@
 // listed in models/onnx_export.hpp). Built only where ONNX is found.
 #include <onnx/onnx_pb.h>
 
-#include "engine/core/network.hpp"
-#include "models/checkpoint.hpp"
+#include <cnnengine/engine/core/network.hpp>
+#include <cnnengine/models/checkpoint.hpp>
 
 namespace cnn {
 

@@ -1,6 +1,6 @@
 // export_onnx where ONNX or protobuf was not found at build time (onnx_export.cpp otherwise).
-#include "base/error.hpp"
-#include "models/onnx_export.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/models/onnx_export.hpp>
 
 namespace cnn {
 

@@ -11,7 +11,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/batchnorm_channel.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 using namespace cnn;
 

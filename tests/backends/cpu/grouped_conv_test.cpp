@@ -15,7 +15,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/grouped_conv.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 
 using namespace cnn;
 

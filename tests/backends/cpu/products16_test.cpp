@@ -9,10 +9,10 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
-#include "backends/device/device.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/backends/device/device.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 #include "tests/relative_error.hpp"
 #include "tests/rounded16.hpp"

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
-#include "base/task.hpp"
-#include "engine/core/backend.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
 

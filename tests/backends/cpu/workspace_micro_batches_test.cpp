@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "engine/train/trainer.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -12,7 +12,7 @@
 #include "backends/cuda/detail/conv_algorithms.hpp"
 #include "backends/device/cuda_api.hpp"
 #include "engine/plan/batch_planner.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 
 #include "support.hpp"
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "layers/conv_transpose2d.hpp"
 
 using namespace cnn;

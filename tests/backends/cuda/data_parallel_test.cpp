@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/device/device.hpp"
-#include "engine/train/trainer.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/backends/device/device.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "support.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"

@@ -5,8 +5,8 @@
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/device/cuda_api.hpp"
-#include "base/error.hpp"
-#include "memory/out_of_memory.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "support.hpp"
 
 using namespace cnn;

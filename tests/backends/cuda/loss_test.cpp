@@ -9,7 +9,7 @@
 
 #include "support.hpp"
 
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 
 using namespace cnn;
 using namespace cnn::cuda_test;

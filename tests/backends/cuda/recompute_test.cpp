@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "support.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/relative_error.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/core/backend.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "tests/relative_error.hpp"
 
 namespace cnn::cuda_test {

@@ -13,8 +13,8 @@
 
 #include "support.hpp"
 
-#include "base/error.hpp"
-#include "base/task.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/base/task.hpp>
 
 using namespace cnn;
 using namespace cnn::cuda_test;

@@ -11,12 +11,12 @@
 #include <sstream>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/fault_injection_adaptor.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "models/checkpoint.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/checkpoint.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "support.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"

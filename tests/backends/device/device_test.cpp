@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backends/device/detail/cuda_plugin.hpp"
-#include "backends/device/device.hpp"
+#include <cnnengine/backends/device/device.hpp>
 
 using namespace cnn;
 

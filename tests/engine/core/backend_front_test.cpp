@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/core/forwarding_backend.hpp"
 
 using namespace cnn;

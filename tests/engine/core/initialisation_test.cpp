@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "engine/core/parameter_store.hpp"
+#include <cnnengine/engine/core/parameter_store.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

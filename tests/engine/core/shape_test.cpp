@@ -1,8 +1,8 @@
 // Shapes: at most four dimensions, refused beyond (a fifth once wrote past the array).
 #include <catch2/catch.hpp>
 
-#include "base/error.hpp"
-#include "engine/core/tensor.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/tensor.hpp>
 
 using namespace cnn;
 

@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "base/error.hpp"
-#include "engine/core/task_metrics.hpp"
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/task_metrics.hpp>
 
 using namespace cnn;
 

@@ -11,9 +11,9 @@
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/infer/inference_planner.hpp"
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
-#include "memory/memory_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/memory/memory_resource.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

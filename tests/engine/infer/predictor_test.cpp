@@ -7,9 +7,9 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/infer/inference_planner.hpp"
-#include "engine/infer/predictor.hpp"
+#include <cnnengine/engine/infer/predictor.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 

@@ -9,11 +9,11 @@
 #include "engine/core/forwarding_backend.hpp"
 #include "engine/infer/inference_planner.hpp"
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 #include "layers/batchnorm2d.hpp"
@@ -23,9 +23,9 @@
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "engine/plan/batch_planner.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -6,7 +6,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/plan/detail/step_plan.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "layers/batchnorm2d.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
@@ -15,7 +15,7 @@
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -14,7 +14,7 @@
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 

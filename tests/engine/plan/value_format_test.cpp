@@ -16,7 +16,7 @@
 #include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/detail/planner.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

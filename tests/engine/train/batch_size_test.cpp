@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "data/loader.hpp"
-#include "engine/infer/predictor.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/data/loader.hpp>
+#include <cnnengine/engine/infer/predictor.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/small_images.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"

@@ -6,11 +6,11 @@
 #include <optional>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "data/dataset.hpp"
-#include "data/loader.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/data/dataset.hpp>
+#include <cnnengine/data/loader.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/data/cifar_test_files.hpp"
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/test_networks.hpp"

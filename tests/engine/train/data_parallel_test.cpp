@@ -10,7 +10,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"

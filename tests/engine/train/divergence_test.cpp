@@ -6,9 +6,9 @@
 #include <limits>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "base/error.hpp"
+#include <cnnengine/base/error.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -3,10 +3,10 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "data/idx_dataset.hpp"
-#include "data/loader.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/data/loader.hpp>
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

@@ -9,7 +9,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/recording_backend.hpp"
 #include "tests/engine/test_networks.hpp"
 

@@ -10,8 +10,8 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "layers/dense.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/memory_stack.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

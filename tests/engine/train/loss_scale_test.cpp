@@ -11,9 +11,9 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/core/forwarding_backend.hpp"
 #include "engine/train/detail/loss_scaler.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

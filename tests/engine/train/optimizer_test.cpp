@@ -8,7 +8,7 @@
 #endif
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "engine/train/optimizer.hpp"
+#include <cnnengine/engine/train/optimizer.hpp>
 
 using namespace cnn;
 

@@ -14,9 +14,9 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/core/detail/input_stager.hpp"
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -6,12 +6,12 @@
 #include <type_traits>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "data/loader.hpp"
+#include <cnnengine/data/loader.hpp>
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "memory/memory_stack.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 

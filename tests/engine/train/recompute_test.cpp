@@ -11,7 +11,7 @@
 #include "engine/train/planning_options.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 

@@ -19,7 +19,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

@@ -10,9 +10,9 @@
 #include "layers/flatten.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
-#include "memory/memory_stack.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/recovery_checks.hpp"
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "data/loader.hpp"
+#include <cnnengine/data/loader.hpp>
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "memory/memory_stack.hpp"
-#include "memory/out_of_memory.hpp"
-#include "models/model.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
+#include <cnnengine/models/model.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
 #include "tests/engine/small_images.hpp"
 

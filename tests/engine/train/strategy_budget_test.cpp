@@ -9,10 +9,10 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/plan/batch_planner.hpp"
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
-#include "memory/out_of_memory.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;

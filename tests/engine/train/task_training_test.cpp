@@ -7,13 +7,13 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "engine/core/task_scores.hpp"
-#include "engine/infer/predictor.hpp"
+#include <cnnengine/engine/core/task_scores.hpp>
+#include <cnnengine/engine/infer/predictor.hpp>
 #include "engine/plan/batch_planner.hpp"
 #include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/host_resource.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/step_buffers.hpp"
 #include "tests/engine/test_networks.hpp"
 #include "tests/engine/thread_ranks.hpp"

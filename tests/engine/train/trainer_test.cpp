@@ -11,7 +11,7 @@
 #include "layers/relu.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"

@@ -8,8 +8,8 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "engine/plan/batch_planner.hpp"
 #include "engine/train/planning_options.hpp"
-#include "engine/train/trainer.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;
