@@ -276,8 +276,17 @@ std::function<void(Args...)> in_turn(std::function<void(Args...)> first, std::fu
 
 // The run's own callbacks, then `extra`'s.
 FitCallbacks in_turn(const FitCallbacks& own, const FitCallbacks& extra) {
-  return {in_turn(own.on_start, extra.on_start), in_turn(own.on_step, extra.on_step),
-          in_turn(own.on_evaluation, extra.on_evaluation), in_turn(own.on_epoch_end, extra.on_epoch_end)};
+  FitCallbacks both;
+  both.on_start = in_turn(own.on_start, extra.on_start);
+  both.on_run_begin = in_turn(own.on_run_begin, extra.on_run_begin);
+  both.on_epoch_begin = in_turn(own.on_epoch_begin, extra.on_epoch_begin);
+  both.on_step = in_turn(own.on_step, extra.on_step);
+  both.on_evaluation_begin = in_turn(own.on_evaluation_begin, extra.on_evaluation_begin);
+  both.on_evaluation_batch = in_turn(own.on_evaluation_batch, extra.on_evaluation_batch);
+  both.on_evaluation = in_turn(own.on_evaluation, extra.on_evaluation);
+  both.on_epoch_end = in_turn(own.on_epoch_end, extra.on_epoch_end);
+  both.on_run_end = in_turn(own.on_run_end, extra.on_run_end);
+  return both;
 }
 
 // Test hook: CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN=S waits S seconds before planning, a slow phase
