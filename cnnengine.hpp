@@ -1,7 +1,7 @@
 #pragma once
 // The public face of cnnengine: include this one header, <cnnengine/cnnengine.hpp>, and link
-// cnnengine::cnnengine. It includes every installed header (cmake/CnnPublicHeaders.cmake);
-// docs/design.md is the map of what is behind them.
+// cnnengine::cnnengine. It includes every installed header (cmake/CnnPublicHeaders.cmake) but the
+// kernel contract; docs/design.md is the map of what is behind them.
 //
 //   select_device        backends/device/device.hpp     the CPU or a GPU, and why
 //   open_dataset, Loader data/dataset.hpp, loader.hpp   IDX, CIFAR and image folders, batched and staged
@@ -17,6 +17,8 @@
 //   export_onnx          models/onnx_export.hpp         the network as ONNX, for other runtimes
 //   MpiSession           dist/mpi_session.hpp           data-parallel training over mpirun's ranks
 //   register_layer_type  layers/registry.hpp            a layer of one's own, in network text and ONNX
+//   Backend's kernels    engine/core/backend.hpp        what a layer of one's own calls: not included
+//                                                       here, where Backend is a name (backend_types.hpp)
 //   cnn::Error           base/error.hpp                 every error a user can cause
 #include <cnnengine/backends/device/device.hpp>
 #include <cnnengine/base/batch.hpp>
@@ -25,7 +27,7 @@
 #include <cnnengine/data/dataset.hpp>
 #include <cnnengine/data/loader.hpp>
 #include <cnnengine/dist/mpi_session.hpp>
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 #include <cnnengine/engine/core/communicator.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 #include <cnnengine/engine/core/network.hpp>

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <cnnengine/cnnengine.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/buffer.hpp"

@@ -14,7 +14,8 @@ set(CNN_PUBLIC_HEADERS
   # data sets and the loader
   data/dataset.hpp data/loader.hpp
   # the engine: tensors, the backend and communicator contracts, layers and networks, the parameters
-  engine/core/tensor.hpp engine/core/backend.hpp engine/core/communicator.hpp engine/core/layer.hpp
+  engine/core/tensor.hpp engine/core/backend_types.hpp engine/core/backend.hpp engine/core/communicator.hpp
+  engine/core/layer.hpp
   engine/core/network.hpp engine/core/parameter_store.hpp engine/core/task_metrics.hpp engine/core/task_scores.hpp
   # training and inference, each planned under the budget before it runs
   engine/plan/memory_report.hpp engine/train/optimizer.hpp engine/train/loss_scale.hpp engine/train/trainer.hpp
@@ -37,3 +38,8 @@ set(CNN_TRAIN_IMAGES_HEADERS
   base/atomic_file.hpp base/regular_file.hpp base/utf8.hpp memory/trace.hpp
   engine/train/planning_options.hpp engine/infer/inference_planner.hpp fit/metrics_file.hpp
 )
+
+# Installed, but left out of the facade (cnnengine.hpp): the kernel contract, which only a layer of
+# one's own calls; a program that trains or predicts names a backend without it
+# (engine/core/backend_types.hpp).
+set(CNN_FACADE_LEAVES_OUT engine/core/backend.hpp)

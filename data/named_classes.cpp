@@ -3,8 +3,8 @@
 #include <set>
 
 #include <cnnengine/base/error.hpp>
-#include <cnnengine/data/dataset.hpp>
 #include "data/data_error.hpp"
+#include <cnnengine/data/dataset.hpp>
 #include "data/detail/class_names_file.hpp"
 
 namespace cnn::data {

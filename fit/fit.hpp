@@ -18,7 +18,7 @@
 
 #include <cnnengine/data/dataset.hpp>
 #include <cnnengine/data/loader.hpp>
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 #include <cnnengine/engine/core/network.hpp>
 #include <cnnengine/engine/plan/memory_report.hpp>
 #include <cnnengine/engine/train/trainer.hpp>

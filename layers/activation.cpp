@@ -1,5 +1,6 @@
 // The activations besides ReLU: the layer, its eight types (network-text words and ONNX nodes)
 // and the factories of layers/builtin_layers.hpp.
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/activation.hpp"
 
 #include <cmath>

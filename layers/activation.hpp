@@ -2,6 +2,7 @@
 // The element-wise activations besides ReLU (ActivationDesc in engine/core/backend.hpp): one
 // layer class for all eight, which differ only in the backend's formula, and in whether backward
 // reads the output or the input (derivative_from_output).
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {

@@ -1,4 +1,5 @@
 #pragma once
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {

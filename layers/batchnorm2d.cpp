@@ -1,6 +1,7 @@
 #include "layers/batchnorm2d.hpp"
 
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/communicator.hpp>
 #include <cnnengine/layers/builtin_layers.hpp>
 #include <cnnengine/layers/registry.hpp>

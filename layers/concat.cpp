@@ -1,5 +1,6 @@
 // Concatenation over channels: each input copied into its range of the output's channels, and
 // each input's gradient copied back out of that range.
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/concat.hpp"
 
 #include <climits>

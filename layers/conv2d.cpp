@@ -1,4 +1,5 @@
 // The convolution layer and its two types: "conv" (grouped, dilated) and "dwconv" (depthwise).
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/conv2d.hpp"
 
 #include <algorithm>

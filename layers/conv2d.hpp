@@ -1,6 +1,7 @@
 #pragma once
 // The 2-D convolution (PyTorch's Conv2d): grouped and dilated, and its depthwise form (groups =
 // channels, as many outputs as inputs), which is the same class under its own type word.
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 #include <cnnengine/layers/builtin_layers.hpp>
 

@@ -12,6 +12,7 @@
 // CUDA the forward algorithm too, which no convolution layer of those shapes need have asked for.
 // A call whose remembered algorithm wants more workspace than it is given picks the fastest that
 // fits (backends/cuda/conv.cpp).
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/conv_transpose2d.hpp"
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 // The transposed convolution (PyTorch's ConvTranspose2d, groups 1, dilation 1): the adjoint of a
 // convolution, made of the backend's convolution calls on that convolution (in_channels = this
 // layer's outputs, out_channels = its inputs) and a channel bias.
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {

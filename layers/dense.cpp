@@ -1,6 +1,7 @@
 #include "layers/dense.hpp"
 
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/layers/builtin_layers.hpp>
 #include <cnnengine/layers/registry.hpp>
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/layers/builtin_layers.hpp>
 #include <cnnengine/layers/registry.hpp>
 

@@ -1,4 +1,5 @@
 // Group and layer normalisation: the layer, and its two types (network text and ONNX nodes).
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/group_norm.hpp"
 
 #include <cmath>

@@ -1,5 +1,6 @@
 #pragma once
 // Group and layer normalisation: statistics from each sample alone, so any micro-batch will do.
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {

@@ -1,5 +1,6 @@
 // The element-wise product's shapes, gradients and type ("mul NAME", ONNX Mul, whose broadcasting
 // of [N, C, 1, 1] over [N, C, H, W] is ours).
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/multiply.hpp"
 
 #include <cnnengine/layers/builtin_layers.hpp>

@@ -1,6 +1,7 @@
 #pragma once
 // The element-wise product of two inputs (PyTorch's a * b): of one shape, or one of them C x 1 x 1,
 // one factor per channel over H and W (the squeeze-and-excitation gate), on either side.
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {

@@ -1,4 +1,5 @@
 // Pooling layers: their shapes (floor or ceil mode), gradients and network-text and ONNX types.
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/pool2d.hpp"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
 // Upsampling's shapes and type; in ONNX, a Resize by [1, 1, F, F].
+#include <cnnengine/engine/core/backend.hpp>
 #include "layers/upsample.hpp"
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 #pragma once
 // Upsampling by a whole factor (PyTorch's nn.Upsample(scale_factor=F, mode=...), bilinear with
 // align_corners=False): C x H x W to C x FH x FW.
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/layer.hpp>
 
 namespace cnn {

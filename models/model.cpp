@@ -5,6 +5,7 @@
 
 #include <cnnengine/base/error.hpp>
 #include <cnnengine/data/dataset.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 InferenceOptions inference_options(const ModelOptions& options, const memory::MemoryStack& stack,

@@ -3,6 +3,7 @@
 // themselves from the input: inputs larger than 64 pixels a side take the ImageNet stem, smaller
 // ones a stride-1 3x3 stem and fewer halvings, so that 28x28 and 32x32 images keep a useful map.
 // A preset name may carry options, `NAME:KEY=VALUE,...` (unet's depth and width).
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/models/network_text.hpp>
 
 #include <algorithm>

@@ -13,10 +13,10 @@
 #include <stdexcept>
 
 #include "backends/cpu/cpu_backend.hpp"
-#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/depthwise_conv.hpp"
 #include "backends/cpu/detail/every_micro_batch.hpp"
 #include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/grouped_conv.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 

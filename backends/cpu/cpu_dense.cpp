@@ -7,8 +7,8 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/every_micro_batch.hpp"
-#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/subnormals.hpp"
 
 namespace cnn {

@@ -8,6 +8,11 @@
 
 namespace cnn {
 
+DeviceChoice::DeviceChoice() = default;
+DeviceChoice::DeviceChoice(DeviceChoice&&) noexcept = default;
+DeviceChoice& DeviceChoice::operator=(DeviceChoice&&) noexcept = default;
+DeviceChoice::~DeviceChoice() = default;
+
 bool built_with_cuda() {
 #if CNN_HAVE_CUDA
   return true;

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 #include <cnnengine/engine/core/communicator.hpp>
 
 namespace cnn {
@@ -27,6 +27,13 @@ struct DeviceRequest {
 std::optional<DeviceKind> parse_device(std::string_view word);
 
 struct DeviceChoice {
+  // Made where Backend is whole (device.cpp), so that a program that passes *backend on needs
+  // only its name (engine/core/backend_types.hpp), not the kernel contract.
+  DeviceChoice();
+  DeviceChoice(DeviceChoice&&) noexcept;
+  DeviceChoice& operator=(DeviceChoice&&) noexcept;
+  ~DeviceChoice();
+
   std::unique_ptr<Backend> backend;
   std::string reason;  // e.g. "auto: no CUDA device (this build has no CUDA backend); using the CPU"
 };

@@ -15,6 +15,7 @@
 #include <cnnengine/backends/device/device.hpp>
 #include "checks.hpp"
 #include "comparison.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/plan/memory_report.hpp>
 #include "memory/host_resource.hpp"
 #include <cnnengine/memory/memory_resource.hpp>

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/train/trainer.hpp>
 #include "memory/detail/planner.hpp"
 #include "memory/trace_adaptor.hpp"

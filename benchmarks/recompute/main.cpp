@@ -18,6 +18,7 @@
 
 #include "alternating.hpp"
 #include <cnnengine/cnnengine.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/train/planning_options.hpp"
 #include "memory/statistics_adaptor.hpp"
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "data/data_error.hpp"
-#include "data/detail/open_file.hpp"
 #include "data/detail/byte_reader.hpp"
 #include "data/detail/jpeg_check.hpp"
+#include "data/detail/open_file.hpp"
 #include "data/detail/png_check.hpp"
 #include "data/detail/resize.hpp"
 

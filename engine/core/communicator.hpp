@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 #include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn {

@@ -10,8 +10,9 @@
 #include <vector>
 
 #include <cnnengine/base/error.hpp>
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 #include <cnnengine/engine/core/communicator.hpp>
+#include <cnnengine/engine/core/tensor.hpp>
 
 namespace cnn {
 

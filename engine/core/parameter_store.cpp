@@ -10,6 +10,8 @@
 
 namespace cnn {
 
+int ParameterStore::state_copies_for(const Backend& backend) { return backend.copies_overlap_compute() ? 2 : 1; }
+
 struct ParameterStore::Blocks {
   memory::Buffer params, grads, state;
 };

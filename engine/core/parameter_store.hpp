@@ -47,7 +47,7 @@ class ParameterStore {
   // The state copies a trainer keeps on `backend`: two where copies overlap compute (a step's
   // failure is learnt one step late: Trainer::submit_step), else one. The plan and the trainer
   // both ask here.
-  static int state_copies_for(const Backend& backend) { return backend.copies_overlap_compute() ? 2 : 1; }
+  static int state_copies_for(const Backend& backend);
   // The bytes a store for this network and optimizer would take, without allocating.
   static memory::CategoryBytes planned_bytes(const Network& network, int optimizer_slots, int state_copies = 1);
   // The bytes of for_inference's store: the parameters alone.

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 #include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {

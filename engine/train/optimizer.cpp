@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include <cnnengine/base/error.hpp>
-#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/backend_types.hpp>
 
 namespace cnn {
 

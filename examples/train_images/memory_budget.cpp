@@ -1,3 +1,4 @@
+#include <cnnengine/engine/core/backend.hpp>
 #include "memory_budget.hpp"
 
 #include <iostream>

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/train/planning_options.hpp"
 #include <cnnengine/memory/memory_resource.hpp>
 

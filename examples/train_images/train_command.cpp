@@ -12,6 +12,7 @@
 #include <cnnengine/cnnengine.hpp>
 #include "data_identity.hpp"
 #include "device_choice.hpp"
+#include <cnnengine/engine/core/backend.hpp>
 #include "fit/metrics_file.hpp"
 #include "inference_commands.hpp"
 #include "memory_budget.hpp"

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tests/data/data_test_files.hpp"
 #include "fuzz/fuzz_targets.hpp"
+#include "tests/data/data_test_files.hpp"
 
 namespace fs = std::filesystem;
 

@@ -4,11 +4,11 @@
 #include <string>
 
 #include <cnnengine/base/error.hpp>
+#include "block_tracker.hpp"
 #include "memory/arena_resource.hpp"
 #include "memory/host_resource.hpp"
 #include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "block_tracker.hpp"
 #include "page_offset_upstream.hpp"
 
 using namespace cnn::memory;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <cnnengine/base/error.hpp>
+#include "block_tracker.hpp"
 #include "memory/arena_resource.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
@@ -13,7 +14,6 @@
 #include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/pool_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "block_tracker.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

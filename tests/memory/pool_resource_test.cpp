@@ -2,12 +2,12 @@
 
 #include <cstdint>
 
+#include "block_tracker.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/pool_resource.hpp"
 #include "memory/statistics_adaptor.hpp"
-#include "block_tracker.hpp"
 #include "page_offset_upstream.hpp"
 
 using namespace cnn::memory;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <cnnengine/base/error.hpp>
-#include <cnnengine/memory/out_of_memory.hpp>
 #include "block_tracker.hpp"
+#include <cnnengine/memory/out_of_memory.hpp>
 #include "resource_stacks.hpp"
 
 using namespace cnn::memory;

@@ -1,11 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include "block_tracker.hpp"
 #include "memory/arena_resource.hpp"
 #include "memory/fault_injection_adaptor.hpp"
 #include "memory/host_resource.hpp"
 #include <cnnengine/memory/out_of_memory.hpp>
 #include "memory/statistics_adaptor.hpp"
-#include "block_tracker.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cnnengine/base/error.hpp>
+#include "block_tracker.hpp"
 #include "memory/arena_resource.hpp"
 #include "memory/budget_adaptor.hpp"
 #include "memory/fault_injection_adaptor.hpp"
@@ -19,7 +20,6 @@
 #include "memory/trace.hpp"
 #include "memory/trace_adaptor.hpp"
 #include "memory/trace_replay.hpp"
-#include "block_tracker.hpp"
 
 using namespace cnn::memory;
 using namespace cnn::memory::test;

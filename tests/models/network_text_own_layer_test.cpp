@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/layers/registry.hpp>
 #include <cnnengine/models/network_text.hpp>
 

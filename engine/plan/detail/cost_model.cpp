@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <cnnengine/engine/core/backend.hpp>
 #include "engine/plan/batch_planner.hpp"
 
 namespace cnn {

@@ -10,6 +10,7 @@
 // al. 2016 and Checkmate count the same); a recomputation one; the loss one.
 #include <vector>
 
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/network.hpp>
 
 namespace cnn {

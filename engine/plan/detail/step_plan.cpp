@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/memory/memory_resource.hpp>
 
 namespace cnn {

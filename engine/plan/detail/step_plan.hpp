@@ -9,8 +9,8 @@
 // each output given back after its last forward reader.
 #include <vector>
 
-#include "engine/plan/detail/step_schedule.hpp"
 #include <cnnengine/engine/core/network.hpp>
+#include "engine/plan/detail/step_schedule.hpp"
 #include <cnnengine/engine/plan/memory_report.hpp>
 #include "memory/detail/planner.hpp"
 

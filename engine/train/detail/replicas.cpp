@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/train/trainer.hpp>
 
 namespace cnn {

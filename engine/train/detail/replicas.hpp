@@ -11,10 +11,10 @@
 #include <span>
 
 #include <cnnengine/engine/core/communicator.hpp>
-#include "engine/train/detail/gradient_buckets.hpp"
 #include <cnnengine/engine/core/layer.hpp>
 #include <cnnengine/engine/core/network.hpp>
 #include <cnnengine/engine/core/parameter_store.hpp>
+#include "engine/train/detail/gradient_buckets.hpp"
 #include "memory/buffer.hpp"
 
 namespace cnn {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/train/detail/gradient_buckets.hpp"
 #include "engine/core/detail/input_stager.hpp"
-#include "engine/train/detail/step_memory.hpp"
 #include <cnnengine/engine/core/parameter_store.hpp>
+#include "engine/train/detail/gradient_buckets.hpp"
+#include "engine/train/detail/step_memory.hpp"
 
 namespace cnn {
 

@@ -8,9 +8,9 @@
 #include "backends/cpu/detail/gemm.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
+#include "tests/engine/test_networks.hpp"
 #include "tests/heap_counter.hpp"
 #include "tests/relative_error.hpp"
-#include "tests/engine/test_networks.hpp"
 
 using namespace cnn;
 using cnn::testing::random_vector;

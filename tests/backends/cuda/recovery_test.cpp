@@ -3,8 +3,8 @@
 // either trains within its budget or is refused before step 1.
 #include <catch2/catch.hpp>
 
-#include "tests/engine/recovery_checks.hpp"
 #include "support.hpp"
+#include "tests/engine/recovery_checks.hpp"
 
 using namespace cnn;
 using namespace cnn::testing;
