@@ -65,6 +65,8 @@ class FitControl {
   // Ends the run at the next step boundary (from on_step) or after this epoch's saves (from the
   // others), saved as at any epoch's end; FitResult::stopped_because gives `why`.
   virtual void stop(const std::string& why) = 0;
+  // Whether a stop was asked already (by a callback, or by early stopping).
+  virtual bool stopping() const = 0;
   // The rate of the next optimizer step; the schedule's shape goes on from it (the trainer's
   // learning-rate scale: kept in checkpoints, so a resumed run goes on at the same rates).
   virtual void set_learning_rate(float rate) = 0;
@@ -82,20 +84,22 @@ class FitControl {
 struct FitCallbacks {
   // After the trainer is planned and the run's state loaded, before step 1 (or the resumed step).
   std::function<void(Trainer&)> on_start;
-  // When run() starts, before its first epoch.
-  std::function<void(FitControl&)> on_run_begin;
-  // Before the epoch's first step (or, for a resumed epoch, its next).
-  std::function<void(int epoch, FitControl&)> on_epoch_begin;
   // After each optimizer step. A step's report may come one step late (Trainer::submit_step).
   std::function<void(const StepReport&, FitControl&)> on_step;
-  // Before an evaluation of `batches` batches: `split` is "validation" or "test".
-  std::function<void(std::string_view split, std::size_t batches, FitControl&)> on_evaluation_begin;
-  // As an evaluation goes: `done` of its batches taken, the next one coming (not after the last).
-  std::function<void(std::string_view split, std::size_t done, FitControl&)> on_evaluation_batch;
   // After each evaluation that finished (one a stop cut short has none).
   std::function<void(std::string_view split, const EvalResult&, FitControl&)> on_evaluation;
   // After each epoch's record, before its saves: a rate it sets is saved with the epoch.
   std::function<void(const EpochRecord&, FitControl&)> on_epoch_end;
+  // The finer events, after the four above: the run's and each epoch's beginning, an
+  // evaluation's course, the run's end.
+  // When run() starts, before its first epoch.
+  std::function<void(FitControl&)> on_run_begin;
+  // Before the epoch's first step (or, for a resumed epoch, its next).
+  std::function<void(int epoch, FitControl&)> on_epoch_begin;
+  // Before an evaluation of `batches` batches: `split` is "validation" or "test".
+  std::function<void(std::string_view split, std::size_t batches, FitControl&)> on_evaluation_begin;
+  // As an evaluation goes: `done` of its batches taken, the next one coming (not after the last).
+  std::function<void(std::string_view split, std::size_t done, FitControl&)> on_evaluation_batch;
   // At the end of run(), however it ended (an exception aside), with what it returns.
   std::function<void(const FitResult&, FitControl&)> on_run_end;
 };

@@ -16,7 +16,8 @@ FitCallbacks EarlyStopping::callbacks() {
 
 void EarlyStopping::check(int next_epoch, FitControl& control) {
   const RunProgress& progress = control.progress();
-  if (next_epoch > control.epochs() || progress.epochs.empty()) return;
+  // A stop a user's callback asked for stays the run's reason.
+  if (control.stopping() || next_epoch > control.epochs() || progress.epochs.empty()) return;
   const BestEpoch best = best_epoch(progress.epochs, monitor_);
   if (best.epoch == 0) return;
   const int last = progress.epochs.back().epoch;

@@ -72,6 +72,7 @@ struct Fit::State final : FitControl {
 
   // FitControl
   void stop(const std::string& why) override { stop_reason = why.empty() ? "stopped by a callback" : why; }
+  bool stopping() const override { return !stop_reason.empty(); }
   void set_learning_rate(float rate) override;
   Trainer& trainer() override { return *trainer_; }
   const RunProgress& progress() const override { return progress_; }

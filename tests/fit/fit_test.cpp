@@ -181,6 +181,20 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
     CHECK(std::filesystem::exists(r.best_checkpoint));
     CHECK(read_checkpoint(r.best_checkpoint).training->progress.epochs.size() == 1);
   }
+  SECTION("a callback's stop at the epoch early stopping would end stays the run's reason") {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = quiet_options(6);
+    o.trainer.optimizer.learning_rate = 1e-12f;
+    o.validation_split = 0.25;
+    o.early_stop = 1;
+    o.callbacks.on_epoch_end = [](const EpochRecord& e, FitControl& control) {
+      if (e.epoch == 2) control.stop("mine");
+    };
+    const FitResult r = fit(net, backend, FitData(train, nullptr, &test), o);
+    CHECK(r.history.size() == 2);
+    CHECK(r.stopped_because == "mine");
+    REQUIRE(r.test);
+  }
   SECTION("the training loss may be watched without a validation set; higher accuracy is better") {
     Network net = make_preset("small", kImage, 4);
     FitOptions o = quiet_options(2);

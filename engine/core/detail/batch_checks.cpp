@@ -108,7 +108,12 @@ void check_step_batch(const Batch& batch, const StepBatchContract& contract, con
       refuse("synchronised BatchNorm needs every batch shared evenly over the " + std::to_string(ranks) +
              " ranks; this one holds " + std::to_string(batch.global_size) +
              " samples (leave out an uneven last batch: LoaderOptions::drop_last)");
-    if (batch.size == 0) return;  // this rank sits the step out, but sums with the others
+    if (batch.size == 0) {  // this rank sits the step out, but sums with the others
+      // What its samples would be is checked still, so that every rank refuses data of another
+      // shape alike and none waits in a sum for the others.
+      check_batch_inputs(batch, net.input_shape(), call);
+      return;
+    }
   }
   // A batch no larger than the trainer's always splits into micro-batches of the network's need
   // (the planner's smallest micro-batch is 2 x need - 1, or the batch itself), unless it is below
