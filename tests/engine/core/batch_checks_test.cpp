@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/core/detail/batch_checks.hpp"
-#include "models/network_text.hpp"
+#include <cnnengine/models/network_text.hpp>
 
 using namespace cnn;
 
