@@ -39,10 +39,8 @@ class Predictor::ReservedMemory final : public MicroBatchMemory {
     p_.arena_.reset();
     p_.input_.reset();
   }
-  std::string cannot_reserve(int b) const override {
-    return b == 1 ? "cannot reserve the inference arena even for one image"
-                  : "cannot reserve the inference arena even at micro-batch " + std::to_string(b);
-  }
+  // The policy halves down to one image (its smallest here), so only there does it give up.
+  std::string cannot_reserve(int) const override { return "cannot reserve the inference arena even for one image"; }
   std::string byte_table(int b) const override { return format_inference_table(p_.planner_->breakdown(b)); }
 
  private:

@@ -219,7 +219,6 @@ EvalResult Trainer::evaluate(const NextBatch& next) { return run_evaluation(next
 ClassEvaluation Trainer::evaluate_classes(const NextBatch& next) { return run_evaluation(next, true); }
 
 ClassEvaluation Trainer::run_evaluation(const NextBatch& next, bool confusion) {
-  if (!next) throw ConfigError("evaluate: no source of batches (an empty NextBatch)");
   ensure_built("evaluate");
   settle();  // a pending step's loss is checked before anything reads what it changed
   const std::size_t per_sample = net_.output_shape().elements();

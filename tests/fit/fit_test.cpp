@@ -161,12 +161,17 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
   CpuBackend backend(1);
   SmallImages train(64), test(16);
   TempFolder scratch;
-  SECTION("a rate too small to move the validation loss: stopped after one epoch without a better one") {
-    Network net = make_preset("small", kImage, 4);
+  // A rate too small to move the validation loss: early stopping ends the run after epoch 2.
+  auto stalled = [] {
     FitOptions o = quiet_options(6);
     o.trainer.optimizer.learning_rate = 1e-12f;
     o.validation_split = 0.25;
     o.early_stop = 1;
+    return o;
+  };
+  SECTION("a rate too small to move the validation loss: stopped after one epoch without a better one") {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = stalled();
     o.keep_best = true;
     o.restore_best = true;
     o.save = scratch / "run.ckpt";
@@ -183,10 +188,7 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
   }
   SECTION("a callback's stop at the epoch early stopping would end stays the run's reason") {
     Network net = make_preset("small", kImage, 4);
-    FitOptions o = quiet_options(6);
-    o.trainer.optimizer.learning_rate = 1e-12f;
-    o.validation_split = 0.25;
-    o.early_stop = 1;
+    FitOptions o = stalled();
     o.callbacks.on_epoch_end = [](const EpochRecord& e, FitControl& control) {
       if (e.epoch == 2) control.stop("mine");
     };
