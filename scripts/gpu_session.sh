@@ -26,7 +26,8 @@
 #   scripts/gpu_session.sh mixed-all test, then mixed's measurements, in one call (the test files
 #                                  already ran the [bf16] tests)
 #   scripts/gpu_session.sh mixed-speed test, then mixed's speed alone (resnet18 in tf32, bf16 and
-#                                  fp16 against PyTorch, small too), the kernels of a resnet18
+#                                  fp16 against PyTorch eager in NCHW and channels_last, small
+#                                  too), the kernels of a resnet18
 #                                  bf16 step (scripts/gpu_kernels.sh, into kernels.txt), and
 #                                  resnet18's largest batch in fp32 and bf16 (ours only)
 #
@@ -249,15 +250,15 @@ if want_mixed_speed && built "$THROUGHPUT"; then
     ours "resnet18 $precision" 40 150 --model resnet18 --input 3x32x32 --batch 256 --precision "$precision"
   done
   ours "resnet18 bf16 graph" 40 150 --model resnet18 --input 3x32x32 --batch 256 --precision bf16 --cuda-graph
-  peer "resnet18 tf32,bf16,fp16 eager" 90 130 --models resnet18 --precisions tf32,bf16,fp16 --modes eager \
-    --budget 0 --data-on-gpu
+  peer "resnet18 tf32,bf16,fp16 eager" 100 130 --models resnet18 --precisions tf32,bf16,fp16 --modes eager \
+    --memory-formats contiguous,channels_last --syncs none --budget 0 --data-on-gpu
 fi
 if [ "$WHAT" = mixed-speed ] && built "$THROUGHPUT"; then
   for precision in tf32 bf16 fp16; do
     ours "small $precision" 30 90 --model small --input 1x28x28 --batch 256 --precision "$precision"
   done
   peer "small tf32,bf16,fp16 eager" 60 90 --models small --precisions tf32,bf16,fp16 --modes eager \
-    --budget 0 --data-on-gpu
+    --memory-formats contiguous,channels_last --syncs none --budget 0 --data-on-gpu
   run_phase "kernels resnet18 bf16" 90 60 "$OUT/kernels.txt" bash scripts/gpu_kernels.sh resnet18 3x32x32 bf16
 fi
 if want_mixed && built "$TRAIN_IMAGES" && [ -d "$DATA" ]; then

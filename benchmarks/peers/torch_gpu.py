@@ -9,7 +9,8 @@ cross-entropy:
             (strides 1,2,2,2, 1x1 projection shortcuts), global average pool, dense 10
 
 Runs PyTorch eager (cudnn.benchmark=True) and torch.compile (where it runs), fp32 and tf32, or
-bf16 and fp16 as a PyTorch user turns them on (torch.autocast around the forward pass and the
+bf16 and fp16 as a PyTorch user turns them on, in each of --memory-formats: "contiguous" (NCHW)
+and "channels_last" (model and batch in NHWC, what a tensor-core user turns on) (torch.autocast around the forward pass and the
 loss; in fp16 a GradScaler with its defaults), each without and with a per-step loss.item()
 (--syncs: "none" lets the host run ahead as cnnengine's submitted steps do, "item" waits for every
 step's loss as most training loops do).
@@ -71,6 +72,7 @@ def resnet18_cifar():
 
 BUILD = {"small": small_net, "resnet18": resnet18_cifar}
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
+MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
 
 def set_precision(precision):
@@ -94,13 +96,14 @@ def make_optimizer(model):
 class Trainer:
     """Model, optimizer and a pinned host batch; step() copies the batch and trains once."""
 
-    def __init__(self, model_name, batch, mode, data_on_gpu, precision):
+    def __init__(self, model_name, batch, mode, data_on_gpu, precision, memory_format="contiguous"):
         torch.manual_seed(0)
         shape = SHAPES[model_name]
-        self.model = BUILD[model_name]().cuda().train()
+        layout = MEMORY_FORMATS[memory_format]
+        self.model = BUILD[model_name]().cuda().train().to(memory_format=layout)
         self.optimizer, self.optimizer_kind = make_optimizer(self.model)
         self.forward = torch.compile(self.model) if mode == "compile" else self.model
-        self.host_x = torch.randn(batch, *shape).pin_memory()
+        self.host_x = torch.randn(batch, *shape).contiguous(memory_format=layout).pin_memory()
         self.host_y = torch.randint(0, CLASSES, (batch,)).pin_memory()
         self.data_on_gpu = data_on_gpu
         self.x = self.host_x.cuda()
@@ -132,16 +135,16 @@ def release():
 
 
 def base_record(args, model_name, precision):
-    return {"peer": "pytorch-gpu", "model": model_name, "precision": precision,
+    return {"peer": "pytorch-gpu", "engine": "pytorch", "model": model_name, "precision": precision,
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(), "device": torch.cuda.get_device_name(0)}
 
 
-def throughput(args, model_name, precision, mode, sync):
+def throughput(args, model_name, precision, mode, sync, memory_format):
     set_precision(precision)
     release()
     torch.cuda.reset_peak_memory_stats()
-    t = Trainer(model_name, args.batch, mode, args.data_on_gpu, precision)
+    t = Trainer(model_name, args.batch, mode, args.data_on_gpu, precision, memory_format)
     start = time.perf_counter()
     t.step()
     torch.cuda.synchronize()
@@ -157,7 +160,8 @@ def throughput(args, model_name, precision, mode, sync):
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     record = base_record(args, model_name, precision)
-    record.update({"kind": "throughput", "mode": mode, "sync": sync, "batch": args.batch, "steps": args.steps,
+    record.update({"kind": "throughput", "mode": mode, "sync": sync, "memory_format": memory_format,
+                   "batch": args.batch, "steps": args.steps,
                    "images_per_second": args.steps * args.batch / seconds,
                    "step_ms": 1000.0 * seconds / args.steps, "first_step_seconds": first_step,
                    "final_loss": float(loss.item()), "optimizer": "AdamW " + t.optimizer_kind,
@@ -238,6 +242,7 @@ def main():
     p.add_argument("--precisions", default="fp32,tf32", help="of fp32, tf32, bf16 and fp16")
     p.add_argument("--largest-precisions", default="fp32", help="the precisions of the largest-batch search")
     p.add_argument("--modes", default="eager,compile")
+    p.add_argument("--memory-formats", default="contiguous", help="of contiguous (NCHW) and channels_last")
     p.add_argument("--syncs", default="none,item",
                    help="none: no per-step read of the loss; item: loss.item() every step (eager only)")
     p.add_argument("--batch", type=int, default=256)
@@ -261,28 +266,34 @@ def main():
     if unknown:
         p.error(f"unknown precisions {sorted(unknown)}: use fp32, tf32, bf16 or fp16")
     modes = args.modes.split(",")
+    formats = args.memory_formats.split(",")
+    if set(formats) - set(MEMORY_FORMATS):
+        p.error(f"unknown memory formats {sorted(set(formats) - set(MEMORY_FORMATS))}: use contiguous or channels_last")
 
     syncs = args.syncs.split(",")
     # Eager first, then the memory search, then compile (the slowest to start).
-    jobs = [("throughput", m, p_, "eager", y) for m in models for p_ in precisions if "eager" in modes
-            for y in syncs]
+    jobs = [("throughput", m, p_, "eager", y, f) for m in models for p_ in precisions if "eager" in modes
+            for f in formats for y in syncs]
     if args.budget:
-        jobs += [("largest_batch", m, p_, None, None) for m in models for p_ in args.largest_precisions.split(",")]
-    jobs += [("throughput", m, p_, "compile", "none") for m in models for p_ in precisions if "compile" in modes]
+        jobs += [("largest_batch", m, p_, None, None, "contiguous") for m in models
+                 for p_ in args.largest_precisions.split(",")]
+    jobs += [("throughput", m, p_, "compile", "none", f) for m in models for p_ in precisions
+             if "compile" in modes for f in formats]
 
     out = open(args.out, "a") if args.out else None
-    for kind, model_name, precision, mode, sync in jobs:
+    for kind, model_name, precision, mode, sync, memory_format in jobs:
         needed = args.compile_reserve if mode == "compile" else 0.0
         if time.perf_counter() + needed > args.deadline:
             record = {"peer": "pytorch-gpu", "kind": "skipped", "what": kind, "model": model_name,
-                      "precision": precision, "mode": mode, "sync": sync, "reason": "time budget spent"}
+                      "precision": precision, "mode": mode, "sync": sync, "memory_format": memory_format,
+                      "reason": "time budget spent"}
         else:
             try:
-                record = (throughput(args, model_name, precision, mode, sync) if kind == "throughput"
+                record = (throughput(args, model_name, precision, mode, sync, memory_format) if kind == "throughput"
                           else largest_batch(args, model_name, precision))
             except Exception as e:  # torch.compile may not run here; say so and go on
                 record = {"peer": "pytorch-gpu", "kind": "error", "what": kind, "model": model_name,
-                          "precision": precision, "mode": mode, "error": f"{type(e).__name__}: {e}"[:2000]}
+                          "precision": precision, "mode": mode, "memory_format": memory_format, "error": f"{type(e).__name__}: {e}"[:2000]}
                 release()
         line = json.dumps(record)
         print(line, flush=True)

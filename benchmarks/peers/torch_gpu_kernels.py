@@ -19,12 +19,14 @@ def main():
     p.add_argument("--model", default="resnet18", choices=sorted(torch_gpu.SHAPES))
     p.add_argument("--precision", default="tf32", choices=["fp32", "tf32", "bf16", "fp16"])
     p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--memory-format", default="contiguous", choices=sorted(torch_gpu.MEMORY_FORMATS))
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--top", type=int, default=25)
     args = p.parse_args()
     torch_gpu.set_precision(args.precision)
-    trainer = torch_gpu.Trainer(args.model, args.batch, "eager", data_on_gpu=True, precision=args.precision)
+    trainer = torch_gpu.Trainer(args.model, args.batch, "eager", data_on_gpu=True, precision=args.precision,
+                                memory_format=args.memory_format)
     for _ in range(args.warmup):
         trainer.step()
     torch.cuda.synchronize()
@@ -35,7 +37,7 @@ def main():
     kernels = [e for e in prof.key_averages() if e.device_time_total > 0]
     kernels.sort(key=lambda e: e.device_time_total, reverse=True)
     total = sum(e.device_time_total for e in kernels) / args.steps
-    print(f"pytorch {torch.__version__} {args.model} {args.precision} batch {args.batch}: "
+    print(f"pytorch {torch.__version__} {args.model} {args.precision} {args.memory_format} batch {args.batch}: "
           f"{total / 1e3:.3f} ms of kernels a step")
     for e in kernels[:args.top]:
         print(f"{e.device_time_total / args.steps / 1e3:9.3f} ms {e.count // args.steps:4d} x  {e.key[:110]}")
