@@ -132,7 +132,7 @@ TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
   t.batch = batch;
   t.micro_batch = micro_batch;
   t.memory.budget = s.budget.empty() ? 0 : memory::parse_bytes(s.budget);
-  t.capture_graphs = s.cuda_graph;
+  t.capture_graphs = s.cuda_graph ? GraphCapture::always : GraphCapture::never;  // each mode measured as asked
   t.recompute = parse_recompute_policy(s.recompute);
   t.optimizer.kind = parse_optimizer_kind(s.optimizer);
   t.optimizer.learning_rate = s.lr;

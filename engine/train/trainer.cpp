@@ -19,6 +19,15 @@
 
 namespace cnn {
 
+std::string graph_capture_blocked(const TrainerOptions& options, const Backend& backend) {
+  if (std::string why = backend.capture_support(); !why.empty()) return why;
+  if (options.memory.strategy != memory::Strategy::planned)
+    return "it needs the planned strategy: other strategies move buffers between steps";
+  if (options.sync_batchnorm)
+    return "synchronised BatchNorm sums over the ranks inside forward and backward, which a recorded graph cannot";
+  return {};
+}
+
 memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options) {
   return memory::MemoryStack(backend.device_memory(), backend.staging_memory(), options);
 }
@@ -42,13 +51,11 @@ Trainer::Trainer(Network& network, Backend& backend, memory::MemoryStack& stack,
 Trainer::~Trainer() = default;
 
 void Trainer::start() {
-  if (options_.capture_graphs) {
-    if (options_.memory.strategy != memory::Strategy::planned)
-      throw ConfigError("recording steps as graphs needs the planned strategy: other strategies move buffers between steps");
-    if (const std::string why = backend_.capture_support(); !why.empty())
-      throw ConfigError("recording steps as graphs: " + why);
-    capture_ = true;
-  }
+  graphs_off_because_ = options_.capture_graphs == GraphCapture::never ? "turned off"
+                                                                        : graph_capture_blocked(options_, backend_);
+  if (options_.capture_graphs == GraphCapture::always && !graphs_off_because_.empty())
+    throw ConfigError("recording steps as graphs: " + graphs_off_because_);
+  capture_ = graphs_off_because_.empty();
   if (net_.size() <= 1) throw ConfigError("the network has no layers: nothing to train");
   net_.check_loss();
   if (options_.regrow_after_steps < 0)

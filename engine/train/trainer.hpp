@@ -36,6 +36,13 @@ class LossScaler;
 class Replicas;
 class InputStager;
 
+// Whether a trainer records its micro-batches as graphs (TrainerOptions::capture_graphs).
+enum class GraphCapture {
+  automatic,  // wherever graph_capture_blocked finds nothing against it
+  always,     // a ConfigError naming what is against it
+  never,
+};
+
 struct TrainerOptions {
   int batch = 64;        // samples per optimizer step, whatever the budget
   int micro_batch = 0;   // 0: the largest that fits the budget, at most the batch
@@ -61,10 +68,9 @@ struct TrainerOptions {
   int regrow_after_steps = 200;
 
   // Record each micro-batch size's forward and backward once and replay the recording (CUDA
-  // graphs): one launch instead of one per kernel. Needs the planned strategy and a backend
-  // that can capture (Backend::capture_support); a capture that fails is logged and the run
-  // goes on without.
-  bool capture_graphs = false;
+  // graphs): one launch instead of one per kernel. By default wherever it can run
+  // (graph_capture_blocked); a capture that fails is logged and the run goes on without.
+  GraphCapture capture_graphs = GraphCapture::automatic;
 
   long total_steps = 0;             // the run's length, for the cosine schedule (0: unknown, no decay)
   OptimizerConfig optimizer;
@@ -83,6 +89,11 @@ struct TrainerOptions {
   bool sync_batchnorm = false;
   std::size_t gradient_bucket_bytes = std::size_t{1} << 20;
 };
+
+// What keeps a trainer with these options on this backend from recording its steps as graphs:
+// a backend that cannot capture, a strategy other than the planned one, synchronised BatchNorm
+// (it sums over the ranks inside forward and backward). Empty where nothing does.
+std::string graph_capture_blocked(const TrainerOptions& options, const Backend& backend);
 
 // The memory stack a trainer on `backend` builds for itself from `options`: the backend's device
 // memory, its staging memory for the loaders, one budget over both.
@@ -176,9 +187,11 @@ class Trainer {
   int rank() const;
   int ranks() const;
   memory::MemoryStack& memory_stack() { return *stack_; }
-  // Micro-batches run by replaying a recording (capture_graphs), and whether recording is on.
+  // Micro-batches run by replaying a recording (capture_graphs), whether recording is on, and
+  // why not where it is off (empty where it is on).
   long graph_replays() const;
   bool capturing_graphs() const { return capture_; }
+  const std::string& graphs_off_because() const { return graphs_off_because_; }
 
   // One optimizer step over `batch` (split into micro-batches), waiting for its loss. The batch
   // is the trainer's (TrainerOptions::batch): a batch of another size is a ConfigError naming
@@ -280,6 +293,7 @@ class Trainer {
   float learning_rate_scale_ = 1;
   int planned_nodes_ = 0;  // the network's size when planned
   bool capture_ = false;
+  std::string graphs_off_because_;
   // Steps are submitted without waiting for their loss: the backend overlaps copies and compute,
   // and no other rank needs the step's status first.
   bool overlapped_ = false;

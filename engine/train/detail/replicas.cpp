@@ -42,8 +42,6 @@ void Replicas::check(const TrainerOptions& options, const Backend& backend) {
     if (options.batch % c->ranks() != 0)
       throw ConfigError("synchronised BatchNorm needs the batch (" + std::to_string(options.batch) +
                         ") shared evenly over the " + std::to_string(c->ranks()) + " ranks");
-    if (options.capture_graphs)
-      throw ConfigError("synchronised BatchNorm sums inside forward and backward: it cannot be recorded as a graph");
   }
 }
 

@@ -32,7 +32,7 @@ GraphRun run(const std::string& model, int micro_batch, bool graphs, int steps =
   Backend& gpu = cuda_test::gpu_deterministic();
   TrainerOptions o = cnn::testing::constant_sgd(32);
   o.micro_batch = micro_batch;
-  o.capture_graphs = graphs;
+  o.capture_graphs = graphs ? GraphCapture::always : GraphCapture::never;
   // A preset's name, or a network text (it has a newline).
   Network net = model.find('\n') == std::string::npos ? make_preset(model, kImage, 10) : parse_network(model, kImage, 10);
   Trainer trainer(net, gpu, gpu.device_memory(), o);
@@ -86,7 +86,7 @@ TEST_CASE("a recorded GPU training step allocates nothing", "[cuda][graphs]") {
   memory::StatisticsAdaptor stats(gpu.device_memory());
   Network net = make_preset("small-bn", kImage, 10);
   TrainerOptions o = cnn::testing::constant_sgd(64);
-  o.capture_graphs = true;
+  o.capture_graphs = GraphCapture::always;
   Trainer trainer(net, gpu, stats, o);
   SyntheticData data(64 * 8, kImage, 10, 3);
   for (int s = 0; s < 3; ++s) trainer.train_step(data.batch(s * 64, 64));  // eager, recorded, replayed

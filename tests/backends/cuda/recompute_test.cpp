@@ -48,7 +48,7 @@ TrainerOptions options(RecomputePolicy policy, std::size_t budget, bool graphs) 
   o.seed = 5;
   o.recompute = policy;
   o.memory.budget = budget;
-  o.capture_graphs = graphs;
+  o.capture_graphs = graphs ? GraphCapture::always : GraphCapture::never;
   return o;
 }
 

@@ -69,7 +69,7 @@ TrainerOptions options(int batch, bool capture) {
   o.batch = batch;
   o.seed = 9;
   o.schedule.kind = ScheduleKind::constant;  // cosine without total_steps would stop learning after step 1
-  o.capture_graphs = capture;
+  o.capture_graphs = capture ? GraphCapture::always : GraphCapture::never;
   return o;
 }
 
