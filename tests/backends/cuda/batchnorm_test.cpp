@@ -189,6 +189,15 @@ void check_stored_batchnorm(Precision p, Shape xs, std::size_t offset) {
   gpu.batchnorm_forward_inference(x_alone, gamma.gpu(), beta.gpu(), running_mean.gpu(), running_var.gpu(), 1e-5f,
                                   inferred_bits.alone);
   CHECK(relative_error(widened_on_host(gpu, inferred_bits), inferred.cpu_values()) <= rounding);
+
+  // The same bits on every run: a channel's blocks add up in rank order (Note [One block a
+  // channel]). Last, as it moves the running statistics once more.
+  Twin y_again(gpu, xs, 155), saved_mean_again(gpu, cs, 156);
+  const Stored16 y_again_bits = stored16(gpu, y_again.gpu());
+  gpu.batchnorm_forward_training(x_alone, gamma.gpu(), beta.gpu(), y_again_bits.beside, running_mean.gpu(),
+                                 running_var.gpu(), 0.1f, 1e-5f, saved_mean_again.gpu(), saved_inv_std.gpu());
+  CHECK(bits_on_host(gpu, y_again_bits) == bits_on_host(gpu, y_bits));
+  CHECK(saved_mean_again.gpu_values() == saved_mean.gpu_values());
 }
 
 }  // namespace
@@ -199,6 +208,8 @@ TEST_CASE("cuda batchnorm takes and writes values as the step stores them", "[cu
     check_stored_batchnorm(p, Shape{6, 12, 14, 14}, 0);  // four at a time (196)
     check_stored_batchnorm(p, Shape{64, 32, 16, 16}, 0);  // eight, 256 threads a channel
     check_stored_batchnorm(p, Shape{160, 8, 16, 16}, 0);  // eight, 512 threads (40,960 values a channel)
+    // On Hopper a channel's blocks form a cluster: 2 above, 6 here, with shares of unequal size.
+    check_stored_batchnorm(p, Shape{251, 3, 20, 20}, 0);
     check_stored_batchnorm(p, Shape{64, 32, 16, 16}, 1);  // unaligned: one at a time
     check_stored_batchnorm(p, Shape{32, 10}, 0);          // after a dense layer: [N, C]
   }
