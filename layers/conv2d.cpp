@@ -114,10 +114,9 @@ void Conv2D::forward(const LayerContext& c) {
 }
 
 void Conv2D::backward(const LayerContext& c) {
-  c.backend->conv2d_backward_filter(desc_, c.inputs[0], c.grad_output, c.grads[0], bias_ ? c.grads[1] : Tensor{},
-                                    c.workspace);
-  if (wants_gradient(c, 0))
-    c.backend->conv2d_backward_data(desc_, c.grad_output, c.params[0], c.grad_inputs[0], c.accumulate[0], c.workspace);
+  c.backend->conv2d_backward(desc_, c.inputs[0], c.grad_output, c.params[0], c.grads[0], bias_ ? c.grads[1] : Tensor{},
+                             wants_gradient(c, 0) ? c.grad_inputs[0] : Tensor{}, wants_gradient(c, 0) && c.accumulate[0],
+                             c.workspace);
 }
 
 }  // namespace cnn

@@ -294,6 +294,30 @@ void CudaBackend::do_conv2d_forward(const Conv2dDesc& desc, const Tensor& x, con
 void CudaBackend::do_conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w,
                                           Tensor dx, bool accumulate, Workspace ws) {
   activate();
+  conv_backward_data_pass(desc, dy, nullptr, w, dx, accumulate, ws);
+  touched(dy, packed_range(dy), w, dx, ws);
+}
+
+void CudaBackend::do_conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                                            Tensor dw, Tensor dbias, Workspace ws) {
+  activate();
+  conv_backward_filter_pass(desc, x, dy, dw, dbias, ws);
+  touched(x, packed_range(x), dy, packed_range(dy), dw, dbias, ws);
+}
+
+// Both passes share one workspace and so one layout of the copies (take_copies on the same
+// shape): the data pass writes the x and w copies and leaves the y copy, where the weight pass
+// left dy's 16-bit values, as it found it.
+void CudaBackend::do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w,
+                                     Tensor dw, Tensor dbias, Tensor dx, bool accumulate, Workspace ws) {
+  activate();
+  const void* dy16 = conv_backward_filter_pass(desc, x, dy, dw, dbias, ws);
+  if (!dx.empty()) conv_backward_data_pass(desc, dy, dy16, w, dx, accumulate, ws);
+  touched(x, packed_range(x), dy, packed_range(dy), w, dw, dbias, dx, ws);
+}
+
+void CudaBackend::conv_backward_data_pass(const Conv2dDesc& desc, const Tensor& dy, const void* dy16, const Tensor& w,
+                                          Tensor dx, bool accumulate, Workspace ws) {
   check_weights(desc, w, "conv2d_backward_data");
   require_values("conv2d_backward_data", {dy, dx}, 1);
   ConvPlan& plan = conv_plan(desc, dx.shape, dy.shape);
@@ -301,7 +325,7 @@ void CudaBackend::do_conv2d_backward_data(const Conv2dDesc& desc, const Tensor& 
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::backward_data, ws, dx.n(), "conv2d_backward_data", copies);
   if (choice && products16()) {
-    const void* dy16 = operand16(dy, copies.y);
+    if (!dy16) dy16 = operand16(dy, copies.y);
     const void* w16 = operand16(w, copies.w);
     CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w16, plan.y, dy16, plan.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), copies.rest.data,
@@ -312,17 +336,16 @@ void CudaBackend::do_conv2d_backward_data(const Conv2dDesc& desc, const Tensor& 
     CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w.data, plan.y, dy.data, plan.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), ws.data,
                                            choice->workspace, &beta, plan.x, dx.data));
-  } else {
+  } else {  // in halves, each rounding its own samples of dy
     const int first = (dx.n() + 1) / 2, rest = dx.n() - first;
-    conv2d_backward_data(desc, samples_of(dy, 0, first), w, samples_of(dx, 0, first), accumulate, ws);
-    conv2d_backward_data(desc, samples_of(dy, first, rest), w, samples_of(dx, first, rest), accumulate, ws);
+    conv_backward_data_pass(desc, samples_of(dy, 0, first), nullptr, w, samples_of(dx, 0, first), accumulate, ws);
+    conv_backward_data_pass(desc, samples_of(dy, first, rest), nullptr, w, samples_of(dx, first, rest), accumulate,
+                            ws);
   }
-  touched(dy, packed_range(dy), w, dx, ws);
 }
 
-void CudaBackend::do_conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
-                                            Tensor dw, Tensor dbias, Workspace ws) {
-  activate();
+const void* CudaBackend::conv_backward_filter_pass(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
+                                                   Tensor dw, Tensor dbias, Workspace ws) {
   check_weights(desc, dw, "conv2d_backward_filter");
   require_values("conv2d_backward_filter", {x, dy});
   if (!dbias.empty() && !dy.data)  // cuDNN's bias gradient sums dy's floats
@@ -332,9 +355,10 @@ void CudaBackend::do_conv2d_backward_filter(const Conv2dDesc& desc, const Tensor
   ConvCopies copies;
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::backward_filter, ws, x.n(), "conv2d_backward_filter", copies);
+  const void* dy16 = nullptr;
   if (choice && products16()) {
     const void* x16 = operand16(x, copies.x);
-    const void* dy16 = operand16(dy, copies.y);
+    dy16 = operand16(dy, copies.y);
     CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x16, plan.y, dy16, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),
                                              copies.rest.data, choice->workspace, &kZero, plan.w, copies.w));
@@ -345,13 +369,13 @@ void CudaBackend::do_conv2d_backward_filter(const Conv2dDesc& desc, const Tensor
                                              ws.data, choice->workspace, &kOne, plan.w, dw.data));
   } else {  // dw accumulates: the halves add up
     const int first = (x.n() + 1) / 2, rest = x.n() - first;
-    conv2d_backward_filter(desc, samples_of(x, 0, first), samples_of(dy, 0, first), dw, Tensor{}, ws);
-    conv2d_backward_filter(desc, samples_of(x, first, rest), samples_of(dy, first, rest), dw, Tensor{}, ws);
+    conv_backward_filter_pass(desc, samples_of(x, 0, first), samples_of(dy, 0, first), dw, Tensor{}, ws);
+    conv_backward_filter_pass(desc, samples_of(x, first, rest), samples_of(dy, first, rest), dw, Tensor{}, ws);
   }
   if (!dbias.empty()) {
     CNN_CHECK(cudnnConvolutionBackwardBias(cudnn_, &kOne, plan.y_float, dy.data, &kOne, plan.bias, dbias.data));
   }
-  touched(x, packed_range(x), dy, packed_range(dy), dw, dbias, ws);
+  return dy16;
 }
 
 }  // namespace cnn::cuda

@@ -133,7 +133,8 @@ class CapturedCalls {
 // 2. engine/core/backend_calls.cpp: its front, the checks and then do_<name>(arguments);
 // 3. its do_<name> in the CPU backend (backends/cpu/) and in the CUDA backend (backends/cuda/).
 // Nothing else changes: the forwarding backend and its wrappers pass the new call on by
-// themselves. The properties, the host transfers, fences and capture stay virtual public calls:
+// themselves. A call made of listed ones (conv2d_backward) is not listed: Backend makes it of
+// them by default, and a backend overrides its do_<name> where one call does better. The properties, the host transfers, fences and capture stay virtual public calls:
 // they have no arguments to check, and a backend overrides them one by one.
 #define CNN_BACKEND_CALLS(CALL, QUERY)                                                                               \
   CALL(fill, (Tensor t, float value), (t, value), (t))                                                               \
@@ -356,6 +357,12 @@ class Backend {
   // as 16 bits alone.
   void conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy,
                               Tensor dw, Tensor dbias, Workspace ws);
+  // Both passes of a layer's backward in one call, so that a backend may read dy once (CUDA
+  // rounds it to 16 bits once in bf16 and fp16): conv2d_backward_filter(x, dy, dw, dbias), then,
+  // where dx is not empty, conv2d_backward_data(dy, w, dx, accumulate), with one workspace for
+  // both (conv2d_workspace_bytes' backward answer). By default those two calls.
+  void conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor dw,
+                       Tensor dbias, Tensor dx, bool accumulate, Workspace ws);
 
   // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first. The workspace a
   // pass needs for input x (batched) and `out` units; none where the library keeps its own.
@@ -548,6 +555,10 @@ class Backend {
   // The backend's own implementations of the calls above, each reached through its front: Note
   // [One front per backend call].
   CNN_BACKEND_CALLS(CNN_BACKEND_PURE_CALL, CNN_BACKEND_PURE_QUERY)
+  // The calls made of others: by default the calls they are made of (through their fronts, so a
+  // wrapper sees each); a backend overrides one where it does better in one call.
+  virtual void do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w,
+                                  Tensor dw, Tensor dbias, Tensor dx, bool accumulate, Workspace ws);
 };
 
 }  // namespace cnn

@@ -97,6 +97,17 @@ void Backend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, co
   do_conv2d_backward_filter(desc, x, dy, dw, dbias, ws);
 }
 
+void Backend::conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor dw,
+                              Tensor dbias, Tensor dx, bool accumulate, Workspace ws) {
+  do_conv2d_backward(desc, x, dy, w, dw, dbias, dx, accumulate, ws);
+}
+
+void Backend::do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w,
+                                 Tensor dw, Tensor dbias, Tensor dx, bool accumulate, Workspace ws) {
+  conv2d_backward_filter(desc, x, dy, dw, dbias, ws);
+  if (!dx.empty()) conv2d_backward_data(desc, dy, w, dx, accumulate, ws);
+}
+
 std::size_t Backend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
   return do_dense_workspace_bytes(x, out, pass);
 }

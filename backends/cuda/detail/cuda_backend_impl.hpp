@@ -96,6 +96,8 @@ class CudaBackend final : public Backend {
   // otherwise. group_norm_backward and the task losses need no workspace: the losses sum in
   // loss_scratch_, allocated with the backend.
   CNN_BACKEND_OVERRIDES
+  void do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor dw,
+                          Tensor dbias, Tensor dx, bool accumulate, Workspace ws) override;
 
   void release() noexcept;
   // Makes this backend's device current for the calling thread.
@@ -187,6 +189,13 @@ class CudaBackend final : public Backend {
   // without room for its copies is a DeviceError naming `call`.
   std::optional<AlgoChoice> conv_pass_choice(ConvPlan& plan, ConvAlgoPass pass, Workspace ws, int samples,
                                              const char* call, ConvCopies& copies);
+  // The two backward passes (conv.cpp). In bf16 and fp16 the weight pass returns where it left
+  // dy's 16-bit values (nullptr where it did not: in fp32 and tf32, or in halves), and the data
+  // pass takes them from there where `dy16` is given: a layer's backward rounds dy once.
+  const void* conv_backward_filter_pass(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
+                                        Tensor dbias, Workspace ws);
+  void conv_backward_data_pass(const Conv2dDesc& desc, const Tensor& dy, const void* dy16, const Tensor& w, Tensor dx,
+                               bool accumulate, Workspace ws);
   // The algorithm cache file (CudaOptions::algorithm_cache): read when the backend starts;
   // written when measurements were made since the last write, at most every few seconds while
   // planning (`now` or not), and when the backend goes. Never throws: a file that cannot be

@@ -1,6 +1,6 @@
 // Convolution on cuDNN against the CPU backend: forward (with and without bias, writing and
-// accumulating), backward-data (writing and accumulating) and backward-filter (accumulating into
-// weights and bias gradients), plain, grouped, dilated and depthwise (the CPU's own depthwise
+// accumulating), backward-data (writing and accumulating), backward-filter (accumulating into
+// weights and bias gradients) and both backward passes in one call, plain, grouped, dilated and depthwise (the CPU's own depthwise
 // kernels), in fp32, tf32, bf16 and fp16; the transposed convolution layer, made of those calls and
 // the channel bias, on both backends.
 #include <catch2/catch.hpp>
@@ -143,6 +143,23 @@ void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::s
     cpu().conv2d_backward_filter(d, x.cpu(), dy.cpu(), dw_no_bias.cpu(), Tensor{}, backward.cpu());
     gpu.conv2d_backward_filter(d, x.gpu(), dy.gpu(), dw_no_bias.gpu(), Tensor{}, backward.gpu());
     CHECK(dw_no_bias.relative_error() <= tolerance);
+  }
+  // Both passes in one call (in bf16 and fp16 the data pass takes the weight pass's 16-bit dy).
+  for (bool accumulate : {false, true}) {
+    INFO("both passes in one call, accumulate " << accumulate);
+    Twin dx(gpu, xs, 16), dw(gpu, ws, 17), dbias(gpu, Shape{c.k}, 18);
+    cpu().conv2d_backward(d, x.cpu(), dy.cpu(), w.cpu(), dw.cpu(), dbias.cpu(), dx.cpu(), accumulate, backward.cpu());
+    gpu.conv2d_backward(d, x.gpu(), dy.gpu(), w.gpu(), dw.gpu(), dbias.gpu(), dx.gpu(), accumulate, backward.gpu());
+    CHECK(dx.relative_error() <= tolerance);
+    CHECK(dw.relative_error() <= tolerance);
+    CHECK(dbias.relative_error() <= tolerance);
+  }
+  {
+    INFO("both passes in one call, no input gradient (a network's first layer)");
+    Twin dw(gpu, ws, 19);
+    cpu().conv2d_backward(d, x.cpu(), dy.cpu(), w.cpu(), dw.cpu(), Tensor{}, Tensor{}, false, backward.cpu());
+    gpu.conv2d_backward(d, x.gpu(), dy.gpu(), w.gpu(), dw.gpu(), Tensor{}, Tensor{}, false, backward.gpu());
+    CHECK(dw.relative_error() <= tolerance);
   }
 }
 
