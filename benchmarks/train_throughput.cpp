@@ -141,8 +141,10 @@ TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
 }
 
 json base_record(const Settings& s, const Backend& backend) {
+  // Every backend stores activations NCHW today (PyTorch's "contiguous").
   return {{"engine", "cnnengine"}, {"model", s.model}, {"input", s.input}, {"precision", s.precision},
-          {"device", backend.description()}, {"deterministic", s.deterministic}, {"recompute", s.recompute}};
+          {"memory_format", "contiguous"}, {"device", backend.description()}, {"deterministic", s.deterministic},
+          {"recompute", s.recompute}};
 }
 
 void add_driver_bytes(json& record, const Backend& backend, std::optional<std::size_t> context) {

@@ -25,6 +25,11 @@
 #                                  GPU_SESSION_BUDGET
 #   scripts/gpu_session.sh mixed-all test, then mixed's measurements, in one call (the test files
 #                                  already ran the [bf16] tests)
+#   scripts/gpu_session.sh best-peer test (with recomputation's step-by-step distances), then resnet18
+#                                  in bf16 and tf32, ours eager and with graphs against PyTorch
+#                                  eager in channels_last and NCHW, the kernels of a bf16 step,
+#                                  torch.compile in bf16 and channels_last, then resnet50 at
+#                                  3x224x224, batch 128, bf16 (ours, PyTorch eager channels_last)
 #   scripts/gpu_session.sh mixed-speed test, then mixed's speed alone (resnet18 in tf32, bf16 and
 #                                  fp16 against PyTorch eager in NCHW and channels_last, small
 #                                  too), the kernels of a resnet18
@@ -40,10 +45,13 @@
 # of a session, so only the first process that meets a shape measures it.
 set -uo pipefail
 WHAT=${1:-all}
-case "$WHAT" in all|test|bench|mixed|mixed-all|mixed-speed) ;;
-  *) echo "usage: $0 [all|test|bench|mixed|mixed-all|mixed-speed]" >&2; exit 2 ;;
+case "$WHAT" in all|test|bench|mixed|mixed-all|mixed-speed|best-peer) ;;
+  *) echo "usage: $0 [all|test|bench|mixed|mixed-all|mixed-speed|best-peer]" >&2; exit 2 ;;
 esac
-want_tests() { [ "$WHAT" = all ] || [ "$WHAT" = test ] || [ "$WHAT" = mixed-all ] || [ "$WHAT" = mixed-speed ]; }
+want_tests() {
+  [ "$WHAT" = all ] || [ "$WHAT" = test ] || [ "$WHAT" = mixed-all ] || [ "$WHAT" = mixed-speed ] ||
+    [ "$WHAT" = best-peer ]
+}
 want_bench() { [ "$WHAT" = all ] || [ "$WHAT" = bench ]; }
 want_mixed() { [ "$WHAT" = mixed ] || [ "$WHAT" = mixed-all ]; }
 want_mixed_speed() { want_mixed || [ "$WHAT" = mixed-speed ]; }
@@ -155,6 +163,11 @@ if want_tests && built "$BUILD/tests/cnn_cuda_tests"; then
   done
   log "cuda test files failed:${failed_files:- none}"
   grep -E "FAILED|failed|REQUIRE|CHECK|[Ee]rror" "$OUT/cuda_tests.log" | head -40 >>"$SESSION_LOG"
+  if [ "$WHAT" = best-peer ]; then  # each step's distance between recomputing and keeping
+    run_phase "recomputation distances" 20 120 "$OUT/cuda_tests.log" "$BUILD/tests/cnn_cuda_tests" \
+      "on the GPU recomputing trains as keeping, within 1e-5" -s
+    grep -E "distance from keeping|auto's:" "$OUT/cuda_tests.log" | sort -u | head -12 >>"$SESSION_LOG"
+  fi
 fi
 if want_tests && built "$TRAIN_IMAGES"; then
   run_phase doctor 20 0 "$SESSION_LOG" "$TRAIN_IMAGES" --doctor
@@ -275,6 +288,25 @@ fi
 if want_mixed && built "$THROUGHPUT"; then
   peer "largest batch bf16" 60 0 --models resnet18 --modes none --syncs none --largest-precisions bf16 \
     --budget "$BUDGET"
+fi
+
+# Against the best PyTorch a user would run: channels_last, autocast, torch.compile.
+if [ "$WHAT" = best-peer ] && built "$THROUGHPUT"; then
+  for precision in bf16 tf32; do
+    ours "resnet18 $precision" 20 90 --model resnet18 --input 3x32x32 --batch 256 --precision "$precision"
+    ours "resnet18 $precision graph" 20 90 --model resnet18 --input 3x32x32 --batch 256 --precision "$precision" \
+      --cuda-graph
+  done
+  peer "resnet18 bf16,tf32 eager" 50 60 --models resnet18 --precisions bf16,tf32 --modes eager \
+    --memory-formats channels_last,contiguous --syncs none --budget 0 --data-on-gpu
+  run_phase "kernels resnet18 bf16" 45 30 "$OUT/kernels.txt" bash scripts/gpu_kernels.sh resnet18 3x32x32 bf16
+  peer "resnet18 bf16 compile" 80 0 --models resnet18 --precisions bf16 --modes compile \
+    --memory-formats channels_last --budget 0 --data-on-gpu --compile-reserve 40
+  ours "resnet50 bf16" 60 0 --model resnet50 --input 3x224x224 --batch 128 --precision bf16 --cuda-graph
+  peer "resnet50 bf16 eager" 60 0 --models resnet50 --precisions bf16 --modes eager --batch 128 \
+    --memory-formats channels_last --syncs none --budget 0 --data-on-gpu
+  # Why the measured search chose each algorithm: its timings, shape by shape.
+  [ -f "$ALGO_CACHE" ] && { echo "=== algorithm cache"; cat "$ALGO_CACHE"; } >>"$RUNS_LOG"
 fi
 
 # At most 8 files come back: session.log, build.log, cuda_tests.log, runs.log, ours.jsonl,

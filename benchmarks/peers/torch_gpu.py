@@ -7,6 +7,7 @@ cross-entropy:
             dense 128, ReLU, dense 10
   resnet18  3x32x32: 3x3 stem 64 + BN + ReLU, 4 stages [64,128,256,512] x 2 BasicBlocks with BN
             (strides 1,2,2,2, 1x1 projection shortcuts), global average pool, dense 10
+  resnet50  3x224x224: torchvision's, 10 classes (--batch 128 as usually measured)
 
 Runs PyTorch eager (cudnn.benchmark=True) and torch.compile (where it runs), fp32 and tf32, or
 bf16 and fp16 as a PyTorch user turns them on, in each of --memory-formats: "contiguous" (NCHW)
@@ -32,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-SHAPES = {"small": (1, 28, 28), "resnet18": (3, 32, 32)}
+SHAPES = {"small": (1, 28, 28), "resnet18": (3, 32, 32), "resnet50": (3, 224, 224)}
 CLASSES = 10
 
 
@@ -70,7 +71,13 @@ def resnet18_cifar():
     return nn.Sequential(*layers)
 
 
-BUILD = {"small": small_net, "resnet18": resnet18_cifar}
+def resnet50_imagenet():
+    """torchvision's ResNet-50 (ImageNet stem, bottlenecks), as cnnengine's resnet50 preset at 224."""
+    import torchvision
+    return torchvision.models.resnet50(num_classes=CLASSES)
+
+
+BUILD = {"small": small_net, "resnet18": resnet18_cifar, "resnet50": resnet50_imagenet}
 AUTOCAST = {"bf16": torch.bfloat16, "fp16": torch.float16}
 MEMORY_FORMATS = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}
 
