@@ -1,5 +1,7 @@
 #include "layers/batchnorm2d.hpp"
 
+#include <stdexcept>
+
 #include <cnnengine/base/error.hpp>
 #include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/communicator.hpp>
@@ -36,10 +38,14 @@ std::vector<ParamSpec> BatchNorm2D::parameters() const {
           {"running_var", c, Init::ones, channels_, channels_, false}};
 }
 
-void BatchNorm2D::forward(const LayerContext& c) {
-  if (c.training && static_cast<std::size_t>(c.batch) * values_per_channel_ < 2)
+void BatchNorm2D::check_training_batch(const LayerContext& c) const {
+  if (static_cast<std::size_t>(c.batch) * values_per_channel_ < 2)
     throw ConfigError("batchnorm2d: training on a micro-batch of " + std::to_string(c.batch) +
                       " sample(s) with one value per channel: " + training_batch_need().why);
+}
+
+void BatchNorm2D::forward(const LayerContext& c) {
+  if (c.training) check_training_batch(c);
   if (c.training && c.cross_rank) return forward_over_ranks(c);
   if (c.training)
     c.backend->batchnorm_forward_training(c.inputs[0], c.params[0], c.params[1], c.output, c.params[2], c.params[3],
@@ -47,6 +53,21 @@ void BatchNorm2D::forward(const LayerContext& c) {
   else
     c.backend->batchnorm_forward_inference(c.inputs[0], c.params[0], c.params[1], c.params[2], c.params[3], epsilon_,
                                            c.output);
+}
+
+void BatchNorm2D::forward_then_relu(const LayerContext& c) {
+  if (!c.training || c.cross_rank)
+    throw std::logic_error("batchnorm2d: a ReLU in its calls outside training or in synchronised BatchNorm");
+  check_training_batch(c);
+  c.backend->batchnorm_relu_forward_training(c.inputs[0], c.params[0], c.params[1], c.output, c.params[2],
+                                             c.params[3], momentum_, epsilon_, c.saved[0], c.saved[1]);
+}
+
+void BatchNorm2D::backward_through_relu(const LayerContext& c) {
+  if (!wants_gradient(c, 0)) throw std::logic_error("batchnorm2d: backward without a buffer for the input gradient");
+  if (c.cross_rank) throw std::logic_error("batchnorm2d: a ReLU in its calls in synchronised BatchNorm");
+  c.backend->batchnorm_relu_backward(c.inputs[0], c.output, c.grad_output, c.params[0], c.saved[0], c.saved[1],
+                                     epsilon_, c.grad_inputs[0], c.grads[0], c.grads[1], c.accumulate[0]);
 }
 
 void BatchNorm2D::recompute(const LayerContext& c) {

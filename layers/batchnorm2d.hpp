@@ -23,6 +23,10 @@ class BatchNorm2D final : public Layer {
   TrainingBatchNeed training_batch_need() const override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  // In training, but for synchronised BatchNorm (which sums over the ranks between its calls).
+  bool runs_relu_after() const override { return true; }
+  void forward_then_relu(const LayerContext& c) override;
+  void backward_through_relu(const LayerContext& c) override;
   float momentum() const { return momentum_; }
   float epsilon() const { return epsilon_; }
   // From the saved batch statistics: the running statistics move once per micro-batch, in forward.
@@ -34,6 +38,8 @@ class BatchNorm2D final : public Layer {
   std::size_t cross_rank_scratch_floats() const override { return 2 * static_cast<std::size_t>(channels_); }
 
  private:
+  // A ConfigError where the micro-batch gives a channel one value: no batch variance.
+  void check_training_batch(const LayerContext& c) const;
   double values_over_ranks(const LayerContext& c) const;
   void forward_over_ranks(const LayerContext& c);
   void backward_over_ranks(const LayerContext& c);

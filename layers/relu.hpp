@@ -20,6 +20,7 @@ class ReLU final : public Layer {
   bool cheap_to_recompute() const override { return true; }
   bool packed_values() const override { return true; }
   bool commutes_with_max_pooling() const override { return true; }
+  bool is_relu() const override { return true; }
   LayerCost forward_cost() const override { return {elements_, 2 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->relu_forward(c.inputs[0], c.output); }
   void backward(const LayerContext& c) override {

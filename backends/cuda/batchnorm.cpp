@@ -78,6 +78,21 @@ void CudaBackend::do_batchnorm_forward_training(const Tensor& x, const Tensor& g
   touched(x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std);
 }
 
+void CudaBackend::do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                     Tensor y, Tensor running_mean, Tensor running_var,
+                                                     float momentum, float epsilon, Tensor saved_mean,
+                                                     Tensor saved_inv_std) {
+  activate();
+  if (!require_values("batchnorm_relu_forward_training", {x, y}))  // floats: cuDNN's BatchNorm, then the ReLU
+    return Backend::do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum,
+                                                       epsilon, saved_mean, saved_inv_std);
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&y}, false,
+                 "batchnorm_relu_forward_training");
+  batchnorm_training16(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std,
+                       true);
+  touched(x, packed_range(x), gamma, beta, y, packed_range(y), running_mean, running_var, saved_mean, saved_inv_std);
+}
+
 void CudaBackend::do_batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                  const Tensor& running_mean, const Tensor& running_var,
                                                  float epsilon, Tensor y) {
@@ -119,6 +134,19 @@ void CudaBackend::do_batchnorm_backward(const Tensor& x, const Tensor& dy, const
                                             dbeta.data, static_cast<double>(epsilon), saved_mean.data,
                                             saved_inv_std.data));
   touched(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
+}
+
+void CudaBackend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                             const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                             Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
+  activate();
+  if (!require_values("batchnorm_relu_backward", {x, y, dy, dx}, 2))  // floats: the ReLU, then cuDNN's BatchNorm
+    return Backend::do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
+                                               dbeta, accumulate);
+  check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&y, &dy, &dx}, false, "batchnorm_relu_backward");
+  check_channels(x, {&dgamma, &dbeta}, {}, true, "batchnorm_relu_backward");
+  batchnorm_backward16(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate, y);
+  touched(x, packed_range(x), y, packed_range(y), dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
 }
 
 }  // namespace cnn::cuda

@@ -122,11 +122,25 @@ __device__ void load_round(const ValuesIn& in, const ChannelVectors<V>& layout, 
     if (u < round) load_values<F, V>(in, round_at<V, kThreads>(layout, ch, first, u), v[u]);
 }
 
+// The ReLU's backward on a round of gradients g, from its output y: g where y > 0, else 0, as
+// relu_backward16_kernel computes it.
+template <ValueFormat F, int V, int kThreads>
+__device__ void mask_round(const ValuesIn& y, const ChannelVectors<V>& layout, std::size_t ch, std::size_t first,
+                           int round, float (&g)[kUnroll][V]) {
+  float out[kUnroll][V];
+  load_round<F, V, kThreads>(y, layout, ch, first, round, out);
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (u < round)
+#pragma unroll
+      for (int k = 0; k < V; ++k) g[u][k] = out[u][k] > 0.0f ? g[u][k] : 0.0f;
+}
+
 template <ValueFormat F, int V, int kThreads>
 __global__ void __launch_bounds__(kThreads)
     training_forward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, ValuesOut y, const float* gamma,
                             const float* beta, float* running_mean, float* running_var, float* saved_mean,
-                            float* saved_inv_std, float momentum, float epsilon) {
+                            float* saved_inv_std, float momentum, float epsilon, bool relu) {
   const ChannelShare share = channel_share(blocks, layout.count);
   const std::size_t ch = share.ch;
   constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
@@ -166,7 +180,12 @@ __global__ void __launch_bounds__(kThreads)
     for (int u = 0; u < kUnroll; ++u) {
       if (u >= round) break;
 #pragma unroll
-      for (int k = 0; k < V; ++k) v[u][k] = fmaf(v[u][k], scale, shift);
+      for (int k = 0; k < V; ++k) {
+        v[u][k] = fmaf(v[u][k], scale, shift);
+        // Rounding keeps a value's sign, or makes it a zero: as relu_forward16_kernel on the
+        // rounded output, to the bit (Note [BatchNorm and ReLU in one pass], step_plan.cpp).
+        if (relu) v[u][k] = v[u][k] > 0.0f ? v[u][k] : 0.0f;
+      }
       store_values<F, V>(y, round_at<V, kThreads>(layout, ch, first, u), v[u]);
     }
   }
@@ -174,20 +193,22 @@ __global__ void __launch_bounds__(kThreads)
 
 template <ValueFormat F, int V, int kThreads>
 __global__ void __launch_bounds__(kThreads)
-    training_backward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, const float* dy, const float* gamma,
-                             const float* saved_mean, const float* saved_inv_std, float* dx, float* dgamma,
-                             float* dbeta, bool accumulate) {
+    training_backward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, const float* dy, ValuesIn relu_y,
+                             const float* gamma, const float* saved_mean, const float* saved_inv_std, float* dx,
+                             float* dgamma, float* dbeta, bool accumulate) {
   const ChannelShare share = channel_share(blocks, layout.count);
   const std::size_t ch = share.ch;
   constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
   const double mean = saved_mean[ch], inv_std = saved_inv_std[ch];
   const ValuesIn gradient{dy, nullptr};
+  const bool relu = relu_y.wide || relu_y.packed;  // the gradient comes through a ReLU
   double sum_dy = 0, sum_dy_xhat = 0;
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
     const int round = vectors_in_round<kThreads>(first, share.end);
     float v[kUnroll][V], g[kUnroll][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
+    if (relu) mask_round<F, V, kThreads>(relu_y, layout, ch, first, round, g);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (u < round)
@@ -211,6 +232,7 @@ __global__ void __launch_bounds__(kThreads)
     float v[kUnroll][V], g[kUnroll][V], d[kUnroll][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
+    if (relu) mask_round<F, V, kThreads>(relu_y, layout, ch, first, round, g);
     if (accumulate) load_round<F, V, kThreads>(written, layout, ch, first, round, d);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -304,7 +326,7 @@ void CudaBackend::do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamm
 
 void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                        Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                       Tensor saved_mean, Tensor saved_inv_std) {
+                                       Tensor saved_mean, Tensor saved_inv_std, bool relu) {
   if (x.elements() == 0) return;
   const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
   const int vector = vector_width(plane, {read_from(x), y.packed16 ? y.packed16 : y.data});
@@ -319,16 +341,16 @@ void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, con
                                           x.c(), blocks, kThreads, compute_, layout, blocks, values_in(x),
                                           values_out(y), gamma.data, beta.data, running_mean.data,
                                           running_var.data, saved_mean.data, saved_inv_std.data, momentum,
-                                          epsilon);
+                                          epsilon, relu);
                      });
 }
 
 void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
-                                       Tensor dgamma, Tensor dbeta, bool accumulate) {
+                                       Tensor dgamma, Tensor dbeta, bool accumulate, const Tensor& relu_y) {
   if (x.elements() == 0) return;
   const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
-  const int vector = vector_width(plane, {read_from(x), dy.data, dx.data});
+  const int vector = vector_width(plane, {read_from(x), dy.data, dx.data, read_from(relu_y)});
   per_channel_launch(product_format(), vector, x.elements() / static_cast<std::size_t>(x.c()),
                      [&](auto f, auto v, auto threads) {
                        constexpr ValueFormat F = decltype(f)::value;
@@ -338,8 +360,8 @@ void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const 
                                                          layout.count, kThreads);
                        launch_per_channel(training_backward_kernel<F, V, kThreads>, "training_backward_kernel",
                                           x.c(), blocks, kThreads, compute_, layout, blocks, values_in(x),
-                                          dy.data, gamma.data, saved_mean.data, saved_inv_std.data, dx.data,
-                                          dgamma.data, dbeta.data, accumulate);
+                                          dy.data, values_in(relu_y), gamma.data, saved_mean.data,
+                                          saved_inv_std.data, dx.data, dgamma.data, dbeta.data, accumulate);
                      });
 }
 

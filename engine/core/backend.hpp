@@ -279,6 +279,11 @@ class Backend {
   // layers get float copies, with their 16-bit bits beside them for the products. A backend that
   // says false is never handed packed16.
   virtual bool takes_packed_values() const { return false; }
+  // True where batchnorm_relu_forward_training and batchnorm_relu_backward run in one pass over
+  // the values each (Note [BatchNorm and ReLU in one pass], step_plan.cpp): a step then has its
+  // BatchNorm layers run the ReLU after them in their own calls. Elsewhere those calls are the
+  // two they are made of, and no step makes them.
+  virtual bool fuses_batchnorm_relu() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device
   // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.
@@ -411,6 +416,16 @@ class Backend {
   void batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                           const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                           Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
+  // BatchNorm and then a ReLU over its output, in one call each way: y = max(batchnorm(x), 0)
+  // (batchnorm_forward_training, then relu_forward in place), and backward from the ReLU's
+  // output y and output gradient dy (relu_backward, then batchnorm_backward). The second may write
+  // the ReLU's input gradient over dy. By default those calls; fuses_batchnorm_relu says where not.
+  void batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                       Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                       Tensor saved_mean, Tensor saved_inv_std);
+  void batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                               const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                               Tensor dgamma, Tensor dbeta, bool accumulate);
 
   // Synchronised BatchNorm (data-parallel): the batch statistics over every rank's micro-batch,
   // from per-channel sums that the ranks add up between these calls. `count` is the values per
@@ -559,6 +574,12 @@ class Backend {
   // wrapper sees each); a backend overrides one where it does better in one call.
   virtual void do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w,
                                   Tensor dw, Tensor dbias, Tensor dx, bool accumulate, Workspace ws);
+  virtual void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                                  Tensor running_mean, Tensor running_var, float momentum,
+                                                  float epsilon, Tensor saved_mean, Tensor saved_inv_std);
+  virtual void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                          const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                          Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
 };
 
 }  // namespace cnn

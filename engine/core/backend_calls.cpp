@@ -108,6 +108,34 @@ void Backend::do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const 
   if (!dx.empty()) conv2d_backward_data(desc, dy, w, dx, accumulate, ws);
 }
 
+void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                              Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                              Tensor saved_mean, Tensor saved_inv_std) {
+  do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
+                                     saved_inv_std);
+}
+
+void Backend::do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                                 Tensor running_mean, Tensor running_var, float momentum,
+                                                 float epsilon, Tensor saved_mean, Tensor saved_inv_std) {
+  batchnorm_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
+                             saved_inv_std);
+  relu_forward(y, y);
+}
+
+void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                      const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                      Tensor dgamma, Tensor dbeta, bool accumulate) {
+  do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
+}
+
+void Backend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                         const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                         Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
+  relu_backward(y, dy, dy, false);
+  batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
+}
+
 std::size_t Backend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
   return do_dense_workspace_bytes(x, out, pass);
 }

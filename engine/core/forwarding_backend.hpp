@@ -31,6 +31,7 @@ class ForwardingBackend : public Backend {
   std::string description() const override { return inner_.description(); }
   Precision precision() const override { return inner_.precision(); }
   bool takes_packed_values() const override { return inner_.takes_packed_values(); }
+  bool fuses_batchnorm_relu() const override { return inner_.fuses_batchnorm_relu(); }
   memory::MemoryResource& device_memory() override { return inner_.device_memory(); }
   memory::MemoryResource& staging_memory() override { return inner_.staging_memory(); }
   std::size_t library_reserved_bytes() const override { return inner_.library_reserved_bytes(); }

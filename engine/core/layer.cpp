@@ -2,8 +2,17 @@
 
 #include <climits>
 #include <cstdint>
+#include <stdexcept>
 
 namespace cnn {
+
+void Layer::forward_then_relu(const LayerContext&) {
+  throw std::logic_error(type_name() + ": forward_then_relu on a layer that does not run a ReLU after it");
+}
+
+void Layer::backward_through_relu(const LayerContext&) {
+  throw std::logic_error(type_name() + ": backward_through_relu on a layer that does not run a ReLU after it");
+}
 
 int sliding_output(const std::string& layer, const char* window_name, int length, int window, int stride,
                    int padding) {

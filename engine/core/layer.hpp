@@ -135,6 +135,15 @@ class Layer {
   // True for max pooling: each output the largest value of a window of its input's channel.
   virtual bool is_max_pooling() const { return false; }
 
+  // Note [BatchNorm and ReLU in one pass] (step_plan.cpp): true for ReLU; and for a layer that can
+  // run, in training, a ReLU over its output in its own calls: forward_then_relu writes
+  // max(forward, 0) as the output, and backward_through_relu takes the ReLU's output as
+  // `c.output` and the ReLU's output gradient as `c.grad_output` (which it may overwrite).
+  virtual bool is_relu() const { return false; }
+  virtual bool runs_relu_after() const { return false; }
+  virtual void forward_then_relu(const LayerContext& context);
+  virtual void backward_through_relu(const LayerContext& context);
+
   // Synchronised BatchNorm in a data-parallel run: the floats of CrossRankContext::scratch this
   // layer needs (0: it sums nothing over the ranks).
   virtual std::size_t cross_rank_scratch_floats() const { return 0; }

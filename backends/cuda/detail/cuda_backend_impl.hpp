@@ -52,6 +52,8 @@ class CudaBackend final : public Backend {
   std::string description() const override;
   Precision precision() const override { return options_.precision; }
   bool takes_packed_values() const override { return products16(); }
+  // In bf16 and fp16, on its own kernels; in fp32 and tf32 cuDNN's BatchNorm has no ReLU to run.
+  bool fuses_batchnorm_relu() const override { return products16(); }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   std::size_t library_reserved_bytes() const override {
@@ -98,6 +100,12 @@ class CudaBackend final : public Backend {
   CNN_BACKEND_OVERRIDES
   void do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor dw,
                           Tensor dbias, Tensor dx, bool accumulate, Workspace ws) override;
+  void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                          Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                          Tensor saved_mean, Tensor saved_inv_std) override;
+  void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                  Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
   void release() noexcept;
   // Makes this backend's device current for the calling thread.
@@ -159,10 +167,14 @@ class CudaBackend final : public Backend {
   // BatchNorm where a value is in 16 bits, and from given statistics (batchnorm_kernels.cu, Note
   // [One block a channel]): enqueued only. normalise: y = (x - mean) * scale + beta with scale
   // gamma / sqrt(spread + epsilon) where spread_is_variance, else gamma * spread.
+  // With `relu`, y = max(BatchNorm(x), 0); with `relu_y` (not empty), dy comes through a ReLU whose
+  // output that is (Note [BatchNorm and ReLU in one pass], step_plan.cpp).
   void batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y, Tensor running_mean,
-                            Tensor running_var, float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std);
+                            Tensor running_var, float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std,
+                            bool relu = false);
   void batchnorm_backward16(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
-                            const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
+                            const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate,
+                            const Tensor& relu_y = Tensor{});
   void batchnorm_normalise(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
                            const Tensor& spread, bool spread_is_variance, float epsilon, Tensor y);
   // Throws, naming `call`, what batchnorm_forward_saved refuses: x without channels, a statistic or

@@ -82,9 +82,45 @@ bool takes_stored(const StepNeeds& needs) {
 struct InPlace {
   std::vector<int> value_root, grad_root;  // by node: the node whose buffer it writes in (itself if none)
   std::vector<int> value_last, grad_last;  // by root: the last time its buffer is live
+  std::vector<int> fused_relu;             // by node: Note [BatchNorm and ReLU in one pass]
   bool shares_value(int id) const { return value_root[static_cast<std::size_t>(id)] != id; }
   bool shares_grad(int id) const { return grad_root[static_cast<std::size_t>(id)] != id; }
 };
+
+// Note [BatchNorm and ReLU in one pass]
+// Where the backend runs them so (Backend::fuses_batchnorm_relu: CUDA in bf16 and fp16), a
+// BatchNorm whose output only a ReLU reads runs that ReLU in its own calls: forward writes
+// max(BatchNorm(x), 0) once, and backward masks the ReLU's output gradient as it reads it, where
+// the ReLU would make a pass of its own over the values each way. The pair must share its buffers
+// in place already (Note [In place]): the ReLU's output is then the BatchNorm's buffer and the
+// BatchNorm's output gradient the ReLU's input gradient, so the one change to the plan is that the
+// BatchNorm's backward reads the ReLU's output, whose buffer then stays live until it (counted,
+// as every buffer). Neither may be recomputed (a recomputation writes its output elsewhere), and
+// the values need no float32 copies (they are float32, or 16 bits the layers take as stored). The
+// step runs neither of the ReLU's calls then (StepExecutor), but for synchronised BatchNorm, which
+// keeps its own calls: the buffers are the same either way. On the CPU, the fused calls' default,
+// the two calls each, gives the unfused bits (tests/engine/plan/fused_batchnorm_relu_test.cpp).
+bool fuses_batchnorm_relu(const StepNeeds& needs) {
+  return needs.training && needs.fuse_batchnorm_relu && (needs.values == ValueFormat::fp32 || takes_stored(needs));
+}
+
+void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>& readers, const StepSchedule& s,
+                         InPlace& p) {
+  for (int r = 1; r < net.size(); ++r) {
+    const Node& relu = net.node(r);
+    if (!relu.layer->is_relu() || relu.inputs.size() != 1) continue;
+    const int b = relu.inputs[0];
+    const auto i = static_cast<std::size_t>(b);
+    if (net.node(b).value != b || !net.node(b).layer->runs_relu_after() || readers[i].size() != 1) continue;
+    if (s.recomputes(b) || s.recomputes(r)) continue;
+    if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i] ||
+        p.grad_root[i] != p.grad_root[static_cast<std::size_t>(r)])
+      continue;
+    p.fused_relu[i] = r;
+    int& last = p.value_last[static_cast<std::size_t>(p.value_root[i])];
+    last = std::max(last, s.backward_time[i]);
+  }
+}
 
 InPlace in_place(const Network& net, const std::vector<std::vector<int>>& readers, const StepNeeds& needs,
                  const StepSchedule& s, bool allowed) {
@@ -95,6 +131,7 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   p.grad_root.resize(nodes);
   p.value_last = s.kept_until;
   p.grad_last.assign(nodes, -1);
+  p.fused_relu.assign(nodes, 0);
   for (int id = 0; id < net.size(); ++id) {
     p.value_root[static_cast<std::size_t>(id)] = p.grad_root[static_cast<std::size_t>(id)] = id;
     if (training && id > 0) p.grad_last[static_cast<std::size_t>(id)] = s.backward_time[static_cast<std::size_t>(id)];
@@ -122,6 +159,7 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
     int& last = p.grad_last[static_cast<std::size_t>(root)];
     last = std::max(last, s.backward_time[static_cast<std::size_t>(v)]);
   }
+  if (allowed && fuses_batchnorm_relu(needs)) fuse_batchnorm_relu(net, readers, s, p);
   return p;
 }
 
@@ -317,6 +355,7 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
   }
   needs.loss_workspace = backend.loss_workspace_bytes(net.task(), net.output_shape().batched(micro_batch));
   needs.packed = backend.takes_packed_values() ? value_format(backend.precision()) : ValueFormat::fp32;
+  needs.fuse_batchnorm_relu = backend.fuses_batchnorm_relu();
   return needs;
 }
 
@@ -353,6 +392,10 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
     }
     if (shared.shares_grad(id)) n.value_grad = p.node(shared.grad_root[static_cast<std::size_t>(id)]).value_grad;
   }
+  p.fused_relu = shared.fused_relu;
+  p.fused_into.assign(static_cast<std::size_t>(net.size()), 0);
+  for (int id = 1; id < net.size(); ++id)
+    if (const int r = p.fused_relu[static_cast<std::size_t>(id)]) p.fused_into[static_cast<std::size_t>(r)] = id;
   for (int id = 1; id < net.size(); ++id)
     if (!net.node(id).layer->is_view()) p.nodes[static_cast<std::size_t>(id)].accumulate = accumulate_flags(net, readers, p.training, id);
   p.plan = memory::plan_offsets(p.requests, memory::kDefaultAlignment);

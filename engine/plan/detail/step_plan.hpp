@@ -64,6 +64,9 @@ struct StepPlan {
   std::vector<RecomputeBuffers> recomputations;  // by time step, where a recomputation runs
   std::vector<int> recomputed;  // the node of each recomputation, in the order they run
   std::vector<int> in_place;    // the nodes whose output is written over their input's (step_plan.cpp, Note [In place])
+  // By node (step_plan.cpp, Note [BatchNorm and ReLU in one pass]): the ReLU a BatchNorm runs in
+  // its own calls, and the BatchNorm that runs a ReLU's; 0 where none.
+  std::vector<int> fused_relu, fused_into;
   ValueFormat values = ValueFormat::fp32;
   std::vector<bool> stored_16bit;  // by value node: its buffers hold `values` (16 bits), not float32
   // The values are in the 16-bit format the backend takes as they are stored (StepNeeds::packed):
@@ -100,6 +103,9 @@ struct StepNeeds {
   // value_format of its precision), fp32 where it takes none. Where `values` is that format, the
   // layers that say Layer::packed_values need no float32 copies.
   ValueFormat packed = ValueFormat::fp32;
+  // The backend runs a ReLU after BatchNorm in BatchNorm's calls (Backend::fuses_batchnorm_relu;
+  // step_plan.cpp, Note [BatchNorm and ReLU in one pass]).
+  bool fuse_batchnorm_relu = false;
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);

@@ -171,15 +171,23 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     return c;
   };
 
+  // Note [BatchNorm and ReLU in one pass] (step_plan.cpp): the ReLU a layer runs, 0 where none;
+  // synchronised BatchNorm keeps its own calls.
+  const bool fuse = !slots_.cross_rank && !plan_.fused_relu.empty();
+  auto relu_run_by = [&](int id) { return fuse ? plan_.fused_relu[static_cast<std::size_t>(id)] : 0; };
+  auto runs_within = [&](int id) { return fuse && plan_.fused_into[static_cast<std::size_t>(id)] != 0; };
+
   for (int id = 1; id <= L; ++id) {
     const int t = plan_.forward_time(id);
     memory_.begin(t);
     const Node& nd = net_.node(id);
-    if (!nd.layer->is_view()) {
+    if (!nd.layer->is_view() && !runs_within(id)) {
       const NodeBuffers& b = plan_.node(id);
       gather(nd, id, false, -1, b.forward_inputs_fp32, true);
       const Tensor output = writable(nd, b.value, b.forward_output_fp32);
-      nd.layer->forward(context(id, b.forward_workspace, output));
+      const LayerContext c = context(id, b.forward_workspace, output);
+      if (relu_run_by(id)) nd.layer->forward_then_relu(c);
+      else nd.layer->forward(c);
       store(nd, b.value, output);
     }
     memory_.end(t);
@@ -209,8 +217,9 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       nd.layer->recompute(context(id, r.workspace, output));
       store(nd, r.output, output);
       copies_[static_cast<std::size_t>(id)] = t;
-    } else if (!nd.layer->is_view()) {
+    } else if (!nd.layer->is_view() && !runs_within(id)) {
       const NodeBuffers& b = plan_.node(id);
+      const int relu = relu_run_by(id);
       gather(nd, id, true, -1, b.backward_inputs_fp32, nd.layer->backward_needs_input());
       grad_inputs.clear();
       for (int in : nd.inputs) {
@@ -218,16 +227,21 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
         if (g.empty()) g = buffer(b.discarded_input_grad, net_.node(in).shape.batched(n));
         grad_inputs.push_back(g);
       }
-      LayerContext c = context(id, b.backward_workspace,
-                               readable(id, n, true, b.backward_output_fp32, nd.layer->backward_needs_output(),
-                                        nd.layer->packed_values()));
+      // A layer that runs a ReLU reads the ReLU's output, which the plan keeps until then.
+      const Tensor output = relu ? readable(relu, n, true, -1, true, true)
+                                 : readable(id, n, true, b.backward_output_fp32, nd.layer->backward_needs_output(),
+                                            nd.layer->packed_values());
+      LayerContext c = context(id, b.backward_workspace, output);
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;
       const std::vector<bool>& acc = b.accumulate;
       std::copy(acc.begin(), acc.end(), accumulate_.get());
       c.accumulate = std::span<const bool>(accumulate_.get(), acc.size());
-      nd.layer->backward(c);
+      if (relu) nd.layer->backward_through_relu(c);
+      else nd.layer->backward(c);
       if (buckets) buckets->node_done(id);
+    } else if (runs_within(id) && buckets) {
+      buckets->node_done(id);
     }
     memory_.end(t);
   }

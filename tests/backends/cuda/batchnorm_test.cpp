@@ -124,6 +124,48 @@ std::vector<float> widened_on_host(Backend& gpu, const Stored16& stored) {
   return values;
 }
 
+// BatchNorm and the ReLU after it in one pass (step_plan.cpp, Note [BatchNorm and ReLU in one
+// pass]) give the bits of the calls they are made of, forward and backward: relu_forward over the
+// rounded output, relu_backward's mask from the ReLU's output.
+void check_fused_relu(Backend& gpu, const Tensor& x, const Twin& gamma, const Twin& beta, const Twin& dy) {
+  const Shape xs = x.shape, cs{xs[1]};
+  struct Statistics {
+    Twin running_mean, running_var, saved_mean, saved_inv_std;
+    Statistics(Backend& gpu, Shape cs)
+        : running_mean(gpu, cs, 160), running_var(gpu, cs, random_values(cs.elements(), 161, 0.5f, 1.5f)),
+          saved_mean(gpu, cs, 162), saved_inv_std(gpu, cs, 163) {}
+  } fused_stats(gpu, cs), composed_stats(gpu, cs);
+  Twin fused_y(gpu, xs, 164), composed_y(gpu, xs, 164);
+  const Stored16 fused = stored16(gpu, fused_y.gpu()), composed = stored16(gpu, composed_y.gpu());
+  gpu.batchnorm_relu_forward_training(x, gamma.gpu(), beta.gpu(), fused.alone, fused_stats.running_mean.gpu(),
+                                      fused_stats.running_var.gpu(), 0.1f, 1e-5f, fused_stats.saved_mean.gpu(),
+                                      fused_stats.saved_inv_std.gpu());
+  gpu.batchnorm_forward_training(x, gamma.gpu(), beta.gpu(), composed.alone, composed_stats.running_mean.gpu(),
+                                 composed_stats.running_var.gpu(), 0.1f, 1e-5f, composed_stats.saved_mean.gpu(),
+                                 composed_stats.saved_inv_std.gpu());
+  gpu.relu_forward(composed.alone, composed.alone);
+  CHECK(bits_on_host(gpu, fused) == bits_on_host(gpu, composed));
+  CHECK(fused_stats.running_var.gpu_values() == composed_stats.running_var.gpu_values());
+
+  const std::vector<float> gradient = dy.gpu_values();
+  for (bool accumulate : {false, true}) {
+    INFO("fused backward, accumulate " << accumulate);
+    Twin fused_dy(gpu, xs, gradient), composed_dy(gpu, xs, gradient);
+    Twin fused_dx(gpu, xs, 165), composed_dx(gpu, xs, 165), fused_dgamma(gpu, cs, 166), composed_dgamma(gpu, cs, 166),
+        fused_dbeta(gpu, cs, 167), composed_dbeta(gpu, cs, 167);
+    gpu.batchnorm_relu_backward(x, fused.alone, fused_dy.gpu(), gamma.gpu(), fused_stats.saved_mean.gpu(),
+                                fused_stats.saved_inv_std.gpu(), 1e-5f, fused_dx.gpu(), fused_dgamma.gpu(),
+                                fused_dbeta.gpu(), accumulate);
+    gpu.relu_backward(composed.alone, composed_dy.gpu(), composed_dy.gpu(), false);
+    gpu.batchnorm_backward(x, composed_dy.gpu(), gamma.gpu(), composed_stats.saved_mean.gpu(),
+                           composed_stats.saved_inv_std.gpu(), 1e-5f, composed_dx.gpu(), composed_dgamma.gpu(),
+                           composed_dbeta.gpu(), accumulate);
+    CHECK(fused_dx.gpu_values() == composed_dx.gpu_values());
+    CHECK(fused_dgamma.gpu_values() == composed_dgamma.gpu_values());
+    CHECK(fused_dbeta.gpu_values() == composed_dbeta.gpu_values());
+  }
+}
+
 // BatchNorm on a 16-bit backend with its input and output as a step stores them (Note [Values as
 // they are stored], backend.hpp): the CPU on the same values, widened, is the reference. Sums are
 // in double on both sides, so statistics and float results agree to float rounding; an output
@@ -189,6 +231,8 @@ void check_stored_batchnorm(Precision p, Shape xs, std::size_t offset) {
   gpu.batchnorm_forward_inference(x_alone, gamma.gpu(), beta.gpu(), running_mean.gpu(), running_var.gpu(), 1e-5f,
                                   inferred_bits.alone);
   CHECK(relative_error(widened_on_host(gpu, inferred_bits), inferred.cpu_values()) <= rounding);
+
+  check_fused_relu(gpu, x_alone, gamma, beta, dy);
 
   // The same bits on every run: a channel's blocks add up in rank order (Note [One block a
   // channel]). Last, as it moves the running statistics once more.

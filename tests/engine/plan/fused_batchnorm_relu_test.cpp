@@ -1,0 +1,157 @@
+// BatchNorm and the ReLU after it in one pass (step_plan.cpp, Note [BatchNorm and ReLU in one
+// pass]): which pairs a plan fuses and on which backends, that the ReLU's output stays live for
+// the BatchNorm's backward, and that training through the fused calls' default (the CPU's calls
+// each) gives the unfused run's bits, with float values and with 16-bit values taken as stored.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "engine/core/forwarding_backend.hpp"
+#include "engine/plan/detail/step_plan.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include "memory/host_resource.hpp"
+#include <cnnengine/models/network_text.hpp>
+#include "tests/engine/stored_values_cpu.hpp"
+#include "tests/engine/test_networks.hpp"
+
+using namespace cnn;
+
+namespace {
+
+const Shape kImage{1, 8, 8};
+constexpr int kClasses = 4, kBatch = 8, kSteps = 4;
+
+// A CPU backend that says it runs BatchNorm and ReLU in one pass, and counts the fused calls it
+// gets (they run as the calls they are made of: Backend's default).
+template <class Base>
+class Fusing : public Base {
+ public:
+  using Base::Base;
+  bool fuses_batchnorm_relu() const override { return true; }
+  int fused_forwards = 0, fused_backwards = 0;
+
+ protected:
+  void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                          Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                          Tensor saved_mean, Tensor saved_inv_std) override {
+    ++fused_forwards;
+    Base::do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon,
+                                             saved_mean, saved_inv_std);
+  }
+  void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                  Tensor dgamma, Tensor dbeta, bool accumulate) override {
+    ++fused_backwards;
+    Base::do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta,
+                                     accumulate);
+  }
+};
+using FusingCpu = Fusing<ForwardingBackend>;
+using FusingStoredValuesCpu = Fusing<testing::StoredValuesCpu>;
+
+StepPlan plan(Network& net, Backend& backend, const RecomputeSet& recompute = {}) {
+  StepNeeds needs = step_needs(net, backend, 4, true, std::size_t{64} << 20);
+  needs.in_place = InPlaceSharing::always;
+  return plan_step(net, needs, recompute);
+}
+
+std::vector<std::pair<int, int>> fused_pairs(const StepPlan& p) {
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t b = 0; b < p.fused_relu.size(); ++b)
+    if (p.fused_relu[b]) pairs.emplace_back(static_cast<int>(b), p.fused_relu[b]);
+  return pairs;
+}
+
+struct Run {
+  std::vector<float> losses;
+  std::vector<float> parameters;
+};
+
+// A preset's name, or a network text (it has a newline).
+Network make_network(const std::string& model) {
+  return model.find('\n') == std::string::npos ? make_preset(model, kImage, kClasses)
+                                               : parse_network(model, kImage, kClasses);
+}
+
+// Two BatchNorm and ReLU pairs, one before a residual add; no pooling between (a ReLU before max
+// pooling moves after it: Network::commute_relu_and_max_pool).
+const char* const kPairs =
+    "conv 4 3 pad=1 bias=0\nbatchnorm\nrelu as=a\nconv 4 3 pad=1 bias=0\nbatchnorm\nrelu\nadd a\n"
+    "flatten\ndense 4\n";
+
+Run train(const std::string& model, Backend& backend) {
+  Network net = make_network(model);
+  TrainerOptions options = testing::constant_sgd(kBatch);
+  options.micro_batch = kBatch / 2;
+  options.seed = 7;
+  options.narrow_values = NarrowValues::always;
+  Trainer trainer(net, backend, memory::host_resource(), options);
+  const testing::SyntheticData data(kSteps * kBatch, kImage, kClasses, 23);
+  Run run;
+  for (int s = 0; s < kSteps; ++s) run.losses.push_back(trainer.train_step(data.batch(s * kBatch, kBatch)).loss);
+  run.parameters = trainer.parameters().download();
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("a BatchNorm runs the ReLU after it where the backend fuses them and the pair shares its buffers",
+          "[plan][fusion]") {
+  // 1 conv, 2 batchnorm, 3 relu, 4 conv, 5 batchnorm, 6 relu, 7 add (of 6 and 3), 8 batchnorm,
+  // 9 relu, 10 conv, 11 batchnorm, 12 conv, 13 relu, 14 flatten, 15 dense: BatchNorms 2, 5 and 8
+  // have a ReLU for their one reader (3's output having two readers of its own changes nothing),
+  // 11 a convolution, and the ReLU 13 follows a convolution.
+  Network net = parse_network(
+      "conv 4 3 pad=1 bias=0\nbatchnorm\nrelu as=a\nconv 4 3 pad=1 bias=0\nbatchnorm\nrelu\nadd a\n"
+      "batchnorm\nrelu\nconv 4 3 pad=1 bias=0\nbatchnorm\nconv 4 1\nrelu\nflatten\ndense 4\n",
+      kImage, kClasses);
+  CpuBackend cpu(1);
+  FusingCpu fusing(cpu);
+  const StepPlan fused = plan(net, fusing);
+  CHECK(fused_pairs(fused) == std::vector<std::pair<int, int>>{{2, 3}, {5, 6}, {8, 9}});
+  for (auto [b, r] : fused_pairs(fused)) {
+    CHECK(fused.fused_into[static_cast<std::size_t>(r)] == b);
+    // The ReLU's output, the BatchNorm's buffer, is live at the BatchNorm's backward.
+    const memory::BufferRequest& buffer = fused.requests[static_cast<std::size_t>(fused.node(r).value)];
+    CHECK(fused.node(r).value == fused.node(b).value);
+    CHECK(buffer.last_use >= fused.backward_time(b));
+  }
+  // Not on a backend that does not fuse them, nor where nothing runs in place.
+  CHECK(fused_pairs(plan(net, cpu)).empty());
+  StepNeeds separate = step_needs(net, fusing, 4, true, std::size_t{64} << 20);
+  separate.in_place = InPlaceSharing::never;
+  CHECK(fused_pairs(plan_step(net, separate)).empty());
+  // Nor where either is recomputed (the ReLUs 3 and 9, whose outputs backward reads), nor in
+  // inference.
+  RecomputeSet recompute(static_cast<std::size_t>(net.size()), false);
+  recompute[3] = true;
+  recompute[9] = true;
+  CHECK(fused_pairs(plan(net, fusing, recompute)) == std::vector<std::pair<int, int>>{{5, 6}});
+  StepNeeds inference = step_needs(net, fusing, 4, false, std::size_t{64} << 20);
+  CHECK(fused_pairs(plan_step(net, inference)).empty());
+}
+
+TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run's bits", "[plan][fusion][train]") {
+  for (const std::string model : {kPairs, "resnet"}) {
+    INFO(model);
+    CpuBackend cpu(2);
+    FusingCpu fusing(cpu);
+    const Run plain = train(model, cpu), fused = train(model, fusing);
+    CHECK(fusing.fused_forwards > 0);
+    CHECK(fusing.fused_backwards > 0);
+    CHECK(fused.losses == plain.losses);
+    CHECK(fused.parameters == plain.parameters);
+
+    for (Precision precision : {Precision::bf16, Precision::fp16}) {
+      INFO(to_string(precision) << " values taken as stored");
+      CpuBackend cpu16(2, precision);
+      FusingStoredValuesCpu fusing16(cpu16, true);
+      const Run floats = train(model, cpu16), stored = train(model, fusing16);
+      CHECK(fusing16.fused_forwards > 0);
+      CHECK(stored.losses == floats.losses);
+      CHECK(stored.parameters == floats.parameters);
+    }
+  }
+}
