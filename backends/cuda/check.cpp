@@ -32,16 +32,24 @@ std::string call_name(const char* call) {
   throw memory::OutOfMemory(call + " ran out of device memory (" + error + ")" + state, details);
 }
 
+// How a failed call is reported, by what its status says ran out.
+[[noreturn]] void throw_failure(Shortage shortage, const std::string& call, const std::string& error) {
+  switch (shortage) {
+    case Shortage::device_memory: throw_out_of_memory(call, error);
+    case Shortage::host_memory: throw HostOutOfMemory(call + " ran out of host memory (" + error + ")");
+    case Shortage::none: break;
+  }
+  throw DeviceError(call + " failed: " + error);
+}
+
 }  // namespace
 
 void throw_cuda_error(cudaError_t status, const char* call) {
   std::string name = call_name(call);
   std::string error = std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
-  if (status == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: clear it so that the next launch check does not see it
-    throw_out_of_memory(name, error);
-  }
-  throw DeviceError(name + " failed: " + error);
+  // Not sticky: cleared, so that the next launch check does not see it.
+  if (shortage_of(status) == Shortage::device_memory) cudaGetLastError();
+  throw_failure(shortage_of(status), name, error);
 }
 
 void throw_cudnn_error(cudnnStatus_t status, const char* call) {
@@ -50,20 +58,13 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call) {
   char detail[512] = {};
   cudnnGetLastErrorString(detail, sizeof detail);
   if (detail[0]) error += std::string(" (") + detail + ")";
-  // cuDNN 9 splits the old CUDNN_STATUS_ALLOC_FAILED (now an alias of the host case) into host and
-  // device allocation failures; running out of device memory is the device one.
-  if (status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ||
-      status == CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED) {
-    throw_out_of_memory(name, error);
-  }
-  throw DeviceError(name + " failed: " + error);
+  throw_failure(shortage_of(status), name, error);
 }
 
 void throw_cublas_error(cublasStatus_t status, const char* call) {
   std::string name = call_name(call);
   std::string error = std::string(cublasGetStatusName(status)) + ": " + cublasGetStatusString(status);
-  if (status == CUBLAS_STATUS_ALLOC_FAILED) throw_out_of_memory(name, error);
-  throw DeviceError(name + " failed: " + error);
+  throw_failure(shortage_of(status), name, error);
 }
 
 }  // namespace cnn::cuda

@@ -194,8 +194,9 @@ std::size_t CudaBackend::do_conv2d_workspace_bytes(const Conv2dDesc& desc, const
   // In bf16 and fp16 the operands' copies come first; cuDNN's algorithm gets the rest of the limit.
   const std::size_t copies = conv_copies_bytes(plan.shape);
   const std::size_t cudnn_limit = limit > copies ? limit - copies : 0;
+  memory::MemoryResource& scratch = query_memory_ ? *query_memory_ : device_memory_;
   AlgoSearch search{
-      cudnn_, options_.device, options_.precision, !options_.fast_start, &device_memory_, options_.deterministic, true};
+      cudnn_, options_.device, options_.precision, !options_.fast_start, &scratch, options_.deterministic, true};
   auto choose = [&](ConvAlgoPass p) {
     AlgoChoice& choice = plan.choice[static_cast<std::size_t>(p)];
     choice = choose_algorithm(search, plan, p, cudnn_limit);

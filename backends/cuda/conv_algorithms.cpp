@@ -24,7 +24,7 @@ namespace {
 struct Candidates {
   std::vector<AlgoChoice> fastest_first;
   std::size_t tested_workspace = 0;  // measured with this much scratch; SIZE_MAX for heuristics
-  std::size_t asked_workspace = 0;   // what the measurement wanted (free memory may have cut it)
+  std::size_t asked_workspace = 0;   // what the measurement wanted (its room may have cut it)
   std::size_t largest_useful = 0;    // the largest workspace any usable algorithm asks for
   bool verified = true;              // false: read from a file, workspaces not yet checked with cuDNN
 };
@@ -121,16 +121,31 @@ std::size_t tensor_bytes(int n, int c, int h, int w, Precision precision) {
          static_cast<std::size_t>(w) * conv_element_bytes(precision);
 }
 
-// Measures every algorithm cuDNN can run with up to `workspace_wanted` bytes of workspace.
-// Throws memory::OutOfMemory when even the tensors do not fit.
-Candidates measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
-                   std::size_t workspace_wanted) {
+// What the measurement's scratch memory can give now (under the budget, what it leaves), within
+// the device's free memory.
+std::size_t scratch_room(const memory::MemoryResource& scratch) {
+  std::size_t free = 0, total = 0;
+  CNN_CHECK(cudaMemGetInfo(&free, &total));
+  return measurement_room(free, scratch.largest_free_block());
+}
+
+// Measures every algorithm cuDNN can run with up to `workspace_wanted` bytes of workspace, its
+// scratch tensors and workspace taken from search.scratch. None where the tensors do not fit what
+// that memory can give now; throws memory::OutOfMemory where it refuses them all the same.
+std::optional<Candidates> measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
+                                  std::size_t workspace_wanted) {
   const ConvShape& s = plan.shape;
   using memory::Category;
   const Precision p = search.precision;
-  const memory::Buffer x(*search.scratch, tensor_bytes(s[0], s[1], s[2], s[3], p), Category::workspace);
-  const memory::Buffer y(*search.scratch, tensor_bytes(s[0], s[4], s[5], s[6], p), Category::workspace);
-  const memory::Buffer w(*search.scratch, tensor_bytes(s[4], s[1] / s[12], s[7], s[8], p), Category::workspace);
+  const std::size_t x_bytes = tensor_bytes(s[0], s[1], s[2], s[3], p);
+  const std::size_t y_bytes = tensor_bytes(s[0], s[4], s[5], s[6], p);
+  const std::size_t w_bytes = tensor_bytes(s[4], s[1] / s[12], s[7], s[8], p);
+  const std::optional<std::size_t> workspace_room =
+      measurement_workspace(workspace_wanted, x_bytes + y_bytes + w_bytes, scratch_room(*search.scratch));
+  if (!workspace_room) return std::nullopt;
+  const memory::Buffer x(*search.scratch, x_bytes, Category::workspace);
+  const memory::Buffer y(*search.scratch, y_bytes, Category::workspace);
+  const memory::Buffer w(*search.scratch, w_bytes, Category::workspace);
   // Every byte 0x3c: each float and each bfloat16 is 0.0115, finite and nonzero; each half would
   // be 1.06, whose sums (a weight gradient's over a batch of pixels) overflow half, so in fp16 every
   // byte is 0x1c: 0.0039. All-zero data draws less power and can time faster than training data does.
@@ -138,11 +153,7 @@ Candidates measure(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass 
   for (const memory::Buffer* b : {&x, &y, &w}) CNN_CHECK(cudaMemset(b->data(), byte, b->bytes()));
   CNN_CHECK(cudaDeviceSynchronize());
 
-  // Never ask for more than the device has free: Find would only fail later.
-  std::size_t free = 0, total = 0;
-  CNN_CHECK(cudaMemGetInfo(&free, &total));
-  constexpr std::size_t margin = std::size_t{64} << 20;
-  std::size_t workspace_bytes = std::min(workspace_wanted, free > margin ? free - margin : 0);
+  std::size_t workspace_bytes = *workspace_room;
   std::unique_ptr<memory::Buffer> workspace;
   while (!workspace) {
     try {
@@ -284,6 +295,18 @@ const char* pass_name(ConvAlgoPass pass) {
 
 }  // namespace
 
+std::size_t measurement_room(std::size_t device_free, std::size_t scratch_free) {
+  // What cuDNN's Find allocates for itself beside the workspace it is given.
+  constexpr std::size_t margin = std::size_t{64} << 20;
+  const std::size_t room = device_free > margin ? device_free - margin : 0;
+  return scratch_free ? std::min(room, scratch_free) : room;
+}
+
+std::optional<std::size_t> measurement_workspace(std::size_t wanted, std::size_t tensors, std::size_t room) {
+  if (tensors > room) return std::nullopt;
+  return std::min(wanted, room - tensors);
+}
+
 std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                                          std::size_t limit) {
   CNN_CHECK(cudnnSetConvolutionMathType(plan.conv, search_math(search.precision)));
@@ -301,13 +324,16 @@ std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPla
   // limit allows and some algorithm could use more.
   const std::size_t useful = std::min(limit, heuristic->second.largest_useful);
   if (search.measure && (measured == entries.end() || measured->second.asked_workspace < useful)) {
+    // Where not even the scratch tensors fit, the heuristics decide.
+    std::optional<Candidates> fresh;
     try {
-      Candidates fresh = measure(search, plan, pass, useful);
-      fresh.asked_workspace = useful;
-      measured = entries.insert_or_assign(measured_key, std::move(fresh)).first;
-      ++measurements;
+      fresh = measure(search, plan, pass, useful);
     } catch (const memory::OutOfMemory&) {
-      // Not even the scratch tensors fit: the heuristics decide.
+    }
+    if (fresh) {
+      fresh->asked_workspace = useful;
+      measured = entries.insert_or_assign(measured_key, std::move(*fresh)).first;
+      ++measurements;
     }
   }
 

@@ -78,6 +78,18 @@ void* CudaDeviceResource::do_allocate(std::size_t bytes, std::size_t alignment, 
   throw OutOfMemory(describe(details) + device_state, details);
 }
 
+// Asked while a refusal is described too: it answers 0 rather than throw.
+std::size_t CudaDeviceResource::largest_free_block() const {
+  std::size_t free = 0, total = 0;
+  try {
+    DeviceGuard guard(device_);
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess) return free;
+  } catch (const DeviceError&) {
+  }
+  cudaGetLastError();
+  return 0;
+}
+
 void CudaDeviceResource::do_deallocate(void* ptr, std::size_t, std::size_t, Category) {
   if (!ptr) return;
   DeviceGuard guard(device_);

@@ -289,6 +289,11 @@ class Backend {
   // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.
   virtual memory::MemoryResource& device_memory() = 0;
   virtual memory::MemoryResource& staging_memory() = 0;
+  // Where the workspace queries take the scratch they may need to answer (CUDA: cuDNN's
+  // algorithms measured on scratch tensors and a workspace), until set again; null:
+  // device_memory(). A planner points it at its budget's memory while it plans, so that the
+  // budget counts that scratch and caps it. Returns what it replaces.
+  virtual memory::MemoryResource* set_query_memory(memory::MemoryResource*) { return nullptr; }
   // Bytes the backend's libraries hold for themselves (cuBLAS workspace, ...): counted in the
   // budget under workspace.
   virtual std::size_t library_reserved_bytes() const { return 0; }

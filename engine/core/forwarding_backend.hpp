@@ -34,6 +34,9 @@ class ForwardingBackend : public Backend {
   bool fuses_batchnorm_relu() const override { return inner_.fuses_batchnorm_relu(); }
   memory::MemoryResource& device_memory() override { return inner_.device_memory(); }
   memory::MemoryResource& staging_memory() override { return inner_.staging_memory(); }
+  memory::MemoryResource* set_query_memory(memory::MemoryResource* memory) override {
+    return inner_.set_query_memory(memory);
+  }
   std::size_t library_reserved_bytes() const override { return inner_.library_reserved_bytes(); }
   std::size_t available_memory() const override { return inner_.available_memory(); }
   std::size_t largest_tensor_elements() const override { return inner_.largest_tensor_elements(); }

@@ -10,6 +10,7 @@
 #include "engine/infer/detail/forward_slots.hpp"
 #include "engine/infer/detail/inference_plan.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
+#include "engine/plan/detail/query_memory.hpp"
 #include "engine/plan/detail/workspace_fitting.hpp"
 #include <cnnengine/memory/memory_resource.hpp>
 
@@ -21,6 +22,7 @@ InferencePlan plan_with_workspace(const InferencePlanner& planner, int micro_bat
   Backend& backend = planner.backend();
   const InferenceOptions& options = planner.options();
   InferencePlan p;
+  const QueryMemoryScope scratch(backend, planner.query_memory());
   p.step = plan_step(net, backend, micro_batch, false, workspace_limit);
   MemoryBreakdown& m = p.breakdown;
   m.micro_batch = micro_batch;
@@ -46,8 +48,9 @@ InferencePlan plan_inference(const InferencePlanner& planner, int micro_batch) {
       [&](std::size_t limit) { return plan_with_workspace(planner, micro_batch, limit); });
 }
 
-InferencePlanner::InferencePlanner(Network& network, Backend& backend, InferenceOptions options)
-    : net_(network), backend_(backend), options_(options) {
+InferencePlanner::InferencePlanner(Network& network, Backend& backend, InferenceOptions options,
+                                   memory::MemoryResource* query_memory)
+    : net_(network), backend_(backend), options_(options), query_memory_(query_memory) {
   if (options_.max_batch <= 0)
     throw ConfigError("an inference's max_batch must be positive, got " + std::to_string(options_.max_batch));
   constexpr int kLargestBatch = 1 << 24;  // as a trainer's: sums of sample counts stay in an int

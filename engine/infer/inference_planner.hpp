@@ -17,8 +17,11 @@ namespace cnn {
 // Not thread-safe: it keeps what it planned.
 class InferencePlanner {
  public:
-  // Throws ConfigError for a max_batch below 1 or byte counts beyond any memory.
-  InferencePlanner(Network& network, Backend& backend, InferenceOptions options);
+  // Throws ConfigError for a max_batch below 1 or byte counts beyond any memory. `query_memory`:
+  // where the backend's workspace queries take their scratch while this planner plans (the
+  // predictor's budget: Backend::set_query_memory); null: the backend's device memory.
+  InferencePlanner(Network& network, Backend& backend, InferenceOptions options,
+                   memory::MemoryResource* query_memory = nullptr);
 
   // The bytes of a forward pass of b images: the parameters (with their running statistics),
   // the arena, the input's staging, the loader's, the libraries'. Under a budget, each layer's
@@ -31,11 +34,13 @@ class InferencePlanner {
   const InferenceOptions& options() const { return options_; }
   Network& network() const { return net_; }
   Backend& backend() const { return backend_; }
+  memory::MemoryResource* query_memory() const { return query_memory_; }
 
  private:
   Network& net_;
   Backend& backend_;
   InferenceOptions options_;
+  memory::MemoryResource* query_memory_;
   mutable std::map<int, MemoryBreakdown> breakdowns_;
 };
 

@@ -77,7 +77,7 @@ void Predictor::start() {
   // One account of the budget, the stack's, as a trainer's: the libraries' workspaces set aside,
   // the loaders' staging (staged or booked) left room in the plan.
   options_.account = stack_->settle_account(backend_.library_reserved_bytes(), 0);
-  planner_ = std::make_unique<InferencePlanner>(net_, backend_, options_);
+  planner_ = std::make_unique<InferencePlanner>(net_, backend_, options_, &stack_->blocks());
   const int b = planner_->largest_fitting();
   if (b == 0) {
     const MemoryBreakdown one = planner_->breakdown(1);

@@ -10,14 +10,16 @@
 #include "engine/plan/detail/cost_model.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/plan/detail/micro_batch_plan.hpp"
+#include "engine/plan/detail/query_memory.hpp"
 #include "engine/plan/detail/recompute_search.hpp"
 #include "engine/plan/detail/workspace_fitting.hpp"
 #include "memory/detail/strategy_replay.hpp"
 
 namespace cnn {
 
-BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options)
-    : net_(network), backend_(backend), options_(options) {
+BatchPlanner::BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options,
+                           memory::MemoryResource* query_memory)
+    : net_(network), backend_(backend), options_(options), query_memory_(query_memory) {
   if (options_.batch <= 0) throw ConfigError("batch must be positive");
   // Far above any batch that trains, and low enough that sums of sample counts stay in an int.
   constexpr int kLargestBatch = 1 << 24;
@@ -123,6 +125,7 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   Network& net = planner.network();
   Backend& backend = planner.backend();
   const BatchPlanOptions& options = planner.options();
+  const QueryMemoryScope scratch(backend, planner.query_memory());
   StepNeeds training = step_needs(net, backend, micro_batch, true, workspace_limit);
   StepNeeds inference = step_needs(net, backend, micro_batch, false, workspace_limit);
   training.values = inference.values = chosen_value_format(net, training, options.values, options.narrow_values);

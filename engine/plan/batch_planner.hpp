@@ -56,7 +56,10 @@ MicroBatchSplit split_into_micro_batches(int samples, int micro_batch, int need 
 // Not thread-safe: it keeps what it planned.
 class BatchPlanner {
  public:
-  BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options);
+  // `query_memory`: where the backend's workspace queries take their scratch while this planner
+  // plans (the trainer's budget: Backend::set_query_memory); null: the backend's device memory.
+  BatchPlanner(Network& network, Backend& backend, BatchPlanOptions options,
+               memory::MemoryResource* query_memory = nullptr);
   // The bytes of the step plans at micro-batch b, with the workspace limit below, recomputing as
   // the options' policy (or `policy`) asks.
   MemoryBreakdown breakdown(int micro_batch) const;
@@ -87,6 +90,7 @@ class BatchPlanner {
   const BatchPlanOptions& options() const { return options_; }
   Network& network() const { return net_; }
   Backend& backend() const { return backend_; }
+  memory::MemoryResource* query_memory() const { return query_memory_; }
   // What the network's layers need of a training micro-batch, and the smallest micro-batch the
   // planner will use: 1, or with a need of n > 1 samples 2n - 1 (at most the batch), so that any
   // step of n samples or more splits into micro-batches of n or more.
@@ -97,6 +101,7 @@ class BatchPlanner {
   Network& net_;
   Backend& backend_;
   BatchPlanOptions options_;
+  memory::MemoryResource* query_memory_;
   TrainingBatchNeed need_;
   int smallest_ = 1;
   int most_ = 1;  // the largest micro-batch whose tensors the backend can hold

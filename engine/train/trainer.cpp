@@ -70,10 +70,12 @@ void Trainer::start() {
     scaler_ = std::make_unique<LossScaler>(options_.loss_scale);
   // One account of the budget, the stack's: what the libraries and the communicator hold is set
   // aside there, and the plan leaves room for the loaders' staging it counts, staged or booked.
+  // The backend's workspace queries take their scratch (cuDNN's measurements) from its memory too.
   const AccountSetAside aside = trainer_set_aside(options_, net_, backend_);
   planner_ = std::make_unique<BatchPlanner>(
       net_, backend_,
-      planning_options(options_, net_, backend_, stack_->settle_account(aside.libraries, aside.communication)));
+      planning_options(options_, net_, backend_, stack_->settle_account(aside.libraries, aside.communication)),
+      &stack_->blocks());
   planned_nodes_ = net_.size();
 
   const int b = planner_->choose();

@@ -64,8 +64,8 @@ struct AlgoSearch {
   // fp32: FMA math only; tf32, bf16 and fp16: the tensor cores too. bf16 and fp16 plans hold
   // 16-bit tensors, so the measurements are kept apart by precision.
   Precision precision = Precision::fp32;
-  // true: measure (cudnnFind*Ex), allocating scratch from `scratch`; false: heuristics only,
-  // unless measurements are already cached.
+  // true: measure (cudnnFind*Ex), allocating scratch from `scratch` (a planner's budget: Note
+  // [Measuring inside the budget]); false: heuristics only, unless measurements are already cached.
   bool measure = false;
   memory::MemoryResource* scratch = nullptr;
   bool deterministic = false;  // only algorithms cuDNN reports deterministic
@@ -81,6 +81,19 @@ std::optional<AlgoChoice> find_algorithm(const AlgoSearch& search, const ConvPla
                                          std::size_t limit);
 AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, ConvAlgoPass pass,
                             std::size_t limit);
+
+// Note [Measuring inside the budget]
+// A measurement runs cuDNN's Find on scratch tensors x, y and w and a workspace. While a trainer
+// or a predictor plans, that scratch comes from its budget's memory (Backend::set_query_memory),
+// so the budget counts it and refuses it beyond what it leaves; otherwise from the device's own.
+// The workspace asked for is cut to what the tensors leave of the room: what the scratch memory
+// can give now (its largest_free_block(): under a budget, what the budget leaves), within the
+// device's free memory less a margin for cuDNN's own allocations. Where the tensors alone do
+// not fit, nothing is allocated and the heuristics decide; so too where the scratch memory
+// refuses them (a largest_free_block() of 0 says nothing, not even that nothing is left).
+std::size_t measurement_room(std::size_t device_free, std::size_t scratch_free);
+// `wanted`, within what `tensors` bytes leave of `room`; none where the tensors do not fit.
+std::optional<std::size_t> measurement_workspace(std::size_t wanted, std::size_t tensors, std::size_t room);
 
 // Device `device`'s measurements under this cuDNN version, as text lines (key -> value), for
 // the algorithm cache file; and measurements read back from one (invalid lines are skipped;

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/detail/conv_algorithms.hpp"
@@ -56,6 +57,9 @@ class CudaBackend final : public Backend {
   bool fuses_batchnorm_relu() const override { return products16(); }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
+  memory::MemoryResource* set_query_memory(memory::MemoryResource* memory) override {
+    return std::exchange(query_memory_, memory);
+  }
   std::size_t library_reserved_bytes() const override {
     return cublas_workspace_bytes_ + loss_scratch_bytes() + library_resident_bytes_ + kKernelsLoadedLater;
   }
@@ -221,6 +225,7 @@ class CudaBackend final : public Backend {
   std::size_t total_memory_ = 0;
   memory::CudaDeviceResource device_memory_;
   memory::CudaPinnedResource pinned_memory_;
+  memory::MemoryResource* query_memory_ = nullptr;  // set_query_memory's; null: device_memory_
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;

@@ -10,6 +10,10 @@ class CudaDeviceResource final : public MemoryResource {
  public:
   explicit CudaDeviceResource(int device = 0);
   int device() const { return device_; }
+  // The device's free memory (cudaMemGetInfo): the most a request could get, other processes
+  // and the libraries allocating too; 0 where the device cannot say. Under a budget adaptor, cut
+  // to what the budget leaves.
+  std::size_t largest_free_block() const override;
   bool is_device_memory() const override { return true; }
   std::string name() const override;
 
