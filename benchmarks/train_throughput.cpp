@@ -197,6 +197,8 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
             {"first_step_seconds", first_step}, {"host_waits_per_step", static_cast<double>(waits) / s.steps},
             {"final_loss", loss}, {"graph_replays", trainer.graph_replays()},
             {"planned_bytes", trainer.memory().total()}, {"values", to_string(trainer.memory().values)},
+            {"in_place_layers", trainer.memory().in_place_layers},
+            {"fused_batchnorm_relu", trainer.memory().fused_relus},
             {"reserved_bytes", trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes()},
             {"library_reserved_bytes", backend.library_reserved_bytes()}, {"determinism", backend.determinism_report()}});
   add_driver_bytes(r, backend, context);

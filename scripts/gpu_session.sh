@@ -30,6 +30,9 @@
 #                                  eager in channels_last and NCHW, the kernels of a bf16 step,
 #                                  torch.compile in bf16 and channels_last, then resnet50 at
 #                                  3x224x224, batch 128, bf16 (ours, PyTorch eager channels_last)
+#   scripts/gpu_session.sh speed-bf16 train_throughput alone built, then resnet18 in bf16, ours eager
+#                                  and with graphs, the kernels of its step, and torch.compile in
+#                                  bf16 and channels_last: a short call after a change
 #   scripts/gpu_session.sh mixed-speed test, then mixed's speed alone (resnet18 in tf32, bf16 and
 #                                  fp16 against PyTorch eager in NCHW and channels_last, small
 #                                  too), the kernels of a resnet18
@@ -45,8 +48,8 @@
 # of a session, so only the first process that meets a shape measures it.
 set -uo pipefail
 WHAT=${1:-all}
-case "$WHAT" in all|test|bench|mixed|mixed-all|mixed-speed|best-peer) ;;
-  *) echo "usage: $0 [all|test|bench|mixed|mixed-all|mixed-speed|best-peer]" >&2; exit 2 ;;
+case "$WHAT" in all|test|bench|mixed|mixed-all|mixed-speed|best-peer|speed-bf16) ;;
+  *) echo "usage: $0 [all|test|bench|mixed|mixed-all|mixed-speed|best-peer|speed-bf16]" >&2; exit 2 ;;
 esac
 want_tests() {
   [ "$WHAT" = all ] || [ "$WHAT" = test ] || [ "$WHAT" = mixed-all ] || [ "$WHAT" = mixed-speed ] ||
@@ -125,7 +128,10 @@ fi
 # What the build leaves the later phases: best-peer, made for a short call, keeps less for them
 # (its measurements come last and are skipped when the time is spent).
 if [ "$WHAT" = best-peer ]; then CONFIGURE_RESERVE=150 BUILD_RESERVE=120
+elif [ "$WHAT" = speed-bf16 ]; then CONFIGURE_RESERVE=100 BUILD_RESERVE=90
 else CONFIGURE_RESERVE=420 BUILD_RESERVE=$(want_tests && echo 310 || echo 300); fi
+TARGETS=(cnn_cuda_tests train_images train_throughput alloc_compare)
+[ "$WHAT" = speed-bf16 ] && TARGETS=(train_throughput)
 configured=0
 if [ -f "$BUILD/CMakeCache.txt" ] && ! want_tests; then
   configured=1  # the test call configured it
@@ -139,7 +145,7 @@ if ((configured)); then
   # -k 0: a file that does not compile (one test, say) leaves the other programs built; each
   # phase below runs when its program is there. A warm second call finds it up to date.
   if ! run_phase build 240 "$BUILD_RESERVE" "$OUT/build.log" \
-       cmake --build "$BUILD" -j"$(nproc)" --target cnn_cuda_tests train_images train_throughput alloc_compare \
+       cmake --build "$BUILD" -j"$(nproc)" --target "${TARGETS[@]}" \
        -- -k 0; then
     { grep -E '^FAILED: |error:' "$OUT/build.log" | head -20; tail -3 "$OUT/build.log"; } >>"$SESSION_LOG"
   fi
@@ -311,6 +317,14 @@ if [ "$WHAT" = best-peer ] && built "$THROUGHPUT"; then
     --memory-formats channels_last --syncs none --budget 0 --data-on-gpu
   # Why the measured search chose each algorithm: its timings, shape by shape.
   [ -f "$ALGO_CACHE" ] && { echo "=== algorithm cache"; cat "$ALGO_CACHE"; } >>"$RUNS_LOG"
+fi
+
+if [ "$WHAT" = speed-bf16 ] && built "$THROUGHPUT"; then
+  ours "resnet18 bf16" 20 90 --model resnet18 --input 3x32x32 --batch 256 --precision bf16
+  ours "resnet18 bf16 graph" 20 90 --model resnet18 --input 3x32x32 --batch 256 --precision bf16 --cuda-graph
+  run_phase "kernels resnet18 bf16" 45 40 "$OUT/kernels.txt" bash scripts/gpu_kernels.sh resnet18 3x32x32 bf16
+  peer "resnet18 bf16 compile" 120 0 --models resnet18 --precisions bf16 --modes compile \
+    --memory-formats channels_last --budget 0 --data-on-gpu --compile-reserve 40
 fi
 
 # At most 8 files come back: session.log, build.log, cuda_tests.log, runs.log, ours.jsonl,

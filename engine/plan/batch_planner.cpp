@@ -165,6 +165,8 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.recomputed_layers = static_cast<int>(std::unique(layers.begin(), layers.end()) - layers.begin());
   m.recompute_fraction = cost.extra_fraction(p.training.recomputed, micro_batch);
   m.in_place_layers = static_cast<int>(p.training.in_place.size());
+  m.fused_relus = static_cast<int>(
+      std::count_if(p.training.fused_relu.begin(), p.training.fused_relu.end(), [](int r) { return r != 0; }));
   m.values = training.values;
   check_strategy(planner, p);
   if (micro_batch >= planner.smallest_micro_batch())

@@ -46,6 +46,12 @@ std::string format_memory_table(const MemoryBreakdown& m) {
                   (std::to_string(m.in_place_layers) + (m.in_place_layers == 1 ? " layer" : " layers")).c_str());
     out += line;
   }
+  if (m.fused_relus) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %12s  each with the ReLU after it, in one pass\n", "BatchNorm",
+                  (std::to_string(m.fused_relus) + (m.fused_relus == 1 ? " layer" : " layers")).c_str());
+    out += line;
+  }
   if (m.recompute != RecomputePolicy::none) {
     char line[160];
     std::snprintf(line, sizeof line, "  %-24s %12s  +%.1f%% compute in backward\n",

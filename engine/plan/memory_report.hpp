@@ -52,6 +52,7 @@ struct MemoryBreakdown {
   int recomputed_layers = 0;
   double recompute_fraction = 0;
   int in_place_layers = 0;  // layers whose output the plan writes over their input
+  int fused_relus = 0;      // BatchNorms that run the ReLU after them in their own calls
   ValueFormat values = ValueFormat::fp32;  // how the step stores the values between layers
   double expected_samples_per_second = 0;
 

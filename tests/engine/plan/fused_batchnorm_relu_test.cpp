@@ -155,3 +155,26 @@ TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run
     }
   }
 }
+
+// Sharing buffers is kept where it is smaller, or where it lets BatchNorm and ReLU run in one pass
+// and the arena without it is not more than 1 % smaller (step_plan.cpp, plan_step). resnet50 at
+// 224, micro-batch 32, in bf16 values: 0.12 % larger with its 33 pairs fused.
+TEST_CASE("a plan that fuses BatchNorm and ReLU is kept within 1 % of the arena without sharing", "[plan][fusion]") {
+  Network net = make_preset("resnet50", Shape{3, 224, 224}, 10);
+  CpuBackend cpu(1, Precision::bf16);
+  testing::StoredValuesCpu plain(cpu, true);
+  FusingStoredValuesCpu fusing(cpu, true);
+  auto planned = [&](Backend& backend, InPlaceSharing sharing) {
+    StepNeeds needs = step_needs(net, backend, 32, true, std::size_t{256} << 20);
+    needs.values = ValueFormat::bf16;
+    needs.in_place = sharing;
+    return plan_step(net, needs);
+  };
+  const StepPlan shared = planned(fusing, InPlaceSharing::always), separate = planned(fusing, InPlaceSharing::never);
+  REQUIRE(separate.arena_bytes() < shared.arena_bytes());
+  REQUIRE(separate.arena_bytes() * 101 > shared.arena_bytes() * 100);
+  CHECK(fused_pairs(planned(fusing, InPlaceSharing::where_smaller)).size() == fused_pairs(shared).size());
+  CHECK(fused_pairs(shared).size() == 33);
+  // Without the fusion the smaller arena is kept.
+  CHECK(planned(plain, InPlaceSharing::where_smaller).in_place.empty());
+}
