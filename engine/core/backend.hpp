@@ -134,8 +134,9 @@ class CapturedCalls {
 // 3. its do_<name> in the CPU backend (backends/cpu/) and in the CUDA backend (backends/cuda/).
 // Nothing else changes: the forwarding backend and its wrappers pass the new call on by
 // themselves. A call made of listed ones (conv2d_backward) is not listed: Backend makes it of
-// them by default, and a backend overrides its do_<name> where one call does better. The properties, the host transfers, fences and capture stay virtual public calls:
-// they have no arguments to check, and a backend overrides them one by one.
+// them by default, and a backend overrides its do_<name> where one call does better. The
+// properties, the host transfers, fences and capture stay virtual public calls: they have no
+// arguments to check, and a backend overrides them one by one.
 #define CNN_BACKEND_CALLS(CALL, QUERY)                                                                               \
   CALL(fill, (Tensor t, float value), (t, value), (t))                                                               \
   CALL(copy_on_device, (const void* src, void* dst, std::size_t bytes), (src, dst, bytes), ())                       \

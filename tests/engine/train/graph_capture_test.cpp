@@ -155,3 +155,35 @@ TEST_CASE("recording steps is refused where it cannot work", "[trainer][graphs]"
   CHECK_THROWS_WITH(Trainer(net, recording, memory::host_resource(), dynamic),
                     Catch::Contains("needs the planned strategy"));
 }
+
+// By default (GraphCapture::automatic) a trainer records wherever it can, and says why where not.
+TEST_CASE("a trainer records its steps by default where it can, and says why not elsewhere", "[trainer][graphs]") {
+  Network net = make_preset("small", kImage, kClasses);
+  TrainerOptions automatic = options(8, false);
+  automatic.capture_graphs = GraphCapture::automatic;
+  RecordingBackend recording(1);
+  {
+    Trainer trainer(net, recording, memory::host_resource(), automatic);
+    CHECK(trainer.capturing_graphs());
+    CHECK(trainer.graphs_off_because().empty());
+  }
+  CpuBackend cpu(1);
+  {
+    Trainer trainer(net, cpu, memory::host_resource(), automatic);
+    CHECK_FALSE(trainer.capturing_graphs());
+    CHECK_THAT(trainer.graphs_off_because(), Catch::Contains("this backend cannot capture calls"));
+  }
+  TrainerOptions dynamic = automatic;
+  dynamic.memory.strategy = memory::Strategy::direct;
+  {
+    Trainer trainer(net, recording, memory::host_resource(), dynamic);
+    CHECK_FALSE(trainer.capturing_graphs());
+    CHECK_THAT(trainer.graphs_off_because(), Catch::Contains("needs the planned strategy"));
+  }
+  CHECK_THAT(graph_capture_blocked(automatic, recording), Catch::Equals(""));
+  TrainerOptions never = automatic;
+  never.capture_graphs = GraphCapture::never;
+  Trainer trainer(net, recording, memory::host_resource(), never);
+  CHECK_FALSE(trainer.capturing_graphs());
+  CHECK(trainer.graphs_off_because() == "turned off");
+}
