@@ -21,7 +21,7 @@ class ConfigError : public Error {
 };
 
 // An option out of range or in conflict, naming the option by its field in the options struct
-// ("validation_split", "trainer.batch"), so that a program can say which of its own flags it was
+// ("validation_split", "batch"), so that a program can say which of its own flags it was
 // (train_images maps the field to its flag).
 class OptionError : public ConfigError {
  public:

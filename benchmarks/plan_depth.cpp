@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
       {
         cnn::Network net = cnn::parse_network(text, image, 10);
         const cnn::BatchPlanner unbounded(net, backend, cnn::planning_options(options, net, backend));
-        options.memory.budget = unbounded.breakdown(8).total();
+        options.memory_budget = unbounded.breakdown(8).total();
       }
       for (cnn::RecomputePolicy policy :
            {cnn::RecomputePolicy::none, cnn::RecomputePolicy::cheap, cnn::RecomputePolicy::automatic}) {

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     const double planned = seconds_since(start);
     cnn::TrainerOptions options;
     options.batch = 64;
-    options.memory.budget = plan.plan.arena_bytes * 4;  // the choice bisects over micro-batches
+    options.memory_budget = plan.plan.arena_bytes * 4;  // the choice bisects over micro-batches
     start = Clock::now();
     const int chosen = cnn::BatchPlanner(net, backend, cnn::planning_options(options, net, backend)).choose();
     const double choose = seconds_since(start);

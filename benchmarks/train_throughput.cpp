@@ -131,7 +131,7 @@ TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
   TrainerOptions t;
   t.batch = batch;
   t.micro_batch = micro_batch;
-  t.memory.budget = s.budget.empty() ? 0 : memory::parse_bytes(s.budget);
+  t.memory_budget = s.budget.empty() ? 0 : memory::parse_bytes(s.budget);
   t.capture_graphs = s.cuda_graph ? GraphCapture::always : GraphCapture::never;  // each mode measured as asked
   t.recompute = parse_recompute_policy(s.recompute);
   t.optimizer.kind = parse_optimizer_kind(s.optimizer);
@@ -158,7 +158,7 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
   const SyntheticBatch data(sample, s.classes, s.batch);
   Network net = make_network(s.model, sample, s.classes);
   const TrainerOptions t = trainer_options(s, s.batch, s.micro_batch);
-  memory::MemoryStack stack = memory_stack_for(backend, t.memory);
+  memory::MemoryStack stack = memory_stack_for(backend, t);
   stack.book_staging(data.bytes());  // the batch staged after the trainer plans
   Trainer trainer(net, backend, stack, t);
   const StagedBatch staged(trainer, backend, data, !s.host_batch);
@@ -236,7 +236,7 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
     const SyntheticBatch data(sample, s.classes, largest);
     Network net = make_network(s.model, sample, s.classes);
     const TrainerOptions t = trainer_options(s, largest, largest);
-    memory::MemoryStack stack = memory_stack_for(backend, t.memory);
+    memory::MemoryStack stack = memory_stack_for(backend, t);
     stack.book_staging(staged_bytes);  // the batch staged after the trainer plans
     Trainer trainer(net, backend, stack, t);
     const StagedBatch staged(trainer, backend, data, /*on_device=*/false);
@@ -255,7 +255,7 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
   Network net = make_network(s.model, sample, s.classes);
   try {
     const TrainerOptions t = trainer_options(s, largest + 1, largest + 1);
-    memory::MemoryStack stack = memory_stack_for(backend, t.memory);
+    memory::MemoryStack stack = memory_stack_for(backend, t);
     stack.book_staging(staged_bytes + sample_bytes);  // the batch staged after the trainer plans
     Trainer trainer(net, backend, stack, t);
     r["one_more_refused"] = false;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <vector>
 
+#include <cnnengine/backends/device/device.hpp>
 #include <cnnengine/base/error.hpp>
 #include <cnnengine/engine/core/task_scores.hpp>
 #include "fit/detail/fit_state.hpp"
@@ -21,8 +22,8 @@ namespace {
 
 // What the loaders would refuse, said of the option that sets it, before anything is planned.
 void check_loading(const FitOptions& o) {
-  if (o.trainer.batch <= 0)
-    throw OptionError("trainer.batch", "Loader: batch must be positive, got " + std::to_string(o.trainer.batch));
+  if (o.batch <= 0)
+    throw OptionError("batch", "Loader: batch must be positive, got " + std::to_string(o.batch));
   if (o.loading.prefetch < 0)
     throw OptionError("loading.prefetch",
                       "Loader: prefetch must be 0 or more, got " + std::to_string(o.loading.prefetch));
@@ -68,15 +69,16 @@ void check_options(const FitOptions& o, const FitData& data) {
                                   o.load.string() + "), not both");
   const bool validated = o.validation_split > 0 || (data.validation && data.validation->size() > 0);
   const bool watches_validation = cnn::watches_validation(o.monitor);
-  const bool plateau = o.trainer.schedule.kind == ScheduleKind::plateau;
+  const bool plateau = o.schedule.kind == ScheduleKind::plateau;
   if ((o.keep_best || o.early_stop > 0 || plateau) && watches_validation && !validated) {
     // The option that asked for the watch, as the message names it.
     const auto [field, watcher] = o.keep_best        ? std::pair("keep_best", "keeping the best model")
                                   : o.early_stop > 0 ? std::pair("early_stop", "stopping early")
-                                                     : std::pair("trainer.schedule.kind", "the plateau schedule");
+                                                     : std::pair("schedule.kind", "the plateau schedule");
     throw OptionError(field, std::string(watcher) + " watches " + to_string(o.monitor) +
-                                 ", and this run has no validation set: hold out a validation split, give a val/ "
-                                 "folder, or watch train_loss");
+                                 " (`monitor`), and this run has no validation set: hold out a validation split "
+                                 "(`validation_split`, e.g. 0.1), give a val/ folder beside train/ and test/, or "
+                                 "watch train_loss; the test set never chooses the model");
   }
   check_loading(o);
 }
@@ -145,6 +147,52 @@ void check_outputs(const FitOptions& o, const FitData& data) {
 
 }  // namespace
 
+data::LoaderOptions loader_options(const TrainerOptions& options, data::LoaderOptions loading) {
+  const data::LoaderOptions defaults;
+  const int rank = options.communicator ? options.communicator->rank() : 0;
+  const int ranks = options.communicator ? options.communicator->ranks() : 1;
+  // A field set apart from the trainer's would be silently replaced: refused, naming both.
+  const auto check = [](const char* field, auto given, auto fallback, auto trainers, const char* set_instead) {
+    if (given != fallback && given != trainers)
+      throw OptionError(std::string("loading.") + field,
+                        std::string("the loader's ") + field + " is the trainer's (" + std::to_string(trainers) +
+                            "), not " + std::to_string(given) + ": set " + set_instead + " alone");
+  };
+  check("batch", loading.batch, defaults.batch, options.batch, "batch");
+  check("seed", loading.seed, defaults.seed, options.seed, "seed");
+  check("rank", loading.rank, defaults.rank, rank, "the communicator");
+  check("ranks", loading.ranks, defaults.ranks, ranks, "the communicator");
+  loading.batch = options.batch;
+  loading.seed = options.seed;
+  loading.rank = rank;
+  loading.ranks = ranks;
+  return loading;
+}
+
+namespace {
+
+// An evaluation's loader: the training one's batch and normalisation, in order, unaugmented, whole.
+data::LoaderOptions evaluation_loader_options(data::LoaderOptions training) {
+  training.shuffle = false;
+  training.drop_last = false;
+  training.augment_flip = false;
+  training.augment_crop_padding = 0;
+  return training;
+}
+
+}  // namespace
+
+std::size_t book_fit_loaders(memory::MemoryStack& stack, const FitData& data, const FitOptions& options) {
+  const data::LoaderOptions training = loader_options(options, options.loading);
+  const data::LoaderOptions evaluation = evaluation_loader_options(training);
+  std::size_t booked = data::Loader::book(stack, *data.train, training);
+  const bool held_out = !data.validation && options.validation_split > 0;  // the same samples' shape
+  if (held_out || (data.validation && data.validation->size() > 0))
+    booked += data::Loader::book(stack, held_out ? *data.train : *data.validation, evaluation);
+  if (data.test && data.test->size() > 0) booked += data::Loader::book(stack, *data.test, evaluation);
+  return booked;
+}
+
 std::filesystem::path best_checkpoint_path(const std::filesystem::path& save) {
   std::filesystem::path best = save.parent_path() / save.stem();
   best += ".best" + save.extension().string();
@@ -154,7 +202,7 @@ std::filesystem::path best_checkpoint_path(const std::filesystem::path& save) {
 
 void Fit::State::open_data(const FitData& data) {
   double fraction = o.validation_split;
-  std::uint64_t seed = o.trainer.seed;
+  std::uint64_t seed = o.seed;
   // A resumed run holds out what it held out.
   if (resumed && resumed_settings.contains("validation")) {
     const json& v = resumed_settings["validation"];
@@ -252,7 +300,7 @@ std::string last_batch_left_out(const TrainerOptions& t, const TrainingBatchNeed
     throw ConfigError("the training set holds " + std::to_string(samples) + " sample(s), too few: " + need.why);
   const bool synchronised = t.sync_batchnorm && ranks > 1;
   if (synchronised && samples < batch && samples % rank_count != 0)
-    throw OptionError("trainer.batch", "synchronised BatchNorm: the training set's " + std::to_string(samples) +
+    throw OptionError("batch", "synchronised BatchNorm: the training set's " + std::to_string(samples) +
                                            " samples make one batch, which cannot be shared evenly over the " +
                                            std::to_string(ranks) +
                                            " ranks (train on a multiple of them, or another batch)");
@@ -267,22 +315,14 @@ std::string last_batch_left_out(const TrainerOptions& t, const TrainingBatchNeed
 }  // namespace
 
 void Fit::State::plan() {
-  communicator = o.trainer.communicator;
-  const int rank = communicator ? communicator->rank() : 0, ranks = communicator ? communicator->ranks() : 1;
-  writes = rank == 0;
-  train_options = o.loading;
-  train_options.batch = o.trainer.batch;
-  train_options.seed = o.trainer.seed;
-  train_options.rank = rank;
-  train_options.ranks = ranks;
+  communicator = o.communicator;
+  train_options = loader_options(o, o.loading);
+  const int ranks = train_options.ranks;
+  writes = train_options.rank == 0;
   train_options.normalization = model.preprocessing.normalization;
-  eval_options = train_options;
-  eval_options.shuffle = false;
-  eval_options.drop_last = false;
-  eval_options.augment_flip = false;
-  eval_options.augment_crop_padding = 0;
-  const std::size_t samples = train->size(), rest = samples % static_cast<std::size_t>(std::max(1, o.trainer.batch));
-  if (const std::string why = last_batch_left_out(o.trainer, network.training_batch_need(), samples, ranks);
+  eval_options = evaluation_loader_options(train_options);
+  const std::size_t samples = train->size(), rest = samples % static_cast<std::size_t>(std::max(1, o.batch));
+  if (const std::string why = last_batch_left_out(o, network.training_batch_need(), samples, ranks);
       !why.empty()) {
     train_options.drop_last = true;
     if (o.progress && writes)
@@ -290,20 +330,18 @@ void Fit::State::plan() {
                 << ") is left out, a different one each epoch" << why << "\n";
   }
   const std::size_t batches = data::Loader::batches_per_epoch_for(*train, train_options);
-  if (o.trainer.total_steps == 0) o.trainer.total_steps = static_cast<long>(batches) * o.epochs;
+  if (o.total_steps == 0) o.total_steps = static_cast<long>(batches) * o.epochs;
   if (o.warmup_epochs > 0)
-    o.trainer.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(batches));
+    o.schedule.warmup_steps = static_cast<long>(o.warmup_epochs * static_cast<double>(batches));
   if (o.step_every_epochs > 0)
-    o.trainer.schedule.step_every =
+    o.schedule.step_every =
         std::max(1L, static_cast<long>(o.step_every_epochs * static_cast<double>(batches)));
 
   // One memory stack: one budget over the trainer, the libraries' workspaces and the loaders'
   // staging. The loaders are booked first, so the plan leaves them their room.
-  stack = std::make_unique<memory::MemoryStack>(backend.device_memory(), backend.staging_memory(), o.trainer.memory);
-  data::Loader::book(*stack, *train, train_options);
-  if (validation) data::Loader::book(*stack, *validation, eval_options);
-  if (test) data::Loader::book(*stack, *test, eval_options);
-  trainer_ = std::make_unique<Trainer>(network, backend, *stack, o.trainer);
+  stack = std::make_unique<memory::MemoryStack>(backend.device_memory(), backend.staging_memory(), memory_options(o));
+  book_fit_loaders(*stack, FitData(*train, validation, test), o);
+  trainer_ = std::make_unique<Trainer>(network, backend, *stack, o);
   train_loader = std::make_unique<data::Loader>(*train, train_options, *stack);
   if (validation) validation_loader = std::make_unique<data::Loader>(*validation, eval_options, *stack);
   if (test) test_loader = std::make_unique<data::Loader>(*test, eval_options, *stack);
@@ -346,7 +384,7 @@ void Fit::State::build_callbacks() {
             .batches_per_epoch = train_loader->batches_per_epoch(),
             .distributed = distributed,
             .monitor = o.monitor,
-            .batch = o.trainer.batch,
+            .batch = o.batch,
             .data_set_host_bytes = data_bytes,
             .summary_after_signal = !o.progress},
         backend);
@@ -362,8 +400,8 @@ void Fit::State::build_callbacks() {
     callbacks.push_back(csv_log->callbacks());
   }
   const bool announce = o.progress && writes;
-  if (o.trainer.schedule.kind == ScheduleKind::plateau) {
-    plateau = std::make_unique<detail::PlateauSchedule>(o.trainer.schedule, o.monitor, announce);
+  if (o.schedule.kind == ScheduleKind::plateau) {
+    plateau = std::make_unique<detail::PlateauSchedule>(o.schedule, o.monitor, announce);
     callbacks.push_back(plateau->callbacks());
   }
   callbacks.push_back(o.callbacks);
@@ -410,7 +448,7 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
     throw OptionError("settings", std::string("fit: the application's settings are not JSON: ") + e.what());
   }
   if (!s.settings.is_object()) throw OptionError("settings", "fit: the application's settings must be a JSON object");
-  s.writes = !s.o.trainer.communicator || s.o.trainer.communicator->rank() == 0;
+  s.writes = !s.o.communicator || s.o.communicator->rank() == 0;
   if (s.writes) check_outputs(s.o, data);
   if (!s.o.resume.empty()) {
     s.resumed = read_checkpoint(s.o.resume);
@@ -466,6 +504,13 @@ void Fit::save(const std::filesystem::path& path) {
 
 FitResult fit(Network& network, Backend& backend, const FitData& data, FitOptions options) {
   return Fit(network, backend, data, std::move(options)).run();
+}
+
+FitResult fit(Network& network, const FitData& data, FitOptions options) {
+  const DeviceChoice device = select_device(DeviceRequest{});
+  const bool writes = !options.communicator || options.communicator->rank() == 0;
+  if (options.progress && writes) std::cout << device.reason << "\n";
+  return fit(network, *device.backend, data, std::move(options));
 }
 
 }  // namespace cnn

@@ -104,25 +104,26 @@ struct FitCallbacks {
   std::function<void(const FitResult&, FitControl&)> on_run_end;
 };
 
-struct FitOptions {
+// A run's options: the trainer's (TrainerOptions: the batch, given once, for the loaders too; the
+// memory budget; the optimizer, the schedule, the seed, the communicator of a data-parallel run;
+// total_steps 0: the run's, from the epochs) and the run's own below.
+struct FitOptions : TrainerOptions {
   int epochs = 10;
-  // The batch (given here once: the loaders cut it), the budget, the optimizer, the schedule, the
-  // seed, the communicator of a data-parallel run. total_steps 0: the run's, from the epochs.
-  TrainerOptions trainer;
   // How training batches are drawn: shuffle, augmentation, normalisation, prefetch. Its batch,
-  // seed and ranks are the trainer's; evaluation takes its normalisation, in order, unaugmented.
+  // seed and ranks are the trainer's (loader_options); evaluation takes its normalisation, in
+  // order, unaugmented.
   data::LoaderOptions loading;
   // The schedule's warm-up and step period in epochs, made steps from the batches an epoch has
-  // (0: trainer.schedule's own, in steps).
+  // (0: the schedule's own, in steps).
   double warmup_epochs = 0, step_every_epochs = 0;
 
   // Held out of the training data for validation (above 0, below 1; 0: none): stratified, chosen by
-  // trainer.seed, recorded in the checkpoint, so that a resumed run holds out the same samples.
+  // the seed, recorded in the checkpoint, so that a resumed run holds out the same samples.
   double validation_split = 0;
   std::size_t limit = 0;       // > 0: the training data's first this many samples (before the split)
   std::size_t limit_eval = 0;  // > 0: evaluate on the first this many of the validation and test sets
 
-  // What keep_best, early_stop and the plateau schedule (trainer.schedule) watch.
+  // What keep_best, early_stop and the plateau schedule (schedule) watch.
   MonitoredMetric monitor = MonitoredMetric::validation_loss;
   bool keep_best = false;        // the best epoch's checkpoint in best_checkpoint_path(save)
   // With keep_best: at the end, the best epoch's weights back in the trainer (Keras's
@@ -160,6 +161,12 @@ struct FitOptions {
   FitCallbacks callbacks;
 };
 
+// The options of a loader that feeds a trainer with `options`: `loading` with the trainer's batch
+// and seed, and its communicator's rank and ranks (the batch given once, in the trainer's options).
+// Fit's training loader takes these; so does a loop of one's own. One of those four set in
+// `loading` to another value than its default and the trainer's is an OptionError naming it.
+data::LoaderOptions loader_options(const TrainerOptions& options, data::LoaderOptions loading = {});
+
 // The data a run reads. Each must outlive the Fit.
 struct FitData {
   FitData(const data::DatasetSplits& splits)  // NOLINT: a data set folder as opened is the usual data
@@ -192,6 +199,12 @@ struct FitResult {
   long steps = 0;                  // the trainer's optimizer steps at the end
 };
 
+// Books room on `stack` for the loaders a Fit of `data` with `options` builds, as it does before its
+// trainer plans: the training loader, and an evaluation loader for the validation side (its own, or
+// the split held out of the training data) and for the test side where they hold samples. Returns
+// the bytes; what `train_images --plan` shows without building a Fit.
+std::size_t book_fit_loaders(memory::MemoryStack& stack, const FitData& data, const FitOptions& options);
+
 // Where keep_best keeps the best checkpoint: NAME.best.EXT beside NAME.EXT.
 std::filesystem::path best_checkpoint_path(const std::filesystem::path& save);
 
@@ -199,7 +212,7 @@ class Fit {
  public:
   // Checks the options and data, plans the trainer under the budget (memory::OutOfMemory or
   // BudgetTooSmall where it cannot fit), builds the loaders, and loads `resume` or `load`. An
-  // option refused is an OptionError naming its field ("validation_split", "trainer.batch").
+  // option refused is an OptionError naming its field ("validation_split", "batch").
   // With progress on, prints the optimizer, the micro-batches and the memory table.
   Fit(Network& network, Backend& backend, const FitData& data, FitOptions options);
   ~Fit();
@@ -228,6 +241,9 @@ class Fit {
 
 // Fit(network, backend, data, options).run(): for a run whose result is its checkpoint.
 FitResult fit(Network& network, Backend& backend, const FitData& data, FitOptions options);
+// The same on the best device present (select_device(DeviceRequest{}): a usable GPU, else the
+// CPU, in fp32), the reason printed first where the progress is shown.
+FitResult fit(Network& network, const FitData& data, FitOptions options);
 
 // ---- The learning-rate range test (Smith; fastai's lr_find): a short run whose rate grows
 // exponentially each step, recording the loss, to see which rates learn.

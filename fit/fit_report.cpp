@@ -25,18 +25,18 @@ void Fit::State::print_start() const {
               << trainer_->steps() << "\n";
     // A run given more epochs stretches a schedule that follows its length: say what the rate does.
     const long before = resumed_settings.value("total_steps", 0L);
-    if (before > 0 && before != o.trainer.total_steps && !progress_.steps.empty())
-      std::cout << "note: the " << to_string(o.trainer.schedule.kind) << " schedule now runs over "
-                << o.trainer.total_steps << " steps (" << plural(o.epochs, "epoch") << "), not the run's " << before
+    if (before > 0 && before != o.total_steps && !progress_.steps.empty())
+      std::cout << "note: the " << to_string(o.schedule.kind) << " schedule now runs over "
+                << o.total_steps << " steps (" << plural(o.epochs, "epoch") << "), not the run's " << before
                 << ": the rate goes from " << decimal(progress_.steps.back().learning_rate) << " at step "
                 << trainer_->steps() << " to " << decimal(trainer_->learning_rate()) << " at step "
                 << trainer_->steps() + 1 << "\n";
   }
   const int ranks = communicator ? communicator->ranks() : 1;
-  const int share = share_of_batch(o.trainer.batch, 0, ranks).size;  // rank 0's, the largest
+  const int share = share_of_batch(o.batch, 0, ranks).size;  // rank 0's, the largest
   const int micro = trainer_->micro_batch(), count = (share + micro - 1) / micro, last = share - (count - 1) * micro;
-  std::cout << "optimizer: " << trainer_->optimizer().describe() << ", lr " << decimal(o.trainer.optimizer.learning_rate)
-            << ", " << to_string(o.trainer.schedule.kind) << " schedule; batch " << o.trainer.batch << " = "
+  std::cout << "optimizer: " << trainer_->optimizer().describe() << ", lr " << decimal(o.optimizer.learning_rate)
+            << ", " << to_string(o.schedule.kind) << " schedule; batch " << o.batch << " = "
             << (ranks > 1 ? std::to_string(ranks) + " ranks x " : std::string()) << count << " micro-batch"
             << (count > 1 ? "es" : "") << " of " << micro
             << (last != micro ? " (the last one " + std::to_string(last) + ")" : std::string()) << "\n";
@@ -46,12 +46,12 @@ void Fit::State::print_start() const {
     augment += (augment.empty() ? "" : ", ") + std::string("random crops (padding ") +
                std::to_string(train_options.augment_crop_padding) + ")";
   std::cout << "augmentation: " << (augment.empty() ? "none" : augment) << "\n";
-  const bool plateau = o.trainer.schedule.kind == ScheduleKind::plateau;
+  const bool plateau = o.schedule.kind == ScheduleKind::plateau;
   if (o.keep_best || o.early_stop > 0 || plateau)
     std::cout << "watching " << to_string(o.monitor) << " ("
               << (lower_is_better(o.monitor) ? "lower" : "higher") << " is better)"
-              << (plateau ? "; the rate x " + detail::number(o.trainer.schedule.plateau_factor) + " after " +
-                                plural(o.trainer.schedule.plateau_patience + 1, "epoch") + " without a better one"
+              << (plateau ? "; the rate x " + detail::number(o.schedule.plateau_factor) + " after " +
+                                plural(o.schedule.plateau_patience + 1, "epoch") + " without a better one"
                           : std::string())
               << (o.keep_best ? "; the best epoch kept in " + best_checkpoint_path(o.save).string() : std::string())
               << (o.early_stop > 0 ? "; stopping after " + plural(o.early_stop, "epoch") + " without a better one"

@@ -225,7 +225,7 @@ void Fit::State::save_to(const std::filesystem::path& path) {
   json kept = settings;
   kept["metrics_bytes"] = metrics_log ? metrics_log->bytes() : 0;
   kept["ranks"] = trainer_->ranks();
-  kept["total_steps"] = o.trainer.total_steps;
+  kept["total_steps"] = o.total_steps;
   training.settings = kept.dump();
   save_checkpoint(path, network, trainer_->parameters(), model, &training);
 }

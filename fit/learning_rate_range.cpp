@@ -41,10 +41,10 @@ LearningRateRange find_learning_rate(Network& network, Backend& backend, const d
       !(r.smoothing >= 0 && r.smoothing < 1) || !(r.divergence > 1))
     throw ConfigError("the learning-rate range test needs 0 < start < end, finite, 2 steps or more, a smoothing in "
                       "[0, 1) and a divergence factor above 1");
-  options.trainer.optimizer.learning_rate = r.start;
-  options.trainer.schedule = ScheduleConfig{};
-  options.trainer.schedule.kind = ScheduleKind::constant;
-  options.trainer.total_steps = r.steps;
+  options.optimizer.learning_rate = r.start;
+  options.schedule = ScheduleConfig{};
+  options.schedule.kind = ScheduleKind::constant;
+  options.total_steps = r.steps;
   options.warmup_epochs = options.step_every_epochs = 0;
   options.validation_split = 0;
   options.monitor = MonitoredMetric::train_loss;

@@ -72,7 +72,7 @@ RecordedTrace record_training_trace(Workbench& bench, int batch, int steps, cons
       options.batch = options.micro_batch = batch;
       options.seed = bench.config().seed;
       options.total_steps = steps;
-      options.memory.strategy = mem::Strategy::direct;  // step buffers as a framework allocates them
+      options.memory_strategy = mem::Strategy::direct;  // step buffers as a framework allocates them
       cnn::Trainer trainer(network, bench.backend(), trace, options);
       std::vector<float> images(static_cast<std::size_t>(batch) * network.input_shape().elements(), 0.5f);
       std::vector<std::int32_t> labels(static_cast<std::size_t>(batch), 0);

@@ -34,7 +34,7 @@ cnn::MemoryBreakdown Workbench::breakdown(int batch, std::size_t budget) { retur
 
 cnn::BatchPlanOptions Workbench::plan_options(std::size_t budget) const {
   cnn::TrainerOptions o;  // the Trainer's defaults: AdamW
-  o.memory.budget = budget;
+  o.memory_budget = budget;
   return cnn::planning_options(o, network_, backend_);
 }
 

@@ -71,7 +71,7 @@ TrainerOptions trainer_options(int micro_batch, RecomputePolicy policy, std::siz
   o.batch = micro_batch;  // one micro-batch a step: the micro-batch is what is compared
   o.micro_batch = micro_batch;
   o.recompute = policy;
-  o.memory.budget = budget;
+  o.memory_budget = budget;
   o.schedule.kind = ScheduleKind::constant;
   return o;
 }

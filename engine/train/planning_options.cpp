@@ -21,7 +21,7 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
   planning.micro_batch = options.micro_batch;
   planning.accumulate = options.accumulate;
   planning.account = account;
-  planning.strategy = options.memory.strategy;
+  planning.strategy = options.memory_strategy;
   planning.workspace_limit = options.workspace_limit;
   planning.rewrite_graph = options.rewrite_graph;
   planning.recompute = options.recompute;
@@ -43,18 +43,17 @@ BatchPlanOptions planning_options(const TrainerOptions& options, const Network& 
 
 BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend) {
   const AccountSetAside aside = trainer_set_aside(options, network, backend);
-  memory::BudgetAccount account(options.memory.budget);
+  memory::BudgetAccount account(options.memory_budget);
   account.set_aside(aside.libraries, aside.communication);
   return planning_options(options, network, backend, account);
 }
 
 BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend,
                                   const memory::MemoryStack& stack) {
-  TrainerOptions on_stack = options;
-  on_stack.memory = stack.options();
+  const TrainerOptions on_stack = with_memory_options(options, stack.options());
   // The account the stack settles to when a trainer is built on it now (MemoryStack::settle_account).
   const AccountSetAside aside = trainer_set_aside(on_stack, network, backend);
-  memory::BudgetAccount account(on_stack.memory.budget);
+  memory::BudgetAccount account(on_stack.memory_budget);
   account.set_aside(aside.libraries, aside.communication);
   account.add_loader_staging(stack.account().loader_staging());
   return planning_options(on_stack, network, backend, account);

@@ -20,7 +20,7 @@ AccountSetAside trainer_set_aside(const TrainerOptions& options, const Network& 
 // and, in a data-parallel run, a rank's share of the batch.
 BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend,
                                   const memory::BudgetAccount& account);
-// The same under options.memory's budget, with trainer_set_aside set aside. `train_images --plan`
+// The same under options.memory_budget, with trainer_set_aside set aside. `train_images --plan`
 // and the benchmarks plan with these, so that their answers are the trainer's: with `stack`,
 // those of a trainer built on it now (its options, the loaders' staging it counts).
 BatchPlanOptions planning_options(const TrainerOptions& options, const Network& network, const Backend& backend);

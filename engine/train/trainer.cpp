@@ -21,11 +21,32 @@ namespace cnn {
 
 std::string graph_capture_blocked(const TrainerOptions& options, const Backend& backend) {
   if (std::string why = backend.capture_support(); !why.empty()) return why;
-  if (options.memory.strategy != memory::Strategy::planned)
+  if (options.memory_strategy != memory::Strategy::planned)
     return "it needs the planned strategy: other strategies move buffers between steps";
   if (options.sync_batchnorm)
     return "synchronised BatchNorm sums over the ranks inside forward and backward, which a recorded graph cannot";
   return {};
+}
+
+memory::MemoryOptions memory_options(const TrainerOptions& options) {
+  memory::MemoryOptions memory;
+  memory.budget = options.memory_budget;
+  memory.strategy = options.memory_strategy;
+  memory.trace = options.memory_trace;
+  memory.arena_factor = options.arena_factor;
+  return memory;
+}
+
+TrainerOptions with_memory_options(TrainerOptions options, const memory::MemoryOptions& memory) {
+  options.memory_budget = memory.budget;
+  options.memory_strategy = memory.strategy;
+  options.memory_trace = memory.trace;
+  options.arena_factor = memory.arena_factor;
+  return options;
+}
+
+memory::MemoryStack memory_stack_for(Backend& backend, const TrainerOptions& options) {
+  return memory_stack_for(backend, memory_options(options));
 }
 
 memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options) {
@@ -37,14 +58,14 @@ Trainer::Trainer(Network& network, Backend& backend, TrainerOptions options)
 
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options)
     : net_(network), backend_(backend), options_(std::move(options)),
-      own_stack_(std::make_unique<memory::MemoryStack>(upstream, backend.staging_memory(), options_.memory)),
+      own_stack_(std::make_unique<memory::MemoryStack>(upstream, backend.staging_memory(), memory_options(options_))),
       stack_(own_stack_.get()) {
   start();
 }
 
 Trainer::Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options)
-    : net_(network), backend_(backend), options_(std::move(options)), stack_(&stack) {
-  options_.memory = stack.options();
+    : net_(network), backend_(backend), options_(with_memory_options(std::move(options), stack.options())),
+      stack_(&stack) {
   start();
 }
 
@@ -84,9 +105,9 @@ void Trainer::start() {
     const MemoryBreakdown smallest = breakdown(asked > 0 ? asked : planner_->smallest_micro_batch());
     memory::OutOfMemoryDetails details;
     details.requested = smallest.total();
-    details.limit = options_.memory.budget;
+    details.limit = options_.memory_budget;
     details.resource = "budget";
-    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.memory.budget) +
+    throw BudgetTooSmall("the memory budget of " + memory::format_bytes(options_.memory_budget) +
                              " cannot hold this network at micro-batch " + std::to_string(smallest.micro_batch) +
                              " (it needs " + memory::format_bytes(smallest.total()) + "):\n" +
                              format_memory_table(smallest),

@@ -5,6 +5,7 @@
 // micro-batches whose gradients add up to the full-batch gradient.
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -47,10 +48,16 @@ struct TrainerOptions {
   int batch = 64;        // samples per optimizer step, whatever the budget
   int micro_batch = 0;   // 0: the largest that fits the budget, at most the batch
   int accumulate = 0;    // > 0: micro-batch ceil(batch / this), so at most this many per step
-  // The budget (0: none) over the trainer's memory, the libraries' workspaces and the loaders'
-  // staging together; the strategy for step buffers; the trace. A trainer on a caller's memory
-  // stack takes the stack's instead.
-  memory::MemoryOptions memory;
+  // The budget in bytes (0: none) over the trainer's memory, the libraries' workspaces and the
+  // loaders' staging together (memory::parse_bytes("2GiB")). A trainer on a caller's memory stack
+  // takes the stack's budget, strategy, trace and arena factor instead of these four.
+  std::size_t memory_budget = 0;
+  // Where step buffers come from: the plan's arena, or a strategy to compare it with.
+  memory::Strategy memory_strategy = memory::Strategy::planned;
+  // Every allocation and release recorded here (memory::replay runs it again); empty: none.
+  std::filesystem::path memory_trace;
+  // The arena strategy without a budget: this x the planned arena.
+  double arena_factor = 2.0;
   std::size_t workspace_limit = std::size_t{256} << 20;  // per layer
   // Let the engine rewrite the network where the result is provably the same (today: ReLU then
   // max pooling becomes max pooling then ReLU; see Network::commute_relu_and_max_pool).
@@ -95,8 +102,16 @@ struct TrainerOptions {
 // (it sums over the ranks inside forward and backward). Empty where nothing does.
 std::string graph_capture_blocked(const TrainerOptions& options, const Backend& backend);
 
-// The memory stack a trainer on `backend` builds for itself from `options`: the backend's device
-// memory, its staging memory for the loaders, one budget over both.
+// The memory stack's options that `options` ask for (memory_budget, memory_strategy, memory_trace,
+// arena_factor), and the reverse: `options` with a stack's.
+memory::MemoryOptions memory_options(const TrainerOptions& options);
+TrainerOptions with_memory_options(TrainerOptions options, const memory::MemoryOptions& memory);
+
+// The memory stack a trainer on `backend` with `options` builds for itself: the backend's device
+// memory, its staging memory for the loaders, one budget over both. Build it first to put a
+// loader under the same budget (data::Loader(data, options, stack)), then the trainer on it.
+memory::MemoryStack memory_stack_for(Backend& backend, const TrainerOptions& options);
+// The same from memory options alone (a Model's or a Predictor's stack, under a budget).
 memory::MemoryStack memory_stack_for(Backend& backend, const memory::MemoryOptions& options);
 
 struct StepReport {
@@ -138,7 +153,7 @@ struct TrainerState {
 
 class Trainer {
  public:
-  // Memory from the backend's device, through a memory stack built from options.memory: the
+  // Memory from the backend's device, through a memory stack built from the options: the
   // budget is a hard cap on the trainer's memory, the libraries' workspaces and the loaders'
   // staging together, and going over it is a memory::OutOfMemory. The plan leaves room for the
   // loaders the stack's account counts when the trainer is built: those built on it
@@ -149,7 +164,7 @@ class Trainer {
   // The same stack over `upstream` instead (to count or fail its calls).
   Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options);
   // A stack the caller built (and may have wrapped, and staged or booked its loaders on): its
-  // options replace options.memory. Its step buffers are built here from this trainer's plan,
+  // options replace the memory options (with_memory_options). Its step buffers are built here from this trainer's plan,
   // unless the caller built them. It must outlive the trainer.
   Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options);
   ~Trainer();

@@ -21,7 +21,7 @@ int main() {
   TrainerOptions options;
   options.batch = 16;
   options.total_steps = 30;
-  options.memory.budget = memory::parse_bytes("8MiB");
+  options.memory_budget = memory::parse_bytes("8MiB");
   Trainer trainer(net, *device.backend, options);
   std::fputs(format_memory_table(trainer.memory()).c_str(), stdout);
 
@@ -41,18 +41,18 @@ int main() {
   const memory::Statistics stats = trainer.memory_stack().statistics();
   std::printf("loss %.4f -> %.4f; reserved %s, peak %s of a %s budget\n", first, last,
               memory::format_bytes(stats.current_bytes).c_str(), memory::format_bytes(stats.peak_bytes).c_str(),
-              memory::format_bytes(options.memory.budget).c_str());
+              memory::format_bytes(options.memory_budget).c_str());
 
   // The budget is a hard cap over the trainer's memory and a loader's staging together: asking
   // either for more than it leaves is refused.
   int refused = 0;
   for (memory::MemoryResource* resource : {&trainer.memory_stack().blocks(), &trainer.memory_stack().staging()}) {
     try {
-      resource->allocate(options.memory.budget - stats.current_bytes + 1);  // one byte more than it leaves
+      resource->allocate(options.memory_budget - stats.current_bytes + 1);  // one byte more than it leaves
     } catch (const memory::OutOfMemory& e) {
       ++refused;
       std::printf("refused as it should be: %s\n", e.what());
     }
   }
-  return last < first && stats.peak_bytes <= options.memory.budget && refused == 2 ? 0 : 1;
+  return last < first && stats.peak_bytes <= options.memory_budget && refused == 2 ? 0 : 1;
 }

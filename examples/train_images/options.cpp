@@ -67,38 +67,38 @@ std::vector<OptionRow> make_option_table() {
        "(NAME.mask.png: the class at each pixel)"},
       {"--epochs", &Options::epochs, "", may_grow, positive_integer(), TO_FIT(epochs, o.epochs)},
       {"--batch", &Options::batch, "samples per optimizer step", kept, positive_integer(),
-       TO_FIT(trainer.batch, o.batch)},
+       TO_FIT(batch, o.batch)},
       {"--micro-batch", &Options::micro_batch, "samples per forward/backward pass (default: largest that fits)", kept,
-       positive_integer(), TO_FIT(trainer.micro_batch, o.micro_batch)},
+       positive_integer(), TO_FIT(micro_batch, o.micro_batch)},
       {"--accumulate", &Options::accumulate, "micro-batches per optimizer step", kept, positive_integer(),
-       TO_FIT(trainer.accumulate, o.accumulate)},
+       TO_FIT(accumulate, o.accumulate)},
       {"--lr", &Options::lr, "base learning rate", kept, positive_number(),
-       TO_FIT(trainer.optimizer.learning_rate, o.lr)},
+       TO_FIT(optimizer.learning_rate, o.lr)},
       {"--optimizer", &Options::optimizer, "", kept, CLI::IsMember({"sgd", "adamw"}),
-       TO_FIT(trainer.optimizer.kind, parse_optimizer_kind(o.optimizer))},
+       TO_FIT(optimizer.kind, parse_optimizer_kind(o.optimizer))},
       {"--weight-decay", &Options::weight_decay, "default: sgd 0, adamw 0.01", kept, non_negative_number(),
-       TO_FIT(trainer.optimizer.weight_decay, o.weight_decay)},
+       TO_FIT(optimizer.weight_decay, o.weight_decay)},
       {"--momentum", &Options::momentum, "sgd, in [0, 1)", kept, fraction_below_one(),
-       TO_FIT(trainer.optimizer.momentum, o.momentum)},
-      {"--nesterov", &Options::nesterov, "", kept, {}, TO_FIT(trainer.optimizer.nesterov, o.nesterov)},
+       TO_FIT(optimizer.momentum, o.momentum)},
+      {"--nesterov", &Options::nesterov, "", kept, {}, TO_FIT(optimizer.nesterov, o.nesterov)},
       {"--schedule", &Options::schedule, "cosine (default), constant, step, onecycle (PyTorch's OneCycleLR: up from "
        "lr/25 for 30% of the run, then down to lr/25e4) or plateau (lr x --plateau-factor after --plateau-patience "
        "epochs without a better --monitor value)", kept,
        CLI::IsMember({"constant", "step", "cosine", "onecycle", "plateau"}),
-       TO_FIT(trainer.schedule.kind, parse_schedule_kind(o.schedule))},
+       TO_FIT(schedule.kind, parse_schedule_kind(o.schedule))},
       {"--plateau-patience", &Options::plateau_patience, "--schedule plateau: epochs without a better --monitor value "
        "before the rate drops", kept, integer_between(0, 1000000, ""),
-       TO_FIT(trainer.schedule.plateau_patience, o.plateau_patience)},
+       TO_FIT(schedule.plateau_patience, o.plateau_patience)},
       {"--plateau-factor", &Options::plateau_factor, "--schedule plateau: what each drop multiplies the rate by", kept,
-       fraction_between_zero_and_one(), TO_FIT(trainer.schedule.plateau_factor, o.plateau_factor)},
+       fraction_between_zero_and_one(), TO_FIT(schedule.plateau_factor, o.plateau_factor)},
       {"--warmup-epochs", &Options::warmup_epochs, "linear warm-up, in epochs (fractions allowed)", kept,
        non_negative_number(), TO_FIT(warmup_epochs, o.warmup_epochs)},
       {"--lr-step-epochs", &Options::lr_step_epochs, "--schedule step: epochs between drops (0: a third of the run)",
        kept, non_negative_number(),
        TO_FIT(step_every_epochs, o.lr_step_epochs > 0 ? o.lr_step_epochs : std::max(1.0, o.epochs / 3.0))},
       {"--lr-step-factor", &Options::lr_step_factor, "--schedule step: what each drop multiplies the rate by", kept,
-       positive_number(), TO_FIT(trainer.schedule.gamma, o.lr_step_factor)},
-      {"--seed", &Options::seed, "", kept, {}, TO_FIT(trainer.seed, o.seed)},
+       positive_number(), TO_FIT(schedule.gamma, o.lr_step_factor)},
+      {"--seed", &Options::seed, "", kept, {}, TO_FIT(seed, o.seed)},
       {"--threads", &Options::threads, "CPU threads (default: the cores this process may run on, shared by its "
        "machine's ranks; 0: all cores)", not_kept, integer_between(0, kMaxThreads, "(0: all cores)"),
        TO_LIBRARY(device.threads, o.threads)},
@@ -124,7 +124,7 @@ std::vector<OptionRow> make_option_table() {
        "it (one launch a micro-batch); the default wherever it can run"},
       {"--no-cuda-graph", &Options::no_cuda_graph, "CUDA: launch every kernel of every step"},
       {"--memory-budget", &Options::budget, "hard cap on what the engine reserves, e.g. 512MiB", may_change,
-       positive_size(), "trainer.memory.budget"},
+       positive_size(), "memory_budget"},
       {"--metrics-out", &Options::metrics_out, "JSON lines: one per step, per epoch, and a summary", record, {},
        TO_FIT(metrics, o.metrics_out)},
       {"--tensorboard", &Options::tensorboard, "write TensorBoard event files into this folder: every step's loss, "
@@ -167,7 +167,7 @@ std::vector<OptionRow> make_option_table() {
       {"--plan", &Options::plan_only, "print the memory plan and exit (with --evaluate or --predict: the inference "
        "plan)"},
       {"--trace", &Options::trace, "record every device allocation and release to this file (memory::read_trace reads "
-       "it, memory::replay runs it on any strategy)", not_kept, {}, TO_FIT(trainer.memory.trace, o.trace)},
+       "it, memory::replay runs it on any strategy)", not_kept, {}, TO_FIT(memory_trace, o.trace)},
       {"--plot", &Options::plot, "a PNG of the learning curves (gnuplot), rewritten after every epoch"},
       {"--keep-best", &Options::keep_best, "with --save: also keep the checkpoint of the epoch best by --monitor, as "
        "NAME.best.EXT", kept, {}, TO_FIT(keep_best, o.keep_best)},
@@ -201,14 +201,14 @@ std::vector<OptionRow> make_option_table() {
       {"--allocator", &Options::allocator, "step buffers: planned (one arena, offsets fixed before step 1), arena, "
        "pool or direct (allocated as produced, freed after last use)", kept,
        CLI::IsMember({"planned", "arena", "pool", "direct"}),
-       TO_FIT(trainer.memory.strategy, memory::parse_strategy(o.allocator))},
+       TO_FIT(memory_strategy, memory::parse_strategy(o.allocator))},
       {"--sync-batchnorm", &Options::sync_batchnorm, "over the ranks of mpirun -np N: BatchNorm's batch statistics "
        "over every rank's micro-batch (default: each rank its own, as PyTorch's DDP; the running statistics are rank "
-       "0's)", kept, {}, TO_FIT(trainer.sync_batchnorm, o.sync_batchnorm)},
+       "0's)", kept, {}, TO_FIT(sync_batchnorm, o.sync_batchnorm)},
       {"--recompute", &Options::recompute, "during backward, recompute instead of keeping: none; cheap (element-wise "
        "and normalisation outputs); auto (under a budget, the least recomputation that fits, and the micro-batch "
        "expected fastest)", kept, CLI::IsMember({"none", "cheap", "auto"}),
-       TO_FIT(trainer.recompute, parse_recompute_policy(o.recompute))},
+       TO_FIT(recompute, parse_recompute_policy(o.recompute))},
   };
 }
 

@@ -132,7 +132,7 @@ struct OptionRow {
   std::string help;
   OnResume on_resume = OnResume::not_kept;
   std::optional<CLI::Validator> check;
-  // The library option it feeds, as the library's OptionError names it ("trainer.batch"), and how
+  // The library option it feeds, as the library's OptionError names it ("batch"), and how
   // it goes there.
   const char* library_field = nullptr;
   void (*feed)(const Options&, LibraryOptions&) = nullptr;

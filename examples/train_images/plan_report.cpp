@@ -92,7 +92,7 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t, cons
   for (int b : sizes) rows.push_back(planner.breakdown(b));
   std::cout << "recomputation: " << to_string(t.recompute) << "\n" << format_micro_batch_table(rows);
   print_policies(planner, sizes);
-  if (t.memory.budget) {
+  if (t.memory_budget) {
     std::cout << "largest micro-batch that fits, by policy:";
     for (RecomputePolicy policy : kPolicies)
       std::cout << " " << to_string(policy) << " " << planner.largest_fitting(t.batch, policy);
@@ -100,11 +100,11 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t, cons
   }
   const int largest = planner.largest_fitting(t.batch);
   if (largest == 0) {
-    std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory.budget) << "\n";
+    std::cout << "no micro-batch fits the budget of " << memory::format_bytes(t.memory_budget) << "\n";
     return 3;
   }
   std::cout << "largest micro-batch that fits: " << largest
-            << (t.memory.budget ? "" : " (no budget: the requested batch)") << "\n";
+            << (t.memory_budget ? "" : " (no budget: the requested batch)") << "\n";
   if (planner.smallest_micro_batch() > 1)
     std::cout << "smallest micro-batch: " << planner.smallest_micro_batch() << ", because "
               << planner.training_batch_need().why << "\n";
@@ -114,7 +114,7 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t, cons
     return 3;
   }
   if (t.recompute == RecomputePolicy::automatic && planner.asked_micro_batch() == 0) {
-    if (t.memory.budget) print_weighed(planner, b);
+    if (t.memory_budget) print_weighed(planner, b);
     else std::cout << "auto without a budget recomputes nothing: the whole batch at once\n";
   }
   const MicroBatchSplit split = split_into_micro_batches(t.batch, b, planner.training_batch_need().samples);

@@ -384,15 +384,6 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (resumed && !resumed->data.is_null()) require_same_data(resumed->data, resumed->data_folder, data, o.data);
   check_data_options(o, splits);
   if (!o.plot.empty()) check_plotting();
-  // Fit refuses this too; here before any work, with the flags that give a validation set.
-  const MonitoredMetric watched = parse_monitored_metric(o.monitor);
-  const bool validated = o.validation_split > 0 || splits.validation;
-  const char* watcher = o.keep_best ? "--keep-best" : o.early_stop > 0 ? "--early-stop"
-                        : o.schedule == "plateau" ? "--schedule plateau" : nullptr;
-  if (watcher && !validated && watches_validation(watched))
-    throw UsageError(std::string(watcher) + " watches " + o.monitor + " (--monitor), and " + o.data +
-                     " has no validation set: give --validation-split F (e.g. 0.1), a val/ folder beside train/ "
-                     "and test/, or --monitor train_loss; the test set never chooses the model");
   // Every output, once the data's files are known and before any work, by rank 0 alone, which
   // writes them.
   if (ranks.writes()) check_command_files(files_of(o, splits));
@@ -413,16 +404,11 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   data::check_normalization(model.preprocessing.normalization, splits.train->shape().channels);
   ranks.check_same_job(job_description(o, model, *splits.train, *splits.test, backend));
   check_batch_over_ranks(o, network.training_batch_need(), ranks);
-  try {
-    check_monitored_metric(watched, network.task());
-  } catch (const ConfigError& e) {
-    throw UsageError(std::string("--monitor: ") + e.what());
-  }
 
   FitOptions fit = library_options(o).fit;
-  fit.trainer.memory.budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
-  fit.trainer.communicator = communicator;
-  if (!ranks.writes()) fit.trainer.memory.trace.clear();  // rank 0 writes the trace
+  fit.memory_budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
+  fit.communicator = communicator;
+  if (!ranks.writes()) fit.memory_trace.clear();  // rank 0 writes the trace
   if (o.augment && o.crop_padding == 0 && !resumed)
     std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops\n";
   fit.model = model;
@@ -431,9 +417,9 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   // measured: README); where --cuda-graph asked for them and the settings keep them off,
   // check_combinations refused.
   if (o.no_cuda_graph) {
-    fit.trainer.capture_graphs = GraphCapture::never;
+    fit.capture_graphs = GraphCapture::never;
   } else if (o.cuda_graph || backend.kind() == DeviceKind::cuda) {
-    const std::string why_not = graph_capture_blocked(fit.trainer, backend);
+    const std::string why_not = graph_capture_blocked(fit, backend);
     std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
   }
   pause_before_planning();
@@ -441,27 +427,19 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (o.plan_only) {
     // The memory stack a run builds: one budget over the trainer's memory, the libraries'
     // workspaces and the loaders' staging (booked first: the plan leaves them their room).
-    memory::MemoryOptions stack_options = fit.trainer.memory;
+    memory::MemoryOptions stack_options = memory_options(fit);
     stack_options.trace.clear();
     memory::MemoryStack stack = memory_stack_for(backend, stack_options);
-    // Staging depends on the sample's shape and the batch, not on how many samples a side holds:
-    // a loader for training, one for validation where there is a validation set, one for a test set.
-    data::LoaderOptions loading;
-    loading.batch = o.batch;
-    data::Loader::book(stack, *splits.train, loading);
-    loading.shuffle = false;
-    if (o.validation_split > 0 || (splits.validation && splits.validation->size() > 0))
-      data::Loader::book(stack, *splits.train, loading);
-    if (splits.test->size() > 0) data::Loader::book(stack, *splits.test, loading);
-    return print_plan(network, backend, fit.trainer, stack);
+    book_fit_loaders(stack, FitData(splits), fit);
+    return print_plan(network, backend, fit, stack);
   }
 
   if (o.find_lr) return find_learning_rate_command(o, network, backend, *splits.train, fit);
 
   fit.callbacks.on_start = [&](Trainer& trainer) {
-    if (fit.trainer.memory.strategy != memory::Strategy::planned)
+    if (fit.memory_strategy != memory::Strategy::planned)
       std::cout << "allocator: " << o.allocator
-                << (fit.trainer.memory.strategy == memory::Strategy::arena
+                << (fit.memory_strategy == memory::Strategy::arena
                         ? " of " + memory::format_bytes(trainer.memory_stack().arena_capacity())
                         : std::string())
                 << " for step buffers\n";

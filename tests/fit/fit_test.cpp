@@ -27,8 +27,8 @@ const Shape kImage{1, 12, 12};
 FitOptions quiet_options(int epochs = 2) {
   FitOptions o;
   o.epochs = epochs;
-  o.trainer.batch = 16;
-  o.trainer.seed = 3;
+  o.batch = 16;
+  o.seed = 3;
   o.progress = false;
   o.stop_on_signal = false;
   return o;
@@ -86,8 +86,8 @@ TEST_CASE("fit: callbacks see every step, evaluation and epoch, and may stop the
   SmallImages train(64), test(16);
   Network net = make_preset("small", kImage, 4);
   FitOptions o = quiet_options(3);
-  o.trainer.schedule.kind = ScheduleKind::constant;
-  o.trainer.optimizer.learning_rate = 1e-3f;
+  o.schedule.kind = ScheduleKind::constant;
+  o.optimizer.learning_rate = 1e-3f;
   std::vector<float> rates;
   std::vector<std::string> evaluations;
   int epochs_ended = 0;
@@ -127,7 +127,7 @@ TEST_CASE("fit: callbacks are told the run's begin and end, each epoch's begin a
   Network net = make_preset("small", kImage, 4);
   FitOptions o = quiet_options(2);
   o.validation_split = 0.25;  // 48 to train, 16 to validate
-  o.trainer.batch = 8;        // 2 batches to validate, 2 to test
+  o.batch = 8;        // 2 batches to validate, 2 to test
   std::vector<std::string> events;
   o.callbacks.on_run_begin = [&](FitControl& control) {
     events.push_back("run " + std::to_string(control.progress().epoch));
@@ -164,7 +164,7 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
   // A rate too small to move the validation loss: early stopping ends the run after epoch 2.
   auto stalled = [] {
     FitOptions o = quiet_options(6);
-    o.trainer.optimizer.learning_rate = 1e-12f;
+    o.optimizer.learning_rate = 1e-12f;
     o.validation_split = 0.25;
     o.early_stop = 1;
     return o;
@@ -212,7 +212,7 @@ TEST_CASE("fit: keep_best and early_stop watch the chosen metric, never the test
     o.keep_best = true;
     o.save = scratch / "run.ckpt";
     CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o),
-                      Catch::Contains("watches val_loss, and this run has no validation set"));
+                      Catch::Contains("watches val_loss (`monitor`), and this run has no validation set"));
     o.keep_best = false;
     o.restore_best = true;
     CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o), Catch::Contains("needs them kept"));
@@ -283,7 +283,7 @@ TEST_CASE("fit: an fp16 run keeps its loss scale and skipped steps in its checkp
   TempFolder scratch;
   auto options = [&](const std::string& name) {
     FitOptions o = quiet_options(3);
-    o.trainer.loss_scale.growth_interval = 1;  // the scale doubles every applied step, until one overflows
+    o.loss_scale.growth_interval = 1;  // the scale doubles every applied step, until one overflows
     o.save = scratch / (name + ".ckpt");
     return o;
   };
@@ -395,11 +395,19 @@ TEST_CASE("fit: a refused option is an OptionError naming its field, for a progr
   o.save_every = -1;
   CHECK(field_of(o, FitData(train)) == "save_every");
   o = quiet_options();
-  o.trainer.batch = 0;
-  CHECK(field_of(o, FitData(train)) == "trainer.batch");
+  o.batch = 0;
+  CHECK(field_of(o, FitData(train)) == "batch");
   o = quiet_options();
   o.loading.augment_crop_padding = 13;  // more than the 12 pixels of a side
   CHECK(field_of(o, FitData(train)) == "loading.augment_crop_padding");
+  // The batch and seed are the trainer's, given once: a loader's own, set apart, would be ignored.
+  o = quiet_options();
+  o.loading.batch = 8;
+  CHECK(field_of(o, FitData(train)) == "loading.batch");
+  o.loading.batch = o.batch;  // the same: nothing to ignore
+  CHECK(field_of(o, FitData(train)).empty());
+  o.loading.seed = 9;
+  CHECK(field_of(o, FitData(train)) == "loading.seed");
   o = quiet_options();
   o.settings = "[1, 2]";
   CHECK(field_of(o, FitData(train)) == "settings");
@@ -414,8 +422,8 @@ TEST_CASE("fit: a refused option is an OptionError naming its field, for a progr
   o.keep_best = true;
   CHECK(field_of(o, FitData(train)) == "keep_best");
   o = quiet_options();
-  o.trainer.schedule.kind = ScheduleKind::plateau;
-  CHECK(field_of(o, FitData(train)) == "trainer.schedule.kind");
+  o.schedule.kind = ScheduleKind::plateau;
+  CHECK(field_of(o, FitData(train)) == "schedule.kind");
   // What the run writes.
   o = quiet_options();
   o.csv = scratch.path();
@@ -445,11 +453,11 @@ TEST_CASE("fit: the plateau schedule multiplies the rate after patience epochs w
   TempFolder scratch;
   Network net = make_preset("small", kImage, 4);
   FitOptions o = quiet_options(3);
-  o.trainer.optimizer.learning_rate = 1e-12f;  // too small to move the loss: no epoch is better
-  o.trainer.schedule.kind = ScheduleKind::plateau;
-  o.trainer.schedule.plateau_patience = 0;
-  o.trainer.schedule.plateau_factor = 0.5f;
-  o.trainer.schedule.warmup_steps = 0;
+  o.optimizer.learning_rate = 1e-12f;  // too small to move the loss: no epoch is better
+  o.schedule.kind = ScheduleKind::plateau;
+  o.schedule.plateau_patience = 0;
+  o.schedule.plateau_factor = 0.5f;
+  o.schedule.warmup_steps = 0;
   o.monitor = MonitoredMetric::train_loss;
   o.save = scratch / "plateau.ckpt";
   std::vector<float> rates;
@@ -464,7 +472,7 @@ TEST_CASE("fit: the plateau schedule multiplies the rate after patience epochs w
   CHECK(read_checkpoint(o.save).training->trainer.learning_rate_scale == 0.25f);
 
   FitOptions without = quiet_options(2);
-  without.trainer.schedule.kind = ScheduleKind::plateau;
+  without.schedule.kind = ScheduleKind::plateau;
   CHECK_THROWS_WITH(Fit(net, backend, FitData(train), without), Catch::Contains("the plateau schedule watches val_loss"));
 }
 

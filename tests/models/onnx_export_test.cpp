@@ -435,11 +435,11 @@ TEST_CASE("ONNX export of a BatchNorm network from a checkpoint, as a model or a
   Network net = make_preset("small-bn", Shape{1, 28, 28}, 10);
   ParameterStore params(net, backend, memory::host_resource(), 2, 1, 2);
   save_checkpoint(scratch / "bn.ckpt", net, params, describe_model(net));
-  export_onnx(scratch / "trainer.onnx", net, params, describe_model(net));
+  export_onnx(scratch / "onnx", net, params, describe_model(net));
   Model model(scratch / "bn.ckpt", backend);
   export_onnx(scratch / "model.onnx", model.network(), model.parameters(), model.description());
   CHECK(read_model(scratch / "model.onnx").graph().initializer_size() ==
-        read_model(scratch / "trainer.onnx").graph().initializer_size());
+        read_model(scratch / "onnx").graph().initializer_size());
 }
 
 namespace {

@@ -169,18 +169,18 @@ TEST_CASE("the planner finds mobilenetv2's largest micro-batch at 28x28 in a sma
   TrainerOptions o;
   o.batch = 32;
   const BatchPlanner probe(net, backend, planning_options(o, net, backend));
-  o.memory.budget = probe.breakdown(12).total() + 1000;  // holds 12, not 13
+  o.memory_budget = probe.breakdown(12).total() + 1000;  // holds 12, not 13
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const int b = planner.largest_fitting(o.batch);
   INFO("largest micro-batch " << b);
   REQUIRE(b >= 12);
   REQUIRE(b < 16);
-  CHECK(planner.breakdown(b + 1).total() > o.memory.budget);
+  CHECK(planner.breakdown(b + 1).total() > o.memory_budget);
   const int passes = (o.batch + b - 1) / b, even = (o.batch + passes - 1) / passes;
   CHECK(planner.choose() == even);
 
   memory::StatisticsAdaptor stats(memory::host_resource());
-  memory::BudgetAdaptor capped(stats, o.memory.budget);
+  memory::BudgetAdaptor capped(stats, o.memory_budget);
   Trainer trainer(net, backend, capped, o);
   CHECK(trainer.micro_batch() == even);
   CHECK(stats.statistics().current_bytes == planner.breakdown(even).total());
@@ -189,5 +189,5 @@ TEST_CASE("the planner finds mobilenetv2's largest micro-batch at 28x28 in a sma
   CHECK(r.micro_batches == passes);
   CHECK(std::isfinite(r.loss));
   CHECK(stats.statistics().peak_bytes == planner.breakdown(even).total());
-  CHECK(stats.statistics().peak_bytes <= o.memory.budget);
+  CHECK(stats.statistics().peak_bytes <= o.memory_budget);
 }

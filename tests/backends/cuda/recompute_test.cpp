@@ -47,7 +47,7 @@ TrainerOptions options(RecomputePolicy policy, std::size_t budget, bool graphs) 
   o.micro_batch = 8;
   o.seed = 5;
   o.recompute = policy;
-  o.memory.budget = budget;
+  o.memory_budget = budget;
   o.capture_graphs = graphs ? GraphCapture::always : GraphCapture::never;
   return o;
 }

@@ -222,7 +222,7 @@ TEST_CASE("on the GPU a budget smaller than the plan is refused before step 1", 
   memory::StatisticsAdaptor stats(gpu.device_memory());
   Network net = make_preset("small", kImage, 10);
   TrainerOptions o = sgd(64);
-  o.memory.budget = 256 * 1024;
+  o.memory_budget = 256 * 1024;
   try {
     Trainer trainer(net, gpu, stats, o);
     FAIL("accepted");

@@ -139,7 +139,7 @@ TEST_CASE("a predictor holds its budget: the largest micro-batch that fits, a bu
     CHECK(std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }));
     Network trained = resnet();
     TrainerOptions t = testing::constant_sgd(32);
-    t.memory.budget = one;
+    t.memory_budget = one;
     CHECK_THROWS_AS(Trainer(trained, backend, t), BudgetTooSmall);
   }
   SECTION("below one image's inference, above its parameters: refused with the inference table") {

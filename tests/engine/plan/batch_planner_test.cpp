@@ -27,16 +27,16 @@ TEST_CASE("the predicted largest micro-batch is the true largest", "[budget][pla
     o.batch = 512;
     // A budget that holds a micro-batch of about 100.
     const BatchPlanner probe(net, backend, planning_options(o, net, backend));
-    o.memory.budget = probe.breakdown(100).total() + 1000;
+    o.memory_budget = probe.breakdown(100).total() + 1000;
     const BatchPlanner planner(net, backend, planning_options(o, net, backend));
     const int b = planner.largest_fitting(o.batch);
     INFO(model << ": largest micro-batch " << b);
     REQUIRE(b >= 100);
     REQUIRE(b < 110);
-    CHECK(planner.breakdown(b + 1).total() > o.memory.budget);
+    CHECK(planner.breakdown(b + 1).total() > o.memory_budget);
 
     memory::StatisticsAdaptor stats(memory::host_resource());
-    memory::BudgetAdaptor capped(stats, o.memory.budget);
+    memory::BudgetAdaptor capped(stats, o.memory_budget);
     Trainer trainer(net, backend, capped, o);
     // As many passes as the largest takes, each as even as can be (Note [Even micro-batches]).
     const int passes = (o.batch + b - 1) / b, even = (o.batch + passes - 1) / passes;
@@ -49,7 +49,7 @@ TEST_CASE("the predicted largest micro-batch is the true largest", "[budget][pla
     CHECK(r.samples == 512);
     CHECK(r.micro_batches == passes);
     CHECK(stats.statistics().peak_bytes == planner.breakdown(even).total());
-    CHECK(stats.statistics().peak_bytes <= o.memory.budget);
+    CHECK(stats.statistics().peak_bytes <= o.memory_budget);
   }
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("the chosen micro-batch splits the batch evenly: 256 where 17 fits is 
   TrainerOptions o;
   o.batch = 256;
   const BatchPlanner probe(net, backend, planning_options(o, net, backend));
-  o.memory.budget = probe.breakdown(17).total() + 100;
+  o.memory_budget = probe.breakdown(17).total() + 100;
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   REQUIRE(planner.largest_fitting(o.batch) == 17);
   CHECK(planner.choose() == 16);
@@ -84,7 +84,7 @@ TEST_CASE("where the plan dips from one micro-batch to the next, the largest tha
     WARN("no dip in resnet18's plans up to " << o.batch << ": nothing to check");
     return;
   }
-  o.memory.budget = probe.breakdown(dip).total();  // holds `dip`, not `dip - 1`
+  o.memory_budget = probe.breakdown(dip).total();  // holds `dip`, not `dip - 1`
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   INFO("dip at micro-batch " << dip);
   CHECK(planner.largest_fitting(dip) == dip);
@@ -120,32 +120,32 @@ TEST_CASE("under a budget the planner gives up workspace before it gives up micr
   const std::size_t lean = BatchPlanner(net, backend, lean_options).breakdown(64).total();
   REQUIRE(lean < hungry);  // 24.6 against 28.1 MB
 
-  o.memory.budget = lean + 1000;  // the whole batch fits only with the lean method
+  o.memory_budget = lean + 1000;  // the whole batch fits only with the lean method
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   CHECK(planner.choose() == 64);
   const MemoryBreakdown chosen = planner.breakdown(64);
   CHECK(chosen.workspace_limit < planning_options(o, net, backend).workspace_limit);
-  CHECK(chosen.total() <= o.memory.budget);
+  CHECK(chosen.total() <= o.memory_budget);
 
   memory::StatisticsAdaptor stats(memory::host_resource());
-  memory::BudgetAdaptor capped(stats, o.memory.budget);
+  memory::BudgetAdaptor capped(stats, o.memory_budget);
   Trainer trainer(net, backend, capped, o);
   CHECK(trainer.micro_batch() == 64);
   CHECK(stats.statistics().current_bytes == chosen.total());  // what was planned is what was built
   testing::SyntheticData data(64, image, 10, 4);
   CHECK(trainer.train_step(data.batch(0, 64)).samples == 64);
-  CHECK(stats.statistics().peak_bytes <= o.memory.budget);
+  CHECK(stats.statistics().peak_bytes <= o.memory_budget);
 
   // Without a budget the hungry method is planned; where the backend has nothing leaner (the
   // plain CPU backend) a budget lowers the micro-batch instead.
-  o.memory.budget = 0;
+  o.memory_budget = 0;
   CHECK(BatchPlanner(net, backend, planning_options(o, net, backend)).breakdown(64).total() == hungry);
   CpuBackend plain(2);
-  o.memory.budget = BatchPlanner(net, plain, planning_options(o, net, plain)).breakdown(64).total() - 1;
+  o.memory_budget = BatchPlanner(net, plain, planning_options(o, net, plain)).breakdown(64).total() - 1;
   const BatchPlanner refused(net, plain, planning_options(o, net, plain));
   CHECK(refused.choose() < 64);
   CHECK(refused.breakdown(64).workspace_limit ==
-        std::min(planning_options(o, net, plain).workspace_limit, o.memory.budget));
+        std::min(planning_options(o, net, plain).workspace_limit, o.memory_budget));
 }
 
 TEST_CASE("a micro-batch and an accumulation count together are refused", "[planner]") {

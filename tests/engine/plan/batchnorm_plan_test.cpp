@@ -130,8 +130,8 @@ TEST_CASE("batches and micro-batches too small for such a BatchNorm are refused 
   // A budget that holds micro-batch 2 but not 3: refused, naming micro-batch 3.
   TrainerOptions t = constant_sgd(16);
   const BatchPlanner probe(net, backend, planning_options(t, net, backend));
-  t.memory.budget = probe.breakdown(2).total();
-  REQUIRE(probe.breakdown(3).total() > t.memory.budget);
+  t.memory_budget = probe.breakdown(2).total();
+  REQUIRE(probe.breakdown(3).total() > t.memory_budget);
   memory::StatisticsAdaptor stats(memory::host_resource());
   CHECK_THROWS_WITH(Trainer(net, backend, stats, t), Catch::Contains("at micro-batch 3"));
   CHECK(stats.statistics().allocations == 0);

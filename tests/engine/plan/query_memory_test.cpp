@@ -63,7 +63,7 @@ TEST_CASE("a trainer plans with the backend's query scratch in its budget, then 
   backend.set_query_memory(&before);
   Network net = make_preset("small", kImage, 4);
   TrainerOptions options = testing::constant_sgd(16);
-  options.memory.budget = std::size_t{64} << 20;
+  options.memory_budget = std::size_t{64} << 20;
   Trainer trainer(net, backend, memory::host_resource(), options);
   CHECK(all_are(backend.seen(), &trainer.memory_stack().blocks()));
   CHECK(backend.current() == &before);

@@ -135,10 +135,10 @@ TEST_CASE("cheap recomputes element-wise and normalisation layers only, auto not
   const BatchPlanner unbounded(net, backend, planning_options(o, net, backend));
   CHECK(unbounded.breakdown(64).recomputed_layers == 0);  // no budget: nothing to fit
   CHECK(unbounded.choose() == 64);
-  o.memory.budget = unbounded.breakdown(64).total();
+  o.memory_budget = unbounded.breakdown(64).total();
   const BatchPlanner roomy(net, backend, planning_options(o, net, backend));
   CHECK(roomy.breakdown(64).recomputed_layers == 0);  // fits as it is
-  o.memory.budget -= (unbounded.breakdown(64).arena_bytes - unbounded.breakdown(32).arena_bytes) / 2;
+  o.memory_budget -= (unbounded.breakdown(64).arena_bytes - unbounded.breakdown(32).arena_bytes) / 2;
   const BatchPlanner tight(net, backend, planning_options(o, net, backend));
   const MemoryBreakdown m = tight.breakdown(64);
   CHECK(m.fits());
@@ -152,7 +152,7 @@ TEST_CASE("under a budget auto fits a larger micro-batch, reserves what it predi
   Network net = make_preset("resnet", kImage, 4);
   TrainerOptions o = testing::constant_sgd(128);
   const BatchPlanner probe(net, backend, planning_options(o, net, backend));
-  o.memory.budget = probe.breakdown(32).total();
+  o.memory_budget = probe.breakdown(32).total();
   o.recompute = RecomputePolicy::automatic;
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const int plain = planner.largest_fitting(o.batch, RecomputePolicy::none);
@@ -164,7 +164,7 @@ TEST_CASE("under a budget auto fits a larger micro-batch, reserves what it predi
 
   o.micro_batch = most;
   memory::StatisticsAdaptor stats(memory::host_resource());
-  memory::BudgetAdaptor capped(stats, o.memory.budget);
+  memory::BudgetAdaptor capped(stats, o.memory_budget);
   Trainer trainer(net, backend, capped, o);
   REQUIRE(trainer.micro_batch() == most);
   CHECK(trainer.memory().recomputed_layers > 0);
@@ -184,7 +184,7 @@ TEST_CASE("auto weighs micro-batches by expected throughput and takes the fastes
   Network net = make_preset("resnet", kImage, 4);
   TrainerOptions o = testing::constant_sgd(128);
   const BatchPlanner probe(net, backend, planning_options(o, net, backend));
-  o.memory.budget = probe.breakdown(16).total();
+  o.memory_budget = probe.breakdown(16).total();
   o.recompute = RecomputePolicy::automatic;
   const BatchPlanner planner(net, backend, planning_options(o, net, backend));
   const std::vector<MemoryBreakdown> weighed = planner.weighed_micro_batches();

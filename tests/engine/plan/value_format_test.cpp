@@ -271,7 +271,7 @@ TEST_CASE("resnet18 in 16 bits: the activations' peak halves, the arena at the l
 
   // The same budget, as the trainer plans it.
   TrainerOptions o = testing::constant_sgd(4096);
-  o.memory.budget = std::size_t{512} << 20;
+  o.memory_budget = std::size_t{512} << 20;
   auto largest = [&](Precision precision) {
     Network each = make_preset("resnet18", image, 10);
     CpuBackend on(2, precision);

@@ -105,7 +105,7 @@ TEST_CASE("recorded steps that recompute give the eager run's results, recomputa
     TrainerOptions probe = options(16, false);
     probe.micro_batch = 6;
     probe.recompute = RecomputePolicy::automatic;
-    probe.memory.budget = 1;
+    probe.memory_budget = 1;
     Network net = make_preset(model, kImage, kClasses);
     RecordingBackend backend(2);
     const std::size_t smallest = BatchPlanner(net, backend, planning_options(probe, net, backend)).breakdown(6).total();
@@ -115,7 +115,7 @@ TEST_CASE("recorded steps that recompute give the eager run's results, recomputa
       for (TrainerOptions* o : {&eager, &recorded}) {
         o->micro_batch = 6;
         o->recompute = policy;
-        if (policy == RecomputePolicy::automatic) o->memory.budget = smallest;
+        if (policy == RecomputePolicy::automatic) o->memory_budget = smallest;
       }
       const Run a = train(model, eager, batches), b = train(model, recorded, batches);
       CHECK(b.losses == a.losses);
@@ -151,7 +151,7 @@ TEST_CASE("recording steps is refused where it cannot work", "[trainer][graphs]"
                     Catch::Contains("this backend cannot capture calls"));
   RecordingBackend recording(1);
   TrainerOptions dynamic = options(8, true);
-  dynamic.memory.strategy = memory::Strategy::direct;
+  dynamic.memory_strategy = memory::Strategy::direct;
   CHECK_THROWS_WITH(Trainer(net, recording, memory::host_resource(), dynamic),
                     Catch::Contains("needs the planned strategy"));
 }
@@ -174,7 +174,7 @@ TEST_CASE("a trainer records its steps by default where it can, and says why not
     CHECK_THAT(trainer.graphs_off_because(), Catch::Contains("this backend cannot capture calls"));
   }
   TrainerOptions dynamic = automatic;
-  dynamic.memory.strategy = memory::Strategy::direct;
+  dynamic.memory_strategy = memory::Strategy::direct;
   {
     Trainer trainer(net, recording, memory::host_resource(), dynamic);
     CHECK_FALSE(trainer.capturing_graphs());

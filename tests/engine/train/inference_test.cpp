@@ -139,7 +139,7 @@ TEST_CASE("a batch beyond any that trains is refused, not planned", "[trainer]")
   CpuBackend backend(1);
   Network net = make_preset("small", Shape{1, 12, 12}, 4);
   TrainerOptions o = testing::constant_sgd(INT_MAX);
-  o.memory.budget = 1 << 20;
+  o.memory_budget = 1 << 20;
   CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("at most 16777216 are taken"));
 }
 
@@ -157,12 +157,12 @@ TEST_CASE("options a trainer cannot run with are refused before planning", "[tra
   o.total_steps = -10;
   CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("total_steps"));
   o = testing::constant_sgd(8);
-  o.memory.arena_factor = std::nan("");
+  o.arena_factor = std::nan("");
   CHECK_THROWS_WITH(Trainer(net, backend, memory::host_resource(), o), Catch::Contains("arena_factor"));
   CHECK_THROWS_WITH(CpuBackend(100000), Catch::Contains("at most 1024 threads"));
   o = testing::constant_sgd(8);
-  o.memory.budget = 1 << 20;
-  memory::MemoryStack stack(memory::host_resource(), o.memory);
+  o.memory_budget = 1 << 20;
+  memory::MemoryStack stack(memory::host_resource(), memory_options(o));
   // Added to the plan's bytes, it would wrap around to a plan that "fits".
   CHECK_THROWS_WITH(stack.book_staging(SIZE_MAX), Catch::Contains("more than any memory holds"));
 }

@@ -220,7 +220,7 @@ TEST_CASE("the plan counts the input copied ahead and the second copy of the sta
   // The trainer reserves what the plan says.
   Network c = make_preset("small-bn", kImage, 4);
   TrainerOptions o = options();
-  o.memory.budget = over.total();
+  o.memory_budget = over.total();
   Trainer trainer(c, overlapping, o);
   CHECK(trainer.memory().input_staging == over.input_staging);
 }

@@ -36,8 +36,8 @@ TEST_CASE("planning options are the user's options and the trainer's own", "[tra
   TrainerOptions o;
   o.batch = 48;
   o.accumulate = 3;
-  o.memory.budget = 8 << 20;
-  o.memory.strategy = memory::Strategy::pool;
+  o.memory_budget = 8 << 20;
+  o.memory_strategy = memory::Strategy::pool;
   o.workspace_limit = 1 << 20;
   o.rewrite_graph = false;
   o.recompute = RecomputePolicy::cheap;
@@ -65,10 +65,10 @@ TEST_CASE("the trainer's plan sets aside the libraries' workspace in its stack's
   Network probe_net = make_preset("small", kImage, 4);
   TrainerOptions o;
   o.batch = 16;
-  o.memory.budget = 0;
+  o.memory_budget = 0;
   const std::size_t whole = Trainer(probe_net, backend, memory::host_resource(), o).breakdown(16).total();
-  o.memory.budget = whole;  // holds micro-batch 16 only with the library's bytes counted once
-  memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), o.memory);
+  o.memory_budget = whole;  // holds micro-batch 16 only with the library's bytes counted once
+  memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), memory_options(o));
   Network net = make_preset("small", kImage, 4);
   Trainer trainer(net, backend, stack, o);
   CHECK(trainer.micro_batch() == 16);

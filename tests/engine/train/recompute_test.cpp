@@ -37,7 +37,7 @@ TrainerOptions options(const std::string& name, RecomputePolicy policy, std::siz
   o.micro_batch = batch_of(name) / 2;
   o.seed = 5;
   o.recompute = policy;
-  o.memory.budget = budget;
+  o.memory_budget = budget;
   o.narrow_values = NarrowValues::always;  // in bf16: 16-bit values, whatever the plans' sizes
   return o;
 }
@@ -133,7 +133,7 @@ TEST_CASE("a network the budget cannot hold even at micro-batch 1 without recomp
   CpuBackend backend(2);
   TrainerOptions o = testing::constant_sgd(8);
   o.recompute = RecomputePolicy::automatic;
-  o.memory.budget = 1;
+  o.memory_budget = 1;
   std::size_t budget = 0, without = 0;
   {
     Network net = make_preset("resnet", image, kClasses);
@@ -142,7 +142,7 @@ TEST_CASE("a network the budget cannot hold even at micro-batch 1 without recomp
     without = planner.breakdown(1, RecomputePolicy::none).total();
   }
   REQUIRE(budget < without);
-  o.memory.budget = budget;
+  o.memory_budget = budget;
   TrainerOptions keeping = o;
   keeping.recompute = RecomputePolicy::none;
   Network refused = make_preset("resnet", image, kClasses);
@@ -159,7 +159,7 @@ TEST_CASE("a network the budget cannot hold even at micro-batch 1 without recomp
 
   // What it learnt is what keeping learns with the memory to do so.
   Network reference = make_preset("resnet", image, kClasses);
-  keeping.memory.budget = 0;
+  keeping.memory_budget = 0;
   keeping.micro_batch = 1;
   Trainer unbounded(reference, backend, memory::host_resource(), keeping);
   for (int s = 0; s < 3; ++s) unbounded.train_step(data.batch(8 * s, 8));

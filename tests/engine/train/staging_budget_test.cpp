@@ -35,7 +35,7 @@ data::LoaderOptions loading() {
 TrainerOptions training(std::size_t budget) {
   TrainerOptions o;
   o.batch = 64;
-  o.memory.budget = budget;
+  o.memory_budget = budget;
   return o;
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
   SECTION("left room by a booking, the loader fits and the plan counts it") {
     Network net = make_preset("small", kImage, 4);
     TrainerOptions o = training(at_16 + staging);
-    memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), o.memory);
+    memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), memory_options(o));
     CHECK(data::Loader::book(stack, images, loading()) == staging);
     Trainer trainer(net, backend, stack, o);
     CHECK(trainer.micro_batch() == 16);
@@ -80,7 +80,7 @@ TEST_CASE("a loader's staging comes from the trainer's budget", "[trainer][budge
     CHECK(trainer.memory_stack().staging_bytes() == 0);
   }
   SECTION("staged before the trainer on the caller's stack, the plan counts it unasked") {
-    memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), training(at_16).memory);
+    memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), memory_options(training(at_16)));
     data::Loader loader(images, loading(), stack);
     Network net = make_preset("small", kImage, 4);
     Trainer trainer(net, backend, stack, training(at_16));
@@ -124,7 +124,7 @@ TEST_CASE("a trainer feeding loaders it was told of plans as train_images --plan
   Network probe_net = make_preset("small", kImage, 4);
   Trainer probe(probe_net, backend, memory::host_resource(), training(0));
   const TrainerOptions o = training(probe.breakdown(16).total() + staging);
-  memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), o.memory);
+  memory::MemoryStack stack(memory::host_resource(), backend.staging_memory(), memory_options(o));
   data::Loader::book(stack, images, loading());
   Network planned_net = make_preset("small", kImage, 4);
   const BatchPlanner planner(planned_net, backend, planning_options(o, planned_net, backend, stack));

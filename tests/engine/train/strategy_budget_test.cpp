@@ -24,8 +24,8 @@ constexpr int kClasses = 4;
 
 TrainerOptions options(memory::Strategy strategy, std::size_t budget) {
   TrainerOptions o = testing::constant_sgd(16);
-  o.memory.strategy = strategy;
-  o.memory.budget = budget;
+  o.memory_strategy = strategy;
+  o.memory_budget = budget;
   return o;
 }
 

@@ -121,7 +121,7 @@ TEST_CASE("a budget too small is refused before step 1 with the byte table", "[t
   Network net = make_preset("small", kImage, 4);
   CpuBackend backend(2);
   TrainerOptions o;
-  o.memory.budget = 64 * 1024;
+  o.memory_budget = 64 * 1024;
   try {
     Trainer trainer(net, backend, memory::host_resource(), o);
     FAIL("the trainer accepted a budget that cannot fit");
@@ -144,7 +144,7 @@ TEST_CASE("a tight budget gives a smaller micro-batch and the requested batch", 
   REQUIRE(at_17 > at_16);
 
   TrainerOptions tight = probe;
-  tight.memory.budget = at_16;
+  tight.memory_budget = at_16;
   Trainer trainer(net, backend, memory::host_resource(), tight);
   CHECK(trainer.micro_batch() == 16);
   SyntheticData data(64, kImage, 4, 9);

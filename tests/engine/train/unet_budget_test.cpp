@@ -30,7 +30,7 @@ TEST_CASE("a U-Net on 3x256x256 trains under a budget at the micro-batch its pla
   const BatchPlanner unbounded(net, backend, planning_options(o, net, backend));
   const std::size_t at2 = unbounded.breakdown(2).total(), at3 = unbounded.breakdown(3).total();
   REQUIRE(at3 > at2);
-  o.memory.budget = at2 + (at3 - at2) / 2;
+  o.memory_budget = at2 + (at3 - at2) / 2;
   const BatchPlanner bounded(net, backend, planning_options(o, net, backend));
   CHECK(bounded.largest_fitting(4) == 2);
   // The masks sit in the input slots: H x W bytes a sample.
@@ -50,5 +50,5 @@ TEST_CASE("a U-Net on 3x256x256 trains under a budget at the micro-batch its pla
   CHECK(report.micro_batch == 2);
   CHECK(std::isfinite(report.loss));
   CHECK(report.loss == Approx(std::log(static_cast<double>(classes))).epsilon(0.3));
-  CHECK(trainer.memory_stack().statistics().peak_bytes <= o.memory.budget);
+  CHECK(trainer.memory_stack().statistics().peak_bytes <= o.memory_budget);
 }
