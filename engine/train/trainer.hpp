@@ -164,8 +164,8 @@ class Trainer {
   // The same stack over `upstream` instead (to count or fail its calls).
   Trainer(Network& network, Backend& backend, memory::MemoryResource& upstream, TrainerOptions options);
   // A stack the caller built (and may have wrapped, and staged or booked its loaders on): its
-  // options replace the memory options (with_memory_options). Its step buffers are built here from this trainer's plan,
-  // unless the caller built them. It must outlive the trainer.
+  // options replace the trainer's memory options (with_memory_options). Its step buffers are
+  // built here from this trainer's plan, unless the caller built them. It must outlive the trainer.
   Trainer(Network& network, Backend& backend, memory::MemoryStack& stack, TrainerOptions options);
   ~Trainer();
 
