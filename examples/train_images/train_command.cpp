@@ -1,13 +1,11 @@
 #include "train_command.hpp"
 
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 
 #include <cnnengine/cnnengine.hpp>
 #include "data_identity.hpp"
@@ -290,15 +288,6 @@ FitCallbacks in_turn(const FitCallbacks& own, const FitCallbacks& extra) {
   return both;
 }
 
-// Test hook: CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN=S waits S seconds before planning, a slow phase
-// outside the training loop (tests/train_images/check_signal_outside_loop.sh stops it).
-void pause_before_planning() {
-  if (const char* seconds = std::getenv("CNN_TRAIN_IMAGES_PAUSE_BEFORE_PLAN")) {
-    std::cout << std::flush;  // what it printed so far, for the test to see where it is
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(seconds)));
-  }
-}
-
 // --find-lr: the range test's table, its suggestion, its curve (--plot) and JSON lines.
 int find_learning_rate_command(const Options& o, Network& network, Backend& backend, const data::Dataset& training,
                                const FitOptions& fit) {
@@ -422,7 +411,6 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
     const std::string why_not = graph_capture_blocked(fit, backend);
     std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
   }
-  pause_before_planning();
 
   if (o.plan_only) {
     // The memory stack a run builds: one budget over the trainer's memory, the libraries'

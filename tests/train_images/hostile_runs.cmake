@@ -146,8 +146,8 @@ add_test(NAME train_images_non_utf8_names
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_images/check_non_utf8_names.sh $<TARGET_FILE:train_images>
     ${CMAKE_CURRENT_SOURCE_DIR}/train_images/one_image_per_class ${scratch}/non_utf8)
 add_test(NAME train_images_signal_outside_the_loop_stops_at_once
-  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_images/check_signal_outside_loop.sh $<TARGET_FILE:train_images>
-    ${FMNIST} ${scratch}/signal_outside_loop)
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_images/check_signal_outside_loop.sh
+    $<TARGET_FILE:train_images_paused_before_training> ${FMNIST} ${scratch}/signal_outside_loop)
 add_test(NAME train_images_signal_during_evaluation_stops_at_once
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/train_images/check_signal_during_evaluation.sh $<TARGET_FILE:train_images>
     ${FMNIST} ${scratch}/signal_during_evaluation)
