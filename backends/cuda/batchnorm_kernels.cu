@@ -109,6 +109,16 @@ __device__ void channel_sums(int blocks, double& a, double& b) {
 #endif
 }
 
+// f(u, k) for value k of each vector u a round holds, in order (the sums' order is the results').
+template <int V, typename Visit>
+__device__ __forceinline__ void each_value_of_round(int round, Visit&& f) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (u < round)
+#pragma unroll
+      for (int k = 0; k < V; ++k) f(u, k);
+}
+
 // Where vector u of the round from `first` sits, and the round's vectors of `in` read into v.
 template <int V, int kThreads>
 __device__ std::size_t round_at(const ChannelVectors<V>& layout, std::size_t ch, std::size_t first, int u) {
@@ -129,11 +139,7 @@ __device__ void mask_round(const ValuesIn& y, const ChannelVectors<V>& layout, s
                            int round, float (&g)[kUnroll][V]) {
   float out[kUnroll][V];
   load_round<F, V, kThreads>(y, layout, ch, first, round, out);
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u)
-    if (u < round)
-#pragma unroll
-      for (int k = 0; k < V; ++k) g[u][k] = out[u][k] > 0.0f ? g[u][k] : 0.0f;
+  each_value_of_round<V>(round, [&](int u, int k) { g[u][k] = out[u][k] > 0.0f ? g[u][k] : 0.0f; });
 }
 
 template <ValueFormat F, int V, int kThreads>
@@ -149,14 +155,10 @@ __global__ void __launch_bounds__(kThreads)
     const int round = vectors_in_round<kThreads>(first, share.end);
     float v[kUnroll][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (u < round)
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          sum += v[u][k];
-          squares += static_cast<double>(v[u][k]) * v[u][k];
-        }
+    each_value_of_round<V>(round, [&](int u, int k) {
+      sum += v[u][k];
+      squares += static_cast<double>(v[u][k]) * v[u][k];
+    });
   }
   channel_sums<kThreads>(blocks, sum, squares);
   const double count = layout.values();
@@ -209,14 +211,10 @@ __global__ void __launch_bounds__(kThreads)
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
     if (relu) mask_round<F, V, kThreads>(relu_y, layout, ch, first, round, g);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (u < round)
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          sum_dy += g[u][k];
-          sum_dy_xhat += static_cast<double>(g[u][k]) * ((v[u][k] - mean) * inv_std);
-        }
+    each_value_of_round<V>(round, [&](int u, int k) {
+      sum_dy += g[u][k];
+      sum_dy_xhat += static_cast<double>(g[u][k]) * ((v[u][k] - mean) * inv_std);
+    });
   }
   channel_sums<kThreads>(blocks, sum_dy, sum_dy_xhat);
   if (threadIdx.x == 0 && share.rank == 0) {
