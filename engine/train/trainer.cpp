@@ -19,13 +19,18 @@
 
 namespace cnn {
 
+std::string graph_capture_blocked(const TrainerOptions& options) {
+  if (options.memory_strategy != memory::Strategy::planned)
+    return "it needs the planned strategy (`memory_strategy`): other strategies move buffers between steps";
+  if (options.sync_batchnorm)
+    return "synchronised BatchNorm (`sync_batchnorm`) sums over the ranks inside forward and backward, which a "
+           "recorded graph cannot";
+  return {};
+}
+
 std::string graph_capture_blocked(const TrainerOptions& options, const Backend& backend) {
   if (std::string why = backend.capture_support(); !why.empty()) return why;
-  if (options.memory_strategy != memory::Strategy::planned)
-    return "it needs the planned strategy: other strategies move buffers between steps";
-  if (options.sync_batchnorm)
-    return "synchronised BatchNorm sums over the ranks inside forward and backward, which a recorded graph cannot";
-  return {};
+  return graph_capture_blocked(options);
 }
 
 memory::MemoryOptions memory_options(const TrainerOptions& options) {

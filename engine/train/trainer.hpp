@@ -101,6 +101,9 @@ struct TrainerOptions {
 // a backend that cannot capture, a strategy other than the planned one, synchronised BatchNorm
 // (it sums over the ranks inside forward and backward). Empty where nothing does.
 std::string graph_capture_blocked(const TrainerOptions& options, const Backend& backend);
+// What in the options alone keeps it (the strategy, synchronised BatchNorm), on any backend. The
+// reasons quote the fields that cause them (`sync_batchnorm`), as an OptionError's message does.
+std::string graph_capture_blocked(const TrainerOptions& options);
 
 // The memory stack's options that `options` ask for (memory_budget, memory_strategy, memory_trace,
 // arena_factor), and the reverse: `options` with a stack's.

@@ -78,14 +78,7 @@ std::string unknown_option(const CLI::App& app, int argc, char** argv) {
 // An option check the library made (Fit's), as the command line says it: led by the flag, and
 // each field the message quotes (`validation_split`) named by its flag too.
 std::string usage_message(const OptionError& e) {
-  std::string message = e.what();
-  for (std::size_t open = message.find('`'); open != std::string::npos; open = message.find('`', open + 1)) {
-    const std::size_t close = message.find('`', open + 1);
-    if (close == std::string::npos) break;
-    const std::string flag = flag_of_library_field(message.substr(open + 1, close - open - 1));
-    if (!flag.empty()) message.replace(open, close - open + 1, flag);
-    else open = close;
-  }
+  const std::string message = with_flags(e.what());
   const std::string flag = flag_of_library_field(e.field());
   return flag.empty() ? message : flag + ": " + message;
 }

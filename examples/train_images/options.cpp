@@ -228,6 +228,17 @@ std::string flag_of_library_field(const std::string& field) {
   return {};
 }
 
+std::string with_flags(std::string message) {
+  for (std::size_t open = message.find('`'); open != std::string::npos; open = message.find('`', open + 1)) {
+    const std::size_t close = message.find('`', open + 1);
+    if (close == std::string::npos) break;
+    const std::string flag = flag_of_library_field(message.substr(open + 1, close - open - 1));
+    if (!flag.empty()) message.replace(open, close - open + 1, flag);
+    else open = close;
+  }
+  return message;
+}
+
 LibraryOptions library_options(const Options& o) {
   LibraryOptions library;
   for (const OptionRow& row : option_table())
@@ -259,14 +270,6 @@ void add_options(CLI::App& app, Options& o) {
 std::string algorithm_cache_of(const Options& o) {
   if (o.algo_cache == "none") return {};
   return o.algo_cache.empty() ? default_algorithm_cache() : o.algo_cache;
-}
-
-std::string settings_blocking_cuda_graphs(const Options& o) {
-  if (o.sync_batchnorm)
-    return "--sync-batchnorm sums over the ranks inside forward and backward, which a recorded graph cannot";
-  if (memory::parse_strategy(o.allocator) != memory::Strategy::planned)
-    return "--cuda-graph needs --allocator planned: other strategies move buffers between steps";
-  return {};
 }
 
 void record_given(const CLI::App& app, Options& o) {
@@ -305,9 +308,9 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize (measured) or --mean and --std, not both");
   if (o.mean.empty() != o.std.empty())
     throw CLI::ValidationError("--mean, --std", "give --mean and --std together");
-  if (o.cuda_graph) {
-    if (const std::string why = settings_blocking_cuda_graphs(o); !why.empty())
-      throw CLI::ValidationError(why);
+  if (o.cuda_graph) {  // the library's reasons, before any data is read
+    if (const std::string why = graph_capture_blocked(library_options(o).fit); !why.empty())
+      throw CLI::ValidationError("--cuda-graph", with_flags(why));
   }
 }
 

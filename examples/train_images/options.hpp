@@ -142,15 +142,15 @@ struct OptionRow {
 const std::vector<OptionRow>& option_table();
 // The flag whose option feeds the library's `field`; empty where none does.
 std::string flag_of_library_field(const std::string& field);
+// A library message with each field it quotes in backticks (`validation_split`) named by the flag
+// that feeds it, where one does.
+std::string with_flags(std::string message);
 // The library's options as the table's rows feed them from `o`.
 LibraryOptions library_options(const Options& o);
 
 // The file --algo-cache names: its default where not given, empty for "none".
 std::string algorithm_cache_of(const Options& o);
 
-// Which of these settings keeps a step from being recorded as a CUDA graph (it moves buffers or
-// talks to other ranks inside the step), and why; empty where none does.
-std::string settings_blocking_cuda_graphs(const Options& o);
 
 // Registers every option of the table, bound to `o`, on `app`.
 void add_options(CLI::App& app, Options& o);

@@ -409,7 +409,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
     fit.capture_graphs = GraphCapture::never;
   } else if (o.cuda_graph || backend.kind() == DeviceKind::cuda) {
     const std::string why_not = graph_capture_blocked(fit, backend);
-    std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + why_not + ")") << "\n";
+    std::cout << "cuda graphs: " << (why_not.empty() ? "on" : "off (" + with_flags(why_not) + ")") << "\n";
   }
 
   if (o.plan_only) {
