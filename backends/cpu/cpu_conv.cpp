@@ -30,6 +30,8 @@ using cpu::aligned_floats;
 using cpu::GemmOperand;
 using cpu::GemmOutput;
 
+constexpr std::size_t round_up_to(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
 // One group's convolution: cin and cout are a group's channels (all of them with groups 1).
 struct ConvGeometry {
   int cin, h, w, cout, hout, wout, kh, kw, stride, pad, dilation, groups;
@@ -136,6 +138,118 @@ void im2col(const ConvGeometry& g, const float* image, float* col) {
       }
 }
 
+// Row kk of the column matrix (channel kk / (kh kw), tap kk % (kh kw)), its values
+// [o0, o0 + count), into `row`: im2col for a stretch of one row, so that a product packs the
+// column matrix straight from the image (Note [Columns packed from the image]).
+void column_row(const ConvGeometry& g, const float* image, std::size_t kk, std::size_t o0, std::size_t count, float* row) {
+  const std::size_t taps = static_cast<std::size_t>(g.kh) * g.kw;
+  const int tap = static_cast<int>(kk % taps), ki = tap / g.kw, kj = tap % g.kw;
+  const float* plane = image + kk / taps * static_cast<std::size_t>(g.h) * g.w;
+  const ColumnRange cols = valid_columns(g, kj);
+  const int offset = kj * g.dilation - g.pad;
+  const auto wout = static_cast<std::size_t>(g.wout);
+  for (std::size_t o = o0, end = o0 + count; o < end;) {
+    const std::size_t oh = o / wout, ow0 = o % wout, ow1 = std::min(wout, ow0 + (end - o));
+    float* out = row + (o - o0) - ow0;  // out[ow] is element (oh, ow)
+    o += ow1 - ow0;
+    const int ih = static_cast<int>(oh) * g.stride - g.pad + ki * g.dilation;
+    // Plain loops, not std::copy and std::fill: stretches of a row's width are too short to pay
+    // for a call to memmove or memset.
+    if (ih < 0 || ih >= g.h) {
+      for (std::size_t ow = ow0; ow < ow1; ++ow) out[ow] = 0.f;
+      continue;
+    }
+    const float* in = plane + static_cast<std::size_t>(ih) * g.w + offset;
+    const std::size_t lo = std::clamp<std::size_t>(static_cast<std::size_t>(cols.lo), ow0, ow1),
+                      hi = std::clamp<std::size_t>(static_cast<std::size_t>(cols.hi), lo, ow1);
+    for (std::size_t ow = ow0; ow < lo; ++ow) out[ow] = 0.f;
+    if (g.stride == 1)
+      for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[ow];
+    else
+      for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * static_cast<std::size_t>(g.stride)];
+    for (std::size_t ow = hi; ow < ow1; ++ow) out[ow] = 0.f;
+  }
+}
+
+// Note [Columns packed from the image]: a product's B panels hold what it multiplies next, so an
+// im2col matrix in between is a second copy of the same values: written whole (K x P floats, 7 MiB
+// for a 64-channel 3x3 convolution at 56 x 56, past the L2 cache), then read back to be packed.
+// Packed from the image instead, a block's values come from an input plane that stays in cache,
+// and the forward product ran at 0.78x of its kernels' speed with the matrix in between.
+// The forward pass packs col [K x P] by rows of it, backward-filter col^T [P x K] by columns.
+struct ImageColumns {
+  const ConvGeometry* g;
+  const float* image;
+};
+
+// pack_columns where a column-matrix row is the plane shifted (rows_are_flat_shifts): each panel
+// row is one stretch of the plane, the zeros of the rows outside the image around it, and the
+// wrapped columns zeroed after.
+void pack_flat_columns(const ConvGeometry& g, const float* image, std::size_t k0, std::size_t depth, std::size_t j0,
+                       std::size_t cols, float* dst) {
+  constexpr auto W = static_cast<std::ptrdiff_t>(cpu::kGemmCols);
+  const int taps = g.kh * g.kw;
+  const auto w = static_cast<std::ptrdiff_t>(g.w);
+  for (std::size_t p = 0; p < depth; ++p) {
+    const int kk = static_cast<int>(k0 + p), ki = kk % taps / g.kw, kj = kk % g.kw;
+    const float* plane = image + static_cast<std::size_t>(kk / taps) * g.h * g.w;
+    const FlatShift s = flat_shift(g, ki, kj);
+    const bool wraps = s.cols.lo > 0 || s.cols.hi < g.wout;
+    for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(cols); c += W) {
+      const std::ptrdiff_t o0 = static_cast<std::ptrdiff_t>(j0) + c;
+      float* out = dst + (static_cast<std::size_t>(c) / cpu::kGemmCols * depth + p) * cpu::kGemmCols - o0;  // out[o]
+      const std::ptrdiff_t lo = std::clamp(s.first, o0, o0 + W), hi = std::clamp(s.last, lo, o0 + W);
+      for (std::ptrdiff_t o = o0; o < lo; ++o) out[o] = 0.f;
+      for (std::ptrdiff_t o = lo; o < hi; ++o) out[o] = plane[o + s.offset];
+      for (std::ptrdiff_t o = hi; o < o0 + W; ++o) out[o] = 0.f;
+      if (!wraps) continue;
+      for (std::ptrdiff_t row = o0 - o0 % w; row < o0 + W; row += w) {
+        for (std::ptrdiff_t o = std::max(row, o0); o < std::min(row + s.cols.lo, o0 + W); ++o) out[o] = 0.f;
+        for (std::ptrdiff_t o = std::max(row + s.cols.hi, o0); o < std::min(row + w, o0 + W); ++o) out[o] = 0.f;
+      }
+    }
+  }
+}
+
+// Forward: op(B) = col, k along the taps (kk), n along the pixels.
+void pack_columns(const void* context, std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols, float* dst) {
+  const auto& [g, image] = *static_cast<const ImageColumns*>(context);
+  constexpr std::size_t W = cpu::kGemmCols;
+  if (rows_are_flat_shifts(*g)) return pack_flat_columns(*g, image, k0, depth, j0, cols, dst);
+  alignas(64) float row[16 * W];  // a multiple of the panels' width
+  for (std::size_t p = 0; p < depth; ++p)
+    for (std::size_t c0 = 0; c0 < cols; c0 += std::size(row)) {
+      const std::size_t stretch = std::min(std::size(row), cols - c0);
+      column_row(*g, image, k0 + p, j0 + c0, stretch, row);
+      std::fill(row + stretch, row + round_up_to(stretch, W), 0.f);  // the last panel's columns past n
+      for (std::size_t c = 0; c < stretch; c += W) {
+        float* panel_row = dst + (c0 + c) / W * depth * W + p * W;
+        for (std::size_t j = 0; j < W; ++j) panel_row[j] = row[c + j];  // a fixed count: vector moves, no memmove call
+      }
+    }
+}
+
+// Backward-filter: op(B) = col^T, k along the pixels, n along the taps.
+void pack_columns_transposed(const void* context, std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols,
+                             float* dst) {
+  const auto& [g, image] = *static_cast<const ImageColumns*>(context);
+  constexpr std::size_t W = cpu::kGemmCols;
+  alignas(64) float row[cpu::kGemmDepth];
+  const std::size_t taps = static_cast<std::size_t>(g->patch());
+  for (std::size_t c = 0; c < round_up_to(cols, W); ++c) {
+    float* out = dst + c / W * depth * W + c % W;
+    if (j0 + c >= taps) {
+      for (std::size_t p = 0; p < depth; ++p) out[p * W] = 0.f;
+      continue;
+    }
+    for (std::size_t p0 = 0; p0 < depth; p0 += std::size(row)) {
+      const std::size_t stretch = std::min(std::size(row), depth - p0);
+      column_row(*g, image, j0 + c, k0 + p0, stretch, row);
+      for (std::size_t p = 0; p < stretch; ++p) out[(p0 + p) * W] = row[p];
+    }
+  }
+}
+
 // Adds the column matrix back into the image. `col` is scratch: the flat path zeroes the wrapped
 // columns in it and adds each row as one long loop. A wrapped element then adds +0.0f to an
 // image element that also receives its own (centre tap) term, never -0.0f (the products start
@@ -186,16 +300,19 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   ConvThreadSpace s;
-  s.col = g.is_pointwise() ? 0 : aligned_floats(K * P);
+  s.col = g.is_pointwise() || (pass == ConvPass::forward && !products16) ? 0 : aligned_floats(K * P);
   if (pass == ConvPass::forward) {
-    // y[C x P] = w[C x K] col[K x P], per group
-    s.packing = products16 ? cpu::gemm16_packing_floats(C, P, K, true, false) : cpu::gemm_packing_floats(C, P, K);
+    // y[C x P] = w[C x K] col[K x P], per group; in fp32 col is packed from the image
+    s.packing = products16          ? cpu::gemm16_packing_floats(C, P, K, true, false)
+                : g.is_pointwise() ? cpu::gemm_packing_floats(C, P, K)
+                                   : cpu::gemm_panels_packing_floats(C, P, K);
   } else {
     s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
     s.packing = products16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
                                       cpu::gemm16_packing_floats(C, K, P, false, false))
-                           : std::max(cpu::gemm_packing_floats(K, P, C),   // dcol[K x P] = w^T dy
-                                      cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
+                           : std::max(cpu::gemm_packing_floats(K, P, C),  // dcol[K x P] = w^T dy
+                                      g.is_pointwise() ? cpu::gemm_packing_floats(C, K, P)
+                                                       : cpu::gemm_panels_packing_floats(C, K, P));  // dw[C x K] += dy col^T
   }
   return s;
 }
@@ -272,15 +389,17 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
       for (int gi = 0; gi < g.groups; ++gi) {
         const auto group = static_cast<std::size_t>(gi);
         const float* image = x.data + i * in_stride + group * group_in;
-        if (!g.is_pointwise()) im2col(g, image, col);
         float* out = y.data + i * out_stride + group * C * P;
-        const GemmOperand columns{g.is_pointwise() ? image : col, P};
-        if (products16())
-          cpu::gemm16(product_format(), C, P, K,
-                      {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0}, {columns},
-                      GemmOutput{out, P, accumulate}, packing);
-        else
-          cpu::gemm(C, P, K, GemmOperand{w.data + group * C * K, K}, columns, GemmOutput{out, P, accumulate}, packing);
+        const GemmOperand weights{w.data + group * C * K, K};
+        if (!products16()) {
+          const ImageColumns columns{&g, image};
+          if (g.is_pointwise()) cpu::gemm(C, P, K, weights, GemmOperand{image, P}, GemmOutput{out, P, accumulate}, packing);
+          else cpu::gemm(C, P, K, weights, cpu::GemmPanels{pack_columns, &columns}, GemmOutput{out, P, accumulate}, packing);
+          continue;
+        }
+        if (!g.is_pointwise()) im2col(g, image, col);
+        cpu::gemm16(product_format(), C, P, K, {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0},
+                    {GemmOperand{g.is_pointwise() ? image : col, P}}, GemmOutput{out, P, accumulate}, packing);
       }
       if (!bias.empty())
         MatrixMap(y.data + i * out_stride, d.out_channels, static_cast<Eigen::Index>(P)).colwise() +=
@@ -356,13 +475,17 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
       for (int gi = 0; gi < g.groups; ++gi) {
         const auto group = static_cast<std::size_t>(gi);
         const float* image = x.data + i * in_stride + group * group_in;
+        const GemmOperand grad_out{dy.data + i * out_stride + group * C * P, P};
+        const GemmOutput result{partial + group * C * K, K, true};
+        if (!products16() && !g.is_pointwise()) {
+          const ImageColumns columns{&g, image};
+          cpu::gemm(C, K, P, grad_out, cpu::GemmPanels{pack_columns_transposed, &columns}, result, packing);
+          continue;
+        }
         if (!g.is_pointwise()) im2col(g, image, col);
         const GemmOperand columns_transposed{g.is_pointwise() ? image : col, P, true};  // col^T: col is [K x P]
-        const float* grad_out = dy.data + i * out_stride + group * C * P;
-        const GemmOutput result{partial + group * C * K, K, true};
-        if (products16())
-          cpu::gemm16(product_format(), C, K, P, {GemmOperand{grad_out, P}}, {columns_transposed}, result, packing);
-        else cpu::gemm(C, K, P, GemmOperand{grad_out, P}, columns_transposed, result, packing);
+        if (products16()) cpu::gemm16(product_format(), C, K, P, {grad_out}, {columns_transposed}, result, packing);
+        else cpu::gemm(C, K, P, grad_out, columns_transposed, result, packing);
       }
       partial_b += ConstMatrixMap(dy.data + i * out_stride, static_cast<Eigen::Index>(all_out), static_cast<Eigen::Index>(P))
                        .rowwise()

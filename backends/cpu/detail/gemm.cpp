@@ -1,100 +1,320 @@
 #include "backends/cpu/detail/gemm.hpp"
 
-#include <Eigen/Core>
+#include <immintrin.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn::cpu {
+
+// Note [One product on every instruction set]: each element of C is summed the same way on every
+// path: per block of k (kGemmDepth values, in order), a chain of fused multiply-adds from zero in
+// the order of k, then added to C (the first block writes it, unless the product adds to C). The
+// AVX-512 kernel keeps a tile's 8 x 48 sums in 24 vectors, the AVX2 kernel the same tile as four
+// 4 x 24 quarters in 12 vectors each, the portable one in an array with std::fma, which rounds once
+// as the instructions do. Packing, tiles and blocks are the same whatever runs, so a plan's bytes
+// and a run's bits do not depend on the host's instruction set (subnormals aside: the vector
+// paths flush them, Note [Flushed subnormals]; std::fma without the instruction may not). Where
+// the rows or columns split (threads, tiles, blocks of rows or columns), no element's sum changes.
+
 namespace {
 
-using Eigen::Index;
+constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// Note [Fixed cache sizes]: Eigen sizes its product blocks from the cache sizes it reads with
-// cpuid, and the blocks set both the packing a layer's workspace holds and the order in which a
-// product's sums are rounded. Left to the host, the same seed planned other bytes and trained
-// other losses on a machine with other caches. Fixed sizes (those of the 2-core AMD EPYC the
-// recorded results come from) make plans and losses depend on the instruction set alone.
-constexpr std::ptrdiff_t kL1Bytes = 48 << 10, kL2Bytes = 1 << 20, kL3Bytes = std::ptrdiff_t{384} << 20;
+// Rows of A packed at a time (12 tiles) and columns of B (16 tiles): the blocks stay in L2 while
+// a B panel (kGemmDepth x kGemmCols floats, 36 KiB) stays in L1 across a column of tiles.
+constexpr std::size_t kBlockRows = 12 * kGemmRows, kBlockCols = 16 * kGemmCols;
 
-void fix_cache_sizes() {
-  static const bool fixed = [] {
-    Eigen::setCpuCacheSizes(kL1Bytes, kL2Bytes, kL3Bytes);
-    return true;
+// ---- Which instructions ----
+
+std::atomic<int> isa_limit{static_cast<int>(CpuIsa::avx512)};
+
+CpuIsa host_isa() {
+  static const CpuIsa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return CpuIsa::avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::avx2;
+    return CpuIsa::portable;
   }();
-  (void)fixed;
+  return isa;
 }
 
-// Eigen computes column-major products, so C[m x n] row-major is computed as its transpose,
-// C^T[n x m] = op(B)^T[n x k] * op(A)^T[k x m], each row-major operand read as column-major.
-// Blocks: kc along k, mc along Eigen's rows (n), nc along its columns (m).
-class Blocking final : public Eigen::internal::level3_blocking<float, float> {
- public:
-  Blocking(std::size_t m, std::size_t n, std::size_t k) {
-    fix_cache_sizes();
-    m_kc = static_cast<Index>(k);
-    m_mc = static_cast<Index>(n);
-    m_nc = static_cast<Index>(m);
-    Eigen::internal::computeProductBlockingSizes<float, float, 1, Index>(m_kc, m_mc, m_nc, 1);
+// CNN_CPU_ISA, read once: the most the environment allows.
+CpuIsa environment_isa() {
+  static const CpuIsa isa = [] {
+    const char* named = std::getenv("CNN_CPU_ISA");
+    if (named == nullptr || *named == '\0') return CpuIsa::avx512;
+    for (CpuIsa candidate : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512})
+      if (std::strcmp(named, isa_name(candidate)) == 0) return candidate;
+    throw std::invalid_argument(std::string("CNN_CPU_ISA is '") + named + "': portable, avx2 or avx512");
+  }();
+  return isa;
+}
+
+// ---- Tiles ----
+
+// Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is what
+// is stored (the product computed as C^T = B^T A^T).
+struct TileOut {
+  float* c;
+  std::size_t ldc;
+  bool transposed;
+};
+
+using Tile = float[kGemmRows][kGemmCols];
+
+// Adds (or, overwrite, writes) the [rows x cols] corner of a tile to `out`.
+void store_tile(const Tile& tile, TileOut out, std::size_t rows, std::size_t cols, bool overwrite) {
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < cols; ++j) {
+      float& value = out.transposed ? out.c[j * out.ldc + r] : out.c[r * out.ldc + j];
+      value = overwrite ? tile[r][j] : value + tile[r][j];
+    }
+}
+
+using Kernel = void (*)(const float* a, const float* b, std::size_t depth, TileOut out, std::size_t rows,
+                        std::size_t cols, bool overwrite);
+
+void kernel_portable(const float* a, const float* b, std::size_t depth, TileOut out, std::size_t rows, std::size_t cols,
+                     bool overwrite) {
+  alignas(64) Tile acc = {};
+  for (std::size_t p = 0; p < depth; ++p)
+    for (std::size_t r = 0; r < kGemmRows; ++r)
+      for (std::size_t j = 0; j < kGemmCols; ++j) acc[r][j] = std::fma(a[p * kGemmRows + r], b[p * kGemmCols + j], acc[r][j]);
+  store_tile(acc, out, rows, cols, overwrite);
+}
+
+// Four quarters of the tile, rows 4q.. and columns 24h.., each in 12 vectors of 8.
+__attribute__((target("avx2,fma"))) void kernel_avx2(const float* a, const float* b, std::size_t depth, TileOut out,
+                                                      std::size_t rows, std::size_t cols, bool overwrite) {
+  constexpr std::size_t kRows = kGemmRows / 2, kCols = kGemmCols / 2, kVectors = kCols / 8;
+  alignas(64) Tile tile;
+  const bool direct = !out.transposed && rows == kGemmRows && cols == kGemmCols;
+  for (std::size_t r0 = 0; r0 < kGemmRows; r0 += kRows)
+    for (std::size_t c0 = 0; c0 < kGemmCols; c0 += kCols) {
+      __m256 acc[kRows][kVectors];
+      for (auto& row : acc)
+        for (auto& v : row) v = _mm256_setzero_ps();
+      for (std::size_t p = 0; p < depth; ++p) {
+        __m256 bv[kVectors];
+        for (std::size_t v = 0; v < kVectors; ++v) bv[v] = _mm256_load_ps(b + p * kGemmCols + c0 + 8 * v);
+#pragma GCC unroll 4
+        for (std::size_t r = 0; r < kRows; ++r) {
+          const __m256 ar = _mm256_broadcast_ss(a + p * kGemmRows + r0 + r);
+          for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+        }
+      }
+      for (std::size_t r = 0; r < kRows; ++r)
+        for (std::size_t v = 0; v < kVectors; ++v) {
+          if (!direct) {
+            _mm256_store_ps(tile[r0 + r] + c0 + 8 * v, acc[r][v]);
+            continue;
+          }
+          float* at = out.c + (r0 + r) * out.ldc + c0 + 8 * v;
+          _mm256_storeu_ps(at, overwrite ? acc[r][v] : _mm256_add_ps(_mm256_loadu_ps(at), acc[r][v]));
+        }
+    }
+  if (!direct) store_tile(tile, out, rows, cols, overwrite);
+}
+
+// The whole tile in 24 vectors: three of B's row a step, each of A's 8 values broadcast.
+__attribute__((target("avx512f"))) void kernel_avx512(const float* a, const float* b, std::size_t depth, TileOut out,
+                                                      std::size_t rows, std::size_t cols, bool overwrite) {
+  constexpr std::size_t kVectors = kGemmCols / 16;
+  __m512 acc[kGemmRows][kVectors];
+  for (auto& row : acc)
+    for (auto& v : row) v = _mm512_setzero_ps();
+  for (std::size_t p = 0; p < depth; ++p) {
+    __m512 bv[kVectors];
+    for (std::size_t v = 0; v < kVectors; ++v) bv[v] = _mm512_load_ps(b + p * kGemmCols + 16 * v);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < kGemmRows; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[p * kGemmRows + r]);
+      for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
   }
-  std::size_t floats() const { return a_floats() + aligned_floats(static_cast<std::size_t>(m_kc * m_nc)); }
-  // Smaller blocks until they fit `packing` (any block sizes are correct, only slower).
+  if (!out.transposed && rows == kGemmRows && cols == kGemmCols) {
+    for (std::size_t r = 0; r < kGemmRows; ++r)
+      for (std::size_t v = 0; v < kVectors; ++v) {
+        float* at = out.c + r * out.ldc + 16 * v;
+        _mm512_storeu_ps(at, overwrite ? acc[r][v] : _mm512_add_ps(_mm512_loadu_ps(at), acc[r][v]));
+      }
+    return;
+  }
+  alignas(64) Tile tile;
+  for (std::size_t r = 0; r < kGemmRows; ++r)
+    for (std::size_t v = 0; v < kVectors; ++v) _mm512_store_ps(tile[r] + 16 * v, acc[r][v]);
+  store_tile(tile, out, rows, cols, overwrite);
+}
+
+Kernel kernel_for(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::avx512: return kernel_avx512;
+    case CpuIsa::avx2: return kernel_avx2;
+    case CpuIsa::portable: break;
+  }
+  return kernel_portable;
+}
+
+// ---- Packing ----
+
+// `lines` rows of A (from row i0) or columns of B (from column j0), values [k0, k0 + depth) along
+// k, in panels of `width` lines: [panel][depth][width]; lines at or past `last` are zeros.
+// `along_k`: the operand's values along k are adjacent in memory (A stored [m x k], B stored
+// [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]).
+void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size_t lines, std::size_t last,
+                std::size_t k0, std::size_t depth, std::size_t width, float* dst) {
+  for (std::size_t panel = 0; panel * width < lines; ++panel) {
+    float* out = dst + panel * depth * width;
+    const std::size_t line0 = first + panel * width;
+    const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
+    if (along_k) {
+      for (std::size_t l = 0; l < valid; ++l) {
+        const float* line = x.data + (line0 + l) * x.stride + k0;
+        for (std::size_t p = 0; p < depth; ++p) out[p * width + l] = line[p];
+      }
+      for (std::size_t p = 0; p < depth; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0.f);
+      continue;
+    }
+    for (std::size_t p = 0; p < depth; ++p) {
+      const float* row = x.data + (k0 + p) * x.stride + line0;
+      std::copy(row, row + valid, out + p * width);
+      std::fill(out + p * width + valid, out + (p + 1) * width, 0.f);
+    }
+  }
+}
+
+// B as stored, or as its packer gives it.
+struct BSource {
+  GemmOperand stored;
+  GemmPanels panels;
+  void pack(std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols, std::size_t n, float* dst) const {
+    if (panels.pack != nullptr) return panels.pack(panels.context, k0, depth, j0, cols, dst);
+    pack_block(stored, stored.transposed, j0, cols, n, k0, depth, kGemmCols, dst);
+  }
+};
+
+// ---- Blocks ----
+
+struct Blocks {
+  std::size_t rows, cols, depth;
+
+  static Blocks whole(std::size_t m, std::size_t n, std::size_t k) {
+    return {round_up(std::min(m, kBlockRows), kGemmRows), round_up(std::min(n, kBlockCols), kGemmCols),
+            std::min(k, kGemmDepth)};
+  }
+  std::size_t a_floats() const { return aligned_floats(rows * depth); }
+  std::size_t floats() const { return a_floats() + aligned_floats(cols * depth); }
+
+  // Smaller blocks until they fit `packing`: columns, then rows, then (other sums) depth.
   void fit(const Packing& packing) {
     if (reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
       throw std::logic_error("gemm: packing at " + std::to_string(reinterpret_cast<std::uintptr_t>(packing.data)) +
                              " is not 64-byte aligned");
-    while (floats() > packing.floats && (m_mc > 1 || m_nc > 1)) {
-      if (m_mc >= m_nc) m_mc = (m_mc + 1) / 2;
-      else m_nc = (m_nc + 1) / 2;
-    }
-    while (floats() > packing.floats && m_kc > 1) m_kc = (m_kc + 1) / 2;
+    while (floats() > packing.floats && cols > kGemmCols) cols = round_up(cols / 2, kGemmCols);
+    while (floats() > packing.floats && rows > kGemmRows) rows = round_up(rows / 2, kGemmRows);
+    while (floats() > packing.floats && depth > 1) depth = (depth + 1) / 2;
     if (floats() > packing.floats)
       throw std::logic_error("gemm: " + std::to_string(packing.floats) + " floats of packing, " +
                              std::to_string(floats()) + " needed");
-    m_blockA = packing.data;
-    m_blockB = packing.data + a_floats();
   }
-
- private:
-  std::size_t a_floats() const { return aligned_floats(static_cast<std::size_t>(m_kc * m_mc)); }
 };
 
-template <int LhsOrder, int RhsOrder>
-void run(Index rows, Index cols, Index depth, const float* lhs, Index lhs_stride, const float* rhs, Index rhs_stride,
-         float* res, Index res_stride, Blocking& blocking) {
-  Eigen::internal::general_matrix_matrix_product<Index, float, LhsOrder, false, float, RhsOrder, false,
-                                                 Eigen::ColMajor, 1>::run(rows, cols, depth, lhs, lhs_stride, rhs,
-                                                                          rhs_stride, res, 1, res_stride, 1.0f,
-                                                                          blocking, nullptr);
+// C = A B, or with `transposed` C^T stored (the caller swapped the operands).
+void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, const BSource& b, GemmOutput c,
+                 bool transposed, Packing packing) {
+  Blocks blocks = Blocks::whole(m, n, k);
+  blocks.fit(packing);
+  const Kernel kernel = kernel_for(gemm_isa());
+  float* a_block = packing.data;
+  float* b_block = packing.data + blocks.a_floats();
+  for (std::size_t j0 = 0; j0 < n; j0 += blocks.cols) {
+    const std::size_t cols = std::min(blocks.cols, n - j0);
+    for (std::size_t k0 = 0; k0 < k; k0 += blocks.depth) {
+      const std::size_t depth = std::min(blocks.depth, k - k0);
+      b.pack(k0, depth, j0, cols, n, b_block);
+      for (std::size_t i0 = 0; i0 < m; i0 += blocks.rows) {
+        const std::size_t rows = std::min(blocks.rows, m - i0);
+        pack_block(a, !a.transposed, i0, rows, m, k0, depth, kGemmRows, a_block);
+        for (std::size_t jr = 0; jr < cols; jr += kGemmCols)
+          for (std::size_t ir = 0; ir < rows; ir += kGemmRows)
+            kernel(a_block + ir * depth, b_block + jr * depth, depth,
+                   TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir : c.data + (i0 + ir) * c.stride + j0 + jr,
+                           c.stride, transposed},
+                   std::min(kGemmRows, rows - ir), std::min(kGemmCols, cols - jr),
+                   k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
+      }
+    }
+  }
+}
+
+// Note [The narrow side as B]: the tile is 8 rows by 48 columns, so a product with fewer
+// columns than rows (a 3x3 convolution of one channel: dw[32 x 9] += dy col^T; a late ResNet
+// layer's 7 x 7 = 49 pixels) computes mostly padding. Where B is stored, C^T = B^T A^T gives the
+// same bits (every element sums the same products in the same order); it is taken where it
+// computes under three quarters of the padded tiles.
+bool narrow(std::size_t m, std::size_t n) {
+  return 4 * round_up(n, kGemmRows) * round_up(m, kGemmCols) < 3 * round_up(m, kGemmRows) * round_up(n, kGemmCols);
+}
+bool swapped(std::size_t m, std::size_t n, const BSource& b) { return b.panels.pack == nullptr && narrow(m, n); }
+
+void product(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, const BSource& b, GemmOutput c,
+             Packing packing) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!c.accumulate)
+      for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
+    return;
+  }
+  if (!swapped(m, n, b)) return gemm_blocks(m, n, k, a, b, c, false, packing);
+  // op(B)^T is B's storage read the other way, and op(A)^T likewise.
+  const GemmOperand b_as_a{b.stored.data, b.stored.stride, !b.stored.transposed};
+  const BSource a_as_b{GemmOperand{a.data, a.stride, !a.transposed}, {}};
+  gemm_blocks(n, m, k, b_as_a, a_as_b, c, true, packing);
 }
 
 }  // namespace
 
-std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k) { return Blocking(m, n, k).floats(); }
+const char* isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::avx512: return "avx512";
+    case CpuIsa::avx2: return "avx2";
+    case CpuIsa::portable: break;
+  }
+  return "portable";
+}
+
+CpuIsa gemm_isa() {
+  const auto limit = static_cast<CpuIsa>(isa_limit.load(std::memory_order_relaxed));
+  return std::min({host_isa(), environment_isa(), limit});
+}
+
+GemmIsaLimit::GemmIsaLimit(CpuIsa most) { isa_limit = static_cast<int>(most); }
+GemmIsaLimit::~GemmIsaLimit() { isa_limit = static_cast<int>(CpuIsa::avx512); }
+
+std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k) {
+  return narrow(m, n) ? Blocks::whole(n, m, k).floats() : Blocks::whole(m, n, k).floats();
+}
+
+std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t k) {
+  return Blocks::whole(m, n, k).floats();  // never swapped
+}
 
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b, GemmOutput c, Packing packing) {
-  if (m == 0 || n == 0) return;
-  if (!c.accumulate)
-    for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
-  if (k == 0) return;
-  Blocking blocking(m, n, k);
-  blocking.fit(packing);
-  // Lhs = op(B)^T: column-major [n x k] when B is stored [k x n], row-major when stored [n x k].
-  // Rhs = op(A)^T: column-major [k x m] when A is stored [m x k], row-major when stored [k x m].
-  const auto rows = static_cast<Index>(n), cols = static_cast<Index>(m), depth = static_cast<Index>(k);
-  const auto lhs_stride = static_cast<Index>(b.stride), rhs_stride = static_cast<Index>(a.stride);
-  const auto res_stride = static_cast<Index>(c.stride);
-  if (!b.transposed && !a.transposed)
-    run<Eigen::ColMajor, Eigen::ColMajor>(rows, cols, depth, b.data, lhs_stride, a.data, rhs_stride, c.data, res_stride, blocking);
-  else if (!b.transposed)
-    run<Eigen::ColMajor, Eigen::RowMajor>(rows, cols, depth, b.data, lhs_stride, a.data, rhs_stride, c.data, res_stride, blocking);
-  else if (!a.transposed)
-    run<Eigen::RowMajor, Eigen::ColMajor>(rows, cols, depth, b.data, lhs_stride, a.data, rhs_stride, c.data, res_stride, blocking);
-  else
-    run<Eigen::RowMajor, Eigen::RowMajor>(rows, cols, depth, b.data, lhs_stride, a.data, rhs_stride, c.data, res_stride, blocking);
+  product(m, n, k, a, BSource{b, {}}, c, packing);
+}
+
+void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmPanels b, GemmOutput c, Packing packing) {
+  if (b.pack == nullptr) throw std::logic_error("gemm: B's packer is missing");
+  product(m, n, k, a, BSource{{}, b}, c, packing);
 }
 
 std::size_t parallel_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k) {

@@ -1,7 +1,8 @@
 #pragma once
-// Matrix products on Eigen's kernels, with the packing buffers Eigen needs handed in by the
-// caller from the step's planned workspace: Eigen's own products malloc them on every call,
-// and a training step must allocate nothing.
+// Matrix products in float on kernels of our own, with the packing buffers handed in by the
+// caller from the step's planned workspace (a training step allocates nothing). The instruction
+// set is chosen when the product runs (AVX-512, else AVX2 with FMA, else portable C++), and every
+// one gives the same bits (Note [One product on every instruction set], gemm.cpp).
 //
 // Row-major operands throughout: C[m x n] = (or +=) op(A)[m x k] * op(B)[k x n].
 #include <cstddef>
@@ -25,12 +26,28 @@ struct Packing {
   std::size_t floats = 0;
 };
 
-// Packing floats for one product of these sizes: what Eigen's own blocking would take.
+// The kernels compute C in tiles of kGemmRows x kGemmCols and sum k in blocks of kGemmDepth.
+constexpr std::size_t kGemmRows = 8, kGemmCols = 48, kGemmDepth = 192;
+
+// B given by what packs it instead of its storage: `pack` writes rows [k0, k0 + depth) of
+// columns [j0, j0 + cols) of op(B) as panels of kGemmCols columns, [panel][depth][kGemmCols],
+// with zeros in the columns past the product's n. A convolution packs its image this way,
+// without an im2col matrix in between.
+struct GemmPanels {
+  void (*pack)(const void* context, std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols,
+               float* dst) = nullptr;
+  const void* context = nullptr;
+};
+
+// Packing floats for one product of these sizes, B stored or given by its packer.
 std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k);
+std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t k);
 
 // One thread. Runs with less packing than gemm_packing_floats asks (smaller blocks) when given
-// less; needs at least 2 * k floats.
+// less, at least 48 floats: fewer rows or columns a block give the same bits, fewer values of k
+// (too little packing for kGemmDepth of them) other sums, so the plan gives what it asks.
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b, GemmOutput c, Packing packing);
+void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmPanels b, GemmOutput c, Packing packing);
 
 // The rows of C split over `threads` threads, each with its own packing. The packing the
 // split needs, and the product itself (packing holds that many floats).
@@ -38,7 +55,25 @@ std::size_t parallel_gemm_packing_floats(int threads, std::size_t m, std::size_t
 void parallel_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b,
                    GemmOutput c, Packing packing);
 
-// n rounded up to whole 64-byte lines, so that carved buffers stay aligned for Eigen's kernels.
+// n rounded up to whole 64-byte lines, so that carved buffers stay aligned for the kernels.
 constexpr std::size_t aligned_floats(std::size_t n) { return (n + 15) / 16 * 16; }
+
+// The instruction sets the products run on, lowest first.
+enum class CpuIsa { portable, avx2, avx512 };
+const char* isa_name(CpuIsa isa);
+
+// What the products run on now: the best the host has, at most what the environment variable
+// CNN_CPU_ISA names (portable, avx2 or avx512: a lower path on purpose), at most a live
+// GemmIsaLimit's.
+CpuIsa gemm_isa();
+
+// While one lives, the products run on at most `most` (tests compare the paths). One at a time.
+class GemmIsaLimit {
+ public:
+  explicit GemmIsaLimit(CpuIsa most);
+  ~GemmIsaLimit();
+  GemmIsaLimit(const GemmIsaLimit&) = delete;
+  GemmIsaLimit& operator=(const GemmIsaLimit&) = delete;
+};
 
 }  // namespace cnn::cpu

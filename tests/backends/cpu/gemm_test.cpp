@@ -1,8 +1,12 @@
 // The CPU backend's matrix products against a plain triple loop: every layout, overwrite and
-// accumulate, sizes around and above Eigen's blocks, less packing than asked for, and no heap
-// allocation on the way.
+// accumulate, sizes around and above the kernels' tiles and blocks, less packing than asked for,
+// B given by its packer, no heap allocation on the way, and the same bits on every instruction
+// set the host can run.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/detail/gemm.hpp"
@@ -90,4 +94,86 @@ TEST_CASE("gemm: misaligned packing is refused", "[gemm]") {
   CHECK_THROWS_AS(cpu::gemm(2, 2, 2, cpu::GemmOperand{a.data(), 2}, cpu::GemmOperand{b.data(), 2},
                             cpu::GemmOutput{c.data(), 2}, cpu::Packing{packing.floats() + 1, 500}),
                   std::logic_error);
+}
+
+namespace {
+
+// C = op(A) op(B) on one instruction set, B stored or, with `panels`, packed by a GemmPanels
+// that reads the same storage.
+struct StoredB {
+  cpu::GemmOperand b;
+  std::size_t n;
+};
+
+void pack_stored(const void* context, std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols, float* dst) {
+  const auto& [b, n] = *static_cast<const StoredB*>(context);
+  constexpr std::size_t W = cpu::kGemmCols;
+  for (std::size_t c = 0; c < (cols + W - 1) / W * W; ++c)
+    for (std::size_t p = 0; p < depth; ++p) {
+      const std::size_t j = j0 + c, kk = k0 + p;
+      dst[c / W * depth * W + p * W + c % W] =
+          j >= n ? 0.f : b.transposed ? b.data[j * b.stride + kk] : b.data[kk * b.stride + j];
+    }
+}
+
+std::vector<float> product_on(cpu::CpuIsa isa, const Case& c, bool panels) {
+  const cpu::GemmIsaLimit limit(isa);
+  const auto a = random_vector(c.m * c.k, 6), b = random_vector(c.k * c.n, 7);
+  std::vector<float> out = random_vector(c.m * c.n, 8);
+  const std::size_t floats = panels ? cpu::gemm_panels_packing_floats(c.m, c.n, c.k) : cpu::gemm_packing_floats(c.m, c.n, c.k);
+  const memory::Buffer packing(memory::host_resource(), floats * sizeof(float), memory::Category::workspace);
+  const cpu::GemmOperand a_op{a.data(), c.a_transposed ? c.m : c.k, c.a_transposed};
+  const cpu::GemmOperand b_op{b.data(), c.b_transposed ? c.k : c.n, c.b_transposed};
+  const cpu::GemmOutput c_out{out.data(), c.n, c.accumulate};
+  const StoredB stored{b_op, c.n};
+  if (panels) cpu::gemm(c.m, c.n, c.k, a_op, cpu::GemmPanels{pack_stored, &stored}, c_out, cpu::Packing{packing.floats(), floats});
+  else cpu::gemm(c.m, c.n, c.k, a_op, b_op, c_out, cpu::Packing{packing.floats(), floats});
+  return out;
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("gemm: every instruction set the host has gives the portable kernel's bits", "[gemm]") {
+  INFO("host: " << cpu::isa_name(cpu::gemm_isa()));
+  for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {9, 47, 193}, {64, 3136 / 4, 576},
+                         {97, 49, 700}})
+    for (bool at : {false, true})
+      for (bool bt : {false, true})
+        for (bool acc : {false, true}) {
+          const Case c{m, n, k, at, bt, acc};
+          INFO("m " << m << " n " << n << " k " << k << " A^T " << at << " B^T " << bt << " accumulate " << acc);
+          const std::vector<float> portable = product_on(cpu::CpuIsa::portable, c, false);
+          CHECK(relative_error(portable, reference(c, random_vector(m * k, 6), random_vector(k * n, 7),
+                                                   random_vector(m * n, 8))) < 1e-5);
+          for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
+            if (isa > cpu::gemm_isa()) continue;
+            INFO("on " << cpu::isa_name(isa));
+            CHECK(same_bits(product_on(isa, c, false), portable));
+          }
+        }
+}
+
+TEST_CASE("gemm: B given by its packer gives the bits of B stored, unswapped", "[gemm]") {
+  // 300 x 20 would be swapped with B stored (Note [The narrow side as B]); a packer is never
+  // swapped, which sums the same products in the same order.
+  for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{13, 100, 385}, {300, 20, 50}})
+    for (bool bt : {false, true}) {
+      const Case c{m, n, k, false, bt, true};
+      CHECK(same_bits(product_on(cpu::gemm_isa(), c, true), product_on(cpu::gemm_isa(), c, false)));
+    }
+}
+
+TEST_CASE("gemm: the instruction sets are named as CNN_CPU_ISA takes them", "[gemm]") {
+  CHECK(std::string(cpu::isa_name(cpu::CpuIsa::portable)) == "portable");
+  CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx2)) == "avx2");
+  CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx512)) == "avx512");
+  {
+    const cpu::GemmIsaLimit limit(cpu::CpuIsa::portable);
+    CHECK(cpu::gemm_isa() == cpu::CpuIsa::portable);
+  }
+  CHECK(cpu::gemm_isa() >= cpu::CpuIsa::portable);
 }

@@ -1,0 +1,53 @@
+// Training on the CPU gives the same losses on every instruction set the host can run: the
+// products are summed the same way on each (Note [One product on every instruction set],
+// backends/cpu/detail/gemm.cpp), and CNN_CPU_ISA or GemmIsaLimit only choose a slower path.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include <cnnengine/engine/train/trainer.hpp>
+#include "memory/host_resource.hpp"
+#include <cnnengine/models/network_text.hpp>
+#include "tests/engine/test_networks.hpp"
+
+using namespace cnn;
+
+namespace {
+
+// Steps of SGD on synthetic data: convolutions at stride 1 and 2, 1x1 shortcuts, dense layers.
+std::vector<float> losses(const std::string& model, const Shape& image, int steps) {
+  Network net = make_preset(model, image, 10);
+  CpuBackend backend(2);
+  TrainerOptions options = testing::constant_sgd(16);
+  options.optimizer.learning_rate = 0.05f;
+  options.seed = 3;
+  Trainer trainer(net, backend, memory::host_resource(), options);
+  const testing::SyntheticData data(steps * 16, image, 10, 17);
+  std::vector<float> out;
+  for (int s = 0; s < steps; ++s) out.push_back(trainer.train_step(data.batch(s * 16, 16)).loss);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("CPU training: every instruction set the host has gives the same losses", "[gemm][train]") {
+  INFO("host: " << cpu::isa_name(cpu::gemm_isa()));
+  for (const auto& [model, image] : {std::pair<std::string, Shape>{"small", Shape{1, 28, 28}}, {"resnet", Shape{3, 20, 20}}}) {
+    CAPTURE(model);
+    std::vector<float> portable;
+    {
+      const cpu::GemmIsaLimit limit(cpu::CpuIsa::portable);
+      portable = losses(model, image, 4);
+    }
+    CHECK(portable.back() == portable.back());  // finite, not NaN
+    for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
+      if (isa > cpu::gemm_isa()) continue;
+      CAPTURE(cpu::isa_name(isa));
+      const cpu::GemmIsaLimit limit(isa);
+      CHECK(losses(model, image, 4) == portable);
+    }
+  }
+}
