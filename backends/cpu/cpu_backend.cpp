@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends/cpu/detail/available_host_memory.hpp"
+#include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include <cnnengine/base/error.hpp>
@@ -42,6 +43,7 @@ CpuBackend::CpuBackend(int threads, Precision precision)
   omp_set_dynamic(0);
   Eigen::setNbThreads(threads_);
   cpu::WorkPool::instance().reserve(threads_ - 1);  // the kernels' workers, started before any step
+  cpu::gemm_isa();  // a CNN_CPU_ISA it cannot take is refused here, not inside a step
 }
 
 namespace {
@@ -84,7 +86,7 @@ std::string products_description(Precision precision) {
            (cpu::fp16_instructions() ? "on AVX-512"
                                      : "emulated, without AVX-512: slower than fp32's, for the 16-bit values' memory "
                                        "and a GPU's rounding only");
-  return {};
+  return std::string(", fp32 products on ") + cpu::isa_name(cpu::gemm_isa());
 }
 }  // namespace
 
