@@ -1,6 +1,7 @@
-// Convolution as im2col + one matrix product per image and group, images spread over threads.
-// Each product's packing buffers come from the layer's planned workspace
-// (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
+// Convolution as one matrix product per image and group, images spread over threads: in fp32 the
+// column matrix is packed straight from the image forward and in backward-filter (Note [Columns
+// packed from the image]); backward-data computes it and adds it back (col2im). Each product's
+// packing buffers come from the layer's planned workspace (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
 // own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each; other
 // grouped convolutions at stride 1 have implicit products over padded planes
 // (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. In bf16 and fp16
@@ -174,9 +175,9 @@ void column_row(const ConvGeometry& g, const float* image, std::size_t kk, std::
 // Note [Columns packed from the image]: a product's B panels hold what it multiplies next, so an
 // im2col matrix in between is a second copy of the same values: written whole (K x P floats, 7 MiB
 // for a 64-channel 3x3 convolution at 56 x 56, past the L2 cache), then read back to be packed.
-// Packed from the image instead, a block's values come from an input plane that stays in cache,
-// and the forward product ran at 0.78x of its kernels' speed with the matrix in between.
-// The forward pass packs col [K x P] by rows of it, backward-filter col^T [P x K] by columns.
+// Packed from the image instead, a block's values come from an input plane that stays in cache
+// (benchmarks/results/cpu_products.md). The forward pass packs col [K x P] by rows of it,
+// backward-filter col^T [P x K] by columns, one float at a time (the slow part of that pass).
 struct ImageColumns {
   const ConvGeometry* g;
   const float* image;
