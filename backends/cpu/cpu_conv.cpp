@@ -151,7 +151,7 @@ void column_row(const ConvGeometry& g, const float* image, std::size_t kk, std::
   const auto wout = static_cast<std::size_t>(g.wout);
   for (std::size_t o = o0, end = o0 + count; o < end;) {
     const std::size_t oh = o / wout, ow0 = o % wout, ow1 = std::min(wout, ow0 + (end - o));
-    float* out = row + (o - o0) - ow0;  // out[ow] is element (oh, ow)
+    float* __restrict out = row + (o - o0) - ow0;  // out[ow] is element (oh, ow)
     o += ow1 - ow0;
     const int ih = static_cast<int>(oh) * g.stride - g.pad + ki * g.dilation;
     // Plain loops, not std::copy and std::fill: stretches of a row's width are too short to pay
@@ -160,12 +160,14 @@ void column_row(const ConvGeometry& g, const float* image, std::size_t kk, std::
       for (std::size_t ow = ow0; ow < ow1; ++ow) out[ow] = 0.f;
       continue;
     }
-    const float* in = plane + static_cast<std::size_t>(ih) * g.w + offset;
+    const float* __restrict in = plane + static_cast<std::size_t>(ih) * g.w + offset;
     const std::size_t lo = std::clamp<std::size_t>(static_cast<std::size_t>(cols.lo), ow0, ow1),
                       hi = std::clamp<std::size_t>(static_cast<std::size_t>(cols.hi), lo, ow1);
     for (std::size_t ow = ow0; ow < lo; ++ow) out[ow] = 0.f;
     if (g.stride == 1)
       for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[ow];
+    else if (g.stride == 2)  // a constant stride: vector loads and a shuffle
+      for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[2 * ow];
     else
       for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * static_cast<std::size_t>(g.stride)];
     for (std::size_t ow = hi; ow < ow1; ++ow) out[ow] = 0.f;
@@ -230,25 +232,69 @@ void pack_columns(const void* context, std::size_t k0, std::size_t depth, std::s
     }
 }
 
-// Backward-filter: op(B) = col^T, k along the pixels, n along the taps.
+// out[p * kGemmCols + c] = rows[c][p] for p < depth: a panel from kGemmCols rows, transposed a
+// square of vector lanes at a time (Eigen's ptranspose, at the build's width).
+void transpose_into_panel(const float (&rows)[cpu::kGemmCols][cpu::kGemmDepth], std::size_t depth, float* out) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  constexpr std::size_t L = sizeof(Packet) / sizeof(float), W = cpu::kGemmCols;
+  static_assert(W % L == 0);
+  std::size_t p0 = 0;
+  for (; p0 + L <= depth; p0 += L)
+    for (std::size_t c0 = 0; c0 < W; c0 += L) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // a vector type as a template argument, as Eigen's own
+      Eigen::internal::PacketBlock<Packet, static_cast<int>(L)> square;
+#pragma GCC diagnostic pop
+      for (std::size_t r = 0; r < L; ++r) square.packet[r] = Eigen::internal::ploadu<Packet>(rows[c0 + r] + p0);
+      Eigen::internal::ptranspose(square);
+      for (std::size_t r = 0; r < L; ++r) Eigen::internal::pstoreu(out + (p0 + r) * W + c0, square.packet[r]);
+    }
+  for (; p0 < depth; ++p0)
+    for (std::size_t c = 0; c < W; ++c) out[p0 * W + c] = rows[c][p0];
+}
+
+// Backward-filter: op(B) = col^T, k along the pixels, n along the taps. Each panel's taps are
+// made as rows of pixels (column_row), then transposed.
 void pack_columns_transposed(const void* context, std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols,
                              float* dst) {
   const auto& [g, image] = *static_cast<const ImageColumns*>(context);
   constexpr std::size_t W = cpu::kGemmCols;
-  alignas(64) float row[cpu::kGemmDepth];
-  const std::size_t taps = static_cast<std::size_t>(g->patch());
-  for (std::size_t c = 0; c < round_up_to(cols, W); ++c) {
-    float* out = dst + c / W * depth * W + c % W;
-    if (j0 + c >= taps) {
-      for (std::size_t p = 0; p < depth; ++p) out[p * W] = 0.f;
-      continue;
+  alignas(64) float rows[W][cpu::kGemmDepth];  // 36 KiB: a panel's taps
+  if (depth > cpu::kGemmDepth) throw std::logic_error("conv2d: a block of " + std::to_string(depth) + " pixels");
+  for (std::size_t c0 = 0; c0 < cols; c0 += W) {
+    for (std::size_t c = 0; c < W; ++c) {
+      if (c0 + c < cols) column_row(*g, image, j0 + c0 + c, k0, depth, rows[c]);
+      else std::fill(rows[c], rows[c] + depth, 0.f);  // the last panel's columns past n
     }
-    for (std::size_t p0 = 0; p0 < depth; p0 += std::size(row)) {
-      const std::size_t stretch = std::min(std::size(row), depth - p0);
-      column_row(*g, image, j0 + c, k0 + p0, stretch, row);
-      for (std::size_t p = 0; p < stretch; ++p) out[(p0 + p) * W] = row[p];
-    }
+    transpose_into_panel(rows, depth, dst + c0 / W * depth * W);
   }
+}
+
+// Note [Backward-data as a convolution]: at stride 1, dx is dy convolved with the weights turned
+// half a circle and their channels swapped, w'[c][o][i][j] = w[o][c][kh-1-i][kw-1-j], padded by
+// dilation (k - 1) - pad: a forward pass packed from dy, with no column matrix to write and add
+// back (col2im, a third of the pass's time). It takes square kernels whose padding is at most the
+// dilated kernel's reach (a "same" or "valid" convolution); the rest keep col2im.
+bool backward_data_as_forward(const ConvGeometry& g, bool products16) {
+  return !products16 && !g.is_pointwise() && g.stride == 1 && g.kh == g.kw && g.pad <= g.dilation * (g.kh - 1);
+}
+
+// The forward convolution that backward-data becomes: dy's channels in, dx's out.
+ConvGeometry adjoint(const ConvGeometry& g) {
+  return {g.cout, g.hout, g.wout, g.cin, g.h, g.w, g.kh, g.kw, 1, g.dilation * (g.kh - 1) - g.pad, g.dilation, g.groups};
+}
+
+// w' of every group, [groups][cin][cout x taps].
+void flip_weights(const ConvGeometry& g, const float* w, float* flipped) {
+  const std::size_t taps = static_cast<std::size_t>(g.kh) * g.kw, cin = static_cast<std::size_t>(g.cin),
+                    cout = static_cast<std::size_t>(g.cout);
+  for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group)
+    for (std::size_t c = 0; c < cin; ++c)
+      for (std::size_t o = 0; o < cout; ++o) {
+        const float* from = w + ((group * cout + o) * cin + c) * taps;
+        float* to = flipped + ((group * cin + c) * cout + o) * taps;
+        for (std::size_t t = 0; t < taps; ++t) to[t] = from[taps - 1 - t];
+      }
 }
 
 // Adds the column matrix back into the image. `col` is scratch: the flat path zeroes the wrapped
@@ -297,11 +343,24 @@ struct ConvThreadSpace {
   std::size_t total() const { return col + partial + packing; }
 };
 
+// fp32 backward-data: dx = w'  dy's columns (Note [Backward-data as a convolution]), else
+// dcol[K x P] = w^T dy.
+std::size_t backward_data_packing_floats(const ConvGeometry& g) {
+  if (!backward_data_as_forward(g, false))
+    return cpu::gemm_packing_floats(static_cast<std::size_t>(g.patch()), static_cast<std::size_t>(g.pixels()),
+                                    static_cast<std::size_t>(g.cout));
+  const ConvGeometry a = adjoint(g);
+  return cpu::gemm_panels_packing_floats(static_cast<std::size_t>(a.cout), static_cast<std::size_t>(a.pixels()),
+                                         static_cast<std::size_t>(a.patch()));
+}
+
 ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products16) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
   ConvThreadSpace s;
-  s.col = g.is_pointwise() || (pass == ConvPass::forward && !products16) ? 0 : aligned_floats(K * P);
+  // The column matrix in memory: 16-bit products, and fp32 backward-data through col2im.
+  const bool columns_written = products16 || (pass == ConvPass::backward && !backward_data_as_forward(g, products16));
+  s.col = !g.is_pointwise() && columns_written ? aligned_floats(K * P) : 0;
   if (pass == ConvPass::forward) {
     // y[C x P] = w[C x K] col[K x P], per group; in fp32 col is packed from the image
     s.packing = products16          ? cpu::gemm16_packing_floats(C, P, K, true, false)
@@ -311,7 +370,7 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products
     s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
     s.packing = products16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
                                       cpu::gemm16_packing_floats(C, K, P, false, false))
-                           : std::max(cpu::gemm_packing_floats(K, P, C),  // dcol[K x P] = w^T dy
+                           : std::max(backward_data_packing_floats(g),
                                       g.is_pointwise() ? cpu::gemm_packing_floats(C, K, P)
                                                        : cpu::gemm_panels_packing_floats(C, K, P));  // dw[C x K] += dy col^T
   }
@@ -324,8 +383,13 @@ std::size_t packed_weights_words(const ConvGeometry& g, ConvPass pass) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), C = static_cast<std::size_t>(g.cout);
   return pass == ConvPass::forward ? cpu::packed16_a_words(C, K) : cpu::packed16_a_words(K, C);
 }
-std::size_t packed_weights_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
-  return products16 ? aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups)) : 0;
+// What a call's threads share at the workspace's start: the 16-bit products' packed weights, or
+// fp32 backward-data's turned weights (flip_weights).
+std::size_t shared_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
+  if (products16) return aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups));
+  if (pass == ConvPass::backward && backward_data_as_forward(g, products16))
+    return aligned_floats(static_cast<std::size_t>(g.groups) * g.cin * g.cout * g.kh * g.kw);
+  return 0;
 }
 
 // Packs each group's weights (op(w) of the pass) at `packed`.
@@ -362,7 +426,7 @@ std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x,
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   const ConvGeometry g = geometry(d, x, y);
-  return (packed_weights_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total()) *
+  return (shared_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total()) *
          sizeof(float);
 }
 
@@ -382,7 +446,7 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;  // a group's input floats
   auto* packed = static_cast<std::uint32_t*>(ws.data);
   if (products16()) pack_weights(product_format(), threads_, g, ConvPass::forward, w.data, packed);
-  float* shares = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::forward, products16());
+  float* shares = static_cast<float*>(ws.data) + shared_floats(g, ConvPass::forward, products16());
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = shares + static_cast<std::size_t>(t) * space.total();
     const cpu::Packing packing{col + space.col, space.packing};
@@ -423,9 +487,28 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
   const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
+  if (backward_data_as_forward(g, products16())) {
+    auto* flipped = static_cast<float*>(ws.data);
+    flip_weights(g, w.data, flipped);
+    const ConvGeometry a = adjoint(g);
+    const std::size_t a_K = static_cast<std::size_t>(a.patch()), a_P = static_cast<std::size_t>(a.pixels()),
+                      a_C = static_cast<std::size_t>(a.cout);
+    float* shares = flipped + shared_floats(g, ConvPass::backward, false);
+    cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
+      const cpu::Packing packing{shares + static_cast<std::size_t>(t) * space.total() + space.col + space.partial,
+                                 space.packing};
+      for (std::size_t i = b; i < e; ++i)
+        for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group) {
+          const ImageColumns columns{&a, dy.data + i * out_stride + group * C * P};
+          cpu::gemm(a_C, a_P, a_K, GemmOperand{flipped + group * a_C * a_K, a_K}, cpu::GemmPanels{pack_columns, &columns},
+                    GemmOutput{dx.data + i * in_stride + group * group_in, a_P, accumulate}, packing);
+        }
+    });
+    return;
+  }
   auto* packed = static_cast<std::uint32_t*>(ws.data);
   if (products16()) pack_weights(product_format(), threads_, g, ConvPass::backward, w.data, packed);
-  float* shares = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::backward, products16());
+  float* shares = static_cast<float*>(ws.data) + shared_floats(g, ConvPass::backward, products16());
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = shares + static_cast<std::size_t>(t) * space.total();
     const cpu::Packing packing{col + space.col + space.partial, space.packing};
@@ -465,7 +548,7 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
   const std::size_t grad_floats = all_out * K + all_out;
   const std::size_t in_stride = x.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
-  float* base = static_cast<float*>(ws.data) + packed_weights_floats(g, ConvPass::backward, products16());
+  float* base = static_cast<float*>(ws.data) + shared_floats(g, ConvPass::backward, products16());
   const int used = cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = base + static_cast<std::size_t>(t) * space.total();
     float* partial = col + space.col;

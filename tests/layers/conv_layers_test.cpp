@@ -159,6 +159,28 @@ TEST_CASE("grouped and dilated conv2d gradients", "[gradients][conv]") {
   }
 }
 
+TEST_CASE("conv2d gradients where backward-data is a forward convolution of dy and where it is not",
+          "[gradients][conv]") {
+  // At stride 1 the CPU computes dx as dy convolved with the turned weights, padded by
+  // dilation (k - 1) - pad (Note [Backward-data as a convolution], backends/cpu/cpu_conv.cpp).
+  SECTION("3x3, no padding: dy padded by 2, wider than the image's rows") {
+    Conv2D l(5, 3, options(1, 0, 1, 1));
+    require_close(l, {Shape{3, 7, 9}});
+  }
+  SECTION("5x5, padding 1: dy padded by 3") {
+    Conv2D l(2, 5, options(1, 1, 1, 1));
+    require_close(l, {Shape{3, 8, 7}});
+  }
+  SECTION("3x3, padding 3: beyond the kernel's reach, col2im") {
+    Conv2D l(3, 3, options(1, 3, 1, 1));
+    require_close(l, {Shape{2, 5, 6}});
+  }
+  SECTION("3x3, dilation 2, no padding, groups 2 at stride 2: col2im") {
+    Conv2D l(4, 3, options(2, 0, 2, 2));
+    require_close(l, {Shape{4, 9, 9}});
+  }
+}
+
 TEST_CASE("depthwise conv2d gradients", "[gradients][conv]") {
   SECTION("3x3 stride 1 padding 1") {
     Conv2D l = Conv2D::depthwise(3, options(1, 1, 1, 1));
