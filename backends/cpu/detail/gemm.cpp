@@ -261,10 +261,7 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand&
 // layer's 7 x 7 = 49 pixels) computes mostly padding. Where B is stored, C^T = B^T A^T gives the
 // same bits (every element sums the same products in the same order); it is taken where it
 // computes under three quarters of the padded tiles.
-bool narrow(std::size_t m, std::size_t n) {
-  return 4 * round_up(n, kGemmRows) * round_up(m, kGemmCols) < 3 * round_up(m, kGemmRows) * round_up(n, kGemmCols);
-}
-bool swapped(std::size_t m, std::size_t n, const BSource& b) { return b.panels.pack == nullptr && narrow(m, n); }
+bool swapped(std::size_t m, std::size_t n, const BSource& b) { return b.panels.pack == nullptr && gemm_swaps(m, n); }
 
 void product(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, const BSource& b, GemmOutput c,
              Packing packing) {
@@ -282,6 +279,10 @@ void product(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, 
 }
 
 }  // namespace
+
+bool gemm_swaps(std::size_t m, std::size_t n) {
+  return 4 * round_up(n, kGemmRows) * round_up(m, kGemmCols) < 3 * round_up(m, kGemmRows) * round_up(n, kGemmCols);
+}
 
 const char* isa_name(CpuIsa isa) {
   switch (isa) {
@@ -301,7 +302,7 @@ GemmIsaLimit::GemmIsaLimit(CpuIsa most) { isa_limit = static_cast<int>(most); }
 GemmIsaLimit::~GemmIsaLimit() { isa_limit = static_cast<int>(CpuIsa::avx512); }
 
 std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k) {
-  return narrow(m, n) ? Blocks::whole(n, m, k).floats() : Blocks::whole(m, n, k).floats();
+  return gemm_swaps(m, n) ? Blocks::whole(n, m, k).floats() : Blocks::whole(m, n, k).floats();
 }
 
 std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t k) {

@@ -39,6 +39,11 @@ struct GemmPanels {
   const void* context = nullptr;
 };
 
+// Whether a product with B stored computes C^T = B^T A^T instead, its n being narrow beside its m
+// (Note [The narrow side as B], gemm.cpp). A product whose B comes from a GemmPanels cannot, so
+// a caller with such a product stores B.
+bool gemm_swaps(std::size_t m, std::size_t n);
+
 // Packing floats for one product of these sizes, B stored or given by its packer.
 std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k);
 std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t k);
