@@ -2,6 +2,8 @@
 
 #include <immintrin.h>
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -166,28 +168,66 @@ Kernel kernel_for(CpuIsa isa) {
 
 // ---- Packing ----
 
+// Lines [0, L) of `width`-wide panel `out`, values [0, depth) along k, from lines each `stride`
+// apart whose values along k are adjacent: squares of vector lanes transposed (Eigen's
+// ptranspose, at the build's width), the last values of k one by one.
+template <std::size_t Width>
+void transpose_lines(const float* lines, std::size_t stride, std::size_t depth, float* out) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  constexpr std::size_t L = sizeof(Packet) / sizeof(float);
+  static_assert(Width % L == 0);
+  std::size_t p0 = 0;
+  for (; p0 + L <= depth; p0 += L)
+    for (std::size_t l0 = 0; l0 < Width; l0 += L) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // a vector type as a template argument, as Eigen's own
+      Eigen::internal::PacketBlock<Packet, static_cast<int>(L)> square;
+#pragma GCC diagnostic pop
+      for (std::size_t r = 0; r < L; ++r)
+        square.packet[r] = Eigen::internal::ploadu<Packet>(lines + (l0 + r) * stride + p0);
+      Eigen::internal::ptranspose(square);
+      for (std::size_t r = 0; r < L; ++r) Eigen::internal::pstoreu(out + (p0 + r) * Width + l0, square.packet[r]);
+    }
+  for (; p0 < depth; ++p0)
+    for (std::size_t l = 0; l < Width; ++l) out[p0 * Width + l] = lines[l * stride + p0];
+}
+
 // `lines` rows of A (from row i0) or columns of B (from column j0), values [k0, k0 + depth) along
-// k, in panels of `width` lines: [panel][depth][width]; lines at or past `last` are zeros.
+// k, in panels of Width lines: [panel][depth][Width]; lines at or past `last` are zeros.
 // `along_k`: the operand's values along k are adjacent in memory (A stored [m x k], B stored
-// [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]).
+// [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]). Whole panels take the
+// vector paths (fixed-count copies, transposed squares), the last partial one plain loops.
+template <std::size_t Width>
 void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size_t lines, std::size_t last,
-                std::size_t k0, std::size_t depth, std::size_t width, float* dst) {
-  for (std::size_t panel = 0; panel * width < lines; ++panel) {
-    float* out = dst + panel * depth * width;
-    const std::size_t line0 = first + panel * width;
-    const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
+                std::size_t k0, std::size_t depth, float* dst) {
+  using Packet = Eigen::internal::packet_traits<float>::type;
+  constexpr bool kTransposes = Width % (sizeof(Packet) / sizeof(float)) == 0;
+  for (std::size_t panel = 0; panel * Width < lines; ++panel) {
+    float* out = dst + panel * depth * Width;
+    const std::size_t line0 = first + panel * Width;
+    const std::size_t valid = line0 < last ? std::min(Width, last - line0) : 0;
     if (along_k) {
+      if constexpr (kTransposes)
+        if (valid == Width) {
+          transpose_lines<Width>(x.data + line0 * x.stride + k0, x.stride, depth, out);
+          continue;
+        }
       for (std::size_t l = 0; l < valid; ++l) {
         const float* line = x.data + (line0 + l) * x.stride + k0;
-        for (std::size_t p = 0; p < depth; ++p) out[p * width + l] = line[p];
+        for (std::size_t p = 0; p < depth; ++p) out[p * Width + l] = line[p];
       }
-      for (std::size_t p = 0; p < depth; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0.f);
+      for (std::size_t p = 0; p < depth; ++p) std::fill(out + p * Width + valid, out + (p + 1) * Width, 0.f);
       continue;
     }
     for (std::size_t p = 0; p < depth; ++p) {
       const float* row = x.data + (k0 + p) * x.stride + line0;
-      std::copy(row, row + valid, out + p * width);
-      std::fill(out + p * width + valid, out + (p + 1) * width, 0.f);
+      float* to = out + p * Width;
+      if (valid == Width) {
+        for (std::size_t j = 0; j < Width; ++j) to[j] = row[j];  // a fixed count: vector moves, no memmove call
+        continue;
+      }
+      for (std::size_t j = 0; j < valid; ++j) to[j] = row[j];
+      for (std::size_t j = valid; j < Width; ++j) to[j] = 0.f;
     }
   }
 }
@@ -198,7 +238,7 @@ struct BSource {
   GemmPanels panels;
   void pack(std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols, std::size_t n, float* dst) const {
     if (panels.pack != nullptr) return panels.pack(panels.context, k0, depth, j0, cols, dst);
-    pack_block(stored, stored.transposed, j0, cols, n, k0, depth, kGemmCols, dst);
+    pack_block<kGemmCols>(stored, stored.transposed, j0, cols, n, k0, depth, dst);
   }
 };
 
@@ -243,7 +283,7 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand&
       b.pack(k0, depth, j0, cols, n, b_block);
       for (std::size_t i0 = 0; i0 < m; i0 += blocks.rows) {
         const std::size_t rows = std::min(blocks.rows, m - i0);
-        pack_block(a, !a.transposed, i0, rows, m, k0, depth, kGemmRows, a_block);
+        pack_block<kGemmRows>(a, !a.transposed, i0, rows, m, k0, depth, a_block);
         for (std::size_t jr = 0; jr < cols; jr += kGemmCols)
           for (std::size_t ir = 0; ir < rows; ir += kGemmRows)
             kernel(a_block + ir * depth, b_block + jr * depth, depth,
@@ -307,6 +347,10 @@ std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k) {
 
 std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t k) {
   return Blocks::whole(m, n, k).floats();  // never swapped
+}
+
+void transpose_into_panel(const float* lines, std::size_t stride, std::size_t depth, float* panel) {
+  transpose_lines<kGemmCols>(lines, stride, depth, panel);
 }
 
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b, GemmOutput c, Packing packing) {

@@ -44,6 +44,10 @@ struct GemmPanels {
 // a caller with such a product stores B.
 bool gemm_swaps(std::size_t m, std::size_t n);
 
+// For a GemmPanels packer: panel[p * kGemmCols + l] = lines[l * stride + p], kGemmCols lines of
+// `depth` values each, transposed a square of vector lanes at a time.
+void transpose_into_panel(const float* lines, std::size_t stride, std::size_t depth, float* panel);
+
 // Packing floats for one product of these sizes, B stored or given by its packer.
 std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k);
 std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t k);
