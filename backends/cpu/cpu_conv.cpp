@@ -1,7 +1,9 @@
-// Convolution as one matrix product per image and group, images spread over threads: in fp32 the
-// column matrix is packed straight from the image forward and in backward-filter (Note [Columns
-// packed from the image]); backward-data computes it and adds it back (col2im). Each product's
-// packing buffers come from the layer's planned workspace (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
+// Convolution as one matrix product per image and group, images spread over threads. In fp32,
+// where an image's column matrix would spill out of cache, the products pack it straight from the
+// image (Note [Columns packed from the image]) and backward-data at stride 1 is a forward
+// convolution of dy (Note [Backward-data as a convolution]); otherwise im2col writes the matrix
+// and col2im adds it back. Each product's packing buffers come from the layer's planned workspace
+// (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
 // own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each; other
 // grouped convolutions at stride 1 have implicit products over padded planes
 // (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. In bf16 and fp16
