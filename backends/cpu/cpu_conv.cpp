@@ -101,49 +101,10 @@ void zero_wrapped_columns(const ConvGeometry& g, const FlatShift& s, float* row)
   }
 }
 
-void im2col(const ConvGeometry& g, const float* image, float* col) {
-  const int P = g.pixels();
-  if (rows_are_flat_shifts(g)) {
-    for (int c = 0; c < g.cin; ++c)
-      for (int ki = 0; ki < g.kh; ++ki)
-        for (int kj = 0; kj < g.kw; ++kj) {
-          float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
-          const float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
-          const FlatShift s = flat_shift(g, ki, kj);
-          std::fill(row, row + s.first, 0.f);
-          std::copy(plane + s.first + s.offset, plane + s.last + s.offset, row + s.first);
-          std::fill(row + s.last, row + P, 0.f);
-          zero_wrapped_columns(g, s, row);
-        }
-    return;
-  }
-  for (int c = 0; c < g.cin; ++c)
-    for (int ki = 0; ki < g.kh; ++ki)
-      for (int kj = 0; kj < g.kw; ++kj) {
-        float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
-        const float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
-        const ColumnRange cols = valid_columns(g, kj);
-        const int offset = kj * g.dilation - g.pad;
-        for (int oh = 0; oh < g.hout; ++oh) {
-          const int ih = oh * g.stride - g.pad + ki * g.dilation;
-          float* out = row + oh * g.wout;
-          if (ih < 0 || ih >= g.h) {
-            std::fill(out, out + g.wout, 0.f);
-            continue;
-          }
-          const float* in = plane + static_cast<std::size_t>(ih) * g.w + offset;
-          std::fill(out, out + cols.lo, 0.f);
-          if (g.stride == 1) std::copy(in + cols.lo, in + cols.hi, out + cols.lo);
-          else
-            for (int ow = cols.lo; ow < cols.hi; ++ow) out[ow] = in[ow * g.stride];
-          std::fill(out + cols.hi, out + g.wout, 0.f);
-        }
-      }
-}
-
 // Row kk of the column matrix (channel kk / (kh kw), tap kk % (kh kw)), its values
-// [o0, o0 + count), into `row`: im2col for a stretch of one row, so that a product packs the
-// column matrix straight from the image (Note [Columns packed from the image]).
+// [o0, o0 + count), into `row`: im2col for a stretch of one row, the whole of it in im2col or a
+// block's stretch where a product packs the matrix straight from the image (Note [Columns packed
+// from the image]).
 void column_row(const ConvGeometry& g, const float* image, std::size_t kk, std::size_t o0, std::size_t count, float* row) {
   const std::size_t taps = static_cast<std::size_t>(g.kh) * g.kw;
   const int tap = static_cast<int>(kk % taps), ki = tap / g.kw, kj = tap % g.kw;
@@ -168,12 +129,30 @@ void column_row(const ConvGeometry& g, const float* image, std::size_t kk, std::
     for (std::size_t ow = ow0; ow < lo; ++ow) out[ow] = 0.f;
     if (g.stride == 1)
       for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[ow];
-    else if (g.stride == 2)  // a constant stride: vector loads and a shuffle
-      for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[2 * ow];
     else
       for (std::size_t ow = lo; ow < hi; ++ow) out[ow] = in[ow * static_cast<std::size_t>(g.stride)];
     for (std::size_t ow = hi; ow < ow1; ++ow) out[ow] = 0.f;
   }
+}
+
+void im2col(const ConvGeometry& g, const float* image, float* col) {
+  const int P = g.pixels();
+  if (rows_are_flat_shifts(g)) {
+    for (int c = 0; c < g.cin; ++c)
+      for (int ki = 0; ki < g.kh; ++ki)
+        for (int kj = 0; kj < g.kw; ++kj) {
+          float* row = col + static_cast<std::size_t>((c * g.kh + ki) * g.kw + kj) * P;
+          const float* plane = image + static_cast<std::size_t>(c) * g.h * g.w;
+          const FlatShift s = flat_shift(g, ki, kj);
+          std::fill(row, row + s.first, 0.f);
+          std::copy(plane + s.first + s.offset, plane + s.last + s.offset, row + s.first);
+          std::fill(row + s.last, row + P, 0.f);
+          zero_wrapped_columns(g, s, row);
+        }
+    return;
+  }
+  for (std::size_t kk = 0; kk < static_cast<std::size_t>(g.patch()); ++kk)
+    column_row(g, image, kk, 0, static_cast<std::size_t>(P), col + kk * static_cast<std::size_t>(P));
 }
 
 // Note [Columns packed from the image]: a product's B panels hold what it multiplies next, so an
@@ -274,7 +253,7 @@ bool columns_from_image(const ConvGeometry& g, ConvPass pass, bool products16) {
 // Note [Backward-data as a convolution]: at stride 1, dx is dy convolved with the weights turned
 // half a circle and their channels swapped, w'[c][o][i][j] = w[o][c][kh-1-i][kw-1-j], padded by
 // dilation (k - 1) - pad: a forward pass packed from dy, with no column matrix to write and add
-// back (col2im, a third of the pass's time). It takes square kernels whose padding is at most the
+// back (col2im). It takes square kernels whose padding is at most the
 // dilated kernel's reach (a "same" or "valid" convolution); the rest keep col2im.
 // Like the forward pass's, its product stores its columns where they fit in cache or the product
 // is narrow (columns_from_image).
@@ -449,6 +428,7 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
                     C = static_cast<std::size_t>(g.cout);
   require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
   const ConvThreadSpace space = thread_space(g, ConvPass::forward, products16());
+  const bool from_image = columns_from_image(g, ConvPass::forward, products16());
   const std::size_t in_stride = x.sample_elements(), out_stride = y.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;  // a group's input floats
   auto* packed = static_cast<std::uint32_t*>(ws.data);
@@ -463,7 +443,7 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
         const float* image = x.data + i * in_stride + group * group_in;
         float* out = y.data + i * out_stride + group * C * P;
         const GemmOperand weights{w.data + group * C * K, K};
-        if (columns_from_image(g, ConvPass::forward, products16())) {
+        if (from_image) {
           const ImageColumns columns{&g, image};
           cpu::gemm(C, P, K, weights, cpu::GemmPanels{pack_columns, &columns}, GemmOutput{out, P, accumulate}, packing);
           continue;
@@ -556,6 +536,7 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
   const std::size_t all_out = C * static_cast<std::size_t>(g.groups);
   require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");
   const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
+  const bool from_image = columns_from_image(g, ConvPass::backward, products16());
   const std::size_t grad_floats = all_out * K + all_out;
   const std::size_t in_stride = x.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
@@ -572,7 +553,7 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
         const float* image = x.data + i * in_stride + group * group_in;
         const GemmOperand grad_out{dy.data + i * out_stride + group * C * P, P};
         const GemmOutput result{partial + group * C * K, K, true};
-        if (columns_from_image(g, ConvPass::backward, products16())) {
+        if (from_image) {
           const ImageColumns columns{&g, image};
           cpu::gemm(C, K, P, grad_out, cpu::GemmPanels{pack_columns_transposed, &columns}, result, packing);
           continue;

@@ -17,6 +17,7 @@
 #include "layers/flatten.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
+#include "memory/host_resource.hpp"
 #include <cnnengine/models/network_text.hpp>
 
 namespace cnn::testing {
@@ -63,6 +64,18 @@ struct SyntheticData {
     return Batch{images.data() + static_cast<std::size_t>(first) * sample_floats, labels.data() + first, size};
   }
 };
+
+// Each step's loss as `options` trains a preset (10 classes) on `backend` for `steps` batches of
+// SyntheticData drawn with `data_seed`.
+inline std::vector<float> preset_losses(Backend& backend, const std::string& model, Shape image,
+                                        const TrainerOptions& options, int steps, std::uint64_t data_seed) {
+  Network net = make_preset(model, image, 10);
+  Trainer trainer(net, backend, memory::host_resource(), options);
+  const SyntheticData data(steps * options.batch, image, 10, data_seed);
+  std::vector<float> out;
+  for (int s = 0; s < steps; ++s) out.push_back(trainer.train_step(data.batch(s * options.batch, options.batch)).loss);
+  return out;
+}
 
 // Sets every value of `name` ("weight", ...) of node `node` of the trainer's network to `value`.
 inline void fill_parameter(Trainer& trainer, const Network& net, int node, const std::string& name, float value) {

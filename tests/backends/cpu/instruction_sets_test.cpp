@@ -8,9 +8,6 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm.hpp"
-#include <cnnengine/engine/train/trainer.hpp>
-#include "memory/host_resource.hpp"
-#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;
@@ -19,16 +16,11 @@ namespace {
 
 // Steps of SGD on synthetic data: convolutions at stride 1 and 2, 1x1 shortcuts, dense layers.
 std::vector<float> losses(const std::string& model, const Shape& image, int steps) {
-  Network net = make_preset(model, image, 10);
   CpuBackend backend(2);
   TrainerOptions options = testing::constant_sgd(16);
   options.optimizer.learning_rate = 0.05f;
   options.seed = 3;
-  Trainer trainer(net, backend, memory::host_resource(), options);
-  const testing::SyntheticData data(steps * 16, image, 10, 17);
-  std::vector<float> out;
-  for (int s = 0; s < steps; ++s) out.push_back(trainer.train_step(data.batch(s * 16, 16)).loss);
-  return out;
+  return testing::preset_losses(backend, model, image, options, steps, 17);
 }
 
 }  // namespace

@@ -11,8 +11,6 @@
 #include "backends/cpu/detail/gemm16.hpp"
 #include <cnnengine/backends/device/device.hpp>
 #include <cnnengine/engine/train/trainer.hpp>
-#include "memory/host_resource.hpp"
-#include <cnnengine/models/network_text.hpp>
 #include "tests/engine/test_networks.hpp"
 #include "tests/relative_error.hpp"
 #include "tests/rounded16.hpp"
@@ -60,18 +58,12 @@ ConvResults convolve(CpuBackend& backend, const Conv2dDesc& d, const Shape& xs, 
 }
 
 std::vector<float> losses(Precision precision, const std::string& model, int steps) {
-  const Shape image{1, 28, 28};
-  Network net = make_preset(model, image, 10);
   CpuBackend backend(2, precision);
   TrainerOptions options = testing::constant_sgd(32);
   options.optimizer.learning_rate = 0.05f;
   options.micro_batch = 16;
   options.seed = 5;
-  Trainer trainer(net, backend, memory::host_resource(), options);
-  const testing::SyntheticData data(steps * 32, image, 10, 31);
-  std::vector<float> out;
-  for (int s = 0; s < steps; ++s) out.push_back(trainer.train_step(data.batch(s * 32, 32)).loss);
-  return out;
+  return testing::preset_losses(backend, model, Shape{1, 28, 28}, options, steps, 31);
 }
 
 }  // namespace
