@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends/cpu/detail/available_host_memory.hpp"
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/parallel.hpp"
@@ -43,12 +44,12 @@ CpuBackend::CpuBackend(int threads, Precision precision)
   omp_set_dynamic(0);
   Eigen::setNbThreads(threads_);
   cpu::WorkPool::instance().reserve(threads_ - 1);  // the kernels' workers, started before any step
-  cpu::gemm_isa();  // a CNN_CPU_ISA it cannot take is refused here, not inside a step
+  cpu::isa();  // a CNN_CPU_ISA it cannot take is refused here, not inside a step
 }
 
 namespace {
-// Eigen's own list stops at "AVX" (it names neither AVX2 nor FMA), and the kernels' speed
-// depends on them, so say what this library was compiled for.
+// Eigen's own list stops at "AVX" (it names neither AVX2 nor FMA), so say what the element-wise
+// code was compiled for, where it is more than the x86-64 baseline (CNN_NATIVE).
 std::string compiled_vector_units() {
   std::string units;
 #if defined(__AVX512F__)
@@ -86,14 +87,15 @@ std::string products_description(Precision precision) {
            (cpu::fp16_instructions() ? "on AVX-512"
                                      : "emulated, without AVX-512: slower than fp32's, for the 16-bit values' memory "
                                        "and a GPU's rounding only");
-  return std::string(", fp32 products on ") + cpu::isa_name(cpu::gemm_isa());
+  return "";
 }
 }  // namespace
 
 std::string CpuBackend::description() const {
   return "cpu: Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
          std::to_string(EIGEN_MINOR_VERSION) + " (" + Eigen::SimdInstructionSetsInUse() + compiled_vector_units() +
-         "), " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + products_description(precision_);
+         "), " + std::to_string(threads_) + " thread" + (threads_ == 1 ? "" : "s") + ", kernels on " +
+         cpu::isa_name(cpu::isa()) + products_description(precision_);
 }
 
 // What a training step's convolutions reach through Eigen per thread (2 threads with AVX-512: 70

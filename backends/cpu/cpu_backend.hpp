@@ -19,8 +19,11 @@ class CpuBackend : public Backend {
   // fp32 here.
   explicit CpuBackend(int threads = 0, Precision precision = Precision::fp32);
   int threads() const { return threads_; }
-  // The vector instructions the kernels were compiled for: "avx512", "avx2" (with FMA) or
-  // "generic". Results are reproducible to the bit within one of them (see gemm.cpp).
+  // The vector instructions the library's element-wise code (Eigen) was compiled for: "generic"
+  // (the x86-64 baseline, the default build), or "avx512" or "avx2" (with FMA) where CNN_NATIVE
+  // compiled it for its host. The kernels choose theirs when they run (cpu::isa(),
+  // backends/cpu/detail/cpu_isa.hpp); description() names both. Results repeat to the bit within
+  // one build and one cpu::isa().
   static std::string instruction_set();
 
   DeviceKind kind() const override { return DeviceKind::cpu; }

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/batchnorm_channel.hpp"
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn {
@@ -45,20 +46,23 @@ void max_2x2_forward_plane(const float* in, float* out, int w, int rows, int col
 
 // Eight floats: one AVX register (two SSE registers without AVX). GCC's vector extensions (Clang
 // has them too: the fuzzers build this file with it), so that one code serves every instruction set.
+// Never across a library boundary, so the calling convention GCC warns of (-Wpsabi) does not matter.
+#pragma GCC diagnostic ignored "-Wpsabi"
 using Floats8 = float __attribute__((vector_size(32)));
 using Ints8 = std::int32_t __attribute__((vector_size(32)));
 
-Floats8 load8(const float* p) {
+// Always inlined, so that each build of the backward pass below has them in its instructions.
+[[gnu::always_inline]] inline Floats8 load8(const float* p) {
   Floats8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-void store8(float* p, Floats8 v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline void store8(float* p, Floats8 v) { std::memcpy(p, &v, sizeof v); }
 
 // Four adjacent windows of one row pair at once: the same selection and arithmetic as the scalar
 // loop below (the first of the four equal to the maximum, in row-major order, gets g x 1.0f, the
 // others g x 0.0f), on eight lanes. A lane's window partner is its neighbour (lanes 2k, 2k + 1).
-void max_2x2_backward_4(const float* r0, const float* r1, const float* m, const float* g, float* g0, float* g1,
+[[gnu::always_inline]] inline void max_2x2_backward_4(const float* r0, const float* r1, const float* m, const float* g, float* g0, float* g1,
                         bool accumulate) {
   const Floats8 max_up = {m[0], m[0], m[1], m[1], m[2], m[2], m[3], m[3]};
   const Floats8 grad_up = {g[0], g[0], g[1], g[1], g[2], g[2], g[3], g[3]};
@@ -80,8 +84,9 @@ void max_2x2_backward_4(const float* r0, const float* r1, const float* m, const 
 // plane needs no clearing first. Branch-free: which element is the first equal to the window's
 // maximum is data, and branching on it mispredicts half the time. Four windows at a time, the
 // rest of a row one by one. The first `rows` x `cols` windows; the output's rows are `wo` apart.
-void max_2x2_backward_plane(const float* in, const float* out, const float* grad_out, float* grad_in, int w,
-                            int rows, int cols, int wo, bool accumulate) {
+[[gnu::always_inline]] inline void max_2x2_backward_rows(const float* in, const float* out, const float* grad_out,
+                                                         float* grad_in, int w, int rows, int cols, int wo,
+                                                         bool accumulate) {
   for (int oh = 0; oh < rows; ++oh) {
     const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
     const float* r1 = r0 + w;
@@ -114,6 +119,20 @@ void max_2x2_backward_plane(const float* in, const float* out, const float* grad
       }
     }
   }
+}
+
+// The x86-64 baseline has no shuffle of eight lanes, and its build of the loop above ran three times
+// slower: an AVX2 host runs it with AVX2's (the same bits: only exact products and one add).
+CNN_TARGET_AVX2 void max_2x2_backward_plane_avx2(const float* in, const float* out, const float* grad_out,
+                                                 float* grad_in, int w, int rows, int cols, int wo, bool accumulate) {
+  max_2x2_backward_rows(in, out, grad_out, grad_in, w, rows, cols, wo, accumulate);
+}
+
+void max_2x2_backward_plane(const float* in, const float* out, const float* grad_out, float* grad_in, int w,
+                            int rows, int cols, int wo, bool accumulate) {
+  if (cpu::isa() >= cpu::CpuIsa::avx2)
+    return max_2x2_backward_plane_avx2(in, out, grad_out, grad_in, w, rows, cols, wo, accumulate);
+  max_2x2_backward_rows(in, out, grad_out, grad_in, w, rows, cols, wo, accumulate);
 }
 
 // One window of the general path: its maximum or its average over the part inside the input.

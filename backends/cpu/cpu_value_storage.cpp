@@ -1,66 +1,62 @@
 // 16-bit values (Backend::to_16bit, from_16bit): bfloat16 with the products' rounding
 // (backends/cpu/detail/gemm16.hpp's to_bf16; vcvtneps2bf16 gives the same bits, Note [One 16-bit
 // product on every host]), IEEE half as the fp16 products round it (to_fp16, vcvtps2ph).
-// Memory-bound passes: 16 values at a time where the compiler targets AVX-512, the scalar forms
-// for the rest.
+// Memory-bound passes: 16 values at a time where the host has AVX-512 (AVX512-BF16 to narrow to
+// bfloat16), the scalar forms for the rest.
+#include <immintrin.h>
+
 #include <cstdint>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace cnn {
 namespace {
 
-// Converts [b, e); returns where the scalar loop takes over.
-std::size_t to_bf16_vectors(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
+// Each converts [b, e) 16 values at a time; returns where the scalar loop takes over.
+CNN_TARGET_AVX512_BF16 std::size_t to_bf16_avx512(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
   for (; b + 16 <= e; b += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b),
                         reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(in + b))));
-#else
-  (void)in, (void)out, (void)e;
-#endif
   return b;
 }
 
-std::size_t from_bf16_vectors(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
-#if defined(__AVX512F__)
+CNN_TARGET_AVX512 std::size_t from_bf16_avx512(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
   for (; b + 16 <= e; b += 16) {
     const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + b)));
     _mm512_storeu_ps(out + b, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
   }
-#else
-  (void)in, (void)out, (void)e;
-#endif
   return b;
 }
 
 // IEEE half: vcvtps2ph rounds as Eigen's conversion does (to nearest, ties to even), and
 // vcvtph2ps widens exactly.
-std::size_t to_fp16_vectors(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
-#if defined(__AVX512F__)
+CNN_TARGET_AVX512 std::size_t to_fp16_avx512(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
   for (; b + 16 <= e; b += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b),
                         _mm512_cvtps_ph(_mm512_loadu_ps(in + b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#else
-  (void)in, (void)out, (void)e;
-#endif
   return b;
 }
 
-std::size_t from_fp16_vectors(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
-#if defined(__AVX512F__)
+CNN_TARGET_AVX512 std::size_t from_fp16_avx512(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
   for (; b + 16 <= e; b += 16)
     _mm512_storeu_ps(out + b, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + b))));
-#else
-  (void)in, (void)out, (void)e;
-#endif
   return b;
+}
+
+std::size_t to_bf16_vectors(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
+  return cpu::isa() >= cpu::CpuIsa::avx512_bf16 ? to_bf16_avx512(in, out, b, e) : b;
+}
+std::size_t from_bf16_vectors(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
+  return cpu::isa() >= cpu::CpuIsa::avx512 ? from_bf16_avx512(in, out, b, e) : b;
+}
+std::size_t to_fp16_vectors(const float* in, std::uint16_t* out, std::size_t b, std::size_t e) {
+  return cpu::isa() >= cpu::CpuIsa::avx512 ? to_fp16_avx512(in, out, b, e) : b;
+}
+std::size_t from_fp16_vectors(const std::uint16_t* in, float* out, std::size_t b, std::size_t e) {
+  return cpu::isa() >= cpu::CpuIsa::avx512 ? from_fp16_avx512(in, out, b, e) : b;
 }
 
 }  // namespace

@@ -5,14 +5,13 @@
 #include <Eigen/Core>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 
 namespace cnn::cpu {
@@ -34,32 +33,6 @@ constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to -
 // Rows of A packed at a time (12 tiles) and columns of B (16 tiles): the blocks stay in L2 while
 // a B panel (kGemmDepth x kGemmCols floats, 36 KiB) stays in L1 across a column of tiles.
 constexpr std::size_t kBlockRows = 12 * kGemmRows, kBlockCols = 16 * kGemmCols;
-
-// ---- Which instructions ----
-
-std::atomic<int> isa_limit{static_cast<int>(CpuIsa::avx512)};
-
-CpuIsa host_isa() {
-  static const CpuIsa isa = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return CpuIsa::avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuIsa::avx2;
-    return CpuIsa::portable;
-  }();
-  return isa;
-}
-
-// CNN_CPU_ISA, read once: the most the environment allows.
-CpuIsa environment_isa() {
-  static const CpuIsa isa = [] {
-    const char* named = std::getenv("CNN_CPU_ISA");
-    if (named == nullptr || *named == '\0') return CpuIsa::avx512;
-    for (CpuIsa candidate : {CpuIsa::portable, CpuIsa::avx2, CpuIsa::avx512})
-      if (std::strcmp(named, isa_name(candidate)) == 0) return candidate;
-    throw std::invalid_argument(std::string("CNN_CPU_ISA is '") + named + "': portable, avx2 or avx512");
-  }();
-  return isa;
-}
 
 // ---- Tiles ----
 
@@ -159,6 +132,7 @@ __attribute__((target("avx512f"))) void kernel_avx512(const float* a, const floa
 
 Kernel kernel_for(CpuIsa isa) {
   switch (isa) {
+    case CpuIsa::avx512_bf16:
     case CpuIsa::avx512: return kernel_avx512;
     case CpuIsa::avx2: return kernel_avx2;
     case CpuIsa::portable: break;
@@ -273,7 +247,7 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand&
                  bool transposed, Packing packing) {
   Blocks blocks = Blocks::whole(m, n, k);
   blocks.fit(packing);
-  const Kernel kernel = kernel_for(gemm_isa());
+  const Kernel kernel = kernel_for(isa());
   float* a_block = packing.data;
   float* b_block = packing.data + blocks.a_floats();
   for (std::size_t j0 = 0; j0 < n; j0 += blocks.cols) {
@@ -323,23 +297,6 @@ void product(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, 
 bool gemm_swaps(std::size_t m, std::size_t n) {
   return 4 * round_up(n, kGemmRows) * round_up(m, kGemmCols) < 3 * round_up(m, kGemmRows) * round_up(n, kGemmCols);
 }
-
-const char* isa_name(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::avx512: return "avx512";
-    case CpuIsa::avx2: return "avx2";
-    case CpuIsa::portable: break;
-  }
-  return "portable";
-}
-
-CpuIsa gemm_isa() {
-  const auto limit = static_cast<CpuIsa>(isa_limit.load(std::memory_order_relaxed));
-  return std::min({host_isa(), environment_isa(), limit});
-}
-
-GemmIsaLimit::GemmIsaLimit(CpuIsa most) { isa_limit = static_cast<int>(most); }
-GemmIsaLimit::~GemmIsaLimit() { isa_limit = static_cast<int>(CpuIsa::avx512); }
 
 std::size_t gemm_packing_floats(std::size_t m, std::size_t n, std::size_t k) {
   return gemm_swaps(m, n) ? Blocks::whole(n, m, k).floats() : Blocks::whole(m, n, k).floats();

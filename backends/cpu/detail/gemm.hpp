@@ -67,22 +67,4 @@ void parallel_gemm(int threads, std::size_t m, std::size_t n, std::size_t k, Gem
 // n rounded up to whole 64-byte lines, so that carved buffers stay aligned for the kernels.
 constexpr std::size_t aligned_floats(std::size_t n) { return (n + 15) / 16 * 16; }
 
-// The instruction sets the products run on, lowest first.
-enum class CpuIsa { portable, avx2, avx512 };
-const char* isa_name(CpuIsa isa);
-
-// What the products run on now: the best the host has, at most what the environment variable
-// CNN_CPU_ISA names (portable, avx2 or avx512: a lower path on purpose), at most a live
-// GemmIsaLimit's.
-CpuIsa gemm_isa();
-
-// While one lives, the products run on at most `most` (tests compare the paths). One at a time.
-class GemmIsaLimit {
- public:
-  explicit GemmIsaLimit(CpuIsa most);
-  ~GemmIsaLimit();
-  GemmIsaLimit(const GemmIsaLimit&) = delete;
-  GemmIsaLimit& operator=(const GemmIsaLimit&) = delete;
-};
-
 }  // namespace cnn::cpu

@@ -1,5 +1,7 @@
 #include "backends/cpu/detail/gemm16.hpp"
 
+#include <immintrin.h>
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
@@ -7,15 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/parallel.hpp"
-
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-#include <immintrin.h>
-#define CNN_HAVE_AVX512 1
-#endif
-#if defined(__AVX512BF16__) && defined(__AVX512BW__) && defined(__AVX512F__)
-#define CNN_HAVE_AVX512_BF16 1
-#endif
 
 namespace cnn::cpu {
 
@@ -33,351 +28,15 @@ namespace cnn::cpu {
 // it too is exact in float. Halves are rounded as vcvtps2ph rounds (to nearest, ties to even; a
 // float subnormal is far below half's range and becomes zero either way).
 
-bool bf16_instructions() {
-#if defined(CNN_HAVE_AVX512_BF16)
-  return true;
-#else
-  return false;
-#endif
-}
-
 std::uint16_t to_fp16(float value) { return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(value)); }
 float from_fp16(std::uint16_t bits) { return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits)); }
 
-bool fp16_instructions() {
-#if defined(CNN_HAVE_AVX512)
-  return true;
-#else
-  return false;
-#endif
-}
-
 namespace {
-
-template <ValueFormat F>
-std::uint16_t to_16bit(float value) {
-  if constexpr (F == ValueFormat::bf16)
-    return to_bf16(value);
-  else
-    return to_fp16(value);
-}
-template <ValueFormat F>
-float from_16bit(std::uint16_t bits) {
-  if constexpr (F == ValueFormat::bf16)
-    return from_bf16(bits);
-  else
-    return from_fp16(bits);
-}
-
-template <ValueFormat F>
-std::uint32_t pair_of(float even, float odd) {
-  return std::uint32_t{to_16bit<F>(even)} | (std::uint32_t{to_16bit<F>(odd)} << 16);
-}
-
-#if defined(CNN_HAVE_AVX512)
-// 32 floats (lo: the first 16) as 32 16-bit values in order, i.e. 16 words of adjacent pairs.
-// Native bf16 is instantiated only where the compiler targets AVX512-BF16 (in_format).
-template <ValueFormat F>
-__m512i narrowed(__m512 lo, __m512 hi) {
-  if constexpr (F == ValueFormat::bf16) {
-#if defined(CNN_HAVE_AVX512_BF16)
-    return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-#else
-    static_assert(F != ValueFormat::bf16, "bf16 packing on AVX-512 needs AVX512-BF16");
-#endif
-  } else {
-    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(lo, kNearest)), _mm512_cvtps_ph(hi, kNearest),
-                              1);
-  }
-}
-#endif
 
 constexpr std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 constexpr std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
 
 std::atomic<bool> emulating{false};
-
-// dst[c] = the pair (even[c], odd[c]) for c < count; odd null: zeros.
-template <ValueFormat F, bool Native>
-void interleave_rows(const float* even, const float* odd, std::size_t count, std::uint32_t* dst) {
-  std::size_t c = 0;
-#if defined(CNN_HAVE_AVX512)
-  if constexpr (Native) {
-    // Word 2j of the result is word j of the converted pair of vectors (the even row), word
-    // 2j + 1 word 16 + j (the odd row).
-    alignas(64) static constexpr std::uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
-                                                                  21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
-                                                                  11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    const __m512i order = _mm512_load_si512(kInterleave);
-    for (; c < count; c += 16) {
-      const std::size_t left = count - c;
-      const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
-      const __m512 lo = _mm512_maskz_loadu_ps(mask, even + c);
-      const __m512 hi = odd ? _mm512_maskz_loadu_ps(mask, odd + c) : _mm512_setzero_ps();
-      const __m512i words = _mm512_permutexvar_epi16(order, narrowed<F>(lo, hi));
-      _mm512_mask_storeu_epi32(dst + c, mask, words);
-    }
-  }
-#endif
-  for (; c < count; ++c) dst[c] = pair_of<F>(even[c], odd ? odd[c] : 0.f);
-}
-
-#if defined(CNN_HAVE_AVX512)
-// GCC 12's headers define the unmasked shuffles over a deliberately uninitialised vector.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-// r[i][j] <-> r[j][i]: 16 x 16 words. Pairs of rows interleave their words, then pairs of those
-// their 64-bit halves (each 128-bit lane then holds a 4 x 4 block transposed), then the lanes move.
-void transpose_16x16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  // Lane L of r[4i + j] holds rows 4i..4i+3 of column 4L + j.
-  for (int j = 0; j < 4; ++j) {
-    const __m512i low01 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x44), low23 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x44);
-    const __m512i high01 = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xEE), high23 = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xEE);
-    t[j] = _mm512_shuffle_i32x4(low01, low23, 0x88);
-    t[4 + j] = _mm512_shuffle_i32x4(low01, low23, 0xDD);
-    t[8 + j] = _mm512_shuffle_i32x4(high01, high23, 0x88);
-    t[12 + j] = _mm512_shuffle_i32x4(high01, high23, 0xDD);
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-#pragma GCC diagnostic pop
-#endif
-
-// dst[p * width + l] = the pair (line l's value 2p, value 2p + 1) of `count` lines whose values
-// along k are adjacent (line l at x.data + (first + l) * x.stride + k0), for the pairs of `depth`
-// values (an odd depth's last pair has a zero for its odd value).
-template <ValueFormat F, bool Native>
-void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t count, std::size_t k0, std::size_t depth,
-                       std::uint32_t* dst, std::size_t width) {
-  const std::size_t pairs = pairs_of(depth);
-#if defined(CNN_HAVE_AVX512)
-  if constexpr (Native) {
-    // 16 lines by 16 pairs at a time: each line's 32 values become 16 words, transposed.
-    for (std::size_t l0 = 0; l0 < count; l0 += 16) {
-      const std::size_t lines = std::min<std::size_t>(16, count - l0);
-      const auto store = static_cast<__mmask16>((1u << lines) - 1);
-      for (std::size_t p0 = 0; p0 < pairs; p0 += 16) {
-        const std::size_t values = std::min<std::size_t>(32, depth - 2 * p0);
-        const auto lo = static_cast<__mmask16>(values >= 16 ? 0xFFFFu : (1u << values) - 1);
-        const auto hi = static_cast<__mmask16>(values >= 32 ? 0xFFFFu : values > 16 ? (1u << (values - 16)) - 1 : 0u);
-        __m512i r[16];
-        for (std::size_t i = 0; i < 16; ++i) {
-          if (i >= lines) {
-            r[i] = _mm512_setzero_si512();
-            continue;
-          }
-          const float* line = x.data + (first + l0 + i) * x.stride + k0 + 2 * p0;
-          r[i] = narrowed<F>(_mm512_maskz_loadu_ps(lo, line), _mm512_maskz_loadu_ps(hi, line + 16));
-        }
-        transpose_16x16(r);
-        for (std::size_t j = 0; j < 16 && p0 + j < pairs; ++j) _mm512_mask_storeu_epi32(dst + (p0 + j) * width + l0, store, r[j]);
-      }
-    }
-    return;
-  }
-#endif
-  for (std::size_t l = 0; l < count; ++l) {
-    const float* line = x.data + (first + l) * x.stride + k0;
-    for (std::size_t p = 0; p < pairs; ++p)
-      dst[p * width + l] = pair_of<F>(line[2 * p], 2 * p + 1 < depth ? line[2 * p + 1] : 0.f);
-  }
-}
-
-// One block of k, [k0, k0 + depth), of `lines` rows of A (from row i0) or columns of B (from
-// column j0), in panels of `width` lines: [panel][pairs][width]. Lines past `last` are zeros.
-// `along_k` says the operand's values along k are adjacent in memory (A stored [m x k], B stored
-// [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]).
-template <ValueFormat F, bool Native>
-void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size_t lines, std::size_t last,
-                std::size_t k0, std::size_t depth, std::size_t width, std::uint32_t* dst) {
-  const std::size_t pairs = pairs_of(depth);
-  for (std::size_t panel = 0; panel * width < lines; ++panel) {
-    std::uint32_t* out = dst + panel * pairs * width;
-    const std::size_t line0 = first + panel * width;
-    const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
-    if (along_k) {
-      pairs_along_lines<F, Native>(x, line0, valid, k0, depth, out, width);
-      for (std::size_t p = 0; p < pairs; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
-      continue;
-    }
-    for (std::size_t p = 0; p < pairs; ++p) {
-      const float* even = x.data + (k0 + 2 * p) * x.stride + line0;
-      const float* odd = 2 * p + 1 < depth ? even + x.stride : nullptr;
-      interleave_rows<F, Native>(even, odd, valid, out + p * width);
-      std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
-    }
-  }
-}
-
-// A is along k when stored [m x k] (not transposed); B when stored [n x k] (transposed).
-template <ValueFormat F, bool Native>
-void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t m, std::size_t k0,
-                  std::size_t depth, std::uint32_t* dst) {
-  pack_block<F, Native>(a, !a.transposed, i0, rows, m, k0, depth, kGemm16Rows, dst);
-}
-template <ValueFormat F, bool Native>
-void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::size_t n, std::size_t k0,
-                  std::size_t depth, std::uint32_t* dst) {
-  pack_block<F, Native>(b, b.transposed, j0, cols, n, k0, depth, kGemm16Cols, dst);
-}
-
-// Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is
-// what is stored (gemm16 computing C^T = B^T A^T).
-struct TileOut {
-  float* c;
-  std::size_t ldc;
-  bool transposed;
-};
-
-// Adds (or, overwrite, writes) tile [rows x cols] to `out`, transposed.
-void store_transposed(const float (&tile)[kGemm16Rows][kGemm16Cols], TileOut out, std::size_t rows, std::size_t cols,
-                      bool overwrite) {
-  for (std::size_t j = 0; j < cols; ++j) {
-    float* column = out.c + j * out.ldc;
-    for (std::size_t r = 0; r < rows; ++r) column[r] = overwrite ? tile[r][j] : column[r] + tile[r][j];
-  }
-}
-
-// c[rows x cols] (+)= a panel x b panel over `pairs` (rows <= kGemm16Rows, cols <= kGemm16Cols), in
-// plain C++ (Note [One 16-bit product on every host]).
-template <ValueFormat F>
-void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
-                     std::size_t cols, bool overwrite) {
-  float acc[kGemm16Rows][kGemm16Cols] = {};
-  float b_even[kGemm16Cols], b_odd[kGemm16Cols];
-  for (std::size_t p = 0; p < pairs; ++p) {
-    for (std::size_t j = 0; j < kGemm16Cols; ++j) {
-      const std::uint32_t word = b[p * kGemm16Cols + j];
-      b_even[j] = from_16bit<F>(static_cast<std::uint16_t>(word));
-      b_odd[j] = from_16bit<F>(static_cast<std::uint16_t>(word >> 16));
-    }
-    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
-      const std::uint32_t word = a[p * kGemm16Rows + r];
-      const float a_even = from_16bit<F>(static_cast<std::uint16_t>(word));
-      const float a_odd = from_16bit<F>(static_cast<std::uint16_t>(word >> 16));
-      for (std::size_t j = 0; j < kGemm16Cols; ++j) acc[r][j] += a_odd * b_odd[j];
-      for (std::size_t j = 0; j < kGemm16Cols; ++j) acc[r][j] += a_even * b_even[j];
-    }
-  }
-  if (out.transposed) return store_transposed(acc, out, rows, cols, overwrite);
-  for (std::size_t r = 0; r < rows; ++r)
-    for (std::size_t j = 0; j < cols; ++j) {
-      float& value = out.c[r * out.ldc + j];
-      value = overwrite ? acc[r][j] : value + acc[r][j];
-    }
-}
-
-#if defined(CNN_HAVE_AVX512)
-// A tile's 24 accumulators (row r's columns 0-15, 16-31) to `out`.
-void store_tile(const __m512 (&acc)[kGemm16Rows][2], TileOut out, std::size_t rows, std::size_t cols, bool overwrite) {
-  const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 hi = cols >= 32 ? __mmask16(0xFFFF) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
-  if (out.transposed) {
-    alignas(64) float tile[kGemm16Rows][kGemm16Cols];
-    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
-      _mm512_store_ps(tile[r], acc[r][0]);
-      _mm512_store_ps(tile[r] + 16, acc[r][1]);
-    }
-    return store_transposed(tile, out, rows, cols, overwrite);
-  }
-  if (cols == kGemm16Cols) {  // a whole tile: plain loads and stores (masked ones are slower on some cores)
-    for (std::size_t r = 0; r < rows; ++r) {
-      float* row = out.c + r * out.ldc;
-      _mm512_storeu_ps(row, overwrite ? acc[r][0] : _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
-      _mm512_storeu_ps(row + 16, overwrite ? acc[r][1] : _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
-    }
-    return;
-  }
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* row = out.c + r * out.ldc;
-    if (overwrite) {
-      _mm512_mask_storeu_ps(row, lo, acc[r][0]);
-      if (hi) _mm512_mask_storeu_ps(row + 16, hi, acc[r][1]);
-      continue;
-    }
-    _mm512_mask_storeu_ps(row, lo, _mm512_add_ps(_mm512_maskz_loadu_ps(lo, row), acc[r][0]));
-    if (hi) _mm512_mask_storeu_ps(row + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, row + 16), acc[r][1]));
-  }
-}
-
-// The halves of 16 words: the even values (low halves) or the odd (high), widened.
-__m512 even_halves(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words)); }
-__m512 odd_halves(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(words, 16))); }
-
-// fp16: B's pairs widened to four vectors, A's panel widened once a pair and broadcast, the odd
-// k's product added first (as the emulation).
-void kernel_avx512_fp16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out,
-                        std::size_t rows, std::size_t cols, bool overwrite) {
-  static_assert(kGemm16Rows <= 16);
-  __m512 acc[kGemm16Rows][2];
-  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
-  alignas(64) float a_even[16], a_odd[16];
-  constexpr auto kPanelRows = static_cast<__mmask16>((1u << kGemm16Rows) - 1);
-  for (std::size_t p = 0; p < pairs; ++p) {
-    const __m512i b0 = _mm512_loadu_si512(b + p * kGemm16Cols), b1 = _mm512_loadu_si512(b + p * kGemm16Cols + 16);
-    const __m512 b0_even = even_halves(b0), b0_odd = odd_halves(b0);
-    const __m512 b1_even = even_halves(b1), b1_odd = odd_halves(b1);
-    const __m512i panel = _mm512_maskz_loadu_epi32(kPanelRows, a + p * kGemm16Rows);
-    _mm512_store_ps(a_even, even_halves(panel));
-    _mm512_store_ps(a_odd, odd_halves(panel));
-#pragma GCC unroll 12
-    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
-      const __m512 odd = _mm512_set1_ps(a_odd[r]), even = _mm512_set1_ps(a_even[r]);
-      acc[r][0] = _mm512_fmadd_ps(odd, b0_odd, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(odd, b1_odd, acc[r][1]);
-      acc[r][0] = _mm512_fmadd_ps(even, b0_even, acc[r][0]);
-      acc[r][1] = _mm512_fmadd_ps(even, b1_even, acc[r][1]);
-    }
-  }
-  store_tile(acc, out, rows, cols, overwrite);
-}
-#endif
-
-#if defined(CNN_HAVE_AVX512_BF16)
-// bf16 with vdpbf16ps: 24 accumulators, two vectors of B's pairs, A's pair broadcast.
-void kernel_avx512_bf16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out,
-                        std::size_t rows, std::size_t cols, bool overwrite) {
-  __m512 acc[kGemm16Rows][2];
-  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
-  for (std::size_t p = 0; p < pairs; ++p) {
-    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols));
-    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + p * kGemm16Cols + 16));
-#pragma GCC unroll 12
-    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
-      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[p * kGemm16Rows + r])));
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, ar);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], b1, ar);
-    }
-  }
-  store_tile(acc, out, rows, cols, overwrite);
-}
-#endif
-
-template <ValueFormat F, bool Native>
-void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
-            std::size_t cols, bool overwrite) {
-  if constexpr (Native) {
-#if defined(CNN_HAVE_AVX512_BF16)
-    if constexpr (F == ValueFormat::bf16) return kernel_avx512_bf16(a, b, pairs, out, rows, cols, overwrite);
-#endif
-#if defined(CNN_HAVE_AVX512)
-    if constexpr (F == ValueFormat::fp16) return kernel_avx512_fp16(a, b, pairs, out, rows, cols, overwrite);
-#endif
-  }
-  kernel_emulated<F>(a, b, pairs, out, rows, cols, overwrite);
-}
 
 constexpr std::size_t kBlockRows = 8 * kGemm16Rows, kBlockCols = 16 * kGemm16Cols;
 
@@ -388,66 +47,8 @@ std::size_t b_block_words(std::size_t n, std::size_t k) {
   return aligned_floats(round_up(std::min(n, kBlockCols), kGemm16Cols) * pairs_of(std::min(k, kGemm16Depth)));
 }
 
-// Where block (k0, panel of `line`) of a whole packed operand starts: each block of k before k0
-// holds kGemm16Depth / 2 pairs of every line.
-const std::uint32_t* packed_panel(const Operand16& x, std::size_t width, std::size_t k0, std::size_t line,
-                                  std::size_t pairs) {
-  const std::size_t lines = round_up(x.packed_lines, width);
-  return x.packed + k0 / 2 * lines + (x.first_line + line) / width * pairs * width;
-}
-
-// A whole operand: its `count` lines (A's m rows, B's n columns) in panels of `width`, every
-// block of k (the layout gemm16.hpp describes).
-template <ValueFormat F, bool Native>
-void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t count, std::size_t k, std::size_t width,
-                std::uint32_t* packed) {
-  const std::size_t panels = (count + width - 1) / width, lines = panels * width;
-  parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
-    for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
-      const std::size_t depth = std::min(kGemm16Depth, k - k0);
-      pack_block<F, Native>(x, along_k, begin * width, (end - begin) * width, count, k0, depth, width,
-                            packed + k0 / 2 * lines + begin * width * pairs_of(depth));
-    }
-  });
-}
-
 std::size_t blocks_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
   return (a_packed ? 0 : a_block_words(m, k)) + (b_packed ? 0 : b_block_words(n, k));
-}
-
-// C = A B, or with `transposed` C^T stored (the caller swapped the operands).
-template <ValueFormat F, bool Native>
-void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, bool transposed,
-                 Packing packing) {
-  const std::size_t needed = blocks_words(m, n, k, a.packed, b.packed);
-  if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
-    throw std::logic_error("gemm16: " + std::to_string(packing.floats) + " floats of packing, " +
-                           std::to_string(needed) + " needed, 64-byte aligned");
-  if ((a.packed && a.first_line % kGemm16Rows) || (b.packed && b.first_line % kGemm16Cols))
-    throw std::logic_error("gemm16: a packed operand's first line is not a panel's");
-  auto* a_block = reinterpret_cast<std::uint32_t*>(packing.data);
-  std::uint32_t* b_block = a_block + (a.packed ? 0 : a_block_words(m, k));
-  for (std::size_t j0 = 0; j0 < n; j0 += kBlockCols) {
-    const std::size_t cols = std::min(kBlockCols, n - j0);
-    for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
-      const std::size_t depth = std::min(kGemm16Depth, k - k0), pairs = pairs_of(depth);
-      const std::uint32_t* b_panels = b.packed ? packed_panel(b, kGemm16Cols, k0, j0, pairs) : b_block;
-      if (!b.packed) pack_b_block<F, Native>(b.stored, j0, cols, n, k0, depth, b_block);
-      for (std::size_t i0 = 0; i0 < m; i0 += kBlockRows) {
-        const std::size_t rows = std::min(kBlockRows, m - i0);
-        const std::uint32_t* a_panels = a.packed ? packed_panel(a, kGemm16Rows, k0, i0, pairs) : a_block;
-        if (!a.packed) pack_a_block<F, Native>(a.stored, i0, rows, m, k0, depth, a_block);
-        for (std::size_t jr = 0; jr < cols; jr += kGemm16Cols)
-          for (std::size_t ir = 0; ir < rows; ir += kGemm16Rows)
-            kernel<F, Native>(
-                a_panels + ir * pairs, b_panels + jr * pairs, pairs,
-                TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir : c.data + (i0 + ir) * c.stride + j0 + jr,
-                        c.stride, transposed},
-                std::min(kGemm16Rows, rows - ir), std::min(kGemm16Cols, cols - jr),
-                k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
-      }
-    }
-  }
 }
 
 // Note [The narrow side as B]: the kernel's tile is 12 rows by 32 columns, so a product with
@@ -465,36 +66,37 @@ std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_pa
                                            : blocks_words(m, n, k, a_packed, b_packed);
 }
 
-template <ValueFormat F, bool Native>
-void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, Packing packing) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!c.accumulate)
-      for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
-    return;
-  }
-  if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<F, Native>(m, n, k, a, b, c, false, packing);
-  // op(B)^T is B's storage read the other way, and op(A)^T likewise.
-  Operand16 b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
-  Operand16 a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
-  gemm_blocks<F, Native>(n, m, k, b_as_a, a_as_b, c, true, packing);
-}
+}  // namespace
 
-// Runs run.operator()<F, Native>() for `format`, on its instructions where the host has them.
-template <class Run>
-void in_format(ValueFormat format, const char* call, Run&& run) {
+}  // namespace cnn::cpu
+
+#define CNN_ISA_KERNELS "backends/cpu/detail/gemm16.inl"
+#define CNN_ISA_REGION 0
+#include "backends/cpu/detail/isa_region.hpp"
+#define CNN_ISA_REGION 2
+#include "backends/cpu/detail/isa_region.hpp"
+#define CNN_ISA_REGION 3
+#include "backends/cpu/detail/isa_region.hpp"
+
+namespace cnn::cpu {
+
+bool bf16_instructions() { return CNN_ISA_REGIONS && isa() >= CpuIsa::avx512_bf16; }
+bool fp16_instructions() { return CNN_ISA_REGIONS && isa() >= CpuIsa::avx512; }
+
+namespace {
+
+// The region for the host's instructions, with them (native) unless a Gemm16Emulation lives.
+template <class Call>
+void in_region(ValueFormat format, const char* call, Call&& run) {
   require_16bit(call, format);
-  [[maybe_unused]] const bool emulated = emulating.load(std::memory_order_relaxed);
-  if (format == ValueFormat::bf16) {
-#if defined(CNN_HAVE_AVX512_BF16)
-    if (!emulated) return run.template operator()<ValueFormat::bf16, true>();
+  const bool native = !emulating.load(std::memory_order_relaxed);
+  switch (isa()) {
+#if CNN_ISA_REGIONS
+    case CpuIsa::avx512_bf16: return run(isa_avx512_bf16::products16::product16, isa_avx512_bf16::products16::pack16, native);
+    case CpuIsa::avx512: return run(isa_avx512::products16::product16, isa_avx512::products16::pack16, native);
 #endif
-    return run.template operator()<ValueFormat::bf16, false>();
+    default: return run(isa_portable::products16::product16, isa_portable::products16::pack16, native);
   }
-#if defined(CNN_HAVE_AVX512)
-  if (!emulated) return run.template operator()<ValueFormat::fp16, true>();
-#endif
-  run.template operator()<ValueFormat::fp16, false>();
 }
 
 }  // namespace
@@ -506,13 +108,13 @@ std::size_t packed16_a_words(std::size_t m, std::size_t k) { return round_up(m, 
 std::size_t packed16_b_words(std::size_t k, std::size_t n) { return round_up(n, kGemm16Cols) * pairs_of(k); }
 
 void pack16_a(ValueFormat format, int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
-  in_format(format, "pack16_a", [&]<ValueFormat F, bool Native>() {
-    pack_whole<F, Native>(threads, a, !a.transposed, m, k, kGemm16Rows, packed);
+  in_region(format, "pack16_a", [&](auto, auto pack, bool native) {
+    pack(format, native, threads, a, !a.transposed, m, k, kGemm16Rows, packed);
   });
 }
 void pack16_b(ValueFormat format, int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
-  in_format(format, "pack16_b", [&]<ValueFormat F, bool Native>() {
-    pack_whole<F, Native>(threads, b, b.transposed, n, k, kGemm16Cols, packed);
+  in_region(format, "pack16_b", [&](auto, auto pack, bool native) {
+    pack(format, native, threads, b, b.transposed, n, k, kGemm16Cols, packed);
   });
 }
 
@@ -522,7 +124,8 @@ std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, b
 
 void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
             Packing packing) {
-  in_format(format, "gemm16", [&]<ValueFormat F, bool Native>() { product<F, Native>(m, n, k, a, b, c, packing); });
+  in_region(format, "gemm16",
+            [&](auto product, auto, bool native) { product(format, native, m, n, k, a, b, c, packing); });
 }
 
 namespace {

@@ -3,7 +3,8 @@
 // 112 x 112 by blocks of 16 channels (channel counts with a tail block, stride 1 and 2, dilation,
 // kernels other than 3x3, padding wider than the kernel: backward-data scattered), larger planes
 // by plane (small "same" planes' flat copies are no longer reached: blocked first); forward adding
-// into its output; backward-filter's bits for 1, 2 and 3 threads.
+// into its output; backward-filter's bits for 1, 2 and 3 threads; on every instruction set the host
+// has.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "tests/backends/cpu/host_isas.hpp"
 
 using namespace cnn;
 
@@ -104,28 +106,32 @@ TEST_CASE("depthwise kernels match the definition on every path", "[depthwise][c
               }
           }
       }
-    const Run two = run(2, t, xs, ys, x, w, b, dy, y0);
-    auto check = [](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
-      INFO(what);
-      REQUIRE(got.size() == want.size());
-      for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) < 1e-4 * (1 + std::fabs(want[i])));
-    };
-    check(two.y, y, "y");
-    check(two.dx, dx, "dx");
-    check(two.dw, dw, "dw");
-    check(two.db, db, "db");
-    // Backward-filter's fixed-order sums: the same bits on a second run, and by channel (enough
-    // channels) whatever the thread count.
-    const Run again = run(2, t, xs, ys, x, w, b, dy, y0);
-    CHECK(again.dw == two.dw);
-    CHECK(again.db == two.db);
-    for (int threads : {1, 3}) {
-      const Run other = run(threads, t, xs, ys, x, w, b, dy, y0);
-      CHECK(other.y == two.y);
-      CHECK(other.dx == two.dx);
-      if (t.c >= 12) {
-        CHECK(other.dw == two.dw);
-        CHECK(other.db == two.db);
+    for (cpu::CpuIsa isa : testing::host_isas()) {
+      INFO("kernels on " << cpu::isa_name(isa));
+      const cpu::IsaLimit limit(isa);
+      const Run two = run(2, t, xs, ys, x, w, b, dy, y0);
+      auto check = [](const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+        INFO(what);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(std::fabs(got[i] - want[i]) < 1e-4 * (1 + std::fabs(want[i])));
+      };
+      check(two.y, y, "y");
+      check(two.dx, dx, "dx");
+      check(two.dw, dw, "dw");
+      check(two.db, db, "db");
+      // Backward-filter's fixed-order sums: the same bits on a second run, and by channel (enough
+      // channels) whatever the thread count.
+      const Run again = run(2, t, xs, ys, x, w, b, dy, y0);
+      CHECK(again.dw == two.dw);
+      CHECK(again.db == two.db);
+      for (int threads : {1, 3}) {
+        const Run other = run(threads, t, xs, ys, x, w, b, dy, y0);
+        CHECK(other.y == two.y);
+        CHECK(other.dx == two.dx);
+        if (t.c >= 12) {
+          CHECK(other.dw == two.dw);
+          CHECK(other.db == two.db);
+        }
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
@@ -117,7 +118,7 @@ void pack_stored(const void* context, std::size_t k0, std::size_t depth, std::si
 }
 
 std::vector<float> product_on(cpu::CpuIsa isa, const Case& c, bool panels) {
-  const cpu::GemmIsaLimit limit(isa);
+  const cpu::IsaLimit limit(isa);
   const auto a = random_vector(c.m * c.k, 6), b = random_vector(c.k * c.n, 7);
   std::vector<float> out = random_vector(c.m * c.n, 8);
   const std::size_t floats = panels ? cpu::gemm_panels_packing_floats(c.m, c.n, c.k) : cpu::gemm_packing_floats(c.m, c.n, c.k);
@@ -138,7 +139,7 @@ bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
 }  // namespace
 
 TEST_CASE("gemm: every instruction set the host has gives the portable kernel's bits", "[gemm]") {
-  INFO("host: " << cpu::isa_name(cpu::gemm_isa()));
+  INFO("host: " << cpu::isa_name(cpu::isa()));
   for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {9, 47, 193}, {64, 3136 / 4, 576},
                          {97, 49, 700}})
     for (bool at : {false, true})
@@ -150,7 +151,7 @@ TEST_CASE("gemm: every instruction set the host has gives the portable kernel's 
           CHECK(relative_error(portable, reference(c, random_vector(m * k, 6), random_vector(k * n, 7),
                                                    random_vector(m * n, 8))) < 1e-5);
           for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
-            if (isa > cpu::gemm_isa()) continue;
+            if (isa > cpu::isa()) continue;
             INFO("on " << cpu::isa_name(isa));
             CHECK(same_bits(product_on(isa, c, false), portable));
           }
@@ -163,7 +164,7 @@ TEST_CASE("gemm: B given by its packer gives the bits of B stored, unswapped", "
   for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{13, 100, 385}, {300, 20, 50}})
     for (bool bt : {false, true}) {
       const Case c{m, n, k, false, bt, true};
-      CHECK(same_bits(product_on(cpu::gemm_isa(), c, true), product_on(cpu::gemm_isa(), c, false)));
+      CHECK(same_bits(product_on(cpu::isa(), c, true), product_on(cpu::isa(), c, false)));
     }
 }
 
@@ -172,8 +173,8 @@ TEST_CASE("gemm: the instruction sets are named as CNN_CPU_ISA takes them", "[ge
   CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx2)) == "avx2");
   CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx512)) == "avx512");
   {
-    const cpu::GemmIsaLimit limit(cpu::CpuIsa::portable);
-    CHECK(cpu::gemm_isa() == cpu::CpuIsa::portable);
+    const cpu::IsaLimit limit(cpu::CpuIsa::portable);
+    CHECK(cpu::isa() == cpu::CpuIsa::portable);
   }
-  CHECK(cpu::gemm_isa() >= cpu::CpuIsa::portable);
+  CHECK(cpu::isa() >= cpu::CpuIsa::portable);
 }

@@ -1,12 +1,13 @@
 // Training on the CPU gives the same losses on every instruction set the host can run: the
 // products are summed the same way on each (Note [One product on every instruction set],
-// backends/cpu/detail/gemm.cpp), and CNN_CPU_ISA or GemmIsaLimit only choose a slower path.
+// backends/cpu/detail/gemm.cpp), and CNN_CPU_ISA or IsaLimit only choose a slower path.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "tests/engine/test_networks.hpp"
 
@@ -26,19 +27,19 @@ std::vector<float> losses(const std::string& model, const Shape& image, int step
 }  // namespace
 
 TEST_CASE("CPU training: every instruction set the host has gives the same losses", "[gemm][train]") {
-  INFO("host: " << cpu::isa_name(cpu::gemm_isa()));
+  INFO("host: " << cpu::isa_name(cpu::isa()));
   for (const auto& [model, image] : {std::pair<std::string, Shape>{"small", Shape{1, 28, 28}}, {"resnet", Shape{3, 20, 20}}}) {
     CAPTURE(model);
     std::vector<float> portable;
     {
-      const cpu::GemmIsaLimit limit(cpu::CpuIsa::portable);
+      const cpu::IsaLimit limit(cpu::CpuIsa::portable);
       portable = losses(model, image, 4);
     }
     CHECK(portable.back() == portable.back());  // finite, not NaN
     for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
-      if (isa > cpu::gemm_isa()) continue;
+      if (isa > cpu::isa()) continue;
       CAPTURE(cpu::isa_name(isa));
-      const cpu::GemmIsaLimit limit(isa);
+      const cpu::IsaLimit limit(isa);
       CHECK(losses(model, image, 4) == portable);
     }
   }
