@@ -108,31 +108,44 @@ std::size_t depthwise_blocked_floats(const Conv2dDesc& d, const Shape& x, ConvPa
          block_floats(g, pass);
 }
 
-// Each pass runs in the host's region.
+namespace {
+
+// One region's passes (depthwise_blocked.inl), for the host's instructions.
+struct Passes {
+  decltype(&depthwise_blocked_forward) forward;
+  decltype(&depthwise_blocked_backward_data) backward_data;
+  decltype(&depthwise_blocked_backward_filter) backward_filter;
+};
+
+Passes passes() {
+  switch (region()) {
 #if CNN_ISA_REGIONS
-#define CNN_DEPTHWISE_IN_REGION(call)                  \
-  switch (region()) {                                  \
-    case CpuIsa::avx512: return isa_avx512::depthwise::call;      \
-    case CpuIsa::avx2: return isa_avx2::depthwise::call;          \
-    default: return isa_portable::depthwise::call;                \
-  }
-#else
-#define CNN_DEPTHWISE_IN_REGION(call) return isa_portable::depthwise::call;
+    case CpuIsa::avx512:
+      return {isa_avx512::depthwise::forward, isa_avx512::depthwise::backward_data, isa_avx512::depthwise::backward_filter};
+    case CpuIsa::avx2:
+      return {isa_avx2::depthwise::forward, isa_avx2::depthwise::backward_data, isa_avx2::depthwise::backward_filter};
 #endif
+    default:
+      return {isa_portable::depthwise::forward, isa_portable::depthwise::backward_data,
+              isa_portable::depthwise::backward_filter};
+  }
+}
+
+}  // namespace
 
 void depthwise_blocked_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias,
                                Tensor y, bool accumulate, Workspace ws) {
-  CNN_DEPTHWISE_IN_REGION(forward(threads, d, x, w, bias, y, accumulate, ws))
+  passes().forward(threads, d, x, w, bias, y, accumulate, ws);
 }
 
 void depthwise_blocked_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                                      bool accumulate, Workspace ws) {
-  CNN_DEPTHWISE_IN_REGION(backward_data(threads, d, dy, w, dx, accumulate, ws))
+  passes().backward_data(threads, d, dy, w, dx, accumulate, ws);
 }
 
 void depthwise_blocked_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                                        Tensor dbias, Workspace ws) {
-  CNN_DEPTHWISE_IN_REGION(backward_filter(threads, d, x, dy, dw, dbias, ws))
+  passes().backward_filter(threads, d, x, dy, dw, dbias, ws);
 }
 
 }  // namespace cnn::cpu

@@ -44,35 +44,50 @@ bool grouped_kernels_apply(const Conv2dDesc& d) {
          d.padding <= (d.kernel_h - 1) * dil && d.padding <= (d.kernel_w - 1) * dil;
 }
 
+namespace {
+
+// One region's kernels (grouped_conv.inl), for the host's instructions: only where
+// grouped_kernels_apply.
+struct Kernels {
+  decltype(&grouped_workspace_floats) workspace_floats;
+  decltype(&grouped_forward) forward;
+  decltype(&grouped_backward_data) backward_data;
+  decltype(&grouped_backward_filter) backward_filter;
+};
+
+Kernels kernels() {
+  switch (region()) {
 #if CNN_ISA_REGIONS
-#define CNN_GROUPED_IN_REGION(call)                                          \
-  switch (region()) {                                                        \
-    case CpuIsa::avx512: return isa_avx512::grouped::call;                            \
-    case CpuIsa::avx2: return isa_avx2::grouped::call;                                \
-    default: throw std::logic_error("grouped convolution kernels: the host has no AVX2"); \
-  }
-#else
-#define CNN_GROUPED_IN_REGION(call) throw std::logic_error("grouped convolution kernels: not built by this compiler");
+    case CpuIsa::avx512:
+      return {isa_avx512::grouped::workspace_floats, isa_avx512::grouped::forward, isa_avx512::grouped::backward_data,
+              isa_avx512::grouped::backward_filter};
+    case CpuIsa::avx2:
+      return {isa_avx2::grouped::workspace_floats, isa_avx2::grouped::forward, isa_avx2::grouped::backward_data,
+              isa_avx2::grouped::backward_filter};
 #endif
+    default: throw std::logic_error("grouped convolution kernels: none for this host or compiler");
+  }
+}
+
+}  // namespace
 
 std::size_t grouped_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads) {
-  if (!grouped_kernels_apply(d)) return 0;
-  CNN_GROUPED_IN_REGION(workspace_floats(d, x, y, pass, threads))
+  return grouped_kernels_apply(d) ? kernels().workspace_floats(d, x, y, pass, threads) : 0;
 }
 
 void grouped_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                      bool accumulate, Workspace ws) {
-  CNN_GROUPED_IN_REGION(forward(threads, d, x, w, bias, y, accumulate, ws))
+  kernels().forward(threads, d, x, w, bias, y, accumulate, ws);
 }
 
 void grouped_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                            bool accumulate, Workspace ws) {
-  CNN_GROUPED_IN_REGION(backward_data(threads, d, dy, w, dx, accumulate, ws))
+  kernels().backward_data(threads, d, dy, w, dx, accumulate, ws);
 }
 
 void grouped_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                              Tensor dbias, Workspace ws) {
-  CNN_GROUPED_IN_REGION(backward_filter(threads, d, x, dy, dw, dbias, ws))
+  kernels().backward_filter(threads, d, x, dy, dw, dbias, ws);
 }
 
 }  // namespace cnn::cpu

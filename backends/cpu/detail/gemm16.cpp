@@ -85,19 +85,27 @@ bool fp16_instructions() { return CNN_ISA_REGIONS && isa() >= CpuIsa::avx512; }
 
 namespace {
 
-// The region for the host's instructions, with them (native) unless a Gemm16Emulation lives.
-template <class Call>
-void in_region(ValueFormat format, const char* call, Call&& run) {
-  require_16bit(call, format);
-  const bool native = !emulating.load(std::memory_order_relaxed);
+// One region's entry points (gemm16.inl).
+struct Region {
+  void (*multiply)(ValueFormat format, bool native, std::size_t m, std::size_t n, std::size_t k, Operand16 a,
+                   Operand16 b, GemmOutput c, Packing packing);
+  void (*pack)(ValueFormat format, bool native, int threads, const GemmOperand& x, bool along_k, std::size_t count,
+               std::size_t k, std::size_t width, std::uint32_t* packed);
+};
+
+// The region for the host's instructions.
+Region region() {
   switch (isa()) {
 #if CNN_ISA_REGIONS
-    case CpuIsa::avx512_bf16: return run(isa_avx512_bf16::products16::product16, isa_avx512_bf16::products16::pack16, native);
-    case CpuIsa::avx512: return run(isa_avx512::products16::product16, isa_avx512::products16::pack16, native);
+    case CpuIsa::avx512_bf16: return {isa_avx512_bf16::products16::multiply, isa_avx512_bf16::products16::pack};
+    case CpuIsa::avx512: return {isa_avx512::products16::multiply, isa_avx512::products16::pack};
 #endif
-    default: return run(isa_portable::products16::product16, isa_portable::products16::pack16, native);
+    default: return {isa_portable::products16::multiply, isa_portable::products16::pack};
   }
 }
+
+// On the region's instructions, unless a Gemm16Emulation lives.
+bool native() { return !emulating.load(std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -108,14 +116,12 @@ std::size_t packed16_a_words(std::size_t m, std::size_t k) { return round_up(m, 
 std::size_t packed16_b_words(std::size_t k, std::size_t n) { return round_up(n, kGemm16Cols) * pairs_of(k); }
 
 void pack16_a(ValueFormat format, int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
-  in_region(format, "pack16_a", [&](auto, auto pack, bool native) {
-    pack(format, native, threads, a, !a.transposed, m, k, kGemm16Rows, packed);
-  });
+  require_16bit("pack16_a", format);
+  region().pack(format, native(), threads, a, !a.transposed, m, k, kGemm16Rows, packed);
 }
 void pack16_b(ValueFormat format, int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
-  in_region(format, "pack16_b", [&](auto, auto pack, bool native) {
-    pack(format, native, threads, b, b.transposed, n, k, kGemm16Cols, packed);
-  });
+  require_16bit("pack16_b", format);
+  region().pack(format, native(), threads, b, b.transposed, n, k, kGemm16Cols, packed);
 }
 
 std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
@@ -124,8 +130,8 @@ std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, b
 
 void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
             Packing packing) {
-  in_region(format, "gemm16",
-            [&](auto product, auto, bool native) { product(format, native, m, n, k, a, b, c, packing); });
+  require_16bit("gemm16", format);
+  region().multiply(format, native(), m, n, k, a, b, c, packing);
 }
 
 namespace {

@@ -417,13 +417,13 @@ void in_format(ValueFormat format, [[maybe_unused]] bool native, Run&& run) {
 
 }  // namespace
 
-void product16(ValueFormat format, bool native, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b,
-               GemmOutput c, Packing packing) {
+void multiply(ValueFormat format, bool native, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b,
+              GemmOutput c, Packing packing) {
   in_format(format, native, [&]<ValueFormat F, bool Native>() { product<F, Native>(m, n, k, a, b, c, packing); });
 }
 
-void pack16(ValueFormat format, bool native, int threads, const GemmOperand& x, bool along_k, std::size_t count,
-            std::size_t k, std::size_t width, std::uint32_t* packed) {
+void pack(ValueFormat format, bool native, int threads, const GemmOperand& x, bool along_k, std::size_t count,
+          std::size_t k, std::size_t width, std::uint32_t* packed) {
   in_format(format, native,
             [&]<ValueFormat F, bool Native>() { pack_whole<F, Native>(threads, x, along_k, count, k, width, packed); });
 }

@@ -1,8 +1,9 @@
 // Recorded results: the CPU losses, parameters and plan bytes of `small`, `small-bn` and `resnet`
 // must not change by a bit when the code is restructured. The values were recorded from this
 // test itself (run it with CNN_RECORD=1 to print them) for each instruction set the library can
-// be compiled for: the matrix products give the same bits on every instruction set, but the
-// element-wise and reduction kernels (Eigen's) round differently with other vector widths. On a build for
+// be compiled for (CpuBackend::instruction_set(): "generic" is the default build, "avx2" and
+// "avx512" CNN_NATIVE's): the matrix products give the same bits on every instruction set, but
+// the element-wise and reduction kernels (Eigen's) round differently with other vector widths. On a build for
 // an instruction set with no recording, the losses are held to the AVX2 ones within 1e-3.
 //
 // A deliberate change of the numbers (a faster kernel that sums in another order) records anew,
@@ -120,6 +121,27 @@ const std::map<std::string, std::map<std::string, Recorded>>& recordings() {
              0x3ff9280500000000ull, 0x3ff7bf1820000000ull, 0x3ffb71e640000000ull},
             0xd66fd0256290387full,
             0x40022ad500000000ull,
+            {4169008, 1360384, 1360384, 17358640, 14550016, 14550016, 58452784, 55644160, 55644160}}},
+       }},
+      {"generic",
+       {
+          {"small",
+           {{0x4002799c20000000ull, 0x40021c65c0000000ull, 0x4001e4b7a0000000ull,
+             0x4001121dc0000000ull, 0x4000f89c40000000ull, 0x4001569100000000ull},
+            0xcb8f07c49c9453fbull,
+            0x40014ec1aaaaaaabull,
+            {7545648, 799232, 799232, 11929904, 5183488, 4803072, 24609072, 17862656, 17862656}}},
+          {"small-bn",
+           {{0x4002bee920000000ull, 0x400122fac0000000ull, 0x3ff569e8c0000000ull,
+             0x3fec6ff500000000ull, 0x3fe44ccd00000000ull, 0x3fdea01d20000000ull},
+            0xad14207743123a7cull,
+            0x3ffdfffc55555555ull,
+            {7649584, 900096, 900096, 13962032, 7212544, 7075840, 34246960, 27497472, 27497472}}},
+          {"resnet",
+           {{0x40026818c0000000ull, 0x4000f1cac0000000ull, 0x3fff829e00000000ull,
+             0x3ff92502a0000000ull, 0x3ff7bec940000000ull, 0x3ffb7691c0000000ull},
+            0x94cf398379ab72faull,
+            0x40022a9b6aaaaaabull,
             {4169008, 1360384, 1360384, 17358640, 14550016, 14550016, 58452784, 55644160, 55644160}}},
        }},
       {"avx2",
