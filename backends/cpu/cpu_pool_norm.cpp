@@ -227,9 +227,8 @@ void CpuBackend::do_batchnorm_forward_training(const Tensor& x, const Tensor& ga
   const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std, momentum, epsilon};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
-      const double mean = cpu::channel_sum(x, ch, [&](std::size_t i) { return x.data[i]; }) / count;
-      const double squares = cpu::channel_sum(x, ch, [&](std::size_t i) { return (x.data[i] - mean) * (x.data[i] - mean); });
-      cpu::finish_channel(b, ch, mean, squares / count, count);
+      const cpu::ChannelMoments m = cpu::channel_moments(x, ch, count);
+      cpu::finish_channel(b, ch, m.mean, m.var, count);
     }
   });
 }

@@ -1,14 +1,53 @@
 #include "backends/cpu/detail/batchnorm_channel.hpp"
 
+#include <algorithm>
 #include <cmath>
 
-namespace cnn::cpu {
+#include "backends/cpu/detail/cpu_isa.hpp"
 
-[[gnu::noinline]] void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std,
-                                         std::size_t ch, Tensor& y) {
-  const float scale = gamma * inv_std;
-  const float shift = beta - mean * scale;
-  for_each_in_channel(x, ch, [&](std::size_t i) { y.data[i] = x.data[i] * scale + shift; });
+#define CNN_ISA_KERNELS "backends/cpu/detail/batchnorm_channel.inl"
+#define CNN_ISA_REGION 0
+#include "backends/cpu/detail/isa_region.hpp"
+#define CNN_ISA_REGION 1
+#include "backends/cpu/detail/isa_region.hpp"
+#define CNN_ISA_REGION 2
+#include "backends/cpu/detail/isa_region.hpp"
+
+namespace cnn::cpu {
+namespace {
+
+// One region's passes, for the host's instructions.
+struct Passes {
+  decltype(&normalise_channel) normalise;
+  decltype(&channel_moments) moments;
+  decltype(&input_gradient) input;
+  decltype(&gradient_sums) sums;
+};
+
+Passes passes() {
+  switch (CNN_ISA_REGIONS ? std::min(isa(), CpuIsa::avx512) : CpuIsa::portable) {
+#if CNN_ISA_REGIONS
+    case CpuIsa::avx512:
+      return {isa_avx512::batchnorm::normalise_channel, isa_avx512::batchnorm::moments,
+              isa_avx512::batchnorm::input_gradient, isa_avx512::batchnorm::gradient_sums};
+    case CpuIsa::avx2:
+      return {isa_avx2::batchnorm::normalise_channel, isa_avx2::batchnorm::moments, isa_avx2::batchnorm::input_gradient,
+              isa_avx2::batchnorm::gradient_sums};
+#endif
+    default:
+      return {isa_portable::batchnorm::normalise_channel, isa_portable::batchnorm::moments,
+              isa_portable::batchnorm::input_gradient, isa_portable::batchnorm::gradient_sums};
+  }
+}
+
+}  // namespace
+
+void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y) {
+  passes().normalise(x, gamma, beta, mean, inv_std, ch, y);
+}
+
+ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count) {
+  return passes().moments(x, ch, count);
 }
 
 void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count) {
@@ -22,23 +61,11 @@ void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, doub
 }
 
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count) {
-  const double mean = g.saved_mean.data[ch], inv_std = g.saved_inv_std.data[ch];
-  const double scale = g.gamma.data[ch] * inv_std / count;
-  for_each_in_channel(g.x, ch, [&](std::size_t i) {
-    const double xhat = (g.x.data[i] - mean) * inv_std;
-    const float d = static_cast<float>(scale * (count * g.dy.data[i] - sum_dy - xhat * sum_dy_xhat));
-    if (g.accumulate) g.dx.data[i] += d;
-    else g.dx.data[i] = d;
-  });
+  passes().input(g, ch, sum_dy, sum_dy_xhat, count);
 }
 
-[[gnu::noinline]] ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean,
-                                                   double inv_std) {
-  ChannelGradientSums s{};
-  channel_sums(
-      x, ch, [&](std::size_t i) { return double(dy.data[i]); },
-      [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }, s.dy, s.dy_xhat);
-  return s;
+ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std) {
+  return passes().sums(x, dy, ch, mean, inv_std);
 }
 
 }  // namespace cnn::cpu

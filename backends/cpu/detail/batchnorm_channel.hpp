@@ -7,10 +7,19 @@
 
 namespace cnn::cpu {
 
+// Each pass below runs on the host's vector instructions and gives the same bits on every one
+// (batchnorm_channel.inl), wherever it is called.
+
 // y = x * scale + shift with scale = gamma * inv_std and shift = beta - mean * scale, for channel
-// `ch` of every sample (not inlined: the same instructions, contractions into fused
-// multiply-adds included, wherever it is called).
+// `ch` of every sample.
 void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y);
+
+// Channel `ch`'s mean and biased variance over its `count` values: the mean first, then the
+// squares about it, each summed in lanes (Note [Channel sums in lanes]).
+struct ChannelMoments {
+  double mean, var;
+};
+ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count);
 
 // Channel `ch` of a training forward once its batch mean and (biased) variance over `count`
 // values are known: y normalised, the mean and 1 / sqrt(var + epsilon) saved for backward, the
@@ -32,27 +41,24 @@ struct BatchNormGradient {
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count);
 
 // Channel `ch`'s sums of dy and of dy * xhat (xhat from `mean` and `inv_std`), in one pass in
-// lanes: what backward needs, one rank's or every rank's (not inlined, so both round alike).
+// lanes: what backward needs, one rank's or every rank's.
 struct ChannelGradientSums {
   double dy, dy_xhat;
 };
 ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std);
 
-// fn(offset, hw) for each sample's plane of channel `ch` in turn: its first value's index in NCHW
-// and its h * w values.
-template <class Fn>
-void for_each_channel_plane(const Tensor& x, std::size_t ch, Fn&& fn) {
-  const int n = x.n(), c = x.c();
-  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
-  for (int i = 0; i < n; ++i) fn((static_cast<std::size_t>(i) * c + ch) * hw, hw);
-}
+// The loops below are always inlined, so that each region's passes (batchnorm_channel.inl) run
+// them, and the terms they are given, in the region's instructions.
 
 // fn(value index) for every value of channel `ch`: each sample's plane in turn.
 template <class Fn>
-void for_each_in_channel(const Tensor& x, std::size_t ch, Fn&& fn) {
-  for_each_channel_plane(x, ch, [&](std::size_t offset, std::size_t hw) {
+[[gnu::always_inline]] inline void for_each_in_channel(const Tensor& x, std::size_t ch, Fn&& fn) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  for (int i = 0; i < n; ++i) {
+    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
     for (std::size_t k = 0; k < hw; ++k) fn(offset + k);
-  });
+  }
 }
 
 // Note [Channel sums in lanes]
@@ -66,13 +72,16 @@ inline constexpr int kSumLanes = 8;
 // fn(value index, lane) for every value of channel `ch`, value k of each plane given lane
 // k % kSumLanes: each lane's values in a fixed order.
 template <class Fn>
-void for_each_in_channel_lanes(const Tensor& x, std::size_t ch, Fn&& fn) {
-  for_each_channel_plane(x, ch, [&](std::size_t offset, std::size_t hw) {
+[[gnu::always_inline]] inline void for_each_in_channel_lanes(const Tensor& x, std::size_t ch, Fn&& fn) {
+  const int n = x.n(), c = x.c();
+  const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  for (int i = 0; i < n; ++i) {
+    const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
     std::size_t k = 0;
     for (; k + kSumLanes <= hw; k += kSumLanes)
       for (int l = 0; l < kSumLanes; ++l) fn(offset + k + l, l);
     for (; k < hw; ++k) fn(offset + k, static_cast<int>(k % kSumLanes));
-  });
+  }
 }
 
 // The lanes added in a fixed tree.
@@ -82,17 +91,17 @@ inline double lanes_total(const double (&l)[kSumLanes]) {
 
 // The sum of term(value index) over channel `ch`, in double, in lanes.
 template <class Term>
-double channel_sum(const Tensor& x, std::size_t ch, Term&& term) {
+[[gnu::always_inline]] inline double channel_sum(const Tensor& x, std::size_t ch, Term&& term) {
   double lanes[kSumLanes] = {};
-  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) { lanes[l] += term(i); });
+  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) __attribute__((always_inline)) { lanes[l] += term(i); });
   return lanes_total(lanes);
 }
 
 // The sums of term0(i) and term1(i) over channel `ch`, in one pass: each the bits channel_sum gives.
 template <class Term0, class Term1>
-void channel_sums(const Tensor& x, std::size_t ch, Term0&& term0, Term1&& term1, double& sum0, double& sum1) {
+[[gnu::always_inline]] inline void channel_sums(const Tensor& x, std::size_t ch, Term0&& term0, Term1&& term1, double& sum0, double& sum1) {
   double lanes0[kSumLanes] = {}, lanes1[kSumLanes] = {};
-  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) {
+  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) __attribute__((always_inline)) {
     lanes0[l] += term0(i);
     lanes1[l] += term1(i);
   });
