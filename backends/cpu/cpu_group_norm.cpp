@@ -23,6 +23,9 @@
 namespace cnn {
 namespace {
 
+// Never across a library boundary, so the calling convention compilers warn of (-Wpsabi) does not
+// matter.
+#pragma GCC diagnostic ignored "-Wpsabi"
 using Floats8 = float __attribute__((vector_size(32)));
 using Floats16 = float __attribute__((vector_size(64)));
 using Doubles8 = double __attribute__((vector_size(64)));

@@ -1,5 +1,7 @@
 #include "backends/cpu/detail/cpu_isa.hpp"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -13,6 +15,12 @@ namespace {
 constexpr CpuIsa kBest = CpuIsa::avx512_bf16;
 std::atomic<int> isa_limit{static_cast<int>(kBest)};
 
+// CPUID leaf 1, ECX bit 29 (Clang's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+
 CpuIsa host_isa() {
   static const CpuIsa isa = [] {
     __builtin_cpu_init();
@@ -20,8 +28,7 @@ CpuIsa host_isa() {
                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     if (avx512 && __builtin_cpu_supports("avx512bf16")) return CpuIsa::avx512_bf16;
     if (avx512) return CpuIsa::avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-      return CpuIsa::avx2;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) return CpuIsa::avx2;
     return CpuIsa::portable;
   }();
   return isa;

@@ -1,6 +1,7 @@
 // Training on the CPU gives the same losses on every instruction set the host can run: the
 // products are summed the same way on each (Note [One product on every instruction set],
-// backends/cpu/detail/gemm.cpp), and CNN_CPU_ISA or IsaLimit only choose a slower path.
+// backends/cpu/detail/gemm.cpp), BatchNorm's passes too (batchnorm_channel.inl), and CNN_CPU_ISA
+// or IsaLimit only choose a slower path.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -15,7 +16,8 @@ using namespace cnn;
 
 namespace {
 
-// Steps of SGD on synthetic data: convolutions at stride 1 and 2, 1x1 shortcuts, dense layers.
+// Steps of SGD on synthetic data: convolutions at stride 1 and 2, 1x1 shortcuts, BatchNorm (resnet),
+// dense layers.
 std::vector<float> losses(const std::string& model, const Shape& image, int steps) {
   CpuBackend backend(2);
   TrainerOptions options = testing::constant_sgd(16);

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/gemm16.hpp"
+#include "backends/cpu/detail/grouped_conv.hpp"
 #include <cnnengine/backends/device/device.hpp>
 #include <cnnengine/engine/train/trainer.hpp>
 #include "tests/engine/test_networks.hpp"
@@ -112,6 +113,8 @@ TEST_CASE("bf16 and fp16 leave depthwise and stride-1 grouped convolutions, thei
       const Shape xs{2, 8, 7, 7}, ys{2, d.out_channels, 7, 7};
       const auto x = random_vector(xs.elements(), 1), dy = random_vector(ys.elements(), 3);
       const auto w = random_vector(static_cast<std::size_t>(d.out_channels * d.in_channels / d.groups * 9), 2);
+      // Without AVX2 the grouped kernels do not run: im2col's 16-bit products do, tested above.
+      if (d.groups != d.in_channels && !cpu::grouped_kernels_apply(d)) continue;
       CpuBackend narrow(2, precision), fp32(2);
       const ConvResults got = convolve(narrow, d, xs, ys, x, w, dy), want = convolve(fp32, d, xs, ys, x, w, dy);
       CHECK(got.y == want.y);
