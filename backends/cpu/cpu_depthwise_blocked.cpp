@@ -73,10 +73,7 @@ struct Walk {
 };
 
 // The kernels' region for the host: 16-float values in one register, two, or four.
-CpuIsa region() {
-  if (!CNN_ISA_REGIONS) return CpuIsa::portable;
-  return std::min(isa(), CpuIsa::avx512);
-}
+CpuIsa region() { return region_for(CpuIsa::avx512); }
 
 }  // namespace
 }  // namespace cnn::cpu

@@ -31,10 +31,7 @@ namespace {
 
 // The kernels' region for the host; portable has none (im2col + GEMM runs every grouped
 // convolution there).
-CpuIsa region() {
-  if (!CNN_ISA_REGIONS) return CpuIsa::portable;
-  return std::min(isa(), CpuIsa::avx512);
-}
+CpuIsa region() { return region_for(CpuIsa::avx512); }
 
 }  // namespace
 

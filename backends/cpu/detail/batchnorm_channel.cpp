@@ -1,6 +1,5 @@
 #include "backends/cpu/detail/batchnorm_channel.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 #include "backends/cpu/detail/cpu_isa.hpp"
@@ -25,7 +24,7 @@ struct Passes {
 };
 
 Passes passes() {
-  switch (CNN_ISA_REGIONS ? std::min(isa(), CpuIsa::avx512) : CpuIsa::portable) {
+  switch (region_for(CpuIsa::avx512)) {
 #if CNN_ISA_REGIONS
     case CpuIsa::avx512:
       return {isa_avx512::batchnorm::normalise_channel, isa_avx512::batchnorm::moments,

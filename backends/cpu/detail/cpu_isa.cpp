@@ -63,6 +63,8 @@ CpuIsa isa() {
   return std::min({host_isa(), environment_isa(), limit});
 }
 
+CpuIsa region_for(CpuIsa most) { return CNN_ISA_REGIONS ? std::min(isa(), most) : CpuIsa::portable; }
+
 IsaLimit::IsaLimit(CpuIsa most) { isa_limit = static_cast<int>(most); }
 IsaLimit::~IsaLimit() { isa_limit = static_cast<int>(kBest); }
 

@@ -14,6 +14,10 @@ const char* isa_name(CpuIsa isa);
 // word is refused with std::invalid_argument), at most a live IsaLimit's.
 CpuIsa isa();
 
+// The region (isa_region.hpp) of a family of kernels built for instruction sets up to `most` that
+// runs on this host: isa(), at most `most`; portable where the compiler built no regions.
+CpuIsa region_for(CpuIsa most);
+
 // While one lives, the kernels run on at most `most` (tests compare the paths). One at a time, and
 // around whole runs: a plan's workspaces depend on the kernels chosen.
 class IsaLimit {

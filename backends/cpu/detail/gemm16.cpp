@@ -80,8 +80,8 @@ std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_pa
 
 namespace cnn::cpu {
 
-bool bf16_instructions() { return CNN_ISA_REGIONS && isa() >= CpuIsa::avx512_bf16; }
-bool fp16_instructions() { return CNN_ISA_REGIONS && isa() >= CpuIsa::avx512; }
+bool bf16_instructions() { return region_for(CpuIsa::avx512_bf16) >= CpuIsa::avx512_bf16; }
+bool fp16_instructions() { return region_for(CpuIsa::avx512_bf16) >= CpuIsa::avx512; }
 
 namespace {
 
@@ -95,7 +95,7 @@ struct Region {
 
 // The region for the host's instructions.
 Region region() {
-  switch (isa()) {
+  switch (region_for(CpuIsa::avx512_bf16)) {
 #if CNN_ISA_REGIONS
     case CpuIsa::avx512_bf16: return {isa_avx512_bf16::products16::multiply, isa_avx512_bf16::products16::pack};
     case CpuIsa::avx512: return {isa_avx512::products16::multiply, isa_avx512::products16::pack};

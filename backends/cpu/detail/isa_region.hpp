@@ -20,7 +20,10 @@
 // inline function of the standard library or Eigen is compiled with instructions a host may lack
 // (an -mavx512f translation unit would emit such copies, and the linker may keep them for every
 // caller). Clang reads neither the pragma nor the region: its builds (the fuzzers) get the
-// portable kernels alone (CNN_ISA_REGIONS is 0).
+// portable kernels alone (CNN_ISA_REGIONS is 0). The CPU backend is compiled without identical
+// code folding (GCC 12 merged a kernel's copies, then dropped one's stores) and without
+// contractions into fused multiply-adds (so that the copies of a kernel round alike unless their
+// source says otherwise).
 #if !defined(CNN_ISA_KERNELS) || !defined(CNN_ISA_REGION)
 #error "isa_region.hpp: define CNN_ISA_KERNELS and CNN_ISA_REGION first"
 #endif
