@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch (eager, CPU) peer of cnnengine's larger presets on Fashion-MNIST.
 
-The networks of `train_images --model resnet34|resnet50|mobilenetv2|mobilenetv2-0.5|
+The networks of `train_images --model resnet18|resnet34|resnet50|mobilenetv2|mobilenetv2-0.5|
 mobilenetv2-se|densenet` (models/presets.cpp): the same layers in the same order, the same
 sizing from the input, the same initialisation (PyTorch's nn defaults: every conv and dense weight
 and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), BatchNorm 1 and 0), and the same data, loss, optimizer, learning-rate
@@ -95,6 +95,18 @@ def resnet(name, channels, side, classes, bottleneck):
     return nn.Sequential(*layers, Head(cin, classes))
 
 
+def small_resnet18(name, channels, side, classes):
+    """The preset `resnet18`: ResNet-18's stages after a 3x3 stride-1 stem at every input size (not
+    torchvision's 7x7 stem and pool, whatever the image)."""
+    require_side(name, side, 3)
+    layers, cin = [*conv_bn(channels, 64, 3), nn.ReLU()], 64
+    for stage in range(4):
+        for block in range(2):
+            module, cin = basic_block(cin, 64 << stage, 2 if stage > 0 and block == 0 else 1)
+            layers.append(module)
+    return nn.Sequential(*layers, Head(cin, classes))
+
+
 # ---- MobileNetV2 (torchvision's), optionally with MobileNetV3's squeeze-and-excitation.
 
 def make_divisible(v, divisor=8):
@@ -183,6 +195,7 @@ def densenet(name, channels, side, classes):
 
 
 MODELS = {
+    "resnet18": lambda c, s, k: small_resnet18("resnet18", c, s, k),
     "resnet34": lambda c, s, k: resnet("resnet34", c, s, k, bottleneck=False),
     "resnet50": lambda c, s, k: resnet("resnet50", c, s, k, bottleneck=True),
     "mobilenetv2": lambda c, s, k: mobilenet_v2("mobilenetv2", c, s, k),
