@@ -52,7 +52,7 @@ def main():
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss
+        return loss.detach()
 
     for _ in range(a.warmup):
         step()
@@ -62,7 +62,7 @@ def main():
     seconds = time.perf_counter() - start
     print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "model": a.model, "input": a.input,
                       "batch": a.batch, "threads": a.threads, "memory_format": a.memory_format,
-                      "steps": a.steps, "final_loss": float(loss),
+                      "steps": a.steps, "final_loss": loss.item(),
                       "images_per_second": a.batch * a.steps / seconds}), flush=True)
 
 
