@@ -29,6 +29,7 @@
 
 #include <cnnengine/cnnengine.hpp>
 #include <cnnengine/engine/core/backend.hpp>
+#include "backends/cpu/detail/winograd_conv.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/buffer.hpp"
@@ -49,6 +50,7 @@ struct Settings {
   int classes = 10, batch = 256, micro_batch = 0, steps = 50, warmup = 10, most = 1 << 16;
   float lr = 1e-3f;
   bool cuda_graph = false, host_batch = false, deterministic = false, fast_start = false, largest = false;
+  bool no_winograd = false;
 };
 
 Shape parse_shape(const std::string& text) {
@@ -307,8 +309,11 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", s.deterministic);
   app.add_flag("--fast-start", s.fast_start, "CUDA: convolution algorithms by heuristics");
   app.add_flag("--largest-batch", s.largest, "the largest batch --memory-budget holds, confirmed by running it");
+  app.add_flag("--no-winograd", s.no_winograd, "CPU: 3x3 convolutions at stride 1 by im2col + GEMM (a comparison)");
   CLI11_PARSE(app, argc, argv);
   try {
+    std::optional<cpu::WinogradOff> winograd_off;
+    if (s.no_winograd) winograd_off.emplace();
     const Shape sample = parse_shape(s.input);
     const std::optional<std::size_t> context = bare_context_bytes(s);
     DeviceRequest request;
@@ -322,6 +327,7 @@ int main(int argc, char** argv) {
     json record = s.largest ? largest_batch(s, *device.backend, sample, context)
                             : throughput(s, *device.backend, sample, context);
     if (used_after_backend) record["driver_bytes_after_backend"] = *used_after_backend;
+    if (s.no_winograd) record["winograd"] = false;
     write_record(s, record);
     return 0;
   } catch (const std::exception& e) {

@@ -22,6 +22,7 @@
 #include "backends/cpu/detail/gemm16.hpp"
 #include "backends/cpu/detail/grouped_conv.hpp"
 #include "backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/winograd_conv.hpp"
 
 namespace cnn {
 namespace {
@@ -409,6 +410,8 @@ std::size_t CpuBackend::do_conv2d_workspace_bytes(const Conv2dDesc& d, const Sha
 std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass) const {
   if (cpu::is_depthwise(d)) return cpu::depthwise_workspace_floats(d, x, pass, threads_) * sizeof(float);
   if (cpu::grouped_kernels_apply(d)) return cpu::grouped_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
+  if (cpu::winograd_applies(d, x, products16(), threads_))
+    return cpu::winograd_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   const ConvGeometry g = geometry(d, x, y);
@@ -423,6 +426,7 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
     require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
     return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
   }
+  if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws);
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
@@ -471,6 +475,7 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
     require_workspace(ws, conv2d_workspace_at(d, dx.shape, dy.shape, ConvPass::backward), "conv2d_backward_data");
     return cpu::grouped_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   }
+  if (cpu::winograd_applies(d, dx.shape, products16(), threads_)) return cpu::winograd_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   const ConvGeometry g = geometry(d, dx.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
@@ -530,6 +535,7 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
     require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");
     return cpu::grouped_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   }
+  if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   const ConvGeometry g = geometry(d, x.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
