@@ -63,8 +63,18 @@ constexpr std::size_t kChunkTiles = 96;
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
+// Note [Output channels in blocks]: the transformed weights U take points x out x in floats (36
+// x 512 x 512: 38 MB), backward-filter's sums as many per thread, however small the batch. The
+// passes run the output channels a block at a time, the largest block whose U (and sums) fit in
+// the larger of the layer's activations, so that no step's peak grows by more than about one
+// activation; each block transforms the inputs again, a few percent of a block's products where
+// the channels are many enough to need blocks. Below 32 channels a block, the backend keeps
+// im2col (winograd_applies).
+constexpr std::size_t kLeastBlock = 32, kBlockStep = 16;
+
 // A convolution as these passes run it: `in` channels of h x w images padded by `pad` into `out`
-// channels of hout x wout, over `images` images on `threads` threads, in F(tile x tile, 3x3).
+// channels of hout x wout, over `images` images on `threads` threads, in F(tile x tile, 3x3),
+// `block` output channels at a time.
 struct Plan {
   std::size_t in, out, h, w, pad, hout, wout, images;
   std::size_t tile;                  // m: 4 or 2
@@ -73,6 +83,8 @@ struct Plan {
   int threads;
   int ranges;              // parallel_ranges' count over the tile rows
   std::size_t chunk_rows;  // tile rows a chunk takes, at most
+  std::size_t block;       // output channels a block takes, at most
+  bool fits;               // whether blocks of at least kLeastBlock keep to the activations' size
 
   Plan(std::size_t in_, std::size_t out_, std::size_t h_, std::size_t w_, std::size_t pad_, std::size_t images_,
        std::size_t tile_, bool filter_, int threads_)
@@ -81,11 +93,18 @@ struct Plan {
         threads(threads_), ranges(range_threads(threads_, units())) {
     const std::size_t most_rows = ceil_div(units(), static_cast<std::size_t>(ranges));
     chunk_rows = std::clamp<std::size_t>(ceil_div(kChunkTiles, tile_cols), 1, std::max<std::size_t>(most_rows, 1));
+    const std::size_t activation = images * std::max(in * h * w, out * hout * wout);
+    const std::size_t per_channel = points() * in * (filter ? static_cast<std::size_t>(ranges) : 1);
+    block = std::min(out, activation / std::max<std::size_t>(per_channel, 1));
+    if (block < out) block = block / kBlockStep * kBlockStep;
+    fits = block >= std::min(out, kLeastBlock);
+    block = std::max(block, std::min(out, kBlockStep));  // where called all the same (the tests)
   }
   std::size_t points() const { return (tile + 2) * (tile + 2); }
   std::size_t units() const { return images * tile_rows; }  // tile rows of every image
   std::size_t chunk_tiles() const { return chunk_rows * tile_cols; }
-  std::size_t weights_floats() const { return aligned_floats(points() * in * out); }
+  std::size_t weights_floats() const { return aligned_floats(points() * in * block); }
+  bool blocks_pay() const { return fits; }
 };
 
 // The plans of a convolution of x: its forward pass, its backward-filter, and backward-data's
@@ -124,14 +143,16 @@ bool is_filter(const Plan& p) { return p.filter; }
 ShareSizes share_sizes(const Plan& p) {
   ShareSizes s{};
   s.v = aligned_floats(p.points() * p.in * p.chunk_tiles());
-  s.m = aligned_floats(p.points() * p.out * p.chunk_tiles());
+  s.m = aligned_floats(p.points() * p.block * p.chunk_tiles());
   s.scratch = aligned_floats(winograd::scratch_floats(static_cast<int>(p.tile), static_cast<int>(p.tile_cols)));
   for (std::size_t rows = 1; rows <= p.chunk_rows; ++rows) {  // every chunk's size, the last one's included
     const std::size_t tiles = rows * p.tile_cols;
-    s.packing = std::max(s.packing, is_filter(p) ? gemm_packing_floats(p.out, p.in, tiles)
-                                                 : gemm_packing_floats(p.out, tiles, p.in));
+    for (const std::size_t rows_of_c : {p.block, p.out % p.block})  // a whole block, the last one
+      if (rows_of_c > 0)
+        s.packing = std::max(s.packing, is_filter(p) ? gemm_packing_floats(rows_of_c, p.in, tiles)
+                                                     : gemm_packing_floats(rows_of_c, tiles, p.in));
   }
-  s.sums = is_filter(p) ? aligned_floats(p.points() * p.out * p.in) : 0;
+  s.sums = is_filter(p) ? aligned_floats(p.points() * p.block * p.in) : 0;
   return s;
 }
 
@@ -169,21 +190,24 @@ const float* taps(const Plan& p) { return p.tile == 4 ? kTaps4.t : kTaps2.t; }
 // Packing for the product that transforms `filters` filters (forward) or turns their gradients
 // back (backward-filter), on `threads` threads.
 std::size_t weights_packing_floats(const Plan& p) {
-  const std::size_t filters = p.out * p.in;
-  return is_filter(p) ? parallel_gemm_packing_floats(p.threads, filters, 9, p.points())
-                      : parallel_gemm_packing_floats(p.threads, p.points(), filters, 9);
+  std::size_t most = 0;
+  for (const std::size_t rows : {p.block, p.out % p.block})  // a whole block's filters, the last one's
+    if (rows > 0) {
+      const std::size_t filters = rows * p.in;
+      most = std::max(most, is_filter(p) ? parallel_gemm_packing_floats(p.threads, filters, 9, p.points())
+                                         : parallel_gemm_packing_floats(p.threads, p.points(), filters, 9));
+    }
+  return most;
 }
 
 // U [xi][filters] = T of each filter, filters stored [filters x 9].
-void transform_weights(const Plan& p, const float* w, float* u, Packing packing) {
-  const std::size_t filters = p.out * p.in;
+void transform_weights(const Plan& p, std::size_t filters, const float* w, float* u, Packing packing) {
   parallel_gemm(p.threads, p.points(), filters, 9, GemmOperand{taps(p), 9}, GemmOperand{w, 9, true},
                 GemmOutput{u, filters}, packing);
 }
 
 // dw [filters x 9] += dU^T T, dU [xi][filters].
-void add_filter_gradient(const Plan& p, const float* du, float* dw, Packing packing) {
-  const std::size_t filters = p.out * p.in;
+void add_filter_gradient(const Plan& p, std::size_t filters, const float* du, float* dw, Packing packing) {
   parallel_gemm(p.threads, filters, 9, p.points(), GemmOperand{du, filters, true}, GemmOperand{taps(p), 9},
                 GemmOutput{dw, 9, true}, packing);
 }
@@ -208,9 +232,10 @@ void transform_inputs(const Plan& p, const float* x, std::size_t x_stride, std::
     }
 }
 
-// y (+)= the convolution of x by the transformed weights u (+ bias), the forward pass of plan p.
-void convolve(const Plan& p, const float* u, const float* x, std::size_t x_stride, float* y, std::size_t y_stride,
-              const float* bias, bool accumulate, float* shares) {
+// Output channels [first, first + count) of y (+)= the convolution of x (+ bias), by their
+// transformed weights u: one block of the forward pass of plan p.
+void convolve(const Plan& p, std::size_t first_out, std::size_t count, const float* u, const float* x,
+              std::size_t x_stride, float* y, std::size_t y_stride, const float* bias, bool accumulate, float* shares) {
   const Transforms kernels = transforms(p.tile);
   parallel_ranges(p.threads, p.units(), [&](int range, std::size_t begin, std::size_t end) {
     const Share s = share_of(p, shares, range);
@@ -218,19 +243,30 @@ void convolve(const Plan& p, const float* u, const float* x, std::size_t x_strid
       const std::size_t last = std::min(end, first + p.chunk_rows), tiles = (last - first) * p.tile_cols;
       transform_inputs(p, x, x_stride, first, last, s);
       for (std::size_t xi = 0; xi < p.points(); ++xi)
-        gemm(p.out, tiles, p.in, GemmOperand{u + xi * p.out * p.in, p.in}, GemmOperand{s.v + xi * p.in * tiles, tiles},
-             GemmOutput{s.m + xi * p.out * tiles, tiles}, s.packing);
-      for (std::size_t o = 0; o < p.out; ++o)
+        gemm(count, tiles, p.in, GemmOperand{u + xi * count * p.in, p.in}, GemmOperand{s.v + xi * p.in * tiles, tiles},
+             GemmOutput{s.m + xi * count * tiles, tiles}, s.packing);
+      for (std::size_t k = 0; k < count; ++k)
         for (std::size_t unit = first; unit < last; ++unit) {
-          const std::size_t image = unit / p.tile_rows, row0 = unit % p.tile_rows * p.tile;
+          const std::size_t image = unit / p.tile_rows, row0 = unit % p.tile_rows * p.tile, o = first_out + k;
           const winograd::OutputRows rows{y + image * y_stride + (o * p.hout + row0) * p.wout, p.wout,
                                           static_cast<int>(std::min(p.tile, p.hout - row0)), static_cast<int>(p.wout),
                                           accumulate, bias == nullptr ? nullptr : bias + o};
-          kernels.output(s.m + o * tiles + (unit - first) * p.tile_cols, p.out * tiles,
-                                 static_cast<int>(p.tile_cols), rows, s.scratch);
+          kernels.output(s.m + k * tiles + (unit - first) * p.tile_cols, count * tiles, static_cast<int>(p.tile_cols),
+                         rows, s.scratch);
         }
     }
   });
+}
+
+// The forward pass of plan p, a block of output channels at a time: filters [out][in][9].
+void convolve_blocks(const Plan& p, const float* filters, const float* x, std::size_t x_stride, float* y,
+                     std::size_t y_stride, const float* bias, bool accumulate, float* u, float* shares,
+                     Packing weights_packing) {
+  for (std::size_t first = 0; first < p.out; first += p.block) {
+    const std::size_t count = std::min(p.block, p.out - first);
+    transform_weights(p, count * p.in, filters + first * p.in * 9, u, weights_packing);
+    convolve(p, first, count, u, x, x_stride, y, y_stride, bias, accumulate, shares);
+  }
 }
 
 void require_workspace(const Workspace& ws, std::size_t floats, const char* what) {
@@ -239,12 +275,12 @@ void require_workspace(const Workspace& ws, std::size_t floats, const char* what
                            std::to_string(floats * sizeof(float)) + " needed");
 }
 
-// Forward and backward-data: the transformed weights, then the threads' shares; before the
-// shares are used, the weights' product packs there (backward-data's after its turned filters).
+// Forward and backward-data: a block's transformed weights, backward-data's turned filters, then
+// the threads' shares; before a block's shares are used, its weights' product packs there.
 std::size_t turned_floats(const Plan& p) { return aligned_floats(p.out * p.in * 9); }
 std::size_t forward_floats(const Plan& p, bool turned) {
-  const std::size_t before = (turned ? turned_floats(p) : 0) + weights_packing_floats(p);
-  return p.weights_floats() + std::max(static_cast<std::size_t>(p.ranges) * share_sizes(p).total(), before);
+  return p.weights_floats() + (turned ? turned_floats(p) : 0) +
+         std::max(static_cast<std::size_t>(p.ranges) * share_sizes(p).total(), weights_packing_floats(p));
 }
 // Backward-filter: the threads' shares, then the packing of the product that turns their sum into dw.
 std::size_t filter_floats(const Plan& p) {
@@ -253,7 +289,6 @@ std::size_t filter_floats(const Plan& p) {
 
 std::atomic<int> winograd_off{0};
 
-std::size_t h_w(const Shape& x) { return static_cast<std::size_t>(x[2]) * static_cast<std::size_t>(x[3]); }
 
 }  // namespace
 
@@ -271,10 +306,9 @@ bool winograd_applies(const Conv2dDesc& d, const Shape& x, bool products16, int 
   const auto in = static_cast<std::size_t>(x[1]), out = static_cast<std::size_t>(d.out_channels);
   const std::size_t pixels = static_cast<std::size_t>(x[2] + 2 * d.padding - 2) * static_cast<std::size_t>(x[3] + 2 * d.padding - 2);
   if (std::min(in, out) < 32 || in * out * pixels < (std::size_t{1} << 21)) return false;
-  // The transformed weights (and backward-filter's sums of about as many per thread) against
-  // the activations: the chunks' tiles are bounded by the batch's already.
-  const std::size_t activation = static_cast<std::size_t>(x[0]) * std::max(in * h_w(x), out * pixels);
-  return forward_plan(d, x, threads).weights_floats() <= activation;
+  return forward_plan(d, x, threads).blocks_pay() && filter_plan(d, x, threads).blocks_pay() &&
+         adjoint_plan(d, Shape{x[0], d.out_channels, x[2] + 2 * d.padding - 2, x[3] + 2 * d.padding - 2}, threads)
+             .blocks_pay();
 }
 
 std::size_t winograd_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads) {
@@ -288,9 +322,8 @@ void winograd_forward(int threads, const Conv2dDesc& d, const Tensor& x, const T
   require_workspace(ws, forward_floats(p, false), "conv2d_forward");
   auto* u = static_cast<float*>(ws.data);
   float* shares = u + p.weights_floats();
-  transform_weights(p, w.data, u, Packing{shares, weights_packing_floats(p)});
-  convolve(p, u, x.data, x.sample_elements(), y.data, y.sample_elements(), bias.empty() ? nullptr : bias.data,
-           accumulate, shares);
+  convolve_blocks(p, w.data, x.data, x.sample_elements(), y.data, y.sample_elements(), bias.empty() ? nullptr : bias.data,
+                  accumulate, u, shares, Packing{shares, weights_packing_floats(p)});
 }
 
 // dx = dy convolved with each filter turned half a circle, its channels swapped (Note
@@ -300,16 +333,16 @@ void winograd_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, 
   const Plan p = adjoint_plan(d, dy.shape, threads);
   require_workspace(ws, forward_floats(p, true), "conv2d_backward_data");
   auto* u = static_cast<float*>(ws.data);
-  float* shares = u + p.weights_floats();
-  float* turned = shares;  // [out = dx's channels][in = dy's][9]
+  float* turned = u + p.weights_floats();  // [out = dx's channels][in = dy's][9]
+  float* shares = turned + turned_floats(p);
   for (std::size_t c = 0; c < p.out; ++c)
     for (std::size_t o = 0; o < p.in; ++o) {
       const float* from = w.data + (o * p.out + c) * 9;
       float* to = turned + (c * p.in + o) * 9;
       for (int t = 0; t < 9; ++t) to[t] = from[8 - t];
     }
-  transform_weights(p, turned, u, Packing{shares + turned_floats(p), weights_packing_floats(p)});
-  convolve(p, u, dy.data, dy.sample_elements(), dx.data, dx.sample_elements(), nullptr, accumulate, shares);
+  convolve_blocks(p, turned, dy.data, dy.sample_elements(), dx.data, dx.sample_elements(), nullptr, accumulate, u,
+                  shares, Packing{shares, weights_packing_floats(p)});
 }
 
 void winograd_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
@@ -319,40 +352,43 @@ void winograd_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x,
   auto* shares = static_cast<float*>(ws.data);
   const Transforms kernels = transforms(p.tile);
   const std::size_t x_stride = x.sample_elements(), dy_stride = dy.sample_elements();
-  const std::size_t sum_floats = p.points() * p.out * p.in;
-  const int used = parallel_ranges(threads, p.units(), [&](int range, std::size_t begin, std::size_t end) {
-    const Share s = share_of(p, shares, range);
-    std::memset(s.sums, 0, sum_floats * sizeof(float));
-    for (std::size_t first = begin; first < end; first += p.chunk_rows) {
-      const std::size_t last = std::min(end, first + p.chunk_rows), tiles = (last - first) * p.tile_cols;
-      transform_inputs(p, x.data, x_stride, first, last, s);
-      for (std::size_t o = 0; o < p.out; ++o)
-        for (std::size_t unit = first; unit < last; ++unit) {
-          const std::size_t image = unit / p.tile_rows, tile_row = unit % p.tile_rows;
-          const winograd::TileRow row{dy.data + image * dy_stride + o * p.hout * p.wout,
-                                      static_cast<int>(p.hout),
-                                      static_cast<int>(p.wout),
-                                      static_cast<int>(tile_row * p.tile),
-                                      0,
-                                      static_cast<int>(p.tile_cols)};
-          kernels.gradient(row, {s.m + o * tiles + (unit - first) * p.tile_cols, p.out * tiles}, s.scratch);
-        }
-      for (std::size_t xi = 0; xi < p.points(); ++xi)
-        gemm(p.out, p.in, tiles, GemmOperand{s.m + xi * p.out * tiles, tiles},
-             GemmOperand{s.v + xi * p.in * tiles, tiles, true}, GemmOutput{s.sums + xi * p.out * p.in, p.in, true},
-             s.packing);
-    }
-  });
-  // The shares' sums, added in thread order into the first's.
-  float* total = share_of(p, shares, 0).sums;
-  parallel_elements(threads, sum_floats, [&](std::size_t begin, std::size_t end) {
-    for (int range = 1; range < used; ++range) {
-      const float* sums = share_of(p, shares, range).sums;
-      for (std::size_t j = begin; j < end; ++j) total[j] += sums[j];
-    }
-  });
-  add_filter_gradient(p, total, dw.data,
-                      Packing{shares + static_cast<std::size_t>(p.ranges) * share_sizes(p).total(), weights_packing_floats(p)});
+  const Packing weights_packing{shares + static_cast<std::size_t>(p.ranges) * share_sizes(p).total(),
+                                weights_packing_floats(p)};
+  for (std::size_t first_out = 0; first_out < p.out; first_out += p.block) {
+    const std::size_t count = std::min(p.block, p.out - first_out), sum_floats = p.points() * count * p.in;
+    const int used = parallel_ranges(threads, p.units(), [&](int range, std::size_t begin, std::size_t end) {
+      const Share s = share_of(p, shares, range);
+      std::memset(s.sums, 0, sum_floats * sizeof(float));
+      for (std::size_t first = begin; first < end; first += p.chunk_rows) {
+        const std::size_t last = std::min(end, first + p.chunk_rows), tiles = (last - first) * p.tile_cols;
+        transform_inputs(p, x.data, x_stride, first, last, s);
+        for (std::size_t k = 0; k < count; ++k)
+          for (std::size_t unit = first; unit < last; ++unit) {
+            const std::size_t image = unit / p.tile_rows, tile_row = unit % p.tile_rows;
+            const winograd::TileRow row{dy.data + image * dy_stride + (first_out + k) * p.hout * p.wout,
+                                        static_cast<int>(p.hout),
+                                        static_cast<int>(p.wout),
+                                        static_cast<int>(tile_row * p.tile),
+                                        0,
+                                        static_cast<int>(p.tile_cols)};
+            kernels.gradient(row, {s.m + k * tiles + (unit - first) * p.tile_cols, count * tiles}, s.scratch);
+          }
+        for (std::size_t xi = 0; xi < p.points(); ++xi)
+          gemm(count, p.in, tiles, GemmOperand{s.m + xi * count * tiles, tiles},
+               GemmOperand{s.v + xi * p.in * tiles, tiles, true}, GemmOutput{s.sums + xi * count * p.in, p.in, true},
+               s.packing);
+      }
+    });
+    // The shares' sums, added in thread order into the first's.
+    float* total = share_of(p, shares, 0).sums;
+    parallel_elements(threads, sum_floats, [&](std::size_t begin, std::size_t end) {
+      for (int range = 1; range < used; ++range) {
+        const float* sums = share_of(p, shares, range).sums;
+        for (std::size_t j = begin; j < end; ++j) total[j] += sums[j];
+      }
+    });
+    add_filter_gradient(p, count * p.in, total, dw.data + first_out * p.in * 9, weights_packing);
+  }
   if (dbias.empty()) return;
   const std::size_t pixels = p.hout * p.wout;
   parallel_ranges(threads, p.out, [&](int, std::size_t begin, std::size_t end) {

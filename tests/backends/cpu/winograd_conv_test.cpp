@@ -5,7 +5,8 @@
 // of tile rows that span images, channel counts off the products' blocks), with exactly the
 // workspace asked for (filled with NaN first). Winograd's sums round differently from a direct
 // sum: each result is held to the reference within a bound relative to the sum of its terms'
-// magnitudes. The forward pass and backward-data give the same bits on any thread count.
+// magnitudes. The forward pass and backward-data give the same bits on any thread count. Training
+// through them gives the same losses for a seed, and im2col + GEMM's within rounding.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -17,8 +18,10 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
+#include "memory/host_resource.hpp"
 #include "tests/backends/cpu/host_isas.hpp"
-#include <cnnengine/engine/core/backend.hpp>
+#include "tests/engine/test_networks.hpp"
+#include <cnnengine/cnnengine.hpp>
 
 using namespace cnn;
 
@@ -167,6 +170,7 @@ TEST_CASE("Winograd convolutions match PyTorch's Conv2d on every instruction set
       {"an image smaller than a tile",                      5, 16, 2, 3, 16, 1},
       {"chunks across images, channels past a block",       9, 33, 12, 12, 20, 1},
       {"a wide row of tiles, one image",                    1, 16, 3, 70, 16, 1},
+      {"output channels in blocks (16, 16, 8)",             1, 40, 6, 6, 40, 1},
   };
   for (const Case& c : cases) {
     SECTION(c.name) {
@@ -211,11 +215,12 @@ TEST_CASE("the backend runs Winograd where it pays and its workspace stays under
   CHECK_FALSE(cpu::winograd_applies(Conv2dDesc{16, 16, 3, 3, 1, 1, 1, 1}, Shape{8, 16, 64, 64}, false, 2));  // 16 channels
   CHECK_FALSE(cpu::winograd_applies(Conv2dDesc{3, 64, 3, 3, 1, 1, 1, 1}, Shape{8, 3, 224, 224}, false, 2));  // a stem
   CHECK_FALSE(cpu::winograd_applies(wide, Shape{8, 64, 7, 7}, false, 2));  // 64 x 64 x 49: too little work
-  // 512 channels at 4x4: 38 MB of transformed weights against 2 MB of activations at batch 64.
+  // 512 channels: 38 MB of transformed weights, so blocks of output channels as large as the
+  // activations (Note [Output channels in blocks]): 112 at 8x8 and batch 64 (8 MB of activations),
+  // 16 at 4x4, too few to pay.
   const Conv2dDesc deep{512, 512, 3, 3, 1, 1, 1, 1};
+  CHECK(cpu::winograd_applies(deep, Shape{64, 512, 8, 8}, false, 2));
   CHECK_FALSE(cpu::winograd_applies(deep, Shape{64, 512, 4, 4}, false, 2));
-  CHECK_FALSE(cpu::winograd_applies(deep, Shape{64, 512, 16, 16}, false, 2));  // 34 MB of activations
-  CHECK(cpu::winograd_applies(deep, Shape{80, 512, 16, 16}, false, 2));
   CHECK_FALSE(cpu::winograd_applies(wide, Shape{8, 64, 32, 32}, true, 2));  // 16-bit products
   const cpu::WinogradOff off;
   CHECK_FALSE(cpu::winograd_applies(wide, Shape{8, 64, 32, 32}, false, 2));
@@ -258,4 +263,36 @@ TEST_CASE("Winograd workspace: what a pass asks for is what it checks", "[conv][
   CHECK_THROWS_WITH(cpu::winograd_forward(2, d, Tensor{x.data(), s}, Tensor{w.data(), Shape{16, 16, 3, 3}}, Tensor{},
                                           Tensor{y.data(), s}, false, short_ws.ws),
                     Catch::Contains("workspace of"));
+}
+
+TEST_CASE("training through Winograd convolutions: the same losses for a seed, and im2col's within rounding",
+          "[conv][cpu][winograd][trainer]") {
+  // 32 channels at 48x48 (batch 8): the second convolution runs the Winograd passes.
+  const Shape image{3, 48, 48};
+  const std::string text = "conv 32 3 pad=1\nrelu\nconv 32 3 pad=1\nrelu\nmaxpool 4\nflatten\ndense 4\n";
+  REQUIRE(cpu::winograd_applies(Conv2dDesc{32, 32, 3, 3, 1, 1, 1, 1}, Shape{8, 32, 48, 48}, false, 2));
+  auto train = [&] {
+    Network net = parse_network(text, image, 4);
+    CpuBackend backend(2);
+    TrainerOptions options;
+    options.batch = 8;
+    options.seed = 3;
+    options.optimizer.kind = OptimizerKind::sgd;
+    options.optimizer.learning_rate = 0.01f;
+    options.schedule.kind = ScheduleKind::constant;
+    Trainer trainer(net, backend, memory::host_resource(), options);
+    testing::SyntheticData data(8 * 4, image, 4, 5);
+    std::vector<double> losses;
+    for (int step = 0; step < 4; ++step) losses.push_back(trainer.train_step(data.batch(step * 8, 8)).loss);
+    return losses;
+  };
+  const std::vector<double> first = train(), second = train();
+  CHECK(first == second);
+  CHECK(first.back() < first.front());
+  std::vector<double> by_gemm;
+  {
+    const cpu::WinogradOff off;
+    by_gemm = train();
+  }
+  for (std::size_t i = 0; i < first.size(); ++i) CHECK(first[i] == Approx(by_gemm[i]).epsilon(1e-5));
 }
