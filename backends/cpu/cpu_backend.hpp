@@ -41,6 +41,9 @@ class CpuBackend : public Backend {
   bool products16() const { return precision_ == Precision::bf16 || precision_ == Precision::fp16; }
   ValueFormat product_format() const { return value_format(precision_); }
 
+  // BatchNorm + ReLU in one pass each way (cpu_pool_norm.cpp), with the unfused bits.
+  bool fuses_batchnorm_relu() const override { return true; }
+
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
   void synchronize() override {}
@@ -54,8 +57,22 @@ class CpuBackend : public Backend {
   // cpu_channel_bias.cpp, cpu_upsample.cpp, cpu_group_norm.cpp, cpu_task_loss.cpp (the losses
   // beyond classification; their workspace holds the sums of their work items).
   CNN_BACKEND_OVERRIDES
+  void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                          Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                          Tensor saved_mean, Tensor saved_inv_std) override;
+  void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                  const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                  Tensor dgamma, Tensor dbeta, bool accumulate) override;
 
  private:
+  // BatchNorm's training passes, with or without the ReLU after it (relu_output: its output).
+  void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y, Tensor running_mean,
+                          Tensor running_var, float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std,
+                          bool relu);
+  void batchnorm_gradient(const Tensor& x, const Tensor& dy, const Tensor* relu_output, const Tensor& gamma,
+                          const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta,
+                          bool accumulate);
+
   // What a call at exactly these shapes needs; the public queries answer for every smaller
   // micro-batch too (detail/every_micro_batch.hpp, Note [A workspace for every smaller micro-batch]).
   std::size_t conv2d_workspace_at(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass) const;

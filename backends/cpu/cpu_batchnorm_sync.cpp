@@ -40,7 +40,7 @@ void CpuBackend::do_batchnorm_backward_sums(const Tensor& x, const Tensor& dy, c
   const auto c = static_cast<std::size_t>(x.c());
   cpu::parallel_ranges(threads_, c, [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
-      const cpu::ChannelGradientSums s = cpu::gradient_sums(x, dy, ch, saved_mean.data[ch], saved_inv_std.data[ch]);
+      const cpu::ChannelGradientSums s = cpu::gradient_sums(x, dy, ch, saved_mean.data[ch], saved_inv_std.data[ch], nullptr);
       sums.data[ch] = static_cast<float>(s.dy);
       sums.data[c + ch] = static_cast<float>(s.dy_xhat);
     }

@@ -223,8 +223,23 @@ void CpuBackend::do_batchnorm_forward_training(const Tensor& x, const Tensor& ga
                                            Tensor y, Tensor running_mean, Tensor running_var,
                                            float momentum, float epsilon, Tensor saved_mean,
                                            Tensor saved_inv_std) {
+  batchnorm_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std, false);
+}
+
+// Note [BatchNorm and ReLU in one pass] (step_plan.cpp): the ReLU in the normalising pass forward,
+// and its mask in the passes that read dy backward; the same bits as the two calls.
+void CpuBackend::do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                                Tensor running_mean, Tensor running_var, float momentum,
+                                                float epsilon, Tensor saved_mean, Tensor saved_inv_std) {
+  batchnorm_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std, true);
+}
+
+void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                    Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                    Tensor saved_mean, Tensor saved_inv_std, bool relu) {
   const double count = static_cast<double>(x.n()) * x.h() * x.w();
-  const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std, momentum, epsilon};
+  const cpu::BatchNormChannel b{x,        gamma,       beta,         y,       running_mean, running_var, saved_mean,
+                                saved_inv_std, momentum, epsilon, relu};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
       const cpu::ChannelMoments m = cpu::channel_moments(x, ch, count);
@@ -237,7 +252,7 @@ void CpuBackend::do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamma
                                         const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t b, std::size_t e) {
     for (std::size_t ch = b; ch < e; ++ch)
-      cpu::normalise_channel(x, gamma.data[ch], beta.data[ch], saved_mean.data[ch], saved_inv_std.data[ch], ch, y);
+      cpu::normalise_channel(x, gamma.data[ch], beta.data[ch], saved_mean.data[ch], saved_inv_std.data[ch], ch, y, false);
   });
 }
 
@@ -262,11 +277,24 @@ void CpuBackend::do_batchnorm_forward_inference(const Tensor& x, const Tensor& g
 void CpuBackend::do_batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                    const Tensor& saved_mean, const Tensor& saved_inv_std, float /*epsilon*/,
                                    Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
+  batchnorm_gradient(x, dy, nullptr, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
+}
+
+void CpuBackend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                        const Tensor& saved_mean, const Tensor& saved_inv_std, float /*epsilon*/,
+                                        Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
+  batchnorm_gradient(x, dy, &y, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
+}
+
+void CpuBackend::batchnorm_gradient(const Tensor& x, const Tensor& dy, const Tensor* relu_output, const Tensor& gamma,
+                                    const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, Tensor dgamma,
+                                    Tensor dbeta, bool accumulate) {
   const double count = static_cast<double>(x.n()) * x.h() * x.w();
-  const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate};
+  const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, relu_output};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
-      const cpu::ChannelGradientSums s = cpu::gradient_sums(x, dy, ch, saved_mean.data[ch], saved_inv_std.data[ch]);
+      const cpu::ChannelGradientSums s =
+          cpu::gradient_sums(x, dy, ch, saved_mean.data[ch], saved_inv_std.data[ch], relu_output);
       dgamma.data[ch] += static_cast<float>(s.dy_xhat);
       dbeta.data[ch] += static_cast<float>(s.dy);
       cpu::input_gradient(g, ch, s.dy, s.dy_xhat, count);

@@ -1,6 +1,10 @@
 #include "backends/cpu/detail/batchnorm_channel.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "backends/cpu/detail/cpu_isa.hpp"
 
@@ -41,8 +45,9 @@ Passes passes() {
 
 }  // namespace
 
-void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y) {
-  passes().normalise(x, gamma, beta, mean, inv_std, ch, y);
+void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y,
+                       bool relu) {
+  passes().normalise(x, gamma, beta, mean, inv_std, ch, y, relu);
 }
 
 ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count) {
@@ -51,7 +56,7 @@ ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count) {
 
 void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count) {
   const float inv_std = static_cast<float>(1.0 / std::sqrt(var + b.epsilon));
-  normalise_channel(b.x, b.gamma.data[ch], b.beta.data[ch], static_cast<float>(mean), inv_std, ch, b.y);
+  normalise_channel(b.x, b.gamma.data[ch], b.beta.data[ch], static_cast<float>(mean), inv_std, ch, b.y, b.relu);
   b.saved_mean.data[ch] = static_cast<float>(mean);
   b.saved_inv_std.data[ch] = inv_std;
   const double unbiased = count > 1 ? var * count / (count - 1) : var;
@@ -63,8 +68,9 @@ void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, d
   passes().input(g, ch, sum_dy, sum_dy_xhat, count);
 }
 
-ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std) {
-  return passes().sums(x, dy, ch, mean, inv_std);
+ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std,
+                                  const Tensor* relu_output) {
+  return passes().sums(x, dy, ch, mean, inv_std, relu_output);
 }
 
 }  // namespace cnn::cpu

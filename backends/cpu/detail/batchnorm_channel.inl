@@ -7,10 +7,14 @@
 namespace cnn::cpu::CNN_ISA::batchnorm {
 
 void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch,
-                       Tensor& y) {
+                       Tensor& y, bool relu) {
   const float scale = gamma * inv_std;
   const float shift = beta - mean * scale;
-  for_each_in_channel(x, ch, [&](std::size_t i) { y.data[i] = x.data[i] * scale + shift; });
+  if (!relu) return for_each_in_channel(x, ch, [&](std::size_t i) { y.data[i] = x.data[i] * scale + shift; });
+  for_each_in_channel(x, ch, [&](std::size_t i) {
+    const float v = x.data[i] * scale + shift;
+    y.data[i] = v > 0.f ? v : 0.f;
+  });
 }
 
 ChannelMoments moments(const Tensor& x, std::size_t ch, double count) {
@@ -19,22 +23,53 @@ ChannelMoments moments(const Tensor& x, std::size_t ch, double count) {
   return {mean, squares / count};
 }
 
+namespace {
+
+// dy where the ReLU after the BatchNorm passed its input, +0 elsewhere (relu_backward's value);
+// dy itself with no ReLU (relu_output a nullptr_t). The select as bits (dy's, or none), so that
+// it vectorizes inside the unrolled lanes of channel_sums too, where a branch would not.
+template <class ReluOutput>
+[[gnu::always_inline]] inline float masked(const Tensor& dy, ReluOutput relu_output, std::size_t i) {
+  const float g = dy.data[i];
+  if constexpr (std::is_same_v<ReluOutput, std::nullptr_t>) {
+    return g;
+  } else {
+    const std::uint32_t keep = relu_output->data[i] > 0.f ? ~std::uint32_t{0} : 0u;
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(g) & keep);
+  }
+}
+
+}  // namespace
+
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count) {
   const double mean = g.saved_mean.data[ch], inv_std = g.saved_inv_std.data[ch];
   const double scale = g.gamma.data[ch] * inv_std / count;
-  for_each_in_channel(g.x, ch, [&](std::size_t i) {
-    const double xhat = (g.x.data[i] - mean) * inv_std;
-    const float d = static_cast<float>(scale * (count * g.dy.data[i] - sum_dy - xhat * sum_dy_xhat));
-    if (g.accumulate) g.dx.data[i] += d;
-    else g.dx.data[i] = d;
-  });
+  auto each = [&](auto relu_output, auto accumulate) {
+    for_each_in_channel(g.x, ch, [&](std::size_t i) {
+      const double xhat = (g.x.data[i] - mean) * inv_std;
+      const float d = static_cast<float>(scale * (count * masked(g.dy, relu_output, i) - sum_dy - xhat * sum_dy_xhat));
+      if constexpr (accumulate) g.dx.data[i] += d;
+      else g.dx.data[i] = d;
+    });
+  };
+  const auto relu = [&](auto accumulate) {
+    if (g.relu_output == nullptr) each(nullptr, accumulate);
+    else each(g.relu_output, accumulate);
+  };
+  if (g.accumulate) relu(std::true_type{});
+  else relu(std::false_type{});
 }
 
-ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std) {
+ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std,
+                                  const Tensor* relu_output) {
   ChannelGradientSums s{};
-  channel_sums(
-      x, ch, [&](std::size_t i) { return double(dy.data[i]); },
-      [&](std::size_t i) { return dy.data[i] * (x.data[i] - mean) * inv_std; }, s.dy, s.dy_xhat);
+  auto sums = [&](auto relu) {
+    channel_sums(
+        x, ch, [&](std::size_t i) { return double(masked(dy, relu, i)); },
+        [&](std::size_t i) { return masked(dy, relu, i) * (x.data[i] - mean) * inv_std; }, s.dy, s.dy_xhat);
+  };
+  if (relu_output == nullptr) sums(nullptr);
+  else sums(relu_output);
   return s;
 }
 

@@ -88,7 +88,7 @@ struct InPlace {
 };
 
 // Note [BatchNorm and ReLU in one pass]
-// Where the backend runs them so (Backend::fuses_batchnorm_relu: CUDA in bf16 and fp16), a
+// Where the backend runs them so (Backend::fuses_batchnorm_relu: the CPU, CUDA in bf16 and fp16), a
 // BatchNorm whose output only a ReLU reads runs that ReLU in its own calls: forward writes
 // max(BatchNorm(x), 0) once, and backward masks the ReLU's output gradient as it reads it, where
 // the ReLU would make a pass of its own over the values each way. The pair must share its buffers
@@ -98,8 +98,8 @@ struct InPlace {
 // as every buffer). Neither may be recomputed (a recomputation writes its output elsewhere), and
 // the values need no float32 copies (they are float32, or 16 bits the layers take as stored). The
 // step runs neither of the ReLU's calls then (StepExecutor), but for synchronised BatchNorm, which
-// keeps its own calls: the buffers are the same either way. On the CPU, the fused calls' default,
-// the two calls each, gives the unfused bits (tests/engine/plan/fused_batchnorm_relu_test.cpp).
+// keeps its own calls: the buffers are the same either way. The CPU's fused passes, and the fused
+// calls' default (the two calls each), give the unfused bits (tests/engine/plan/fused_batchnorm_relu_test.cpp).
 bool fuses_batchnorm_relu(const StepNeeds& needs) {
   return needs.training && needs.fuse_batchnorm_relu && (needs.values == ValueFormat::fp32 || takes_stored(needs));
 }
@@ -111,6 +111,7 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
     if (!relu.layer->is_relu() || relu.inputs.size() != 1) continue;
     const int b = relu.inputs[0];
     const auto i = static_cast<std::size_t>(b);
+    if (b == 0) continue;  // the network's input: no layer made it
     if (net.node(b).value != b || !net.node(b).layer->runs_relu_after() || readers[i].size() != 1) continue;
     if (s.recomputes(b) || s.recomputes(r)) continue;
     if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i] ||

@@ -1,7 +1,8 @@
 // BatchNorm and the ReLU after it in one pass (step_plan.cpp, Note [BatchNorm and ReLU in one
 // pass]): which pairs a plan fuses and on which backends, that the ReLU's output stays live for
-// the BatchNorm's backward, and that training through the fused calls' default (the CPU's calls
-// each) gives the unfused run's bits, with float values and with 16-bit values taken as stored.
+// the BatchNorm's backward, and that training through the fused calls (the CPU's one pass each
+// way, and the calls' default: the two calls each) gives the unfused run's bits, with float
+// values and with 16-bit values taken as stored.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -50,6 +51,14 @@ class Fusing : public Base {
 };
 using FusingCpu = Fusing<ForwardingBackend>;
 using FusingStoredValuesCpu = Fusing<testing::StoredValuesCpu>;
+
+// A CPU backend that says it does not: a step makes the two calls.
+template <class Base>
+class NotFusing : public Base {
+ public:
+  using Base::Base;
+  bool fuses_batchnorm_relu() const override { return false; }
+};
 
 StepPlan plan(Network& net, Backend& backend, const RecomputeSet& recompute = {}) {
   StepNeeds needs = step_needs(net, backend, 4, true, std::size_t{64} << 20);
@@ -109,7 +118,9 @@ TEST_CASE("a BatchNorm runs the ReLU after it where the backend fuses them and t
       kImage, kClasses);
   CpuBackend cpu(1);
   FusingCpu fusing(cpu);
+  NotFusing<ForwardingBackend> not_fusing(cpu);
   const StepPlan fused = plan(net, fusing);
+  CHECK(fused_pairs(plan(net, cpu)) == fused_pairs(fused));  // the CPU runs them in one pass
   CHECK(fused_pairs(fused) == std::vector<std::pair<int, int>>{{2, 3}, {5, 6}, {8, 9}});
   for (auto [b, r] : fused_pairs(fused)) {
     CHECK(fused.fused_into[static_cast<std::size_t>(r)] == b);
@@ -119,7 +130,7 @@ TEST_CASE("a BatchNorm runs the ReLU after it where the backend fuses them and t
     CHECK(buffer.last_use >= fused.backward_time(b));
   }
   // Not on a backend that does not fuse them, nor where nothing runs in place.
-  CHECK(fused_pairs(plan(net, cpu)).empty());
+  CHECK(fused_pairs(plan(net, not_fusing)).empty());
   StepNeeds separate = step_needs(net, fusing, 4, true, std::size_t{64} << 20);
   separate.in_place = InPlaceSharing::never;
   CHECK(fused_pairs(plan_step(net, separate)).empty());
@@ -138,11 +149,14 @@ TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run
     INFO(model);
     CpuBackend cpu(2);
     FusingCpu fusing(cpu);
-    const Run plain = train(model, cpu), fused = train(model, fusing);
+    NotFusing<ForwardingBackend> not_fusing(cpu);
+    const Run plain = train(model, not_fusing), fused = train(model, fusing), one_pass = train(model, cpu);
     CHECK(fusing.fused_forwards > 0);
     CHECK(fusing.fused_backwards > 0);
     CHECK(fused.losses == plain.losses);
     CHECK(fused.parameters == plain.parameters);
+    CHECK(one_pass.losses == plain.losses);
+    CHECK(one_pass.parameters == plain.parameters);
 
     for (Precision precision : {Precision::bf16, Precision::fp16}) {
       INFO(to_string(precision) << " values taken as stored");
@@ -162,7 +176,7 @@ TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run
 TEST_CASE("a plan that fuses BatchNorm and ReLU is kept within 1 % of the arena without sharing", "[plan][fusion]") {
   Network net = make_preset("resnet50", Shape{3, 224, 224}, 10);
   CpuBackend cpu(1, Precision::bf16);
-  testing::StoredValuesCpu plain(cpu, true);
+  NotFusing<testing::StoredValuesCpu> plain(cpu, true);
   FusingStoredValuesCpu fusing(cpu, true);
   auto planned = [&](Backend& backend, InPlaceSharing sharing) {
     StepNeeds needs = step_needs(net, backend, 32, true, std::size_t{256} << 20);
