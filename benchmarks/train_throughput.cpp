@@ -1,7 +1,8 @@
 // train_throughput: our training speed and memory measured as benchmarks/peers/torch_gpu.py
 // measures PyTorch's, and the largest batch a memory budget holds.
 //
-// Throughput: one synthetic batch (seeded uniform pixels, uniform labels), in device memory
+// Throughput: one synthetic batch (seeded uniform pixels and targets for the network's task: a
+// class a pixel for unet), in device memory
 // (--synthetic, the default: as torch_gpu.py --data-on-gpu) or in pinned host memory copied in
 // every step (--host-batch: as torch_gpu.py's default); warm-up steps, then timed steps
 // submitted without waiting (Trainer::submit_step) and drained, the clock read after the
@@ -87,20 +88,41 @@ std::optional<std::size_t> bare_context_bytes(const Settings& s) {
   return std::nullopt;
 }
 
-// One synthetic batch, the same for a seed on every machine.
+// One synthetic batch for the network's task, the same for a seed on every machine: uniform
+// pixels and targets as the trainer takes them (base/batch.hpp): uniform labels (classify), a
+// class a pixel (segment), 0 or 1 a class (multilabel) or uniform values (regress).
 struct SyntheticBatch {
   std::vector<float> images;
-  std::vector<std::int32_t> labels;
-  SyntheticBatch(const Shape& sample, int classes, int size) {
+  std::vector<unsigned char> targets;  // target_bytes() a sample: an int32 label, or the task's
+  int size;
+  bool classify;
+  SyntheticBatch(const Network& net, int size_) : size(size_), classify(net.task() == Task::classify) {
     std::mt19937 random(1);
     std::uniform_real_distribution<float> pixel(0.f, 1.f);
-    std::uniform_int_distribution<std::int32_t> label(0, classes - 1);
-    images.resize(sample.elements() * static_cast<std::size_t>(size));
-    labels.resize(static_cast<std::size_t>(size));
+    std::uniform_int_distribution<std::int32_t> label(0, net.num_classes() - 1);
+    images.resize(net.input_shape().elements() * static_cast<std::size_t>(size));
     for (float& v : images) v = pixel(random);
-    for (std::int32_t& l : labels) l = label(random);
+    targets.resize(net.target_bytes() * static_cast<std::size_t>(size));
+    auto fill = [&](auto* values, std::size_t count, auto&& value) {
+      for (std::size_t i = 0; i < count; ++i) values[i] = value();
+    };
+    switch (net.task()) {
+      case Task::classify:
+        fill(reinterpret_cast<std::int32_t*>(targets.data()), targets.size() / sizeof(std::int32_t),
+             [&] { return label(random); });
+        break;
+      case Task::segment:
+        fill(targets.data(), targets.size(), [&] { return static_cast<unsigned char>(label(random)); });
+        break;
+      case Task::multilabel:
+      case Task::regress:
+        fill(reinterpret_cast<float*>(targets.data()), targets.size() / sizeof(float), [&] {
+          return net.task() == Task::multilabel ? static_cast<float>(label(random) % 2) : pixel(random);
+        });
+        break;
+    }
   }
-  std::size_t bytes() const { return images.size() * sizeof(float) + labels.size() * sizeof(std::int32_t); }
+  std::size_t bytes() const { return images.size() * sizeof(float) + targets.size(); }
 };
 
 // The batch where the trainer takes it from: its stack's device blocks (--synthetic) or its
@@ -111,21 +133,23 @@ class StagedBatch {
   StagedBatch(Trainer& trainer, Backend& backend, const SyntheticBatch& batch, bool on_device)
       : images_(on_device ? trainer.memory_stack().blocks() : trainer.memory_stack().staging(),
                 batch.images.size() * sizeof(float), memory::Category::data_staging),
-        labels_(on_device ? trainer.memory_stack().blocks() : trainer.memory_stack().staging(),
-                batch.labels.size() * sizeof(std::int32_t), memory::Category::data_staging),
-        on_device_(on_device), size_(static_cast<int>(batch.labels.size())) {
+        targets_(on_device ? trainer.memory_stack().blocks() : trainer.memory_stack().staging(), batch.targets.size(),
+                 memory::Category::data_staging),
+        classify_(batch.classify), on_device_(on_device), size_(batch.size) {
     backend.copy_to_device(batch.images.data(), images_.data(), images_.bytes());
-    backend.copy_to_device(batch.labels.data(), labels_.data(), labels_.bytes());
+    backend.copy_to_device(batch.targets.data(), targets_.data(), batch.targets.size());
   }
   Batch batch() const {
-    Batch b{static_cast<const float*>(images_.data()), static_cast<const std::int32_t*>(labels_.data()), size_};
+    Batch b{static_cast<const float*>(images_.data()), nullptr, size_};
+    if (classify_) b.labels = static_cast<const std::int32_t*>(targets_.data());
+    else b.targets = targets_.data();
     b.on_device = on_device_;
     return b;
   }
 
  private:
-  memory::Buffer images_, labels_;
-  bool on_device_;
+  memory::Buffer images_, targets_;
+  bool classify_, on_device_;
   int size_;
 };
 
@@ -157,8 +181,8 @@ void add_driver_bytes(json& record, const Backend& backend, std::optional<std::s
 }
 
 json throughput(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
-  const SyntheticBatch data(sample, s.classes, s.batch);
   Network net = make_network(s.model, sample, s.classes);
+  const SyntheticBatch data(net, s.batch);
   const TrainerOptions t = trainer_options(s, s.batch, s.micro_batch);
   memory::MemoryStack stack = memory_stack_for(backend, t);
   stack.book_staging(data.bytes());  // the batch staged after the trainer plans
@@ -211,7 +235,8 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
 
 json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std::optional<std::size_t> context) {
   if (s.budget.empty()) throw ConfigError("--largest-batch needs --memory-budget");
-  const std::size_t sample_bytes = sample.elements() * sizeof(float) + sizeof(std::int32_t);
+  const std::size_t sample_bytes =
+      sample.elements() * sizeof(float) + make_network(s.model, sample, s.classes).target_bytes();
   // The largest batch that trains as one micro-batch, with its own staging booked (the batch's
   // bytes grow with it; a batch split into micro-batches would plan the next one's copy ahead
   // too): the planners' search (largest_fitting_micro_batch) over the plans the run below
@@ -235,8 +260,8 @@ json largest_batch(const Settings& s, Backend& backend, const Shape& sample, std
   // Confirmed by training at it: two steps, within the budget.
   const std::size_t staged_bytes = sample_bytes * static_cast<std::size_t>(largest);
   {
-    const SyntheticBatch data(sample, s.classes, largest);
     Network net = make_network(s.model, sample, s.classes);
+    const SyntheticBatch data(net, largest);
     const TrainerOptions t = trainer_options(s, largest, largest);
     memory::MemoryStack stack = memory_stack_for(backend, t);
     stack.book_staging(staged_bytes);  // the batch staged after the trainer plans

@@ -305,7 +305,8 @@ bool winograd_applies(const Conv2dDesc& d, const Shape& x, bool products16, int 
   if (winograd_off.load() != 0 || !winograd_supports(d, x, products16)) return false;
   const auto in = static_cast<std::size_t>(x[1]), out = static_cast<std::size_t>(d.out_channels);
   const std::size_t pixels = static_cast<std::size_t>(x[2] + 2 * d.padding - 2) * static_cast<std::size_t>(x[3] + 2 * d.padding - 2);
-  if (std::min(in, out) < 32 || in * out * pixels < (std::size_t{1} << 21)) return false;
+  const int hout = x[2] + 2 * d.padding - 2, wout = x[3] + 2 * d.padding - 2;
+  if (std::min(in, out) < 32 || in * out * pixels < (std::size_t{1} << 21) || std::min(hout, wout) < 8) return false;
   return forward_plan(d, x, threads).blocks_pay() && filter_plan(d, x, threads).blocks_pay() &&
          adjoint_plan(d, Shape{x[0], d.out_channels, x[2] + 2 * d.padding - 2, x[3] + 2 * d.padding - 2}, threads)
              .blocks_pay();

@@ -3,8 +3,10 @@
 peer of benchmarks/train_throughput (`--device cpu`), for benchmarks/compare_cpu_presets.py.
 
 The network is torch_presets_cpu.py's definition of the preset (the same layers and sizing; at
-224x224 resnet50 and mobilenetv2 are torchvision's), the optimizer AdamW (lr 1e-3, weight decay
-0.01), the loss cross entropy, the batch uniform pixels and labels made once. `--memory-format
+224x224 resnet50 and mobilenetv2 are torchvision's), or torch_unet_cpu.py's for `unet` (its
+default depth and width), the optimizer AdamW (lr 1e-3, weight decay 0.01), the loss cross
+entropy (for unet over every pixel: the engine's segmentation loss where no pixel is ignored),
+the batch uniform pixels and labels (unet: a class a pixel) made once. `--memory-format
 channels_last` converts the model and the batch (oneDNN's blocked kernels). Warm-up steps, then
 timed steps; prints one JSON line {"peer": "pytorch", "images_per_second": ...}. Run it with a
 python that has torch (pip's, in a virtual environment).
@@ -20,11 +22,14 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_presets_cpu import MODELS, make_model  # noqa: E402
+from torch_unet_cpu import default_depth, make_model as make_unet  # noqa: E402
+
+UNET_WIDTH = 32  # the preset's default (models/presets.cpp)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", choices=sorted(MODELS), required=True)
+    p.add_argument("--model", choices=sorted(MODELS) + ["unet"], required=True)
     p.add_argument("--input", default="3x224x224", help="CxHxW of one sample")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--classes", type=int, default=10)
@@ -38,9 +43,13 @@ def main():
         sys.exit("torch_throughput_cpu: square inputs only (the presets are sized from one side)")
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = make_model(a.model, channels, height, a.classes)
+    if a.model == "unet":
+        model = make_unet(channels, a.classes, default_depth(height, width), UNET_WIDTH)
+        y = torch.randint(0, a.classes, (a.batch, height, width))
+    else:
+        model = make_model(a.model, channels, height, a.classes)
+        y = torch.randint(0, a.classes, (a.batch,))
     x = torch.rand(a.batch, channels, height, width)
-    y = torch.randint(0, a.classes, (a.batch,))
     memory_format = torch.channels_last if a.memory_format == "channels_last" else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     x = x.contiguous(memory_format=memory_format)
