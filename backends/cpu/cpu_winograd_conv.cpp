@@ -144,7 +144,8 @@ ShareSizes share_sizes(const Plan& p) {
   ShareSizes s{};
   s.v = aligned_floats(p.points() * p.in * p.chunk_tiles());
   s.m = aligned_floats(p.points() * p.block * p.chunk_tiles());
-  s.scratch = aligned_floats(winograd::scratch_floats(static_cast<int>(p.tile), static_cast<int>(p.tile_cols)));
+  s.scratch = aligned_floats(
+      winograd::scratch_floats(static_cast<int>(p.tile), static_cast<int>(p.tile_cols), static_cast<int>(p.chunk_rows)));
   for (std::size_t rows = 1; rows <= p.chunk_rows; ++rows) {  // every chunk's size, the last one's included
     const std::size_t tiles = rows * p.tile_cols;
     for (const std::size_t rows_of_c : {p.block, p.out % p.block})  // a whole block, the last one
@@ -214,21 +215,24 @@ void add_filter_gradient(const Plan& p, std::size_t filters, const float* du, fl
 
 // ---- The passes ----
 
-// One chunk's tile rows [first, last) of every input channel into V.
-void transform_inputs(const Plan& p, const float* x, std::size_t x_stride, std::size_t first,
-                      std::size_t last, const Share& s) {
+// One chunk's tile rows [first, last) of every input channel into V, an image's run of them at a
+// time.
+void transform_inputs(const Plan& p, const float* x, std::size_t x_stride, std::size_t first, std::size_t last,
+                      const Share& s) {
   const std::size_t tiles = (last - first) * p.tile_cols;
   const auto input = transforms(p.tile).input;
   for (std::size_t c = 0; c < p.in; ++c)
-    for (std::size_t unit = first; unit < last; ++unit) {
+    for (std::size_t unit = first; unit < last;) {
       const std::size_t image = unit / p.tile_rows, tile_row = unit % p.tile_rows;
+      const std::size_t run = std::min(last, (image + 1) * p.tile_rows) - unit;  // tile rows of this image
       const winograd::TileRow row{x + image * x_stride + c * p.h * p.w,
                                   static_cast<int>(p.h),
                                   static_cast<int>(p.w),
                                   static_cast<int>(tile_row * p.tile) - static_cast<int>(p.pad),
                                   -static_cast<int>(p.pad),
                                   static_cast<int>(p.tile_cols)};
-      input(row, {s.v + c * tiles + (unit - first) * p.tile_cols, p.in * tiles}, s.scratch);
+      input(row, static_cast<int>(run), {s.v + c * tiles + (unit - first) * p.tile_cols, p.in * tiles}, s.scratch);
+      unit += run;
     }
 }
 

@@ -54,9 +54,12 @@ struct Tiles<2> {
   static constexpr float AT[m][a] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 };
 
-// Floats of scratch the transforms of a row of `tiles` tiles of F(m x m, 3x3) need.
-constexpr std::size_t scratch_floats(int m, int tiles) {
-  return 2 * static_cast<std::size_t>(m + 2) * static_cast<std::size_t>(m) * (static_cast<std::size_t>(tiles) + 1);
+// Floats of scratch the transforms of F(m x m, 3x3) need for `rows` tile rows of `tiles` tiles at
+// a time: the input rows split into phases, then one tile row's transform down the columns.
+constexpr std::size_t scratch_floats(int m, int tiles, int rows) {
+  const auto row = static_cast<std::size_t>(m) * (static_cast<std::size_t>(tiles) + 1);  // a row's phases
+  const std::size_t split_rows = static_cast<std::size_t>((rows - 1) * m + m + 2);
+  return (split_rows + static_cast<std::size_t>(m + 2)) * row;
 }
 
 // Where one tile row of a plane lies: tile t covers rows [row0, row0 + a) and columns

@@ -42,7 +42,7 @@ template <class Coefficients, int Row, int L>
 
 // out[t] = the sum over l of Coefficients::at(Row, l) * source[l][t], for t < n.
 template <class Coefficients, int Row, int N>
-void combine(const float* const (&source)[N], float* __restrict out, std::size_t n) {
+[[gnu::always_inline]] inline void combine(const float* const (&source)[N], float* __restrict out, std::size_t n) {
   for (std::size_t t = 0; t < n; ++t)
     out[t] = [&]<int... L>(std::integer_sequence<int, L...>) {
       float sum = 0.f;
@@ -131,28 +131,32 @@ void join_row(const float* phases, std::size_t n, float* to, int cols, bool accu
   }
 }
 
-// V = B^T d B of every tile of the row.
+// V = B^T d B of every tile of `rows` tile rows from r down (tile row j's tiles at v.data + j x
+// r.tiles). The input rows are split into phases once: tile rows overlap by two rows.
 template <int M>
-void input_tiles(const TileRow& r, PointRows v, float* scratch) {
+void input_tiles(const TileRow& r, int rows, PointRows v, float* scratch) {
   constexpr int m = M, a = M + 2;
   const std::size_t count = static_cast<std::size_t>(r.tiles) + 1;  // the last tile reaches into one more phase
-  float* split = scratch;                 // [a rows][m phases][count]
-  float* down = scratch + a * m * count;  // B^T applied down the columns: [a][m phases][count]
-  for (int k = 0; k < a; ++k) split_row<M>(r, r.row0 + k, split + k * m * count, count);
-  static_for<a>([&]<int I>() {
-    for (int q = 0; q < m; ++q) {
+  const int split_rows = (rows - 1) * m + a;
+  float* split = scratch;                                // [split_rows][m phases][count]
+  float* down = scratch + split_rows * m * count;        // B^T applied down the columns: [a][m phases][count]
+  for (int k = 0; k < split_rows; ++k) split_row<M>(r, r.row0 + k, split + k * m * count, count);
+  for (int j = 0; j < rows; ++j) {
+    const float* first = split + j * m * m * count;  // tile row j's first input row
+    static_for<a>([&]<int I>() {  // a row's phases lie end to end: one loop over them all
       const float* source[a];
-      for (int k = 0; k < a; ++k) source[k] = split + (k * m + q) * count;
-      combine<BTRows<M>, I, a>(source, down + (I * m + q) * count, count);
-    }
-  });
-  static_for<a>([&]<int I>() {
-    const float* source[a];
-    for (int l = 0; l < a; ++l) source[l] = down + (I * m + l % m) * count + l / m;
-    static_for<a>([&]<int J>() {
-      combine<BTRows<M>, J, a>(source, v.data + (I * a + J) * v.stride, static_cast<std::size_t>(r.tiles));
+      for (int k = 0; k < a; ++k) source[k] = first + k * m * count;
+      combine<BTRows<M>, I, a>(source, down + I * m * count, m * count);
     });
-  });
+    float* out = v.data + static_cast<std::size_t>(j) * static_cast<std::size_t>(r.tiles);
+    static_for<a>([&]<int I>() {
+      const float* source[a];
+      for (int l = 0; l < a; ++l) source[l] = down + (I * m + l % m) * count + l / m;
+      static_for<a>([&]<int J>() {
+        combine<BTRows<M>, J, a>(source, out + (I * a + J) * v.stride, static_cast<std::size_t>(r.tiles));
+      });
+    });
+  }
 }
 
 // y = A^T M A of every tile of the row, into `out`.
@@ -181,11 +185,11 @@ void output_tiles(const float* points, std::size_t stride, int tiles, OutputRows
 
 }  // namespace
 
-void forward_input_tiles(const TileRow& r, PointRows v, float* scratch) { input_tiles<4>(r, v, scratch); }
+void forward_input_tiles(const TileRow& r, int rows, PointRows v, float* scratch) { input_tiles<4>(r, rows, v, scratch); }
 void forward_output_tiles(const float* points, std::size_t stride, int tiles, OutputRows out, float* scratch) {
   output_tiles<4>(points, stride, tiles, out, scratch);
 }
-void accurate_input_tiles(const TileRow& r, PointRows v, float* scratch) { input_tiles<2>(r, v, scratch); }
+void accurate_input_tiles(const TileRow& r, int rows, PointRows v, float* scratch) { input_tiles<2>(r, rows, v, scratch); }
 void accurate_output_tiles(const float* points, std::size_t stride, int tiles, OutputRows out, float* scratch) {
   output_tiles<2>(points, stride, tiles, out, scratch);
 }
@@ -198,12 +202,10 @@ void accurate_gradient_tiles(const TileRow& r, PointRows dm, float* scratch) {
   float* split = scratch;             // [m rows][m phases][n]
   float* down = scratch + m * m * n;  // A applied down the columns: [a][m phases][n]
   for (int row = 0; row < m; ++row) split_row<2>(r, r.row0 + row, split + row * m * n, n);
-  static_for<a>([&]<int I>() {
-    for (int q = 0; q < m; ++q) {
-      const float* source[m];
-      for (int row = 0; row < m; ++row) source[row] = split + (row * m + q) * n;
-      combine<ATColumns<2>, I, m>(source, down + (I * m + q) * n, n);
-    }
+  static_for<a>([&]<int I>() {  // a row's phases lie end to end: one loop over them all
+    const float* source[m];
+    for (int row = 0; row < m; ++row) source[row] = split + row * m * n;
+    combine<ATColumns<2>, I, m>(source, down + I * m * n, m * n);
   });
   static_for<a>([&]<int I>() {
     const float* source[m];
