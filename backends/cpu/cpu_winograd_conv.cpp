@@ -1,10 +1,11 @@
 // The Winograd convolution on the CPU (backends/cpu/detail/winograd_conv.hpp, Note [Winograd
 // tiles] in winograd_tiles.hpp). The work is cut into tile rows (one image's tiles side by side,
 // a tile tall), spread over the threads; a thread takes its rows a chunk at a time: it
-// transforms the chunk's tiles for every channel, runs the 36 products (our gemm, packing from
-// the thread's share of the workspace), then transforms the products back. The weights are
-// transformed once a call, before the threads start. Backward-filter sums dU = dM V^T in each
-// thread's own share, adds the shares in thread order and turns the sum back into dw.
+// transforms the chunk's tiles for every channel, runs one product per point of the tile (36 in
+// F(4x4), 16 in F(2x2): our gemm, packing from the thread's share of the workspace), then
+// transforms the products back. The weights are transformed once a call for each block of
+// output channels, before the threads start. Backward-filter sums dU = dM V^T in each thread's
+// own share, adds the shares in thread order and turns the sum back into dw.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -39,18 +40,18 @@ struct Transforms {
   decltype(&isa_portable::winograd::accurate_gradient_tiles) gradient;
 };
 
-#define CNN_WINOGRAD_TRANSFORMS(isa)                                                                              \
-  (tile == 4 ? Transforms{isa::winograd::forward_input_tiles, isa::winograd::forward_output_tiles, nullptr}       \
-             : Transforms{isa::winograd::accurate_input_tiles, isa::winograd::accurate_output_tiles,              \
-                          isa::winograd::accurate_gradient_tiles})
+#define CNN_WINOGRAD_TRANSFORMS(isa, tile)                                                                        \
+  ((tile) == 4 ? Transforms{isa::winograd::forward_input_tiles, isa::winograd::forward_output_tiles, nullptr}     \
+               : Transforms{isa::winograd::accurate_input_tiles, isa::winograd::accurate_output_tiles,            \
+                            isa::winograd::accurate_gradient_tiles})
 
 Transforms transforms(std::size_t tile) {
   switch (region_for(CpuIsa::avx512)) {
 #if CNN_ISA_REGIONS
-    case CpuIsa::avx512: return CNN_WINOGRAD_TRANSFORMS(isa_avx512);
-    case CpuIsa::avx2: return CNN_WINOGRAD_TRANSFORMS(isa_avx2);
+    case CpuIsa::avx512: return CNN_WINOGRAD_TRANSFORMS(isa_avx512, tile);
+    case CpuIsa::avx2: return CNN_WINOGRAD_TRANSFORMS(isa_avx2, tile);
 #endif
-    default: return CNN_WINOGRAD_TRANSFORMS(isa_portable);
+    default: return CNN_WINOGRAD_TRANSFORMS(isa_portable, tile);
   }
 }
 
@@ -84,7 +85,7 @@ struct Plan {
   int ranges;              // parallel_ranges' count over the tile rows
   std::size_t chunk_rows;  // tile rows a chunk takes, at most
   std::size_t block;       // output channels a block takes, at most
-  bool fits;               // whether blocks of at least kLeastBlock keep to the activations' size
+  bool fits;               // whether blocks of at least kLeastBlock keep U within the activations' size
 
   Plan(std::size_t in_, std::size_t out_, std::size_t h_, std::size_t w_, std::size_t pad_, std::size_t images_,
        std::size_t tile_, bool filter_, int threads_)
@@ -104,7 +105,6 @@ struct Plan {
   std::size_t units() const { return images * tile_rows; }  // tile rows of every image
   std::size_t chunk_tiles() const { return chunk_rows * tile_cols; }
   std::size_t weights_floats() const { return aligned_floats(points() * in * block); }
-  bool blocks_pay() const { return fits; }
 };
 
 // The plans of a convolution of x: its forward pass, its backward-filter, and backward-data's
@@ -138,8 +138,6 @@ struct ShareSizes {
   std::size_t total() const { return v + m + scratch + packing + sums; }
 };
 
-bool is_filter(const Plan& p) { return p.filter; }
-
 ShareSizes share_sizes(const Plan& p) {
   ShareSizes s{};
   s.v = aligned_floats(p.points() * p.in * p.chunk_tiles());
@@ -150,10 +148,10 @@ ShareSizes share_sizes(const Plan& p) {
     const std::size_t tiles = rows * p.tile_cols;
     for (const std::size_t rows_of_c : {p.block, p.out % p.block})  // a whole block, the last one
       if (rows_of_c > 0)
-        s.packing = std::max(s.packing, is_filter(p) ? gemm_packing_floats(rows_of_c, p.in, tiles)
+        s.packing = std::max(s.packing, p.filter ? gemm_packing_floats(rows_of_c, p.in, tiles)
                                                      : gemm_packing_floats(rows_of_c, tiles, p.in));
   }
-  s.sums = is_filter(p) ? aligned_floats(p.points() * p.block * p.in) : 0;
+  s.sums = p.filter ? aligned_floats(p.points() * p.block * p.in) : 0;
   return s;
 }
 
@@ -195,7 +193,7 @@ std::size_t weights_packing_floats(const Plan& p) {
   for (const std::size_t rows : {p.block, p.out % p.block})  // a whole block's filters, the last one's
     if (rows > 0) {
       const std::size_t filters = rows * p.in;
-      most = std::max(most, is_filter(p) ? parallel_gemm_packing_floats(p.threads, filters, 9, p.points())
+      most = std::max(most, p.filter ? parallel_gemm_packing_floats(p.threads, filters, 9, p.points())
                                          : parallel_gemm_packing_floats(p.threads, p.points(), filters, 9));
     }
   return most;
@@ -293,6 +291,11 @@ std::size_t filter_floats(const Plan& p) {
 
 std::atomic<int> winograd_off{0};
 
+// The passes' contract, checked where the backend's dispatch is not in between.
+void require_supported(const Conv2dDesc& d, const Shape& x, const char* what) {
+  if (!winograd_supports(d, x, false))
+    throw std::logic_error(std::string(what) + ": the Winograd passes take no such convolution of " + x.str());
+}
 
 }  // namespace
 
@@ -308,12 +311,11 @@ bool winograd_supports(const Conv2dDesc& d, const Shape& x, bool products16) {
 bool winograd_applies(const Conv2dDesc& d, const Shape& x, bool products16, int threads) {
   if (winograd_off.load() != 0 || !winograd_supports(d, x, products16)) return false;
   const auto in = static_cast<std::size_t>(x[1]), out = static_cast<std::size_t>(d.out_channels);
-  const std::size_t pixels = static_cast<std::size_t>(x[2] + 2 * d.padding - 2) * static_cast<std::size_t>(x[3] + 2 * d.padding - 2);
   const int hout = x[2] + 2 * d.padding - 2, wout = x[3] + 2 * d.padding - 2;
+  const std::size_t pixels = static_cast<std::size_t>(hout) * static_cast<std::size_t>(wout);
   if (std::min(in, out) < 32 || in * out * pixels < (std::size_t{1} << 21) || std::min(hout, wout) < 8) return false;
-  return forward_plan(d, x, threads).blocks_pay() && filter_plan(d, x, threads).blocks_pay() &&
-         adjoint_plan(d, Shape{x[0], d.out_channels, x[2] + 2 * d.padding - 2, x[3] + 2 * d.padding - 2}, threads)
-             .blocks_pay();
+  return forward_plan(d, x, threads).fits && filter_plan(d, x, threads).fits &&
+         adjoint_plan(d, Shape{x[0], d.out_channels, hout, wout}, threads).fits;
 }
 
 std::size_t winograd_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads) {
@@ -323,6 +325,7 @@ std::size_t winograd_workspace_floats(const Conv2dDesc& d, const Shape& x, const
 
 void winograd_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                       bool accumulate, Workspace ws) {
+  require_supported(d, x.shape, "conv2d_forward");
   const Plan p = forward_plan(d, x.shape, threads);
   require_workspace(ws, forward_floats(p, false), "conv2d_forward");
   auto* u = static_cast<float*>(ws.data);
@@ -335,6 +338,7 @@ void winograd_forward(int threads, const Conv2dDesc& d, const Tensor& x, const T
 // [Backward-data as a convolution], cpu_conv.cpp).
 void winograd_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                             bool accumulate, Workspace ws) {
+  require_supported(d, dx.shape, "conv2d_backward_data");
   const Plan p = adjoint_plan(d, dy.shape, threads);
   require_workspace(ws, forward_floats(p, true), "conv2d_backward_data");
   auto* u = static_cast<float*>(ws.data);
@@ -352,6 +356,7 @@ void winograd_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, 
 
 void winograd_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                               Tensor dbias, Workspace ws) {
+  require_supported(d, x.shape, "conv2d_backward_filter");
   const Plan p = filter_plan(d, x.shape, threads);
   require_workspace(ws, filter_floats(p), "conv2d_backward_filter");
   auto* shares = static_cast<float*>(ws.data);

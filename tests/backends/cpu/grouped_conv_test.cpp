@@ -15,10 +15,14 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/grouped_conv.hpp"
+#include "tests/backends/cpu/conv_test_data.hpp"
 #include "tests/backends/cpu/host_isas.hpp"
 #include <cnnengine/engine/core/backend.hpp>
 
 using namespace cnn;
+using cnn::testing::NanWorkspace;
+using cnn::testing::pattern;
+using cnn::testing::same_bits;
 
 namespace {
 
@@ -29,12 +33,6 @@ struct Case {
   int wo() const { return (w + 2 * pad - dilation * (kw - 1) - 1) / stride + 1; }
   Conv2dDesc desc() const { return Conv2dDesc{cin, cout, kh, kw, stride, pad, dilation, groups}; }
 };
-
-std::vector<float> pattern(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(((i * 2654435761u + seed * 40503u) % 2001) / 1000.0 - 1.0);
-  return v;
-}
 
 // Visits every (image, out channel, output pixel, in channel of the group, tap) that adds
 // x[at_x] * w[at_w] to y[at_y].
@@ -57,17 +55,6 @@ void each_term(const Case& c, Fn fn) {
               }
 }
 
-struct Aligned {
-  std::unique_ptr<float[]> owner;
-  Workspace ws;
-  explicit Aligned(std::size_t bytes) : owner(new float[bytes / sizeof(float) + 16]) {
-    void* p = owner.get();
-    std::size_t space = bytes + 16 * sizeof(float);
-    ws = {std::align(64, bytes, p, space), bytes};
-    std::fill_n(static_cast<float*>(ws.data), bytes / sizeof(float), std::numeric_limits<float>::quiet_NaN());
-  }
-};
-
 struct Results {
   std::vector<float> y, dx, dw, db;
 };
@@ -83,11 +70,11 @@ Results run(const Case& c, int threads) {
   Results r{pattern(ys.elements(), 5), pattern(xs.elements(), 6), pattern(wsh.elements(), 7), pattern(c.cout, 8)};
   const std::size_t limit = std::numeric_limits<std::size_t>::max();
   {
-    Aligned ws(cpu.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, limit));
+    NanWorkspace ws(cpu.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, limit));
     cpu.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), wsh}, Tensor{bias.data(), Shape{c.cout}},
                        Tensor{r.y.data(), ys}, true, ws.ws);
   }
-  Aligned ws(cpu.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, limit));
+  NanWorkspace ws(cpu.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, limit));
   cpu.conv2d_backward_data(d, Tensor{dy.data(), ys}, Tensor{w.data(), wsh}, Tensor{r.dx.data(), xs}, true, ws.ws);
   cpu.conv2d_backward_filter(d, Tensor{x.data(), xs}, Tensor{dy.data(), ys}, Tensor{r.dw.data(), wsh},
                              Tensor{r.db.data(), Shape{c.cout}}, ws.ws);
@@ -124,10 +111,6 @@ void require_close(const std::vector<float>& got, const std::vector<float>& want
     INFO(what << "[" << i << "]");
     REQUIRE(got[i] == Approx(want[i]).margin(1e-4).epsilon(1e-4));
   }
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace

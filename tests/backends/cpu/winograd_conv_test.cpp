@@ -19,11 +19,15 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
 #include "memory/host_resource.hpp"
+#include "tests/backends/cpu/conv_test_data.hpp"
 #include "tests/backends/cpu/host_isas.hpp"
 #include "tests/engine/test_networks.hpp"
 #include <cnnengine/cnnengine.hpp>
 
 using namespace cnn;
+using cnn::testing::NanWorkspace;
+using cnn::testing::pattern;
+using cnn::testing::same_bits;
 
 namespace {
 
@@ -37,12 +41,6 @@ struct Case {
   Shape y() const { return Shape{n, cout, ho(), wo()}; }
   Shape weights() const { return Shape{cout, cin, 3, 3}; }
 };
-
-std::vector<float> pattern(std::size_t n, unsigned seed) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(((i * 2654435761u + seed * 40503u) % 2001) / 1000.0 - 1.0);
-  return v;
-}
 
 // Visits every (image, out channel, output pixel, in channel, tap) that adds x[at_x] * w[at_w]
 // to y[at_y].
@@ -63,17 +61,6 @@ void each_term(const Case& c, Fn fn) {
               }
 }
 
-struct Aligned {
-  std::unique_ptr<float[]> owner;
-  Workspace ws;
-  explicit Aligned(std::size_t bytes) : owner(new float[bytes / sizeof(float) + 16]) {
-    void* p = owner.get();
-    std::size_t space = bytes + 16 * sizeof(float);
-    ws = {std::align(64, bytes, p, space), bytes};
-    std::fill_n(static_cast<float*>(ws.data), bytes / sizeof(float), std::numeric_limits<float>::quiet_NaN());
-  }
-};
-
 struct Results {
   std::vector<float> y, dx, dw, db;
 };
@@ -87,11 +74,11 @@ Results run(const Case& c, int threads) {
                      dy = pattern(ys.elements(), 4);
   Results r{pattern(ys.elements(), 5), pattern(xs.elements(), 6), pattern(wsh.elements(), 7), pattern(c.cout, 8)};
   {
-    Aligned ws(cpu::winograd_workspace_floats(d, xs, ys, ConvPass::forward, threads) * sizeof(float));
+    NanWorkspace ws(cpu::winograd_workspace_floats(d, xs, ys, ConvPass::forward, threads) * sizeof(float));
     cpu::winograd_forward(threads, d, Tensor{x.data(), xs}, Tensor{w.data(), wsh}, Tensor{bias.data(), Shape{c.cout}},
                           Tensor{r.y.data(), ys}, true, ws.ws);
   }
-  Aligned ws(cpu::winograd_workspace_floats(d, xs, ys, ConvPass::backward, threads) * sizeof(float));
+  NanWorkspace ws(cpu::winograd_workspace_floats(d, xs, ys, ConvPass::backward, threads) * sizeof(float));
   cpu::winograd_backward_data(threads, d, Tensor{dy.data(), ys}, Tensor{w.data(), wsh}, Tensor{r.dx.data(), xs}, true,
                               ws.ws);
   cpu::winograd_backward_filter(threads, d, Tensor{x.data(), xs}, Tensor{dy.data(), ys}, Tensor{r.dw.data(), wsh},
@@ -152,10 +139,6 @@ void require_close(const std::vector<float>& got, const std::vector<float>& want
     INFO(what << "[" << i << "] = " << got[i] << ", wanted " << want[i]);
     REQUIRE(std::fabs(got[i] - want[i]) <= scale[i] * bound);
   }
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 }  // namespace
@@ -238,7 +221,7 @@ TEST_CASE("the backend's convolution runs the Winograd passes where they apply",
   std::vector<float> x = pattern(xs.elements(), 1), w = pattern(wsh.elements(), 2), y(ys.elements());
   const std::size_t limit = std::numeric_limits<std::size_t>::max();
   auto forward = [&] {
-    Aligned ws(cpu.conv2d_workspace_bytes(c.desc(), xs, ys, ConvPass::forward, limit));
+    NanWorkspace ws(cpu.conv2d_workspace_bytes(c.desc(), xs, ys, ConvPass::forward, limit));
     std::vector<float> out = pattern(ys.elements(), 5), bias = pattern(c.cout, 3);
     cpu.conv2d_forward(c.desc(), Tensor{x.data(), xs}, Tensor{w.data(), wsh}, Tensor{bias.data(), Shape{c.cout}},
                        Tensor{out.data(), ys}, true, ws.ws);
@@ -260,10 +243,16 @@ TEST_CASE("Winograd workspace: what a pass asks for is what it checks", "[conv][
   const Shape s{3, 16, 9, 9};
   std::vector<float> x = pattern(s.elements(), 1), w = pattern(16 * 16 * 9, 2), y(s.elements());
   const std::size_t floats = cpu::winograd_workspace_floats(d, s, s, ConvPass::forward, 2);
-  Aligned short_ws((floats - 1) * sizeof(float));
+  NanWorkspace short_ws((floats - 1) * sizeof(float));
   CHECK_THROWS_WITH(cpu::winograd_forward(2, d, Tensor{x.data(), s}, Tensor{w.data(), Shape{16, 16, 3, 3}}, Tensor{},
                                           Tensor{y.data(), s}, false, short_ws.ws),
                     Catch::Contains("workspace of"));
+  // A convolution the passes do not take (stride 2) is refused, whatever the workspace.
+  const Conv2dDesc strided{16, 16, 3, 3, 2, 1, 1, 1};
+  NanWorkspace ws(floats * sizeof(float));
+  CHECK_THROWS_WITH(cpu::winograd_forward(2, strided, Tensor{x.data(), s}, Tensor{w.data(), Shape{16, 16, 3, 3}},
+                                          Tensor{}, Tensor{y.data(), Shape{3, 16, 5, 5}}, false, ws.ws),
+                    Catch::Contains("take no such convolution"));
 }
 
 TEST_CASE("training through Winograd convolutions: the same losses for a seed, and im2col's within rounding",
