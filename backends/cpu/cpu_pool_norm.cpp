@@ -238,8 +238,8 @@ void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const 
                                     Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                     Tensor saved_mean, Tensor saved_inv_std, bool relu) {
   const double count = static_cast<double>(x.n()) * x.h() * x.w();
-  const cpu::BatchNormChannel b{x,        gamma,       beta,         y,       running_mean, running_var, saved_mean,
-                                saved_inv_std, momentum, epsilon, relu};
+  const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std,
+                                momentum, epsilon, relu};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
       const cpu::ChannelMoments m = cpu::channel_moments(x, ch, count);
