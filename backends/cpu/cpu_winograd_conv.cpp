@@ -215,10 +215,9 @@ void add_filter_gradient(const Plan& p, std::size_t filters, const float* du, fl
 
 // One chunk's tile rows [first, last) of every input channel into V, an image's run of them at a
 // time.
-void transform_inputs(const Plan& p, const float* x, std::size_t x_stride, std::size_t first, std::size_t last,
-                      const Share& s) {
+void transform_inputs(const Transforms& kernels, const Plan& p, const float* x, std::size_t x_stride,
+                      std::size_t first, std::size_t last, const Share& s) {
   const std::size_t tiles = (last - first) * p.tile_cols;
-  const auto input = transforms(p.tile).input;
   for (std::size_t c = 0; c < p.in; ++c)
     for (std::size_t unit = first; unit < last;) {
       const std::size_t image = unit / p.tile_rows, tile_row = unit % p.tile_rows;
@@ -229,7 +228,7 @@ void transform_inputs(const Plan& p, const float* x, std::size_t x_stride, std::
                                   static_cast<int>(tile_row * p.tile) - static_cast<int>(p.pad),
                                   -static_cast<int>(p.pad),
                                   static_cast<int>(p.tile_cols)};
-      input(row, static_cast<int>(run), {s.v + c * tiles + (unit - first) * p.tile_cols, p.in * tiles}, s.scratch);
+      kernels.input(row, static_cast<int>(run), {s.v + c * tiles + (unit - first) * p.tile_cols, p.in * tiles}, s.scratch);
       unit += run;
     }
 }
@@ -243,7 +242,7 @@ void convolve(const Plan& p, std::size_t first_out, std::size_t count, const flo
     const Share s = share_of(p, shares, range);
     for (std::size_t first = begin; first < end; first += p.chunk_rows) {
       const std::size_t last = std::min(end, first + p.chunk_rows), tiles = (last - first) * p.tile_cols;
-      transform_inputs(p, x, x_stride, first, last, s);
+      transform_inputs(kernels, p, x, x_stride, first, last, s);
       for (std::size_t xi = 0; xi < p.points(); ++xi)
         gemm(count, tiles, p.in, GemmOperand{u + xi * count * p.in, p.in}, GemmOperand{s.v + xi * p.in * tiles, tiles},
              GemmOutput{s.m + xi * count * tiles, tiles}, s.packing);
@@ -371,7 +370,7 @@ void winograd_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x,
       std::memset(s.sums, 0, sum_floats * sizeof(float));
       for (std::size_t first = begin; first < end; first += p.chunk_rows) {
         const std::size_t last = std::min(end, first + p.chunk_rows), tiles = (last - first) * p.tile_cols;
-        transform_inputs(p, x.data, x_stride, first, last, s);
+        transform_inputs(kernels, p, x.data, x_stride, first, last, s);
         for (std::size_t k = 0; k < count; ++k)
           for (std::size_t unit = first; unit < last; ++unit) {
             const std::size_t image = unit / p.tile_rows, tile_row = unit % p.tile_rows;
