@@ -15,6 +15,7 @@
 //   Model                models/model.hpp               a saved model loaded for inference
 //   preprocess_image     data/dataset.hpp               an image file as the network takes it
 //   export_onnx          models/onnx_export.hpp         the network as ONNX, for other runtimes
+//   import_onnx          models/onnx_import.hpp         another engine's ONNX model, with its weights
 //   MpiSession           dist/mpi_session.hpp           data-parallel training over mpirun's ranks
 //   register_layer_type  layers/registry.hpp            a layer of one's own, in network text and ONNX
 //   Backend's kernels    engine/core/backend.hpp        what a layer of one's own calls: not included
@@ -53,3 +54,4 @@
 #include <cnnengine/models/model.hpp>
 #include <cnnengine/models/network_text.hpp>
 #include <cnnengine/models/onnx_export.hpp>
+#include <cnnengine/models/onnx_import.hpp>

@@ -17,6 +17,7 @@
 #include "base/regular_file.hpp"
 #include "models/detail/checkpoint_meta.hpp"
 #include <cnnengine/models/network_text.hpp>
+#include <cnnengine/models/onnx_import.hpp>
 
 // Note [Checkpoint layout]: version 2 is a header (magic, version, flags, the description's
 // length), the description (JSON: checkpoint_meta.cpp), the float blocks in this order
@@ -273,6 +274,53 @@ void upload_block(Reader& in, ParameterStore& params, ParameterStore::Block bloc
   }
 }
 
+// An ONNX model where a checkpoint is read (models/onnx_import.hpp): a model that cannot be
+// imported is a checkpoint that does not read.
+ImportedModel import_model(const std::filesystem::path& path) {
+  try {
+    return import_onnx(path);
+  } catch (const ConfigError& e) {
+    throw CheckpointError(e.what());
+  }
+}
+
+// The layers of `network` that match those of `other` (at the same place, of the same kind, with
+// parameters of the same names and shapes) take its values, which `read(offset, count, to)` reads
+// from the file's parameter block.
+template <class Read>
+WeightTransfer transfer_matching(const Network& other, const Network& network, ParameterStore& params, Read read) {
+  const std::vector<ParameterStore::Place> theirs = ParameterStore::places(other), ours = ParameterStore::places(network);
+  auto of_node = [](const std::vector<ParameterStore::Place>& places, int node) {
+    std::vector<const ParameterStore::Place*> found;
+    for (const ParameterStore::Place& p : places)
+      if (p.node == node) found.push_back(&p);
+    return found;
+  };
+  WeightTransfer transfer;
+  std::vector<float> values;
+  for (int id = 1; id < network.size(); ++id) {
+    const std::vector<const ParameterStore::Place*> mine = of_node(ours, id);
+    if (mine.empty()) continue;
+    const std::string name = std::to_string(id) + " " + network.node(id).layer->describe();
+    const std::vector<const ParameterStore::Place*> file = id < other.size() ? of_node(theirs, id)
+                                                                             : std::vector<const ParameterStore::Place*>{};
+    bool match = file.size() == mine.size() && other.node(id).layer->type_name() == network.node(id).layer->type_name();
+    for (std::size_t k = 0; match && k < mine.size(); ++k)
+      match = file[k]->name == mine[k]->name && file[k]->shape == mine[k]->shape;
+    if (!match) {
+      transfer.kept.push_back(name);
+      continue;
+    }
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      values.resize(mine[k]->shape.elements());
+      read(file[k]->offset, values.size(), values.data());
+      params.upload(ParameterStore::Block::parameters, mine[k]->offset, values.size(), values.data());
+    }
+    transfer.loaded.push_back(name);
+  }
+  return transfer;
+}
+
 }  // namespace
 
 void require_network(const CheckpointInfo& info, const std::filesystem::path& path) {
@@ -383,6 +431,14 @@ void save_checkpoint(const std::filesystem::path& path, const Network& network, 
 }
 
 CheckpointInfo read_checkpoint(const std::filesystem::path& path) {
+  if (is_onnx_file(path)) {
+    ImportedModel imported = import_model(path);
+    CheckpointInfo info;
+    info.version = kCheckpointVersion;
+    info.model = std::move(imported.description);
+    info.parameter_floats = imported.parameters.size();
+    return info;
+  }
   Reader in(path);
   Verified v = verify(in);
   CheckpointInfo info;
@@ -403,6 +459,15 @@ CheckpointInfo read_checkpoint(const std::filesystem::path& path) {
 
 void load_parameters(const std::filesystem::path& path, const Network& network, ParameterStore& params,
                      bool optimizer_state) {
+  if (is_onnx_file(path)) {
+    if (optimizer_state) throw CheckpointError(path.string() + ": an ONNX model holds no optimizer state to resume from");
+    const ImportedModel imported = import_model(path);
+    if (fingerprint(imported.network) != fingerprint(network) || imported.parameters.size() != params.total_floats())
+      throw CheckpointError(path.string() + ": the weights of another network (load_matching_weights takes the layers "
+                            "that match)");
+    params.upload(ParameterStore::Block::parameters, 0, imported.parameters.size(), imported.parameters.data());
+    return;
+  }
   Reader in(path);
   const Verified v = verify(in);
   check_network(v, network, params, path);
@@ -426,41 +491,20 @@ void load_weights(const std::filesystem::path& path, const Network& network, Par
 
 WeightTransfer load_matching_weights(const std::filesystem::path& path, const Network& network,
                                      ParameterStore& params) {
+  if (is_onnx_file(path)) {
+    const ImportedModel imported = import_model(path);
+    return transfer_matching(imported.network, network, params, [&](std::size_t offset, std::size_t count, float* to) {
+      std::copy_n(imported.parameters.begin() + static_cast<std::ptrdiff_t>(offset), count, to);
+    });
+  }
   const CheckpointInfo info = read_checkpoint(path);
   const Network other = checkpoint_network(info, path);
-  const std::vector<ParameterStore::Place> theirs = ParameterStore::places(other), ours = ParameterStore::places(network);
-  auto of_node = [](const std::vector<ParameterStore::Place>& places, int node) {
-    std::vector<const ParameterStore::Place*> found;
-    for (const ParameterStore::Place& p : places)
-      if (p.node == node) found.push_back(&p);
-    return found;
-  };
   Reader in(path);
   const Verified v = verify(in);
-  WeightTransfer transfer;
-  std::vector<float> values;
-  for (int id = 1; id < network.size(); ++id) {
-    const std::vector<const ParameterStore::Place*> mine = of_node(ours, id);
-    if (mine.empty()) continue;
-    const std::string name = std::to_string(id) + " " + network.node(id).layer->describe();
-    const std::vector<const ParameterStore::Place*> file = id < other.size() ? of_node(theirs, id)
-                                                                             : std::vector<const ParameterStore::Place*>{};
-    bool match = file.size() == mine.size() && other.node(id).layer->type_name() == network.node(id).layer->type_name();
-    for (std::size_t k = 0; match && k < mine.size(); ++k)
-      match = file[k]->name == mine[k]->name && file[k]->shape == mine[k]->shape;
-    if (!match) {
-      transfer.kept.push_back(name);
-      continue;
-    }
-    for (std::size_t k = 0; k < mine.size(); ++k) {
-      values.resize(mine[k]->shape.elements());
-      in.seek(v.parameters_offset + file[k]->offset * sizeof(float));
-      in.read(values.data(), values.size() * sizeof(float), false);
-      params.upload(ParameterStore::Block::parameters, mine[k]->offset, values.size(), values.data());
-    }
-    transfer.loaded.push_back(name);
-  }
-  return transfer;
+  return transfer_matching(other, network, params, [&](std::size_t offset, std::size_t count, float* to) {
+    in.seek(v.parameters_offset + offset * sizeof(float));
+    in.read(to, count * sizeof(float), false);
+  });
 }
 
 }  // namespace cnn

@@ -34,8 +34,11 @@ int doctor() {
 }
 
 int run_command(Options& o, Ranks& ranks, const FitCallbacks& extra) {
-  const bool inference = o.doctor || o.evaluate || !o.predict.empty() ||
-                         (!o.export_onnx.empty() && !o.load.empty() && !o.given.count("--data"));
+  // --load with no --data and an output: a conversion (to ONNX from any model, to a checkpoint
+  // from an ONNX model), nothing trained.
+  const bool conversion = !o.load.empty() && !o.given.count("--data") &&
+                          (!o.export_onnx.empty() || (!o.save.empty() && is_onnx_file(o.load)));
+  const bool inference = o.doctor || o.evaluate || !o.predict.empty() || conversion;
   if (inference && ranks.several())
     throw UsageError("--doctor, --evaluate, --predict and an export alone run in one process: start them without "
                      "mpirun");

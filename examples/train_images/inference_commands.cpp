@@ -267,18 +267,34 @@ void require_onnx_export() {
 }
 
 int export_command(const Options& o) {
-  require_onnx_export();
-  check_command_files({{{"--export-onnx", o.export_onnx, OutputKind::onnx}}, {{"--load", o.load}}, o.overwrite, {}});
-  DeviceRequest cpu;  // an export computes nothing: the CPU reads the file as well as any device
+  std::vector<OutputUse> outputs;
+  if (!o.export_onnx.empty()) {
+    require_onnx_export();
+    outputs.push_back({"--export-onnx", o.export_onnx, OutputKind::onnx});
+  }
+  if (!o.save.empty()) outputs.push_back({"--save", o.save, OutputKind::checkpoint});
+  check_command_files({outputs, {{"--load", o.load}}, o.overwrite, {}});
+  if (!o.save.empty()) check_save_path(o.save, o.overwrite);
+  DeviceRequest cpu;  // a conversion computes nothing: the CPU reads the file as well as any device
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;
   DeviceChoice device = select_device(cpu);
+  if (is_onnx_file(o.load)) {
+    const CheckpointInfo info = read_checkpoint(o.load);
+    std::cout << "imported " << o.load << ": " << checkpoint_network(info, o.load).summary();
+  }
   Model model(o.load, *device.backend, model_options(o, *device.backend));
-  const OnnxExportReport report =
-      export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
-  std::cout << "exported " << o.load << " to " << o.export_onnx
-            << describe_onnx_export(model.network(), onnx_export_options(o)) << "\n";
-  warn_of_saturation(report);
+  if (!o.export_onnx.empty()) {
+    const OnnxExportReport report =
+        export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
+    std::cout << "exported " << o.load << " to " << o.export_onnx
+              << describe_onnx_export(model.network(), onnx_export_options(o)) << "\n";
+    warn_of_saturation(report);
+  }
+  if (!o.save.empty()) {
+    save_checkpoint(o.save, model.network(), model.parameters(), model.description());
+    std::cout << "saved " << o.load << " as the checkpoint " << o.save << "\n";
+  }
   return 0;
 }
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# ctest onnx_import_matches_onnxruntime: make_onnx_import_models.py writes small ONNX models, one
+# per operator and attribute, as other engines' exporters write them; train_images imports each
+# (--load) and exports it again (--export-onnx), and compare_onnx_models.py runs both files with
+# onnxruntime on the same random inputs (outputs within 1e-4 of the logits' scale). The models it
+# must refuse are refused naming the node and its operator, writing nothing; one model goes
+# through a checkpoint (--save) and back. Exits 77 (skipped) when the virtual environment with
+# onnx and onnxruntime cannot be made.
+#   onnx_import_check.sh VENV TRAIN_IMAGES WORK_DIR
+set -euo pipefail
+venv=$1 train_images=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
+python=$(bash "$here/../../scripts/python_venv.sh" "$venv" "import onnx, onnxruntime, numpy" onnx onnxruntime numpy) || exit $?
+rm -rf "$work"
+mkdir -p "$work/ours"
+"$python" "$here/make_onnx_import_models.py" --out "$work" >/dev/null
+failed=0
+
+while read -r model; do
+  log=$work/ours/$model.log
+  if ! "$train_images" --load "$work/$model" --export-onnx "$work/ours/$model" >"$log" 2>&1; then
+    echo "FAILED: $model was not imported:"
+    tail -n 3 "$log"
+    failed=1
+    continue
+  fi
+  "$python" "$here/compare_onnx_models.py" --original "$work/$model" --ours "$work/ours/$model" || failed=1
+done <"$work/models.txt"
+
+while IFS=$'\t' read -r model name kind; do
+  log=$work/ours/$model.log
+  if "$train_images" --load "$work/$model" --export-onnx "$work/ours/$model" >"$log" 2>&1; then
+    echo "FAILED: $model was imported, where it must be refused"
+    failed=1
+  elif ! grep -q "$name" "$log" || ! grep -q "$kind" "$log"; then
+    echo "FAILED: the refusal of $model does not name $name ($kind): $(tail -n 1 "$log")"
+    failed=1
+  elif [ -e "$work/ours/$model" ]; then
+    echo "FAILED: refusing $model wrote $work/ours/$model"
+    failed=1
+  else
+    echo "refused $model: $(tail -n 1 "$log")"
+  fi
+done <"$work/refusals.tsv"
+
+# Through a checkpoint: --save converts, and the checkpoint exports the same model.
+"$train_images" --load "$work/tiny_resnet.onnx" --save "$work/ours/tiny_resnet.ckpt" >/dev/null
+"$train_images" --load "$work/ours/tiny_resnet.ckpt" --export-onnx "$work/ours/tiny_resnet_from_checkpoint.onnx" >/dev/null
+"$python" "$here/compare_onnx_models.py" --original "$work/tiny_resnet.onnx" \
+  --ours "$work/ours/tiny_resnet_from_checkpoint.onnx" || failed=1
+
+[ "$failed" = 0 ] && echo "all $(wc -l <"$work/models.txt") models imported faithfully"
+exit "$failed"
