@@ -93,7 +93,10 @@ bool is_checkpoint(const std::filesystem::path& path);
 // leaving `path` as it was, when the weights hold NaN or infinity or the file cannot be written.
 void save_checkpoint(const std::filesystem::path& path, const Network& network, const ParameterStore& params,
                      const ModelDescription& model, const TrainingCheckpoint* training = nullptr);
-// Reads and checks the whole file (not the parameters' values into memory).
+// Reads and checks the whole file (not the parameters' values into memory). Here, in
+// load_parameters and in load_matching_weights, an ONNX model (is_onnx_file,
+// models/onnx_import.hpp) is imported: its network, description and weights, no training state; a
+// model that cannot be imported is a CheckpointError saying why.
 CheckpointInfo read_checkpoint(const std::filesystem::path& path);
 // The parameters and BatchNorm statistics into `params`, and with `optimizer_state` the
 // optimizer's state (the file must hold it). The file must be of `network`.
