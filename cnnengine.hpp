@@ -13,6 +13,7 @@
 //   MemoryStack          memory/memory_stack.hpp        the budget, its account, the statistics
 //   save/read_checkpoint models/checkpoint.hpp          self-describing files, the whole state of a run
 //   Model                models/model.hpp               a saved model loaded for inference
+//   network_for_fine_tuning models/fine_tuning.hpp      a saved network with a new head for other classes
 //   preprocess_image     data/dataset.hpp               an image file as the network takes it
 //   export_onnx          models/onnx_export.hpp         the network as ONNX, for other runtimes
 //   import_onnx          models/onnx_import.hpp         another engine's ONNX model, with its weights
@@ -51,6 +52,7 @@
 #include <cnnengine/memory/memory_stack.hpp>
 #include <cnnengine/memory/out_of_memory.hpp>
 #include <cnnengine/models/checkpoint.hpp>
+#include <cnnengine/models/fine_tuning.hpp>
 #include <cnnengine/models/model.hpp>
 #include <cnnengine/models/network_text.hpp>
 #include <cnnengine/models/onnx_export.hpp>

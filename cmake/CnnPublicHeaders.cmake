@@ -26,7 +26,7 @@ set(CNN_PUBLIC_HEADERS
   # devices, data-parallel runs
   backends/device/device.hpp dist/mpi_session.hpp
   # saved models
-  models/checkpoint.hpp models/model.hpp models/network_text.hpp models/onnx_export.hpp models/onnx_import.hpp
+  models/checkpoint.hpp models/fine_tuning.hpp models/model.hpp models/network_text.hpp models/onnx_export.hpp models/onnx_import.hpp
   # a whole run: epochs, validation, model selection, checkpoints, logs; what a run may write
   fit/fit.hpp fit/output_files.hpp fit/output_kinds.hpp
 )

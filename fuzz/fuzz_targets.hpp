@@ -25,6 +25,7 @@
 #include "memory/host_resource.hpp"
 #include <cnnengine/models/checkpoint.hpp>
 #include <cnnengine/models/network_text.hpp>
+#include <cnnengine/models/onnx_import.hpp>
 
 namespace cnn::fuzz {
 
@@ -143,6 +144,21 @@ inline bool run_checkpoint(const std::uint8_t* data, std::size_t size) {
       read_checkpoint_as_train_images_does(file.write(made_right.data(), size));
   }
   return accepted;
+}
+
+// As train_images --load reads an ONNX model: imported (every bound checked before allocating),
+// then its weights laid into a store of its network. Whether the model was imported.
+inline bool run_onnx(const std::uint8_t* data, std::size_t size) {
+  static CpuBackend backend(1);
+  static const ScratchFile file("model.onnx");
+  try {
+    const ImportedModel model = import_onnx(file.write(data, size));
+    ParameterStore params(model.network, backend, memory::host_resource(), 0, 1);
+    params.upload(model.parameters);
+    return true;
+  } catch (const Error&) {  // the import's ConfigError, a file that cannot be read
+    return false;
+  }
 }
 
 }  // namespace cnn::fuzz

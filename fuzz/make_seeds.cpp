@@ -119,7 +119,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path root = argv[1];
-  for (const char* harness : {"idx", "image", "network_text", "checkpoint"}) fs::create_directories(root / harness);
+  // ONNX models are seeded from fuzz/regressions/onnx/ (small models of tests/models/
+  // make_onnx_import_models.py), which the fuzzer reads beside this folder.
+  for (const char* harness : {"idx", "image", "network_text", "checkpoint", "onnx"}) fs::create_directories(root / harness);
   write_idx_seeds(root / "idx");
   write_image_seeds(root / "image");
   write_network_text_seeds(root / "network_text");

@@ -14,9 +14,10 @@ seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${CNN_FUZZ_BUILD:-$root/build-fuzz}
 jobs=${CNN_FUZZ_JOBS:-2}
-harnesses=(idx image network_text checkpoint)
+harnesses=(idx image network_text checkpoint onnx)
 # A checkpoint's seed of a whole run (make_seeds.cpp) is 2.6 KB: shorter, every input would be truncated.
-declare -A max_len=([idx]=4096 [image]=8192 [network_text]=2048 [checkpoint]=4096)
+# The ONNX seeds (fuzz/regressions/onnx/) are up to 25 KB: a small residual network whole.
+declare -A max_len=([idx]=4096 [image]=8192 [network_text]=2048 [checkpoint]=4096 [onnx]=32768)
 
 # The whole library with coverage for libFuzzer and the sanitizers; stb_image's known arithmetic
 # on corrupt JPEGs is left to AddressSanitizer (fuzz/ubsan_ignore.txt).

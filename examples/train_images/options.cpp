@@ -138,9 +138,10 @@ std::vector<OptionRow> make_option_table() {
        positive_integer(LLONG_MAX), TO_FIT(save_every, o.save_every)},
       {"--overwrite", &Options::overwrite, "let an output replace an existing file that is not what it writes, or "
        "another run's checkpoint", not_kept, {}, TO_FIT(overwrite, o.overwrite)},
-      {"--load", &Options::load, "start a new run from these weights (a checkpoint of the same network, or an ONNX "
-       "model: its layers that match); with --evaluate, --predict or --export-onnx, the model; an ONNX model with "
-       "--save and no --data: converted to a checkpoint", not_kept, {},
+      {"--load", &Options::load, "start a new run from this model's weights (a checkpoint, or an ONNX model): without "
+       "--model, its network, its head replaced where the data has other classes; with --model, the layers that "
+       "match. With --evaluate, --predict or --export-onnx, the model; an ONNX model with --save and no --data: "
+       "converted to a checkpoint", not_kept, {},
        TO_FIT(load, o.load)},
       {"--resume", &Options::resume, "continue the run saved in this checkpoint, exactly where it stopped, with its "
        "own settings (--save defaults to it)", not_kept, {}, TO_FIT(resume, o.resume)},

@@ -237,12 +237,35 @@ void check_task_options(const Options& o, Task task) {
     throw UsageError("--huber-delta applies to --loss huber; this run's loss is " + o.regression_loss);
 }
 
+// --load with no --model: the saved network (a checkpoint's, an ONNX model's), its head replaced
+// where the data has other classes; the run loads the layers that match (the rest initialised).
+Network loaded_network(const Options& o, const data::Dataset& train_set) {
+  const CheckpointInfo info = read_checkpoint(o.load);
+  require_network(info, o.load);
+  if (info.model.loss.task != train_set.task())
+    throw UsageError("--load " + o.load + ": its network is trained to " + to_string(info.model.loss.task) +
+                     ", and " + o.data + " is " + to_string(train_set.task()) + " data: give --model");
+  FineTuningNetwork loaded = [&] {
+    try {
+      return network_for_fine_tuning(info, o.load, train_set.num_classes());
+    } catch (const ShapeError& e) {
+      throw UsageError(std::string("--load: ") + e.what() + "; give --model");
+    }
+  }();
+  LossOptions loss = library_options(o).loss;
+  loss.task = train_set.task();
+  loaded.network.set_loss(loss);
+  if (!loaded.new_head.empty()) std::cout << "new head for " << train_set.num_classes() << " classes: " << loaded.new_head << "\n";
+  return std::move(loaded.network);
+}
+
 Network build_network(const Options& o, const std::optional<Resumed>& resumed, const data::Dataset& train_set) {
   const data::SampleShape shape = train_set.shape();
   const Shape input{shape.channels, shape.height, shape.width};
   if (!resumed) {
     const Task task = train_set.task();
     check_task_options(o, task);
+    if (!o.load.empty() && !o.given.count("--model")) return loaded_network(o, train_set);
     Network network = make_network(o.model, input, train_set.num_classes());
     LossOptions loss = library_options(o).loss;
     loss.task = task;
@@ -384,7 +407,9 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
 
   if (!o.load.empty()) check_load_input(o, splits);
   Network network = build_network(o, resumed, *splits.train);
-  std::cout << "model: " << (resumed ? "the network of " + o.resume : o.model) << "\n" << network.summary();
+  const bool from_load = !resumed && !o.load.empty() && !o.given.count("--model");
+  std::cout << "model: " << (resumed ? "the network of " + o.resume : from_load ? "the network of " + o.load : o.model)
+            << "\n" << network.summary();
   ModelDescription model = resumed ? resumed->info.model : describe_model(network);
   if (!resumed) {
     model.class_names = splits.train->class_names();

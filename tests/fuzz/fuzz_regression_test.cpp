@@ -56,3 +56,4 @@ TEST_CASE("fuzz regressions: IDX files", "[data][fuzz]") { replay("idx", cnn::fu
 TEST_CASE("fuzz regressions: images", "[data][fuzz]") { replay("image", cnn::fuzz::run_image); }
 TEST_CASE("fuzz regressions: network text", "[fuzz]") { replay("network_text", cnn::fuzz::run_network_text); }
 TEST_CASE("fuzz regressions: checkpoints", "[fuzz]") { replay("checkpoint", cnn::fuzz::run_checkpoint, true); }
+TEST_CASE("fuzz regressions: ONNX models", "[fuzz][onnx]") { replay("onnx", cnn::fuzz::run_onnx); }

@@ -4,7 +4,7 @@
 # (--load) and exports it again (--export-onnx), and compare_onnx_models.py runs both files with
 # onnxruntime on the same random inputs (outputs within 1e-4 of the logits' scale). The models it
 # must refuse are refused naming the node and its operator, writing nothing; one model goes
-# through a checkpoint (--save) and back. Exits 77 (skipped) when the virtual environment with
+# through a checkpoint (--save) and back, and one is fine-tuned on three classes. Exits 77 (skipped) when the virtual environment with
 # onnx and onnxruntime cannot be made.
 #   onnx_import_check.sh VENV TRAIN_IMAGES WORK_DIR
 set -euo pipefail
@@ -48,6 +48,18 @@ done <"$work/refusals.tsv"
 "$train_images" --load "$work/ours/tiny_resnet.ckpt" --export-onnx "$work/ours/tiny_resnet_from_checkpoint.onnx" >/dev/null
 "$python" "$here/compare_onnx_models.py" --original "$work/tiny_resnet.onnx" \
   --ours "$work/ours/tiny_resnet_from_checkpoint.onnx" || failed=1
+
+# Fine-tuning: with no --model the imported network trains on 3 classes, its head replaced, the
+# layers before it loaded.
+log=$work/ours/fine_tune.log
+"$train_images" --load "$work/tiny_resnet.onnx" --data "$here/../train_images/one_image_per_class" --image-size 16 \
+  --channels 3 --epochs 1 --threads 1 --quiet >"$log" 2>&1 || { echo "FAILED: fine-tuning:"; tail -n 3 "$log"; failed=1; }
+if ! grep -q "new head for 3 classes: dense 10 -> dense 3" "$log" ||
+    ! grep -q "loaded from .*tiny_resnet.onnx (another network): .* initialised: [0-9]* dense 3" "$log"; then
+  echo "FAILED: fine-tuning the imported network did not replace its head and load the rest:"
+  cat "$log"
+  failed=1
+fi
 
 [ "$failed" = 0 ] && echo "all $(wc -l <"$work/models.txt") models imported faithfully"
 exit "$failed"
