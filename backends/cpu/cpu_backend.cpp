@@ -110,14 +110,15 @@ memory::MemoryResource& CpuBackend::staging_memory() { return memory::host_resou
 
 std::size_t CpuBackend::available_memory() const { return cpu::available_host_memory(); }
 
+// No bytes may come with null pointers (an empty vector's data()), which memcpy may not be given.
 void CpuBackend::copy_to_device(const void* host, void* device, std::size_t bytes) {
-  if (host != device) std::memcpy(device, host, bytes);
+  if (bytes && host != device) std::memcpy(device, host, bytes);
 }
 void CpuBackend::copy_to_host(const void* device, void* host, std::size_t bytes) {
-  if (host != device) std::memcpy(host, device, bytes);
+  if (bytes && host != device) std::memcpy(host, device, bytes);
 }
 void CpuBackend::do_copy_on_device(const void* src, void* dst, std::size_t bytes) {
-  if (src != dst) std::memmove(dst, src, bytes);
+  if (bytes && src != dst) std::memmove(dst, src, bytes);
 }
 
 void CpuBackend::do_fill(Tensor t, float value) {
