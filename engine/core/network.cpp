@@ -79,7 +79,7 @@ std::vector<std::vector<int>> Network::value_readers() const {
 
 TrainingBatchNeed Network::training_batch_need() const {
   TrainingBatchNeed most;
-  for (int id = 1; id < size(); ++id) {
+  for (int id = frozen_through_ + 1; id < size(); ++id) {  // frozen layers run as in inference
     const TrainingBatchNeed need = node(id).layer->training_batch_need();
     if (need.samples <= most.samples) continue;
     most.samples = need.samples;
@@ -87,6 +87,19 @@ TrainingBatchNeed Network::training_batch_need() const {
                std::to_string(need.samples) + " samples per training micro-batch: " + need.why;
   }
   return most;
+}
+
+void Network::freeze_through(int through) {
+  if (through < 0 || through >= last())
+    throw ConfigError("freezing through node " + std::to_string(through) + ": the nodes are 1 to " +
+                      std::to_string(last()) + ", and the last one stays trainable");
+  bool trains = false;
+  for (int id = through + 1; id < size() && !trains; ++id)
+    for (const ParamSpec& p : node(id).layer->parameters()) trains = trains || p.trainable;
+  if (!trains)
+    throw ConfigError("freezing through node " + std::to_string(through) + " (" + node(through).name +
+                      ") leaves no parameter to train");
+  frozen_through_ = through;
 }
 
 int Network::commute_relu_and_max_pool() {
@@ -112,17 +125,17 @@ int Network::commute_relu_and_max_pool() {
 
 std::string Network::summary() const {
   std::ostringstream out;
-  std::size_t total = 0;
+  std::size_t total = 0, frozen = 0;
   for (int id = 0; id < size(); ++id) {
     const Node& n = node(id);
     std::size_t params = 0;
     if (n.layer)
       for (const auto& p : n.layer->parameters())
         if (p.trainable) params += p.shape.elements();
-    total += params;
+    (this->frozen(id) ? frozen : total) += params;
     out << "  " << std::left << std::setw(3) << id << std::setw(34)
         << (n.layer ? n.layer->describe() : std::string("input")) << " -> " << std::setw(12) << n.shape.str();
-    if (params) out << "  (" << params << " parameters)";
+    if (params) out << "  (" << params << (this->frozen(id) ? " parameters, frozen)" : " parameters)");
     if (n.inputs.size() > 1 || (id > 0 && n.inputs[0] != id - 1)) {
       out << "  from";
       for (int in : n.inputs) out << " " << in;
@@ -130,6 +143,7 @@ std::string Network::summary() const {
     out << "\n";
   }
   out << "  total trainable parameters: " << total << "\n";
+  if (frozen_through_) out << "  frozen: nodes 1 to " << frozen_through_ << ", " << frozen << " parameters\n";
   return out.str();
 }
 

@@ -68,6 +68,19 @@ class Network {
 
   std::string summary() const;  // one line per layer: shape and parameter count
 
+  // Fine-tuning: nodes 1 to `through` are frozen, as PyTorch's requires_grad=False and eval() on
+  // a backbone. Their parameters are not trained (no gradients, no optimizer state), they run
+  // forward in inference mode (BatchNorm on its running statistics, dropout off), and backward
+  // stops after them: no gradient flows into their outputs, and nothing is kept for their
+  // backward. 0 freezes nothing. A ConfigError where `through` is not a node before the last or
+  // leaves no parameter to train.
+  void freeze_through(int through);
+  int frozen_through() const { return frozen_through_; }
+  bool frozen(int id) const { return id >= 1 && id <= frozen_through_; }
+  // Whether the value node `id`'s output has a gradient in a training step: not the network
+  // input's, nor a frozen node's.
+  bool has_gradient(int id) const { return id > frozen_through_; }
+
   // Rewrites ReLU -> max pooling into max pooling -> ReLU wherever the ReLU's output is read by
   // the pooling alone (any layer that says Layer::commutes_with_max_pooling, before one that says
   // Layer::is_max_pooling). Forward values and gradients are the same (ReLU is monotonic, and a
@@ -78,6 +91,7 @@ class Network {
  private:
   std::vector<Node> nodes_;
   LossOptions loss_;
+  int frozen_through_ = 0;
 };
 
 // The mean loss and accuracy over the samples evaluated; a trainer and a predictor both give it.

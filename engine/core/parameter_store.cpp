@@ -53,14 +53,16 @@ void initialise(const ParamSpec& spec, float* out, std::uint64_t seed, std::size
 }
 
 // Each block is at least one float, so that every allocation is a real one. The parameter block
-// also holds the copies of the non-trainable state (see save_state).
-memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, int slots, int state_copies) {
+// also holds the copies of the non-trainable state (see save_state); gradients and optimizer
+// state are of the trained floats alone (not the frozen ones).
+memory::CategoryBytes block_sizes(std::size_t total, std::size_t trainable, std::size_t trained, int slots,
+                                  int state_copies) {
   memory::CategoryBytes b;
   const std::size_t copies = (total - trainable) * static_cast<std::size_t>(state_copies);
   b[memory::Category::parameters] = std::max<std::size_t>(total + copies, 1) * sizeof(float);
   if (state_copies == 0) return b;  // an inference store: the parameters alone
-  b[memory::Category::parameter_gradients] = std::max<std::size_t>(trainable, 1) * sizeof(float);
-  b[memory::Category::optimizer_state] = std::max<std::size_t>(trainable * static_cast<std::size_t>(slots), 1) * sizeof(float);
+  b[memory::Category::parameter_gradients] = std::max<std::size_t>(trained, 1) * sizeof(float);
+  b[memory::Category::optimizer_state] = std::max<std::size_t>(trained * static_cast<std::size_t>(slots), 1) * sizeof(float);
   return b;
 }
 
@@ -76,7 +78,8 @@ ParameterStore::Layout ParameterStore::layout(const Network& network) {
         if (specs[k].trainable != (pass == 0)) continue;
         l.slots.push_back({id, k, specs[k], l.total_floats});
         l.total_floats += padded(specs[k].shape.elements());
-        if (pass == 0) l.trainable_count += specs[k].shape.elements();
+        if (pass == 0 && network.frozen(id)) l.frozen_floats = l.total_floats;  // node order: a prefix
+        if (pass == 0 && !network.frozen(id)) l.trainable_count += specs[k].shape.elements();
       }
     }
     if (pass == 0) l.trainable_floats = l.total_floats;
@@ -86,12 +89,13 @@ ParameterStore::Layout ParameterStore::layout(const Network& network) {
 
 memory::CategoryBytes ParameterStore::planned_bytes(const Network& network, int optimizer_slots, int state_copies) {
   const Layout l = layout(network);
-  return block_sizes(l.total_floats, l.trainable_floats, optimizer_slots, state_copies);
+  return block_sizes(l.total_floats, l.trainable_floats, l.trainable_floats - l.frozen_floats, optimizer_slots,
+                     state_copies);
 }
 
 memory::CategoryBytes ParameterStore::planned_inference_bytes(const Network& network) {
   const Layout l = layout(network);
-  return block_sizes(l.total_floats, l.trainable_floats, 0, 0);
+  return block_sizes(l.total_floats, l.trainable_floats, 0, 0, 0);
 }
 
 std::size_t ParameterStore::planned_parameter_floats(const Network& network) { return layout(network).total_floats; }
@@ -125,6 +129,7 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   trainable_floats_ = l.trainable_floats;
   total_floats_ = l.total_floats;
   trainable_count_ = l.trainable_count;
+  frozen_floats_ = training ? l.frozen_floats : 0;
 
   using memory::Category;
   blocks_ = std::make_unique<Blocks>();
@@ -149,8 +154,8 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   std::vector<float> chunk(std::min(kCopyChunkFloats, std::max<std::size_t>(total_floats_, 1)));
   for (const Slot& s : l.slots) {
     params_[static_cast<std::size_t>(s.node)][s.index] = Tensor{params_data_ + s.offset, s.spec.shape};
-    if (s.spec.trainable && training_)
-      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_data_ + s.offset, s.spec.shape};
+    if (s.spec.trainable && training_ && !network.frozen(s.node))
+      grads_[static_cast<std::size_t>(s.node)][s.index] = Tensor{grads_data_ + s.offset - frozen_floats_, s.spec.shape};
     const std::uint64_t stream = static_cast<std::uint64_t>(s.node) * 64 + s.index;
     const std::size_t n = s.spec.shape.elements();
     for (std::size_t begin = 0; begin < n; begin += chunk.size()) {
@@ -160,7 +165,7 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
     }
   }
   zero_gradients();
-  if (slots_) backend_.fill(flat(state_data_, trainable_floats_ * static_cast<std::size_t>(slots_)), 0.f);
+  if (slots_) backend_.fill(flat(state_data_, trained_floats() * static_cast<std::size_t>(slots_)), 0.f);
 }
 
 void ParameterStore::zero_gradients() {
@@ -184,7 +189,7 @@ void ParameterStore::restore_state(int copy) {
 }
 
 memory::CategoryBytes ParameterStore::bytes() const {
-  return block_sizes(total_floats_, trainable_floats_, slots_, state_copies_);
+  return block_sizes(total_floats_, trainable_floats_, trained_floats(), slots_, state_copies_);
 }
 
 std::vector<float> ParameterStore::download() const {
@@ -201,7 +206,7 @@ void ParameterStore::upload(const std::vector<float>& values) {
 }
 
 std::size_t ParameterStore::floats(Block block) const {
-  return block == Block::parameters ? total_floats_ : trainable_floats_ * static_cast<std::size_t>(slots_);
+  return block == Block::parameters ? total_floats_ : trained_floats() * static_cast<std::size_t>(slots_);
 }
 
 float* ParameterStore::block_data(Block block, std::size_t first, std::size_t count) const {
@@ -212,11 +217,13 @@ float* ParameterStore::block_data(Block block, std::size_t first, std::size_t co
 }
 
 void ParameterStore::download(Block block, std::size_t first, std::size_t count, float* host) const {
-  backend_.copy_to_host(block_data(block, first, count), host, count * sizeof(float));
+  float* data = block_data(block, first, count);
+  if (count) backend_.copy_to_host(data, host, count * sizeof(float));
 }
 
 void ParameterStore::upload(Block block, std::size_t first, std::size_t count, const float* host) {
-  backend_.copy_to_device(host, block_data(block, first, count), count * sizeof(float));
+  float* data = block_data(block, first, count);
+  if (count) backend_.copy_to_device(host, data, count * sizeof(float));
 }
 
 }  // namespace cnn

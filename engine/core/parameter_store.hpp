@@ -32,13 +32,16 @@ class ParameterStore {
   std::span<const Tensor> params(int node) const { return params_[static_cast<std::size_t>(node)]; }
   std::span<const Tensor> grads(int node) const { return grads_[static_cast<std::size_t>(node)]; }
 
-  // Flat views over every trainable parameter (with alignment padding, which stays zero).
+  // Flat views over every trainable parameter (with alignment padding, which stays zero), and
+  // over those the optimizer trains: all but a frozen network's first nodes' (Network::
+  // freeze_through), which lie first. Gradients and optimizer state exist for those alone.
   Tensor trainable() const { return flat(params_data_, trainable_floats_); }
-  Tensor gradients() const { return training_ ? flat(grads_data_, trainable_floats_) : Tensor{}; }
+  Tensor trained() const { return flat(params_data_ + frozen_floats_, trained_floats()); }
+  Tensor gradients() const { return training_ ? flat(grads_data_, trained_floats()) : Tensor{}; }
   Tensor optimizer_slot(int slot) const {
-    return flat(state_data_ + static_cast<std::size_t>(slot) * trainable_floats_, trainable_floats_);
+    return flat(state_data_ + static_cast<std::size_t>(slot) * trained_floats(), trained_floats());
   }
-  std::size_t trainable_count() const { return trainable_count_; }  // without padding
+  std::size_t trainable_count() const { return trainable_count_; }  // trained, without padding
   // The non-trainable state (BatchNorm running statistics) as one flat view; empty without any.
   Tensor running_state() const {
     return state_floats() ? flat(params_data_ + trainable_floats_, state_floats()) : Tensor{};
@@ -108,10 +111,12 @@ class ParameterStore {
   struct Layout {
     std::vector<Slot> slots;
     std::size_t trainable_floats = 0, total_floats = 0, trainable_count = 0;
+    std::size_t frozen_floats = 0;  // the frozen nodes' trainable tensors, first among them
   };
   static Layout layout(const Network& network);
   std::size_t block_bytes(memory::Category category) const;
   std::size_t state_floats() const { return total_floats_ - trainable_floats_; }
+  std::size_t trained_floats() const { return trainable_floats_ - frozen_floats_; }
   float* block_data(Block block, std::size_t first, std::size_t count) const;
   Tensor state_copy(int copy) const;
 
@@ -119,7 +124,7 @@ class ParameterStore {
   bool training_;
   int slots_;
   int state_copies_;  // 0 in an inference store
-  std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0;
+  std::size_t trainable_floats_ = 0, total_floats_ = 0, trainable_count_ = 0, frozen_floats_ = 0;
   struct Blocks;  // the three blocks, each a memory::Buffer (parameter_store.cpp)
   std::unique_ptr<Blocks> blocks_;
   float* params_data_ = nullptr;  // the blocks' floats, for the flat views

@@ -20,7 +20,7 @@ class Sgd final : public Optimizer {
   }
   int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
   void step(Backend& backend, ParameterStore& params, float lr, long /*step*/, const float* guard) override {
-    backend.sgd_update(params.trainable(), params.gradients(),
+    backend.sgd_update(params.trained(), params.gradients(),
                        state_slots() ? params.optimizer_slot(0) : Tensor{}, config_, lr, guard);
   }
   std::string describe() const override {
@@ -42,7 +42,7 @@ class AdamW final : public Optimizer {
   }
   int state_slots() const override { return 2; }
   void step(Backend& backend, ParameterStore& params, float lr, long step, const float* guard) override {
-    backend.adamw_update(params.trainable(), params.gradients(), params.optimizer_slot(0), params.optimizer_slot(1),
+    backend.adamw_update(params.trained(), params.gradients(), params.optimizer_slot(0), params.optimizer_slot(1),
                          config_, lr, step, guard);
   }
   std::string describe() const override {

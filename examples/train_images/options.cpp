@@ -44,6 +44,9 @@ std::vector<OptionRow> make_option_table() {
       {"--data", &Options::data, "IDX folder (Fashion-MNIST layout), CIFAR-10/100 binary folder or image folder (one "
        "sub-folder per class)", may_change},
       {"--model", &Options::model, "a preset (below) or a network text file (its words: below)", kept},
+      {"--freeze", &Options::freeze, "fine-tuning: freeze the layers up to this node (its number in the model's "
+       "summary), or 'backbone': all but the last layer with parameters; their parameters are not trained, they "
+       "run as in inference (BatchNorm on its running statistics), and nothing is kept for their backward", kept},
       {"--task", &Options::task, "classify, segment, multilabel or regress (default: what the data's layout holds: "
        "class folders or IDX/CIFAR files classify; images/ with masks/ segment; images/ with labels.csv: multilabel "
        "where every value is 0 or 1, else regress)", kept,

@@ -20,6 +20,7 @@ struct Options {
   std::string data = std::string(data::kFashionMnistFolder);
   std::string class_names;
   std::string model = "small";
+  std::string freeze;  // a node number, or "backbone"; empty: nothing frozen
   std::string task;  // empty: what the data's layout holds
   float label_smoothing = 0;
   std::vector<float> class_weights, positive_weights;

@@ -1,5 +1,6 @@
 #include "train_command.hpp"
 
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -259,6 +260,26 @@ Network loaded_network(const Options& o, const data::Dataset& train_set) {
   return std::move(loaded.network);
 }
 
+// --freeze: a node number, or "backbone" (all before the last layer with parameters, the head).
+void freeze(const Options& o, Network& network) {
+  if (o.freeze.empty()) return;
+  int through = -1;
+  if (o.freeze == "backbone") {
+    for (int id = network.last(); id >= 1 && through < 0; --id)
+      if (!network.node(id).layer->parameters().empty()) through = id - 1;
+    if (through < 1) throw UsageError("--freeze backbone: the network has no layers before its head to freeze");
+  } else {
+    const auto [end, error] = std::from_chars(o.freeze.data(), o.freeze.data() + o.freeze.size(), through);
+    if (error != std::errc() || end != o.freeze.data() + o.freeze.size())
+      throw UsageError("--freeze " + o.freeze + ": give a node number of the model's summary, or 'backbone'");
+  }
+  try {
+    network.freeze_through(through);
+  } catch (const ConfigError& e) {
+    throw UsageError("--freeze " + o.freeze + ": " + e.what());
+  }
+}
+
 Network build_network(const Options& o, const std::optional<Resumed>& resumed, const data::Dataset& train_set) {
   const data::SampleShape shape = train_set.shape();
   const Shape input{shape.channels, shape.height, shape.width};
@@ -407,6 +428,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
 
   if (!o.load.empty()) check_load_input(o, splits);
   Network network = build_network(o, resumed, *splits.train);
+  freeze(o, network);
   const bool from_load = !resumed && !o.load.empty() && !o.given.count("--model");
   std::cout << "model: " << (resumed ? "the network of " + o.resume : from_load ? "the network of " + o.load : o.model)
             << "\n" << network.summary();

@@ -50,11 +50,12 @@ done <"$work/refusals.tsv"
   --ours "$work/ours/tiny_resnet_from_checkpoint.onnx" || failed=1
 
 # Fine-tuning: with no --model the imported network trains on 3 classes, its head replaced, the
-# layers before it loaded.
+# layers before it loaded and frozen.
 log=$work/ours/fine_tune.log
 "$train_images" --load "$work/tiny_resnet.onnx" --data "$here/../train_images/one_image_per_class" --image-size 16 \
-  --channels 3 --epochs 1 --threads 1 --quiet >"$log" 2>&1 || { echo "FAILED: fine-tuning:"; tail -n 3 "$log"; failed=1; }
-if ! grep -q "new head for 3 classes: dense 10 -> dense 3" "$log" ||
+  --channels 3 --epochs 1 --threads 1 --quiet --freeze backbone >"$log" 2>&1 ||
+  { echo "FAILED: fine-tuning:"; tail -n 3 "$log"; failed=1; }
+if ! grep -q "new head for 3 classes: dense 10 -> dense 3" "$log" || ! grep -q "frozen: nodes 1 to 22" "$log" ||
     ! grep -q "loaded from .*tiny_resnet.onnx (another network): .* initialised: [0-9]* dense 3" "$log"; then
   echo "FAILED: fine-tuning the imported network did not replace its head and load the rest:"
   cat "$log"

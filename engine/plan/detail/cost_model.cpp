@@ -8,12 +8,16 @@
 namespace cnn {
 
 CostModel::CostModel(const Network& net, ComputeRates rates)
-    : costs_(static_cast<std::size_t>(net.size())), runs_(static_cast<std::size_t>(net.size()), false), rates_(rates) {
+    : costs_(static_cast<std::size_t>(net.size())),
+      runs_(static_cast<std::size_t>(net.size()), false),
+      backward_(static_cast<std::size_t>(net.size()), false),
+      rates_(rates) {
   for (int id = 1; id < net.size(); ++id) {
     const Layer& layer = *net.node(id).layer;
     if (layer.is_view()) continue;
     costs_[static_cast<std::size_t>(id)] = layer.forward_cost();
     runs_[static_cast<std::size_t>(id)] = true;
+    backward_[static_cast<std::size_t>(id)] = !net.frozen(id);
   }
 }
 
@@ -31,7 +35,7 @@ double CostModel::forward_seconds(int id, int samples) const {
 double CostModel::step_seconds(int samples) const {
   double seconds = call_seconds(LayerCost{}, samples);  // the loss
   for (std::size_t i = 0; i < costs_.size(); ++i)
-    if (runs_[i]) seconds += 3 * call_seconds(costs_[i], samples);  // forward, and backward's two calls
+    if (runs_[i]) seconds += (backward_[i] ? 3 : 1) * call_seconds(costs_[i], samples);  // forward, backward's two calls
   return seconds;
 }
 

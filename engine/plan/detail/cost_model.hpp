@@ -35,6 +35,7 @@ class CostModel {
   double call_seconds(const LayerCost& cost, int samples) const;
   std::vector<LayerCost> costs_;  // by node; empty for the input and views
   std::vector<bool> runs_;        // by node: a layer that runs (not the input, not a view)
+  std::vector<bool> backward_;    // by node: a layer that runs backward too (not frozen)
   ComputeRates rates_;
 };
 

@@ -111,7 +111,7 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
     if (!relu.layer->is_relu() || relu.inputs.size() != 1) continue;
     const int b = relu.inputs[0];
     const auto i = static_cast<std::size_t>(b);
-    if (b == 0) continue;  // the network's input: no layer made it
+    if (!net.has_gradient(b)) continue;  // the network's input, or a frozen layer's: no backward
     if (net.node(b).value != b || !net.node(b).layer->runs_relu_after() || readers[i].size() != 1) continue;
     if (s.recomputes(b) || s.recomputes(r)) continue;
     if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i] ||
@@ -135,7 +135,8 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   p.fused_relu.assign(nodes, 0);
   for (int id = 0; id < net.size(); ++id) {
     p.value_root[static_cast<std::size_t>(id)] = p.grad_root[static_cast<std::size_t>(id)] = id;
-    if (training && id > 0) p.grad_last[static_cast<std::size_t>(id)] = s.backward_time[static_cast<std::size_t>(id)];
+    if (training && net.has_gradient(id))
+      p.grad_last[static_cast<std::size_t>(id)] = s.backward_time[static_cast<std::size_t>(id)];
   }
   auto in_place_input = [&](int id) {
     const Node& n = net.node(id);
@@ -154,7 +155,7 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   if (!training) return p;
   for (int id = net.size() - 1; id >= 1; --id) {
     const int v = in_place_input(id);
-    if (v == 0 || readers[static_cast<std::size_t>(v)].size() != 1) continue;
+    if (!net.has_gradient(v) || readers[static_cast<std::size_t>(v)].size() != 1) continue;
     const int root = p.grad_root[static_cast<std::size_t>(id)];
     p.grad_root[static_cast<std::size_t>(v)] = root;
     int& last = p.grad_last[static_cast<std::size_t>(root)];
@@ -200,7 +201,7 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
     if (!shared.shares_value(id))
       sink(Role::value, id, 0, stored_bytes(id), id, shared.value_last[static_cast<std::size_t>(id)],
            id == 0 ? Category::data_staging : Category::activations);
-    if (training && id != 0) {
+    if (training && net.has_gradient(id)) {
       int first = id == logits ? s.loss_time : s.time_steps();
       for (int r : read_by) first = std::min(first, backward_time(r));
       if (!shared.shares_grad(id))
@@ -214,7 +215,8 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
     const Node& n = net.node(id);
     if (n.layer->is_view()) continue;
     const auto i = static_cast<std::size_t>(id);
-    if (training) {
+    const bool backward = training && !net.frozen(id);  // a frozen layer runs forward as in inference
+    if (backward) {
       // Saved buffers the recomputation writes again are forward's scratch only.
       const bool rewritten = s.recomputes(id) && n.layer->recompute_rewrites_saved();
       for (std::size_t k = 0; k < needs.saved_bytes[i].size(); ++k)
@@ -222,18 +224,19 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
              Category::activations);
     }
     fp32_copies(Role::forward_input_fp32, Role::forward_output_fp32, id, id, id, true, true);
-    if (training)
+    if (backward)
       fp32_copies(Role::backward_input_fp32, Role::backward_output_fp32, id, id, backward_time(id),
                   n.layer->backward_needs_input(), n.layer->backward_needs_output());
     if (needs.forward_workspace[i]) sink(Role::forward_workspace, id, 0, needs.forward_workspace[i], id, id, Category::workspace);
-    if (training && needs.backward_workspace[i])
+    if (backward && needs.backward_workspace[i])
       sink(Role::backward_workspace, id, 0, needs.backward_workspace[i], backward_time(id), backward_time(id),
            Category::workspace);
-    if (training && n.layer->backward_writes_input_gradient()) {
-      // The network input has no gradient buffer: its reader writes into one to discard.
+    if (backward && n.layer->backward_writes_input_gradient()) {
+      // The network input and the frozen layers' outputs have no gradient buffer: their reader
+      // writes into one to discard.
       std::size_t largest = 0;
       for (int in : n.inputs)
-        if (net.node(in).value == 0) largest = std::max(largest, output_bytes(in));
+        if (!net.has_gradient(net.node(in).value)) largest = std::max(largest, output_bytes(in));
       if (largest)
         sink(Role::discarded_input_grad, id, 0, largest, backward_time(id), backward_time(id), Category::activations);
     }
@@ -329,7 +332,7 @@ std::vector<bool> accumulate_flags(const Network& net, const std::vector<std::ve
     const int v = net.node(n.inputs[k]).value;
     acc[k] = readers[static_cast<std::size_t>(v)].back() > id;
     for (std::size_t j = 0; j < k && !acc[k]; ++j) acc[k] = net.node(n.inputs[j]).value == v;
-    if (training && n.layer->backward_writes_input_gradient() && v == 0) acc[k] = false;
+    if (training && n.layer->backward_writes_input_gradient() && !net.has_gradient(v)) acc[k] = false;
   }
   return acc;
 }
@@ -349,10 +352,11 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
     Layer& layer = *net.node(id).layer;
     if (layer.is_view()) continue;
     const auto i = static_cast<std::size_t>(id);
-    if (training)
+    const bool backward = training && !net.frozen(id);  // a frozen layer runs forward as in inference
+    if (backward)
       for (std::size_t floats : layer.saved_floats(micro_batch)) needs.saved_bytes[i].push_back(floats * sizeof(float));
     needs.forward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::forward, workspace_limit);
-    if (training) needs.backward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::backward, workspace_limit);
+    if (backward) needs.backward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::backward, workspace_limit);
   }
   needs.loss_workspace = backend.loss_workspace_bytes(net.task(), net.output_shape().batched(micro_batch));
   needs.packed = backend.takes_packed_values() ? value_format(backend.precision()) : ValueFormat::fp32;

@@ -97,7 +97,7 @@ void find_last_reads(const Network& net, const std::vector<std::vector<int>>& re
 bool can_recompute(const Network& net, int node) {
   if (node <= 0 || node >= net.size()) return false;
   const Node& n = net.node(node);
-  return !n.layer->is_view() && n.layer->recomputable() && node != net.node(net.last()).value;
+  return !n.layer->is_view() && n.layer->recomputable() && node != net.node(net.last()).value && !net.frozen(node);
 }
 
 StepSchedule schedule_step(const Network& net, const std::vector<std::vector<int>>& readers, bool training,
@@ -119,8 +119,8 @@ StepSchedule schedule_step(const Network& net, const std::vector<std::vector<int
   for (int id = 1; id < net.size(); ++id) builder.push(StepOpKind::forward, id);
   s.loss_time = s.time_steps();
   builder.push(StepOpKind::loss, net.last());
-  if (training)
-    for (int id = net.last(); id >= 1; --id) builder.backward(id);
+  if (training)  // backward stops after the frozen nodes (Network::freeze_through)
+    for (int id = net.last(); id > net.frozen_through(); --id) builder.backward(id);
   s.output_until.assign(s.ops.size(), -1);
   s.saved_until.assign(s.ops.size(), -1);
   find_last_reads(net, readers, s);

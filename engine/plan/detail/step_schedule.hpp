@@ -38,7 +38,7 @@ struct StepSchedule {
 };
 
 // Whether a node's output may be recomputed: a layer that can run forward again (not a view),
-// and not the logits the loss reads.
+// not the logits the loss reads, not a frozen layer (which runs forward in inference mode).
 bool can_recompute(const Network& network, int node);
 
 // `readers` is network.value_readers(). Throws std::logic_error where `recompute` names a node

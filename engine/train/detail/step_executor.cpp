@@ -185,7 +185,8 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       const NodeBuffers& b = plan_.node(id);
       gather(nd, id, false, -1, b.forward_inputs_fp32, true);
       const Tensor output = writable(nd, b.value, b.forward_output_fp32);
-      const LayerContext c = context(id, b.forward_workspace, output);
+      LayerContext c = context(id, b.forward_workspace, output);
+      c.training = training && !net_.frozen(id);  // a frozen layer runs as in inference (Network::freeze_through)
       if (relu_run_by(id)) nd.layer->forward_then_relu(c);
       else nd.layer->forward(c);
       store(nd, b.value, output);
