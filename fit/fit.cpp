@@ -62,6 +62,9 @@ void check_options(const FitOptions& o, const FitData& data) {
                                                " epochs must be a finite number of 0 (the schedule's own) or more");
   if (o.keep_best && o.save.empty())
     throw OptionError("keep_best", "keeping the best checkpoint needs a checkpoint path to keep it beside (save)");
+  if (o.unfreeze_at < 0 || o.unfreeze_at > o.epochs)
+    throw OptionError("unfreeze_at", "fit: the epoch to unfreeze at, " + std::to_string(o.unfreeze_at) +
+                                         ", must be from 1 to the run's " + std::to_string(o.epochs) + " (0: never)");
   if (o.restore_best && !o.keep_best)
     throw OptionError("restore_best", "restoring the best epoch's weights needs them kept (keep_best)");
   if (!o.resume.empty() && !o.load.empty())
@@ -322,7 +325,16 @@ void Fit::State::plan() {
   train_options.normalization = model.preprocessing.normalization;
   eval_options = evaluation_loader_options(train_options);
   const std::size_t samples = train->size(), rest = samples % static_cast<std::size_t>(std::max(1, o.batch));
-  if (const std::string why = last_batch_left_out(o, network.training_batch_need(), samples, ranks);
+  // A run resumed where it had unfrozen trains every layer from the start; one that will unfreeze
+  // draws batches that suit every layer (BatchNorm's two samples) from the start.
+  if (o.unfreeze_at > 0 && resumed && resumed->training->progress.epoch >= o.unfreeze_at) network.freeze_through(0);
+  TrainingBatchNeed need = network.training_batch_need();
+  if (const int frozen = network.frozen_through(); frozen > 0 && o.unfreeze_at > 0) {
+    network.freeze_through(0);
+    need = network.training_batch_need();
+    network.freeze_through(frozen);
+  }
+  if (const std::string why = last_batch_left_out(o, need, samples, ranks);
       !why.empty()) {
     train_options.drop_last = true;
     if (o.progress && writes)
@@ -341,10 +353,65 @@ void Fit::State::plan() {
   // staging. The loaders are booked first, so the plan leaves them their room.
   stack = std::make_unique<memory::MemoryStack>(backend.device_memory(), backend.staging_memory(), memory_options(o));
   book_fit_loaders(*stack, FitData(*train, validation, test), o);
+  if (o.unfreeze_at > 0 && network.frozen_through() > 0) check_unfrozen_fits();
   trainer_ = std::make_unique<Trainer>(network, backend, *stack, o);
   train_loader = std::make_unique<data::Loader>(*train, train_options, *stack);
   if (validation) validation_loader = std::make_unique<data::Loader>(*validation, eval_options, *stack);
   if (test) test_loader = std::make_unique<data::Loader>(*test, eval_options, *stack);
+}
+
+// Note [Unfreezing]: the trainer is made again on the whole network, under the same memory stack
+// (the old one's reservations given back first, the loaders' kept). The parameter block is laid out
+// alike frozen or not; the optimizer's slots cover the trained floats, which are the last ones of
+// the trainable floats, so each slot's old values go to its end, after the newly trained floats'
+// zeros. The trainer's state (its steps, the schedule's position, the loss scale) carries over;
+// its micro-batch is the new plan's. An epoch's steps have all been drained when the next begins.
+// A run that will unfreeze must fit the whole network's training too: refused before step 1, not
+// at that epoch. The whole network's trainer is made once (its plan and reservations) and given
+// back.
+void Fit::State::check_unfrozen_fits() {
+  const int frozen = network.frozen_through();
+  network.freeze_through(0);
+  try {
+    Trainer whole(network, backend, *stack, o);
+  } catch (const BudgetTooSmall& e) {
+    network.freeze_through(frozen);
+    throw BudgetTooSmall("unfreezing at epoch " + std::to_string(o.unfreeze_at) + ": " + e.what(), e.details());
+  } catch (...) {
+    network.freeze_through(frozen);
+    throw;
+  }
+  network.freeze_through(frozen);
+  stack->release_step_buffers();
+}
+
+void Fit::State::unfreeze() {
+  if (o.unfreeze_at <= 0 || progress_.epoch < o.unfreeze_at || network.frozen_through() == 0) return;
+  using Block = ParameterStore::Block;
+  const int frozen = network.frozen_through();
+  const ParameterStore& before = trainer_->parameters();
+  const std::vector<float> parameters = before.download();
+  const std::size_t trained_before = before.trained().elements();
+  std::vector<float> slots(before.floats(Block::optimizer_state));
+  before.download(Block::optimizer_state, 0, slots.size(), slots.data());
+  const TrainerState state = trainer_->state();
+  trainer_.reset();
+  stack->release_step_buffers();  // an arena strategy's, sized for the frozen plan
+  network.freeze_through(0);
+  trainer_ = std::make_unique<Trainer>(network, backend, *stack, o);
+  ParameterStore& after = trainer_->parameters();
+  after.upload(parameters);
+  const std::size_t trained = after.trained().elements(), newly = trained - trained_before;
+  for (std::size_t k = 0; trained_before > 0 && k < slots.size() / trained_before; ++k)
+    after.upload(Block::optimizer_state, k * trained + newly, trained_before, slots.data() + k * trained_before);
+  TrainerState carried = state;  // the micro-batch is the new plan's
+  carried.micro_batch = trainer_->micro_batch();
+  carried.good_steps = 0;
+  trainer_->restore(carried);
+  trainer_->synchronize_replicas();
+  if (o.progress && writes)
+    std::cout << "epoch " << progress_.epoch << ": nodes 1 to " << frozen << " unfrozen; every layer trains, micro-batch "
+              << trainer_->micro_batch() << " (planned again)\n";
 }
 
 void Fit::State::load_state() {
@@ -448,6 +515,9 @@ Fit::Fit(Network& network, Backend& backend, const FitData& data, FitOptions opt
     throw OptionError("settings", std::string("fit: the application's settings are not JSON: ") + e.what());
   }
   if (!s.settings.is_object()) throw OptionError("settings", "fit: the application's settings must be a JSON object");
+  if (s.o.unfreeze_at > 0 && network.frozen_through() == 0)
+    throw OptionError("unfreeze_at", "fit: unfreezing at epoch " + std::to_string(s.o.unfreeze_at) +
+                                         " needs frozen layers (Network::freeze_through)");
   s.writes = !s.o.communicator || s.o.communicator->rank() == 0;
   if (s.writes) check_outputs(s.o, data);
   if (!s.o.resume.empty()) {

@@ -120,6 +120,12 @@ struct FitOptions : TrainerOptions {
   // Held out of the training data for validation (above 0, below 1; 0: none): stratified, chosen by
   // the seed, recorded in the checkpoint, so that a resumed run holds out the same samples.
   double validation_split = 0;
+  // Fine-tuning: from this epoch on (its start), the network's frozen layers (Network::
+  // freeze_through) train too: the trainer is made again on the whole network, its plan anew, the
+  // parameters and the trained layers' optimizer state carried over (the others' starts at zero,
+  // as PyTorch's for a parameter's first gradient). A run resumed at or after it starts unfrozen.
+  // 0: never. Needs frozen layers.
+  int unfreeze_at = 0;
   std::size_t limit = 0;       // > 0: the training data's first this many samples (before the split)
   std::size_t limit_eval = 0;  // > 0: evaluate on the first this many of the validation and test sets
 

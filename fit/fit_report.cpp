@@ -9,6 +9,7 @@
 namespace cnn {
 
 using detail::decimal;
+using detail::number;
 using detail::lower_is_better;
 using detail::plural;
 
@@ -35,7 +36,12 @@ void Fit::State::print_start() const {
   const int ranks = communicator ? communicator->ranks() : 1;
   const int share = share_of_batch(o.batch, 0, ranks).size;  // rank 0's, the largest
   const int micro = trainer_->micro_batch(), count = (share + micro - 1) / micro, last = share - (count - 1) * micro;
-  std::cout << "optimizer: " << trainer_->optimizer().describe() << ", lr " << decimal(o.optimizer.learning_rate)
+  const OptimizerConfig& opt = o.optimizer;
+  const std::string backbone = opt.backbone_through > 0 && opt.backbone_rate_scale != 1
+                                   ? " (nodes 1 to " + std::to_string(opt.backbone_through) + ": " +
+                                         number(decimal(opt.backbone_rate_scale)) + " x it)"
+                                   : std::string();
+  std::cout << "optimizer: " << trainer_->optimizer().describe() << ", lr " << decimal(opt.learning_rate) << backbone
             << ", " << to_string(o.schedule.kind) << " schedule; batch " << o.batch << " = "
             << (ranks > 1 ? std::to_string(ranks) + " ranks x " : std::string()) << count << " micro-batch"
             << (count > 1 ? "es" : "") << " of " << micro

@@ -52,6 +52,7 @@ FitResult Fit::State::run() {
   FitResult result;
   const int first_epoch = progress_.epoch;
   while (progress_.epoch <= o.epochs && stop_reason.empty()) {
+    unfreeze();
     int signal = train_epoch();
     if (!signal && stop_reason.empty()) signal = finish_epoch();
     if (signal) {

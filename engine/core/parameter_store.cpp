@@ -168,6 +168,14 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   if (slots_) backend_.fill(flat(state_data_, trained_floats() * static_cast<std::size_t>(slots_)), 0.f);
 }
 
+std::size_t ParameterStore::trained_floats_before(int node) const {
+  std::size_t first = trained_floats();
+  for (std::size_t id = static_cast<std::size_t>(std::max(node, 1)); id < grads_.size(); ++id)
+    for (const Tensor& g : grads_[id])
+      if (!g.empty()) first = std::min(first, static_cast<std::size_t>(g.data - grads_data_));
+  return first;
+}
+
 void ParameterStore::zero_gradients() {
   if (training_) backend_.fill(gradients(), 0.f);
 }

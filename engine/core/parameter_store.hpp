@@ -42,6 +42,9 @@ class ParameterStore {
     return flat(state_data_ + static_cast<std::size_t>(slot) * trained_floats(), trained_floats());
   }
   std::size_t trainable_count() const { return trainable_count_; }  // trained, without padding
+  // The trained floats of the nodes before `node` (padding included): where its own begin in
+  // trained() (node order), or all of them.
+  std::size_t trained_floats_before(int node) const;
   // The non-trainable state (BatchNorm running statistics) as one flat view; empty without any.
   Tensor running_state() const {
     return state_floats() ? flat(params_data_ + trainable_floats_, state_floats()) : Tensor{};

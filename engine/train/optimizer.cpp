@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <stdexcept>
 
 #include <cnnengine/base/error.hpp>
@@ -10,9 +11,39 @@
 namespace cnn {
 namespace {
 
+// The parameter groups: the backbone's floats (nodes 1 to backbone_through), first in the trained
+// block, at its scaled rate, and the rest at the rate; one group where nothing is scaled.
+struct GroupRates {
+  explicit GroupRates(const OptimizerConfig& c) : through(c.backbone_through), scale(c.backbone_rate_scale) {}
+  int through;
+  float scale;
+};
+struct Group {
+  std::size_t first = 0, count = 0;
+  float rate = 0;
+};
+// At most two, on the stack: a step allocates nothing.
+struct Groups {
+  std::array<Group, 2> group;
+  std::size_t count = 0;
+  const Group* begin() const { return group.data(); }
+  const Group* end() const { return group.data() + count; }
+};
+Groups groups(const ParameterStore& params, const GroupRates& r, float lr) {
+  const std::size_t all = params.trained().elements();
+  const std::size_t split = r.through > 0 && r.scale != 1 ? params.trained_floats_before(r.through + 1) : 0;
+  Groups g;
+  if (split > 0) g.group[g.count++] = {0, split, lr * r.scale};
+  if (split < all) g.group[g.count++] = {split, all - split, lr};
+  return g;
+}
+Tensor part(const Tensor& block, const Group& g) {
+  return Tensor{block.data + g.first, Shape{static_cast<int>(g.count)}};
+}
+
 class Sgd final : public Optimizer {
  public:
-  explicit Sgd(const OptimizerConfig& c) {
+  explicit Sgd(const OptimizerConfig& c) : groups_(c) {
     config_.momentum = c.momentum;
     config_.nesterov = c.nesterov;
     config_.weight_decay = c.weight_decay.value_or(0.f);
@@ -20,8 +51,9 @@ class Sgd final : public Optimizer {
   }
   int state_slots() const override { return config_.momentum != 0.f ? 1 : 0; }
   void step(Backend& backend, ParameterStore& params, float lr, long /*step*/, const float* guard) override {
-    backend.sgd_update(params.trained(), params.gradients(),
-                       state_slots() ? params.optimizer_slot(0) : Tensor{}, config_, lr, guard);
+    for (const Group& g : groups(params, groups_, lr))
+      backend.sgd_update(part(params.trained(), g), part(params.gradients(), g),
+                         state_slots() ? part(params.optimizer_slot(0), g) : Tensor{}, config_, g.rate, guard);
   }
   std::string describe() const override {
     return std::string("sgd (momentum ") + std::to_string(config_.momentum).substr(0, 4) +
@@ -30,11 +62,12 @@ class Sgd final : public Optimizer {
 
  private:
   SgdConfig config_;
+  GroupRates groups_;
 };
 
 class AdamW final : public Optimizer {
  public:
-  explicit AdamW(const OptimizerConfig& c) {
+  explicit AdamW(const OptimizerConfig& c) : groups_(c) {
     config_.beta1 = c.beta1;
     config_.beta2 = c.beta2;
     config_.epsilon = c.epsilon;
@@ -42,8 +75,9 @@ class AdamW final : public Optimizer {
   }
   int state_slots() const override { return 2; }
   void step(Backend& backend, ParameterStore& params, float lr, long step, const float* guard) override {
-    backend.adamw_update(params.trained(), params.gradients(), params.optimizer_slot(0), params.optimizer_slot(1),
-                         config_, lr, step, guard);
+    for (const Group& g : groups(params, groups_, lr))
+      backend.adamw_update(part(params.trained(), g), part(params.gradients(), g), part(params.optimizer_slot(0), g),
+                           part(params.optimizer_slot(1), g), config_, g.rate, step, guard);
   }
   std::string describe() const override {
     return "adamw (betas " + std::to_string(config_.beta1).substr(0, 5) + ", " + std::to_string(config_.beta2).substr(0, 5) +
@@ -52,6 +86,7 @@ class AdamW final : public Optimizer {
 
  private:
   AdamWConfig config_;
+  GroupRates groups_;
 };
 
 void check_range(const char* name, float value, bool positive, bool below_one = false) {
@@ -63,6 +98,8 @@ void check_range(const char* name, float value, bool positive, bool below_one = 
 
 void validate(const OptimizerConfig& c) {
   check_range("learning rate", c.learning_rate, true);
+  check_range("backbone rate scale", c.backbone_rate_scale, true);
+  if (c.backbone_through < 0) throw ConfigError("the backbone's last node must be 0 (none) or more");
   if (c.weight_decay) check_range("weight decay", *c.weight_decay, false);
   check_range("momentum", c.momentum, false, true);
   check_range("beta1", c.beta1, false, true);

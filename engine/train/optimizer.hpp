@@ -22,6 +22,11 @@ struct OptimizerConfig {
   float momentum = 0.9f;       // SGD
   bool nesterov = false;       // SGD
   float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f;  // AdamW
+  // Fine-tuning, as PyTorch's parameter groups: the parameters of nodes 1 to `backbone_through`
+  // step at the learning rate times `backbone_rate_scale` (weight decay too, as AdamW's decoupled
+  // decay is times the rate), the others at the rate. 0: every parameter at the rate.
+  int backbone_through = 0;
+  float backbone_rate_scale = 1;
 };
 
 class Optimizer {

@@ -47,6 +47,12 @@ std::vector<OptionRow> make_option_table() {
       {"--freeze", &Options::freeze, "fine-tuning: freeze the layers up to this node (its number in the model's "
        "summary), or 'backbone': all but the last layer with parameters; their parameters are not trained, they "
        "run as in inference (BatchNorm on its running statistics), and nothing is kept for their backward", kept},
+      {"--unfreeze-at", &Options::unfreeze_at, "with --freeze: from this epoch on every layer trains (the plan is "
+       "made again; the optimizer state of the layers that trained is kept)", kept, integer_between(1, 1000000, ""),
+       TO_FIT(unfreeze_at, o.unfreeze_at)},
+      {"--backbone-lr-scale", &Options::backbone_lr_scale, "fine-tuning: the backbone (--freeze's layers, else all "
+       "but the head) trains at the rate times this (PyTorch's parameter groups)", kept,
+       CLI::PositiveNumber, TO_FIT(optimizer.backbone_rate_scale, o.backbone_lr_scale)},
       {"--task", &Options::task, "classify, segment, multilabel or regress (default: what the data's layout holds: "
        "class folders or IDX/CIFAR files classify; images/ with masks/ segment; images/ with labels.csv: multilabel "
        "where every value is 0 or 1, else regress)", kept,

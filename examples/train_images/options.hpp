@@ -21,6 +21,8 @@ struct Options {
   std::string class_names;
   std::string model = "small";
   std::string freeze;  // a node number, or "backbone"; empty: nothing frozen
+  int unfreeze_at = 0;
+  float backbone_lr_scale = 1;
   std::string task;  // empty: what the data's layout holds
   float label_smoothing = 0;
   std::vector<float> class_weights, positive_weights;

@@ -260,19 +260,28 @@ Network loaded_network(const Options& o, const data::Dataset& train_set) {
   return std::move(loaded.network);
 }
 
-// --freeze: a node number, or "backbone" (all before the last layer with parameters, the head).
-void freeze(const Options& o, Network& network) {
-  if (o.freeze.empty()) return;
+// The backbone's last node: --freeze's (a node number, or "backbone": all before the last layer
+// with parameters, the head), or without it the head's predecessor.
+int backbone_through(const Options& o, const Network& network) {
+  const std::string word = o.freeze.empty() ? "backbone" : o.freeze;
+  const std::string option = o.freeze.empty() ? "--backbone-lr-scale" : "--freeze " + o.freeze;
   int through = -1;
-  if (o.freeze == "backbone") {
+  if (word == "backbone") {
     for (int id = network.last(); id >= 1 && through < 0; --id)
       if (!network.node(id).layer->parameters().empty()) through = id - 1;
-    if (through < 1) throw UsageError("--freeze backbone: the network has no layers before its head to freeze");
-  } else {
-    const auto [end, error] = std::from_chars(o.freeze.data(), o.freeze.data() + o.freeze.size(), through);
-    if (error != std::errc() || end != o.freeze.data() + o.freeze.size())
-      throw UsageError("--freeze " + o.freeze + ": give a node number of the model's summary, or 'backbone'");
+    if (through < 1) throw UsageError(option + ": the network has no layers before its head");
+    return through;
   }
+  const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), through);
+  if (error != std::errc() || end != word.data() + word.size())
+    throw UsageError(option + ": give a node number of the model's summary, or 'backbone'");
+  return through;
+}
+
+// --freeze: the backbone frozen.
+void freeze(const Options& o, Network& network) {
+  if (o.freeze.empty()) return;
+  const int through = backbone_through(o, network);
   try {
     network.freeze_through(through);
   } catch (const ConfigError& e) {
@@ -442,6 +451,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   check_batch_over_ranks(o, network.training_batch_need(), ranks);
 
   FitOptions fit = library_options(o).fit;
+  if (o.backbone_lr_scale != 1) fit.optimizer.backbone_through = backbone_through(o, network);
   fit.memory_budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
   fit.communicator = communicator;
   if (!ranks.writes()) fit.memory_trace.clear();  // rank 0 writes the trace

@@ -83,6 +83,8 @@ struct Fit::State final : FitControl {
   void describe_model_of_run();
   void plan();
   void load_state();
+  void unfreeze();
+  void check_unfrozen_fits();
   void load_starting_weights();
   void build_callbacks();
   void print_start() const;

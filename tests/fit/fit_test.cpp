@@ -601,3 +601,75 @@ TEST_CASE("fit: a segmentation with no pixel to learn from is refused, not train
   Network fine = segmenter({1, 2, 1});
   CHECK(fit(fine, backend, FitData(class_one), quiet_options(1)).epochs_trained == 1);
 }
+
+TEST_CASE("fit: frozen layers unfreeze at an epoch, and a run stopped on either side of it resumes exactly",
+          "[fit][freeze]") {
+  CpuBackend backend(1);
+  SmallImages train(64), test(16);
+  TempFolder scratch;
+  const int frozen = make_preset("small-bn", kImage, 4).last() - 1;
+  auto frozen_net = [&] {
+    Network net = make_preset("small-bn", kImage, 4);
+    net.freeze_through(frozen);
+    return net;
+  };
+  auto options = [&](const std::string& name) {
+    FitOptions o = quiet_options(3);
+    o.unfreeze_at = 2;
+    o.save = scratch / (name + ".ckpt");
+    return o;
+  };
+  Network whole_net = frozen_net();
+  Fit whole(whole_net, backend, FitData(train, nullptr, &test), options("whole"));
+  const std::vector<float> start = whole.trainer().parameters().download();
+  const FitResult uninterrupted = whole.run();
+  CHECK(whole_net.frozen_through() == 0);
+  const std::vector<float> end = whole.trainer().parameters().download();
+  for (const ParameterStore::Place& p : ParameterStore::places(whole_net))
+    if (p.name == "weight") CHECK(end[p.offset] != start[p.offset]);  // every layer trained in the end
+
+  // Stopped in epoch 1 (frozen) and in epoch 3 (unfrozen), each resumed to the end.
+  for (const long stop_at : {2L, 10L}) {
+    INFO("stopped at step " << stop_at);
+    const std::string name = "parts" + std::to_string(stop_at);
+    Network net = frozen_net();
+    FitOptions first = options(name);
+    first.callbacks.on_step = [stop_at](const StepReport& r, FitControl& control) {
+      if (r.step == stop_at) control.stop("a pause");
+    };
+    fit(net, backend, FitData(train, nullptr, &test), first);
+    Network resumed_net = frozen_net();
+    FitOptions second = options(name);
+    second.resume = second.save;
+    Fit resumed(resumed_net, backend, FitData(train, nullptr, &test), second);
+    const FitResult rest = resumed.run();
+    CHECK(train_losses(rest) == train_losses(uninterrupted));
+    CHECK(resumed.trainer().parameters().download() == end);
+  }
+
+  SECTION("a budget that holds the frozen network but not the whole one is refused before step 1") {
+    // resnet18's 11 million parameters: 45 MiB, and four times that trained whole (gradients,
+    // AdamW's two slots).
+    Network net = make_preset("resnet18", kImage, 4);
+    net.freeze_through(net.last() - 1);
+    FitOptions o = options("tight");
+    o.memory_budget = std::size_t{100} << 20;
+    o.callbacks.on_step = [](const StepReport&, FitControl&) { FAIL("a step ran"); };
+    CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o),
+                      Catch::Matchers::Contains("unfreezing at epoch 2: the memory budget of 100.00 MiB"));
+    CHECK(net.frozen_through() == net.last() - 1);
+    o.unfreeze_at = 0;
+    CHECK_NOTHROW(Fit(net, backend, FitData(train, nullptr, &test), o));
+  }
+
+  SECTION("unfreezing needs frozen layers and an epoch of the run") {
+    Network plain = make_preset("small-bn", kImage, 4);
+    FitOptions o = options("refused");
+    CHECK_THROWS_WITH(Fit(plain, backend, FitData(train, nullptr, &test), o),
+                      Catch::Matchers::Contains("needs frozen layers"));
+    Network net = frozen_net();
+    o.unfreeze_at = 4;
+    CHECK_THROWS_WITH(Fit(net, backend, FitData(train, nullptr, &test), o),
+                      Catch::Matchers::Contains("from 1 to the run's 3"));
+  }
+}

@@ -57,7 +57,7 @@ std::vector<float> values_of(const std::vector<float>& block, const ParameterSto
 
 }  // namespace
 
-TEST_CASE("frozen layers keep their parameters and running statistics; the layers after them train", "[freeze]") {
+TEST_CASE("frozen layers keep their parameters and running statistics, and the layers after them train", "[freeze]") {
   const Network probe = make_preset("small-bn", kImage, 4);
   const int head = probe.last();
   for (int frozen : {2, 6, head - 1}) {
@@ -129,4 +129,34 @@ TEST_CASE("freezing is refused where it leaves nothing to train or names no node
   CHECK(tail.frozen(1));
   CHECK_FALSE(tail.frozen(3));
   CHECK_THAT(tail.summary(), Catch::Matchers::Contains("frozen: nodes 1 to 2"));
+}
+
+TEST_CASE("the backbone's rate scale moves its parameters by that share of the step, the head's as before",
+          "[freeze][optimizer]") {
+  const Network probe = make_preset("small", kImage, 4);
+  const int backbone = probe.last() - 1;  // the head is the last dense layer
+  TrainerOptions plain = sgd(16);
+  plain.optimizer.momentum = 0;
+  TrainerOptions scaled = plain;
+  scaled.optimizer.backbone_through = backbone;
+  scaled.optimizer.backbone_rate_scale = 0.25f;
+  const Trained a = train(make_preset("small", kImage, 4), 0, plain, 1);
+  const Trained b = train(make_preset("small", kImage, 4), 0, scaled, 1);
+  REQUIRE(a.before == b.before);
+  for (const ParameterStore::Place& p : a.places) {
+    INFO(p.node << " " << p.name);
+    std::vector<float> moved_a = values_of(a.after, p), moved_b = values_of(b.after, p);
+    const std::vector<float> start = values_of(a.before, p);
+    for (std::size_t i = 0; i < start.size(); ++i) {
+      moved_a[i] = (moved_a[i] - start[i]) * (p.node <= backbone ? 0.25f : 1.f);
+      moved_b[i] -= start[i];
+    }
+    // The moves are differences of parameters near 0.3 that moved by about 1e-4: float's rounding
+    // of the parameters is up to 2e-4 of a move.
+    CHECK(relative_error(moved_b, moved_a) < 1e-3);
+  }
+  TrainerOptions refused = plain;
+  refused.optimizer.backbone_rate_scale = 0;
+  CHECK_THROWS_WITH(train(make_preset("small", kImage, 4), 0, refused, 1),
+                    Catch::Matchers::Contains("backbone rate scale must be positive"));
 }
