@@ -79,7 +79,8 @@ std::vector<std::vector<int>> Network::value_readers() const {
 
 TrainingBatchNeed Network::training_batch_need() const {
   TrainingBatchNeed most;
-  for (int id = frozen_through_ + 1; id < size(); ++id) {  // frozen layers run as in inference
+  // Frozen layers in eval mode run as in inference.
+  for (int id = frozen_mode_ == FrozenMode::train ? 1 : frozen_through_ + 1; id < size(); ++id) {
     const TrainingBatchNeed need = node(id).layer->training_batch_need();
     if (need.samples <= most.samples) continue;
     most.samples = need.samples;

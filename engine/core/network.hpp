@@ -23,6 +23,9 @@ struct Node {
   std::string name;
 };
 
+// How a network's frozen layers run forward while the rest trains (Network::set_frozen_mode).
+enum class FrozenMode { eval, train };
+
 class Network {
  public:
   explicit Network(Shape input_shape);  // per-sample {C,H,W}
@@ -77,6 +80,13 @@ class Network {
   void freeze_through(int through);
   int frozen_through() const { return frozen_through_; }
   bool frozen(int id) const { return id >= 1 && id <= frozen_through_; }
+  // How the frozen layers run forward in a training step: `eval` as above, or `train` (PyTorch's
+  // requires_grad=False without eval()): BatchNorm on the batch's statistics, updating its running
+  // ones, and dropout dropping, still with no backward.
+  void set_frozen_mode(FrozenMode mode) { frozen_mode_ = mode; }
+  FrozenMode frozen_mode() const { return frozen_mode_; }
+  // Whether node `id` runs forward in training mode in a training step.
+  bool runs_in_training(int id) const { return !frozen(id) || frozen_mode_ == FrozenMode::train; }
   // Whether the value node `id`'s output has a gradient in a training step: not the network
   // input's, nor a frozen node's.
   bool has_gradient(int id) const { return id > frozen_through_; }
@@ -92,6 +102,7 @@ class Network {
   std::vector<Node> nodes_;
   LossOptions loss_;
   int frozen_through_ = 0;
+  FrozenMode frozen_mode_ = FrozenMode::eval;
 };
 
 // The mean loss and accuracy over the samples evaluated; a trainer and a predictor both give it.

@@ -47,6 +47,9 @@ std::vector<OptionRow> make_option_table() {
       {"--freeze", &Options::freeze, "fine-tuning: freeze the layers up to this node (its number in the model's "
        "summary), or 'backbone': all but the last layer with parameters; their parameters are not trained, they "
        "run as in inference (BatchNorm on its running statistics), and nothing is kept for their backward", kept},
+      {"--freeze-mode", &Options::freeze_mode, "with --freeze: eval (the frozen layers run as in inference, PyTorch's "
+       "eval() on them) or train (BatchNorm on each batch's statistics, updating its running ones; dropout drops)",
+       kept, CLI::IsMember({"eval", "train"})},
       {"--unfreeze-at", &Options::unfreeze_at, "with --freeze: from this epoch on every layer trains (the plan is "
        "made again; the optimizer state of the layers that trained is kept)", kept, integer_between(1, 1000000, ""),
        TO_FIT(unfreeze_at, o.unfreeze_at)},

@@ -21,6 +21,7 @@ struct Options {
   std::string class_names;
   std::string model = "small";
   std::string freeze;  // a node number, or "backbone"; empty: nothing frozen
+  std::string freeze_mode = "eval";
   int unfreeze_at = 0;
   float backbone_lr_scale = 1;
   std::string task;  // empty: what the data's layout holds

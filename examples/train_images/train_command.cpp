@@ -278,9 +278,15 @@ int backbone_through(const Options& o, const Network& network) {
   return through;
 }
 
-// --freeze: the backbone frozen.
+// --freeze: the backbone frozen, running in --freeze-mode.
 void freeze(const Options& o, Network& network) {
-  if (o.freeze.empty()) return;
+  if (o.freeze.empty()) {
+    if (o.given.count("--freeze-mode") || o.unfreeze_at > 0)
+      throw UsageError(std::string(o.unfreeze_at > 0 ? "--unfreeze-at" : "--freeze-mode") +
+                       " applies to frozen layers: give --freeze");
+    return;
+  }
+  network.set_frozen_mode(o.freeze_mode == "train" ? FrozenMode::train : FrozenMode::eval);
   const int through = backbone_through(o, network);
   try {
     network.freeze_through(through);

@@ -215,12 +215,13 @@ void list_buffers(const Network& net, const std::vector<std::vector<int>>& reade
     const Node& n = net.node(id);
     if (n.layer->is_view()) continue;
     const auto i = static_cast<std::size_t>(id);
-    const bool backward = training && !net.frozen(id);  // a frozen layer runs forward as in inference
-    if (backward) {
-      // Saved buffers the recomputation writes again are forward's scratch only.
-      const bool rewritten = s.recomputes(id) && n.layer->recompute_rewrites_saved();
+    const bool backward = training && !net.frozen(id);  // a frozen layer runs forward alone
+    if (training) {
+      // Saved buffers the recomputation writes again, and a frozen layer's in train mode
+      // (Network::set_frozen_mode), are forward's scratch only.
+      const bool scratch = !backward || (s.recomputes(id) && n.layer->recompute_rewrites_saved());
       for (std::size_t k = 0; k < needs.saved_bytes[i].size(); ++k)
-        sink(Role::saved, id, static_cast<int>(k), needs.saved_bytes[i][k], id, rewritten ? id : backward_time(id),
+        sink(Role::saved, id, static_cast<int>(k), needs.saved_bytes[i][k], id, scratch ? id : backward_time(id),
              Category::activations);
     }
     fp32_copies(Role::forward_input_fp32, Role::forward_output_fp32, id, id, id, true, true);
@@ -352,8 +353,10 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
     Layer& layer = *net.node(id).layer;
     if (layer.is_view()) continue;
     const auto i = static_cast<std::size_t>(id);
-    const bool backward = training && !net.frozen(id);  // a frozen layer runs forward as in inference
-    if (backward)
+    // A frozen layer runs forward alone: in eval mode as in inference, in train mode with what it
+    // saves as scratch (Network::set_frozen_mode).
+    const bool backward = training && !net.frozen(id);
+    if (training && net.runs_in_training(id))
       for (std::size_t floats : layer.saved_floats(micro_batch)) needs.saved_bytes[i].push_back(floats * sizeof(float));
     needs.forward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::forward, workspace_limit);
     if (backward) needs.backward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::backward, workspace_limit);

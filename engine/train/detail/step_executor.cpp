@@ -186,7 +186,7 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       gather(nd, id, false, -1, b.forward_inputs_fp32, true);
       const Tensor output = writable(nd, b.value, b.forward_output_fp32);
       LayerContext c = context(id, b.forward_workspace, output);
-      c.training = training && !net_.frozen(id);  // a frozen layer runs as in inference (Network::freeze_through)
+      c.training = training && net_.runs_in_training(id);  // Network::set_frozen_mode
       if (relu_run_by(id)) nd.layer->forward_then_relu(c);
       else nd.layer->forward(c);
       store(nd, b.value, output);

@@ -39,8 +39,9 @@ struct Trained {
   std::vector<float> before, after;
   std::vector<ParameterStore::Place> places;
 };
-Trained train(Network net, int frozen, const TrainerOptions& options, int steps) {
+Trained train(Network net, int frozen, const TrainerOptions& options, int steps, FrozenMode mode = FrozenMode::eval) {
   net.freeze_through(frozen);
+  net.set_frozen_mode(mode);
   CpuBackend backend(1);
   Trainer trainer(net, backend, memory::host_resource(), options);
   Trained t{trainer.parameters().download(), {}, ParameterStore::places(net)};
@@ -159,4 +160,20 @@ TEST_CASE("the backbone's rate scale moves its parameters by that share of the s
   refused.optimizer.backbone_rate_scale = 0;
   CHECK_THROWS_WITH(train(make_preset("small", kImage, 4), 0, refused, 1),
                     Catch::Matchers::Contains("backbone rate scale must be positive"));
+}
+
+TEST_CASE("frozen layers in train mode update BatchNorm's running statistics as the whole network's step does",
+          "[freeze]") {
+  // BatchNorm on the batch's statistics and dropout dropping, as training runs them: the first
+  // step's head and running statistics are the whole network's; the frozen weights stay.
+  const Network probe = make_preset("small-bn", kImage, 4);
+  const int frozen = probe.last() - 1;
+  const Trained whole = train(make_preset("small-bn", kImage, 4), 0, sgd(16), 1);
+  const Trained part = train(make_preset("small-bn", kImage, 4), frozen, sgd(16), 1, FrozenMode::train);
+  for (const ParameterStore::Place& p : part.places) {
+    INFO(p.node << " " << p.name);
+    const bool statistic = p.name == "running_mean" || p.name == "running_var";
+    if (p.node > frozen || statistic) CHECK(relative_error(values_of(part.after, p), values_of(whole.after, p)) < 1e-6);
+    else CHECK(values_of(part.after, p) == values_of(part.before, p));
+  }
 }
