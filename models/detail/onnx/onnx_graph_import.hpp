@@ -137,6 +137,9 @@ class GraphImport {
   void constant_op();
   void shape();
 
+  // The gate's layer `alone` over the current node's input x, or `gated` (x * gate(x)) where a
+  // Mul of x alone reads the gate (SiLU, HardSwish).
+  void gate(std::unique_ptr<Layer> alone, std::unique_ptr<Layer> gated);
   // GELU's chain from the current node (its first link) over the activation x; false where the
   // nodes after it are not that chain.
   bool gelu_pattern(int x);

@@ -38,15 +38,20 @@ void GraphImport::activation_op() {
   else add_layer(layers::hardswish(), {x});
 }
 
+// The gate's activation of x, or `gated` (x times it) where a Mul of x alone reads the gate.
+void GraphImport::gate(std::unique_ptr<Layer> alone, std::unique_ptr<Layer> gated) {
+  const int x = activation(0);
+  if (const onnx::NodeProto* mul = next_in_chain(*this, output_name(), "Mul", node().input(0))) {
+    take(*mul, add_layer(std::move(gated), {x}, {}, -1));
+    return;
+  }
+  add_layer(std::move(alone), {x});
+}
+
 // Sigmoid, or SiLU where a Mul of its input alone reads it.
 void GraphImport::sigmoid() {
   expect_attributes({});
-  const int x = activation(0);
-  if (const onnx::NodeProto* mul = next_in_chain(*this, output_name(), "Mul", node().input(0))) {
-    take(*mul, add_layer(layers::silu(), {x}, {}, -1));
-    return;
-  }
-  add_layer(layers::sigmoid(), {x});
+  gate(layers::sigmoid(), layers::silu());
 }
 
 // HardSigmoid of PyTorch's definition (alpha 1/6, beta 1/2), or HardSwish where a Mul of its
@@ -57,12 +62,7 @@ void GraphImport::hard_sigmoid() {
   if (!near(alpha, 1.0 / 6) || !near(beta, 0.5))
     refuse("its alpha " + std::to_string(alpha) + " and beta " + std::to_string(beta) +
            " are not PyTorch's (1/6 and 1/2), the only hardsigmoid cnnengine computes");
-  const int x = activation(0);
-  if (const onnx::NodeProto* mul = next_in_chain(*this, output_name(), "Mul", node().input(0))) {
-    take(*mul, add_layer(layers::hardswish(), {x}, {}, -1));
-    return;
-  }
-  add_layer(layers::hardsigmoid(), {x});
+  gate(layers::hardsigmoid(), layers::hardswish());
 }
 
 // Clip to [0, 6] is ReLU6, to [0, inf) ReLU.
