@@ -177,3 +177,28 @@ TEST_CASE("frozen layers in train mode update BatchNorm's running statistics as 
     else CHECK(values_of(part.after, p) == values_of(part.before, p));
   }
 }
+
+TEST_CASE("frozen through the middle of residual blocks, the layers after train as the whole network's step does",
+          "[freeze]") {
+  // In train mode the frozen layers compute what training computes, so the first step of the rest
+  // is the whole network's: through additions that read a frozen and a trained value, and with the
+  // cheap layers recomputed during backward.
+  const Network probe = make_preset("resnet", kImage, 4);
+  for (RecomputePolicy policy : {RecomputePolicy::none, RecomputePolicy::cheap}) {
+    TrainerOptions o = sgd(16);
+    o.recompute = policy;
+    const Trained whole = train(make_preset("resnet", kImage, 4), 0, o, 1);
+    for (int frozen : {3, 7, 12, probe.last() - 1}) {
+      INFO("frozen through node " << frozen << (policy == RecomputePolicy::cheap ? ", recomputing" : ""));
+      const Trained part = train(make_preset("resnet", kImage, 4), frozen, o, 1, FrozenMode::train);
+      for (const ParameterStore::Place& p : part.places) {
+        INFO(p.node << " " << p.name);
+        const bool statistic = p.name == "running_mean" || p.name == "running_var";
+        if (p.node > frozen || statistic)
+          CHECK(relative_error(values_of(part.after, p), values_of(whole.after, p)) < 1e-5);
+        else
+          CHECK(values_of(part.after, p) == values_of(part.before, p));
+      }
+    }
+  }
+}
