@@ -360,12 +360,6 @@ void Fit::State::plan() {
   if (test) test_loader = std::make_unique<data::Loader>(*test, eval_options, *stack);
 }
 
-// Note [Unfreezing]: the trainer is made again on the whole network, under the same memory stack
-// (the old one's reservations given back first, the loaders' kept). The parameter block is laid out
-// alike frozen or not; the optimizer's slots cover the trained floats, which are the last ones of
-// the trainable floats, so each slot's old values go to its end, after the newly trained floats'
-// zeros. The trainer's state (its steps, the schedule's position, the loss scale) carries over;
-// its micro-batch is the new plan's. An epoch's steps have all been drained when the next begins.
 // A run that will unfreeze must fit the whole network's training too: refused before step 1, not
 // at that epoch. The whole network's trainer is made once (its plan and reservations) and given
 // back.
@@ -385,6 +379,12 @@ void Fit::State::check_unfrozen_fits() {
   stack->release_step_buffers();
 }
 
+// Note [Unfreezing]: the trainer is made again on the whole network, under the same memory stack
+// (the old one's reservations given back first, the loaders' kept). The parameter block is laid out
+// alike frozen or not; the optimizer's slots cover the trained floats, which are the last ones of
+// the trainable floats, so each slot's old values go to its end, after the newly trained floats'
+// zeros. The trainer's state (its steps, the schedule's position, the loss scale) carries over;
+// its micro-batch is the new plan's. An epoch's steps have all been drained when the next begins.
 void Fit::State::unfreeze() {
   if (o.unfreeze_at <= 0 || progress_.epoch < o.unfreeze_at || network.frozen_through() == 0) return;
   using Block = ParameterStore::Block;
