@@ -26,7 +26,9 @@ struct Saved {
   Saved(const std::string& text, int classes, Task task = Task::classify) {
     CpuBackend backend(1);
     Network net = parse_network(text, Shape{1, 12, 12}, classes);
-    net.set_loss(LossOptions{.task = task});
+    LossOptions loss;
+    loss.task = task;
+    net.set_loss(loss);
     ParameterStore params(net, backend, memory::host_resource(), 0, 7);
     save_checkpoint(file, net, params, describe_model(net));
     info = read_checkpoint(file);

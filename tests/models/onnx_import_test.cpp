@@ -157,7 +157,9 @@ TEST_CASE("ONNX import reads back every layer our export writes, computing the s
 
 TEST_CASE("ONNX import takes back our export's metadata: the task, class names and normalisation", "[onnx]") {
   Network net = make_preset("unet:depth=2,width=8", Shape{1, 16, 16}, 3);
-  net.set_loss(LossOptions{.task = Task::segment});
+  LossOptions segment;
+  segment.task = Task::segment;
+  net.set_loss(segment);
   ModelDescription description = describe_model(net);
   description.class_names = {"sky", "road", "car"};
   description.preprocessing.normalization = {{0.25f}, {0.5f}};

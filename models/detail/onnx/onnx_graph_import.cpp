@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include <cnnengine/base/error.hpp>
 
@@ -79,7 +80,13 @@ void GraphImport::read(const onnx::NodeProto& n) {
   if (handler == table.end())
     refuse("no layer of cnnengine computes " + n.op_type() + "; the operators the import reads are listed in "
            "docs/design.md (\"ONNX import\")");
-  (this->*handler->second)();
+  try {
+    (this->*handler->second)();
+  } catch (const ConfigError& e) {
+    // A builder's refusal of an argument out of its range names the layer, not the node.
+    if (std::string_view(e.what()).starts_with("node '")) throw;
+    refuse(e.what());
+  }
 }
 
 void GraphImport::refuse(const std::string& why) const {

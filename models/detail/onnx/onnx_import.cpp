@@ -196,7 +196,9 @@ ImportedModel import_onnx(const std::filesystem::path& path) {
     const ImageInput input = image_input(graph);
     onnx_import::GraphResult read =
         onnx_import::GraphImport(graph, opset, input.name, input.shape, input.batch_is_one).run();
-    read.network.set_loss(LossOptions{.task = default_task(read.network)});
+    LossOptions loss;
+    loss.task = default_task(read.network);
+    read.network.set_loss(loss);
     ModelDescription description = describe_model(read.network);
     read_metadata(model, description, read.network.num_classes());
     read.network.set_loss(description.loss);

@@ -132,7 +132,7 @@ Constant folded_reshaped(const GraphImport& g, const std::string& op) {
             static_cast<std::int64_t>(product(in.dims, axis, in.dims.size()))};
   } else {  // Reshape
     const std::vector<std::int64_t> target = integers(g, 1);
-    std::int64_t known = 1;
+    std::size_t known = 1;
     int inferred = -1;
     for (std::size_t i = 0; i < target.size(); ++i) {
       std::int64_t v = target[i];
@@ -146,11 +146,12 @@ Constant folded_reshaped(const GraphImport& g, const std::string& op) {
         dims.push_back(1);
         continue;
       }
-      if (v < 0 || static_cast<std::size_t>(v) > in.elements() + 1) g.refuse("its shape does not hold its input");
-      known *= v;
+      if (v < 0 || (v > 0 && known > in.elements() / static_cast<std::size_t>(v)))
+        g.refuse("its shape does not hold its input");
+      known *= static_cast<std::size_t>(v);
       dims.push_back(v);
     }
-    if (inferred >= 0 && known > 0) dims[static_cast<std::size_t>(inferred)] = static_cast<std::int64_t>(in.elements()) / known;
+    if (inferred >= 0 && known > 0) dims[static_cast<std::size_t>(inferred)] = static_cast<std::int64_t>(in.elements() / known);
   }
   Constant out = like(in, dims, g);
   if (out.elements() != in.elements())

@@ -77,7 +77,8 @@ std::vector<float> finite_values(const GraphImport& g, int index, const char* wh
 // A per-channel vector (BatchNorm's, a bias): `count` values.
 std::vector<float> channel_values(const GraphImport& g, int index, std::int64_t count, const char* what) {
   const Constant& c = g.constant(index);
-  if (c.elements() != static_cast<std::size_t>(count) || c.dims.size() > 1 + (c.dims.size() == 2 && c.dims[0] == 1))
+  const bool one_row = c.dims.size() <= 1 || (c.dims.size() == 2 && c.dims[0] == 1);  // [count] or [1, count]
+  if (c.elements() != static_cast<std::size_t>(count) || !one_row)
     g.refuse(std::string("its ") + what + " is " + c.dims_text() + ", where " + std::to_string(count) +
              " values are expected");
   return finite_values(g, index, what);
@@ -99,7 +100,7 @@ void GraphImport::conv() {
   if (in.rank != 3) refuse("its input is " + in.str() + " a sample, where a 2-D convolution takes C x H x W");
   const Constant& w = weight_of_rank(*this, 1, 4, "a 2-D convolution's is [out, in / groups, kH, kW]");
   const std::int64_t groups = int_attribute("group", 1), out = w.dims[0], kh = w.dims[2], kw = w.dims[3];
-  if (groups < 1 || in[0] % groups != 0 || out % groups != 0 || w.dims[1] * groups != in[0] || out < 1)
+  if (groups < 1 || groups > in[0] || in[0] % groups != 0 || out % groups != 0 || w.dims[1] != in[0] / groups || out < 1)
     refuse("its weight " + w.dims_text() + " in " + std::to_string(groups) + " group(s) does not fit its input of " +
            std::to_string(in[0]) + " channels");
   const std::vector<std::int64_t> kernel = ints_attribute("kernel_shape", {kh, kw});
