@@ -4,7 +4,8 @@
 # (--load) and exports it again (--export-onnx), and compare_onnx_models.py runs both files with
 # onnxruntime on the same random inputs (outputs within 1e-4 of the logits' scale). The models it
 # must refuse are refused naming the node and its operator, writing nothing; one model goes
-# through a checkpoint (--save) and back, and one is fine-tuned on three classes. Exits 77 (skipped) when the virtual environment with
+# through a checkpoint (--save) and back, predicts, and is fine-tuned on three classes, then
+# exported and evaluated. Exits 77 (skipped) when the virtual environment with
 # onnx and onnxruntime cannot be made.
 #   onnx_import_check.sh VENV TRAIN_IMAGES WORK_DIR
 set -euo pipefail
@@ -49,16 +50,34 @@ done <"$work/refusals.tsv"
 "$python" "$here/compare_onnx_models.py" --original "$work/tiny_resnet.onnx" \
   --ours "$work/ours/tiny_resnet_from_checkpoint.onnx" || failed=1
 
+# An imported model predicts as a checkpoint does.
+log=$work/ours/predict.log
+if ! "$train_images" --load "$work/tiny_resnet.onnx" --predict "$here/../train_images/predict_images/fashion_1.png" \
+    --top 2 --threads 1 >"$log" 2>&1 || ! grep -q "fashion_1.png" "$log"; then
+  echo "FAILED: --predict with an imported model:"
+  tail -n 3 "$log"
+  failed=1
+fi
+
 # Fine-tuning: with no --model the imported network trains on 3 classes, its head replaced, the
 # layers before it loaded and frozen.
 log=$work/ours/fine_tune.log
 "$train_images" --load "$work/tiny_resnet.onnx" --data "$here/../train_images/one_image_per_class" --image-size 16 \
-  --channels 3 --epochs 1 --threads 1 --quiet --freeze backbone >"$log" 2>&1 ||
+  --channels 3 --epochs 1 --threads 1 --quiet --freeze backbone --export-onnx "$work/ours/fine_tuned.onnx" >"$log" 2>&1 ||
   { echo "FAILED: fine-tuning:"; tail -n 3 "$log"; failed=1; }
 if ! grep -q "new head for 3 classes: dense 10 -> dense 3" "$log" || ! grep -q "frozen: nodes 1 to 22" "$log" ||
     ! grep -q "loaded from .*tiny_resnet.onnx (another network): .* initialised: [0-9]* dense 3" "$log"; then
   echo "FAILED: fine-tuning the imported network did not replace its head and load the rest:"
   cat "$log"
+  failed=1
+fi
+
+# The fine-tuned model, exported, evaluates on its data as a checkpoint does.
+log=$work/ours/evaluate.log
+if ! "$train_images" --load "$work/ours/fine_tuned.onnx" --evaluate --data "$here/../train_images/one_image_per_class" \
+    --image-size 16 --channels 3 --threads 1 >"$log" 2>&1 || ! grep -q "accuracy" "$log"; then
+  echo "FAILED: --evaluate with an imported model:"
+  tail -n 3 "$log"
   failed=1
 fi
 
