@@ -8,12 +8,13 @@
 
 namespace cnn::onnx_import {
 
-GraphImport::GraphImport(const onnx::GraphProto& graph, int opset, std::string input, const Shape& input_shape,
+GraphImport::GraphImport(onnx::GraphProto& graph, int opset, std::string input, const Shape& input_shape,
                          bool batch_is_one)
     : graph_(graph), opset_(opset), batch_is_one_(batch_is_one), network_(input_shape), parameters_(1) {
   for (int i = 0; i < graph.initializer_size(); ++i) {
-    const onnx::TensorProto& t = graph.initializer(i);
+    onnx::TensorProto& t = *graph.mutable_initializer(i);
     set(t.name(), Value{-1, read_tensor(t, "initializer '" + t.name() + "'")});
+    std::string().swap(*t.mutable_raw_data());
   }
   set(input, Value{0, std::nullopt});
   for (const onnx::NodeProto& n : graph.node()) {
@@ -135,6 +136,16 @@ const std::vector<float>& GraphImport::floats(int index) const {
   const Constant& c = constant(index);
   if (c.integer) refuse("its input " + std::to_string(index) + " holds integers, where floats are expected");
   return c.floats;
+}
+
+std::vector<float> GraphImport::parameter_values(int index) {
+  const std::vector<float>& values = floats(index);
+  const std::string& name = node_->input(index);
+  const auto readers = readers_.find(name);
+  const bool sole_reader = !graph_outputs_.count(name) && readers != readers_.end() && readers->second.size() == 1 &&
+                           std::count(node_->input().begin(), node_->input().end(), name) == 1;
+  if (!sole_reader) return values;
+  return std::move(values_.at(name).constant->floats);
 }
 
 double GraphImport::scalar(int index) const {

@@ -35,8 +35,9 @@ struct GraphResult {
 class GraphImport {
  public:
   // `input` is the image input's value name and per-sample shape; `batch_is_one` where the file
-  // fixes the batch at 1 (a Reshape to [1, -1] then keeps the batch).
-  GraphImport(const onnx::GraphProto& graph, int opset, std::string input, const Shape& input_shape, bool batch_is_one);
+  // fixes the batch at 1 (a Reshape to [1, -1] then keeps the batch). The initializers' bytes
+  // are given back from `graph` as they are read: a model is held once, not twice.
+  GraphImport(onnx::GraphProto& graph, int opset, std::string input, const Shape& input_shape, bool batch_is_one);
 
   // Reads the nodes the graph's first output depends on. Throws ConfigError naming the node at
   // fault.
@@ -59,6 +60,9 @@ class GraphImport {
   const Constant& constant(int index) const;
   // A float constant's values; refuses an integer one.
   const std::vector<float>& floats(int index) const;
+  // A float constant's values for a layer's parameter: moved out where this node alone reads the
+  // value (an initializer's floats are then held once), copied otherwise.
+  std::vector<float> parameter_values(int index);
   // A constant holding one value (any shape of one element).
   double scalar(int index) const;
   const Shape& shape_of(int node_id) const { return network_.node(node_id).shape; }

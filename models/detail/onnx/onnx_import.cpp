@@ -185,10 +185,10 @@ std::vector<float> parameter_block(const Network& network, std::vector<onnx_impo
 bool onnx_import_available() { return true; }
 
 ImportedModel import_onnx(const std::filesystem::path& path) {
-  const onnx::ModelProto model = read_model(path);
+  onnx::ModelProto model = read_model(path);
   try {
     const int opset = opset_of(model);
-    const onnx::GraphProto& graph = model.graph();
+    onnx::GraphProto& graph = *model.mutable_graph();
     if (graph.node_size() > kMaxOnnxNodes)
       throw ConfigError("it has " + std::to_string(graph.node_size()) + " nodes, over the limit of " +
                         std::to_string(kMaxOnnxNodes));

@@ -67,15 +67,15 @@ int symmetric_padding(const GraphImport& g, const Shape& in, int k, int s, int d
 }
 
 // A float constant's values, checked finite (a NaN weight is a corrupt file).
-std::vector<float> finite_values(const GraphImport& g, int index, const char* what) {
-  std::vector<float> v = g.floats(index);
+std::vector<float> finite_values(GraphImport& g, int index, const char* what) {
+  std::vector<float> v = g.parameter_values(index);
   for (float x : v)
     if (!std::isfinite(x)) g.refuse(std::string("its ") + what + " holds a value that is not finite");
   return v;
 }
 
 // A per-channel vector (BatchNorm's, a bias): `count` values.
-std::vector<float> channel_values(const GraphImport& g, int index, std::int64_t count, const char* what) {
+std::vector<float> channel_values(GraphImport& g, int index, std::int64_t count, const char* what) {
   const Constant& c = g.constant(index);
   const bool one_row = c.dims.size() <= 1 || (c.dims.size() == 2 && c.dims[0] == 1);  // [count] or [1, count]
   if (c.elements() != static_cast<std::size_t>(count) || !one_row)
