@@ -15,21 +15,14 @@
 #include <cnnengine/models/checkpoint.hpp>
 #include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
+#include "tests/error_of.hpp"
 
 using namespace cnn;
+using cnn::testing::error_of;
 namespace fs = std::filesystem;
 namespace t = cnn::data::test;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CheckpointError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Files in `dir` other than `keep`: temporary files left behind.
 int others_in(const fs::path& dir, const fs::path& keep) {
@@ -39,7 +32,7 @@ int others_in(const fs::path& dir, const fs::path& keep) {
 }
 
 std::string save_path_error(const fs::path& path) {
-  return error_of([&] { check_save_path(path); });
+  return error_of<CheckpointError>([&] { check_save_path(path); });
 }
 
 }  // namespace
@@ -61,11 +54,11 @@ TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]"
   SECTION("another network") {
     Network other = make_preset("small", Shape{1, 8, 8}, 3);
     ParameterStore p(other, backend, memory::host_resource(), 0, 1);
-    CHECK(error_of([&] { load_weights(file, other, p); }).find("another network") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { load_weights(file, other, p); }).find("another network") != std::string::npos);
   }
   SECTION("truncated") {
     fs::resize_file(file, fs::file_size(file) - 10);
-    const auto message = error_of([&] { load_weights(file, net, loaded); });
+    const auto message = error_of<CheckpointError>([&] { load_weights(file, net, loaded); });
     CHECK(message.find("truncated") != std::string::npos);
     CHECK(message.find(file.string()) != std::string::npos);
   }
@@ -74,11 +67,11 @@ TEST_CASE("weights round trip and bad files are refused by name", "[checkpoint]"
     f.seekp(100);
     f.put('\x7f');
     f.close();
-    CHECK(error_of([&] { load_weights(file, net, loaded); }).find("corrupt") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { load_weights(file, net, loaded); }).find("corrupt") != std::string::npos);
   }
   SECTION("not a checkpoint") {
     std::ofstream(file, std::ios::trunc) << "hello";
-    CHECK(error_of([&] { load_weights(file, net, loaded); }).find("not a cnnengine weights file") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { load_weights(file, net, loaded); }).find("not a cnnengine weights file") != std::string::npos);
   }
   SECTION("a failed save leaves the previous file intact") {
     const auto before = fs::file_size(file);
@@ -101,7 +94,7 @@ TEST_CASE("weights holding NaN or infinity are never written, nor read", "[check
   values[7] = std::numeric_limits<float>::quiet_NaN();
   values[9] = std::numeric_limits<float>::infinity();
   params.upload(values);
-  const std::string message = error_of([&] { save_weights(file, net, params); });
+  const std::string message = error_of<CheckpointError>([&] { save_weights(file, net, params); });
   CHECK(message.find("training diverged") != std::string::npos);
   CHECK(message.find(file.string() + " is unchanged") != std::string::npos);
   CHECK(t::read_bytes(file) == good);
@@ -115,7 +108,7 @@ TEST_CASE("weights holding NaN or infinity are never written, nor read", "[check
   const std::uint32_t crc = t::crc32({bad.begin(), bad.end() - sizeof(std::uint32_t)});
   std::memcpy(bad.data() + bad.size() - sizeof crc, &crc, sizeof crc);
   t::write_bytes(file, bad);
-  CHECK(error_of([&] { load_weights(file, net, params); }).find("NaN or infinite") != std::string::npos);
+  CHECK(error_of<CheckpointError>([&] { load_weights(file, net, params); }).find("NaN or infinite") != std::string::npos);
 }
 
 TEST_CASE("the save path is checked before training, and a failed save leaves nothing behind", "[checkpoint]") {
@@ -135,19 +128,19 @@ TEST_CASE("the save path is checked before training, and a failed save leaves no
   CHECK(save_path_error("/dev/null").find("it is a device") != std::string::npos);
 
   SECTION("saving over a folder says so and removes its temporary file") {
-    const std::string message = error_of([&] { save_weights(scratch / "adir", net, params); });
+    const std::string message = error_of<CheckpointError>([&] { save_weights(scratch / "adir", net, params); });
     CHECK(message.find("cannot replace " + (scratch / "adir").string()) != std::string::npos);
     CHECK(fs::is_directory(scratch / "adir"));
     CHECK(others_in(scratch.path(), scratch / "adir") == 1);  // the FIFO only
   }
   SECTION("saving over a FIFO is refused and leaves it a FIFO (a rename would put a file there)") {
-    const std::string message = error_of([&] { save_weights(scratch / "pipe", net, params); });
+    const std::string message = error_of<CheckpointError>([&] { save_weights(scratch / "pipe", net, params); });
     CHECK(message.find("cannot replace " + (scratch / "pipe").string() + ": it is a FIFO") != std::string::npos);
     CHECK(fs::is_fifo(scratch / "pipe"));
     CHECK(others_in(scratch.path(), scratch / "pipe") == 1);  // the folder only: no temporary left
   }
   SECTION("loading a FIFO is refused at once (open() would block)") {
-    CHECK(error_of([&] { load_weights(scratch / "pipe", net, params); }).find("it is a FIFO") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { load_weights(scratch / "pipe", net, params); }).find("it is a FIFO") != std::string::npos);
   }
   SECTION("the temporary file is this process's own; a dead process's is removed") {
     // A running process's temporary file is left alone (pid 1 runs); one whose process is gone
@@ -273,13 +266,13 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
   SECTION("weights only: no optimizer state to continue from") {
     save_weights(file, net, saved);
     CHECK_FALSE(read_checkpoint(file).training);
-    CHECK(error_of([&] { load_parameters(file, net, loaded, true); }).find("a file of weights only") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { load_parameters(file, net, loaded, true); }).find("a file of weights only") != std::string::npos);
   }
   SECTION("bytes after the checksum are refused, and the file is left as it was") {
     std::vector<std::uint8_t> bytes = t::read_bytes(file);
     bytes.push_back(0);
     t::write_bytes(file, bytes);
-    CHECK(error_of([&] { read_checkpoint(file); }).find("1 bytes after its checksum") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { read_checkpoint(file); }).find("1 bytes after its checksum") != std::string::npos);
     CHECK(t::read_bytes(file) == bytes);
   }
   SECTION("a newer version says so") {
@@ -287,7 +280,7 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
     const std::uint32_t newer = kCheckpointVersion + 1;
     std::memcpy(bytes.data() + 8, &newer, sizeof newer);
     t::write_bytes(file, bytes);
-    CHECK(error_of([&] { read_checkpoint(file); }).find("is newer than this cnnengine reads") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { read_checkpoint(file); }).find("is newer than this cnnengine reads") != std::string::npos);
   }
   SECTION("a description that does not parse is corrupt, not a crash") {
     std::vector<std::uint8_t> bytes = t::read_bytes(file);
@@ -295,7 +288,7 @@ TEST_CASE("a checkpoint holds the model, the optimizer state and the run's posit
     const std::uint32_t crc = t::crc32({bytes.begin(), bytes.end() - 4});
     std::memcpy(bytes.data() + bytes.size() - 4, &crc, 4);
     t::write_bytes(file, bytes);
-    CHECK(error_of([&] { read_checkpoint(file); }).find("corrupt (its description cannot be read") != std::string::npos);
+    CHECK(error_of<CheckpointError>([&] { read_checkpoint(file); }).find("corrupt (its description cannot be read") != std::string::npos);
   }
 }
 
@@ -317,7 +310,7 @@ TEST_CASE("weights files of version 1 still load", "[checkpoint]") {
   std::vector<std::uint8_t> v1 = t::read_bytes(scratch / "v1.bin");
   v1.push_back(7);
   t::write_bytes(scratch / "v1.bin", v1);
-  CHECK(error_of([&] { load_weights(scratch / "v1.bin", net, loaded); }).find("after its checksum") != std::string::npos);
+  CHECK(error_of<CheckpointError>([&] { load_weights(scratch / "v1.bin", net, loaded); }).find("after its checksum") != std::string::npos);
 }
 
 TEST_CASE("saving through a symbolic link writes the file it names, a name near the limit works", "[checkpoint]") {
@@ -344,7 +337,7 @@ TEST_CASE("saving over a file that is not a checkpoint is refused unless asked",
   t::TempFolder scratch;
   std::ofstream(scratch / "notes.txt") << "precious";
   CHECK(save_path_error(scratch / "notes.txt").find("is not a cnnengine checkpoint") != std::string::npos);
-  CHECK(error_of([&] { check_save_path(scratch / "notes.txt", true); }).empty());
+  CHECK(error_of<CheckpointError>([&] { check_save_path(scratch / "notes.txt", true); }).empty());
   CHECK(t::read_bytes(scratch / "notes.txt").size() == 8);
 }
 

@@ -12,8 +12,10 @@
 #include <cnnengine/models/fine_tuning.hpp>
 #include <cnnengine/models/network_text.hpp>
 #include "tests/data/data_test_files.hpp"
+#include "tests/error_of.hpp"
 
 using namespace cnn;
+using cnn::testing::error_of;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -59,13 +61,6 @@ TEST_CASE("fine-tuning replaces a saved network's dense head for other classes, 
 
 TEST_CASE("fine-tuning refuses a network whose last layer is not a dense head", "[checkpoint]") {
   Saved conv_head("conv 4 3 pad=1\nrelu\nconv 5 1\nglobalavgpool\nflatten\n", 0);
-  CHECK_THAT(std::string(([&]() -> std::string {
-               try {
-                 network_for_fine_tuning(conv_head.info, conv_head.file, 3);
-               } catch (const ShapeError& e) {
-                 return e.what();
-               }
-               return "";
-             })()),
+  CHECK_THAT(error_of<ShapeError>([&] { network_for_fine_tuning(conv_head.info, conv_head.file, 3); }),
              Contains("flatten") && Contains("not a dense layer") && Contains("5 outputs"));
 }

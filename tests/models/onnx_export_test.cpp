@@ -27,6 +27,7 @@
 #include <cnnengine/models/network_text.hpp>
 #include <cnnengine/models/onnx_export.hpp>
 #include "tests/data/data_test_files.hpp"
+#include "tests/error_of.hpp"
 
 #ifdef CNN_TEST_HAVE_ONNX
 #include <onnx/onnx_pb.h>
@@ -35,22 +36,9 @@
 #endif
 
 using namespace cnn;
+using cnn::testing::error_of;
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
-
-namespace {
-
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
 
 #ifndef CNN_TEST_HAVE_ONNX
 

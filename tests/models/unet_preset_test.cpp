@@ -10,8 +10,10 @@
 
 #include <cnnengine/base/error.hpp>
 #include <cnnengine/models/network_text.hpp>
+#include "tests/error_of.hpp"
 
 using namespace cnn;
+using cnn::testing::error_of;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -36,16 +38,6 @@ Shape bottom(const Network& net) {
     if (net.node(id).layer->type_name() == "conv_transpose2d") return net.node(net.node(id).inputs.at(0)).shape;
   FAIL("no transposed convolution");
   return {};
-}
-
-template <class E>
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The trainable parameters of a U-Net by formula. A double convolution from `in` to `out`
