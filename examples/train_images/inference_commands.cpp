@@ -279,11 +279,8 @@ int export_command(const Options& o) {
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;
   DeviceChoice device = select_device(cpu);
-  if (is_onnx_file(o.load)) {
-    const CheckpointInfo info = read_checkpoint(o.load);
-    std::cout << "imported " << o.load << ": " << checkpoint_network(info, o.load).summary();
-  }
   Model model(o.load, *device.backend, model_options(o, *device.backend));
+  if (is_onnx_file(o.load)) std::cout << "imported " << o.load << ":\n" << model.network().summary();
   if (!o.export_onnx.empty()) {
     const OnnxExportReport report =
         export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
