@@ -263,6 +263,27 @@ TEST_CASE("ONNX import refuses opsets it does not read, too many nodes, and grap
   CHECK_THAT(import_error(twice, file), Contains("again") && Contains("one producer"));
 }
 
+TEST_CASE("a Reshape the import cannot read is refused with the shape it asks for", "[onnx]") {
+  data::test::TempFolder scratch;
+  onnx::ModelProto model = relu_model();
+  auto* g = model.mutable_graph();
+  auto* shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(2);
+  shape->add_int64_data(2);
+  shape->add_int64_data(-1);
+  auto* reshape = g->add_node();
+  reshape->set_op_type("Reshape");
+  reshape->set_name("the_reshape");
+  reshape->add_input("y");
+  reshape->add_input("shape");
+  reshape->add_output("z");
+  g->mutable_output(0)->set_name("z");
+  CHECK_THAT(import_error(model, scratch / "m.onnx"),
+             Contains("the_reshape") && Contains("[2, -1]") && Contains("does not keep the batch first"));
+}
+
 TEST_CASE("ONNX import refuses a weight that is not finite and an input it cannot hold", "[onnx]") {
   data::test::TempFolder scratch;
   const fs::path file = scratch / "m.onnx";

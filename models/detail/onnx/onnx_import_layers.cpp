@@ -15,20 +15,14 @@ namespace {
 
 std::string pair_text(std::int64_t a, std::int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
 
-std::string list_text(const std::vector<std::int64_t>& v) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + std::to_string(v[i]);
-  return text + "]";
-}
-
 // A per-axis attribute (strides, dilations) that must be one value for both axes.
 int same_on_both_axes(const GraphImport& g, const std::string& name, std::int64_t fallback, std::int64_t low = 1) {
   const std::vector<std::int64_t> v = g.ints_attribute(name, {fallback, fallback});
-  if (v.size() != 2) g.refuse("its " + name + " " + list_text(v) + " are not two values (height, width)");
+  if (v.size() != 2) g.refuse("its " + name + " " + ints_text(v) + " are not two values (height, width)");
   if (v[0] != v[1])
-    g.refuse("its " + name + " " + list_text(v) + " differ between height and width: cnnengine's layers take one " +
+    g.refuse("its " + name + " " + ints_text(v) + " differ between height and width: cnnengine's layers take one " +
              name.substr(0, name.size() - 1) + " for both");
-  if (v[0] < low || v[0] > 1 << 16) g.refuse("its " + name + " " + list_text(v) + " are out of range");
+  if (v[0] < low || v[0] > 1 << 16) g.refuse("its " + name + " " + ints_text(v) + " are out of range");
   return static_cast<int>(v[0]);
 }
 
@@ -51,9 +45,9 @@ std::pair<AxisPads, AxisPads> read_pads(const GraphImport& g, std::int64_t h, st
   if (mode == "VALID") return {};
   if (mode != "NOTSET") g.refuse("its auto_pad '" + mode + "' is not one of ONNX's");
   const std::vector<std::int64_t> p = g.ints_attribute("pads", {0, 0, 0, 0});
-  if (p.size() != 4) g.refuse("its pads " + list_text(p) + " are not four values");
+  if (p.size() != 4) g.refuse("its pads " + ints_text(p) + " are not four values");
   for (std::int64_t v : p)
-    if (v < 0 || v > 1 << 16) g.refuse("its pads " + list_text(p) + " are out of range");
+    if (v < 0 || v > 1 << 16) g.refuse("its pads " + ints_text(p) + " are out of range");
   return {AxisPads{p[0], p[2]}, AxisPads{p[1], p[3]}};
 }
 
@@ -105,7 +99,7 @@ void GraphImport::conv() {
            std::to_string(in[0]) + " channels");
   const std::vector<std::int64_t> kernel = ints_attribute("kernel_shape", {kh, kw});
   if (kernel != std::vector<std::int64_t>{kh, kw})
-    refuse("its kernel_shape " + list_text(kernel) + " is not its weight's " + w.dims_text());
+    refuse("its kernel_shape " + ints_text(kernel) + " is not its weight's " + w.dims_text());
   if (kh != kw || kh < 1 || kh > 1 << 16)
     refuse("its kernel is " + pair_text(kh, kw) + ": cnnengine's convolutions have square kernels");
   const int k = static_cast<int>(kh), s = same_on_both_axes(*this, "strides", 1),
@@ -213,7 +207,7 @@ void GraphImport::pool() {
   const Shape in = shape_of(x);
   if (in.rank != 3) refuse("its input is " + in.str() + " a sample, where C x H x W maps are expected");
   const std::vector<std::int64_t> kernel = ints_attribute("kernel_shape", {});
-  if (kernel.size() != 2) refuse("its kernel_shape " + list_text(kernel) + " is not two values");
+  if (kernel.size() != 2) refuse("its kernel_shape " + ints_text(kernel) + " is not two values");
   if (kernel[0] != kernel[1] || kernel[0] < 1 || kernel[0] > 1 << 16)
     refuse("its window is " + pair_text(kernel[0], kernel[1]) + ": cnnengine's poolings have square windows");
   const int k = static_cast<int>(kernel[0]), s = same_on_both_axes(*this, "strides", 1);
@@ -221,7 +215,7 @@ void GraphImport::pool() {
   const bool onnx_ceil = int_attribute("ceil_mode", 0) != 0;
   const auto [h, w] = read_pads(*this, in[1], in[2], k, s, 1);
   if (h.begin != w.begin || h.end != w.end || h.end < h.begin)
-    refuse("it pads its " + in.str() + " input by " + list_text({h.begin, w.begin, h.end, w.end}) +
+    refuse("it pads its " + in.str() + " input by " + ints_text({h.begin, w.begin, h.end, w.end}) +
            ": cnnengine's poolings pad every side alike (a longer end only as ceil_mode)");
   const std::int64_t p = h.begin;
   if (2 * p > k) refuse("its padding " + std::to_string(p) + " is more than half its window " + std::to_string(k));
@@ -268,7 +262,7 @@ void GraphImport::reduce_mean() {
   for (std::int64_t& a : axes) a = a < 0 ? a + 4 : a;
   std::sort(axes.begin(), axes.end());
   if (axes != std::vector<std::int64_t>{2, 3})
-    refuse("it averages over the axes " + list_text(axes) + ": the import reads a mean over height and width only");
+    refuse("it averages over the axes " + ints_text(axes) + ": the import reads a mean over height and width only");
   if (int_attribute("keepdims", 1) != 0) {
     add_layer(layers::global_avg_pool2d(), {x});
     return;

@@ -10,12 +10,6 @@
 namespace cnn::onnx_import {
 namespace {
 
-std::string dims_text(const std::vector<std::int64_t>& dims) {
-  Constant c;
-  c.dims = dims;
-  return c.dims_text();
-}
-
 // The per-sample dims a Reshape of a `in` sample to `target` (ONNX's, the batch first) gives, or
 // a reason it cannot be read: the batch must stay the first dimension.
 struct ReshapeTarget {
@@ -24,8 +18,8 @@ struct ReshapeTarget {
 };
 ReshapeTarget per_sample_target(const Constant& target, const Shape& in, bool batch_is_one) {
   const std::vector<std::int64_t>& t = target.ints;
-  if (!target.integer || target.dims.size() != 1) return {{}, "its shape " + target.dims_text() + " is not a list of integers"};
-  if (t.size() < 2) return {{}, "it reshapes to " + target.dims_text() + ", which leaves no batch dimension"};
+  if (!target.integer || target.dims.size() != 1) return {{}, "its shape, a tensor " + target.dims_text() + ", is not a list of integers"};
+  if (t.size() < 2) return {{}, "it reshapes to " + ints_text(t) + ", which leaves no batch dimension"};
   const std::size_t elements = in.elements();
   ReshapeTarget r;
   std::size_t known = 1;
@@ -33,30 +27,30 @@ ReshapeTarget per_sample_target(const Constant& target, const Shape& in, bool ba
   for (std::size_t i = 1; i < t.size(); ++i) {
     std::int64_t v = t[i];
     if (v == 0) {
-      if (i - 1 >= static_cast<std::size_t>(in.rank)) return {{}, "its shape " + target.dims_text() + " copies a dimension the input lacks"};
+      if (i - 1 >= static_cast<std::size_t>(in.rank)) return {{}, "its shape " + ints_text(t) + " copies a dimension the input lacks"};
       v = in[static_cast<int>(i - 1)];
     }
     if (v == -1) {
-      if (inferred >= 0) return {{}, "its shape " + target.dims_text() + " has two -1"};
+      if (inferred >= 0) return {{}, "its shape " + ints_text(t) + " has two -1"};
       inferred = static_cast<int>(r.dims.size());
       r.dims.push_back(1);
       continue;
     }
     if (v < 1 || static_cast<std::size_t>(v) > elements)
-      return {{}, "its shape " + target.dims_text() + " does not keep the batch first (a " + in.str() + " sample)"};
+      return {{}, "its shape " + ints_text(t) + " does not keep the batch first (a " + in.str() + " sample)"};
     known *= static_cast<std::size_t>(v);
-    if (known > elements) return {{}, "its shape " + target.dims_text() + " holds more than a " + in.str() + " sample"};
+    if (known > elements) return {{}, "its shape " + ints_text(t) + " holds more than a " + in.str() + " sample"};
     r.dims.push_back(v);
   }
   if (inferred >= 0) {
-    if (elements % known != 0) return {{}, "its shape " + target.dims_text() + " does not divide a " + in.str() + " sample"};
+    if (elements % known != 0) return {{}, "its shape " + ints_text(t) + " does not divide a " + in.str() + " sample"};
     r.dims[static_cast<std::size_t>(inferred)] = static_cast<std::int64_t>(elements / known);
   } else if (known != elements) {
-    return {{}, "its shape " + target.dims_text() + " does not hold a " + in.str() + " sample"};
+    return {{}, "its shape " + ints_text(t) + " does not hold a " + in.str() + " sample"};
   }
   const std::int64_t first = t[0];
   const bool batch_first = first == kBatchDim || first == 0 || (first == -1 && inferred < 0) || (first == 1 && batch_is_one);
-  if (!batch_first) return {{}, "its shape " + target.dims_text() + " does not keep the batch first (a " + in.str() + " sample)"};
+  if (!batch_first) return {{}, "its shape " + ints_text(t) + " does not keep the batch first (a " + in.str() + " sample)"};
   return r;
 }
 
@@ -100,7 +94,7 @@ void GraphImport::reshape() {
   if (same_dims(r.dims, in)) alias(x);
   else if (r.dims.size() == 1) add_layer(layers::flatten(), {x});
   else
-    refuse("it reshapes a " + in.str() + " sample to " + dims_text(r.dims) +
+    refuse("it reshapes a " + in.str() + " sample to " + ints_text(r.dims) +
            ": the import reads a Reshape to [N, features] (a Flatten) or to the same shape");
 }
 
@@ -169,7 +163,7 @@ void GraphImport::squeeze() {
     if (a == 0 || a == -in.rank - 1) refuse("it squeezes the batch dimension");
   if (same_dims(dims, in)) alias(x);
   else if (dims.size() == 1) add_layer(layers::flatten(), {x});
-  else refuse("it squeezes a " + in.str() + " sample to " + dims_text(dims) + ", which no layer of cnnengine gives");
+  else refuse("it squeezes a " + in.str() + " sample to " + ints_text(dims) + ", which no layer of cnnengine gives");
 }
 
 // Identity and Cast to a floating type: the activation as it is (the network runs in its own

@@ -91,12 +91,14 @@ std::int64_t typed_integer(const Proto& t, int type, int i) {
 
 }  // namespace
 
-std::string Constant::dims_text() const {
+std::string ints_text(const std::vector<std::int64_t>& values) {
   std::string text = "[";
-  for (std::size_t i = 0; i < dims.size(); ++i)
-    text += (i ? ", " : "") + (dims[i] == kBatchDim ? std::string("N") : std::to_string(dims[i]));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + (values[i] == kBatchDim ? std::string("N") : std::to_string(values[i]));
   return text + "]";
 }
+
+std::string Constant::dims_text() const { return ints_text(dims); }
 
 std::size_t element_count(const std::vector<std::int64_t>& dims, const std::string& what) {
   std::size_t count = 1;

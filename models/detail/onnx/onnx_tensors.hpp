@@ -25,6 +25,9 @@ struct Constant {
   std::string dims_text() const;
 };
 
+// A list of integers as the messages write them: "[N, -1]" (the batch dimension as N).
+std::string ints_text(const std::vector<std::int64_t>& values);
+
 // The product of `dims`, each at least 0; a ConfigError (`what` names the tensor) where one is
 // negative or the product passes 2^40 elements.
 std::size_t element_count(const std::vector<std::int64_t>& dims, const std::string& what);
