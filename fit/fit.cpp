@@ -70,6 +70,8 @@ void check_options(const FitOptions& o, const FitData& data) {
   if (!o.resume.empty() && !o.load.empty())
     throw OptionError("load", "a run is resumed (" + o.resume.string() + ") or starts from weights (" +
                                   o.load.string() + "), not both");
+  if (o.new_head && o.load.empty())
+    throw OptionError("new_head", "a new head leaves out the head of the weights a run starts from (load): give them");
   const bool validated = o.validation_split > 0 || (data.validation && data.validation->size() > 0);
   const bool watches_validation = cnn::watches_validation(o.monitor);
   const bool plateau = o.schedule.kind == ScheduleKind::plateau;
@@ -482,21 +484,23 @@ void Fit::State::build_callbacks() {
 // match, the others initialised; the note lists which.
 void Fit::State::load_starting_weights() {
   const CheckpointInfo file = read_checkpoint(o.load);
-  if (file.model.network == network_text(network)) {
+  if (file.model.network == network_text(network) && !o.new_head) {
     load_weights(o.load, network, trainer_->parameters());
     return;
   }
   if (!(file.model.input == network.input_shape()))
     throw OptionError("load", o.load.string() + ": the weights of a network on " + file.model.input.str() +
                                   " samples; this one takes " + network.input_shape().str());
-  const WeightTransfer transfer = load_matching_weights(o.load, network, trainer_->parameters());
+  int through = -1;  // every node; with new_head, those before the last layer with parameters
+  for (int id = network.last(); o.new_head && id >= 1 && through < 0; --id)
+    if (!network.node(id).layer->parameters().empty()) through = id - 1;
+  const WeightTransfer transfer = load_matching_weights(o.load, network, trainer_->parameters(), through);
   if (transfer.loaded.empty())
     throw OptionError("load", o.load.string() +
                                   ": no layer of its network matches this one's (the same place, kind and "
                                   "parameter shapes): nothing to start from");
   if (!o.progress || !writes) return;
-  std::cout << "loaded from " << o.load.string()
-            << " (another network): " << plural(static_cast<long>(transfer.loaded.size()), "layer")
+  std::cout << "loaded from " << o.load.string() << (o.new_head ? " (a new head)" : " (another network)") << ": " << plural(static_cast<long>(transfer.loaded.size()), "layer")
             << " with its weights; initialised: ";
   for (std::size_t i = 0; i < transfer.kept.size(); ++i) std::cout << (i ? ", " : "") << transfer.kept[i];
   std::cout << (transfer.kept.empty() ? "none\n" : "\n");

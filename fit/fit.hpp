@@ -145,6 +145,9 @@ struct FitOptions : TrainerOptions {
   // Weights to start a new run from (not with resume): the same network's, or another's on the same
   // input (a new head): its layers that match load (load_matching_weights), the rest initialise.
   std::filesystem::path load;
+  // With load: the last layer with parameters (the head) keeps its initialisation even where the
+  // file holds one of its shape (a new head for as many classes as the file's).
+  bool new_head = false;
   std::filesystem::path metrics;  // JSON lines: one a step, one an epoch, a summary
   std::filesystem::path csv;      // a row an epoch (Keras's CSVLogger's columns), rewritten whole each epoch
   // TensorBoard event files in this folder: the loss, accuracy, learning rate, memory reserved and

@@ -285,10 +285,11 @@ ImportedModel import_model(const std::filesystem::path& path) {
 }
 
 // The layers of `network` that match those of `other` (at the same place, of the same kind, with
-// parameters of the same names and shapes) take its values, which `read(offset, count, to)` reads
-// from the file's parameter block.
+// parameters of the same names and shapes), up to node `through` (-1: every node), take its values,
+// which `read(offset, count, to)` reads from the file's parameter block.
 template <class Read>
-WeightTransfer transfer_matching(const Network& other, const Network& network, ParameterStore& params, Read read) {
+WeightTransfer transfer_matching(const Network& other, const Network& network, ParameterStore& params, int through,
+                                 Read read) {
   const std::vector<ParameterStore::Place> theirs = ParameterStore::places(other), ours = ParameterStore::places(network);
   auto of_node = [](const std::vector<ParameterStore::Place>& places, int node) {
     std::vector<const ParameterStore::Place*> found;
@@ -304,7 +305,8 @@ WeightTransfer transfer_matching(const Network& other, const Network& network, P
     const std::string name = std::to_string(id) + " " + network.node(id).layer->describe();
     const std::vector<const ParameterStore::Place*> file = id < other.size() ? of_node(theirs, id)
                                                                              : std::vector<const ParameterStore::Place*>{};
-    bool match = file.size() == mine.size() && other.node(id).layer->type_name() == network.node(id).layer->type_name();
+    bool match = (through < 0 || id <= through) && file.size() == mine.size() &&
+                 other.node(id).layer->type_name() == network.node(id).layer->type_name();
     for (std::size_t k = 0; match && k < mine.size(); ++k)
       match = file[k]->name == mine[k]->name && file[k]->shape == mine[k]->shape;
     if (!match) {
@@ -490,10 +492,10 @@ void load_weights(const std::filesystem::path& path, const Network& network, Par
 }
 
 WeightTransfer load_matching_weights(const std::filesystem::path& path, const Network& network,
-                                     ParameterStore& params) {
+                                     ParameterStore& params, int through) {
   if (is_onnx_file(path)) {
     const ImportedModel imported = import_model(path);
-    return transfer_matching(imported.network, network, params, [&](std::size_t offset, std::size_t count, float* to) {
+    return transfer_matching(imported.network, network, params, through, [&](std::size_t offset, std::size_t count, float* to) {
       std::copy_n(imported.parameters.begin() + static_cast<std::ptrdiff_t>(offset), count, to);
     });
   }
@@ -501,7 +503,7 @@ WeightTransfer load_matching_weights(const std::filesystem::path& path, const Ne
   const Network other = checkpoint_network(info, path);
   Reader in(path);
   const Verified v = verify(in);
-  return transfer_matching(other, network, params, [&](std::size_t offset, std::size_t count, float* to) {
+  return transfer_matching(other, network, params, through, [&](std::size_t offset, std::size_t count, float* to) {
     in.seek(v.parameters_offset + offset * sizeof(float));
     in.read(to, count * sizeof(float), false);
   });

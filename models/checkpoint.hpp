@@ -119,11 +119,12 @@ void load_weights(const std::filesystem::path& path, const Network& network, Par
 
 // Fine-tuning from another network's checkpoint (a new head, other classes): the layers that match
 // (at the same place in both networks, of the same kind, with parameters of the same names and
-// shapes) take the file's values; the others keep what they hold (their initialisation).
+// shapes) take the file's values; the others keep what they hold (their initialisation). With
+// `through` >= 0, the nodes after it keep theirs too (a new head of the file's shape).
 struct WeightTransfer {
   std::vector<std::string> loaded, kept;  // the layers with parameters, "3 conv2d 3x3/64 ..."
 };
 WeightTransfer load_matching_weights(const std::filesystem::path& path, const Network& network,
-                                     ParameterStore& params);
+                                     ParameterStore& params, int through = -1);
 
 }  // namespace cnn

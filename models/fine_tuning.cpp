@@ -19,12 +19,16 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 }  // namespace
 
-FineTuningNetwork network_for_fine_tuning(const CheckpointInfo& info, const std::filesystem::path& path, int classes) {
+FineTuningNetwork network_for_fine_tuning(const CheckpointInfo& info, const std::filesystem::path& path, int classes,
+                                          bool new_head) {
   Network saved = checkpoint_network(info, path);
-  if (classes <= 0 || saved.num_classes() == classes) return {std::move(saved), ""};
+  if (classes <= 0) classes = saved.num_classes();
+  if (saved.num_classes() == classes && !new_head) return {std::move(saved), ""};
   const Node& last = saved.node(saved.last());
-  const std::string from = path.string() + ": its network gives " + std::to_string(saved.num_classes()) +
-                           " outputs, this data " + std::to_string(classes);
+  const std::string from = saved.num_classes() == classes
+                               ? path.string() + ": a new head was asked for"
+                               : path.string() + ": its network gives " + std::to_string(saved.num_classes()) +
+                                     " outputs, this data " + std::to_string(classes);
   if (saved.task() != Task::classify && saved.task() != Task::multilabel)
     throw ShapeError(from + ", and a " + to_string(saved.task()) + " network's head is not replaced");
   if (last.layer->type_name() != "dense")
@@ -40,7 +44,7 @@ FineTuningNetwork network_for_fine_tuning(const CheckpointInfo& info, const std:
   for (const std::string& line : lines) text += line + "\n";
   Network network = parse_network(text, info.model.input, 0, path.string());
   network.set_loss(info.model.loss);
-  std::string change = old_head + " -> " + network.node(network.last()).layer->describe();
+  std::string change = old_head + " -> " + network.node(network.last()).layer->describe() + " (initialised)";
   return {std::move(network), std::move(change)};
 }
 

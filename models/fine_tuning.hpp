@@ -13,16 +13,16 @@ namespace cnn {
 
 struct FineTuningNetwork {
   Network network;
-  // What changed, to show: "dense 1000 -> dense 10"; empty where the network already gives
-  // `classes` outputs.
+  // What changed, to show: "dense 1000 -> dense 10"; empty where the head is the file's.
   std::string new_head;
 };
 
 // The network `info` (read from `path`) describes, with `classes` outputs: as it is where it
-// gives them, else with its final dense layer replaced by one of `classes` units (its other
-// options kept). A network whose last layer is not a dense layer cannot change its classes: a
+// gives them and `new_head` is false, else with its final dense layer replaced by one of
+// `classes` units (its other options kept). A network whose last layer is not a dense layer cannot change its classes: a
 // ShapeError naming that layer. A classification or multi-label network only (a segmentation's
 // classes are its last convolution's channels: a ShapeError too).
-FineTuningNetwork network_for_fine_tuning(const CheckpointInfo& info, const std::filesystem::path& path, int classes);
+FineTuningNetwork network_for_fine_tuning(const CheckpointInfo& info, const std::filesystem::path& path, int classes,
+                                          bool new_head = false);
 
 }  // namespace cnn

@@ -267,6 +267,9 @@ void require_onnx_export() {
 }
 
 int export_command(const Options& o) {
+  if (o.num_classes > 0)
+    throw UsageError("--num-classes " + std::to_string(o.num_classes) + ": a conversion keeps the file's head; a new "
+                     "head is trained on data: give --data");
   std::vector<OutputUse> outputs;
   if (!o.export_onnx.empty()) {
     require_onnx_export();

@@ -155,6 +155,9 @@ std::vector<OptionRow> make_option_table() {
        "match. With --evaluate, --predict or --export-onnx, the model; an ONNX model with --save and no --data: "
        "converted to a checkpoint", not_kept, {},
        TO_FIT(load, o.load)},
+      {"--num-classes", &Options::num_classes, "with --load: a new head of this many classes (the data's: its "
+       "default), initialised, even where the file's head has as many", not_kept, positive_integer(),
+       TO_FIT(new_head, o.num_classes > 0)},
       {"--resume", &Options::resume, "continue the run saved in this checkpoint, exactly where it stopped, with its "
        "own settings (--save defaults to it)", not_kept, {}, TO_FIT(resume, o.resume)},
       {"--limit", &Options::limit, "train on the first N samples only", kept, positive_integer(LLONG_MAX),
@@ -301,6 +304,9 @@ void check_combinations(const Options& o) {
   if (o.save_every > 0 && o.save.empty() && o.resume.empty())
     throw CLI::ValidationError("--save-every", "--save-every needs --save: where would the checkpoints go?");
   const bool inference = o.evaluate || !o.predict.empty();
+  if (o.num_classes > 0 && (o.load.empty() || inference))
+    throw CLI::ValidationError("--num-classes", "--num-classes gives the network a run loads (--load) a new head to "
+                                                "train: give --load and --data");
   if (inference && o.load.empty())
     throw CLI::ValidationError("--evaluate, --predict", "--evaluate and --predict need the model: give --load FILE");
   if (o.evaluate && !o.predict.empty())

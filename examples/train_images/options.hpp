@@ -62,6 +62,7 @@ struct Options {
   long save_every = 0;  // 0: at the end of each epoch only
   bool overwrite = false;
   std::string load;
+  int num_classes = 0;  // with --load: a new head of this many classes
   std::string resume;
   std::size_t limit = 0;
   int image_size = 0;

@@ -248,7 +248,7 @@ Network loaded_network(const Options& o, const data::Dataset& train_set) {
                      ", and " + o.data + " is " + to_string(train_set.task()) + " data: give --model");
   FineTuningNetwork loaded = [&] {
     try {
-      return network_for_fine_tuning(info, o.load, train_set.num_classes());
+      return network_for_fine_tuning(info, o.load, train_set.num_classes(), o.num_classes > 0);
     } catch (const ShapeError& e) {
       throw UsageError(std::string("--load: ") + e.what() + "; give --model");
     }
@@ -442,6 +442,9 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
               << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)") << "\n";
 
   if (!o.load.empty()) check_load_input(o, splits);
+  if (o.num_classes > 0 && o.num_classes != splits.train->num_classes())
+    throw UsageError("--num-classes " + std::to_string(o.num_classes) + ": " + o.data + " holds " +
+                     std::to_string(splits.train->num_classes()) + " classes, the head's outputs");
   Network network = build_network(o, resumed, *splits.train);
   freeze(o, network);
   const bool from_load = !resumed && !o.load.empty() && !o.given.count("--model");

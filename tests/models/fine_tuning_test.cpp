@@ -59,6 +59,25 @@ TEST_CASE("fine-tuning replaces a saved network's dense head for other classes, 
   CHECK_THAT(transfer.kept[0], Contains("dense 3"));
 }
 
+TEST_CASE("a new head of the file's own size is asked for, and the head is left out of the weights", "[checkpoint]") {
+  Saved saved("conv 4 3 pad=1\nrelu\nglobalavgpool\nflatten\ndense 5\n", 5);
+  const FineTuningNetwork fresh = network_for_fine_tuning(saved.info, saved.file, 5, true);
+  CHECK(fresh.network.num_classes() == 5);
+  CHECK_THAT(fresh.new_head, Contains("dense 5 -> dense 5") && Contains("initialised"));
+
+  CpuBackend backend(1);
+  ParameterStore params(fresh.network, backend, memory::host_resource(), 0, 1);
+  const WeightTransfer all = load_matching_weights(saved.file, fresh.network, params);
+  CHECK(all.loaded.size() == 2);  // same shapes: the head would load
+  CHECK(all.kept.empty());
+  const int head = fresh.network.last();
+  const WeightTransfer backbone = load_matching_weights(saved.file, fresh.network, params, head - 1);
+  CHECK(backbone.loaded.size() == 1);
+  REQUIRE(backbone.kept.size() == 1);
+  CHECK_THAT(backbone.kept[0], Contains("dense 5"));
+  CHECK(load_matching_weights(saved.file, fresh.network, params, 0).loaded.empty());
+}
+
 TEST_CASE("fine-tuning refuses a network whose last layer is not a dense head", "[checkpoint]") {
   Saved conv_head("conv 4 3 pad=1\nrelu\nconv 5 1\nglobalavgpool\nflatten\n", 0);
   CHECK_THAT(error_of<ShapeError>([&] { network_for_fine_tuning(conv_head.info, conv_head.file, 3); }),
