@@ -51,6 +51,9 @@ class Dataset {
   virtual void load_target(std::size_t index, void* out) const;
   // cnn::target_bytes of this data set's task and shape; 0 for a classification.
   std::size_t target_bytes() const;
+  // The ImageFolderOptions::resize_shorter_side its images are framed by (0: stretched, or not
+  // images of files), which a model trained on it records.
+  virtual int resize_shorter_side() const { return 0; }
 };
 
 // "1x28x28"
@@ -72,7 +75,18 @@ struct Normalization {
 struct Preprocessing {
   SampleShape shape;           // channels, height and width an image is brought to
   Normalization normalization;
+  // 0: the whole image stretched to shape; S: framed as ImageFolderOptions::resize_shorter_side.
+  int resize_shorter_side = 0;
 };
+
+// Throws ConfigError unless resize_shorter_side is 0 (stretching) or from the shape's larger
+// side (the centre crop lies inside the resized image) up to kMaxResizeShorterSide.
+inline constexpr int kMaxResizeShorterSide = 16384;
+void check_framing(SampleShape shape, int resize_shorter_side);
+
+// The per-channel statistics of ImageNet's training images (RGB, scaled to [0, 1]), which
+// torchvision's, timm's and Keras's pretrained networks take their inputs normalised by.
+Normalization imagenet_normalization();
 
 // Throws ConfigError unless mean and stddev each hold 1 or `channels` finite values (stddev
 // positive), or are both empty.
@@ -107,6 +121,11 @@ struct ImageFolderOptions {
   // An image is refused before it is decoded when its decoded size is over this (see
   // kDefaultMaxDecodedImageBytes).
   std::size_t max_decoded_image_bytes = kDefaultMaxDecodedImageBytes;
+  // How an image of another size becomes a sample. 0: stretched whole to the target's height x
+  // width (bilinear; a mask by nearest neighbour). S > 0: torchvision's evaluation framing,
+  // Resize(S) then CenterCrop: the shorter side resized to S (the aspect kept), then the target's
+  // size cropped from the centre (check_framing). A model records it (Preprocessing).
+  int resize_shorter_side = 0;
   // Leave out images that cannot be read (corrupt, truncated, not an image, over the size limit)
   // instead of failing; the data set's description counts them. A class folder left with no
   // image is still an error.

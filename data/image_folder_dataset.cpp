@@ -19,22 +19,25 @@ class ImageFolderDataset final : public Dataset {
  public:
   // pixels: every image decoded, CHW, one after the other; empty to decode each in load().
   ImageFolderDataset(fs::path folder, ClassFolders classes, SampleShape shape, std::vector<std::uint8_t> pixels,
-                     std::size_t max_decoded_image_bytes, std::size_t skipped)
+                     const ImageFolderOptions& options, std::size_t skipped)
       : folder_(std::move(folder)),
         classes_(std::move(classes)),
         shape_(shape),
         pixels_(std::move(pixels)),
-        max_decoded_image_bytes_(max_decoded_image_bytes),
+        max_decoded_image_bytes_(options.max_decoded_image_bytes),
+        resize_shorter_side_(options.resize_shorter_side),
         skipped_(skipped) {}
 
   std::size_t size() const override { return classes_.files.size(); }
   SampleShape shape() const override { return shape_; }
   int num_classes() const override { return static_cast<int>(classes_.class_names.size()); }
   std::vector<std::string> class_names() const override { return classes_.class_names; }
+  int resize_shorter_side() const override { return resize_shorter_side_; }
 
   std::string description() const override {
     std::string text = "image folder " + full_path(folder_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape_) + ", " + std::to_string(num_classes()) + " classes";
+    text += framing_text(resize_shorter_side_);
     if (lazy()) text += ", decoded on load (too large to hold decoded)";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
@@ -51,7 +54,7 @@ class ImageFolderDataset final : public Dataset {
     const std::size_t n = shape_.elements();
     if (lazy()) {
       std::vector<std::uint8_t> decoded(n);
-      decode_image(classes_.files[index], shape_, decoded.data(), max_decoded_image_bytes_);
+      decode_image(classes_.files[index], shape_, decoded.data(), max_decoded_image_bytes_, resize_shorter_side_);
       to_float(decoded.data(), n, out);
     } else {
       to_float(pixels_.data() + index * n, n, out);
@@ -80,6 +83,7 @@ class ImageFolderDataset final : public Dataset {
   SampleShape shape_;
   std::vector<std::uint8_t> pixels_;  // CHW per image, all images; empty when decoding lazily
   std::size_t max_decoded_image_bytes_;
+  int resize_shorter_side_;
   std::size_t skipped_;
 };
 
@@ -128,12 +132,13 @@ std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape t
   const bool eager = decode_at_open(n, per_image, options.eager_decode_limit);
   std::vector<std::uint8_t> pixels(eager ? n * per_image : 0);
   const std::vector<std::string> errors = check_each(n, options.skip_corrupt, [&](std::size_t i) {
-    if (eager) decode_image(classes.files[i], shape, pixels.data() + i * per_image, options.max_decoded_image_bytes);
+    if (eager)
+      decode_image(classes.files[i], shape, pixels.data() + i * per_image, options.max_decoded_image_bytes,
+                   options.resize_shorter_side);
     else verify_image(classes.files[i], options.max_decoded_image_bytes);
   });
   const std::size_t skipped = leave_out_failed(folder, classes, pixels, per_image, errors, options);
-  return std::make_unique<ImageFolderDataset>(folder, std::move(classes), shape, std::move(pixels),
-                                              options.max_decoded_image_bytes, skipped);
+  return std::make_unique<ImageFolderDataset>(folder, std::move(classes), shape, std::move(pixels), options, skipped);
 }
 
 std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape target, std::size_t eager_decode_limit) {

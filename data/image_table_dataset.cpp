@@ -28,6 +28,7 @@ class ImageTableDataset final : public Dataset {
 
   std::size_t size() const override { return images_.size(); }
   SampleShape shape() const override { return images_.shape(); }
+  int resize_shorter_side() const override { return images_.resize_shorter_side(); }
   Task task() const override { return task_; }
   int num_classes() const override { return static_cast<int>(names_.size()); }
   std::vector<std::string> class_names() const override { return names_; }
@@ -37,6 +38,7 @@ class ImageTableDataset final : public Dataset {
     std::string text = std::string(multilabel ? "multi-label" : "regression") + " images " + full_path(side_) + ": " +
                        std::to_string(size()) + " images " + to_string(shape()) + ", " +
                        std::to_string(num_classes()) + (multilabel ? " labels" : " targets") + " (labels.csv)";
+    text += framing_text(images_.resize_shorter_side());
     if (!images_.held()) text += ", decoded on load (too large to hold decoded)";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
@@ -124,7 +126,7 @@ std::unique_ptr<Dataset> open_image_table(const fs::path& side, SampleShape targ
   const SampleShape shape = resolve_target(side, target, files, options);
   const std::size_t n = files.size();
   ImageSamples images(std::move(files), shape, decode_at_open(n, shape.elements(), options.eager_decode_limit),
-                      options.max_decoded_image_bytes);
+                      options.max_decoded_image_bytes, options.resize_shorter_side);
   const std::vector<std::string> errors =
       check_each(n, options.skip_corrupt, [&](std::size_t i) { images.open(i); });
   const std::size_t skipped = report_skipped(errors, options);

@@ -20,6 +20,7 @@ class NamedClasses final : public Dataset {
   std::vector<std::string> class_names() const override { return names_; }
   std::string description() const override { return base_->description(); }
   Task task() const override { return base_->task(); }
+  int resize_shorter_side() const override { return base_->resize_shorter_side(); }
   int load(std::size_t index, float* out) const override { return base_->load(index, out); }
   void load_target(std::size_t index, void* out) const override { base_->load_target(index, out); }
   int label(std::size_t index) const override { return base_->label(index); }

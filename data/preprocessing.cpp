@@ -1,5 +1,6 @@
 #include <cnnengine/data/dataset.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -26,10 +27,22 @@ float value_for(const std::vector<float>& values, int channel) {
 
 }  // namespace
 
+Normalization imagenet_normalization() { return {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}}; }
+
 void check_normalization(const Normalization& n, int channels) {
   if (n.empty()) return;
   check_values(n.mean, channels, "the mean", false);
   check_values(n.stddev, channels, "the standard deviation", true);
+}
+
+void check_framing(SampleShape shape, int resize_shorter_side) {
+  if (resize_shorter_side == 0) return;
+  const int larger = std::max(shape.height, shape.width);
+  if (resize_shorter_side < larger || resize_shorter_side > kMaxResizeShorterSide)
+    throw ConfigError("resizing the shorter side to " + std::to_string(resize_shorter_side) + " then cropping " +
+                      std::to_string(shape.height) + "x" + std::to_string(shape.width) +
+                      " from its centre: the side must be from " + std::to_string(larger) + " (the crop's) to " +
+                      std::to_string(kMaxResizeShorterSide) + ", or 0 to stretch the whole image");
 }
 
 void normalize(float* sample, SampleShape shape, const Normalization& n) {
@@ -71,8 +84,9 @@ bool is_image_file(const std::filesystem::path& file) { return has_image_extensi
 
 std::vector<float> preprocess_image(const std::filesystem::path& file, const Preprocessing& p) {
   check_normalization(p.normalization, p.shape.channels);
+  check_framing(p.shape, p.resize_shorter_side);
   std::vector<std::uint8_t> pixels(p.shape.elements());
-  decode_image(file, p.shape, pixels.data());
+  decode_image(file, p.shape, pixels.data(), kDefaultMaxDecodedImageBytes, p.resize_shorter_side);
   std::vector<float> sample(pixels.size());
   for (std::size_t i = 0; i < pixels.size(); ++i) sample[i] = static_cast<float>(pixels[i]) * (1.0f / 255.0f);  // as the data sets scale
   normalize(sample.data(), p.shape, p.normalization);

@@ -49,6 +49,7 @@ class SegmentationDataset final : public Dataset {
 
   std::size_t size() const override { return images_.size(); }
   SampleShape shape() const override { return images_.shape(); }
+  int resize_shorter_side() const override { return images_.resize_shorter_side(); }
   Task task() const override { return Task::segment; }
   int num_classes() const override { return static_cast<int>(names_.size()); }
   std::vector<std::string> class_names() const override { return names_; }
@@ -56,6 +57,7 @@ class SegmentationDataset final : public Dataset {
   std::string description() const override {
     std::string text = "segmentation folder " + full_path(side_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape()) + " with masks, " + std::to_string(num_classes()) + " classes";
+    text += framing_text(images_.resize_shorter_side());
     if (!images_.held()) text += ", decoded on load (too large to hold decoded)";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable pair" : " unreadable pairs") + " skipped";
@@ -84,7 +86,8 @@ class SegmentationDataset final : public Dataset {
     }
     const Mask decoded = decode_mask(mask_files_[index], max_decoded_image_bytes_);
     check_mask_values(mask_files_[index], decoded, num_classes());  // the file may have changed since open
-    resize_nearest(decoded.values.data(), decoded.info.height, decoded.info.width, mask, s.height, s.width);
+    resize_nearest(decoded.values.data(), decoded.info.height, decoded.info.width, mask, s.height, s.width,
+                   frame_image(decoded.info.height, decoded.info.width, s.height, s.width, images_.resize_shorter_side()));
   }
 
   std::size_t host_bytes() const override {
@@ -129,7 +132,7 @@ std::unique_ptr<Dataset> open_segmentation_folder(const fs::path& side, SampleSh
   const std::size_t n = pairs.images.size();
   const std::size_t plane = static_cast<std::size_t>(shape.height) * static_cast<std::size_t>(shape.width);
   const bool held = decode_at_open(n, shape.elements() + plane, options.eager_decode_limit);
-  ImageSamples images(std::move(pairs.images), shape, held, options.max_decoded_image_bytes);
+  ImageSamples images(std::move(pairs.images), shape, held, options.max_decoded_image_bytes, options.resize_shorter_side);
   std::vector<std::uint8_t> masks(held ? n * plane : 0);
   std::vector<int> largest(n, -1);
   // Without names any value but 255 is a class, until the largest decides their count.
@@ -146,7 +149,8 @@ std::unique_ptr<Dataset> open_segmentation_folder(const fs::path& side, SampleSh
     largest[i] = check_mask_values(file, mask, classes);
     if (held)
       resize_nearest(mask.values.data(), mask.info.height, mask.info.width, masks.data() + i * plane, shape.height,
-                     shape.width);
+                     shape.width,
+                     frame_image(mask.info.height, mask.info.width, shape.height, shape.width, options.resize_shorter_side));
   });
   const std::size_t skipped = report_skipped(errors, options);
   images.keep_passed(errors);

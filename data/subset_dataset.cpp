@@ -26,6 +26,7 @@ class SubsetDataset final : public Dataset {
   std::vector<std::string> class_names() const override { return base_->class_names(); }
   std::string description() const override { return description_; }
   Task task() const override { return base_->task(); }
+  int resize_shorter_side() const override { return base_->resize_shorter_side(); }
   int label(std::size_t index) const override { return base_->label(base_index(index)); }
   int load(std::size_t index, float* out) const override { return base_->load(base_index(index), out); }
   void load_target(std::size_t index, void* out) const override { base_->load_target(base_index(index), out); }

@@ -188,7 +188,7 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
 }
 
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
-                       std::size_t max_decoded_bytes) {
+                       std::size_t max_decoded_bytes, int resize_shorter_side) {
   if (target.channels != 1 && target.channels != 3)
     fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
   const CheckedImage image = read_checked_image(path, max_decoded_bytes);
@@ -201,7 +201,8 @@ ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, st
   if (width != image.info.width || height != image.info.height)
     fail(path, "corrupt image: decoded as " + std::to_string(width) + "x" + std::to_string(height) +
                    ", its header gives " + std::to_string(image.info.width) + "x" + std::to_string(image.info.height));
-  resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width);
+  resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width,
+                             frame_image(height, width, target.height, target.width, resize_shorter_side));
   return image.info;
 }
 

@@ -31,10 +31,12 @@ ImageInfo probe_image(const std::filesystem::path& path, std::size_t max_decoded
 ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
 
 // Verifies (as verify_image) and decodes the whole file, converts it to target.channels (1 or
-// 3) and resizes it (bilinear) to target.height x target.width; writes target.elements()
-// bytes, CHW, into out. Returns the header (the size before resizing).
+// 3) and resizes it (bilinear) to target.height x target.width, stretched whole or, with
+// resize_shorter_side, framed as ImageFolderOptions::resize_shorter_side says (its shorter side
+// resized, the centre cropped; check_framing holds); writes target.elements() bytes, CHW, into
+// out. Returns the header (the size before resizing).
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
-                  std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
+                       std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes, int resize_shorter_side = 0);
 
 // A segmentation mask: an 8-bit greyscale PNG whose values are classes, decoded as they are (no
 // conversion, no scaling). Anything else (another format, colour, a palette, alpha, another bit

@@ -42,13 +42,21 @@ SampleShape resolve_target(const fs::path& folder, SampleShape target, const std
     fail(folder, "cannot convert images to " + std::to_string(target.channels) + " channels: expected 1 or 3");
   if (target.height < 0 || target.width < 0)
     fail(folder, "invalid target size " + to_string(target) + ": expected positive height and width");
-  if (target.height == 0) {
+  if (target.height == 0 && options.resize_shorter_side > 0) {
+    target.height = target.width = options.resize_shorter_side;  // the centre square
+  } else if (target.height == 0) {
     target.height = first_info().height;
     target.width = first_info().width;
   } else if (target.width == 0) {
     target.width = target.height;
   }
+  check_framing(target, options.resize_shorter_side);
   return target;
+}
+
+std::string framing_text(int resize_shorter_side) {
+  if (resize_shorter_side == 0) return "";
+  return " (each resized to " + std::to_string(resize_shorter_side) + " on its shorter side, its centre cropped)";
 }
 
 bool decode_at_open(std::size_t n, std::size_t per_sample, std::size_t limit) {
@@ -67,14 +75,19 @@ std::size_t report_skipped(const std::vector<std::string>& errors, const ImageFo
 }
 
 ImageSamples::ImageSamples(std::vector<fs::path> files, SampleShape shape, bool held,
-                           std::size_t max_decoded_image_bytes)
-    : files_(std::move(files)), shape_(shape), held_(held), max_decoded_image_bytes_(max_decoded_image_bytes) {
+                           std::size_t max_decoded_image_bytes, int resize_shorter_side)
+    : files_(std::move(files)),
+      shape_(shape),
+      held_(held),
+      max_decoded_image_bytes_(max_decoded_image_bytes),
+      resize_shorter_side_(resize_shorter_side) {
   if (held_) pixels_.resize(files_.size() * shape_.elements());
 }
 
 ImageInfo ImageSamples::open(std::size_t index) {
   if (!held_) return verify_image(files_[index], max_decoded_image_bytes_);
-  return decode_image(files_[index], shape_, pixels_.data() + index * shape_.elements(), max_decoded_image_bytes_);
+  return decode_image(files_[index], shape_, pixels_.data() + index * shape_.elements(), max_decoded_image_bytes_,
+                      resize_shorter_side_);
 }
 
 void ImageSamples::keep_passed(const std::vector<std::string>& errors) {
@@ -89,7 +102,7 @@ void ImageSamples::load(std::size_t index, float* out) const {
     return;
   }
   std::vector<std::uint8_t> decoded(n);
-  decode_image(files_[index], shape_, decoded.data(), max_decoded_image_bytes_);
+  decode_image(files_[index], shape_, decoded.data(), max_decoded_image_bytes_, resize_shorter_side_);
   to_float(decoded.data(), n, out);
 }
 

@@ -21,11 +21,15 @@ namespace cnn::data {
 void to_float(const std::uint8_t* src, std::size_t n, float* out);
 
 // `target` made whole (dataset.hpp, open_dataset): channels 0 takes the first image's (grey or
-// colour), height 0 its size, width 0 alone a square. The first image is the first of `files`
+// colour), height 0 its size (with options.resize_shorter_side S: S x S), width 0 alone a square;
+// a ConfigError where the framing does not fit it (check_framing). The first image is the first of `files`
 // that can be read with skip_corrupt, the first whatever it holds without. A DataError naming
 // `folder` for a channel count other than 1 or 3 or a negative size.
 SampleShape resolve_target(const std::filesystem::path& folder, SampleShape target,
                            const std::vector<std::filesystem::path>& files, const ImageFolderOptions& options);
+
+// What a data set's description says of ImageFolderOptions::resize_shorter_side: "" for 0.
+std::string framing_text(int resize_shorter_side);
 
 // Whether n samples of `per_sample` bytes are decoded at open: they fit under `limit`.
 bool decode_at_open(std::size_t n, std::size_t per_sample, std::size_t limit);
@@ -71,7 +75,7 @@ class ImageSamples {
  public:
   // held: each image decoded at open and held; else checked at open and decoded in each load().
   ImageSamples(std::vector<std::filesystem::path> files, SampleShape shape, bool held,
-               std::size_t max_decoded_image_bytes);
+               std::size_t max_decoded_image_bytes, int resize_shorter_side);
 
   // At open, on any thread, once for each image: decodes and holds it, or checks it. Returns its
   // header (its size before resizing).
@@ -81,6 +85,7 @@ class ImageSamples {
 
   std::size_t size() const { return files_.size(); }
   SampleShape shape() const { return shape_; }
+  int resize_shorter_side() const { return resize_shorter_side_; }
   bool held() const { return held_; }
   const std::filesystem::path& file(std::size_t index) const { return files_[index]; }
   // Writes shape().elements() floats in [0, 1], CHW. Thread-safe. Throws DataError.
@@ -92,6 +97,7 @@ class ImageSamples {
   SampleShape shape_;
   bool held_;
   std::size_t max_decoded_image_bytes_;
+  int resize_shorter_side_;
   std::vector<std::uint8_t> pixels_;  // CHW a sample, every sample, when held
 };
 

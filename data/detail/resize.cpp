@@ -14,31 +14,55 @@ struct Tap {
   float weight;   // of hi
 };
 
-std::vector<Tap> taps(int src, int dst) {
+// The output's `dst` pixels along one axis, from the source's `src` scaled to `scaled`, starting at
+// pixel `offset` of that.
+std::vector<Tap> taps(int src, int dst, std::int64_t scaled, std::int64_t offset) {
   std::vector<Tap> result(static_cast<std::size_t>(dst));
-  const float scale = static_cast<float>(src) / static_cast<float>(dst);
+  const float scale = static_cast<float>(src) / static_cast<float>(scaled);
   for (int i = 0; i < dst; ++i) {
-    float x = std::max(0.0f, (static_cast<float>(i) + 0.5f) * scale - 0.5f);
-    int lo = std::min(static_cast<int>(x), src - 1);
-    int hi = std::min(lo + 1, src - 1);
+    const float x = std::clamp((static_cast<float>(i + offset) + 0.5f) * scale - 0.5f, 0.0f, static_cast<float>(src - 1));
+    const int lo = static_cast<int>(x);
+    const int hi = std::min(lo + 1, src - 1);
     result[static_cast<std::size_t>(i)] = {lo, hi, x - static_cast<float>(lo)};
   }
   return result;
 }
 
+Framing stretched(int dst_height, int dst_width) { return {dst_height, dst_width, 0, 0}; }
+
 }  // namespace
+
+Framing frame_image(int src_height, int src_width, int dst_height, int dst_width, int shorter_side) {
+  if (shorter_side <= 0) return stretched(dst_height, dst_width);
+  const bool wide = src_height <= src_width;
+  const std::int64_t shorter = wide ? src_height : src_width, longer = wide ? src_width : src_height;
+  const std::int64_t scaled_longer = std::int64_t{shorter_side} * longer / shorter;
+  Framing f;
+  f.scaled_height = wide ? shorter_side : scaled_longer;
+  f.scaled_width = wide ? scaled_longer : shorter_side;
+  f.top = static_cast<std::int64_t>(std::nearbyint(static_cast<double>(f.scaled_height - dst_height) / 2.0));
+  f.left = static_cast<std::int64_t>(std::nearbyint(static_cast<double>(f.scaled_width - dst_width) / 2.0));
+  return f;
+}
 
 void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src_width, int channels,
                                 std::uint8_t* dst, int dst_height, int dst_width) {
+  resize_bilinear_hwc_to_chw(src, src_height, src_width, channels, dst, dst_height, dst_width,
+                             stretched(dst_height, dst_width));
+}
+
+void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src_width, int channels,
+                                std::uint8_t* dst, int dst_height, int dst_width, const Framing& framing) {
   const std::size_t src_row = static_cast<std::size_t>(src_width) * channels;
   const std::size_t plane = static_cast<std::size_t>(dst_height) * dst_width;
-  if (src_height == dst_height && src_width == dst_width) {
+  if (src_height == framing.scaled_height && src_width == framing.scaled_width && src_height == dst_height &&
+      src_width == dst_width) {
     for (std::size_t p = 0; p < plane; ++p)
       for (int c = 0; c < channels; ++c) dst[c * plane + p] = src[p * channels + c];
     return;
   }
-  const std::vector<Tap> ys = taps(src_height, dst_height);
-  const std::vector<Tap> xs = taps(src_width, dst_width);
+  const std::vector<Tap> ys = taps(src_height, dst_height, framing.scaled_height, framing.top);
+  const std::vector<Tap> xs = taps(src_width, dst_width, framing.scaled_width, framing.left);
   for (int c = 0; c < channels; ++c) {
     std::uint8_t* out = dst + c * plane;
     for (int y = 0; y < dst_height; ++y) {
@@ -58,11 +82,20 @@ void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src
 
 void resize_nearest(const std::uint8_t* src, int src_height, int src_width, std::uint8_t* dst, int dst_height,
                     int dst_width) {
+  resize_nearest(src, src_height, src_width, dst, dst_height, dst_width, stretched(dst_height, dst_width));
+}
+
+void resize_nearest(const std::uint8_t* src, int src_height, int src_width, std::uint8_t* dst, int dst_height,
+                    int dst_width, const Framing& framing) {
+  // floor((i + offset) * src / scaled), within the source whatever the framing
+  auto index = [](int i, std::int64_t offset, int src, std::int64_t scaled) {
+    const std::int64_t at = (std::int64_t{i} + offset) * src / scaled;
+    return static_cast<std::size_t>(std::clamp<std::int64_t>(at, 0, src - 1));
+  };
   std::vector<std::size_t> xs(static_cast<std::size_t>(dst_width));
-  for (int x = 0; x < dst_width; ++x)
-    xs[static_cast<std::size_t>(x)] = static_cast<std::size_t>(std::int64_t{x} * src_width / dst_width);
+  for (int x = 0; x < dst_width; ++x) xs[static_cast<std::size_t>(x)] = index(x, framing.left, src_width, framing.scaled_width);
   for (int y = 0; y < dst_height; ++y) {
-    const std::uint8_t* row = src + static_cast<std::size_t>(std::int64_t{y} * src_height / dst_height) * src_width;
+    const std::uint8_t* row = src + index(y, framing.top, src_height, framing.scaled_height) * src_width;
     for (int x = 0; x < dst_width; ++x) *dst++ = row[xs[static_cast<std::size_t>(x)]];
   }
 }
