@@ -274,6 +274,7 @@ void Fit::State::describe_model_of_run() {
     model = describe_model(network);
     model.class_names = train->class_names();
     model.preprocessing.normalization = o.loading.normalization;
+    model.preprocessing.resize_shorter_side = train->resize_shorter_side();
   }
   try {
     data::check_normalization(model.preprocessing.normalization, train->shape().channels);

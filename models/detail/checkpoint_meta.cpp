@@ -29,9 +29,12 @@ T whole(const json& j, const char* key, std::uint64_t least = 0) {
   return static_cast<T>(number);
 }
 
+// resize_shorter_side is written where it is not 0 (stretching, all files before it knew).
 json preprocessing_json(const data::Preprocessing& p) {
-  return {{"channels", p.shape.channels}, {"height", p.shape.height}, {"width", p.shape.width},
-          {"mean", p.normalization.mean}, {"stddev", p.normalization.stddev}};
+  json j = {{"channels", p.shape.channels}, {"height", p.shape.height}, {"width", p.shape.width},
+            {"mean", p.normalization.mean},   {"stddev", p.normalization.stddev}};
+  if (p.resize_shorter_side != 0) j["resize_shorter_side"] = p.resize_shorter_side;
+  return j;
 }
 
 data::Preprocessing preprocessing_of(const json& j) {
@@ -41,6 +44,7 @@ data::Preprocessing preprocessing_of(const json& j) {
   p.shape.width = whole<int>(j, "width", 1);
   p.normalization.mean = j.at("mean").get<std::vector<float>>();
   p.normalization.stddev = j.at("stddev").get<std::vector<float>>();
+  if (j.contains("resize_shorter_side")) p.resize_shorter_side = whole<int>(j, "resize_shorter_side");
   return p;
 }
 
@@ -196,6 +200,11 @@ CheckpointMeta read_meta(const std::string& text, const std::string& source) {
     if (!(image == data::SampleShape{input[0], input[1], input[2]}))
       throw CheckpointError(source + ": corrupt (images are brought to " + data::to_string(image) +
                             ", the network takes " + meta.model.input.str() + ")");
+    try {
+      data::check_framing(image, meta.model.preprocessing.resize_shorter_side);
+    } catch (const ConfigError& e) {
+      throw CheckpointError(source + ": corrupt (its preprocessing: " + e.what() + ")");
+    }
     meta.fingerprint = whole<std::uint32_t>(model, "fingerprint");
     const json& blocks = j.at("blocks");
     meta.parameter_floats = whole<std::uint64_t>(blocks, "parameters");

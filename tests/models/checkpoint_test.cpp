@@ -376,3 +376,28 @@ TEST_CASE("fine-tuning: the layers that match load from another network's weight
     }
   }
 }
+
+TEST_CASE("a checkpoint records how its images are framed, and a framing the input does not fit is corrupt", "[checkpoint]") {
+  t::TempFolder dir;
+  CpuBackend backend(1);
+  const Network net = parse_network("conv 2 3 pad=1\nglobalavgpool\nflatten\ndense 3\n", Shape{3, 12, 12}, 3);
+  ParameterStore params(net, backend, memory::host_resource(), 0, 1);
+  ModelDescription model = describe_model(net);
+  model.preprocessing.resize_shorter_side = 14;
+  model.preprocessing.normalization = data::imagenet_normalization();
+  save_checkpoint(dir / "framed.ckpt", net, params, model);
+  const CheckpointInfo info = read_checkpoint(dir / "framed.ckpt");
+  CHECK(info.model.preprocessing.resize_shorter_side == 14);
+  CHECK(info.model.preprocessing.normalization.mean == data::imagenet_normalization().mean);
+
+  model.preprocessing.resize_shorter_side = 10;  // under the 12x12 crop
+  save_checkpoint(dir / "crop_outside.ckpt", net, params, model);
+  CHECK_THAT(error_of<CheckpointError>([&] { read_checkpoint(dir / "crop_outside.ckpt"); }),
+             Catch::Contains("crop_outside.ckpt: corrupt (its preprocessing: resizing the shorter side to 10"));
+
+  model.preprocessing.resize_shorter_side = 0;  // stretched: written as the files before framing were
+  save_checkpoint(dir / "stretched.ckpt", net, params, model);
+  CHECK(read_checkpoint(dir / "stretched.ckpt").model.preprocessing.resize_shorter_side == 0);
+  const std::vector<std::uint8_t> bytes = t::read_bytes(dir / "stretched.ckpt");
+  CHECK(std::string(bytes.begin(), bytes.end()).find("resize_shorter_side") == std::string::npos);
+}

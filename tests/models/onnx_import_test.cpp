@@ -143,7 +143,7 @@ TEST_CASE("ONNX import reads back every layer our export writes, computing the s
   }
 }
 
-TEST_CASE("ONNX import takes back our export's metadata: the task, class names and normalisation", "[onnx]") {
+TEST_CASE("ONNX import takes back our export's metadata: the task, class names and preprocessing", "[onnx]") {
   Network net = make_preset("unet:depth=2,width=8", Shape{1, 16, 16}, 3);
   LossOptions segment;
   segment.task = Task::segment;
@@ -151,12 +151,14 @@ TEST_CASE("ONNX import takes back our export's metadata: the task, class names a
   ModelDescription description = describe_model(net);
   description.class_names = {"sky", "road", "car"};
   description.preprocessing.normalization = {{0.25f}, {0.5f}};
+  description.preprocessing.resize_shorter_side = 20;
   RoundTrip trip(net, description);
   const ImportedModel imported = import_onnx(trip.onnx);
   CHECK(imported.description.loss.task == Task::segment);
   CHECK(imported.description.class_names == description.class_names);
   CHECK(imported.description.preprocessing.normalization.mean == std::vector<float>{0.25f});
   CHECK(imported.description.preprocessing.normalization.stddev == std::vector<float>{0.5f});
+  CHECK(imported.description.preprocessing.resize_shorter_side == 20);
   CHECK(imported.network.output_shape() == Shape{3, 16, 16});
   CHECK(trip.relative_difference() <= 1e-5f);
 }

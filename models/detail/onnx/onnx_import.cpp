@@ -153,6 +153,18 @@ void read_metadata(const onnx::ModelProto& model, ModelDescription& d, int class
     for (float s : d.preprocessing.normalization.stddev) identity = identity && s == 1;
     if (identity) d.preprocessing.normalization = {};
   }
+  if (props.count("resize_shorter_side")) {
+    const auto side = json_floats("[" + props["resize_shorter_side"] + "]", "resize_shorter_side");
+    const data::SampleShape shape{d.input[0], d.input[1], d.input[2]};
+    if (!(side[0] >= 1 && side[0] <= data::kMaxResizeShorterSide && side[0] == std::floor(side[0])))
+      throw ConfigError("its metadata resize_shorter_side is not a whole number of pixels");
+    d.preprocessing.resize_shorter_side = static_cast<int>(side[0]);
+    try {
+      data::check_framing(shape, d.preprocessing.resize_shorter_side);
+    } catch (const Error& e) {
+      throw ConfigError(std::string("its metadata resize_shorter_side: ") + e.what());
+    }
+  }
   if (props.count("threshold")) {
     const auto t = json_floats("[" + props["threshold"] + "]", "threshold");
     if (!(t[0] > 0 && t[0] < 1)) throw ConfigError("its metadata threshold is not between 0 and 1");

@@ -67,6 +67,8 @@ void write_onnx_metadata(onnx::ModelProto& model, const Network& network, const 
   set_property(model, "normalization_mean", nlohmann::json(mean).dump());
   set_property(model, "normalization_std", nlohmann::json(stddev).dump());
   set_property(model, "pixel_scale", "1/255");
+  if (description.preprocessing.resize_shorter_side != 0)
+    set_property(model, "resize_shorter_side", std::to_string(description.preprocessing.resize_shorter_side));
   std::string shape;
   for (int i = 0; i < input.rank; ++i) shape += (i ? "x" : "") + std::to_string(input[i]);
   set_property(model, "input_shape", shape);
