@@ -47,6 +47,12 @@ int run_command(Options& o, Ranks& ranks, const FitCallbacks& extra) {
       if (o.given.count(option))
         throw UsageError(std::string("--predict classifies the images it is given with the model --load describes: "
                                      "leave out ") + option);
+  if (o.evaluate || !o.predict.empty())
+    for (const char* option : {"--normalize", "--mean", "--std", "--resize-shorter"})
+      if (o.given.count(option))
+        throw UsageError(std::string(o.evaluate ? "--evaluate" : "--predict") + " brings images to the model as " +
+                         o.load + " records (its preprocessing): leave out " + option +
+                         " (a conversion, --load X --save Y, records another)");
   if (o.doctor) return doctor();
   if (o.evaluate) return evaluate_command(o);
   if (!o.predict.empty()) return predict_command(o);

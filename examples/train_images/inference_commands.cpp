@@ -126,6 +126,35 @@ std::string data_to_evaluate(const Options& o, const CheckpointInfo& info) {
   return o.data;
 }
 
+// A conversion records the preprocessing the options give (a file of another engine records
+// none): --normalize imagenet, --mean and --std, --resize-shorter; the rest as the file has it.
+ModelDescription converted_description(const Options& o, ModelDescription d) {
+  data::Preprocessing& pre = d.preprocessing;
+  if (o.normalize == "measured")
+    throw UsageError("--normalize measured measures the training data, and a conversion has none: give --normalize "
+                     "imagenet, or --mean and --std");
+  if (o.normalize == "imagenet") pre.normalization = data::imagenet_normalization();
+  if (!o.mean.empty()) pre.normalization = {o.mean, o.std};
+  if (o.resize_shorter > 0) pre.resize_shorter_side = o.resize_shorter;
+  auto check = [&](const char* options, auto checks) {
+    try {
+      checks();
+    } catch (const ConfigError& e) {
+      throw UsageError(std::string(options) + ": " + e.what() + " (the model takes " + data::to_string(pre.shape) +
+                       " images)");
+    }
+  };
+  check("--normalize, --mean, --std", [&] { data::check_normalization(pre.normalization, pre.shape.channels); });
+  check("--resize-shorter", [&] { data::check_framing(pre.shape, pre.resize_shorter_side); });
+  std::string recorded;
+  if (!o.normalize.empty() || !o.mean.empty()) recorded += "its normalisation";
+  if (o.resize_shorter > 0)
+    recorded += std::string(recorded.empty() ? "" : " and ") + "images resized to " +
+                std::to_string(o.resize_shorter) + " on their shorter side";
+  if (!recorded.empty()) std::cout << "recorded with the model: " << recorded << "\n";
+  return d;
+}
+
 }  // namespace
 
 int evaluate_command(Options o) {
@@ -137,8 +166,10 @@ int evaluate_command(Options o) {
   o.data = data_to_evaluate(o, info);
   const data::Preprocessing& pre = info.model.preprocessing;
   data::DatasetSplits splits = [&] {
+    data::ImageFolderOptions images = image_options(o);
+    images.resize_shorter_side = pre.resize_shorter_side;
     try {  // the model's task: a regression's labels.csv may hold only 0s and 1s
-      return data::open_dataset(o.data, pre.shape, o.seed, image_options(o), info.model.loss.task);
+      return data::open_dataset(o.data, pre.shape, o.seed, images, info.model.loss.task);
     } catch (const ConfigError& e) {
       throw UsageError("--evaluate " + o.load + ": " + e.what());
     }
@@ -284,15 +315,16 @@ int export_command(const Options& o) {
   DeviceChoice device = select_device(cpu);
   Model model(o.load, *device.backend, model_options(o, *device.backend));
   if (is_onnx_file(o.load)) std::cout << "imported " << o.load << ":\n" << model.network().summary();
+  const ModelDescription description = converted_description(o, model.description());
   if (!o.export_onnx.empty()) {
     const OnnxExportReport report =
-        export_onnx(o.export_onnx, model.network(), model.parameters(), model.description(), onnx_export_options(o));
+        export_onnx(o.export_onnx, model.network(), model.parameters(), description, onnx_export_options(o));
     std::cout << "exported " << o.load << " to " << o.export_onnx
               << describe_onnx_export(model.network(), onnx_export_options(o)) << "\n";
     warn_of_saturation(report);
   }
   if (!o.save.empty()) {
-    save_checkpoint(o.save, model.network(), model.parameters(), model.description());
+    save_checkpoint(o.save, model.network(), model.parameters(), description);
     std::cout << "saved " << o.load << " as the checkpoint " << o.save << "\n";
   }
   return 0;

@@ -167,6 +167,10 @@ std::vector<OptionRow> make_option_table() {
       {"--image-size", &Options::image_size, "image folders: resize to NxN (default: first image's size)", kept,
        positive_integer()},
       {"--channels", &Options::channels, "image folders: 1 (grey) or 3 (RGB)", kept, CLI::IsMember({1, 3})},
+      {"--resize-shorter", &Options::resize_shorter, "image folders: resize each image's shorter side to N (its aspect "
+       "kept), then crop --image-size from its centre (torchvision's Resize(N) + CenterCrop; default: the whole image "
+       "stretched); recorded in the model, so --predict frames images alike", kept,
+       integer_between(1, data::kMaxResizeShorterSide), TO_LIBRARY(images.resize_shorter_side, o.resize_shorter)},
       {"--max-image-bytes", &Options::max_image_bytes, "image folders: refuse an image that decodes to more, before "
        "decoding it", kept, positive_size(),
        TO_LIBRARY(images.max_decoded_image_bytes, memory::parse_bytes(o.max_image_bytes))},
@@ -176,8 +180,9 @@ std::vector<OptionRow> make_option_table() {
        TO_FIT(loading.augment_flip, o.augment)},
       {"--crop-padding", &Options::crop_padding, "random crops of each image padded by this many pixels", kept,
        integer_between(0, 64, ""), TO_FIT(loading.augment_crop_padding, o.crop_padding)},
-      {"--normalize", &Options::normalize, "normalise each channel by the training set's mean and standard deviation",
-       kept},
+      {"--normalize", &Options::normalize, "normalise each channel (default: not): 'measured' (or --normalize alone) by "
+       "the training set's mean and standard deviation, 'imagenet' by ImageNet's (torchvision's pretrained "
+       "networks'); recorded in the model", kept, CLI::IsMember({"measured", "imagenet"})},
       {"--mean", &Options::mean, "per-channel means to subtract (one value, or one per channel)", kept},
       {"--std", &Options::std, "per-channel standard deviations to divide by", kept},
       {"--quiet", &Options::quiet, "no progress bars", not_kept, {}, TO_FIT(progress_bar, !o.quiet)},
@@ -282,6 +287,7 @@ void add_options(CLI::App& app, Options& o) {
     if (row.check) option->check(*row.check);
   }
   app.get_option("--no-cuda-graph")->excludes(app.get_option("--cuda-graph"));
+  app.get_option("--normalize")->expected(0, 1)->default_str("measured");  // a value or none
   app.footer(network_words());
 }
 
@@ -325,8 +331,8 @@ void check_combinations(const Options& o) {
   if (o.schedule == "onecycle" && o.warmup_epochs > 0)
     throw CLI::ValidationError("--schedule onecycle, --warmup-epochs", "--schedule onecycle warms up by itself (its "
                                                                        "first 30%): leave out --warmup-epochs");
-  if (o.normalize && (!o.mean.empty() || !o.std.empty()))
-    throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize (measured) or --mean and --std, not both");
+  if (!o.normalize.empty() && (!o.mean.empty() || !o.std.empty()))
+    throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize or --mean and --std, not both");
   if (o.mean.empty() != o.std.empty())
     throw CLI::ValidationError("--mean, --std", "give --mean and --std together");
   if (o.cuda_graph) {  // the library's reasons, before any data is read

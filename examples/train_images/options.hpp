@@ -67,11 +67,12 @@ struct Options {
   std::size_t limit = 0;
   int image_size = 0;
   int channels = 0;
+  int resize_shorter = 0;  // 0: images stretched to --image-size
   std::string max_image_bytes = "256MiB";
   bool skip_corrupt = false;
   bool augment = false;
   int crop_padding = 0;
-  bool normalize = false;
+  std::string normalize;  // "measured", "imagenet"; empty: none
   std::vector<float> mean, std;
   bool quiet = false;
   bool doctor = false;

@@ -61,6 +61,13 @@ std::optional<std::string> as_argument(const OptionRow& row, const json& value) 
   return std::string(row.flag) + "=" + word;
 }
 
+// Settings as this version's options give them: --normalize was a flag (true: measured).
+json as_now(json saved) {
+  if (auto normalize = saved.find("--normalize"); normalize != saved.end() && normalize->is_boolean())
+    *normalize = normalize->get<bool>() ? "measured" : "";
+  return saved;
+}
+
 // The saved settings read as a command line: every option's own check applies to them, and to
 // their combination, as when the run was started.
 Options parse_saved(const json& saved) {
@@ -90,8 +97,10 @@ json run_settings(const Options& o) {
   return settings;
 }
 
-std::vector<std::string> apply_saved_settings(const json& saved, Options& o) {
-  if (!saved.is_object()) throw CheckpointError("its settings are " + saved.dump(-1).substr(0, 80) + ", not options");
+std::vector<std::string> apply_saved_settings(const json& recorded, Options& o) {
+  if (!recorded.is_object())
+    throw CheckpointError("its settings are " + recorded.dump(-1).substr(0, 80) + ", not options");
+  const json saved = as_now(recorded);
   Options run = parse_saved(saved);
   std::vector<std::string> kept_outputs;
   for (const OptionRow& row : option_table()) {

@@ -150,8 +150,8 @@ void check_batch_over_ranks(const Options& o, const TrainingBatchNeed& need, con
 }
 
 // --load of a network on other samples: the flags that would bring this data to them.
-void check_load_input(const Options& o, const data::DatasetSplits& splits) {
-  const Shape wanted = read_checkpoint(o.load).model.input;
+void check_load_input(const Options& o, const CheckpointInfo& loaded, const data::DatasetSplits& splits) {
+  const Shape wanted = loaded.model.input;
   const data::SampleShape have = splits.train->shape();
   if (wanted == Shape{have.channels, have.height, have.width}) return;
   std::string how;
@@ -170,7 +170,7 @@ void check_load_input(const Options& o, const data::DatasetSplits& splits) {
 void check_data_options(const Options& o, const data::DatasetSplits& splits) {
   if (splits.kind != "idx" && splits.kind.rfind("cifar", 0) != 0) return;  // folders of images
   const std::string holds = splits.kind == "idx" ? "IDX files" : "CIFAR binary files";
-  for (const char* option : {"--image-size", "--channels", "--max-image-bytes", "--skip-corrupt"})
+  for (const char* option : {"--image-size", "--channels", "--resize-shorter", "--max-image-bytes", "--skip-corrupt"})
     if (o.given.count(option))
       throw UsageError(std::string(option) + " applies to image folders; " + o.data + " holds " + holds + " (" +
                        data::to_string(splits.train->shape()) + ")");
@@ -207,12 +207,20 @@ RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
   return files;
 }
 
-// --normalize measures the training set; --mean and --std give the values; a resumed run has its own.
+// --normalize measured measures the training set, imagenet takes ImageNet's; --mean and --std
+// give the values; a resumed run has its own.
 data::Normalization normalization_of(const Options& o, const std::optional<Resumed>& resumed,
                                      const data::Dataset& train_set) {
   if (resumed) return resumed->info.model.preprocessing.normalization;
   if (!o.mean.empty()) return data::Normalization{o.mean, o.std};
-  if (!o.normalize) return {};
+  if (o.normalize.empty()) return {};
+  if (o.normalize == "imagenet") {
+    if (train_set.shape().channels != 3)
+      throw UsageError("--normalize imagenet: ImageNet's statistics are of RGB images, and " + o.data + " gives " +
+                       data::to_string(train_set.shape()) + " samples (--channels 3 converts an image folder's)");
+    std::cout << "normalisation: ImageNet's, mean 0.485 0.456 0.406, standard deviation 0.229 0.224 0.225\n";
+    return data::imagenet_normalization();
+  }
   data::Normalization n = data::measure_normalization(train_set);
   std::cout << "normalisation: mean";
   for (float m : n.mean) std::cout << " " << m;
@@ -238,10 +246,48 @@ void check_task_options(const Options& o, Task task) {
     throw UsageError("--huber-delta applies to --loss huber; this run's loss is " + o.regression_loss);
 }
 
+// --load: the preprocessing the file records (what its network was trained on, or what a conversion
+// recorded) for what the options leave open: the image folder's size and channels (its network's
+// input, where square), the shorter side it was framed by and its normalisation. Written into the
+// options, the run's settings record them and a resumed run opens its data alike. Returns what
+// was taken, to show (empty for nothing): the image folders' options, then the normalisation.
+struct Adopted {
+  std::string images, normalization;
+};
+Adopted adopt_loaded_preprocessing(Options& o, const CheckpointInfo& loaded) {
+  const data::Preprocessing& pre = loaded.model.preprocessing;
+  const Shape& input = loaded.model.input;
+  Adopted taken;
+  auto take = [&](const std::string& what) { taken.images += (taken.images.empty() ? "" : ", ") + what; };
+  if (input.rank == 3 && input[1] == input[2] && !o.given.count("--image-size")) {
+    o.image_size = input[1];
+    take("--image-size " + std::to_string(o.image_size));
+  }
+  if (input.rank == 3 && (input[0] == 1 || input[0] == 3) && !o.given.count("--channels")) {
+    o.channels = input[0];
+    take("--channels " + std::to_string(o.channels));
+  }
+  if (pre.resize_shorter_side > 0 && !o.given.count("--resize-shorter")) {
+    o.resize_shorter = pre.resize_shorter_side;
+    take("--resize-shorter " + std::to_string(o.resize_shorter));
+  }
+  const bool normalised = o.given.count("--normalize") || o.given.count("--mean") || o.given.count("--std");
+  if (!pre.normalization.empty() && !normalised) {
+    o.mean = pre.normalization.mean;
+    o.std = pre.normalization.stddev;
+    auto values = [](const std::vector<float>& v) {
+      std::string text;
+      for (float x : v) text += (text.empty() ? "" : ",") + number_text(x);
+      return text;
+    };
+    taken.normalization = "--mean " + values(o.mean) + " --std " + values(o.std);
+  }
+  return taken;
+}
+
 // --load with no --model: the saved network (a checkpoint's, an ONNX model's), its head replaced
 // where the data has other classes; the run loads the layers that match (the rest initialised).
-Network loaded_network(const Options& o, const data::Dataset& train_set) {
-  const CheckpointInfo info = read_checkpoint(o.load);
+Network loaded_network(const Options& o, const CheckpointInfo& info, const data::Dataset& train_set) {
   require_network(info, o.load);
   if (info.model.loss.task != train_set.task())
     throw UsageError("--load " + o.load + ": its network is trained to " + to_string(info.model.loss.task) +
@@ -295,13 +341,14 @@ void freeze(const Options& o, Network& network) {
   }
 }
 
-Network build_network(const Options& o, const std::optional<Resumed>& resumed, const data::Dataset& train_set) {
+Network build_network(const Options& o, const std::optional<Resumed>& resumed, const CheckpointInfo* loaded,
+                      const data::Dataset& train_set) {
   const data::SampleShape shape = train_set.shape();
   const Shape input{shape.channels, shape.height, shape.width};
   if (!resumed) {
     const Task task = train_set.task();
     check_task_options(o, task);
-    if (!o.load.empty() && !o.given.count("--model")) return loaded_network(o, train_set);
+    if (loaded && !o.given.count("--model")) return loaded_network(o, *loaded, train_set);
     Network network = make_network(o.model, input, train_set.num_classes());
     LossOptions loss = library_options(o).loss;
     loss.task = task;
@@ -423,9 +470,23 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (o.sync_batchnorm && !communicator)
     throw UsageError("--sync-batchnorm synchronises BatchNorm over the ranks of mpirun -np N: this run has one");
 
+  // --load's file, read once; what it records of its images is the default of the data's.
+  std::optional<CheckpointInfo> loaded;
+  Adopted adopted;
+  if (!o.load.empty()) {
+    loaded = read_checkpoint(o.load);
+    adopted = adopt_loaded_preprocessing(o, *loaded);
+  }
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
   target.channels = o.channels;  // 0: as the first image is
+  if (o.resize_shorter > 0) {
+    try {
+      data::check_framing(target, o.resize_shorter);
+    } catch (const ConfigError& e) {
+      throw UsageError("--resize-shorter " + std::to_string(o.resize_shorter) + ": " + e.what() + " (--image-size)");
+    }
+  }
   data::DatasetSplits splits = open_data(o, resumed, target, ranks);
   name_the_classes(o, splits);
   const json data = data_identity(o.data, splits);
@@ -441,11 +502,15 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
               << "; BatchNorm statistics "
               << (o.sync_batchnorm ? "over every rank's micro-batch" : "per rank (rank 0's kept)") << "\n";
 
-  if (!o.load.empty()) check_load_input(o, splits);
+  const bool folders = splits.kind != "idx" && splits.kind.rfind("cifar", 0) != 0;
+  if (!adopted.images.empty() && folders) std::cout << "images as " << o.load << " takes them: " << adopted.images << "\n";
+  if (!adopted.normalization.empty())
+    std::cout << "normalisation as " << o.load << " records it: " << adopted.normalization << "\n";
+  if (loaded) check_load_input(o, *loaded, splits);
   if (o.num_classes > 0 && o.num_classes != splits.train->num_classes())
     throw UsageError("--num-classes " + std::to_string(o.num_classes) + ": " + o.data + " holds " +
                      std::to_string(splits.train->num_classes()) + " classes, the head's outputs");
-  Network network = build_network(o, resumed, *splits.train);
+  Network network = build_network(o, resumed, loaded ? &*loaded : nullptr, *splits.train);
   freeze(o, network);
   const bool from_load = !resumed && !o.load.empty() && !o.given.count("--model");
   std::cout << "model: " << (resumed ? "the network of " + o.resume : from_load ? "the network of " + o.load : o.model)
@@ -454,6 +519,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (!resumed) {
     model.class_names = splits.train->class_names();
     model.preprocessing.normalization = normalization_of(o, resumed, *splits.train);
+    model.preprocessing.resize_shorter_side = splits.train->resize_shorter_side();
   }
   data::check_normalization(model.preprocessing.normalization, splits.train->shape().channels);
   ranks.check_same_job(job_description(o, model, *splits.train, *splits.test, backend));
