@@ -66,6 +66,37 @@ void print_value_formats(const BatchPlanner& planner, int b) {
   }
 }
 
+// With frozen layers: this run's plan at micro-batch b beside the same network's with every layer
+// training (no gradients, optimizer state or saved activations for the frozen ones), and under a
+// budget the largest micro-batch of each.
+void print_frozen(Network& network, Backend& backend, const TrainerOptions& t, const memory::MemoryStack& stack,
+                  const BatchPlanner& planner, int b) {
+  const int through = network.frozen_through();
+  if (through == 0) return;
+  const bool budget = planner.options().account.limited();
+  struct Row {
+    MemoryBreakdown at_b;
+    int largest;
+  };
+  const Row frozen{planner.breakdown(b), budget ? planner.largest_fitting(t.batch) : 0};
+  network.freeze_through(0);
+  const Row every = [&] {
+    const BatchPlanner all(network, backend, planning_options(t, network, backend, stack));
+    return Row{all.breakdown(b), budget ? all.largest_fitting(t.batch) : 0};
+  }();
+  network.freeze_through(through);
+  std::cout << "frozen nodes 1 to " << through << ": no gradients, optimizer state or saved activations for them\n"
+            << "  training   " << micro_batch_table_header() << (budget ? "  largest" : "") << "\n";
+  for (const Row* row : {&frozen, &every}) {
+    const std::string name = row == &frozen ? "  frozen 1-" + std::to_string(through) : "  every layer";
+    char first[24];
+    std::snprintf(first, sizeof first, "%-13s", name.c_str());
+    std::cout << first << format_micro_batch_row(row->at_b);
+    if (budget) std::cout << "  " << row->largest;
+    std::cout << (row == &frozen ? "  <- this run" : "") << "\n";
+  }
+}
+
 // Why auto chose its micro-batch: each one weighed, with the cost model's expected throughput.
 void print_weighed(const BatchPlanner& planner, int chosen) {
   const int batch = planner.options().batch;
@@ -123,6 +154,7 @@ int print_plan(Network& network, Backend& backend, const TrainerOptions& t, cons
   else if (split.last != b) std::cout << " (the last one " << split.last << ")";
   std::cout << "\n" << format_memory_table(planner.breakdown(b));
   print_value_formats(planner, b);
+  print_frozen(network, backend, t, stack, planner, b);
   return 0;
 }
 
