@@ -60,6 +60,9 @@ std::unique_ptr<Layer> global_avg_pool2d();
 std::unique_ptr<Layer> global_max_pool2d();
 // Each pixel `factor` x `factor` times (nearest), or interpolated (bilinear, align_corners=False).
 std::unique_ptr<Layer> upsample(int factor, UpsampleMode mode = UpsampleMode::nearest);
+// `value` around each plane, each side its own width (PyTorch's nn.ConstantPad2d((left, right,
+// top, bottom), value)).
+std::unique_ptr<Layer> pad(int left, int right, int top, int bottom, float value = 0.0f);
 // Batch normalisation over N, H and W of each channel, PyTorch's defaults: running statistics
 // updated as (1 - momentum) x old + momentum x batch.
 std::unique_ptr<Layer> batchnorm2d(float momentum = 0.1f, float epsilon = 1e-5f);

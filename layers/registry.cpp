@@ -16,6 +16,7 @@
 #include "layers/flatten.hpp"
 #include "layers/group_norm.hpp"
 #include "layers/multiply.hpp"
+#include "layers/pad.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
 #include "layers/upsample.hpp"
@@ -45,6 +46,7 @@ std::vector<LayerType> builtin_layer_types() {
       global_average_pool_type(),
       global_max_pool_type(),
       upsample_type(),
+      pad_type(),
       batchnorm2d_type(),
       group_norm_type(),
       layer_norm_type(),

@@ -54,7 +54,7 @@ class CpuBackend : public Backend {
   // optimizers), cpu_conv.cpp (with the depthwise and grouped ones), cpu_dense.cpp,
   // cpu_pool_norm.cpp (pooling, BatchNorm), cpu_batchnorm_sync.cpp (synchronised BatchNorm),
   // cpu_value_storage.cpp (16-bit values), cpu_activation.cpp, cpu_join.cpp,
-  // cpu_channel_bias.cpp, cpu_upsample.cpp, cpu_group_norm.cpp, cpu_task_loss.cpp (the losses
+  // cpu_channel_bias.cpp, cpu_upsample.cpp, cpu_pad.cpp, cpu_group_norm.cpp, cpu_task_loss.cpp (the losses
   // beyond classification; their workspace holds the sums of their work items).
   CNN_BACKEND_OVERRIDES
   void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,

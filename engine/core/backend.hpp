@@ -63,6 +63,15 @@ struct UpsampleDesc {
   UpsampleMode mode = UpsampleMode::nearest;
 };
 
+// Constant padding of H and W, each side its own (PyTorch's nn.ConstantPad2d((left, right, top,
+// bottom), value); ONNX's Pad in constant mode): y [N, C, top + H + bottom, left + W + right]
+// holds x at (top, left) and `value` around it. value may be -infinity (the padding a max
+// pooling ignores), never NaN.
+struct PadDesc {
+  int top = 0, bottom = 0, left = 0, right = 0;
+  float value = 0.0f;
+};
+
 // Group normalisation, PyTorch's GroupNorm (and LayerNorm over C, H, W: one group, an affine
 // per element): each sample's channels in `groups` groups, each group normalised over its
 // channels, H and W with the biased variance; then y = xhat * gamma + beta, gamma and beta per
@@ -220,6 +229,9 @@ class CapturedCalls {
   CALL(upsample_forward, (const UpsampleDesc& desc, const Tensor& x, Tensor y), (desc, x, y), (y))                   \
   CALL(upsample_backward, (const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate),                  \
       (desc, dy, dx, accumulate), (dx))                                                                              \
+  CALL(pad_forward, (const PadDesc& desc, const Tensor& x, Tensor y), (desc, x, y), (y))                             \
+  CALL(pad_backward, (const PadDesc& desc, const Tensor& dy, Tensor dx, bool accumulate), (desc, dy, dx, accumulate), \
+      (dx))                                                                                                          \
   CALL(group_norm_forward, (const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,     \
        Tensor y, Tensor saved_mean, Tensor saved_inv_std),                                                           \
       (desc, x, gamma, beta, y, saved_mean, saved_inv_std), (y, saved_mean, saved_inv_std))                          \
@@ -490,6 +502,10 @@ class Backend {
   // Upsampling (UpsampleDesc): y is x's size times the factor.
   void upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y);
   void upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate);
+
+  // Padding (PadDesc): y is x with the pads around each plane; backward takes dy's inner window.
+  void pad_forward(const PadDesc& desc, const Tensor& x, Tensor y);
+  void pad_backward(const PadDesc& desc, const Tensor& dy, Tensor dx, bool accumulate);
 
   // Group normalisation (GroupNormDesc) of x [N, C, H, W] (or [N, C]): saved_mean and
   // saved_inv_std hold each sample's groups' mean and 1 / sqrt(var + eps), [N x groups], and may be

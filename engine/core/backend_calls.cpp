@@ -49,6 +49,20 @@ void check_upsample(const char* call, const UpsampleDesc& d, const Tensor& x, co
                      std::to_string(d.factor));
 }
 
+// y is x [N, C, H, W] padded as d says.
+void check_pad(const char* call, const PadDesc& d, const Tensor& x, const Tensor& y) {
+  if (d.top < 0 || d.bottom < 0 || d.left < 0 || d.right < 0 || std::isnan(d.value))
+    throw ConfigError(std::string(call) + ": pads " + std::to_string(d.left) + ", " + std::to_string(d.right) + ", " +
+                      std::to_string(d.top) + ", " + std::to_string(d.bottom) +
+                      " (left, right, top, bottom) must be 0 or more, and the value a number");
+  if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c() ||
+      static_cast<long long>(y.h()) != static_cast<long long>(x.h()) + d.top + d.bottom ||
+      static_cast<long long>(y.w()) != static_cast<long long>(x.w()) + d.left + d.right)
+    throw ShapeError(std::string(call) + ": " + y.shape.str() + " is not " + x.shape.str() + " padded by " +
+                     std::to_string(d.left) + ", " + std::to_string(d.right) + ", " + std::to_string(d.top) + ", " +
+                     std::to_string(d.bottom) + " (left, right, top, bottom)");
+}
+
 // b is a's shape, or [N, C, 1, 1] under an [N, C, H, W] a (Backend::multiply).
 void check_gate(const char* call, const Tensor& a, const Tensor& b) {
   if (b.elements() == a.elements()) return;
@@ -278,6 +292,16 @@ void Backend::upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor
 void Backend::upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
   check_upsample("upsample_backward", desc, dx, dy);
   do_upsample_backward(desc, dy, dx, accumulate);
+}
+
+void Backend::pad_forward(const PadDesc& desc, const Tensor& x, Tensor y) {
+  check_pad("pad_forward", desc, x, y);
+  do_pad_forward(desc, x, y);
+}
+
+void Backend::pad_backward(const PadDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
+  check_pad("pad_backward", desc, dx, dy);
+  do_pad_backward(desc, dy, dx, accumulate);
 }
 
 void Backend::group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,

@@ -1,4 +1,4 @@
-// Concatenation, the element-wise product, upsampling, global max pooling and ceil-mode pooling:
+// Concatenation, the element-wise product, upsampling, padding, global max pooling and ceil-mode pooling:
 // finite-difference gradient checks, forward values against PyTorch's (computed with torch 1.13
 // and written here), and the shapes each refuses.
 #include <catch2/catch.hpp>
@@ -13,6 +13,7 @@
 #include <cnnengine/layers/builtin_layers.hpp>
 #include "layers/concat.hpp"
 #include "layers/multiply.hpp"
+#include "layers/pad.hpp"
 #include "layers/pool2d.hpp"
 #include "layers/relu.hpp"
 #include "layers/upsample.hpp"
@@ -179,6 +180,36 @@ TEST_CASE("multiply scales by the same element or by the channel's factor", "[jo
   CHECK_THROWS_AS(layer.output_shape({Shape{3, 1, 1}, Shape{2, 3, 3}}), ShapeError);
   CHECK_THROWS_AS(layer.output_shape({Shape{6}, Shape{3}}), ShapeError);
   CHECK(layer.backward_needs_input());
+}
+
+TEST_CASE("pad gradients", "[gradients][join]") {
+  SECTION("uneven sides") { Pad l(PadDesc{0, 1, 2, 0, 0.0f}); require_close(l, {Shape{2, 4, 5}}); }
+  SECTION("every side, a value") { Pad l(PadDesc{1, 1, 1, 1, 0.5f}); require_close(l, {Shape{3, 1, 1}}); }
+  SECTION("nothing") { Pad l(PadDesc{}); require_close(l, {Shape{2, 3, 2}}); }
+}
+
+TEST_CASE("pad gives F.pad's values, and a max pooling after -inf padding ignores it", "[join]") {
+  // F.pad(x, (1, 0, 0, 2), value=7): one column on the left, two rows at the bottom
+  Pad l(PadDesc{0, 2, 1, 0, 7.0f});
+  check_values(forward(l, {Shape{1, 2, 2}}, {{1, 2, 3, 4}}), {7, 1, 2, 7, 3, 4, 7, 7, 7, 7, 7, 7});
+  CHECK(l.output_shape({Shape{3, 2, 2}}) == Shape{3, 4, 3});
+
+  Network net(Shape{1, 2, 3});
+  net.add(std::make_unique<Pad>(PadDesc{0, 1, 0, 1, -INFINITY}));
+  net.add(layers::max_pool2d(2));
+  REQUIRE(net.output_shape() == Shape{1, 1, 2});
+  const auto padded = forward(*net.node(1).layer, {Shape{1, 2, 3}}, {{-5, -6, -7, -8, -9, -4}});
+  CHECK(padded[3] == -INFINITY);  // the column on the right
+  const auto pooled = forward(*net.node(2).layer, {Shape{1, 3, 4}}, {padded});
+  check_values(pooled, {-5, -4});  // windows over the input's values alone
+}
+
+TEST_CASE("pad refuses a negative side, NaN and a flat input", "[join]") {
+  CHECK_THROWS_AS(Pad(PadDesc{-1, 0, 0, 0, 0.0f}), ConfigError);
+  CHECK_THROWS_AS(Pad(PadDesc{0, 0, 0, Pad::kMaxPad + 1, 0.0f}), ConfigError);
+  CHECK_THROWS_AS(Pad(PadDesc{0, 0, 0, 0, NAN}), ConfigError);
+  Pad l(PadDesc{1, 1, 1, 1, 0.0f});
+  CHECK_THROWS_AS(l.output_shape({Shape{12}}), ShapeError);
 }
 
 TEST_CASE("upsample gives PyTorch's values", "[join]") {

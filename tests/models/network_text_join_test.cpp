@@ -74,6 +74,18 @@ TEST_CASE("network text reads and writes concat, mul, upsample, globalmaxpool an
   CHECK(network_text(again) == text);
 }
 
+TEST_CASE("network text reads and writes padding, even or by side, with its value", "[network][join]") {
+  const Network net = parse_network("pad 1\npad 0 1 2 3 value=-inf\nmaxpool 2\npad 2 2 2 2 value=0.25\nflatten\ndense 3\n",
+                                    Shape{1, 4, 4}, 3);
+  CHECK(net.node(1).shape == Shape{1, 6, 6});
+  CHECK(net.node(2).shape == Shape{1, 11, 7});  // 2 + 6 + 3 rows, 0 + 6 + 1 columns
+  CHECK(net.node(4).shape == Shape{1, 9, 7});
+  const std::string text = network_text(net);
+  CHECK(text.find("pad 1\npad 0 1 2 3 value=-inf\n") != std::string::npos);
+  CHECK(text.find("pad 2 value=0.25\n") != std::string::npos);
+  CHECK(network_text(parse_network(text, Shape{1, 4, 4}, 3)) == text);
+}
+
 TEST_CASE("a concat of one output with itself and of flat outputs", "[network][join]") {
   const Network net = parse_network("flatten as=f\ndense 5 as=d\nconcat f d d\ndense 10\n", Shape{1, 4, 4}, 10);
   CHECK(net.node(3).inputs == std::vector<int>{2, 1, 2, 2});
@@ -107,6 +119,11 @@ TEST_CASE("network text refuses what the joining layers cannot do", "[network][j
   CHECK(parse_error("upsample 1.5\n").find("'1.5' is not a whole number") != std::string::npos);
   CHECK(parse_error("upsample 2 scale=2\n").find("mode") != std::string::npos);  // the accepted options
   CHECK(parse_error("flatten\nupsample 2\n").find("CxHxW") != std::string::npos);
+
+  CHECK(parse_error("pad 1 2\n").find("pad P | pad LEFT RIGHT TOP BOTTOM") != std::string::npos);
+  CHECK(parse_error("pad -1\n").find("from 0 to 65536") != std::string::npos);
+  CHECK(parse_error("pad 1 value=nan\n").find("NaN") != std::string::npos);
+  CHECK(parse_error("flatten\npad 1\n").find("CxHxW") != std::string::npos);
 
   CHECK(parse_error("maxpool 2 ceil=2\n").find("ceil= takes 0 or 1") != std::string::npos);
   CHECK(parse_error("avgpool 2 ceil=yes\n").find("'yes' is not a number") != std::string::npos);

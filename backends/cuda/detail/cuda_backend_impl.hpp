@@ -4,7 +4,7 @@
 // synchronisation), conv.cpp, dense.cpp, value_storage.cu (16-bit conversions), batchnorm.cpp,
 // batchnorm_kernels.cu (its own kernels: batchnorm_forward_saved, 16-bit values),
 // batchnorm_sync.cu (synchronised BatchNorm), pooling.cu, elementwise.cu, activation.cu, join.cu,
-// channel_bias.cu, upsample.cu, group_norm.cu, loss.cu, task_loss.cu, optimizers.cu.
+// channel_bias.cu, upsample.cu, pad.cu, group_norm.cu, loss.cu, task_loss.cu, optimizers.cu.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>

@@ -1,7 +1,9 @@
 // Concatenation's channel copies, the element-wise product (same shapes and per-channel gate),
-// and upsampling (nearest, bilinear) against the CPU backend, both gradient modes; and that the
-// gradients that sum (the gate's, bilinear's) give the same bits on two runs.
+// upsampling (nearest, bilinear) and padding against the CPU backend, both gradient modes; and that
+// the gradients that sum (the gate's, bilinear's) give the same bits on two runs.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "support.hpp"
 
@@ -81,4 +83,22 @@ TEST_CASE("cuda upsampling matches the CPU", "[cuda][join]") {
         gpu().upsample_backward(desc, dy.gpu(), other.gpu(), false);
         CHECK(again.gpu_values() == other.gpu_values());
       }
+}
+
+TEST_CASE("cuda padding matches the CPU, to the bit", "[cuda][join]") {
+  for (const PadDesc desc : {PadDesc{0, 1, 0, 1, 0.0f}, PadDesc{2, 0, 3, 1, 0.5f}, PadDesc{1, 1, 1, 1, -INFINITY}})
+    for (const Shape xs : {Shape{2, 3, 5, 7}, Shape{1, 2, 1, 1}, Shape{2, 2, 33, 260}}) {
+      INFO(xs.str() << " padded " << desc.left << " " << desc.right << " " << desc.top << " " << desc.bottom);
+      const Shape ys{xs[0], xs[1], xs[2] + desc.top + desc.bottom, xs[3] + desc.left + desc.right};
+      Twin x(gpu(), xs, 90), y(gpu(), ys, 91), dy(gpu(), ys, 92);
+      cpu().pad_forward(desc, x.cpu(), y.cpu());
+      gpu().pad_forward(desc, x.gpu(), y.gpu());
+      CHECK(y.cpu_values() == y.gpu_values());
+      for (bool accumulate : {false, true}) {
+        Twin dx(gpu(), xs, 93);
+        cpu().pad_backward(desc, dy.cpu(), dx.cpu(), accumulate);
+        gpu().pad_backward(desc, dy.gpu(), dx.gpu(), accumulate);
+        CHECK(dx.cpu_values() == dx.gpu_values());
+      }
+    }
 }

@@ -143,6 +143,17 @@ TEST_CASE("backend fronts: shapes that do not fit are refused before a backend r
                              Tensor{a.data(), Shape{1, 1, 2, 2}}, false);
       },
       "upsample_backward: [1x1x4x2] is not [1x1x2x2] upsampled by 2");
+  check_refused<ConfigError>(
+      [&](Backend& be) {
+        be.pad_forward(PadDesc{0, 0, -1, 1, 0.0f}, Tensor{a.data(), Shape{1, 1, 2, 2}}, Tensor{y.data(), Shape{1, 1, 2, 2}});
+      },
+      "pad_forward: pads -1, 1, 0, 0 (left, right, top, bottom) must be 0 or more, and the value a number");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.pad_backward(PadDesc{1, 0, 0, 0, 0.0f}, Tensor{y.data(), Shape{1, 1, 2, 2}},
+                        Tensor{a.data(), Shape{1, 1, 2, 2}}, false);
+      },
+      "pad_backward: [1x1x2x2] is not [1x1x2x2] padded by 0, 0, 1, 0 (left, right, top, bottom)");
   check_refused<ShapeError>(
       [&](Backend& be) {
         be.unscale_gradients(Tensor{a.data(), Shape{16}}, 0.5f, Tensor{b.data(), Shape{2}});
