@@ -435,9 +435,37 @@ def network_models():
     yield g.finish(g.node("Relu", [conv(g, g.x, 3, 8, pads=[1, 1, 1, 1])]))
 
 
+def padding_models():
+    # TensorFlow's SAME at stride 2: nothing at the top and left, 1 at the bottom and right.
+    g = Graph("conv_same_stride2_pads", 13)
+    yield g.finish(conv(g, g.x, 3, 8, pads=[0, 0, 1, 1], strides=[2, 2]))
+    g = Graph("conv_auto_pad_same_upper_stride2", 13)
+    yield g.finish(conv(g, g.x, 3, 8, auto_pad="SAME_UPPER", strides=[2, 2]))
+    # Pads that differ between height (1) and width (2).
+    g = Graph("conv_pads_differ_hw", 13)
+    yield g.finish(conv(g, g.x, 3, 8, pads=[1, 2, 1, 2]))
+    # MaxPool padded more at the start than the end: -infinity in front.
+    g = Graph("maxpool_pads_uneven", 13)
+    yield g.finish(g.node("MaxPool", [g.x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 0, 1]))
+    # AveragePool counting its padding (count_include_pad=1), even and uneven: zeros in front.
+    g = Graph("avgpool_count_include_pad", 13)
+    yield g.finish(g.node("AveragePool", [g.x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1))
+    g = Graph("avgpool_uneven_count_include_pad", 13)
+    yield g.finish(g.node("AveragePool", [g.x], kernel_shape=[2, 2], pads=[0, 0, 1, 1], count_include_pad=1))
+    # Pad with a value (opset 13: pads and value inputs), then a convolution.
+    g = Graph("pad_value_opset13", 13)
+    y = g.node("Pad", [g.x, ints(g, "pads", [0, 0, 1, 2, 0, 0, 3, 0]), scalar(g, "value", 0.5)])
+    yield g.finish(conv(g, y, 3, 8))
+    # Pad without a value (zeros; opset 11), and over axes [2, 3] (opset 18).
+    g = Graph("pad_zeros_opset11", 11)
+    yield g.finish(g.node("Pad", [g.x, ints(g, "pads", [0, 0, 2, 2, 0, 0, 2, 2])]))
+    g = Graph("pad_axes_opset18", 18)
+    yield g.finish(g.node("Pad", [g.x, ints(g, "pads", [1, 0, 0, 2]), "", ints(g, "axes", [2, 3])]))
+
+
 ACCEPTED = [conv_models, conv_transpose_models, batch_norm_models, activation_models, join_models,
             pool_models, reshape_models, matrix_models, pass_through_models, resize_models,
-            normalization_models, network_models]
+            normalization_models, network_models, padding_models]
 
 
 # The refused models, each with the name its error must give and that one's op type or "input".
@@ -451,16 +479,17 @@ def refused_models():
     # A non-square kernel, 1x3, without pads.
     g = Graph("refuse_conv_kernel_1x3", 13)
     yield refusal(g, conv(g, g.x, 3, 8, kernel=[1, 3], name="bad_conv"), "bad_conv", "Conv")
-    # Asymmetric pads: none at the top and left, 1 at the bottom and right.
-    g = Graph("refuse_conv_asymmetric_pads", 13)
-    yield refusal(g, conv(g, g.x, 3, 8, name="bad_conv", pads=[0, 0, 1, 1]), "bad_conv", "Conv")
-    # Pads that differ between height (1) and width (2), a square kernel.
-    g = Graph("refuse_conv_pads_differ_hw", 13)
-    yield refusal(g, conv(g, g.x, 3, 8, name="bad_conv", pads=[1, 2, 1, 2]), "bad_conv", "Conv")
-    # AveragePool with pads counting the padding in its averages.
-    g = Graph("refuse_avgpool_count_include_pad", 13)
-    y = g.node("AveragePool", [g.x], name="bad_pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    # AveragePool with uneven pads left out of its averages: no pad layer in front can do that.
+    g = Graph("refuse_avgpool_uneven_exclude_pad", 13)
+    y = g.node("AveragePool", [g.x], name="bad_pool", kernel_shape=[3, 3], pads=[0, 0, 1, 1], count_include_pad=0)
     yield refusal(g, y, "bad_pool", "AveragePool")
+    # Pad in reflect mode, and Pad of the channels.
+    g = Graph("refuse_pad_reflect", 13)
+    y = g.node("Pad", [g.x, ints(g, "pads", [0, 0, 1, 1, 0, 0, 1, 1])], name="bad_pad", mode="reflect")
+    yield refusal(g, y, "bad_pad", "Pad")
+    g = Graph("refuse_pad_channels", 13)
+    y = g.node("Pad", [g.x, ints(g, "pads", [0, 1, 0, 0, 0, 0, 0, 0])], name="bad_pad")
+    yield refusal(g, y, "bad_pad", "Pad")
     # An op the importer does not know: LRN.
     g = Graph("refuse_lrn", 13)
     y = g.node("LRN", [conv(g, g.x, 3, 8, pads=[1, 1, 1, 1])], name="bad_lrn", size=3)

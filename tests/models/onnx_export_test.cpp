@@ -302,7 +302,7 @@ TEST_CASE("ONNX export of resnet: residual adds, strided shortcuts, global avera
   CHECK(g.initializer_size() == 15 + 15 * 4 + 2);
 }
 
-TEST_CASE("ONNX export: padded pooling that floors, a dense layer on an image, no bias, dropout gone", "[onnx]") {
+TEST_CASE("ONNX export: padded pooling that floors, a Pad, a dense layer on an image, no bias, dropout gone", "[onnx]") {
   REQUIRE(onnx_export_available());
   const fs::path file = fs::path(CNN_TEST_DATA_DIR).parent_path() / "models" / "every_onnx_layer.txt";
   Network net = load_network_file(file, Shape{1, 28, 28}, 10);
@@ -310,7 +310,7 @@ TEST_CASE("ONNX export: padded pooling that floors, a dense layer on an image, n
   const auto& g = e.graph();
   check_topological(g);
   CHECK(op_types(g) == std::vector<std::string>{"Conv", "BatchNormalization", "Relu", "Conv", "Add", "Relu",
-                                                "AveragePool", "MaxPool", "Flatten", "Gemm", "BatchNormalization",
+                                                "AveragePool", "Pad", "MaxPool", "Flatten", "Gemm", "BatchNormalization",
                                                 "Relu", "Gemm", "Softmax"});
   const auto convs = nodes_of(g, "Conv");
   CHECK(inputs_of(*convs[0]).size() == 2);  // bias=0
@@ -325,21 +325,39 @@ TEST_CASE("ONNX export: padded pooling that floors, a dense layer on an image, n
   CHECK(attribute(average, "count_include_pad").i() == 0);
   CHECK(attribute(average, "ceil_mode").i() == 0);
   CHECK(declared_shape(g, average.output(0)) == std::vector<std::string>{"N", "8", "14", "14"});
+  // pad 0 1 0 1 value=-inf: [N, C, top, left] before, [N, C, bottom, right] after.
+  const auto& pad = *nodes_of(g, "Pad")[0];
+  REQUIRE(inputs_of(pad).size() == 3);
+  CHECK(inputs_of(pad)[0] == average.output(0));
+  CHECK(attribute(pad, "mode").s() == "constant");
+  const auto& pads = initializer(g, inputs_of(pad)[1]);
+  REQUIRE(dims(pads) == std::vector<long>{8});
+  REQUIRE(pads.raw_data().size() == 8 * sizeof(std::int64_t));
+  std::vector<std::int64_t> pad_values(8);
+  std::memcpy(pad_values.data(), pads.raw_data().data(), pads.raw_data().size());
+  CHECK(pad_values == std::vector<std::int64_t>{0, 0, 0, 0, 0, 0, 1, 1});
+  const auto& value = initializer(g, inputs_of(pad)[2]);
+  CHECK(dims(value).empty());  // a scalar, as Pad's constant_value is
+  float pad_value = 0;
+  REQUIRE(value.raw_data().size() == sizeof pad_value);
+  std::memcpy(&pad_value, value.raw_data().data(), sizeof pad_value);
+  CHECK(pad_value == -INFINITY);
+  CHECK(declared_shape(g, pad.output(0)) == std::vector<std::string>{"N", "8", "15", "15"});
   const auto& max = *nodes_of(g, "MaxPool")[0];
   CHECK(ints(max, "pads") == std::vector<long>{1, 1, 1, 1});
-  CHECK(declared_shape(g, max.output(0)) == std::vector<std::string>{"N", "8", "7", "7"});
+  CHECK(declared_shape(g, max.output(0)) == std::vector<std::string>{"N", "8", "8", "8"});
 
   // The dense layer reads the pooling's (dropout's) output through a Flatten of its own.
   const auto& flatten = *nodes_of(g, "Flatten")[0];
   CHECK(inputs_of(flatten) == std::vector<std::string>{max.output(0)});
   CHECK(attribute(flatten, "axis").i() == 1);
-  CHECK(declared_shape(g, flatten.output(0)) == std::vector<std::string>{"N", "392"});
+  CHECK(declared_shape(g, flatten.output(0)) == std::vector<std::string>{"N", "512"});
   const auto gemms = nodes_of(g, "Gemm");
   CHECK(inputs_of(*gemms[0])[0] == flatten.output(0));
-  CHECK(dims(initializer(g, "dense_10_weight")) == std::vector<long>{32, 392});
-  CHECK(inputs_of(*gemms[1]) == std::vector<std::string>{"relu_12", "dense_14_weight"});  // bias=0
+  CHECK(dims(initializer(g, "dense_11_weight")) == std::vector<long>{32, 512});
+  CHECK(inputs_of(*gemms[1]) == std::vector<std::string>{"relu_13", "dense_15_weight"});  // bias=0
   CHECK(gemms[1]->output(0) == "logits");
-  CHECK(declared_shape(g, "batchnorm2d_11") == std::vector<std::string>{"N", "32"});
+  CHECK(declared_shape(g, "batchnorm2d_12") == std::vector<std::string>{"N", "32"});
 }
 
 TEST_CASE("ONNX export: a network that ends in an image or a pass-through layer gives logits [N, classes]", "[onnx]") {

@@ -308,4 +308,118 @@ TEST_CASE("ONNX import refuses a weight that is not finite and an input it canno
   CHECK_THAT(import_error(model, file), Contains("symbolic") && Contains("'H'"));
 }
 
+namespace {
+
+// relu_model's node made `op` with integer-list attributes: over a [N, 1, 4, 4] input.
+onnx::ModelProto one_node(const std::string& op, const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& ints) {
+  onnx::ModelProto model = relu_model();
+  auto* node = model.mutable_graph()->mutable_node(0);
+  node->set_op_type(op);
+  for (const auto& [name, values] : ints) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (std::int64_t v : values) a->add_ints(v);
+  }
+  return model;
+}
+
+// The imported model's outputs for one 4x4 image, x(r, c) = r - 4c - 20 (every value negative:
+// a zero of padding would show in a maximum).
+std::vector<float> outputs(const fs::path& file) {
+  CpuBackend backend(1);
+  Model model(file, backend);
+  std::vector<float> image(16);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) image[static_cast<std::size_t>(r * 4 + c)] = static_cast<float>(r - 4 * c - 20);
+  return model.logits(image.data(), 1);
+}
+
+}  // namespace
+
+TEST_CASE("uneven pads become a pad layer in front: zeros for a convolution, -inf for a maximum", "[onnx]") {
+  data::test::TempFolder scratch;
+  const fs::path file = scratch / "m.onnx";
+  // TensorFlow's SAME at stride 2: nothing at the top and left, one row and column at the end.
+  onnx::ModelProto conv = one_node("Conv", {{"pads", {0, 0, 1, 1}}, {"strides", {2, 2}}, {"kernel_shape", {3, 3}}});
+  conv.mutable_graph()->mutable_node(0)->add_input("w");
+  auto* w = conv.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  for (int d : {1, 1, 3, 3}) w->add_dims(d);
+  for (int i = 0; i < 9; ++i) w->add_float_data(1.0f);
+  write(conv, file);
+  const ImportedModel imported = import_onnx(file);
+  REQUIRE(imported.network.size() == 3);
+  CHECK(imported.network.node(1).layer->describe() == "pad 0, 1, 0, 1");
+  CHECK_THAT(imported.network.node(2).layer->describe(), Contains("pad 0"));
+  // Each output sums a 3x3 window from (2i, 2j), the row and column past the end zeros.
+  const auto x = [](int r, int c) { return r < 4 && c < 4 ? static_cast<float>(r - 4 * c - 20) : 0.0f; };
+  std::vector<float> expected;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      float sum = 0;
+      for (int r = 2 * i; r < 2 * i + 3; ++r)
+        for (int c = 2 * j; c < 2 * j + 3; ++c) sum += x(r, c);
+      expected.push_back(sum);
+    }
+  CHECK(outputs(file) == expected);
+
+  // A maximum padded one row at the top and one column on the right: -inf, never chosen.
+  write(one_node("MaxPool", {{"pads", {1, 0, 0, 1}}, {"strides", {2, 2}}, {"kernel_shape", {3, 3}}}), file);
+  const ImportedModel pooled = import_onnx(file);
+  CHECK(pooled.network.node(1).layer->describe() == "pad 0, 1, 1, 0 value -inf");
+  // Windows of rows 2i - 1 .. 2i + 1 and columns 2j .. 2j + 2 inside the image: the largest value
+  // is at the lowest row and leftmost column.
+  CHECK(outputs(file) == std::vector<float>{1 - 20, 1 - 8 - 20, 3 - 20, 3 - 8 - 20});
+
+  // An average that leaves its uneven padding out cannot be a pad in front.
+  CHECK_THAT(import_error(one_node("AveragePool", {{"pads", {0, 0, 1, 1}}, {"kernel_shape", {3, 3}}}), file),
+             Contains("the_relu") && Contains("leaves the padding out of its averages"));
+}
+
+TEST_CASE("ONNX's Pad in constant mode is a pad layer; other modes, channels and crops are refused", "[onnx]") {
+  data::test::TempFolder scratch;
+  const fs::path file = scratch / "m.onnx";
+  const auto pad_model = [](std::vector<std::int64_t> pads, const std::string& mode, float value) {
+    onnx::ModelProto model = relu_model();
+    auto* g = model.mutable_graph();
+    auto* node = g->mutable_node(0);
+    node->set_op_type("Pad");
+    node->add_input("pads");
+    node->add_input("value");
+    if (!mode.empty()) {
+      auto* a = node->add_attribute();
+      a->set_name("mode");
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(mode);
+    }
+    auto* p = g->add_initializer();
+    p->set_name("pads");
+    p->set_data_type(onnx::TensorProto::INT64);
+    p->add_dims(static_cast<std::int64_t>(pads.size()));
+    for (std::int64_t v : pads) p->add_int64_data(v);
+    auto* v = g->add_initializer();
+    v->set_name("value");
+    v->set_data_type(onnx::TensorProto::FLOAT);
+    v->add_float_data(value);
+    return model;
+  };
+  write(pad_model({0, 0, 1, 2, 0, 0, 0, 3}, "", 0.5f), file);
+  const ImportedModel imported = import_onnx(file);
+  CHECK(imported.network.node(1).layer->describe() == "pad 2, 3, 1, 0 value 0.5");
+  CHECK(imported.network.output_shape() == Shape{1, 5, 9});
+  const std::vector<float> y = outputs(file);
+  CHECK(y[0] == 0.5f);                          // the row on top
+  CHECK(y[9 + 2] == static_cast<float>(-20));  // x(0, 0), two columns in
+  CHECK(y[9 + 8] == 0.5f);                      // the last of the three columns on the right
+
+  CHECK_THAT(import_error(pad_model({0, 0, 1, 1, 0, 0, 1, 1}, "reflect", 0), file),
+             Contains("the_relu") && Contains("Pad") && Contains("mode is reflect"));
+  CHECK_THAT(import_error(pad_model({0, 1, 0, 0, 0, 0, 0, 0}, "", 0), file), Contains("pads the batch or the channels"));
+  CHECK_THAT(import_error(pad_model({0, 0, -1, 0, 0, 0, 0, 0}, "", 0), file), Contains("a negative pad crops"));
+  CHECK_THAT(import_error(pad_model({0, 0, 1, 1}, "", 0), file), Contains("are not two integers an axis"));
+  CHECK_THAT(import_error(pad_model({0, 0, 1, 0, 0, 0, 0, 0}, "", NAN), file), Contains("its value is NaN"));
+}
+
 #endif

@@ -44,7 +44,8 @@ void convert_initializer(onnx::TensorProto& tensor, OnnxExportReport& report) {
   std::memcpy(values.data(), raw.data(), values.size() * sizeof(float));
   std::string halves(values.size() * sizeof(std::uint16_t), '\0');
   for (std::size_t i = 0; i < values.size(); ++i) {
-    if (const float magnitude = std::fabs(values[i]); magnitude > kLargestHalf) {
+    // An infinity (a max pooling's padding) is float16's infinity, not saturated.
+    if (const float magnitude = std::fabs(values[i]); magnitude > kLargestHalf && std::isfinite(magnitude)) {
       ++report.saturated;
       if (magnitude > report.largest) {
         report.largest = magnitude;

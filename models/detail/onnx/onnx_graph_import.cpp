@@ -306,6 +306,7 @@ const std::map<std::string, GraphImport::Handler>& GraphImport::handlers() {
       {"Identity", &GraphImport::identity},
       {"Cast", &GraphImport::identity},
       {"Resize", &GraphImport::resize},
+      {"Pad", &GraphImport::pad},
       {"InstanceNormalization", &GraphImport::instance_normalization},
       {"GroupNormalization", &GraphImport::group_normalization},
       {"Softmax", &GraphImport::softmax},

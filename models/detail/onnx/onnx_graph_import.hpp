@@ -135,6 +135,7 @@ class GraphImport {
   void dropout();
   void identity();
   void resize();
+  void pad();
   void instance_normalization();
   void group_normalization();
   void softmax();

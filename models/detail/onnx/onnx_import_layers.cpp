@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <cnnengine/layers/builtin_layers.hpp>
@@ -51,13 +52,24 @@ std::pair<AxisPads, AxisPads> read_pads(const GraphImport& g, std::int64_t h, st
   return {AxisPads{p[0], p[2]}, AxisPads{p[1], p[3]}};
 }
 
-// The one padding a convolution of cnnengine takes: the same on every side.
+bool even(AxisPads h, AxisPads w) { return h.begin == h.end && w.begin == w.end && h.begin == w.begin; }
+
+// A layer's input where its padding differs between sides (TensorFlow's SAME at stride 2): a pad
+// layer of `value` in front of it takes it all, and the layer pads nothing.
+int pad_in_front(GraphImport& g, int x, AxisPads h, AxisPads w, float value) {
+  return g.add_layer(layers::pad(static_cast<int>(w.begin), static_cast<int>(w.end), static_cast<int>(h.begin),
+                                 static_cast<int>(h.end), value),
+                     {x}, {}, -1);
+}
+
+// The one padding a transposed convolution of cnnengine takes: the same on every side (its pads
+// crop the output, which no layer in front can do).
 int symmetric_padding(const GraphImport& g, const Shape& in, int k, int s, int d) {
   const auto [h, w] = read_pads(g, in[1], in[2], k, s, d);
   if (h.begin == h.end && w.begin == w.end && h.begin == w.begin) return static_cast<int>(h.begin);
   g.refuse("it pads the top, left, bottom and right of its " + in.str() + " input by " + std::to_string(h.begin) + ", " +
            std::to_string(w.begin) + ", " + std::to_string(h.end) + " and " + std::to_string(w.end) +
-           ": cnnengine's convolutions pad every side alike (export the model with symmetric padding)");
+           ": cnnengine's transposed convolutions pad every side alike (export the model with symmetric padding)");
 }
 
 // A float constant's values, checked finite (a NaN weight is a corrupt file).
@@ -104,11 +116,14 @@ void GraphImport::conv() {
     refuse("its kernel is " + pair_text(kh, kw) + ": cnnengine's convolutions have square kernels");
   const int k = static_cast<int>(kh), s = same_on_both_axes(*this, "strides", 1),
             d = same_on_both_axes(*this, "dilations", 1);
-  layers::ConvOptions options{.stride = s, .padding = symmetric_padding(*this, in, k, s, d), .dilation = d,
+  const auto [ph, pw] = read_pads(*this, in[1], in[2], k, s, d);
+  const bool padded_evenly = even(ph, pw);
+  layers::ConvOptions options{.stride = s, .padding = padded_evenly ? static_cast<int>(ph.begin) : 0, .dilation = d,
                               .groups = static_cast<int>(groups), .bias = has_input(2)};
   LayerParameters params{{"weight", finite_values(*this, 1, "weight")}};
   if (options.bias) params.emplace_back("bias", channel_values(*this, 2, out, "bias"));
-  add_layer(layers::conv2d(static_cast<int>(out), k, options), {x}, std::move(params));
+  const int input = padded_evenly ? x : pad_in_front(*this, x, ph, pw, 0.0f);
+  add_layer(layers::conv2d(static_cast<int>(out), k, options), {input}, std::move(params));
 }
 
 void GraphImport::conv_transpose() {
@@ -198,12 +213,15 @@ void GraphImport::group_normalization() {
 // Max and average pooling. The padding after an axis may exceed the padding before it where it
 // only lets the last window overhang the input: that is ceil_mode (PyTorch's rule), which clips
 // the window as ONNX's padding does for a maximum and for an average that leaves padding out.
+// Other uneven padding is a pad layer in front: of -infinity for a maximum, of zeros for an
+// average that counts the padding (one that leaves it out cannot be), as is any padding such an
+// average counts.
 void GraphImport::pool() {
   const bool max = node().op_type() == "MaxPool";
   if (max) expect_attributes({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
   else expect_attributes({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
   if (max && output_read(1)) refuse("its indices output is read, which no layer of cnnengine gives");
-  const int x = activation(0);
+  int x = activation(0);
   const Shape in = shape_of(x);
   if (in.rank != 3) refuse("its input is " + in.str() + " a sample, where C x H x W maps are expected");
   const std::vector<std::int64_t> kernel = ints_attribute("kernel_shape", {});
@@ -213,34 +231,48 @@ void GraphImport::pool() {
   const int k = static_cast<int>(kernel[0]), s = same_on_both_axes(*this, "strides", 1);
   if (same_on_both_axes(*this, "dilations", 1) != 1) refuse("it is dilated: cnnengine's poolings are not");
   const bool onnx_ceil = int_attribute("ceil_mode", 0) != 0;
+  const bool counts_padding = !max && int_attribute("count_include_pad", 0) != 0;
+  // PyTorch's pooling of the same output: p on every side, the length rounded down or up
+  // (ceil_mode); none where the padding differs between the axes or begins longer than it ends.
+  struct Torch {
+    std::int64_t p;
+    bool ceil;
+  };
+  const auto as_torch = [&](const Shape& n, AxisPads h, AxisPads w) -> std::optional<Torch> {
+    if (h.begin != w.begin || h.end != w.end || h.end < h.begin || 2 * h.begin > k) return std::nullopt;
+    const std::int64_t p = h.begin;
+    const auto onnx_length = [&](std::int64_t length, AxisPads a) {
+      const std::int64_t span = length + a.begin + a.end - k;
+      return span < 0 ? std::int64_t{0} : (onnx_ceil ? (span + s - 1) / s : span / s) + 1;
+    };
+    const auto our_length = [&](std::int64_t length, bool ceil) {
+      const std::int64_t span = length + 2 * p - k;
+      if (span < 0) return std::int64_t{0};
+      std::int64_t out = span / s + 1;
+      if (ceil && span % s != 0 && out * s < length + p) ++out;
+      return out;
+    };
+    for (bool ceil : {false, true})
+      if (our_length(n[1], ceil) == onnx_length(n[1], h) && our_length(n[2], ceil) == onnx_length(n[2], w))
+        return Torch{p, ceil};
+    return std::nullopt;
+  };
   const auto [h, w] = read_pads(*this, in[1], in[2], k, s, 1);
-  if (h.begin != w.begin || h.end != w.end || h.end < h.begin)
-    refuse("it pads its " + in.str() + " input by " + ints_text({h.begin, w.begin, h.end, w.end}) +
-           ": cnnengine's poolings pad every side alike (a longer end only as ceil_mode)");
-  const std::int64_t p = h.begin;
-  if (2 * p > k) refuse("its padding " + std::to_string(p) + " is more than half its window " + std::to_string(k));
-  const auto onnx_length = [&](std::int64_t n, AxisPads a) {
-    const std::int64_t span = n + a.begin + a.end - k;
-    return span < 0 ? std::int64_t{0} : (onnx_ceil ? (span + s - 1) / s : span / s) + 1;
-  };
-  const auto our_length = [&](std::int64_t n, bool ceil) {
-    const std::int64_t span = n + 2 * p - k;
-    if (span < 0) return std::int64_t{0};
-    std::int64_t out = span / s + 1;
-    if (ceil && span % s != 0 && out * s < n + p) ++out;
-    return out;
-  };
-  const std::int64_t want_h = onnx_length(in[1], h), want_w = onnx_length(in[2], w);
-  bool ceil = false;
-  if (our_length(in[1], false) != want_h || our_length(in[2], false) != want_w) {
-    ceil = true;
-    if (our_length(in[1], true) != want_h || our_length(in[2], true) != want_w)
-      refuse("its output of " + pair_text(want_h, want_w) + " from " + pair_text(in[1], in[2]) +
-             " is not one of PyTorch's poolings (floor or ceil_mode)");
+  std::optional<Torch> torch = as_torch(in, h, w);
+  const bool padded = h.begin + h.end + w.begin + w.end > 0;
+  if (!torch || (counts_padding && padded)) {
+    if (!max && !counts_padding)
+      refuse("it pads its " + in.str() + " input by " + ints_text({h.begin, w.begin, h.end, w.end}) +
+             " and leaves the padding out of its averages: cnnengine's average pooling pads every side alike (a "
+             "longer end only as ceil_mode)");
+    x = pad_in_front(*this, x, h, w, max ? -INFINITY : 0.0f);
+    torch = as_torch(shape_of(x), AxisPads{}, AxisPads{});
+    if (!torch) refuse("its output is not one of PyTorch's poolings (floor or ceil_mode) of its padded input");
   }
-  if (!max && int_attribute("count_include_pad", 0) != 0 && (p > 0 || ceil))
-    refuse("it counts the padding in its averages (count_include_pad=1): cnnengine's average pooling leaves it out; "
-           "export with count_include_pad=False");
+  const auto [p, ceil] = *torch;
+  if (counts_padding && ceil)
+    refuse("it counts the padding in its averages (count_include_pad=1) with ceil_mode: cnnengine's average pooling "
+           "leaves the overhang out; export with count_include_pad=False");
   add_layer(max ? layers::max_pool2d(k, s, static_cast<int>(p), ceil) : layers::avg_pool2d(k, s, static_cast<int>(p), ceil),
             {x});
 }

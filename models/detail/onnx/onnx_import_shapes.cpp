@@ -1,10 +1,11 @@
 // The operators that change no values of an activation, or only its layout: Flatten, Reshape
 // (with GroupNorm's pattern around InstanceNormalization), Squeeze, Identity and Cast, Dropout,
-// Resize (an upsampling), a final Softmax; and Constant and Shape, which give constants.
+// Resize (an upsampling), Pad, a final Softmax; and Constant and Shape, which give constants.
 #include <cmath>
 #include <string>
 
 #include <cnnengine/layers/builtin_layers.hpp>
+#include "layers/pad.hpp"
 #include "models/detail/onnx/onnx_graph_import.hpp"
 
 namespace cnn::onnx_import {
@@ -191,6 +192,46 @@ void GraphImport::dropout() {
   if (!(ratio >= 0 && ratio < 1)) refuse("its ratio " + std::to_string(ratio) + " is not in [0, 1)");
   if (ratio == 0) alias(x);
   else add_layer(layers::dropout(static_cast<float>(ratio)), {x});
+}
+
+// Pad in constant mode of height and width (opsets 11 on: pads, the value and opset 18's axes are
+// inputs): a pad layer. Padding the batch or the channels, a negative pad (a crop) and the other
+// modes (reflect, edge, wrap) are refused.
+void GraphImport::pad() {
+  expect_attributes({"mode"});
+  const std::string mode = string_attribute("mode", "constant");
+  if (mode != "constant") refuse("its mode is " + mode + ": cnnengine pads with a constant value only");
+  const int x = activation(0);
+  const Shape in = shape_of(x);
+  if (in.rank != 3) refuse("its input is " + in.str() + " a sample, where C x H x W maps are expected");
+  if (!has_input(1)) refuse("it gives no pads");
+  const Constant& given = constant(1);
+  std::vector<std::int64_t> axes = {0, 1, 2, 3};
+  if (has_input(3)) {
+    const Constant& a = constant(3);
+    if (!a.integer) refuse("its axes are not integers");
+    axes = a.ints;
+  }
+  if (!given.integer || given.ints.size() != 2 * axes.size())
+    refuse("its pads, a tensor " + given.dims_text() + ", are not two integers an axis of " + ints_text(axes));
+  std::vector<std::int64_t> begin(4, 0), end(4, 0);
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const std::int64_t axis = axes[i] < 0 ? axes[i] + 4 : axes[i];
+    if (axis < 0 || axis > 3) refuse("its axes " + ints_text(axes) + " are not axes of an [N, C, H, W] input");
+    begin[static_cast<std::size_t>(axis)] = given.ints[i];
+    end[static_cast<std::size_t>(axis)] = given.ints[i + axes.size()];
+  }
+  if (begin[0] || end[0] || begin[1] || end[1])
+    refuse("it pads the batch or the channels (pads " + ints_text(given.ints) + "): cnnengine pads height and width");
+  for (std::int64_t v : {begin[2], end[2], begin[3], end[3]})
+    if (v < 0 || v > Pad::kMaxPad)
+      refuse("its pads " + ints_text(given.ints) + " are not from 0 to " + std::to_string(Pad::kMaxPad) +
+             " (a negative pad crops, which no layer of cnnengine does)");
+  const double value = has_input(2) && constant(2).elements() > 0 ? scalar(2) : 0.0;
+  if (std::isnan(value)) refuse("its value is NaN");
+  add_layer(layers::pad(static_cast<int>(begin[3]), static_cast<int>(end[3]), static_cast<int>(begin[2]),
+                        static_cast<int>(end[2]), static_cast<float>(value)),
+            {x});
 }
 
 // Resize by a whole factor, the same for height and width: nearest (with the coordinate modes
