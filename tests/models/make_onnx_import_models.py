@@ -463,9 +463,28 @@ def padding_models():
     yield g.finish(g.node("Pad", [g.x, ints(g, "pads", [1, 0, 0, 2]), "", ints(g, "axes", [2, 3])]))
 
 
+def scale_and_shift_models():
+    # The input normalised in the graph, as Keras's Normalization layer exports: (x - mean) / std,
+    # one value a channel ([3, 1, 1] and [1, 3, 1, 1]).
+    g = Graph("normalised_input", 13)
+    y = g.node("Sub", [g.x, g.const("mean", np.array([0.5, 0.4, 0.3]).reshape(3, 1, 1))])
+    y = g.node("Div", [y, g.const("std", np.array([0.2, 0.25, 0.3]).reshape(1, 3, 1, 1))])
+    yield g.finish(conv(g, y, 3, 8, pads=[1, 1, 1, 1]))
+    # Inference BatchNorm as tf2onnx writes it: Mul then Add, one value a channel.
+    g = Graph("batchnorm_as_mul_add", 13)
+    y = g.node("Mul", [conv(g, g.x, 3, 8, pads=[1, 1, 1, 1]), g.uniform("scale", [8, 1, 1], 0.5, 1.5)])
+    yield g.finish(g.node("Relu", [g.node("Add", [g.uniform("shift", [8, 1, 1], -0.5, 0.5), y])]))
+    # Scalars on either side: 2 - x, x * 0.5, x + 1, x / 4.
+    g = Graph("scalars_either_side", 11)
+    y = g.node("Sub", [scalar(g, "two", 2.0), g.x])
+    y = g.node("Mul", [y, scalar(g, "half", 0.5)])
+    y = g.node("Add", [scalar(g, "one", 1.0), y])
+    yield g.finish(g.node("Div", [y, scalar(g, "four", 4.0)]))
+
+
 ACCEPTED = [conv_models, conv_transpose_models, batch_norm_models, activation_models, join_models,
             pool_models, reshape_models, matrix_models, pass_through_models, resize_models,
-            normalization_models, network_models, padding_models]
+            normalization_models, network_models, padding_models, scale_and_shift_models]
 
 
 # The refused models, each with the name its error must give and that one's op type or "input".
@@ -483,6 +502,15 @@ def refused_models():
     g = Graph("refuse_avgpool_uneven_exclude_pad", 13)
     y = g.node("AveragePool", [g.x], name="bad_pool", kernel_shape=[3, 3], pads=[0, 0, 1, 1], count_include_pad=0)
     yield refusal(g, y, "bad_pool", "AveragePool")
+    # A constant of one value a column, a constant divided by an activation, and two activations
+    # subtracted.
+    g = Graph("refuse_mul_per_column", 13)
+    yield refusal(g, g.node("Mul", [g.x, g.uniform("columns", [SIZE], 0.5, 1.5)], name="bad_mul"), "bad_mul", "Mul")
+    g = Graph("refuse_constant_over_activation", 13)
+    yield refusal(g, g.node("Div", [scalar(g, "one", 1.0), g.x], name="bad_div"), "bad_div", "Div")
+    g = Graph("refuse_sub_activations", 13)
+    y = g.node("Sub", [conv(g, g.x, 3, 8, pads=[1, 1, 1, 1]), conv(g, g.x, 3, 8, kernel=1)], name="bad_sub")
+    yield refusal(g, y, "bad_sub", "Sub")
     # Pad in reflect mode, and Pad of the channels.
     g = Graph("refuse_pad_reflect", 13)
     y = g.node("Pad", [g.x, ints(g, "pads", [0, 0, 1, 1, 0, 0, 1, 1])], name="bad_pad", mode="reflect")

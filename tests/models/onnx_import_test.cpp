@@ -422,4 +422,47 @@ TEST_CASE("ONNX's Pad in constant mode is a pad layer; other modes, channels and
   CHECK_THAT(import_error(pad_model({0, 0, 1, 0, 0, 0, 0, 0}, "", NAN), file), Contains("its value is NaN"));
 }
 
+
+TEST_CASE("an activation and a constant of one value a channel: a scale and shift", "[onnx]") {
+  data::test::TempFolder scratch;
+  const fs::path file = scratch / "m.onnx";
+  // relu_model's node made `op` of x and a constant `dims` of `values` (first: the constant first).
+  const auto with_constant = [](const std::string& op, std::vector<std::int64_t> dims, std::vector<float> values,
+                                bool first) {
+    onnx::ModelProto model = relu_model();
+    auto* g = model.mutable_graph();
+    auto* node = g->mutable_node(0);
+    node->set_op_type(op);
+    node->clear_input();
+    node->add_input(first ? "c" : "x");
+    node->add_input(first ? "x" : "c");
+    auto* c = g->add_initializer();
+    c->set_name("c");
+    c->set_data_type(onnx::TensorProto::FLOAT);
+    for (std::int64_t d : dims) c->add_dims(d);
+    for (float v : values) c->add_float_data(v);
+    return model;
+  };
+  // The depthwise 1x1 convolution's weight and bias, as the import gives them.
+  const auto scale_and_shift = [](const ImportedModel& m) {
+    REQUIRE(m.network.size() == 2);
+    CHECK_THAT(m.network.node(1).layer->describe(), Contains("depthwise"));
+    std::vector<float> values;
+    for (const ParameterStore::Place& place : ParameterStore::places(m.network))
+      values.push_back(m.parameters[place.offset]);
+    return values;
+  };
+  write(with_constant("Sub", {}, {2.0f}, true), file);  // 2 - x
+  CHECK(scale_and_shift(import_onnx(file)) == std::vector<float>{-1.0f, 2.0f});
+  write(with_constant("Div", {1, 1, 1, 1}, {4.0f}, false), file);  // x / 4
+  CHECK(scale_and_shift(import_onnx(file)) == std::vector<float>{0.25f, 0.0f});
+  write(with_constant("Add", {1}, {3.0f}, false), file);  // x + 3
+  CHECK(scale_and_shift(import_onnx(file)) == std::vector<float>{1.0f, 3.0f});
+
+  CHECK_THAT(import_error(with_constant("Mul", {4}, {1, 2, 3, 4}, false), file),
+             Contains("the_relu") && Contains("constant [4]") && Contains("one a channel"));
+  CHECK_THAT(import_error(with_constant("Div", {1}, {0.0f}, false), file), Contains("not a finite non-zero number"));
+  CHECK_THAT(import_error(with_constant("Div", {1}, {2.0f}, true), file), Contains("divides a constant by an activation"));
+}
+
 #endif

@@ -288,6 +288,7 @@ const std::map<std::string, GraphImport::Handler>& GraphImport::handlers() {
       {"HardSigmoid", &GraphImport::hard_sigmoid},
       {"Clip", &GraphImport::clip},
       {"Div", &GraphImport::div},
+      {"Sub", &GraphImport::sub},
       {"Gelu", &GraphImport::gelu},
       {"Add", &GraphImport::add},
       {"Mul", &GraphImport::mul},

@@ -120,6 +120,7 @@ class GraphImport {
   void hard_sigmoid();
   void clip();
   void div();
+  void sub();
   void gelu();
   void add();
   void mul();
@@ -142,6 +143,8 @@ class GraphImport {
   void constant_op();
   void shape();
 
+  // Add, Sub, Mul or Div of an activation and a constant of one value a channel (`what`: "adds"...).
+  void by_constant(const char* what);
   // The gate's layer `alone` over the current node's input x, or `gated` (x * gate(x)) where a
   // Mul of x alone reads the gate (SiLU, HardSwish).
   void gate(std::unique_ptr<Layer> alone, std::unique_ptr<Layer> gated);

@@ -1,9 +1,13 @@
 // The operators that become activation layers, with the patterns exporters write for SiLU
 // (x * Sigmoid(x)), HardSwish (x * HardSigmoid(x)) and GELU (x * 0.5 * (1 + Erf(x / sqrt 2))),
-// and the joining layers: Add, Mul, Concat.
+// the joining layers (Add, Mul, Concat), and Add, Sub, Mul and Div of an activation and a constant
+// of one value a channel (a scale and shift: TensorFlow's exports write inference BatchNorm and
+// input normalisation so).
 #include <cfloat>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <cnnengine/layers/builtin_layers.hpp>
 #include "models/detail/onnx/onnx_graph_import.hpp"
@@ -26,7 +30,55 @@ const onnx::NodeProto* next_in_chain(GraphImport& g, const std::string& value, c
   return near(c->integer ? static_cast<double>(c->ints[0]) : c->floats[0], number) ? n : nullptr;
 }
 
+// A constant's values, one a channel of a [N, channels, H, W] activation it broadcasts over (ONNX's
+// broadcasting: dims aligned on the right, every one but the channels' 1), or none where it does
+// not broadcast so.
+std::optional<std::vector<float>> per_channel(const Constant& c, int channels) {
+  if (c.dims.size() > 4) return std::nullopt;
+  std::vector<std::int64_t> dims(4 - c.dims.size(), 1);
+  dims.insert(dims.end(), c.dims.begin(), c.dims.end());
+  if (dims[0] != 1 || dims[2] != 1 || dims[3] != 1 || (dims[1] != 1 && dims[1] != channels)) return std::nullopt;
+  std::vector<float> values;
+  for (std::size_t i = 0; i < c.elements(); ++i)
+    values.push_back(c.integer ? static_cast<float>(c.ints[i]) : c.floats[i]);
+  if (values.size() == 1) values.assign(static_cast<std::size_t>(channels), values[0]);
+  return values;
+}
+
 }  // namespace
+
+// The current node's activation input and its constant one (of two): x op c where `first` is
+// false, c op x where true. A scale and shift computes it: y = x * scale[c] + shift[c], a 1x1
+// depthwise convolution (trained with the rest in a fine-tuning run, as the BatchNorm it often
+// is would be).
+void GraphImport::by_constant(const char* what) {
+  const int x_index = input_is_constant(0) ? 1 : 0, c_index = 1 - x_index;
+  const int x = activation(x_index);
+  const Shape in = shape_of(x);
+  const Constant& c = constant(c_index);
+  const std::string op = node().op_type();
+  if (in.rank != 3)
+    refuse(std::string("it ") + what + " a " + in.str() + " activation and a constant: only C x H x W maps are " +
+           "scaled or shifted by one a channel");
+  const std::optional<std::vector<float>> values = per_channel(c, in[0]);
+  if (!values)
+    refuse(std::string("it ") + what + " a " + in.str() + " activation and a constant " + c.dims_text() +
+           ": cnnengine scales and shifts by one value, or one a channel ([C, 1, 1])");
+  for (float v : *values)
+    if (!std::isfinite(v) || (op == "Div" && v == 0)) refuse("its constant holds a value that is not a finite " +
+                                                              std::string(op == "Div" ? "non-zero number" : "number"));
+  const auto channels = static_cast<std::size_t>(in[0]);
+  std::vector<float> scale(channels, 1.0f), shift(channels, 0.0f);
+  for (std::size_t i = 0; i < channels; ++i) {
+    const float v = (*values)[i];
+    if (op == "Mul") scale[i] = v;
+    else if (op == "Add") shift[i] = v;
+    else if (op == "Sub" && x_index == 0) shift[i] = -v;
+    else if (op == "Sub") scale[i] = -1.0f, shift[i] = v;
+    else scale[i] = 1.0f / v;  // Div: div() took a constant over an activation out
+  }
+  add_layer(layers::depthwise_conv2d(1), {x}, {{"weight", std::move(scale)}, {"bias", std::move(shift)}});
+}
 
 void GraphImport::activation_op() {
   const std::string& op = node().op_type();
@@ -96,11 +148,18 @@ bool GraphImport::gelu_pattern(int x) {
 
 void GraphImport::div() {
   expect_attributes({});
-  const int x = activation(0);
+  if (input_is_constant(0)) refuse("it divides a constant by an activation, which no layer of cnnengine computes");
   if (has_input(1) && input_is_constant(1) && constant(1).elements() == 1 && near(scalar(1), std::sqrt(2.0)) &&
-      gelu_pattern(x))
+      gelu_pattern(activation(0)))
     return;
-  refuse("it divides an activation: the import reads Div only in GELU's pattern (x / sqrt 2, Erf, + 1, * x, * 0.5)");
+  if (input_is_constant(1)) return by_constant("divides");
+  refuse("it divides an activation by another, which no layer of cnnengine computes");
+}
+
+void GraphImport::sub() {
+  expect_attributes({});
+  if (input_is_constant(0) || input_is_constant(1)) return by_constant("subtracts");
+  refuse("it subtracts an activation from another, which no layer of cnnengine computes");
 }
 
 void GraphImport::gelu() {
@@ -112,6 +171,7 @@ void GraphImport::gelu() {
 
 void GraphImport::add() {
   expect_attributes({});
+  if (input_is_constant(0) || input_is_constant(1)) return by_constant("adds");
   const int a = activation(0), b = activation(1);
   if (!(shape_of(a) == shape_of(b)))
     refuse("it adds a " + shape_of(a).str() + " and a " + shape_of(b).str() +
@@ -126,8 +186,7 @@ void GraphImport::mul() {
   if (input_is_constant(0) || input_is_constant(1)) {
     const int c = input_is_constant(1) ? 1 : 0;
     if (c == 1 && constant(1).elements() == 1 && near(scalar(1), std::sqrt(0.5)) && gelu_pattern(activation(0))) return;
-    refuse("it multiplies an activation by a constant " + constant(c).dims_text() +
-           ", which no layer of cnnengine computes (outside GELU's pattern)");
+    return by_constant("multiplies");
   }
   int a = activation(0), b = activation(1);
   const auto is_gate = [&](const Shape& s, const Shape& of) { return s.rank == 3 && s[0] == of[0] && s[1] == 1 && s[2] == 1; };
