@@ -55,8 +55,15 @@ bool onnx_import_available();
 // is not a cnnengine checkpoint. Where a checkpoint is accepted, such a file is imported.
 bool is_onnx_file(const std::filesystem::path& path);
 
+struct OnnxImportOptions {
+  // The image's height and width where the file leaves them symbolic (exported with dynamic
+  // axes: the network runs at any size, the import plans one); 0 refuses such a file. A file
+  // whose size is fixed must be given that size or none.
+  int height = 0, width = 0;
+};
+
 // Reads `path`. Throws ConfigError naming the file (and the node, where one is at fault); a file
 // that cannot be read is a cnn::Error naming it.
-ImportedModel import_onnx(const std::filesystem::path& path);
+ImportedModel import_onnx(const std::filesystem::path& path, const OnnxImportOptions& options = {});
 
 }  // namespace cnn

@@ -11,6 +11,7 @@
 #include <cnnengine/cnnengine.hpp>
 #include "device_choice.hpp"
 #include "fit/metrics_file.hpp"
+#include "memory/host_resource.hpp"
 #include "memory_budget.hpp"
 #include "plan_report.hpp"
 #include "task_outputs.hpp"
@@ -297,6 +298,27 @@ void require_onnx_export() {
                      "libprotobuf-dev, then configure and build again)");
 }
 
+namespace {
+
+// A conversion's outputs (--export-onnx, --save) of the model read from --load.
+void write_conversion(const Options& o, const Network& network, const ParameterStore& parameters,
+                      const ModelDescription& read) {
+  if (is_onnx_file(o.load)) std::cout << "imported " << o.load << ":\n" << network.summary();
+  const ModelDescription description = converted_description(o, read);
+  if (!o.export_onnx.empty()) {
+    const OnnxExportReport report = export_onnx(o.export_onnx, network, parameters, description, onnx_export_options(o));
+    std::cout << "exported " << o.load << " to " << o.export_onnx << describe_onnx_export(network, onnx_export_options(o))
+              << "\n";
+    warn_of_saturation(report);
+  }
+  if (!o.save.empty()) {
+    save_checkpoint(o.save, network, parameters, description);
+    std::cout << "saved " << o.load << " as the checkpoint " << o.save << "\n";
+  }
+}
+
+}  // namespace
+
 int export_command(const Options& o) {
   if (o.num_classes > 0)
     throw UsageError("--num-classes " + std::to_string(o.num_classes) + ": a conversion keeps the file's head; a new "
@@ -313,20 +335,19 @@ int export_command(const Options& o) {
   cpu.device = DeviceKind::cpu;
   cpu.threads = 1;
   DeviceChoice device = select_device(cpu);
-  Model model(o.load, *device.backend, model_options(o, *device.backend));
-  if (is_onnx_file(o.load)) std::cout << "imported " << o.load << ":\n" << model.network().summary();
-  const ModelDescription description = converted_description(o, model.description());
-  if (!o.export_onnx.empty()) {
-    const OnnxExportReport report =
-        export_onnx(o.export_onnx, model.network(), model.parameters(), description, onnx_export_options(o));
-    std::cout << "exported " << o.load << " to " << o.export_onnx
-              << describe_onnx_export(model.network(), onnx_export_options(o)) << "\n";
-    warn_of_saturation(report);
+  if (!o.given.count("--image-size")) {
+    Model model(o.load, *device.backend, model_options(o, *device.backend));
+    write_conversion(o, model.network(), model.parameters(), model.description());
+    return 0;
   }
-  if (!o.save.empty()) {
-    save_checkpoint(o.save, model.network(), model.parameters(), description);
-    std::cout << "saved " << o.load << " as the checkpoint " << o.save << "\n";
-  }
+  // An ONNX model whose input's height and width are symbolic, imported at --image-size.
+  if (!is_onnx_file(o.load))
+    throw UsageError("--image-size with a conversion sizes an ONNX model's symbolic input; " + o.load +
+                     " is a checkpoint, of its own size");
+  const ImportedModel imported = import_onnx(o.load, OnnxImportOptions{o.image_size, o.image_size});
+  ParameterStore parameters(imported.network, *device.backend, memory::host_resource(), 0, o.seed);
+  parameters.upload(imported.parameters);
+  write_conversion(o, imported.network, parameters, imported.description);
   return 0;
 }
 

@@ -3,8 +3,9 @@
     compare_onnx_models.py --original A.onnx --ours B.onnx [--tolerance 1e-4] [--batch 3] [--seed 0]
 
 Runs both with onnxruntime (CPUExecutionProvider) on one random float32 input, normal(0, 1), of the
-original's input shape, its symbolic dimensions --batch (a fixed one, such as a batch of 1, stays
-as it is). Ours may name its one input otherwise and have several outputs: the first output of each
+original's input shape, its symbolic dimensions --batch (the first) and --size (the others: a
+height and width exported symbolic; --batch where not given); a fixed one, such as a batch of 1,
+stays as it is. Ours may name its one input otherwise and have several outputs: the first output of each
 is compared, flattened per sample ([batch, -1]; their element counts must agree). They agree when
 the largest absolute difference is at most --tolerance times the largest absolute value of the
 original's (1e-6 at least). Prints "OK NAME maxdiff=... scale=...", else "FAILED: ..." and exits 1.
@@ -50,13 +51,15 @@ def main():
     parser.add_argument("--tolerance", type=float, default=1e-4,
                         help="the largest difference allowed, relative to the original's largest |output|")
     parser.add_argument("--batch", type=int, default=3, help="the size of each symbolic input dimension")
+    parser.add_argument("--size", type=int, help="the size of each symbolic dimension after the first")
     parser.add_argument("--seed", type=int, default=0, help="the seed of the random input")
     args = parser.parse_args()
 
     original, ours = load(args.original), load(args.ours)
     original_input = one_input(original, args.original)
     ours_input = one_input(ours, args.ours)
-    shape = [d if isinstance(d, int) else args.batch for d in original_input.shape]
+    size = args.batch if args.size is None else args.size
+    shape = [d if isinstance(d, int) else args.batch if i == 0 else size for i, d in enumerate(original_input.shape)]
     x = np.random.default_rng(args.seed).standard_normal(shape).astype(np.float32)
 
     a = first_output(original, args.original, {original_input.name: x})

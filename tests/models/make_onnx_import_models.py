@@ -487,6 +487,13 @@ ACCEPTED = [conv_models, conv_transpose_models, batch_norm_models, activation_mo
             normalization_models, network_models, padding_models, scale_and_shift_models]
 
 
+def sized_models():
+    """Yields (name, model, size): models whose height and width are symbolic, imported at SIZE."""
+    g = Graph("symbolic_height_width", 13, size="W", height="H")
+    y = g.node("GlobalAveragePool", [g.node("Relu", [conv(g, g.x, 3, 8, pads=[1, 1, 1, 1], strides=[2, 2])])])
+    yield (*g.finish(gemm(g, g.node("Flatten", [y], axis=1), 8, 10)), 20)
+
+
 # The refused models, each with the name its error must give and that one's op type or "input".
 
 def refusal(g, output, offender, kind):
@@ -593,7 +600,8 @@ def main():
 
     accepted = [save(name, model) for family in ACCEPTED for name, model in family()]
     refusals = [f"{save(name, model)}\t{offender}\t{kind}" for name, model, offender, kind in refused_models()]
-    for file, lines in (("models.txt", accepted), ("refusals.tsv", refusals)):
+    sized = [f"{save(name, model)}\t{size}" for name, model, size in sized_models()]
+    for file, lines in (("models.txt", accepted), ("refusals.tsv", refusals), ("sized.tsv", sized)):
         with open(os.path.join(args.out, file), "w") as f:
             f.write("".join(f"{line}\n" for line in lines))
     print(f"make_onnx_import_models: {len(accepted)} models to accept, {len(refusals)} to refuse, in {args.out}")

@@ -3,7 +3,8 @@
 # per operator and attribute, as other engines' exporters write them; train_images imports each
 # (--load) and exports it again (--export-onnx), and compare_onnx_models.py runs both files with
 # onnxruntime on the same random inputs (outputs within 1e-4 of the logits' scale). The models it
-# must refuse are refused naming the node and its operator, writing nothing; one model goes
+# must refuse are refused naming the node and its operator, writing nothing; one of a symbolic
+# image size is imported at --image-size; one model goes
 # through a checkpoint (--save) and back, predicts, and is fine-tuned on three classes, then
 # exported and evaluated. Exits 77 (skipped) when the virtual environment with
 # onnx and onnxruntime cannot be made.
@@ -43,6 +44,25 @@ while IFS=$'\t' read -r model name kind; do
     echo "refused $model: $(tail -n 1 "$log")"
   fi
 done <"$work/refusals.tsv"
+
+# A model whose height and width are symbolic: refused without --image-size, naming its input;
+# converted at --image-size N, it computes what the original does at N x N.
+while IFS=$'\t' read -r model size; do
+  log=$work/ours/$model.log
+  if "$train_images" --load "$work/$model" --export-onnx "$work/ours/$model" >"$log" 2>&1 ||
+      ! grep -q "symbolic.*--image-size" "$log"; then
+    echo "FAILED: $model, of a symbolic size, was not refused asking for --image-size: $(tail -n 1 "$log")"
+    failed=1
+  fi
+  if ! "$train_images" --load "$work/$model" --image-size "$size" --export-onnx "$work/ours/$model" >"$log" 2>&1; then
+    echo "FAILED: $model was not imported at $size:"
+    tail -n 3 "$log"
+    failed=1
+    continue
+  fi
+  "$python" "$here/compare_onnx_models.py" --original "$work/$model" --ours "$work/ours/$model" --size "$size" ||
+    failed=1
+done <"$work/sized.tsv"
 
 # Through a checkpoint: --save converts, and the checkpoint exports the same model.
 "$train_images" --load "$work/tiny_resnet.onnx" --save "$work/ours/tiny_resnet.ckpt" >/dev/null

@@ -305,7 +305,14 @@ TEST_CASE("ONNX import refuses a weight that is not finite and an input it canno
   g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_value(1 << 20);
   CHECK_THAT(import_error(model, file), Contains("dimension 2 is 1048576"));
   g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("H");
-  CHECK_THAT(import_error(model, file), Contains("symbolic") && Contains("'H'"));
+  CHECK_THAT(import_error(model, file), Contains("symbolic") && Contains("'H'") && Contains("--image-size"));
+  // Given the size, the symbolic height takes it; the fixed width must be the one given.
+  CHECK(import_onnx(file, OnnxImportOptions{4, 4}).network.input_shape() == Shape{1, 4, 4});
+  CHECK(import_onnx(file, OnnxImportOptions{8, 4}).network.output_shape() == Shape{2, 6, 2});
+  CHECK_THAT(error_of<ConfigError>([&] { import_onnx(file, OnnxImportOptions{6, 6}); }),
+             Contains("dimension 3 is 4, not the 6 asked for"));
+  CHECK_THAT(error_of<ConfigError>([&] { import_onnx(file, OnnxImportOptions{6, 0}); }),
+             Contains("is not a height and a width"));
 }
 
 namespace {

@@ -66,8 +66,9 @@ struct ImageInput {
   bool batch_is_one = false;
 };
 
-// The one graph input that is not an initializer: float [N, C, H, W], C, H and W fixed.
-ImageInput image_input(const onnx::GraphProto& graph) {
+// The one graph input that is not an initializer: float [N, C, H, W], C fixed, H and W fixed or
+// given by `options`.
+ImageInput image_input(const onnx::GraphProto& graph, const OnnxImportOptions& options) {
   std::set<std::string> initializers;
   for (const onnx::TensorProto& t : graph.initializer()) initializers.insert(t.name());
   std::vector<const onnx::ValueInfoProto*> inputs;
@@ -89,12 +90,22 @@ ImageInput image_input(const onnx::GraphProto& graph) {
   const auto& dims = type.shape().dim();
   if (dims.size() != 4) throw ConfigError(what + " has " + std::to_string(dims.size()) + " dimensions, where images are [N, C, H, W]");
   ImageInput input{v.name(), Shape{}, dims[0].has_dim_value() && dims[0].dim_value() == 1};
+  if ((options.height > 0) != (options.width > 0) || options.height < 0 || options.width < 0)
+    throw ConfigError("the image size to import it at, " + std::to_string(options.height) + "x" +
+                      std::to_string(options.width) + ", is not a height and a width of at least 1");
+  const int given[3] = {0, options.height, options.width};
   int sides[3];
   for (int i = 1; i < 4; ++i) {
-    if (!dims[i].has_dim_value())
-      throw ConfigError(what + "'s dimension " + std::to_string(i) + " is symbolic ('" + dims[i].dim_param() +
-                        "'): export the model with a fixed channel count and image size");
-    const std::int64_t d = dims[i].dim_value();
+    if (!dims[i].has_dim_value() && given[i - 1] == 0)
+      throw ConfigError(what + "'s dimension " + std::to_string(i) + " is symbolic ('" + dims[i].dim_param() + "'): " +
+                        (i == 1 ? "export the model with a fixed channel count"
+                                : "give the image size to import it at (OnnxImportOptions; train_images converts "
+                                  "it so: --load FILE --image-size N --save FILE.ckpt), or export the model with a "
+                                  "fixed one"));
+    if (dims[i].has_dim_value() && given[i - 1] > 0 && dims[i].dim_value() != given[i - 1])
+      throw ConfigError(what + "'s dimension " + std::to_string(i) + " is " + std::to_string(dims[i].dim_value()) +
+                        ", not the " + std::to_string(given[i - 1]) + " asked for: its image size is fixed");
+    const std::int64_t d = dims[i].has_dim_value() ? dims[i].dim_value() : given[i - 1];
     if (d < 1 || d > kMaxInputSide)
       throw ConfigError(what + "'s dimension " + std::to_string(i) + " is " + std::to_string(d) + ", outside 1 to " +
                         std::to_string(kMaxInputSide));
@@ -196,7 +207,7 @@ std::vector<float> parameter_block(const Network& network, std::vector<onnx_impo
 
 bool onnx_import_available() { return true; }
 
-ImportedModel import_onnx(const std::filesystem::path& path) {
+ImportedModel import_onnx(const std::filesystem::path& path, const OnnxImportOptions& options) {
   onnx::ModelProto model = read_model(path);
   try {
     const int opset = opset_of(model);
@@ -205,7 +216,7 @@ ImportedModel import_onnx(const std::filesystem::path& path) {
       throw ConfigError("it has " + std::to_string(graph.node_size()) + " nodes, over the limit of " +
                         std::to_string(kMaxOnnxNodes));
     if (graph.output_size() < 1) throw ConfigError("its graph has no output");
-    const ImageInput input = image_input(graph);
+    const ImageInput input = image_input(graph, options);
     onnx_import::GraphResult read =
         onnx_import::GraphImport(graph, opset, input.name, input.shape, input.batch_is_one).run();
     LossOptions loss;

@@ -17,7 +17,7 @@ OnnxExportReport export_onnx(const std::filesystem::path& file, const Network&, 
 
 bool onnx_import_available() { return false; }
 
-ImportedModel import_onnx(const std::filesystem::path& path) {
+ImportedModel import_onnx(const std::filesystem::path& path, const OnnxImportOptions&) {
   throw ConfigError("ONNX import: this build of cnnengine reads no ONNX (ONNX and protobuf were not found when it "
                     "was built): install libonnx-dev and libprotobuf-dev (scripts/install_deps.sh) and build it "
                     "again; " + path.string() + " was not read");
