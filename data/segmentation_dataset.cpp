@@ -86,8 +86,9 @@ class SegmentationDataset final : public Dataset {
     }
     const Mask decoded = decode_mask(mask_files_[index], max_decoded_image_bytes_);
     check_mask_values(mask_files_[index], decoded, num_classes());  // the file may have changed since open
-    resize_nearest(decoded.values.data(), decoded.info.height, decoded.info.width, mask, s.height, s.width,
-                   frame_image(decoded.info.height, decoded.info.width, s.height, s.width, images_.resize_shorter_side()));
+    const Framing framing =
+        frame_image(decoded.info.height, decoded.info.width, s.height, s.width, images_.resize_shorter_side());
+    resize_nearest(decoded.values.data(), decoded.info.height, decoded.info.width, mask, s.height, s.width, framing);
   }
 
   std::size_t host_bytes() const override {
@@ -149,8 +150,8 @@ std::unique_ptr<Dataset> open_segmentation_folder(const fs::path& side, SampleSh
     largest[i] = check_mask_values(file, mask, classes);
     if (held)
       resize_nearest(mask.values.data(), mask.info.height, mask.info.width, masks.data() + i * plane, shape.height,
-                     shape.width,
-                     frame_image(mask.info.height, mask.info.width, shape.height, shape.width, options.resize_shorter_side));
+                     shape.width, frame_image(mask.info.height, mask.info.width, shape.height, shape.width,
+                                              options.resize_shorter_side));
   });
   const std::size_t skipped = report_skipped(errors, options);
   images.keep_passed(errors);

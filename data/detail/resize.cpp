@@ -20,7 +20,8 @@ std::vector<Tap> taps(int src, int dst, std::int64_t scaled, std::int64_t offset
   std::vector<Tap> result(static_cast<std::size_t>(dst));
   const float scale = static_cast<float>(src) / static_cast<float>(scaled);
   for (int i = 0; i < dst; ++i) {
-    const float x = std::clamp((static_cast<float>(i + offset) + 0.5f) * scale - 0.5f, 0.0f, static_cast<float>(src - 1));
+    const float at = (static_cast<float>(i + offset) + 0.5f) * scale - 0.5f;
+    const float x = std::clamp(at, 0.0f, static_cast<float>(src - 1));
     const int lo = static_cast<int>(x);
     const int hi = std::min(lo + 1, src - 1);
     result[static_cast<std::size_t>(i)] = {lo, hi, x - static_cast<float>(lo)};
@@ -93,7 +94,8 @@ void resize_nearest(const std::uint8_t* src, int src_height, int src_width, std:
     return static_cast<std::size_t>(std::clamp<std::int64_t>(at, 0, src - 1));
   };
   std::vector<std::size_t> xs(static_cast<std::size_t>(dst_width));
-  for (int x = 0; x < dst_width; ++x) xs[static_cast<std::size_t>(x)] = index(x, framing.left, src_width, framing.scaled_width);
+  for (int x = 0; x < dst_width; ++x)
+    xs[static_cast<std::size_t>(x)] = index(x, framing.left, src_width, framing.scaled_width);
   for (int y = 0; y < dst_height; ++y) {
     const std::uint8_t* row = src + index(y, framing.top, src_height, framing.scaled_height) * src_width;
     for (int x = 0; x < dst_width; ++x) *dst++ = row[xs[static_cast<std::size_t>(x)]];

@@ -164,9 +164,11 @@ std::vector<OptionRow> make_option_table() {
        TO_FIT(limit, o.limit)},
       {"--class-names", &Options::class_names, "a file of the classes' names, one a line, in label order (IDX data: "
        "default classes.txt beside the files; Fashion-MNIST's own where it is the default folder)", kept},
-      {"--image-size", &Options::image_size, "image folders: resize to NxN (default: first image's size)", kept,
-       positive_integer()},
-      {"--channels", &Options::channels, "image folders: 1 (grey) or 3 (RGB)", kept, CLI::IsMember({1, 3})},
+      {"--image-size", &Options::image_size, "image folders: resize to NxN (default: the input of --load's model, "
+       "else the first image's size); a conversion of an ONNX model of a symbolic size: the size to import it at",
+       kept, positive_integer()},
+      {"--channels", &Options::channels, "image folders: 1 (grey) or 3 (RGB) (default: the input of --load's model, "
+       "else as the first image is)", kept, CLI::IsMember({1, 3})},
       {"--resize-shorter", &Options::resize_shorter, "image folders: resize each image's shorter side to N (its aspect "
        "kept), then crop --image-size from its centre (torchvision's Resize(N) + CenterCrop; default: the whole image "
        "stretched); recorded in the model, so --predict frames images alike", kept,

@@ -79,12 +79,20 @@ void print_frozen(Network& network, Backend& backend, const TrainerOptions& t, c
     int largest;
   };
   const Row frozen{planner.breakdown(b), budget ? planner.largest_fitting(t.batch) : 0};
-  network.freeze_through(0);
+  // The network unfrozen for the while (frozen again however the planning ends).
+  struct Unfrozen {
+    Network& network;
+    int through;
+    explicit Unfrozen(Network& n) : network(n), through(n.frozen_through()) { network.freeze_through(0); }
+    ~Unfrozen() { network.freeze_through(through); }
+  };
   const Row every = [&] {
-    const BatchPlanner all(network, backend, planning_options(t, network, backend, stack));
+    const Unfrozen unfrozen(network);
+    BatchPlanOptions options = planning_options(t, network, backend, stack);
+    options.rewrite_graph = false;  // the planner's network is rewritten already
+    const BatchPlanner all(network, backend, options);
     return Row{all.breakdown(b), budget ? all.largest_fitting(t.batch) : 0};
   }();
-  network.freeze_through(through);
   std::cout << "frozen nodes 1 to " << through << ": no gradients, optimizer state or saved activations for them\n"
             << "  training   " << micro_batch_table_header() << (budget ? "  largest" : "") << "\n";
   for (const Row* row : {&frozen, &every}) {

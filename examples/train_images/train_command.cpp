@@ -302,7 +302,8 @@ Network loaded_network(const Options& o, const CheckpointInfo& info, const data:
   LossOptions loss = library_options(o).loss;
   loss.task = train_set.task();
   loaded.network.set_loss(loss);
-  if (!loaded.new_head.empty()) std::cout << "new head for " << train_set.num_classes() << " classes: " << loaded.new_head << "\n";
+  if (!loaded.new_head.empty())
+    std::cout << "new head for " << train_set.num_classes() << " classes: " << loaded.new_head << "\n";
   return std::move(loaded.network);
 }
 
