@@ -26,6 +26,8 @@
 
 #ifdef CNN_TEST_HAVE_ONNX
 #include <onnx/onnx_pb.h>
+
+#include "models/detail/onnx/onnx_tensors.hpp"
 #endif
 
 using namespace cnn;
@@ -380,6 +382,9 @@ TEST_CASE("uneven pads become a pad layer in front: zeros for a convolution, -in
   // is at the lowest row and leftmost column.
   CHECK(outputs(file) == std::vector<float>{1 - 20, 1 - 8 - 20, 3 - 20, 3 - 8 - 20});
 
+  // Padding as wide as the window would leave windows of padding alone (-inf out).
+  CHECK_THAT(import_error(one_node("MaxPool", {{"pads", {2, 0, 0, 0}}, {"kernel_shape", {2, 2}}}), file),
+             Contains("a window would hold padding alone"));
   // An average that leaves its uneven padding out cannot be a pad in front.
   CHECK_THAT(import_error(one_node("AveragePool", {{"pads", {0, 0, 1, 1}}, {"kernel_shape", {3, 3}}}), file),
              Contains("the_relu") && Contains("leaves the padding out of its averages"));
@@ -427,6 +432,10 @@ TEST_CASE("ONNX's Pad in constant mode is a pad layer; other modes, channels and
   CHECK_THAT(import_error(pad_model({0, 0, -1, 0, 0, 0, 0, 0}, "", 0), file), Contains("a negative pad crops"));
   CHECK_THAT(import_error(pad_model({0, 0, 1, 1}, "", 0), file), Contains("are not two integers an axis"));
   CHECK_THAT(import_error(pad_model({0, 0, 1, 0, 0, 0, 0, 0}, "", NAN), file), Contains("its value is NaN"));
+  // A hostile list of a million values is named in a line, not whole.
+  const std::string long_list = onnx_import::ints_text(std::vector<std::int64_t>(1000000, 7));
+  CHECK(long_list.size() < 100);
+  CHECK_THAT(long_list, Contains("(1000000 values)"));
 }
 
 

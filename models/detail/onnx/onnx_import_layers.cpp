@@ -265,6 +265,9 @@ void GraphImport::pool() {
       refuse("it pads its " + in.str() + " input by " + ints_text({h.begin, w.begin, h.end, w.end}) +
              " and leaves the padding out of its averages: cnnengine's average pooling pads every side alike (a "
              "longer end only as ceil_mode)");
+    if (max && std::max({h.begin, h.end, w.begin, w.end}) >= k)
+      refuse("it pads its " + in.str() + " input by " + ints_text({h.begin, w.begin, h.end, w.end}) +
+             ", a window's width or more: a window would hold padding alone");
     x = pad_in_front(*this, x, h, w, max ? -INFINITY : 0.0f);
     torch = as_torch(shape_of(x), AxisPads{}, AxisPads{});
     if (!torch) refuse("its output is not one of PyTorch's poolings (floor or ceil_mode) of its padded input");

@@ -1,5 +1,6 @@
 #include "models/detail/onnx/onnx_tensors.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -92,9 +93,11 @@ std::int64_t typed_integer(const Proto& t, int type, int i) {
 }  // namespace
 
 std::string ints_text(const std::vector<std::int64_t>& values) {
+  constexpr std::size_t kShown = 16;  // a hostile file's list of millions stays a line
   std::string text = "[";
-  for (std::size_t i = 0; i < values.size(); ++i)
+  for (std::size_t i = 0; i < std::min(values.size(), kShown); ++i)
     text += (i ? ", " : "") + (values[i] == kBatchDim ? std::string("N") : std::to_string(values[i]));
+  if (values.size() > kShown) text += ", ... (" + std::to_string(values.size()) + " values)";
   return text + "]";
 }
 

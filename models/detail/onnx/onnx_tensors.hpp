@@ -25,7 +25,8 @@ struct Constant {
   std::string dims_text() const;
 };
 
-// A list of integers as the messages write them: "[N, -1]" (the batch dimension as N).
+// A list of integers as the messages write them: "[N, -1]" (the batch dimension as N); past 16
+// values, the first 16 and the count.
 std::string ints_text(const std::vector<std::int64_t>& values);
 
 // The product of `dims`, each at least 0; a ConfigError (`what` names the tensor) where one is
