@@ -501,8 +501,8 @@ void Fit::State::load_starting_weights() {
                                   ": no layer of its network matches this one's (the same place, kind and "
                                   "parameter shapes): nothing to start from");
   if (!o.progress || !writes) return;
-  std::cout << "loaded from " << o.load.string() << (o.new_head ? " (a new head)" : " (another network)") << ": " << plural(static_cast<long>(transfer.loaded.size()), "layer")
-            << " with its weights; initialised: ";
+  std::cout << "loaded from " << o.load.string() << (o.new_head ? " (a new head)" : " (another network)") << ": "
+            << plural(static_cast<long>(transfer.loaded.size()), "layer") << " with its weights; initialised: ";
   for (std::size_t i = 0; i < transfer.kept.size(); ++i) std::cout << (i ? ", " : "") << transfer.kept[i];
   std::cout << (transfer.kept.empty() ? "none\n" : "\n");
 }

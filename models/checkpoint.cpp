@@ -495,9 +495,10 @@ WeightTransfer load_matching_weights(const std::filesystem::path& path, const Ne
                                      ParameterStore& params, int through) {
   if (is_onnx_file(path)) {
     const ImportedModel imported = import_model(path);
-    return transfer_matching(imported.network, network, params, through, [&](std::size_t offset, std::size_t count, float* to) {
-      std::copy_n(imported.parameters.begin() + static_cast<std::ptrdiff_t>(offset), count, to);
-    });
+    return transfer_matching(imported.network, network, params, through,
+                             [&](std::size_t offset, std::size_t count, float* to) {
+                               std::copy_n(imported.parameters.begin() + static_cast<std::ptrdiff_t>(offset), count, to);
+                             });
   }
   const CheckpointInfo info = read_checkpoint(path);
   const Network other = checkpoint_network(info, path);
