@@ -11,7 +11,6 @@
 #include <cnnengine/cnnengine.hpp>
 #include "device_choice.hpp"
 #include "fit/metrics_file.hpp"
-#include "memory/host_resource.hpp"
 #include "memory_budget.hpp"
 #include "plan_report.hpp"
 #include "task_outputs.hpp"
@@ -345,7 +344,8 @@ int export_command(const Options& o) {
     throw UsageError("--image-size with a conversion sizes an ONNX model's symbolic input; " + o.load +
                      " is a checkpoint, of its own size");
   const ImportedModel imported = import_onnx(o.load, OnnxImportOptions{o.image_size, o.image_size});
-  ParameterStore parameters(imported.network, *device.backend, memory::host_resource(), 0, o.seed);
+  memory::MemoryStack stack = memory_stack_for(*device.backend, memory::MemoryOptions{});
+  ParameterStore parameters(imported.network, *device.backend, stack.blocks(), 0, o.seed);
   parameters.upload(imported.parameters);
   write_conversion(o, imported.network, parameters, imported.description);
   return 0;

@@ -390,7 +390,7 @@ TEST_CASE("uneven pads become a pad layer in front: zeros for a convolution, -in
              Contains("the_relu") && Contains("leaves the padding out of its averages"));
 }
 
-TEST_CASE("ONNX's Pad in constant mode is a pad layer; other modes, channels and crops are refused", "[onnx]") {
+TEST_CASE("ONNX's Pad in constant mode is a pad layer, and other modes, channels and crops are refused", "[onnx]") {
   data::test::TempFolder scratch;
   const fs::path file = scratch / "m.onnx";
   const auto pad_model = [](std::vector<std::int64_t> pads, const std::string& mode, float value) {
