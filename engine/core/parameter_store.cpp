@@ -1,5 +1,6 @@
 #include <cnnengine/engine/core/parameter_store.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -166,14 +167,19 @@ ParameterStore::ParameterStore(const Network& network, Backend& backend, memory:
   }
   zero_gradients();
   if (slots_) backend_.fill(flat(state_data_, trained_floats() * static_cast<std::size_t>(slots_)), 0.f);
+  // Where each node's trained floats begin (those of the nodes after it where it has none).
+  trained_before_.assign(grads_.size() + 1, trained_floats());
+  for (std::size_t id = grads_.size(); id-- > 1;) {
+    trained_before_[id] = trained_before_[id + 1];
+    for (const Tensor& g : grads_[id])
+      if (!g.empty()) trained_before_[id] = std::min(trained_before_[id], static_cast<std::size_t>(g.data - grads_data_));
+  }
+  trained_before_[0] = grads_.size() > 1 ? trained_before_[1] : 0;
 }
 
 std::size_t ParameterStore::trained_floats_before(int node) const {
-  std::size_t first = trained_floats();
-  for (std::size_t id = static_cast<std::size_t>(std::max(node, 1)); id < grads_.size(); ++id)
-    for (const Tensor& g : grads_[id])
-      if (!g.empty()) first = std::min(first, static_cast<std::size_t>(g.data - grads_data_));
-  return first;
+  const auto id = static_cast<std::size_t>(std::clamp<long>(node, 0, static_cast<long>(trained_before_.size()) - 1));
+  return trained_before_[id];
 }
 
 void ParameterStore::zero_gradients() {

@@ -43,7 +43,7 @@ class ParameterStore {
   }
   std::size_t trainable_count() const { return trainable_count_; }  // trained, without padding
   // The trained floats of the nodes before `node` (padding included): where its own begin in
-  // trained() (node order), or all of them.
+  // trained() (node order), or all of them. Found at construction: a step may ask it.
   std::size_t trained_floats_before(int node) const;
   // The non-trainable state (BatchNorm running statistics) as one flat view; empty without any.
   Tensor running_state() const {
@@ -134,6 +134,7 @@ class ParameterStore {
   float* grads_data_ = nullptr;
   float* state_data_ = nullptr;
   std::vector<std::vector<Tensor>> params_, grads_;
+  std::vector<std::size_t> trained_before_;  // trained_floats_before(node), a node an entry
 };
 
 }  // namespace cnn

@@ -13,21 +13,13 @@ namespace {
 
 // The parameter groups: the backbone's floats (nodes 1 to backbone_through), first in the trained
 // block, at its scaled rate, and the rest at the rate; one group where nothing is scaled.
-// Where the backbone's floats end is found once per parameter store (a trainer keeps one), not
-// on every step.
 struct GroupRates {
   explicit GroupRates(const OptimizerConfig& c) : through(c.backbone_through), scale(c.backbone_rate_scale) {}
-  std::size_t backbone_floats(const ParameterStore& params) {
-    if (&params != store) {
-      store = &params;
-      split = through > 0 && scale != 1 ? params.trained_floats_before(through + 1) : 0;
-    }
-    return split;
+  std::size_t backbone_floats(const ParameterStore& params) const {
+    return through > 0 && scale != 1 ? params.trained_floats_before(through + 1) : 0;
   }
   int through;
   float scale;
-  const ParameterStore* store = nullptr;
-  std::size_t split = 0;
 };
 struct Group {
   std::size_t first = 0, count = 0;
@@ -40,7 +32,7 @@ struct Groups {
   const Group* begin() const { return group.data(); }
   const Group* end() const { return group.data() + count; }
 };
-Groups groups(const ParameterStore& params, GroupRates& r, float lr) {
+Groups groups(const ParameterStore& params, const GroupRates& r, float lr) {
   const std::size_t all = params.trained().elements();
   const std::size_t split = r.backbone_floats(params);
   Groups g;
