@@ -331,12 +331,11 @@ void Fit::State::plan() {
   // A run resumed where it had unfrozen trains every layer from the start; one that will unfreeze
   // draws batches that suit every layer (BatchNorm's two samples) from the start.
   if (o.unfreeze_at > 0 && resumed && resumed->training->progress.epoch >= o.unfreeze_at) network.freeze_through(0);
-  TrainingBatchNeed need = network.training_batch_need();
-  if (const int frozen = network.frozen_through(); frozen > 0 && o.unfreeze_at > 0) {
-    network.freeze_through(0);
-    need = network.training_batch_need();
-    network.freeze_through(frozen);
-  }
+  const TrainingBatchNeed need = [&] {
+    if (o.unfreeze_at <= 0 || network.frozen_through() == 0) return network.training_batch_need();
+    const UnfrozenWhile whole(network);
+    return network.training_batch_need();
+  }();
   if (const std::string why = last_batch_left_out(o, need, samples, ranks);
       !why.empty()) {
     train_options.drop_last = true;
@@ -367,18 +366,14 @@ void Fit::State::plan() {
 // at that epoch. The whole network's trainer is made once (its plan and reservations) and given
 // back.
 void Fit::State::check_unfrozen_fits() {
-  const int frozen = network.frozen_through();
-  network.freeze_through(0);
-  try {
-    Trainer whole(network, backend, *stack, o);
-  } catch (const BudgetTooSmall& e) {
-    network.freeze_through(frozen);
-    throw BudgetTooSmall("unfreezing at epoch " + std::to_string(o.unfreeze_at) + ": " + e.what(), e.details());
-  } catch (...) {
-    network.freeze_through(frozen);
-    throw;
+  {
+    const UnfrozenWhile unfrozen(network);
+    try {
+      Trainer whole(network, backend, *stack, o);
+    } catch (const BudgetTooSmall& e) {
+      throw BudgetTooSmall("unfreezing at epoch " + std::to_string(o.unfreeze_at) + ": " + e.what(), e.details());
+    }
   }
-  network.freeze_through(frozen);
   stack->release_step_buffers();
 }
 
@@ -492,9 +487,7 @@ void Fit::State::load_starting_weights() {
   if (!(file.model.input == network.input_shape()))
     throw OptionError("load", o.load.string() + ": the weights of a network on " + file.model.input.str() +
                                   " samples; this one takes " + network.input_shape().str());
-  int through = -1;  // every node; with new_head, those before the last layer with parameters
-  for (int id = network.last(); o.new_head && id >= 1 && through < 0; --id)
-    if (!network.node(id).layer->parameters().empty()) through = id - 1;
+  const int through = o.new_head ? network.head() - 1 : -1;  // -1: every node
   const WeightTransfer transfer = load_matching_weights(o.load, network, trainer_->parameters(), through);
   if (transfer.loaded.empty())
     throw OptionError("load", o.load.string() +

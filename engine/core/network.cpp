@@ -103,6 +103,12 @@ void Network::freeze_through(int through) {
   frozen_through_ = through;
 }
 
+int Network::head() const {
+  for (int id = last(); id >= 1; --id)
+    if (!node(id).layer->parameters().empty()) return id;
+  return 0;
+}
+
 int Network::commute_relu_and_max_pool() {
   const std::vector<std::vector<int>> readers = value_readers();  // a swap changes no edge
   int swapped = 0;

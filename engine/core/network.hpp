@@ -90,6 +90,9 @@ class Network {
   // Whether the value node `id`'s output has a gradient in a training step: not the network
   // input's, nor a frozen node's.
   bool has_gradient(int id) const { return id > frozen_through_; }
+  // The head: the last node whose layer has parameters (0 where none has); the backbone is the
+  // nodes before it.
+  int head() const;
 
   // Rewrites ReLU -> max pooling into max pooling -> ReLU wherever the ReLU's output is read by
   // the pooling alone (any layer that says Layer::commutes_with_max_pooling, before one that says
@@ -103,6 +106,22 @@ class Network {
   LossOptions loss_;
   int frozen_through_ = 0;
   FrozenMode frozen_mode_ = FrozenMode::eval;
+};
+
+// A network unfrozen while this lives (to plan it whole), frozen again as it was however the scope
+// ends.
+class UnfrozenWhile {
+ public:
+  explicit UnfrozenWhile(Network& network) : network_(network), through_(network.frozen_through()) {
+    network_.freeze_through(0);
+  }
+  ~UnfrozenWhile() { network_.freeze_through(through_); }
+  UnfrozenWhile(const UnfrozenWhile&) = delete;
+  UnfrozenWhile& operator=(const UnfrozenWhile&) = delete;
+
+ private:
+  Network& network_;
+  int through_;
 };
 
 // The mean loss and accuracy over the samples evaluated; a trainer and a predictor both give it.

@@ -79,15 +79,8 @@ void print_frozen(Network& network, Backend& backend, const TrainerOptions& t, c
     int largest;
   };
   const Row frozen{planner.breakdown(b), budget ? planner.largest_fitting(t.batch) : 0};
-  // The network unfrozen for the while (frozen again however the planning ends).
-  struct Unfrozen {
-    Network& network;
-    int through;
-    explicit Unfrozen(Network& n) : network(n), through(n.frozen_through()) { network.freeze_through(0); }
-    ~Unfrozen() { network.freeze_through(through); }
-  };
   const Row every = [&] {
-    const Unfrozen unfrozen(network);
+    const UnfrozenWhile unfrozen(network);
     BatchPlanOptions options = planning_options(t, network, backend, stack);
     options.rewrite_graph = false;  // the planner's network is rewritten already
     const BatchPlanner all(network, backend, options);

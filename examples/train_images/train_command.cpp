@@ -314,8 +314,7 @@ int backbone_through(const Options& o, const Network& network) {
   const std::string option = o.freeze.empty() ? "--backbone-lr-scale" : "--freeze " + o.freeze;
   int through = -1;
   if (word == "backbone") {
-    for (int id = network.last(); id >= 1 && through < 0; --id)
-      if (!network.node(id).layer->parameters().empty()) through = id - 1;
+    through = network.head() - 1;
     if (through < 1) throw UsageError(option + ": the network has no layers before its head");
     return through;
   }
