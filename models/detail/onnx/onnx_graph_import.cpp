@@ -2,11 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string_view>
 
 #include <cnnengine/base/error.hpp>
 
 namespace cnn::onnx_import {
+namespace {
+
+// What refuse() throws: a ConfigError that already names the node at fault.
+class NodeRefusal final : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
+}  // namespace
 
 GraphImport::GraphImport(onnx::GraphProto& graph, int opset, std::string input, const Shape& input_shape,
                          bool batch_is_one)
@@ -83,16 +91,16 @@ void GraphImport::read(const onnx::NodeProto& n) {
            "docs/design.md (\"ONNX import\")");
   try {
     (this->*handler->second)();
+  } catch (const NodeRefusal&) {
+    throw;
   } catch (const ConfigError& e) {
-    // A builder's refusal of an argument out of its range names the layer, not the node.
-    if (std::string_view(e.what()).starts_with("node '")) throw;
-    refuse(e.what());
+    refuse(e.what());  // a builder's refusal of an argument out of its range names the layer, not the node
   }
 }
 
 void GraphImport::refuse(const std::string& why) const {
   if (!node_) throw ConfigError(why);
-  throw ConfigError("node '" + node_->name() + "' (" + node_->op_type() + "): " + why);
+  throw NodeRefusal("node '" + node_->name() + "' (" + node_->op_type() + "): " + why);
 }
 
 void GraphImport::expect_attributes(const std::set<std::string>& known) const {
