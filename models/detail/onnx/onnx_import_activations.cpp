@@ -47,8 +47,8 @@ std::optional<std::vector<float>> per_channel(const Constant& c, int channels) {
 
 }  // namespace
 
-// The current node's activation input and its constant one (of two): x op c where `first` is
-// false, c op x where true. A scale and shift computes it: y = x * scale[c] + shift[c], a 1x1
+// The current node of an activation x and a constant c, on either side (x op c or c op x; Div
+// takes only x / c). A scale and shift computes it: y = x * scale[c] + shift[c], a 1x1
 // depthwise convolution (trained with the rest in a fine-tuning run, as the BatchNorm it often
 // is would be).
 void GraphImport::by_constant(const char* what) {

@@ -1,11 +1,12 @@
 // The operators that change no values of an activation, or only its layout: Flatten, Reshape
 // (with GroupNorm's pattern around InstanceNormalization), Squeeze, Identity and Cast, Dropout,
 // Resize (an upsampling), Pad, a final Softmax; and Constant and Shape, which give constants.
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 
 #include <cnnengine/layers/builtin_layers.hpp>
-#include "layers/pad.hpp"
 #include "models/detail/onnx/onnx_graph_import.hpp"
 
 namespace cnn::onnx_import {
@@ -224,14 +225,11 @@ void GraphImport::pad() {
   if (begin[0] || end[0] || begin[1] || end[1])
     refuse("it pads the batch or the channels (pads " + ints_text(given.ints) + "): cnnengine pads height and width");
   for (std::int64_t v : {begin[2], end[2], begin[3], end[3]})
-    if (v < 0 || v > Pad::kMaxPad)
-      refuse("its pads " + ints_text(given.ints) + " are not from 0 to " + std::to_string(Pad::kMaxPad) +
-             " (a negative pad crops, which no layer of cnnengine does)");
+    if (v < 0) refuse("its pads " + ints_text(given.ints) + " crop (a negative pad), which no layer of cnnengine does");
+  // The pad layer refuses the rest (a side over its limit, a NaN value), named as this node's.
+  const auto side = [](std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, INT_MAX)); };
   const double value = has_input(2) && constant(2).elements() > 0 ? scalar(2) : 0.0;
-  if (std::isnan(value)) refuse("its value is NaN");
-  add_layer(layers::pad(static_cast<int>(begin[3]), static_cast<int>(end[3]), static_cast<int>(begin[2]),
-                        static_cast<int>(end[2]), static_cast<float>(value)),
-            {x});
+  add_layer(layers::pad(side(begin[3]), side(end[3]), side(begin[2]), side(end[2]), static_cast<float>(value)), {x});
 }
 
 // Resize by a whole factor, the same for height and width: nearest (with the coordinate modes
