@@ -105,7 +105,7 @@ std::size_t Conv2D::workspace_bytes(Backend& backend, int batch, ConvPass pass, 
 LayerCost Conv2D::forward_cost() const {
   const double outputs = static_cast<double>(out_.elements());
   const double macs = outputs * (desc_.in_channels / desc_.groups) * desc_.kernel_h * desc_.kernel_w;
-  return {2 * macs + (bias_ ? outputs : 0), sizeof(float) * (static_cast<double>(in_.elements()) + outputs)};
+  return {2 * macs + (bias_ ? outputs : 0), sizeof(float) * (static_cast<double>(in_.elements()) + outputs), macs};
 }
 
 void Conv2D::forward(const LayerContext& c) {

@@ -84,7 +84,7 @@ std::size_t ConvTranspose2D::workspace_bytes(Backend& backend, int batch, ConvPa
 LayerCost ConvTranspose2D::forward_cost() const {
   const double inputs = static_cast<double>(in_.elements()), outputs = static_cast<double>(out_.elements());
   const double macs = inputs * out_channels_ * adjoint_.kernel_h * adjoint_.kernel_w;
-  return {2 * macs + (bias_ ? outputs : 0), sizeof(float) * (inputs + outputs)};
+  return {2 * macs + (bias_ ? outputs : 0), sizeof(float) * (inputs + outputs), macs};
 }
 
 void ConvTranspose2D::forward(const LayerContext& c) {

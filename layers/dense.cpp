@@ -28,8 +28,8 @@ std::vector<ParamSpec> Dense::parameters() const {
 }
 
 LayerCost Dense::forward_cost() const {
-  const double in = static_cast<double>(in_.elements());
-  return {2 * in * units_ + (bias_ ? units_ : 0), sizeof(float) * (in + units_)};
+  const double in = static_cast<double>(in_.elements()), macs = in * units_;
+  return {2 * macs + (bias_ ? units_ : 0), sizeof(float) * (in + units_), macs};
 }
 
 void Dense::forward(const LayerContext& c) {

@@ -7,6 +7,7 @@
 #include <cnnengine/models/network_text.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
@@ -122,8 +123,8 @@ int bottleneck_block(Network& net, int in, int width, int stride) {
   return net.add(layers::relu());
 }
 
-// The small residual networks for 28x28..32x32 images (resnet, resnet18): a 3x3 stem and stages
-// of basic blocks, whatever the input, which must hold a pixel per halving.
+// The small residual network for 28x28..32x32 images (resnet): a 3x3 stem and stages of basic
+// blocks, whatever the input, which must hold a pixel per halving.
 Network resnet(const std::string& name, Shape input, int classes, std::vector<int> widths, int blocks_per_stage) {
   require_side(name, input, static_cast<int>(widths.size()) - 1);
   Network net(input);
@@ -139,12 +140,13 @@ Network resnet(const std::string& name, Shape input, int classes, std::vector<in
   return net;
 }
 
-// ResNet-34 (basic blocks) and ResNet-50 (bottlenecks), torchvision's, stages of 64..512 wide
-// with 3, 4, 6, 3 blocks, the first block of stages 2..4 striding 2. Sizing: above 64 pixels a
+// ResNet-18 and ResNet-34 (basic blocks) and ResNet-50 (bottlenecks), torchvision's: stages of
+// 64..512 wide with `blocks` blocks each, the first block of stages 2..4 striding 2. Sizing: above 64 pixels a
 // side the ImageNet stem (7x7 stride-2 conv-bn-relu, 3x3 stride-2 max pool: 224 ends on 7x7);
 // up to 64 the CIFAR stem (3x3 stride-1 conv-bn-relu, no pool: 28 and 32 end on 4x4, 64 on 8x8),
 // which needs 8x8 at least.
-Network torchvision_resnet(const std::string& name, Shape input, int classes, bool bottleneck) {
+Network torchvision_resnet(const std::string& name, Shape input, int classes, std::array<int, 4> blocks,
+                           bool bottleneck) {
   Network net(input);
   int x = 0;
   if (imagenet_layout(input)) {
@@ -156,7 +158,6 @@ Network torchvision_resnet(const std::string& name, Shape input, int classes, bo
     require_side(name, input, 3);
     x = conv_bn_relu(net, 0, 64, 3);
   }
-  const int blocks[] = {3, 4, 6, 3};
   for (int stage = 0; stage < 4; ++stage) {
     const int width = 64 << stage;
     for (int block = 0; block < blocks[stage]; ++block) {
@@ -420,8 +421,7 @@ std::vector<std::string> preset_usages() {
       "small: two conv-relu-maxpool stages and dense 128",
       "small-bn: small with BatchNorm and dropout",
       "resnet: a small residual network for 28x28 to 32x32 images",
-      "resnet18: ResNet-18 with a 3x3 stem, for small images",
-      "resnet34, resnet50: torchvision's ResNets, sized from the input",
+      "resnet18, resnet34, resnet50: torchvision's ResNets, sized from the input",
       "mobilenetv2, mobilenetv2-0.5, mobilenetv2-se: torchvision's MobileNetV2 (at half width; with "
       "squeeze-and-excitation), sized from the input",
       "densenet: a small DenseNet-BC (growth 12)",
@@ -438,9 +438,9 @@ Network make_preset(const std::string& model, Shape input, int classes) {
   if (name == "small") return small(name, input, classes, false);
   if (name == "small-bn") return small(name, input, classes, true);
   if (name == "resnet") return resnet(name, input, classes, {16, 32, 64}, 2);
-  if (name == "resnet18") return resnet(name, input, classes, {64, 128, 256, 512}, 2);
-  if (name == "resnet34") return torchvision_resnet(name, input, classes, false);
-  if (name == "resnet50") return torchvision_resnet(name, input, classes, true);
+  if (name == "resnet18") return torchvision_resnet(name, input, classes, {2, 2, 2, 2}, false);
+  if (name == "resnet34") return torchvision_resnet(name, input, classes, {3, 4, 6, 3}, false);
+  if (name == "resnet50") return torchvision_resnet(name, input, classes, {3, 4, 6, 3}, true);
   if (name == "mobilenetv2") return mobilenet_v2(name, input, classes, 1.0, false);
   if (name == "mobilenetv2-0.5") return mobilenet_v2(name, input, classes, 0.5, false);
   if (name == "mobilenetv2-se") return mobilenet_v2(name, input, classes, 1.0, true);

@@ -79,7 +79,7 @@ def bottleneck_block(cin, width, stride):
     return Residual(branch, shortcut), out
 
 
-def resnet(name, channels, side, classes, bottleneck):
+def resnet(name, channels, side, classes, blocks_per_stage, bottleneck):
     if imagenet_layout(side):
         layers = [nn.Conv2d(channels, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
                   nn.MaxPool2d(3, 2, 1)]
@@ -87,22 +87,10 @@ def resnet(name, channels, side, classes, bottleneck):
         require_side(name, side, 3)
         layers = [*conv_bn(channels, 64, 3), nn.ReLU()]
     cin = 64
-    for stage, blocks in enumerate([3, 4, 6, 3]):
+    for stage, blocks in enumerate(blocks_per_stage):
         for block in range(blocks):
             stride = 2 if stage > 0 and block == 0 else 1
             module, cin = (bottleneck_block if bottleneck else basic_block)(cin, 64 << stage, stride)
-            layers.append(module)
-    return nn.Sequential(*layers, Head(cin, classes))
-
-
-def small_resnet18(name, channels, side, classes):
-    """The preset `resnet18`: ResNet-18's stages after a 3x3 stride-1 stem at every input size (not
-    torchvision's 7x7 stem and pool, whatever the image)."""
-    require_side(name, side, 3)
-    layers, cin = [*conv_bn(channels, 64, 3), nn.ReLU()], 64
-    for stage in range(4):
-        for block in range(2):
-            module, cin = basic_block(cin, 64 << stage, 2 if stage > 0 and block == 0 else 1)
             layers.append(module)
     return nn.Sequential(*layers, Head(cin, classes))
 
@@ -195,9 +183,9 @@ def densenet(name, channels, side, classes):
 
 
 MODELS = {
-    "resnet18": lambda c, s, k: small_resnet18("resnet18", c, s, k),
-    "resnet34": lambda c, s, k: resnet("resnet34", c, s, k, bottleneck=False),
-    "resnet50": lambda c, s, k: resnet("resnet50", c, s, k, bottleneck=True),
+    "resnet18": lambda c, s, k: resnet("resnet18", c, s, k, [2, 2, 2, 2], bottleneck=False),
+    "resnet34": lambda c, s, k: resnet("resnet34", c, s, k, [3, 4, 6, 3], bottleneck=False),
+    "resnet50": lambda c, s, k: resnet("resnet50", c, s, k, [3, 4, 6, 3], bottleneck=True),
     "mobilenetv2": lambda c, s, k: mobilenet_v2("mobilenetv2", c, s, k),
     "mobilenetv2-0.5": lambda c, s, k: mobilenet_v2("mobilenetv2-0.5", c, s, k, width=0.5),
     "mobilenetv2-se": lambda c, s, k: mobilenet_v2("mobilenetv2-se", c, s, k, se=True),

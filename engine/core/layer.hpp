@@ -31,10 +31,13 @@ struct ParamSpec {
 
 // What one sample's forward pass costs: floating-point operations (a multiply-add counts two) and
 // bytes read and written. The recomputation planner prices a layer's recomputation with it
-// (the planner's cost model); an estimate, not a measurement.
+// (the planner's cost model); an estimate, not a measurement. `multiply_adds` counts those of a
+// layer's products alone (convolutions and dense layers, exactly): what torchvision's tables and
+// most papers give as a network's "FLOPs".
 struct LayerCost {
   double flops = 0;
   double bytes = 0;
+  double multiply_adds = 0;
 };
 
 struct TrainingBatchNeed {

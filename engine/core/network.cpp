@@ -130,6 +130,13 @@ int Network::commute_relu_and_max_pool() {
   return swapped;
 }
 
+double Network::forward_multiply_adds() const {
+  double total = 0;
+  for (int id = 1; id < size(); ++id)
+    if (node(id).layer) total += node(id).layer->forward_cost().multiply_adds;
+  return total;
+}
+
 std::string Network::summary() const {
   std::ostringstream out;
   std::size_t total = 0, frozen = 0;
@@ -150,6 +157,10 @@ std::string Network::summary() const {
     out << "\n";
   }
   out << "  total trainable parameters: " << total << "\n";
+  const double multiply_adds = forward_multiply_adds();
+  const bool giga = multiply_adds >= 1e9;
+  out << "  forward pass a sample: " << std::fixed << std::setprecision(3) << multiply_adds * (giga ? 1e-9 : 1e-6)
+      << (giga ? " G" : " M") << " multiply-adds in convolutions and dense layers (the \"FLOPs\" of torchvision's tables)\n";
   if (frozen_through_) out << "  frozen: nodes 1 to " << frozen_through_ << ", " << frozen << " parameters\n";
   return out.str();
 }

@@ -69,7 +69,11 @@ class Network {
   // naming that layer and its input.
   TrainingBatchNeed training_batch_need() const;
 
-  std::string summary() const;  // one line per layer: shape and parameter count
+  // One line per layer (shape and parameter count), then the trainable parameters and the forward
+  // pass's multiply-adds a sample.
+  std::string summary() const;
+  // The multiply-adds of one sample's forward pass in the products (LayerCost::multiply_adds).
+  double forward_multiply_adds() const;
 
   // Fine-tuning: nodes 1 to `through` are frozen, as PyTorch's requires_grad=False and eval() on
   // a backbone. Their parameters are not trained (no gradients, no optimizer state), they run

@@ -1,7 +1,7 @@
 // The built-in classification networks (models/presets.cpp): each builds for grey 28x28 up to RGB
-// 224x224 with the layout its sizing rule gives, has torchvision's parameter count at ImageNet
-// size, refuses an input too small, trains on the CPU, and is planned by the batch planner. The
-// U-Net: unet_preset_test.cpp.
+// 224x224 with the layout its sizing rule gives, has torchvision's parameter count and
+// multiply-adds at ImageNet size, refuses an input too small, trains on the CPU, and is planned
+// by the batch planner. The U-Net: unet_preset_test.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include <cnnengine/base/error.hpp>
+#include <cnnengine/layers/builtin_layers.hpp>
 #include "engine/train/planning_options.hpp"
 #include <cnnengine/engine/train/trainer.hpp>
 #include "memory/budget_adaptor.hpp"
@@ -22,8 +23,9 @@ using cnn::testing::SyntheticData;
 
 namespace {
 
-const std::vector<std::string> kNewPresets = {"resnet34",        "resnet50",       "mobilenetv2",
-                                              "mobilenetv2-0.5", "mobilenetv2-se", "densenet"};
+// The presets that size themselves from the input (all but small, small-bn, resnet and unet).
+const std::vector<std::string> kSizedPresets = {"resnet18",        "resnet34",       "resnet50", "mobilenetv2",
+                                                "mobilenetv2-0.5", "mobilenetv2-se", "densenet"};
 // Every preset but unet, which gives a map rather than one value per class.
 std::vector<std::string> classification_presets() {
   std::vector<std::string> names;
@@ -82,7 +84,7 @@ TEST_CASE("every preset builds for 28x28 grey to 224x224 RGB and gives one value
 TEST_CASE("the presets size themselves from the input: the map the head pools", "[presets]") {
   // Up to 64 pixels a side a stride-1 stem and three halvings; above, the ImageNet stem and five.
   const std::vector<int> halved = {4, 4, 8, 7};
-  for (const std::string& name : kNewPresets)
+  for (const std::string& name : kSizedPresets)
     for (std::size_t i = 0; i < kInputs.size(); ++i) {
       INFO(name << " on " << kInputs[i].str());
       const int expected = name == "densenet" && i == 0 ? 3 : halved[i];  // 28 / 2 / 2 = 7, 7 / 2 = 3 (average pooling)
@@ -92,9 +94,10 @@ TEST_CASE("the presets size themselves from the input: the map the head pools", 
 
 TEST_CASE("at 3x224x224 and 1000 classes the presets have torchvision's parameter counts", "[presets]") {
   const Shape imagenet{3, 224, 224};
-  // torchvision 0.14's resnet34(), resnet50(), mobilenet_v2() and mobilenet_v2(width_mult=0.5);
-  // the SE variant and the DenseNet as benchmarks/peers/torch_presets_cpu.py --count-parameters
-  // builds them in PyTorch.
+  // torchvision 0.14's resnet18(), resnet34(), resnet50(), mobilenet_v2() and
+  // mobilenet_v2(width_mult=0.5); the SE variant and the DenseNet as
+  // benchmarks/peers/torch_presets_cpu.py --count-parameters builds them in PyTorch.
+  CHECK(trainable_parameters(make_preset("resnet18", imagenet, 1000)) == 11'689'512);
   CHECK(trainable_parameters(make_preset("resnet34", imagenet, 1000)) == 21'797'672);
   CHECK(trainable_parameters(make_preset("resnet50", imagenet, 1000)) == 25'557'032);
   CHECK(trainable_parameters(make_preset("mobilenetv2", imagenet, 1000)) == 3'504'872);
@@ -105,6 +108,30 @@ TEST_CASE("at 3x224x224 and 1000 classes the presets have torchvision's paramete
   // where ImageNet's has 64 x 3 x 7 x 7; and 10 classes instead of 1000.
   CHECK(trainable_parameters(make_preset("resnet50", Shape{1, 28, 28}, 10)) ==
         25'557'032 - 64 * 3 * 49 + 64 * 9 - 990 * 2049);
+  CHECK(trainable_parameters(make_preset("resnet18", Shape{1, 28, 28}, 10)) ==
+        11'689'512 - 64 * 3 * 49 + 64 * 9 - 990 * 513);
+}
+
+TEST_CASE("at 3x224x224 and 1000 classes the presets have torchvision's multiply-adds", "[presets]") {
+  const Shape imagenet{3, 224, 224};
+  // The "GFLOPS" of torchvision's model tables (its weights' _ops: the multiply-adds of the
+  // convolutions and linear layers), to the three decimals it gives.
+  const auto giga = [&](const std::string& name) {
+    return std::round(make_preset(name, imagenet, 1000).forward_multiply_adds() * 1e-6) / 1e3;
+  };
+  CHECK(giga("resnet18") == 1.814);
+  CHECK(giga("resnet34") == 3.664);
+  CHECK(giga("resnet50") == 4.089);
+  CHECK(giga("mobilenetv2") == 0.301);
+  // Exact: a 1x1 convolution's multiply-adds are its outputs times its input channels; a
+  // depthwise 3x3's, its outputs times 9; a dense layer's, its inputs times its outputs.
+  Network net(Shape{8, 10, 10});
+  net.add(layers::conv2d(16, 1));
+  net.add(layers::depthwise_conv2d(3, 2, 1));
+  net.add(layers::flatten());
+  net.add(layers::dense(5));
+  CHECK(net.forward_multiply_adds() == 16.0 * 100 * 8 + 16.0 * 25 * 9 + 400.0 * 5);
+  CHECK_THAT(net.summary(), Catch::Matchers::Contains("forward pass a sample: 0.018 M multiply-adds"));
 }
 
 TEST_CASE("the blocks are torchvision's: residual additions, squeeze-and-excitation, dense concatenations",
@@ -137,15 +164,15 @@ TEST_CASE("an input too small for a preset's halvings is refused, naming the pre
                                       std::to_string(least) + " pixels") &&
                           Catch::Contains(too_small.str()));
   }
-  for (const std::string& name : kNewPresets) CHECK(final_map_side(make_preset(name, Shape{1, 8, 8}, 10)) == 1);
+  for (const std::string& name : kSizedPresets) CHECK(final_map_side(make_preset(name, Shape{1, 8, 8}, 10)) == 1);
   CHECK_THROWS_WITH(make_preset("resnet50", Shape{784}, 10), Catch::Contains("CxHxW"));
 }
 
 TEST_CASE("every preset trains on the CPU with a finite, falling loss", "[presets][train]") {
   CpuBackend backend(2);
-  for (const std::string& name : kNewPresets) {
+  for (const std::string& name : kSizedPresets) {
     INFO(name);
-    const Shape image = name == "resnet34" || name == "resnet50" ? Shape{1, 16, 16} : Shape{3, 28, 28};
+    const Shape image = name.rfind("resnet", 0) == 0 ? Shape{1, 16, 16} : Shape{3, 28, 28};
     Network net = make_preset(name, image, 4);
     TrainerOptions o;
     o.batch = 4;
