@@ -6,9 +6,10 @@
 // (backends/cpu/detail/gemm.hpp). A depthwise convolution (groups = in = out channels) has its
 // own direct kernels instead (cpu_depthwise_conv.cpp): its products would be one row each; other
 // grouped convolutions at stride 1 have implicit products over padded planes
-// (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. In bf16 and fp16
-// the products are gemm16's, with the weights packed once a call at the workspace's start (the A
-// of every image's product forward and backward-data; backward-filter's A is the image's gradient).
+// (cpu_grouped_conv.cpp): a group's products are only out / groups rows tall. The weights, the A
+// of every image's product forward and backward-data, are packed once a call at the workspace's
+// start (fp32: Note [Operands packed once], gemm.cpp; bf16 and fp16: gemm16's);
+// backward-filter's A is the image's gradient.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
@@ -328,15 +329,29 @@ struct ConvThreadSpace {
   std::size_t total() const { return col + partial + packing; }
 };
 
-// fp32 backward-data: dx = w'  dy's columns (Note [Backward-data as a convolution]), else
-// dcol[K x P] = w^T dy.
-std::size_t backward_data_packing_floats(const ConvGeometry& g) {
+// The sizes of an fp32 pass's products with the weights as A: forward y[C x P] = w col[K x P];
+// backward-data dx = w' dy's columns (Note [Backward-data as a convolution]), else
+// dcol[K x P] = w^T dy. `b_from_panels`: B packed from the image (GemmPanels).
+struct WeightProduct {
+  std::size_t m, n, k;
+  bool b_from_panels;
+  std::size_t shared_floats() const { return cpu::shared_a_floats(m, n, k, b_from_panels); }
+  std::size_t packing_floats() const { return cpu::gemm_shared_a_packing_floats(m, n, k, b_from_panels); }
+  cpu::SharedA shared(const float* packed) const { return cpu::SharedA(packed, m, n, k, b_from_panels); }
+};
+
+WeightProduct forward_product(const ConvGeometry& g) {
+  return {static_cast<std::size_t>(g.cout), static_cast<std::size_t>(g.pixels()), static_cast<std::size_t>(g.patch()),
+          columns_from_image(g, ConvPass::forward, false)};
+}
+
+WeightProduct backward_data_product(const ConvGeometry& g) {
   if (!backward_data_as_forward(g, false))
-    return cpu::gemm_packing_floats(static_cast<std::size_t>(g.patch()), static_cast<std::size_t>(g.pixels()),
-                                    static_cast<std::size_t>(g.cout));
+    return {static_cast<std::size_t>(g.patch()), static_cast<std::size_t>(g.pixels()), static_cast<std::size_t>(g.cout),
+            false};
   const ConvGeometry a = adjoint(g);
-  return cpu::gemm_panels_packing_floats(static_cast<std::size_t>(a.cout), static_cast<std::size_t>(a.pixels()),
-                                         static_cast<std::size_t>(a.patch()));
+  return {static_cast<std::size_t>(a.cout), static_cast<std::size_t>(a.pixels()), static_cast<std::size_t>(a.patch()),
+          true};
 }
 
 ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products16) {
@@ -350,14 +365,12 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products
   s.col = !g.is_pointwise() && columns_written ? aligned_floats(K * P) : 0;
   if (pass == ConvPass::forward) {
     // y[C x P] = w[C x K] col[K x P], per group
-    s.packing = products16   ? cpu::gemm16_packing_floats(C, P, K, true, false)
-                : from_image ? cpu::gemm_panels_packing_floats(C, P, K)
-                             : cpu::gemm_packing_floats(C, P, K);
+    s.packing = products16 ? cpu::gemm16_packing_floats(C, P, K, true, false) : forward_product(g).packing_floats();
   } else {
     s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
     s.packing = products16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
                                       cpu::gemm16_packing_floats(C, K, P, false, false))
-                           : std::max(backward_data_packing_floats(g),
+                           : std::max(backward_data_product(g).packing_floats(),
                                       from_image ? cpu::gemm_panels_packing_floats(C, K, P)
                                                  : cpu::gemm_packing_floats(C, K, P));  // dw[C x K] += dy col^T
   }
@@ -370,13 +383,30 @@ std::size_t packed_weights_words(const ConvGeometry& g, ConvPass pass) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), C = static_cast<std::size_t>(g.cout);
   return pass == ConvPass::forward ? cpu::packed16_a_words(C, K) : cpu::packed16_a_words(K, C);
 }
+// fp32 backward-data's turned weights (flip_weights), where it runs as a forward convolution.
+std::size_t flipped_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
+  return pass == ConvPass::backward && backward_data_as_forward(g, products16)
+             ? aligned_floats(static_cast<std::size_t>(g.groups) * g.cin * g.cout * g.kh * g.kw)
+             : 0;
+}
+
 // What a call's threads share at the workspace's start: the 16-bit products' packed weights, or
-// fp32 backward-data's turned weights (flip_weights).
+// fp32's turned weights and every group's weights packed (pack_fp32_weights).
 std::size_t shared_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
   if (products16) return aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups));
-  if (pass == ConvPass::backward && backward_data_as_forward(g, products16))
-    return aligned_floats(static_cast<std::size_t>(g.groups) * g.cin * g.cout * g.kh * g.kw);
-  return 0;
+  const WeightProduct product = pass == ConvPass::forward ? forward_product(g) : backward_data_product(g);
+  return flipped_floats(g, pass, products16) + static_cast<std::size_t>(g.groups) * product.shared_floats();
+}
+
+// Packs each group's weights, op(w) of `product`, at `packed`, product.shared_floats() apart.
+void pack_fp32_weights(int threads, const ConvGeometry& g, const WeightProduct& product, GemmOperand w,
+                       std::size_t group_floats, float* packed) {
+  for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group) {
+    GemmOperand weights = w;
+    weights.data += group * group_floats;
+    cpu::pack_shared_a(threads, product.m, product.n, product.k, product.b_from_panels, weights,
+                       packed + group * product.shared_floats());
+  }
 }
 
 // Packs each group's weights (op(w) of the pass) at `packed`.
@@ -436,7 +466,10 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
   const std::size_t in_stride = x.sample_elements(), out_stride = y.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;  // a group's input floats
   auto* packed = static_cast<std::uint32_t*>(ws.data);
+  const WeightProduct product = forward_product(g);
+  auto* packed_fp32 = static_cast<float*>(ws.data);
   if (products16()) pack_weights(product_format(), threads_, g, ConvPass::forward, w.data, packed);
+  else pack_fp32_weights(threads_, g, product, GemmOperand{w.data, K}, C * K, packed_fp32);
   float* shares = static_cast<float*>(ws.data) + shared_floats(g, ConvPass::forward, products16());
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = shares + static_cast<std::size_t>(t) * space.total();
@@ -446,7 +479,7 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
         const auto group = static_cast<std::size_t>(gi);
         const float* image = x.data + i * in_stride + group * group_in;
         float* out = y.data + i * out_stride + group * C * P;
-        const GemmOperand weights{w.data + group * C * K, K};
+        const cpu::SharedA weights = product.shared(packed_fp32 + group * product.shared_floats());
         if (from_image) {
           const ImageColumns columns{&g, image};
           cpu::gemm(C, P, K, weights, cpu::GemmPanels{pack_columns, &columns}, GemmOutput{out, P, accumulate}, packing);
@@ -489,6 +522,9 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
     const ConvGeometry a = adjoint(g);
     const std::size_t a_K = static_cast<std::size_t>(a.patch()), a_P = static_cast<std::size_t>(a.pixels()),
                       a_C = static_cast<std::size_t>(a.cout);
+    const WeightProduct product = backward_data_product(g);
+    float* packed = flipped + flipped_floats(g, ConvPass::backward, false);
+    pack_fp32_weights(threads_, g, product, GemmOperand{flipped, a_K}, a_C * a_K, packed);
     float* shares = flipped + shared_floats(g, ConvPass::backward, false);
     cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
       const cpu::Packing packing{shares + static_cast<std::size_t>(t) * space.total() + space.col + space.partial,
@@ -496,14 +532,18 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
       for (std::size_t i = b; i < e; ++i)
         for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group) {
           const ImageColumns columns{&a, dy.data + i * out_stride + group * C * P};
-          cpu::gemm(a_C, a_P, a_K, GemmOperand{flipped + group * a_C * a_K, a_K}, cpu::GemmPanels{pack_columns, &columns},
+          cpu::gemm(a_C, a_P, a_K, product.shared(packed + group * product.shared_floats()),
+                    cpu::GemmPanels{pack_columns, &columns},
                     GemmOutput{dx.data + i * in_stride + group * group_in, a_P, accumulate}, packing);
         }
     });
     return;
   }
   auto* packed = static_cast<std::uint32_t*>(ws.data);
+  const WeightProduct product = backward_data_product(g);
+  auto* packed_fp32 = static_cast<float*>(ws.data);
   if (products16()) pack_weights(product_format(), threads_, g, ConvPass::backward, w.data, packed);
+  else pack_fp32_weights(threads_, g, product, GemmOperand{w.data, K, true}, C * K, packed_fp32);  // w^T: w is [C x K]
   float* shares = static_cast<float*>(ws.data) + shared_floats(g, ConvPass::backward, products16());
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
     float* col = shares + static_cast<std::size_t>(t) * space.total();
@@ -512,7 +552,6 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
       if (!accumulate && !g.is_pointwise()) std::memset(dx.data + i * in_stride, 0, in_stride * sizeof(float));
       for (int gi = 0; gi < g.groups; ++gi) {
         const auto group = static_cast<std::size_t>(gi);
-        const GemmOperand weights_transposed{w.data + group * C * K, K, true};  // w^T: w is stored [C x K]
         const GemmOperand grad_out{dy.data + i * out_stride + group * C * P, P};
         float* image = dx.data + i * in_stride + group * group_in;
         const GemmOutput result = g.is_pointwise() ? GemmOutput{image, P, accumulate} : GemmOutput{col, P};
@@ -521,7 +560,7 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
                       {{}, packed + group * packed_weights_words(g, ConvPass::backward), K, 0}, {grad_out}, result,
                       packing);
         else
-          cpu::gemm(K, P, C, weights_transposed, grad_out, result, packing);
+          cpu::gemm(K, P, C, product.shared(packed_fp32 + group * product.shared_floats()), grad_out, result, packing);
         if (!g.is_pointwise()) col2im_add(g, col, image);
       }
     }

@@ -58,6 +58,55 @@ void store_tile(const Tile& tile, TileOut out, std::size_t rows, std::size_t col
 using Kernel = void (*)(const float* a, const float* b, std::size_t depth, TileOut out, std::size_t rows,
                         std::size_t cols, bool overwrite);
 
+// A swapped product (Note [The narrow side as B]) stores its tiles transposed: column j of a
+// tile is C's row j, its tile rows adjacent there. Whole tiles turn their vectors in registers,
+// squares of lanes transposed, and store each column as one vector; the same adds as store_tile.
+__attribute__((target("avx2,fma"))) inline void store_column_avx(float* at, __m256 column, bool overwrite) {
+  _mm256_storeu_ps(at, overwrite ? column : _mm256_add_ps(_mm256_loadu_ps(at), column));
+}
+
+__attribute__((target("avx2,fma"))) inline void store_column_avx(float* at, __m128 column, bool overwrite) {
+  _mm_storeu_ps(at, overwrite ? column : _mm_add_ps(_mm_loadu_ps(at), column));
+}
+
+// rows[r] holds columns [0, 8) of tile row r: column j goes to out[j * ldc], rows 0..7.
+__attribute__((target("avx2,fma"))) inline void store_transposed_8x8_avx(const __m256 (&rows)[8], float* out,
+                                                                       std::size_t ldc, bool overwrite) {
+  __m256 pairs[8], quads[8];
+  for (int i = 0; i < 4; ++i) {
+    pairs[2 * i] = _mm256_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+    pairs[2 * i + 1] = _mm256_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 0..3, then 4..7
+    const __m256* p = pairs + 4 * h;
+    quads[4 * h + 0] = _mm256_shuffle_ps(p[0], p[2], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[4 * h + 1] = _mm256_shuffle_ps(p[0], p[2], _MM_SHUFFLE(3, 2, 3, 2));
+    quads[4 * h + 2] = _mm256_shuffle_ps(p[1], p[3], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[4 * h + 3] = _mm256_shuffle_ps(p[1], p[3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {
+    store_column_avx(out + j * ldc, _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x20), overwrite);
+    store_column_avx(out + (j + 4) * ldc, _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x31), overwrite);
+  }
+}
+
+// rows[r] holds columns [0, 8) of tile row r, 4 rows: column j goes to out[j * ldc], rows 0..3.
+__attribute__((target("avx2,fma"))) inline void store_transposed_4x8_avx(const __m256 (&rows)[4], float* out,
+                                                                       std::size_t ldc, bool overwrite) {
+  for (int half = 0; half < 2; ++half) {
+    __m128 c0 = half ? _mm256_extractf128_ps(rows[0], 1) : _mm256_castps256_ps128(rows[0]);
+    __m128 c1 = half ? _mm256_extractf128_ps(rows[1], 1) : _mm256_castps256_ps128(rows[1]);
+    __m128 c2 = half ? _mm256_extractf128_ps(rows[2], 1) : _mm256_castps256_ps128(rows[2]);
+    __m128 c3 = half ? _mm256_extractf128_ps(rows[3], 1) : _mm256_castps256_ps128(rows[3]);
+    _MM_TRANSPOSE4_PS(c0, c1, c2, c3);
+    float* at = out + static_cast<std::size_t>(4 * half) * ldc;
+    store_column_avx(at, c0, overwrite);
+    store_column_avx(at + ldc, c1, overwrite);
+    store_column_avx(at + 2 * ldc, c2, overwrite);
+    store_column_avx(at + 3 * ldc, c3, overwrite);
+  }
+}
+
 void kernel_portable(const float* a, const float* b, std::size_t depth, TileOut out, std::size_t rows, std::size_t cols,
                      bool overwrite) {
   alignas(64) Tile acc = {};
@@ -72,7 +121,7 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(const float* a, const float
                                                       std::size_t rows, std::size_t cols, bool overwrite) {
   constexpr std::size_t kRows = kGemmRows / 2, kCols = kGemmCols / 2, kVectors = kCols / 8;
   alignas(64) Tile tile;
-  const bool direct = !out.transposed && rows == kGemmRows && cols == kGemmCols;
+  const bool whole = rows == kGemmRows && cols == kGemmCols, direct = whole && !out.transposed;
   for (std::size_t r0 = 0; r0 < kGemmRows; r0 += kRows)
     for (std::size_t c0 = 0; c0 < kGemmCols; c0 += kCols) {
       __m256 acc[kRows][kVectors];
@@ -87,6 +136,13 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(const float* a, const float
           for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
         }
       }
+      if (whole && out.transposed) {
+        for (std::size_t v = 0; v < kVectors; ++v) {
+          const __m256 quarter_rows[kRows] = {acc[0][v], acc[1][v], acc[2][v], acc[3][v]};
+          store_transposed_4x8_avx(quarter_rows, out.c + (c0 + 8 * v) * out.ldc + r0, out.ldc, overwrite);
+        }
+        continue;
+      }
       for (std::size_t r = 0; r < kRows; ++r)
         for (std::size_t v = 0; v < kVectors; ++v) {
           if (!direct) {
@@ -97,7 +153,7 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(const float* a, const float
           _mm256_storeu_ps(at, overwrite ? acc[r][v] : _mm256_add_ps(_mm256_loadu_ps(at), acc[r][v]));
         }
     }
-  if (!direct) store_tile(tile, out, rows, cols, overwrite);
+  if (!whole) store_tile(tile, out, rows, cols, overwrite);
 }
 
 // The whole tile in 24 vectors: three of B's row a step, each of A's 8 values broadcast.
@@ -121,6 +177,17 @@ __attribute__((target("avx512f"))) void kernel_avx512(const float* a, const floa
       for (std::size_t v = 0; v < kVectors; ++v) {
         float* at = out.c + r * out.ldc + 16 * v;
         _mm512_storeu_ps(at, overwrite ? acc[r][v] : _mm512_add_ps(_mm512_loadu_ps(at), acc[r][v]));
+      }
+    return;
+  }
+  if (out.transposed && rows == kGemmRows && cols == kGemmCols) {
+    for (std::size_t v = 0; v < kVectors; ++v)
+      for (int half = 0; half < 2; ++half) {
+        __m256 eight[kGemmRows];
+        for (std::size_t r = 0; r < kGemmRows; ++r)
+          eight[r] = half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][v]), 1))  // AVX512F alone
+                          : _mm512_castps512_ps256(acc[r][v]);
+        store_transposed_8x8_avx(eight, out.c + (16 * v + 8 * static_cast<std::size_t>(half)) * out.ldc, out.ldc, overwrite);
       }
     return;
   }
@@ -206,10 +273,44 @@ void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size
   }
 }
 
-// B as stored, or as its packer gives it.
+// Note [Operands packed once]: a product's operand packed whole before the product, in the
+// layout its blocks read: for each block of k (kGemmDepth values, the last one shorter), every
+// panel of the operand's lines, [block][panel][depth][width], lines past the last zeros. Block
+// k0's panels start at padded lines x k0, and a block of lines from line l0 at l0 x depth within
+// them, whatever the product's blocks of rows or columns. A layer's weights packed so serve every
+// image of a micro-batch, where each image's product packed them again.
+std::size_t whole_packing_floats(std::size_t lines, std::size_t width, std::size_t k) {
+  return aligned_floats(round_up(lines, width) * k);
+}
+
+template <std::size_t Width>
+const float* packed_lines(const float* whole, std::size_t lines, std::size_t k0, std::size_t first, std::size_t depth) {
+  return whole + round_up(lines, Width) * k0 + first * depth;
+}
+
+template <std::size_t Width>
+void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t lines, std::size_t k, float* dst) {
+  const std::size_t panels = (lines + Width - 1) / Width;
+  for (std::size_t k0 = 0; k0 < k; k0 += kGemmDepth) {
+    const std::size_t depth = std::min(kGemmDepth, k - k0);
+    parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
+      pack_block<Width>(x, along_k, begin * Width, (end - begin) * Width, lines, k0, depth,
+                        dst + round_up(lines, Width) * k0 + begin * Width * depth);
+    });
+  }
+}
+
+// A as stored, or packed whole (Note [Operands packed once]).
+struct ASource {
+  GemmOperand stored;
+  const float* packed = nullptr;
+};
+
+// B as stored, as its packer gives it, or packed whole.
 struct BSource {
   GemmOperand stored;
   GemmPanels panels;
+  const float* packed = nullptr;
   void pack(std::size_t k0, std::size_t depth, std::size_t j0, std::size_t cols, std::size_t n, float* dst) const {
     if (panels.pack != nullptr) return panels.pack(panels.context, k0, depth, j0, cols, dst);
     pack_block<kGemmCols>(stored, stored.transposed, j0, cols, n, k0, depth, dst);
@@ -220,13 +321,14 @@ struct BSource {
 
 struct Blocks {
   std::size_t rows, cols, depth;
+  bool pack_a = true, pack_b = true;  // false: that operand comes packed whole
 
-  static Blocks whole(std::size_t m, std::size_t n, std::size_t k) {
+  static Blocks whole(std::size_t m, std::size_t n, std::size_t k, bool pack_a = true, bool pack_b = true) {
     return {round_up(std::min(m, kBlockRows), kGemmRows), round_up(std::min(n, kBlockCols), kGemmCols),
-            std::min(k, kGemmDepth)};
+            std::min(k, kGemmDepth), pack_a, pack_b};
   }
-  std::size_t a_floats() const { return aligned_floats(rows * depth); }
-  std::size_t floats() const { return a_floats() + aligned_floats(cols * depth); }
+  std::size_t a_floats() const { return pack_a ? aligned_floats(rows * depth) : 0; }
+  std::size_t floats() const { return a_floats() + (pack_b ? aligned_floats(cols * depth) : 0); }
 
   // Smaller blocks until they fit `packing`: columns, then rows, then (other sums) depth.
   void fit(const Packing& packing) {
@@ -235,7 +337,8 @@ struct Blocks {
                              " is not 64-byte aligned");
     while (floats() > packing.floats && cols > kGemmCols) cols = round_up(cols / 2, kGemmCols);
     while (floats() > packing.floats && rows > kGemmRows) rows = round_up(rows / 2, kGemmRows);
-    while (floats() > packing.floats && depth > 1) depth = (depth + 1) / 2;
+    // An operand packed whole has its blocks of k as they are.
+    while (floats() > packing.floats && depth > 1 && pack_a && pack_b) depth = (depth + 1) / 2;
     if (floats() > packing.floats)
       throw std::logic_error("gemm: " + std::to_string(packing.floats) + " floats of packing, " +
                              std::to_string(floats()) + " needed");
@@ -243,9 +346,9 @@ struct Blocks {
 };
 
 // C = A B, or with `transposed` C^T stored (the caller swapped the operands).
-void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, const BSource& b, GemmOutput c,
+void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const ASource& a, const BSource& b, GemmOutput c,
                  bool transposed, Packing packing) {
-  Blocks blocks = Blocks::whole(m, n, k);
+  Blocks blocks = Blocks::whole(m, n, k, a.packed == nullptr, b.packed == nullptr);
   blocks.fit(packing);
   const Kernel kernel = kernel_for(isa());
   float* a_block = packing.data;
@@ -254,13 +357,15 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand&
     const std::size_t cols = std::min(blocks.cols, n - j0);
     for (std::size_t k0 = 0; k0 < k; k0 += blocks.depth) {
       const std::size_t depth = std::min(blocks.depth, k - k0);
-      b.pack(k0, depth, j0, cols, n, b_block);
+      const float* b_panels = b.packed ? packed_lines<kGemmCols>(b.packed, n, k0, j0, depth) : b_block;
+      if (!b.packed) b.pack(k0, depth, j0, cols, n, b_block);
       for (std::size_t i0 = 0; i0 < m; i0 += blocks.rows) {
         const std::size_t rows = std::min(blocks.rows, m - i0);
-        pack_block<kGemmRows>(a, !a.transposed, i0, rows, m, k0, depth, a_block);
+        const float* a_panels = a.packed ? packed_lines<kGemmRows>(a.packed, m, k0, i0, depth) : a_block;
+        if (!a.packed) pack_block<kGemmRows>(a.stored, !a.stored.transposed, i0, rows, m, k0, depth, a_block);
         for (std::size_t jr = 0; jr < cols; jr += kGemmCols)
           for (std::size_t ir = 0; ir < rows; ir += kGemmRows)
-            kernel(a_block + ir * depth, b_block + jr * depth, depth,
+            kernel(a_panels + ir * depth, b_panels + jr * depth, depth,
                    TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir : c.data + (i0 + ir) * c.stride + j0 + jr,
                            c.stride, transposed},
                    std::min(kGemmRows, rows - ir), std::min(kGemmCols, cols - jr),
@@ -277,7 +382,7 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, const GemmOperand&
 // computes under three quarters of the padded tiles.
 bool swapped(std::size_t m, std::size_t n, const BSource& b) { return b.panels.pack == nullptr && gemm_swaps(m, n); }
 
-void product(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, const BSource& b, GemmOutput c,
+void product(std::size_t m, std::size_t n, std::size_t k, const ASource& a, const BSource& b, GemmOutput c,
              Packing packing) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -286,10 +391,19 @@ void product(std::size_t m, std::size_t n, std::size_t k, const GemmOperand& a, 
     return;
   }
   if (!swapped(m, n, b)) return gemm_blocks(m, n, k, a, b, c, false, packing);
-  // op(B)^T is B's storage read the other way, and op(A)^T likewise.
-  const GemmOperand b_as_a{b.stored.data, b.stored.stride, !b.stored.transposed};
-  const BSource a_as_b{GemmOperand{a.data, a.stride, !a.transposed}, {}};
+  // op(B)^T is B's storage read the other way, and op(A)^T likewise; an A packed whole was packed
+  // as this B (pack_shared_a).
+  const ASource b_as_a{GemmOperand{b.stored.data, b.stored.stride, !b.stored.transposed}};
+  const BSource a_as_b{GemmOperand{a.stored.data, a.stored.stride, !a.stored.transposed}, {}, a.packed};
   gemm_blocks(n, m, k, b_as_a, a_as_b, c, true, packing);
+}
+
+// Whether the products a SharedA was packed for are these.
+void check_shared(const SharedA& a, std::size_t m, std::size_t n, std::size_t k, bool b_from_panels) {
+  if (a.packed == nullptr || a.m != m || a.n != n || a.k != k || a.b_from_panels != b_from_panels)
+    throw std::logic_error("gemm: an A packed for " + std::to_string(a.m) + " x " + std::to_string(a.n) + " x " +
+                           std::to_string(a.k) + " products, used in a " + std::to_string(m) + " x " +
+                           std::to_string(n) + " x " + std::to_string(k) + " one");
 }
 
 }  // namespace
@@ -306,17 +420,47 @@ std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t
   return Blocks::whole(m, n, k).floats();  // never swapped
 }
 
+std::size_t shared_a_floats(std::size_t m, std::size_t n, std::size_t k, bool b_from_panels) {
+  return !b_from_panels && gemm_swaps(m, n) ? whole_packing_floats(m, kGemmCols, k)
+                                            : whole_packing_floats(m, kGemmRows, k);
+}
+
+std::size_t gemm_shared_a_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool b_from_panels) {
+  return !b_from_panels && gemm_swaps(m, n) ? Blocks::whole(n, m, k, true, false).floats()
+                                            : Blocks::whole(m, n, k, false, true).floats();
+}
+
+SharedA pack_shared_a(int threads, std::size_t m, std::size_t n, std::size_t k, bool b_from_panels, GemmOperand a,
+                      float* dst) {
+  if (!b_from_panels && gemm_swaps(m, n))  // A^T as the products' B: lines along op(A)'s rows still
+    pack_whole<kGemmCols>(threads, a, !a.transposed, m, k, dst);
+  else
+    pack_whole<kGemmRows>(threads, a, !a.transposed, m, k, dst);
+  return SharedA(dst, m, n, k, b_from_panels);
+}
+
 void transpose_into_panel(const float* lines, std::size_t stride, std::size_t depth, float* panel) {
   transpose_lines<kGemmCols>(lines, stride, depth, panel);
 }
 
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b, GemmOutput c, Packing packing) {
-  product(m, n, k, a, BSource{b, {}}, c, packing);
+  product(m, n, k, ASource{a}, BSource{b, {}}, c, packing);
 }
 
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmPanels b, GemmOutput c, Packing packing) {
   if (b.pack == nullptr) throw std::logic_error("gemm: B's packer is missing");
-  product(m, n, k, a, BSource{{}, b}, c, packing);
+  product(m, n, k, ASource{a}, BSource{{}, b}, c, packing);
+}
+
+void gemm(std::size_t m, std::size_t n, std::size_t k, SharedA a, GemmOperand b, GemmOutput c, Packing packing) {
+  check_shared(a, m, n, k, false);
+  product(m, n, k, ASource{{}, a.packed}, BSource{b, {}}, c, packing);
+}
+
+void gemm(std::size_t m, std::size_t n, std::size_t k, SharedA a, GemmPanels b, GemmOutput c, Packing packing) {
+  if (b.pack == nullptr) throw std::logic_error("gemm: B's packer is missing");
+  check_shared(a, m, n, k, true);
+  product(m, n, k, ASource{{}, a.packed}, BSource{{}, b}, c, packing);
 }
 
 std::size_t parallel_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k) {

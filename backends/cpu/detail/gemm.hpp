@@ -58,6 +58,26 @@ std::size_t gemm_panels_packing_floats(std::size_t m, std::size_t n, std::size_t
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmOperand b, GemmOutput c, Packing packing);
 void gemm(std::size_t m, std::size_t n, std::size_t k, GemmOperand a, GemmPanels b, GemmOutput c, Packing packing);
 
+// Products that share their A (a layer's weights, the same for each image of a micro-batch) take it
+// packed once (Note [Operands packed once], gemm.cpp): pack_shared_a packs op(A) [m x k] for
+// products of these sizes, B stored or (b_from_panels) given by its packer, on `threads` threads,
+// into shared_a_floats(...) floats at `dst`, 64-byte aligned; the gemm overloads taking the
+// SharedA read it, with gemm_shared_a_packing_floats(...) floats of packing each, and give the
+// bits the products packing A themselves give.
+struct SharedA {
+  explicit SharedA(const float* packed, std::size_t m, std::size_t n, std::size_t k, bool b_from_panels)
+      : packed(packed), m(m), n(n), k(k), b_from_panels(b_from_panels) {}
+  const float* packed;
+  std::size_t m, n, k;  // the products it was packed for
+  bool b_from_panels;
+};
+std::size_t shared_a_floats(std::size_t m, std::size_t n, std::size_t k, bool b_from_panels);
+std::size_t gemm_shared_a_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool b_from_panels);
+SharedA pack_shared_a(int threads, std::size_t m, std::size_t n, std::size_t k, bool b_from_panels, GemmOperand a,
+                      float* dst);
+void gemm(std::size_t m, std::size_t n, std::size_t k, SharedA a, GemmOperand b, GemmOutput c, Packing packing);
+void gemm(std::size_t m, std::size_t n, std::size_t k, SharedA a, GemmPanels b, GemmOutput c, Packing packing);
+
 // The rows of C split over `threads` threads, each with its own packing. The packing the
 // split needs, and the product itself (packing holds that many floats).
 std::size_t parallel_gemm_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k);

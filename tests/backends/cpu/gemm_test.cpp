@@ -178,3 +178,62 @@ TEST_CASE("gemm: the instruction sets are named as CNN_CPU_ISA takes them", "[ge
   }
   CHECK(cpu::isa() >= cpu::CpuIsa::portable);
 }
+
+namespace {
+
+// product_on's product with A packed once (pack_shared_a on `threads` threads) and read by the
+// SharedA overloads, each with the packing they ask for.
+std::vector<float> product_with_shared_a(const Case& c, bool panels, int threads) {
+  const auto a = random_vector(c.m * c.k, 6), b = random_vector(c.k * c.n, 7);
+  std::vector<float> out = random_vector(c.m * c.n, 8);
+  const std::size_t shared = cpu::shared_a_floats(c.m, c.n, c.k, panels),
+                    floats = cpu::gemm_shared_a_packing_floats(c.m, c.n, c.k, panels);
+  const memory::Buffer packed(memory::host_resource(), shared * sizeof(float), memory::Category::workspace);
+  const memory::Buffer packing(memory::host_resource(), floats * sizeof(float), memory::Category::workspace);
+  const cpu::GemmOperand a_op{a.data(), c.a_transposed ? c.m : c.k, c.a_transposed};
+  const cpu::GemmOperand b_op{b.data(), c.b_transposed ? c.k : c.n, c.b_transposed};
+  const cpu::GemmOutput c_out{out.data(), c.n, c.accumulate};
+  const StoredB stored{b_op, c.n};
+  cpu::pack_shared_a(threads, c.m, c.n, c.k, panels, a_op, packed.floats());  // the first use of `threads` threads starts them
+  const long heap_before = testing::heap_allocations();
+  const cpu::SharedA shared_a = cpu::pack_shared_a(threads, c.m, c.n, c.k, panels, a_op, packed.floats());
+  if (panels)
+    cpu::gemm(c.m, c.n, c.k, shared_a, cpu::GemmPanels{pack_stored, &stored}, c_out, cpu::Packing{packing.floats(), floats});
+  else cpu::gemm(c.m, c.n, c.k, shared_a, b_op, c_out, cpu::Packing{packing.floats(), floats});
+  CHECK(testing::heap_allocations() == heap_before);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gemm: A packed once gives the bits of A packed by each product", "[gemm]") {
+  // Sizes around the tiles, blocks of rows and columns, and blocks of k (192): 97 x 49 and
+  // 2048 x 49 are swapped, so A is packed as the products' B.
+  for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1}, {9, 47, 193}, {97, 49, 700},
+                         {2048, 49, 512}, {130, 3136 / 4, 64}, {300, 20, 385}})
+    for (bool at : {false, true})
+      for (bool bt : {false, true})
+        for (bool panels : {false, true})
+          for (int threads : {1, 3}) {
+            const Case c{m, n, k, at, bt, bt};
+            INFO("m " << m << " n " << n << " k " << k << " A^T " << at << " B^T " << bt << " panels " << panels
+                      << " threads " << threads);
+            CHECK(same_bits(product_with_shared_a(c, panels, threads), product_on(cpu::isa(), c, panels)));
+          }
+}
+
+TEST_CASE("gemm: an A packed for other products is refused", "[gemm]") {
+  const std::size_t m = 20, n = 30, k = 40;
+  const auto a = random_vector(m * k, 1), b = random_vector(k * n, 2);
+  std::vector<float> c(m * n);
+  const memory::Buffer packed(memory::host_resource(), cpu::shared_a_floats(m, n, k, false) * sizeof(float),
+                              memory::Category::workspace);
+  const memory::Buffer packing(memory::host_resource(), 1 << 20, memory::Category::workspace);
+  const cpu::SharedA shared_a = cpu::pack_shared_a(1, m, n, k, false, cpu::GemmOperand{a.data(), k}, packed.floats());
+  const cpu::Packing room{packing.floats(), (1 << 20) / sizeof(float)};
+  CHECK_THROWS_WITH(cpu::gemm(m, n + 1, k, shared_a, cpu::GemmOperand{b.data(), n + 1}, cpu::GemmOutput{c.data(), n + 1}, room),
+                    Catch::Contains("an A packed for 20 x 30 x 40 products, used in a 20 x 31 x 40 one"));
+  const StoredB stored{cpu::GemmOperand{b.data(), n}, n};
+  CHECK_THROWS_AS(cpu::gemm(m, n, k, shared_a, cpu::GemmPanels{pack_stored, &stored}, cpu::GemmOutput{c.data(), n}, room),
+                  std::logic_error);
+}
