@@ -1,4 +1,5 @@
-// conv_peak: the CPU's convolutions of real networks against the host's measured peak.
+// conv_peak: the CPU's convolutions of real networks against the host's measured peak, and,
+// with --onednn, against oneDNN's.
 //
 // First measures the peak of the multiply-add instructions on --threads threads: fp32 fused
 // multiply-adds (AVX-512, else AVX2 + FMA) and, where the host has AVX512-BF16, bf16 dot
@@ -10,14 +11,33 @@
 // whatever the algorithm does (Winograd does fewer, so it can pass the peak); "of peak" divides
 // by the fp32 peak. With --compare, 3x3 convolutions at stride 1 are timed again with the
 // Winograd passes off (im2col + GEMM). One JSON line per pass and per peak (--json-out).
+//
+// --onednn (where CMake found oneDNN: CNN_BENCH_ONEDNN) times oneDNN's convolution primitive
+// (fp32, direct, no bias, forward_training / backward_data / backward_weights, its scratchpad in
+// user mode, allocated once) on the same inputs and the same number of threads, three ways
+// (conv_peak_onednn.hpp): made for NCHW/OIHW tensors as ours are stored ("nchw"); in the layouts
+// it prefers with the reorders from and to ours inside each timed call ("reordered"); and its
+// best case, the same primitive with its inputs reordered before the clock starts and its output
+// left in its layout ("any"). Ours and oneDNN's runs take turns within each repeat (ours, nchw,
+// reordered, any, ours, ...) so that another process's load falls on all alike; each is the
+// median of --repeat. Each pass's output is checked against ours once (max |oneDNN - ours| /
+// max |ours|, ours computed again from a zeroed output: our backward-filter adds into dw) and
+// against oneDNN's next run (the same bits?). The pass's JSON line gains onednn_* fields (ms,
+// over_ours, impl, scratchpad_bytes, max_rel_diff, repeatable); JSON lines are appended to
+// --json-out. oneDNN's OpenMP workers are made to spin no longer than ours before they sleep
+// (conv_peak runs itself again with GOMP_SPINCOUNT=2000 unless the caller set a policy), so that
+// one left spinning does not take a core from our next run.
 #include <CLI/CLI.hpp>
 #include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -27,11 +47,13 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
+#include "conv_peak_onednn.hpp"
 #include "layers/conv2d.hpp"
 #include <cnnengine/cnnengine.hpp>
 
@@ -45,6 +67,15 @@ using nlohmann::json;
 
 constexpr long kPeakSteps = 1 << 22;
 
+// The sum of a vector's lanes (GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header).
+CNN_TARGET_AVX512 float lane_sum(__m512 v) {
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, v);
+  float sum = 0;
+  for (const float lane : lanes) sum += lane;
+  return sum;
+}
+
 // 12 independent chains of fused multiply-adds (more than latency x throughput) per thread.
 CNN_TARGET_AVX512 float fp32_chains_avx512(long steps) {
   __m512 acc[12];
@@ -53,7 +84,7 @@ CNN_TARGET_AVX512 float fp32_chains_avx512(long steps) {
   for (long s = 0; s < steps; ++s)
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-  return _mm512_reduce_add_ps(acc[0]);
+  return lane_sum(acc[0]);
 }
 CNN_TARGET_AVX2 float fp32_chains_avx2(long steps) {
   __m256 acc[12];
@@ -75,7 +106,7 @@ CNN_TARGET_AVX512_BF16 float bf16_chains(long steps) {
   for (long s = 0; s < steps; ++s)
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
   for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-  return _mm512_reduce_add_ps(acc[0]);
+  return lane_sum(acc[0]);
 }
 
 // GFLOP/s of `chains` (flops_per_step a step) on `threads` threads: the best of three runs.
@@ -132,25 +163,56 @@ std::map<ConvCall, int> network_convolutions(const std::string& model, const Sha
   return calls;
 }
 
-// Median seconds of `repeat` runs of fn, after `warmup`.
-template <class Fn>
-double median_seconds(int warmup, int repeat, Fn&& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> times;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = Clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+// Median seconds of each of `fns` over `repeat` rounds, after `warmup` rounds: within a round
+// the fns take turns (ours, then oneDNN's), so that another process's load falls on all alike.
+std::vector<double> median_seconds(int warmup, int repeat, const std::vector<std::function<void()>>& fns) {
+  for (int i = 0; i < warmup; ++i)
+    for (const auto& fn : fns) fn();
+  std::vector<std::vector<double>> times(fns.size());
+  for (int i = 0; i < repeat; ++i)
+    for (std::size_t f = 0; f < fns.size(); ++f) {
+      const auto start = Clock::now();
+      fns[f]();
+      times[f].push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  std::vector<double> medians;
+  for (auto& t : times) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return medians;
 }
 
+// oneDNN's run of a pass in one of its layouts (--onednn), and how far its output is from ours.
+struct OnednnRun {
+  double seconds = 0;
+  std::size_t scratchpad_bytes = 0;
+  std::string impl;
+  double max_rel_diff = 0;  // max |oneDNN - ours| / max |ours|
+  bool repeatable = false;  // the same bits from a run after the timed ones
+};
+// The JSON names of the layouts (bench::OnednnLayout), in its order.
+constexpr const char* kOnednnLayouts[] = {"onednn", "onednn_reordered", "onednn_any"};
+
+struct PassTime {
+  double seconds = 0;              // ours
+  std::vector<OnednnRun> onednn;  // one a layout, with --onednn
+};
 struct PassTimes {
-  double forward, backward_data, backward_filter;
+  PassTime forward, backward_data, backward_filter;
 };
 
-PassTimes time_passes(CpuBackend& cpu, const ConvCall& call, int warmup, int repeat) {
+// max |got - want| / max |want| over n values.
+[[maybe_unused]] double max_rel_diff(const float* got, const float* want, std::size_t n) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+PassTimes time_passes(CpuBackend& cpu, const ConvCall& call, int warmup, int repeat, [[maybe_unused]] bool onednn) {
   const Conv2dDesc& d = call.d;
   const int ho = (call.x[2] + 2 * d.padding - d.kernel_h) / d.stride + 1,
             wo = (call.x[3] + 2 * d.padding - d.kernel_w) / d.stride + 1;
@@ -164,10 +226,49 @@ PassTimes time_passes(CpuBackend& cpu, const ConvCall& call, int warmup, int rep
   Floats space = aligned_floats(bytes / sizeof(float) + 1, 0.f);
   const Workspace ws_{space.get(), bytes};
   const Tensor tx{x.get(), xs}, tw{w.get(), ws}, ty{y.get(), ys}, tdy{dy.get(), ys}, tdx{dx.get(), xs}, tdw{dw.get(), ws};
+
+  // Ours, and with --onednn oneDNN's in each layout on the same inputs (a, b: see
+  // bench::OnednnConv), taking turns; then each oneDNN output against ours (`out`, n floats),
+  // which is computed once more from zeros for that: backward-filter adds into dw, as a network's
+  // gradients are summed (oneDNN's writes it).
+  auto time_pass = [&](const std::function<void()>& ours, [[maybe_unused]] bench::OnednnPass pass,
+                       [[maybe_unused]] const float* a, [[maybe_unused]] const float* b,
+                       [[maybe_unused]] float* out, [[maybe_unused]] std::size_t n) {
+    std::vector<std::function<void()>> fns{ours};
+#ifdef CNN_BENCH_ONEDNN
+    std::vector<std::unique_ptr<bench::OnednnConv>> peers;
+    if (onednn)
+      for (const auto layout : {bench::OnednnLayout::nchw, bench::OnednnLayout::reordered, bench::OnednnLayout::any}) {
+        peers.push_back(std::make_unique<bench::OnednnConv>(d, xs, ys, pass, layout, a, b));
+        fns.push_back([peer = peers.back().get()] { peer->run(); });
+      }
+#endif
+    const std::vector<double> medians = median_seconds(warmup, repeat, fns);
+    PassTime t{medians[0], {}};
+#ifdef CNN_BENCH_ONEDNN
+    if (!peers.empty()) {
+      std::fill(out, out + n, 0.f);
+      ours();
+    }
+    Floats theirs = aligned_floats(n, 0.f), again = aligned_floats(n, 0.f);
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      peers[i]->output(theirs.get());
+      peers[i]->run();
+      peers[i]->output(again.get());
+      t.onednn.push_back({medians[i + 1], peers[i]->scratchpad_bytes(), peers[i]->implementation(),
+                          max_rel_diff(theirs.get(), out, n),
+                          std::memcmp(theirs.get(), again.get(), n * sizeof(float)) == 0});
+    }
+#endif
+    return t;
+  };
   PassTimes t{};
-  t.forward = median_seconds(warmup, repeat, [&] { cpu.conv2d_forward(d, tx, tw, Tensor{}, ty, false, ws_); });
-  t.backward_data = median_seconds(warmup, repeat, [&] { cpu.conv2d_backward_data(d, tdy, tw, tdx, false, ws_); });
-  t.backward_filter = median_seconds(warmup, repeat, [&] { cpu.conv2d_backward_filter(d, tx, tdy, tdw, Tensor{}, ws_); });
+  t.forward = time_pass([&] { cpu.conv2d_forward(d, tx, tw, Tensor{}, ty, false, ws_); }, bench::OnednnPass::forward,
+                        x.get(), w.get(), y.get(), ys.elements());
+  t.backward_data = time_pass([&] { cpu.conv2d_backward_data(d, tdy, tw, tdx, false, ws_); },
+                              bench::OnednnPass::backward_data, dy.get(), w.get(), dx.get(), xs.elements());
+  t.backward_filter = time_pass([&] { cpu.conv2d_backward_filter(d, tx, tdy, tdw, Tensor{}, ws_); },
+                                bench::OnednnPass::backward_filter, x.get(), dy.get(), dw.get(), ws.elements());
   return t;
 }
 
@@ -189,10 +290,10 @@ std::vector<std::string> split(const std::string& s, char by) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"conv_peak: the CPU's convolutions of real networks against the host's measured peak"};
+  CLI::App app{"conv_peak: the CPU's convolutions of real networks against the host's measured peak (and oneDNN's: --onednn)"};
   std::string models = "resnet18,resnet50", inputs = "3x64x64:64,3x224x224:16", only, json_out;
   int threads = 2, warmup = 1, repeat = 5;
-  bool compare = false;
+  bool compare = false, onednn = false;
   app.add_option("--models", models, "presets or network files, comma-separated");
   app.add_option("--inputs", inputs, "CxHxW:batch, comma-separated");
   app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
@@ -200,8 +301,32 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat)->check(CLI::Range(1, 1000));
   app.add_option("--only", only, "the convolutions whose description (as printed) contains this");
   app.add_flag("--compare", compare, "3x3 stride-1 convolutions also with the Winograd passes off");
+  app.add_flag("--onednn", onednn,
+               "time oneDNN's convolution primitive on the same passes too (NCHW, reordered in the call, its own "
+               "layouts), taking turns with ours");
   app.add_option("--json-out", json_out, "append the JSON lines here too");
   CLI11_PARSE(app, argc, argv);
+#ifndef CNN_BENCH_ONEDNN
+  if (onednn) {
+    std::cerr << "conv_peak: --onednn: this conv_peak was built without oneDNN (CMake found no libdnnl-dev; install "
+                 "it, e.g. CNN_WITH_TEST_TOOLS=1 bash scripts/install_deps.sh, and configure the build again)\n";
+    return 2;
+  }
+#else
+  // oneDNN's OpenMP workers wait for their next job as ours do (backends/cpu/detail/work_pool.cpp):
+  // 2000 pauses, then asleep. With libgomp's default (300,000) a worker still spins through our
+  // next pass and takes a core from it (measured: our passes 13 to 52 % slower taking turns than
+  // alone, within 6 % with 2000: benchmarks/results/cpu_conv_onednn.md). libgomp
+  // reads GOMP_SPINCOUNT as it loads, so conv_peak runs itself again with it set, unless the
+  // caller chose a policy.
+  if (onednn && std::getenv("GOMP_SPINCOUNT") == nullptr && std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("GOMP_SPINCOUNT", "2000", 1);
+    char self[4096] = {};
+    if (readlink("/proc/self/exe", self, sizeof self - 1) > 0) execv(self, argv);  // its own name in ps, not "exe"
+    std::perror("conv_peak: running itself again with GOMP_SPINCOUNT=2000");
+    return 2;
+  }
+#endif
 
   std::ofstream json_file;
   if (!json_out.empty()) json_file.open(json_out, std::ios::app);
@@ -216,12 +341,26 @@ int main(int argc, char** argv) {
   if (isa >= cpu::CpuIsa::avx512) fp32_peak = peak_gflops(threads, fp32_chains_avx512, 12 * 16 * 2);
   else if (isa >= cpu::CpuIsa::avx2) fp32_peak = peak_gflops(threads, fp32_chains_avx2, 12 * 8 * 2);
   if (isa >= cpu::CpuIsa::avx512_bf16) bf16_peak = peak_gflops(threads, bf16_chains, 12 * 32 * 2);
-  emit({{"kind", "peak"}, {"device", cpu.description()}, {"threads", threads}, {"fp32_gflops", fp32_peak},
-        {"bf16_gflops", bf16_peak}});
+  json peak{{"kind", "peak"}, {"device", cpu.description()}, {"threads", threads}, {"fp32_gflops", fp32_peak},
+            {"bf16_gflops", bf16_peak}};
+#ifdef CNN_BENCH_ONEDNN
+  if (onednn) {
+    bench::onednn_set_threads(threads);  // its OpenMP threads; ours are the backend's
+    peak["onednn"] = bench::onednn_description();
+    for (const char* name : {"GOMP_SPINCOUNT", "OMP_WAIT_POLICY"})
+      if (const char* value = std::getenv(name)) peak["onednn"] = peak["onednn"].get<std::string>() + ", " + name + "=" + value;
+  }
+#endif
+  emit(peak);
   std::printf("# peak on %d threads: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%s)\n", threads, fp32_peak, bf16_peak,
               cpu.description().c_str());
-  std::printf("# %-10s %-24s %5s %-9s %-16s %9s %8s %7s\n", "model", "input -> output", "times", "kernel", "pass", "ms",
+  if (onednn) std::printf("# %s\n", peak["onednn"].get<std::string>().c_str());
+  std::printf("# %-10s %-24s %5s %-9s %-16s %9s %8s %7s", "model", "input -> output", "times", "kernel", "pass", "ms",
               "GFLOP/s", "of peak");
+  if (onednn)
+    std::printf(" | oneDNN ms: %9s %9s %9s %6s  %-20s %s", "nchw", "reordered", "any", "any/ours", "implementation (any)",
+                "max rel diff (nchw, any)");
+  std::printf("\n");
 
   for (const std::string& model : split(models, ','))
     for (const std::string& spec : split(inputs, ',')) {
@@ -239,20 +378,45 @@ int main(int argc, char** argv) {
         if (shape.find(only) == std::string::npos) continue;
         const bool winograd = cpu::winograd_applies(d, call.x, false, threads);
         std::vector<std::pair<std::string, PassTimes>> runs;
-        runs.emplace_back(winograd ? "winograd" : "gemm", time_passes(cpu, call, warmup, repeat));
+        runs.emplace_back(winograd ? "winograd" : "gemm", time_passes(cpu, call, warmup, repeat, onednn));
         if (compare && winograd) {
           const cpu::WinogradOff off;
-          runs.emplace_back("gemm", time_passes(cpu, call, warmup, repeat));
+          runs.emplace_back("gemm", time_passes(cpu, call, warmup, repeat, false));
         }
         for (const auto& [kernel, t] : runs)
-          for (const auto& [pass, seconds] : {std::pair{"forward", t.forward}, std::pair{"backward_data", t.backward_data},
-                                              std::pair{"backward_filter", t.backward_filter}}) {
-            const double gflops = flops / seconds / 1e9;
-            std::printf("  %-10s %-24s %5d %-9s %-16s %9.3f %8.1f %6.0f%%\n", model.c_str(), shape.c_str(), times,
-                        kernel.c_str(), pass, seconds * 1e3, gflops, fp32_peak > 0 ? 100 * gflops / fp32_peak : 0.0);
-            emit({{"kind", "conv"}, {"model", model}, {"input", spec}, {"batch", batch}, {"conv", shape},
-                  {"times_in_network", times}, {"kernel", kernel}, {"pass", pass}, {"ms", seconds * 1e3},
-                  {"gflops", gflops}, {"of_fp32_peak", fp32_peak > 0 ? gflops / fp32_peak : 0.0}});
+          for (const auto& [pass, p] : {std::pair{"forward", t.forward}, std::pair{"backward_data", t.backward_data},
+                                        std::pair{"backward_filter", t.backward_filter}}) {
+            const double gflops = flops / p.seconds / 1e9;
+            std::printf("  %-10s %-24s %5d %-9s %-16s %9.3f %8.1f %6.0f%%", model.c_str(), shape.c_str(), times,
+                        kernel.c_str(), pass, p.seconds * 1e3, gflops, fp32_peak > 0 ? 100 * gflops / fp32_peak : 0.0);
+            json line{{"kind", "conv"}, {"model", model}, {"input", spec}, {"batch", batch}, {"conv", shape},
+                      {"times_in_network", times}, {"kernel", kernel}, {"pass", pass}, {"ms", p.seconds * 1e3},
+                      {"gflops", gflops}, {"of_fp32_peak", fp32_peak > 0 ? gflops / fp32_peak : 0.0}};
+            // onednn_*: made for NCHW; onednn_reordered_*: its layouts, reorders in the call;
+            // onednn_any_*: its layouts, no reorders timed. *_over_ours: its time over ours.
+            for (std::size_t i = 0; i < p.onednn.size(); ++i) {
+              const OnednnRun& r = p.onednn[i];
+              const std::string name = kOnednnLayouts[i];
+              line[name + "_ms"] = r.seconds * 1e3;
+              line[name + "_over_ours"] = r.seconds / p.seconds;
+              line[name + "_impl"] = r.impl;
+              line[name + "_scratchpad_bytes"] = r.scratchpad_bytes;
+              line[name + "_max_rel_diff"] = r.max_rel_diff;
+              line[name + "_repeatable"] = r.repeatable;
+            }
+            if (p.onednn.size() == 3) {
+              const OnednnRun &nchw = p.onednn[0], &reordered = p.onednn[1], &best = p.onednn[2];
+              std::printf(" | %20.3f %9.3f %9.3f %8.2f  %-20s %.1e %.1e%s", nchw.seconds * 1e3, reordered.seconds * 1e3,
+                          best.seconds * 1e3, best.seconds / p.seconds, best.impl.c_str(), nchw.max_rel_diff,
+                          best.max_rel_diff,
+                          std::max({nchw.max_rel_diff, reordered.max_rel_diff, best.max_rel_diff}) > 1e-3
+                              ? "  MISMATCH: not the same convolution?"
+                              : "");
+              if (!nchw.repeatable || !reordered.repeatable || !best.repeatable)
+                std::printf("  oneDNN NOT BIT-IDENTICAL RUN TO RUN");
+            }
+            std::printf("\n");
+            emit(line);
           }
       }
     }

@@ -8,8 +8,9 @@ packages=(build-essential cmake ninja-build libeigen3-dev libstb-dev catch2 data
 packages+=(libonnx-dev libprotobuf-dev python3-venv)
 # Data-parallel training (optional in the build): mpirun and the MPI library.
 packages+=(openmpi-bin libopenmpi-dev)
-# The tests also run the fuzzers (clang's libFuzzer).
-if [ "${CNN_WITH_TEST_TOOLS:-0}" = 1 ]; then packages+=(clang libclang-rt-14-dev); fi
+# The tests also run the fuzzers (clang's libFuzzer); the benchmarks build conv_peak --onednn
+# where oneDNN is installed (optional in the build).
+if [ "${CNN_WITH_TEST_TOOLS:-0}" = 1 ]; then packages+=(clang libclang-rt-14-dev libdnnl-dev); fi
 if [ "${CNN_WITH_PEERS:-0}" = 1 ]; then packages+=(python3-torch); fi
 missing=()
 for p in "${packages[@]}"; do
