@@ -14,6 +14,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -51,7 +52,17 @@ def main():
     p.add_argument("--out", required=True, help="writes OUT.jsonl and OUT.md")
     a = p.parse_args()
     cases = [(c.split(":")[0], c.split(":")[1], int(c.split(":")[2])) for c in a.cases.split(",")]
+    # The peer builds only the presets its table has: a case it lacks stops the run before any
+    # timing, not after an hour of it.
+    usage = subprocess.run([a.python, os.path.join(HERE, "peers", "torch_throughput_cpu.py"), "--help"],
+                           capture_output=True, text=True).stdout
+    choices = re.search(r"--model\s+\{([^}]*)\}", usage)  # argparse's first mention: the usage line
+    known = set("".join(choices.group(1).split()).split(",")) if choices else set()
+    missing = [model for model, _, _ in cases if model not in known]
+    if missing:
+        sys.exit(f"PyTorch's peer has no network for {', '.join(missing)} (it has: {', '.join(sorted(known))})")
     runs = []
+    jsonl = open(a.out + ".jsonl", "w")  # written as the runs end, so that a failed run keeps the rest
     for r in range(a.rounds):
         for model, image, batch in cases:
             order = ["ours", *FORMATS] if r % 2 == 0 else [*FORMATS, "ours"]
@@ -64,10 +75,10 @@ def main():
                     line.update(engine="pytorch")
                 line.update(case=f"{model}:{image}:{batch}", round=r, who=who)
                 runs.append(line)
+                jsonl.write(json.dumps(line) + "\n")
+                jsonl.flush()
                 print(f"round {r} {model} {image} {batch} {who}: {line['images_per_second']:.2f} img/s", flush=True)
-    with open(a.out + ".jsonl", "w") as f:
-        for line in runs:
-            f.write(json.dumps(line) + "\n")
+    jsonl.close()
 
     model_name, flags, cores = cpu_description()
     torch_version = next((l["torch"] for l in runs if l["engine"] == "pytorch"), "unknown")
