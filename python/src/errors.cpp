@@ -1,0 +1,63 @@
+// The library's errors as the Python exceptions of cnnengine.errors (pure Python, so that each
+// can derive from the built-in exception a Python program expects: ValueError for options,
+// shapes and data, MemoryError for the budget's refusals). The package hands its classes in at
+// import (_set_error_classes); until then every error is a RuntimeError.
+#include <Python.h>
+
+#include <exception>
+#include <string>
+
+#include <cnnengine/base/error.hpp>
+#include <cnnengine/engine/train/training_diverged.hpp>
+#include <cnnengine/memory/out_of_memory.hpp>
+#include "bindings.hpp"
+
+namespace nb = nanobind;
+
+namespace cnn::python {
+namespace {
+
+nb::dict& error_classes() {
+  static nb::dict* classes = new nb::dict();  // never destroyed: the interpreter may be gone by then
+  return *classes;
+}
+
+void raise(const char* kind, const std::exception& e) {
+  nb::dict& classes = error_classes();
+  PyObject* type = classes.contains(kind) ? classes[kind].ptr() : PyExc_RuntimeError;
+  PyErr_SetString(type, e.what());
+}
+
+void translate(const std::exception_ptr& error, void*) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const BudgetTooSmall& e) {
+    raise("BudgetTooSmall", e);
+  } catch (const memory::OutOfMemory& e) {
+    raise("OutOfMemory", e);
+  } catch (const ConfigError& e) {
+    raise("ConfigError", e);
+  } catch (const ShapeError& e) {
+    raise("ShapeError", e);
+  } catch (const DataError& e) {
+    raise("DataError", e);
+  } catch (const CheckpointError& e) {
+    raise("CheckpointError", e);
+  } catch (const DeviceError& e) {
+    raise("DeviceError", e);
+  } catch (const TrainingDiverged& e) {
+    raise("TrainingDiverged", e);
+  } catch (const Error& e) {
+    raise("Error", e);
+  }
+}
+
+}  // namespace
+
+void bind_errors(nb::module_& m) {
+  nb::register_exception_translator(translate);
+  m.def("_set_error_classes", [](nb::dict classes) { error_classes() = classes; },
+        "Called once by the cnnengine package with its exception classes by kind.");
+}
+
+}  // namespace cnn::python

@@ -1,0 +1,217 @@
+#include "session.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include <cnnengine/data/loader.hpp>
+#include <cnnengine/engine/core/backend.hpp>
+#include <cnnengine/engine/core/parameter_store.hpp>
+#include <cnnengine/engine/infer/predictor.hpp>
+#include <cnnengine/memory/memory_stack.hpp>
+#include <cnnengine/models/model.hpp>
+#include <cnnengine/models/network_text.hpp>
+#include <cnnengine/models/onnx_export.hpp>
+#include "engine/plan/batch_planner.hpp"
+#include "engine/train/planning_options.hpp"
+
+namespace cnn::python {
+
+using Block = ParameterStore::Block;
+
+struct Session::Inference {
+  Inference(Backend& backend, const TrainerOptions& options) : stack(memory_stack_for(backend, memory_options(options))) {}
+  memory::MemoryStack stack;
+  std::unique_ptr<Predictor> predictor;
+};
+
+Session::Session(Network network, const DeviceRequest& device, TrainerOptions options, ModelDescription description)
+    : network_(std::move(network)), device_(select_device(device)), options_(std::move(options)),
+      description_(std::move(description)) {
+  network_.check_loss();
+  const ModelDescription own = describe_model(network_);
+  description_.network = own.network;
+  description_.input = own.input;
+  description_.loss = network_.loss();
+  if (description_.preprocessing.shape.elements() == 0) description_.preprocessing.shape = own.preprocessing.shape;
+}
+
+std::unique_ptr<Session> Session::load(const std::filesystem::path& file, const DeviceRequest& device,
+                                       TrainerOptions options) {
+  const CheckpointInfo info = read_checkpoint(file);
+  Network network = checkpoint_network(info, file);
+  auto session = std::make_unique<Session>(std::move(network), device, std::move(options), info.model);
+  const std::unique_ptr<Inference> held = session->inference(1, nullptr, nullptr);
+  load_parameters(file, session->network_, held->predictor->parameters());
+  session->parameters_ = held->predictor->parameters().download();
+  return session;
+}
+
+std::string Session::device_name() const { return to_string(device_.backend->kind()); }
+
+void Session::set_class_names(std::vector<std::string> names) {
+  if (static_cast<int>(names.size()) != network_.num_classes())
+    throw ConfigError("class_names: " + std::to_string(names.size()) + " names for the network's " +
+                      std::to_string(network_.num_classes()) + " outputs");
+  description_.class_names = std::move(names);
+}
+
+void Session::set_normalization(data::Normalization normalization) {
+  data::check_normalization(normalization, description_.input[0]);
+  description_.preprocessing.normalization = std::move(normalization);
+}
+
+std::unique_ptr<Session::Inference> Session::inference(int max_batch, const data::Dataset* book,
+                                                       const data::LoaderOptions* loading) {
+  auto held = std::make_unique<Inference>(backend(), options_);
+  if (book != nullptr) data::Loader::book(held->stack, *book, *loading);
+  const ModelOptions model{.max_batch = max_batch, .memory_budget = options_.memory_budget};
+  held->predictor = std::make_unique<Predictor>(network_, backend(), held->stack,
+                                                inference_options(model, held->stack, backend()));
+  if (!parameters_.empty()) held->predictor->parameters().upload(parameters_);
+  return held;
+}
+
+void Session::ensure_parameters() {
+  if (!parameters_.empty()) return;
+  parameters_ = inference(1, nullptr, nullptr)->predictor->parameters().download();
+}
+
+void Session::keep_trainer_state(Trainer& trainer) {
+  if (trainer.step_pending()) return;  // an error mid-step: the state before it is not whole
+  const ParameterStore& params = trainer.parameters();
+  std::vector<float> parameters = params.download();
+  std::vector<float> slots(params.floats(Block::optimizer_state));
+  params.download(Block::optimizer_state, 0, slots.size(), slots.data());
+  state_ = trainer.state();
+  parameters_ = std::move(parameters);
+  optimizer_state_ = std::move(slots);
+}
+
+// Note [Fit after fit]: a Fit plans a new trainer, which starts from its own initialisation. A
+// model already trained goes on from its weights, its optimizer's moments and step count (AdamW's
+// bias correction and the schedule count the steps), as a Keras model's fit() called again does.
+// The micro-batch is the new plan's. Where the trained parameters are not those of the last run
+// (a layer frozen or unfrozen since), the optimizer starts afresh, as PyTorch's does for a new
+// parameter group.
+void Session::carry_into(Trainer& trainer) const {
+  ParameterStore& params = trainer.parameters();
+  params.upload(parameters_);
+  if (optimizer_state_.empty() || optimizer_state_.size() != params.floats(Block::optimizer_state)) return;
+  params.upload(Block::optimizer_state, 0, optimizer_state_.size(), optimizer_state_.data());
+  TrainerState carried = state_;
+  carried.micro_batch = trainer.micro_batch();
+  carried.good_steps = 0;
+  trainer.restore(carried);
+}
+
+FitResult Session::fit(const FitData& data, FitOptions options) {
+  const int batch = options.batch;
+  static_cast<TrainerOptions&>(options) = options_;
+  options.batch = batch;
+  options.loading.normalization = description_.preprocessing.normalization;
+  ModelDescription model = description_;
+  if (model.class_names.empty()) model.class_names = data.train->class_names();
+  options.model = std::move(model);
+  const bool carry = options.resume.empty() && options.load.empty() && !parameters_.empty();
+  const std::function<void(Trainer&)> user_start = options.callbacks.on_start;
+  options.callbacks.on_start = [this, carry, user_start](Trainer& trainer) {
+    if (carry) carry_into(trainer);
+    if (user_start) user_start(trainer);
+  };
+  Fit run(network_, backend(), data, std::move(options));
+  try {
+    FitResult result = run.run();
+    keep_trainer_state(run.trainer());
+    return result;
+  } catch (...) {
+    try {
+      keep_trainer_state(run.trainer());
+    } catch (const std::exception&) {  // the trainer is gone: the weights before the run stay
+    }
+    throw;
+  }
+}
+
+ClassEvaluation Session::evaluate(const data::Dataset& data, int batch) {
+  ensure_parameters();
+  data::LoaderOptions loading;
+  loading.batch = batch;
+  loading.shuffle = false;
+  loading.normalization = description_.preprocessing.normalization;
+  const std::unique_ptr<Inference> held = inference(batch, &data, &loading);
+  data::Loader loader(data, loading, held->stack);
+  return held->predictor->evaluate_classes([&loader] { return loader.next(); });
+}
+
+std::vector<float> Session::predict(const data::Dataset& images, int batch, bool probabilities) {
+  ensure_parameters();
+  const std::unique_ptr<Inference> held = inference(batch, nullptr, nullptr);
+  Predictor& predictor = *held->predictor;
+  const data::SampleShape shape = images.shape();
+  const std::size_t in = shape.elements(), out = network_.output_shape().elements();
+  const std::size_t micro = static_cast<std::size_t>(predictor.micro_batch());
+  std::vector<float> staged(micro * in);
+  std::vector<float> outputs(images.size() * out);
+  for (std::size_t first = 0; first < images.size(); first += micro) {
+    const std::size_t count = std::min(micro, images.size() - first);
+    for (std::size_t i = 0; i < count; ++i) {
+      float* sample = staged.data() + i * in;
+      images.load(first + i, sample);
+      data::normalize(sample, shape, description_.preprocessing.normalization);
+    }
+    predictor.logits(staged.data(), static_cast<int>(count), outputs.data() + first * out);
+  }
+  if (!probabilities) return outputs;
+  const int classes = network_.num_classes();
+  switch (network_.task()) {
+    case Task::classify: softmax_rows(outputs, classes); break;
+    case Task::segment: softmax_channels(outputs, classes, out / static_cast<std::size_t>(classes)); break;
+    case Task::multilabel:
+      for (float& v : outputs) v = 1.0f / (1.0f + std::exp(-v));
+      break;
+    case Task::regress: break;
+  }
+  return outputs;
+}
+
+PlanSummary Session::plan(int batch) {
+  TrainerOptions options = options_;
+  options.batch = batch;
+  const BatchPlanner planner(network_, backend(), planning_options(options, network_, backend()));
+  PlanSummary summary;
+  summary.batch = batch;
+  summary.micro_batch = planner.choose();
+  summary.breakdown = planner.breakdown(std::max(summary.micro_batch, 1));
+  if (summary.micro_batch > 0)
+    summary.micro_batches_per_step = split_into_micro_batches(batch, summary.micro_batch,
+                                                              planner.training_batch_need().samples).count;
+  summary.table = format_memory_table(summary.breakdown);
+  return summary;
+}
+
+void Session::save(const std::filesystem::path& file, bool overwrite) {
+  check_save_path(file, overwrite);
+  ensure_parameters();
+  const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
+  save_checkpoint(file, network_, held->predictor->parameters(), description_);
+}
+
+void Session::export_onnx(const std::filesystem::path& file) {
+  ensure_parameters();
+  const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
+  ModelDescription model = description_;
+  if (model.class_names.empty())
+    for (int c = 0; c < network_.num_classes(); ++c) model.class_names.push_back(std::to_string(c));
+  cnn::export_onnx(file, network_, held->predictor->parameters(), model);
+}
+
+std::size_t Session::parameter_count() const {
+  std::size_t total = 0;
+  for (int id = 1; id < network_.size(); ++id)
+    for (const ParamSpec& p : network_.node(id).layer->parameters())
+      if (p.trainable) total += p.shape.elements();
+  return total;
+}
+
+}  // namespace cnn::python
