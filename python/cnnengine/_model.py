@@ -266,7 +266,6 @@ class Model:
         dispatcher = _Dispatcher(self, callbacks)
         self.stop_training = False
         result = self._session.fit(train, validation, settings, dispatcher)
-        self._current_rate = None
         history = History(result["history"], {"epochs": epochs, "batch_size": batch_size, "steps": result["steps"]})
         history.stopped_because = result["stopped_because"]
         history.best_epoch = result["best_epoch"]

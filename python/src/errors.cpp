@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include <exception>
+#include <map>
 #include <string>
 
 #include <cnnengine/base/error.hpp>
@@ -22,15 +23,33 @@ nb::dict& error_classes() {
   return *classes;
 }
 
-void raise(const char* kind, const std::exception& e) {
+void raise(const char* kind, const std::string& message) {
   nb::dict& classes = error_classes();
   PyObject* type = classes.contains(kind) ? classes[kind].ptr() : PyExc_RuntimeError;
-  PyErr_SetString(type, e.what());
+  PyErr_SetString(type, message.c_str());
+}
+
+void raise(const char* kind, const std::exception& e) { raise(kind, std::string(e.what())); }
+
+// The Python keyword of an option the library names by its field (OptionError::field).
+std::string keyword_of(const std::string& field) {
+  static const std::map<std::string, std::string> keywords = {
+      {"batch", "batch_size"},        {"save", "checkpoint"},          {"early_stop", "patience"},
+      {"keep_best", "save_best_only"}, {"restore_best", "restore_best_weights"},
+      {"augment_flip", "flip"},        {"augment_crop_padding", "crop_padding"},
+      {"learning_rate", "lr"},         {"memory_budget", "memory_budget"}};
+  const auto found = keywords.find(field);
+  return found == keywords.end() ? field : found->second;
 }
 
 void translate(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
+  } catch (const OptionError& e) {
+    // The message names the option in words; a Python program gave it as a keyword.
+    const std::string keyword = keyword_of(e.field());
+    const std::string message = e.what();
+    raise("ConfigError", message.rfind(keyword, 0) == 0 ? message : keyword + ": " + message);
   } catch (const BudgetTooSmall& e) {
     raise("BudgetTooSmall", e);
   } catch (const memory::OutOfMemory& e) {

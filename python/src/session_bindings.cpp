@@ -48,8 +48,15 @@ ModelSettings model_settings(nb::dict values) {
   if (m.device.threads < 0) throw OptionError("threads", "threads=" + std::to_string(m.device.threads) + ": 0 (all) or more");
   TrainerOptions& t = m.trainer;
   const nb::handle budget = s.get_handle("memory_budget");  // bytes, or a text as "2GiB"
-  if (budget.is_valid() && nb::isinstance<nb::str>(budget)) t.memory_budget = memory::parse_bytes(nb::cast<std::string>(budget));
-  else s.read("memory_budget", t.memory_budget);
+  if (budget.is_valid() && nb::isinstance<nb::str>(budget)) {
+    try {
+      t.memory_budget = memory::parse_bytes(nb::cast<std::string>(budget));
+    } catch (const ConfigError& e) {
+      throw OptionError("memory_budget", std::string("memory_budget: ") + e.what());
+    }
+  } else {
+    s.read("memory_budget", t.memory_budget);
+  }
   s.read("micro_batch", t.micro_batch);
   s.read("accumulate", t.accumulate);
   if (auto word = s.get<std::string>("recompute")) t.recompute = parse_recompute_policy(*word);

@@ -1,0 +1,160 @@
+"""Callbacks steering a run, Ctrl-C, save, load and resume to the same bits, and the plan."""
+
+import json
+import os
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+
+import cnnengine
+from conftest import labelled_images, tiny_network
+from test_train import write_idx_folder
+
+
+class Recorder(cnnengine.Callback):
+    def __init__(self, stop_at=None, rate_at=None):
+        self.events, self.rates = [], []
+        self.stop_at, self.rate_at = stop_at, rate_at
+
+    def on_train_begin(self, logs=None):
+        self.events.append("train_begin")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.events.append(f"epoch_begin {epoch}")
+
+    def on_batch_end(self, step, logs=None):
+        self.rates.append(logs["learning_rate"])
+        if step == self.rate_at:
+            self.model.learning_rate = 0.002
+        if step == self.stop_at:
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.events.append(f"epoch_end {epoch} {sorted(logs)[:2]}")
+
+    def on_train_end(self, logs=None):
+        self.events.append("train_end")
+
+
+def test_callbacks_see_the_run_and_steer_it(model, data):
+    x, y = data
+    recorder = Recorder(stop_at=9, rate_at=3)
+    history = model.fit(x, y, batch_size=16, epochs=5, callbacks=[recorder], verbose=0)
+    assert recorder.model is model
+    assert recorder.events[:2] == ["train_begin", "epoch_begin 0"]
+    assert recorder.events[-1] == "train_end"
+    # The rate set after step 3 is step 4's; the stop after step 9 ends the run there.
+    assert recorder.rates[:3] == [pytest.approx(0.01)] * 3 and recorder.rates[3:] == [pytest.approx(0.002)] * 6
+    assert model._session.steps == 9 and "stop_training" in history.stopped_because
+    assert model.learning_rate == pytest.approx(0.002)
+
+
+def test_a_callback_error_stops_the_run_and_is_raised(model, data):
+    x, y = data
+
+    class Failing(cnnengine.Callback):
+        def on_batch_end(self, step, logs=None):
+            if step == 2:
+                raise RuntimeError("the callback's own error")
+
+    with pytest.raises(RuntimeError, match="the callback's own error"):
+        model.fit(x, y, batch_size=16, epochs=3, callbacks=[Failing()], verbose=0)
+    assert model._session.steps == 2
+
+
+def test_lambda_callback_and_scheduler(model, data):
+    x, y = data
+    seen = []
+    model.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[
+        cnnengine.LambdaCallback(on_epoch_end=lambda epoch, logs: seen.append(logs["learning_rate"])),
+        cnnengine.LearningRateScheduler(lambda epoch, rate: 0.01 / (epoch + 1)),
+    ])
+    assert seen == [pytest.approx(0.01), pytest.approx(0.005), pytest.approx(0.01 / 3)]
+
+
+def test_ctrl_c_stops_at_a_step_saves_and_raises(tmp_path, data):
+    x, y = data
+    checkpoint = tmp_path / "run.ckpt"
+
+    class Interrupt(cnnengine.Callback):
+        def on_batch_end(self, step, logs=None):
+            if step == 4:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    model = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    with pytest.raises(KeyboardInterrupt, match="step 4"):
+        model.fit(x, y, batch_size=16, epochs=3, callbacks=[Interrupt()], verbose=0, checkpoint=checkpoint)
+    assert checkpoint.exists()
+    # Python's own handler is back: a later Ctrl-C is a KeyboardInterrupt again.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    resumed = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    history = resumed.fit(x, y, batch_size=16, epochs=3, verbose=0, resume=checkpoint)
+    straight = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    assert history.history["loss"] == straight.fit(x, y, batch_size=16, epochs=3, verbose=0).history["loss"]
+
+
+def test_resume_gives_the_same_bits_as_one_run(tmp_path, data):
+    x, y = data
+    checkpoint = tmp_path / "run.ckpt"
+    first = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    first.fit(x, y, batch_size=16, epochs=1, verbose=0, checkpoint=checkpoint)
+    resumed = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    history = resumed.fit(x, y, batch_size=16, epochs=3, verbose=0, resume=checkpoint)
+    straight = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    assert history.history["loss"] == straight.fit(x, y, batch_size=16, epochs=3, verbose=0).history["loss"]
+    np.testing.assert_array_equal(resumed.predict(x), straight.predict(x))
+
+
+def test_save_and_load(tmp_path, model, data):
+    x, y = data
+    model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+    path = tmp_path / "model.cnn"
+    model.save(path)
+    loaded = cnnengine.load(path, device="cpu")
+    np.testing.assert_array_equal(loaded.predict(x), model.predict(x))
+    assert loaded.evaluate(x, y) == model.evaluate(x, y)
+    text = tmp_path / "notes.txt"
+    text.write_text("mine")
+    with pytest.raises(cnnengine.CheckpointError, match="notes.txt"):
+        model.save(text)
+    assert text.read_text() == "mine"
+    corrupt = tmp_path / "corrupt.cnn"
+    corrupt.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(cnnengine.CheckpointError, match="corrupt.cnn"):
+        cnnengine.load(corrupt)
+
+
+def test_same_bits_as_train_images(tmp_path):
+    program = os.environ.get("CNN_TRAIN_IMAGES")
+    if not program:
+        pytest.skip("CNN_TRAIN_IMAGES does not name train_images")
+    x, y = labelled_images(n=80, side=8)
+    folder = tmp_path / "data"
+    write_idx_folder(folder, x[:64], y[:64], x[64:], y[64:])
+    network_file = tmp_path / "tiny.txt"
+    network_file.write_text(tiny_network().text())
+    cli_metrics = tmp_path / "cli.jsonl"
+    subprocess.run([program, "--data", str(folder), "--model", str(network_file), "--epochs", "2", "--batch", "16",
+                    "--schedule", "constant", "--lr", "0.01", "--threads", "1", "--metrics-out", str(cli_metrics),
+                    "--device", "cpu"], check=True, capture_output=True)
+    model = cnnengine.Model(tiny_network(), device="cpu", threads=1, lr=0.01)
+    py_metrics = tmp_path / "py.jsonl"
+    model.fit(folder, batch_size=16, epochs=2, verbose=0, metrics=py_metrics)
+
+    def losses(path):
+        return [line["loss"] for line in map(json.loads, path.read_text().splitlines()) if line.get("type") == "step"]
+
+    assert losses(cli_metrics) and losses(py_metrics) == losses(cli_metrics)
+
+
+def test_plan_under_a_budget():
+    model = cnnengine.Model(cnnengine.preset("small", (1, 28, 28), 10), device="cpu", memory_budget="12MiB")
+    plan = model.plan(256)
+    assert plan["budget"] == 12 << 20 and plan["fits"]
+    assert 0 < plan["micro_batch"] < 256 and plan["accumulation_steps"] == -(-256 // plan["micro_batch"])
+    assert plan["bytes"]["total"] <= plan["budget"] and plan["bytes"]["parameters"] >= 421642 * 4
+    assert "step arena" in plan["table"]
+    unbounded = cnnengine.Model(cnnengine.preset("small", (1, 28, 28), 10), device="cpu").plan(64)
+    assert unbounded["budget"] is None and unbounded["micro_batch"] == 64 and unbounded["accumulation_steps"] == 1

@@ -1,0 +1,102 @@
+"""Bad input from Python: a clear exception of the right kind naming what was wrong, never a crash."""
+
+import numpy as np
+import pytest
+
+import cnnengine
+from cnnengine import layers
+from conftest import tiny_network
+
+
+def test_error_kinds_derive_from_pythons():
+    assert issubclass(cnnengine.ConfigError, ValueError) and issubclass(cnnengine.ShapeError, ValueError)
+    assert issubclass(cnnengine.DataError, ValueError) and issubclass(cnnengine.BudgetTooSmall, MemoryError)
+    assert issubclass(cnnengine.BudgetTooSmall, cnnengine.OutOfMemory) and issubclass(cnnengine.OutOfMemory,
+                                                                                      cnnengine.Error)
+
+
+@pytest.mark.parametrize("images, message", [
+    (np.zeros((4, 1, 8, 8), np.float64), "float64 values"),
+    (np.zeros((4, 1, 8, 16), np.uint8)[:, :, :, ::2], "C order"),
+    (np.zeros((4, 1, 8, 9), np.uint8), "the network takes 1x8x8"),
+    (np.zeros((4, 8, 8, 1), np.uint8), "channels_last"),
+    (np.zeros((4, 64), np.uint8), "give \\(N, C, H, W\\)"),
+    (np.zeros((0, 1, 8, 8), np.uint8), "no samples"),
+])
+def test_bad_images_are_refused_clearly(model, images, message):
+    with pytest.raises(ValueError, match=message):
+        model.fit(images, np.zeros(len(images), np.int64), verbose=0)
+
+
+@pytest.mark.parametrize("labels, error, message", [
+    (np.array([0, 1, 2, 3]), cnnengine.DataError, r"y\[3\] is 3, not a class"),
+    (np.array([0, 1, -1, 0]), cnnengine.DataError, r"y\[2\] is -1"),
+    (np.array([0.0, 1.0, 2.0, 0.0]), cnnengine.DataError, "integers"),
+    (np.eye(3)[[0, 1, 2, 0]], cnnengine.ShapeError, "one-hot"),
+    (np.array([0, 1, 2]), cnnengine.ShapeError, "for 4 images"),
+])
+def test_bad_labels_are_refused_clearly(model, labels, error, message):
+    with pytest.raises(error, match=message):
+        model.fit(np.zeros((4, 1, 8, 8), np.uint8), labels, verbose=0)
+
+
+def test_a_nan_image_is_named(model):
+    x = np.zeros((32, 1, 8, 8), np.float32)
+    x[17, 0, 3, 3] = np.nan
+    with pytest.raises(cnnengine.DataError, match=r"x\[17\]"):
+        model.fit(x, np.zeros(32, np.int64), batch_size=8, verbose=0)
+
+
+def test_bad_options_name_themselves():
+    with pytest.raises(cnnengine.ConfigError, match="unknown option 'learning_rte'"):
+        cnnengine.Model(tiny_network(), learning_rte=0.1)
+    with pytest.raises(cnnengine.ConfigError, match="optimizer"):
+        cnnengine.Model(tiny_network(), optimizer="adam")
+    with pytest.raises(cnnengine.ConfigError, match="learning rate"):
+        cnnengine.Model(tiny_network(), lr=-1.0)
+    with pytest.raises(cnnengine.ConfigError, match="seed"):
+        cnnengine.Model(tiny_network(), seed="one")
+    with pytest.raises(cnnengine.ConfigError, match="memory"):
+        cnnengine.Model(tiny_network(), memory_budget="lots")
+    model = cnnengine.Model(tiny_network(), device="cpu")
+    x, y = np.zeros((8, 1, 8, 8), np.uint8), np.zeros(8, np.int64)
+    with pytest.raises(cnnengine.ConfigError, match="unknown option 'epoch'"):
+        model.fit(x, y, epoch=2)
+    with pytest.raises(cnnengine.ConfigError, match="validation_split"):
+        model.fit(x, y, validation_split=1.5, verbose=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.predict(x, batch_size=0)
+    with pytest.raises(ValueError, match="data_format"):
+        model.fit(x, y, data_format="nhwc")
+
+
+def test_a_budget_too_small_is_a_memory_error(data):
+    x, y = data
+    model = cnnengine.Model(cnnengine.preset("small", (1, 28, 28), 10), device="cpu", memory_budget=64 << 10)
+    with pytest.raises(MemoryError, match="budget"):
+        model.fit(np.zeros((8, 1, 28, 28), np.uint8), np.zeros(8, np.int64), verbose=0)
+    assert model.plan(64)["fits"] is False
+
+
+def test_networks_refuse_what_does_not_fit():
+    with pytest.raises(cnnengine.ShapeError, match="input_shape"):
+        cnnengine.Network((1, 0, 8))
+    with pytest.raises(cnnengine.ShapeError, match="input_shape"):
+        cnnengine.Network((1, 8))
+    network = cnnengine.Network((1, 8, 8))
+    with pytest.raises(cnnengine.ShapeError):
+        network.add(layers.conv2d(4, 9))
+    layer = layers.relu()
+    network.add(layer)
+    with pytest.raises(cnnengine.ConfigError, match="in a network already"):
+        network.add(layer)
+    with pytest.raises(cnnengine.ConfigError):
+        layers.dropout(1.5)
+    with pytest.raises(cnnengine.ConfigError, match="preset"):
+        cnnengine.preset("resnet9000", (3, 32, 32), 10)
+    with pytest.raises(cnnengine.ShapeError, match="no layers"):
+        cnnengine.Model(cnnengine.Network((1, 8, 8)))
+    with pytest.raises(cnnengine.ConfigError):
+        cnnengine.Network.from_text("conv 4 3\nwhatever 2\n", (1, 8, 8))
+    with pytest.raises(cnnengine.CheckpointError):
+        cnnengine.load("/nonexistent/model.cnn")
