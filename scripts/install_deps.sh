@@ -4,8 +4,9 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build libeigen3-dev libstb-dev catch2 dataset-fashion-mnist
           libcli11-dev nlohmann-json3-dev zlib1g-dev gnuplot-nox)
-# ONNX export (optional in the build), and the venv its onnxruntime test makes.
-packages+=(libonnx-dev libprotobuf-dev python3-venv)
+# ONNX export (optional in the build), and the venv its onnxruntime test makes; Python's headers
+# for the Python package (python/, pip install .).
+packages+=(libonnx-dev libprotobuf-dev python3-venv python3-dev)
 # Data-parallel training (optional in the build): mpirun and the MPI library.
 packages+=(openmpi-bin libopenmpi-dev)
 # The tests also run the fuzzers (clang's libFuzzer); the benchmarks build conv_peak --onednn

@@ -5,9 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CNN_WITH_TEST_TOOLS=1 bash scripts/install_deps.sh
+# The Python package is built and tested with a virtual environment's Python that has nanobind,
+# numpy and pytest (made once in build/; where it cannot be made, no network, the package is
+# left out and says so).
+python_flags=()
+if python=$(bash scripts/python_venv.sh build/python-venv "import nanobind, numpy, pytest" nanobind numpy pytest); then
+  python_flags=("-DPython_EXECUTABLE=$python")
+else
+  echo "== no virtual environment for the Python package: it is not built nor tested"
+fi
 # In CI, device code is built for sm_90 (H100/H200) only, to keep the build short.
 # Tests and benchmarks ON explicitly: the main job turns them off in the same build folder.
-bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DCNN_BUILD_TESTS=ON -DCNN_BUILD_BENCHMARKS=ON
+bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DCNN_BUILD_TESTS=ON -DCNN_BUILD_BENCHMARKS=ON "${python_flags[@]}"
 (cd build && ctest --output-on-failure --no-tests=error -j"$(nproc)" --timeout 900)
 
 # The same tests under the sanitizers: every Catch2 case but those tagged [slow_under_sanitizers]
