@@ -20,6 +20,7 @@ from .errors import (
 _cnnengine._set_error_classes(errors._BY_KIND)
 
 
+
 def preset(name: str, input_shape, classes: int) -> Network:
     """A built-in network (preset_names(): small, resnet18, resnet50, mobilenetv2, unet, ...) for
     samples of input_shape (channels, height, width) and ``classes`` outputs; a name may carry

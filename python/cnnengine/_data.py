@@ -60,7 +60,12 @@ def image_array(x: Any, input_shape: List[int], data_format: str, name: str) -> 
     if data_format not in ("channels_first", "channels_last"):
         raise ValueError(f"data_format={data_format!r}: 'channels_first' (N, C, H, W) or 'channels_last' (N, H, W, C)")
     if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name}: a numpy array, a data folder's path or open_dataset's result, not {type(x).__name__}")
+        # A DLPack or buffer-protocol array (a PyTorch CPU tensor, a memoryview) is a view, not a copy.
+        try:
+            x = np.from_dlpack(x) if hasattr(x, "__dlpack__") else np.asarray(x)
+        except Exception as error:
+            raise TypeError(f"{name}: a numpy array (or one numpy can view), a data folder's path or "
+                            f"open_dataset's result, not {type(x).__name__} ({error})") from None
     if x.dtype not in (np.uint8, np.float32):
         raise DataError(
             f"{name} holds {x.dtype} values: give uint8 (scaled to [0, 1] by the engine) or float32 "

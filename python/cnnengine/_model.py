@@ -2,6 +2,7 @@
 
 import os
 import signal
+import threading
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -125,6 +126,9 @@ class Model:
         self._init_state()
 
     def _init_state(self) -> None:
+        # One engine call at a time: another thread waits; a callback (the same thread) may
+        # evaluate, predict or save during fit.
+        self._lock = threading.RLock()
         self.stop_training = False
         self.history: Optional[History] = None
         self._pending_rate: Optional[float] = None
@@ -137,6 +141,10 @@ class Model:
         model._session = session
         model._init_state()
         return model
+
+    def _locked(self, call: Any) -> Any:
+        with self._lock:
+            return call()
 
     # ---- what the model is
 
@@ -265,7 +273,7 @@ class Model:
         )
         dispatcher = _Dispatcher(self, callbacks)
         self.stop_training = False
-        result = self._session.fit(train, validation, settings, dispatcher)
+        result = self._locked(lambda: self._session.fit(train, validation, settings, dispatcher))
         history = History(result["history"], {"epochs": epochs, "batch_size": batch_size, "steps": result["steps"]})
         history.stopped_because = result["stopped_because"]
         history.best_epoch = result["best_epoch"]
@@ -283,7 +291,7 @@ class Model:
         """The mean loss, the task's accuracy and its scores over (x, y): a dict ({"loss": ...,
         "accuracy": ..., "samples": ...}, with "mean_iou", "mae", ... for the other tasks)."""
         data = self._data(x, y, data_format, "x")
-        result = dict(self._session.evaluate(data, int(batch_size)))
+        result = dict(self._locked(lambda: self._session.evaluate(data, int(batch_size))))
         if verbose:
             print(" - ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in result.items()))
         return result
@@ -297,24 +305,24 @@ class Model:
         if output not in ("probabilities", "logits"):
             raise ValueError(f"output={output!r}: 'probabilities' or 'logits'")
         data = self._data(x, None, data_format, "x", labelled=False)
-        return self._session.predict(data, int(batch_size), output == "probabilities")
+        return self._locked(lambda: self._session.predict(data, int(batch_size), output == "probabilities"))
 
     def plan(self, batch_size: int = 64) -> Dict[str, Any]:
         """The memory plan of a training step of ``batch_size`` samples, before anything is
         allocated: the micro-batch that fits the budget, the accumulation steps, the budget,
         the bytes by category (parameters, gradients, optimizer state, arena, ...) and the table
         train_images prints."""
-        return dict(self._session.plan(int(batch_size)))
+        return dict(self._locked(lambda: self._session.plan(int(batch_size))))
 
     def save(self, path: "os.PathLike[str] | str", overwrite: bool = False) -> None:
         """Writes the weights, the network and what an image goes through, atomically
         (``cnnengine.load`` reads it). A file there that is not a checkpoint is kept unless
         ``overwrite``. To continue a run to the same bits, use fit's ``checkpoint`` and ``resume``."""
-        self._session.save(os.fspath(path), bool(overwrite))
+        self._locked(lambda: self._session.save(os.fspath(path), bool(overwrite)))
 
     def export_onnx(self, path: "os.PathLike[str] | str") -> None:
         """Writes the network and its weights as ONNX, for other runtimes."""
-        self._session.export_onnx(os.fspath(path))
+        self._locked(lambda: self._session.export_onnx(os.fspath(path)))
 
     def __repr__(self) -> str:
         shape = "x".join(str(d) for d in self.network.input_shape)

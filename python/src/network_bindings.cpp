@@ -154,7 +154,17 @@ void bind_network(nb::module_& m) {
           },
           "layer"_a, "inputs"_a = nb::none(),
           "Appends `layer` reading the nodes `inputs` (default: the last); returns the new node's number.")
-      .def("summary_text", &Network::summary, "One line a layer, then the parameters and the multiply-adds.")
+      .def(
+          "summary",
+          [](const Network& n, nb::object print_fn) {
+            std::string text = n.summary();
+            while (!text.empty() && text.back() == '\n') text.pop_back();
+            print_fn(text);
+          },
+          "print_fn"_a = nb::module_::import_("builtins").attr("print"),
+          "Prints the network, Keras's way: a line a layer (its output shape and parameters), then the "
+          "trainable parameters and the multiply-adds of a sample's forward pass.")
+      .def("summary_text", &Network::summary, "The summary as a text.")
       .def("text", [](const Network& n) { return network_text(n); }, "The network's text form.")
       .def("freeze_through", &Network::freeze_through, "node"_a,
            "Freezes nodes 1 to `node` (0: none), as requires_grad=False and eval() on a backbone.")

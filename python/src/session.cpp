@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <utility>
 
@@ -73,6 +74,10 @@ std::unique_ptr<Session::Inference> Session::inference(int max_batch, const data
 }
 
 void Session::ensure_parameters() {
+  if (live_trainer_ != nullptr) {
+    parameters_ = live_trainer_->parameters().download();
+    return;
+  }
   if (!parameters_.empty()) return;
   parameters_ = inference(1, nullptr, nullptr)->predictor->parameters().download();
 }
@@ -106,6 +111,7 @@ void Session::carry_into(Trainer& trainer) const {
 }
 
 FitResult Session::fit(const FitData& data, FitOptions options) {
+  if (fitting_) throw ConfigError("fit: the model is training already (fit called from a callback of its fit)");
   const int batch = options.batch;
   static_cast<TrainerOptions&>(options) = options_;
   options.batch = batch;
@@ -117,16 +123,46 @@ FitResult Session::fit(const FitData& data, FitOptions options) {
   const std::function<void(Trainer&)> user_start = options.callbacks.on_start;
   options.callbacks.on_start = [this, carry, user_start](Trainer& trainer) {
     if (carry) carry_into(trainer);
+    live_trainer_ = &trainer;
     if (user_start) user_start(trainer);
   };
-  Fit run(network_, backend(), data, std::move(options));
+  // Before each event, the run's trainer as it is then: a frozen network's is made again when it
+  // unfreezes.
+  auto track = [this](auto& event) {
+    auto user = event;
+    event = [this, user](auto&&... args) {
+      live_trainer_ = &std::get<sizeof...(args) - 1>(std::forward_as_tuple(args...)).trainer();
+      if (user) user(args...);
+    };
+  };
+  FitCallbacks& c = options.callbacks;
+  track(c.on_run_begin);
+  track(c.on_epoch_begin);
+  track(c.on_step);
+  track(c.on_evaluation_begin);
+  track(c.on_evaluation_batch);
+  track(c.on_evaluation);
+  track(c.on_epoch_end);
+  track(c.on_run_end);
+  fitting_ = true;
+  struct Done {
+    Session& s;
+    ~Done() {
+      s.fitting_ = false;
+      s.live_trainer_ = nullptr;
+    }
+  } done{*this};
+  std::unique_ptr<Fit> run;
   try {
-    FitResult result = run.run();
-    keep_trainer_state(run.trainer());
+    run = std::make_unique<Fit>(network_, backend(), data, std::move(options));
+    FitResult result = run->run();
+    live_trainer_ = nullptr;
+    keep_trainer_state(run->trainer());
     return result;
   } catch (...) {
+    live_trainer_ = nullptr;
     try {
-      keep_trainer_state(run.trainer());
+      if (run) keep_trainer_state(run->trainer());
     } catch (const std::exception&) {  // the trainer is gone: the weights before the run stay
     }
     throw;

@@ -54,6 +54,8 @@ class Session {
   // batch and total steps aside); `options.callbacks` are the caller's. Unless the options
   // resume or load a checkpoint, the run starts from this session's parameters and optimizer
   // state. However it ends, what the trainer holds at the end is kept (an exception rethrown).
+  // A callback may evaluate, predict or save (with the weights as they are at that step), but
+  // not fit again (ConfigError).
   FitResult fit(const FitData& data, FitOptions options);
   // The mean loss, accuracy and task scores over `data` (its images, normalised as described).
   ClassEvaluation evaluate(const data::Dataset& data, int batch);
@@ -87,6 +89,9 @@ class Session {
   std::vector<float> parameters_;       // ParameterStore::download(): empty until trained or loaded
   std::vector<float> optimizer_state_;  // empty until trained
   TrainerState state_;
+  // While fit() runs: its trainer, once planned (the weights a callback's predict() reads).
+  bool fitting_ = false;
+  Trainer* live_trainer_ = nullptr;
 };
 
 }  // namespace cnn::python

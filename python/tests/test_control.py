@@ -158,3 +158,44 @@ def test_plan_under_a_budget():
     assert "step arena" in plan["table"]
     unbounded = cnnengine.Model(cnnengine.preset("small", (1, 28, 28), 10), device="cpu").plan(64)
     assert unbounded["budget"] is None and unbounded["micro_batch"] == 64 and unbounded["accumulation_steps"] == 1
+
+
+def test_a_callback_may_predict_and_save_but_not_fit(tmp_path, data):
+    x, y = data
+    model = cnnengine.Model(tiny_network(), device="cpu", threads=1, lr=0.01)
+    seen, refusals = [], []
+
+    class Watch(cnnengine.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(self.model.predict(x[:8]))
+            self.model.save(tmp_path / f"epoch{epoch}.cnn")
+            try:
+                self.model.fit(x, y, epochs=1, verbose=0)
+            except cnnengine.ConfigError as error:
+                refusals.append(str(error))
+
+    model.fit(x, y, batch_size=16, epochs=2, callbacks=[Watch()], verbose=0)
+    # Each epoch's predictions are that epoch's weights: the last are the model's at the end.
+    assert not np.array_equal(seen[0], seen[1])
+    np.testing.assert_array_equal(seen[1], model.predict(x[:8]))
+    np.testing.assert_array_equal(cnnengine.load(tmp_path / "epoch1.cnn").predict(x[:8]), seen[1])
+    assert len(refusals) == 2 and "training already" in refusals[0]
+
+
+def test_another_thread_waits_for_the_model(data):
+    import threading
+    x, y = data
+    model = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+    outputs = []
+    started = threading.Event()
+
+    class Slow(cnnengine.Callback):
+        def on_train_begin(self, logs=None):
+            started.set()
+
+    thread = threading.Thread(target=lambda: (started.wait(), outputs.append(model.predict(x[:4]))))
+    thread.start()
+    model.fit(np.concatenate([x] * 10), np.concatenate([y] * 10), batch_size=16, epochs=1, verbose=0,
+              callbacks=[Slow()])
+    thread.join()
+    np.testing.assert_array_equal(outputs[0], model.predict(x[:4]))
