@@ -273,7 +273,9 @@ class Model:
         )
         dispatcher = _Dispatcher(self, callbacks)
         self.stop_training = False
-        result = self._locked(lambda: self._session.fit(train, validation, settings, dispatcher))
+        # Without callbacks nothing in Python needs the run's events: no GIL taken at each step.
+        events = dispatcher if dispatcher.callbacks or self._pending_rate is not None else None
+        result = self._locked(lambda: self._session.fit(train, validation, settings, events))
         history = History(result["history"], {"epochs": epochs, "batch_size": batch_size, "steps": result["steps"]})
         history.stopped_because = result["stopped_because"]
         history.best_epoch = result["best_epoch"]

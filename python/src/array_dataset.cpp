@@ -1,5 +1,6 @@
 #include "array_dataset.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -71,26 +72,28 @@ int ArrayDataset::load(std::size_t index, float* out) const {
   const std::size_t plane = static_cast<std::size_t>(s.height) * static_cast<std::size_t>(s.width);
   const std::size_t channels = static_cast<std::size_t>(s.channels), elements = s.elements();
   const std::size_t first = index * elements;
-  // out[c * plane + p] = in[p * channels + c] for NHWC, in[c * plane + p] for NCHW.
-  auto convert = [&](auto read) {
-    if (!images_.channels_last) {
-      for (std::size_t e = 0; e < elements; ++e) out[e] = read(first + e);
-      return;
-    }
-    for (std::size_t p = 0; p < plane; ++p)
-      for (std::size_t c = 0; c < channels; ++c) out[c * plane + p] = read(first + p * channels + c);
-  };
   if (images_.type == PixelType::uint8) {
-    const auto* pixels = static_cast<const std::uint8_t*>(images_.data);
-    convert([&](std::size_t i) { return static_cast<float>(pixels[i]) * (1.0f / 255.0f); });
-  } else {
-    const auto* values = static_cast<const float*>(images_.data);
-    convert([&](std::size_t i) { return values[i]; });
-    for (std::size_t e = 0; e < elements; ++e)
-      if (!std::isfinite(out[e]))
-        throw DataError(sample_name(name_, index) + " holds " + std::to_string(out[e]) +
-                        ": images must be finite numbers");
+    const std::uint8_t* in = static_cast<const std::uint8_t*>(images_.data) + first;
+    if (!images_.channels_last) {
+      for (std::size_t e = 0; e < elements; ++e) out[e] = static_cast<float>(in[e]) * (1.0f / 255.0f);
+    } else {
+      for (std::size_t p = 0; p < plane; ++p)
+        for (std::size_t c = 0; c < channels; ++c)
+          out[c * plane + p] = static_cast<float>(in[p * channels + c]) * (1.0f / 255.0f);
+    }
+    return label(index);
   }
+  const float* in = static_cast<const float*>(images_.data) + first;
+  if (!images_.channels_last) {
+    std::copy(in, in + elements, out);
+  } else {
+    for (std::size_t p = 0; p < plane; ++p)
+      for (std::size_t c = 0; c < channels; ++c) out[c * plane + p] = in[p * channels + c];
+  }
+  for (std::size_t e = 0; e < elements; ++e)
+    if (!std::isfinite(out[e]))
+      throw DataError(sample_name(name_, index) + " holds " + std::to_string(out[e]) +
+                      ": images must be finite numbers");
   return label(index);
 }
 
