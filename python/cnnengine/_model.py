@@ -194,13 +194,16 @@ class Model:
 
     # ---- data
 
-    def _data(self, x: Any, y: Any, data_format: str, name: str, labelled: bool = True) -> Any:
+    def _data(self, x: Any, y: Any, data_format: str, name: str, labelled: bool = True, side: str = "train") -> Any:
         if isinstance(x, (str, os.PathLike)):
             x = open_dataset(x, image_shape=self.network.input_shape, task=self.task)
         if isinstance(x, DataFolder):
             if y is not None:
                 raise ValueError(f"{name} is a data folder, which holds its labels: y must be None")
-            return x.train
+            data = getattr(x, side)
+            if data is None:
+                raise ValueError(f"{name}: {x.path} has no {side} side; give one of its sides (.train, .test)")
+            return data
         if isinstance(x, _cnnengine._Data):
             return x
         classes = self.network.num_classes if self.task != "segment" else self.network.output_shape[0]
@@ -260,7 +263,8 @@ class Model:
 
         A second fit goes on from the weights, the optimizer's state and its step count of the
         first. Ctrl-C stops at the step's end, saves the checkpoint where one was asked for and
-        raises KeyboardInterrupt.
+        raises KeyboardInterrupt; SIGTERM stops and saves alike, then takes its own action (the
+        process's handler, by default the end of the process).
         """
         train = self._data(x, y, data_format, "x")
         validation = self._validation(validation_data, x, data_format)
@@ -285,14 +289,17 @@ class Model:
         if result["signal"] == signal.SIGINT:
             saved = f"; the checkpoint is saved in {settings['checkpoint']}" if settings.get("checkpoint") else ""
             raise KeyboardInterrupt(f"training stopped at step {result['steps']}{saved}")
+        if result["signal"]:  # SIGTERM: the run stopped and saved; now the signal's own action
+            os.kill(os.getpid(), result["signal"])
         return history
 
     def evaluate(
         self, x: Any, y: Any = None, batch_size: int = 256, data_format: str = "channels_first", verbose: int = 0
     ) -> Dict[str, float]:
         """The mean loss, the task's accuracy and its scores over (x, y): a dict ({"loss": ...,
-        "accuracy": ..., "samples": ...}, with "mean_iou", "mae", ... for the other tasks)."""
-        data = self._data(x, y, data_format, "x")
+        "accuracy": ..., "samples": ...}, with "mean_iou", "mae", ... for the other tasks). A data
+        folder (its path, or open_dataset's result) is evaluated on its test side."""
+        data = self._data(x, y, data_format, "x", side="test")
         result = dict(self._locked(lambda: self._session.evaluate(data, int(batch_size))))
         if verbose:
             print(" - ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in result.items()))
@@ -303,10 +310,11 @@ class Model:
     ) -> np.ndarray:
         """The model's outputs for each image of ``x``: with ``output="probabilities"`` what the
         task makes of them (a classification's softmax, a segmentation's softmax over the classes
-        at each pixel, a multi-label's sigmoid, a regression's values), or ``"logits"``."""
+        at each pixel, a multi-label's sigmoid, a regression's values), or ``"logits"``. A data
+        folder's test side, where ``x`` is one."""
         if output not in ("probabilities", "logits"):
             raise ValueError(f"output={output!r}: 'probabilities' or 'logits'")
-        data = self._data(x, None, data_format, "x", labelled=False)
+        data = self._data(x, None, data_format, "x", labelled=False, side="test")
         return self._locked(lambda: self._session.predict(data, int(batch_size), output == "probabilities"))
 
     def plan(self, batch_size: int = 64) -> Dict[str, Any]:

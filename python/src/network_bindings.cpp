@@ -176,7 +176,15 @@ void bind_network(nb::module_& m) {
       .def_prop_ro("last", &Network::last, "The last node's number.")
       .def_prop_ro("forward_multiply_adds", &Network::forward_multiply_adds, "Of one sample's forward pass.")
       .def("__len__", &Network::size)
-      .def("node_shape", [](const Network& n, int id) { return shape_list(n.node(id).shape); }, "node"_a);
+      .def(
+          "node_shape",
+          [](const Network& n, int id) {
+            if (id < 0 || id >= n.size())
+              throw ConfigError("node " + std::to_string(id) + ": the network's nodes are 0 to " +
+                                std::to_string(n.last()));
+            return shape_list(n.node(id).shape);
+          },
+          "node"_a, "The output shape of node `node` (0: the input).");
   m.def("preset_names", &preset_names);
   m.def("preset_usages", &preset_usages);
 }

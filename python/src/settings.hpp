@@ -4,6 +4,7 @@
 // known ones.
 #include <nanobind/nanobind.h>
 
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -43,12 +44,14 @@ class Settings {
 
  private:
   template <class T>
-  static const char* kind() {
+  static std::string kind() {
     if constexpr (std::is_same_v<T, bool>) return "True or False";
-    else if constexpr (std::is_integral_v<T>) return "a whole number";
+    else if constexpr (std::is_integral_v<T>)
+      return "a whole number from " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+             std::to_string(std::numeric_limits<T>::max());
     else if constexpr (std::is_floating_point_v<T>) return "a number";
     else if constexpr (std::is_same_v<T, std::string>) return "a string";
-    else return "of the right type";
+    else return "of the right type (a list of them)";
   }
 
   nanobind::dict values_;

@@ -95,6 +95,34 @@ def test_ctrl_c_stops_at_a_step_saves_and_raises(tmp_path, data):
     assert history.history["loss"] == straight.fit(x, y, batch_size=16, epochs=3, verbose=0).history["loss"]
 
 
+SIGTERM_RUN = '''
+import os, signal, sys
+import numpy as np
+import cnnengine
+sys.path.insert(0, sys.argv[2])
+from conftest import labelled_images, tiny_network
+
+class Terminate(cnnengine.Callback):
+    def on_batch_end(self, step, logs=None):
+        if step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+x, y = labelled_images()
+model = cnnengine.Model(tiny_network(), device="cpu", threads=1)
+model.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[Terminate()], checkpoint=sys.argv[1])
+print("still running after SIGTERM")
+'''
+
+
+def test_sigterm_saves_then_ends_the_process(tmp_path):
+    import sys
+    checkpoint = tmp_path / "run.ckpt"
+    done = subprocess.run([sys.executable, "-c", SIGTERM_RUN, str(checkpoint), os.path.dirname(__file__)],
+                          capture_output=True, text=True)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert "still running" not in done.stdout and checkpoint.exists()
+
+
 def test_resume_gives_the_same_bits_as_one_run(tmp_path, data):
     x, y = data
     checkpoint = tmp_path / "run.ckpt"

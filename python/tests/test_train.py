@@ -120,6 +120,8 @@ def test_a_data_folder_and_open_dataset(tmp_path):
     opened = cnnengine.open_dataset(folder)
     assert opened.kind == "idx" and len(opened.train) == 48 and len(opened.test) == 12
     assert model.evaluate(opened.test)["samples"] == 12
+    assert model.evaluate(folder) == model.evaluate(opened.test)  # a folder's test side
+    assert model.predict(str(folder)).shape == (12, 3)
     model.fit(opened, batch_size=16, epochs=1, verbose=0)
 
 
