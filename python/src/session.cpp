@@ -30,6 +30,7 @@ Session::Session(Network network, const DeviceRequest& device, TrainerOptions op
     : network_(std::move(network)), device_(select_device(device)), options_(std::move(options)),
       description_(std::move(description)) {
   network_.check_loss();
+  nodes_ = network_.size();
   const ModelDescription own = describe_model(network_);
   description_.network = own.network;
   description_.input = own.input;
@@ -62,8 +63,15 @@ void Session::set_normalization(data::Normalization normalization) {
   description_.preprocessing.normalization = std::move(normalization);
 }
 
+void Session::check_unchanged() const {
+  if (network_.size() != nodes_)
+    throw ConfigError("the model's network has " + std::to_string(network_.size()) + " nodes, and the model was made of " +
+                      std::to_string(nodes_) + ": its weights are of that network; make a new Model of the changed one");
+}
+
 std::unique_ptr<Session::Inference> Session::inference(int max_batch, const data::Dataset* book,
                                                        const data::LoaderOptions* loading) {
+  check_unchanged();
   auto held = std::make_unique<Inference>(backend(), options_);
   if (book != nullptr) data::Loader::book(held->stack, *book, *loading);
   const ModelOptions model{.max_batch = max_batch, .memory_budget = options_.memory_budget};
@@ -112,6 +120,7 @@ void Session::carry_into(Trainer& trainer) const {
 
 FitResult Session::fit(const FitData& data, FitOptions options) {
   if (fitting_) throw ConfigError("fit: the model is training already (fit called from a callback of its fit)");
+  check_unchanged();
   const int batch = options.batch;
   static_cast<TrainerOptions&>(options) = options_;
   options.batch = batch;
@@ -212,6 +221,7 @@ std::vector<float> Session::predict(const data::Dataset& images, int batch, bool
 }
 
 PlanSummary Session::plan(int batch) {
+  check_unchanged();
   TrainerOptions options = options_;
   options.batch = batch;
   const BatchPlanner planner(network_, backend(), planning_options(options, network_, backend()));

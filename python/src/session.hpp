@@ -80,9 +80,13 @@ class Session {
   struct Inference;
   std::unique_ptr<Inference> inference(int max_batch, const data::Dataset* book, const data::LoaderOptions* loading);
   void keep_trainer_state(Trainer& trainer);
+  // A ConfigError where layers were added to the network since the model was made: its weights
+  // are of the network as it was.
+  void check_unchanged() const;
   void carry_into(Trainer& trainer) const;
 
   Network network_;
+  int nodes_ = 0;  // the network's size when the model was made
   DeviceChoice device_;
   TrainerOptions options_;
   ModelDescription description_;

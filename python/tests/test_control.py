@@ -227,3 +227,17 @@ def test_another_thread_waits_for_the_model(data):
               callbacks=[Slow()])
     thread.join()
     np.testing.assert_array_equal(outputs[0], model.predict(x[:4]))
+
+
+def test_export_onnx_and_load_it_back(tmp_path, model, data):
+    x, y = data
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    path = tmp_path / "model.onnx"
+    try:
+        model.export_onnx(path)
+    except cnnengine.ConfigError as error:
+        if "ONNX" in str(error) and not path.exists():
+            pytest.skip(f"this build has no ONNX: {error}")
+        raise
+    imported = cnnengine.load(path, device="cpu")
+    np.testing.assert_allclose(imported.predict(x), model.predict(x), rtol=1e-5, atol=1e-6)

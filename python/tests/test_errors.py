@@ -100,3 +100,13 @@ def test_networks_refuse_what_does_not_fit():
         cnnengine.Network.from_text("conv 4 3\nwhatever 2\n", (1, 8, 8))
     with pytest.raises(cnnengine.CheckpointError):
         cnnengine.load("/nonexistent/model.cnn")
+
+
+def test_a_network_changed_after_the_model_was_made_is_refused(model, data):
+    x, y = data
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    model.network.add(layers.relu())
+    with pytest.raises(cnnengine.ConfigError, match="make a new Model"):
+        model.predict(x)
+    with pytest.raises(cnnengine.ConfigError, match="make a new Model"):
+        model.fit(x, y, verbose=0)
