@@ -41,6 +41,15 @@ def open_dataset(
     as the images are); ``resize_shorter_side`` frames them as torchvision's Resize then
     CenterCrop; ``task`` asks for one task where a folder could hold two."""
     folder = os.fspath(path)
+    if isinstance(folder, bytes):
+        folder = os.fsdecode(folder)
+    if "\0" in folder:
+        raise ValueError(f"path: {folder!r} holds a NUL character")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed={seed!r}: a whole number from 0 to 2**64 - 1")
+    if isinstance(resize_shorter_side, bool) or not isinstance(resize_shorter_side, (int, np.integer)) \
+            or resize_shorter_side < 0:
+        raise ValueError(f"resize_shorter_side={resize_shorter_side!r}: 0 (stretched) or a side in pixels")
     train, validation, test, kind = _cnnengine._open_dataset(
         folder, [int(v) for v in image_shape], int(seed), task, int(resize_shorter_side), bool(skip_corrupt)
     )
@@ -117,6 +126,9 @@ def array_data(
                 )
             if y.dtype.kind not in "iu":
                 raise DataError(f"y holds {y.dtype} values: class numbers are integers (y.astype(np.int64))")
+            if y.dtype.kind == "u" and y.size and y.max() > np.iinfo(np.int64).max:
+                i = int(y.argmax())
+                raise DataError(f"y[{i}] is {y[i]}, not a class")
             labels = np.ascontiguousarray(y, dtype=np.int64)
         elif task == "segment":
             if y.ndim == 4 and y.shape[1] == 1:

@@ -30,6 +30,24 @@ def _normalize_settings(normalize: Any) -> Dict[str, Any]:
     return {"normalize_mean": as_list(mean), "normalize_std": as_list(std)}
 
 
+def _path(value: Any, name: str) -> str:
+    """A path given as text or os.PathLike, refused where the system would cut it short."""
+    try:
+        path = os.fspath(value)
+    except TypeError:
+        raise TypeError(f"{name}: a path (str or os.PathLike), not {type(value).__name__}") from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if "\0" in path:
+        raise ValueError(f"{name}: {path!r} holds a NUL character")
+    return path
+
+
+def _whole_number(name: str, value: Any, least: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name}={value!r}: a whole number, at least {least}")
+
+
 class _Dispatcher:
     """The run's events to the user's callbacks; what they set on the model back to the run.
 
@@ -40,11 +58,19 @@ class _Dispatcher:
         self.model = model
         self.callbacks = list(callbacks or [])
         self.error: Optional[BaseException] = None
-        for callback in self.callbacks:
+        methods = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end", "on_batch_end")
+        for i, callback in enumerate(self.callbacks):
+            if not any(hasattr(callback, method) for method in methods):
+                raise TypeError(f"callbacks[{i}]: an object with any of {', '.join(methods)} "
+                                f"(cnnengine.Callback has them all), not {type(callback).__name__}")
             if hasattr(callback, "set_model"):
                 callback.set_model(model)
             else:
-                callback.model = model
+                try:
+                    callback.model = model
+                except AttributeError:
+                    raise TypeError(f"callbacks[{i}]: its model cannot be set (self.model): derive it from "
+                                    "cnnengine.Callback") from None
 
     def _call(self, method: str, *args: Any) -> None:
         for callback in self.callbacks:
@@ -115,6 +141,11 @@ class Model:
         task: str = "classify",
         **options: Any,
     ) -> None:
+        if not isinstance(network, _cnnengine.Network):
+            raise TypeError(
+                f"network: a cnnengine.Network (cnnengine.preset(name, input_shape, classes) makes one), "
+                f"not {type(network).__name__}"
+            )
         settings = dict(options)
         settings.update(_normalize_settings(settings.pop("normalize", None)))
         settings.update(
@@ -150,8 +181,21 @@ class Model:
 
     @property
     def network(self) -> Any:
-        """The model's network (its own copy)."""
+        """A copy of the model's network: changing it changes nothing of the model (freeze()
+        freezes the model's layers)."""
         return self._session.network
+
+    def freeze(self, through: Union[int, str] = "backbone", mode: str = "eval") -> None:
+        """Fine-tuning: nodes 1 to ``through`` of the summary stop training (``"backbone"``: every
+        node before the head, the last layer with parameters; 0: none, all train again).
+        ``mode="eval"`` runs them as inference (BatchNorm on its running statistics, dropout off),
+        ``"train"`` as training, with no gradient either way. The optimizer starts afresh at the
+        next fit, its parameters being others."""
+        if through == "backbone":
+            through = self._session.head - 1
+        if isinstance(through, bool) or not isinstance(through, int):
+            raise TypeError(f"through: a node number or 'backbone', not {through!r}")
+        self._locked(lambda: self._session.freeze(through, mode))
 
     @property
     def device(self) -> str:
@@ -189,14 +233,19 @@ class Model:
 
     def summary(self, print_fn: Any = print) -> None:
         """Prints the network, a line a layer, with the device and the parameters' count."""
-        print_fn(self.network.summary_text().rstrip("\n"))
+        print_fn(self._session.summary_text.rstrip("\n"))
         print_fn(f"  device: {self.device} ({self._session.device_reason})")
 
     # ---- data
 
+    def _open(self, path: Any) -> DataFolder:
+        return open_dataset(path, image_shape=self._session.input_shape, task=self.task)
+
     def _data(self, x: Any, y: Any, data_format: str, name: str, labelled: bool = True, side: str = "train") -> Any:
+        if x is None:
+            raise TypeError(f"{name}: images (a numpy array), a data folder's path or open_dataset's result, not None")
         if isinstance(x, (str, os.PathLike)):
-            x = open_dataset(x, image_shape=self.network.input_shape, task=self.task)
+            x = self._open(x)
         if isinstance(x, DataFolder):
             if y is not None:
                 raise ValueError(f"{name} is a data folder, which holds its labels: y must be None")
@@ -206,24 +255,25 @@ class Model:
             return data
         if isinstance(x, _cnnengine._Data):
             return x
-        classes = self.network.num_classes if self.task != "segment" else self.network.output_shape[0]
         return array_data(
-            x, y, self.task, classes, self.network.input_shape, data_format, name, self._session.class_names, labelled
+            x, y, self.task, self._session.outputs, self._session.input_shape, data_format, name,
+            self._session.class_names, labelled,
         )
 
     def _validation(self, validation_data: Any, x: Any, data_format: str) -> Any:
         if validation_data is None:
-            if isinstance(x, (str, os.PathLike)):
-                x = open_dataset(x, image_shape=self.network.input_shape, task=self.task)
             return x.validation if isinstance(x, DataFolder) else None
-        if isinstance(validation_data, (DataFolder, _cnnengine._Data, str, os.PathLike)):
-            data = self._data(validation_data, None, data_format, "validation_data")
-            return data
-        try:
-            xv, yv = validation_data[0], validation_data[1]
-        except (TypeError, IndexError, KeyError):
-            raise ValueError("validation_data: (x, y), a data folder, or open_dataset's result") from None
-        return self._data(xv, yv, data_format, "validation_data[0]")
+        if isinstance(validation_data, (str, os.PathLike)):
+            validation_data = self._open(validation_data)
+        if isinstance(validation_data, DataFolder):  # its val/ side, or else its test side
+            side = "validation" if validation_data.validation is not None else "test"
+            return self._data(validation_data, None, data_format, "validation_data", side=side)
+        if isinstance(validation_data, _cnnengine._Data):
+            return validation_data
+        if isinstance(validation_data, np.ndarray) or not isinstance(validation_data, (tuple, list)) \
+                or len(validation_data) < 2:
+            raise ValueError("validation_data: a tuple (x, y), a data folder's path, or open_dataset's result")
+        return self._data(validation_data[0], validation_data[1], data_format, "validation_data[0]")
 
     # ---- training and use
 
@@ -266,12 +316,18 @@ class Model:
         raises KeyboardInterrupt; SIGTERM stops and saves alike, then takes its own action (the
         process's handler, by default the end of the process).
         """
+        for key, value, least in (("batch_size", batch_size, 1), ("epochs", epochs, 1)):
+            _whole_number(key, value, least)
+        if verbose not in (0, 1, 2) or isinstance(verbose, bool):
+            raise ValueError(f"verbose={verbose!r}: 0 (silent), 1 (a progress bar and a line an epoch) or 2 (the lines)")
+        if isinstance(x, (str, os.PathLike)):
+            x = self._open(x)  # once: its train and val/ sides
         train = self._data(x, y, data_format, "x")
         validation = self._validation(validation_data, x, data_format)
         settings = dict(options)
         for key in ("checkpoint", "resume", "load", "metrics", "csv", "tensorboard"):
             if settings.get(key) is not None:
-                settings[key] = os.fspath(settings[key])
+                settings[key] = _path(settings[key], key)
         settings.update(
             batch_size=batch_size, epochs=epochs, validation_split=validation_split, verbose=verbose
         )
@@ -328,14 +384,15 @@ class Model:
         """Writes the weights, the network and what an image goes through, atomically
         (``cnnengine.load`` reads it). A file there that is not a checkpoint is kept unless
         ``overwrite``. To continue a run to the same bits, use fit's ``checkpoint`` and ``resume``."""
-        self._locked(lambda: self._session.save(os.fspath(path), bool(overwrite)))
+        self._locked(lambda: self._session.save(_path(path, "path"), bool(overwrite)))
 
-    def export_onnx(self, path: "os.PathLike[str] | str") -> None:
-        """Writes the network and its weights as ONNX, for other runtimes."""
-        self._locked(lambda: self._session.export_onnx(os.fspath(path)))
+    def export_onnx(self, path: "os.PathLike[str] | str", overwrite: bool = False) -> None:
+        """Writes the network and its weights as ONNX, for other runtimes (cnnengine.load reads it
+        too). A file there that is not an ONNX model is kept unless ``overwrite``."""
+        self._locked(lambda: self._session.export_onnx(_path(path, "path"), bool(overwrite)))
 
     def __repr__(self) -> str:
-        shape = "x".join(str(d) for d in self.network.input_shape)
+        shape = "x".join(str(d) for d in self._session.input_shape)
         return f"<cnnengine.Model {self.task} on {self.device}, input {shape}, {self.count_params()} parameters>"
 
 
@@ -345,5 +402,5 @@ def load(path: "os.PathLike[str] | str", device: str = "auto", precision: str = 
     settings = dict(options)
     settings.update(_normalize_settings(settings.pop("normalize", None)))
     settings.update(device=device, precision=precision)
-    session = _cnnengine._Session.load(os.fspath(path), settings)
+    session = _cnnengine._Session.load(_path(path, "path"), settings)
     return Model._from_session(session, settings)

@@ -6,6 +6,7 @@
 
 #include <exception>
 #include <map>
+#include <string_view>
 #include <string>
 
 #include <cnnengine/base/error.hpp>
@@ -23,24 +24,67 @@ nb::dict& error_classes() {
   return *classes;
 }
 
-void raise(const char* kind, const std::string& message) {
-  nb::dict& classes = error_classes();
-  PyObject* type = classes.contains(kind) ? classes[kind].ptr() : PyExc_RuntimeError;
-  PyErr_SetString(type, message.c_str());
-}
-
-void raise(const char* kind, const std::exception& e) { raise(kind, std::string(e.what())); }
-
 // The Python keyword of an option the library names by its field (OptionError::field).
 std::string keyword_of(const std::string& field) {
   static const std::map<std::string, std::string> keywords = {
-      {"batch", "batch_size"},        {"save", "checkpoint"},          {"early_stop", "patience"},
+      {"batch", "batch_size"},         {"save", "checkpoint"},          {"early_stop", "patience"},
       {"keep_best", "save_best_only"}, {"restore_best", "restore_best_weights"},
       {"augment_flip", "flip"},        {"augment_crop_padding", "crop_padding"},
-      {"learning_rate", "lr"},         {"memory_budget", "memory_budget"}};
+      {"learning_rate", "lr"}};
   const auto found = keywords.find(field);
   return found == keywords.end() ? field : found->second;
 }
+
+// The message in a Python program's words: the library's options structs' fields
+// ("FitOptions::save", "loading.augment_flip", `early_stop`) as the keywords that set them.
+std::string in_python_words(const std::string& message) {
+  static const char* const prefixes[] = {"FitOptions::", "TrainerOptions::", "LoaderOptions::", "loading."};
+  auto word_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    bool replaced = false;
+    for (const char* prefix : prefixes) {
+      const std::string_view p(prefix);
+      if (message.compare(i, p.size(), p) != 0) continue;
+      std::size_t end = i + p.size();
+      while (end < message.size() && word_char(message[end])) ++end;
+      if (end == i + p.size()) continue;
+      out += keyword_of(message.substr(i + p.size(), end - i - p.size()));
+      i = end;
+      replaced = true;
+      break;
+    }
+    if (replaced) continue;
+    if (message[i] == '`') {  // a field quoted in backticks
+      const std::size_t close = message.find('`', i + 1);
+      if (close != std::string::npos) {
+        out += keyword_of(message.substr(i + 1, close - i - 1));
+        i = close + 1;
+        continue;
+      }
+    }
+    out += message[i++];
+  }
+  return out;
+}
+
+void raise(const char* kind, const std::string& message) {
+  nb::dict& classes = error_classes();
+  PyObject* type = classes.contains(kind) ? classes[kind].ptr() : PyExc_RuntimeError;
+  // A message may quote bytes that are not UTF-8 (a corrupt file's text): kept, escaped.
+  const std::string text = in_python_words(message);
+  PyObject* str = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace");
+  if (str == nullptr) {
+    PyErr_Clear();
+    PyErr_SetString(type, "(an error whose message cannot be shown)");
+    return;
+  }
+  PyErr_SetObject(type, str);
+  Py_DECREF(str);
+}
+
+void raise(const char* kind, const std::exception& e) { raise(kind, std::string(e.what())); }
 
 void translate(const std::exception_ptr& error, void*) {
   try {

@@ -1,6 +1,7 @@
 #include "session.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <tuple>
 #include <cmath>
 #include <utility>
@@ -9,19 +10,52 @@
 #include <cnnengine/engine/core/backend.hpp>
 #include <cnnengine/engine/core/parameter_store.hpp>
 #include <cnnengine/engine/infer/predictor.hpp>
+#include <cnnengine/engine/train/training_diverged.hpp>
+#include <cnnengine/fit/output_files.hpp>
+#include <cnnengine/fit/output_kinds.hpp>
 #include <cnnengine/memory/memory_stack.hpp>
 #include <cnnengine/models/model.hpp>
 #include <cnnengine/models/network_text.hpp>
 #include <cnnengine/models/onnx_export.hpp>
 #include "engine/plan/batch_planner.hpp"
 #include "engine/train/planning_options.hpp"
+#include "network_copy.hpp"
 
 namespace cnn::python {
 
 using Block = ParameterStore::Block;
 
+namespace {
+
+// `count` samples of what `network` takes, to size a training loader's staging before any data is
+// given (Model.plan): their shape, task and classes; nothing is ever loaded.
+class SamplesOf final : public data::Dataset {
+ public:
+  SamplesOf(const Network& network, int count)
+      : shape_{network.input_shape()[0], network.input_shape()[1], network.input_shape()[2]},
+        task_(network.task()), classes_(network.num_classes()), count_(static_cast<std::size_t>(count)) {}
+  std::size_t size() const override { return count_; }
+  data::SampleShape shape() const override { return shape_; }
+  Task task() const override { return task_; }
+  int num_classes() const override { return classes_; }
+  std::vector<std::string> class_names() const override { return {}; }
+  std::string description() const override { return "samples of the network's input, to plan"; }
+  int load(std::size_t, float*) const override { throw std::logic_error("SamplesOf holds no samples"); }
+  std::size_t host_bytes() const override { return 0; }
+
+ private:
+  data::SampleShape shape_;
+  Task task_;
+  int classes_;
+  std::size_t count_;
+};
+
+}  // namespace
+
 struct Session::Inference {
-  Inference(Backend& backend, const TrainerOptions& options) : stack(memory_stack_for(backend, memory_options(options))) {}
+  Inference(const Network& model, Backend& backend, const TrainerOptions& options)
+      : network(copy_network(model)), stack(memory_stack_for(backend, memory_options(options))) {}
+  Network network;
   memory::MemoryStack stack;
   std::unique_ptr<Predictor> predictor;
 };
@@ -30,7 +64,6 @@ Session::Session(Network network, const DeviceRequest& device, TrainerOptions op
     : network_(std::move(network)), device_(select_device(device)), options_(std::move(options)),
       description_(std::move(description)) {
   network_.check_loss();
-  nodes_ = network_.size();
   const ModelDescription own = describe_model(network_);
   description_.network = own.network;
   description_.input = own.input;
@@ -44,7 +77,7 @@ std::unique_ptr<Session> Session::load(const std::filesystem::path& file, const 
   Network network = checkpoint_network(info, file);
   auto session = std::make_unique<Session>(std::move(network), device, std::move(options), info.model);
   const std::unique_ptr<Inference> held = session->inference(1, nullptr, nullptr);
-  load_parameters(file, session->network_, held->predictor->parameters());
+  load_parameters(file, held->network, held->predictor->parameters());
   session->parameters_ = held->predictor->parameters().download();
   return session;
 }
@@ -63,19 +96,28 @@ void Session::set_normalization(data::Normalization normalization) {
   description_.preprocessing.normalization = std::move(normalization);
 }
 
-void Session::check_unchanged() const {
-  if (network_.size() != nodes_)
-    throw ConfigError("the model's network has " + std::to_string(network_.size()) + " nodes, and the model was made of " +
-                      std::to_string(nodes_) + ": its weights are of that network; make a new Model of the changed one");
+void Session::freeze(int through, FrozenMode mode) {
+  network_.set_frozen_mode(mode);
+  network_.freeze_through(through);
+}
+
+void Session::set_loss(const LossOptions& loss) {
+  if (loss.task != network_.task())
+    throw OptionError("task", "task: the model is trained to " + to_string(network_.task()) + ", not to " +
+                                  to_string(loss.task));
+  Network checked = copy_network(network_);
+  checked.set_loss(loss);
+  checked.check_loss();
+  network_.set_loss(loss);
+  description_.loss = loss;
 }
 
 std::unique_ptr<Session::Inference> Session::inference(int max_batch, const data::Dataset* book,
                                                        const data::LoaderOptions* loading) {
-  check_unchanged();
-  auto held = std::make_unique<Inference>(backend(), options_);
+  auto held = std::make_unique<Inference>(network_, backend(), options_);
   if (book != nullptr) data::Loader::book(held->stack, *book, *loading);
   const ModelOptions model{.max_batch = max_batch, .memory_budget = options_.memory_budget};
-  held->predictor = std::make_unique<Predictor>(network_, backend(), held->stack,
+  held->predictor = std::make_unique<Predictor>(held->network, backend(), held->stack,
                                                 inference_options(model, held->stack, backend()));
   if (!parameters_.empty()) held->predictor->parameters().upload(parameters_);
   return held;
@@ -120,7 +162,6 @@ void Session::carry_into(Trainer& trainer) const {
 
 FitResult Session::fit(const FitData& data, FitOptions options) {
   if (fitting_) throw ConfigError("fit: the model is training already (fit called from a callback of its fit)");
-  check_unchanged();
   const int batch = options.batch;
   static_cast<TrainerOptions&>(options) = options_;
   options.batch = batch;
@@ -161,13 +202,19 @@ FitResult Session::fit(const FitData& data, FitOptions options) {
       s.live_trainer_ = nullptr;
     }
   } done{*this};
+  Network working = copy_network(network_);
   std::unique_ptr<Fit> run;
   try {
-    run = std::make_unique<Fit>(network_, backend(), data, std::move(options));
+    run = std::make_unique<Fit>(working, backend(), data, std::move(options));
     FitResult result = run->run();
     live_trainer_ = nullptr;
     keep_trainer_state(run->trainer());
     return result;
+  } catch (const TrainingDiverged& e) {
+    // The step before the one refused may have left the weights not finite (its loss was
+    // measured before its update): the model keeps those it had before this fit.
+    live_trainer_ = nullptr;
+    throw TrainingDiverged(e, "; the model keeps its weights from before this fit");
   } catch (...) {
     live_trainer_ = nullptr;
     try {
@@ -184,16 +231,30 @@ ClassEvaluation Session::evaluate(const data::Dataset& data, int batch) {
   loading.batch = batch;
   loading.shuffle = false;
   loading.normalization = description_.preprocessing.normalization;
-  const std::unique_ptr<Inference> held = inference(batch, &data, &loading);
+  // Under a budget, the loader's batches shrink until they and the forward pass fit: the
+  // evaluation's batch is only how many samples are staged at once.
+  std::unique_ptr<Inference> held;
+  for (;;) {
+    try {
+      held = inference(loading.batch, &data, &loading);
+      break;
+    } catch (const memory::OutOfMemory&) {
+      if (options_.memory_budget == 0 || loading.batch == 1) throw;
+      loading.batch /= 2;
+    }
+  }
   data::Loader loader(data, loading, held->stack);
   return held->predictor->evaluate_classes([&loader] { return loader.next(); });
 }
 
 std::vector<float> Session::predict(const data::Dataset& images, int batch, bool probabilities) {
+  const data::SampleShape shape = images.shape();
+  const Shape input = network_.input_shape();
+  if (!(Shape{shape.channels, shape.height, shape.width} == input))
+    throw ShapeError("predict: the samples are " + data::to_string(shape) + ", and the network takes " + input.str());
   ensure_parameters();
   const std::unique_ptr<Inference> held = inference(batch, nullptr, nullptr);
   Predictor& predictor = *held->predictor;
-  const data::SampleShape shape = images.shape();
   const std::size_t in = shape.elements(), out = network_.output_shape().elements();
   const std::size_t micro = static_cast<std::size_t>(predictor.micro_batch());
   std::vector<float> staged(micro * in);
@@ -221,12 +282,19 @@ std::vector<float> Session::predict(const data::Dataset& images, int batch, bool
 }
 
 PlanSummary Session::plan(int batch) {
-  check_unchanged();
+  Network working = copy_network(network_);
   TrainerOptions options = options_;
   options.batch = batch;
-  const BatchPlanner planner(network_, backend(), planning_options(options, network_, backend()));
   PlanSummary summary;
   summary.batch = batch;
+  memory::MemoryStack stack = memory_stack_for(backend(), options);
+  try {
+    data::Loader::book(stack, SamplesOf(working, batch), loader_options(options));
+  } catch (const memory::OutOfMemory& e) {  // not even the training loader's batches fit
+    summary.table = e.what();
+    return summary;
+  }
+  const BatchPlanner planner(working, backend(), planning_options(options, working, backend(), stack));
   summary.micro_batch = planner.choose();
   summary.breakdown = planner.breakdown(std::max(summary.micro_batch, 1));
   if (summary.micro_batch > 0)
@@ -236,20 +304,38 @@ PlanSummary Session::plan(int batch) {
   return summary;
 }
 
-void Session::save(const std::filesystem::path& file, bool overwrite) {
-  check_save_path(file, overwrite);
-  ensure_parameters();
-  const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
-  save_checkpoint(file, network_, held->predictor->parameters(), description_);
+namespace {
+
+// What save and export_onnx may write over: the checks a run's outputs get (check_run_files).
+void check_output(const std::filesystem::path& file, OutputKind kind, const char* call, bool overwrite) {
+  RunFiles files;
+  files.outputs.push_back({call, file, kind});
+  files.overwrite = overwrite;
+  files.overwrite_option = "overwrite=True";
+  files.resume_option = "fit(resume=...)";
+  check_run_files(files);
 }
 
-void Session::export_onnx(const std::filesystem::path& file) {
+}  // namespace
+
+void Session::save(const std::filesystem::path& file, bool overwrite) {
+  check_output(file, OutputKind::checkpoint, "save", overwrite);
   ensure_parameters();
   const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
   ModelDescription model = description_;
+  model.network = network_text(held->network);
+  save_checkpoint(file, held->network, held->predictor->parameters(), model);
+}
+
+void Session::export_onnx(const std::filesystem::path& file, bool overwrite) {
+  check_output(file, OutputKind::onnx, "export_onnx", overwrite);
+  ensure_parameters();
+  const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
+  ModelDescription model = description_;
+  model.network = network_text(held->network);
   if (model.class_names.empty())
     for (int c = 0; c < network_.num_classes(); ++c) model.class_names.push_back(std::to_string(c));
-  cnn::export_onnx(file, network_, held->predictor->parameters(), model);
+  cnn::export_onnx(file, held->network, held->predictor->parameters(), model);
 }
 
 std::size_t Session::parameter_count() const {

@@ -3,8 +3,9 @@
 // Python Model is, in C++. Each fit() is one Fit over the data given; the parameters, the
 // optimizer's state and its step count carry from one fit() to the next (Keras's fit called
 // again goes on training the same model). evaluate() and predict() plan a Predictor under the
-// same budget for the call. Nothing here knows of Python: the bindings hand in data sets and
-// callbacks.
+// same budget for the call. Every call runs on a copy of the network, which the engine may
+// rewrite (Network::commute_relu_and_max_pool): the model's own keeps its nodes as given. Nothing
+// here knows of Python: the bindings hand in data sets and callbacks.
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -41,7 +42,11 @@ class Session {
   static std::unique_ptr<Session> load(const std::filesystem::path& file, const DeviceRequest& device,
                                        TrainerOptions options);
 
-  Network& network() { return network_; }
+  const Network& network() const { return network_; }
+  // Fine-tuning: nodes 1 to `through` frozen, running as `mode` says (Network::freeze_through).
+  void freeze(int through, FrozenMode mode);
+  // The task's loss options (the task itself is the model's: a ConfigError to change it).
+  void set_loss(const LossOptions& loss);
   const ModelDescription& description() const { return description_; }
   void set_class_names(std::vector<std::string> names);
   void set_normalization(data::Normalization normalization);
@@ -65,9 +70,11 @@ class Session {
   // The plan of a training step of `batch` samples under the options' budget, allocating nothing.
   PlanSummary plan(int batch);
 
-  // Weights, the description and, once fit() has run, the optimizer's state and step count.
+  // The weights and the description (cnn::load reads them). A file there that is not a
+  // checkpoint, or another run's checkpoint (which a run could resume), is kept unless `overwrite`.
   void save(const std::filesystem::path& file, bool overwrite);
-  void export_onnx(const std::filesystem::path& file);
+  // The network and weights as ONNX; a file there that is not one is kept unless `overwrite`.
+  void export_onnx(const std::filesystem::path& file, bool overwrite);
   // The trainable parameters' count.
   std::size_t parameter_count() const;
   long steps() const { return state_.steps; }
@@ -80,13 +87,9 @@ class Session {
   struct Inference;
   std::unique_ptr<Inference> inference(int max_batch, const data::Dataset* book, const data::LoaderOptions* loading);
   void keep_trainer_state(Trainer& trainer);
-  // A ConfigError where layers were added to the network since the model was made: its weights
-  // are of the network as it was.
-  void check_unchanged() const;
   void carry_into(Trainer& trainer) const;
 
   Network network_;
-  int nodes_ = 0;  // the network's size when the model was made
   DeviceChoice device_;
   TrainerOptions options_;
   ModelDescription description_;

@@ -19,6 +19,7 @@
 #include "bindings.hpp"
 #include "data_handle.hpp"
 #include "network_copy.hpp"
+#include "python_output.hpp"
 #include "session.hpp"
 #include "settings.hpp"
 
@@ -36,6 +37,7 @@ struct ModelSettings {
   LossOptions loss;
   std::optional<std::vector<std::string>> class_names;
   std::optional<data::Normalization> normalization;
+  bool task_given = false, loss_given = false;  // for a loaded model, which has its own
 };
 
 ModelSettings model_settings(nb::dict values) {
@@ -80,6 +82,9 @@ ModelSettings model_settings(nb::dict values) {
   s.read("final_fraction", schedule.final_fraction);
   s.read("plateau_factor", schedule.plateau_factor);
   s.read("plateau_patience", schedule.plateau_patience);
+  m.task_given = s.given("task");
+  for (const char* key : {"label_smoothing", "class_weights", "pos_weights", "loss", "huber_delta", "threshold"})
+    m.loss_given = m.loss_given || s.given(key);
   if (auto word = s.get<std::string>("task")) m.loss.task = parse_task(*word);
   s.read("label_smoothing", m.loss.label_smoothing);
   s.read("class_weights", m.loss.class_weights);
@@ -102,6 +107,7 @@ std::unique_ptr<Session> make_session(const Network& network, nb::dict values) {
   Network copy = copy_network(network);
   copy.set_loss(m.loss);
   ModelDescription description;
+  const PythonOutput output;
   auto session = std::make_unique<Session>(std::move(copy), m.device, m.trainer, description);
   if (m.class_names) session->set_class_names(*m.class_names);
   if (m.normalization) session->set_normalization(*m.normalization);
@@ -110,8 +116,23 @@ std::unique_ptr<Session> make_session(const Network& network, nb::dict values) {
 
 std::unique_ptr<Session> load_session(const std::string& file, nb::dict values) {
   ModelSettings m = model_settings(std::move(values));
-  nb::gil_scoped_release unlocked;
-  return Session::load(file, m.device, m.trainer);
+  std::unique_ptr<Session> session;
+  {
+    const PythonOutput output;
+    nb::gil_scoped_release unlocked;
+    session = Session::load(file, m.device, m.trainer);
+  }
+  const Task task = session->network().task();
+  if (m.task_given && m.loss.task != task)
+    throw OptionError("task", "task: " + file + " holds a network trained to " + to_string(task) + ", not to " +
+                                  to_string(m.loss.task));
+  if (m.loss_given) {
+    m.loss.task = task;
+    session->set_loss(m.loss);
+  }
+  if (m.class_names) session->set_class_names(*m.class_names);
+  if (m.normalization) session->set_normalization(*m.normalization);
+  return session;
 }
 
 // ---- fit
@@ -237,6 +258,7 @@ nb::dict fit(Session& session, const DataHandle& train, std::optional<DataHandle
   }
   FitResult result;
   {
+    const PythonOutput output;
     nb::gil_scoped_release unlocked;
     const FitData data(*train.data, validation ? validation->data.get() : nullptr);
     result = session.fit(data, std::move(o));
@@ -264,7 +286,7 @@ nb::ndarray<nb::numpy, float> predictions(Session& session, const DataHandle& im
     *values = session.predict(*images.data, batch, probabilities);
   }
   std::vector<std::size_t> shape{images.data->size()};
-  const Shape out = session.network().output_shape();
+  const Shape out = session.network().output_shape();  // the model's own, read with the GIL held
   for (int i = 0; i < out.rank; ++i) shape.push_back(static_cast<std::size_t>(out[i]));
   return nb::ndarray<nb::numpy, float>(values->data(), shape.size(), shape.data(), owner);
 }
@@ -314,6 +336,7 @@ void bind_session(nb::module_& m) {
             if (batch < 1) throw OptionError("batch_size", "batch_size=" + std::to_string(batch) + ": at least 1");
             ClassEvaluation e;
             {
+              const PythonOutput output;
               nb::gil_scoped_release unlocked;
               e = s.evaluate(*data.data, batch);
             }
@@ -331,12 +354,28 @@ void bind_session(nb::module_& m) {
           "file"_a, "overwrite"_a)
       .def(
           "export_onnx",
-          [](Session& s, const std::string& file) {
+          [](Session& s, const std::string& file, bool overwrite) {
+            const PythonOutput output;
             nb::gil_scoped_release unlocked;
-            s.export_onnx(file);
+            s.export_onnx(file, overwrite);
           },
-          "file"_a)
-      .def_prop_ro("network", [](Session& s) -> const Network& { return s.network(); }, nb::rv_policy::reference_internal)
+          "file"_a, "overwrite"_a)
+      .def(
+          "freeze",
+          [](Session& s, int through, const std::string& mode) {
+            if (mode != "eval" && mode != "train") throw OptionError("mode", "mode '" + mode + "': 'eval' or 'train'");
+            s.freeze(through, mode == "eval" ? FrozenMode::eval : FrozenMode::train);
+          },
+          "through"_a, "mode"_a)
+      .def_prop_ro("network", [](Session& s) { return copy_network(s.network()); }, "A copy of the model's network.")
+      .def_prop_ro("input_shape", [](Session& s) {
+        const Shape in = s.network().input_shape();
+        return std::vector<int>{in[0], in[1], in[2]};
+      })
+      .def_prop_ro("outputs", [](Session& s) { return s.network().output_shape()[0]; },
+                   "Classes or targets (a segmentation's: its output's channels).")
+      .def_prop_ro("head", [](Session& s) { return s.network().head(); })
+      .def_prop_ro("summary_text", [](Session& s) { return s.network().summary(); })
       .def_prop_ro("device", &Session::device_name)
       .def_prop_ro("device_reason", &Session::device_reason)
       .def_prop_ro("task", [](Session& s) { return to_string(s.network().task()); })

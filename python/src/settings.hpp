@@ -25,10 +25,14 @@ class Settings {
     nanobind::handle value = values_[key];
     if (value.is_none()) return std::nullopt;
     T out;
-    if (!nanobind::try_cast(value, out))
+    // Python's True is an int; a count or a size given as True is a mistake.
+    const bool bool_for_number = std::is_arithmetic_v<T> && !std::is_same_v<T, bool> && PyBool_Check(value.ptr());
+    if (bool_for_number || !nanobind::try_cast(value, out))
       throw OptionError(key, std::string(key) + "=" + nanobind::repr(value).c_str() + ": not " + kind<T>());
     return out;
   }
+  // Whether `key` was given (and not None).
+  bool given(const char* key) const { return values_.contains(key) && !values_[key].is_none(); }
   // The value as it is (a null handle where absent or None), for options of several types.
   nanobind::handle get_handle(const char* key) {
     known_.insert(key);

@@ -145,8 +145,10 @@ def test_save_and_load(tmp_path, model, data):
     assert loaded.evaluate(x, y) == model.evaluate(x, y)
     text = tmp_path / "notes.txt"
     text.write_text("mine")
-    with pytest.raises(cnnengine.CheckpointError, match="notes.txt"):
+    with pytest.raises(cnnengine.ConfigError, match="notes.txt.*overwrite=True"):
         model.save(text)
+    with pytest.raises(cnnengine.ConfigError, match="notes.txt.*overwrite=True"):
+        model.export_onnx(text)
     assert text.read_text() == "mine"
     corrupt = tmp_path / "corrupt.cnn"
     corrupt.write_bytes(path.read_bytes()[:-10])
@@ -241,3 +243,78 @@ def test_export_onnx_and_load_it_back(tmp_path, model, data):
         raise
     imported = cnnengine.load(path, device="cpu")
     np.testing.assert_allclose(imported.predict(x), model.predict(x), rtol=1e-5, atol=1e-6)
+
+
+def test_plan_counts_the_loader_as_fit_does(data):
+    x = np.zeros((64, 1, 28, 28), np.uint8)
+    y = np.zeros(64, np.int64)
+    for budget in ("48KiB", "300KiB", "2MiB"):
+        model = cnnengine.Model(cnnengine.preset("small", (1, 28, 28), 10), device="cpu", memory_budget=budget)
+        plan = model.plan(64)
+        try:
+            model.fit(x, y, batch_size=64, epochs=1, verbose=0)
+            fitted = True
+        except MemoryError:
+            fitted = False
+        assert plan["fits"] == fitted, (budget, plan["table"])
+        if fitted:  # evaluation stages fewer samples at once where its batch would not fit
+            assert model.evaluate(x, y, batch_size=256)["samples"] == 64
+
+
+def test_load_takes_the_options_a_saved_model_may_change(tmp_path, model, data):
+    x, y = data
+    path = tmp_path / "model.cnn"
+    model.save(path)
+    loaded = cnnengine.load(path, device="cpu", class_names=["low", "middle", "high"], label_smoothing=0.1)
+    assert loaded.class_names == ["low", "middle", "high"]
+    with pytest.raises(cnnengine.ConfigError, match="class_names"):
+        cnnengine.load(path, device="cpu", class_names=["one"])
+    with pytest.raises(cnnengine.ConfigError, match="task"):
+        cnnengine.load(path, device="cpu", task="regress")
+
+
+def test_the_engines_lines_go_to_pythons_stdout(model, data):
+    import contextlib
+    import io
+    x, y = data
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        model.fit(x, y, batch_size=16, epochs=2, verbose=2)
+    assert "epoch 1/2" in captured.getvalue() and "epoch 2/2" in captured.getvalue()
+
+
+def test_fits_overlapping_in_threads_give_ctrl_c_back(data):
+    import threading
+    x, y = data
+    x, y = np.concatenate([x] * 4), np.concatenate([y] * 4)
+    models = [cnnengine.Model(tiny_network(), device="cpu", threads=1) for _ in range(2)]
+    threads = [threading.Thread(target=m.fit, args=(x, y), kwargs={"epochs": 2 + i, "verbose": 0})
+               for i, m in enumerate(models)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        import time
+        time.sleep(1)
+
+
+def test_validation_data_of_a_folder_is_its_validation_or_test_side(tmp_path, model):
+    x, y = labelled_images(n=60)
+    write_idx_folder(tmp_path / "data", x[:48], y[:48], x[48:], y[48:])
+    history = model.fit(x[:48], y[:48], batch_size=16, epochs=1, verbose=0, validation_data=tmp_path / "data")
+    assert history.history["val_loss"][0] == pytest.approx(model.evaluate(x[48:], y[48:])["loss"], rel=1e-6)
+
+
+def test_freeze_the_backbone(model, data):
+    x, y = data
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    model.freeze("backbone")
+    assert model.network.frozen_through == model.network.head - 1
+    conv_before = model.predict(x, output="logits")
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert not np.array_equal(conv_before, model.predict(x, output="logits"))
+    model.freeze(0)
+    assert model.network.frozen_through == 0

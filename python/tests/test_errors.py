@@ -102,11 +102,72 @@ def test_networks_refuse_what_does_not_fit():
         cnnengine.load("/nonexistent/model.cnn")
 
 
-def test_a_network_changed_after_the_model_was_made_is_refused(model, data):
+def test_the_model_keeps_its_own_network(model, data):
     x, y = data
+    before = model.network.text()
     model.fit(x, y, batch_size=16, epochs=1, verbose=0)
-    model.network.add(layers.relu())
-    with pytest.raises(cnnengine.ConfigError, match="make a new Model"):
-        model.predict(x)
-    with pytest.raises(cnnengine.ConfigError, match="make a new Model"):
-        model.fit(x, y, verbose=0)
+    assert model.network.text() == before  # the engine's rewrites are its copies'
+    copy = model.network
+    copy.add(layers.relu())
+    assert len(model.network) == len(copy) - 1
+    assert model.predict(x).shape == (len(x), 3)
+
+
+def test_predict_refuses_samples_of_another_shape(model, tmp_path):
+    from test_train import write_idx_folder
+    x, y = np.zeros((20, 1, 4, 4), np.uint8), np.arange(20) % 3
+    write_idx_folder(tmp_path / "small", x[:16], y[:16], x[16:], y[16:])
+    with pytest.raises(cnnengine.ShapeError, match="1x4x4.*takes"):
+        model.predict(cnnengine.open_dataset(tmp_path / "small").test)
+
+
+def test_a_diverged_fit_leaves_the_weights_as_they_were(data):
+    x, y = data
+    model = cnnengine.Model(tiny_network(), device="cpu", threads=1, optimizer="sgd", lr=1e9)
+    before = model.predict(x)
+    with pytest.raises(cnnengine.TrainingDiverged, match="weights from before this fit"):
+        model.fit(x, y, batch_size=16, epochs=3, verbose=0)
+    np.testing.assert_array_equal(model.predict(x), before)
+
+
+def test_more_bad_input_is_refused_clearly(model, data, tmp_path):
+    x, y = data
+    with pytest.raises(ValueError, match="epochs"):
+        model.fit(x, y, epochs=None)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.fit(x, y, batch_size=True)
+    with pytest.raises(ValueError, match="verbose"):
+        model.fit(x, y, verbose=3)
+    with pytest.raises(TypeError, match="None"):
+        model.fit(None)
+    with pytest.raises(TypeError, match="callbacks\\[0\\]"):
+        model.fit(x, y, verbose=0, callbacks=[object()])
+    with pytest.raises(ValueError, match="validation_data"):
+        model.fit(x, y, verbose=0, validation_data=x)
+    with pytest.raises(cnnengine.ConfigError, match="memory_budget"):
+        cnnengine.Model(tiny_network(), memory_budget=True)
+    with pytest.raises(TypeError, match="cnnengine.Network"):
+        cnnengine.Model("small")
+    with pytest.raises(ValueError, match="NUL"):
+        model.save(str(tmp_path / "a.cnn") + "\0b")
+    with pytest.raises(cnnengine.DataError, match="not a class"):
+        model.fit(x[:2], np.array([2**63, 0], np.uint64), verbose=0)
+    with pytest.raises(cnnengine.ConfigError) as refused:
+        model.fit(x, y, verbose=0, crop_padding=-1)
+    assert "loading." not in str(refused.value) and "crop_padding" in str(refused.value)
+    with pytest.raises(cnnengine.ConfigError) as refused:
+        model.fit(x, y, verbose=0, metrics=tmp_path, overwrite=False)
+    assert "FitOptions::" not in str(refused.value) and "metrics" in str(refused.value)
+
+
+def test_a_corrupt_file_is_a_checkpoint_error_whatever_its_bytes(tmp_path, model):
+    path = tmp_path / "model.cnn"
+    model.save(path)
+    data = bytearray(path.read_bytes())
+    for position in range(28, min(len(data), 480), 9):
+        flipped = bytearray(data)
+        flipped[position] ^= 0xC3
+        bad = tmp_path / "bad.cnn"
+        bad.write_bytes(bytes(flipped))
+        with pytest.raises(cnnengine.CheckpointError):
+            cnnengine.load(bad, device="cpu")
