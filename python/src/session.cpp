@@ -1,9 +1,9 @@
 #include "session.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <tuple>
-#include <cmath>
 #include <utility>
 
 #include <cnnengine/data/loader.hpp>
