@@ -10,7 +10,7 @@ CNN_WITH_TEST_TOOLS=1 bash scripts/install_deps.sh
 # numpy and pytest (made once in build/; where it cannot be made, no network, the package is
 # left out and says so).
 python_flags=()
-if python=$(bash scripts/python_venv.sh build/python-venv "import nanobind, numpy, pytest" nanobind numpy pytest); then
+if python=$(bash scripts/python_venv.sh "$PWD/build/python-venv" "import nanobind, numpy, pytest" nanobind numpy pytest); then
   python_flags=("-DPython_EXECUTABLE=$python")
 else
   echo "== no virtual environment for the Python package: it is not built nor tested"

@@ -75,7 +75,8 @@ DataHandle array_data(Images x, std::optional<Labels> labels, std::optional<Mask
   if (masks) {
     if (masks->shape(0) != images.count || masks->shape(1) != static_cast<std::size_t>(images.shape.height) ||
         masks->shape(2) != static_cast<std::size_t>(images.shape.width))
-      throw ShapeError("y: masks of shape (" + std::to_string(masks->shape(0)) + ", " + std::to_string(masks->shape(1)) +
+      throw ShapeError("y: masks of shape (" + std::to_string(masks->shape(0)) + ", " +
+                       std::to_string(masks->shape(1)) +
                        ", " + std::to_string(masks->shape(2)) + ") for " + std::to_string(images.count) +
                        " images of " + data::to_string(images.shape) + ": give (N, H, W)");
     targets.masks = masks->data();

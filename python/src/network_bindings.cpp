@@ -30,6 +30,10 @@ struct LayerHolder {
   std::string describe;
 };
 
+// A Python float's value as the layers take it (the builders take doubles, so that help() shows
+// the defaults as written: 0.1, not 0.10000000149011612).
+float as_float(double value) { return static_cast<float>(value); }
+
 LayerHolder hold(std::unique_ptr<Layer> layer) {
   std::string describe = layer->describe();
   return LayerHolder{std::move(layer), std::move(describe)};
@@ -52,7 +56,8 @@ void bind_layers(nb::module_& m) {
           return hold(layers::conv2d(out_channels, kernel,
                                      layers::ConvOptions{stride, padding, dilation, groups, bias}));
         },
-        "out_channels"_a, "kernel"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1, "bias"_a = true,
+        "out_channels"_a, "kernel"_a, "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1,
+        "bias"_a = true,
         "2-D convolution of square kernels (PyTorch's Conv2d), the input zero-padded by `padding` on each side.");
   l.def("depthwise_conv2d",
         [](int kernel, int stride, int padding, int dilation, bool bias) {
@@ -69,7 +74,8 @@ void bind_layers(nb::module_& m) {
   l.def("dense", [](int units, bool bias) { return hold(layers::dense(units, bias)); }, "units"_a, "bias"_a = true,
         "Fully connected over a flat input (Keras's Dense, PyTorch's Linear).");
   l.def("relu", [] { return hold(layers::relu()); }, "max(x, 0).");
-  l.def("leaky_relu", [](float slope) { return hold(layers::leaky_relu(slope)); }, "slope"_a = 0.01f,
+  l.def("leaky_relu", [](double slope) { return hold(layers::leaky_relu(as_float(slope))); },
+        "slope"_a = 0.01,
         "x where positive, slope x elsewhere.");
   l.def("relu6", [] { return hold(layers::relu6()); }, "min(max(x, 0), 6).");
   l.def("sigmoid", [] { return hold(layers::sigmoid()); }, "1 / (1 + exp(-x)).");
@@ -100,17 +106,23 @@ void bind_layers(nb::module_& m) {
         },
         "factor"_a, "mode"_a = "nearest", "Each pixel factor x factor times, or bilinear (align_corners=False).");
   l.def("pad",
-        [](int left, int right, int top, int bottom, float value) {
-          return hold(layers::pad(left, right, top, bottom, value));
+        [](int left, int right, int top, int bottom, double value) {
+          return hold(layers::pad(left, right, top, bottom, as_float(value)));
         },
-        "left"_a, "right"_a, "top"_a, "bottom"_a, "value"_a = 0.0f, "PyTorch's nn.ConstantPad2d((left, right, top, bottom), value).");
-  l.def("batchnorm2d", [](float momentum, float epsilon) { return hold(layers::batchnorm2d(momentum, epsilon)); },
-        "momentum"_a = 0.1f, "epsilon"_a = 1e-5f, "Batch normalisation of each channel (PyTorch's BatchNorm2d).");
-  l.def("group_norm", [](int groups, float epsilon) { return hold(layers::group_norm(groups, epsilon)); }, "groups"_a,
-        "epsilon"_a = 1e-5f, "Group normalisation (PyTorch's GroupNorm).");
-  l.def("layer_norm", [](float epsilon) { return hold(layers::layer_norm(epsilon)); }, "epsilon"_a = 1e-5f,
+        "left"_a, "right"_a, "top"_a, "bottom"_a, "value"_a = 0.0,
+        "PyTorch's nn.ConstantPad2d((left, right, top, bottom), value).");
+  l.def("batchnorm2d",
+        [](double momentum, double epsilon) {
+          return hold(layers::batchnorm2d(as_float(momentum), as_float(epsilon)));
+        },
+        "momentum"_a = 0.1, "epsilon"_a = 1e-5, "Batch normalisation of each channel (PyTorch's BatchNorm2d).");
+  l.def("group_norm",
+        [](int groups, double epsilon) { return hold(layers::group_norm(groups, as_float(epsilon))); },
+        "groups"_a, "epsilon"_a = 1e-5, "Group normalisation (PyTorch's GroupNorm).");
+  l.def("layer_norm", [](double epsilon) { return hold(layers::layer_norm(as_float(epsilon))); },
+        "epsilon"_a = 1e-5,
         "Normalisation over C, H and W of each sample (PyTorch's LayerNorm([C, H, W])).");
-  l.def("dropout", [](float p) { return hold(layers::dropout(p)); }, "p"_a,
+  l.def("dropout", [](double p) { return hold(layers::dropout(as_float(p))); }, "p"_a,
         "Zeroes each element with probability p while training, scaling the rest by 1 / (1 - p).");
   l.def("flatten", [] { return hold(layers::flatten()); }, "C x H x W to C * H * W.");
   l.def("add", [] { return hold(layers::add()); }, "The element-wise sum of two inputs (a residual connection).");
@@ -144,7 +156,10 @@ void bind_network(nb::module_& m) {
                   [](const std::string& name, const std::vector<int>& input_shape, int classes) {
                     return make_preset(name, checked_input(input_shape_of(input_shape)), classes);
                   },
-                  "name"_a, "input_shape"_a, "classes"_a)
+                  "name"_a, "input_shape"_a, "classes"_a,
+                  "A built-in network (preset_names(): small, resnet18, resnet50, mobilenetv2, unet, ...) for "
+                  "samples of input_shape (channels, height, width) and `classes` outputs; a name may carry options "
+                  "(\"unet:depth=3,width=16\").")
       .def(
           "add",
           [](Network& n, LayerHolder& layer, std::optional<std::vector<int>> inputs) {

@@ -47,7 +47,8 @@ ModelSettings model_settings(nb::dict values) {
   if (auto word = s.get<std::string>("precision")) m.device.precision = parse_precision(*word);
   s.read("threads", m.device.threads);
   s.read("deterministic", m.device.deterministic);
-  if (m.device.threads < 0) throw OptionError("threads", "threads=" + std::to_string(m.device.threads) + ": 0 (all) or more");
+  if (m.device.threads < 0)
+    throw OptionError("threads", "threads=" + std::to_string(m.device.threads) + ": 0 (all) or more");
   TrainerOptions& t = m.trainer;
   const nb::handle budget = s.get_handle("memory_budget");  // bytes, or a text as "2GiB"
   if (budget.is_valid() && nb::isinstance<nb::str>(budget)) {
@@ -95,7 +96,8 @@ ModelSettings model_settings(nb::dict values) {
   m.class_names = s.get<std::vector<std::string>>("class_names");
   auto mean = s.get<std::vector<float>>("normalize_mean");
   auto stddev = s.get<std::vector<float>>("normalize_std");
-  if (mean || stddev) m.normalization = data::Normalization{mean.value_or(std::vector<float>{}), stddev.value_or(std::vector<float>{})};
+  if (mean || stddev)
+    m.normalization = data::Normalization{mean.value_or(std::vector<float>{}), stddev.value_or(std::vector<float>{})};
   s.refuse_unknown();
   make_optimizer(o);  // its ConfigError names the setting out of range, before anything is planned
   validate(schedule);

@@ -44,12 +44,12 @@ void check_batch_targets(const Batch& batch, const Network& net) {
     return;
   }
   if (!batch.targets)
-    throw ConfigError("a batch of " + std::to_string(batch.size) + " samples without targets, for a network that " +
-                      to_string(task) + "s");
+    throw ConfigError("a batch of " + std::to_string(batch.size) +
+                      " samples without targets, for a network whose task is " + to_string(task));
   const std::size_t per_sample = net.target_bytes();
   if (batch.target_bytes > 0 && batch.target_bytes != per_sample)
     throw ShapeError("a batch whose targets are " + std::to_string(batch.target_bytes) + " bytes a sample, for a " +
-                     "network that " + to_string(task) + "s with " + std::to_string(per_sample) + " (" +
+                     "network whose task is " + to_string(task) + ", which takes " + std::to_string(per_sample) + " (" +
                      (task == Task::segment ? "a mask of its input's size"
                                             : std::to_string(net.num_classes()) + " outputs") +
                      ")");
