@@ -43,11 +43,6 @@ def _path(value: Any, name: str) -> str:
     return path
 
 
-def _whole_number(name: str, value: Any, least: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ValueError(f"{name}={value!r}: a whole number, at least {least}")
-
-
 class _Dispatcher:
     """The run's events to the user's callbacks; what they set on the model back to the run.
 
@@ -316,10 +311,6 @@ class Model:
         raises KeyboardInterrupt; SIGTERM stops and saves alike, then takes its own action (the
         process's handler, by default the end of the process).
         """
-        for key, value, least in (("batch_size", batch_size, 1), ("epochs", epochs, 1)):
-            _whole_number(key, value, least)
-        if verbose not in (0, 1, 2) or isinstance(verbose, bool):
-            raise ValueError(f"verbose={verbose!r}: 0 (silent), 1 (a progress bar and a line an epoch) or 2 (the lines)")
         if isinstance(x, (str, os.PathLike)):
             x = self._open(x)  # once: its train and val/ sides
         train = self._data(x, y, data_format, "x")

@@ -318,24 +318,30 @@ void check_output(const std::filesystem::path& file, OutputKind kind, const char
 
 }  // namespace
 
+struct Session::Described {
+  std::unique_ptr<Inference> held;
+  ModelDescription model;
+};
+
+Session::Described Session::described() {
+  ensure_parameters();
+  Described d{inference(1, nullptr, nullptr), description_};
+  d.model.network = network_text(d.held->network);
+  return d;
+}
+
 void Session::save(const std::filesystem::path& file, bool overwrite) {
   check_output(file, OutputKind::checkpoint, "save", overwrite);
-  ensure_parameters();
-  const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
-  ModelDescription model = description_;
-  model.network = network_text(held->network);
-  save_checkpoint(file, held->network, held->predictor->parameters(), model);
+  const Described d = described();
+  save_checkpoint(file, d.held->network, d.held->predictor->parameters(), d.model);
 }
 
 void Session::export_onnx(const std::filesystem::path& file, bool overwrite) {
   check_output(file, OutputKind::onnx, "export_onnx", overwrite);
-  ensure_parameters();
-  const std::unique_ptr<Inference> held = inference(1, nullptr, nullptr);
-  ModelDescription model = description_;
-  model.network = network_text(held->network);
-  if (model.class_names.empty())
-    for (int c = 0; c < network_.num_classes(); ++c) model.class_names.push_back(std::to_string(c));
-  cnn::export_onnx(file, held->network, held->predictor->parameters(), model);
+  Described d = described();
+  if (d.model.class_names.empty())
+    for (int c = 0; c < network_.num_classes(); ++c) d.model.class_names.push_back(std::to_string(c));
+  cnn::export_onnx(file, d.held->network, d.held->predictor->parameters(), d.model);
 }
 
 std::size_t Session::parameter_count() const {

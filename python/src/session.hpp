@@ -86,6 +86,9 @@ class Session {
   // loaders `book` reserves room for booked first.
   struct Inference;
   std::unique_ptr<Inference> inference(int max_batch, const data::Dataset* book, const data::LoaderOptions* loading);
+  // What save and export_onnx write: the weights in a Predictor, the description of its network.
+  struct Described;
+  Described described();
   void keep_trainer_state(Trainer& trainer);
   void carry_into(Trainer& trainer) const;
 

@@ -142,13 +142,16 @@ std::unique_ptr<Session> load_session(const std::string& file, nb::dict values) 
 FitOptions fit_options(nb::dict values) {
   Settings s(std::move(values), "fit");
   FitOptions o;
-  s.read("batch_size", o.batch);
-  s.read("epochs", o.epochs);
-  s.read("validation_split", o.validation_split);
-  if (auto verbose = s.get<int>("verbose")) {
-    o.progress = *verbose > 0;
-    o.progress_bar = *verbose == 1;
-  }
+  s.require("batch_size", o.batch);
+  s.require("epochs", o.epochs);
+  s.require("validation_split", o.validation_split);
+  int verbose = 1;
+  s.require("verbose", verbose);
+  if (verbose < 0 || verbose > 2)
+    throw OptionError("verbose", "verbose=" + std::to_string(verbose) +
+                                     ": 0 (silent), 1 (a progress bar and a line an epoch) or 2 (the lines)");
+  o.progress = verbose > 0;
+  o.progress_bar = verbose == 1;
   s.read("shuffle", o.loading.shuffle);
   s.read("flip", o.loading.augment_flip);
   s.read("crop_padding", o.loading.augment_crop_padding);

@@ -43,6 +43,12 @@ class Settings {
   void read(const char* key, T& into) {
     if (auto v = get<T>(key)) into = *v;
   }
+  // The same for an option the caller always gives (a keyword with a default): None is refused.
+  template <class T>
+  void require(const char* key, T& into) {
+    if (given(key)) return read(key, into);
+    throw OptionError(key, std::string(key) + "=None: not " + kind<T>());
+  }
   // An OptionError naming each key given that no get() asked for.
   void refuse_unknown() const;
 
