@@ -5,6 +5,7 @@
 //
 //   select_device        backends/device/device.hpp     the CPU or a GPU, and why
 //   open_dataset, Loader data/dataset.hpp, loader.hpp   IDX, CIFAR and image folders, batched and staged
+//   PhotoAugmentation    data/augmentation.hpp          random resized crops, colour jitter, erasing
 //   Network, layers::    engine/core/network.hpp,       a graph of layers: layers::conv2d(...) and the
 //                        layers/builtin_layers.hpp      rest, or make_network for presets and files
 //   Fit, fit             fit/fit.hpp                    a whole run: epochs, validation, best model, resume
@@ -26,6 +27,7 @@
 #include <cnnengine/base/batch.hpp>
 #include <cnnengine/base/error.hpp>
 #include <cnnengine/base/task.hpp>
+#include <cnnengine/data/augmentation.hpp>
 #include <cnnengine/data/dataset.hpp>
 #include <cnnengine/data/loader.hpp>
 #include <cnnengine/dist/mpi_session.hpp>

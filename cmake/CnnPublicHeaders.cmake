@@ -12,7 +12,7 @@ set(CNN_PUBLIC_HEADERS
   # memory: where bytes come from and what they are for, the budget and its refusals
   memory/memory_resource.hpp memory/memory_stack.hpp memory/out_of_memory.hpp
   # data sets and the loader
-  data/dataset.hpp data/loader.hpp
+  data/dataset.hpp data/augmentation.hpp data/loader.hpp
   # the engine: tensors, the backend and communicator contracts, layers and networks, the parameters
   engine/core/tensor.hpp engine/core/backend_types.hpp engine/core/backend.hpp engine/core/communicator.hpp
   engine/core/layer.hpp

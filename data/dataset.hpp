@@ -24,6 +24,22 @@ struct SampleShape {
   friend bool operator==(const SampleShape&, const SampleShape&) = default;
 };
 
+// A window of an image, in the pixels it is stored at: rows [top, top + height), columns [left,
+// left + width); torchvision's (i, j, h, w).
+struct ImageWindow {
+  int top = 0, left = 0, height = 0, width = 0;
+};
+
+// Picks the window of an image of height x width to take a sample from (a random resized crop's
+// draw: data/augmentation.hpp). It must lie inside the image and hold a pixel.
+class WindowChooser {
+ public:
+  virtual ImageWindow choose(int height, int width) const = 0;
+
+ protected:
+  ~WindowChooser() = default;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -51,6 +67,14 @@ class Dataset {
   virtual void load_target(std::size_t index, void* out) const;
   // cnn::target_bytes of this data set's task and shape; 0 for a classification.
   std::size_t target_bytes() const;
+  // Sample `index` taken as the window `choose` picks of its image, resized (bilinear) to
+  // shape(), mirrored left-right when `mirror`; CHW floats of [0, 1] as load() writes; returns
+  // the label. Data sets of image files pick from the image as the file stores it, before any
+  // resizing (a JPEG decoded at a reduced DCT scale where the window allows); the default picks
+  // from load()'s sample, through `scratch` (shape().elements() floats). Thread-safe. Throws
+  // DataError.
+  virtual int load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out,
+                          float* scratch) const;
   // The ImageFolderOptions::resize_shorter_side its images are framed by (0: stretched, or not
   // images of files), which a model trained on it records.
   virtual int resize_shorter_side() const { return 0; }

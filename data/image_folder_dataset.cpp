@@ -53,12 +53,18 @@ class ImageFolderDataset final : public Dataset {
     check_index(index);
     const std::size_t n = shape_.elements();
     if (lazy()) {
-      std::vector<std::uint8_t> decoded(n);
-      decode_image(classes_.files[index], shape_, decoded.data(), max_decoded_image_bytes_, resize_shorter_side_);
-      to_float(decoded.data(), n, out);
+      decode_image(classes_.files[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
     } else {
       to_float(pixels_.data() + index * n, n, out);
     }
+    return classes_.labels[index];
+  }
+
+  int load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out,
+                  float* scratch) const override {
+    if (!lazy()) return Dataset::load_window(index, choose, mirror, out, scratch);
+    check_index(index);
+    decode_window(classes_.files[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
     return classes_.labels[index];
   }
 

@@ -56,6 +56,13 @@ class ImageTableDataset final : public Dataset {
     return 0;
   }
 
+  int load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out,
+                  float* scratch) const override {
+    check_index(index);
+    if (!images_.load_window(index, choose, mirror, out)) Dataset::load_window(index, choose, mirror, out, scratch);
+    return 0;
+  }
+
   void load_target(std::size_t index, void* out) const override {
     check_index(index);
     const std::size_t k = names_.size();

@@ -1,6 +1,7 @@
 #include <cnnengine/data/loader.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -11,7 +12,9 @@
 #include <cnnengine/base/batch.hpp>
 #include "data/data_error.hpp"
 #include "data/detail/augment.hpp"
+#include "data/detail/photo_augment.hpp"
 #include "data/detail/random.hpp"
+#include "data/detail/worker_pool.hpp"
 #include "memory/buffer.hpp"
 #include <cnnengine/memory/memory_resource.hpp>
 #include <cnnengine/memory/memory_stack.hpp>
@@ -20,6 +23,7 @@ namespace cnn::data {
 namespace {
 
 constexpr std::uint64_t kAugmentStream = 0xA116'0000'0000'0001ull;
+constexpr std::uint64_t kPhotoStream = 0xA116'0000'0000'0002ull;
 
 std::size_t count_batches(std::size_t samples, const LoaderOptions& options) {
   if (options.batch <= 0) throw ConfigError("Loader: batch must be positive, got " + std::to_string(options.batch));
@@ -41,6 +45,20 @@ void validate(const LoaderOptions& options, const SampleShape& shape) {
     throw ConfigError("Loader: augment_crop_padding of " + std::to_string(options.augment_crop_padding) +
                       " is more than the " + to_string(shape) + " images' side: a crop could hold none of the image");
   check_normalization(options.normalization, shape.channels);
+  if (options.threads < 1 || options.threads > kMaxLoaderThreads)
+    throw ConfigError("Loader: threads must be 1 to " + std::to_string(kMaxLoaderThreads) + ", got " +
+                      std::to_string(options.threads));
+  check_photo_augmentation(options.photo);
+  if (options.photo.crop.enabled && options.augment_crop_padding > 0)
+    throw ConfigError("Loader: the random resized crop and augment_crop_padding are two crops: give one");
+}
+
+// The random resized crop takes a window of the image alone; a segmentation's mask would have to
+// move with it.
+void validate_photo_task(const LoaderOptions& options, Task task) {
+  if (options.photo.crop.enabled && task == Task::segment)
+    throw ConfigError("Loader: the random resized crop is for classification, multi-label and regression data; a "
+                      "segmentation's masks are not cropped with their images (use augment_crop_padding)");
 }
 
 // A data set of a task other than classification must be one the losses can take: a
@@ -90,6 +108,7 @@ Ring ring_for(const Dataset& data, const LoaderOptions& options) {
 std::size_t Loader::staging_bytes_for(const Dataset& data, const LoaderOptions& options) {
   validate(options, data.shape());
   validate_task(data);
+  validate_photo_task(options, data.task());
   return ring_for(data, options).bytes();
 }
 
@@ -120,6 +139,7 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       batches_(count_batches(samples_, options)) {
   validate(options_, shape_);
   validate_task(data_);
+  validate_photo_task(options_, task_);
   if (staging_.is_device_memory())
     throw ConfigError("Loader: staging resource '" + staging_.name() + "' is device memory; the loader writes from the host");
   const Ring ring = ring_for(data_, options_);
@@ -145,6 +165,12 @@ Loader::Loader(const Dataset& data, LoaderOptions options, memory::MemoryResourc
       batch.target_bytes = task_ == Task::classify ? 0 : target_bytes_;
       slots_.push_back({images, labels, targets, batch});
     }
+    scratch_.resize(static_cast<std::size_t>(options_.threads));
+    for (Scratch& s : scratch_) {
+      s.image.resize(shape_.elements());
+      if (task_ == Task::segment) s.mask.resize(target_bytes_);
+    }
+    pool_ = std::make_unique<WorkerPool>(options_.threads);
     worker_ = std::thread([this] { run(); });
   } catch (...) {
     memory::give_back(staging_, block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
@@ -160,6 +186,7 @@ Loader::~Loader() {
   }
   changed_.notify_all();
   worker_.join();
+  pool_.reset();
   memory::give_back(staging_, block_, block_bytes_, memory::kDefaultAlignment, memory::Category::data_staging);
 }
 
@@ -203,10 +230,11 @@ bool Loader::may_produce_locked(std::uint64_t generation, std::size_t batch) con
          batch < consumed_ + slots_.size();
 }
 
+LoaderStatistics Loader::statistics() const {
+  return {samples_loaded_.load(), static_cast<double>(busy_nanoseconds_.load()) * 1e-9};
+}
+
 void Loader::run() {
-  Scratch scratch;
-  scratch.image.resize(shape_.elements());
-  if (task_ == Task::segment) scratch.mask.resize(target_bytes_);
   std::vector<std::size_t> order;
   std::uint64_t generation = 0;
   int epoch = 0;
@@ -238,7 +266,7 @@ void Loader::run() {
         }
         have_order = true;
       }
-      complete = fill(slot, batch, order, epoch, generation, scratch);
+      complete = fill(slot, batch, order, epoch, generation);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -278,47 +306,72 @@ void Loader::check_target(std::size_t index, const unsigned char* target) const 
 }
 
 bool Loader::fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
-                  std::uint64_t generation, Scratch& scratch) {
+                  std::uint64_t generation) {
   const std::size_t start = batch * static_cast<std::size_t>(options_.batch);
   const std::size_t whole = std::min(static_cast<std::size_t>(options_.batch), samples_ - start);
   const RankShare share = share_of_batch(static_cast<int>(whole), options_.rank, options_.ranks);
   const std::size_t first = start + static_cast<std::size_t>(share.first);
   const auto count = static_cast<std::size_t>(share.size);
-  const std::size_t elements = shape_.elements();
-  const bool augment = options_.augment_flip || options_.augment_crop_padding > 0;
-  for (std::size_t k = 0; k < count; ++k) {
-    if (stopping_ || live_generation_ != generation) return false;
-    const std::size_t index = order[first + k];
-    float* image = slot.images + k * elements;
-    const int label = data_.load(index, image);
-    unsigned char* target = nullptr;
-    if (task_ == Task::classify) {
-      // A label outside the classes would index past the end of the loss layer's rows.
-      if (label < 0 || label >= num_classes_) {
-        throw DataError(data_.description() + ": sample " + std::to_string(index) + " has label " +
-                        std::to_string(label) + ", expected 0.." + std::to_string(num_classes_ - 1));
-      }
-      slot.labels[k] = label;
-    } else {
-      target = slot.targets + k * target_bytes_;
-      data_.load_target(index, target);
-      check_target(index, target);
+  std::atomic<bool> abandoned{false};
+  auto load_one = [&](std::size_t k, int thread) {
+    if (abandoned.load(std::memory_order_relaxed)) return;
+    if (stopping_ || live_generation_ != generation) {
+      abandoned = true;
+      return;
     }
-    if (augment) {
-      std::uint64_t key = hash_values(options_.seed, static_cast<std::uint64_t>(epoch), index, kAugmentStream);
-      const AugmentChoice choice = choose_augment(key, options_.augment_flip, options_.augment_crop_padding);
-      apply_augment(image, shape_, choice, scratch.image.data());
-      // A mask moves with its image; the other tasks' targets do not depend on where things are.
-      if (task_ == Task::segment) apply_augment_mask(target, shape_.height, shape_.width, choice, scratch.mask.data());
-    }
-    normalize(image, shape_, options_.normalization);
-  }
+    load_sample(slot, k, order[first + k], epoch, scratch_[static_cast<std::size_t>(thread)]);
+  };
+  const auto began = std::chrono::steady_clock::now();
+  pool_->run(count, load_one);
+  const auto spent = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began);
+  busy_nanoseconds_ += static_cast<std::uint64_t>(spent.count());
+  if (abandoned) return false;
+  samples_loaded_ += count;
   slot.batch.size = static_cast<int>(count);
   slot.batch.first = share.first;
   slot.batch.global_size = static_cast<int>(whole);
   slot.batch.index = batch;
   slot.batch.last_of_epoch = batch + 1 == batches_;
   return true;
+}
+
+void Loader::load_sample(Slot& slot, std::size_t k, std::size_t index, int epoch, Scratch& scratch) const {
+  float* image = slot.images + k * shape_.elements();
+  const PhotoAugmentation& photo = options_.photo;
+  // Every photo draw of the sample from one generator of its own key: the draws do not depend on
+  // which thread loads it, or when.
+  SplitMix64 rng(hash_values(options_.seed, static_cast<std::uint64_t>(epoch), index, kPhotoStream));
+  int label = 0;
+  if (photo.crop.enabled) {
+    const bool mirror = options_.augment_flip && (rng.next() & 1);
+    const RandomWindow window(rng.next(), photo.crop);
+    label = data_.load_window(index, window, mirror, image, scratch.image.data());
+  } else {
+    label = data_.load(index, image);
+  }
+  unsigned char* target = nullptr;
+  if (task_ == Task::classify) {
+    // A label outside the classes would index past the end of the loss layer's rows.
+    if (label < 0 || label >= num_classes_) {
+      throw DataError(data_.description() + ": sample " + std::to_string(index) + " has label " +
+                      std::to_string(label) + ", expected 0.." + std::to_string(num_classes_ - 1));
+    }
+    slot.labels[k] = label;
+  } else {
+    target = slot.targets + k * target_bytes_;
+    data_.load_target(index, target);
+    check_target(index, target);
+  }
+  if (!photo.crop.enabled && (options_.augment_flip || options_.augment_crop_padding > 0)) {
+    std::uint64_t key = hash_values(options_.seed, static_cast<std::uint64_t>(epoch), index, kAugmentStream);
+    const AugmentChoice choice = choose_augment(key, options_.augment_flip, options_.augment_crop_padding);
+    apply_augment(image, shape_, choice, scratch.image.data());
+    // A mask moves with its image; the other tasks' targets do not depend on where things are.
+    if (task_ == Task::segment) apply_augment_mask(target, shape_.height, shape_.width, choice, scratch.mask.data());
+  }
+  if (photo.jitter.enabled()) color_jitter(rng, photo.jitter, image, shape_);
+  normalize(image, shape_, options_.normalization);
+  if (photo.erasing.probability > 0) random_erasing(rng, photo.erasing, image, shape_);
 }
 
 }  // namespace cnn::data

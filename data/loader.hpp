@@ -7,12 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include <cnnengine/base/batch.hpp>
+#include <cnnengine/data/augmentation.hpp>
 #include <cnnengine/data/dataset.hpp>
 #include <cnnengine/memory/memory_resource.hpp>
 
@@ -21,6 +23,11 @@ class MemoryStack;
 }
 
 namespace cnn::data {
+
+class WorkerPool;
+
+// Threads a loader may decode on, beyond which a count is a typo.
+inline constexpr int kMaxLoaderThreads = 64;
 
 struct LoaderOptions {
   // The trainer's batch (TrainerOptions::batch): a trainer refuses, at its first step, a batch cut
@@ -36,11 +43,26 @@ struct LoaderOptions {
   // mask moves with its image, padded with kIgnoreMask.
   int augment_crop_padding = 0;
   Normalization normalization;  // per channel, after augmentation (data/dataset.hpp)
+  // Photos (data/augmentation.hpp): the random resized crop (in place of augment_crop_padding, and
+  // not for segmentation), colour jitter, random erasing. With the crop, augment_flip mirrors the
+  // window as it is resized.
+  PhotoAugmentation photo;
+  // The threads that load a batch's samples, the loader's own thread among them (1 to
+  // kMaxLoaderThreads). The samples and their augmentations do not depend on it.
+  int threads = 1;
   // Data-parallel training: this process is rank `rank` of `ranks`, and loads only its share of
   // each batch (share_of_batch, base/batch.hpp). The batches are the whole run's all the same.
   // The trainer's communicator's rank and ranks: a trainer refuses a share that is not its rank's.
   int rank = 0;
   int ranks = 1;
+};
+
+// What a loader has done since it was built: the samples it loaded and the wall time its threads
+// spent filling batches (not waiting for a free slot).
+struct LoaderStatistics {
+  std::uint64_t samples = 0;
+  double busy_seconds = 0;
+  double samples_per_second() const { return busy_seconds > 0 ? static_cast<double>(samples) / busy_seconds : 0; }
 };
 
 class Loader {
@@ -71,6 +93,7 @@ class Loader {
   std::optional<Batch> next();
 
   std::size_t batches_per_epoch() const { return batches_; }
+  LoaderStatistics statistics() const;
   std::size_t staging_bytes() const { return block_bytes_; }
   // What a loader of `data` with `options` will stage, before it is built. Throws as the
   // constructor does on bad options.
@@ -88,7 +111,7 @@ class Loader {
     unsigned char* targets;  // the other tasks, target_bytes_ a sample; else null
     Batch batch;  // what next() gives: the same memory, and the samples the worker put there
   };
-  // The worker's room to augment a sample in.
+  // A loading thread's room to augment a sample in.
   struct Scratch {
     std::vector<float> image;
     std::vector<std::uint8_t> mask;
@@ -98,7 +121,9 @@ class Loader {
   void run();
   bool may_produce_locked(std::uint64_t generation, std::size_t batch) const;
   bool fill(Slot& slot, std::size_t batch, const std::vector<std::size_t>& order, int epoch,
-            std::uint64_t generation, Scratch& scratch);
+            std::uint64_t generation);
+  // Loads sample `index` (of the epoch) into place k of the slot, augmented and normalised.
+  void load_sample(Slot& slot, std::size_t k, std::size_t index, int epoch, Scratch& scratch) const;
   // A DataError unless the target is one the task's loss can take (a mask's classes in range).
   void check_target(std::size_t index, const unsigned char* target) const;
 
@@ -114,6 +139,9 @@ class Loader {
   std::size_t block_bytes_ = 0;
   void* block_ = nullptr;
   std::vector<Slot> slots_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::vector<Scratch> scratch_;  // one a loading thread
+  std::atomic<std::uint64_t> samples_loaded_{0}, busy_nanoseconds_{0};
 
   // Shared with the worker, under mutex_. Whoever changes them notifies changed_.
   std::mutex mutex_;

@@ -22,6 +22,10 @@ class NamedClasses final : public Dataset {
   Task task() const override { return base_->task(); }
   int resize_shorter_side() const override { return base_->resize_shorter_side(); }
   int load(std::size_t index, float* out) const override { return base_->load(index, out); }
+  int load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out,
+                  float* scratch) const override {
+    return base_->load_window(index, choose, mirror, out, scratch);
+  }
   void load_target(std::size_t index, void* out) const override { base_->load_target(index, out); }
   int label(std::size_t index) const override { return base_->label(index); }
   std::size_t host_bytes() const override { return base_->host_bytes(); }

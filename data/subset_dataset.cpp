@@ -29,6 +29,10 @@ class SubsetDataset final : public Dataset {
   int resize_shorter_side() const override { return base_->resize_shorter_side(); }
   int label(std::size_t index) const override { return base_->label(base_index(index)); }
   int load(std::size_t index, float* out) const override { return base_->load(base_index(index), out); }
+  int load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out,
+                  float* scratch) const override {
+    return base_->load_window(base_index(index), choose, mirror, out, scratch);
+  }
   void load_target(std::size_t index, void* out) const override { base_->load_target(base_index(index), out); }
   std::size_t host_bytes() const override { return base_bytes_ + indices_.size() * sizeof(std::size_t); }
 

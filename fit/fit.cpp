@@ -30,6 +30,18 @@ void check_loading(const FitOptions& o) {
   if (o.loading.augment_crop_padding < 0)
     throw OptionError("loading.augment_crop_padding", "Loader: augment_crop_padding must be 0 or more, got " +
                                                           std::to_string(o.loading.augment_crop_padding));
+  if (o.loading.threads < 1 || o.loading.threads > data::kMaxLoaderThreads)
+    throw OptionError("loading.threads", "Loader: threads must be 1 to " + std::to_string(data::kMaxLoaderThreads) +
+                                             ", got " + std::to_string(o.loading.threads));
+  try {
+    data::check_photo_augmentation(o.loading.photo);
+  } catch (const ConfigError& e) {
+    throw OptionError("loading.photo", e.what());
+  }
+  if (o.loading.photo.crop.enabled && o.loading.augment_crop_padding > 0)
+    throw OptionError("loading.augment_crop_padding",
+                      "Loader: the random resized crop (loading.photo.crop) and augment_crop_padding are two crops: "
+                      "give one");
 }
 
 // A crop shifted by more than the image's side may hold none of it (the loader's rule).

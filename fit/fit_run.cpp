@@ -111,9 +111,15 @@ int Fit::State::train_epoch() {
   train_loader->start_epoch(progress_.epoch, progress_.batches_done);
   seconds_before = progress_.seconds;
   epoch_start = Clock::now();
+  data_wait_seconds = 0;
+  loader_at_epoch_start = train_loader->statistics();
   notify(&FitCallbacks::on_epoch_begin, std::as_const(progress_.epoch), control());
   int signal = 0;
-  while (auto batch = train_loader->next()) {
+  for (;;) {
+    const Clock::time_point asked = Clock::now();
+    const std::optional<Batch> batch = train_loader->next();
+    data_wait_seconds += seconds_since(asked);
+    if (!batch) break;
     if (const std::optional<StepReport> r = trainer_->submit_step(*batch)) {
       record(*r);
       if (o.save_every > 0 && r->step % o.save_every == 0) save();
@@ -187,6 +193,12 @@ int Fit::State::finish_epoch() {
   }
   e.seconds = progress_.seconds;
   e.images_per_second = progress_.seconds > 0 ? seen / progress_.seconds : 0;
+  // This run()'s part of the epoch (a resumed epoch's earlier part was another process's).
+  if (const double looped = progress_.seconds - seconds_before; looped > 0)
+    e.data_wait_share = std::min(1.0, data_wait_seconds / looped);
+  const data::LoaderStatistics now = train_loader->statistics();
+  if (const double busy = now.busy_seconds - loader_at_epoch_start.busy_seconds; busy > 0)
+    e.loader_images_per_second = static_cast<double>(now.samples - loader_at_epoch_start.samples) / busy;
   const float last_rate = progress_.steps.empty() ? trainer_->learning_rate() : progress_.steps.back().learning_rate;
   e.learning_rate = decimal(last_rate);
   progress_.epochs.push_back(e);

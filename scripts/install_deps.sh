@@ -3,7 +3,7 @@
 # install when everything is already there.
 set -euo pipefail
 packages=(build-essential cmake ninja-build libeigen3-dev libstb-dev catch2 dataset-fashion-mnist
-          libcli11-dev nlohmann-json3-dev zlib1g-dev gnuplot-nox)
+          libcli11-dev nlohmann-json3-dev zlib1g-dev gnuplot-nox libturbojpeg0-dev)
 # ONNX export (optional in the build), and the venv its onnxruntime test makes; Python's headers
 # for the Python package (python/, pip install .).
 packages+=(libonnx-dev libprotobuf-dev python3-venv python3-dev)

@@ -15,7 +15,9 @@
 
 #include "data/data_error.hpp"
 #include "data/detail/byte_reader.hpp"
+#include "data/detail/image_window.hpp"
 #include "data/detail/jpeg_check.hpp"
+#include "data/detail/jpeg_decoder.hpp"
 #include "data/detail/open_file.hpp"
 #include "data/detail/png_check.hpp"
 #include "data/detail/resize.hpp"
@@ -38,13 +40,13 @@
 namespace cnn::data {
 namespace {
 
-std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
+// Reads the file into `bytes`, which keeps its room from call to call.
+void read_file_into(const std::filesystem::path& path, std::vector<unsigned char>& bytes) {
   File file = open_for_reading(path);
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   if (ec) fail(path, "cannot read its size: " + ec.message());
   if (size > static_cast<std::uintmax_t>(INT_MAX)) fail(path, "file too large for the image decoder (over 2 GiB)");
-  std::vector<unsigned char> bytes;
   try {
     bytes.resize(size);
   } catch (const std::bad_alloc&) {
@@ -53,6 +55,11 @@ std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
   const std::size_t got = std::fread(bytes.data(), 1, bytes.size(), file.get());
   if (std::ferror(file.get())) fail(path, std::string("read error: ") + std::strerror(errno));
   bytes.resize(got);  // the file may have shrunk since; the checks below see what was read
+}
+
+std::vector<unsigned char> read_whole_file(const std::filesystem::path& path) {
+  std::vector<unsigned char> bytes;
+  read_file_into(path, bytes);
   return bytes;
 }
 
@@ -158,21 +165,126 @@ ImageInfo checked_header(const std::filesystem::path& path, const std::vector<un
   return info;
 }
 
+// The file's bytes checked as far as they can be without decoding the pixels: the header, that a
+// BMP holds all its rows, and for a PNG its chunk CRCs and compressed stream, which stb_image does
+// not check.
+ImageInfo check_image_bytes(const std::filesystem::path& path, const std::vector<unsigned char>& bytes,
+                            std::size_t max_decoded_bytes) {
+  const ImageInfo info = checked_header(path, bytes, max_decoded_bytes);
+  check_bmp_complete(path, bytes);
+  if (has_png_signature(bytes.data(), bytes.size())) check_png_integrity(path, bytes.data(), bytes.size());
+  return info;
+}
+
 struct CheckedImage {
   std::vector<unsigned char> bytes;
   ImageInfo info;
 };
 
-// The file, read whole and checked as far as it can be without decoding its pixels: the header,
-// that a BMP holds all its rows, and for a PNG its chunk CRCs and compressed stream, which
-// stb_image does not check.
 CheckedImage read_checked_image(const std::filesystem::path& path, std::size_t max_decoded_bytes) {
   CheckedImage image{read_whole_file(path), {}};
-  image.info = checked_header(path, image.bytes, max_decoded_bytes);
-  check_bmp_complete(path, image.bytes);
-  if (has_png_signature(image.bytes.data(), image.bytes.size()))
-    check_png_integrity(path, image.bytes.data(), image.bytes.size());
+  image.info = check_image_bytes(path, image.bytes, max_decoded_bytes);
   return image;
+}
+
+// Note [Decoding without allocating]
+// A loader thread decodes every image of a run through the same buffers: the file's bytes, the
+// decoded pixels (a JPEG at its reduced DCT scale), the resized sample. Each grows to the largest
+// image met and stays, so that steady state allocates nothing of ours (libjpeg-turbo's own
+// per-image pools and stb_image's buffers for the other formats aside); buffers over
+// kRetainedScratchBytes are given back after the image, so that one huge file does not hold its
+// memory for the rest of a run.
+constexpr std::size_t kRetainedScratchBytes = std::size_t{64} << 20;
+
+struct DecodeScratch {
+  std::vector<unsigned char> file;
+  std::vector<std::uint8_t> pixels;  // interleaved, as decoded
+  std::vector<std::uint8_t> sample;  // planar, resized to the target
+};
+
+DecodeScratch& decode_scratch() {
+  thread_local DecodeScratch scratch;
+  return scratch;
+}
+
+void trim(std::vector<std::uint8_t>& buffer) {
+  if (buffer.capacity() > kRetainedScratchBytes) std::vector<std::uint8_t>().swap(buffer);
+}
+
+class TrimOnExit {
+ public:
+  ~TrimOnExit() {
+    DecodeScratch& s = decode_scratch();
+    trim(s.file);
+    trim(s.pixels);
+    trim(s.sample);
+  }
+};
+
+// Decoded pixels, interleaved: in the thread's scratch (JPEG through libjpeg-turbo) or in
+// stb_image's own buffer.
+struct Decoded {
+  ImageInfo stored;  // the header: the size before any reduction, the channels as stored
+  const std::uint8_t* pixels = nullptr;
+  int height = 0, width = 0;  // as decoded
+  std::unique_ptr<stbi_uc, void (*)(void*)> owned{nullptr, stbi_image_free};
+};
+
+struct MinimumSize {
+  std::int64_t height = 0, width = 0;
+};
+
+int as_int(std::int64_t v) { return static_cast<int>(std::clamp<std::int64_t>(v, 0, INT_MAX)); }
+
+bool is_turbojpeg_file(const std::vector<unsigned char>& bytes) {
+  // libjpeg reads a file that starts with the start-of-image marker at once; stb_image also takes
+  // fill bytes before it, and keeps those files.
+  return turbojpeg_available() && bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
+}
+
+// The file at `path` decoded to `channels` (1 or 3). minimum(stored) says how large the decoded
+// image must stay for what the caller makes of it: a JPEG is decoded at the smallest DCT scale
+// that keeps it (choose_jpeg_scale), the other formats whole.
+template <typename Minimum>
+Decoded decode_pixels(const std::filesystem::path& path, int channels, std::size_t max_decoded_bytes,
+                      Minimum minimum) {
+  DecodeScratch& scratch = decode_scratch();
+  read_file_into(path, scratch.file);
+  const std::vector<unsigned char>& bytes = scratch.file;
+  Decoded d;
+  if (is_turbojpeg_file(bytes)) {
+    check_jpeg_markers(path, bytes.data(), bytes.size());
+    const JpegHeader header = read_jpeg_header(path, bytes.data(), bytes.size());
+    if (!header.cmyk) {  // TurboJPEG gives CMYK only as CMYK: stb_image converts it below
+      d.stored = {header.width, header.height, header.components};
+      check_decoded_size(path, d.stored, false, max_decoded_bytes);
+      const MinimumSize least = minimum(d.stored);
+      const JpegScale scale = choose_jpeg_scale(header.width, header.height, as_int(least.width), as_int(least.height));
+      scratch.pixels.resize(static_cast<std::size_t>(scale.width) * static_cast<std::size_t>(scale.height) *
+                            static_cast<std::size_t>(channels));
+      decode_jpeg(path, bytes.data(), bytes.size(), scale, channels, scratch.pixels.data());
+      d.pixels = scratch.pixels.data();
+      d.height = scale.height;
+      d.width = scale.width;
+      return d;
+    }
+  }
+  d.stored = check_image_bytes(path, bytes, max_decoded_bytes);
+  minimum(d.stored);
+  int channels_in_file = 0;
+  d.owned.reset(stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &d.width, &d.height,
+                                      &channels_in_file, channels));
+  if (!d.owned) fail(path, "corrupt image, decoding failed: " + reason());
+  if (d.width != d.stored.width || d.height != d.stored.height)
+    fail(path, "corrupt image: decoded as " + std::to_string(d.width) + "x" + std::to_string(d.height) +
+                   ", its header gives " + std::to_string(d.stored.width) + "x" + std::to_string(d.stored.height));
+  d.pixels = d.owned.get();
+  return d;
+}
+
+void check_target_channels(const std::filesystem::path& path, int channels) {
+  if (channels != 1 && channels != 3)
+    fail(path, "cannot convert to " + std::to_string(channels) + " channels: expected 1 or 3");
 }
 
 }  // namespace
@@ -189,21 +301,44 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
 
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
                        std::size_t max_decoded_bytes, int resize_shorter_side) {
-  if (target.channels != 1 && target.channels != 3)
-    fail(path, "cannot convert to " + std::to_string(target.channels) + " channels: expected 1 or 3");
-  const CheckedImage image = read_checked_image(path, max_decoded_bytes);
-  int width = 0, height = 0, channels = 0;
-  std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
-      stbi_load_from_memory(image.bytes.data(), static_cast<int>(image.bytes.size()), &width, &height, &channels,
-                            target.channels),
-      stbi_image_free);
-  if (!pixels) fail(path, "corrupt image, decoding failed: " + reason());
-  if (width != image.info.width || height != image.info.height)
-    fail(path, "corrupt image: decoded as " + std::to_string(width) + "x" + std::to_string(height) +
-                   ", its header gives " + std::to_string(image.info.width) + "x" + std::to_string(image.info.height));
-  resize_bilinear_hwc_to_chw(pixels.get(), height, width, target.channels, out, target.height, target.width,
-                             frame_image(height, width, target.height, target.width, resize_shorter_side));
-  return image.info;
+  check_target_channels(path, target.channels);
+  TrimOnExit trim_after;
+  const Decoded d = decode_pixels(path, target.channels, max_decoded_bytes, [&](const ImageInfo& stored) {
+    const Framing f = frame_image(stored.height, stored.width, target.height, target.width, resize_shorter_side);
+    return MinimumSize{f.scaled_height, f.scaled_width};
+  });
+  resize_bilinear_hwc_to_chw(d.pixels, d.height, d.width, target.channels, out, target.height, target.width,
+                             frame_image(d.height, d.width, target.height, target.width, resize_shorter_side));
+  return d.stored;
+}
+
+ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, float* out,
+                       std::size_t max_decoded_bytes, int resize_shorter_side) {
+  std::vector<std::uint8_t>& sample = decode_scratch().sample;
+  sample.resize(target.elements());
+  const ImageInfo info = decode_image(path, target, sample.data(), max_decoded_bytes, resize_shorter_side);
+  for (std::size_t i = 0; i < sample.size(); ++i) out[i] = static_cast<float>(sample[i]) * (1.0f / 255.0f);
+  return info;
+}
+
+ImageInfo decode_window(const std::filesystem::path& path, SampleShape target, const WindowChooser& choose,
+                        bool mirror, float* out, std::size_t max_decoded_bytes) {
+  check_target_channels(path, target.channels);
+  TrimOnExit trim_after;
+  ImageWindow window;
+  const Decoded d = decode_pixels(path, target.channels, max_decoded_bytes, [&](const ImageInfo& stored) {
+    window = checked_window(choose, stored.height, stored.width);
+    // The window keeps at least the target's pixels along each side.
+    auto least = [](std::int64_t side, std::int64_t window_side, std::int64_t target_side) {
+      return (side * target_side + window_side - 1) / window_side;
+    };
+    return MinimumSize{least(stored.height, window.height, target.height), least(stored.width, window.width, target.width)};
+  });
+  const double sy = static_cast<double>(d.height) / d.stored.height, sx = static_cast<double>(d.width) / d.stored.width;
+  const SourceWindow source{window.top * sy, window.left * sx, window.height * sy, window.width * sx};
+  resize_window_hwc_to_chw(d.pixels, d.height, d.width, target.channels, out, target.height, target.width, source,
+                           mirror);
+  return d.stored;
 }
 
 namespace {

@@ -1,6 +1,8 @@
 #pragma once
-// Image files through stb_image: PNG, JPEG and BMP, grey or colour, to 8-bit planar pixels at
-// a chosen channel count and size. Every failure is a DataError naming the file.
+// Image files to planar pixels at a chosen channel count and size: JPEG through libjpeg-turbo
+// (data/detail/jpeg_decoder.hpp) where the build has it, at a reduced DCT scale where the output
+// allows; PNG, BMP and the rest of JPEG through stb_image. Every failure is a DataError naming the
+// file. A thread decodes through buffers it keeps (Note [Decoding without allocating]).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -37,6 +39,16 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
 // out. Returns the header (the size before resizing).
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
                        std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes, int resize_shorter_side = 0);
+
+// The same, into floats of [0, 1].
+ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, float* out,
+                       std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes, int resize_shorter_side = 0);
+
+// The window `choose` picks of the image as the file stores it, resized (bilinear) to target's
+// height x width (mirrored left-right when `mirror`), as floats of [0, 1], CHW. A JPEG is decoded
+// at the smallest DCT scale that keeps the window at least the target's size.
+ImageInfo decode_window(const std::filesystem::path& path, SampleShape target, const WindowChooser& choose,
+                        bool mirror, float* out, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
 
 // A segmentation mask: an 8-bit greyscale PNG whose values are classes, decoded as they are (no
 // conversion, no scaling). Anything else (another format, colour, a palette, alpha, another bit

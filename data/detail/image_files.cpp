@@ -101,9 +101,13 @@ void ImageSamples::load(std::size_t index, float* out) const {
     to_float(pixels_.data() + index * n, n, out);
     return;
   }
-  std::vector<std::uint8_t> decoded(n);
-  decode_image(files_[index], shape_, decoded.data(), max_decoded_image_bytes_, resize_shorter_side_);
-  to_float(decoded.data(), n, out);
+  decode_image(files_[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
+}
+
+bool ImageSamples::load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out) const {
+  if (held_) return false;
+  decode_window(files_[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
+  return true;
 }
 
 std::size_t ImageSamples::host_bytes() const {

@@ -90,6 +90,9 @@ class ImageSamples {
   const std::filesystem::path& file(std::size_t index) const { return files_[index]; }
   // Writes shape().elements() floats in [0, 1], CHW. Thread-safe. Throws DataError.
   void load(std::size_t index, float* out) const;
+  // Dataset::load_window from the file, when the images are not held (returns false: the caller
+  // takes the window of load()'s sample).
+  bool load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out) const;
   std::size_t host_bytes() const;
 
  private:

@@ -2,7 +2,7 @@
 // Resampling 8-bit pixels to another size: images bilinear, segmentation masks by nearest
 // neighbour (a class between two classes is neither); each either stretched whole to the output's
 // size or framed as torchvision frames a photo for evaluation (its shorter side resized, then the
-// centre cropped).
+// centre cropped), or a window of the source resized to the output (a random resized crop).
 #include <cstdint>
 
 namespace cnn::data {
@@ -28,6 +28,22 @@ void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src
                                 std::uint8_t* dst, int dst_height, int dst_width, const Framing& framing);
 void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src_width, int channels,
                                 std::uint8_t* dst, int dst_height, int dst_width);
+
+// A window of the source, in its pixels: rows [top, top + height), columns [left, left + width).
+// Fractions are allowed (a window of a source decoded at a reduced scale).
+struct SourceWindow {
+  double top = 0, left = 0, height = 0, width = 0;
+};
+
+// The window resized to dst_height x dst_width as torchvision's resized_crop does (the window cut
+// out, then resized with pixel centres aligned, samples beyond the window's edge repeating its
+// edge), without antialiasing; mirrored left-right when `mirror`. Interleaved 8-bit pixels in,
+// planar floats of [0, 1] out.
+void resize_window_hwc_to_chw(const std::uint8_t* src, int src_height, int src_width, int channels, float* dst,
+                              int dst_height, int dst_width, const SourceWindow& window, bool mirror);
+// The same from planar floats.
+void resize_window_chw(const float* src, int src_height, int src_width, int channels, float* dst, int dst_height,
+                       int dst_width, const SourceWindow& window, bool mirror);
 
 // One plane, each output pixel the source pixel floor((y + top) * src / scaled) (and alike for
 // x): PyTorch's interpolate(mode="nearest"), torchvision's Resize(NEAREST). No value is made up.

@@ -178,10 +178,28 @@ std::vector<OptionRow> make_option_table() {
        TO_LIBRARY(images.max_decoded_image_bytes, memory::parse_bytes(o.max_image_bytes))},
       {"--skip-corrupt", &Options::skip_corrupt, "image folders: leave out images that do not read (a warning each) "
        "instead of stopping", kept, {}, TO_LIBRARY(images.skip_corrupt, o.skip_corrupt)},
-      {"--augment", &Options::augment, "random horizontal flips (only: --crop-padding adds random crops)", kept, {},
-       TO_FIT(loading.augment_flip, o.augment)},
+      {"--augment", &Options::augment, "random augmentation: 'flip' (or --augment alone) flips images left-right at "
+       "random (--crop-padding adds random crops); 'photo' is torchvision's recipe for photos: a random resized crop to "
+       "--image-size (from the image as stored, decoded every epoch) and a flip, the images normalised by ImageNet's "
+       "statistics (RGB; grey: measured) unless --normalize, --mean or --std says otherwise, and evaluated at the "
+       "centre of their shorter side resized to --image-size / 0.875 unless --resize-shorter says otherwise", kept,
+       CLI::IsMember({"flip", "photo"}), TO_FIT(loading.augment_flip, !o.augment.empty())},
       {"--crop-padding", &Options::crop_padding, "random crops of each image padded by this many pixels", kept,
        integer_between(0, 64, ""), TO_FIT(loading.augment_crop_padding, o.crop_padding)},
+      {"--crop-scale", &Options::crop_scale, "with --augment photo: the random resized crop's share of the image's "
+       "area, MIN,MAX (default 0.08,1; torchvision's scale)", kept, {},
+       TO_FIT(loading.photo, photo_augmentation_of(o))},
+      {"--color-jitter", &Options::color_jitter, "colour jitter (torchvision's ColorJitter): brightness, contrast and "
+       "saturation factors drawn from [1 - F, 1 + F] for each image, F alone for all three or B,C,S", kept, {},
+       TO_FIT(loading.photo, photo_augmentation_of(o))},
+      {"--random-erasing", &Options::random_erasing, "erase a random rectangle of each image with this probability "
+       "(torchvision's RandomErasing, after normalisation)", kept, fraction_between_zero_and_one(),
+       TO_FIT(loading.photo, photo_augmentation_of(o))},
+      {"--loader-threads", &Options::loader_threads, "threads that decode and augment the training images (default: "
+       "the cores the training step leaves, at least 1)", not_kept, integer_between(1, data::kMaxLoaderThreads, ""),
+       TO_FIT(loading.threads, std::max(1, o.loader_threads))},
+      {"--benchmark-loader", &Options::benchmark_loader, "run the training loader alone over one epoch with the run's "
+       "options (data, augmentation, batch, --loader-threads) and print its images/s as a JSON line; trains nothing"},
       {"--normalize", &Options::normalize, "normalise each channel (default: not): 'measured' (or --normalize alone) by "
        "the training set's mean and standard deviation, 'imagenet' by ImageNet's (torchvision's pretrained "
        "networks'); recorded in the model", kept, CLI::IsMember({"measured", "imagenet"})},
@@ -290,7 +308,24 @@ void add_options(CLI::App& app, Options& o) {
   }
   app.get_option("--no-cuda-graph")->excludes(app.get_option("--cuda-graph"));
   app.get_option("--normalize")->expected(0, 1)->default_str("measured");  // a value or none
+  app.get_option("--augment")->expected(0, 1)->default_str("flip");
   app.footer(network_words());
+}
+
+data::PhotoAugmentation photo_augmentation_of(const Options& o) {
+  data::PhotoAugmentation photo;
+  photo.crop.enabled = o.augment == "photo";
+  if (o.crop_scale.size() == 2) {
+    photo.crop.scale_min = o.crop_scale[0];
+    photo.crop.scale_max = o.crop_scale[1];
+  }
+  if (o.color_jitter.size() == 1) {
+    photo.jitter = {o.color_jitter[0], o.color_jitter[0], o.color_jitter[0]};
+  } else if (o.color_jitter.size() == 3) {
+    photo.jitter = {o.color_jitter[0], o.color_jitter[1], o.color_jitter[2]};
+  }
+  photo.erasing.probability = o.random_erasing;
+  return photo;
 }
 
 std::string algorithm_cache_of(const Options& o) {
@@ -337,6 +372,23 @@ void check_combinations(const Options& o) {
     throw CLI::ValidationError("--normalize, --mean, --std", "give --normalize or --mean and --std, not both");
   if (o.mean.empty() != o.std.empty())
     throw CLI::ValidationError("--mean, --std", "give --mean and --std together");
+  if (!o.crop_scale.empty() && o.augment != "photo")
+    throw CLI::ValidationError("--crop-scale", "--crop-scale sizes the random resized crop of --augment photo: give both");
+  if (!o.crop_scale.empty() && o.crop_scale.size() != 2)
+    throw CLI::ValidationError("--crop-scale", "give MIN,MAX: two shares of the image's area");
+  if (!o.color_jitter.empty() && o.color_jitter.size() != 1 && o.color_jitter.size() != 3)
+    throw CLI::ValidationError("--color-jitter", "give one factor for brightness, contrast and saturation, or B,C,S");
+  if (o.augment == "photo" && o.crop_padding > 0)
+    throw CLI::ValidationError("--augment photo, --crop-padding", "--augment photo crops at random already: leave out "
+                                                                  "--crop-padding");
+  if (o.benchmark_loader && (o.plan_only || o.find_lr || !o.save.empty() || !o.resume.empty()))
+    throw CLI::ValidationError("--benchmark-loader", "--benchmark-loader runs the loader alone and trains nothing: "
+                                                     "leave out --plan, --find-lr, --save and --resume");
+  try {
+    data::check_photo_augmentation(photo_augmentation_of(o));
+  } catch (const Error& e) {
+    throw CLI::ValidationError("--crop-scale, --color-jitter", e.what());
+  }
   if (o.cuda_graph) {  // the library's reasons, before any data is read
     if (const std::string why = graph_capture_blocked(library_options(o).fit); !why.empty())
       throw CLI::ValidationError("--cuda-graph", with_flags(why));

@@ -70,8 +70,13 @@ struct Options {
   int resize_shorter = 0;  // 0: images stretched to --image-size
   std::string max_image_bytes = "256MiB";
   bool skip_corrupt = false;
-  bool augment = false;
+  std::string augment;  // "flip", "photo"; empty: none
   int crop_padding = 0;
+  std::vector<float> crop_scale;    // --augment photo: MIN,MAX of the area (empty: 0.08,1)
+  std::vector<float> color_jitter;  // F, or B,C,S (empty: none)
+  float random_erasing = 0;
+  int loader_threads = 0;  // 0: the cores the step leaves (loader_threads_for)
+  bool benchmark_loader = false;
   std::string normalize;  // "measured", "imagenet"; empty: none
   std::vector<float> mean, std;
   bool quiet = false;
@@ -153,6 +158,9 @@ std::string flag_of_library_field(const std::string& field);
 std::string with_flags(std::string message);
 // The library's options as the table's rows feed them from `o`.
 LibraryOptions library_options(const Options& o);
+
+// --augment photo, --crop-scale, --color-jitter, --random-erasing as the loader takes them.
+data::PhotoAugmentation photo_augmentation_of(const Options& o);
 
 // The file --algo-cache names: its default where not given, empty for "none".
 std::string algorithm_cache_of(const Options& o);

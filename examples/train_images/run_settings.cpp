@@ -61,10 +61,13 @@ std::optional<std::string> as_argument(const OptionRow& row, const json& value) 
   return std::string(row.flag) + "=" + word;
 }
 
-// Settings as this version's options give them: --normalize was a flag (true: measured).
+// Settings as this version's options give them: --normalize was a flag (true: measured), and so
+// was --augment (true: flip).
 json as_now(json saved) {
   if (auto normalize = saved.find("--normalize"); normalize != saved.end() && normalize->is_boolean())
     *normalize = normalize->get<bool>() ? "measured" : "";
+  if (auto augment = saved.find("--augment"); augment != saved.end() && augment->is_boolean())
+    *augment = augment->get<bool>() ? "flip" : "";
   return saved;
 }
 

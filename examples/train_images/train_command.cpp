@@ -1,12 +1,16 @@
 #include "train_command.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include <cnnengine/cnnengine.hpp>
 #include "data_identity.hpp"
@@ -213,8 +217,12 @@ data::Normalization normalization_of(const Options& o, const std::optional<Resum
                                      const data::Dataset& train_set) {
   if (resumed) return resumed->info.model.preprocessing.normalization;
   if (!o.mean.empty()) return data::Normalization{o.mean, o.std};
-  if (o.normalize.empty()) return {};
-  if (o.normalize == "imagenet") {
+  // --augment photo normalises as torchvision's recipe does, unless told otherwise.
+  const std::string normalize = !o.normalize.empty() || o.augment != "photo" ? o.normalize
+                                : train_set.shape().channels == 3         ? "imagenet"
+                                                                          : "measured";
+  if (normalize.empty()) return {};
+  if (normalize == "imagenet") {
     if (train_set.shape().channels != 3)
       throw UsageError("--normalize imagenet: ImageNet's statistics are of RGB images, and " + o.data + " gives " +
                        data::to_string(train_set.shape()) + " samples (--channels 3 converts an image folder's)");
@@ -418,6 +426,50 @@ int find_learning_rate_command(const Options& o, Network& network, Backend& back
   return 0;
 }
 
+// --augment photo evaluates as torchvision's recipe does: the shorter side resized to the crop's
+// size / 0.875 (224 from 256), the centre cropped; unless --resize-shorter says otherwise.
+void apply_photo_framing(Options& o) {
+  if (o.augment != "photo" || o.given.count("--resize-shorter") || o.image_size <= 0 || o.resize_shorter > 0) return;
+  o.resize_shorter = static_cast<int>(std::lround(o.image_size / 0.875));
+}
+
+// The cores the training step leaves the loader: on the CPU the step's threads (--threads, else
+// every core) take theirs; a GPU's step takes one. At least 1, at most 8. --benchmark-loader has
+// no step: every core.
+int loader_threads_for(const Options& o, DeviceKind device) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int step = o.benchmark_loader ? 0 : device != DeviceKind::cpu ? 1 : o.threads > 0 ? o.threads : cores;
+  return std::clamp(cores - step, 1, 8);
+}
+
+// --benchmark-loader: the training loader over one epoch as the run would draw it, timed alone.
+int benchmark_loader_command(const data::Dataset& training, Backend& backend, const FitOptions& fit) {
+  data::LoaderOptions options = loader_options(fit, fit.loading);
+  options.normalization = fit.model ? fit.model->preprocessing.normalization : fit.loading.normalization;
+  // Its staging under the run's budget, as a run's (Fit's) loader takes it.
+  memory::MemoryOptions stack_options = memory_options(fit);
+  stack_options.trace.clear();
+  memory::MemoryStack stack = memory_stack_for(backend, stack_options);
+  data::Loader::book(stack, training, options);
+  data::Loader loader(training, options, stack);
+  std::cout << "loader: " << loader.batches_per_epoch() << " batches of " << options.batch << " from "
+            << training.description() << " on " << options.threads << (options.threads == 1 ? " thread" : " threads")
+            << std::endl;
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t images = 0;
+  loader.start_epoch(0);
+  while (const auto batch = loader.next()) images += static_cast<std::size_t>(batch->size);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const json line{{"loader_images_per_second", seconds > 0 ? static_cast<double>(images) / seconds : 0.0},
+                  {"images", images},
+                  {"seconds", seconds},
+                  {"threads", options.threads},
+                  {"batch", options.batch},
+                  {"augmentation", data::describe(options.photo)}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 bool numbered_classes(const std::vector<std::string>& names) {
@@ -437,6 +489,8 @@ void name_the_classes(const Options& o, data::DatasetSplits& splits) {
 
 data::ImageFolderOptions image_options(const Options& o, const std::string& warning_prefix) {
   data::ImageFolderOptions images = library_options(o).images;
+  // The random resized crop takes its window from the image as the file stores it.
+  if (o.augment == "photo") images.eager_decode_limit = 0;
   images.on_skipped = [prefix = warning_prefix](const std::string& warning) {
     std::cerr << prefix << "warning: " << warning << "\n";
   };
@@ -477,6 +531,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
     loaded = read_checkpoint(o.load);
     adopted = adopt_loaded_preprocessing(o, *loaded);
   }
+  apply_photo_framing(o);
   data::SampleShape target;
   if (o.image_size) target.height = target.width = o.image_size;
   target.channels = o.channels;  // 0: as the first image is
@@ -530,8 +585,12 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   fit.memory_budget = memory_budget_of(o, backend, ranks.local_count(), ranks.writes());
   fit.communicator = communicator;
   if (!ranks.writes()) fit.memory_trace.clear();  // rank 0 writes the trace
-  if (o.augment && o.crop_padding == 0 && !resumed)
-    std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops\n";
+  if (o.augment == "flip" && o.crop_padding == 0 && !resumed)
+    std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops, "
+                 "--augment photo random resized crops\n";
+  if (const std::string photo = data::describe(fit.loading.photo); !photo.empty() && !resumed)
+    std::cout << "augmentation: " << photo << (o.augment == "photo" ? ", flips" : "") << "\n";
+  if (!o.given.count("--loader-threads")) fit.loading.threads = loader_threads_for(o, backend.kind());
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   // Graphs wherever they can run, the library's default (faster on an H100 in every case
@@ -555,6 +614,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   }
 
   if (o.find_lr) return find_learning_rate_command(o, network, backend, *splits.train, fit);
+  if (o.benchmark_loader) return benchmark_loader_command(*splits.train, backend, fit);
 
   fit.callbacks.on_start = [&](Trainer& trainer) {
     if (fit.memory_strategy != memory::Strategy::planned)

@@ -69,6 +69,10 @@ struct Fit::State final : FitControl {
   bool save_was_there = false;  // o.save held a file when the run started
   double seconds_before = 0;    // the epoch's training time before this run() (a resumed epoch's)
   detail::Clock::time_point epoch_start{}, run_start{};
+  // This run()'s part of the epoch: the training loop's time waiting on the loader, and the
+  // loader's statistics when it began.
+  double data_wait_seconds = 0;
+  data::LoaderStatistics loader_at_epoch_start;
 
   // FitControl
   void stop(const std::string& why) override { stop_reason = why.empty() ? "stopped by a callback" : why; }

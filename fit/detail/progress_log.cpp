@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <cnnengine/engine/core/task_scores.hpp>
@@ -108,8 +109,12 @@ void ProgressLog::epoch_end(const EpochRecord& e, FitControl& control) {
   if (validated_)
     line += " | val loss " + fixed(validated_->loss) + accuracy(validated_->accuracy) + scores_of(*validated_);
   if (tested_) line += " | test loss " + fixed(tested_->loss) + accuracy(tested_->accuracy) + scores_of(*tested_);
-  char tail[64];
+  char tail[96];
   std::snprintf(tail, sizeof tail, " | %.1fs, %.0f img/s", e.seconds, e.images_per_second);
+  if (e.data_wait_share) {
+    const std::size_t used = std::strlen(tail);
+    std::snprintf(tail + used, sizeof tail - used, ", data wait %.0f%%", 100 * *e.data_wait_share);
+  }
   const Trainer& trainer = control.trainer();
   if (const float scale = trainer.loss_scale(); scale > 0) {  // fp16
     char scaled[32];

@@ -27,6 +27,8 @@ json epoch_line(const EpochRecord& e) {
           {"lr", e.learning_rate},
           {"seconds", e.seconds},
           {"images_per_second", e.images_per_second}};
+  if (e.data_wait_share) line["data_wait_share"] = *e.data_wait_share;
+  if (e.loader_images_per_second) line["loader_images_per_second"] = *e.loader_images_per_second;
   for (const auto& [name, value] : e.validation_scores) line["val_" + name] = value;
   for (const auto& [name, value] : e.test_scores) line["test_" + name] = value;
   return line;

@@ -38,6 +38,9 @@ void TensorBoardLog::epoch_end(const EpochRecord& e, FitControl& control) {
       {"epoch/train_accuracy", static_cast<float>(e.train_accuracy)},
       {"epoch/learning_rate", static_cast<float>(e.learning_rate)},
       {"epoch/images_per_second", static_cast<float>(e.images_per_second)}};
+  if (e.data_wait_share) scalars.emplace_back("epoch/data_wait_share", static_cast<float>(*e.data_wait_share));
+  if (e.loader_images_per_second)
+    scalars.emplace_back("epoch/loader_images_per_second", static_cast<float>(*e.loader_images_per_second));
   if (e.validation_loss) {
     scalars.emplace_back("epoch/val_loss", static_cast<float>(*e.validation_loss));
     scalars.emplace_back("epoch/val_accuracy", static_cast<float>(e.validation_accuracy.value_or(0)));

@@ -95,7 +95,9 @@ json epoch_json(const EpochRecord& e) {
           {"test_scores", e.test_scores},
           {"learning_rate", e.learning_rate},
           {"seconds", e.seconds},
-          {"images_per_second", e.images_per_second}};
+          {"images_per_second", e.images_per_second},
+          {"data_wait_share", optional_json(e.data_wait_share)},
+          {"loader_images_per_second", optional_json(e.loader_images_per_second)}};
 }
 
 EpochRecord epoch_of(const json& j) {
@@ -114,6 +116,9 @@ EpochRecord epoch_of(const json& j) {
   e.learning_rate = j.value("learning_rate", 0.0);
   e.seconds = j.at("seconds").get<double>();
   e.images_per_second = j.at("images_per_second").get<double>();
+  // Absent from the files of versions before the loader was measured.
+  e.data_wait_share = optional_of(j.value("data_wait_share", json()));
+  e.loader_images_per_second = optional_of(j.value("loader_images_per_second", json()));
   return e;
 }
 

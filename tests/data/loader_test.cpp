@@ -419,3 +419,61 @@ TEST_CASE("a negative epoch is refused", "[loader]") {
   Loader loader(data, options, cnn::memory::host_resource());
   CHECK_THROWS_WITH(loader.start_epoch(-1), Catch::Contains("epoch -1"));
 }
+
+namespace {
+
+// Every batch's images and labels of one epoch, as bytes.
+std::vector<float> epoch_values(Loader& loader, int epoch) {
+  std::vector<float> values;
+  loader.start_epoch(epoch);
+  while (auto batch = loader.next()) {
+    const std::size_t n = static_cast<std::size_t>(batch->size) * 6;
+    values.insert(values.end(), batch->images, batch->images + n);
+    for (int s = 0; s < batch->size; ++s) values.push_back(static_cast<float>(batch->labels[s]));
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("loader: the photo augmentations give the same bits on any thread count", "[data][loader][photo]") {
+  FakeDataset data(57);
+  LoaderOptions options = batch_of(8);
+  options.augment_flip = true;
+  options.photo.crop.enabled = true;
+  options.photo.jitter = {0.4f, 0.4f, 0.4f};
+  options.photo.erasing.probability = 0.5f;
+  options.threads = 1;
+  Loader one(data, options, cnn::memory::host_resource());
+  const std::vector<float> reference = epoch_values(one, 2);
+  for (int threads : {2, 3, 8}) {
+    options.threads = threads;
+    Loader several(data, options, cnn::memory::host_resource());
+    CHECK(epoch_values(several, 2) == reference);
+    CHECK(several.statistics().samples == 57);
+  }
+  CHECK(epoch_values(one, 3) != reference);  // another epoch, other draws
+}
+
+TEST_CASE("loader: over several threads the error of the first failing sample is reported", "[data][loader]") {
+  FakeDataset data(40, 13);
+  LoaderOptions options = batch_of(20);
+  options.shuffle = false;
+  options.threads = 4;
+  Loader loader(data, options, cnn::memory::host_resource());
+  loader.start_epoch(0);
+  CHECK_THROWS_WITH(loader.next(), Catch::Contains("sample13.png"));
+}
+
+TEST_CASE("loader: thread counts and photo options out of range are refused", "[data][loader][photo]") {
+  FakeDataset data(10);
+  LoaderOptions options = batch_of(4);
+  options.threads = 0;
+  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
+  options.threads = kMaxLoaderThreads + 1;
+  CHECK_THROWS_AS(Loader(data, options, cnn::memory::host_resource()), cnn::ConfigError);
+  options.threads = 1;
+  options.photo.crop.enabled = true;
+  options.augment_crop_padding = 1;
+  CHECK_THROWS_WITH(Loader(data, options, cnn::memory::host_resource()), Catch::Contains("two crops"));
+}
