@@ -48,15 +48,15 @@ struct EpochRecord {
   double train_loss = 0, train_accuracy = 0;
   std::optional<double> test_loss, test_accuracy;              // none where the test set was not evaluated
   double seconds = 0, images_per_second = 0;
-  // The share of the epoch's training loop spent waiting for the next batch, and the training
-  // loader's images a second while it worked (all its threads); none from runs before they were
-  // measured.
-  std::optional<double> data_wait_share, loader_images_per_second;
   std::optional<double> validation_loss, validation_accuracy;  // none without a validation set
   double learning_rate = 0;                                    // the epoch's last step's
   // The task's headline scores (headline_scores: "mean_iou", "mae", ...) where a side was
   // evaluated; none for a classification.
   std::map<std::string, double> validation_scores, test_scores;
+  // The share of the epoch's training loop spent waiting for the next batch, and the training
+  // loader's images a second while it worked (all its threads); none from runs before they were
+  // measured.
+  std::optional<double> data_wait_share, loader_images_per_second;
 };
 
 // Where a run is in its data, and what it has measured.

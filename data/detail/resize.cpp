@@ -107,34 +107,39 @@ void resize_bilinear_hwc_to_chw(const std::uint8_t* src, int src_height, int src
 
 namespace {
 
-// Pixel (y, x) of channel c of an interleaved or planar source, as a float.
-struct Interleaved {
-  const std::uint8_t* data;
-  std::size_t row, channels;
-  float at(int c, int y, int x) const { return data[y * row + x * channels + c]; }
-};
-struct Planar {
-  const float* data;
-  std::size_t plane, row;
-  float at(int c, int y, int x) const { return data[c * plane + y * row + x]; }
-};
+// The window's taps along each axis, into the thread's scratch; mirrored left-right.
+TapScratch& window_taps(int src_height, int src_width, int dst_height, int dst_width, const SourceWindow& window,
+                        bool mirror) {
+  TapScratch& t = tap_scratch();
+  window_taps(src_height, dst_height, window.top, window.height, t.ys);
+  window_taps(src_width, dst_width, window.left, window.width, t.xs);
+  if (mirror) std::reverse(t.xs.begin(), t.xs.end());
+  return t;
+}
 
-template <typename Source>
-void resize_window(const Source& src, int src_height, int src_width, int channels, float* dst, int dst_height,
-                   int dst_width, const SourceWindow& window, bool mirror, float scale) {
-  std::vector<Tap>& ys = tap_scratch().ys;
-  std::vector<Tap>& xs = tap_scratch().xs;
-  window_taps(src_height, dst_height, window.top, window.height, ys);
-  window_taps(src_width, dst_width, window.left, window.width, xs);
-  if (mirror) std::reverse(xs.begin(), xs.end());
+// Interleaved pixels of C channels: each output pixel's four source pixels read once for all
+// channels.
+template <int C>
+void resize_window_interleaved(const std::uint8_t* src, int src_width, float* dst, int dst_height, int dst_width,
+                               const TapScratch& t) {
+  const std::size_t row = static_cast<std::size_t>(src_width) * C;
   const std::size_t plane = static_cast<std::size_t>(dst_height) * static_cast<std::size_t>(dst_width);
-  for (int c = 0; c < channels; ++c) {
-    float* out = dst + c * plane;
-    for (const Tap& ty : ys) {
-      for (const Tap& tx : xs) {
-        const float top = src.at(c, ty.lo, tx.lo) + tx.weight * (src.at(c, ty.lo, tx.hi) - src.at(c, ty.lo, tx.lo));
-        const float bottom = src.at(c, ty.hi, tx.lo) + tx.weight * (src.at(c, ty.hi, tx.hi) - src.at(c, ty.hi, tx.lo));
-        *out++ = (top + ty.weight * (bottom - top)) * scale;
+  constexpr float kScale = 1.0f / 255.0f;
+  for (std::size_t y = 0; y < t.ys.size(); ++y) {
+    const Tap ty = t.ys[y];
+    const std::uint8_t* row0 = src + static_cast<std::size_t>(ty.lo) * row;
+    const std::uint8_t* row1 = src + static_cast<std::size_t>(ty.hi) * row;
+    float* out = dst + y * static_cast<std::size_t>(dst_width);
+    for (std::size_t x = 0; x < t.xs.size(); ++x) {
+      const Tap tx = t.xs[x];
+      const std::uint8_t* a = row0 + tx.lo * C;
+      const std::uint8_t* b = row0 + tx.hi * C;
+      const std::uint8_t* c = row1 + tx.lo * C;
+      const std::uint8_t* d = row1 + tx.hi * C;
+      for (int k = 0; k < C; ++k) {
+        const float top = a[k] + tx.weight * static_cast<float>(b[k] - a[k]);
+        const float bottom = c[k] + tx.weight * static_cast<float>(d[k] - c[k]);
+        out[k * plane + x] = (top + ty.weight * (bottom - top)) * kScale;
       }
     }
   }
@@ -144,16 +149,27 @@ void resize_window(const Source& src, int src_height, int src_width, int channel
 
 void resize_window_hwc_to_chw(const std::uint8_t* src, int src_height, int src_width, int channels, float* dst,
                               int dst_height, int dst_width, const SourceWindow& window, bool mirror) {
-  const Interleaved source{src, static_cast<std::size_t>(src_width) * static_cast<std::size_t>(channels),
-                           static_cast<std::size_t>(channels)};
-  resize_window(source, src_height, src_width, channels, dst, dst_height, dst_width, window, mirror, 1.0f / 255.0f);
+  const TapScratch& t = window_taps(src_height, src_width, dst_height, dst_width, window, mirror);
+  if (channels == 3) resize_window_interleaved<3>(src, src_width, dst, dst_height, dst_width, t);
+  else resize_window_interleaved<1>(src, src_width, dst, dst_height, dst_width, t);
 }
 
 void resize_window_chw(const float* src, int src_height, int src_width, int channels, float* dst, int dst_height,
                        int dst_width, const SourceWindow& window, bool mirror) {
-  const Planar source{src, static_cast<std::size_t>(src_height) * static_cast<std::size_t>(src_width),
-                      static_cast<std::size_t>(src_width)};
-  resize_window(source, src_height, src_width, channels, dst, dst_height, dst_width, window, mirror, 1.0f);
+  const TapScratch& t = window_taps(src_height, src_width, dst_height, dst_width, window, mirror);
+  const std::size_t src_plane = static_cast<std::size_t>(src_height) * static_cast<std::size_t>(src_width);
+  for (int c = 0; c < channels; ++c) {
+    const float* plane = src + c * src_plane;
+    for (const Tap& ty : t.ys) {
+      const float* row0 = plane + static_cast<std::size_t>(ty.lo) * static_cast<std::size_t>(src_width);
+      const float* row1 = plane + static_cast<std::size_t>(ty.hi) * static_cast<std::size_t>(src_width);
+      for (const Tap& tx : t.xs) {
+        const float top = row0[tx.lo] + tx.weight * (row0[tx.hi] - row0[tx.lo]);
+        const float bottom = row1[tx.lo] + tx.weight * (row1[tx.hi] - row1[tx.lo]);
+        *dst++ = top + ty.weight * (bottom - top);
+      }
+    }
+  }
 }
 
 void resize_nearest(const std::uint8_t* src, int src_height, int src_width, std::uint8_t* dst, int dst_height,
