@@ -588,8 +588,6 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (o.augment == "flip" && o.crop_padding == 0 && !resumed)
     std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops, "
                  "--augment photo random resized crops\n";
-  if (const std::string photo = data::describe(fit.loading.photo); !photo.empty() && !resumed)
-    std::cout << "augmentation: " << photo << (o.augment == "photo" ? ", flips" : "") << "\n";
   if (!o.given.count("--loader-threads")) fit.loading.threads = loader_threads_for(o, backend.kind());
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
