@@ -140,6 +140,18 @@ inline constexpr std::size_t kDefaultMaxDecodedImageBytes = std::size_t{256} << 
 // check each image at open (its header read and checked) and decode it in load().
 inline constexpr std::size_t kEagerDecodeLimit = std::size_t{1} << 30;
 
+// Images decoded once and kept decoded (data/detail/decoded_cache.hpp), for data sets of image
+// files decoded on load: each kept at `shorter_side` on its shorter side (its aspect kept), 8-bit,
+// in memory or in a file in `folder`, up to max_bytes (the images beyond are decoded from their
+// files every time). Its pages are host memory outside the plan: max_bytes is their bound.
+struct DecodedCacheOptions {
+  bool enabled = false;
+  std::filesystem::path folder;  // empty: in memory; else the cache's file is kept there from run to run
+  std::size_t max_bytes = std::size_t{4} << 30;
+  // 0: the framing's side (ImageFolderOptions::resize_shorter_side), else the target's larger side
+  int shorter_side = 0;
+};
+
 struct ImageFolderOptions {
   std::size_t eager_decode_limit = kEagerDecodeLimit;  // see kEagerDecodeLimit
   // An image is refused before it is decoded when its decoded size is over this (see
@@ -154,6 +166,8 @@ struct ImageFolderOptions {
   // instead of failing; the data set's description counts them. A class folder left with no
   // image is still an error.
   bool skip_corrupt = false;
+  // Class folders decoded on load (over eager_decode_limit) keep their images decoded here.
+  DecodedCacheOptions cache;
   // Called once for each image left out, in file order, on the thread that opens the folder,
   // with a line naming the file and why ("skipped <path>: <what was wrong>").
   std::function<void(const std::string& warning)> on_skipped;

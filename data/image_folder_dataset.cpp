@@ -6,9 +6,12 @@
 #include <vector>
 
 #include "data/data_error.hpp"
+#include "data/detail/decoded_cache.hpp"
 #include "data/detail/folder_scan.hpp"
 #include "data/detail/image_codec.hpp"
 #include "data/detail/image_files.hpp"
+#include "data/detail/image_window.hpp"
+#include "data/detail/resize.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;
@@ -18,15 +21,26 @@ namespace {
 class ImageFolderDataset final : public Dataset {
  public:
   // pixels: every image decoded, CHW, one after the other; empty to decode each in load().
+  // sizes: each image's, as its file stores it, where it is decoded on load (for the cache).
   ImageFolderDataset(fs::path folder, ClassFolders classes, SampleShape shape, std::vector<std::uint8_t> pixels,
-                     const ImageFolderOptions& options, std::size_t skipped)
+                     const ImageFolderOptions& options, std::size_t skipped, std::vector<ImageInfo> sizes)
       : folder_(std::move(folder)),
         classes_(std::move(classes)),
         shape_(shape),
         pixels_(std::move(pixels)),
         max_decoded_image_bytes_(options.max_decoded_image_bytes),
         resize_shorter_side_(options.resize_shorter_side),
-        skipped_(skipped) {}
+        skipped_(skipped),
+        sizes_(std::move(sizes)) {
+    if (!lazy() || !options.cache.enabled) return;
+    const int side = options.cache.shorter_side > 0    ? options.cache.shorter_side
+                     : options.resize_shorter_side > 0 ? options.resize_shorter_side
+                                                       : std::max(shape_.height, shape_.width);
+    std::vector<std::pair<int, int>> kept(sizes_.size());
+    for (std::size_t i = 0; i < sizes_.size(); ++i) kept[i] = {sizes_[i].height, sizes_[i].width};
+    cache_ = std::make_unique<DecodedCache>(options.cache, shape_.channels, side, kept,
+                                            files_identity(classes_.files), full_path(folder_));
+  }
 
   std::size_t size() const override { return classes_.files.size(); }
   SampleShape shape() const override { return shape_; }
@@ -38,7 +52,7 @@ class ImageFolderDataset final : public Dataset {
     std::string text = "image folder " + full_path(folder_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape_) + ", " + std::to_string(num_classes()) + " classes";
     text += framing_text(resize_shorter_side_);
-    if (lazy()) text += ", decoded on load (too large to hold decoded)";
+    if (lazy()) text += cache_ ? ", " + cache_->describe() : ", decoded on load (too large to hold decoded)";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
     return text;
@@ -52,7 +66,17 @@ class ImageFolderDataset final : public Dataset {
   int load(std::size_t index, float* out) const override {
     check_index(index);
     const std::size_t n = shape_.elements();
-    if (lazy()) {
+    if (const std::uint8_t* kept = cached(index)) {
+      // The framing's window of the image as the cache keeps it.
+      const int h = cache_->height(index), w = cache_->width(index);
+      const Framing f = frame_image(h, w, shape_.height, shape_.width, resize_shorter_side_);
+      const double sy = static_cast<double>(h) / static_cast<double>(f.scaled_height);
+      const double sx = static_cast<double>(w) / static_cast<double>(f.scaled_width);
+      resize_window_planar(kept, h, w, shape_.channels, out, shape_.height, shape_.width,
+                           {static_cast<double>(f.top) * sy, static_cast<double>(f.left) * sx, shape_.height * sy,
+                            shape_.width * sx},
+                           false);
+    } else if (lazy()) {
       decode_image(classes_.files[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
     } else {
       to_float(pixels_.data() + index * n, n, out);
@@ -64,7 +88,15 @@ class ImageFolderDataset final : public Dataset {
                   float* scratch) const override {
     if (!lazy()) return Dataset::load_window(index, choose, mirror, out, scratch);
     check_index(index);
-    decode_window(classes_.files[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
+    if (const std::uint8_t* kept = cached(index)) {
+      const int h = cache_->height(index), w = cache_->width(index);
+      const ImageWindow window = checked_window(choose, h, w);
+      resize_window_planar(kept, h, w, shape_.channels, out, shape_.height, shape_.width,
+                           {double(window.top), double(window.left), double(window.height), double(window.width)},
+                           mirror);
+    } else {
+      decode_window(classes_.files[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
+    }
     return classes_.labels[index];
   }
 
@@ -76,6 +108,24 @@ class ImageFolderDataset final : public Dataset {
 
  private:
   bool lazy() const { return pixels_.empty(); }
+
+  // Image `index` as the decoded cache keeps it, filled on first use; null without a cache, where
+  // it has no room for the image, or while another thread fills it (then decode from the file).
+  const std::uint8_t* cached(std::size_t index) const {
+    if (!cache_) return nullptr;
+    if (const std::uint8_t* kept = cache_->find(index)) return kept;
+    std::uint8_t* room = cache_->claim(index);
+    if (!room) return nullptr;
+    try {
+      decode_kept(classes_.files[index], shape_.channels, cache_->height(index), cache_->width(index), sizes_[index],
+                  room, max_decoded_image_bytes_);
+    } catch (...) {
+      cache_->abandon(index);
+      throw;
+    }
+    cache_->publish(index);
+    return room;
+  }
 
   void check_index(std::size_t index) const {
     if (index >= size()) {
@@ -91,6 +141,8 @@ class ImageFolderDataset final : public Dataset {
   std::size_t max_decoded_image_bytes_;
   int resize_shorter_side_;
   std::size_t skipped_;
+  std::vector<ImageInfo> sizes_;  // decoded on load: each image's stored size, as opened
+  std::unique_ptr<DecodedCache> cache_;
 };
 
 // Takes the images that failed out of the data set, and their pixels out of `pixels` when it
@@ -137,14 +189,17 @@ std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape t
   const std::size_t n = classes.files.size(), per_image = shape.elements();
   const bool eager = decode_at_open(n, per_image, options.eager_decode_limit);
   std::vector<std::uint8_t> pixels(eager ? n * per_image : 0);
+  std::vector<ImageInfo> sizes(eager ? 0 : n);
   const std::vector<std::string> errors = check_each(n, options.skip_corrupt, [&](std::size_t i) {
     if (eager)
       decode_image(classes.files[i], shape, pixels.data() + i * per_image, options.max_decoded_image_bytes,
                    options.resize_shorter_side);
-    else verify_image(classes.files[i], options.max_decoded_image_bytes);
+    else sizes[i] = verify_image(classes.files[i], options.max_decoded_image_bytes);
   });
+  keep_passed(sizes, errors);
   const std::size_t skipped = leave_out_failed(folder, classes, pixels, per_image, errors, options);
-  return std::make_unique<ImageFolderDataset>(folder, std::move(classes), shape, std::move(pixels), options, skipped);
+  return std::make_unique<ImageFolderDataset>(folder, std::move(classes), shape, std::move(pixels), options, skipped,
+                                              std::move(sizes));
 }
 
 std::unique_ptr<Dataset> open_image_folder(const fs::path& folder, SampleShape target, std::size_t eager_decode_limit) {

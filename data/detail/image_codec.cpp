@@ -341,6 +341,20 @@ ImageInfo decode_window(const std::filesystem::path& path, SampleShape target, c
   return d.stored;
 }
 
+void decode_kept(const std::filesystem::path& path, int channels, int height, int width, const ImageInfo& stored,
+                 std::uint8_t* out, std::size_t max_decoded_bytes) {
+  check_target_channels(path, channels);
+  TrimOnExit trim_after;
+  const Decoded d = decode_pixels(path, channels, max_decoded_bytes, [&](const ImageInfo&) {
+    return MinimumSize{height, width};
+  });
+  if (d.stored.height != stored.height || d.stored.width != stored.width)
+    fail(path, "changed since the data set was opened: " + std::to_string(d.stored.width) + "x" +
+                   std::to_string(d.stored.height) + " now, " + std::to_string(stored.width) + "x" +
+                   std::to_string(stored.height) + " then");
+  resize_bilinear_hwc_to_chw(d.pixels, d.height, d.width, channels, out, height, width);
+}
+
 namespace {
 
 // What a PNG's header says it holds, for a mask that is not 8-bit grey.

@@ -50,6 +50,12 @@ ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, fl
 ImageInfo decode_window(const std::filesystem::path& path, SampleShape target, const WindowChooser& choose,
                         bool mirror, float* out, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
 
+// The file decoded and resized (bilinear, stretched) to height x width, planar: an image as the
+// decoded cache keeps it. A DataError where the file's size is no longer `stored` (it changed
+// since the data set was opened).
+void decode_kept(const std::filesystem::path& path, int channels, int height, int width, const ImageInfo& stored,
+                 std::uint8_t* out, std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes);
+
 // A segmentation mask: an 8-bit greyscale PNG whose values are classes, decoded as they are (no
 // conversion, no scaling). Anything else (another format, colour, a palette, alpha, another bit
 // depth) is a DataError naming the file and what it is, as is a corrupt file.

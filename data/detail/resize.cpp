@@ -154,6 +154,48 @@ void resize_window_hwc_to_chw(const std::uint8_t* src, int src_height, int src_w
   else resize_window_interleaved<1>(src, src_width, dst, dst_height, dst_width, t);
 }
 
+void resize_window_planar(const std::uint8_t* src, int src_height, int src_width, int channels, float* dst,
+                          int dst_height, int dst_width, const SourceWindow& window, bool mirror) {
+  const TapScratch& t = window_taps(src_height, src_width, dst_height, dst_width, window, mirror);
+  thread_local std::vector<float> rows;
+  const auto width = static_cast<std::size_t>(dst_width);
+  rows.resize(2 * width);
+  const std::size_t src_plane = static_cast<std::size_t>(src_height) * static_cast<std::size_t>(src_width);
+  const std::size_t plane = static_cast<std::size_t>(dst_height) * width;
+  for (int c = 0; c < channels; ++c) {
+    const std::uint8_t* source = src + c * src_plane;
+    float* upper = rows.data();
+    float* lower = upper + width;
+    int upper_row = -1, lower_row = -1;
+    auto along_x = [&](int r, float* out) {
+      const std::uint8_t* row = source + static_cast<std::size_t>(r) * static_cast<std::size_t>(src_width);
+      for (std::size_t x = 0; x < width; ++x) {
+        const Tap tx = t.xs[x];
+        out[x] = (row[tx.lo] + tx.weight * static_cast<float>(row[tx.hi] - row[tx.lo])) * (1.0f / 255.0f);
+      }
+    };
+    float* out = dst + c * plane;
+    for (const Tap& ty : t.ys) {
+      if (upper_row != ty.lo) {
+        if (lower_row == ty.lo) {
+          std::swap(upper, lower);
+          std::swap(upper_row, lower_row);
+        } else {
+          along_x(ty.lo, upper);
+          upper_row = ty.lo;
+        }
+      }
+      if (lower_row != ty.hi) {
+        along_x(ty.hi, lower);
+        lower_row = ty.hi;
+      }
+      const float wy = ty.weight;
+      for (std::size_t x = 0; x < width; ++x) out[x] = upper[x] + wy * (lower[x] - upper[x]);
+      out += width;
+    }
+  }
+}
+
 void resize_window_chw(const float* src, int src_height, int src_width, int channels, float* dst, int dst_height,
                        int dst_width, const SourceWindow& window, bool mirror) {
   const TapScratch& t = window_taps(src_height, src_width, dst_height, dst_width, window, mirror);

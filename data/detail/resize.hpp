@@ -45,6 +45,11 @@ void resize_window_hwc_to_chw(const std::uint8_t* src, int src_height, int src_w
 void resize_window_chw(const float* src, int src_height, int src_width, int channels, float* dst, int dst_height,
                        int dst_width, const SourceWindow& window, bool mirror);
 
+// The same from planar 8-bit pixels (the decoded cache's), separably: each source row the window
+// reads is resampled along x once, then each output row blends two of those.
+void resize_window_planar(const std::uint8_t* src, int src_height, int src_width, int channels, float* dst,
+                          int dst_height, int dst_width, const SourceWindow& window, bool mirror);
+
 // One plane, each output pixel the source pixel floor((y + top) * src / scaled) (and alike for
 // x): PyTorch's interpolate(mode="nearest"), torchvision's Resize(NEAREST). No value is made up.
 void resize_nearest(const std::uint8_t* src, int src_height, int src_width, std::uint8_t* dst, int dst_height,

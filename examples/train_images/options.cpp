@@ -198,6 +198,12 @@ std::vector<OptionRow> make_option_table() {
       {"--loader-threads", &Options::loader_threads, "threads that decode and augment the training images (default: "
        "the cores the training step leaves, at least 1)", not_kept, integer_between(1, data::kMaxLoaderThreads, ""),
        TO_FIT(loading.threads, std::max(1, o.loader_threads))},
+      {"--cache", &Options::cache, "image folders decoded on load (--augment photo, or too large to hold decoded): "
+       "keep each image decoded after its first read, at the evaluation's --resize-shorter on its shorter side (else "
+       "the --image-size), 'memory' or in a file in this folder, kept from run to run and rebuilt when the data "
+       "changes", may_change, {}, TO_LIBRARY(images.cache, cache_options_of(o))},
+      {"--cache-size", &Options::cache_size, "with --cache: at most this much (the images beyond are decoded from "
+       "their files every time)", may_change, positive_size(), TO_LIBRARY(images.cache, cache_options_of(o))},
       {"--benchmark-loader", &Options::benchmark_loader, "run the training loader alone over one epoch with the run's "
        "options (data, augmentation, batch, --loader-threads) and print its images/s as a JSON line; trains nothing"},
       {"--normalize", &Options::normalize, "normalise each channel (default: not): 'measured' (or --normalize alone) by "
@@ -328,6 +334,14 @@ data::PhotoAugmentation photo_augmentation_of(const Options& o) {
   return photo;
 }
 
+data::DecodedCacheOptions cache_options_of(const Options& o) {
+  data::DecodedCacheOptions cache;
+  cache.enabled = !o.cache.empty();
+  if (cache.enabled && o.cache != "memory") cache.folder = o.cache;
+  cache.max_bytes = memory::parse_bytes(o.cache_size);
+  return cache;
+}
+
 std::string algorithm_cache_of(const Options& o) {
   if (o.algo_cache == "none") return {};
   return o.algo_cache.empty() ? default_algorithm_cache() : o.algo_cache;
@@ -381,6 +395,8 @@ void check_combinations(const Options& o) {
   if (o.augment == "photo" && o.crop_padding > 0)
     throw CLI::ValidationError("--augment photo, --crop-padding", "--augment photo crops at random already: leave out "
                                                                   "--crop-padding");
+  if (o.given.count("--cache-size") && o.cache.empty())
+    throw CLI::ValidationError("--cache-size", "--cache-size bounds the decoded cache of --cache: give both");
   if (o.benchmark_loader && (o.plan_only || o.find_lr || !o.save.empty() || !o.resume.empty()))
     throw CLI::ValidationError("--benchmark-loader", "--benchmark-loader runs the loader alone and trains nothing: "
                                                      "leave out --plan, --find-lr, --save and --resume");

@@ -76,6 +76,8 @@ struct Options {
   std::vector<float> color_jitter;  // F, or B,C,S (empty: none)
   float random_erasing = 0;
   int loader_threads = 0;  // 0: the cores the step leaves (loader_threads_for)
+  std::string cache;  // "memory" or a folder; empty: none
+  std::string cache_size = "4GiB";
   bool benchmark_loader = false;
   std::string normalize;  // "measured", "imagenet"; empty: none
   std::vector<float> mean, std;
@@ -161,6 +163,9 @@ LibraryOptions library_options(const Options& o);
 
 // --augment photo, --crop-scale, --color-jitter, --random-erasing as the loader takes them.
 data::PhotoAugmentation photo_augmentation_of(const Options& o);
+
+// --cache and --cache-size as the image folders take them.
+data::DecodedCacheOptions cache_options_of(const Options& o);
 
 // The file --algo-cache names: its default where not given, empty for "none".
 std::string algorithm_cache_of(const Options& o);

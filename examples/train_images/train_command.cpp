@@ -200,6 +200,7 @@ RunFiles files_of(const Options& o, const data::DatasetSplits& splits) {
   if (!o.plot.empty()) files.outputs.push_back({"--plot", o.plot, OutputKind::plot});
   if (!o.csv.empty()) files.outputs.push_back({"--csv", o.csv, OutputKind::csv});
   if (!o.tensorboard.empty()) files.outputs.push_back({"--tensorboard", o.tensorboard, OutputKind::folder});
+  if (!o.cache.empty() && o.cache != "memory") files.outputs.push_back({"--cache", o.cache, OutputKind::folder});
   if (!o.export_onnx.empty()) files.outputs.push_back({"--export-onnx", o.export_onnx, OutputKind::onnx});
   if (o.given.count("--algo-cache") && !algorithm_cache_of(o).empty())
     files.outputs.push_back({"--algo-cache", algorithm_cache_of(o), OutputKind::algorithm_cache});
@@ -433,6 +434,21 @@ void apply_photo_framing(Options& o) {
   o.resize_shorter = static_cast<int>(std::lround(o.image_size / 0.875));
 }
 
+// --cache DIR: made where missing, before the data opens (and fills it); never the data's folder
+// or inside it, whose files a run only reads.
+void prepare_cache_folder(const Options& o) {
+  if (o.cache.empty() || o.cache == "memory") return;
+  std::error_code ec;
+  const std::filesystem::path cache = std::filesystem::weakly_canonical(o.cache, ec);
+  const std::filesystem::path data = std::filesystem::weakly_canonical(o.data, ec);
+  const auto [end, _] = std::mismatch(data.begin(), data.end(), cache.begin(), cache.end());
+  if (end == data.end())
+    throw UsageError("--cache " + o.cache + ": inside the data's folder " + o.data + ", which a run only reads: give "
+                     "a folder elsewhere");
+  std::filesystem::create_directories(o.cache, ec);
+  if (ec) throw UsageError("--cache " + o.cache + ": cannot make the folder: " + ec.message());
+}
+
 // The cores the training step leaves the loader: on the CPU the step's threads (--threads, else
 // every core) take theirs; a GPU's step takes one. At least 1, at most 8. --benchmark-loader has
 // no step: every core.
@@ -503,6 +519,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   o.data = std::filesystem::absolute(o.data).lexically_normal().string();
   for (std::string* record : {&o.metrics_out, &o.csv, &o.tensorboard})
     if (!record->empty()) *record = std::filesystem::absolute(*record).lexically_normal().string();
+  if (!o.cache.empty() && o.cache != "memory") o.cache = std::filesystem::absolute(o.cache).lexically_normal().string();
   if (!o.save.empty()) require_recordable(o);
   if (o.warmup_epochs > o.epochs)
     throw UsageError("--warmup-epochs " + number_text(o.warmup_epochs) + " is more than the run's " +
@@ -542,6 +559,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
       throw UsageError("--resize-shorter " + std::to_string(o.resize_shorter) + ": " + e.what() + " (--image-size)");
     }
   }
+  prepare_cache_folder(o);
   data::DatasetSplits splits = open_data(o, resumed, target, ranks);
   name_the_classes(o, splits);
   const json data = data_identity(o.data, splits);
