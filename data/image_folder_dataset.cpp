@@ -52,7 +52,7 @@ class ImageFolderDataset final : public Dataset {
     std::string text = "image folder " + full_path(folder_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape_) + ", " + std::to_string(num_classes()) + " classes";
     text += framing_text(resize_shorter_side_);
-    if (lazy()) text += cache_ ? ", " + cache_->describe() : ", decoded on load (too large to hold decoded)";
+    if (lazy()) text += cache_ ? ", " + cache_->describe() : ", decoded on load from its files";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
     return text;

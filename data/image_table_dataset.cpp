@@ -39,7 +39,7 @@ class ImageTableDataset final : public Dataset {
                        std::to_string(size()) + " images " + to_string(shape()) + ", " +
                        std::to_string(num_classes()) + (multilabel ? " labels" : " targets") + " (labels.csv)";
     text += framing_text(images_.resize_shorter_side());
-    if (!images_.held()) text += ", decoded on load (too large to hold decoded)";
+    if (!images_.held()) text += ", decoded on load from its files";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
     return text;

@@ -58,7 +58,7 @@ class SegmentationDataset final : public Dataset {
     std::string text = "segmentation folder " + full_path(side_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape()) + " with masks, " + std::to_string(num_classes()) + " classes";
     text += framing_text(images_.resize_shorter_side());
-    if (!images_.held()) text += ", decoded on load (too large to hold decoded)";
+    if (!images_.held()) text += ", decoded on load from its files";
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable pair" : " unreadable pairs") + " skipped";
     return text;

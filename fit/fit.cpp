@@ -194,6 +194,7 @@ data::LoaderOptions evaluation_loader_options(data::LoaderOptions training) {
   training.drop_last = false;
   training.augment_flip = false;
   training.augment_crop_padding = 0;
+  training.photo = {};  // evaluated as the model will see images: framed, not cropped at random
   return training;
 }
 

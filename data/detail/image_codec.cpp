@@ -227,6 +227,7 @@ struct Decoded {
   ImageInfo stored;  // the header: the size before any reduction, the channels as stored
   const std::uint8_t* pixels = nullptr;
   int height = 0, width = 0;  // as decoded
+  int denominator = 1;         // decoded at 1/denominator of each side (TurboJPEG rounds the sides up)
   std::unique_ptr<stbi_uc, void (*)(void*)> owned{nullptr, stbi_image_free};
 };
 
@@ -235,6 +236,16 @@ struct MinimumSize {
 };
 
 int as_int(std::int64_t v) { return static_cast<int>(std::clamp<std::int64_t>(v, 0, INT_MAX)); }
+
+void check_coefficients(const std::filesystem::path& path, const JpegHeader& header, std::size_t max_decoded_bytes) {
+  const std::uint64_t bytes =
+      2 * std::uint64_t(header.width) * std::uint64_t(header.height) * std::uint64_t(header.components);
+  if (bytes <= max_decoded_bytes) return;
+  fail(path, "too large: a progressive JPEG of " + std::to_string(header.width) + "x" + std::to_string(header.height) +
+                 " holds all its coefficients while it decodes, " + std::to_string(bytes) +
+                 " bytes, over the limit of " + std::to_string(max_decoded_bytes) +
+                 " bytes for one image (max_decoded_image_bytes)");
+}
 
 bool is_turbojpeg_file(const std::vector<unsigned char>& bytes) {
   // libjpeg reads a file that starts with the start-of-image marker at once; stb_image also takes
@@ -257,7 +268,11 @@ Decoded decode_pixels(const std::filesystem::path& path, int channels, std::size
     const JpegHeader header = read_jpeg_header(path, bytes.data(), bytes.size());
     if (!header.cmyk) {  // TurboJPEG gives CMYK only as CMYK: stb_image converts it below
       d.stored = {header.width, header.height, header.components};
-      check_decoded_size(path, d.stored, false, max_decoded_bytes);
+      // What decoding holds: the pixels at the channels asked for (grey converted to RGB takes 3),
+      // and for a progressive file every coefficient, 2 bytes each, whatever the scale.
+      check_decoded_size(path, {header.width, header.height, std::max(header.components, channels)}, false,
+                         max_decoded_bytes);
+      if (header.progressive) check_coefficients(path, header, max_decoded_bytes);
       const MinimumSize least = minimum(d.stored);
       const JpegScale scale = choose_jpeg_scale(header.width, header.height, as_int(least.width), as_int(least.height));
       scratch.pixels.resize(static_cast<std::size_t>(scale.width) * static_cast<std::size_t>(scale.height) *
@@ -266,6 +281,7 @@ Decoded decode_pixels(const std::filesystem::path& path, int channels, std::size
       d.pixels = scratch.pixels.data();
       d.height = scale.height;
       d.width = scale.width;
+      d.denominator = scale.denominator;
       return d;
     }
   }
@@ -299,10 +315,12 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
   return read_checked_image(path, max_decoded_bytes).info;
 }
 
-ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
-                       std::size_t max_decoded_bytes, int resize_shorter_side) {
+namespace {
+
+// decode_image without giving back the thread's buffers, for the callers that do it themselves.
+ImageInfo decode_image_kept(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+                            std::size_t max_decoded_bytes, int resize_shorter_side) {
   check_target_channels(path, target.channels);
-  TrimOnExit trim_after;
   const Decoded d = decode_pixels(path, target.channels, max_decoded_bytes, [&](const ImageInfo& stored) {
     const Framing f = frame_image(stored.height, stored.width, target.height, target.width, resize_shorter_side);
     return MinimumSize{f.scaled_height, f.scaled_width};
@@ -312,11 +330,20 @@ ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, st
   return d.stored;
 }
 
+}  // namespace
+
+ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
+                       std::size_t max_decoded_bytes, int resize_shorter_side) {
+  TrimOnExit trim_after;
+  return decode_image_kept(path, target, out, max_decoded_bytes, resize_shorter_side);
+}
+
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, float* out,
                        std::size_t max_decoded_bytes, int resize_shorter_side) {
+  TrimOnExit trim_after;  // after the copy below
   std::vector<std::uint8_t>& sample = decode_scratch().sample;
   sample.resize(target.elements());
-  const ImageInfo info = decode_image(path, target, sample.data(), max_decoded_bytes, resize_shorter_side);
+  const ImageInfo info = decode_image_kept(path, target, sample.data(), max_decoded_bytes, resize_shorter_side);
   for (std::size_t i = 0; i < sample.size(); ++i) out[i] = static_cast<float>(sample[i]) * (1.0f / 255.0f);
   return info;
 }
@@ -334,8 +361,8 @@ ImageInfo decode_window(const std::filesystem::path& path, SampleShape target, c
     };
     return MinimumSize{least(stored.height, window.height, target.height), least(stored.width, window.width, target.width)};
   });
-  const double sy = static_cast<double>(d.height) / d.stored.height, sx = static_cast<double>(d.width) / d.stored.width;
-  const SourceWindow source{window.top * sy, window.left * sx, window.height * sy, window.width * sx};
+  const double s = 1.0 / d.denominator;
+  const SourceWindow source{window.top * s, window.left * s, window.height * s, window.width * s};
   resize_window_hwc_to_chw(d.pixels, d.height, d.width, target.channels, out, target.height, target.width, source,
                            mirror);
   return d.stored;

@@ -1,8 +1,8 @@
 #pragma once
 // JPEG decoding through libjpeg-turbo's TurboJPEG API, where the build found it: the header, and
 // the pixels at a DCT-domain scale (1/2, 1/4 or 1/8 of each side, decoded at that size, never at
-// the full size first) as 8-bit grey or RGB. Every failure, a warning (a file cut short) included,
-// is a DataError naming the file.
+// the full size first) as 8-bit grey or RGB. Every failure is a DataError naming the file; a
+// warning is not (PIL decodes those files too).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -16,6 +16,9 @@ struct JpegHeader {
   int width = 0, height = 0;
   int components = 0;   // 1 grey, 3 colour, 4 CMYK or YCCK
   bool cmyk = false;    // CMYK or YCCK: TurboJPEG gives those only as CMYK, not as grey or RGB
+  // Progressive: the decoder holds every DCT coefficient of the image (2 bytes each, a
+  // component) whatever the scale it decodes at.
+  bool progressive = false;
 };
 
 // The frame header. A DataError for what TurboJPEG cannot read (a 12-bit JPEG, an arithmetic-coded

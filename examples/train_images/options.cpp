@@ -193,7 +193,7 @@ std::vector<OptionRow> make_option_table() {
        "saturation factors drawn from [1 - F, 1 + F] for each image, F alone for all three or B,C,S", kept, {},
        TO_FIT(loading.photo, photo_augmentation_of(o))},
       {"--random-erasing", &Options::random_erasing, "erase a random rectangle of each image with this probability "
-       "(torchvision's RandomErasing, after normalisation)", kept, fraction_between_zero_and_one(),
+       "(torchvision's RandomErasing, after normalisation)", kept, fraction_up_to(1),
        TO_FIT(loading.photo, photo_augmentation_of(o))},
       {"--loader-threads", &Options::loader_threads, "threads that decode and augment the training images (default: "
        "the cores the training step leaves, at least 1)", not_kept, integer_between(1, data::kMaxLoaderThreads, ""),
@@ -391,7 +391,8 @@ void check_combinations(const Options& o) {
   if (!o.crop_scale.empty() && o.crop_scale.size() != 2)
     throw CLI::ValidationError("--crop-scale", "give MIN,MAX: two shares of the image's area");
   if (!o.color_jitter.empty() && o.color_jitter.size() != 1 && o.color_jitter.size() != 3)
-    throw CLI::ValidationError("--color-jitter", "give one factor for brightness, contrast and saturation, or B,C,S");
+    throw CLI::ValidationError("--color-jitter", "give one factor for brightness, contrast and saturation, or B,C,S "
+                                                 "(hue is not jittered)");
   if (o.augment == "photo" && o.crop_padding > 0)
     throw CLI::ValidationError("--augment photo, --crop-padding", "--augment photo crops at random already: leave out "
                                                                   "--crop-padding");
@@ -403,7 +404,7 @@ void check_combinations(const Options& o) {
   try {
     data::check_photo_augmentation(photo_augmentation_of(o));
   } catch (const Error& e) {
-    throw CLI::ValidationError("--crop-scale, --color-jitter", e.what());
+    throw CLI::ValidationError("--crop-scale, --color-jitter, --random-erasing", e.what());
   }
   if (o.cuda_graph) {  // the library's reasons, before any data is read
     if (const std::string why = graph_capture_blocked(library_options(o).fit); !why.empty())

@@ -10,7 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
+#include <sched.h>
 
 #include <cnnengine/cnnengine.hpp>
 #include "data_identity.hpp"
@@ -428,10 +428,11 @@ int find_learning_rate_command(const Options& o, Network& network, Backend& back
 }
 
 // --augment photo evaluates as torchvision's recipe does: the shorter side resized to the crop's
-// size / 0.875 (224 from 256), the centre cropped; unless --resize-shorter says otherwise.
+// size / 0.875, rounded down as timm does (256 for 224), the centre cropped; unless
+// --resize-shorter says otherwise.
 void apply_photo_framing(Options& o) {
   if (o.augment != "photo" || o.given.count("--resize-shorter") || o.image_size <= 0 || o.resize_shorter > 0) return;
-  o.resize_shorter = static_cast<int>(std::lround(o.image_size / 0.875));
+  o.resize_shorter = static_cast<int>(std::floor(o.image_size / 0.875));
 }
 
 // --cache DIR: made where missing, before the data opens (and fills it); never the data's folder
@@ -449,11 +450,14 @@ void prepare_cache_folder(const Options& o) {
   if (ec) throw UsageError("--cache " + o.cache + ": cannot make the folder: " + ec.message());
 }
 
-// The cores the training step leaves the loader: on the CPU the step's threads (--threads, else
-// every core) take theirs; a GPU's step takes one. At least 1, at most 8. --benchmark-loader has
-// no step: every core.
-int loader_threads_for(const Options& o, DeviceKind device) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// The cores the training step leaves the loader: of the cores this process may run on (taskset, a
+// container) shared by the machine's ranks, the step's threads (--threads, else all of them) on
+// the CPU, one for a GPU's step. At least 1, at most 8. --benchmark-loader has no step: every core.
+int loader_threads_for(const Options& o, DeviceKind device, int local_ranks) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const int affinity = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
+  const int cores = std::max(1, affinity / std::max(1, local_ranks));
   const int step = o.benchmark_loader ? 0 : device != DeviceKind::cpu ? 1 : o.threads > 0 ? o.threads : cores;
   return std::clamp(cores - step, 1, 8);
 }
@@ -481,7 +485,7 @@ int benchmark_loader_command(const data::Dataset& training, Backend& backend, co
                   {"seconds", seconds},
                   {"threads", options.threads},
                   {"batch", options.batch},
-                  {"augmentation", data::describe(options.photo)}};
+                  {"augmentation", data::describe(options.photo) + (options.augment_flip ? " + flips" : "")}};
   std::cout << line.dump() << std::endl;
   return 0;
 }
@@ -606,7 +610,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (o.augment == "flip" && o.crop_padding == 0 && !resumed)
     std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops, "
                  "--augment photo random resized crops\n";
-  if (!o.given.count("--loader-threads")) fit.loading.threads = loader_threads_for(o, backend.kind());
+  if (!o.given.count("--loader-threads")) fit.loading.threads = loader_threads_for(o, backend.kind(), ranks.local_count());
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   // Graphs wherever they can run, the library's default (faster on an H100 in every case

@@ -3,6 +3,7 @@
 // cut short refused naming them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -202,4 +203,54 @@ TEST_CASE("jpeg: a CMYK file is decoded to RGB (through stb_image) or refused na
   if (!what.empty()) CHECK(what.find(full_path(cmyk)) != std::string::npos);
 }
 
+#endif
+
+TEST_CASE("jpeg: a file that fails leaves the next one on the same thread decodable", "[data][jpeg]") {
+  TempFolder dir;
+  const fs::path good = dir / "good.jpg", bad = dir / "bad.jpg";
+  t::write_image(good, 32, 24, 3, picture(32, 24));
+  std::vector<std::uint8_t> bytes = t::read_bytes(good);
+  // A component id in the start-of-scan header that no frame component has.
+  const std::uint8_t scan[2] = {0xFF, 0xDA};
+  const auto sos = static_cast<std::size_t>(std::search(bytes.begin(), bytes.end(), scan, scan + 2) - bytes.begin());
+  bytes[sos + 5] = 9;
+  t::write_bytes(bad, bytes);
+  const SampleShape shape{3, 24, 32};
+  for (int round = 0; round < 2; ++round) {
+    const std::string what = decode_error(bad, shape);
+    CHECK(what.find(full_path(bad)) != std::string::npos);
+    CHECK(decode_error(good, shape).empty());
+  }
+}
+
+TEST_CASE("jpeg: a sample of more than the bytes a thread keeps between images is written whole",
+          "[data][jpeg][slow_under_sanitizers]") {
+  // 3x4800x4800 bytes (69 MB) are over what a thread keeps (64 MiB): its buffer is given back,
+  // after the sample has been copied out of it.
+  TempFolder dir;
+  const fs::path file = dir / "small.png";
+  t::write_image(file, 8, 8, 3, t::flat_pixels(8, 8, {255, 0, 51}));
+  const SampleShape shape{3, 4800, 4800};
+  std::vector<float> out(shape.elements(), -7.0f);
+  decode_image(file, shape, out.data());
+  CHECK(out.front() == 1.0f);
+  CHECK(out[shape.elements() / 3] == 0.0f);
+  CHECK(out.back() == Approx(0.2f));
+}
+
+#ifdef CNN_HAVE_TURBOJPEG
+TEST_CASE("jpeg: a progressive file counts its coefficients against the limit, before decoding", "[data][jpeg]") {
+  TempFolder dir;
+  const fs::path progressive = dir / "progressive.jpg";
+  write_turbojpeg(progressive, 128, 96, TJPF_RGB, TJFLAG_PROGRESSIVE);
+  std::vector<float> out(3 * 12 * 16);
+  // 128 x 96 x 3 pixels fit in 40,000 bytes; the 73,728 bytes of coefficients do not.
+  try {
+    decode_image(progressive, {3, 12, 16}, out.data(), 40000);
+    FAIL("expected the coefficients refused");
+  } catch (const cnn::DataError& e) {
+    CHECK(std::string(e.what()).find("progressive JPEG of 128x96 holds all its coefficients") != std::string::npos);
+  }
+  CHECK_NOTHROW(decode_image(progressive, {3, 12, 16}, out.data(), 80000));
+}
 #endif

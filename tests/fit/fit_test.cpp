@@ -673,3 +673,33 @@ TEST_CASE("fit: frozen layers unfreeze at an epoch, and a run stopped on either 
                       Catch::Matchers::Contains("from 1 to the run's 3"));
   }
 }
+
+TEST_CASE("fit: evaluation sees the images unaugmented, whatever the training's photo augmentations", "[fit][photo]") {
+  CpuBackend backend(1);
+  SmallImages train(64), test(24);
+  auto run = [&](bool augmented) {
+    Network net = make_preset("small", kImage, 4);
+    FitOptions o = quiet_options(1);
+    o.optimizer.learning_rate = 1e-30f;  // the weights stay as initialised: only the data differs
+    o.validation_split = 0.25;
+    if (augmented) {
+      o.loading.photo.crop.enabled = true;
+      o.loading.photo.jitter = {0.9f, 0.9f, 0.9f};
+      o.loading.photo.erasing.probability = 1;
+      o.loading.threads = 2;
+    }
+    return Fit(net, backend, FitData(train, nullptr, &test), o).run();
+  };
+  const FitResult plain = run(false), augmented = run(true);
+  REQUIRE(plain.test);
+  REQUIRE(augmented.test);
+  CHECK(augmented.test->loss == plain.test->loss);
+  CHECK(augmented.history[0].validation_loss == plain.history[0].validation_loss);
+  CHECK(augmented.history[0].train_loss != plain.history[0].train_loss);
+  // Each epoch records the share of its loop spent waiting for data, and the loader's rate.
+  REQUIRE(augmented.history[0].data_wait_share);
+  CHECK(*augmented.history[0].data_wait_share >= 0);
+  CHECK(*augmented.history[0].data_wait_share <= 1);
+  REQUIRE(augmented.history[0].loader_images_per_second);
+  CHECK(*augmented.history[0].loader_images_per_second > 0);
+}
