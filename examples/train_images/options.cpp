@@ -204,8 +204,9 @@ std::vector<OptionRow> make_option_table() {
        "changes", may_change, {}, TO_LIBRARY(images.cache, cache_options_of(o))},
       {"--cache-size", &Options::cache_size, "with --cache: at most this much (the images beyond are decoded from "
        "their files every time)", may_change, positive_size(), TO_LIBRARY(images.cache, cache_options_of(o))},
-      {"--benchmark-loader", &Options::benchmark_loader, "run the training loader alone over one epoch with the run's "
-       "options (data, augmentation, batch, --loader-threads) and print its images/s as a JSON line; trains nothing"},
+      {"--benchmark-loader", &Options::benchmark_loader, "run the training loader alone over one epoch (each of "
+       "--epochs where given) with the run's options (data, augmentation, batch, --loader-threads, --cache) and print "
+       "its images/s as a JSON line an epoch; trains nothing"},
       {"--normalize", &Options::normalize, "normalise each channel (default: not): 'measured' (or --normalize alone) by "
        "the training set's mean and standard deviation, 'imagenet' by ImageNet's (torchvision's pretrained "
        "networks'); recorded in the model", kept, CLI::IsMember({"measured", "imagenet"})},

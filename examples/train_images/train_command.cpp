@@ -462,8 +462,10 @@ int loader_threads_for(const Options& o, DeviceKind device, int local_ranks) {
   return std::clamp(cores - step, 1, 8);
 }
 
-// --benchmark-loader: the training loader over one epoch as the run would draw it, timed alone.
-int benchmark_loader_command(const data::Dataset& training, Backend& backend, const FitOptions& fit) {
+// --benchmark-loader: the training loader over one epoch as the run would draw it, timed alone; a
+// JSON line an epoch, over --epochs where given (a decoded cache's later epochs read it).
+int benchmark_loader_command(const Options& o, const data::Dataset& training, Backend& backend,
+                             const FitOptions& fit) {
   data::LoaderOptions options = loader_options(fit, fit.loading);
   options.normalization = fit.model ? fit.model->preprocessing.normalization : fit.loading.normalization;
   // Its staging under the run's budget, as a run's (Fit's) loader takes it.
@@ -475,18 +477,22 @@ int benchmark_loader_command(const data::Dataset& training, Backend& backend, co
   std::cout << "loader: " << loader.batches_per_epoch() << " batches of " << options.batch << " from "
             << training.description() << " on " << options.threads << (options.threads == 1 ? " thread" : " threads")
             << std::endl;
-  const auto start = std::chrono::steady_clock::now();
-  std::size_t images = 0;
-  loader.start_epoch(0);
-  while (const auto batch = loader.next()) images += static_cast<std::size_t>(batch->size);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const json line{{"loader_images_per_second", seconds > 0 ? static_cast<double>(images) / seconds : 0.0},
-                  {"images", images},
-                  {"seconds", seconds},
-                  {"threads", options.threads},
-                  {"batch", options.batch},
-                  {"augmentation", data::describe(options.photo) + (options.augment_flip ? " + flips" : "")}};
-  std::cout << line.dump() << std::endl;
+  const int epochs = o.given.count("--epochs") ? o.epochs : 1;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t images = 0;
+    loader.start_epoch(epoch);
+    while (const auto batch = loader.next()) images += static_cast<std::size_t>(batch->size);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const json line{{"loader_images_per_second", seconds > 0 ? static_cast<double>(images) / seconds : 0.0},
+                    {"epoch", epoch + 1},
+                    {"images", images},
+                    {"seconds", seconds},
+                    {"threads", options.threads},
+                    {"batch", options.batch},
+                    {"augmentation", data::describe(options.photo) + (options.augment_flip ? " + flips" : "")}};
+    std::cout << line.dump() << std::endl;
+  }
   return 0;
 }
 
@@ -634,7 +640,7 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   }
 
   if (o.find_lr) return find_learning_rate_command(o, network, backend, *splits.train, fit);
-  if (o.benchmark_loader) return benchmark_loader_command(*splits.train, backend, fit);
+  if (o.benchmark_loader) return benchmark_loader_command(o, *splits.train, backend, fit);
 
   fit.callbacks.on_start = [&](Trainer& trainer) {
     if (fit.memory_strategy != memory::Strategy::planned)

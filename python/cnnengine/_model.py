@@ -303,8 +303,11 @@ class Model:
         names: "val_loss", "val_accuracy", "loss", ...), ``patience`` (early stopping),
         ``save_best_only`` (the best epoch's checkpoint beside ``checkpoint``),
         ``restore_best_weights``, ``unfreeze_at``, ``warmup_epochs``, ``step_every_epochs``,
-        ``shuffle``, ``flip``, ``crop_padding``, ``prefetch``, ``metrics``, ``csv``,
-        ``tensorboard`` (paths), ``overwrite``, ``limit``.
+        ``shuffle``, ``flip``, ``crop_padding``, ``random_resized_crop`` (torchvision's, scale
+        0.08 to 1, from the image as its file stores it), ``color_jitter`` (brightness, contrast
+        and saturation factors from [1 - F, 1 + F]), ``random_erasing`` (a probability),
+        ``loader_threads``, ``prefetch``, ``metrics``, ``csv``, ``tensorboard`` (paths),
+        ``overwrite``, ``limit``.
 
         A second fit goes on from the weights, the optimizer's state and its step count of the
         first. Ctrl-C stops at the step's end, saves the checkpoint where one was asked for and

@@ -155,6 +155,14 @@ FitOptions fit_options(nb::dict values) {
   s.read("shuffle", o.loading.shuffle);
   s.read("flip", o.loading.augment_flip);
   s.read("crop_padding", o.loading.augment_crop_padding);
+  s.read("random_resized_crop", o.loading.photo.crop.enabled);
+  if (s.given("color_jitter")) {
+    float f = 0;
+    s.read("color_jitter", f);
+    o.loading.photo.jitter = {f, f, f};
+  }
+  s.read("random_erasing", o.loading.photo.erasing.probability);
+  s.read("loader_threads", o.loading.threads);
   s.read("prefetch", o.loading.prefetch);
   if (auto path = s.get<std::string>("checkpoint")) o.save = *path;
   s.read("save_every", o.save_every);

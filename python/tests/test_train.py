@@ -137,3 +137,16 @@ def write_idx_folder(folder, x_train, y_train, x_test, y_test):
     write("train-labels-idx1-ubyte", y_train)
     write("t10k-images-idx3-ubyte", x_test[:, 0])
     write("t10k-labels-idx1-ubyte", y_test)
+
+
+def test_photo_augmentations_the_same_on_any_loader_threads():
+    x, y = labelled_images(channels=3)
+    losses = []
+    for threads in (1, 2):
+        model = cnnengine.Model(tiny_network(channels=3), device="cpu", threads=1, lr=0.01)
+        history = model.fit(x, y, batch_size=16, epochs=1, verbose=0, flip=True, random_resized_crop=True,
+                            color_jitter=0.4, random_erasing=0.5, loader_threads=threads)
+        losses.append(history.history["loss"])
+    assert losses[0] == losses[1]
+    plain = cnnengine.Model(tiny_network(channels=3), device="cpu", threads=1, lr=0.01)
+    assert plain.fit(x, y, batch_size=16, epochs=1, verbose=0).history["loss"] != losses[0]

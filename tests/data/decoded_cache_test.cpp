@@ -140,7 +140,7 @@ TEST_CASE("decoded cache: a file kept from run to run, rebuilt for other data, c
   }
 }
 
-TEST_CASE("decoded cache: max_bytes bounds it; the images beyond are decoded from their files", "[data][cache]") {
+TEST_CASE("decoded cache: max_bytes bounds it, and the images beyond are decoded from their files", "[data][cache]") {
   TempFolder dir;
   write_photos(dir / "photos");
   const SampleShape shape{3, 16, 16};
