@@ -130,10 +130,10 @@ std::vector<float> preprocess_image(const std::filesystem::path& file, const Pre
 
 // ---- Opening a data set folder, whatever its kind.
 
-// Images are refused before decoding when width x height x channels, in bytes as stb_image
-// decodes them (a 16-bit PNG value takes 2), is over this. 256 MiB holds an 8192x8192 RGBA image
-// or an 89-megapixel RGB photo, far more than a CNN trains on, while one decode takes up to
-// about 4 times it (a progressive JPEG's coefficients) on each decoding thread.
+// Images are refused before decoding when width x height x channels, in bytes as they decode (a
+// 16-bit PNG value takes 2), is over this, or a progressive JPEG's coefficients (2 bytes each,
+// every component) are. 256 MiB holds an 8192x8192 RGBA image or an 89-megapixel RGB photo, far
+// more than a CNN trains on; each decoding thread may hold about that much while it decodes.
 inline constexpr std::size_t kDefaultMaxDecodedImageBytes = std::size_t{256} << 20;
 
 // Data sets up to this many decoded bytes are decoded at open and held in memory; larger ones

@@ -1,8 +1,8 @@
 #pragma once
-// A folder of class folders holding PNG, JPEG or BMP images (decoded by stb_image). Grey or RGB
-// images are converted to target.channels (1 or 3; 0: grey or colour as the first image is) and
-// resized (bilinear) to target height x
-// width; target.height == 0 means the first image's size, width == 0 alone a square.
+// A folder of class folders holding PNG, JPEG or BMP images (data/detail/image_codec.hpp). Grey or
+// RGB images are converted to target.channels (1 or 3; 0: grey or colour as the first image is) and
+// resized (bilinear) to target height x width; target.height == 0 means the first image's size,
+// width == 0 alone a square. Decoded on load, they may be kept decoded (ImageFolderOptions::cache).
 #include <cstddef>
 #include <filesystem>
 #include <memory>

@@ -1,7 +1,8 @@
 #pragma once
 // Batches from a data set: shuffled by (seed, epoch), augmented, normalised, and decoded by a
-// background thread into a ring of staging slots ahead of the consumer. Each slot holds the
-// samples' images and their labels (classification) or targets (the other tasks, base/task.hpp).
+// background thread (with LoaderOptions::threads - 1 helpers) into a ring of staging slots ahead
+// of the consumer. Each slot holds the samples' images and their labels (classification) or
+// targets (the other tasks, base/task.hpp).
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
