@@ -25,7 +25,8 @@ void check_range(const char* field, float lo, float hi, float least, float most,
 
 void check_factor(const char* field, float v, float most) {
   if (!std::isfinite(v) || v < 0 || v > most)
-    throw ConfigError(std::string("photo augmentation: ") + field + " " + number(v) + ": expected 0 to " + number(most));
+    throw ConfigError(std::string("photo augmentation: ") + field + " " + number(v) + ": expected 0 to " +
+                      number(most));
 }
 
 }  // namespace

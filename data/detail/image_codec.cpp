@@ -359,7 +359,8 @@ ImageInfo decode_window(const std::filesystem::path& path, SampleShape target, c
     auto least = [](std::int64_t side, std::int64_t window_side, std::int64_t target_side) {
       return (side * target_side + window_side - 1) / window_side;
     };
-    return MinimumSize{least(stored.height, window.height, target.height), least(stored.width, window.width, target.width)};
+    return MinimumSize{least(stored.height, window.height, target.height),
+                       least(stored.width, window.width, target.width)};
   });
   const double s = 1.0 / d.denominator;
   const SourceWindow source{window.top * s, window.left * s, window.height * s, window.width * s};

@@ -47,7 +47,9 @@ ImageWindow random_resized_crop(SplitMix64& rng, const RandomResizedCrop& crop, 
 namespace {
 
 // torchvision's _blend: ratio x image + (1 - ratio) x other, clamped to [0, 1].
-float blend(float image, float other, float ratio) { return std::clamp(ratio * image + (1 - ratio) * other, 0.0f, 1.0f); }
+float blend(float image, float other, float ratio) {
+  return std::clamp(ratio * image + (1 - ratio) * other, 0.0f, 1.0f);
+}
 
 // rgb_to_grayscale's weights (ITU-R 601-2).
 float grey(float r, float g, float b) { return 0.2989f * r + 0.587f * g + 0.114f * b; }

@@ -616,7 +616,8 @@ int train(Options o, Ranks& ranks, const FitCallbacks& extra) {
   if (o.augment == "flip" && o.crop_padding == 0 && !resumed)
     std::cout << "note: --augment flips the images at random, nothing more; --crop-padding N adds random crops, "
                  "--augment photo random resized crops\n";
-  if (!o.given.count("--loader-threads")) fit.loading.threads = loader_threads_for(o, backend.kind(), ranks.local_count());
+  if (!o.given.count("--loader-threads"))
+    fit.loading.threads = loader_threads_for(o, backend.kind(), ranks.local_count());
   fit.model = model;
   fit.settings = json{{"options", run_settings(o)}, {"data", data}}.dump();
   // Graphs wherever they can run, the library's default (faster on an H100 in every case
