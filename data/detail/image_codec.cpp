@@ -15,6 +15,7 @@
 
 #include "data/data_error.hpp"
 #include "data/detail/byte_reader.hpp"
+#include "data/detail/exif_orientation.hpp"
 #include "data/detail/image_window.hpp"
 #include "data/detail/jpeg_check.hpp"
 #include "data/detail/jpeg_decoder.hpp"
@@ -162,6 +163,8 @@ ImageInfo checked_header(const std::filesystem::path& path, const std::vector<un
     fail(path, "the header gives a size of " + std::to_string(info.width) + "x" + std::to_string(info.height) +
                    ": an image needs at least one pixel");
   check_decoded_size(path, info, stbi_is_16_bit_from_memory(bytes.data(), length), max_decoded_bytes);
+  // A JPEG's size as it is shown: a quarter turn of its EXIF orientation swaps the sides.
+  if (swaps_sides(exif_orientation(bytes.data(), bytes.size()))) std::swap(info.width, info.height);
   return info;
 }
 
@@ -199,6 +202,7 @@ constexpr std::size_t kRetainedScratchBytes = std::size_t{64} << 20;
 struct DecodeScratch {
   std::vector<unsigned char> file;
   std::vector<std::uint8_t> pixels;  // interleaved, as decoded
+  std::vector<std::uint8_t> shown;   // the same turned to the JPEG's EXIF orientation
   std::vector<std::uint8_t> sample;  // planar, resized to the target
 };
 
@@ -217,6 +221,7 @@ class TrimOnExit {
     DecodeScratch& s = decode_scratch();
     trim(s.file);
     trim(s.pixels);
+    trim(s.shown);
     trim(s.sample);
   }
 };
@@ -224,7 +229,9 @@ class TrimOnExit {
 // Decoded pixels, interleaved: in the thread's scratch (JPEG through libjpeg-turbo) or in
 // stb_image's own buffer.
 struct Decoded {
-  ImageInfo stored;  // the header: the size before any reduction, the channels as stored
+  // The header: the size before any reduction, as shown (turned to a JPEG's EXIF orientation);
+  // the channels as stored.
+  ImageInfo stored;
   const std::uint8_t* pixels = nullptr;
   int height = 0, width = 0;  // as decoded
   int denominator = 1;         // decoded at 1/denominator of each side (TurboJPEG rounds the sides up)
@@ -262,39 +269,54 @@ Decoded decode_pixels(const std::filesystem::path& path, int channels, std::size
   DecodeScratch& scratch = decode_scratch();
   read_file_into(path, scratch.file);
   const std::vector<unsigned char>& bytes = scratch.file;
+  const int orientation = exif_orientation(bytes.data(), bytes.size());
+  const bool swapped = swaps_sides(orientation);
   Decoded d;
+  // The pixels decoded as stored, turned as the JPEG's EXIF orientation says they are shown.
+  auto show = [&](const std::uint8_t* pixels, int height, int width) {
+    d.pixels = pixels;
+    d.height = height;
+    d.width = width;
+    if (orientation == 1) return;
+    scratch.shown.resize(static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+                         static_cast<std::size_t>(channels));
+    apply_orientation(pixels, height, width, channels, orientation, scratch.shown.data());
+    d.pixels = scratch.shown.data();
+    if (swapped) std::swap(d.height, d.width);
+  };
   if (is_turbojpeg_file(bytes)) {
     check_jpeg_markers(path, bytes.data(), bytes.size());
     const JpegHeader header = read_jpeg_header(path, bytes.data(), bytes.size());
     if (!header.cmyk) {  // TurboJPEG gives CMYK only as CMYK: stb_image converts it below
-      d.stored = {header.width, header.height, header.components};
+      d.stored = {swapped ? header.height : header.width, swapped ? header.width : header.height, header.components};
       // What decoding holds: the pixels at the channels asked for (grey converted to RGB takes 3),
       // and for a progressive file every coefficient, 2 bytes each, whatever the scale.
       check_decoded_size(path, {header.width, header.height, std::max(header.components, channels)}, false,
                          max_decoded_bytes);
       if (header.progressive) check_coefficients(path, header, max_decoded_bytes);
-      const MinimumSize least = minimum(d.stored);
+      MinimumSize least = minimum(d.stored);
+      if (swapped) std::swap(least.height, least.width);  // in the stored image's sides
       const JpegScale scale = choose_jpeg_scale(header.width, header.height, as_int(least.width), as_int(least.height));
       scratch.pixels.resize(static_cast<std::size_t>(scale.width) * static_cast<std::size_t>(scale.height) *
                             static_cast<std::size_t>(channels));
       decode_jpeg(path, bytes.data(), bytes.size(), scale, channels, scratch.pixels.data());
-      d.pixels = scratch.pixels.data();
-      d.height = scale.height;
-      d.width = scale.width;
+      show(scratch.pixels.data(), scale.height, scale.width);
       d.denominator = scale.denominator;
       return d;
     }
   }
   d.stored = check_image_bytes(path, bytes, max_decoded_bytes);
   minimum(d.stored);
-  int channels_in_file = 0;
-  d.owned.reset(stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &d.width, &d.height,
+  int channels_in_file = 0, width = 0, height = 0;
+  d.owned.reset(stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &width, &height,
                                       &channels_in_file, channels));
   if (!d.owned) fail(path, "corrupt image, decoding failed: " + reason());
-  if (d.width != d.stored.width || d.height != d.stored.height)
-    fail(path, "corrupt image: decoded as " + std::to_string(d.width) + "x" + std::to_string(d.height) +
-                   ", its header gives " + std::to_string(d.stored.width) + "x" + std::to_string(d.stored.height));
-  d.pixels = d.owned.get();
+  const int header_width = swapped ? d.stored.height : d.stored.width;
+  const int header_height = swapped ? d.stored.width : d.stored.height;
+  if (width != header_width || height != header_height)
+    fail(path, "corrupt image: decoded as " + std::to_string(width) + "x" + std::to_string(height) +
+                   ", its header gives " + std::to_string(header_width) + "x" + std::to_string(header_height));
+  show(d.owned.get(), height, width);
   return d;
 }
 

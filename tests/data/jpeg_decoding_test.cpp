@@ -254,3 +254,68 @@ TEST_CASE("jpeg: a progressive file counts its coefficients against the limit, b
   CHECK_NOTHROW(decode_image(progressive, {3, 12, 16}, out.data(), 80000));
 }
 #endif
+
+namespace {
+
+// The JPEG with an APP1 EXIF segment after its start-of-image marker, giving `orientation`
+// (a little-endian TIFF of one directory entry: tag 0x0112, SHORT, 1 value).
+void add_exif_orientation(const fs::path& file, int orientation) {
+  std::vector<std::uint8_t> bytes = t::read_bytes(file);
+  const std::vector<std::uint8_t> tiff = {'I', 'I', 42, 0, 8, 0, 0, 0,  // byte order, magic, first directory
+                                          1, 0,                           // one entry
+                                          0x12, 0x01, 3, 0, 1, 0, 0, 0,   // orientation, SHORT, count 1
+                                          static_cast<std::uint8_t>(orientation), 0, 0, 0,
+                                          0, 0, 0, 0};                    // no next directory
+  std::vector<std::uint8_t> segment = {0xFF, 0xE1, 0, 0, 'E', 'x', 'i', 'f', 0, 0};
+  segment.insert(segment.end(), tiff.begin(), tiff.end());
+  const std::size_t length = segment.size() - 2;
+  segment[2] = static_cast<std::uint8_t>(length >> 8);
+  segment[3] = static_cast<std::uint8_t>(length & 0xFF);
+  bytes.insert(bytes.begin() + 2, segment.begin(), segment.end());
+  t::write_bytes(file, bytes);
+}
+
+}  // namespace
+
+TEST_CASE("jpeg: a photo is turned to its EXIF orientation, as PIL's exif_transpose turns it", "[data][jpeg]") {
+  TempFolder dir;
+  // 40 wide, 20 high: red on the left half, blue on the right.
+  std::vector<std::uint8_t> pixels;
+  for (int y = 0; y < 20; ++y)
+    for (int x = 0; x < 40; ++x) {
+      const bool left = x < 20;
+      pixels.insert(pixels.end(), {static_cast<std::uint8_t>(left ? 250 : 0), 0,
+                                   static_cast<std::uint8_t>(left ? 0 : 250)});
+    }
+  struct Case {
+    int orientation;
+    int height, width;
+    bool red_first;  // red at the first pixel (top-left) of the shown image
+  };
+  for (const Case c : {Case{1, 20, 40, true}, Case{3, 20, 40, false}, Case{6, 40, 20, true}, Case{8, 40, 20, false},
+                       Case{2, 20, 40, false}, Case{5, 40, 20, true}}) {
+    INFO("orientation " << c.orientation);
+    const fs::path file = dir / ("turned" + std::to_string(c.orientation) + ".jpg");
+    t::write_image(file, 40, 20, 3, pixels);
+    add_exif_orientation(file, c.orientation);
+    const ImageInfo info = verify_image(file);
+    CHECK(info.height == c.height);
+    CHECK(info.width == c.width);
+    const SampleShape shape{3, c.height, c.width};
+    std::vector<float> out(shape.elements());
+    CHECK(decode_image(file, shape, out.data()).height == c.height);
+    const std::size_t plane = static_cast<std::size_t>(c.height) * static_cast<std::size_t>(c.width);
+    CHECK((out[0] > 0.5f) == c.red_first);                // red, top-left
+    CHECK((out[2 * plane] > 0.5f) == !c.red_first);       // blue, top-left
+    CHECK((out[plane - 1] > 0.5f) == !c.red_first);       // red, bottom-right
+  }
+  SECTION("a malformed EXIF segment leaves the photo as stored") {
+    const fs::path file = dir / "bad_exif.jpg";
+    t::write_image(file, 40, 20, 3, pixels);
+    std::vector<std::uint8_t> bytes = t::read_bytes(file);
+    const std::vector<std::uint8_t> broken = {0xFF, 0xE1, 0, 12, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42};
+    bytes.insert(bytes.begin() + 2, broken.begin(), broken.end());
+    t::write_bytes(file, bytes);
+    CHECK(verify_image(file).width == 40);
+  }
+}
