@@ -6,12 +6,10 @@
 #include <vector>
 
 #include "data/data_error.hpp"
-#include "data/detail/decoded_cache.hpp"
+#include "data/detail/cached_files.hpp"
 #include "data/detail/folder_scan.hpp"
 #include "data/detail/image_codec.hpp"
 #include "data/detail/image_files.hpp"
-#include "data/detail/image_window.hpp"
-#include "data/detail/resize.hpp"
 
 namespace cnn::data {
 namespace fs = std::filesystem;
@@ -30,16 +28,10 @@ class ImageFolderDataset final : public Dataset {
         pixels_(std::move(pixels)),
         max_decoded_image_bytes_(options.max_decoded_image_bytes),
         resize_shorter_side_(options.resize_shorter_side),
-        skipped_(skipped),
-        sizes_(std::move(sizes)) {
-    if (!lazy() || !options.cache.enabled) return;
-    const int side = options.cache.shorter_side > 0    ? options.cache.shorter_side
-                     : options.resize_shorter_side > 0 ? options.resize_shorter_side
-                                                       : std::max(shape_.height, shape_.width);
-    std::vector<std::pair<int, int>> kept(sizes_.size());
-    for (std::size_t i = 0; i < sizes_.size(); ++i) kept[i] = {sizes_[i].height, sizes_[i].width};
-    cache_ = std::make_unique<DecodedCache>(options.cache, shape_.channels, side, kept,
-                                            files_identity(classes_.files), full_path(folder_));
+        skipped_(skipped) {
+    if (lazy() && options.cache.enabled)
+      cache_ = std::make_unique<CachedFiles>(options.cache, classes_.files, std::move(sizes), shape_,
+                                             resize_shorter_side_, max_decoded_image_bytes_, full_path(folder_));
   }
 
   std::size_t size() const override { return classes_.files.size(); }
@@ -66,16 +58,8 @@ class ImageFolderDataset final : public Dataset {
   int load(std::size_t index, float* out) const override {
     check_index(index);
     const std::size_t n = shape_.elements();
-    if (const std::uint8_t* kept = cached(index)) {
-      // The framing's window of the image as the cache keeps it.
-      const int h = cache_->height(index), w = cache_->width(index);
-      const Framing f = frame_image(h, w, shape_.height, shape_.width, resize_shorter_side_);
-      const double sy = static_cast<double>(h) / static_cast<double>(f.scaled_height);
-      const double sx = static_cast<double>(w) / static_cast<double>(f.scaled_width);
-      resize_window_planar(kept, h, w, shape_.channels, out, shape_.height, shape_.width,
-                           {static_cast<double>(f.top) * sy, static_cast<double>(f.left) * sx, shape_.height * sy,
-                            shape_.width * sx},
-                           false);
+    if (cache_ && cache_->load(index, classes_.files[index], out)) {
+      // from the decoded cache
     } else if (lazy()) {
       decode_image(classes_.files[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
     } else {
@@ -88,15 +72,8 @@ class ImageFolderDataset final : public Dataset {
                   float* scratch) const override {
     if (!lazy()) return Dataset::load_window(index, choose, mirror, out, scratch);
     check_index(index);
-    if (const std::uint8_t* kept = cached(index)) {
-      const int h = cache_->height(index), w = cache_->width(index);
-      const ImageWindow window = checked_window(choose, h, w);
-      resize_window_planar(kept, h, w, shape_.channels, out, shape_.height, shape_.width,
-                           {double(window.top), double(window.left), double(window.height), double(window.width)},
-                           mirror);
-    } else {
+    if (!cache_ || !cache_->load_window(index, classes_.files[index], choose, mirror, out))
       decode_window(classes_.files[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
-    }
     return classes_.labels[index];
   }
 
@@ -108,24 +85,6 @@ class ImageFolderDataset final : public Dataset {
 
  private:
   bool lazy() const { return pixels_.empty(); }
-
-  // Image `index` as the decoded cache keeps it, filled on first use; null without a cache, where
-  // it has no room for the image, or while another thread fills it (then decode from the file).
-  const std::uint8_t* cached(std::size_t index) const {
-    if (!cache_) return nullptr;
-    if (const std::uint8_t* kept = cache_->find(index)) return kept;
-    std::uint8_t* room = cache_->claim(index);
-    if (!room) return nullptr;
-    try {
-      decode_kept(classes_.files[index], shape_.channels, cache_->height(index), cache_->width(index), sizes_[index],
-                  room, max_decoded_image_bytes_);
-    } catch (...) {
-      cache_->abandon(index);
-      throw;
-    }
-    cache_->publish(index);
-    return room;
-  }
 
   void check_index(std::size_t index) const {
     if (index >= size()) {
@@ -141,8 +100,7 @@ class ImageFolderDataset final : public Dataset {
   std::size_t max_decoded_image_bytes_;
   int resize_shorter_side_;
   std::size_t skipped_;
-  std::vector<ImageInfo> sizes_;  // decoded on load: each image's stored size, as opened
-  std::unique_ptr<DecodedCache> cache_;
+  std::unique_ptr<CachedFiles> cache_;  // decoded on load, with a cache
 };
 
 // Takes the images that failed out of the data set, and their pixels out of `pixels` when it

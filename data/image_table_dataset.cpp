@@ -39,7 +39,7 @@ class ImageTableDataset final : public Dataset {
                        std::to_string(size()) + " images " + to_string(shape()) + ", " +
                        std::to_string(num_classes()) + (multilabel ? " labels" : " targets") + " (labels.csv)";
     text += framing_text(images_.resize_shorter_side());
-    if (!images_.held()) text += ", decoded on load from its files";
+    text += images_.loading_text();
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable image" : " unreadable images") + " skipped";
     return text;
@@ -138,6 +138,7 @@ std::unique_ptr<Dataset> open_image_table(const fs::path& side, SampleShape targ
       check_each(n, options.skip_corrupt, [&](std::size_t i) { images.open(i); });
   const std::size_t skipped = report_skipped(errors, options);
   images.keep_passed(errors);
+  images.keep_decoded(options.cache, full_path(side));
   keep_passed(table.values, errors, table.names.size());
   if (images.size() == 0) fail(images_folder, "no image left that can be read (" + std::to_string(skipped) + " skipped)");
   return std::make_unique<ImageTableDataset>(side, decided, std::move(images), std::move(table.names),

@@ -58,7 +58,7 @@ class SegmentationDataset final : public Dataset {
     std::string text = "segmentation folder " + full_path(side_) + ": " + std::to_string(size()) + " images " +
                        to_string(shape()) + " with masks, " + std::to_string(num_classes()) + " classes";
     text += framing_text(images_.resize_shorter_side());
-    if (!images_.held()) text += ", decoded on load from its files";
+    text += images_.loading_text();
     if (skipped_ > 0)
       text += ", " + std::to_string(skipped_) + (skipped_ == 1 ? " unreadable pair" : " unreadable pairs") + " skipped";
     return text;
@@ -155,6 +155,7 @@ std::unique_ptr<Dataset> open_segmentation_folder(const fs::path& side, SampleSh
   });
   const std::size_t skipped = report_skipped(errors, options);
   images.keep_passed(errors);
+  images.keep_decoded(options.cache, full_path(side));
   keep_passed(pairs.masks, errors);
   keep_passed(masks, errors, plane);
   keep_passed(largest, errors);

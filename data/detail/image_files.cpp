@@ -82,10 +82,11 @@ ImageSamples::ImageSamples(std::vector<fs::path> files, SampleShape shape, bool 
       max_decoded_image_bytes_(max_decoded_image_bytes),
       resize_shorter_side_(resize_shorter_side) {
   if (held_) pixels_.resize(files_.size() * shape_.elements());
+  else sizes_.resize(files_.size());
 }
 
 ImageInfo ImageSamples::open(std::size_t index) {
-  if (!held_) return verify_image(files_[index], max_decoded_image_bytes_);
+  if (!held_) return sizes_[index] = verify_image(files_[index], max_decoded_image_bytes_);
   return decode_image(files_[index], shape_, pixels_.data() + index * shape_.elements(), max_decoded_image_bytes_,
                       resize_shorter_side_);
 }
@@ -93,6 +94,18 @@ ImageInfo ImageSamples::open(std::size_t index) {
 void ImageSamples::keep_passed(const std::vector<std::string>& errors) {
   data::keep_passed(files_, errors);
   data::keep_passed(pixels_, errors, shape_.elements());
+  data::keep_passed(sizes_, errors);
+}
+
+void ImageSamples::keep_decoded(const DecodedCacheOptions& options, const std::string& name) {
+  if (held_ || !options.enabled) return;
+  cache_ = std::make_unique<CachedFiles>(options, files_, sizes_, shape_, resize_shorter_side_,
+                                         max_decoded_image_bytes_, name);
+}
+
+std::string ImageSamples::loading_text() const {
+  if (held_) return "";
+  return cache_ ? ", " + cache_->describe() : ", decoded on load from its files";
 }
 
 void ImageSamples::load(std::size_t index, float* out) const {
@@ -101,12 +114,14 @@ void ImageSamples::load(std::size_t index, float* out) const {
     to_float(pixels_.data() + index * n, n, out);
     return;
   }
+  if (cache_ && cache_->load(index, files_[index], out)) return;
   decode_image(files_[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
 }
 
 bool ImageSamples::load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out) const {
   if (held_) return false;
-  decode_window(files_[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
+  if (!cache_ || !cache_->load_window(index, files_[index], choose, mirror, out))
+    decode_window(files_[index], shape_, choose, mirror, out, max_decoded_image_bytes_);
   return true;
 }
 

@@ -12,6 +12,7 @@
 
 #include "data/data_error.hpp"
 #include <cnnengine/data/dataset.hpp>
+#include "data/detail/cached_files.hpp"
 #include "data/detail/image_codec.hpp"
 #include "data/detail/parallel_for.hpp"
 
@@ -82,6 +83,9 @@ class ImageSamples {
   ImageInfo open(std::size_t index);
   // Leaves out the images whose error is not "" (check_each).
   void keep_passed(const std::vector<std::string>& errors);
+  // Images decoded on load keep their pixels in a cache (`name`: the data set's folder), once the
+  // images that failed are left out. Nothing for held images or a cache not enabled.
+  void keep_decoded(const DecodedCacheOptions& options, const std::string& name);
 
   std::size_t size() const { return files_.size(); }
   SampleShape shape() const { return shape_; }
@@ -94,6 +98,8 @@ class ImageSamples {
   // takes the window of load()'s sample).
   bool load_window(std::size_t index, const WindowChooser& choose, bool mirror, float* out) const;
   std::size_t host_bytes() const;
+  // ", decoded on load from its files", or the cache's description; "" where held.
+  std::string loading_text() const;
 
  private:
   std::vector<std::filesystem::path> files_;
@@ -102,6 +108,8 @@ class ImageSamples {
   std::size_t max_decoded_image_bytes_;
   int resize_shorter_side_;
   std::vector<std::uint8_t> pixels_;  // CHW a sample, every sample, when held
+  std::vector<ImageInfo> sizes_;      // each image's, as its header gives it, when decoded on load
+  std::unique_ptr<CachedFiles> cache_;
 };
 
 }  // namespace cnn::data

@@ -12,7 +12,10 @@
 #include "data/data_error.hpp"
 #include "data/detail/decoded_cache.hpp"
 #include "data/image_folder_dataset.hpp"
+#include "data/image_table_dataset.hpp"
+#include "data/segmentation_dataset.hpp"
 #include "data_test_files.hpp"
+#include "task_test_folders.hpp"
 
 using namespace cnn::data;
 using cnn::data::test::TempFolder;
@@ -151,4 +154,33 @@ TEST_CASE("decoded cache: max_bytes bounds it, and the images beyond are decoded
   plain.cache.enabled = false;
   auto files = open_image_folder(dir / "photos", shape, plain);
   CHECK(largest_difference(all_samples(*data), all_samples(*files)) < 2.0 / 255);
+}
+
+TEST_CASE("decoded cache: labels.csv and segmentation folders keep their images too", "[data][cache]") {
+  TempFolder dir;
+  SECTION("a multi-label folder") {
+    const fs::path side = dir / "table";
+    write_photos(side / "images");
+    std::string csv = "file,x,y\n";
+    for (const char* name : {"a", "b", "c"})
+      for (int i = 0; i < 2; ++i) csv += std::string(name) + "/" + std::to_string(i) + ".png,1,0\n";
+    t::write_bytes(side / "labels.csv", std::vector<std::uint8_t>(csv.begin(), csv.end()));
+    const SampleShape shape{3, 16, 16};
+    ImageFolderOptions plain = cached();
+    plain.cache.enabled = false;
+    auto files = open_image_table(side, shape, cnn::Task::multilabel, {}, plain);
+    auto kept = open_image_table(side, shape, cnn::Task::multilabel, {}, cached());
+    CHECK(kept->description().find("decoded once, kept in memory: 6 of 6 images") != std::string::npos);
+    const std::vector<float> first = all_samples(*kept);
+    CHECK(all_samples(*kept) == first);
+    CHECK(largest_difference(first, all_samples(*files)) < 2.0 / 255);
+  }
+  SECTION("a segmentation folder") {
+    t::write_segmentation_folder(dir / "segmentation");
+    const SampleShape shape{3, 2, 4};
+    auto kept = open_segmentation_folder(dir / "segmentation" / "train", shape, {}, cached());
+    CHECK(kept->description().find("decoded once, kept in memory: 3 of 3 images") != std::string::npos);
+    const std::vector<float> first = all_samples(*kept);
+    CHECK(all_samples(*kept) == first);
+  }
 }
