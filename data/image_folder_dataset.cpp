@@ -58,13 +58,10 @@ class ImageFolderDataset final : public Dataset {
   int load(std::size_t index, float* out) const override {
     check_index(index);
     const std::size_t n = shape_.elements();
-    if (cache_ && cache_->load(index, classes_.files[index], out)) {
-      // from the decoded cache
-    } else if (lazy()) {
-      decode_image(classes_.files[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
-    } else {
+    if (!lazy())
       to_float(pixels_.data() + index * n, n, out);
-    }
+    else if (!cache_ || !cache_->load(index, classes_.files[index], out))
+      decode_image(classes_.files[index], shape_, out, max_decoded_image_bytes_, resize_shorter_side_);
     return classes_.labels[index];
   }
 

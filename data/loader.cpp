@@ -105,6 +105,15 @@ Ring ring_for(const Dataset& data, const LoaderOptions& options) {
 
 }  // namespace
 
+std::string describe_augmentation(const LoaderOptions& options) {
+  std::string text = describe(options.photo);
+  auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  if (options.augment_flip) add("horizontal flips");
+  if (options.augment_crop_padding > 0)
+    add("random crops (padding " + std::to_string(options.augment_crop_padding) + ")");
+  return text.empty() ? "none" : text;
+}
+
 std::size_t Loader::staging_bytes_for(const Dataset& data, const LoaderOptions& options) {
   validate(options, data.shape());
   validate_task(data);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -57,6 +58,10 @@ struct LoaderOptions {
   int rank = 0;
   int ranks = 1;
 };
+
+// "random resized crop (...), horizontal flips, random crops (padding 4)": what a loader with
+// these options does to its samples before normalising them; "none".
+std::string describe_augmentation(const LoaderOptions& options);
 
 // What a loader has done since it was built: the samples it loaded and the wall time its threads
 // spent filling batches (not waiting for a free slot).

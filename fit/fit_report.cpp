@@ -46,12 +46,7 @@ void Fit::State::print_start() const {
             << (ranks > 1 ? std::to_string(ranks) + " ranks x " : std::string()) << count << " micro-batch"
             << (count > 1 ? "es" : "") << " of " << micro
             << (last != micro ? " (the last one " + std::to_string(last) + ")" : std::string()) << "\n";
-  std::string augment = data::describe(train_options.photo);
-  if (train_options.augment_flip) augment += (augment.empty() ? "" : ", ") + std::string("horizontal flips");
-  if (train_options.augment_crop_padding > 0)
-    augment += (augment.empty() ? "" : ", ") + std::string("random crops (padding ") +
-               std::to_string(train_options.augment_crop_padding) + ")";
-  std::cout << "augmentation: " << (augment.empty() ? "none" : augment) << "; loaded on "
+  std::cout << "augmentation: " << data::describe_augmentation(train_options) << "; loaded on "
             << plural(train_options.threads, "thread") << "\n";
   const bool plateau = o.schedule.kind == ScheduleKind::plateau;
   if (o.keep_best || o.early_stop > 0 || plateau)

@@ -337,6 +337,10 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
   return read_checked_image(path, max_decoded_bytes).info;
 }
 
+void to_float(const std::uint8_t* src, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(src[i]) * (1.0f / 255.0f);
+}
+
 namespace {
 
 // decode_image without giving back the thread's buffers, for the callers that do it themselves.
@@ -366,7 +370,7 @@ ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, fl
   std::vector<std::uint8_t>& sample = decode_scratch().sample;
   sample.resize(target.elements());
   const ImageInfo info = decode_image_kept(path, target, sample.data(), max_decoded_bytes, resize_shorter_side);
-  for (std::size_t i = 0; i < sample.size(); ++i) out[i] = static_cast<float>(sample[i]) * (1.0f / 255.0f);
+  to_float(sample.data(), sample.size(), out);
   return info;
 }
 

@@ -40,6 +40,9 @@ ImageInfo verify_image(const std::filesystem::path& path, std::size_t max_decode
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, std::uint8_t* out,
                        std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes, int resize_shorter_side = 0);
 
+// Bytes of 0..255 to floats of [0, 1].
+void to_float(const std::uint8_t* src, std::size_t n, float* out);
+
 // The same, into floats of [0, 1].
 ImageInfo decode_image(const std::filesystem::path& path, SampleShape target, float* out,
                        std::size_t max_decoded_bytes = kDefaultMaxDecodedImageBytes, int resize_shorter_side = 0);

@@ -6,10 +6,6 @@
 namespace cnn::data {
 namespace fs = std::filesystem;
 
-void to_float(const std::uint8_t* src, std::size_t n, float* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(src[i]) * (1.0f / 255.0f);
-}
-
 namespace {
 
 // The header of the first image that can be read. Without skip_corrupt that is the first image,

@@ -18,8 +18,6 @@
 
 namespace cnn::data {
 
-// Bytes of 0..255 to floats of [0, 1].
-void to_float(const std::uint8_t* src, std::size_t n, float* out);
 
 // `target` made whole (dataset.hpp, open_dataset): channels 0 takes the first image's (grey or
 // colour), height 0 its size (with options.resize_shorter_side S: S x S), width 0 alone a square;

@@ -490,7 +490,7 @@ int benchmark_loader_command(const Options& o, const data::Dataset& training, Ba
                     {"seconds", seconds},
                     {"threads", options.threads},
                     {"batch", options.batch},
-                    {"augmentation", data::describe(options.photo) + (options.augment_flip ? " + flips" : "")}};
+                    {"augmentation", data::describe_augmentation(options)}};
     std::cout << line.dump() << std::endl;
   }
   return 0;
