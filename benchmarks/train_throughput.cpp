@@ -225,6 +225,7 @@ json throughput(const Settings& s, Backend& backend, const Shape& sample, std::o
             {"planned_bytes", trainer.memory().total()}, {"values", to_string(trainer.memory().values)},
             {"in_place_layers", trainer.memory().in_place_layers},
             {"fused_batchnorm_relu", trainer.memory().fused_relus},
+            {"fused_batchnorm_add_relu", trainer.memory().fused_adds},
             {"reserved_bytes", trainer.memory_stack().statistics().peak_bytes + backend.library_reserved_bytes()},
             {"library_reserved_bytes", backend.library_reserved_bytes()}, {"determinism", backend.determinism_report()}});
   add_driver_bytes(r, backend, context);

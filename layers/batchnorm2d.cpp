@@ -70,6 +70,26 @@ void BatchNorm2D::backward_through_relu(const LayerContext& c) {
                                      epsilon_, c.grad_inputs[0], c.grads[0], c.grads[1], c.accumulate[0]);
 }
 
+void BatchNorm2D::forward_then_add_relu(const LayerContext& c) {
+  if (!c.training || c.cross_rank || c.inputs.size() != 2)
+    throw std::logic_error("batchnorm2d: an add and ReLU in its calls outside training, in synchronised BatchNorm or "
+                           "without the add's other input");
+  check_training_batch(c);
+  c.backend->batchnorm_add_relu_forward_training(c.inputs[0], c.inputs[1], c.params[0], c.params[1], c.output,
+                                                 c.params[2], c.params[3], momentum_, epsilon_, c.saved[0],
+                                                 c.saved[1]);
+}
+
+void BatchNorm2D::backward_through_add_relu(const LayerContext& c) {
+  if (!wants_gradient(c, 0)) throw std::logic_error("batchnorm2d: backward without a buffer for the input gradient");
+  if (c.cross_rank || c.grad_inputs.size() != 2 || c.accumulate.size() != 2)
+    throw std::logic_error("batchnorm2d: an add and ReLU in its calls in synchronised BatchNorm or without the add's "
+                           "other gradient");
+  c.backend->batchnorm_add_relu_backward(c.inputs[0], c.output, c.grad_output, c.params[0], c.saved[0], c.saved[1],
+                                         epsilon_, c.grad_inputs[0], c.grads[0], c.grads[1], c.accumulate[0],
+                                         c.grad_inputs[1], c.accumulate[1]);
+}
+
 void BatchNorm2D::recompute(const LayerContext& c) {
   c.backend->batchnorm_forward_saved(c.inputs[0], c.params[0], c.params[1], c.saved[0], c.saved[1], c.output);
 }

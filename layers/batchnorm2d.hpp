@@ -27,6 +27,8 @@ class BatchNorm2D final : public Layer {
   bool runs_relu_after() const override { return true; }
   void forward_then_relu(const LayerContext& c) override;
   void backward_through_relu(const LayerContext& c) override;
+  void forward_then_add_relu(const LayerContext& c) override;
+  void backward_through_add_relu(const LayerContext& c) override;
   float momentum() const { return momentum_; }
   float epsilon() const { return epsilon_; }
   // From the saved batch statistics: the running statistics move once per micro-batch, in forward.

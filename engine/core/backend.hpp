@@ -292,10 +292,11 @@ class Backend {
   // layers get float copies, with their 16-bit bits beside them for the products. A backend that
   // says false is never handed packed16.
   virtual bool takes_packed_values() const { return false; }
-  // True where batchnorm_relu_forward_training and batchnorm_relu_backward run in one pass over
-  // the values each (Note [BatchNorm and ReLU in one pass], step_plan.cpp): a step then has its
-  // BatchNorm layers run the ReLU after them in their own calls. Elsewhere those calls are the
-  // two they are made of, and no step makes them.
+  // True where batchnorm_relu_forward_training and batchnorm_relu_backward, and their forms with a
+  // residual add (batchnorm_add_relu_*), run in one pass over the values each (Notes [BatchNorm and
+  // ReLU in one pass] and [BatchNorm, add and ReLU in one pass], step_plan.cpp): a step then has
+  // its BatchNorm layers run the add and ReLU after them in their own calls. Elsewhere those calls
+  // are the ones they are made of, and no step makes them.
   virtual bool fuses_batchnorm_relu() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device
@@ -444,6 +445,18 @@ class Backend {
   void batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
                                const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                                Tensor dgamma, Tensor dbeta, bool accumulate);
+  // The same with a residual added before the ReLU, as a ResNet block ends: y = max(batchnorm(x) +
+  // residual, 0) (batchnorm_forward_training into y, add(y, residual, y), relu_forward in place),
+  // and backward (relu_backward over dy in place, copy_or_add of it into dresidual, which
+  // accumulate_residual says, then batchnorm_backward). residual and dresidual are x's shape;
+  // dresidual may be empty (the residual wants no gradient). By default those calls.
+  void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                           const Tensor& beta, Tensor y, Tensor running_mean, Tensor running_var,
+                                           float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std);
+  void batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                   const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                   Tensor dgamma, Tensor dbeta, bool accumulate, Tensor dresidual,
+                                   bool accumulate_residual);
 
   // Synchronised BatchNorm (data-parallel): the batch statistics over every rank's micro-batch,
   // from per-channel sums that the ranks add up between these calls. `count` is the values per
@@ -602,6 +615,14 @@ class Backend {
   virtual void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
                                           const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                                           Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate);
+  virtual void do_batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                                      const Tensor& beta, Tensor y, Tensor running_mean,
+                                                      Tensor running_var, float momentum, float epsilon,
+                                                      Tensor saved_mean, Tensor saved_inv_std);
+  virtual void do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                              const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                              Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate,
+                                              Tensor dresidual, bool accumulate_residual);
 };
 
 }  // namespace cnn

@@ -150,6 +150,46 @@ void Backend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tenso
   batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
+void Backend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                                  const Tensor& beta, Tensor y, Tensor running_mean,
+                                                  Tensor running_var, float momentum, float epsilon,
+                                                  Tensor saved_mean, Tensor saved_inv_std) {
+  same_size("batchnorm_add_relu_forward_training", x, residual);
+  same_size("batchnorm_add_relu_forward_training", x, y);
+  do_batchnorm_add_relu_forward_training(x, residual, gamma, beta, y, running_mean, running_var, momentum, epsilon,
+                                         saved_mean, saved_inv_std);
+}
+
+void Backend::do_batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                                     const Tensor& beta, Tensor y, Tensor running_mean,
+                                                     Tensor running_var, float momentum, float epsilon,
+                                                     Tensor saved_mean, Tensor saved_inv_std) {
+  batchnorm_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
+                             saved_inv_std);
+  add(y, residual, y);
+  relu_forward(y, y);
+}
+
+void Backend::batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                          const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                          Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate, Tensor dresidual,
+                                          bool accumulate_residual) {
+  same_size("batchnorm_add_relu_backward", x, y);
+  same_size("batchnorm_add_relu_backward", x, dy);
+  if (!dresidual.empty()) same_size("batchnorm_add_relu_backward", x, dresidual);
+  do_batchnorm_add_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate,
+                                 dresidual, accumulate_residual);
+}
+
+void Backend::do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                             const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                             Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate,
+                                             Tensor dresidual, bool accumulate_residual) {
+  relu_backward(y, dy, dy, false);
+  if (!dresidual.empty()) copy_or_add(dy, dresidual, accumulate_residual);
+  batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
+}
+
 std::size_t Backend::dense_workspace_bytes(const Shape& x, int out, ConvPass pass) {
   return do_dense_workspace_bytes(x, out, pass);
 }

@@ -14,6 +14,15 @@ void Layer::backward_through_relu(const LayerContext&) {
   throw std::logic_error(type_name() + ": backward_through_relu on a layer that does not run a ReLU after it");
 }
 
+void Layer::forward_then_add_relu(const LayerContext&) {
+  throw std::logic_error(type_name() + ": forward_then_add_relu on a layer that does not run an add and ReLU after it");
+}
+
+void Layer::backward_through_add_relu(const LayerContext&) {
+  throw std::logic_error(type_name() +
+                         ": backward_through_add_relu on a layer that does not run an add and ReLU after it");
+}
+
 int sliding_output(const std::string& layer, const char* window_name, int length, int window, int stride,
                    int padding) {
   const std::int64_t padded = std::int64_t{length} + 2 * std::int64_t{padding};

@@ -146,6 +146,14 @@ class Layer {
   virtual bool runs_relu_after() const { return false; }
   virtual void forward_then_relu(const LayerContext& context);
   virtual void backward_through_relu(const LayerContext& context);
+  // Note [BatchNorm, add and ReLU in one pass] (step_plan.cpp): true for Add; a layer that runs a
+  // ReLU after it also runs an add before that ReLU: forward_then_add_relu takes the add's other
+  // input as `c.inputs[1]` and writes max(forward + it, 0); backward_through_add_relu takes the
+  // ReLU's output and output gradient as backward_through_relu does, and the other input's
+  // gradient and accumulate flag as `c.grad_inputs[1]` and `c.accumulate[1]`.
+  virtual bool is_add() const { return false; }
+  virtual void forward_then_add_relu(const LayerContext& context);
+  virtual void backward_through_add_relu(const LayerContext& context);
 
   // Synchronised BatchNorm in a data-parallel run: the floats of CrossRankContext::scratch this
   // layer needs (0: it sums nothing over the ranks).

@@ -48,8 +48,11 @@ std::string format_memory_table(const MemoryBreakdown& m) {
   }
   if (m.fused_relus) {
     char line[160];
-    std::snprintf(line, sizeof line, "  %-24s %12s  each with the ReLU after it, in one pass\n", "BatchNorm",
-                  (std::to_string(m.fused_relus) + (m.fused_relus == 1 ? " layer" : " layers")).c_str());
+    const std::string adds =
+        m.fused_adds ? " (" + std::to_string(m.fused_adds) + " with a residual add before it)" : std::string();
+    std::snprintf(line, sizeof line, "  %-24s %12s  each with the ReLU after it, in one pass%s\n", "BatchNorm",
+                  (std::to_string(m.fused_relus) + (m.fused_relus == 1 ? " layer" : " layers")).c_str(),
+                  adds.c_str());
     out += line;
   }
   if (m.recompute != RecomputePolicy::none) {

@@ -62,6 +62,7 @@ struct MemoryBreakdown {
   // more than the plan's arena.
   bool strategy_serves = true;
   std::string strategy_refusal;
+  int fused_adds = 0;  // of fused_relus, those that run a residual add before the ReLU too
 
   std::size_t total() const {
     return persistent.total() + arena_bytes + loader_staging + input_staging + library + communication;

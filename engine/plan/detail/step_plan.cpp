@@ -83,6 +83,8 @@ struct InPlace {
   std::vector<int> value_root, grad_root;  // by node: the node whose buffer it writes in (itself if none)
   std::vector<int> value_last, grad_last;  // by root: the last time its buffer is live
   std::vector<int> fused_relu;             // by node: Note [BatchNorm and ReLU in one pass]
+  std::vector<int> fused_add;              // by node: Note [BatchNorm, add and ReLU in one pass]
+  std::vector<int> add_over;               // by node: the BatchNorm input an add runs in place over, or 0
   bool shares_value(int id) const { return value_root[static_cast<std::size_t>(id)] != id; }
   bool shares_grad(int id) const { return grad_root[static_cast<std::size_t>(id)] != id; }
 };
@@ -123,6 +125,66 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
   }
 }
 
+// Note [BatchNorm, add and ReLU in one pass]
+// A ResNet block ends max(BatchNorm(x) + residual, 0). Where BatchNorm and ReLU run in one pass
+// (fuses_batchnorm_relu), the BatchNorm b runs the add a and the ReLU r too when: a reads b and
+// comes right after it (a = b + 1: the residual, a's other input, is there at b's forward, and
+// nothing runs between the two either way), a alone reads b's output and r alone reads a's, and
+// none of the three is recomputed. Forward then writes max(BatchNorm(x) + residual, 0) once, where
+// the three layers would make a pass each over the values; backward masks r's output gradient as
+// it reads it, writes the residual's gradient from it and goes on with BatchNorm's backward, where
+// the ReLU and the add's two copies would make passes of their own. The plan gives the three
+// values one buffer (the add runs in place over b's output, the ReLU over the add's: both
+// inputs are read there alone) and their gradients one (b's output gradient is the add's output
+// gradient, which is the ReLU's input gradient): the masked gradient is never written. That buffer
+// of values stays live until b's backward, which reads r's output for the mask. The residual's
+// gradient is written at b's backward instead of a's, which a = b + 1 makes the next backward op
+// but recomputations, so the order of its writers, and their accumulate flags, stand. A step that
+// does not run the three in one (synchronised BatchNorm) runs their own calls on the same buffers:
+// the add writes over its input, and its gradient for b is in place already (Add::backward).
+std::vector<int> adds_over_batchnorm(const Network& net, const std::vector<std::vector<int>>& readers,
+                                     const StepNeeds& needs, const StepSchedule& s) {
+  std::vector<int> over(static_cast<std::size_t>(net.size()), 0);
+  auto only_reader = [&](int v) {
+    const std::vector<int>& r = readers[static_cast<std::size_t>(v)];
+    return r.size() == 1 ? r[0] : 0;
+  };
+  for (int a = 2; a < net.size(); ++a) {
+    const Node& add = net.node(a);
+    const int b = a - 1;
+    if (!add.layer->is_add() || add.value != a || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) continue;
+    if (add.inputs[0] != b && add.inputs[1] != b) continue;
+    const Node& bn = net.node(b);
+    if (bn.value != b || !bn.layer->runs_relu_after() || !net.has_gradient(b) || only_reader(b) != a) continue;
+    const int r = only_reader(a);
+    if (r == 0 || !net.node(r).layer->is_relu() || net.node(r).value != r || net.node(r).inputs.size() != 1) continue;
+    if (s.recomputes(b) || s.recomputes(a) || s.recomputes(r)) continue;
+    const bool stored = stored_16bit(net, needs, b);
+    if (stored_16bit(net, needs, a) != stored || stored_16bit(net, needs, r) != stored) continue;
+    if (s.kept_until[static_cast<std::size_t>(b)] != a || s.kept_until[static_cast<std::size_t>(a)] != r) continue;
+    over[static_cast<std::size_t>(a)] = b;
+  }
+  return over;
+}
+
+// The adds that run in place over their BatchNorm (adds_over_batchnorm) whose ReLU shares the
+// buffers too: the BatchNorm runs both, and the buffer of values stays live until its backward.
+void fuse_batchnorm_add_relu(const Network& net, const std::vector<std::vector<int>>& readers,
+                             const StepSchedule& s, InPlace& p) {
+  for (int a = 1; a < net.size(); ++a) {
+    const int b = p.add_over[static_cast<std::size_t>(a)];
+    if (b == 0) continue;
+    const int r = readers[static_cast<std::size_t>(a)][0];
+    const auto bi = static_cast<std::size_t>(b), ai = static_cast<std::size_t>(a), ri = static_cast<std::size_t>(r);
+    if (p.value_root[ri] != p.value_root[bi] || p.value_root[ai] != p.value_root[bi]) continue;
+    if (p.grad_root[bi] != p.grad_root[ri] || p.grad_root[ai] != p.grad_root[ri]) continue;
+    p.fused_relu[bi] = r;
+    p.fused_add[bi] = a;
+    int& last = p.value_last[static_cast<std::size_t>(p.value_root[bi])];
+    last = std::max(last, s.backward_time[bi]);
+  }
+}
+
 InPlace in_place(const Network& net, const std::vector<std::vector<int>>& readers, const StepNeeds& needs,
                  const StepSchedule& s, bool allowed) {
   const bool training = needs.training;
@@ -133,6 +195,9 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   p.value_last = s.kept_until;
   p.grad_last.assign(nodes, -1);
   p.fused_relu.assign(nodes, 0);
+  p.fused_add.assign(nodes, 0);
+  p.add_over = allowed && fuses_batchnorm_relu(needs) ? adds_over_batchnorm(net, readers, needs, s)
+                                                      : std::vector<int>(nodes, 0);
   for (int id = 0; id < net.size(); ++id) {
     p.value_root[static_cast<std::size_t>(id)] = p.grad_root[static_cast<std::size_t>(id)] = id;
     if (training && net.has_gradient(id))
@@ -140,6 +205,7 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   }
   auto in_place_input = [&](int id) {
     const Node& n = net.node(id);
+    if (const int b = p.add_over[static_cast<std::size_t>(id)]) return b;
     if (!allowed || n.layer->is_view() || !n.layer->runs_in_place() || n.inputs.size() != 1) return 0;
     const int v = net.node(n.inputs[0]).value;  // 0: the network input, never overwritten
     return stored_16bit(net, needs, v) == stored_16bit(net, needs, id) ? v : 0;
@@ -161,7 +227,10 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
     int& last = p.grad_last[static_cast<std::size_t>(root)];
     last = std::max(last, s.backward_time[static_cast<std::size_t>(v)]);
   }
-  if (allowed && fuses_batchnorm_relu(needs)) fuse_batchnorm_relu(net, readers, s, p);
+  if (allowed && fuses_batchnorm_relu(needs)) {
+    fuse_batchnorm_relu(net, readers, s, p);
+    fuse_batchnorm_add_relu(net, readers, s, p);
+  }
   return p;
 }
 
@@ -401,9 +470,12 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
     if (shared.shares_grad(id)) n.value_grad = p.node(shared.grad_root[static_cast<std::size_t>(id)]).value_grad;
   }
   p.fused_relu = shared.fused_relu;
+  p.fused_add = shared.fused_add;
   p.fused_into.assign(static_cast<std::size_t>(net.size()), 0);
-  for (int id = 1; id < net.size(); ++id)
+  for (int id = 1; id < net.size(); ++id) {
     if (const int r = p.fused_relu[static_cast<std::size_t>(id)]) p.fused_into[static_cast<std::size_t>(r)] = id;
+    if (const int a = p.fused_add[static_cast<std::size_t>(id)]) p.fused_into[static_cast<std::size_t>(a)] = id;
+  }
   for (int id = 1; id < net.size(); ++id)
     if (!net.node(id).layer->is_view()) p.nodes[static_cast<std::size_t>(id)].accumulate = accumulate_flags(net, readers, p.training, id);
   p.plan = memory::plan_offsets(p.requests, memory::kDefaultAlignment);

@@ -64,9 +64,10 @@ struct StepPlan {
   std::vector<RecomputeBuffers> recomputations;  // by time step, where a recomputation runs
   std::vector<int> recomputed;  // the node of each recomputation, in the order they run
   std::vector<int> in_place;    // the nodes whose output is written over their input's (step_plan.cpp, Note [In place])
-  // By node (step_plan.cpp, Note [BatchNorm and ReLU in one pass]): the ReLU a BatchNorm runs in
-  // its own calls, and the BatchNorm that runs a ReLU's; 0 where none.
-  std::vector<int> fused_relu, fused_into;
+  // By node (step_plan.cpp, Notes [BatchNorm and ReLU in one pass] and [BatchNorm, add and ReLU in
+  // one pass]): the ReLU a BatchNorm runs in its own calls, the add it runs before that ReLU, and
+  // the BatchNorm that runs a ReLU's or an add's; 0 where none.
+  std::vector<int> fused_relu, fused_add, fused_into;
   ValueFormat values = ValueFormat::fp32;
   std::vector<bool> stored_16bit;  // by value node: its buffers hold `values` (16 bits), not float32
   // The values are in the 16-bit format the backend takes as they are stored (StepNeeds::packed):

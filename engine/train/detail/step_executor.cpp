@@ -171,11 +171,14 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     return c;
   };
 
-  // Note [BatchNorm and ReLU in one pass] (step_plan.cpp): the ReLU a layer runs, 0 where none;
-  // synchronised BatchNorm keeps its own calls.
+  // Notes [BatchNorm and ReLU in one pass] and [BatchNorm, add and ReLU in one pass]
+  // (step_plan.cpp): the ReLU and the add a layer runs, 0 where none; synchronised BatchNorm keeps
+  // its own calls. A fused add's other input, the residual, is `k` of its inputs.
   const bool fuse = !slots_.cross_rank && !plan_.fused_relu.empty();
   auto relu_run_by = [&](int id) { return fuse ? plan_.fused_relu[static_cast<std::size_t>(id)] : 0; };
+  auto add_run_by = [&](int id) { return fuse ? plan_.fused_add[static_cast<std::size_t>(id)] : 0; };
   auto runs_within = [&](int id) { return fuse && plan_.fused_into[static_cast<std::size_t>(id)] != 0; };
+  auto residual_of = [&](int add, int id) { return net_.node(add).inputs[0] == id ? std::size_t{1} : std::size_t{0}; };
 
   for (int id = 1; id <= L; ++id) {
     const int t = plan_.forward_time(id);
@@ -184,10 +187,13 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     if (!nd.layer->is_view() && !runs_within(id)) {
       const NodeBuffers& b = plan_.node(id);
       gather(nd, id, false, -1, b.forward_inputs_fp32, true);
+      const int add = add_run_by(id);
+      if (add) inputs.push_back(readable(net_.node(add).inputs[residual_of(add, id)], n, false, -1, true, true));
       const Tensor output = writable(nd, b.value, b.forward_output_fp32);
       LayerContext c = context(id, b.forward_workspace, output);
       c.training = training && net_.runs_in_training(id);  // Network::set_frozen_mode
-      if (relu_run_by(id)) nd.layer->forward_then_relu(c);
+      if (add) nd.layer->forward_then_add_relu(c);
+      else if (relu_run_by(id)) nd.layer->forward_then_relu(c);
       else nd.layer->forward(c);
       store(nd, b.value, output);
     }
@@ -232,13 +238,21 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       const Tensor output = relu ? readable(relu, n, true, -1, true, true)
                                  : readable(id, n, true, b.backward_output_fp32, nd.layer->backward_needs_output(),
                                             nd.layer->packed_values());
+      const std::vector<bool>& acc = b.accumulate;
+      std::copy(acc.begin(), acc.end(), accumulate_.get());
+      std::size_t accumulated = acc.size();
+      const int add = add_run_by(id);
+      if (add) {  // the residual's gradient (empty where it wants none), as the add would write it
+        const std::size_t k = residual_of(add, id);
+        grad_inputs.push_back(gradient(net_.node(add).inputs[k], n));
+        accumulate_[accumulated++] = plan_.node(add).accumulate[k];
+      }
       LayerContext c = context(id, b.backward_workspace, output);
       c.grad_output = gradient(id, n);
       c.grad_inputs = grad_inputs;
-      const std::vector<bool>& acc = b.accumulate;
-      std::copy(acc.begin(), acc.end(), accumulate_.get());
-      c.accumulate = std::span<const bool>(accumulate_.get(), acc.size());
-      if (relu) nd.layer->backward_through_relu(c);
+      c.accumulate = std::span<const bool>(accumulate_.get(), accumulated);
+      if (add) nd.layer->backward_through_add_relu(c);
+      else if (relu) nd.layer->backward_through_relu(c);
       else nd.layer->backward(c);
       if (buckets) buckets->node_done(id);
     } else if (runs_within(id) && buckets) {

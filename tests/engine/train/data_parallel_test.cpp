@@ -197,6 +197,24 @@ TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-pa
   CHECK(largest_difference(one.trainable, apart[0].trainable) > 1e-4);
 }
 
+// Synchronised BatchNorm keeps its own calls where the plan fuses BatchNorm with the add and ReLU
+// after it (step_plan.cpp, Note [BatchNorm, add and ReLU in one pass]): the three layers' calls then
+// run on the fused buffers, the add over BatchNorm's output and its gradient for it in place.
+TEST_CASE("synchronised BatchNorm over two ranks trains a resnet as one batch", "[data-parallel][batchnorm]") {
+  TrainerOptions o = testing::constant_sgd(16);
+  o.sync_batchnorm = true;
+  const SyntheticData data(16 * 2, kImage, kClasses, 12);
+  auto make = [] { return make_preset("resnet", kImage, kClasses); };
+  TrainerOptions whole = testing::constant_sgd(16);
+  whole.micro_batch = 16;
+  const Run one = one_process(make(), whole, data, 2);
+  const std::vector<Run> two = data_parallel(make, o, data, 2, 2);
+  for (const Run& rank : two) {
+    require_losses_close(one.losses, rank.losses, 1e-5);
+    CHECK(largest_difference(one.trainable, rank.trainable) <= 1e-5);
+  }
+}
+
 TEST_CASE("synchronised BatchNorm refuses an uneven batch on every rank, none left waiting",
           "[data-parallel][batchnorm]") {
   const SyntheticData data(16 + 15 + 14, kImage, kClasses, 10);
