@@ -93,6 +93,25 @@ void CudaBackend::do_batchnorm_relu_forward_training(const Tensor& x, const Tens
   touched(x, packed_range(x), gamma, beta, y, packed_range(y), running_mean, running_var, saved_mean, saved_inv_std);
 }
 
+// Own kernels where x or y is in 16 bits, as batchnorm_forward_training chooses them; else cuDNN's
+// BatchNorm, the add and the ReLU.
+void CudaBackend::do_batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                                         const Tensor& beta, Tensor y, Tensor running_mean,
+                                                         Tensor running_var, float momentum, float epsilon,
+                                                         Tensor saved_mean, Tensor saved_inv_std) {
+  activate();
+  require_values("batchnorm_add_relu_forward_training", {residual});
+  if (!require_values("batchnorm_add_relu_forward_training", {x, y}))
+    return Backend::do_batchnorm_add_relu_forward_training(x, residual, gamma, beta, y, running_mean, running_var,
+                                                           momentum, epsilon, saved_mean, saved_inv_std);
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&residual, &y}, false,
+                 "batchnorm_add_relu_forward_training");
+  batchnorm_training16(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std,
+                       true, residual);
+  touched(x, packed_range(x), residual, packed_range(residual), gamma, beta, y, packed_range(y), running_mean,
+          running_var, saved_mean, saved_inv_std);
+}
+
 void CudaBackend::do_batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                                  const Tensor& running_mean, const Tensor& running_var,
                                                  float epsilon, Tensor y) {
@@ -147,6 +166,24 @@ void CudaBackend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, T
   check_channels(x, {&dgamma, &dbeta}, {}, true, "batchnorm_relu_backward");
   batchnorm_backward16(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate, y);
   touched(x, packed_range(x), y, packed_range(y), dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
+}
+
+// Own kernels where x is in 16 bits, as batchnorm_backward chooses them; else the ReLU, the copy and
+// cuDNN's BatchNorm.
+void CudaBackend::do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                                 const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
+                                                 Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate,
+                                                 Tensor dresidual, bool accumulate_residual) {
+  activate();
+  require_values("batchnorm_add_relu_backward", {y, dy, dx, dresidual}, 1);
+  if (!require_values("batchnorm_add_relu_backward", {x}))
+    return Backend::do_batchnorm_add_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
+                                                   dbeta, accumulate, dresidual, accumulate_residual);
+  check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&y, &dy, &dx}, false, "batchnorm_add_relu_backward");
+  check_channels(x, {&dgamma, &dbeta}, {}, true, "batchnorm_add_relu_backward");
+  batchnorm_backward16(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate, y, dresidual,
+                       accumulate_residual);
+  touched(x, packed_range(x), y, packed_range(y), dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, dresidual);
 }
 
 }  // namespace cnn::cuda

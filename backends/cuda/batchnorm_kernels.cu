@@ -142,11 +142,24 @@ __device__ void mask_round(const ValuesIn& y, const ChannelVectors<V>& layout, s
   each_value_of_round<V>(round, [&](int u, int k) { g[u][k] = out[u][k] > 0.0f ? g[u][k] : 0.0f; });
 }
 
+// The residual's gradient from a round of the ReLU's input gradient g, as copy_or_add writes it:
+// g, or added to what it holds (Note [BatchNorm, add and ReLU in one pass], step_plan.cpp).
+template <ValueFormat F, int V, int kThreads>
+__device__ void write_residual_gradient(float* dresidual, bool accumulate, const ChannelVectors<V>& layout,
+                                        std::size_t ch, std::size_t first, int round, const float (&g)[kUnroll][V]) {
+  float d[kUnroll][V];
+  if (accumulate) load_round<F, V, kThreads>(ValuesIn{dresidual, nullptr}, layout, ch, first, round, d);
+  each_value_of_round<V>(round, [&](int u, int k) { d[u][k] = accumulate ? d[u][k] + g[u][k] : g[u][k]; });
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (u < round) store_values<F, V>(ValuesOut{dresidual, nullptr}, round_at<V, kThreads>(layout, ch, first, u), d[u]);
+}
+
 template <ValueFormat F, int V, int kThreads>
 __global__ void __launch_bounds__(kThreads)
-    training_forward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, ValuesOut y, const float* gamma,
-                            const float* beta, float* running_mean, float* running_var, float* saved_mean,
-                            float* saved_inv_std, float momentum, float epsilon, bool relu) {
+    training_forward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, ValuesIn residual, ValuesOut y,
+                            const float* gamma, const float* beta, float* running_mean, float* running_var,
+                            float* saved_mean, float* saved_inv_std, float momentum, float epsilon, bool relu) {
   const ChannelShare share = channel_share(blocks, layout.count);
   const std::size_t ch = share.ch;
   constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
@@ -174,16 +187,21 @@ __global__ void __launch_bounds__(kThreads)
   }
   const float scale = gamma[ch] * inv_std;
   const float shift = fmaf(-static_cast<float>(mean), scale, beta[ch]);  // as normalise_kernel's, to the bit
+  const bool add = residual.wide || residual.packed;
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
     const int round = vectors_in_round<kThreads>(first, share.end);
-    float v[kUnroll][V];
+    float v[kUnroll][V], r[kUnroll][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
+    if (add) load_round<F, V, kThreads>(residual, layout, ch, first, round, r);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (u >= round) break;
 #pragma unroll
       for (int k = 0; k < V; ++k) {
         v[u][k] = fmaf(v[u][k], scale, shift);
+        // The add reads BatchNorm's output as stored, as add16_kernel does (Note [BatchNorm, add
+        // and ReLU in one pass], step_plan.cpp).
+        if (add) v[u][k] = (y.packed ? widened<F>(narrowed<F>(v[u][k])) : v[u][k]) + r[u][k];
         // Rounding keeps a value's sign, or makes it a zero: as relu_forward16_kernel on the
         // rounded output, to the bit (Note [BatchNorm and ReLU in one pass], step_plan.cpp).
         if (relu) v[u][k] = v[u][k] > 0.0f ? v[u][k] : 0.0f;
@@ -197,7 +215,8 @@ template <ValueFormat F, int V, int kThreads>
 __global__ void __launch_bounds__(kThreads)
     training_backward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, const float* dy, ValuesIn relu_y,
                              const float* gamma, const float* saved_mean, const float* saved_inv_std, float* dx,
-                             float* dgamma, float* dbeta, bool accumulate) {
+                             float* dgamma, float* dbeta, bool accumulate, float* dresidual,
+                             bool accumulate_residual) {
   const ChannelShare share = channel_share(blocks, layout.count);
   const std::size_t ch = share.ch;
   constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
@@ -211,6 +230,7 @@ __global__ void __launch_bounds__(kThreads)
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
     if (relu) mask_round<F, V, kThreads>(relu_y, layout, ch, first, round, g);
+    if (dresidual) write_residual_gradient<F, V, kThreads>(dresidual, accumulate_residual, layout, ch, first, round, g);
     each_value_of_round<V>(round, [&](int u, int k) {
       sum_dy += g[u][k];
       sum_dy_xhat += static_cast<double>(g[u][k]) * ((v[u][k] - mean) * inv_std);
@@ -324,10 +344,10 @@ void CudaBackend::do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamm
 
 void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                        Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                       Tensor saved_mean, Tensor saved_inv_std, bool relu) {
+                                       Tensor saved_mean, Tensor saved_inv_std, bool relu, const Tensor& residual) {
   if (x.elements() == 0) return;
   const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
-  const int vector = vector_width(plane, {read_from(x), y.packed16 ? y.packed16 : y.data});
+  const int vector = vector_width(plane, {read_from(x), y.packed16 ? y.packed16 : y.data, read_from(residual)});
   per_channel_launch(product_format(), vector, x.elements() / static_cast<std::size_t>(x.c()),
                      [&](auto f, auto v, auto threads) {
                        constexpr ValueFormat F = decltype(f)::value;
@@ -337,7 +357,7 @@ void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, con
                                                          layout.count, kThreads);
                        launch_per_channel(training_forward_kernel<F, V, kThreads>, "training_forward_kernel",
                                           x.c(), blocks, kThreads, compute_, layout, blocks, values_in(x),
-                                          values_out(y), gamma.data, beta.data, running_mean.data,
+                                          values_in(residual), values_out(y), gamma.data, beta.data, running_mean.data,
                                           running_var.data, saved_mean.data, saved_inv_std.data, momentum,
                                           epsilon, relu);
                      });
@@ -345,10 +365,11 @@ void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, con
 
 void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
-                                       Tensor dgamma, Tensor dbeta, bool accumulate, const Tensor& relu_y) {
+                                       Tensor dgamma, Tensor dbeta, bool accumulate, const Tensor& relu_y,
+                                       Tensor dresidual, bool accumulate_residual) {
   if (x.elements() == 0) return;
   const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
-  const int vector = vector_width(plane, {read_from(x), dy.data, dx.data, read_from(relu_y)});
+  const int vector = vector_width(plane, {read_from(x), dy.data, dx.data, read_from(relu_y), dresidual.data});
   per_channel_launch(product_format(), vector, x.elements() / static_cast<std::size_t>(x.c()),
                      [&](auto f, auto v, auto threads) {
                        constexpr ValueFormat F = decltype(f)::value;
@@ -359,7 +380,8 @@ void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const 
                        launch_per_channel(training_backward_kernel<F, V, kThreads>, "training_backward_kernel",
                                           x.c(), blocks, kThreads, compute_, layout, blocks, values_in(x),
                                           dy.data, values_in(relu_y), gamma.data, saved_mean.data,
-                                          saved_inv_std.data, dx.data, dgamma.data, dbeta.data, accumulate);
+                                          saved_inv_std.data, dx.data, dgamma.data, dbeta.data, accumulate,
+                                          dresidual.data, accumulate_residual);
                      });
 }
 

@@ -110,6 +110,14 @@ class CudaBackend final : public Backend {
   void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                                   Tensor dgamma, Tensor dbeta, bool accumulate) override;
+  void do_batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                              const Tensor& beta, Tensor y, Tensor running_mean, Tensor running_var,
+                                              float momentum, float epsilon, Tensor saved_mean,
+                                              Tensor saved_inv_std) override;
+  void do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                      const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                      Tensor dgamma, Tensor dbeta, bool accumulate, Tensor dresidual,
+                                      bool accumulate_residual) override;
 
   void release() noexcept;
   // Makes this backend's device current for the calling thread.
@@ -171,14 +179,17 @@ class CudaBackend final : public Backend {
   // BatchNorm where a value is in 16 bits, and from given statistics (batchnorm_kernels.cu, Note
   // [One block a channel]): enqueued only. normalise: y = (x - mean) * scale + beta with scale
   // gamma / sqrt(spread + epsilon) where spread_is_variance, else gamma * spread.
-  // With `relu`, y = max(BatchNorm(x), 0); with `relu_y` (not empty), dy comes through a ReLU whose
-  // output that is (Note [BatchNorm and ReLU in one pass], step_plan.cpp).
+  // With `relu`, y = max(BatchNorm(x), 0), or with a `residual` (not empty) max(BatchNorm(x) +
+  // residual, 0); with `relu_y` (not empty), dy comes through a ReLU whose output that is, and
+  // with `dresidual` (not empty) that ReLU's input gradient is written there too (Notes
+  // [BatchNorm and ReLU in one pass] and [BatchNorm, add and ReLU in one pass], step_plan.cpp).
   void batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y, Tensor running_mean,
                             Tensor running_var, float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std,
-                            bool relu = false);
+                            bool relu = false, const Tensor& residual = Tensor{});
   void batchnorm_backward16(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
                             const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate,
-                            const Tensor& relu_y = Tensor{});
+                            const Tensor& relu_y = Tensor{}, Tensor dresidual = Tensor{},
+                            bool accumulate_residual = false);
   void batchnorm_normalise(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
                            const Tensor& spread, bool spread_is_variance, float epsilon, Tensor y);
   // Throws, naming `call`, what batchnorm_forward_saved refuses: x without channels, a statistic or

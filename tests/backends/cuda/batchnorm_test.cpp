@@ -166,6 +166,66 @@ void check_fused_relu(Backend& gpu, const Tensor& x, const Twin& gamma, const Tw
   }
 }
 
+// BatchNorm, a residual add and the ReLU in one pass (step_plan.cpp, Note [BatchNorm, add and ReLU
+// in one pass]) give the bits of the calls they are made of, forward and backward, with the
+// residual in 16 bits (a layer's output) or floats (the network input), its gradient written or
+// added to.
+void check_fused_add_relu(Backend& gpu, const Tensor& x, const Twin& gamma, const Twin& beta, const Twin& dy) {
+  const Shape xs = x.shape, cs{xs[1]};
+  Twin residual_values(gpu, xs, random_values(xs.elements(), 170, -2.0f, 2.0f));
+  const Stored16 residual_bits = stored16(gpu, residual_values.gpu());
+  for (bool residual16 : {true, false}) {
+    INFO("residual in " << (residual16 ? "16 bits" : "floats"));
+    const Tensor residual = residual16 ? residual_bits.alone : residual_values.gpu();
+    Twin fused_running_mean(gpu, cs, 171), composed_running_mean(gpu, cs, 171);
+    Twin fused_running_var(gpu, cs, 172), composed_running_var(gpu, cs, 172);
+    Twin saved_mean(gpu, cs, 173), saved_inv_std(gpu, cs, 174), composed_saved_mean(gpu, cs, 173),
+        composed_saved_inv_std(gpu, cs, 174);
+    Twin fused_y(gpu, xs, 175), composed_y(gpu, xs, 175);
+    const Stored16 fused = stored16(gpu, fused_y.gpu()), composed = stored16(gpu, composed_y.gpu());
+    gpu.batchnorm_add_relu_forward_training(x, residual, gamma.gpu(), beta.gpu(), fused.alone,
+                                            fused_running_mean.gpu(), fused_running_var.gpu(), 0.1f, 1e-5f,
+                                            saved_mean.gpu(), saved_inv_std.gpu());
+    gpu.batchnorm_forward_training(x, gamma.gpu(), beta.gpu(), composed.alone, composed_running_mean.gpu(),
+                                   composed_running_var.gpu(), 0.1f, 1e-5f, composed_saved_mean.gpu(),
+                                   composed_saved_inv_std.gpu());
+    gpu.add(composed.alone, residual, composed.alone);
+    gpu.relu_forward(composed.alone, composed.alone);
+    CHECK(bits_on_host(gpu, fused) == bits_on_host(gpu, composed));
+    CHECK(fused_running_var.gpu_values() == composed_running_var.gpu_values());
+
+    const std::vector<float> gradient = dy.gpu_values();
+    for (bool accumulate : {false, true}) {
+      INFO("fused backward, accumulate " << accumulate);
+      Twin fused_dy(gpu, xs, gradient), composed_dy(gpu, xs, gradient);
+      Twin fused_dx(gpu, xs, 176), composed_dx(gpu, xs, 176), fused_dresidual(gpu, xs, 177),
+          composed_dresidual(gpu, xs, 177), fused_dgamma(gpu, cs, 178), composed_dgamma(gpu, cs, 178),
+          fused_dbeta(gpu, cs, 179), composed_dbeta(gpu, cs, 179);
+      gpu.batchnorm_add_relu_backward(x, fused.alone, fused_dy.gpu(), gamma.gpu(), saved_mean.gpu(),
+                                      saved_inv_std.gpu(), 1e-5f, fused_dx.gpu(), fused_dgamma.gpu(),
+                                      fused_dbeta.gpu(), accumulate, fused_dresidual.gpu(), accumulate);
+      gpu.relu_backward(composed.alone, composed_dy.gpu(), composed_dy.gpu(), false);
+      gpu.copy_or_add(composed_dy.gpu(), composed_dresidual.gpu(), accumulate);
+      gpu.batchnorm_backward(x, composed_dy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), 1e-5f,
+                             composed_dx.gpu(), composed_dgamma.gpu(), composed_dbeta.gpu(), accumulate);
+      CHECK(fused_dx.gpu_values() == composed_dx.gpu_values());
+      CHECK(fused_dresidual.gpu_values() == composed_dresidual.gpu_values());
+      CHECK(fused_dgamma.gpu_values() == composed_dgamma.gpu_values());
+      CHECK(fused_dbeta.gpu_values() == composed_dbeta.gpu_values());
+    }
+    // Without the residual's gradient (the network input wants none), dx is the same.
+    Twin dx(gpu, xs, 180), dgamma(gpu, cs, 181), dbeta(gpu, cs, 182), again_dx(gpu, xs, 180);
+    Twin again_dresidual(gpu, xs, 183), again_dgamma(gpu, cs, 181), again_dbeta(gpu, cs, 182);
+    Twin dy_copy(gpu, xs, gradient), dy_again(gpu, xs, gradient);
+    gpu.batchnorm_add_relu_backward(x, fused.alone, dy_copy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(),
+                                    1e-5f, dx.gpu(), dgamma.gpu(), dbeta.gpu(), false, Tensor{}, false);
+    gpu.batchnorm_add_relu_backward(x, fused.alone, dy_again.gpu(), gamma.gpu(), saved_mean.gpu(),
+                                    saved_inv_std.gpu(), 1e-5f, again_dx.gpu(), again_dgamma.gpu(),
+                                    again_dbeta.gpu(), false, again_dresidual.gpu(), false);
+    CHECK(dx.gpu_values() == again_dx.gpu_values());
+  }
+}
+
 // BatchNorm on a 16-bit backend with its input and output as a step stores them (Note [Values as
 // they are stored], backend.hpp): the CPU on the same values, widened, is the reference. Sums are
 // in double on both sides, so statistics and float results agree to float rounding; an output
@@ -233,6 +293,7 @@ void check_stored_batchnorm(Precision p, Shape xs, std::size_t offset) {
   CHECK(relative_error(widened_on_host(gpu, inferred_bits), inferred.cpu_values()) <= rounding);
 
   check_fused_relu(gpu, x_alone, gamma, beta, dy);
+  check_fused_add_relu(gpu, x_alone, gamma, beta, dy);
 
   // The same bits on every run: a channel's blocks add up in rank order (Note [One block a
   // channel]). Last, as it moves the running statistics once more.
