@@ -61,17 +61,23 @@ ChannelVectors<V> channel_vectors(const Tensor& x) {
   return {static_cast<std::size_t>(x.c()), plane, plane / V, static_cast<std::size_t>(x.n()) * (plane / V)};
 }
 
-// Each thread reads kUnroll vectors before it uses them: the bytes in flight that one block a
-// channel needs (Note [One block a channel]).
-constexpr int kUnroll = 4;
+// Each thread reads kUnroll vectors of each tensor before it uses them, 8 values or 4 where they
+// come one at a time: with two blocks of 512 threads, or four of 256, on a multiprocessor
+// (kBlocksPerMultiprocessor, which caps a thread at 64 registers) the bytes in flight that a
+// channel's blocks need (Note [One block a channel]). A thread takes vectors t, t + kThreads,
+// t + 2 kThreads, ... whatever kUnroll, so it sums in the same order either way.
+template <int V>
+constexpr int kUnroll = V == 8 ? 1 : V == 4 ? 2 : 4;
+template <int kThreads>
+constexpr int kBlocksPerMultiprocessor = 1024 / kThreads;
 // The most blocks a channel gets: the largest cluster every Hopper part runs.
 constexpr int kMostChannelBlocks = 8;
 
 // The vectors a thread takes in one round: first, first + kThreads, ..., those below `end`.
-template <int kThreads>
+template <int V, int kThreads>
 __device__ int vectors_in_round(std::size_t first, std::size_t end) {
   const std::size_t left = (end - first + kThreads - 1) / kThreads;
-  return left < kUnroll ? static_cast<int>(left) : kUnroll;
+  return left < kUnroll<V> ? static_cast<int>(left) : kUnroll<V>;
 }
 
 // This block's channel and its share of the channel's `count` vectors, [begin, end): the
@@ -113,7 +119,7 @@ __device__ void channel_sums(int blocks, double& a, double& b) {
 template <int V, typename Visit>
 __device__ __forceinline__ void each_value_of_round(int round, Visit&& f) {
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u)
+  for (int u = 0; u < kUnroll<V>; ++u)
     if (u < round)
 #pragma unroll
       for (int k = 0; k < V; ++k) f(u, k);
@@ -126,9 +132,9 @@ __device__ std::size_t round_at(const ChannelVectors<V>& layout, std::size_t ch,
 }
 template <ValueFormat F, int V, int kThreads>
 __device__ void load_round(const ValuesIn& in, const ChannelVectors<V>& layout, std::size_t ch, std::size_t first,
-                           int round, float (&v)[kUnroll][V]) {
+                           int round, float (&v)[kUnroll<V>][V]) {
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u)
+  for (int u = 0; u < kUnroll<V>; ++u)
     if (u < round) load_values<F, V>(in, round_at<V, kThreads>(layout, ch, first, u), v[u]);
 }
 
@@ -136,8 +142,8 @@ __device__ void load_round(const ValuesIn& in, const ChannelVectors<V>& layout, 
 // relu_backward16_kernel computes it.
 template <ValueFormat F, int V, int kThreads>
 __device__ void mask_round(const ValuesIn& y, const ChannelVectors<V>& layout, std::size_t ch, std::size_t first,
-                           int round, float (&g)[kUnroll][V]) {
-  float out[kUnroll][V];
+                           int round, float (&g)[kUnroll<V>][V]) {
+  float out[kUnroll<V>][V];
   load_round<F, V, kThreads>(y, layout, ch, first, round, out);
   each_value_of_round<V>(round, [&](int u, int k) { g[u][k] = out[u][k] > 0.0f ? g[u][k] : 0.0f; });
 }
@@ -146,27 +152,27 @@ __device__ void mask_round(const ValuesIn& y, const ChannelVectors<V>& layout, s
 // g, or added to what it holds (Note [BatchNorm, add and ReLU in one pass], step_plan.cpp).
 template <ValueFormat F, int V, int kThreads>
 __device__ void write_residual_gradient(float* dresidual, bool accumulate, const ChannelVectors<V>& layout,
-                                        std::size_t ch, std::size_t first, int round, const float (&g)[kUnroll][V]) {
-  float d[kUnroll][V];
+                                        std::size_t ch, std::size_t first, int round, const float (&g)[kUnroll<V>][V]) {
+  float d[kUnroll<V>][V];
   if (accumulate) load_round<F, V, kThreads>(ValuesIn{dresidual, nullptr}, layout, ch, first, round, d);
   each_value_of_round<V>(round, [&](int u, int k) { d[u][k] = accumulate ? d[u][k] + g[u][k] : g[u][k]; });
 #pragma unroll
-  for (int u = 0; u < kUnroll; ++u)
+  for (int u = 0; u < kUnroll<V>; ++u)
     if (u < round) store_values<F, V>(ValuesOut{dresidual, nullptr}, round_at<V, kThreads>(layout, ch, first, u), d[u]);
 }
 
 template <ValueFormat F, int V, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBlocksPerMultiprocessor<kThreads>)
     training_forward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, ValuesIn residual, ValuesOut y,
                             const float* gamma, const float* beta, float* running_mean, float* running_var,
                             float* saved_mean, float* saved_inv_std, float momentum, float epsilon, bool relu) {
   const ChannelShare share = channel_share(blocks, layout.count);
   const std::size_t ch = share.ch;
-  constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
+  constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll<V>;
   double sum = 0, squares = 0;
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
-    const int round = vectors_in_round<kThreads>(first, share.end);
-    float v[kUnroll][V];
+    const int round = vectors_in_round<V, kThreads>(first, share.end);
+    float v[kUnroll<V>][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     each_value_of_round<V>(round, [&](int u, int k) {
       sum += v[u][k];
@@ -189,12 +195,12 @@ __global__ void __launch_bounds__(kThreads)
   const float shift = fmaf(-static_cast<float>(mean), scale, beta[ch]);  // as normalise_kernel's, to the bit
   const bool add = residual.wide || residual.packed;
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
-    const int round = vectors_in_round<kThreads>(first, share.end);
-    float v[kUnroll][V], r[kUnroll][V];
+    const int round = vectors_in_round<V, kThreads>(first, share.end);
+    float v[kUnroll<V>][V], r[kUnroll<V>][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     if (add) load_round<F, V, kThreads>(residual, layout, ch, first, round, r);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kUnroll<V>; ++u) {
       if (u >= round) break;
 #pragma unroll
       for (int k = 0; k < V; ++k) {
@@ -212,21 +218,21 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <ValueFormat F, int V, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBlocksPerMultiprocessor<kThreads>)
     training_backward_kernel(ChannelVectors<V> layout, int blocks, ValuesIn x, const float* dy, ValuesIn relu_y,
                              const float* gamma, const float* saved_mean, const float* saved_inv_std, float* dx,
                              float* dgamma, float* dbeta, bool accumulate, float* dresidual,
                              bool accumulate_residual) {
   const ChannelShare share = channel_share(blocks, layout.count);
   const std::size_t ch = share.ch;
-  constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll;
+  constexpr std::size_t kRound = std::size_t{kThreads} * kUnroll<V>;
   const double mean = saved_mean[ch], inv_std = saved_inv_std[ch];
   const ValuesIn gradient{dy, nullptr};
   const bool relu = relu_y.wide || relu_y.packed;  // the gradient comes through a ReLU
   double sum_dy = 0, sum_dy_xhat = 0;
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
-    const int round = vectors_in_round<kThreads>(first, share.end);
-    float v[kUnroll][V], g[kUnroll][V];
+    const int round = vectors_in_round<V, kThreads>(first, share.end);
+    float v[kUnroll<V>][V], g[kUnroll<V>][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
     if (relu) mask_round<F, V, kThreads>(relu_y, layout, ch, first, round, g);
@@ -246,14 +252,14 @@ __global__ void __launch_bounds__(kThreads)
   const ValuesIn written{dx, nullptr};
   const ValuesOut out{dx, nullptr};
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
-    const int round = vectors_in_round<kThreads>(first, share.end);
-    float v[kUnroll][V], g[kUnroll][V], d[kUnroll][V];
+    const int round = vectors_in_round<V, kThreads>(first, share.end);
+    float v[kUnroll<V>][V], g[kUnroll<V>][V], d[kUnroll<V>][V];
     load_round<F, V, kThreads>(x, layout, ch, first, round, v);
     load_round<F, V, kThreads>(gradient, layout, ch, first, round, g);
     if (relu) mask_round<F, V, kThreads>(relu_y, layout, ch, first, round, g);
     if (accumulate) load_round<F, V, kThreads>(written, layout, ch, first, round, d);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kUnroll<V>; ++u) {
       if (u >= round) break;
 #pragma unroll
       for (int k = 0; k < V; ++k) {
@@ -285,15 +291,16 @@ const void* read_from(const Tensor& t) { return t.packed16 ? t.packed16 : t.data
 
 // How many blocks each of `channels` channels of `vectors` vectors gets (Note [One block a
 // channel]): one, or where clusters run and the channels leave multiprocessors idle, enough for
-// about two blocks a multiprocessor, each with a full round of vectors or more.
-int channel_blocks(int compute_major, int multiprocessors, std::size_t channels, std::size_t vectors, int threads) {
+// about two blocks a multiprocessor, each with a full round (`round` vectors) or more.
+int channel_blocks(int compute_major, int multiprocessors, std::size_t channels, std::size_t vectors,
+                   std::size_t round) {
   static const bool built_for_clusters = [] {
     const std::vector<int> archs = compiled_architectures();
     return std::any_of(archs.begin(), archs.end(), [](int a) { return a >= 90; });
   }();
   if (compute_major < 9 || !built_for_clusters || channels == 0) return 1;
   const std::size_t wanted = (2 * static_cast<std::size_t>(multiprocessors) + channels - 1) / channels;
-  const std::size_t rounds = vectors / (static_cast<std::size_t>(threads) * kUnroll);
+  const std::size_t rounds = vectors / round;
   return static_cast<int>(std::clamp<std::size_t>(std::min(wanted, rounds), 1, kMostChannelBlocks));
 }
 
@@ -354,7 +361,7 @@ void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, con
                        constexpr int V = decltype(v)::value, kThreads = decltype(threads)::value;
                        const ChannelVectors<V> layout = channel_vectors<V>(x);
                        const int blocks = channel_blocks(compute_major_, multiprocessors_, layout.channels,
-                                                         layout.count, kThreads);
+                                                         layout.count, std::size_t{kThreads} * kUnroll<V>);
                        launch_per_channel(training_forward_kernel<F, V, kThreads>, "training_forward_kernel",
                                           x.c(), blocks, kThreads, compute_, layout, blocks, values_in(x),
                                           values_in(residual), values_out(y), gamma.data, beta.data, running_mean.data,
@@ -376,7 +383,7 @@ void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const 
                        constexpr int V = decltype(v)::value, kThreads = decltype(threads)::value;
                        const ChannelVectors<V> layout = channel_vectors<V>(x);
                        const int blocks = channel_blocks(compute_major_, multiprocessors_, layout.channels,
-                                                         layout.count, kThreads);
+                                                         layout.count, std::size_t{kThreads} * kUnroll<V>);
                        launch_per_channel(training_backward_kernel<F, V, kThreads>, "training_backward_kernel",
                                           x.c(), blocks, kThreads, compute_, layout, blocks, values_in(x),
                                           dy.data, values_in(relu_y), gamma.data, saved_mean.data,
