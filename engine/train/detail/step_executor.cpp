@@ -173,7 +173,8 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
 
   // Notes [BatchNorm and ReLU in one pass] and [BatchNorm, add and ReLU in one pass]
   // (step_plan.cpp): the ReLU and the add a layer runs, 0 where none; synchronised BatchNorm keeps
-  // its own calls. A fused add's other input, the residual, is `k` of its inputs.
+  // its own calls. residual_of: which of a fused add's two inputs is the residual, the one that is
+  // not its BatchNorm's output.
   const bool fuse = !slots_.cross_rank && !plan_.fused_relu.empty();
   auto relu_run_by = [&](int id) { return fuse ? plan_.fused_relu[static_cast<std::size_t>(id)] : 0; };
   auto add_run_by = [&](int id) { return fuse ? plan_.fused_add[static_cast<std::size_t>(id)] : 0; };

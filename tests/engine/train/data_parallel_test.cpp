@@ -178,40 +178,29 @@ TEST_CASE("an out-of-memory failure on one rank: every rank replays the step, no
   require_losses_close(clean[0].losses, runs[0].losses, 1e-6);
 }
 
+// resnet: where the plan runs BatchNorm with the add and ReLU after it in one pass (step_plan.cpp,
+// Note [BatchNorm, add and ReLU in one pass]), synchronised BatchNorm keeps its own calls, and the
+// three layers' calls run on the fused buffers: the add over BatchNorm's output, and its gradient
+// for it in place.
 TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-parallel][batchnorm]") {
-  TrainerOptions o = testing::constant_sgd(16);
-  o.sync_batchnorm = true;
-  const SyntheticData data(16 * 3, kImage, kClasses, 9);
-  auto make = [] { return make_preset("small-bn", kImage, kClasses); };
-  TrainerOptions whole = testing::constant_sgd(16);
-  whole.micro_batch = 16;
-  const Run one = one_process(make(), whole, data, 3);
-  const std::vector<Run> two = data_parallel(make, o, data, 3, 2);
-  for (const Run& rank : two) {
-    require_losses_close(one.losses, rank.losses, 1e-5);
-    CHECK(largest_difference(one.trainable, rank.trainable) <= 1e-5);
-  }
-  // Per rank (the default), each rank's BatchNorm sees its 8 samples: not the whole batch.
-  TrainerOptions per_rank = testing::constant_sgd(16);
-  const std::vector<Run> apart = data_parallel(make, per_rank, data, 3, 2);
-  CHECK(largest_difference(one.trainable, apart[0].trainable) > 1e-4);
-}
-
-// Synchronised BatchNorm keeps its own calls where the plan fuses BatchNorm with the add and ReLU
-// after it (step_plan.cpp, Note [BatchNorm, add and ReLU in one pass]): the three layers' calls then
-// run on the fused buffers, the add over BatchNorm's output and its gradient for it in place.
-TEST_CASE("synchronised BatchNorm over two ranks trains a resnet as one batch", "[data-parallel][batchnorm]") {
-  TrainerOptions o = testing::constant_sgd(16);
-  o.sync_batchnorm = true;
-  const SyntheticData data(16 * 2, kImage, kClasses, 12);
-  auto make = [] { return make_preset("resnet", kImage, kClasses); };
-  TrainerOptions whole = testing::constant_sgd(16);
-  whole.micro_batch = 16;
-  const Run one = one_process(make(), whole, data, 2);
-  const std::vector<Run> two = data_parallel(make, o, data, 2, 2);
-  for (const Run& rank : two) {
-    require_losses_close(one.losses, rank.losses, 1e-5);
-    CHECK(largest_difference(one.trainable, rank.trainable) <= 1e-5);
+  for (const char* model : {"small-bn", "resnet"}) {
+    INFO(model);
+    TrainerOptions o = testing::constant_sgd(16);
+    o.sync_batchnorm = true;
+    const SyntheticData data(16 * 3, kImage, kClasses, 9);
+    auto make = [&] { return make_preset(model, kImage, kClasses); };
+    TrainerOptions whole = testing::constant_sgd(16);
+    whole.micro_batch = 16;
+    const Run one = one_process(make(), whole, data, 3);
+    const std::vector<Run> two = data_parallel(make, o, data, 3, 2);
+    for (const Run& rank : two) {
+      require_losses_close(one.losses, rank.losses, 1e-5);
+      CHECK(largest_difference(one.trainable, rank.trainable) <= 1e-5);
+    }
+    // Per rank (the default), each rank's BatchNorm sees its 8 samples: not the whole batch.
+    TrainerOptions per_rank = testing::constant_sgd(16);
+    const std::vector<Run> apart = data_parallel(make, per_rank, data, 3, 2);
+    CHECK(largest_difference(one.trainable, apart[0].trainable) > 1e-4);
   }
 }
 
