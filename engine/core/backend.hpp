@@ -447,9 +447,10 @@ class Backend {
                                Tensor dgamma, Tensor dbeta, bool accumulate);
   // The same with a residual added before the ReLU, as a ResNet block ends: y = max(batchnorm(x) +
   // residual, 0) (batchnorm_forward_training into y, add(y, residual, y), relu_forward in place),
-  // and backward (relu_backward over dy in place, copy_or_add of it into dresidual, which
-  // accumulate_residual says, then batchnorm_backward). residual and dresidual are x's shape;
-  // dresidual may be empty (the residual wants no gradient). By default those calls.
+  // and backward (relu_backward, copy_or_add of its result into dresidual, which
+  // accumulate_residual says, then batchnorm_backward); the second may write the ReLU's input
+  // gradient over dy. residual and dresidual are x's shape; dresidual may be empty (the residual
+  // wants no gradient). By default those calls.
   void batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
                                            const Tensor& beta, Tensor y, Tensor running_mean, Tensor running_var,
                                            float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std);

@@ -192,37 +192,44 @@ void check_fused_add_relu(Backend& gpu, const Tensor& x, const Twin& gamma, cons
     gpu.add(composed.alone, residual, composed.alone);
     gpu.relu_forward(composed.alone, composed.alone);
     CHECK(bits_on_host(gpu, fused) == bits_on_host(gpu, composed));
+    CHECK(fused_running_mean.gpu_values() == composed_running_mean.gpu_values());
     CHECK(fused_running_var.gpu_values() == composed_running_var.gpu_values());
+    CHECK(saved_mean.gpu_values() == composed_saved_mean.gpu_values());
+    CHECK(saved_inv_std.gpu_values() == composed_saved_inv_std.gpu_values());
 
     const std::vector<float> gradient = dy.gpu_values();
-    for (bool accumulate : {false, true}) {
-      INFO("fused backward, accumulate " << accumulate);
-      Twin fused_dy(gpu, xs, gradient), composed_dy(gpu, xs, gradient);
-      Twin fused_dx(gpu, xs, 176), composed_dx(gpu, xs, 176), fused_dresidual(gpu, xs, 177),
-          composed_dresidual(gpu, xs, 177), fused_dgamma(gpu, cs, 178), composed_dgamma(gpu, cs, 178),
-          fused_dbeta(gpu, cs, 179), composed_dbeta(gpu, cs, 179);
-      gpu.batchnorm_add_relu_backward(x, fused.alone, fused_dy.gpu(), gamma.gpu(), saved_mean.gpu(),
-                                      saved_inv_std.gpu(), 1e-5f, fused_dx.gpu(), fused_dgamma.gpu(),
-                                      fused_dbeta.gpu(), accumulate, fused_dresidual.gpu(), accumulate);
-      gpu.relu_backward(composed.alone, composed_dy.gpu(), composed_dy.gpu(), false);
-      gpu.copy_or_add(composed_dy.gpu(), composed_dresidual.gpu(), accumulate);
-      gpu.batchnorm_backward(x, composed_dy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), 1e-5f,
-                             composed_dx.gpu(), composed_dgamma.gpu(), composed_dbeta.gpu(), accumulate);
-      CHECK(fused_dx.gpu_values() == composed_dx.gpu_values());
-      CHECK(fused_dresidual.gpu_values() == composed_dresidual.gpu_values());
-      CHECK(fused_dgamma.gpu_values() == composed_dgamma.gpu_values());
-      CHECK(fused_dbeta.gpu_values() == composed_dbeta.gpu_values());
-    }
-    // Without the residual's gradient (the network input wants none), dx is the same.
-    Twin dx(gpu, xs, 180), dgamma(gpu, cs, 181), dbeta(gpu, cs, 182), again_dx(gpu, xs, 180);
-    Twin again_dresidual(gpu, xs, 183), again_dgamma(gpu, cs, 181), again_dbeta(gpu, cs, 182);
-    Twin dy_copy(gpu, xs, gradient), dy_again(gpu, xs, gradient);
-    gpu.batchnorm_add_relu_backward(x, fused.alone, dy_copy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(),
-                                    1e-5f, dx.gpu(), dgamma.gpu(), dbeta.gpu(), false, Tensor{}, false);
-    gpu.batchnorm_add_relu_backward(x, fused.alone, dy_again.gpu(), gamma.gpu(), saved_mean.gpu(),
-                                    saved_inv_std.gpu(), 1e-5f, again_dx.gpu(), again_dgamma.gpu(),
-                                    again_dbeta.gpu(), false, again_dresidual.gpu(), false);
-    CHECK(dx.gpu_values() == again_dx.gpu_values());
+    for (bool accumulate : {false, true})
+      for (bool accumulate_residual : {false, true}) {
+        INFO("fused backward, accumulate " << accumulate << ", the residual's " << accumulate_residual);
+        Twin fused_dy(gpu, xs, gradient), composed_dy(gpu, xs, gradient);
+        Twin fused_dx(gpu, xs, 176), composed_dx(gpu, xs, 176), fused_dresidual(gpu, xs, 177),
+            composed_dresidual(gpu, xs, 177), fused_dgamma(gpu, cs, 178), composed_dgamma(gpu, cs, 178),
+            fused_dbeta(gpu, cs, 179), composed_dbeta(gpu, cs, 179);
+        gpu.batchnorm_add_relu_backward(x, fused.alone, fused_dy.gpu(), gamma.gpu(), saved_mean.gpu(),
+                                        saved_inv_std.gpu(), 1e-5f, fused_dx.gpu(), fused_dgamma.gpu(),
+                                        fused_dbeta.gpu(), accumulate, fused_dresidual.gpu(), accumulate_residual);
+        gpu.relu_backward(composed.alone, composed_dy.gpu(), composed_dy.gpu(), false);
+        gpu.copy_or_add(composed_dy.gpu(), composed_dresidual.gpu(), accumulate_residual);
+        gpu.batchnorm_backward(x, composed_dy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), 1e-5f,
+                               composed_dx.gpu(), composed_dgamma.gpu(), composed_dbeta.gpu(), accumulate);
+        CHECK(fused_dx.gpu_values() == composed_dx.gpu_values());
+        CHECK(fused_dresidual.gpu_values() == composed_dresidual.gpu_values());
+        CHECK(fused_dgamma.gpu_values() == composed_dgamma.gpu_values());
+        CHECK(fused_dbeta.gpu_values() == composed_dbeta.gpu_values());
+      }
+    // Without the residual's gradient (the network input wants none): the ReLU's and BatchNorm's.
+    Twin fused_dy(gpu, xs, gradient), composed_dy(gpu, xs, gradient);
+    Twin fused_dx(gpu, xs, 180), composed_dx(gpu, xs, 180), fused_dgamma(gpu, cs, 181),
+        composed_dgamma(gpu, cs, 181), fused_dbeta(gpu, cs, 182), composed_dbeta(gpu, cs, 182);
+    gpu.batchnorm_add_relu_backward(x, fused.alone, fused_dy.gpu(), gamma.gpu(), saved_mean.gpu(),
+                                    saved_inv_std.gpu(), 1e-5f, fused_dx.gpu(), fused_dgamma.gpu(),
+                                    fused_dbeta.gpu(), false, Tensor{}, false);
+    gpu.relu_backward(composed.alone, composed_dy.gpu(), composed_dy.gpu(), false);
+    gpu.batchnorm_backward(x, composed_dy.gpu(), gamma.gpu(), saved_mean.gpu(), saved_inv_std.gpu(), 1e-5f,
+                           composed_dx.gpu(), composed_dgamma.gpu(), composed_dbeta.gpu(), false);
+    CHECK(fused_dx.gpu_values() == composed_dx.gpu_values());
+    CHECK(fused_dgamma.gpu_values() == composed_dgamma.gpu_values());
+    CHECK(fused_dbeta.gpu_values() == composed_dbeta.gpu_values());
   }
 }
 

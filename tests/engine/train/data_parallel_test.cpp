@@ -202,6 +202,11 @@ TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-pa
     const std::vector<Run> apart = data_parallel(make, per_rank, data, 3, 2);
     CHECK(largest_difference(one.trainable, apart[0].trainable) > 1e-4);
   }
+  // A rank's plan (8 samples) fuses resnet's adds, so the run above went through the fused buffers.
+  CpuBackend backend(1);
+  Network net = make_preset("resnet", kImage, kClasses);
+  const Trainer rank_sized(net, backend, memory::host_resource(), testing::constant_sgd(8));
+  CHECK(rank_sized.memory().fused_adds > 0);
 }
 
 TEST_CASE("synchronised BatchNorm refuses an uneven batch on every rank, none left waiting",
