@@ -292,12 +292,16 @@ class Backend {
   // layers get float copies, with their 16-bit bits beside them for the products. A backend that
   // says false is never handed packed16.
   virtual bool takes_packed_values() const { return false; }
-  // True where batchnorm_relu_forward_training and batchnorm_relu_backward, and their forms with a
-  // residual add (batchnorm_add_relu_*), run in one pass over the values each (Notes [BatchNorm and
-  // ReLU in one pass] and [BatchNorm, add and ReLU in one pass], step_plan.cpp): a step then has
-  // its BatchNorm layers run the add and ReLU after them in their own calls. Elsewhere those calls
-  // are the ones they are made of, and no step makes them.
+  // True where batchnorm_relu_forward_training and batchnorm_relu_backward run in one pass over
+  // the values each (Note [BatchNorm and ReLU in one pass], step_plan.cpp): a step then has its
+  // BatchNorm layers run the ReLU after them in their own calls. Elsewhere those calls are the
+  // two they are made of, and no step makes them.
   virtual bool fuses_batchnorm_relu() const { return false; }
+  // The same for batchnorm_add_relu_forward_training and batchnorm_add_relu_backward, where
+  // fuses_batchnorm_relu holds too (Note [BatchNorm, add and ReLU in one pass], step_plan.cpp):
+  // CUDA in bf16 and fp16. The plan that fuses them keeps the ReLU's output a little longer, so a
+  // backend that would only make the calls they are made of (the CPU) says false.
+  virtual bool fuses_batchnorm_add_relu() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device
   // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.

@@ -126,22 +126,25 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
 }
 
 // Note [BatchNorm, add and ReLU in one pass]
-// A ResNet block ends max(BatchNorm(x) + residual, 0). Where BatchNorm and ReLU run in one pass
-// (fuses_batchnorm_relu), the BatchNorm b runs the add a and the ReLU r too when: a reads b and
-// comes right after it (a = b + 1: the residual, a's other input, is there at b's forward, and
-// nothing runs between the two either way), a alone reads b's output and r alone reads a's, and
-// none of the three is recomputed. Forward then writes max(BatchNorm(x) + residual, 0) once, where
-// the three layers would make a pass each over the values; backward masks r's output gradient as
-// it reads it, writes the residual's gradient from it and goes on with BatchNorm's backward, where
-// the ReLU and the add's two copies would make passes of their own. The plan gives the three
-// values one buffer (the add runs in place over b's output, the ReLU over the add's: both
+// A ResNet block ends max(BatchNorm(x) + residual, 0). Where the backend runs the three in one pass
+// (fuses_batchnorm_add_relu: CUDA in bf16 and fp16), the BatchNorm b runs the add a and the ReLU r
+// when: a reads b and comes right after it (a = b + 1: the residual, a's other input, is there at
+// b's forward, and nothing runs between the two either way), a alone reads b's output and r alone
+// reads a's, and none of the three is recomputed. Forward then writes max(BatchNorm(x) + residual,
+// 0) once, where the three layers would make a pass each over the values; backward masks r's output
+// gradient as it reads it, writes the residual's gradient from it and goes on with BatchNorm's
+// backward, where the ReLU and the add's two copies would make passes of their own. The plan gives
+// the three values one buffer (the add runs in place over b's output, the ReLU over the add's: both
 // inputs are read there alone) and their gradients one (b's output gradient is the add's output
 // gradient, which is the ReLU's input gradient): the masked gradient is never written. That buffer
-// of values stays live until b's backward, which reads r's output for the mask. The residual's
-// gradient is written at b's backward instead of a's, which a = b + 1 makes the next backward op
-// but recomputations, so the order of its writers, and their accumulate flags, stand. A step that
-// does not run the three in one (synchronised BatchNorm) runs their own calls on the same buffers:
-// the add writes over its input, and its gradient for b is in place already (Add::backward).
+// of values stays live until b's backward, which reads r's output for the mask: two ops longer than
+// r's output lived, which can raise the peak a little (resnet18 at 256 in bf16: 0.36 %), so a
+// backend that would only make the calls the fused ones are made of says it does not fuse them. The
+// residual's gradient is written at b's backward instead of a's, which a = b + 1 makes the next
+// backward op but recomputations, so the order of its writers, and their accumulate flags, stand. A
+// step that does not run the three in one (synchronised BatchNorm) runs their own calls on the same
+// buffers: the add writes over its input, and its gradient for b is in place already
+// (Add::backward).
 std::vector<int> adds_over_batchnorm(const Network& net, const std::vector<std::vector<int>>& readers,
                                      const StepNeeds& needs, const StepSchedule& s) {
   std::vector<int> over(static_cast<std::size_t>(net.size()), 0);
@@ -196,8 +199,9 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   p.grad_last.assign(nodes, -1);
   p.fused_relu.assign(nodes, 0);
   p.fused_add.assign(nodes, 0);
-  p.add_over = allowed && fuses_batchnorm_relu(needs) ? adds_over_batchnorm(net, readers, needs, s)
-                                                      : std::vector<int>(nodes, 0);
+  p.add_over = allowed && fuses_batchnorm_relu(needs) && needs.fuse_batchnorm_add_relu
+                   ? adds_over_batchnorm(net, readers, needs, s)
+                   : std::vector<int>(nodes, 0);
   for (int id = 0; id < net.size(); ++id) {
     p.value_root[static_cast<std::size_t>(id)] = p.grad_root[static_cast<std::size_t>(id)] = id;
     if (training && net.has_gradient(id))
@@ -433,6 +437,7 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
   needs.loss_workspace = backend.loss_workspace_bytes(net.task(), net.output_shape().batched(micro_batch));
   needs.packed = backend.takes_packed_values() ? value_format(backend.precision()) : ValueFormat::fp32;
   needs.fuse_batchnorm_relu = backend.fuses_batchnorm_relu();
+  needs.fuse_batchnorm_add_relu = backend.fuses_batchnorm_add_relu();
   return needs;
 }
 

@@ -107,6 +107,9 @@ struct StepNeeds {
   // The backend runs a ReLU after BatchNorm in BatchNorm's calls (Backend::fuses_batchnorm_relu;
   // step_plan.cpp, Note [BatchNorm and ReLU in one pass]).
   bool fuse_batchnorm_relu = false;
+  // And the residual add before that ReLU (Backend::fuses_batchnorm_add_relu; step_plan.cpp, Note
+  // [BatchNorm, add and ReLU in one pass]).
+  bool fuse_batchnorm_add_relu = false;
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);

@@ -25,13 +25,14 @@ namespace {
 const Shape kImage{1, 8, 8};
 constexpr int kClasses = 4, kBatch = 8, kSteps = 4;
 
-// A CPU backend that says it runs BatchNorm and ReLU in one pass, and counts the fused calls it
-// gets (they run as the calls they are made of: Backend's default).
+// A CPU backend that says it runs BatchNorm and ReLU, and BatchNorm, add and ReLU, in one pass, and
+// counts the fused calls it gets (they run as the calls they are made of: Backend's default).
 template <class Base>
 class Fusing : public Base {
  public:
   using Base::Base;
   bool fuses_batchnorm_relu() const override { return true; }
+  bool fuses_batchnorm_add_relu() const override { return true; }
   int fused_forwards = 0, fused_backwards = 0, fused_add_forwards = 0, fused_add_backwards = 0;
 
  protected:
@@ -75,6 +76,7 @@ class NotFusing : public Base {
  public:
   using Base::Base;
   bool fuses_batchnorm_relu() const override { return false; }
+  bool fuses_batchnorm_add_relu() const override { return false; }
 };
 
 StepPlan plan(Network& net, Backend& backend, const RecomputeSet& recompute = {}) {
@@ -196,7 +198,8 @@ TEST_CASE("a BatchNorm runs the residual add and the ReLU after it where the add
   const StepPlan fused = plan(net, fusing);
   CHECK(fused_adds(fused) == std::vector<std::pair<int, int>>{{2, 3}, {11, 12}, {15, 16}});
   CHECK(fused_pairs(fused) == std::vector<std::pair<int, int>>{{2, 4}, {6, 7}, {11, 13}, {15, 17}});
-  CHECK(fused_adds(plan(net, cpu)) == fused_adds(fused));
+  // Not on the CPU, which would make the calls they are made of, on a plan that keeps more.
+  CHECK(fused_adds(plan(net, cpu)).empty());
   for (auto [b, a] : fused_adds(fused)) {
     INFO("BatchNorm " << b);
     const int r = fused.fused_relu[static_cast<std::size_t>(b)];
@@ -233,7 +236,7 @@ TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run
     FusingCpu fusing(cpu);
     NotFusing<ForwardingBackend> not_fusing(cpu);
     const Run plain = train(model, not_fusing), fused = train(model, fusing), one_pass = train(model, cpu);
-    const Run direct = train(model, cpu, memory::Strategy::direct);
+    const Run direct = train(model, fusing, memory::Strategy::direct);
     CHECK(direct.losses == plain.losses);
     CHECK(direct.parameters == plain.parameters);
     CHECK((model == kAddedTo || fusing.fused_forwards > 0));  // kAddedTo has no BatchNorm and ReLU pair

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cmath>
 #include <set>
+#include <string>
 
 #include "backends/cpu/cpu_backend.hpp"
+#include "engine/core/forwarding_backend.hpp"
 #include "engine/train/detail/gradient_buckets.hpp"
 #include "memory/host_resource.hpp"
 #include <cnnengine/models/network_text.hpp>
@@ -56,14 +58,25 @@ Batch share(const SyntheticData& data, int s, int batch, int rank, int ranks) {
   return b;
 }
 
+// The CPU backend made to say it runs BatchNorm, add and ReLU in one pass (Note [BatchNorm, add and
+// ReLU in one pass], step_plan.cpp), as CUDA does in 16 bits: its plans fuse them.
+class FusingAdds : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  bool fuses_batchnorm_add_relu() const override { return true; }
+};
+
 // `ranks` trainers on threads, each given its share of every batch; every rank's run.
 std::vector<Run> data_parallel(const std::function<Network()>& make, TrainerOptions o, const SyntheticData& data,
                                int steps, int ranks,
-                               const std::function<memory::MemoryResource&(int)>& memory_of = nullptr) {
+                               const std::function<memory::MemoryResource&(int)>& memory_of = nullptr,
+                               bool fusing_adds = false) {
   ThreadRanks group(ranks);
   std::vector<Run> runs(static_cast<std::size_t>(ranks));
   group.run([&](int r) {
-    CpuBackend backend(1);
+    CpuBackend cpu(1);
+    FusingAdds fusing(cpu);
+    Backend& backend = fusing_adds ? static_cast<Backend&>(fusing) : cpu;
     Network net = make();
     TrainerOptions mine = o;
     mine.communicator = &group.rank(r);
@@ -185,6 +198,7 @@ TEST_CASE("an out-of-memory failure on one rank: every rank replays the step, no
 TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-parallel][batchnorm]") {
   for (const char* model : {"small-bn", "resnet"}) {
     INFO(model);
+    const bool fusing_adds = std::string(model) == "resnet";
     TrainerOptions o = testing::constant_sgd(16);
     o.sync_batchnorm = true;
     const SyntheticData data(16 * 3, kImage, kClasses, 9);
@@ -192,7 +206,7 @@ TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-pa
     TrainerOptions whole = testing::constant_sgd(16);
     whole.micro_batch = 16;
     const Run one = one_process(make(), whole, data, 3);
-    const std::vector<Run> two = data_parallel(make, o, data, 3, 2);
+    const std::vector<Run> two = data_parallel(make, o, data, 3, 2, nullptr, fusing_adds);
     for (const Run& rank : two) {
       require_losses_close(one.losses, rank.losses, 1e-5);
       CHECK(largest_difference(one.trainable, rank.trainable) <= 1e-5);
@@ -203,7 +217,8 @@ TEST_CASE("synchronised BatchNorm over two ranks trains as one batch", "[data-pa
     CHECK(largest_difference(one.trainable, apart[0].trainable) > 1e-4);
   }
   // A rank's plan (8 samples) fuses resnet's adds, so the run above went through the fused buffers.
-  CpuBackend backend(1);
+  CpuBackend cpu(1);
+  FusingAdds backend(cpu);
   Network net = make_preset("resnet", kImage, kClasses);
   const Trainer rank_sized(net, backend, memory::host_resource(), testing::constant_sgd(8));
   CHECK(rank_sized.memory().fused_adds > 0);
