@@ -26,11 +26,10 @@ class Add final : public Layer {
   LayerCost forward_cost() const override { return {elements_, 3 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->add(c.inputs[0], c.inputs[1], c.output); }
   // An input's gradient may be the output's own buffer (Note [BatchNorm, add and ReLU in one pass],
-  // step_plan.cpp): it holds the gradient already.
+  // step_plan.cpp): copy_or_add then has nothing to copy.
   void backward(const LayerContext& c) override {
     for (std::size_t i = 0; i < 2; ++i)
-      if (wants_gradient(c, i) && !(c.grad_inputs[i].data == c.grad_output.data && !c.accumulate[i]))
-        c.backend->copy_or_add(c.grad_output, c.grad_inputs[i], c.accumulate[i]);
+      if (wants_gradient(c, i)) c.backend->copy_or_add(c.grad_output, c.grad_inputs[i], c.accumulate[i]);
   }
 
  private:

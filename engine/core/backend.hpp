@@ -497,7 +497,7 @@ class Backend {
 
   // Note [Values as they are stored]: a, b and y may be 16 bits alone.
   void add(const Tensor& a, const Tensor& b, Tensor y);
-  // dst = src (accumulate false) or dst += src.
+  // dst = src (accumulate false; nothing to do where dst is src) or dst += src.
   void copy_or_add(const Tensor& src, Tensor dst, bool accumulate);
 
   // Channels [from_channel, from_channel + channels) of `from` to channels [to_channel, ...) of

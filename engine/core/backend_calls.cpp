@@ -291,7 +291,11 @@ void Backend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, 
 
 void Backend::add(const Tensor& a, const Tensor& b, Tensor y) { do_add(a, b, y); }
 
-void Backend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) { do_copy_or_add(src, dst, accumulate); }
+void Backend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
+  // A copy onto itself, as an add's gradient for an input it shares in place (Add::backward): nothing to do.
+  if (!accumulate && src.data == dst.data && src.packed16 == dst.packed16) return;
+  do_copy_or_add(src, dst, accumulate);
+}
 
 void Backend::copy_channels(const Tensor& from, int from_channel, Tensor to, int to_channel, int channels,
                             bool accumulate) {
