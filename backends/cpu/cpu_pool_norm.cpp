@@ -1,5 +1,6 @@
 // Pooling and batch normalisation: loops over (image, channel) planes or channels, in parallel.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -166,6 +167,83 @@ void pool_window_backward(const Pool2dDesc& d, const float* in, float m, float g
     for (int j = win.w0; j < win.w1; ++j) grad_in[i * w + j] += share;
 }
 
+// Note [Max pooling 3x3 at stride 2]: the ResNets' stem pools 3x3 windows at stride 2 (padded by
+// 1 in torchvision's), over the largest activation of the network. The windows that lie whole
+// inside the input run with the window's shape fixed; the rest, along the border, by the general
+// path, in the same order. A maximum is the general path's chain from -inf in row-major order and
+// the backward pass adds each window's gradient to its first element equal to the maximum, window
+// after window, so both give the general path's bits (NaNs skipped alike), branch-free inside.
+bool is_max_3x3_stride_2(const Pool2dDesc& d) {
+  return d.mode == PoolMode::max && d.window_h == 3 && d.window_w == 3 && d.stride_h == 2 && d.stride_w == 2;
+}
+
+// The windows [first, last) along a side of `size` inputs, padded by `pad`, whose 3 inputs all lie
+// inside it, out of `out` windows.
+struct WholeWindows {
+  int first = 0, last = 0;
+  bool contains(int o) const { return o >= first && o < last; }
+};
+WholeWindows whole_windows(int size, int pad, int out) {
+  WholeWindows span;
+  if (size + pad < 3) return span;
+  span.first = std::min(out, (pad + 1) / 2);         // 2 o - pad >= 0
+  span.last = std::min(out, (size + pad - 3) / 2 + 1);  // 2 o - pad + 3 <= size
+  span.last = std::max(span.last, span.first);
+  return span;
+}
+
+// Where a 3x3 window's 9 inputs lie in a plane `w` wide, in row-major order, from its top-left one.
+struct Taps3x3 {
+  std::ptrdiff_t at[9];
+  explicit Taps3x3(int w) {
+    for (int k = 0; k < 9; ++k) at[k] = static_cast<std::ptrdiff_t>(k / 3) * w + k % 3;
+  }
+};
+
+float max_3x3(const float* corner, const Taps3x3& taps) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int k = 0; k < 9; ++k) m = std::max(m, corner[taps.at[k]]);
+  return m;
+}
+
+void max_3x3_stride_2_forward_plane(const Pool2dDesc& d, const float* in, float* out, int h, int w, int ho, int wo) {
+  const WholeWindows rows = whole_windows(h, d.pad_h, ho), cols = whole_windows(w, d.pad_w, wo);
+  const Taps3x3 taps(w);
+  for (int oh = 0; oh < ho; ++oh) {
+    float* o = out + static_cast<std::size_t>(oh) * wo;
+    if (!rows.contains(oh)) {
+      for (int ow = 0; ow < wo; ++ow) o[ow] = pool_window(d, in, h, w, oh, ow);
+      continue;
+    }
+    const float* r0 = in + static_cast<std::ptrdiff_t>(2 * oh - d.pad_h) * w - d.pad_w;
+    for (int ow = 0; ow < cols.first; ++ow) o[ow] = pool_window(d, in, h, w, oh, ow);
+    for (int ow = cols.first; ow < cols.last; ++ow) o[ow] = max_3x3(r0 + 2 * ow, taps);
+    for (int ow = cols.last; ow < wo; ++ow) o[ow] = pool_window(d, in, h, w, oh, ow);
+  }
+}
+
+// Adds each window's gradient to grad_in, which holds zeros or what is accumulated onto.
+void max_3x3_stride_2_backward_plane(const Pool2dDesc& d, const float* in, const float* out, const float* grad_out,
+                                     float* grad_in, int h, int w, int ho, int wo) {
+  const WholeWindows rows = whole_windows(h, d.pad_h, ho), cols = whole_windows(w, d.pad_w, wo);
+  const Taps3x3 taps(w);
+  for (int oh = 0; oh < ho; ++oh)
+    for (int ow = 0; ow < wo; ++ow) {
+      const std::size_t o = static_cast<std::size_t>(oh) * wo + static_cast<std::size_t>(ow);
+      if (!rows.contains(oh) || !cols.contains(ow)) {
+        pool_window_backward(d, in, out[o], grad_out[o], grad_in, h, w, oh, ow);
+        continue;
+      }
+      const std::ptrdiff_t corner = static_cast<std::ptrdiff_t>(2 * oh - d.pad_h) * w + (2 * ow - d.pad_w);
+      // Which taps equal the maximum, as bits (a chain of selects compiles to branches that
+      // mispredict: which tap holds the maximum is data); none where every input is NaN: no route.
+      unsigned equal = 1u << 9;
+      for (int k = 0; k < 9; ++k) equal |= static_cast<unsigned>(in[corner + taps.at[k]] == out[o]) << k;
+      const int first = std::countr_zero(equal);
+      if (first < 9) grad_in[corner + taps.at[first]] += grad_out[o];
+    }
+}
+
 }  // namespace
 
 void CpuBackend::do_pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor y) {
@@ -181,6 +259,13 @@ void CpuBackend::do_pool2d_forward(const Pool2dDesc& d, const Tensor& x, Tensor 
         for (int oh = 0; oh < ho; ++oh)
           for (int ow = oh < rows ? cols : 0; ow < wo; ++ow) out[oh * wo + ow] = pool_window(d, in, h, w, oh, ow);
       }
+    });
+    return;
+  }
+  if (is_max_3x3_stride_2(d)) {
+    cpu::parallel_ranges(threads_, planes, [&](int, std::size_t b, std::size_t e) {
+      for (std::size_t p = b; p < e; ++p)
+        max_3x3_stride_2_forward_plane(d, x.data + p * h * w, y.data + p * ho * wo, h, w, ho, wo);
     });
     return;
   }
@@ -209,6 +294,10 @@ void CpuBackend::do_pool2d_backward(const Pool2dDesc& d, const Tensor& x, const 
         continue;
       }
       if (!accumulate) std::memset(grad_in, 0, sizeof(float) * static_cast<std::size_t>(h) * w);
+      if (is_max_3x3_stride_2(d)) {
+        max_3x3_stride_2_backward_plane(d, in, out, grad_out, grad_in, h, w, ho, wo);
+        continue;
+      }
       // The windows that lie whole inside the input by the fast path (2x2), the rest one by one.
       const int rows = is_max_2x2(d) ? std::min(ho, h / 2) : 0, cols = is_max_2x2(d) ? std::min(wo, w / 2) : 0;
       if (rows > 0 && cols > 0) max_2x2_backward_plane(in, out, grad_out, grad_in, w, rows, cols, wo, true);

@@ -63,6 +63,29 @@ void check_pad(const char* call, const PadDesc& d, const Tensor& x, const Tensor
                      std::to_string(d.bottom) + " (left, right, top, bottom)");
 }
 
+// y is x [N, C, H, W] pooled as d says: windows inside their padding, as many along each side as
+// floor mode gives or one more (ceil mode).
+void check_pool(const char* call, const Pool2dDesc& d, const Tensor& x, const Tensor& y) {
+  const auto side_fits = [](int window, int stride, int pad) {
+    return window >= 1 && stride >= 1 && pad >= 0 && pad < window;
+  };
+  if (!side_fits(d.window_h, d.stride_h, d.pad_h) || !side_fits(d.window_w, d.stride_w, d.pad_w))
+    throw ConfigError(std::string(call) + ": windows " + std::to_string(d.window_h) + "x" + std::to_string(d.window_w) +
+                      " at stride " + std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) + ", padded by " +
+                      std::to_string(d.pad_h) + "x" + std::to_string(d.pad_w) +
+                      ": windows and strides must be 1 or more, padding 0 or more and smaller than the window");
+  const auto pooled = [](long long in, long long out, int window, int stride, int pad) {
+    const long long reach = in + 2LL * pad - window;
+    return reach >= 0 && (out == reach / stride + 1 || out == reach / stride + 2);
+  };
+  if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c() ||
+      !pooled(x.h(), y.h(), d.window_h, d.stride_h, d.pad_h) || !pooled(x.w(), y.w(), d.window_w, d.stride_w, d.pad_w))
+    throw ShapeError(std::string(call) + ": " + y.shape.str() + " is not " + x.shape.str() + " pooled by " +
+                     std::to_string(d.window_h) + "x" + std::to_string(d.window_w) + " windows at stride " +
+                     std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) + ", padded by " +
+                     std::to_string(d.pad_h) + "x" + std::to_string(d.pad_w));
+}
+
 // b is a's shape, or [N, C, 1, 1] under an [N, C, H, W] a (Backend::multiply).
 void check_gate(const char* call, const Tensor& a, const Tensor& b) {
   if (b.elements() == a.elements()) return;
@@ -225,10 +248,16 @@ void Backend::activation_backward(const ActivationDesc& desc, const Tensor& x, c
   do_activation_backward(desc, x, y, dy, dx, accumulate);
 }
 
-void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) { do_pool2d_forward(desc, x, y); }
+void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
+  check_pool("pool2d_forward", desc, x, y);
+  do_pool2d_forward(desc, x, y);
+}
 
 void Backend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor dx,
                               bool accumulate) {
+  check_pool("pool2d_backward", desc, x, y);
+  same_size("pool2d_backward", y, dy);
+  same_size("pool2d_backward", x, dx);
   do_pool2d_backward(desc, x, y, dy, dx, accumulate);
 }
 

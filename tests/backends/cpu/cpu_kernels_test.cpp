@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -41,6 +44,54 @@ std::vector<float> reference_max_pool_backward(const std::vector<float>& x, cons
   return dx;
 }
 
+// Max pooling of k x k windows at stride s, padded by p, as documented: each window's maximum over
+// its part inside the input (a chain from -inf, NaNs skipped), and backward its gradient added to
+// the first element (in row-major order) equal to it, window after window.
+struct PoolCase {
+  int h, w, k, s, p;
+  int ho() const { return (h + 2 * p - k) / s + 1; }
+  int wo() const { return (w + 2 * p - k) / s + 1; }
+};
+
+template <class F>
+void each_window_input(const PoolCase& c, int oh, int ow, F&& f) {
+  for (int i = std::max(oh * c.s - c.p, 0); i < std::min(oh * c.s - c.p + c.k, c.h); ++i)
+    for (int j = std::max(ow * c.s - c.p, 0); j < std::min(ow * c.s - c.p + c.k, c.w); ++j)
+      if (!f(static_cast<std::size_t>(i) * c.w + j)) return;
+}
+
+std::vector<float> reference_max_pool_forward(const PoolCase& c, const std::vector<float>& x, int planes) {
+  std::vector<float> y(static_cast<std::size_t>(planes) * c.ho() * c.wo());
+  for (int p = 0; p < planes; ++p)
+    for (int oh = 0; oh < c.ho(); ++oh)
+      for (int ow = 0; ow < c.wo(); ++ow) {
+        float m = -std::numeric_limits<float>::infinity();
+        each_window_input(c, oh, ow, [&](std::size_t at) {
+          m = std::max(m, x[static_cast<std::size_t>(p) * c.h * c.w + at]);
+          return true;
+        });
+        y[(static_cast<std::size_t>(p) * c.ho() + oh) * c.wo() + ow] = m;
+      }
+  return y;
+}
+
+std::vector<float> reference_max_pool_backward(const PoolCase& c, const std::vector<float>& x,
+                                               const std::vector<float>& y, const std::vector<float>& dy,
+                                               std::vector<float> dx, int planes) {
+  for (int p = 0; p < planes; ++p)
+    for (int oh = 0; oh < c.ho(); ++oh)
+      for (int ow = 0; ow < c.wo(); ++ow) {
+        const std::size_t o = (static_cast<std::size_t>(p) * c.ho() + oh) * c.wo() + ow;
+        each_window_input(c, oh, ow, [&](std::size_t at) {
+          const std::size_t in = static_cast<std::size_t>(p) * c.h * c.w + at;
+          if (x[in] != y[o]) return true;
+          dx[in] += dy[o];
+          return false;
+        });
+      }
+  return dx;
+}
+
 }  // namespace
 
 TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and the rest of a row",
@@ -67,6 +118,41 @@ TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and
         std::size_t wrong = 0;
         for (std::size_t i = 0; i < dx.size(); ++i) wrong += dx[i] != want[i];
         CHECK(wrong == 0);
+      }
+}
+
+TEST_CASE("max pooling 3x3 at stride 2 gives the general path's bits, borders, ties and NaNs included",
+          "[cpu][pool]") {
+  // torchvision's stem (padded by 1) and unpadded, on even and odd sides, down to planes with no
+  // window whole inside them.
+  const PoolCase cases[] = {{112, 112, 3, 2, 1}, {9, 13, 3, 2, 1}, {10, 7, 3, 2, 0}, {3, 3, 3, 2, 1},
+                            {2, 5, 3, 2, 1},     {1, 1, 3, 2, 1},  {4, 3, 3, 2, 2}, {6, 6, 3, 2, 0}};
+  for (const PoolCase& pc : cases)
+    for (int threads : {1, 2})
+      for (bool accumulate : {false, true}) {
+        CAPTURE(pc.h, pc.w, pc.p, threads, accumulate);
+        CpuBackend backend(threads);
+        const int n = 2, c = 3, planes = n * c, ho = pc.ho(), wo = pc.wo();
+        std::vector<float> x(static_cast<std::size_t>(planes) * pc.h * pc.w);
+        std::vector<float> y(static_cast<std::size_t>(planes) * ho * wo), dy(y.size()), dx(x.size());
+        // Four values, so that most windows hold ties, and a NaN now and then.
+        for (std::size_t i = 0; i < x.size(); ++i)
+          x[i] = static_cast<float>(static_cast<int>(4 * uniform01(7, i))) - 1.f;
+        for (std::size_t i = 0; i < x.size(); i += 7) x[i] = std::numeric_limits<float>::quiet_NaN();
+        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 2.f * uniform01(8, i) - 1.f;
+        for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = accumulate ? uniform01(9, i) : 123.f;
+        Pool2dDesc d;
+        d.window_h = d.window_w = 3;
+        d.pad_h = d.pad_w = pc.p;
+        backend.pool2d_forward(d, Tensor{x.data(), Shape{n, c, pc.h, pc.w}}, Tensor{y.data(), Shape{n, c, ho, wo}});
+        const std::vector<float> want_y = reference_max_pool_forward(pc, x, planes);
+        CHECK(std::memcmp(y.data(), want_y.data(), y.size() * sizeof(float)) == 0);
+        const std::vector<float> want_dx = reference_max_pool_backward(
+            pc, x, want_y, dy, accumulate ? dx : std::vector<float>(dx.size(), 0.f), planes);
+        backend.pool2d_backward(d, Tensor{x.data(), Shape{n, c, pc.h, pc.w}}, Tensor{y.data(), Shape{n, c, ho, wo}},
+                                Tensor{dy.data(), Shape{n, c, ho, wo}}, Tensor{dx.data(), Shape{n, c, pc.h, pc.w}},
+                                accumulate);
+        CHECK(std::memcmp(dx.data(), want_dx.data(), dx.size() * sizeof(float)) == 0);
       }
 }
 

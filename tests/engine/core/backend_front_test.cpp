@@ -154,6 +154,28 @@ TEST_CASE("backend fronts: shapes that do not fit are refused before a backend r
                         Tensor{a.data(), Shape{1, 1, 2, 2}}, false);
       },
       "pad_backward: [1x1x2x2] is not [1x1x2x2] padded by 0, 0, 1, 0 (left, right, top, bottom)");
+  Pool2dDesc stem;  // torchvision's ResNet stem: max 3x3 at stride 2, padded by 1
+  stem.window_h = stem.window_w = 3;
+  stem.pad_h = stem.pad_w = 1;
+  Pool2dDesc padded_past = stem;
+  padded_past.pad_w = 3;
+  check_refused<ConfigError>(
+      [&](Backend& be) {
+        be.pool2d_forward(padded_past, Tensor{a.data(), Shape{1, 1, 4, 4}}, Tensor{y.data(), Shape{1, 1, 2, 2}});
+      },
+      "pool2d_forward: windows 3x3 at stride 2x2, padded by 1x3: windows and strides must be 1 or more, padding 0 or "
+      "more and smaller than the window");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.pool2d_forward(stem, Tensor{a.data(), Shape{1, 1, 4, 4}}, Tensor{y.data(), Shape{1, 1, 4, 2}});
+      },
+      "pool2d_forward: [1x1x4x2] is not [1x1x4x4] pooled by 3x3 windows at stride 2x2, padded by 1x1");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.pool2d_backward(stem, Tensor{a.data(), Shape{1, 1, 4, 4}}, Tensor{y.data(), Shape{1, 1, 2, 2}},
+                           Tensor{b.data(), Shape{1, 1, 2, 3}}, Tensor{a.data(), Shape{1, 1, 4, 4}}, false);
+      },
+      "pool2d_backward: [1x1x2x2] and [1x1x2x3] differ in size");
   check_refused<ShapeError>(
       [&](Backend& be) {
         be.unscale_gradients(Tensor{a.data(), Shape{16}}, 0.5f, Tensor{b.data(), Shape{2}});
