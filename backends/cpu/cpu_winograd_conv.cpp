@@ -130,9 +130,13 @@ Plan adjoint_plan(const Conv2dDesc& d, const Shape& y, int threads) {
 // after the one before. Where that is a multiple of 4 KiB (unet's 64x64 maps: a chunk of 96 tiles
 // times any multiple of 32 channels) the rows all fall in the same sets of the L1 cache, and a load
 // waits on a store to another row at the same address within its page: unet's output transforms
-// ran twice as long, its forward convolutions up to 1.2 times (conv_peak). One cache line more
-// between points spreads them over the sets; the values and their order are the same.
-std::size_t point_stride(std::size_t rows, std::size_t tiles) { return rows * tiles + 16; }
+// ran twice as long, its forward convolutions up to 1.2 times (conv_peak). Points an odd number of
+// cache lines apart spread over the sets (no two of a tile's points are a multiple of 64 lines
+// apart); the values and their order are the same.
+std::size_t point_stride(std::size_t rows, std::size_t tiles) {
+  const std::size_t lines = (rows * tiles + 15) / 16;  // of 16 floats
+  return (lines | 1) * 16;
+}
 
 // One thread's share of the workspace, in floats (each part 64-byte aligned): the chunk's
 // transformed inputs V [xi][in][tiles] and products M (or dM) [xi][out][tiles], the transforms'
