@@ -1,6 +1,7 @@
 // Backend's public calls (Note [One front per backend call], backend.hpp): each checks what
 // every backend requires of its arguments, in O(1), and hands the call to the backend's
 // do_<name>. A check that one backend alone needs stays in that backend.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -63,6 +64,42 @@ void check_pad(const char* call, const PadDesc& d, const Tensor& x, const Tensor
                      std::to_string(d.bottom) + " (left, right, top, bottom)");
 }
 
+// A convolution's arguments: x [N, C, H, W] and y [N, out, Ho, Wo] as d slides its kernel (y's
+// sides as sliding_output gives them), w [out][C / groups][kh][kw], and a bias (or its gradient)
+// of one value an output channel or none. Backward-data's x and y are dx and dy.
+void check_conv(const char* call, const Conv2dDesc& d, const Shape& x, const Tensor& w, const Tensor& bias,
+                const Shape& y) {
+  const int groups = std::max(d.groups, 1), dilation = std::max(d.dilation, 1);
+  if (d.kernel_h < 1 || d.kernel_w < 1 || d.stride < 1 || d.padding < 0 || d.groups < 0 || d.dilation < 0 ||
+      d.out_channels < 1 || d.out_channels % groups != 0)
+    throw ConfigError(std::string(call) + ": a " + std::to_string(d.kernel_h) + "x" + std::to_string(d.kernel_w) +
+                      " kernel at stride " + std::to_string(d.stride) + ", padding " + std::to_string(d.padding) +
+                      ", dilation " + std::to_string(d.dilation) + ", " + std::to_string(d.groups) + " groups and " +
+                      std::to_string(d.out_channels) +
+                      " output channels: kernels, strides and output channels must be 1 or more, padding 0 or more, "
+                      "and the output channels a multiple of the groups");
+  const auto slides = [&](long long in, long long out, int kernel) {
+    const long long reach = in + 2LL * d.padding - static_cast<long long>(dilation) * (kernel - 1) - 1;
+    return reach >= 0 && out == reach / d.stride + 1;
+  };
+  if (x.rank != 4 || y.rank != 4 || x[0] != y[0] || x[1] % groups != 0 ||
+      (d.in_channels > 0 && x[1] != d.in_channels) || y[1] != d.out_channels || !slides(x[2], y[2], d.kernel_h) ||
+      !slides(x[3], y[3], d.kernel_w))
+    throw ShapeError(std::string(call) + ": " + y.str() + " is not " + x.str() + " convolved into " +
+                     std::to_string(d.out_channels) + " channels by a " + std::to_string(d.kernel_h) + "x" +
+                     std::to_string(d.kernel_w) + " kernel at stride " + std::to_string(d.stride) + ", padding " +
+                     std::to_string(d.padding) + ", dilation " + std::to_string(dilation) + ", " +
+                     std::to_string(groups) + " groups");
+  const std::size_t weights = static_cast<std::size_t>(d.out_channels) * static_cast<std::size_t>(x[1] / groups) *
+                              static_cast<std::size_t>(d.kernel_h) * static_cast<std::size_t>(d.kernel_w);
+  if (w.elements() != weights)
+    throw ShapeError(std::string(call) + ": the weights " + w.shape.str() + " are not " + std::to_string(weights) +
+                     " values (out x in / groups x kernel)");
+  if (!absent(bias) && bias.elements() != static_cast<std::size_t>(d.out_channels))
+    throw ShapeError(std::string(call) + ": the bias " + bias.shape.str() + " is not one value for each of " +
+                     std::to_string(d.out_channels) + " output channels");
+}
+
 // y is x [N, C, H, W] pooled as d says: windows inside their padding, as many along each side as
 // floor mode gives or one more (ceil mode).
 void check_pool(const char* call, const Pool2dDesc& d, const Tensor& x, const Tensor& y) {
@@ -121,16 +158,19 @@ std::size_t Backend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape&
 
 void Backend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                              bool accumulate, Workspace ws) {
+  check_conv("conv2d_forward", desc, x.shape, w, bias, y.shape);
   do_conv2d_forward(desc, x, w, bias, y, accumulate, ws);
 }
 
 void Backend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
                                    bool accumulate, Workspace ws) {
+  check_conv("conv2d_backward_data", desc, dx.shape, w, Tensor{}, dy.shape);
   do_conv2d_backward_data(desc, dy, w, dx, accumulate, ws);
 }
 
 void Backend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
                                      Tensor dbias, Workspace ws) {
+  check_conv("conv2d_backward_filter", desc, x.shape, dw, dbias, dy.shape);
   do_conv2d_backward_filter(desc, x, dy, dw, dbias, ws);
 }
 

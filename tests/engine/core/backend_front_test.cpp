@@ -114,7 +114,7 @@ TEST_CASE("backend fronts: the task losses' arguments are checked before a backe
 }
 
 TEST_CASE("backend fronts: shapes that do not fit are refused before a backend runs the call", "[backend]") {
-  std::vector<float> a(16), b(16), y(16);
+  std::vector<float> a(16), b(16), y(16), w(72);
   check_refused<ShapeError>(
       [&](Backend& be) {
         be.copy_channels(Tensor{a.data(), Shape{1, 2, 2, 2}}, 1, Tensor{y.data(), Shape{1, 2, 2, 2}}, 0, 2, false);
@@ -154,6 +154,40 @@ TEST_CASE("backend fronts: shapes that do not fit are refused before a backend r
                         Tensor{a.data(), Shape{1, 1, 2, 2}}, false);
       },
       "pad_backward: [1x1x2x2] is not [1x1x2x2] padded by 0, 0, 1, 0 (left, right, top, bottom)");
+  Conv2dDesc conv;  // 4 channels into 2, 3x3 padded by 1
+  conv.in_channels = 4;
+  conv.out_channels = 2;
+  conv.kernel_h = conv.kernel_w = 3;
+  conv.padding = 1;
+  Conv2dDesc no_stride = conv;
+  no_stride.stride = 0;
+  check_refused<ConfigError>(
+      [&](Backend& be) {
+        be.conv2d_forward(no_stride, Tensor{a.data(), Shape{1, 4, 2, 2}}, Tensor{w.data(), Shape{2, 4, 3, 3}},
+                          Tensor{}, Tensor{y.data(), Shape{1, 2, 2, 2}}, false, Workspace{});
+      },
+      "conv2d_forward: a 3x3 kernel at stride 0, padding 1, dilation 1, 1 groups and 2 output channels: kernels, "
+      "strides and output channels must be 1 or more, padding 0 or more, and the output channels a multiple of the "
+      "groups");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.conv2d_forward(conv, Tensor{a.data(), Shape{1, 4, 2, 2}}, Tensor{w.data(), Shape{2, 4, 3, 3}}, Tensor{},
+                          Tensor{y.data(), Shape{1, 2, 3, 2}}, false, Workspace{});
+      },
+      "conv2d_forward: [1x2x3x2] is not [1x4x2x2] convolved into 2 channels by a 3x3 kernel at stride 1, padding 1, "
+      "dilation 1, 1 groups");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.conv2d_backward_data(conv, Tensor{y.data(), Shape{1, 2, 2, 2}}, Tensor{w.data(), Shape{2, 4, 3, 2}},
+                                Tensor{a.data(), Shape{1, 4, 2, 2}}, false, Workspace{});
+      },
+      "conv2d_backward_data: the weights [2x4x3x2] are not 72 values (out x in / groups x kernel)");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.conv2d_backward_filter(conv, Tensor{a.data(), Shape{1, 4, 2, 2}}, Tensor{y.data(), Shape{1, 2, 2, 2}},
+                                  Tensor{w.data(), Shape{2, 4, 3, 3}}, Tensor{b.data(), Shape{3}}, Workspace{});
+      },
+      "conv2d_backward_filter: the bias [3] is not one value for each of 2 output channels");
   Pool2dDesc stem;  // torchvision's ResNet stem: max 3x3 at stride 2, padded by 1
   stem.window_h = stem.window_w = 3;
   stem.pad_h = stem.pad_w = 1;
