@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include <cnnengine/base/error.hpp>
@@ -62,6 +63,32 @@ void check_pad(const char* call, const PadDesc& d, const Tensor& x, const Tensor
     throw ShapeError(std::string(call) + ": " + y.shape.str() + " is not " + x.shape.str() + " padded by " +
                      std::to_string(d.left) + ", " + std::to_string(d.right) + ", " + std::to_string(d.top) + ", " +
                      std::to_string(d.bottom) + " (left, right, top, bottom)");
+}
+
+// A dense layer's arguments: x [N, in...] and y [N, out...] (backward-data's dx and dy), the
+// weights out x in values, a bias (or its gradient) of out values or none.
+void check_dense(const char* call, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
+  if (x.shape.rank < 1 || y.shape.rank < 1 || x.n() != y.n())
+    throw ShapeError(std::string(call) + ": the input " + x.shape.str() + " and output " + y.shape.str() +
+                     " hold different numbers of samples");
+  const std::size_t in = x.sample_elements(), out = y.sample_elements();
+  if (w.elements() != in * out)
+    throw ShapeError(std::string(call) + ": the weights " + w.shape.str() + " are not " + std::to_string(out) + " x " +
+                     std::to_string(in) + " values (out x in)");
+  if (!absent(bias) && bias.elements() != out)
+    throw ShapeError(std::string(call) + ": the bias " + bias.shape.str() + " is not one value for each of " +
+                     std::to_string(out) + " outputs");
+}
+
+// BatchNorm's per-channel tensors (scale, shift, statistics and their gradients): one value for
+// each of x's channels.
+void check_channels(const char* call, const Tensor& x, std::initializer_list<const Tensor*> per_channel) {
+  if (x.shape.rank < 2)
+    throw ShapeError(std::string(call) + ": " + x.shape.str() + " has no channels (BatchNorm takes [N, C, ...])");
+  for (const Tensor* t : per_channel)
+    if (t->elements() != static_cast<std::size_t>(x.c()))
+      throw ShapeError(std::string(call) + ": " + t->shape.str() + " is not one value for each of " + x.shape.str() +
+                       "'s " + std::to_string(x.c()) + " channels");
 }
 
 // A convolution's arguments: x [N, C, H, W] and y [N, out, Ho, Wo] as d slides its kernel (y's
@@ -188,6 +215,9 @@ void Backend::do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const 
 void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                               Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                               Tensor saved_mean, Tensor saved_inv_std) {
+  same_size("batchnorm_relu_forward_training", x, y);
+  check_channels("batchnorm_relu_forward_training", x,
+                 {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
   do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
                                      saved_inv_std);
 }
@@ -203,6 +233,10 @@ void Backend::do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& 
 void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
                                       const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                                       Tensor dgamma, Tensor dbeta, bool accumulate) {
+  same_size("batchnorm_relu_backward", x, y);
+  same_size("batchnorm_relu_backward", x, dy);
+  same_size("batchnorm_relu_backward", x, dx);
+  check_channels("batchnorm_relu_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
   do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
@@ -219,6 +253,8 @@ void Backend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor&
                                                   Tensor saved_mean, Tensor saved_inv_std) {
   same_size("batchnorm_add_relu_forward_training", x, residual);
   same_size("batchnorm_add_relu_forward_training", x, y);
+  check_channels("batchnorm_add_relu_forward_training", x,
+                 {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
   do_batchnorm_add_relu_forward_training(x, residual, gamma, beta, y, running_mean, running_var, momentum, epsilon,
                                          saved_mean, saved_inv_std);
 }
@@ -239,7 +275,9 @@ void Backend::batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tens
                                           bool accumulate_residual) {
   same_size("batchnorm_add_relu_backward", x, y);
   same_size("batchnorm_add_relu_backward", x, dy);
+  same_size("batchnorm_add_relu_backward", x, dx);
   if (!dresidual.empty()) same_size("batchnorm_add_relu_backward", x, dresidual);
+  check_channels("batchnorm_add_relu_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
   do_batchnorm_add_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate,
                                  dresidual, accumulate_residual);
 }
@@ -258,20 +296,28 @@ std::size_t Backend::dense_workspace_bytes(const Shape& x, int out, ConvPass pas
 }
 
 void Backend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
+  check_dense("dense_forward", x, w, bias, y);
   do_dense_forward(x, w, bias, y, ws);
 }
 
 void Backend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
+  check_dense("dense_backward_data", dx, w, Tensor{}, dy);
   do_dense_backward_data(dy, w, dx, accumulate, ws);
 }
 
 void Backend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
+  check_dense("dense_backward_weights", x, dw, dbias, dy);
   do_dense_backward_weights(x, dy, dw, dbias, ws);
 }
 
-void Backend::relu_forward(const Tensor& x, Tensor y) { do_relu_forward(x, y); }
+void Backend::relu_forward(const Tensor& x, Tensor y) {
+  same_size("relu_forward", x, y);
+  do_relu_forward(x, y);
+}
 
 void Backend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
+  same_size("relu_backward", y, dy);
+  same_size("relu_backward", dy, dx);
   do_relu_backward(y, dy, dx, accumulate);
 }
 
@@ -304,6 +350,9 @@ void Backend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Ten
 void Backend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                          Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                          Tensor saved_mean, Tensor saved_inv_std) {
+  same_size("batchnorm_forward_training", x, y);
+  check_channels("batchnorm_forward_training", x,
+                 {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
   do_batchnorm_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
       saved_inv_std);
 }
@@ -311,17 +360,24 @@ void Backend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, c
 void Backend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                           const Tensor& running_mean, const Tensor& running_var, float epsilon,
                                           Tensor y) {
+  same_size("batchnorm_forward_inference", x, y);
+  check_channels("batchnorm_forward_inference", x, {&gamma, &beta, &running_mean, &running_var});
   do_batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, epsilon, y);
 }
 
 void Backend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
+  same_size("batchnorm_forward_saved", x, y);
+  check_channels("batchnorm_forward_saved", x, {&gamma, &beta, &saved_mean, &saved_inv_std});
   do_batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y);
 }
 
 void Backend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor& gamma, const Tensor& saved_mean,
                                  const Tensor& saved_inv_std, float epsilon, Tensor dx, Tensor dgamma, Tensor dbeta,
                                  bool accumulate) {
+  same_size("batchnorm_backward", x, dy);
+  same_size("batchnorm_backward", x, dx);
+  check_channels("batchnorm_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
   do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 

@@ -154,6 +154,36 @@ TEST_CASE("backend fronts: shapes that do not fit are refused before a backend r
                         Tensor{a.data(), Shape{1, 1, 2, 2}}, false);
       },
       "pad_backward: [1x1x2x2] is not [1x1x2x2] padded by 0, 0, 1, 0 (left, right, top, bottom)");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.dense_forward(Tensor{a.data(), Shape{2, 4}}, Tensor{w.data(), Shape{3, 4}}, Tensor{},
+                         Tensor{y.data(), Shape{2, 2}}, Workspace{});
+      },
+      "dense_forward: the weights [3x4] are not 2 x 4 values (out x in)");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.dense_backward_weights(Tensor{a.data(), Shape{2, 4}}, Tensor{y.data(), Shape{3, 2}},
+                                  Tensor{w.data(), Shape{2, 4}}, Tensor{}, Workspace{});
+      },
+      "dense_backward_weights: the input [2x4] and output [3x2] hold different numbers of samples");
+  check_refused<ShapeError>(
+      [&](Backend& be) { be.relu_forward(Tensor{a.data(), Shape{2, 8}}, Tensor{y.data(), Shape{2, 4}}); },
+      "relu_forward: [2x8] and [2x4] differ in size");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_forward_inference(Tensor{a.data(), Shape{2, 4, 2, 1}}, Tensor{b.data(), Shape{4}},
+                                       Tensor{b.data(), Shape{4}}, Tensor{b.data(), Shape{3}},
+                                       Tensor{b.data(), Shape{4}}, 1e-5f, Tensor{y.data(), Shape{2, 4, 2, 1}});
+      },
+      "batchnorm_forward_inference: [3] is not one value for each of [2x4x2x1]'s 4 channels");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_backward(Tensor{a.data(), Shape{16}}, Tensor{y.data(), Shape{16}}, Tensor{b.data(), Shape{1}},
+                              Tensor{b.data(), Shape{1}}, Tensor{b.data(), Shape{1}}, 1e-5f,
+                              Tensor{w.data(), Shape{16}}, Tensor{b.data(), Shape{1}}, Tensor{b.data(), Shape{1}},
+                              false);
+      },
+      "batchnorm_backward: [16] has no channels (BatchNorm takes [N, C, ...])");
   Conv2dDesc conv;  // 4 channels into 2, 3x3 padded by 1
   conv.in_channels = 4;
   conv.out_channels = 2;
