@@ -2,8 +2,8 @@
 // vector lanes and the scalar rest of a row, ties, accumulation, sums in lanes.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -49,8 +49,14 @@ std::vector<float> reference_max_pool_backward(const std::vector<float>& x, cons
 // the first element (in row-major order) equal to it, window after window.
 struct PoolCase {
   int h, w, k, s, p;
-  int ho() const { return (h + 2 * p - k) / s + 1; }
-  int wo() const { return (w + 2 * p - k) / s + 1; }
+  bool ceil = false;  // PyTorch's ceil_mode: one more window where the stride leaves inputs out
+  int ho() const { return pooled(h); }
+  int wo() const { return pooled(w); }
+  int pooled(int in) const {
+    int out = (in + 2 * p - k + (ceil ? s - 1 : 0)) / s + 1;
+    if (ceil && (out - 1) * s >= in + p) --out;
+    return out;
+  }
 };
 
 template <class F>
@@ -123,14 +129,16 @@ TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and
 
 TEST_CASE("max pooling 3x3 at stride 2 gives the general path's bits, borders, ties and NaNs included",
           "[cpu][pool]") {
-  // torchvision's stem (padded by 1) and unpadded, on even and odd sides, down to planes with no
-  // window whole inside them.
-  const PoolCase cases[] = {{112, 112, 3, 2, 1}, {9, 13, 3, 2, 1}, {10, 7, 3, 2, 0}, {3, 3, 3, 2, 1},
-                            {2, 5, 3, 2, 1},     {1, 1, 3, 2, 1},  {4, 3, 3, 2, 2}, {6, 6, 3, 2, 0}};
+  // torchvision's stem (padded by 1) and unpadded, on even and odd sides, in ceil mode (a last
+  // window reaching past the input), down to planes with no window whole inside them.
+  const PoolCase cases[] = {{112, 112, 3, 2, 1}, {9, 13, 3, 2, 1}, {10, 7, 3, 2, 0},
+                            {3, 3, 3, 2, 1},     {2, 5, 3, 2, 1},  {1, 1, 3, 2, 1},
+                            {4, 3, 3, 2, 2},     {6, 6, 3, 2, 0},  {10, 12, 3, 2, 1, true},
+                            {9, 12, 3, 2, 0, true}};
   for (const PoolCase& pc : cases)
     for (int threads : {1, 2})
       for (bool accumulate : {false, true}) {
-        CAPTURE(pc.h, pc.w, pc.p, threads, accumulate);
+        CAPTURE(pc.h, pc.w, pc.p, pc.ceil, threads, accumulate);
         CpuBackend backend(threads);
         const int n = 2, c = 3, planes = n * c, ho = pc.ho(), wo = pc.wo();
         std::vector<float> x(static_cast<std::size_t>(planes) * pc.h * pc.w);
