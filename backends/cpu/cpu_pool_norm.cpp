@@ -215,9 +215,9 @@ void max_3x3_stride_2_forward_plane(const Pool2dDesc& d, const float* in, float*
       for (int ow = 0; ow < wo; ++ow) o[ow] = pool_window(d, in, h, w, oh, ow);
       continue;
     }
-    const float* r0 = in + static_cast<std::ptrdiff_t>(2 * oh - d.pad_h) * w - d.pad_w;
+    const float* top = in + static_cast<std::ptrdiff_t>(2 * oh - d.pad_h) * w;  // the windows' first row
     for (int ow = 0; ow < cols.first; ++ow) o[ow] = pool_window(d, in, h, w, oh, ow);
-    for (int ow = cols.first; ow < cols.last; ++ow) o[ow] = max_3x3(r0 + 2 * ow, taps);
+    for (int ow = cols.first; ow < cols.last; ++ow) o[ow] = max_3x3(top + (2 * ow - d.pad_w), taps);
     for (int ow = cols.last; ow < wo; ++ow) o[ow] = pool_window(d, in, h, w, oh, ow);
   }
 }
