@@ -65,6 +65,13 @@ void check_pad(const char* call, const PadDesc& d, const Tensor& x, const Tensor
                      std::to_string(d.bottom) + " (left, right, top, bottom)");
 }
 
+// How many windows `reach` long fit along `in` padded by `pad` on both sides at this stride (floor
+// mode, the layers' sliding_output without its errors); 0 where none does. Stride at least 1.
+long long windows_along(long long in, long long reach, int stride, int pad) {
+  const long long room = in + 2LL * pad - reach;
+  return room < 0 ? 0 : room / stride + 1;
+}
+
 // A dense layer's arguments: x [N, in...] and y [N, out...] (backward-data's dx and dy), the
 // weights out x in values, a bias (or its gradient) of out values or none.
 void check_dense(const char* call, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y) {
@@ -105,9 +112,9 @@ void check_conv(const char* call, const Conv2dDesc& d, const Shape& x, const Ten
                       std::to_string(d.out_channels) +
                       " output channels: kernels, strides and output channels must be 1 or more, padding 0 or more, "
                       "and the output channels a multiple of the groups");
-  const auto slides = [&](long long in, long long out, int kernel) {
-    const long long reach = in + 2LL * d.padding - static_cast<long long>(dilation) * (kernel - 1) - 1;
-    return reach >= 0 && out == reach / d.stride + 1;
+  const auto slides = [&](int in, int out, int kernel) {
+    return out >= 1 && out == windows_along(in, static_cast<long long>(dilation) * (kernel - 1) + 1, d.stride,
+                                            d.padding);
   };
   if (x.rank != 4 || y.rank != 4 || x[0] != y[0] || x[1] % groups != 0 ||
       (d.in_channels > 0 && x[1] != d.in_channels) || y[1] != d.out_channels || !slides(x[2], y[2], d.kernel_h) ||
@@ -138,9 +145,9 @@ void check_pool(const char* call, const Pool2dDesc& d, const Tensor& x, const Te
                       " at stride " + std::to_string(d.stride_h) + "x" + std::to_string(d.stride_w) + ", padded by " +
                       std::to_string(d.pad_h) + "x" + std::to_string(d.pad_w) +
                       ": windows and strides must be 1 or more, padding 0 or more and smaller than the window");
-  const auto pooled = [](long long in, long long out, int window, int stride, int pad) {
-    const long long reach = in + 2LL * pad - window;
-    return reach >= 0 && (out == reach / stride + 1 || out == reach / stride + 2);
+  const auto pooled = [](int in, int out, int window, int stride, int pad) {
+    const long long floor_mode = windows_along(in, window, stride, pad);
+    return floor_mode > 0 && (out == floor_mode || out == floor_mode + 1);
   };
   if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c() ||
       !pooled(x.h(), y.h(), d.window_h, d.stride_h, d.pad_h) || !pooled(x.w(), y.w(), d.window_w, d.stride_w, d.pad_w))
