@@ -4,6 +4,7 @@
 // set the host can run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -156,6 +157,54 @@ TEST_CASE("gemm: every instruction set the host has gives the portable kernel's 
             CHECK(same_bits(product_on(isa, c, false), portable));
           }
         }
+}
+
+namespace {
+
+// C = (or +=) A B^T on one instruction set into C's rows `stride` floats apart, the floats past
+// each row's n and past the last row holding `sentinel`.
+std::vector<float> product_in_wider_c(cpu::CpuIsa isa, std::size_t m, std::size_t n, std::size_t k, bool accumulate,
+                                      float sentinel) {
+  const cpu::IsaLimit limit(isa);
+  const std::size_t stride = n + 17;
+  const auto a = random_vector(m * k, 9), b = random_vector(n * k, 10);
+  std::vector<float> out((m + 1) * stride, sentinel);
+  const auto start = random_vector(m * n, 11);
+  for (std::size_t i = 0; i < m; ++i) std::copy_n(start.data() + i * n, n, out.data() + i * stride);
+  const std::size_t floats = cpu::gemm_packing_floats(m, n, k);
+  const memory::Buffer packing(memory::host_resource(), floats * sizeof(float), memory::Category::workspace);
+  cpu::gemm(m, n, k, cpu::GemmOperand{a.data(), k}, cpu::GemmOperand{b.data(), k, true},
+            cpu::GemmOutput{out.data(), stride, accumulate}, cpu::Packing{packing.floats(), floats});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("gemm: edge tiles write C's elements alone, with every instruction set's bits", "[gemm]") {
+  // Every count of a tile's rows (1 to 8) and of its 16-lane vectors (1 to 3, the last one whole or
+  // not), C stored or (m far past n: Note [The narrow side as B]) its transpose; what lies around
+  // C in memory keeps its value.
+  const float sentinel = -123.25f;
+  for (std::size_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 100})
+    for (std::size_t n : {1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 95})
+      for (bool accumulate : {false, true}) {
+        const std::size_t k = 5, stride = n + 17;
+        INFO("m " << m << " n " << n << " accumulate " << accumulate);
+        const std::vector<float> portable = product_in_wider_c(cpu::CpuIsa::portable, m, n, k, accumulate, sentinel);
+        std::vector<float> packed_c(m * n);
+        for (std::size_t i = 0; i < m; ++i) std::copy_n(portable.data() + i * stride, n, packed_c.data() + i * n);
+        CHECK(relative_error(packed_c, reference(Case{m, n, k, false, true, accumulate}, random_vector(m * k, 9),
+                                                 random_vector(n * k, 10), random_vector(m * n, 11))) < 1e-5);
+        std::size_t untouched = 0;
+        for (std::size_t i = 0; i < portable.size(); ++i) untouched += (i % stride >= n || i >= m * stride) &&
+                                                                       portable[i] == sentinel;
+        CHECK(untouched == portable.size() - m * n);
+        for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
+          if (isa > cpu::isa()) continue;
+          INFO("on " << cpu::isa_name(isa));
+          CHECK(same_bits(product_in_wider_c(isa, m, n, k, accumulate, sentinel), portable));
+        }
+      }
 }
 
 TEST_CASE("gemm: B given by its packer gives the bits of B stored, unswapped", "[gemm]") {
