@@ -118,6 +118,14 @@ void kernel_portable(const float* a, const float* b, std::size_t depth, TileOut 
   store_tile(acc, out, rows, cols, overwrite);
 }
 
+// Note [Only the tile's valid part]: a tile at the product's edge holds fewer than 8 rows or 48
+// columns of C (a 7 x 7 map's 49 pixels end in a tile of one row; 64 columns fill one and a third
+// panels), and computing its padding was a sixth of resnet18's multiply-adds at 224 x 224. The
+// AVX-512 kernel is one instance per count of rows and of 16-lane vectors, and computes those
+// alone; the AVX2 kernel skips the quarters that hold no valid element (instances per quarter kept
+// their sums in memory, GCC 12 storing them every step). Each element's sum is the same chain as in
+// a whole tile, so the bits do not change.
+
 // Four quarters of the tile, rows 4q.. and columns 24h.., each in 12 vectors of 8.
 __attribute__((target("avx2,fma"))) void kernel_avx2(const float* a, const float* b, std::size_t depth, TileOut out,
                                                       std::size_t rows, std::size_t cols, bool overwrite) {
@@ -157,13 +165,6 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(const float* a, const float
     }
   if (!whole) store_tile(tile, out, rows, cols, overwrite);
 }
-
-// Note [Only the tile's valid part]: a tile at the product's edge holds fewer than 8 rows or 48
-// columns of C (a 7 x 7 map's 49 pixels end in a tile of one row; 64 columns fill one and a third
-// panels), and computing its padding was a sixth of resnet18's multiply-adds at 224 x 224. The
-// AVX-512 kernel is one instance per count of rows and of 16-lane vectors, and computes those
-// alone; the AVX2 kernel skips the quarters that hold no valid element. Each element's sum is the
-// same chain as in a whole tile, so the bits do not change.
 
 // Rows x Vectors of the tile, Rows of A's values broadcast and Vectors of B's row a step; the
 // last vector's lanes past `cols` computed but not stored.
