@@ -114,7 +114,8 @@ void kernel_portable(const float* a, const float* b, std::size_t depth, TileOut 
   alignas(64) Tile acc = {};
   for (std::size_t p = 0; p < depth; ++p)
     for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t j = 0; j < cols; ++j) acc[r][j] = std::fma(a[p * kGemmRows + r], b[p * kGemmCols + j], acc[r][j]);
+      for (std::size_t j = 0; j < cols; ++j)
+        acc[r][j] = std::fma(a[p * kGemmRows + r], b[p * kGemmCols + j], acc[r][j]);
   store_tile(acc, out, rows, cols, overwrite);
 }
 
@@ -201,7 +202,8 @@ __attribute__((target("avx512f"))) void tile_avx512(const float* a, const float*
         for (std::size_t r = 0; r < kGemmRows; ++r)
           eight[r] = half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][v]), 1))  // AVX512F alone
                           : _mm512_castps512_ps256(acc[r][v]);
-        store_transposed_8x8_avx(eight, out.c + (16 * v + 8 * static_cast<std::size_t>(half)) * out.ldc, out.ldc, overwrite);
+        store_transposed_8x8_avx(eight, out.c + (16 * v + 8 * static_cast<std::size_t>(half)) * out.ldc, out.ldc,
+                                 overwrite);
       }
     return;
   }
@@ -238,11 +240,28 @@ Kernel kernel_for(CpuIsa isa) {
 
 // ---- Packing ----
 
+// transpose_lines on AVX2 and up: squares of 8 x 8 (Width a multiple of 8).
+__attribute__((target("avx2,fma"))) void transpose_lines_avx2(const float* lines, std::size_t stride, std::size_t depth,
+                                                               std::size_t width, float* out) {
+  std::size_t p0 = 0;
+  for (; p0 + 8 <= depth; p0 += 8)
+    for (std::size_t l0 = 0; l0 < width; l0 += 8) {
+      __m256 square[8];
+      for (std::size_t r = 0; r < 8; ++r) square[r] = _mm256_loadu_ps(lines + (l0 + r) * stride + p0);
+      store_transposed_8x8_avx(square, out + p0 * width + l0, width, true);
+    }
+  for (; p0 < depth; ++p0)
+    for (std::size_t l = 0; l < width; ++l) out[p0 * width + l] = lines[l * stride + p0];
+}
+
 // Lines [0, L) of `width`-wide panel `out`, values [0, depth) along k, from lines each `stride`
 // apart whose values along k are adjacent: squares of vector lanes transposed (Eigen's
-// ptranspose, at the build's width), the last values of k one by one.
+// ptranspose, at the build's width, or 8 x 8 where the host has AVX2), the last values of k one by
+// one.
 template <std::size_t Width>
 void transpose_lines(const float* lines, std::size_t stride, std::size_t depth, float* out) {
+  if constexpr (Width % 8 == 0)
+    if (isa() >= CpuIsa::avx2) return transpose_lines_avx2(lines, stride, depth, Width, out);
   using Packet = Eigen::internal::packet_traits<float>::type;
   constexpr std::size_t L = sizeof(Packet) / sizeof(float);
   static_assert(Width % L == 0);
