@@ -27,6 +27,10 @@
 // --json-out. oneDNN's OpenMP workers are made to spin no longer than ours before they sleep
 // (conv_peak runs itself again with GOMP_SPINCOUNT=2000 unless the caller set a policy), so that
 // one left spinning does not take a core from our next run.
+//
+// --products MxNxK,... times our matrix products alone instead of the networks' convolutions: C =
+// A B stored row-major, one thread, on each instruction set from AVX2 up that the host has
+// (conv_peak_products.hpp), "of peak" against one thread's share of the fp32 peak.
 #include <CLI/CLI.hpp>
 #include <immintrin.h>
 
@@ -54,6 +58,7 @@
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
 #include "conv_peak_onednn.hpp"
+#include "conv_peak_products.hpp"
 #include "layers/conv2d.hpp"
 #include <cnnengine/cnnengine.hpp>
 
@@ -291,7 +296,7 @@ std::vector<std::string> split(const std::string& s, char by) {
 
 int main(int argc, char** argv) {
   CLI::App app{"conv_peak: the CPU's convolutions of real networks against the host's measured peak (and oneDNN's: --onednn)"};
-  std::string models = "resnet18,resnet50", inputs = "3x64x64:64,3x224x224:16", only, json_out;
+  std::string models = "resnet18,resnet50", inputs = "3x64x64:64,3x224x224:16", only, json_out, products;
   int threads = 2, warmup = 1, repeat = 5;
   bool compare = false, onednn = false;
   app.add_option("--models", models, "presets or network files, comma-separated");
@@ -304,6 +309,8 @@ int main(int argc, char** argv) {
   app.add_flag("--onednn", onednn,
                "time oneDNN's convolution primitive on the same passes too (NCHW, reordered in the call, its own "
                "layouts), taking turns with ours");
+  app.add_option("--products", products,
+                 "MxNxK,...: time these matrix products alone (one thread, each instruction set) instead");
   app.add_option("--json-out", json_out, "append the JSON lines here too");
   CLI11_PARSE(app, argc, argv);
 #ifndef CNN_BENCH_ONEDNN
@@ -355,6 +362,23 @@ int main(int argc, char** argv) {
   std::printf("# peak on %d threads: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%s)\n", threads, fp32_peak, bf16_peak,
               cpu.description().c_str());
   if (onednn) std::printf("# %s\n", peak["onednn"].get<std::string>().c_str());
+  if (!products.empty()) {
+    const double core_peak = fp32_peak / threads;
+    std::printf("# %-24s %-8s %9s %8s %7s\n", "product m x n x k", "isa", "ms", "GFLOP/s", "of one thread's peak");
+    for (const std::string& text : split(products, ',')) {
+      const bench::ProductSize size = bench::parse_product_size(text);
+      const double flops = 2.0 * static_cast<double>(size.m * size.n) * static_cast<double>(size.k);
+      for (const bench::ProductTime& t : bench::time_product(size, warmup, repeat)) {
+        const double gflops = flops / t.seconds / 1e9;
+        std::printf("  %-24s %-8s %9.3f %8.1f %6.0f%%\n", text.c_str(), t.isa.c_str(), t.seconds * 1e3, gflops,
+                    core_peak > 0 ? 100 * gflops / core_peak : 0.0);
+        emit(json{{"kind", "product"}, {"m", size.m}, {"n", size.n}, {"k", size.k}, {"isa", t.isa},
+                  {"ms", t.seconds * 1e3}, {"gflops", gflops},
+                  {"of_thread_fp32_peak", core_peak > 0 ? gflops / core_peak : 0.0}});
+      }
+    }
+    return 0;
+  }
   std::printf("# %-10s %-24s %5s %-9s %-16s %9s %8s %7s", "model", "input -> output", "times", "kernel", "pass", "ms",
               "GFLOP/s", "of peak");
   if (onednn)
