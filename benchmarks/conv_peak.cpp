@@ -313,6 +313,14 @@ int main(int argc, char** argv) {
                  "MxNxK,...: time these matrix products alone (one thread, each instruction set) instead");
   app.add_option("--json-out", json_out, "append the JSON lines here too");
   CLI11_PARSE(app, argc, argv);
+  std::vector<bench::ProductSize> product_sizes;
+  try {
+    if (!products.empty())
+      for (const std::string& text : split(products, ',')) product_sizes.push_back(bench::parse_product_size(text));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "conv_peak: " << e.what() << "\n";
+    return 2;
+  }
 #ifndef CNN_BENCH_ONEDNN
   if (onednn) {
     std::cerr << "conv_peak: --onednn: this conv_peak was built without oneDNN (CMake found no libdnnl-dev; install "
@@ -362,11 +370,12 @@ int main(int argc, char** argv) {
   std::printf("# peak on %d threads: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%s)\n", threads, fp32_peak, bf16_peak,
               cpu.description().c_str());
   if (onednn) std::printf("# %s\n", peak["onednn"].get<std::string>().c_str());
-  if (!products.empty()) {
+  if (!product_sizes.empty()) {
     const double core_peak = fp32_peak / threads;
-    std::printf("# %-24s %-8s %9s %8s %7s\n", "product m x n x k", "isa", "ms", "GFLOP/s", "of one thread's peak");
-    for (const std::string& text : split(products, ',')) {
-      const bench::ProductSize size = bench::parse_product_size(text);
+    std::printf("# products on one thread, \"of peak\" of one thread's share of the fp32 peak\n");
+    std::printf("# %-24s %-8s %9s %8s %7s\n", "product m x n x k", "isa", "ms", "GFLOP/s", "of peak");
+    for (const bench::ProductSize& size : product_sizes) {
+      const std::string text = std::to_string(size.m) + "x" + std::to_string(size.n) + "x" + std::to_string(size.k);
       const double flops = 2.0 * static_cast<double>(size.m * size.n) * static_cast<double>(size.k);
       for (const bench::ProductTime& t : bench::time_product(size, warmup, repeat)) {
         const double gflops = flops / t.seconds / 1e9;

@@ -41,6 +41,9 @@ ProductSize parse_product_size(const std::string& text) {
     *dims[d] = std::stoul(part);
     at = end + 1;
   }
+  constexpr std::size_t kMostFloats = std::size_t{1} << 28;  // 1 GiB an operand
+  if (size.m * size.k > kMostFloats || size.k * size.n > kMostFloats || size.m * size.n > kMostFloats)
+    throw std::invalid_argument("--products: \"" + text + "\" has an operand over 1 GiB");
   return size;
 }
 
