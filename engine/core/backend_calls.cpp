@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 
@@ -96,6 +97,25 @@ void check_channels(const char* call, const Tensor& x, std::initializer_list<con
     if (t->elements() != static_cast<std::size_t>(x.c()))
       throw ShapeError(std::string(call) + ": " + t->shape.str() + " is not one value for each of " + x.shape.str() +
                        "'s " + std::to_string(x.c()) + " channels");
+}
+
+// Synchronised BatchNorm's sums: `per_channel` values for each of x's channels (the statistics'
+// sums one, backward's sums of dy and of dy * xhat two), and a count of values per channel over
+// every rank that it can divide by.
+void check_sums(const char* call, const Tensor& x, const Tensor& sums, std::size_t per_channel) {
+  check_channels(call, x, {});
+  if (sums.elements() != per_channel * static_cast<std::size_t>(x.c()))
+    throw ShapeError(std::string(call) + ": the sums " + sums.shape.str() + " are not " + std::to_string(per_channel) +
+                     " value(s) for each of " + x.shape.str() + "'s " + std::to_string(x.c()) + " channels");
+}
+
+void check_count(const char* call, double count) {
+  if (!(count >= 1) || !std::isfinite(count)) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", count);
+    throw ConfigError(std::string(call) + ": a count of " + shown +
+                      " values a channel (every rank's N x H x W: 1 or more)");
+  }
 }
 
 // A convolution's arguments: x [N, C, H, W] and y [N, out, Ho, Wo] as d slides its kernel (y's
@@ -388,27 +408,45 @@ void Backend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor
   do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
-void Backend::batchnorm_channel_sums(const Tensor& x, Tensor sums) { do_batchnorm_channel_sums(x, sums); }
+void Backend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
+  check_sums("batchnorm_channel_sums", x, sums, 1);
+  do_batchnorm_channel_sums(x, sums);
+}
 
 void Backend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
+  check_sums("batchnorm_centered_squares", x, sums, 1);
+  check_sums("batchnorm_centered_squares", x, out, 1);
+  check_count("batchnorm_centered_squares", count);
   do_batchnorm_centered_squares(x, sums, count, out);
 }
 
 void Backend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                           Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                           double count, Tensor saved_mean, Tensor saved_inv_std) {
+  same_size("batchnorm_forward_from_sums", x, y);
+  check_channels("batchnorm_forward_from_sums", x,
+                 {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
+  check_count("batchnorm_forward_from_sums", count);
   do_batchnorm_forward_from_sums(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, count, saved_mean,
       saved_inv_std);
 }
 
 void Backend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const Tensor& saved_mean,
                                       const Tensor& saved_inv_std, Tensor sums) {
+  same_size("batchnorm_backward_sums", x, dy);
+  check_channels("batchnorm_backward_sums", x, {&saved_mean, &saved_inv_std});
+  check_sums("batchnorm_backward_sums", x, sums, 2);
   do_batchnorm_backward_sums(x, dy, saved_mean, saved_inv_std, sums);
 }
 
 void Backend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                            const Tensor& saved_mean, const Tensor& saved_inv_std, const Tensor& sums,
                                            double count, Tensor dx, bool accumulate) {
+  same_size("batchnorm_backward_from_sums", x, dy);
+  same_size("batchnorm_backward_from_sums", x, dx);
+  check_channels("batchnorm_backward_from_sums", x, {&gamma, &saved_mean, &saved_inv_std});
+  check_sums("batchnorm_backward_from_sums", x, sums, 2);
+  check_count("batchnorm_backward_from_sums", count);
   do_batchnorm_backward_from_sums(x, dy, gamma, saved_mean, saved_inv_std, sums, count, dx, accumulate);
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
@@ -254,6 +255,49 @@ TEST_CASE("backend fronts: shapes that do not fit are refused before a backend r
   check_refused<ConfigError>(
       [&](Backend& be) { be.to_16bit(Tensor{a.data(), Shape{16}}, b.data(), ValueFormat::fp32); },
       "to_16bit: fp32 is not a 16-bit format");
+}
+
+TEST_CASE("backend fronts: synchronised BatchNorm's sums and counts are checked", "[backend]") {
+  std::vector<float> x(16), y(16), c(4), sums(8);
+  const Shape shape{2, 4, 2, 1};
+  auto per_channel = [&](std::size_t n) { return Tensor{c.data(), Shape{static_cast<int>(n)}}; };
+  check_refused<ShapeError>(
+      [&](Backend& be) { be.batchnorm_channel_sums(Tensor{x.data(), shape}, Tensor{sums.data(), Shape{3}}); },
+      "batchnorm_channel_sums: the sums [3] are not 1 value(s) for each of [2x4x2x1]'s 4 channels");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_centered_squares(Tensor{x.data(), shape}, per_channel(4), 8.0, Tensor{sums.data(), Shape{8}});
+      },
+      "batchnorm_centered_squares: the sums [8] are not 1 value(s) for each of [2x4x2x1]'s 4 channels");
+  for (const auto& [count, shown] : {std::pair{0.0, "0"}, std::pair{-3.0, "-3"}, std::pair{0.5, "0.5"},
+                                     std::pair{std::numeric_limits<double>::quiet_NaN(), "nan"},
+                                     std::pair{std::numeric_limits<double>::infinity(), "inf"}})
+    check_refused<ConfigError>(
+        [&](Backend& be) {
+          be.batchnorm_centered_squares(Tensor{x.data(), shape}, per_channel(4), count, per_channel(4));
+        },
+        std::string("batchnorm_centered_squares: a count of ") + shown +
+            " values a channel (every rank's N x H x W: 1 or more)");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_forward_from_sums(Tensor{x.data(), shape}, per_channel(4), per_channel(4),
+                                       Tensor{y.data(), shape}, per_channel(4), per_channel(3), 0.1f, 1e-5f, 4.0,
+                                       per_channel(4), per_channel(4));
+      },
+      "batchnorm_forward_from_sums: [3] is not one value for each of [2x4x2x1]'s 4 channels");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_backward_sums(Tensor{x.data(), shape}, Tensor{y.data(), shape}, per_channel(4), per_channel(4),
+                                   Tensor{sums.data(), Shape{4}});
+      },
+      "batchnorm_backward_sums: the sums [4] are not 2 value(s) for each of [2x4x2x1]'s 4 channels");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_backward_from_sums(Tensor{x.data(), shape}, Tensor{y.data(), shape}, per_channel(4),
+                                        per_channel(4), per_channel(4), Tensor{sums.data(), Shape{8}}, 4.0,
+                                        Tensor{y.data(), Shape{2, 4}}, false);
+      },
+      "batchnorm_backward_from_sums: [2x4x2x1] and [2x4] differ in size");
 }
 
 TEST_CASE("backend fronts: a call that keeps the contract reaches the backend once", "[backend]") {
