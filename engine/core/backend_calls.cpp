@@ -105,8 +105,9 @@ void check_channels(const char* call, const Tensor& x, std::initializer_list<con
 void check_sums(const char* call, const Tensor& x, const Tensor& sums, std::size_t per_channel) {
   check_channels(call, x, {});
   if (sums.elements() != per_channel * static_cast<std::size_t>(x.c()))
-    throw ShapeError(std::string(call) + ": the sums " + sums.shape.str() + " are not " + std::to_string(per_channel) +
-                     " value(s) for each of " + x.shape.str() + "'s " + std::to_string(x.c()) + " channels");
+    throw ShapeError(std::string(call) + ": the sums " + sums.shape.str() + " are not " +
+                     (per_channel == 1 ? "one value" : std::to_string(per_channel) + " values") + " for each of " +
+                     x.shape.str() + "'s " + std::to_string(x.c()) + " channels");
 }
 
 void check_count(const char* call, double count) {

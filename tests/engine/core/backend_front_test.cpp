@@ -263,12 +263,12 @@ TEST_CASE("backend fronts: synchronised BatchNorm's sums and counts are checked"
   auto per_channel = [&](std::size_t n) { return Tensor{c.data(), Shape{static_cast<int>(n)}}; };
   check_refused<ShapeError>(
       [&](Backend& be) { be.batchnorm_channel_sums(Tensor{x.data(), shape}, Tensor{sums.data(), Shape{3}}); },
-      "batchnorm_channel_sums: the sums [3] are not 1 value(s) for each of [2x4x2x1]'s 4 channels");
+      "batchnorm_channel_sums: the sums [3] are not one value for each of [2x4x2x1]'s 4 channels");
   check_refused<ShapeError>(
       [&](Backend& be) {
         be.batchnorm_centered_squares(Tensor{x.data(), shape}, per_channel(4), 8.0, Tensor{sums.data(), Shape{8}});
       },
-      "batchnorm_centered_squares: the sums [8] are not 1 value(s) for each of [2x4x2x1]'s 4 channels");
+      "batchnorm_centered_squares: the sums [8] are not one value for each of [2x4x2x1]'s 4 channels");
   for (const auto& [count, shown] : {std::pair{0.0, "0"}, std::pair{-3.0, "-3"}, std::pair{0.5, "0.5"},
                                      std::pair{std::numeric_limits<double>::quiet_NaN(), "nan"},
                                      std::pair{std::numeric_limits<double>::infinity(), "inf"}})
@@ -290,7 +290,7 @@ TEST_CASE("backend fronts: synchronised BatchNorm's sums and counts are checked"
         be.batchnorm_backward_sums(Tensor{x.data(), shape}, Tensor{y.data(), shape}, per_channel(4), per_channel(4),
                                    Tensor{sums.data(), Shape{4}});
       },
-      "batchnorm_backward_sums: the sums [4] are not 2 value(s) for each of [2x4x2x1]'s 4 channels");
+      "batchnorm_backward_sums: the sums [4] are not 2 values for each of [2x4x2x1]'s 4 channels");
   check_refused<ShapeError>(
       [&](Backend& be) {
         be.batchnorm_backward_from_sums(Tensor{x.data(), shape}, Tensor{y.data(), shape}, per_channel(4),
