@@ -151,8 +151,10 @@ TEST_CASE("bf16 and fp16 dense layers compute the fp32 products of rounded opera
     }
 }
 
+// Under ASan and UBSan it took 72 s, the sanitized stage's slowest case (seven runs of 24 steps);
+// the 16-bit kernels it trains on run there in this file's and gemm16_test's other cases.
 TEST_CASE("bf16 and fp16 training are reproducible, the same with or without the instructions, and learn as fp32",
-          "[bf16][train]") {
+          "[bf16][train][slow_under_sanitizers]") {
   // From PyTorch's initialisation, small takes some 20 steps of SGD to leave chance on this data.
   constexpr int kSteps = 24;
   const std::vector<float> fp32 = losses(Precision::fp32, "small", kSteps);
