@@ -57,6 +57,7 @@
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
+#include "aligned_floats.hpp"
 #include "conv_peak_onednn.hpp"
 #include "conv_peak_products.hpp"
 #include "layers/conv2d.hpp"
@@ -132,18 +133,8 @@ double peak_gflops(int threads, float (*chains)(long), double flops_per_step) {
 
 // ---- The convolutions ----
 
-struct FreeFloats {
-  void operator()(float* p) const { std::free(p); }
-};
-using Floats = std::unique_ptr<float, FreeFloats>;
-
-Floats aligned_floats(std::size_t n, float value) {
-  const std::size_t bytes = (std::max<std::size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
-  Floats p(static_cast<float*>(std::aligned_alloc(64, bytes)));
-  if (!p) throw std::bad_alloc();
-  for (std::size_t i = 0; i < n; ++i) p.get()[i] = value * static_cast<float>((i * 7919) % 1000) / 1000.f - value / 2;
-  return p;
-}
+using bench::aligned_floats;
+using bench::Floats;
 
 // A convolution as a network calls it: its description and the batch's input shape.
 struct ConvCall {

@@ -2,31 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <stdexcept>
 
+#include "aligned_floats.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 
 namespace cnn::bench {
-namespace {
-
-struct FreeFloats {
-  void operator()(float* p) const { std::free(p); }
-};
-using Floats = std::unique_ptr<float, FreeFloats>;
-
-Floats filled_floats(std::size_t n) {
-  const std::size_t bytes = (std::max<std::size_t>(n, 1) * sizeof(float) + 63) / 64 * 64;
-  Floats p(static_cast<float*>(std::aligned_alloc(64, bytes)));
-  if (!p) throw std::bad_alloc();
-  for (std::size_t i = 0; i < n; ++i) p.get()[i] = static_cast<float>((i * 7919) % 1000) / 1000.f - 0.5f;
-  return p;
-}
-
-}  // namespace
 
 ProductSize parse_product_size(const std::string& text) {
   ProductSize size;
@@ -49,9 +31,9 @@ ProductSize parse_product_size(const std::string& text) {
 
 std::vector<ProductTime> time_product(const ProductSize& size, int warmup, int repeat) {
   const auto [m, n, k] = size;
-  const Floats a = filled_floats(m * k), b = filled_floats(k * n), c = filled_floats(m * n);
+  const Floats a = aligned_floats(m * k, 1.f), b = aligned_floats(k * n, 1.f), c = aligned_floats(m * n, 1.f);
   const std::size_t packing_floats = cpu::gemm_packing_floats(m, n, k);
-  const Floats packing = filled_floats(packing_floats);
+  const Floats packing = aligned_floats(packing_floats, 1.f);
   std::vector<ProductTime> times;
   for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
     if (isa > cpu::isa()) continue;
