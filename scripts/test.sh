@@ -30,12 +30,13 @@ bash scripts/build.sh -DCMAKE_CUDA_ARCHITECTURES=90 -DCNN_BUILD_TESTS=ON -DCNN_B
 # error stops the program that made it.
 echo "== the tests under AddressSanitizer and UndefinedBehaviorSanitizer"
 sanitized_start=$SECONDS
-# Line tables only (-g1: the reports keep file and line) and the programs at -O1, the library at
-# -O2 (CMakeLists.txt, Note [Programs compiled apart from the library]): 549 s of build instead of
-# 850 s on 2 cores.
+# Line tables only (-g1: the reports keep file and line) and the programs at -O0, the library at
+# -O2 (CMakeLists.txt, Note [Programs compiled apart from the library]). On 2 cores the programs'
+# objects took 494 s of CPU at -O0, 769 s at -O1, and their tests ran 59 s longer: a minute and a
+# half less in all.
 cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCNN_CUDA=OFF -DCNN_MPI=OFF \
   -DCNN_SANITIZE=address,undefined -DCNN_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  -DCNN_PROGRAM_FLAGS=-O1 >/dev/null
+  -DCNN_PROGRAM_FLAGS=-O0 >/dev/null
 cmake --build build-sanitize -j"$(nproc)"
 # Every case of the plain build's cnn_tests, but the excluded, must be a test there: a discovery
 # that crashed or found fewer cases fails here.
