@@ -1,0 +1,280 @@
+// The direct convolution on the CPU (backends/cpu/detail/direct_conv.hpp).
+//
+// Note [Direct convolution in blocks of channels]: on a 7x7 map im2col + GEMM multiplies the
+// weights by a column matrix of 49 columns an image, and spends its time on the column matrix, the
+// packing and tiles that fit 49 badly (76% of the host's measured peak forward, where oneDNN's
+// direct kernel in its blocked layout took 0.65 of our time, conv_peak --onednn). Here each image is
+// copied, once a call, into blocks of 16 channels with its padding written out, [cin/16][h + 2 pad]
+// [w + 2 pad][16], and the weights into [cout/64][cin/16][k][k][16 in][64 out]. A kernel sums a
+// tile of up to 7 output pixels of one row, 64 channels each, in 28 registers: for each input
+// channel it loads four vectors of weights and broadcasts each pixel's input value, 28 fused
+// multiply-adds for 11 loads. The taps that fall on the padding are skipped, as oneDNN skips them
+// (a fifth of a 7x7 map's multiply-adds): the kernel's rows above or below the image, and a tap's
+// first or last pixel where it reaches one column past the image's side. The weights of 64 outputs
+// for 512 channels (1.2 MB) overflow a Zen 4 core's L2 cache, so the channel blocks go in passes
+// over the map that keep theirs in 512 KiB, each pass adding to the sums the last one stored.
+// Each output's sum is one chain of fused multiply-adds over the channel blocks, the taps and the
+// 16 channels of a block, in that order, from zero, whatever the thread count (threads take
+// whole images): the same bits for the same host instructions. Then the sums go to the NCHW output
+// (y + sum, then the bias). AVX-512 only: a host without it takes the other paths, which sum in
+// another order, so a network with such layers trains to other bits there (within rounding).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "backends/cpu/detail/cpu_isa.hpp"
+#include "backends/cpu/detail/direct_conv.hpp"
+#include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/parallel.hpp"
+
+namespace cnn::cpu {
+namespace {
+
+constexpr std::size_t kLanes = 16;     // input channels a block, and floats a vector
+constexpr std::size_t kVectors = 4, kOutBlock = kVectors * 16;  // output channels a tile
+constexpr std::size_t kTileRows = 1, kTileWide = 7;
+
+// One stride-1 convolution: cin and cout channels, an h x w input padded by pad on each side.
+struct Geometry {
+  std::size_t cin, cout, h, w, k, pad;
+  std::size_t hp() const { return h + 2 * pad; }
+  std::size_t wp() const { return w + 2 * pad; }
+  std::size_t hout() const { return hp() - k + 1; }
+  std::size_t wout() const { return wp() - k + 1; }
+  std::size_t image_floats() const { return aligned_floats(cin * hp() * wp()); }
+  std::size_t share_floats() const { return image_floats() + hout() * wout() * kOutBlock; }  // + the sums
+  std::size_t block_floats() const { return cin * k * k * kOutBlock; }  // one block of 32 outputs' weights
+  std::size_t weight_floats() const { return aligned_floats(cout * cin * k * k); }
+};
+
+Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
+  return {static_cast<std::size_t>(x[1]), static_cast<std::size_t>(d.out_channels), static_cast<std::size_t>(x[2]),
+          static_cast<std::size_t>(x[3]), static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding)};
+}
+
+// Backward-data's forward pass (Note [Backward-data as a convolution], cpu_conv.cpp): dy's channels
+// in, dx's out, over dy's map padded by k - 1 - pad.
+Geometry adjoint_geometry(const Conv2dDesc& d, const Shape& dy, const Shape& dx) {
+  const auto k = static_cast<std::size_t>(d.kernel_h);
+  return {static_cast<std::size_t>(dy[1]), static_cast<std::size_t>(dx[1]), static_cast<std::size_t>(dy[2]),
+          static_cast<std::size_t>(dy[3]), k, k - 1 - static_cast<std::size_t>(d.padding)};
+}
+
+std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads) {
+  return g.weight_floats() + static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) *
+                                 g.share_floats();
+}
+
+// One image [cin][h][w] into [cin/16][hp][wp][16], its border zero.
+void block_image(const Geometry& g, const float* x, float* blocked) {
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes;
+  std::memset(blocked, 0, g.cin * g.hp() * wp * sizeof(float));
+  for (std::size_t c = 0; c < g.cin; ++c) {
+    float* to = blocked + (c / kLanes) * plane + c % kLanes;
+    const float* from = x + c * g.h * g.w;
+    for (std::size_t i = 0; i < g.h; ++i)
+      for (std::size_t j = 0; j < g.w; ++j) to[((i + g.pad) * wp + j + g.pad) * kLanes] = from[i * g.w + j];
+  }
+}
+
+// The weights into [cout/32][cin/16][k][k][16 in][32 out]; weight(o, c) points at the k x k taps of
+// output o and input c, `turned` reads them backwards (backward-data's filter turned half a circle).
+template <class Taps>
+void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float* blocked) {
+  const std::size_t kk = g.k * g.k;
+  parallel_ranges(threads, g.cout / kOutBlock, [&](int, std::size_t first, std::size_t end) {
+    for (std::size_t ob = first; ob < end; ++ob)
+      for (std::size_t cb = 0; cb < g.cin / kLanes; ++cb) {
+        float* to = blocked + ob * g.block_floats() + cb * kk * kLanes * kOutBlock;
+        for (std::size_t t = 0; t < kk; ++t)
+          for (std::size_t c = 0; c < kLanes; ++c)
+            for (std::size_t o = 0; o < kOutBlock; ++o)
+              *to++ = taps(ob * kOutBlock + o, cb * kLanes + c)[turned ? kk - 1 - t : t];
+      }
+  });
+}
+
+// One tap's multiply-adds over the 16 input channels of a block, for the tile's pixels [Lo, Hi).
+template <std::size_t Rows, std::size_t Wide, std::size_t Lo, std::size_t Hi>
+CNN_TARGET_AVX512 inline __attribute__((always_inline)) void tap_avx512(__m512 (&acc)[Rows][Wide][kVectors],
+                                                                       const float* in, const float* w,
+                                                                       std::size_t wp) {
+  for (std::size_t c = 0; c < kLanes; ++c) {
+    __m512 wv[kVectors];
+    for (std::size_t v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOutBlock + v * kLanes);
+    for (std::size_t r = 0; r < Rows; ++r)
+#pragma GCC unroll 7
+      for (std::size_t q = Lo; q < Hi; ++q) {
+        const __m512 x = _mm512_set1_ps(in[(r * wp + q) * kLanes + c]);
+        for (std::size_t v = 0; v < kVectors; ++v) acc[r][q][v] = _mm512_fmadd_ps(x, wv[v], acc[r][q][v]);
+      }
+  }
+}
+
+// Rows x Wide output pixels at (oh, ow), kOutBlock channels each, summed over the channel blocks
+// [first, end) into sums[pixel][kOutBlock] (a row of the map `row` pixels apart): from zero for the
+// first blocks, else from what the blocks before left there (the same chain of fused multiply-adds).
+// The taps on the padding are skipped (other cases than one column past a side compute over the
+// zeros of the blocked image's border).
+template <std::size_t Rows, std::size_t Wide>
+CNN_TARGET_AVX512 void tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
+                                   std::size_t ow, std::size_t first, std::size_t end, float* sums, std::size_t row) {
+  __m512 acc[Rows][Wide][kVectors];
+  for (std::size_t r = 0; r < Rows; ++r)
+    for (std::size_t q = 0; q < Wide; ++q)
+      for (std::size_t v = 0; v < kVectors; ++v)
+        acc[r][q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + (r * row + q) * kOutBlock + v * kLanes);
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, kk = g.k * g.k;
+  const std::size_t top = oh < g.pad ? g.pad - oh : 0, bottom = std::min(g.k, g.h + g.pad - (oh + Rows - 1));
+  for (std::size_t cb = first; cb < end; ++cb) {
+    const float* block = image + cb * plane + (oh * wp + ow) * kLanes;
+    const float* taps = weights + cb * kk * kLanes * kOutBlock;
+    for (std::size_t i = top; i < bottom; ++i)
+      for (std::size_t j = 0; j < g.k; ++j) {
+        const float* in = block + (i * wp + j) * kLanes;
+        const float* w = taps + (i * g.k + j) * kLanes * kOutBlock;
+        // Pixel q reads input column ow + q + j - pad: inside the image for q in [lo, hi).
+        const std::size_t lo = ow + j < g.pad ? g.pad - ow - j : 0;
+        const std::size_t hi = std::min(Wide, g.w + g.pad - std::min(g.w + g.pad, ow + j));
+        if (lo == 0 && hi == Wide) tap_avx512<Rows, Wide, 0, Wide>(acc, in, w, wp);
+        else if (lo == 1 && hi == Wide) tap_avx512<Rows, Wide, 1, Wide>(acc, in, w, wp);
+        else if (lo == 0 && hi + 1 == Wide) tap_avx512<Rows, Wide, 0, Wide - 1>(acc, in, w, wp);
+        else tap_avx512<Rows, Wide, 0, Wide>(acc, in, w, wp);
+      }
+  }
+  for (std::size_t r = 0; r < Rows; ++r)
+    for (std::size_t q = 0; q < Wide; ++q)
+      for (std::size_t v = 0; v < kVectors; ++v)
+        _mm512_storeu_ps(sums + (r * row + q) * kOutBlock + v * kLanes, acc[r][q][v]);
+}
+
+using TileKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
+                            std::size_t, float*, std::size_t);
+
+template <std::size_t Rows, std::size_t... Wide>
+constexpr std::array<TileKernel, kTileWide> row_kernels(std::index_sequence<Wide...>) {
+  return {tile_avx512<Rows, Wide + 1>...};
+}
+constexpr std::array<std::array<TileKernel, kTileWide>, kTileRows> kTiles = {
+    row_kernels<1>(std::make_index_sequence<kTileWide>())};
+
+// Channel blocks a pass over the map takes, so that their weights (kOutBlock outputs' worth) stay
+// in a core's L2 cache.
+std::size_t blocks_in_cache(const Geometry& g) {
+  constexpr std::size_t kCacheBytes = 512 * 1024;
+  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * kLanes * kOutBlock * sizeof(float)));
+}
+
+// One image's output [cout][hout][wout], from its blocked copy: y = (accumulate ? y : 0) + sum +
+// bias. `sums` holds a block of outputs' sums for every pixel, [hout * wout][kOutBlock].
+void convolve_image(const Geometry& g, const float* image, const float* weights, const float* bias, bool accumulate,
+                    float* sums, float* y) {
+  const std::size_t hout = g.hout(), wout = g.wout(), pixels = hout * wout, blocks = g.cin / kLanes;
+  const std::size_t step = blocks_in_cache(g);
+  for (std::size_t ob = 0; ob < g.cout / kOutBlock; ++ob) {
+    for (std::size_t first = 0; first < blocks; first += step)
+      for (std::size_t oh = 0; oh < hout; oh += kTileRows) {
+        const std::size_t rows = std::min(kTileRows, hout - oh);
+        for (std::size_t ow = 0; ow < wout; ow += kTileWide)
+          kTiles[rows - 1][std::min(kTileWide, wout - ow) - 1](g, image, weights + ob * g.block_floats(), oh, ow, first,
+                                                              std::min(blocks, first + step),
+                                                              sums + (oh * wout + ow) * kOutBlock, wout);
+      }
+    for (std::size_t o = 0; o < kOutBlock; ++o) {
+      float* out = y + (ob * kOutBlock + o) * pixels;
+      for (std::size_t p = 0; p < pixels; ++p) {
+        float value = sums[p * kOutBlock + o];
+        if (accumulate) value = out[p] + value;
+        if (bias != nullptr) value += bias[ob * kOutBlock + o];
+        out[p] = value;
+      }
+    }
+  }
+}
+
+// Every image of x [n][cin][h][w] into y [n][cout][hout][wout], the weights already blocked at the
+// workspace's start; each thread blocks its images in its own share after them.
+void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias, bool accumulate, Tensor y,
+              float* workspace) {
+  const float* weights = workspace;
+  float* shares = workspace + g.weight_floats();
+  parallel_ranges(threads, static_cast<std::size_t>(x.n()), [&](int t, std::size_t first, std::size_t end) {
+    float* image = shares + static_cast<std::size_t>(t) * g.share_floats();
+    for (std::size_t i = first; i < end; ++i) {
+      block_image(g, x.data + i * x.sample_elements(), image);
+      convolve_image(g, image, weights, bias, accumulate, image + g.image_floats(), y.data + i * y.sample_elements());
+    }
+  });
+}
+
+std::atomic<int> direct_off{0};
+
+void require_applies(const Conv2dDesc& d, const Shape& x, ConvPass pass, const char* what) {
+  if (!direct_applies(d, x, false, pass))
+    throw std::logic_error(std::string(what) + ": the direct passes take no such convolution of " + x.str());
+}
+
+void require_workspace(const Workspace& ws, std::size_t floats, const char* what) {
+  if (ws.bytes < floats * sizeof(float))
+    throw std::logic_error(std::string(what) + ": workspace of " + std::to_string(ws.bytes) + " bytes, " +
+                           std::to_string(floats * sizeof(float)) + " needed");
+}
+
+}  // namespace
+
+DirectOff::DirectOff() { ++direct_off; }
+DirectOff::~DirectOff() { --direct_off; }
+
+bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, ConvPass pass) {
+  if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx512) return false;
+  if (x.rank != 4 || std::max(d.groups, 1) != 1 || d.stride != 1 || std::max(d.dilation, 1) != 1 ||
+      d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
+    return false;
+  if (x[1] <= 0 || d.out_channels <= 0 || x[1] % static_cast<int>(kOutBlock) != 0 ||
+      d.out_channels % static_cast<int>(kOutBlock) != 0)
+    return false;
+  const int hout = x[2] + 2 * d.padding - 2, wout = x[3] + 2 * d.padding - 2;
+  if (hout < 1 || wout < 1) return false;
+  if (std::min(hout, wout) < 8) return true;
+  return pass == ConvPass::forward && std::max(hout, wout) <= 14;
+}
+
+std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads) {
+  const auto images = static_cast<std::size_t>(std::max(x[0], 0));
+  if (pass == ConvPass::forward) return workspace_floats(forward_geometry(d, x), images, threads);
+  return workspace_floats(adjoint_geometry(d, y, x), images, threads);
+}
+
+void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                    bool accumulate, Workspace ws) {
+  require_applies(d, x.shape, ConvPass::forward, "conv2d_forward");
+  const Geometry g = forward_geometry(d, x.shape);
+  require_workspace(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
+  auto* blocked = static_cast<float*>(ws.data);
+  const std::size_t kk = g.k * g.k;
+  block_weights(
+      threads, g, [&](std::size_t o, std::size_t c) { return w.data + (o * g.cin + c) * kk; }, false, blocked);
+  convolve(threads, g, x, bias.empty() ? nullptr : bias.data, accumulate, y, blocked);
+}
+
+// dx = dy convolved with each filter turned half a circle, its channels swapped.
+void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
+                          bool accumulate, Workspace ws) {
+  require_applies(d, dx.shape, ConvPass::backward, "conv2d_backward_data");
+  const Geometry g = adjoint_geometry(d, dy.shape, dx.shape);
+  require_workspace(ws, workspace_floats(g, static_cast<std::size_t>(dx.n()), threads), "conv2d_backward_data");
+  auto* blocked = static_cast<float*>(ws.data);
+  const std::size_t kk = g.k * g.k;
+  // Output o of the adjoint is dx's channel o, its input c is dy's channel c: the forward weight w[c][o].
+  block_weights(
+      threads, g, [&](std::size_t o, std::size_t c) { return w.data + (c * g.cout + o) * kk; }, true, blocked);
+  convolve(threads, g, dy, nullptr, accumulate, dx, blocked);
+}
+
+}  // namespace cnn::cpu

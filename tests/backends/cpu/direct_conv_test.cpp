@@ -1,0 +1,204 @@
+// The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward and
+// backward-data against the definition in double, on maps whose tiles end short, padding 0 to 2,
+// more input channels than one pass keeps in cache, one and two threads, writing and
+// accumulating; the same bits on any thread count; the workspace asked for is the one it uses.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.hpp"
+#include "backends/cpu/detail/cpu_isa.hpp"
+#include "backends/cpu/detail/direct_conv.hpp"
+#include "tests/backends/cpu/conv_test_data.hpp"
+#include <cnnengine/engine/core/backend.hpp>
+
+using namespace cnn;
+
+namespace {
+
+struct DirectCase {
+  int cin, h, w, cout, pad;
+  bool backward;  // backward-data takes the direct pass too (outputs under 8 a side)
+};
+
+struct Sums {
+  std::vector<double> value, magnitude;  // the sum, and the sum of its terms' magnitudes
+};
+
+std::size_t at(int n, int c, int h, int w, int channels, int height, int width) {
+  return ((static_cast<std::size_t>(n) * channels + c) * height + h) * width + w;
+}
+
+// y = x convolved with w (3x3, stride 1), plus `base` (a bias per channel, or y's values before).
+Sums forward_definition(const DirectCase& k, int n, const std::vector<float>& x, const std::vector<float>& w,
+                        const std::vector<float>& base, bool base_per_channel) {
+  const int ho = k.h + 2 * k.pad - 2, wo = k.w + 2 * k.pad - 2;
+  Sums s{std::vector<double>(static_cast<std::size_t>(n) * k.cout * ho * wo),
+         std::vector<double>(static_cast<std::size_t>(n) * k.cout * ho * wo)};
+  for (int b = 0; b < n; ++b)
+    for (int o = 0; o < k.cout; ++o)
+      for (int oh = 0; oh < ho; ++oh)
+        for (int ow = 0; ow < wo; ++ow) {
+          const std::size_t out = at(b, o, oh, ow, k.cout, ho, wo);
+          double sum = base_per_channel ? base[static_cast<std::size_t>(o)] : base[out], size = std::abs(sum);
+          for (int c = 0; c < k.cin; ++c)
+            for (int i = 0; i < 3; ++i)
+              for (int j = 0; j < 3; ++j) {
+                const int ih = oh - k.pad + i, iw = ow - k.pad + j;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                const double term = static_cast<double>(x[at(b, c, ih, iw, k.cin, k.h, k.w)]) *
+                                    w[at(o, c, i, j, k.cin, 3, 3)];
+                sum += term;
+                size += std::abs(term);
+              }
+          s.value[out] = sum;
+          s.magnitude[out] = size;
+        }
+  return s;
+}
+
+// dx = the derivative of sum(y * dy) by x, plus dx's values before.
+Sums backward_data_definition(const DirectCase& k, int n, const std::vector<float>& dy, const std::vector<float>& w,
+                              const std::vector<float>& before) {
+  const int ho = k.h + 2 * k.pad - 2, wo = k.w + 2 * k.pad - 2;
+  Sums s{std::vector<double>(before.size()), std::vector<double>(before.size())};
+  for (int b = 0; b < n; ++b)
+    for (int c = 0; c < k.cin; ++c)
+      for (int ih = 0; ih < k.h; ++ih)
+        for (int iw = 0; iw < k.w; ++iw) {
+          const std::size_t in = at(b, c, ih, iw, k.cin, k.h, k.w);
+          double sum = before[in], size = std::abs(sum);
+          for (int o = 0; o < k.cout; ++o)
+            for (int i = 0; i < 3; ++i)
+              for (int j = 0; j < 3; ++j) {
+                const int oh = ih + k.pad - i, ow = iw + k.pad - j;
+                if (oh < 0 || oh >= ho || ow < 0 || ow >= wo) continue;
+                const double term = static_cast<double>(dy[at(b, o, oh, ow, k.cout, ho, wo)]) *
+                                    w[at(o, c, i, j, k.cin, 3, 3)];
+                sum += term;
+                size += std::abs(term);
+              }
+          s.value[in] = sum;
+          s.magnitude[in] = size;
+        }
+  return s;
+}
+
+// Every element within fp32's rounding of its sum's terms (NaN fails).
+std::size_t wrong_elements(const std::vector<float>& got, const Sums& want) {
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    wrong += !(std::abs(got[i] - want.value[i]) <= 1e-6 * want.magnitude[i] + 1e-6);
+  return wrong;
+}
+
+}  // namespace
+
+TEST_CASE("direct convolution: applies to 3x3 layers of many channels on small maps, nowhere else", "[cpu][conv]") {
+  const Conv2dDesc same{64, 64, 3, 3, 1, 1};
+  const auto applies = [](const Conv2dDesc& d, const Shape& x, ConvPass pass) {
+    return cpu::direct_applies(d, x, false, pass);
+  };
+  if (cpu::isa() < cpu::CpuIsa::avx512) {
+    CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, ConvPass::forward));
+    WARN("this host has no AVX-512: the direct convolution does not run here");
+    return;
+  }
+  CHECK(applies(same, Shape{2, 64, 7, 7}, ConvPass::forward));
+  CHECK(applies(same, Shape{2, 64, 7, 7}, ConvPass::backward));
+  CHECK(applies(same, Shape{2, 64, 3, 40}, ConvPass::backward));  // one side under 8
+  CHECK(applies(same, Shape{2, 64, 14, 14}, ConvPass::forward));
+  CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, ConvPass::backward));  // Winograd's F(2x2) is faster there
+  CHECK_FALSE(applies(same, Shape{2, 64, 16, 16}, ConvPass::forward));
+  CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, ConvPass::forward));  // 48 in
+  CHECK_FALSE(applies(Conv2dDesc{64, 96, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, ConvPass::forward));  // 96 out
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 2, 1}, Shape{2, 64, 7, 7}, ConvPass::forward));  // stride 2
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, ConvPass::forward));  // 1x1
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 3}, Shape{2, 64, 7, 7}, ConvPass::forward));  // padding 3
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 0}, Shape{2, 64, 2, 2}, ConvPass::forward));  // no output
+  CHECK_FALSE(cpu::direct_applies(same, Shape{2, 64, 7, 7}, true, ConvPass::forward));  // 16-bit products
+  {
+    const cpu::DirectOff off;
+    CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, ConvPass::forward));
+  }
+  {
+    const cpu::IsaLimit limit(cpu::CpuIsa::avx2);
+    CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, ConvPass::forward));
+  }
+}
+
+TEST_CASE("direct convolution: forward and backward-data match the definition, the same bits on any thread count",
+          "[cpu][conv]") {
+  if (cpu::isa() < cpu::CpuIsa::avx512) {
+    WARN("this host has no AVX-512: the direct convolution does not run here");
+    return;
+  }
+  const DirectCase cases[] = {
+      {64, 7, 7, 64, 1, true},     {128, 4, 4, 64, 1, true},   {64, 5, 9, 128, 0, true},  // 3 x 7 outputs
+      {64, 3, 20, 64, 1, true},    {64, 1, 1, 64, 1, true},    {64, 2, 3, 64, 2, true},   // tiles 7, 7, 6; padding 2
+      {1024, 2, 2, 64, 1, true},   // 64 blocks of channels: five passes over the map, each from the last's sums
+      {64, 14, 14, 64, 1, false},  {64, 9, 11, 64, 1, false}};
+  for (const DirectCase& k : cases)
+    for (int n : {1, 3})
+      for (bool accumulate : {false, true}) {
+        CAPTURE(k.cin, k.h, k.w, k.cout, k.pad, n, accumulate);
+        const int ho = k.h + 2 * k.pad - 2, wo = k.w + 2 * k.pad - 2;
+        const Conv2dDesc d{k.cin, k.cout, 3, 3, 1, k.pad};
+        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo}, ws_shape{k.cout, k.cin, 3, 3};
+        REQUIRE(cpu::direct_applies(d, xs, false, ConvPass::forward));
+        REQUIRE(cpu::direct_applies(d, xs, false, ConvPass::backward) == k.backward);
+        std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
+                           dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
+        const std::vector<float> y_before = accumulate ? testing::pattern(ys.elements(), 5) : std::vector<float>(ys.elements(), 7.f);
+        const std::vector<float> dx_before = accumulate ? testing::pattern(xs.elements(), 6) : std::vector<float>(xs.elements(), 7.f);
+        std::vector<float> y_threads[2], dx_threads[2];
+        for (int threads : {1, 2}) {
+          CAPTURE(threads);
+          CpuBackend backend(threads);
+          std::vector<float>& y = y_threads[threads - 1];
+          y = y_before;
+          const testing::NanWorkspace forward_ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0));
+          backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape},
+                                 accumulate ? Tensor{} : Tensor{bias.data(), Shape{k.cout}}, Tensor{y.data(), ys},
+                                 accumulate, forward_ws.ws);
+          const Sums want_y = accumulate ? forward_definition(k, n, x, w, y_before, false)
+                                         : forward_definition(k, n, x, w, bias, true);
+          CHECK(wrong_elements(y, want_y) == 0);
+          if (!k.backward) continue;
+          std::vector<float>& dx = dx_threads[threads - 1];
+          dx = dx_before;
+          const testing::NanWorkspace backward_ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, 0));
+          backend.conv2d_backward_data(d, Tensor{dy.data(), ys}, Tensor{w.data(), ws_shape}, Tensor{dx.data(), xs},
+                                       accumulate, backward_ws.ws);
+          const Sums want_dx =
+              backward_data_definition(k, n, dy, w, accumulate ? dx_before : std::vector<float>(xs.elements(), 0.f));
+          CHECK(wrong_elements(dx, want_dx) == 0);
+        }
+        CHECK(testing::same_bits(y_threads[0], y_threads[1]));
+        CHECK(testing::same_bits(dx_threads[0], dx_threads[1]));
+      }
+}
+
+TEST_CASE("direct convolution: a workspace smaller than it asks for is refused", "[cpu][conv]") {
+  if (cpu::isa() < cpu::CpuIsa::avx512) {
+    WARN("this host has no AVX-512: the direct convolution does not run here");
+    return;
+  }
+  const Conv2dDesc d{64, 64, 3, 3, 1, 1};
+  const Shape xs{2, 64, 7, 7}, ws_shape{64, 64, 3, 3};
+  std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2);
+  std::vector<float> y(xs.elements());
+  const std::size_t bytes = cpu::direct_workspace_floats(d, xs, xs, ConvPass::forward, 2) * sizeof(float);
+  const testing::NanWorkspace short_ws(bytes - sizeof(float));
+  CHECK_THROWS_AS(cpu::direct_forward(2, d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape}, Tensor{},
+                                      Tensor{y.data(), xs}, false, short_ws.ws),
+                  std::logic_error);
+  const cpu::DirectOff off;  // a call where the pass does not apply is refused, not run
+  const testing::NanWorkspace ws(bytes);
+  CHECK_THROWS_AS(cpu::direct_forward(2, d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape}, Tensor{},
+                                      Tensor{y.data(), xs}, false, ws.ws),
+                  std::logic_error);
+}
