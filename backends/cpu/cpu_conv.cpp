@@ -479,18 +479,15 @@ std::size_t CpuBackend::do_conv2d_workspace_bytes(const Conv2dDesc& d, const Sha
 std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass) const {
   if (cpu::is_depthwise(d)) return cpu::depthwise_workspace_floats(d, x, pass, threads_) * sizeof(float);
   if (cpu::grouped_kernels_apply(d)) return cpu::grouped_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
-  // The direct passes take forward and backward-data; backward-filter stays with Winograd or the
-  // GEMM, and the backward size covers both backward calls.
-  const bool direct = cpu::direct_applies(d, x, products16(), pass);
-  const std::size_t direct_floats = direct ? cpu::direct_workspace_floats(d, x, y, pass, threads_) : 0;
-  if (direct && pass == ConvPass::forward) return direct_floats * sizeof(float);
+  if (cpu::direct_applies(d, x, products16(), pass))
+    return cpu::direct_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
   if (cpu::winograd_applies(d, x, products16(), threads_))
-    return std::max(direct_floats, cpu::winograd_workspace_floats(d, x, y, pass, threads_)) * sizeof(float);
+    return cpu::winograd_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   const ConvGeometry g = geometry(d, x, y);
-  const std::size_t gemm_floats = shared_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total();
-  return std::max(direct_floats, gemm_floats) * sizeof(float);
+  return (shared_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total()) *
+         sizeof(float);
 }
 
 void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
@@ -621,6 +618,8 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
     require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");
     return cpu::grouped_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   }
+  if (cpu::direct_applies(d, x.shape, products16(), ConvPass::backward))
+    return cpu::direct_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   const ConvGeometry g = geometry(d, x.shape, dy.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),

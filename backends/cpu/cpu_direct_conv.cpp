@@ -213,6 +213,71 @@ void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias
   });
 }
 
+// Note [Direct backward-filter]: dw[o][c][i][j] is the sum over images and output pixels of
+// dy[o][pixel] times the input at the pixel moved by the tap (i, j). A kernel holds 7 outputs x
+// 64 input channels of one tap in 28 registers and runs over the pixels whose input lies inside
+// the image (the padding skipped exactly: a rectangle a tap), for each of a group of images: per
+// pixel four vectors of the blocked image (64 channels) and 7 broadcasts of dy's NCHW values, 28
+// fused multiply-adds. The group's images are blocked side by side first, so that each thread's
+// partial gradient, [tap][cout][cin], is stored once a group, not once an image (9 MB for 512
+// channels). The partials are added in thread order into dw, as the other paths add theirs.
+constexpr std::size_t kFilterOuts = 7, kFilterGroup = 8;
+
+// Outs outputs from o0 x 64 input channels from block cb0, tap (i, j), over `images` images
+// blocked side by side (`image_floats` apart) and their dy (`dy_stride` apart): added to
+// partial[o][c] (rows cin apart).
+template <std::size_t Outs>
+CNN_TARGET_AVX512 void filter_tile_avx512(const Geometry& g, const float* images, const float* dy,
+                                          std::size_t dy_stride, std::size_t count, std::size_t i, std::size_t j,
+                                          std::size_t o0, std::size_t cb0, float* partial) {
+  __m512 acc[Outs][kVectors];
+  for (std::size_t r = 0; r < Outs; ++r)
+    for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_loadu_ps(partial + r * g.cin + v * kLanes);
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, hout = g.hout(), wout = g.wout(), pixels = hout * wout;
+  // Output pixel (oh, ow) reads input (oh + i - pad, ow + j - pad): inside the image on [lo, hi).
+  const std::size_t top = i < g.pad ? g.pad - i : 0, bottom = std::min(hout, g.h + g.pad - std::min(g.h + g.pad, i));
+  const std::size_t left = j < g.pad ? g.pad - j : 0, right = std::min(wout, g.w + g.pad - std::min(g.w + g.pad, j));
+  for (std::size_t n = 0; n < count; ++n) {
+    const float* image = images + n * g.image_floats() + cb0 * plane;
+    const float* grad = dy + n * dy_stride + o0 * pixels;
+    for (std::size_t oh = top; oh < bottom; ++oh)
+      for (std::size_t ow = left; ow < right; ++ow) {
+        const float* in = image + ((oh + i) * wp + ow + j) * kLanes;
+        __m512 xv[kVectors];
+        for (std::size_t v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_ps(in + v * plane);
+        const std::size_t p = oh * wout + ow;
+#pragma GCC unroll 7
+        for (std::size_t r = 0; r < Outs; ++r) {
+          const __m512 d = _mm512_set1_ps(grad[r * pixels + p]);
+          for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(d, xv[v], acc[r][v]);
+        }
+      }
+  }
+  for (std::size_t r = 0; r < Outs; ++r)
+    for (std::size_t v = 0; v < kVectors; ++v) _mm512_storeu_ps(partial + r * g.cin + v * kLanes, acc[r][v]);
+}
+
+using FilterKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
+                              std::size_t, std::size_t, std::size_t, float*);
+
+template <std::size_t... Outs>
+constexpr std::array<FilterKernel, kFilterOuts> filter_kernels(std::index_sequence<Outs...>) {
+  return {filter_tile_avx512<Outs + 1>...};
+}
+constexpr auto kFilterTiles = filter_kernels(std::make_index_sequence<kFilterOuts>());
+
+std::size_t filter_partial_floats(const Geometry& g) { return aligned_floats(g.cout * g.cin * g.k * g.k + g.cout); }
+
+// A thread's share: its partial gradient (dw's, then the bias's), then a group's blocked images.
+std::size_t filter_share_floats(const Geometry& g, std::size_t images) {
+  return filter_partial_floats(g) + std::min(images, kFilterGroup) * g.image_floats();
+}
+
+std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int threads) {
+  return static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) *
+         filter_share_floats(g, std::max<std::size_t>(images, 1));
+}
+
 std::atomic<int> direct_off{0};
 
 void require_applies(const Conv2dDesc& d, const Shape& x, ConvPass pass, const char* what) {
@@ -248,7 +313,8 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, ConvPa
 std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads) {
   const auto images = static_cast<std::size_t>(std::max(x[0], 0));
   if (pass == ConvPass::forward) return workspace_floats(forward_geometry(d, x), images, threads);
-  return workspace_floats(adjoint_geometry(d, y, x), images, threads);
+  return std::max(workspace_floats(adjoint_geometry(d, y, x), images, threads),
+                  filter_workspace_floats(forward_geometry(d, x), images, threads));
 }
 
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
@@ -261,6 +327,56 @@ void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Ten
   block_weights(
       threads, g, [&](std::size_t o, std::size_t c) { return w.data + (o * g.cin + c) * kk; }, false, blocked);
   convolve(threads, g, x, bias.empty() ? nullptr : bias.data, accumulate, y, blocked);
+}
+
+void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
+                            Tensor dbias, Workspace ws) {
+  require_applies(d, x.shape, ConvPass::backward, "conv2d_backward_filter");
+  const Geometry g = forward_geometry(d, x.shape);
+  const auto images = static_cast<std::size_t>(x.n());
+  require_workspace(ws, filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
+  const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), share = filter_share_floats(g, images);
+  const std::size_t weights = g.cout * g.cin * kk;
+  auto* shares = static_cast<float*>(ws.data);
+  const int used = parallel_ranges(threads, images, [&](int t, std::size_t first, std::size_t end) {
+    float* partial = shares + static_cast<std::size_t>(t) * share;  // [tap][cout][cin], then [cout]
+    float* blocked = partial + filter_partial_floats(g);
+    std::memset(partial, 0, (weights + g.cout) * sizeof(float));
+    for (std::size_t b = first; b < end; b += kFilterGroup) {
+      const std::size_t count = std::min(kFilterGroup, end - b);
+      for (std::size_t n = 0; n < count; ++n)
+        block_image(g, x.data + (b + n) * x.sample_elements(), blocked + n * g.image_floats());
+      const float* grad = dy.data + b * dy.sample_elements();
+      for (std::size_t tap = 0; tap < kk; ++tap)
+        for (std::size_t o0 = 0; o0 < g.cout; o0 += kFilterOuts)
+          for (std::size_t cb0 = 0; cb0 < g.cin / kLanes; cb0 += kVectors)
+            kFilterTiles[std::min(kFilterOuts, g.cout - o0) - 1](g, blocked, grad, dy.sample_elements(), count,
+                                                                 tap / g.k, tap % g.k, o0, cb0,
+                                                                 partial + (tap * g.cout + o0) * g.cin + cb0 * kLanes);
+      for (std::size_t n = 0; n < count; ++n)
+        for (std::size_t o = 0; o < g.cout; ++o) {
+          const float* row = grad + n * dy.sample_elements() + o * pixels;
+          float sum = partial[weights + o];
+          for (std::size_t p = 0; p < pixels; ++p) sum += row[p];
+          partial[weights + o] = sum;
+        }
+    }
+  });
+  // The threads' partials added in thread order: dw[o][c][tap] += the sum of partial[tap][o][c].
+  parallel_ranges(threads, g.cout, [&](int, std::size_t first, std::size_t end) {
+    for (std::size_t o = first; o < end; ++o) {
+      for (std::size_t c = 0; c < g.cin; ++c)
+        for (std::size_t tap = 0; tap < kk; ++tap) {
+          float sum = 0.f;
+          for (int t = 0; t < used; ++t) sum += shares[static_cast<std::size_t>(t) * share + (tap * g.cout + o) * g.cin + c];
+          dw.data[(o * g.cin + c) * kk + tap] += sum;
+        }
+      if (dbias.empty()) continue;
+      float sum = 0.f;
+      for (int t = 0; t < used; ++t) sum += shares[static_cast<std::size_t>(t) * share + weights + o];
+      dbias.data[o] += sum;
+    }
+  });
 }
 
 // dx = dy convolved with each filter turned half a circle, its channels swapped.

@@ -4,19 +4,21 @@
 // registers from the image and the weights, both reordered into blocks of channels inside the call
 // (Note [Direct convolution in blocks of channels], cpu_direct_conv.cpp). AVX-512 hosts only;
 // elsewhere im2col + GEMM takes these layers. Backward-data runs as a forward pass over dy (Note
-// [Backward-data as a convolution], cpu_conv.cpp); backward-filter stays with the GEMM.
+// [Backward-data as a convolution], cpu_conv.cpp); backward-filter has its own kernel (Note
+// [Direct backward-filter]).
 #include <cstddef>
 
 #include <cnnengine/engine/core/backend.hpp>
 
 namespace cnn::cpu {
 
-// True where these passes run the convolution's `pass` (backward: backward-data): fp32 products,
-// an AVX-512 host, groups 1, a 3x3 kernel at stride 1 and dilation 1, padding at most 2, channels
-// in and out in multiples of 64, where measured faster than the other paths (conv_peak, resnet18
-// and unet): outputs under 8 pixels a side, where the Winograd passes do not apply (1.2x to 1.4x
-// im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's F(4x4) tiles fit
-// badly or its transforms outweigh what they save (1.05x to 1.2x).
+// True where these passes run the convolution's `pass` (backward: backward-data and
+// backward-filter): fp32 products, an AVX-512 host, groups 1, a 3x3 kernel at stride 1 and
+// dilation 1, padding at most 2, channels in and out in multiples of 64, where measured faster
+// than the other paths (conv_peak, resnet18 and unet): outputs under 8 pixels a side, where the
+// Winograd passes do not apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most
+// 14 x 14, where Winograd's F(4x4) tiles fit badly or its transforms outweigh what they save
+// (1.05x to 1.2x).
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, ConvPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).
@@ -29,8 +31,9 @@ class DirectOff {
   DirectOff& operator=(const DirectOff&) = delete;
 };
 
-// Floats of workspace a pass needs at this batch: the reordered weights, then one reordered image
-// a thread. Backward-filter needs none here (the GEMM's backward size covers it).
+// Floats of workspace a pass needs at this batch (both backward calls share the backward size):
+// forward and backward-data the reordered weights, then one reordered image and its sums a thread;
+// backward-filter a partial gradient and up to 8 reordered images a thread.
 std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads);
 
 // accumulate: y += the convolution + bias.
@@ -38,5 +41,8 @@ void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Ten
                     bool accumulate, Workspace ws);
 void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                           bool accumulate, Workspace ws);
+// dw += the weight gradient, dbias += the bias gradient (when given).
+void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
+                            Tensor dbias, Workspace ws);
 
 }  // namespace cnn::cpu
