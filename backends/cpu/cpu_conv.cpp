@@ -12,6 +12,7 @@
 // backward-filter's A is the image's gradient.
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -479,14 +480,29 @@ std::size_t CpuBackend::do_conv2d_workspace_bytes(const Conv2dDesc& d, const Sha
 std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass) const {
   if (cpu::is_depthwise(d)) return cpu::depthwise_workspace_floats(d, x, pass, threads_) * sizeof(float);
   if (cpu::grouped_kernels_apply(d)) return cpu::grouped_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
-  if (cpu::direct_applies(d, x, products16(), pass))
-    return cpu::direct_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
+  // The direct kernels' share of the pass: both backward calls share the backward size, and where
+  // one of them is not direct, the other paths' size is the least the pass needs.
+  using cpu::DirectPass;
+  const std::array<DirectPass, 2> calls = pass == ConvPass::forward
+                                              ? std::array{DirectPass::forward, DirectPass::forward}
+                                              : std::array{DirectPass::backward_data, DirectPass::backward_filter};
+  std::size_t direct_floats = 0;
+  bool all_direct = true;
+  for (DirectPass call : calls) {
+    if (!cpu::direct_applies(d, x, products16(), call)) {
+      all_direct = false;
+      continue;
+    }
+    direct_floats = std::max(direct_floats, cpu::direct_workspace_floats(d, x, y, call, threads_));
+  }
+  if (all_direct) return direct_floats * sizeof(float);
   if (cpu::winograd_applies(d, x, products16(), threads_))
-    return cpu::winograd_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
+    return std::max(direct_floats, cpu::winograd_workspace_floats(d, x, y, pass, threads_)) * sizeof(float);
   // One share per thread that parallel_ranges runs over the images.
   const auto workers = static_cast<std::size_t>(cpu::range_threads(threads_, static_cast<std::size_t>(std::max(x[0], 1))));
   const ConvGeometry g = geometry(d, x, y);
-  return (shared_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total()) *
+  return std::max(direct_floats,
+                  shared_floats(g, pass, products16()) + workers * thread_space(g, pass, products16()).total()) *
          sizeof(float);
 }
 
@@ -497,7 +513,7 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
     require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
     return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
   }
-  if (cpu::direct_applies(d, x.shape, products16(), ConvPass::forward)) return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws);
+  if (cpu::direct_applies(d, x.shape, products16(), cpu::DirectPass::forward)) return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws);
   if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws);
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
@@ -550,7 +566,7 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
     require_workspace(ws, conv2d_workspace_at(d, dx.shape, dy.shape, ConvPass::backward), "conv2d_backward_data");
     return cpu::grouped_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   }
-  if (cpu::direct_applies(d, dx.shape, products16(), ConvPass::backward))
+  if (cpu::direct_applies(d, dx.shape, products16(), cpu::DirectPass::backward_data))
     return cpu::direct_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   if (cpu::winograd_applies(d, dx.shape, products16(), threads_)) return cpu::winograd_backward_data(threads_, d, dy, w, dx, accumulate, ws);
   const ConvGeometry g = geometry(d, dx.shape, dy.shape);
@@ -618,7 +634,7 @@ void CpuBackend::do_conv2d_backward_filter(const Conv2dDesc& d, const Tensor& x,
     require_workspace(ws, conv2d_workspace_at(d, x.shape, dy.shape, ConvPass::backward), "conv2d_backward_filter");
     return cpu::grouped_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   }
-  if (cpu::direct_applies(d, x.shape, products16(), ConvPass::backward))
+  if (cpu::direct_applies(d, x.shape, products16(), cpu::DirectPass::backward_filter))
     return cpu::direct_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_backward_filter(threads_, d, x, dy, dw, dbias, ws);
   const ConvGeometry g = geometry(d, x.shape, dy.shape);

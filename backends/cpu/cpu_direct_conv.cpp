@@ -38,24 +38,26 @@ namespace {
 
 constexpr std::size_t kLanes = 16;     // input channels a block, and floats a vector
 constexpr std::size_t kVectors = 4, kOutBlock = kVectors * 16;  // output channels a tile
-constexpr std::size_t kTileRows = 1, kTileWide = 7;
+constexpr std::size_t kTileWide = 7;  // output pixels a tile
 
-// One stride-1 convolution: cin and cout channels, an h x w input padded by pad on each side.
+// One convolution: cin and cout channels, an h x w input padded by pad on each side, a k x k
+// kernel at `stride`.
 struct Geometry {
-  std::size_t cin, cout, h, w, k, pad;
+  std::size_t cin, cout, h, w, k, pad, stride;
   std::size_t hp() const { return h + 2 * pad; }
   std::size_t wp() const { return w + 2 * pad; }
-  std::size_t hout() const { return hp() - k + 1; }
-  std::size_t wout() const { return wp() - k + 1; }
+  std::size_t hout() const { return (hp() - k) / stride + 1; }
+  std::size_t wout() const { return (wp() - k) / stride + 1; }
   std::size_t image_floats() const { return aligned_floats(cin * hp() * wp()); }
   std::size_t share_floats() const { return image_floats() + hout() * wout() * kOutBlock; }  // + the sums
-  std::size_t block_floats() const { return cin * k * k * kOutBlock; }  // one block of 32 outputs' weights
+  std::size_t block_floats() const { return cin * k * k * kOutBlock; }  // one block of outputs' weights
   std::size_t weight_floats() const { return aligned_floats(cout * cin * k * k); }
 };
 
 Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
   return {static_cast<std::size_t>(x[1]), static_cast<std::size_t>(d.out_channels), static_cast<std::size_t>(x[2]),
-          static_cast<std::size_t>(x[3]), static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding)};
+          static_cast<std::size_t>(x[3]), static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding),
+          static_cast<std::size_t>(d.stride)};
 }
 
 // Backward-data's forward pass (Note [Backward-data as a convolution], cpu_conv.cpp): dy's channels
@@ -63,7 +65,7 @@ Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
 Geometry adjoint_geometry(const Conv2dDesc& d, const Shape& dy, const Shape& dx) {
   const auto k = static_cast<std::size_t>(d.kernel_h);
   return {static_cast<std::size_t>(dy[1]), static_cast<std::size_t>(dx[1]), static_cast<std::size_t>(dy[2]),
-          static_cast<std::size_t>(dy[3]), k, k - 1 - static_cast<std::size_t>(d.padding)};
+          static_cast<std::size_t>(dy[3]), k, k - 1 - static_cast<std::size_t>(d.padding), 1};
 }
 
 std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads) {
@@ -100,69 +102,77 @@ void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float
   });
 }
 
+// The first pixel of `wide` whose input column (first + q) * stride + j - pad lies inside the
+// image, and the end of those pixels, for an output row's pixels from `first` and tap column j.
+struct Inside {
+  std::size_t lo, hi;
+};
+Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pad, std::size_t stride, std::size_t w) {
+  if (j > w + pad - 1) return {0, 0};                // every pixel's column lies past the image
+  const std::size_t before = first * stride + j;     // the first pixel's column in the padded image
+  const std::size_t lo = before < pad ? (pad - before + stride - 1) / stride : 0;
+  const std::size_t end = (w + pad - 1 - j) / stride + 1;  // the outputs before `end` read inside on the right
+  return {std::min(lo, wide), end > first ? std::min(wide, end - first) : 0};
+}
+
 // One tap's multiply-adds over the 16 input channels of a block, for the tile's pixels [Lo, Hi).
-template <std::size_t Rows, std::size_t Wide, std::size_t Lo, std::size_t Hi>
-CNN_TARGET_AVX512 inline __attribute__((always_inline)) void tap_avx512(__m512 (&acc)[Rows][Wide][kVectors],
-                                                                       const float* in, const float* w,
-                                                                       std::size_t wp) {
+template <std::size_t Wide, std::size_t Stride, std::size_t Lo, std::size_t Hi>
+CNN_TARGET_AVX512 inline __attribute__((always_inline)) void tap_avx512(__m512 (&acc)[Wide][kVectors],
+                                                                       const float* in, const float* w) {
   for (std::size_t c = 0; c < kLanes; ++c) {
     __m512 wv[kVectors];
     for (std::size_t v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOutBlock + v * kLanes);
-    for (std::size_t r = 0; r < Rows; ++r)
 #pragma GCC unroll 7
-      for (std::size_t q = Lo; q < Hi; ++q) {
-        const __m512 x = _mm512_set1_ps(in[(r * wp + q) * kLanes + c]);
-        for (std::size_t v = 0; v < kVectors; ++v) acc[r][q][v] = _mm512_fmadd_ps(x, wv[v], acc[r][q][v]);
-      }
+    for (std::size_t q = Lo; q < Hi; ++q) {
+      const __m512 x = _mm512_set1_ps(in[q * Stride * kLanes + c]);
+      for (std::size_t v = 0; v < kVectors; ++v) acc[q][v] = _mm512_fmadd_ps(x, wv[v], acc[q][v]);
+    }
   }
 }
 
-// Rows x Wide output pixels at (oh, ow), kOutBlock channels each, summed over the channel blocks
-// [first, end) into sums[pixel][kOutBlock] (a row of the map `row` pixels apart): from zero for the
-// first blocks, else from what the blocks before left there (the same chain of fused multiply-adds).
-// The taps on the padding are skipped (other cases than one column past a side compute over the
-// zeros of the blocked image's border).
-template <std::size_t Rows, std::size_t Wide>
+// Wide output pixels of row oh from ow, kOutBlock channels each, summed over the channel blocks
+// [first, end) into sums[pixel][kOutBlock]: from zero for the first blocks, else from what the
+// blocks before left there (the same chain of fused multiply-adds). The taps on the padding are
+// skipped (where a tap reaches past a side, only the first or the last pixel; other cases compute
+// over the zeros of the blocked image's border).
+template <std::size_t Wide, std::size_t Stride>
 CNN_TARGET_AVX512 void tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
-                                   std::size_t ow, std::size_t first, std::size_t end, float* sums, std::size_t row) {
-  __m512 acc[Rows][Wide][kVectors];
-  for (std::size_t r = 0; r < Rows; ++r)
-    for (std::size_t q = 0; q < Wide; ++q)
-      for (std::size_t v = 0; v < kVectors; ++v)
-        acc[r][q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + (r * row + q) * kOutBlock + v * kLanes);
-  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, kk = g.k * g.k;
-  const std::size_t top = oh < g.pad ? g.pad - oh : 0, bottom = std::min(g.k, g.h + g.pad - (oh + Rows - 1));
+                                   std::size_t ow, std::size_t first, std::size_t end, float* sums) {
+  __m512 acc[Wide][kVectors];
+  for (std::size_t q = 0; q < Wide; ++q)
+    for (std::size_t v = 0; v < kVectors; ++v)
+      acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOutBlock + v * kLanes);
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, kk = g.k * g.k, row = oh * Stride;
+  // Kernel row i reads input row oh * stride + i - pad: inside the image for i in [top, bottom).
+  const std::size_t top = row < g.pad ? g.pad - row : 0, bottom = std::min(g.k, g.h + g.pad - row);
   for (std::size_t cb = first; cb < end; ++cb) {
-    const float* block = image + cb * plane + (oh * wp + ow) * kLanes;
+    const float* block = image + cb * plane + (row * wp + ow * Stride) * kLanes;
     const float* taps = weights + cb * kk * kLanes * kOutBlock;
     for (std::size_t i = top; i < bottom; ++i)
       for (std::size_t j = 0; j < g.k; ++j) {
         const float* in = block + (i * wp + j) * kLanes;
         const float* w = taps + (i * g.k + j) * kLanes * kOutBlock;
-        // Pixel q reads input column ow + q + j - pad: inside the image for q in [lo, hi).
-        const std::size_t lo = ow + j < g.pad ? g.pad - ow - j : 0;
-        const std::size_t hi = std::min(Wide, g.w + g.pad - std::min(g.w + g.pad, ow + j));
-        if (lo == 0 && hi == Wide) tap_avx512<Rows, Wide, 0, Wide>(acc, in, w, wp);
-        else if (lo == 1 && hi == Wide) tap_avx512<Rows, Wide, 1, Wide>(acc, in, w, wp);
-        else if (lo == 0 && hi + 1 == Wide) tap_avx512<Rows, Wide, 0, Wide - 1>(acc, in, w, wp);
-        else tap_avx512<Rows, Wide, 0, Wide>(acc, in, w, wp);
+        const Inside q = inside(ow, Wide, j, g.pad, Stride, g.w);
+        if (q.lo == 0 && q.hi == Wide) tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
+        else if (q.lo == 1 && q.hi == Wide) tap_avx512<Wide, Stride, 1, Wide>(acc, in, w);
+        else if (q.lo == 0 && q.hi + 1 == Wide) tap_avx512<Wide, Stride, 0, Wide - 1>(acc, in, w);
+        else tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
       }
   }
-  for (std::size_t r = 0; r < Rows; ++r)
-    for (std::size_t q = 0; q < Wide; ++q)
-      for (std::size_t v = 0; v < kVectors; ++v)
-        _mm512_storeu_ps(sums + (r * row + q) * kOutBlock + v * kLanes, acc[r][q][v]);
+  for (std::size_t q = 0; q < Wide; ++q)
+    for (std::size_t v = 0; v < kVectors; ++v) _mm512_storeu_ps(sums + q * kOutBlock + v * kLanes, acc[q][v]);
 }
 
 using TileKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
-                            std::size_t, float*, std::size_t);
+                            std::size_t, float*);
 
-template <std::size_t Rows, std::size_t... Wide>
+template <std::size_t Stride, std::size_t... Wide>
 constexpr std::array<TileKernel, kTileWide> row_kernels(std::index_sequence<Wide...>) {
-  return {tile_avx512<Rows, Wide + 1>...};
+  return {tile_avx512<Wide + 1, Stride>...};
 }
-constexpr std::array<std::array<TileKernel, kTileWide>, kTileRows> kTiles = {
-    row_kernels<1>(std::make_index_sequence<kTileWide>())};
+// By stride (1 or 2), then by pixels.
+constexpr std::array<std::array<TileKernel, kTileWide>, 2> kTiles = {
+    row_kernels<1>(std::make_index_sequence<kTileWide>()), row_kernels<2>(std::make_index_sequence<kTileWide>())};
 
 // Channel blocks a pass over the map takes, so that their weights (kOutBlock outputs' worth) stay
 // in a core's L2 cache.
@@ -179,13 +189,11 @@ void convolve_image(const Geometry& g, const float* image, const float* weights,
   const std::size_t step = blocks_in_cache(g);
   for (std::size_t ob = 0; ob < g.cout / kOutBlock; ++ob) {
     for (std::size_t first = 0; first < blocks; first += step)
-      for (std::size_t oh = 0; oh < hout; oh += kTileRows) {
-        const std::size_t rows = std::min(kTileRows, hout - oh);
+      for (std::size_t oh = 0; oh < hout; ++oh)
         for (std::size_t ow = 0; ow < wout; ow += kTileWide)
-          kTiles[rows - 1][std::min(kTileWide, wout - ow) - 1](g, image, weights + ob * g.block_floats(), oh, ow, first,
-                                                              std::min(blocks, first + step),
-                                                              sums + (oh * wout + ow) * kOutBlock, wout);
-      }
+          kTiles[g.stride - 1][std::min(kTileWide, wout - ow) - 1](g, image, weights + ob * g.block_floats(), oh, ow,
+                                                                  first, std::min(blocks, first + step),
+                                                                  sums + (oh * wout + ow) * kOutBlock);
     for (std::size_t o = 0; o < kOutBlock; ++o) {
       float* out = y + (ob * kOutBlock + o) * pixels;
       for (std::size_t p = 0; p < pixels; ++p) {
@@ -234,15 +242,15 @@ CNN_TARGET_AVX512 void filter_tile_avx512(const Geometry& g, const float* images
   for (std::size_t r = 0; r < Outs; ++r)
     for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_loadu_ps(partial + r * g.cin + v * kLanes);
   const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, hout = g.hout(), wout = g.wout(), pixels = hout * wout;
-  // Output pixel (oh, ow) reads input (oh + i - pad, ow + j - pad): inside the image on [lo, hi).
-  const std::size_t top = i < g.pad ? g.pad - i : 0, bottom = std::min(hout, g.h + g.pad - std::min(g.h + g.pad, i));
-  const std::size_t left = j < g.pad ? g.pad - j : 0, right = std::min(wout, g.w + g.pad - std::min(g.w + g.pad, j));
+  // Output pixel (oh, ow) reads input (oh * stride + i - pad, ow * stride + j - pad): inside the
+  // image for oh in [rows.lo, rows.hi) and ow in [columns.lo, columns.hi).
+  const Inside rows = inside(0, hout, i, g.pad, g.stride, g.h), columns = inside(0, wout, j, g.pad, g.stride, g.w);
   for (std::size_t n = 0; n < count; ++n) {
     const float* image = images + n * g.image_floats() + cb0 * plane;
     const float* grad = dy + n * dy_stride + o0 * pixels;
-    for (std::size_t oh = top; oh < bottom; ++oh)
-      for (std::size_t ow = left; ow < right; ++ow) {
-        const float* in = image + ((oh + i) * wp + ow + j) * kLanes;
+    for (std::size_t oh = rows.lo; oh < rows.hi; ++oh)
+      for (std::size_t ow = columns.lo; ow < columns.hi; ++ow) {
+        const float* in = image + ((oh * g.stride + i) * wp + ow * g.stride + j) * kLanes;
         __m512 xv[kVectors];
         for (std::size_t v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_ps(in + v * plane);
         const std::size_t p = oh * wout + ow;
@@ -280,7 +288,7 @@ std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int t
 
 std::atomic<int> direct_off{0};
 
-void require_applies(const Conv2dDesc& d, const Shape& x, ConvPass pass, const char* what) {
+void require_applies(const Conv2dDesc& d, const Shape& x, DirectPass pass, const char* what) {
   if (!direct_applies(d, x, false, pass))
     throw std::logic_error(std::string(what) + ": the direct passes take no such convolution of " + x.str());
 }
@@ -296,30 +304,34 @@ void require_workspace(const Workspace& ws, std::size_t floats, const char* what
 DirectOff::DirectOff() { ++direct_off; }
 DirectOff::~DirectOff() { --direct_off; }
 
-bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, ConvPass pass) {
+bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass) {
   if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx512) return false;
-  if (x.rank != 4 || std::max(d.groups, 1) != 1 || d.stride != 1 || std::max(d.dilation, 1) != 1 ||
+  if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
     return false;
   if (x[1] <= 0 || d.out_channels <= 0 || x[1] % static_cast<int>(kOutBlock) != 0 ||
       d.out_channels % static_cast<int>(kOutBlock) != 0)
     return false;
-  const int hout = x[2] + 2 * d.padding - 2, wout = x[3] + 2 * d.padding - 2;
-  if (hout < 1 || wout < 1) return false;
+  const int hout = (x[2] + 2 * d.padding - 3) / d.stride + 1, wout = (x[3] + 2 * d.padding - 3) / d.stride + 1;
+  if (x[2] + 2 * d.padding < 3 || x[3] + 2 * d.padding < 3) return false;
+  if (d.stride == 2) return pass == DirectPass::forward || (pass == DirectPass::backward_filter && std::max(hout, wout) <= 14);
   if (std::min(hout, wout) < 8) return true;
-  return pass == ConvPass::forward && std::max(hout, wout) <= 14;
+  return pass == DirectPass::forward && std::max(hout, wout) <= 14;
 }
 
-std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads) {
+std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, DirectPass pass, int threads) {
   const auto images = static_cast<std::size_t>(std::max(x[0], 0));
-  if (pass == ConvPass::forward) return workspace_floats(forward_geometry(d, x), images, threads);
-  return std::max(workspace_floats(adjoint_geometry(d, y, x), images, threads),
-                  filter_workspace_floats(forward_geometry(d, x), images, threads));
+  switch (pass) {
+    case DirectPass::forward: return workspace_floats(forward_geometry(d, x), images, threads);
+    case DirectPass::backward_data: return workspace_floats(adjoint_geometry(d, y, x), images, threads);
+    case DirectPass::backward_filter: break;
+  }
+  return filter_workspace_floats(forward_geometry(d, x), images, threads);
 }
 
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                     bool accumulate, Workspace ws) {
-  require_applies(d, x.shape, ConvPass::forward, "conv2d_forward");
+  require_applies(d, x.shape, DirectPass::forward, "conv2d_forward");
   const Geometry g = forward_geometry(d, x.shape);
   require_workspace(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
   auto* blocked = static_cast<float*>(ws.data);
@@ -331,7 +343,7 @@ void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Ten
 
 void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                             Tensor dbias, Workspace ws) {
-  require_applies(d, x.shape, ConvPass::backward, "conv2d_backward_filter");
+  require_applies(d, x.shape, DirectPass::backward_filter, "conv2d_backward_filter");
   const Geometry g = forward_geometry(d, x.shape);
   const auto images = static_cast<std::size_t>(x.n());
   require_workspace(ws, filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
@@ -382,7 +394,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
 // dx = dy convolved with each filter turned half a circle, its channels swapped.
 void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                           bool accumulate, Workspace ws) {
-  require_applies(d, dx.shape, ConvPass::backward, "conv2d_backward_data");
+  require_applies(d, dx.shape, DirectPass::backward_data, "conv2d_backward_data");
   const Geometry g = adjoint_geometry(d, dy.shape, dx.shape);
   require_workspace(ws, workspace_floats(g, static_cast<std::size_t>(dx.n()), threads), "conv2d_backward_data");
   auto* blocked = static_cast<float*>(ws.data);

@@ -12,14 +12,17 @@
 
 namespace cnn::cpu {
 
-// True where these passes run the convolution's `pass` (backward: backward-data and
-// backward-filter): fp32 products, an AVX-512 host, groups 1, a 3x3 kernel at stride 1 and
-// dilation 1, padding at most 2, channels in and out in multiples of 64, where measured faster
-// than the other paths (conv_peak, resnet18 and unet): outputs under 8 pixels a side, where the
-// Winograd passes do not apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most
-// 14 x 14, where Winograd's F(4x4) tiles fit badly or its transforms outweigh what they save
-// (1.05x to 1.2x).
-bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, ConvPass pass);
+enum class DirectPass { forward, backward_data, backward_filter };
+
+// True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host,
+// groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of
+// 64, where measured faster than the other paths (conv_peak on resnet18, resnet50 and unet, Zen 4):
+// at stride 1, outputs under 8 pixels a side, where the Winograd passes do not apply (1.2x to 1.4x
+// im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's F(4x4) tiles fit
+// badly or its transforms outweigh what they save (1.05x to 1.2x); at stride 2, forward (1.1x to
+// 1.25x) and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger maps the GEMM's
+// is faster). Backward-data at stride 2 is no forward convolution: im2col + GEMM keeps it.
+bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).
 // Around whole runs, as cpu::IsaLimit: a plan's workspaces depend on it.
@@ -31,10 +34,10 @@ class DirectOff {
   DirectOff& operator=(const DirectOff&) = delete;
 };
 
-// Floats of workspace a pass needs at this batch (both backward calls share the backward size):
-// forward and backward-data the reordered weights, then one reordered image and its sums a thread;
-// backward-filter a partial gradient and up to 8 reordered images a thread.
-std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, ConvPass pass, int threads);
+// Floats of workspace a pass needs at this batch: forward and backward-data the reordered weights,
+// then one reordered image and its sums a thread; backward-filter a partial gradient and up to 8
+// reordered images a thread.
+std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, DirectPass pass, int threads);
 
 // accumulate: y += the convolution + bias.
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,

@@ -59,7 +59,7 @@ TEST_CASE("CPU training: the direct convolution trains as the matrix products do
     return;
   }
   const Shape image{3, 20, 20};
-  REQUIRE(cpu::direct_applies(Conv2dDesc{64, 64, 3, 3, 1, 1}, Shape{16, 64, 5, 5}, false, ConvPass::forward));
+  REQUIRE(cpu::direct_applies(Conv2dDesc{64, 64, 3, 3, 1, 1}, Shape{16, 64, 5, 5}, false, cpu::DirectPass::forward));
   const std::vector<float> direct = losses("resnet", image, 4);
   std::vector<float> products;
   {
