@@ -513,7 +513,8 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
     require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
     return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
   }
-  if (cpu::direct_applies(d, x.shape, products16(), cpu::DirectPass::forward)) return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws);
+  if (cpu::direct_applies(d, x.shape, products16(), cpu::DirectPass::forward))
+    return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws);
   if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws);
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),

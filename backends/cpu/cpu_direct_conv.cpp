@@ -36,9 +36,9 @@
 namespace cnn::cpu {
 namespace {
 
-constexpr std::size_t kLanes = 16;     // input channels a block, and floats a vector
+constexpr std::size_t kLanes = 16;                              // input channels a block, and floats a vector
 constexpr std::size_t kVectors = 4, kOutBlock = kVectors * 16;  // output channels a tile
-constexpr std::size_t kTileWide = 7;  // output pixels a tile
+constexpr std::size_t kTileWide = 7;                            // output pixels a tile
 
 // One convolution: cin and cout channels, an h x w input padded by pad on each side, a k x k
 // kernel at `stride`.
@@ -55,8 +55,9 @@ struct Geometry {
 };
 
 Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
-  return {static_cast<std::size_t>(x[1]), static_cast<std::size_t>(d.out_channels), static_cast<std::size_t>(x[2]),
-          static_cast<std::size_t>(x[3]), static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding),
+  return {static_cast<std::size_t>(x[1]),       static_cast<std::size_t>(d.out_channels),
+          static_cast<std::size_t>(x[2]),       static_cast<std::size_t>(x[3]),
+          static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding),
           static_cast<std::size_t>(d.stride)};
 }
 
@@ -64,13 +65,14 @@ Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
 // in, dx's out, over dy's map padded by k - 1 - pad.
 Geometry adjoint_geometry(const Conv2dDesc& d, const Shape& dy, const Shape& dx) {
   const auto k = static_cast<std::size_t>(d.kernel_h);
+  const auto pad = k - 1 - static_cast<std::size_t>(d.padding);
   return {static_cast<std::size_t>(dy[1]), static_cast<std::size_t>(dx[1]), static_cast<std::size_t>(dy[2]),
-          static_cast<std::size_t>(dy[3]), k, k - 1 - static_cast<std::size_t>(d.padding), 1};
+          static_cast<std::size_t>(dy[3]), k, pad, 1};
 }
 
 std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads) {
-  return g.weight_floats() + static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) *
-                                 g.share_floats();
+  return g.weight_floats() +
+         static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) * g.share_floats();
 }
 
 // One image [cin][h][w] into [cin/16][hp][wp][16], its border zero.
@@ -94,10 +96,14 @@ void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float
     for (std::size_t ob = first; ob < end; ++ob)
       for (std::size_t cb = 0; cb < g.cin / kLanes; ++cb) {
         float* to = blocked + ob * g.block_floats() + cb * kk * kLanes * kOutBlock;
-        for (std::size_t t = 0; t < kk; ++t)
-          for (std::size_t c = 0; c < kLanes; ++c)
-            for (std::size_t o = 0; o < kOutBlock; ++o)
-              *to++ = taps(ob * kOutBlock + o, cb * kLanes + c)[turned ? kk - 1 - t : t];
+        // 16 outputs at a time: their rows of taps (16 x 16 x k x k floats) stay in L1 while each
+        // line of the blocked weights is written whole.
+        for (std::size_t o0 = 0; o0 < kOutBlock; o0 += kLanes)
+          for (std::size_t t = 0; t < kk; ++t)
+            for (std::size_t c = 0; c < kLanes; ++c)
+              for (std::size_t o = o0; o < o0 + kLanes; ++o)
+                to[(t * kLanes + c) * kOutBlock + o] =
+                    taps(ob * kOutBlock + o, cb * kLanes + c)[turned ? kk - 1 - t : t];
       }
   });
 }
@@ -108,8 +114,8 @@ struct Inside {
   std::size_t lo, hi;
 };
 Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pad, std::size_t stride, std::size_t w) {
-  if (j > w + pad - 1) return {0, 0};                // every pixel's column lies past the image
-  const std::size_t before = first * stride + j;     // the first pixel's column in the padded image
+  if (j > w + pad - 1) return {0, 0};             // every pixel's column lies past the image
+  const std::size_t before = first * stride + j;  // the first pixel's column in the padded image
   const std::size_t lo = before < pad ? (pad - before + stride - 1) / stride : 0;
   const std::size_t end = (w + pad - 1 - j) / stride + 1;  // the outputs before `end` read inside on the right
   return {std::min(lo, wide), end > first ? std::min(wide, end - first) : 0};
@@ -117,8 +123,8 @@ Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pa
 
 // One tap's multiply-adds over the 16 input channels of a block, for the tile's pixels [Lo, Hi).
 template <std::size_t Wide, std::size_t Stride, std::size_t Lo, std::size_t Hi>
-CNN_TARGET_AVX512 inline __attribute__((always_inline)) void tap_avx512(__m512 (&acc)[Wide][kVectors],
-                                                                       const float* in, const float* w) {
+CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(__m512 (&acc)[Wide][kVectors],
+                                                                               const float* in, const float* w) {
   for (std::size_t c = 0; c < kLanes; ++c) {
     __m512 wv[kVectors];
     for (std::size_t v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOutBlock + v * kLanes);
@@ -136,8 +142,8 @@ CNN_TARGET_AVX512 inline __attribute__((always_inline)) void tap_avx512(__m512 (
 // skipped (where a tap reaches past a side, only the first or the last pixel; other cases compute
 // over the zeros of the blocked image's border).
 template <std::size_t Wide, std::size_t Stride>
-CNN_TARGET_AVX512 void tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
-                                   std::size_t ow, std::size_t first, std::size_t end, float* sums) {
+CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
+                                          std::size_t ow, std::size_t first, std::size_t end, float* sums) {
   __m512 acc[Wide][kVectors];
   for (std::size_t q = 0; q < Wide; ++q)
     for (std::size_t v = 0; v < kVectors; ++v)
@@ -153,10 +159,14 @@ CNN_TARGET_AVX512 void tile_avx512(const Geometry& g, const float* image, const 
         const float* in = block + (i * wp + j) * kLanes;
         const float* w = taps + (i * g.k + j) * kLanes * kOutBlock;
         const Inside q = inside(ow, Wide, j, g.pad, Stride, g.w);
-        if (q.lo == 0 && q.hi == Wide) tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
-        else if (q.lo == 1 && q.hi == Wide) tap_avx512<Wide, Stride, 1, Wide>(acc, in, w);
-        else if (q.lo == 0 && q.hi + 1 == Wide) tap_avx512<Wide, Stride, 0, Wide - 1>(acc, in, w);
-        else tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
+        if (q.lo == 0 && q.hi == Wide)
+          direct_tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
+        else if (q.lo == 1 && q.hi == Wide)
+          direct_tap_avx512<Wide, Stride, 1, Wide>(acc, in, w);
+        else if (q.lo == 0 && q.hi + 1 == Wide)
+          direct_tap_avx512<Wide, Stride, 0, Wide - 1>(acc, in, w);
+        else
+          direct_tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
       }
   }
   for (std::size_t q = 0; q < Wide; ++q)
@@ -168,7 +178,7 @@ using TileKernel = void (*)(const Geometry&, const float*, const float*, std::si
 
 template <std::size_t Stride, std::size_t... Wide>
 constexpr std::array<TileKernel, kTileWide> row_kernels(std::index_sequence<Wide...>) {
-  return {tile_avx512<Wide + 1, Stride>...};
+  return {direct_tile_avx512<Wide + 1, Stride>...};
 }
 // By stride (1 or 2), then by pixels.
 constexpr std::array<std::array<TileKernel, kTileWide>, 2> kTiles = {
@@ -192,8 +202,8 @@ void convolve_image(const Geometry& g, const float* image, const float* weights,
       for (std::size_t oh = 0; oh < hout; ++oh)
         for (std::size_t ow = 0; ow < wout; ow += kTileWide)
           kTiles[g.stride - 1][std::min(kTileWide, wout - ow) - 1](g, image, weights + ob * g.block_floats(), oh, ow,
-                                                                  first, std::min(blocks, first + step),
-                                                                  sums + (oh * wout + ow) * kOutBlock);
+                                                                   first, std::min(blocks, first + step),
+                                                                   sums + (oh * wout + ow) * kOutBlock);
     for (std::size_t o = 0; o < kOutBlock; ++o) {
       float* out = y + (ob * kOutBlock + o) * pixels;
       for (std::size_t p = 0; p < pixels; ++p) {
@@ -235,9 +245,9 @@ constexpr std::size_t kFilterOuts = 7, kFilterGroup = 8;
 // blocked side by side (`image_floats` apart) and their dy (`dy_stride` apart): added to
 // partial[o][c] (rows cin apart).
 template <std::size_t Outs>
-CNN_TARGET_AVX512 void filter_tile_avx512(const Geometry& g, const float* images, const float* dy,
-                                          std::size_t dy_stride, std::size_t count, std::size_t i, std::size_t j,
-                                          std::size_t o0, std::size_t cb0, float* partial) {
+CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* images, const float* dy,
+                                            std::size_t dy_stride, std::size_t count, std::size_t i, std::size_t j,
+                                            std::size_t o0, std::size_t cb0, float* partial) {
   __m512 acc[Outs][kVectors];
   for (std::size_t r = 0; r < Outs; ++r)
     for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_loadu_ps(partial + r * g.cin + v * kLanes);
@@ -270,7 +280,7 @@ using FilterKernel = void (*)(const Geometry&, const float*, const float*, std::
 
 template <std::size_t... Outs>
 constexpr std::array<FilterKernel, kFilterOuts> filter_kernels(std::index_sequence<Outs...>) {
-  return {filter_tile_avx512<Outs + 1>...};
+  return {direct_filter_avx512<Outs + 1>...};
 }
 constexpr auto kFilterTiles = filter_kernels(std::make_index_sequence<kFilterOuts>());
 
@@ -314,7 +324,8 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
     return false;
   const int hout = (x[2] + 2 * d.padding - 3) / d.stride + 1, wout = (x[3] + 2 * d.padding - 3) / d.stride + 1;
   if (x[2] + 2 * d.padding < 3 || x[3] + 2 * d.padding < 3) return false;
-  if (d.stride == 2) return pass == DirectPass::forward || (pass == DirectPass::backward_filter && std::max(hout, wout) <= 14);
+  if (d.stride == 2)
+    return pass == DirectPass::forward || (pass == DirectPass::backward_filter && std::max(hout, wout) <= 14);
   if (std::min(hout, wout) < 8) return true;
   return pass == DirectPass::forward && std::max(hout, wout) <= 14;
 }
@@ -322,9 +333,12 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
 std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, DirectPass pass, int threads) {
   const auto images = static_cast<std::size_t>(std::max(x[0], 0));
   switch (pass) {
-    case DirectPass::forward: return workspace_floats(forward_geometry(d, x), images, threads);
-    case DirectPass::backward_data: return workspace_floats(adjoint_geometry(d, y, x), images, threads);
-    case DirectPass::backward_filter: break;
+    case DirectPass::forward:
+      return workspace_floats(forward_geometry(d, x), images, threads);
+    case DirectPass::backward_data:
+      return workspace_floats(adjoint_geometry(d, y, x), images, threads);
+    case DirectPass::backward_filter:
+      break;
   }
   return filter_workspace_floats(forward_geometry(d, x), images, threads);
 }
@@ -377,10 +391,11 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
   // The threads' partials added in thread order: dw[o][c][tap] += the sum of partial[tap][o][c].
   parallel_ranges(threads, g.cout, [&](int, std::size_t first, std::size_t end) {
     for (std::size_t o = first; o < end; ++o) {
-      for (std::size_t c = 0; c < g.cin; ++c)
-        for (std::size_t tap = 0; tap < kk; ++tap) {
+      for (std::size_t tap = 0; tap < kk; ++tap)  // the partials' rows read along, dw's row written across
+        for (std::size_t c = 0; c < g.cin; ++c) {
           float sum = 0.f;
-          for (int t = 0; t < used; ++t) sum += shares[static_cast<std::size_t>(t) * share + (tap * g.cout + o) * g.cin + c];
+          for (int t = 0; t < used; ++t)
+            sum += shares[static_cast<std::size_t>(t) * share + (tap * g.cout + o) * g.cin + c];
           dw.data[(o * g.cin + c) * kk + tap] += sum;
         }
       if (dbias.empty()) continue;

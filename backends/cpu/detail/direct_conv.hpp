@@ -6,9 +6,8 @@
 // elsewhere im2col + GEMM takes these layers. Backward-data runs as a forward pass over dy (Note
 // [Backward-data as a convolution], cpu_conv.cpp); backward-filter has its own kernel (Note
 // [Direct backward-filter]).
-#include <cstddef>
-
 #include <cnnengine/engine/core/backend.hpp>
+#include <cstddef>
 
 namespace cnn::cpu {
 

@@ -4,18 +4,18 @@
 // two threads, writing and accumulating; forward and backward-data give the same bits on any
 // thread count; the workspace the backend asks for (NaN-filled) is the one each pass uses, whichever
 // of the backward passes is direct.
-#include <catch2/catch.hpp>
+#include "backends/cpu/detail/direct_conv.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <cnnengine/engine/core/backend.hpp>
 #include <cstddef>
 #include <stdexcept>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
-#include "backends/cpu/detail/direct_conv.hpp"
 #include "tests/backends/cpu/conv_test_data.hpp"
-#include <cnnengine/engine/core/backend.hpp>
 
 using namespace cnn;
 
@@ -51,14 +51,15 @@ Sums forward_definition(const DirectCase& k, int n, const std::vector<float>& x,
       for (int oh = 0; oh < ho; ++oh)
         for (int ow = 0; ow < wo; ++ow) {
           const std::size_t out = at(b, o, oh, ow, k.cout, ho, wo);
-          double sum = base_per_channel ? base[static_cast<std::size_t>(o)] : base[out], size = std::abs(sum), terms = 1;
+          double sum = base_per_channel ? base[static_cast<std::size_t>(o)] : base[out], size = std::abs(sum),
+                 terms = 1;
           for (int c = 0; c < k.cin; ++c)
             for (int i = 0; i < 3; ++i)
               for (int j = 0; j < 3; ++j) {
                 const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
                 if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-                const double term = static_cast<double>(x[at(b, c, ih, iw, k.cin, k.h, k.w)]) *
-                                    w[at(o, c, i, j, k.cin, 3, 3)];
+                const double term =
+                    static_cast<double>(x[at(b, c, ih, iw, k.cin, k.h, k.w)]) * w[at(o, c, i, j, k.cin, 3, 3)];
                 sum += term;
                 size += std::abs(term);
                 ++terms;
@@ -114,8 +115,8 @@ Sums backward_filter_definition(const DirectCase& k, int n, const std::vector<fl
               for (int ow = 0; ow < wo; ++ow) {
                 const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
                 if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-                const double term = static_cast<double>(dy[at(b, o, oh, ow, k.cout, ho, wo)]) *
-                                    x[at(b, c, ih, iw, k.cin, k.h, k.w)];
+                const double term =
+                    static_cast<double>(dy[at(b, o, oh, ow, k.cout, ho, wo)]) * x[at(b, c, ih, iw, k.cin, k.h, k.w)];
                 sum += term;
                 size += std::abs(term);
                 ++terms;
@@ -161,7 +162,8 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels where meas
   CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_filter));
   CHECK(applies(same, Shape{2, 64, 3, 40}, cpu::DirectPass::backward_data));  // one side under 8
   CHECK(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::forward));
-  CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // Winograd's F(2x2) is faster there
+  CHECK_FALSE(
+      applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // Winograd's F(2x2) is faster there
   CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(same, Shape{2, 64, 16, 16}, cpu::DirectPass::forward));
   CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::forward));  // 48 in
@@ -169,7 +171,8 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels where meas
   const Conv2dDesc halves{64, 64, 3, 3, 2, 1};
   CHECK(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
   CHECK(applies(halves, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_filter));  // 14 x 14 outputs
-  CHECK_FALSE(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));  // 28 x 28: the GEMM's is faster
+  CHECK_FALSE(
+      applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));        // 28 x 28: the GEMM's is faster
   CHECK_FALSE(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // no forward convolution
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // 1x1
@@ -186,20 +189,28 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels where meas
   }
 }
 
-TEST_CASE("direct convolution: its passes match the definition, forward and backward-data the same bits on any thread count",
-          "[cpu][conv]") {
+TEST_CASE(
+    "direct convolution: its passes match the definition, forward and backward-data the same bits on any thread count",
+    "[cpu][conv]") {
   if (cpu::isa() < cpu::CpuIsa::avx512) {
     WARN("this host has no AVX-512: the direct convolution does not run here");
     return;
   }
   const DirectCase cases[] = {
-      {64, 7, 7, 64, 1, 1, true, true},   {128, 4, 4, 64, 1, 1, true, true},  {64, 5, 9, 128, 0, 1, true, true},
+      {64, 7, 7, 64, 1, 1, true, true},
+      {128, 4, 4, 64, 1, 1, true, true},
+      {64, 5, 9, 128, 0, 1, true, true},
       {64, 3, 20, 64, 1, 1, true, true},  // tiles of 7, 7 and 6 pixels
-      {64, 1, 1, 64, 1, 1, true, true},   {64, 2, 3, 64, 2, 1, true, true},
+      {64, 1, 1, 64, 1, 1, true, true},
+      {64, 2, 3, 64, 2, 1, true, true},
       {1024, 2, 2, 64, 1, 1, true, true},  // 64 blocks of channels: five passes over the map, each from the last's sums
-      {64, 14, 14, 64, 1, 1, false, false}, {64, 9, 11, 64, 1, 1, false, false},
-      {64, 14, 14, 64, 1, 2, false, true},  {64, 13, 9, 128, 1, 2, false, true},  // 7 x 7 and 7 x 5 outputs
-      {64, 28, 28, 64, 1, 2, false, true},  {64, 5, 5, 64, 2, 2, false, true},    {64, 4, 4, 64, 0, 2, false, true},
+      {64, 14, 14, 64, 1, 1, false, false},
+      {64, 9, 11, 64, 1, 1, false, false},
+      {64, 14, 14, 64, 1, 2, false, true},
+      {64, 13, 9, 128, 1, 2, false, true},  // 7 x 7 and 7 x 5 outputs
+      {64, 28, 28, 64, 1, 2, false, true},
+      {64, 5, 5, 64, 2, 2, false, true},
+      {64, 4, 4, 64, 0, 2, false, true},
       {64, 32, 30, 64, 1, 2, false, false}};  // 16 x 15 outputs: backward-filter on the GEMM's
   for (const DirectCase& k : cases)
     for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
@@ -219,8 +230,8 @@ TEST_CASE("direct convolution: its passes match the definition, forward and back
             accumulate ? testing::pattern(ys.elements(), 5) : std::vector<float>(ys.elements(), 7.f);
         const std::vector<float> dx_before =
             accumulate ? testing::pattern(xs.elements(), 6) : std::vector<float>(xs.elements(), 7.f);
-        const Sums want_y = accumulate ? forward_definition(k, n, x, w, y_before, false)
-                                       : forward_definition(k, n, x, w, bias, true);
+        const Sums want_y =
+            accumulate ? forward_definition(k, n, x, w, y_before, false) : forward_definition(k, n, x, w, bias, true);
         const Sums want_dx =
             backward_data_definition(k, n, dy, w, accumulate ? dx_before : std::vector<float>(xs.elements(), 0.f));
         const Sums want_dw = backward_filter_definition(k, n, x, dy, 0.5f, 0.25f);
