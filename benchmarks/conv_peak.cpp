@@ -7,10 +7,12 @@
 // distinct ordinary convolution (not depthwise or grouped) of the presets named, at the inputs
 // and batches given, and times its forward, backward-data and backward-filter passes on the CPU
 // backend in fp32 (median of --repeat runs after --warmup), as the network's layers call them.
-// GFLOP/s are those of the direct convolution, 2 x out x in x taps x output pixels a pass,
-// whatever the algorithm does (Winograd does fewer, so it can pass the peak); "of peak" divides
-// by the fp32 peak. With --compare, 3x3 convolutions at stride 1 are timed again with the
-// Winograd passes off (im2col + GEMM). One JSON line per pass and per peak (--json-out).
+// GFLOP/s are those of the definition, 2 x out x in x taps x output pixels a pass, whatever the
+// algorithm does (Winograd does fewer, and the direct kernels skip the taps on the padding, so
+// either can pass the peak); "of peak" divides by the fp32 peak. Each pass is labelled with the
+// kernel it runs (direct, winograd or gemm). With --compare, the convolutions that run direct or
+// Winograd passes are timed again with both off (im2col + GEMM). One JSON line per pass and per
+// peak (--json-out).
 //
 // --onednn (where CMake found oneDNN: CNN_BENCH_ONEDNN) times oneDNN's convolution primitive
 // (fp32, direct, no bias, forward_training / backward_data / backward_weights, its scratchpad in
@@ -35,6 +37,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +59,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
+#include "backends/cpu/detail/direct_conv.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
 #include "aligned_floats.hpp"
 #include "conv_peak_onednn.hpp"
@@ -296,7 +300,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup)->check(CLI::Range(0, 1000));
   app.add_option("--repeat", repeat)->check(CLI::Range(1, 1000));
   app.add_option("--only", only, "the convolutions whose description (as printed) contains this");
-  app.add_flag("--compare", compare, "3x3 stride-1 convolutions also with the Winograd passes off");
+  app.add_flag("--compare", compare, "convolutions that run direct or Winograd passes also with both off (im2col + GEMM)");
   app.add_flag("--onednn", onednn,
                "time oneDNN's convolution primitive on the same passes too (NCHW, reordered in the call, its own "
                "layouts), taking turns with ours");
@@ -401,15 +405,26 @@ int main(int argc, char** argv) {
                                   std::to_string(d.stride);
         if (shape.find(only) == std::string::npos) continue;
         const bool winograd = cpu::winograd_applies(d, call.x, false, threads);
-        std::vector<std::pair<std::string, PassTimes>> runs;
-        runs.emplace_back(winograd ? "winograd" : "gemm", time_passes(cpu, call, warmup, repeat, onednn));
-        if (compare && winograd) {
-          const cpu::WinogradOff off;
-          runs.emplace_back("gemm", time_passes(cpu, call, warmup, repeat, false));
+        // The kernel each pass runs: the direct one where it applies, else Winograd's or the GEMM.
+        const auto kernel_of = [&](cpu::DirectPass pass) -> std::string {
+          if (cpu::direct_applies(d, call.x, false, pass)) return "direct";
+          return winograd ? "winograd" : "gemm";
+        };
+        const std::array<std::string, 3> ours{kernel_of(cpu::DirectPass::forward),
+                                              kernel_of(cpu::DirectPass::backward_data),
+                                              kernel_of(cpu::DirectPass::backward_filter)};
+        std::vector<std::pair<std::array<std::string, 3>, PassTimes>> runs;
+        runs.emplace_back(ours, time_passes(cpu, call, warmup, repeat, onednn));
+        if (compare && ours != std::array<std::string, 3>{"gemm", "gemm", "gemm"}) {
+          const cpu::WinogradOff winograd_off;
+          const cpu::DirectOff direct_off;
+          runs.emplace_back(std::array<std::string, 3>{"gemm", "gemm", "gemm"},
+                            time_passes(cpu, call, warmup, repeat, false));
         }
-        for (const auto& [kernel, t] : runs)
-          for (const auto& [pass, p] : {std::pair{"forward", t.forward}, std::pair{"backward_data", t.backward_data},
-                                        std::pair{"backward_filter", t.backward_filter}}) {
+        for (const auto& [kernels, t] : runs)
+          for (const auto& [pass, p, kernel] :
+               {std::tuple{"forward", t.forward, kernels[0]}, std::tuple{"backward_data", t.backward_data, kernels[1]},
+                std::tuple{"backward_filter", t.backward_filter, kernels[2]}}) {
             const double gflops = flops / p.seconds / 1e9;
             std::printf("  %-10s %-24s %5d %-9s %-16s %9.3f %8.1f %6.0f%%", model.c_str(), shape.c_str(), times,
                         kernel.c_str(), pass, p.seconds * 1e3, gflops, fp32_peak > 0 ? 100 * gflops / fp32_peak : 0.0);
