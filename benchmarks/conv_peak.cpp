@@ -51,6 +51,7 @@
 #include <stdexcept>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -293,7 +294,7 @@ int main(int argc, char** argv) {
   CLI::App app{"conv_peak: the CPU's convolutions of real networks against the host's measured peak (and oneDNN's: --onednn)"};
   std::string models = "resnet18,resnet50", inputs = "3x64x64:64,3x224x224:16", only, json_out, products;
   int threads = 2, warmup = 1, repeat = 5;
-  bool compare = false, onednn = false;
+  bool compare = false, onednn = false, no_direct = false;
   app.add_option("--models", models, "presets or network files, comma-separated");
   app.add_option("--inputs", inputs, "CxHxW:batch, comma-separated");
   app.add_option("--threads", threads)->check(CLI::Range(1, 1024));
@@ -301,6 +302,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat)->check(CLI::Range(1, 1000));
   app.add_option("--only", only, "the convolutions whose description (as printed) contains this");
   app.add_flag("--compare", compare, "convolutions that run direct or Winograd passes also with both off (im2col + GEMM)");
+  app.add_flag("--no-direct", no_direct, "the direct 3x3 kernels off for the whole run (what ran before them)");
   app.add_flag("--onednn", onednn,
                "time oneDNN's convolution primitive on the same passes too (NCHW, reordered in the call, its own "
                "layouts), taking turns with ours");
@@ -308,6 +310,8 @@ int main(int argc, char** argv) {
                  "MxNxK,...: time these matrix products alone (one thread, each instruction set) instead");
   app.add_option("--json-out", json_out, "append the JSON lines here too");
   CLI11_PARSE(app, argc, argv);
+  std::optional<cpu::DirectOff> direct_off;
+  if (no_direct) direct_off.emplace();
   std::vector<bench::ProductSize> product_sizes;
   try {
     if (!products.empty())
