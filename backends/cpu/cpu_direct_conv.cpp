@@ -87,7 +87,7 @@ void block_image(const Geometry& g, const float* x, float* blocked) {
   }
 }
 
-// The weights into [cout/32][cin/16][k][k][16 in][32 out]; weight(o, c) points at the k x k taps of
+// The weights into [cout/64][cin/16][k][k][16 in][64 out]; taps(o, c) points at the k x k taps of
 // output o and input c, `turned` reads them backwards (backward-data's filter turned half a circle).
 template <class Taps>
 void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float* blocked) {
@@ -241,8 +241,8 @@ void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias
 // channels). The partials are added in thread order into dw, as the other paths add theirs.
 constexpr std::size_t kFilterOuts = 7, kFilterGroup = 8;
 
-// Outs outputs from o0 x 64 input channels from block cb0, tap (i, j), over `images` images
-// blocked side by side (`image_floats` apart) and their dy (`dy_stride` apart): added to
+// Outs outputs from o0 x 64 input channels from block cb0, tap (i, j), over `count` images
+// blocked side by side (image_floats() apart) and their dy (`dy_stride` apart): added to
 // partial[o][c] (rows cin apart).
 template <std::size_t Outs>
 CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* images, const float* dy,
