@@ -16,8 +16,10 @@
 // Each output's sum is one chain of fused multiply-adds over the channel blocks, the taps and the
 // 16 channels of a block, in that order, from zero, whatever the thread count (threads take
 // whole images): the same bits for the same host instructions. Then the sums go to the NCHW output
-// (y + sum, then the bias). AVX-512 only: a host without it takes the other paths, which sum in
-// another order, so a network with such layers trains to other bits there (within rounding).
+// (y + sum, then the bias). The ImageNet stem (7x7 at stride 2 of 3 channels) runs the same
+// kernel forward, its channels one block of 3. AVX-512 only: a host without it takes the other
+// paths, which sum in another order, so a network with such layers trains to other bits there
+// (within rounding).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -36,7 +38,7 @@
 namespace cnn::cpu {
 namespace {
 
-constexpr std::size_t kLanes = 16;                              // input channels a block, and floats a vector
+constexpr std::size_t kLanes = 16;                              // floats a vector, and input channels a block
 constexpr std::size_t kVectors = 4, kOutBlock = kVectors * 16;  // output channels a tile
 constexpr std::size_t kTileWide = 7;                            // output pixels a tile
 
@@ -44,6 +46,8 @@ constexpr std::size_t kTileWide = 7;                            // output pixels
 // kernel at `stride`.
 struct Geometry {
   std::size_t cin, cout, h, w, k, pad, stride;
+  std::size_t lanes() const { return std::min(cin, kLanes); }  // input channels a block: 16, or all of fewer
+  std::size_t blocks() const { return cin / lanes(); }
   std::size_t hp() const { return h + 2 * pad; }
   std::size_t wp() const { return w + 2 * pad; }
   std::size_t hout() const { return (hp() - k) / stride + 1; }
@@ -66,8 +70,13 @@ Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
 Geometry adjoint_geometry(const Conv2dDesc& d, const Shape& dy, const Shape& dx) {
   const auto k = static_cast<std::size_t>(d.kernel_h);
   const auto pad = k - 1 - static_cast<std::size_t>(d.padding);
-  return {static_cast<std::size_t>(dy[1]), static_cast<std::size_t>(dx[1]), static_cast<std::size_t>(dy[2]),
-          static_cast<std::size_t>(dy[3]), k, pad, 1};
+  return {static_cast<std::size_t>(dy[1]),
+          static_cast<std::size_t>(dx[1]),
+          static_cast<std::size_t>(dy[2]),
+          static_cast<std::size_t>(dy[3]),
+          k,
+          pad,
+          1};
 }
 
 std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads) {
@@ -75,35 +84,35 @@ std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads)
          static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) * g.share_floats();
 }
 
-// One image [cin][h][w] into [cin/16][hp][wp][16], its border zero.
+// One image [cin][h][w] into [blocks][hp][wp][lanes], its border zero.
 void block_image(const Geometry& g, const float* x, float* blocked) {
-  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes;
+  const std::size_t wp = g.wp(), lanes = g.lanes(), plane = g.hp() * wp * lanes;
   std::memset(blocked, 0, g.cin * g.hp() * wp * sizeof(float));
   for (std::size_t c = 0; c < g.cin; ++c) {
-    float* to = blocked + (c / kLanes) * plane + c % kLanes;
+    float* to = blocked + (c / lanes) * plane + c % lanes;
     const float* from = x + c * g.h * g.w;
     for (std::size_t i = 0; i < g.h; ++i)
-      for (std::size_t j = 0; j < g.w; ++j) to[((i + g.pad) * wp + j + g.pad) * kLanes] = from[i * g.w + j];
+      for (std::size_t j = 0; j < g.w; ++j) to[((i + g.pad) * wp + j + g.pad) * lanes] = from[i * g.w + j];
   }
 }
 
-// The weights into [cout/64][cin/16][k][k][16 in][64 out]; taps(o, c) points at the k x k taps of
-// output o and input c, `turned` reads them backwards (backward-data's filter turned half a circle).
+// The weights into [cout/64][blocks][k][k][lanes in][64 out]; taps(o, c) points at the k x k taps
+// of output o and input c, `turned` reads them backwards (backward-data's filter turned half a
+// circle).
 template <class Taps>
 void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float* blocked) {
-  const std::size_t kk = g.k * g.k;
+  const std::size_t kk = g.k * g.k, lanes = g.lanes();
   parallel_ranges(threads, g.cout / kOutBlock, [&](int, std::size_t first, std::size_t end) {
     for (std::size_t ob = first; ob < end; ++ob)
-      for (std::size_t cb = 0; cb < g.cin / kLanes; ++cb) {
-        float* to = blocked + ob * g.block_floats() + cb * kk * kLanes * kOutBlock;
+      for (std::size_t cb = 0; cb < g.blocks(); ++cb) {
+        float* to = blocked + ob * g.block_floats() + cb * kk * lanes * kOutBlock;
         // 16 outputs at a time: their rows of taps (16 x 16 x k x k floats) stay in L1 while each
         // line of the blocked weights is written whole.
         for (std::size_t o0 = 0; o0 < kOutBlock; o0 += kLanes)
           for (std::size_t t = 0; t < kk; ++t)
-            for (std::size_t c = 0; c < kLanes; ++c)
+            for (std::size_t c = 0; c < lanes; ++c)
               for (std::size_t o = o0; o < o0 + kLanes; ++o)
-                to[(t * kLanes + c) * kOutBlock + o] =
-                    taps(ob * kOutBlock + o, cb * kLanes + c)[turned ? kk - 1 - t : t];
+                to[(t * lanes + c) * kOutBlock + o] = taps(ob * kOutBlock + o, cb * lanes + c)[turned ? kk - 1 - t : t];
       }
   });
 }
@@ -121,16 +130,21 @@ Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pa
   return {std::min(lo, wide), end > first ? std::min(wide, end - first) : 0};
 }
 
-// One tap's multiply-adds over the 16 input channels of a block, for the tile's pixels [Lo, Hi).
-template <std::size_t Wide, std::size_t Stride, std::size_t Lo, std::size_t Hi>
+// The multiply-adds of `count` consecutive inputs of each of the tile's pixels [Lo, Hi), the
+// pixels `step` floats apart (Step and Count where not 0): one tap over a block's channels, or
+// the stem's whole kernel row (its taps and channels lie side by side in the blocked image).
+template <std::size_t Wide, std::size_t Step, std::size_t Count, std::size_t Lo, std::size_t Hi>
 CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(__m512 (&acc)[Wide][kVectors],
-                                                                               const float* in, const float* w) {
-  for (std::size_t c = 0; c < kLanes; ++c) {
+                                                                               const float* in, const float* w,
+                                                                               std::size_t step, std::size_t count) {
+  if constexpr (Step != 0) step = Step;
+  if constexpr (Count != 0) count = Count;
+  for (std::size_t c = 0; c < count; ++c) {
     __m512 wv[kVectors];
     for (std::size_t v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOutBlock + v * kLanes);
 #pragma GCC unroll 7
     for (std::size_t q = Lo; q < Hi; ++q) {
-      const __m512 x = _mm512_set1_ps(in[q * Stride * kLanes + c]);
+      const __m512 x = _mm512_set1_ps(in[q * step + c]);
       for (std::size_t v = 0; v < kVectors; ++v) acc[q][v] = _mm512_fmadd_ps(x, wv[v], acc[q][v]);
     }
   }
@@ -140,34 +154,46 @@ CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(_
 // [first, end) into sums[pixel][kOutBlock]: from zero for the first blocks, else from what the
 // blocks before left there (the same chain of fused multiply-adds). The taps on the padding are
 // skipped (where a tap reaches past a side, only the first or the last pixel; other cases compute
-// over the zeros of the blocked image's border).
-template <std::size_t Wide, std::size_t Stride>
+// over the zeros of the blocked image's border). With blocks of fewer than 16 channels (Lanes 0:
+// the stem), a kernel row's taps run as one, over the zeros too.
+template <std::size_t Wide, std::size_t Stride, std::size_t Lanes>
 CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
                                           std::size_t ow, std::size_t first, std::size_t end, float* sums) {
   __m512 acc[Wide][kVectors];
   for (std::size_t q = 0; q < Wide; ++q)
     for (std::size_t v = 0; v < kVectors; ++v)
       acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOutBlock + v * kLanes);
-  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, kk = g.k * g.k, row = oh * Stride;
+  const std::size_t lanes = Lanes != 0 ? Lanes : g.lanes();
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * lanes, kk = g.k * g.k, row = oh * Stride;
   // Kernel row i reads input row oh * stride + i - pad: inside the image for i in [top, bottom).
   const std::size_t top = row < g.pad ? g.pad - row : 0, bottom = std::min(g.k, g.h + g.pad - row);
+  // Which of the tile's pixels read inside the image, for each tap column.
+  std::array<Inside, 7> columns{};
+  for (std::size_t j = 0; j < g.k && j < columns.size(); ++j) columns[j] = inside(ow, Wide, j, g.pad, Stride, g.w);
   for (std::size_t cb = first; cb < end; ++cb) {
-    const float* block = image + cb * plane + (row * wp + ow * Stride) * kLanes;
-    const float* taps = weights + cb * kk * kLanes * kOutBlock;
-    for (std::size_t i = top; i < bottom; ++i)
-      for (std::size_t j = 0; j < g.k; ++j) {
-        const float* in = block + (i * wp + j) * kLanes;
-        const float* w = taps + (i * g.k + j) * kLanes * kOutBlock;
-        const Inside q = inside(ow, Wide, j, g.pad, Stride, g.w);
-        if (q.lo == 0 && q.hi == Wide)
-          direct_tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
-        else if (q.lo == 1 && q.hi == Wide)
-          direct_tap_avx512<Wide, Stride, 1, Wide>(acc, in, w);
-        else if (q.lo == 0 && q.hi + 1 == Wide)
-          direct_tap_avx512<Wide, Stride, 0, Wide - 1>(acc, in, w);
-        else
-          direct_tap_avx512<Wide, Stride, 0, Wide>(acc, in, w);
+    const float* block = image + cb * plane + (row * wp + ow * Stride) * lanes;
+    const float* taps = weights + cb * kk * lanes * kOutBlock;
+    for (std::size_t i = top; i < bottom; ++i) {
+      if constexpr (Lanes == 0) {
+        direct_tap_avx512<Wide, 0, 0, 0, Wide>(acc, block + i * wp * lanes, taps + i * g.k * lanes * kOutBlock,
+                                               Stride * lanes, g.k * lanes);
+        continue;
       }
+      for (std::size_t j = 0; j < g.k; ++j) {
+        const float* in = block + (i * wp + j) * lanes;
+        const float* w = taps + (i * g.k + j) * lanes * kOutBlock;
+        const Inside q = columns[j];
+        constexpr std::size_t kStep = Stride * Lanes;
+        if (q.lo == 0 && q.hi == Wide)
+          direct_tap_avx512<Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
+        else if (q.lo == 1 && q.hi == Wide)
+          direct_tap_avx512<Wide, kStep, Lanes, 1, Wide>(acc, in, w, kStep, Lanes);
+        else if (q.lo == 0 && q.hi + 1 == Wide)
+          direct_tap_avx512<Wide, kStep, Lanes, 0, Wide - 1>(acc, in, w, kStep, Lanes);
+        else
+          direct_tap_avx512<Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
+      }
+    }
   }
   for (std::size_t q = 0; q < Wide; ++q)
     for (std::size_t v = 0; v < kVectors; ++v) _mm512_storeu_ps(sums + q * kOutBlock + v * kLanes, acc[q][v]);
@@ -176,44 +202,57 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
 using TileKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
                             std::size_t, float*);
 
-template <std::size_t Stride, std::size_t... Wide>
+template <std::size_t Stride, std::size_t Lanes, std::size_t... Wide>
 constexpr std::array<TileKernel, kTileWide> row_kernels(std::index_sequence<Wide...>) {
-  return {direct_tile_avx512<Wide + 1, Stride>...};
+  return {direct_tile_avx512<Wide + 1, Stride, Lanes>...};
 }
-// By stride (1 or 2), then by pixels.
-constexpr std::array<std::array<TileKernel, kTileWide>, 2> kTiles = {
-    row_kernels<1>(std::make_index_sequence<kTileWide>()), row_kernels<2>(std::make_index_sequence<kTileWide>())};
+// By blocks of 16 channels or fewer (the stem's 3), by stride (1 or 2), then by pixels.
+constexpr std::array<std::array<std::array<TileKernel, kTileWide>, 2>, 2> kTiles = {
+    {{row_kernels<1, kLanes>(std::make_index_sequence<kTileWide>()),
+      row_kernels<2, kLanes>(std::make_index_sequence<kTileWide>())},
+     {row_kernels<1, 0>(std::make_index_sequence<kTileWide>()),
+      row_kernels<2, 0>(std::make_index_sequence<kTileWide>())}}};
 
 // Channel blocks a pass over the map takes, so that their weights (kOutBlock outputs' worth) stay
 // in a core's L2 cache.
 std::size_t blocks_in_cache(const Geometry& g) {
   constexpr std::size_t kCacheBytes = 512 * 1024;
-  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * kLanes * kOutBlock * sizeof(float)));
+  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * g.lanes() * kOutBlock * sizeof(float)));
 }
 
-// One image's output [cout][hout][wout], from its blocked copy: y = (accumulate ? y : 0) + sum +
-// bias. `sums` holds a block of outputs' sums for every pixel, [hout * wout][kOutBlock].
-void convolve_image(const Geometry& g, const float* image, const float* weights, const float* bias, bool accumulate,
-                    float* sums, float* y) {
-  const std::size_t hout = g.hout(), wout = g.wout(), pixels = hout * wout, blocks = g.cin / kLanes;
-  const std::size_t step = blocks_in_cache(g);
-  for (std::size_t ob = 0; ob < g.cout / kOutBlock; ++ob) {
-    for (std::size_t first = 0; first < blocks; first += step)
-      for (std::size_t oh = 0; oh < hout; ++oh)
-        for (std::size_t ow = 0; ow < wout; ow += kTileWide)
-          kTiles[g.stride - 1][std::min(kTileWide, wout - ow) - 1](g, image, weights + ob * g.block_floats(), oh, ow,
-                                                                   first, std::min(blocks, first + step),
-                                                                   sums + (oh * wout + ow) * kOutBlock);
-    for (std::size_t o = 0; o < kOutBlock; ++o) {
-      float* out = y + (ob * kOutBlock + o) * pixels;
-      for (std::size_t p = 0; p < pixels; ++p) {
-        float value = sums[p * kOutBlock + o];
-        if (accumulate) value = out[p] + value;
-        if (bias != nullptr) value += bias[ob * kOutBlock + o];
-        out[p] = value;
-      }
+// A tile's sums, [wide][kOutBlock] from pixel p0 of the map, into the NCHW output of the block of
+// outputs from o0: y = (accumulate ? y : 0) + sum + bias.
+void write_tile(const float* sums, std::size_t wide, std::size_t pixels, std::size_t p0, std::size_t o0,
+                const float* bias, bool accumulate, float* y) {
+  for (std::size_t o = 0; o < kOutBlock; ++o) {
+    float* out = y + (o0 + o) * pixels + p0;
+    for (std::size_t q = 0; q < wide; ++q) {
+      float value = sums[q * kOutBlock + o];
+      if (accumulate) value = out[q] + value;
+      if (bias != nullptr) value += bias[o0 + o];
+      out[q] = value;
     }
   }
+}
+
+// One image's output [cout][hout][wout], from its blocked copy. `sums` holds a block of outputs'
+// sums for every pixel, [hout * wout][kOutBlock], between the passes over the channel blocks; each
+// tile goes to the output as the last pass leaves it, while its sums are in L1.
+void convolve_image(const Geometry& g, const float* image, const float* weights, const float* bias, bool accumulate,
+                    float* sums, float* y) {
+  const std::size_t hout = g.hout(), wout = g.wout(), pixels = hout * wout, blocks = g.blocks();
+  const auto& tiles = kTiles[g.lanes() == kLanes ? 0 : 1][g.stride - 1];
+  const std::size_t step = blocks_in_cache(g);
+  for (std::size_t ob = 0; ob < g.cout / kOutBlock; ++ob)
+    for (std::size_t first = 0; first < blocks; first += step) {
+      const std::size_t end = std::min(blocks, first + step);
+      for (std::size_t oh = 0; oh < hout; ++oh)
+        for (std::size_t ow = 0; ow < wout; ow += kTileWide) {
+          const std::size_t wide = std::min(kTileWide, wout - ow), p0 = oh * wout + ow;
+          tiles[wide - 1](g, image, weights + ob * g.block_floats(), oh, ow, first, end, sums + p0 * kOutBlock);
+          if (end == blocks) write_tile(sums + p0 * kOutBlock, wide, pixels, p0, ob * kOutBlock, bias, accumulate, y);
+        }
+    }
 }
 
 // Every image of x [n][cin][h][w] into y [n][cout][hout][wout], the weights already blocked at the
@@ -298,6 +337,16 @@ std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int t
 
 std::atomic<int> direct_off{0};
 
+// The ImageNet stem: a 7x7 convolution at stride 2 of a few channels (RGB, grey) into a multiple
+// of 64, forward only (its backward-data is not needed, and backward-filter's kernel takes its
+// vectors along 64 input channels).
+bool stem_applies(const Conv2dDesc& d, const Shape& x) {
+  return x.rank == 4 && x[1] >= 1 && x[1] < static_cast<int>(kLanes) && d.kernel_h == 7 && d.kernel_w == 7 &&
+         d.stride == 2 && std::max(d.groups, 1) == 1 && std::max(d.dilation, 1) == 1 && d.padding >= 0 &&
+         d.padding <= 3 && d.out_channels > 0 && d.out_channels % static_cast<int>(kOutBlock) == 0 &&
+         x[2] + 2 * d.padding >= 7 && x[3] + 2 * d.padding >= 7;
+}
+
 void require_applies(const Conv2dDesc& d, const Shape& x, DirectPass pass, const char* what) {
   if (!direct_applies(d, x, false, pass))
     throw std::logic_error(std::string(what) + ": the direct passes take no such convolution of " + x.str());
@@ -316,6 +365,7 @@ DirectOff::~DirectOff() { --direct_off; }
 
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass) {
   if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx512) return false;
+  if (stem_applies(d, x)) return pass == DirectPass::forward;
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
     return false;

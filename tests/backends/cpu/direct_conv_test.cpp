@@ -1,5 +1,6 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
-// backward-data and backward-filter against the definition in double, at strides 1 and 2, on maps
+// backward-data and backward-filter against the definition in double, at strides 1 and 2 (and the
+// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward), on maps
 // whose tiles end short, padding 0 to 2, more input channels than one pass keeps in cache, one and
 // two threads, writing and accumulating; forward and backward-data give the same bits on any
 // thread count; the workspace the backend asks for (NaN-filled) is the one each pass uses, whichever
@@ -24,8 +25,9 @@ namespace {
 struct DirectCase {
   int cin, h, w, cout, pad, stride;
   bool data, filter;  // backward-data and backward-filter take the direct passes too (forward always does)
-  int hout() const { return (h + 2 * pad - 3) / stride + 1; }
-  int wout() const { return (w + 2 * pad - 3) / stride + 1; }
+  int k = 3;          // the kernel's side
+  int hout() const { return (h + 2 * pad - k) / stride + 1; }
+  int wout() const { return (w + 2 * pad - k) / stride + 1; }
 };
 
 // Each element's sum, and how far a float chain of its terms may stray from it: the terms'
@@ -54,12 +56,12 @@ Sums forward_definition(const DirectCase& k, int n, const std::vector<float>& x,
           double sum = base_per_channel ? base[static_cast<std::size_t>(o)] : base[out], size = std::abs(sum),
                  terms = 1;
           for (int c = 0; c < k.cin; ++c)
-            for (int i = 0; i < 3; ++i)
-              for (int j = 0; j < 3; ++j) {
+            for (int i = 0; i < k.k; ++i)
+              for (int j = 0; j < k.k; ++j) {
                 const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
                 if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
                 const double term =
-                    static_cast<double>(x[at(b, c, ih, iw, k.cin, k.h, k.w)]) * w[at(o, c, i, j, k.cin, 3, 3)];
+                    static_cast<double>(x[at(b, c, ih, iw, k.cin, k.h, k.w)]) * w[at(o, c, i, j, k.cin, k.k, k.k)];
                 sum += term;
                 size += std::abs(term);
                 ++terms;
@@ -84,12 +86,12 @@ Sums backward_data_definition(const DirectCase& k, int n, const std::vector<floa
         for (int ow = 0; ow < wo; ++ow) {
           const double grad = dy[at(b, o, oh, ow, k.cout, ho, wo)];
           for (int c = 0; c < k.cin; ++c)
-            for (int i = 0; i < 3; ++i)
-              for (int j = 0; j < 3; ++j) {
+            for (int i = 0; i < k.k; ++i)
+              for (int j = 0; j < k.k; ++j) {
                 const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
                 if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
                 const std::size_t in = at(b, c, ih, iw, k.cin, k.h, k.w);
-                const double term = grad * w[at(o, c, i, j, k.cin, 3, 3)];
+                const double term = grad * w[at(o, c, i, j, k.cin, k.k, k.k)];
                 s.value[in] += term;
                 size[in] += std::abs(term);
                 terms[in] += 1;
@@ -103,12 +105,12 @@ Sums backward_data_definition(const DirectCase& k, int n, const std::vector<floa
 Sums backward_filter_definition(const DirectCase& k, int n, const std::vector<float>& x, const std::vector<float>& dy,
                                 float dw_before, float dbias_before) {
   const int ho = k.hout(), wo = k.wout();
-  const std::size_t weights = static_cast<std::size_t>(k.cout) * k.cin * 9;
+  const std::size_t weights = static_cast<std::size_t>(k.cout) * k.cin * k.k * k.k;
   Sums s{std::vector<double>(weights + k.cout), std::vector<double>(weights + k.cout)};
   for (int o = 0; o < k.cout; ++o) {
     for (int c = 0; c < k.cin; ++c)
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
+      for (int i = 0; i < k.k; ++i)
+        for (int j = 0; j < k.k; ++j) {
           double sum = dw_before, size = std::abs(sum), terms = 1;
           for (int b = 0; b < n; ++b)
             for (int oh = 0; oh < ho; ++oh)
@@ -121,8 +123,8 @@ Sums backward_filter_definition(const DirectCase& k, int n, const std::vector<fl
                 size += std::abs(term);
                 ++terms;
               }
-          s.value[at(o, c, i, j, k.cin, 3, 3)] = sum;
-          s.bound[at(o, c, i, j, k.cin, 3, 3)] = size * terms * kRoundoff;
+          s.value[at(o, c, i, j, k.cin, k.k, k.k)] = sum;
+          s.bound[at(o, c, i, j, k.cin, k.k, k.k)] = size * terms * kRoundoff;
         }
     double sum = dbias_before, size = std::abs(sum), terms = 1;
     for (int b = 0; b < n; ++b)
@@ -175,9 +177,16 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels where meas
       applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));        // 28 x 28: the GEMM's is faster
   CHECK_FALSE(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // no forward convolution
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
-  CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // 1x1
-  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 3}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // padding 3
-  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 0}, Shape{2, 64, 2, 2}, cpu::DirectPass::forward));  // no output
+  const Conv2dDesc stem{3, 64, 7, 7, 2, 3};
+  CHECK(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::forward));
+  CHECK_FALSE(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::backward_data));
+  CHECK_FALSE(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(Conv2dDesc{16, 64, 7, 7, 2, 3}, Shape{2, 16, 56, 56}, cpu::DirectPass::forward));  // 16 in
+  CHECK_FALSE(applies(Conv2dDesc{3, 64, 7, 7, 1, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // stride 1
+  CHECK_FALSE(applies(Conv2dDesc{3, 32, 7, 7, 2, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // 32 out
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));    // 1x1
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 3}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));    // padding 3
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 0}, Shape{2, 64, 2, 2}, cpu::DirectPass::forward));    // no output
   CHECK_FALSE(cpu::direct_applies(same, Shape{2, 64, 7, 7}, true, cpu::DirectPass::forward));  // 16-bit products
   {
     const cpu::DirectOff off;
@@ -211,16 +220,21 @@ TEST_CASE(
       {64, 28, 28, 64, 1, 2, false, true},
       {64, 5, 5, 64, 2, 2, false, true},
       {64, 4, 4, 64, 0, 2, false, true},
-      {64, 32, 30, 64, 1, 2, false, false}};  // 16 x 15 outputs: backward-filter on the GEMM's
+      {64, 32, 30, 64, 1, 2, false, false},  // 16 x 15 outputs: backward-filter on the GEMM's
+      // The ImageNet stem, forward alone: 3 channels (and grey) into 64 or 128, 7x7 at stride 2.
+      {3, 32, 32, 64, 3, 2, false, false, 7},
+      {1, 20, 13, 64, 3, 2, false, false, 7},
+      {3, 7, 7, 128, 3, 2, false, false, 7},
+      {3, 5, 6, 64, 1, 2, false, false, 7}};
   for (const DirectCase& k : cases)
     for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
       for (bool accumulate : {false, true}) {
         if (n > 1 && k.h * k.w > 196) continue;  // large maps on one image: the definitions' time
         if (n == 9 && k.h * k.w > 64) continue;
-        CAPTURE(k.cin, k.h, k.w, k.cout, k.pad, k.stride, n, accumulate);
+        CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, k.stride, n, accumulate);
         const int ho = k.hout(), wo = k.wout();
-        const Conv2dDesc d{k.cin, k.cout, 3, 3, k.stride, k.pad};
-        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo}, ws_shape{k.cout, k.cin, 3, 3};
+        const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
+        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo}, ws_shape{k.cout, k.cin, k.k, k.k};
         REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::forward));
         REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_data) == k.data);
         REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_filter) == k.filter);
