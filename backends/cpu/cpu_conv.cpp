@@ -12,7 +12,6 @@
 // backward-filter's A is the image's gradient.
 #include <Eigen/Core>
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -482,18 +481,20 @@ std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x,
   if (cpu::grouped_kernels_apply(d)) return cpu::grouped_workspace_floats(d, x, y, pass, threads_) * sizeof(float);
   // The direct kernels' share of the pass: both backward calls share the backward size, and where
   // one of them is not direct, the other paths' size is the least the pass needs.
-  using cpu::DirectPass;
-  const std::array<DirectPass, 2> calls = pass == ConvPass::forward
-                                              ? std::array{DirectPass::forward, DirectPass::forward}
-                                              : std::array{DirectPass::backward_data, DirectPass::backward_filter};
   std::size_t direct_floats = 0;
   bool all_direct = true;
-  for (DirectPass call : calls) {
+  const auto count = [&](cpu::DirectPass call) {
     if (!cpu::direct_applies(d, x, products16(), call)) {
       all_direct = false;
-      continue;
+      return;
     }
     direct_floats = std::max(direct_floats, cpu::direct_workspace_floats(d, x, y, call, threads_));
+  };
+  if (pass == ConvPass::forward) {
+    count(cpu::DirectPass::forward);
+  } else {
+    count(cpu::DirectPass::backward_data);
+    count(cpu::DirectPass::backward_filter);
   }
   if (all_direct) return direct_floats * sizeof(float);
   if (cpu::winograd_applies(d, x, products16(), threads_))

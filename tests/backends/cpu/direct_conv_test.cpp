@@ -148,7 +148,7 @@ std::size_t wrong_elements(const std::vector<float>& got, const Sums& want) {
 
 }  // namespace
 
-TEST_CASE("direct convolution: applies to 3x3 layers of many channels where measured faster, nowhere else",
+TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the stem where measured faster",
           "[cpu][conv]") {
   const Conv2dDesc same{64, 64, 3, 3, 1, 1};
   const auto applies = [](const Conv2dDesc& d, const Shape& x, cpu::DirectPass pass) {
@@ -164,8 +164,8 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels where meas
   CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_filter));
   CHECK(applies(same, Shape{2, 64, 3, 40}, cpu::DirectPass::backward_data));  // one side under 8
   CHECK(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::forward));
-  CHECK_FALSE(
-      applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // Winograd's F(2x2) is faster there
+  // Winograd's F(2x2) is faster there.
+  CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(same, Shape{2, 64, 16, 16}, cpu::DirectPass::forward));
   CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::forward));  // 48 in
@@ -173,8 +173,8 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels where meas
   const Conv2dDesc halves{64, 64, 3, 3, 2, 1};
   CHECK(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
   CHECK(applies(halves, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_filter));  // 14 x 14 outputs
-  CHECK_FALSE(
-      applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));        // 28 x 28: the GEMM's is faster
+  // 28 x 28 outputs: the GEMM's is faster.
+  CHECK_FALSE(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // no forward convolution
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
   const Conv2dDesc stem{3, 64, 7, 7, 2, 3};
