@@ -34,6 +34,7 @@
 #include "backends/cpu/detail/direct_conv.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/workspace_check.hpp"
 
 namespace cnn::cpu {
 namespace {
@@ -352,12 +353,6 @@ void require_applies(const Conv2dDesc& d, const Shape& x, DirectPass pass, const
     throw std::logic_error(std::string(what) + ": the direct passes take no such convolution of " + x.str());
 }
 
-void require_workspace(const Workspace& ws, std::size_t floats, const char* what) {
-  if (ws.bytes < floats * sizeof(float))
-    throw std::logic_error(std::string(what) + ": workspace of " + std::to_string(ws.bytes) + " bytes, " +
-                           std::to_string(floats * sizeof(float)) + " needed");
-}
-
 }  // namespace
 
 DirectOff::DirectOff() { ++direct_off; }
@@ -397,7 +392,7 @@ void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Ten
                     bool accumulate, Workspace ws) {
   require_applies(d, x.shape, DirectPass::forward, "conv2d_forward");
   const Geometry g = forward_geometry(d, x.shape);
-  require_workspace(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
+  require_workspace_floats(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
   auto* blocked = static_cast<float*>(ws.data);
   const std::size_t kk = g.k * g.k;
   block_weights(
@@ -410,7 +405,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
   require_applies(d, x.shape, DirectPass::backward_filter, "conv2d_backward_filter");
   const Geometry g = forward_geometry(d, x.shape);
   const auto images = static_cast<std::size_t>(x.n());
-  require_workspace(ws, filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
+  require_workspace_floats(ws, filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
   const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), share = filter_share_floats(g, images);
   const std::size_t weights = g.cout * g.cin * kk;
   auto* shares = static_cast<float*>(ws.data);
@@ -429,7 +424,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
             kFilterTiles[std::min(kFilterOuts, g.cout - o0) - 1](g, blocked, grad, dy.sample_elements(), count,
                                                                  tap / g.k, tap % g.k, o0, cb0,
                                                                  partial + (tap * g.cout + o0) * g.cin + cb0 * kLanes);
-      for (std::size_t n = 0; n < count; ++n)
+      for (std::size_t n = 0; n < count && !dbias.empty(); ++n)
         for (std::size_t o = 0; o < g.cout; ++o) {
           const float* row = grad + n * dy.sample_elements() + o * pixels;
           float sum = partial[weights + o];
@@ -461,7 +456,7 @@ void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, co
                           bool accumulate, Workspace ws) {
   require_applies(d, dx.shape, DirectPass::backward_data, "conv2d_backward_data");
   const Geometry g = adjoint_geometry(d, dy.shape, dx.shape);
-  require_workspace(ws, workspace_floats(g, static_cast<std::size_t>(dx.n()), threads), "conv2d_backward_data");
+  require_workspace_floats(ws, workspace_floats(g, static_cast<std::size_t>(dx.n()), threads), "conv2d_backward_data");
   auto* blocked = static_cast<float*>(ws.data);
   const std::size_t kk = g.k * g.k;
   // Output o of the adjoint is dx's channel o, its input c is dy's channel c: the forward weight w[c][o].

@@ -18,6 +18,7 @@
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/workspace_check.hpp"
 #include "backends/cpu/detail/winograd_conv.hpp"
 #include "backends/cpu/detail/winograd_tiles.hpp"
 
@@ -285,12 +286,6 @@ void convolve_blocks(const Plan& p, const float* filters, const float* x, std::s
   }
 }
 
-void require_workspace(const Workspace& ws, std::size_t floats, const char* what) {
-  if (ws.bytes < floats * sizeof(float))
-    throw std::logic_error(std::string(what) + ": workspace of " + std::to_string(ws.bytes) + " bytes, " +
-                           std::to_string(floats * sizeof(float)) + " needed");
-}
-
 // Forward and backward-data: a block's transformed weights, backward-data's turned filters, then
 // the threads' shares; before a block's shares are used, its weights' product packs there.
 std::size_t turned_floats(const Plan& p) { return aligned_floats(p.out * p.in * 9); }
@@ -341,7 +336,7 @@ void winograd_forward(int threads, const Conv2dDesc& d, const Tensor& x, const T
                       bool accumulate, Workspace ws) {
   require_supported(d, x.shape, "conv2d_forward");
   const Plan p = forward_plan(d, x.shape, threads);
-  require_workspace(ws, forward_floats(p, false), "conv2d_forward");
+  require_workspace_floats(ws, forward_floats(p, false), "conv2d_forward");
   auto* u = static_cast<float*>(ws.data);
   float* shares = u + p.weights_floats();
   convolve_blocks(p, w.data, x.data, x.sample_elements(), y.data, y.sample_elements(), bias.empty() ? nullptr : bias.data,
@@ -354,7 +349,7 @@ void winograd_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, 
                             bool accumulate, Workspace ws) {
   require_supported(d, dx.shape, "conv2d_backward_data");
   const Plan p = adjoint_plan(d, dy.shape, threads);
-  require_workspace(ws, forward_floats(p, true), "conv2d_backward_data");
+  require_workspace_floats(ws, forward_floats(p, true), "conv2d_backward_data");
   auto* u = static_cast<float*>(ws.data);
   float* turned = u + p.weights_floats();  // [out = dx's channels][in = dy's][9]
   float* shares = turned + turned_floats(p);
@@ -372,7 +367,7 @@ void winograd_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x,
                               Tensor dbias, Workspace ws) {
   require_supported(d, x.shape, "conv2d_backward_filter");
   const Plan p = filter_plan(d, x.shape, threads);
-  require_workspace(ws, filter_floats(p), "conv2d_backward_filter");
+  require_workspace_floats(ws, filter_floats(p), "conv2d_backward_filter");
   auto* shares = static_cast<float*>(ws.data);
   const Transforms kernels = transforms(p.tile);
   const std::size_t x_stride = x.sample_elements(), dy_stride = dy.sample_elements();
