@@ -41,8 +41,10 @@ class CpuBackend : public Backend {
   bool products16() const { return precision_ == Precision::bf16 || precision_ == Precision::fp16; }
   ValueFormat product_format() const { return value_format(precision_); }
 
-  // BatchNorm + ReLU in one pass each way (cpu_pool_norm.cpp), with the unfused bits.
+  // BatchNorm + ReLU, and BatchNorm + add + ReLU, in one pass each way (cpu_pool_norm.cpp), with
+  // the unfused bits.
   bool fuses_batchnorm_relu() const override { return true; }
+  bool fuses_batchnorm_add_relu() const override { return true; }
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
@@ -63,15 +65,25 @@ class CpuBackend : public Backend {
   void do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
                                   Tensor dgamma, Tensor dbeta, bool accumulate) override;
+  void do_batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                              const Tensor& beta, Tensor y, Tensor running_mean, Tensor running_var,
+                                              float momentum, float epsilon, Tensor saved_mean,
+                                              Tensor saved_inv_std) override;
+  void do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                      const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon, Tensor dx,
+                                      Tensor dgamma, Tensor dbeta, bool accumulate, Tensor dresidual,
+                                      bool accumulate_residual) override;
 
  private:
-  // BatchNorm's training passes, with or without the ReLU after it (relu_output: its output).
+  // BatchNorm's training passes, with or without the ReLU after it (relu_output: its output), and
+  // with or without a residual added before that ReLU (residual, and its gradient: nullptr where
+  // there is none, or where it wants no gradient).
   void batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y, Tensor running_mean,
                           Tensor running_var, float momentum, float epsilon, Tensor saved_mean, Tensor saved_inv_std,
-                          bool relu);
+                          bool relu, const Tensor* residual = nullptr);
   void batchnorm_gradient(const Tensor& x, const Tensor& dy, const Tensor* relu_output, const Tensor& gamma,
                           const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, Tensor dgamma, Tensor dbeta,
-                          bool accumulate);
+                          bool accumulate, Tensor* residual_gradient = nullptr, bool accumulate_residual = false);
 
   // What a call at exactly these shapes needs; the public queries answer for every smaller
   // micro-batch too (detail/every_micro_batch.hpp, Note [A workspace for every smaller micro-batch]).

@@ -323,12 +323,23 @@ void CpuBackend::do_batchnorm_relu_forward_training(const Tensor& x, const Tenso
   batchnorm_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std, true);
 }
 
+// Note [BatchNorm, add and ReLU in one pass] (step_plan.cpp): the add and the ReLU in the
+// normalising pass forward; backward, the ReLU's mask and the residual's gradient in the pass that
+// writes dx. The same bits as the three calls.
+void CpuBackend::do_batchnorm_add_relu_forward_training(const Tensor& x, const Tensor& residual, const Tensor& gamma,
+                                                        const Tensor& beta, Tensor y, Tensor running_mean,
+                                                        Tensor running_var, float momentum, float epsilon,
+                                                        Tensor saved_mean, Tensor saved_inv_std) {
+  batchnorm_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std, true,
+                     &residual);
+}
+
 void CpuBackend::batchnorm_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                     Tensor running_mean, Tensor running_var, float momentum, float epsilon,
-                                    Tensor saved_mean, Tensor saved_inv_std, bool relu) {
+                                    Tensor saved_mean, Tensor saved_inv_std, bool relu, const Tensor* residual) {
   const double count = static_cast<double>(x.n()) * x.h() * x.w();
   const cpu::BatchNormChannel b{x, gamma, beta, y, running_mean, running_var, saved_mean, saved_inv_std,
-                                momentum, epsilon, relu};
+                                momentum, epsilon, relu, residual};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
       const cpu::ChannelMoments m = cpu::channel_moments(x, ch, count);
@@ -375,11 +386,21 @@ void CpuBackend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, Te
   batchnorm_gradient(x, dy, &y, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
 }
 
+void CpuBackend::do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tensor dy, const Tensor& gamma,
+                                                const Tensor& saved_mean, const Tensor& saved_inv_std,
+                                                float /*epsilon*/, Tensor dx, Tensor dgamma, Tensor dbeta,
+                                                bool accumulate, Tensor dresidual, bool accumulate_residual) {
+  batchnorm_gradient(x, dy, &y, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate,
+                     dresidual.empty() ? nullptr : &dresidual, accumulate_residual);
+}
+
 void CpuBackend::batchnorm_gradient(const Tensor& x, const Tensor& dy, const Tensor* relu_output, const Tensor& gamma,
                                     const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, Tensor dgamma,
-                                    Tensor dbeta, bool accumulate) {
+                                    Tensor dbeta, bool accumulate, Tensor* residual_gradient,
+                                    bool accumulate_residual) {
   const double count = static_cast<double>(x.n()) * x.h() * x.w();
-  const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, relu_output};
+  const cpu::BatchNormGradient g{x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, relu_output,
+                                 residual_gradient, accumulate_residual};
   cpu::parallel_ranges(threads_, static_cast<std::size_t>(x.c()), [&](int, std::size_t begin, std::size_t end) {
     for (std::size_t ch = begin; ch < end; ++ch) {
       const cpu::ChannelGradientSums s =

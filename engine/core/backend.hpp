@@ -299,8 +299,8 @@ class Backend {
   virtual bool fuses_batchnorm_relu() const { return false; }
   // The same for batchnorm_add_relu_forward_training and batchnorm_add_relu_backward, where
   // fuses_batchnorm_relu holds too (Note [BatchNorm, add and ReLU in one pass], step_plan.cpp):
-  // CUDA in bf16 and fp16. The plan that fuses them keeps the ReLU's output a little longer, so a
-  // backend that would only make the calls they are made of (the CPU) says false.
+  // the CPU, CUDA in bf16 and fp16. The plan that fuses them keeps the ReLU's output a little
+  // longer, so a backend that would only make the calls they are made of says false.
   virtual bool fuses_batchnorm_add_relu() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 
 #include "backends/cpu/detail/cpu_isa.hpp"
@@ -46,8 +47,9 @@ Passes passes() {
 }  // namespace
 
 void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y,
-                       bool relu) {
-  passes().normalise(x, gamma, beta, mean, inv_std, ch, y, relu);
+                       bool relu, const Tensor* residual) {
+  if (residual != nullptr && !relu) throw std::logic_error("normalise_channel: a residual without its ReLU");
+  passes().normalise(x, gamma, beta, mean, inv_std, ch, y, relu, residual);
 }
 
 ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count) {
@@ -56,7 +58,8 @@ ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count) {
 
 void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count) {
   const float inv_std = static_cast<float>(1.0 / std::sqrt(var + b.epsilon));
-  normalise_channel(b.x, b.gamma.data[ch], b.beta.data[ch], static_cast<float>(mean), inv_std, ch, b.y, b.relu);
+  normalise_channel(b.x, b.gamma.data[ch], b.beta.data[ch], static_cast<float>(mean), inv_std, ch, b.y, b.relu,
+                    b.residual);
   b.saved_mean.data[ch] = static_cast<float>(mean);
   b.saved_inv_std.data[ch] = inv_std;
   const double unbiased = count > 1 ? var * count / (count - 1) : var;
@@ -65,6 +68,8 @@ void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, doub
 }
 
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count) {
+  if (g.residual_gradient != nullptr && g.relu_output == nullptr)
+    throw std::logic_error("input_gradient: a residual's gradient without the ReLU's output");
   passes().input(g, ch, sum_dy, sum_dy_xhat, count);
 }
 

@@ -11,9 +11,10 @@ namespace cnn::cpu {
 // (batchnorm_channel.inl), wherever it is called.
 
 // y = x * scale + shift with scale = gamma * inv_std and shift = beta - mean * scale, for channel
-// `ch` of every sample; with `relu`, max(that, 0) (relu_forward's bits).
+// `ch` of every sample; with `relu`, max(that, 0) (relu_forward's bits); with a `residual` too,
+// max(that + residual, 0) (add's, then relu_forward's bits).
 void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch, Tensor& y,
-                       bool relu);
+                       bool relu, const Tensor* residual = nullptr);
 
 // Channel `ch`'s mean and biased variance over its `count` values: the mean first, then the
 // squares about it, each summed in lanes (Note [Channel sums in lanes]).
@@ -24,24 +25,30 @@ ChannelMoments channel_moments(const Tensor& x, std::size_t ch, double count);
 
 // Channel `ch` of a training forward once its batch mean and (biased) variance over `count`
 // values are known: y normalised, the mean and 1 / sqrt(var + epsilon) saved for backward, the
-// running statistics moved by `momentum` (the variance unbiased); with `relu`, y = max(y, 0).
+// running statistics moved by `momentum` (the variance unbiased); with `relu`, y = max(y, 0), and
+// with a `residual` too, y = max(y + residual, 0).
 struct BatchNormChannel {
   const Tensor &x, &gamma, &beta;
   Tensor &y, &running_mean, &running_var, &saved_mean, &saved_inv_std;
   float momentum, epsilon;
   bool relu = false;
+  const Tensor* residual = nullptr;
 };
 void finish_channel(const BatchNormChannel& b, std::size_t ch, double mean, double var, double count);
 
 // Channel `ch` of backward's input gradient from the channel's sums of dy and dy * xhat over
 // `count` values (one rank's, or every rank's): written to dx, or added to it. With a ReLU after
 // the BatchNorm, dy is the ReLU's output gradient and `relu_output` its output: dy counts where
-// the output is positive (relu_backward's values, so the unfused bits).
+// the output is positive (relu_backward's values, so the unfused bits). With a residual added
+// before that ReLU, that masked dy is also the residual's gradient: written to
+// `residual_gradient`, or added to it (copy_or_add's bits), as each value is read.
 struct BatchNormGradient {
   const Tensor &x, &dy, &gamma, &saved_mean, &saved_inv_std;
   Tensor& dx;
   bool accumulate;
   const Tensor* relu_output = nullptr;
+  Tensor* residual_gradient = nullptr;  // only with relu_output
+  bool accumulate_residual = false;
 };
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count);
 

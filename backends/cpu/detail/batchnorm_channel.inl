@@ -7,10 +7,17 @@
 namespace cnn::cpu::CNN_ISA::batchnorm {
 
 void normalise_channel(const Tensor& x, float gamma, float beta, float mean, float inv_std, std::size_t ch,
-                       Tensor& y, bool relu) {
+                       Tensor& y, bool relu, const Tensor* residual) {
   const float scale = gamma * inv_std;
   const float shift = beta - mean * scale;
   if (!relu) return for_each_in_channel(x, ch, [&](std::size_t i) { y.data[i] = x.data[i] * scale + shift; });
+  if (residual != nullptr) {
+    const float* r = residual->data;
+    return for_each_in_channel(x, ch, [&](std::size_t i) {
+      const float v = (x.data[i] * scale + shift) + r[i];
+      y.data[i] = v > 0.f ? v : 0.f;
+    });
+  }
   for_each_in_channel(x, ch, [&](std::size_t i) {
     const float v = x.data[i] * scale + shift;
     y.data[i] = v > 0.f ? v : 0.f;
@@ -41,20 +48,32 @@ template <class ReluOutput>
 
 }  // namespace
 
+// What input_gradient does with the residual's gradient: nothing, write it, or add to it.
+enum class Residual { none, write, add };
+
 void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, double sum_dy_xhat, double count) {
   const double mean = g.saved_mean.data[ch], inv_std = g.saved_inv_std.data[ch];
   const double scale = g.gamma.data[ch] * inv_std / count;
-  auto each = [&](auto relu_output, auto accumulate) {
+  float* residual_gradient = g.residual_gradient != nullptr ? g.residual_gradient->data : nullptr;
+  auto each = [&](auto relu_output, auto accumulate, auto residual) {
     for_each_in_channel(g.x, ch, [&](std::size_t i) {
+      const float dy = masked(g.dy, relu_output, i);
+      if constexpr (residual() == Residual::write) residual_gradient[i] = dy;
+      if constexpr (residual() == Residual::add) residual_gradient[i] += dy;
       const double xhat = (g.x.data[i] - mean) * inv_std;
-      const float d = static_cast<float>(scale * (count * masked(g.dy, relu_output, i) - sum_dy - xhat * sum_dy_xhat));
+      const float d = static_cast<float>(scale * (count * dy - sum_dy - xhat * sum_dy_xhat));
       if constexpr (accumulate) g.dx.data[i] += d;
       else g.dx.data[i] = d;
     });
   };
+  using None = std::integral_constant<Residual, Residual::none>;
+  using Write = std::integral_constant<Residual, Residual::write>;
+  using Add = std::integral_constant<Residual, Residual::add>;
   const auto relu = [&](auto accumulate) {
-    if (g.relu_output == nullptr) each(nullptr, accumulate);
-    else each(g.relu_output, accumulate);
+    if (g.relu_output == nullptr) return each(nullptr, accumulate, None{});
+    if (residual_gradient == nullptr) return each(g.relu_output, accumulate, None{});
+    if (g.accumulate_residual) return each(g.relu_output, accumulate, Add{});
+    each(g.relu_output, accumulate, Write{});
   };
   if (g.accumulate) relu(std::true_type{});
   else relu(std::false_type{});

@@ -400,3 +400,71 @@ TEST_CASE("batchnorm's channel sums in lanes match one running sum, whatever the
     CHECK(run(1) == run(2));
   }
 }
+
+TEST_CASE("BatchNorm, add and ReLU in one pass each way give the bits of the calls they are made of",
+          "[cpu][batchnorm][fusion]") {
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0.5f, 2.0f);
+  // Planes of 1, fewer values than the lanes, one more than them, and 63.
+  for (const Shape shape : {Shape{9, 3}, Shape{4, 3, 1, 7}, Shape{4, 3, 3, 3}, Shape{5, 2, 7, 9}}) {
+    const std::size_t size = shape.elements();
+    const int c = shape[1];
+    const Shape cs{c};
+    std::vector<float> x(size), residual(size), dy(size), before_dx(size), before_dresidual(size);
+    for (float& v : x) v = normal(random);
+    for (float& v : residual) v = normal(random);
+    for (float& v : dy) v = normal(random);
+    for (float& v : before_dx) v = normal(random);
+    for (float& v : before_dresidual) v = normal(random);
+    residual[1] = std::numeric_limits<float>::quiet_NaN();  // max(NaN, 0) is 0 either way
+    residual[2] = -0.0f;
+    auto t = [](std::vector<float>& v, Shape s) { return Tensor{v.data(), s}; };
+    struct Outputs {
+      std::vector<float> y, mean, var, saved_mean, saved_inv_std, dx, dgamma, dbeta, dresidual;
+    };
+    // accumulate: dx is added to; residual_gradient: 0 none, 1 written, 2 added to.
+    auto run = [&](bool fused, bool accumulate, int residual_gradient) {
+      CpuBackend cpu(2);
+      std::vector<float> gamma(static_cast<std::size_t>(c), 1.5f), beta(gamma.size(), -0.25f);
+      Outputs o{std::vector<float>(size), std::vector<float>(gamma.size(), 0.1f), std::vector<float>(gamma.size(), 1.f),
+                std::vector<float>(gamma.size()), std::vector<float>(gamma.size()), before_dx,
+                std::vector<float>(gamma.size(), 0.5f), std::vector<float>(gamma.size(), 0.5f), before_dresidual};
+      std::vector<float> grad = dy;
+      const Tensor xt = t(x, shape), rt = t(residual, shape), y = t(o.y, shape), dyt = t(grad, shape);
+      const Tensor dres = residual_gradient == 0 ? Tensor{} : t(o.dresidual, shape);
+      if (fused) {
+        cpu.batchnorm_add_relu_forward_training(xt, rt, t(gamma, cs), t(beta, cs), y, t(o.mean, cs), t(o.var, cs),
+                                                0.1f, 1e-5f, t(o.saved_mean, cs), t(o.saved_inv_std, cs));
+        cpu.batchnorm_add_relu_backward(xt, y, dyt, t(gamma, cs), t(o.saved_mean, cs), t(o.saved_inv_std, cs), 1e-5f,
+                                        t(o.dx, shape), t(o.dgamma, cs), t(o.dbeta, cs), accumulate, dres,
+                                        residual_gradient == 2);
+        return o;
+      }
+      cpu.batchnorm_forward_training(xt, t(gamma, cs), t(beta, cs), y, t(o.mean, cs), t(o.var, cs), 0.1f, 1e-5f,
+                                     t(o.saved_mean, cs), t(o.saved_inv_std, cs));
+      cpu.add(y, rt, y);
+      cpu.relu_forward(y, y);
+      cpu.relu_backward(y, dyt, dyt, false);
+      if (residual_gradient != 0) cpu.copy_or_add(dyt, dres, residual_gradient == 2);
+      cpu.batchnorm_backward(xt, dyt, t(gamma, cs), t(o.saved_mean, cs), t(o.saved_inv_std, cs), 1e-5f,
+                             t(o.dx, shape), t(o.dgamma, cs), t(o.dbeta, cs), accumulate);
+      return o;
+    };
+    for (bool accumulate : {false, true})
+      for (int residual_gradient : {0, 1, 2}) {
+        INFO(shape.str() << (accumulate ? ", dx added to" : "") << ", residual gradient " << residual_gradient);
+        const Outputs calls = run(false, accumulate, residual_gradient);
+        const Outputs one_pass = run(true, accumulate, residual_gradient);
+        CHECK(std::count(calls.y.begin(), calls.y.end(), 0.f) > 0);  // the ReLU cut some
+        CHECK(std::memcmp(one_pass.y.data(), calls.y.data(), size * sizeof(float)) == 0);
+        CHECK(one_pass.mean == calls.mean);
+        CHECK(one_pass.var == calls.var);
+        CHECK(one_pass.saved_inv_std == calls.saved_inv_std);
+        CHECK(std::memcmp(one_pass.dx.data(), calls.dx.data(), size * sizeof(float)) == 0);
+        CHECK(one_pass.dgamma == calls.dgamma);
+        CHECK(one_pass.dbeta == calls.dbeta);
+        CHECK(std::memcmp(one_pass.dresidual.data(), calls.dresidual.data(), size * sizeof(float)) == 0);
+        if (residual_gradient == 0) CHECK(one_pass.dresidual == before_dresidual);
+      }
+  }
+}
