@@ -21,8 +21,8 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // badly or its transforms outweigh what they save (1.05x to 1.2x); at stride 2, forward (1.1x to
 // 1.25x) and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger maps the GEMM's
 // is faster). Backward-data at stride 2 is no forward convolution: im2col + GEMM keeps it. And the
-// forward pass of the ImageNet stem: a 7x7 convolution at stride 2, padding at most 3, of fewer
-// than 16 channels into a multiple of 64.
+// ImageNet stem's forward and backward-filter passes (Note [The stem's backward-filter]): a 7x7
+// convolution at stride 2, padding at most 3, of fewer than 16 channels into a multiple of 64.
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).
@@ -37,7 +37,7 @@ class DirectOff {
 
 // Floats of workspace a pass needs at this batch: forward and backward-data the reordered weights,
 // then one reordered image and its sums a thread; backward-filter a partial gradient and up to 8
-// reordered images a thread.
+// reordered images a thread (the stem's: one padded image and a row of dy turned).
 std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, DirectPass pass, int threads);
 
 // accumulate: y += the convolution + bias.

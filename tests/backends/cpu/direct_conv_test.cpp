@@ -1,6 +1,6 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (and the
-// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward), on maps
+// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter), on maps
 // whose tiles end short, padding 0 to 2, more input channels than one pass keeps in cache, one and
 // two threads, writing and accumulating; forward and backward-data give the same bits on any
 // thread count; the workspace the backend asks for (NaN-filled) is the one each pass uses, whichever
@@ -179,8 +179,8 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
   const Conv2dDesc stem{3, 64, 7, 7, 2, 3};
   CHECK(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::forward));
-  CHECK_FALSE(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::backward_data));
-  CHECK_FALSE(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::backward_data));  // the image's gradient
+  CHECK(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(Conv2dDesc{16, 64, 7, 7, 2, 3}, Shape{2, 16, 56, 56}, cpu::DirectPass::forward));  // 16 in
   CHECK_FALSE(applies(Conv2dDesc{3, 64, 7, 7, 1, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // stride 1
   CHECK_FALSE(applies(Conv2dDesc{3, 32, 7, 7, 2, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // 32 out
@@ -221,11 +221,13 @@ TEST_CASE(
       {64, 5, 5, 64, 2, 2, false, true},
       {64, 4, 4, 64, 0, 2, false, true},
       {64, 32, 30, 64, 1, 2, false, false},  // 16 x 15 outputs: backward-filter on the GEMM's
-      // The ImageNet stem, forward alone: 3 channels (and grey) into 64 or 128, 7x7 at stride 2.
-      {3, 32, 32, 64, 3, 2, false, false, 7},
-      {1, 20, 13, 64, 3, 2, false, false, 7},
-      {3, 7, 7, 128, 3, 2, false, false, 7},
-      {3, 5, 6, 64, 1, 2, false, false, 7}};
+      // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
+      // stride 2; rows of 16, 7 and 3 pixels (whole 8 x 8 squares of dy turned, and the rest).
+      {3, 32, 32, 64, 3, 2, false, true, 7},
+      {1, 20, 13, 64, 3, 2, false, true, 7},
+      {3, 7, 7, 128, 3, 2, false, true, 7},
+      {3, 5, 6, 64, 1, 2, false, true, 7},
+      {2, 37, 35, 64, 3, 2, false, true, 7}};
   for (const DirectCase& k : cases)
     for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
       for (bool accumulate : {false, true}) {
