@@ -349,7 +349,7 @@ std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int t
 constexpr std::size_t kStemTaps = 7;
 
 // dy's outputs [o0, o0 + 64) of output row oh, [wout][64] into `turned`.
-CNN_TARGET_AVX512 void turn_dy_row(const float* dy, std::size_t pixels, std::size_t wout, float* turned) {
+CNN_TARGET_AVX512 void turn_dy_row_avx512(const float* dy, std::size_t pixels, std::size_t wout, float* turned) {
   std::size_t ow0 = 0;
   for (; ow0 + 8 <= wout; ow0 += 8)
     for (std::size_t o0 = 0; o0 < kOutBlock; o0 += 8) {
@@ -432,7 +432,7 @@ void stem_backward_filter(int threads, const Geometry& g, const Tensor& x, const
       for (std::size_t oh = 0; oh < hout; ++oh)
         for (std::size_t o0 = 0; o0 < g.cout; o0 += kOutBlock) {
           const float* block = grad + o0 * pixels + oh * wout;
-          turn_dy_row(block, pixels, wout, turned);
+          turn_dy_row_avx512(block, pixels, wout, turned);
           for (std::size_t c = 0; c < g.cin; ++c)
             for (std::size_t i = 0; i < g.k; ++i) {
               const std::size_t row = oh * g.stride + i;  // in the padded image
