@@ -34,6 +34,7 @@
 #include "backends/cpu/detail/direct_conv.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/transpose_8x8.hpp"
 #include "backends/cpu/detail/workspace_check.hpp"
 
 namespace cnn::cpu {
@@ -353,23 +354,10 @@ CNN_TARGET_AVX512 void turn_dy_row_avx512(const float* dy, std::size_t pixels, s
   std::size_t ow0 = 0;
   for (; ow0 + 8 <= wout; ow0 += 8)
     for (std::size_t o0 = 0; o0 < kOutBlock; o0 += 8) {
-      __m256 r[8], t[8];
-      for (std::size_t o = 0; o < 8; ++o) r[o] = _mm256_loadu_ps(dy + (o0 + o) * pixels + ow0);
-      for (int i = 0; i < 4; ++i) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-      }
-      for (int h = 0; h < 2; ++h) {  // outputs 0..3, then 4..7
-        const __m256* p = t + 4 * h;
-        r[4 * h + 0] = _mm256_shuffle_ps(p[0], p[2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * h + 1] = _mm256_shuffle_ps(p[0], p[2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[4 * h + 2] = _mm256_shuffle_ps(p[1], p[3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * h + 3] = _mm256_shuffle_ps(p[1], p[3], _MM_SHUFFLE(3, 2, 3, 2));
-      }
-      for (std::size_t q = 0; q < 4; ++q) {  // pixel q and q + 4 of the square
-        _mm256_storeu_ps(turned + (ow0 + q) * kOutBlock + o0, _mm256_permute2f128_ps(r[q], r[4 + q], 0x20));
-        _mm256_storeu_ps(turned + (ow0 + q + 4) * kOutBlock + o0, _mm256_permute2f128_ps(r[q], r[4 + q], 0x31));
-      }
+      __m256 square[8];
+      for (std::size_t o = 0; o < 8; ++o) square[o] = _mm256_loadu_ps(dy + (o0 + o) * pixels + ow0);
+      transpose_8x8_avx(square);
+      for (std::size_t q = 0; q < 8; ++q) _mm256_storeu_ps(turned + (ow0 + q) * kOutBlock + o0, square[q]);
     }
   for (; ow0 < wout; ++ow0)
     for (std::size_t o = 0; o < kOutBlock; ++o) turned[ow0 * kOutBlock + o] = dy[o * pixels + ow0];

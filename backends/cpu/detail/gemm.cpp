@@ -15,6 +15,7 @@
 
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/transpose_8x8.hpp"
 
 namespace cnn::cpu {
 
@@ -74,22 +75,9 @@ __attribute__((target("avx2,fma"))) inline void store_column_avx(float* at, __m1
 // rows[r] holds columns [0, 8) of tile row r: column j goes to out[j * ldc], rows 0..7.
 __attribute__((target("avx2,fma"))) inline void store_transposed_8x8_avx(const __m256 (&rows)[8], float* out,
                                                                        std::size_t ldc, bool overwrite) {
-  __m256 pairs[8], quads[8];
-  for (int i = 0; i < 4; ++i) {
-    pairs[2 * i] = _mm256_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
-    pairs[2 * i + 1] = _mm256_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; ++h) {  // rows 0..3, then 4..7
-    const __m256* p = pairs + 4 * h;
-    quads[4 * h + 0] = _mm256_shuffle_ps(p[0], p[2], _MM_SHUFFLE(1, 0, 1, 0));
-    quads[4 * h + 1] = _mm256_shuffle_ps(p[0], p[2], _MM_SHUFFLE(3, 2, 3, 2));
-    quads[4 * h + 2] = _mm256_shuffle_ps(p[1], p[3], _MM_SHUFFLE(1, 0, 1, 0));
-    quads[4 * h + 3] = _mm256_shuffle_ps(p[1], p[3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int j = 0; j < 4; ++j) {
-    store_column_avx(out + j * ldc, _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x20), overwrite);
-    store_column_avx(out + (j + 4) * ldc, _mm256_permute2f128_ps(quads[j], quads[4 + j], 0x31), overwrite);
-  }
+  __m256 columns[8] = {rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6], rows[7]};
+  transpose_8x8_avx(columns);
+  for (std::size_t j = 0; j < 8; ++j) store_column_avx(out + j * ldc, columns[j], overwrite);
 }
 
 // rows[r] holds columns [0, 8) of tile row r, 4 rows: column j goes to out[j * ldc], rows 0..3.
