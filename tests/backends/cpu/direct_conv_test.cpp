@@ -222,7 +222,7 @@ TEST_CASE(
       {64, 4, 4, 64, 0, 2, false, true},
       {64, 32, 30, 64, 1, 2, false, false},  // 16 x 15 outputs: backward-filter on the GEMM's
       // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
-      // stride 2; rows of 16, 7 and 3 pixels (whole 8 x 8 squares of dy turned, and the rest).
+      // stride 2; output rows of 16, 7, 4, 1 and 18 pixels (whole 8 x 8 squares of dy turned, and the rest).
       {3, 32, 32, 64, 3, 2, false, true, 7},
       {1, 20, 13, 64, 3, 2, false, true, 7},
       {3, 7, 7, 128, 3, 2, false, true, 7},
