@@ -358,9 +358,9 @@ struct BSource {
 // stalled the kernel at the end of every tile: that layer's forward pass ran at 61% of the peak on
 // a batch, 84% on one image whose output stayed cached. So the lines of the next tile's C are
 // fetched before the current tile runs, and arrive while it sums (a tile of depth 64 is about 1,500
-// multiply-adds). A read hint: any x86-64 has it, and measured as fast as the write one. noipa:
+// multiply-adds). A read hint: any x86-64 has it, and measured as fast as the write one. Inlined:
 // GCC finds a function that only prefetches free of effects and drops the calls to it.
-__attribute__((noipa)) void fetch_tile(const TileOut& out, std::size_t rows, std::size_t cols) {
+[[gnu::always_inline]] inline void fetch_tile(const TileOut& out, std::size_t rows, std::size_t cols) {
   if (out.transposed) {  // column j of the tile is a stored row of up to 8 values
     for (std::size_t j = 0; j < cols; ++j) __builtin_prefetch(out.c + j * out.ldc, 0, 3);
     return;

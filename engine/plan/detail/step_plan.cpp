@@ -127,8 +127,8 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
 
 // Note [BatchNorm, add and ReLU in one pass]
 // A ResNet block ends max(BatchNorm(x) + residual, 0). Where the backend runs the three in one pass
-// (fuses_batchnorm_add_relu: the CPU, CUDA in bf16 and fp16), the BatchNorm b runs the add a and the ReLU r
-// when: a reads b and comes right after it (a = b + 1: the residual, a's other input, is there at
+// (fuses_batchnorm_add_relu: the CPU, CUDA in bf16 and fp16), the BatchNorm b runs the add a and
+// the ReLU r when: a reads b and comes right after it (a = b + 1: the residual, a's other input, is there at
 // b's forward, and nothing runs between the two either way), a alone reads b's output and r alone
 // reads a's, and none of the three is recomputed. Forward then writes max(BatchNorm(x) + residual,
 // 0) once, where the three layers would make a pass each over the values; backward masks r's output
@@ -499,8 +499,8 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
 // 8 % of a resnet18 bf16 step's kernel time on an H200 (benchmarks/results/gpu_h200_best_peer.md).
 // A plan that runs the residual adds in their BatchNorm too (Note [BatchNorm, add and ReLU in one
 // pass]) keeps values longer; it is kept on the same terms against the one that fuses the pairs
-// alone: resnet50 at 224 on the CPU, 0.18 % larger for 4 % of its step, kept; resnet on 3x32x32,
-// 1.2 % larger, not.
+// alone: resnet50 at 224 on the CPU, 0.18 % larger for 4 % of its step, kept; resnet on 1x28x28,
+// 1.2 % to 1.4 % larger, not.
 StepPlan plan_step(const Network& net, const StepNeeds& needs, const RecomputeSet& recompute) {
   const std::vector<std::vector<int>> readers = net.value_readers();
   const StepSchedule schedule = schedule_step(net, readers, needs.training, recompute);
