@@ -30,9 +30,10 @@ template <int N, class F>
   [&]<int... I>(std::integer_sequence<int, I...>) { (f.template operator()<I>(), ...); }(std::make_integer_sequence<int, N>{});
 }
 
-// sum + Coefficients::at(Row, L) * x, with no multiply for +-1 and nothing for 0.
-template <class Coefficients, int Row, int L>
-[[gnu::always_inline]] inline float add_term(float sum, float x) {
+// sum + Coefficients::at(Row, L) * x, with no multiply for +-1 and nothing for 0: the same
+// operations on a float or on a vector of them.
+template <class Coefficients, int Row, int L, class Value>
+[[gnu::always_inline]] inline Value add_term(Value sum, Value x) {
   constexpr float c = Coefficients::at(Row, L);
   if constexpr (c == 0.f) return sum;
   else if constexpr (c == 1.f) return sum + x;
@@ -40,15 +41,45 @@ template <class Coefficients, int Row, int L>
   else return sum + c * x;
 }
 
-// out[t] = the sum over l of Coefficients::at(Row, l) * source[l][t], for t < n.
+// The sum over l < N of Coefficients::at(Row, l) * load(l), from zero, in l's order.
+template <class Coefficients, int Row, int N, class Value, class Load>
+[[gnu::always_inline]] inline Value row_sum(Load&& load) {
+  return [&]<int... L>(std::integer_sequence<int, L...>) {
+    Value sum{};
+    ((sum = add_term<Coefficients, Row, L>(sum, load(L))), ...);
+    return sum;
+  }(std::make_integer_sequence<int, N>{});
+}
+
+// out[t] = the sum over l of Coefficients::at(Row, l) * source[l][t], for t < n. A tile row is
+// short (7 to 56 tiles on 14 to 224 pixels): the vector regions take its last, partial vector
+// with masked loads and stores rather than value by value.
 template <class Coefficients, int Row, int N>
 [[gnu::always_inline]] inline void combine(const float* const (&source)[N], float* __restrict out, std::size_t n) {
-  for (std::size_t t = 0; t < n; ++t)
-    out[t] = [&]<int... L>(std::integer_sequence<int, L...>) {
-      float sum = 0.f;
-      ((sum = add_term<Coefficients, Row, L>(sum, source[L][t])), ...);
-      return sum;
-    }(std::make_integer_sequence<int, N>{});
+  std::size_t t = 0;
+#if CNN_ISA_LEVEL >= 2
+  for (; t + 16 <= n; t += 16)
+    _mm512_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m512>([&](int l) { return _mm512_loadu_ps(source[l] + t); }));
+  if (t < n) {
+    const auto lanes = static_cast<__mmask16>((1u << (n - t)) - 1);
+    _mm512_mask_storeu_ps(out + t, lanes, row_sum<Coefficients, Row, N, __m512>([&](int l) {
+                            return _mm512_maskz_loadu_ps(lanes, source[l] + t);
+                          }));
+  }
+#elif CNN_ISA_LEVEL == 1
+  for (; t + 8 <= n; t += 8)
+    _mm256_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m256>([&](int l) { return _mm256_loadu_ps(source[l] + t); }));
+  if (t < n) {
+    const __m256i lanes =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - t)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(out + t, lanes, row_sum<Coefficients, Row, N, __m256>([&](int l) {
+                          return _mm256_maskload_ps(source[l] + t, lanes);
+                        }));
+  }
+#else
+  for (; t < n; ++t)
+    out[t] = row_sum<Coefficients, Row, N, float>([&](int l) { return source[l][t]; });
+#endif
 }
 
 // Row `row` of the plane split into its M phases: out[q * count + t] = plane[row][col0 + t M + q],
