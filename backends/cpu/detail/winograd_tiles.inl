@@ -41,19 +41,17 @@ template <class Coefficients, int Row, int L, class Value>
   else return sum + c * x;
 }
 
-// The sum over l < N of Coefficients::at(Row, l) * load(l), from zero, in l's order.
-template <class Coefficients, int Row, int N, class Value, class Load>
-[[gnu::always_inline]] inline Value row_sum(Load&& load) {
-  return [&]<int... L>(std::integer_sequence<int, L...>) {
-    Value sum{};
-    ((sum = add_term<Coefficients, Row, L>(sum, load(L))), ...);
-    return sum;
-  }(std::make_integer_sequence<int, N>{});
+// The sum over l < N of Coefficients::at(Row, l) * load(l), from zero, in l's order (a recursion
+// of always-inlined calls: GCC left a lambda's fold of it out of line in some copies).
+template <class Coefficients, int Row, int N, class Value, int L = 0, class Load>
+[[gnu::always_inline]] inline Value row_sum(Load&& load, Value sum = Value{}) {
+  if constexpr (L == N) return sum;
+  else return row_sum<Coefficients, Row, N, Value, L + 1>(load, add_term<Coefficients, Row, L>(sum, load(L)));
 }
 
 // out[t] = the sum over l of Coefficients::at(Row, l) * source[l][t], for t < n. A tile row is
-// short (7 to 56 tiles on 14 to 224 pixels): the vector regions take its last, partial vector
-// with masked loads and stores rather than value by value.
+// short (4 to 56 tiles on 14 to 224 pixels): the AVX-512 region takes its last, partial vector
+// with masked loads and stores, the AVX2 region with a 4-wide step, rather than value by value.
 template <class Coefficients, int Row, int N>
 [[gnu::always_inline]] inline void combine(const float* const (&source)[N], float* __restrict out, std::size_t n) {
   std::size_t t = 0;
@@ -66,16 +64,14 @@ template <class Coefficients, int Row, int N>
                             return _mm512_maskz_loadu_ps(lanes, source[l] + t);
                           }));
   }
-#elif CNN_ISA_LEVEL == 1
+#elif CNN_ISA_LEVEL == 1  // no masked stores: AVX's take tens of cycles on AMD's cores
   for (; t + 8 <= n; t += 8)
     _mm256_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m256>([&](int l) { return _mm256_loadu_ps(source[l] + t); }));
-  if (t < n) {
-    const __m256i lanes =
-        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - t)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    _mm256_maskstore_ps(out + t, lanes, row_sum<Coefficients, Row, N, __m256>([&](int l) {
-                          return _mm256_maskload_ps(source[l] + t, lanes);
-                        }));
+  if (t + 4 <= n) {
+    _mm_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m128>([&](int l) { return _mm_loadu_ps(source[l] + t); }));
+    t += 4;
   }
+  for (; t < n; ++t) out[t] = row_sum<Coefficients, Row, N, float>([&](int l) { return source[l][t]; });
 #else
   for (; t < n; ++t)
     out[t] = row_sum<Coefficients, Row, N, float>([&](int l) { return source[l][t]; });
