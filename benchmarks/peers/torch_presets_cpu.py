@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """PyTorch (eager, CPU) peer of cnnengine's larger presets on Fashion-MNIST.
 
-The networks of `train_images --model resnet18|resnet34|resnet50|mobilenetv2|mobilenetv2-0.5|
-mobilenetv2-se|densenet` (models/presets.cpp): the same layers in the same order, the same
+The networks of `train_images --model small|small-bn|resnet|resnet18|resnet34|resnet50|mobilenetv2|
+mobilenetv2-0.5|mobilenetv2-se|densenet` (models/presets.cpp): the same layers in the same order, the same
 sizing from the input, the same initialisation (PyTorch's nn defaults: every conv and dense weight
 and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), BatchNorm 1 and 0), and the same data, loss, optimizer, learning-rate
 schedule and batch as train_images' defaults (AdamW, lr 1e-3, weight decay 0.01, cosine decay
@@ -54,6 +54,25 @@ class Head(nn.Sequential):
         super().__init__(*layers, nn.Linear(features, classes))
 
 
+# ---- The first presets: small and small-bn.
+
+def small(name, channels, side, classes, batchnorm):
+    """Two 3x3 conv-relu-maxpool stages (32 and 64 channels; small-bn: bias-free convs with
+    BatchNorm), dense 128, relu, [dropout 0.3], dense."""
+    require_side(name, side, 2)
+    layers, cin = [], channels
+    for cout in (32, 64):
+        layers.append(nn.Conv2d(cin, cout, 3, padding=1, bias=not batchnorm))
+        if batchnorm:
+            layers.append(nn.BatchNorm2d(cout))
+        layers += [nn.ReLU(), nn.MaxPool2d(2)]
+        cin = cout
+    layers += [nn.Flatten(), nn.Linear(64 * (side // 4) ** 2, 128), nn.ReLU()]
+    if batchnorm:
+        layers.append(nn.Dropout(0.3))
+    return nn.Sequential(*layers, nn.Linear(128, classes))
+
+
 # ---- ResNets (torchvision's BasicBlock and Bottleneck, v1.5).
 
 class Residual(nn.Module):
@@ -91,6 +110,18 @@ def resnet(name, channels, side, classes, blocks_per_stage, bottleneck):
         for block in range(blocks):
             stride = 2 if stage > 0 and block == 0 else 1
             module, cin = (bottleneck_block if bottleneck else basic_block)(cin, 64 << stage, stride)
+            layers.append(module)
+    return nn.Sequential(*layers, Head(cin, classes))
+
+
+def small_resnet(name, channels, side, classes, widths=(16, 32, 64), blocks_per_stage=2):
+    """A 3x3 conv-bn-relu stem, stages of basic blocks (the first of each later stage striding 2),
+    global average pooling, dense: resnet, for 28x28 to 32x32 images."""
+    require_side(name, side, len(widths) - 1)
+    layers, cin = [*conv_bn(channels, widths[0], 3), nn.ReLU()], widths[0]
+    for stage, width in enumerate(widths):
+        for block in range(blocks_per_stage):
+            module, cin = basic_block(cin, width, 2 if stage > 0 and block == 0 else 1)
             layers.append(module)
     return nn.Sequential(*layers, Head(cin, classes))
 
@@ -183,6 +214,9 @@ def densenet(name, channels, side, classes):
 
 
 MODELS = {
+    "small": lambda c, s, k: small("small", c, s, k, batchnorm=False),
+    "small-bn": lambda c, s, k: small("small-bn", c, s, k, batchnorm=True),
+    "resnet": lambda c, s, k: small_resnet("resnet", c, s, k),
     "resnet18": lambda c, s, k: resnet("resnet18", c, s, k, [2, 2, 2, 2], bottleneck=False),
     "resnet34": lambda c, s, k: resnet("resnet34", c, s, k, [3, 4, 6, 3], bottleneck=False),
     "resnet50": lambda c, s, k: resnet("resnet50", c, s, k, [3, 4, 6, 3], bottleneck=True),
