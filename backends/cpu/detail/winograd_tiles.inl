@@ -57,7 +57,8 @@ template <class Coefficients, int Row, int N>
   std::size_t t = 0;
 #if CNN_ISA_LEVEL >= 2
   for (; t + 16 <= n; t += 16)
-    _mm512_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m512>([&](int l) { return _mm512_loadu_ps(source[l] + t); }));
+    _mm512_storeu_ps(out + t,
+                     row_sum<Coefficients, Row, N, __m512>([&](int l) { return _mm512_loadu_ps(source[l] + t); }));
   if (t < n) {
     const auto lanes = static_cast<__mmask16>((1u << (n - t)) - 1);
     _mm512_mask_storeu_ps(out + t, lanes, row_sum<Coefficients, Row, N, __m512>([&](int l) {
@@ -66,15 +67,15 @@ template <class Coefficients, int Row, int N>
   }
 #elif CNN_ISA_LEVEL == 1  // no masked stores: AVX's take tens of cycles on AMD's cores
   for (; t + 8 <= n; t += 8)
-    _mm256_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m256>([&](int l) { return _mm256_loadu_ps(source[l] + t); }));
+    _mm256_storeu_ps(out + t,
+                     row_sum<Coefficients, Row, N, __m256>([&](int l) { return _mm256_loadu_ps(source[l] + t); }));
   if (t + 4 <= n) {
     _mm_storeu_ps(out + t, row_sum<Coefficients, Row, N, __m128>([&](int l) { return _mm_loadu_ps(source[l] + t); }));
     t += 4;
   }
   for (; t < n; ++t) out[t] = row_sum<Coefficients, Row, N, float>([&](int l) { return source[l][t]; });
 #else
-  for (; t < n; ++t)
-    out[t] = row_sum<Coefficients, Row, N, float>([&](int l) { return source[l][t]; });
+  for (; t < n; ++t) out[t] = row_sum<Coefficients, Row, N, float>([&](int l) { return source[l][t]; });
 #endif
 }
 

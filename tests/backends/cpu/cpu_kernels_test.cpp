@@ -15,6 +15,7 @@
 #include "backends/cpu/detail/batchnorm_channel.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "tests/backends/cpu/conv_test_data.hpp"
+#include "tests/backends/cpu/host_isas.hpp"
 #include <cnnengine/engine/core/backend.hpp>
 
 using namespace cnn;
@@ -100,31 +101,35 @@ std::vector<float> reference_max_pool_backward(const PoolCase& c, const std::vec
 
 }  // namespace
 
-TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and the rest of a row",
-          "[cpu][pool]") {
-  for (int threads : {1, 2})
-    for (const auto [h, w] : {std::pair{8, 8}, std::pair{6, 18}, std::pair{28, 28}, std::pair{14, 14}, std::pair{7, 11},
-                              std::pair{5, 17}})
-      for (bool accumulate : {false, true}) {
-        CAPTURE(threads, h, w, accumulate);
-        CpuBackend backend(threads);
-        const int n = 3, c = 5, planes = n * c, ho = h / 2, wo = w / 2;
-        std::vector<float> x(static_cast<std::size_t>(planes) * h * w), y(static_cast<std::size_t>(planes) * ho * wo),
-            dy(y.size()), dx(x.size());
-        // Four values only: most windows hold ties, some of them all four equal.
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(4 * uniform01(7, i))) - 1.f;
-        for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 2.f * uniform01(8, i) - 1.f;
-        for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = accumulate ? uniform01(9, i) : 123.f;
-        const Pool2dDesc d;  // max, 2x2, stride 2
-        backend.pool2d_forward(d, Tensor{x.data(), Shape{n, c, h, w}}, Tensor{y.data(), Shape{n, c, ho, wo}});
-        std::vector<float> want = accumulate ? dx : std::vector<float>(dx.size(), 0.f);
-        want = reference_max_pool_backward(x, y, dy, want, planes, h, w, 2);
-        backend.pool2d_backward(d, Tensor{x.data(), Shape{n, c, h, w}}, Tensor{y.data(), Shape{n, c, ho, wo}},
-                                Tensor{dy.data(), Shape{n, c, ho, wo}}, Tensor{dx.data(), Shape{n, c, h, w}}, accumulate);
-        std::size_t wrong = 0;
-        for (std::size_t i = 0; i < dx.size(); ++i) wrong += dx[i] != want[i];
-        CHECK(wrong == 0);
-      }
+TEST_CASE("max pooling 2x2 routes ties to the first element, in vector lanes and the rest of a row", "[cpu][pool]") {
+  for (cpu::CpuIsa isa : testing::host_isas()) {
+    for (int threads : {1, 2})
+      for (const auto [h, w] : {std::pair{8, 8}, std::pair{6, 18}, std::pair{28, 28}, std::pair{14, 14},
+                                std::pair{7, 11}, std::pair{5, 17}, std::pair{4, 34}, std::pair{3, 40}})
+        for (bool accumulate : {false, true}) {
+          CAPTURE(cpu::isa_name(isa), threads, h, w, accumulate);
+          const cpu::IsaLimit limit(isa);
+          CpuBackend backend(threads);
+          const int n = 3, c = 5, planes = n * c, ho = h / 2, wo = w / 2;
+          std::vector<float> x(static_cast<std::size_t>(planes) * h * w), y(static_cast<std::size_t>(planes) * ho * wo),
+              dy(y.size()), dx(x.size());
+          // Four values only: most windows hold ties, some of them all four equal.
+          for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = static_cast<float>(static_cast<int>(4 * uniform01(7, i))) - 1.f;
+          for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = 2.f * uniform01(8, i) - 1.f;
+          for (std::size_t i = 0; i < dx.size(); ++i) dx[i] = accumulate ? uniform01(9, i) : 123.f;
+          const Pool2dDesc d;  // max, 2x2, stride 2
+          backend.pool2d_forward(d, Tensor{x.data(), Shape{n, c, h, w}}, Tensor{y.data(), Shape{n, c, ho, wo}});
+          std::vector<float> want = accumulate ? dx : std::vector<float>(dx.size(), 0.f);
+          want = reference_max_pool_backward(x, y, dy, want, planes, h, w, 2);
+          backend.pool2d_backward(d, Tensor{x.data(), Shape{n, c, h, w}}, Tensor{y.data(), Shape{n, c, ho, wo}},
+                                  Tensor{dy.data(), Shape{n, c, ho, wo}}, Tensor{dx.data(), Shape{n, c, h, w}},
+                                  accumulate);
+          std::size_t wrong = 0;
+          for (std::size_t i = 0; i < dx.size(); ++i) wrong += dx[i] != want[i];
+          CHECK(wrong == 0);
+        }
+  }
 }
 
 TEST_CASE("max pooling 3x3 at stride 2 gives the general path's bits, borders, ties and NaNs included",
