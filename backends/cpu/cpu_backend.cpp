@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/detail/adamw_span.hpp"
 #include "backends/cpu/detail/available_host_memory.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
@@ -295,23 +296,12 @@ void CpuBackend::do_adamw_update(Tensor params, const Tensor& grads, Tensor m, T
   if (guard && !std::isfinite(*guard)) return;
   const float correction1 = 1.0f - static_cast<float>(std::pow(c.beta1, static_cast<double>(step)));
   const float correction2 = 1.0f - static_cast<float>(std::pow(c.beta2, static_cast<double>(step)));
-  const float step_size = lr / correction1;
-  const float sqrt_correction2 = std::sqrt(correction2);
-  const float decay = 1.0f - lr * c.weight_decay;
-  const float beta1 = c.beta1, beta2 = c.beta2, epsilon = c.epsilon;
-  float* p = params.data;
+  const cpu::AdamWStep constants{1.0f - lr * c.weight_decay, c.beta1,          c.beta2,
+                                 c.epsilon,                  lr / correction1, std::sqrt(correction2)};
+  float *p = params.data, *m1 = m.data, *m2 = v.data;
   const float* grad = grads.data;
-  float* m1 = m.data;
-  float* m2 = v.data;
   parallel_elements(threads_, params.elements(), [=](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) {
-      const float g = grad[i];
-      p[i] *= decay;
-      m1[i] = beta1 * m1[i] + (1.0f - beta1) * g;
-      m2[i] = beta2 * m2[i] + (1.0f - beta2) * g * g;
-      const float denom = std::sqrt(m2[i]) / sqrt_correction2 + epsilon;
-      p[i] -= step_size * m1[i] / denom;
-    }
+    cpu::adamw_span(constants, p, grad, m1, m2, b, e);
   });
 }
 
