@@ -479,8 +479,10 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
     return false;
-  if (x[1] <= 0 || d.out_channels <= 0 || x[1] % static_cast<int>(kOutBlock) != 0 ||
-      d.out_channels % static_cast<int>(kOutBlock) != 0)
+  // The forward pass reads its input channels in blocks of 16; backward-data's adjoint has them as
+  // its outputs (blocks of 64), and backward-filter's vectors run along 64 of them.
+  const auto in_block = static_cast<int>(pass == DirectPass::forward ? kLanes : kOutBlock);
+  if (x[1] <= 0 || d.out_channels <= 0 || x[1] % in_block != 0 || d.out_channels % static_cast<int>(kOutBlock) != 0)
     return false;
   const int hout = (x[2] + 2 * d.padding - 3) / d.stride + 1, wout = (x[3] + 2 * d.padding - 3) / d.stride + 1;
   if (x[2] + 2 * d.padding < 3 || x[3] + 2 * d.padding < 3) return false;

@@ -1,6 +1,7 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (and the
-// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter), on maps
+// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter; the forward
+// pass alone where the input channels are a multiple of 16 but not of 64), on maps
 // whose tiles end short, padding 0 to 2, more input channels than one pass keeps in cache, one and
 // two threads, writing and accumulating; forward and backward-data give the same bits on any
 // thread count; the workspace the backend asks for (NaN-filled) is the one each pass uses, whichever
@@ -168,7 +169,11 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(same, Shape{2, 64, 16, 16}, cpu::DirectPass::forward));
-  CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::forward));  // 48 in
+  // Forward reads input channels in blocks of 16, the backward passes in blocks of 64.
+  CHECK(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::forward));
+  CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::backward_data));
+  CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(Conv2dDesc{40, 64, 3, 3, 1, 1}, Shape{2, 40, 7, 7}, cpu::DirectPass::forward));  // 40 in
   CHECK_FALSE(applies(Conv2dDesc{64, 96, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // 96 out
   const Conv2dDesc halves{64, 64, 3, 3, 2, 1};
   CHECK(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
@@ -221,6 +226,12 @@ TEST_CASE(
       {64, 5, 5, 64, 2, 2, false, true},
       {64, 4, 4, 64, 0, 2, false, true},
       {64, 32, 30, 64, 1, 2, false, false},  // 16 x 15 outputs: backward-filter on the GEMM's
+      // Fewer input channels than a block of 64: the forward pass alone, in blocks of 16.
+      {32, 14, 14, 64, 1, 1, false, false},
+      {16, 9, 11, 128, 0, 1, false, false},
+      {48, 7, 7, 64, 1, 1, false, false},
+      {32, 14, 14, 64, 1, 2, false, false},
+      {96, 5, 13, 64, 2, 2, false, false},
       // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
       // stride 2; output rows of 16, 7, 4, 1 and 18 pixels (whole 8 x 8 squares of dy turned, and the rest).
       {3, 32, 32, 64, 3, 2, false, true, 7},
