@@ -18,12 +18,13 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // input channels too (the forward pass: of 16; small's 32 -> 64 on 14 x 14 1.3x, resnet's 32 -> 64
 // at stride 2 1.9x), where measured faster than the other paths (conv_peak on resnet18, resnet50
 // and unet, Zen 4): at stride 1, outputs under 8 pixels a side, where the Winograd passes do not
-// apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's F(4x4) tiles fit
-// badly or its transforms outweigh what they save (1.05x to 1.2x); at stride 2, forward (1.1x to
-// 1.25x) and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger maps the GEMM's
-// is faster). Backward-data at stride 2 is no forward convolution: im2col + GEMM keeps it. And the
-// ImageNet stem's forward and backward-filter passes (Note [The stem's backward-filter]): a 7x7
-// convolution at stride 2, padding at most 3, of fewer than 16 channels into a multiple of 64.
+// apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's
+// F(4x4) tiles fit badly or its transforms outweigh what they save (1.05x to 1.2x); at stride 2,
+// forward (1.1x to 1.25x) and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger
+// maps the GEMM's is faster). Backward-data at stride 2 is no forward convolution: im2col + GEMM
+// keeps it. And the ImageNet stem's forward and backward-filter passes (Note [The stem's
+// backward-filter]): a 7x7 convolution at stride 2, padding at most 3, of fewer than 16 channels
+// into a multiple of 64.
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).
