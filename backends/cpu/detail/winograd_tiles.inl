@@ -50,8 +50,9 @@ template <class Coefficients, int Row, int N, class Value, int L = 0, class Load
 }
 
 // out[t] = the sum over l of Coefficients::at(Row, l) * source[l][t], for t < n. A tile row is
-// short (4 to 56 tiles on 14 to 224 pixels): the AVX-512 region takes its last, partial vector
-// with masked loads and stores, the AVX2 region with a 4-wide step, rather than value by value.
+// short (4 tiles of F(4x4) on 14 pixels, 28 of F(2x2) on 56): the AVX-512 region takes its last,
+// partial vector with masked loads and stores, the AVX2 region with a 4-wide step, rather than
+// value by value.
 template <class Coefficients, int Row, int N>
 [[gnu::always_inline]] inline void combine(const float* const (&source)[N], float* __restrict out, std::size_t n) {
   std::size_t t = 0;
@@ -65,7 +66,7 @@ template <class Coefficients, int Row, int N>
                             return _mm512_maskz_loadu_ps(lanes, source[l] + t);
                           }));
   }
-#elif CNN_ISA_LEVEL == 1  // no masked stores: AVX's take tens of cycles on AMD's cores
+#elif CNN_ISA_LEVEL == 1  // not AVX's masked stores: microcoded on AMD's cores (vendors' tables; not measured here)
   for (; t + 8 <= n; t += 8)
     _mm256_storeu_ps(out + t,
                      row_sum<Coefficients, Row, N, __m256>([&](int l) { return _mm256_loadu_ps(source[l] + t); }));
