@@ -322,7 +322,7 @@ bool winograd_applies(const Conv2dDesc& d, const Shape& x, bool products16, int 
   const auto in = static_cast<std::size_t>(x[1]), out = static_cast<std::size_t>(d.out_channels);
   const int hout = x[2] + 2 * d.padding - 2, wout = x[3] + 2 * d.padding - 2;
   const std::size_t pixels = static_cast<std::size_t>(hout) * static_cast<std::size_t>(wout);
-  if (std::min(in, out) < 32 || in * out * pixels < (std::size_t{1} << 21) || std::min(hout, wout) < 8) return false;
+  if (std::min(in, out) < 32 || in * out * pixels < (std::size_t{1} << 18) || std::min(hout, wout) < 8) return false;
   return forward_plan(d, x, threads).fits && filter_plan(d, x, threads).fits &&
          adjoint_plan(d, Shape{x[0], d.out_channels, hout, wout}, threads).fits;
 }

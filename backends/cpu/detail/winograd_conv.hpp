@@ -18,11 +18,13 @@ namespace cnn::cpu {
 bool winograd_supports(const Conv2dDesc& d, const Shape& x, bool products16);
 
 // True where the backend runs them (cpu_conv.cpp): supported, where they were measured faster
-// than im2col + GEMM (at least 32 channels in and out, in x out x output pixels of at least 2^21
+// than im2col + GEMM (at least 32 channels in and out, in x out x output pixels of at least 2^18
 // and outputs of at least 8x8: below, the tile transforms outweigh the products they save;
-// unet's 256-channel 4x4 layer ran 1.5x slower), and where blocks of at least 32 output channels
-// keep the transformed weights within the layer's larger activation (Note [Output channels in
-// blocks], cpu_winograd_conv.cpp: a 512-channel layer's all at once take 38 MB).
+// unet's 256-channel 4x4 layer ran 1.5x slower; small's 32 -> 64 on 14 x 14, 2^18.6, takes
+// backward-data 1.11x and backward-filter 1.11x faster, its forward pass the direct kernel's),
+// and where blocks of at least 32 output channels keep the transformed weights within the layer's
+// larger activation (Note [Output channels in blocks], cpu_winograd_conv.cpp: a 512-channel
+// layer's all at once take 38 MB).
 bool winograd_applies(const Conv2dDesc& d, const Shape& x, bool products16, int threads);
 
 // While one lives, no convolution runs here (im2col + GEMM takes them): benchmarks compare the

@@ -198,6 +198,9 @@ TEST_CASE("the backend runs Winograd where it pays and its workspace stays under
   CHECK_FALSE(cpu::winograd_applies(Conv2dDesc{16, 16, 3, 3, 1, 1, 1, 1}, Shape{8, 16, 64, 64}, false, 2));  // 16 channels
   CHECK_FALSE(cpu::winograd_applies(Conv2dDesc{3, 64, 3, 3, 1, 1, 1, 1}, Shape{8, 3, 224, 224}, false, 2));  // a stem
   CHECK_FALSE(cpu::winograd_applies(wide, Shape{8, 64, 7, 7}, false, 2));  // 64 x 64 x 49: too little work
+  const Conv2dDesc small_second{32, 64, 3, 3, 1, 1, 1, 1};  // small's: 32 x 64 x 196, just over 2^18
+  CHECK(cpu::winograd_applies(small_second, Shape{64, 32, 14, 14}, false, 2));
+  CHECK_FALSE(cpu::winograd_applies(Conv2dDesc{32, 32, 3, 3, 1, 1, 1, 1}, Shape{64, 32, 14, 14}, false, 2));  // 2^17.6
   CHECK_FALSE(cpu::winograd_applies(Conv2dDesc{256, 512, 3, 3, 1, 1, 1, 1}, Shape{512, 256, 4, 4}, false, 2));  // 4x4
   // 512 channels: 38 MB of transformed weights, so blocks of output channels as large as the
   // activations (Note [Output channels in blocks]): 112 at 8x8 and batch 64 (8 MB of activations),
