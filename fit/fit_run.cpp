@@ -108,11 +108,13 @@ FitResult Fit::State::run() {
 // with the next one's submission, and the last one's is drained before anything reads the
 // trainer's state.
 int Fit::State::train_epoch() {
+  // The loader's counts before its threads start on the epoch: a batch they finish before the
+  // first next() is the epoch's work too (a short epoch's every batch, at times).
+  loader_at_epoch_start = train_loader->statistics();
   train_loader->start_epoch(progress_.epoch, progress_.batches_done);
   seconds_before = progress_.seconds;
   epoch_start = Clock::now();
   data_wait_seconds = 0;
-  loader_at_epoch_start = train_loader->statistics();
   notify(&FitCallbacks::on_epoch_begin, std::as_const(progress_.epoch), control());
   int signal = 0;
   for (;;) {
