@@ -83,6 +83,18 @@ using Ints8 = std::int32_t __attribute__((vector_size(32)));
   store8(g1, accumulate ? load8(g1) + v1 : v1);
 }
 
+// Output row oh of a plane's 2x2 windows: its two input rows, their maxima and gradients, and the
+// two rows of the input's gradient; the output's rows are `wo` apart.
+struct WindowRow {
+  const float *r0, *r1, *m, *g;
+  float *g0, *g1;
+};
+[[gnu::always_inline]] inline WindowRow window_row(const float* in, const float* out, const float* grad_out,
+                                                   float* grad_in, int w, int wo, int oh) {
+  const std::size_t top = static_cast<std::size_t>(2 * oh) * w, row = static_cast<std::size_t>(oh) * wo;
+  return {in + top, in + top + w, out + row, grad_out + row, grad_in + top, grad_in + top + w};
+}
+
 // Writes every input position of each window (the gradient or zero) unless accumulating, so the
 // plane needs no clearing first. Branch-free: which element is the first equal to the window's
 // maximum is data, and branching on it mispredicts half the time. Four windows at a time, the
@@ -91,12 +103,7 @@ using Ints8 = std::int32_t __attribute__((vector_size(32)));
                                                          float* grad_in, int w, int rows, int cols, int wo,
                                                          bool accumulate) {
   for (int oh = 0; oh < rows; ++oh) {
-    const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
-    const float* r1 = r0 + w;
-    float* g0 = grad_in + static_cast<std::size_t>(2 * oh) * w;
-    float* g1 = g0 + w;
-    const float* m = out + static_cast<std::size_t>(oh) * wo;
-    const float* g = grad_out + static_cast<std::size_t>(oh) * wo;
+    const auto [r0, r1, m, g, g0, g1] = window_row(in, out, grad_out, grad_in, w, wo, oh);
     int ow = 0;
     for (; ow + 4 <= cols; ow += 4)
       max_2x2_backward_4(r0 + 2 * ow, r1 + 2 * ow, m + ow, g + ow, g0 + 2 * ow, g1 + 2 * ow, accumulate);
@@ -144,12 +151,7 @@ CNN_TARGET_AVX512 void max_2x2_backward_plane_avx512(const float* in, const floa
   constexpr unsigned odd = 0xAAAAu;
   auto partner = [](unsigned lanes) { return ((lanes >> 1) & 0x5555u) | ((lanes << 1) & odd); };  // pairs swapped
   for (int oh = 0; oh < rows; ++oh) {
-    const float* r0 = in + static_cast<std::size_t>(2 * oh) * w;
-    const float* r1 = r0 + w;
-    float* g0 = grad_in + static_cast<std::size_t>(2 * oh) * w;
-    float* g1 = g0 + w;
-    const float* m = out + static_cast<std::size_t>(oh) * wo;
-    const float* g = grad_out + static_cast<std::size_t>(oh) * wo;
+    const auto [r0, r1, m, g, g0, g1] = window_row(in, out, grad_out, grad_in, w, wo, oh);
     for (int ow = 0; ow < cols; ow += 8) {
       const int windows = std::min(8, cols - ow);
       const auto some = static_cast<__mmask8>((1u << windows) - 1);

@@ -7,10 +7,9 @@
 // an instruction set with no recording, the losses are held to the AVX2 ones within 1e-3. The
 // direct convolution, which only AVX-512 hosts run (and resnet's 64-channel 7 x 7 layers take), is
 // held off: the recordings hold the paths every host runs (its own tests hold it to the definition).
-// So are the Winograd passes, which small's and small-bn's second convolution has taken since
-// their gate moved to 2^18 multiply-adds, after the recordings of every build: the recordings hold
-// im2col + GEMM, and the Winograd tests hold those passes to the definition and their training to
-// im2col's within rounding.
+// So are the Winograd passes (small's and small-bn's second convolution takes them): the
+// recordings of every build hold im2col + GEMM, and the Winograd tests hold those passes to the
+// definition and their training to im2col's within rounding.
 //
 // A deliberate change of the numbers (a faster kernel that sums in another order) records anew,
 // and says so in its commit.
