@@ -302,6 +302,11 @@ class Backend {
   // the CPU, CUDA in bf16 and fp16. The plan that fuses them keeps the ReLU's output a little
   // longer, so a backend that would only make the calls they are made of says false.
   virtual bool fuses_batchnorm_add_relu() const { return false; }
+  // True where the convolutions take channels-last tensors (Note [Channels-last images],
+  // tensor.hpp): x and y, or dy and dx, both in that order, the weights [out, in, kh, kw] as
+  // always. CUDA in bf16 and fp16, whose tensor-core kernels read that order without a transpose.
+  // Every other call, and every call on a backend that says false, refuses them.
+  virtual bool takes_channels_last() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device
   // (pinned on CUDA). Both are upstreams: the engine makes a handful of large requests.

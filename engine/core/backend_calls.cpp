@@ -187,6 +187,46 @@ void check_gate(const char* call, const Tensor& a, const Tensor& b) {
                    " nor one value per sample and channel");
 }
 
+// True where a shape's values lie in another order than NCHW (Note [Channels-last images],
+// tensor.hpp): channels last with more than one channel and more than one pixel. [N, C, 1, 1] and
+// [N, 1, H, W] lie the same way in either order.
+bool reordered(const Shape& s) {
+  return s.channels_last && s.rank == 4 && s[1] > 1 && static_cast<long long>(s[2]) * s[3] > 1;
+}
+
+// A call that reads images as [N, C, H, W] in that order: it refuses channels-last ones.
+void nchw_only(const char* call, std::initializer_list<const Shape*> shapes) {
+  for (const Shape* s : shapes)
+    if (reordered(*s))
+      throw ShapeError(std::string(call) + ": " + s->str() + " is channels last; this call takes images in NCHW order");
+}
+
+// An element-wise call: its tensors in any order, as long as it is the same for all of them.
+void same_order(const char* call, std::initializer_list<const Shape*> shapes) {
+  const Shape* first = nullptr;
+  for (const Shape* s : shapes) {
+    if (s->rank == 0) continue;  // an absent tensor
+    if (first && reordered(*s) != reordered(*first))
+      throw ShapeError(std::string(call) + ": " + first->str() + " and " + s->str() + " lie in different orders");
+    if (!first) first = s;
+  }
+}
+
+// A call that takes channels-last images where the backend does (Backend::takes_channels_last):
+// x and y (dx and dy) in the same order, weights and biases [out, ...] as always.
+void check_order(const char* call, const Backend& backend, const Shape& x, const Shape& y,
+                 std::initializer_list<const Shape*> parameters = {}) {
+  for (const Shape* p : parameters)
+    if (p->channels_last)
+      throw ShapeError(std::string(call) + ": the parameters " + p->str() +
+                       " cannot be channels last (weights are [out, in, kh, kw] in every layout)");
+  if (x.rank != 0 && y.rank != 0 && x.channels_last != y.channels_last)
+    throw ShapeError(std::string(call) + ": " + x.str() + " and " + y.str() + " lie in different orders");
+  if ((reordered(x) || reordered(y)) && !backend.takes_channels_last())
+    throw ConfigError(std::string(call) + ": " + (reordered(x) ? x : y).str() + " is channels last, and " +
+                      backend.description() + " takes images in NCHW order only");
+}
+
 // Elements per (sample, channel): H x W of an image, 1 of a flat tensor.
 std::size_t plane_of(const Tensor& t) { return t.shape.rank >= 4 ? static_cast<std::size_t>(t.h()) * t.w() : 1; }
 
@@ -208,24 +248,28 @@ void Backend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
 
 std::size_t Backend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
                                             std::size_t limit) {
+  check_order("conv2d_workspace_bytes", *this, x, y);
   return do_conv2d_workspace_bytes(desc, x, y, pass, limit);
 }
 
 void Backend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                              bool accumulate, Workspace ws) {
   check_conv("conv2d_forward", desc, x.shape, w, bias, y.shape);
+  check_order("conv2d_forward", *this, x.shape, y.shape, {&w.shape, &bias.shape});
   do_conv2d_forward(desc, x, w, bias, y, accumulate, ws);
 }
 
 void Backend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, const Tensor& w, Tensor dx,
                                    bool accumulate, Workspace ws) {
   check_conv("conv2d_backward_data", desc, dx.shape, w, Tensor{}, dy.shape);
+  check_order("conv2d_backward_data", *this, dx.shape, dy.shape, {&w.shape});
   do_conv2d_backward_data(desc, dy, w, dx, accumulate, ws);
 }
 
 void Backend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
                                      Tensor dbias, Workspace ws) {
   check_conv("conv2d_backward_filter", desc, x.shape, dw, dbias, dy.shape);
+  check_order("conv2d_backward_filter", *this, x.shape, dy.shape, {&dw.shape, &dbias.shape});
   do_conv2d_backward_filter(desc, x, dy, dw, dbias, ws);
 }
 
@@ -246,6 +290,7 @@ void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gam
   same_size("batchnorm_relu_forward_training", x, y);
   check_channels("batchnorm_relu_forward_training", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
+  nchw_only("batchnorm_relu_forward_training", {&x.shape, &y.shape});
   do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
                                      saved_inv_std);
 }
@@ -265,6 +310,7 @@ void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor d
   same_size("batchnorm_relu_backward", x, dy);
   same_size("batchnorm_relu_backward", x, dx);
   check_channels("batchnorm_relu_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
+  nchw_only("batchnorm_relu_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape});
   do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
@@ -283,6 +329,7 @@ void Backend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor&
   same_size("batchnorm_add_relu_forward_training", x, y);
   check_channels("batchnorm_add_relu_forward_training", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
+  nchw_only("batchnorm_add_relu_forward_training", {&x.shape, &residual.shape, &y.shape});
   do_batchnorm_add_relu_forward_training(x, residual, gamma, beta, y, running_mean, running_var, momentum, epsilon,
                                          saved_mean, saved_inv_std);
 }
@@ -306,6 +353,7 @@ void Backend::batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tens
   same_size("batchnorm_add_relu_backward", x, dx);
   if (!dresidual.empty()) same_size("batchnorm_add_relu_backward", x, dresidual);
   check_channels("batchnorm_add_relu_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
+  nchw_only("batchnorm_add_relu_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape, &dresidual.shape});
   do_batchnorm_add_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate,
                                  dresidual, accumulate_residual);
 }
@@ -325,32 +373,38 @@ std::size_t Backend::dense_workspace_bytes(const Shape& x, int out, ConvPass pas
 
 void Backend::dense_forward(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y, Workspace ws) {
   check_dense("dense_forward", x, w, bias, y);
+  nchw_only("dense_forward", {&x.shape, &y.shape});
   do_dense_forward(x, w, bias, y, ws);
 }
 
 void Backend::dense_backward_data(const Tensor& dy, const Tensor& w, Tensor dx, bool accumulate, Workspace ws) {
   check_dense("dense_backward_data", dx, w, Tensor{}, dy);
+  nchw_only("dense_backward_data", {&dx.shape, &dy.shape});
   do_dense_backward_data(dy, w, dx, accumulate, ws);
 }
 
 void Backend::dense_backward_weights(const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, Workspace ws) {
   check_dense("dense_backward_weights", x, dw, dbias, dy);
+  nchw_only("dense_backward_weights", {&x.shape, &dy.shape});
   do_dense_backward_weights(x, dy, dw, dbias, ws);
 }
 
 void Backend::relu_forward(const Tensor& x, Tensor y) {
   same_size("relu_forward", x, y);
+  same_order("relu_forward", {&x.shape, &y.shape});
   do_relu_forward(x, y);
 }
 
 void Backend::relu_backward(const Tensor& y, const Tensor& dy, Tensor dx, bool accumulate) {
   same_size("relu_backward", y, dy);
   same_size("relu_backward", dy, dx);
+  same_order("relu_backward", {&y.shape, &dy.shape, &dx.shape});
   do_relu_backward(y, dy, dx, accumulate);
 }
 
 void Backend::activation_forward(const ActivationDesc& desc, const Tensor& x, Tensor y) {
   same_size("activation_forward", x, y);
+  same_order("activation_forward", {&x.shape, &y.shape});
   do_activation_forward(desc, x, y);
 }
 
@@ -359,11 +413,13 @@ void Backend::activation_backward(const ActivationDesc& desc, const Tensor& x, c
   const Tensor& v = derivative_from_output(desc) ? y : x;
   same_size("activation_backward", v, dy);
   same_size("activation_backward", dy, dx);
+  same_order("activation_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape});
   do_activation_backward(desc, x, y, dy, dx, accumulate);
 }
 
 void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
   check_pool("pool2d_forward", desc, x, y);
+  nchw_only("pool2d_forward", {&x.shape, &y.shape});
   do_pool2d_forward(desc, x, y);
 }
 
@@ -372,6 +428,7 @@ void Backend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Ten
   check_pool("pool2d_backward", desc, x, y);
   same_size("pool2d_backward", y, dy);
   same_size("pool2d_backward", x, dx);
+  nchw_only("pool2d_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape});
   do_pool2d_backward(desc, x, y, dy, dx, accumulate);
 }
 
@@ -381,6 +438,7 @@ void Backend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, c
   same_size("batchnorm_forward_training", x, y);
   check_channels("batchnorm_forward_training", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
+  nchw_only("batchnorm_forward_training", {&x.shape, &y.shape});
   do_batchnorm_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
       saved_inv_std);
 }
@@ -390,6 +448,7 @@ void Backend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, 
                                           Tensor y) {
   same_size("batchnorm_forward_inference", x, y);
   check_channels("batchnorm_forward_inference", x, {&gamma, &beta, &running_mean, &running_var});
+  nchw_only("batchnorm_forward_inference", {&x.shape, &y.shape});
   do_batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, epsilon, y);
 }
 
@@ -397,6 +456,7 @@ void Backend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, cons
                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   same_size("batchnorm_forward_saved", x, y);
   check_channels("batchnorm_forward_saved", x, {&gamma, &beta, &saved_mean, &saved_inv_std});
+  nchw_only("batchnorm_forward_saved", {&x.shape, &y.shape});
   do_batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y);
 }
 
@@ -406,16 +466,19 @@ void Backend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor
   same_size("batchnorm_backward", x, dy);
   same_size("batchnorm_backward", x, dx);
   check_channels("batchnorm_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
+  nchw_only("batchnorm_backward", {&x.shape, &dy.shape, &dx.shape});
   do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
 void Backend::batchnorm_channel_sums(const Tensor& x, Tensor sums) {
   check_sums("batchnorm_channel_sums", x, sums, 1);
+  nchw_only("batchnorm_channel_sums", {&x.shape});
   do_batchnorm_channel_sums(x, sums);
 }
 
 void Backend::batchnorm_centered_squares(const Tensor& x, const Tensor& sums, double count, Tensor out) {
   check_sums("batchnorm_centered_squares", x, sums, 1);
+  nchw_only("batchnorm_centered_squares", {&x.shape});
   check_sums("batchnorm_centered_squares", x, out, 1);
   check_count("batchnorm_centered_squares", count);
   do_batchnorm_centered_squares(x, sums, count, out);
@@ -428,6 +491,7 @@ void Backend::batchnorm_forward_from_sums(const Tensor& x, const Tensor& gamma, 
   check_channels("batchnorm_forward_from_sums", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
   check_count("batchnorm_forward_from_sums", count);
+  nchw_only("batchnorm_forward_from_sums", {&x.shape, &y.shape});
   do_batchnorm_forward_from_sums(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, count, saved_mean,
       saved_inv_std);
 }
@@ -437,6 +501,7 @@ void Backend::batchnorm_backward_sums(const Tensor& x, const Tensor& dy, const T
   same_size("batchnorm_backward_sums", x, dy);
   check_channels("batchnorm_backward_sums", x, {&saved_mean, &saved_inv_std});
   check_sums("batchnorm_backward_sums", x, sums, 2);
+  nchw_only("batchnorm_backward_sums", {&x.shape, &dy.shape});
   do_batchnorm_backward_sums(x, dy, saved_mean, saved_inv_std, sums);
 }
 
@@ -447,24 +512,31 @@ void Backend::batchnorm_backward_from_sums(const Tensor& x, const Tensor& dy, co
   same_size("batchnorm_backward_from_sums", x, dx);
   check_channels("batchnorm_backward_from_sums", x, {&gamma, &saved_mean, &saved_inv_std});
   check_sums("batchnorm_backward_from_sums", x, sums, 2);
+  nchw_only("batchnorm_backward_from_sums", {&x.shape, &dy.shape, &dx.shape});
   check_count("batchnorm_backward_from_sums", count);
   do_batchnorm_backward_from_sums(x, dy, gamma, saved_mean, saved_inv_std, sums, count, dx, accumulate);
 }
 
 void Backend::dropout_forward(const Tensor& x, Tensor y, Tensor mask, float p, const StepScalars* step,
                               std::uint64_t layer) {
+  nchw_only("dropout_forward", {&x.shape, &y.shape});  // the mask is drawn in NCHW order
   do_dropout_forward(x, y, mask, p, step, layer);
 }
 
 void Backend::dropout_backward(const Tensor& dy, const Tensor& mask, Tensor dx, bool accumulate) {
+  nchw_only("dropout_backward", {&dy.shape, &dx.shape});
   do_dropout_backward(dy, mask, dx, accumulate);
 }
 
-void Backend::add(const Tensor& a, const Tensor& b, Tensor y) { do_add(a, b, y); }
+void Backend::add(const Tensor& a, const Tensor& b, Tensor y) {
+  same_order("add", {&a.shape, &b.shape, &y.shape});
+  do_add(a, b, y);
+}
 
 void Backend::copy_or_add(const Tensor& src, Tensor dst, bool accumulate) {
   // A copy onto itself, as an add's gradient for an input it shares in place (Add::backward): nothing to do.
   if (!accumulate && src.data == dst.data && src.packed16 == dst.packed16) return;
+  same_order("copy_or_add", {&src.shape, &dst.shape});
   do_copy_or_add(src, dst, accumulate);
 }
 
@@ -476,12 +548,14 @@ void Backend::copy_channels(const Tensor& from, int from_channel, Tensor to, int
     throw ShapeError("copy_channels: channels [" + std::to_string(from_channel) + ", +" + std::to_string(channels) +
                      ") of " + from.shape.str() + " to channel " + std::to_string(to_channel) + " of " +
                      to.shape.str() + " do not fit");
+  nchw_only("copy_channels", {&from.shape, &to.shape});
   do_copy_channels(from, from_channel, to, to_channel, channels, accumulate);
 }
 
 void Backend::multiply(const Tensor& a, const Tensor& b, Tensor y) {
   if (y.elements() != a.elements()) throw ShapeError("multiply: output " + y.shape.str() + " is not " + a.shape.str());
   check_gate("multiply", a, b);
+  nchw_only("multiply", {&a.shape, &b.shape, &y.shape});
   do_multiply(a, b, y);
 }
 
@@ -492,41 +566,54 @@ void Backend::multiply_backward(const Tensor& a, const Tensor& b, const Tensor& 
     throw ShapeError("multiply_backward: gradients " + dy.shape.str() + ", " + da.shape.str() + " and " +
                      db.shape.str() + " do not match " + a.shape.str() + " and " + b.shape.str());
   check_gate("multiply_backward", a, b);
+  nchw_only("multiply_backward", {&a.shape, &b.shape, &dy.shape, &da.shape, &db.shape});
   do_multiply_backward(a, b, dy, da, accumulate_a, db, accumulate_b);
 }
 
-void Backend::add_channel_bias(const Tensor& bias, Tensor y) { do_add_channel_bias(bias, y); }
+void Backend::add_channel_bias(const Tensor& bias, Tensor y) {
+  check_order("add_channel_bias", *this, y.shape, y.shape, {&bias.shape});
+  do_add_channel_bias(bias, y);
+}
 
-void Backend::channel_bias_backward(const Tensor& dy, Tensor dbias) { do_channel_bias_backward(dy, dbias); }
+void Backend::channel_bias_backward(const Tensor& dy, Tensor dbias) {
+  check_order("channel_bias_backward", *this, dy.shape, dy.shape, {&dbias.shape});
+  do_channel_bias_backward(dy, dbias);
+}
 
 void Backend::upsample_forward(const UpsampleDesc& desc, const Tensor& x, Tensor y) {
   check_upsample("upsample_forward", desc, x, y);
+  nchw_only("upsample_forward", {&x.shape, &y.shape});
   do_upsample_forward(desc, x, y);
 }
 
 void Backend::upsample_backward(const UpsampleDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
   check_upsample("upsample_backward", desc, dx, dy);
+  nchw_only("upsample_backward", {&dx.shape, &dy.shape});
   do_upsample_backward(desc, dy, dx, accumulate);
 }
 
 void Backend::pad_forward(const PadDesc& desc, const Tensor& x, Tensor y) {
   check_pad("pad_forward", desc, x, y);
+  nchw_only("pad_forward", {&x.shape, &y.shape});
   do_pad_forward(desc, x, y);
 }
 
 void Backend::pad_backward(const PadDesc& desc, const Tensor& dy, Tensor dx, bool accumulate) {
   check_pad("pad_backward", desc, dx, dy);
+  nchw_only("pad_backward", {&dx.shape, &dy.shape});
   do_pad_backward(desc, dy, dx, accumulate);
 }
 
 void Backend::group_norm_forward(const GroupNormDesc& desc, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                  Tensor y, Tensor saved_mean, Tensor saved_inv_std) {
+  nchw_only("group_norm_forward", {&x.shape, &y.shape});
   do_group_norm_forward(desc, x, gamma, beta, y, saved_mean, saved_inv_std);
 }
 
 void Backend::group_norm_backward(const GroupNormDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& gamma,
                                   const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx, bool accumulate,
                                   Tensor dgamma, Tensor dbeta, Workspace ws) {
+  nchw_only("group_norm_backward", {&x.shape, &dy.shape, &dx.shape});
   do_group_norm_backward(desc, x, dy, gamma, saved_mean, saved_inv_std, dx, accumulate, dgamma, dbeta, ws);
 }
 
@@ -540,6 +627,7 @@ void Backend::softmax_cross_entropy(const Tensor& logits, const IntTensor& label
     throw ConfigError("softmax_cross_entropy: label smoothing " + std::to_string(label_smoothing) +
                       " is outside [0, 1)");
   if (!dlogits.empty() && !step) throw ConfigError("softmax_cross_entropy: a gradient needs the step scalars");
+  nchw_only("softmax_cross_entropy", {&logits.shape, &dlogits.shape});
   do_softmax_cross_entropy(logits, labels, label_smoothing, dlogits, step, loss_sum, correct);
 }
 
@@ -554,6 +642,7 @@ void Backend::pixel_cross_entropy(const Tensor& logits, const ByteTensor& masks,
     throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and " + std::to_string(masks.size) +
                      " mask bytes do not fit together");
   check_loss_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
+  nchw_only(call, {&logits.shape, &dlogits.shape});
   check_class_weights(call, "class weights", class_weights, static_cast<std::size_t>(classes));
   do_pixel_cross_entropy(logits, masks, class_weights, dlogits, step, loss_sum, correct, counted, ws);
 }
@@ -566,6 +655,7 @@ void Backend::sigmoid_cross_entropy(const Tensor& logits, const Tensor& targets,
     throw ShapeError(std::string(call) + ": logits " + logits.shape.str() + " and targets " + targets.shape.str() +
                      " differ in size");
   check_loss_outputs(call, logits, dlogits, step, loss_sum, correct, counted);
+  nchw_only(call, {&logits.shape, &targets.shape, &dlogits.shape});
   check_class_weights(call, "positive weights", positive_weights, logits.sample_elements());
   do_sigmoid_cross_entropy(logits, targets, positive_weights, threshold_logit, dlogits, step, loss_sum, correct,
       counted, ws);
@@ -579,6 +669,7 @@ void Backend::regression_loss(RegressionLoss kind, float delta, const Tensor& ou
     throw ShapeError(std::string(call) + ": outputs " + outputs.shape.str() + " and targets " + targets.shape.str() +
                      " differ in size");
   check_loss_outputs(call, outputs, doutputs, step, loss_sum, correct, counted);
+  nchw_only(call, {&outputs.shape, &targets.shape, &doutputs.shape});
   if (kind == RegressionLoss::huber && !(delta > 0.0f && std::isfinite(delta)))
     throw ConfigError(std::string(call) + ": the Huber loss's delta " + std::to_string(delta) +
                       " is not a positive number");

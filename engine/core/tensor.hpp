@@ -12,10 +12,21 @@
 namespace cnn {
 
 // A tensor shape: up to four dimensions, NCHW for images. dims beyond rank are 1.
+//
+// Note [Channels-last images]
+// An image tensor's dimensions are always [N, C, H, W]; `channels_last` says its values lie in
+// memory as N, H, W, C (PyTorch's torch.channels_last, cuDNN's NHWC), the order in which tensor-core
+// convolutions read them without a transpose. It belongs to the shape, so that a query on shapes
+// alone (a convolution's workspace) knows the layout, and two shapes of one size but different
+// orders are not equal. Only a rank-4 shape can be channels-last. A backend takes channels-last
+// tensors where Backend::takes_channels_last says so, and only in the calls that say they do
+// (the convolutions); every other call refuses them (engine/core/backend_calls.cpp). Weights
+// stay [out, in, kh, kw] in every layout: a backend reorders its own copies of them.
 struct Shape {
   static constexpr int kMaxRank = 4;
   std::array<int, kMaxRank> dims{1, 1, 1, 1};
   int rank = 0;
+  bool channels_last = false;
 
   Shape() = default;
   // Throws ShapeError for more than four dimensions.
@@ -33,7 +44,7 @@ struct Shape {
     return n;
   }
   bool operator==(const Shape& o) const {
-    if (rank != o.rank) return false;
+    if (rank != o.rank || channels_last != o.channels_last) return false;
     for (int i = 0; i < rank; ++i)
       if (dims[static_cast<std::size_t>(i)] != o.dims[static_cast<std::size_t>(i)]) return false;
     return true;
@@ -51,7 +62,7 @@ struct Shape {
   std::string str() const {
     std::string s = "[";
     for (int i = 0; i < rank; ++i) s += (i ? "x" : "") + std::to_string(dims[static_cast<std::size_t>(i)]);
-    return s + "]";
+    return s + (channels_last ? ", channels last]" : "]");
   }
 };
 

@@ -3,6 +3,7 @@
 // on a forwarding backend, whose inner backend is then never called.
 #include <catch2/catch.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -308,4 +309,89 @@ TEST_CASE("backend fronts: a call that keeps the contract reaches the backend on
                       Tensor{y.data(), Shape{1, 1, 2, 2}});
   CHECK(forwarding.calls == 1);
   CHECK(y == std::vector<float>{2.f, 4.f, 6.f, 8.f});
+}
+
+namespace {
+Shape channels_last(Shape s) {
+  s.channels_last = true;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("backend fronts: channels-last images reach only the calls and backends that take them", "[backend]") {
+  std::vector<float> a(64), b(64), y(64), w(64), sums(8);
+  const Shape image = channels_last(Shape{1, 2, 2, 2});
+  const Conv2dDesc conv{2, 2, 1, 1, 1, 0};
+  // The CPU backend reads NCHW alone: its convolutions refuse the order, and say which backend did.
+  const std::string cpu_description = CpuBackend(1).description();
+  check_refused<ConfigError>(
+      [&](Backend& be) {
+        be.conv2d_forward(conv, Tensor{a.data(), image}, Tensor{w.data(), Shape{2, 2, 1, 1}}, Tensor{},
+                          Tensor{y.data(), image}, false, Workspace{});
+      },
+      "conv2d_forward: [1x2x2x2, channels last] is channels last, and " + cpu_description +
+          " takes images in NCHW order only");
+  check_refused<ConfigError>(
+      [&](Backend& be) { be.conv2d_workspace_bytes(conv, image, image, ConvPass::forward, 0); },
+      "conv2d_workspace_bytes: [1x2x2x2, channels last] is channels last, and " + cpu_description +
+          " takes images in NCHW order only");
+  // Whatever the backend: x and y in one order, the weights never reordered.
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.conv2d_backward_data(conv, Tensor{y.data(), image}, Tensor{w.data(), Shape{2, 2, 1, 1}},
+                                Tensor{a.data(), Shape{1, 2, 2, 2}}, false, Workspace{});
+      },
+      "conv2d_backward_data: [1x2x2x2] and [1x2x2x2, channels last] lie in different orders");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.conv2d_backward_filter(conv, Tensor{a.data(), Shape{1, 2, 2, 2}}, Tensor{y.data(), Shape{1, 2, 2, 2}},
+                                  Tensor{w.data(), channels_last(Shape{2, 2, 1, 1})}, Tensor{}, Workspace{});
+      },
+      "conv2d_backward_filter: the parameters [2x2x1x1, channels last] cannot be channels last (weights are [out, "
+      "in, kh, kw] in every layout)");
+  // Calls that read NCHW refuse the order on every backend.
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.pool2d_forward(Pool2dDesc{}, Tensor{a.data(), image}, Tensor{y.data(), channels_last(Shape{1, 2, 1, 1})});
+      },
+      "pool2d_forward: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.batchnorm_forward_inference(Tensor{a.data(), image}, Tensor{b.data(), Shape{2}}, Tensor{b.data(), Shape{2}},
+                                       Tensor{b.data(), Shape{2}}, Tensor{b.data(), Shape{2}}, 1e-5f,
+                                       Tensor{y.data(), image});
+      },
+      "batchnorm_forward_inference: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.dense_forward(Tensor{a.data(), image}, Tensor{w.data(), Shape{3, 8}}, Tensor{},
+                         Tensor{y.data(), Shape{1, 3}}, Workspace{});
+      },
+      "dense_forward: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
+  // Element-wise calls take either order, the same for all their tensors.
+  check_refused<ShapeError>(
+      [&](Backend& be) { be.relu_forward(Tensor{a.data(), image}, Tensor{y.data(), Shape{1, 2, 2, 2}}); },
+      "relu_forward: [1x2x2x2, channels last] and [1x2x2x2] lie in different orders");
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.add(Tensor{a.data(), image}, Tensor{b.data(), image}, Tensor{y.data(), Shape{1, 2, 2, 2}});
+      },
+      "add: [1x2x2x2, channels last] and [1x2x2x2] lie in different orders");
+
+  CpuBackend cpu(1);
+  CountingBackend forwarding(cpu);
+  std::vector<float> x{-1.f, 2.f, -3.f, 4.f, 5.f, -6.f, 7.f, -8.f};
+  forwarding.relu_forward(Tensor{x.data(), image}, Tensor{y.data(), image});
+  CHECK(forwarding.calls == 1);
+  CHECK(std::vector<float>(y.begin(), y.begin() + 8) == std::vector<float>{0.f, 2.f, 0.f, 4.f, 5.f, 0.f, 7.f, 0.f});
+  // [N, C, 1, 1] lies the same way in either order: a dense layer after a global pooling takes it.
+  const Shape pooled = channels_last(Shape{1, 2, 1, 1});
+  std::vector<float> features{1.f, 2.f}, weights{1.f, 1.f, 2.f, -1.f}, out(2);
+  alignas(64) std::byte scratch[1 << 14];
+  REQUIRE(forwarding.dense_workspace_bytes(pooled, 2, ConvPass::forward) <= sizeof scratch);
+  forwarding.dense_forward(Tensor{features.data(), pooled}, Tensor{weights.data(), Shape{2, 2}}, Tensor{},
+                           Tensor{out.data(), Shape{1, 2}}, Workspace{scratch, sizeof scratch});
+  CHECK(forwarding.calls == 2);
+  CHECK(out == std::vector<float>{3.f, 0.f});
+  CHECK(Shape{1, 2, 2, 2} != image);
 }
