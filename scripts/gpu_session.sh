@@ -130,7 +130,7 @@ fi
 if [ "$WHAT" = best-peer ]; then CONFIGURE_RESERVE=150 BUILD_RESERVE=120
 elif [ "$WHAT" = speed-bf16 ]; then CONFIGURE_RESERVE=100 BUILD_RESERVE=90
 else CONFIGURE_RESERVE=420 BUILD_RESERVE=$(want_tests && echo 310 || echo 300); fi
-TARGETS=(cnn_cuda_tests train_images train_throughput alloc_compare)
+TARGETS=(cnn_cuda_tests train_images train_throughput alloc_compare conv_layouts)
 [ "$WHAT" = speed-bf16 ] && TARGETS=(train_throughput cnnengine_cuda)  # the CUDA backend is a plugin loaded at run time
 configured=0
 if [ -f "$BUILD/CMakeCache.txt" ] && ! want_tests; then

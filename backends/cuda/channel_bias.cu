@@ -1,5 +1,5 @@
 // A bias per channel (a transposed convolution's, and a convolution's over its 16-bit output):
-// added to [N, C, H, W] one grid-striding thread per element, to the floats or, where the output
+// added to [N, C, H, W], NCHW or channels last, one grid-striding thread per element, to the floats or, where the output
 // has them (Tensor::packed16), to its 16-bit values, widened, added and rounded; its gradient one
 // block per channel, each thread summing a fixed set of elements in order and the block adding
 // those sums in a fixed tree: the same bits every run, no atomics.
@@ -22,15 +22,22 @@ __global__ void add_channel_bias_kernel(const float* bias, ValuesIn y_in, Values
   CNN_FOR_EACH_ELEMENT(i, n) y.set<F>(i, y_in.at<F>(i) + bias[(i / plane) % static_cast<std::size_t>(channels)]);
 }
 
-// Block c sums channel c over every image and pixel.
+// Block c sums channel c over every image and pixel: NCHW's planes, or channels last, value c of
+// every pixel.
+template <bool kChannelsLast>
 __global__ void channel_bias_backward_kernel(const float* dy, float* dbias, int images, std::size_t plane,
                                              int channels) {
   __shared__ float partial[kThreads];
   const int c = blockIdx.x;
   float sum = 0.0f;
-  for (int n = 0; n < images; ++n) {
-    const float* p = dy + (static_cast<std::size_t>(n) * channels + c) * plane;
-    for (std::size_t j = threadIdx.x; j < plane; j += kThreads) sum += p[j];
+  if constexpr (kChannelsLast) {
+    const std::size_t pixels = static_cast<std::size_t>(images) * plane;
+    for (std::size_t j = threadIdx.x; j < pixels; j += kThreads) sum += dy[j * channels + c];
+  } else {
+    for (int n = 0; n < images; ++n) {
+      const float* p = dy + (static_cast<std::size_t>(n) * channels + c) * plane;
+      for (std::size_t j = threadIdx.x; j < plane; j += kThreads) sum += p[j];
+    }
   }
   partial[threadIdx.x] = sum;
   __syncthreads();
@@ -54,7 +61,9 @@ void CudaBackend::do_add_channel_bias(const Tensor& bias, Tensor y) {
   require_values("add_channel_bias", {y});
   const std::size_t n = y.elements();
   if (n == 0) return;
-  const std::size_t plane = static_cast<std::size_t>(y.h()) * static_cast<std::size_t>(y.w());
+  // Channels last, the channel is an element's index modulo C: a plane of 1.
+  const std::size_t plane =
+      y.shape.channels_last ? 1 : static_cast<std::size_t>(y.h()) * static_cast<std::size_t>(y.w());
   with_format(product_format(), [&](auto f) {
     add_channel_bias_kernel<decltype(f)::value><<<blocks_for(n), kThreads, 0, compute_>>>(
         bias.data, values_in(y), values_out(y), n, plane, y.c());
@@ -68,8 +77,12 @@ void CudaBackend::do_channel_bias_backward(const Tensor& dy, Tensor dbias) {
   check_bias("channel_bias_backward", dbias, dy);
   if (dy.elements() == 0) return;
   const std::size_t plane = static_cast<std::size_t>(dy.h()) * static_cast<std::size_t>(dy.w());
-  channel_bias_backward_kernel<<<static_cast<unsigned>(dy.c()), kThreads, 0, compute_>>>(dy.data, dbias.data, dy.n(),
-                                                                                          plane, dy.c());
+  if (dy.shape.channels_last)
+    channel_bias_backward_kernel<true>
+        <<<static_cast<unsigned>(dy.c()), kThreads, 0, compute_>>>(dy.data, dbias.data, dy.n(), plane, dy.c());
+  else
+    channel_bias_backward_kernel<false>
+        <<<static_cast<unsigned>(dy.c()), kThreads, 0, compute_>>>(dy.data, dbias.data, dy.n(), plane, dy.c());
   check_launch("channel_bias_backward_kernel");
   touched(dy, dbias);
 }

@@ -1,4 +1,4 @@
-// Convolution on cuDNN's legacy API: NCHW, cross-correlation, grouped (cuDNN's group count,
+// Convolution on cuDNN's legacy API: NCHW or channels-last NHWC, cross-correlation, grouped (cuDNN's group count,
 // filters [out, in / groups, kh, kw]) and dilated, one algorithm per pass chosen by
 // conv2d_workspace_bytes (conv_algorithms.cpp) and remembered in the shape's plan. Float tensors,
 // or in bf16 and fp16 16-bit copies of them (Note [16-bit products on CUDA]).
@@ -137,20 +137,26 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
   }
   if (d.groups <= 0 || d.dilation <= 0 || d.in_channels % d.groups != 0 || d.out_channels % d.groups != 0)
     throw ShapeError(describe(d, x, y) + ": the groups must divide both channel counts, the dilation be positive");
-  const ConvShape key{x[0], x[1], x[2], x[3], y[1], y[2], y[3], d.kernel_h, d.kernel_w, d.stride, d.padding,
-                      d.dilation, d.groups};
+  const bool channels_last = x.channels_last;  // the front checked that y agrees
+  if (channels_last && !products16())  // the filter's NHWC copy is its 16-bit one
+    throw ConfigError(describe(d, x, y) + ": channels-last images in " + to_string(options_.precision) +
+                      " (CUDA takes them in bf16 and fp16)");
+  const ConvShape key{x[0],       x[1],      x[2],       x[3],      y[1],     y[2],          y[3],
+                      d.kernel_h, d.kernel_w, d.stride,  d.padding, d.dilation, d.groups, channels_last};
   auto found = conv_plans_.find(key);
   if (found != conv_plans_.end()) return *found->second;
 
   auto plan = std::make_unique<ConvPlan>();
   plan->shape = key;
   const cudnnDataType_t type = conv_data_type(options_.precision);
-  set_nchw(plan->x, x[0], x[1], x[2], x[3], type);
-  set_nchw(plan->y, y[0], y[1], y[2], y[3], type);
-  set_nchw(plan->y_float, y[0], y[1], y[2], y[3]);
-  set_nchw(plan->bias, 1, y[1], 1, 1);
-  CNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, type, CUDNN_TENSOR_NCHW, d.out_channels, d.in_channels / d.groups,
-                                       d.kernel_h, d.kernel_w));
+  set_image(plan->x, x[0], x[1], x[2], x[3], channels_last, type);
+  set_image(plan->y, y[0], y[1], y[2], y[3], channels_last, type);
+  set_image(plan->y_float, y[0], y[1], y[2], y[3], channels_last);
+  set_image(plan->bias, 1, y[1], 1, 1, channels_last);
+  // The filter's dimensions are [out, in / groups, kh, kw] in either format; NHWC lays its copy
+  // out as [out, kh, kw, in / groups] (filter_copy16, filter_from16).
+  CNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, type, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                       d.out_channels, d.in_channels / d.groups, d.kernel_h, d.kernel_w));
   CNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d.padding, d.padding, d.stride, d.stride, d.dilation,
                                             d.dilation, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   CNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d.groups));
@@ -246,6 +252,17 @@ const void* CudaBackend::operand16(const Tensor& t, void* copy) {
   return copy;
 }
 
+namespace {
+std::size_t filter_in_channels(const ConvShape& s) { return static_cast<std::size_t>(s[1] / s[12]); }
+std::size_t filter_plane(const ConvShape& s) { return static_cast<std::size_t>(s[7]) * static_cast<std::size_t>(s[8]); }
+}  // namespace
+
+const void* CudaBackend::filter16(const ConvPlan& plan, const Tensor& w, void* copy) {
+  if (!plan.shape[13]) return operand16(w, copy);
+  narrow16_to_channels_last(w, copy, filter_in_channels(plan.shape), filter_plane(plan.shape), product_format());
+  return copy;
+}
+
 void CudaBackend::do_conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                                     const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   activate();
@@ -262,7 +279,7 @@ void CudaBackend::do_conv2d_forward(const Conv2dDesc& desc, const Tensor& x, con
       conv_pass_choice(plan, ConvAlgoPass::forward, ws, x.n(), "conv2d_forward", copies);
   if (choice && products16()) {
     const void* x16 = operand16(x, copies.x);
-    const void* w16 = operand16(w, copies.w);
+    const void* w16 = filter16(plan, w, copies.w);
     const bool direct = into_stored && usable16(y.packed16);  // cuDNN writes the output's own 16-bit values
     void* y16 = direct ? y.packed16 : copies.y;
     CNN_CHECK(cudnnConvolutionForward(cudnn_, &kOne, plan.x, x16, plan.w, w16, plan.conv,
@@ -327,7 +344,7 @@ void CudaBackend::conv_backward_data_pass(const Conv2dDesc& desc, const Tensor& 
       conv_pass_choice(plan, ConvAlgoPass::backward_data, ws, dx.n(), "conv2d_backward_data", copies);
   if (choice && products16()) {
     if (!dy16) dy16 = operand16(dy, copies.y);
-    const void* w16 = operand16(w, copies.w);
+    const void* w16 = filter16(plan, w, copies.w);
     CNN_CHECK(cudnnConvolutionBackwardData(cudnn_, &kOne, plan.w, w16, plan.y, dy16, plan.conv,
                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(choice->algo), copies.rest.data,
                                            choice->workspace, &kZero, plan.x, copies.x));
@@ -363,7 +380,11 @@ const void* CudaBackend::conv_backward_filter_pass(const Conv2dDesc& desc, const
     CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x16, plan.y, dy16, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),
                                              copies.rest.data, choice->workspace, &kZero, plan.w, copies.w));
-    widen16(copies.w, dw.data, dw.elements(), product_format(), true);
+    if (plan.shape[13])
+      widen16_from_channels_last(copies.w, dw.data, dw.elements(), filter_in_channels(plan.shape),
+                                 filter_plane(plan.shape), product_format(), true);
+    else
+      widen16(copies.w, dw.data, dw.elements(), product_format(), true);
   } else if (choice) {
     CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x.data, plan.y, dy.data, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),

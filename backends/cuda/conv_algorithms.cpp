@@ -29,7 +29,7 @@ struct Candidates {
   bool verified = true;              // false: read from a file, workspaces not yet checked with cuDNN
 };
 
-// shape (13), pass, device, cuDNN version, precision (its number in Precision: fp32 0 and tf32 1,
+// shape (14), pass, device, cuDNN version, precision (its number in Precision: fp32 0 and tf32 1,
 // as files that kept a tf32 flag there read), measured
 constexpr std::size_t kShapeFields = std::tuple_size_v<ConvShape>;
 constexpr std::size_t kPass = kShapeFields, kDevice = kShapeFields + 1, kVersion = kShapeFields + 2,
@@ -386,10 +386,10 @@ AlgoChoice choose_algorithm(const AlgoSearch& search, const ConvPlan& plan, Conv
 namespace {
 
 // A line of the algorithm cache file: "pass n c h w k oh ow kh kw stride pad dilation groups
-// precision" (Precision's number: 0 fp32, 1 tf32, 2 bf16, 3 fp16)
-// and "tested asked useful|algo workspace math deterministic ms|...". Lines written before
-// dilation and groups were part of the key have two fields fewer: they are skipped (the shape is
-// measured again), and stay in the file unused until its environment changes.
+// channels_last precision" (channels_last 1 or 0; Precision's number: 0 fp32, 1 tf32, 2 bf16,
+// 3 fp16) and "tested asked useful|algo workspace math deterministic ms|...". Lines written before
+// dilation, groups and the layout were part of the key have fields fewer: they are skipped (the
+// shape is measured again), and stay in the file unused until its environment changes.
 constexpr int kKeyFields = static_cast<int>(kShapeFields) + 2;
 
 std::string key_text(const CacheKey& key) {
@@ -431,8 +431,9 @@ bool parse_line(const std::string& key, const std::string& value, CacheKey& k, C
   if (fields[0] > 2 || precision > kLastPrecision) return false;
   k = CacheKey{};
   for (std::size_t i = 0; i < kShapeFields; ++i) {
-    // Every field is at least 1, but the padding (index 10), which may be 0.
-    if (fields[i + 1] < (i == 10 ? 0 : 1)) return false;
+    // Every field is at least 1, but the padding (index 10), which may be 0, and the layout
+    // (index 13), 0 or 1.
+    if (fields[i + 1] < (i == 10 || i == 13 ? 0 : 1) || (i == 13 && fields[i + 1] > 1)) return false;
     k[i] = fields[i + 1];
   }
   if (k[1] % k[12] != 0 || k[4] % k[12] != 0) return false;  // groups divide both channel counts

@@ -54,6 +54,36 @@ __global__ void widen_kernel(const std::uint16_t* x, float* y, std::size_t n, bo
   }
 }
 
+// Note [Filters in channels-last order]
+// A channels-last convolution's filter is cuDNN's NHWC filter, [out, kh, kw, in / groups], where
+// the engine keeps every weight as [out, in / groups, kh, kw] (Note [Channels-last images],
+// tensor.hpp). The 16-bit copy the convolution makes of its filter anyway (Note [16-bit products
+// on CUDA], conv.cpp) is made in that order, and a weight gradient's 16-bit result is put back in
+// the engine's order as it is widened into the float gradient. A filter is small next to the
+// images (resnet50's largest, 2.4 million values), so one thread a value, gathering, is enough.
+// [outer, c, plane] values (floats, or 16-bit values where the tensor has them) rounded into
+// [outer, plane, c] 16-bit ones; thread i writes value i.
+template <ValueFormat F>
+__global__ void narrow_to_channels_last_kernel(ValuesIn x, std::uint16_t* y, std::size_t n, std::size_t c,
+                                               std::size_t plane) {
+  CNN_FOR_EACH_ELEMENT(i, n) {
+    const std::size_t ch = i % c, rest = i / c;
+    y[i] = narrowed<F>(x.at<F>((rest / plane * c + ch) * plane + rest % plane));
+  }
+}
+
+// [outer, plane, c] 16-bit values widened into [outer, c, plane] floats, added to them where
+// `accumulate`; thread i writes value i.
+template <ValueFormat F>
+__global__ void widen_from_channels_last_kernel(const std::uint16_t* x, float* y, std::size_t n, std::size_t c,
+                                                std::size_t plane, bool accumulate) {
+  CNN_FOR_EACH_ELEMENT(i, n) {
+    const std::size_t p = i % plane, rest = i / plane;
+    const float v = widened<F>(x[(rest / c * plane + p) * c + rest % c]);
+    y[i] = accumulate ? y[i] + v : v;
+  }
+}
+
 bool fours_fit(const void* wide, const void* packed) {
   return reinterpret_cast<std::uintptr_t>(wide) % 16 == 0 && reinterpret_cast<std::uintptr_t>(packed) % 8 == 0;
 }
@@ -86,6 +116,27 @@ void CudaBackend::widen16(const void* packed, float* x, std::size_t n, ValueForm
     widen_kernel<ValueFormat::fp16><<<blocks, 256, 0, compute_>>>(bits, x, n, accumulate, fours);
     check_launch("widen_kernel<fp16>");
   }
+}
+
+void CudaBackend::narrow16_to_channels_last(const Tensor& x, void* packed, std::size_t c, std::size_t plane,
+                                            ValueFormat format) {
+  const std::size_t n = x.elements();
+  if (n == 0) return;
+  with_format(format, [&](auto f) {
+    narrow_to_channels_last_kernel<decltype(f)::value>
+        <<<blocks_for(n), 256, 0, compute_>>>(values_in(x), static_cast<std::uint16_t*>(packed), n, c, plane);
+  });
+  check_launch("narrow_to_channels_last_kernel");
+}
+
+void CudaBackend::widen16_from_channels_last(const void* packed, float* x, std::size_t n, std::size_t c,
+                                             std::size_t plane, ValueFormat format, bool accumulate) {
+  if (n == 0) return;
+  with_format(format, [&](auto f) {
+    widen_from_channels_last_kernel<decltype(f)::value><<<blocks_for(n), 256, 0, compute_>>>(
+        static_cast<const std::uint16_t*>(packed), x, n, c, plane, accumulate);
+  });
+  check_launch("widen_from_channels_last_kernel");
 }
 
 void CudaBackend::do_to_16bit(const Tensor& x, void* packed, ValueFormat format) {

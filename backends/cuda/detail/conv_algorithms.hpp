@@ -22,8 +22,9 @@
 
 namespace cnn::cuda {
 
-// n, c, h, w, out channels, out h, out w, kernel h, kernel w, stride, padding, dilation, groups
-using ConvShape = std::array<int, 13>;
+// n, c, h, w, out channels, out h, out w, kernel h, kernel w, stride, padding, dilation, groups,
+// channels last (1: x and y are, Note [Channels-last images]; 0: NCHW)
+using ConvShape = std::array<int, 14>;
 
 struct ConvShapeHash {
   std::size_t operator()(const ConvShape& s) const noexcept {
@@ -49,7 +50,8 @@ struct AlgoChoice {
 
 // The cuDNN state of one convolution shape: descriptors and the algorithm chosen per pass. x, y
 // and w are in the backend's product data type (16 bits in bf16 and fp16); y_float describes y as
-// the float tensor the bias is added to and taken from.
+// the float tensor the bias is added to and taken from. Channels-last x and y (shape[13]) have
+// NHWC descriptors and the filter's copy KRSC ([out, kh, kw, in]: cuDNN's NHWC filter).
 struct ConvPlan {
   ConvShape shape{};
   TensorDescriptor x, y, y_float, bias;

@@ -169,10 +169,19 @@ class CudaBackend final : public Backend {
   // what it touched.
   void narrow16(const float* x, void* packed, std::size_t n, ValueFormat format);
   void widen16(const void* packed, float* x, std::size_t n, ValueFormat format, bool accumulate);
+  // The same, reordering [outer, c, plane] values into [outer, plane, c] 16-bit ones, and back:
+  // a filter's copy for a channels-last convolution (Note [Filters in channels-last order],
+  // value_storage.cu). narrow16_to_channels_last reads x's 16-bit values where it has them.
+  void narrow16_to_channels_last(const Tensor& x, void* packed, std::size_t c, std::size_t plane, ValueFormat format);
+  void widen16_from_channels_last(const void* packed, float* x, std::size_t n, std::size_t c, std::size_t plane,
+                                  ValueFormat format, bool accumulate);
   // A product's 16-bit operand: the tensor's own 16-bit values (Tensor::packed16) where they are
   // aligned as the copies are, else those values or the rounding of its floats in `copy` (Note
   // [16-bit products on CUDA], conv.cpp).
   const void* operand16(const Tensor& t, void* copy);
+  // A convolution's filter as its 16-bit operand: operand16's for NCHW, rounded into `copy` in
+  // cuDNN's NHWC filter order for a channels-last plan.
+  const void* filter16(const ConvPlan& plan, const Tensor& w, void* copy);
   // Whether any of `values` comes in 16 bits (Tensor::packed16), after checking that each holds its
   // values somewhere, that 16-bit ones reach a backend in bf16 or fp16, and that those from
   // `floats_from` on (gradients) are floats: throws ConfigError naming `call` otherwise.

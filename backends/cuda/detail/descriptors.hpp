@@ -1,6 +1,7 @@
 #pragma once
-// Owning wrappers for cuDNN descriptors, and setters for the NCHW layouts the engine uses (float,
-// or a convolution's 16-bit copies).
+// Owning wrappers for cuDNN descriptors, and setters for the layouts the engine uses: NCHW, or
+// NHWC for channels-last images (Note [Channels-last images]), float or a convolution's 16-bit
+// copies.
 #include <cudnn.h>
 
 #include <utility>
@@ -39,6 +40,12 @@ using ConvolutionDescriptor = Descriptor<cudnnConvolutionDescriptor_t, cudnnCrea
 
 inline void set_nchw(const TensorDescriptor& d, int n, int c, int h, int w, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
   CNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, type, n, c, h, w));
+}
+
+// An image [n, c, h, w] whose values lie as NHWC where channels_last, else NCHW.
+inline void set_image(const TensorDescriptor& d, int n, int c, int h, int w, bool channels_last,
+                      cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+  CNN_CHECK(cudnnSetTensor4dDescriptor(d, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, type, n, c, h, w));
 }
 
 // A tensor of any rank as NCHW: dimensions past its rank are 1 ([N, C] is N x C x 1 x 1).

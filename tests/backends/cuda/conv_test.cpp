@@ -71,11 +71,17 @@ struct Workspaces {
   Workspace gpu() const { return {gpu_buffer.data(), gpu_buffer.bytes()}; }
 };
 
-Workspaces workspaces(Backend& gpu, const ConvCase& c, ConvPass pass, std::size_t limit) {
+Shape in_order(Shape s, bool channels_last) {
+  s.channels_last = channels_last;
+  return s;
+}
+
+Workspaces workspaces(Backend& gpu, const ConvCase& c, ConvPass pass, std::size_t limit, bool channels_last = false) {
   const Conv2dDesc d = desc_of(c);
   const std::size_t cpu_bytes =
       cpu().conv2d_workspace_bytes(d, input_shape(c), output_shape(c), pass, std::numeric_limits<std::size_t>::max());
-  const std::size_t gpu_bytes = gpu.conv2d_workspace_bytes(d, input_shape(c), output_shape(c), pass, limit);
+  const std::size_t gpu_bytes = gpu.conv2d_workspace_bytes(d, in_order(input_shape(c), channels_last),
+                                                           in_order(output_shape(c), channels_last), pass, limit);
   REQUIRE(gpu_bytes <= limit);
   return Workspaces{DeviceBuffer(cpu(), cpu_bytes), DeviceBuffer(gpu, gpu_bytes)};
 }
@@ -85,49 +91,52 @@ Workspaces workspaces(Backend& gpu, const ConvCase& c, ConvPass pass, std::size_
 struct ConvOperands {
   Twin x, w, bias;
 };
-ConvOperands conv_operands(Backend& gpu, const ConvCase& c) {
+ConvOperands conv_operands(Backend& gpu, const ConvCase& c, bool channels_last = false) {
   const Precision p = gpu.precision();
-  return {Twin(gpu, input_shape(c), rounded16(p, random_values(input_shape(c).elements(), 1))),
+  return {Twin(gpu, input_shape(c), rounded16(p, random_values(input_shape(c).elements(), 1)), channels_last),
           Twin(gpu, weight_shape(c), rounded16(p, random_values(weight_shape(c).elements(), 2))),
           Twin(gpu, Shape{c.k}, 3)};
 }
 
 // `gpu` against the fp32 CPU backend. The operands (x, w, dy) are rounded to `gpu`'s 16-bit
-// format first where it has one; what a call adds to is not.
-void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::size_t limit) {
-  INFO(c.name << ", " << to_string(gpu.precision()));
+// format first where it has one; what a call adds to is not. Where `channels_last`, the GPU's
+// images (x, y, dy, dx) are (Note [Channels-last images]); the weights never are.
+void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::size_t limit,
+                       bool channels_last = false) {
+  INFO(c.name << ", " << to_string(gpu.precision()) << (channels_last ? ", channels last" : ""));
   const Conv2dDesc d = desc_of(c);
   const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
   const Precision p = gpu.precision();
-  const ConvOperands operands = conv_operands(gpu, c);
+  const bool cl = channels_last;
+  const ConvOperands operands = conv_operands(gpu, c, cl);
   const Twin &x = operands.x, &w = operands.w, &bias = operands.bias;
 
   {
-    Workspaces forward = workspaces(gpu, c, ConvPass::forward, limit);
-    Twin y(gpu, ys, 4);  // stale values that forward must overwrite
+    Workspaces forward = workspaces(gpu, c, ConvPass::forward, limit, cl);
+    Twin y(gpu, ys, 4, cl);  // stale values that forward must overwrite
     cpu().conv2d_forward(d, x.cpu(), w.cpu(), bias.cpu(), y.cpu(), false, forward.cpu());
     gpu.conv2d_forward(d, x.gpu(), w.gpu(), bias.gpu(), y.gpu(), false, forward.gpu());
     CHECK(y.relative_error() <= tolerance);
 
-    Twin y_no_bias(gpu, ys, 5);
+    Twin y_no_bias(gpu, ys, 5, cl);
     cpu().conv2d_forward(d, x.cpu(), w.cpu(), Tensor{}, y_no_bias.cpu(), false, forward.cpu());
     gpu.conv2d_forward(d, x.gpu(), w.gpu(), Tensor{}, y_no_bias.gpu(), false, forward.gpu());
     CHECK(y_no_bias.relative_error() <= tolerance);
 
     for (bool with_bias : {false, true}) {
       INFO("forward, accumulating, bias " << with_bias);
-      Twin y_added(gpu, ys, 14);  // what forward adds to
+      Twin y_added(gpu, ys, 14, cl);  // what forward adds to
       cpu().conv2d_forward(d, x.cpu(), w.cpu(), with_bias ? bias.cpu() : Tensor{}, y_added.cpu(), true, forward.cpu());
       gpu.conv2d_forward(d, x.gpu(), w.gpu(), with_bias ? bias.gpu() : Tensor{}, y_added.gpu(), true, forward.gpu());
       CHECK(y_added.relative_error() <= tolerance);
     }
   }
 
-  Workspaces backward = workspaces(gpu, c, ConvPass::backward, limit);
-  Twin dy(gpu, ys, rounded16(p, random_values(ys.elements(), 6)));
+  Workspaces backward = workspaces(gpu, c, ConvPass::backward, limit, cl);
+  Twin dy(gpu, ys, rounded16(p, random_values(ys.elements(), 6)), cl);
   for (bool accumulate : {false, true}) {
     INFO("backward-data, accumulate " << accumulate);
-    Twin dx(gpu, xs, 7);
+    Twin dx(gpu, xs, 7, cl);
     cpu().conv2d_backward_data(d, dy.cpu(), w.cpu(), dx.cpu(), accumulate, backward.cpu());
     gpu.conv2d_backward_data(d, dy.gpu(), w.gpu(), dx.gpu(), accumulate, backward.gpu());
     CHECK(dx.relative_error() <= tolerance);
@@ -147,7 +156,7 @@ void check_convolution(Backend& gpu, const ConvCase& c, double tolerance, std::s
   // Both passes in one call (in bf16 and fp16 the data pass takes the weight pass's 16-bit dy).
   for (bool accumulate : {false, true}) {
     INFO("both passes in one call, accumulate " << accumulate);
-    Twin dx(gpu, xs, 16), dw(gpu, ws, 17), dbias(gpu, Shape{c.k}, 18);
+    Twin dx(gpu, xs, 16, cl), dw(gpu, ws, 17), dbias(gpu, Shape{c.k}, 18);
     cpu().conv2d_backward(d, x.cpu(), dy.cpu(), w.cpu(), dw.cpu(), dbias.cpu(), dx.cpu(), accumulate, backward.cpu());
     gpu.conv2d_backward(d, x.gpu(), dy.gpu(), w.gpu(), dw.gpu(), dbias.gpu(), dx.gpu(), accumulate, backward.gpu());
     CHECK(dx.relative_error() <= tolerance);
@@ -192,6 +201,24 @@ TEST_CASE("cuda conv2d in bf16 and fp16: float sums of 16-bit products, rounded 
     check_convolution(gpu_16bit(Precision::bf16), c, 1e-2, kLimit);
     check_convolution(gpu_16bit(Precision::fp16), c, 2e-3, kLimit);
   }
+}
+
+// The same convolutions on channels-last images (Note [Channels-last images]): cuDNN's NHWC
+// descriptors, the filter's 16-bit copy in its NHWC order and the weight gradient put back in
+// the engine's (Note [Filters in channels-last order]). Within the workspace of one sample too,
+// where a batch runs in halves; and refused in fp32, whose filter has no 16-bit copy to reorder.
+TEST_CASE("cuda conv2d in bf16 and fp16 on channels-last images matches the CPU's NCHW", "[cuda][conv][bf16]") {
+  for (const ConvCase& c : kCases) {
+    check_convolution(gpu_16bit(Precision::bf16), c, 1e-2, kLimit, true);
+    check_convolution(gpu_16bit(Precision::fp16), c, 2e-3, kLimit, true);
+  }
+  check_convolution(gpu_16bit(Precision::bf16), kCases[1], 1e-2, 0, true);
+  const ConvCase& c = kCases[0];
+  CHECK_FALSE(gpu().takes_channels_last());
+  CHECK(gpu_16bit(Precision::bf16).takes_channels_last());
+  CHECK_THROWS_WITH(gpu().conv2d_workspace_bytes(desc_of(c), in_order(input_shape(c), true),
+                                                 in_order(output_shape(c), true), ConvPass::forward, kLimit),
+                    Catch::Contains("conv2d_workspace_bytes") && Catch::Contains("takes images in NCHW order only"));
 }
 
 TEST_CASE("cuda conv2d in bf16: one sample's workspace runs a batch in halves, an empty one is refused",
@@ -411,4 +438,17 @@ TEST_CASE("cuda channel bias matches the CPU and sums the same bits every run", 
   Twin again(gpu(), Shape{7}, 33);
   gpu().channel_bias_backward(y.gpu(), again.gpu());
   CHECK(again.gpu_values() == db.gpu_values());
+}
+
+TEST_CASE("cuda channel bias on channels-last images matches the CPU's NCHW", "[cuda][conv][bf16]") {
+  Backend& gpu = gpu_16bit(Precision::bf16);
+  const Shape ys{5, 7, 9, 11};
+  Twin y(gpu, ys, 31, true), bias(gpu, Shape{7}, 32);
+  cpu().add_channel_bias(bias.cpu(), y.cpu());
+  gpu.add_channel_bias(bias.gpu(), y.gpu());
+  CHECK(y.relative_error() <= 1e-6);
+  Twin db(gpu, Shape{7}, 33);
+  cpu().channel_bias_backward(y.cpu(), db.cpu());
+  gpu.channel_bias_backward(y.gpu(), db.gpu());
+  CHECK(db.relative_error() <= 1e-5);
 }

@@ -81,13 +81,42 @@ std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo, fl
   return v;
 }
 
-Twin::Twin(Backend& gpu, Shape shape, const std::vector<float>& values)
+namespace {
+// Value (n, c, h, w) of `shape` at `nchw` in NCHW order, and its place channels last.
+std::size_t channels_last_index(const Shape& s, std::size_t nchw) {
+  const auto c = static_cast<std::size_t>(s[1]), plane = static_cast<std::size_t>(s[2]) * static_cast<std::size_t>(s[3]);
+  const std::size_t pixel = nchw % plane, channel = nchw / plane % c, sample = nchw / plane / c;
+  return (sample * plane + pixel) * c + channel;
+}
+}  // namespace
+
+std::vector<float> to_channels_last(const std::vector<float>& nchw, const Shape& shape) {
+  std::vector<float> nhwc(nchw.size());
+  for (std::size_t i = 0; i < nchw.size(); ++i) nhwc[channels_last_index(shape, i)] = nchw[i];
+  return nhwc;
+}
+
+std::vector<float> from_channels_last(const std::vector<float>& nhwc, const Shape& shape) {
+  std::vector<float> nchw(nhwc.size());
+  for (std::size_t i = 0; i < nchw.size(); ++i) nchw[i] = nhwc[channels_last_index(shape, i)];
+  return nchw;
+}
+
+Twin::Twin(Backend& gpu, Shape shape, const std::vector<float>& values, bool gpu_channels_last)
     : gpu_backend_(&gpu),
       shape_(shape),
+      gpu_channels_last_(gpu_channels_last),
       cpu_(cuda_test::cpu(), shape.elements() * sizeof(float)),
       gpu_(gpu, shape.elements() * sizeof(float)) {
   cuda_test::cpu().copy_to_device(values.data(), cpu_.data(), cpu_.bytes());
-  gpu.copy_to_device(values.data(), gpu_.data(), gpu_.bytes());
+  const std::vector<float> on_gpu = gpu_channels_last ? to_channels_last(values, shape) : values;
+  gpu.copy_to_device(on_gpu.data(), gpu_.data(), gpu_.bytes());
+}
+
+Tensor Twin::gpu() const {
+  Tensor t{static_cast<float*>(gpu_.data()), shape_};
+  t.shape.channels_last = gpu_channels_last_;
+  return t;
 }
 
 std::vector<float> Twin::cpu_values() const {
@@ -99,7 +128,7 @@ std::vector<float> Twin::cpu_values() const {
 std::vector<float> Twin::gpu_values() const {
   std::vector<float> v(shape_.elements());
   gpu_backend_->copy_to_host(gpu_.data(), v.data(), v.size() * sizeof(float));
-  return v;
+  return gpu_channels_last_ ? from_channels_last(v, shape_) : v;
 }
 
 double Twin::relative_error() const { return cuda_test::relative_error(gpu_values(), cpu_values()); }

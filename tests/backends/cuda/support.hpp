@@ -43,21 +43,29 @@ std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo = -
 // make the tests' cpu() ambiguous.
 std::vector<float> rounded16(Precision precision, std::vector<float> values);
 
-// One tensor on the reference and on a GPU backend holding the same values.
+// An image's values [N, C, H, W] in NCHW order put channels last (NHWC), and back.
+std::vector<float> to_channels_last(const std::vector<float>& nchw, const Shape& shape);
+std::vector<float> from_channels_last(const std::vector<float>& nhwc, const Shape& shape);
+
+// One tensor on the reference and on a GPU backend holding the same values: on the GPU in NCHW
+// order, or channels last (Note [Channels-last images]) where `gpu_channels_last`, its gpu()
+// shape saying so. The reference's are NCHW.
 class Twin {
  public:
-  Twin(Backend& gpu, Shape shape, const std::vector<float>& values);
-  Twin(Backend& gpu, Shape shape, std::uint64_t seed) : Twin(gpu, shape, random_values(shape.elements(), seed)) {}
+  Twin(Backend& gpu, Shape shape, const std::vector<float>& values, bool gpu_channels_last = false);
+  Twin(Backend& gpu, Shape shape, std::uint64_t seed, bool gpu_channels_last = false)
+      : Twin(gpu, shape, random_values(shape.elements(), seed), gpu_channels_last) {}
   Tensor cpu() const { return {static_cast<float*>(cpu_.data()), shape_}; }
-  Tensor gpu() const { return {static_cast<float*>(gpu_.data()), shape_}; }
+  Tensor gpu() const;
   std::vector<float> cpu_values() const;
-  std::vector<float> gpu_values() const;  // synchronises the GPU backend
+  std::vector<float> gpu_values() const;  // synchronises the GPU backend; in NCHW order
   // max |gpu - cpu| / max |cpu|: the error relative to the tensor's scale.
   double relative_error() const;
 
  private:
   Backend* gpu_backend_;
   Shape shape_;
+  bool gpu_channels_last_;
   DeviceBuffer cpu_, gpu_;
 };
 
