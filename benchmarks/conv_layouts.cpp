@@ -1,7 +1,9 @@
 // conv_layouts: each convolution of a preset on one device, its three passes timed with NCHW images
 // and with channels-last ones (Note [Channels-last images]) where the backend takes them: what a
 // step's convolutions would cost in each order, the filter's reordered copy included (Note
-// [Filters in channels-last order]). One line a convolution and JSON lines, e.g.
+// [Filters in channels-last order]); and BatchNorm with the ReLU after it on each convolution's
+// output, forward and backward, its values 16-bit where the backend stores them so. One line a
+// convolution and JSON lines, e.g.
 //
 //   conv_layouts --device cuda --precision bf16 --model resnet18 --input 3x32x32 --batch 256
 //
@@ -120,6 +122,47 @@ PassTimes time_passes(Backend& backend, const ConvCall& call, bool channels_last
   return t;
 }
 
+struct BatchnormTimes {
+  double forward = 0, backward = 0;
+  double sum() const { return forward + backward; }
+};
+
+// BatchNorm + ReLU over a convolution's output y, as a step runs it: x and y 16-bit alone where
+// the backend takes values as stored, the gradients floats.
+BatchnormTimes time_batchnorm(Backend& backend, const Shape& image, bool channels_last, int warmup, int repeat) {
+  const Shape xs = in_order(image, channels_last);
+  const auto channels = static_cast<std::size_t>(xs[1]);
+  std::mt19937 rng(2);
+  memory::Buffer x = random_tensor(backend, xs.elements(), rng), dy = random_tensor(backend, xs.elements(), rng);
+  memory::Buffer dx = random_tensor(backend, xs.elements(), rng), y = random_tensor(backend, xs.elements(), rng);
+  memory::Buffer gamma = random_tensor(backend, channels, rng), beta = random_tensor(backend, channels, rng);
+  memory::Buffer stats = random_tensor(backend, 4 * channels, rng), grads = random_tensor(backend, 2 * channels, rng);
+  const bool packed = backend.takes_packed_values();
+  memory::Buffer x16(backend.device_memory(), packed ? xs.elements() * 2 : 0, memory::Category::activations);
+  memory::Buffer y16(backend.device_memory(), packed ? xs.elements() * 2 : 0, memory::Category::activations);
+  auto floats = [](memory::Buffer& b, const Shape& s, std::size_t offset = 0) {
+    return Tensor{static_cast<float*>(b.data()) + offset, s};
+  };
+  Tensor tx = floats(x, xs), ty = floats(y, xs);
+  if (packed) {
+    backend.to_16bit(tx, x16.data(), value_format(backend.precision()));
+    tx = Tensor{nullptr, xs, x16.data()};
+    ty = Tensor{nullptr, xs, y16.data()};
+  }
+  const Shape cs{xs[1]};
+  const Tensor g = floats(gamma, cs), b = floats(beta, cs), mean = floats(stats, cs), var = floats(stats, cs, channels),
+               saved_mean = floats(stats, cs, 2 * channels), saved_inv_std = floats(stats, cs, 3 * channels);
+  BatchnormTimes t;
+  t.forward = median_milliseconds(backend, warmup, repeat, [&] {
+    backend.batchnorm_relu_forward_training(tx, g, b, ty, mean, var, 0.1f, 1e-5f, saved_mean, saved_inv_std);
+  });
+  t.backward = median_milliseconds(backend, warmup, repeat, [&] {
+    backend.batchnorm_relu_backward(tx, ty, floats(dy, xs), g, saved_mean, saved_inv_std, 1e-5f, floats(dx, xs),
+                                    floats(grads, cs), floats(grads, cs, channels), false);
+  });
+  return t;
+}
+
 Shape parse_shape(const std::string& text) {
   int c = 0, h = 0, w = 0;
   if (std::sscanf(text.c_str(), "%dx%dx%d", &c, &h, &w) != 3 || c < 1 || h < 1 || w < 1)
@@ -176,9 +219,39 @@ int main(int argc, char** argv) {
                       {"channels_last_ms", {last.forward, last.backward_data, last.backward_filter}}};
       if (json_file) std::fprintf(json_file, "%s\n", line.dump().c_str());
     }
-    if (json_file) std::fclose(json_file);
     std::printf("a step's convolutions: NCHW %.3f ms, channels last %.3f ms (%.2fx)\n", total_nchw.sum(),
                 total_last.sum(), both ? total_nchw.sum() / total_last.sum() : 0.0);
+
+    std::printf("\n%-56s %5s %18s %18s %7s\n", "BatchNorm + ReLU on (output, batch)", "count", "NCHW fwd/bwd",
+                "channels last", "ratio");
+    std::map<std::tuple<int, int, int>, int> outputs;
+    std::map<std::tuple<int, int, int>, Shape> output_shapes;
+    for (const auto& [call, count] : network_convolutions(model, parse_shape(input), batch)) {
+      const auto key = std::make_tuple(call.y[1], call.y[2], call.y[3]);
+      outputs[key] += count;
+      output_shapes[key] = call.y;
+    }
+    BatchnormTimes bn_nchw, bn_last;
+    for (const auto& [key, count] : outputs) {
+      const Shape& ys = output_shapes[key];
+      const BatchnormTimes nchw = time_batchnorm(backend, ys, false, warmup, repeat);
+      const BatchnormTimes last = both ? time_batchnorm(backend, ys, true, warmup, repeat) : BatchnormTimes{};
+      std::printf("%-56s %5d %8.3f %8.3f  %8.3f %8.3f  %6.2fx\n", ys.str().c_str(), count, nchw.forward,
+                  nchw.backward, last.forward, last.backward, both ? nchw.sum() / last.sum() : 0.0);
+      bn_nchw.forward += count * nchw.forward;
+      bn_nchw.backward += count * nchw.backward;
+      bn_last.forward += count * last.forward;
+      bn_last.backward += count * last.backward;
+      const json line{{"engine", "cnnengine"}, {"benchmark", "conv_layouts"}, {"device", backend.description()},
+                      {"precision", precision}, {"model", model}, {"input", input}, {"batch", batch},
+                      {"batchnorm_relu", ys.str()}, {"count", count},
+                      {"nchw_ms", {nchw.forward, nchw.backward}},
+                      {"channels_last_ms", {last.forward, last.backward}}};
+      if (json_file) std::fprintf(json_file, "%s\n", line.dump().c_str());
+    }
+    std::printf("BatchNorm + ReLU after every convolution: NCHW %.3f ms, channels last %.3f ms (%.2fx)\n",
+                bn_nchw.sum(), bn_last.sum(), both ? bn_nchw.sum() / bn_last.sum() : 0.0);
+    if (json_file) std::fclose(json_file);
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "conv_layouts: " << e.what() << "\n";

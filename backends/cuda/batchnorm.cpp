@@ -1,7 +1,8 @@
 // Batch normalisation on cuDNN, spatial mode: statistics per channel over N, H and W. cuDNN keeps
 // the running variance unbiased and saves the batch mean and 1 / sqrt(biased variance + epsilon),
-// which is what the interface asks for. Where a value comes in 16 bits (Tensor::packed16) the
-// calls run the own kernels of batchnorm_kernels.cu instead, which compute the same.
+// which is what the interface asks for. Where a value comes in 16 bits (Tensor::packed16), or the
+// images are channels last (Note [Channels-last images], tensor.hpp), the calls run the own kernels
+// of batchnorm_kernels.cu and batchnorm_channels_last.cu instead, which compute the same.
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -61,10 +62,10 @@ void CudaBackend::do_batchnorm_forward_training(const Tensor& x, const Tensor& g
                                                 float momentum, float epsilon, Tensor saved_mean,
                                                 Tensor saved_inv_std) {
   activate();
-  const bool packed = require_values("batchnorm_forward_training", {x, y});
-  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&y}, !packed,
+  const bool own = require_values("batchnorm_forward_training", {x, y}) || x.shape.channels_last;
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&y}, !own,
                  "batchnorm_forward_training");
-  if (packed) {
+  if (own) {
     batchnorm_training16(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean, saved_inv_std);
     touched(x, packed_range(x), gamma, beta, y, packed_range(y), running_mean, running_var, saved_mean, saved_inv_std);
     return;
@@ -83,7 +84,8 @@ void CudaBackend::do_batchnorm_relu_forward_training(const Tensor& x, const Tens
                                                      float momentum, float epsilon, Tensor saved_mean,
                                                      Tensor saved_inv_std) {
   activate();
-  if (!require_values("batchnorm_relu_forward_training", {x, y}))  // floats: cuDNN's BatchNorm, then the ReLU
+  // NCHW floats: cuDNN's BatchNorm, then the ReLU.
+  if (!require_values("batchnorm_relu_forward_training", {x, y}) && !x.shape.channels_last)
     return Backend::do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum,
                                                        epsilon, saved_mean, saved_inv_std);
   check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&y}, false,
@@ -101,7 +103,7 @@ void CudaBackend::do_batchnorm_add_relu_forward_training(const Tensor& x, const 
                                                          Tensor saved_mean, Tensor saved_inv_std) {
   activate();
   require_values("batchnorm_add_relu_forward_training", {residual});
-  if (!require_values("batchnorm_add_relu_forward_training", {x, y}))
+  if (!require_values("batchnorm_add_relu_forward_training", {x, y}) && !x.shape.channels_last)
     return Backend::do_batchnorm_add_relu_forward_training(x, residual, gamma, beta, y, running_mean, running_var,
                                                            momentum, epsilon, saved_mean, saved_inv_std);
   check_channels(x, {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std}, {&residual, &y}, false,
@@ -116,9 +118,9 @@ void CudaBackend::do_batchnorm_forward_inference(const Tensor& x, const Tensor& 
                                                  const Tensor& running_mean, const Tensor& running_var,
                                                  float epsilon, Tensor y) {
   activate();
-  const bool packed = require_values("batchnorm_forward_inference", {x, y});
-  check_channels(x, {&gamma, &beta, &running_mean, &running_var}, {&y}, !packed, "batchnorm_forward_inference");
-  if (packed) {
+  const bool own = require_values("batchnorm_forward_inference", {x, y}) || x.shape.channels_last;
+  check_channels(x, {&gamma, &beta, &running_mean, &running_var}, {&y}, !own, "batchnorm_forward_inference");
+  if (own) {
     batchnorm_normalise(x, gamma, beta, running_mean, running_var, true, epsilon, y);
     touched(x, packed_range(x), gamma, beta, running_mean, running_var, y, packed_range(y));
     return;
@@ -135,10 +137,10 @@ void CudaBackend::do_batchnorm_backward(const Tensor& x, const Tensor& dy, const
                                         const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                                         Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   activate();
-  const bool packed = require_values("batchnorm_backward", {x, dy, dx}, 1);
-  check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&dy, &dx}, !packed, "batchnorm_backward");
+  const bool own = require_values("batchnorm_backward", {x, dy, dx}, 1) || x.shape.channels_last;
+  check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&dy, &dx}, !own, "batchnorm_backward");
   check_channels(x, {&dgamma, &dbeta}, {}, true, "batchnorm_backward");
-  if (packed) {
+  if (own) {
     batchnorm_backward16(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate);
     touched(x, packed_range(x), dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta);
     return;
@@ -159,7 +161,8 @@ void CudaBackend::do_batchnorm_relu_backward(const Tensor& x, const Tensor& y, T
                                              const Tensor& saved_mean, const Tensor& saved_inv_std, float epsilon,
                                              Tensor dx, Tensor dgamma, Tensor dbeta, bool accumulate) {
   activate();
-  if (!require_values("batchnorm_relu_backward", {x, y, dy, dx}, 2))  // floats: the ReLU, then cuDNN's BatchNorm
+  // NCHW floats: the ReLU, then cuDNN's BatchNorm.
+  if (!require_values("batchnorm_relu_backward", {x, y, dy, dx}, 2) && !x.shape.channels_last)
     return Backend::do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
                                                dbeta, accumulate);
   check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&y, &dy, &dx}, false, "batchnorm_relu_backward");
@@ -176,7 +179,7 @@ void CudaBackend::do_batchnorm_add_relu_backward(const Tensor& x, const Tensor& 
                                                  Tensor dresidual, bool accumulate_residual) {
   activate();
   require_values("batchnorm_add_relu_backward", {y, dy, dx, dresidual}, 1);
-  if (!require_values("batchnorm_add_relu_backward", {x}))
+  if (!require_values("batchnorm_add_relu_backward", {x}) && !x.shape.channels_last)
     return Backend::do_batchnorm_add_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma,
                                                    dbeta, accumulate, dresidual, accumulate_residual);
   check_channels(x, {&gamma, &saved_mean, &saved_inv_std}, {&y, &dy, &dx}, false, "batchnorm_add_relu_backward");

@@ -352,6 +352,9 @@ void CudaBackend::do_batchnorm_forward_saved(const Tensor& x, const Tensor& gamm
 void CudaBackend::batchnorm_training16(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                        Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                        Tensor saved_mean, Tensor saved_inv_std, bool relu, const Tensor& residual) {
+  if (x.shape.channels_last)
+    return batchnorm_training_channels_last(x, gamma, beta, y, running_mean, running_var, momentum, epsilon,
+                                            saved_mean, saved_inv_std, relu, residual);
   if (x.elements() == 0) return;
   const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
   const int vector = vector_width(plane, {read_from(x), y.packed16 ? y.packed16 : y.data, read_from(residual)});
@@ -374,6 +377,9 @@ void CudaBackend::batchnorm_backward16(const Tensor& x, const Tensor& dy, const 
                                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
                                        Tensor dgamma, Tensor dbeta, bool accumulate, const Tensor& relu_y,
                                        Tensor dresidual, bool accumulate_residual) {
+  if (x.shape.channels_last)
+    return batchnorm_backward_channels_last(x, dy, gamma, saved_mean, saved_inv_std, dx, dgamma, dbeta, accumulate,
+                                            relu_y, dresidual, accumulate_residual);
   if (x.elements() == 0) return;
   const auto plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
   const int vector = vector_width(plane, {read_from(x), dy.data, dx.data, read_from(relu_y), dresidual.data});
@@ -397,7 +403,9 @@ void CudaBackend::batchnorm_normalise(const Tensor& x, const Tensor& gamma, cons
   const std::size_t n = x.elements();
   if (n == 0) return;
   const auto channels = static_cast<std::size_t>(x.c());
-  const std::size_t plane = static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
+  // Channels last, an element's channel is its index modulo C: a plane of 1.
+  const std::size_t plane =
+      x.shape.channels_last ? 1 : static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w());
   with_format(products16() ? product_format() : ValueFormat::bf16, [&](auto f) {
     normalise_kernel<decltype(f)::value><<<blocks_for(n), 256, 0, compute_>>>(
         values_in(x), values_out(y), gamma.data, beta.data, mean.data, spread.data, spread_is_variance, epsilon, n,

@@ -137,7 +137,9 @@ ConvPlan& CudaBackend::conv_plan(const Conv2dDesc& d, const Shape& x, const Shap
   }
   if (d.groups <= 0 || d.dilation <= 0 || d.in_channels % d.groups != 0 || d.out_channels % d.groups != 0)
     throw ShapeError(describe(d, x, y) + ": the groups must divide both channel counts, the dilation be positive");
-  const bool channels_last = x.channels_last;  // the front checked that y agrees
+  // y's order is the plan's: an NCHW x under a channels-last y (a network's input) reaches cuDNN
+  // as a reordered copy (operand16_in_order).
+  const bool channels_last = y.channels_last;
   if (channels_last && !products16())  // the filter's NHWC copy is its 16-bit one
     throw ConfigError(describe(d, x, y) + ": channels-last images in " + to_string(options_.precision) +
                       " (CUDA takes them in bf16 and fp16)");
@@ -263,6 +265,13 @@ const void* CudaBackend::filter16(const ConvPlan& plan, const Tensor& w, void* c
   return copy;
 }
 
+const void* CudaBackend::operand16_in_order(const ConvPlan& plan, const Tensor& x, void* copy) {
+  if (!plan.shape[13] || x.shape.channels_last) return operand16(x, copy);
+  narrow16_to_channels_last(x, copy, static_cast<std::size_t>(x.c()),
+                            static_cast<std::size_t>(x.h()) * static_cast<std::size_t>(x.w()), product_format());
+  return copy;
+}
+
 void CudaBackend::do_conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w,
                                     const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
   activate();
@@ -278,7 +287,7 @@ void CudaBackend::do_conv2d_forward(const Conv2dDesc& desc, const Tensor& x, con
   const std::optional<AlgoChoice> choice =
       conv_pass_choice(plan, ConvAlgoPass::forward, ws, x.n(), "conv2d_forward", copies);
   if (choice && products16()) {
-    const void* x16 = operand16(x, copies.x);
+    const void* x16 = operand16_in_order(plan, x, copies.x);
     const void* w16 = filter16(plan, w, copies.w);
     const bool direct = into_stored && usable16(y.packed16);  // cuDNN writes the output's own 16-bit values
     void* y16 = direct ? y.packed16 : copies.y;
@@ -375,7 +384,7 @@ const void* CudaBackend::conv_backward_filter_pass(const Conv2dDesc& desc, const
       conv_pass_choice(plan, ConvAlgoPass::backward_filter, ws, x.n(), "conv2d_backward_filter", copies);
   const void* dy16 = nullptr;
   if (choice && products16()) {
-    const void* x16 = operand16(x, copies.x);
+    const void* x16 = operand16_in_order(plan, x, copies.x);
     dy16 = operand16(dy, copies.y);
     CNN_CHECK(cudnnConvolutionBackwardFilter(cudnn_, &kOne, plan.x, x16, plan.y, dy16, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice->algo),

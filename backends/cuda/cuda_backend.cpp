@@ -110,6 +110,9 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     CNN_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, cublas_workspace_bytes_));
     loss_scratch_ = device_memory_.allocate(loss_scratch_bytes(), memory::kDefaultAlignment,
                                             memory::Category::workspace);
+    if (channel_partials_bytes() > 0)
+      channel_partials_ = device_memory_.allocate(channel_partials_bytes(), memory::kDefaultAlignment,
+                                                  memory::Category::workspace);
 
     void* flag = nullptr;
     CNN_CHECK(cudaHostAlloc(&flag, sizeof(LabelError), cudaHostAllocMapped));
@@ -153,6 +156,11 @@ void CudaBackend::release() noexcept {
                       memory::Category::workspace);
   }
   loss_scratch_ = nullptr;
+  if (channel_partials_) {
+    memory::give_back(device_memory_, channel_partials_, channel_partials_bytes(), memory::kDefaultAlignment,
+                      memory::Category::workspace);
+  }
+  channel_partials_ = nullptr;
   if (cudnn_) cudnnDestroy(cudnn_);
   cudnn_ = nullptr;
   if (copy_) cudaStreamDestroy(copy_);

@@ -2,10 +2,13 @@
 // scattering: one thread per input sums, in a fixed order, the gradients of the windows that
 // route to it, so no atomics and the result does not depend on scheduling. x, and y forward, may
 // be 16 bits alone (Tensor::packed16), as a step on a 16-bit plan stores them: read widened,
-// written rounded.
+// written rounded. Images NCHW or channels last (Note [Channels-last images], tensor.hpp): a
+// thread's element is the i-th in memory order either way, so a warp reads and writes consecutive
+// values, and the sums run in the same order.
 #include <cfloat>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
@@ -18,9 +21,35 @@ namespace {
 
 struct PoolGeometry {
   int planes;  // N * C
-  int h, w, out_h, out_w;
+  int channels, h, w, out_h, out_w;
   int window_h, window_w, stride_h, stride_w, pad_h, pad_w;
 };
+
+// Element i in memory order of an [N, C, rows, cols] image: its plane (n * C + c), row and column.
+struct Place {
+  std::size_t plane;
+  int row, col;
+};
+template <bool kChannelsLast>
+__device__ Place place_of(std::size_t i, int channels, int rows, int cols) {
+  if (kChannelsLast) {
+    const auto c = static_cast<int>(i % channels);
+    const std::size_t pixel = i / channels;
+    const auto col = static_cast<int>(pixel % cols), row = static_cast<int>(pixel / cols % rows);
+    return {pixel / cols / rows * channels + c, row, col};
+  }
+  return {i / (std::size_t{static_cast<unsigned>(rows)} * cols), static_cast<int>(i / cols % rows),
+          static_cast<int>(i % cols)};
+}
+// Where (plane, row, col) of an [N, C, rows, cols] image lies.
+template <bool kChannelsLast>
+__device__ std::size_t index_of(std::size_t plane, int row, int col, int channels, int rows, int cols) {
+  if (kChannelsLast) {
+    const std::size_t n = plane / channels;
+    return ((n * rows + row) * cols + col) * channels + plane % channels;
+  }
+  return (plane * rows + row) * cols + col;
+}
 
 struct Window {
   int h0, h1, w0, w1;  // the part of the window inside the input: [h0, h1) x [w0, w1)
@@ -31,19 +60,17 @@ __device__ Window window_of(const PoolGeometry& g, int oh, int ow) {
   return {max(top, 0), min(top + g.window_h, g.h), max(left, 0), min(left + g.window_w, g.w)};
 }
 
-template <ValueFormat F, bool Max>
+template <ValueFormat F, bool Max, bool kChannelsLast>
 __global__ void pool_forward_kernel(ValuesIn x, ValuesOut y, PoolGeometry g) {
   const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.out_h * g.out_w;
   CNN_FOR_EACH_ELEMENT(i, total) {
-    const int ow = static_cast<int>(i % g.out_w);
-    const int oh = static_cast<int>(i / g.out_w % g.out_h);
-    const std::size_t plane = i / (std::size_t{static_cast<unsigned>(g.out_h)} * g.out_w) * g.h * g.w;
-    const Window win = window_of(g, oh, ow);
+    const Place out = place_of<kChannelsLast>(i, g.channels, g.out_h, g.out_w);
+    const Window win = window_of(g, out.row, out.col);
     float best = -FLT_MAX, sum = 0.0f;
     bool any = false;
     for (int h = win.h0; h < win.h1; ++h) {
       for (int w = win.w0; w < win.w1; ++w) {
-        const float v = x.at<F>(plane + static_cast<std::size_t>(h * g.w + w));
+        const float v = x.at<F>(index_of<kChannelsLast>(out.plane, h, w, g.channels, g.h, g.w));
         if (Max) {
           if (!any || v > best) best = v;
         } else {
@@ -57,15 +84,13 @@ __global__ void pool_forward_kernel(ValuesIn x, ValuesOut y, PoolGeometry g) {
   }
 }
 
-template <ValueFormat F, bool Max, bool Accumulate>
+template <ValueFormat F, bool Max, bool Accumulate, bool kChannelsLast>
 __global__ void pool_backward_kernel(ValuesIn x, const float* dy, float* dx, PoolGeometry g) {
   const std::size_t total = std::size_t{static_cast<unsigned>(g.planes)} * g.h * g.w;
   CNN_FOR_EACH_ELEMENT(i, total) {
-    const int iw = static_cast<int>(i % g.w);
-    const int ih = static_cast<int>(i / g.w % g.h);
-    const std::size_t plane_index = i / (std::size_t{static_cast<unsigned>(g.h)} * g.w);
-    const std::size_t x_plane = plane_index * g.h * g.w;
-    const std::size_t out_plane = plane_index * g.out_h * g.out_w;
+    const Place in = place_of<kChannelsLast>(i, g.channels, g.h, g.w);
+    const int ih = in.row, iw = in.col;
+    const auto x_at = [&](int h, int w) { return index_of<kChannelsLast>(in.plane, h, w, g.channels, g.h, g.w); };
 
     // Outputs whose window covers (ih, iw): oh * stride - pad <= ih < oh * stride - pad + window.
     const int oh_first = max(0, (ih + g.pad_h - g.window_h + g.stride_h) / g.stride_h);
@@ -76,7 +101,7 @@ __global__ void pool_backward_kernel(ValuesIn x, const float* dy, float* dx, Poo
     float grad = 0.0f;
     for (int oh = oh_first; oh <= oh_last; ++oh) {
       for (int ow = ow_first; ow <= ow_last; ++ow) {
-        const std::size_t o = out_plane + static_cast<std::size_t>(oh) * g.out_w + ow;
+        const std::size_t o = index_of<kChannelsLast>(in.plane, oh, ow, g.channels, g.out_h, g.out_w);
         const Window win = window_of(g, oh, ow);
         if (ih < win.h0 || ih >= win.h1 || iw < win.w0 || iw >= win.w1) continue;
         if (Max) {
@@ -84,10 +109,10 @@ __global__ void pool_backward_kernel(ValuesIn x, const float* dy, float* dx, Poo
           // x alone: y may come from another computation of x (a recomputed BatchNorm rounds
           // unlike forward's cuDNN), which no element of this x need equal.
           int best_h = win.h0, best_w = win.w0;
-          float best = x.at<F>(x_plane + static_cast<std::size_t>(win.h0 * g.w + win.w0));
+          float best = x.at<F>(x_at(win.h0, win.w0));
           for (int h = win.h0; h < win.h1; ++h) {
             for (int w = win.w0; w < win.w1; ++w) {
-              const float v = x.at<F>(x_plane + static_cast<std::size_t>(h * g.w + w));
+              const float v = x.at<F>(x_at(h, w));
               if (v > best) {
                 best = v;
                 best_h = h;
@@ -108,13 +133,22 @@ __global__ void pool_backward_kernel(ValuesIn x, const float* dy, float* dx, Poo
 PoolGeometry geometry(const Pool2dDesc& d, const Tensor& x, const Tensor& y, const char* call) {
   if (x.shape.rank != 4 || y.shape.rank != 4 || x.n() != y.n() || x.c() != y.c()) {
     throw ShapeError(std::string(call) + ": input " + x.shape.str() + " and output " + y.shape.str() +
-                     " are not matching NCHW tensors");
+                     " are not matching images");
   }
   if (d.window_h < 1 || d.window_w < 1 || d.stride_h < 1 || d.stride_w < 1 || d.pad_h < 0 || d.pad_w < 0) {
     throw ConfigError(std::string(call) + ": window, stride and padding must be positive");
   }
-  return {x.n() * x.c(), x.h(), x.w(), y.h(), y.w(), d.window_h, d.window_w,
+  return {x.n() * x.c(), x.c(), x.h(), x.w(), y.h(), y.w(), d.window_h, d.window_w,
           d.stride_h, d.stride_w, d.pad_h, d.pad_w};
+}
+
+// launch(format, order) with each a std::integral_constant: the order true for channels last.
+template <class Launch>
+void with_order(ValueFormat format, bool channels_last, Launch&& launch) {
+  with_format(format, [&](auto f) {
+    if (channels_last) launch(f, std::true_type{});
+    else launch(f, std::false_type{});
+  });
 }
 
 }  // namespace
@@ -125,12 +159,14 @@ void CudaBackend::do_pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Ten
   require_values("pool2d_forward", {x, y});
   const std::size_t n = y.elements();
   if (n == 0) return;
-  with_format(product_format(), [&](auto f) {
+  const bool is_max = desc.mode == PoolMode::max;
+  with_order(product_format(), x.shape.channels_last, [&](auto f, auto channels_last) {
     constexpr ValueFormat F = decltype(f)::value;
-    if (desc.mode == PoolMode::max)
-      pool_forward_kernel<F, true><<<blocks_for(n), 256, 0, compute_>>>(values_in(x), values_out(y), g);
+    constexpr bool kChannelsLast = decltype(channels_last)::value;
+    if (is_max)
+      pool_forward_kernel<F, true, kChannelsLast><<<blocks_for(n), 256, 0, compute_>>>(values_in(x), values_out(y), g);
     else
-      pool_forward_kernel<F, false><<<blocks_for(n), 256, 0, compute_>>>(values_in(x), values_out(y), g);
+      pool_forward_kernel<F, false, kChannelsLast><<<blocks_for(n), 256, 0, compute_>>>(values_in(x), values_out(y), g);
   });
   check_launch("pool_forward_kernel");
   touched(x, packed_range(x), y, packed_range(y));
@@ -150,13 +186,14 @@ void CudaBackend::do_pool2d_backward(const Pool2dDesc& desc, const Tensor& x, co
   if (n == 0) return;
   const unsigned blocks = blocks_for(n);
   const bool is_max = desc.mode == PoolMode::max;
-  with_format(product_format(), [&](auto f) {
+  with_order(product_format(), x.shape.channels_last, [&](auto f, auto channels_last) {
     constexpr ValueFormat F = decltype(f)::value;
+    constexpr bool L = decltype(channels_last)::value;
     const ValuesIn in = values_in(x);
-    if (is_max && accumulate) pool_backward_kernel<F, true, true><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
-    else if (is_max) pool_backward_kernel<F, true, false><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
-    else if (accumulate) pool_backward_kernel<F, false, true><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
-    else pool_backward_kernel<F, false, false><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    if (is_max && accumulate) pool_backward_kernel<F, true, true, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    else if (is_max) pool_backward_kernel<F, true, false, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    else if (accumulate) pool_backward_kernel<F, false, true, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    else pool_backward_kernel<F, false, false, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
   });
   check_launch("pool_backward_kernel");
   touched(x, packed_range(x), dy, dx);

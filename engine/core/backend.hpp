@@ -302,10 +302,12 @@ class Backend {
   // the CPU, CUDA in bf16 and fp16. The plan that fuses them keeps the ReLU's output a little
   // longer, so a backend that would only make the calls they are made of says false.
   virtual bool fuses_batchnorm_add_relu() const { return false; }
-  // True where the convolutions take channels-last tensors (Note [Channels-last images],
-  // tensor.hpp): x and y, or dy and dx, both in that order, the weights [out, in, kh, kw] as
-  // always. CUDA in bf16 and fp16, whose tensor-core kernels read that order without a transpose.
-  // Every other call, and every call on a backend that says false, refuses them.
+  // True where the convolutions, BatchNorm's calls (but synchronised BatchNorm's), pooling and the
+  // channel biases take channels-last images (Note [Channels-last images], tensor.hpp), all of a
+  // call's images in that order, weights [out, in, kh, kw] as always; a convolution's x may also
+  // be NCHW under a channels-last y (a network's input). CUDA in bf16 and fp16, whose tensor-core
+  // convolutions read that order without a transpose. Element-wise calls take either order on
+  // every backend; every other call, and every call on a backend that says false, refuses them.
   virtual bool takes_channels_last() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device

@@ -201,30 +201,49 @@ void nchw_only(const char* call, std::initializer_list<const Shape*> shapes) {
       throw ShapeError(std::string(call) + ": " + s->str() + " is channels last; this call takes images in NCHW order");
 }
 
+// The order a shape's values lie in: one that both orders give alike is `either`.
+enum class Order { either, nchw, channels_last };
+Order order_of(const Shape& s) {
+  if (s.rank != 4 || s[1] <= 1 || static_cast<long long>(s[2]) * s[3] <= 1) return Order::either;
+  return s.channels_last ? Order::channels_last : Order::nchw;
+}
+
 // An element-wise call: its tensors in any order, as long as it is the same for all of them.
 void same_order(const char* call, std::initializer_list<const Shape*> shapes) {
   const Shape* first = nullptr;
   for (const Shape* s : shapes) {
-    if (s->rank == 0) continue;  // an absent tensor
-    if (first && reordered(*s) != reordered(*first))
+    if (order_of(*s) == Order::either) continue;
+    if (first && order_of(*s) != order_of(*first))
       throw ShapeError(std::string(call) + ": " + first->str() + " and " + s->str() + " lie in different orders");
     if (!first) first = s;
   }
 }
 
 // A call that takes channels-last images where the backend does (Backend::takes_channels_last):
-// x and y (dx and dy) in the same order, weights and biases [out, ...] as always.
+// x and y (dx and dy) in the same order, or where `x_may_be_nchw` an NCHW x under a channels-last
+// y (a convolution reading a network's input), weights and biases [out, ...] as always.
 void check_order(const char* call, const Backend& backend, const Shape& x, const Shape& y,
-                 std::initializer_list<const Shape*> parameters = {}) {
+                 std::initializer_list<const Shape*> parameters = {}, bool x_may_be_nchw = false) {
   for (const Shape* p : parameters)
     if (p->channels_last)
       throw ShapeError(std::string(call) + ": the parameters " + p->str() +
                        " cannot be channels last (weights are [out, in, kh, kw] in every layout)");
-  if (x.rank != 0 && y.rank != 0 && x.channels_last != y.channels_last)
+  const bool nchw_input = x_may_be_nchw && !x.channels_last;
+  if (x.rank != 0 && y.rank != 0 && x.channels_last != y.channels_last && !nchw_input)
     throw ShapeError(std::string(call) + ": " + x.str() + " and " + y.str() + " lie in different orders");
   if ((reordered(x) || reordered(y)) && !backend.takes_channels_last())
     throw ConfigError(std::string(call) + ": " + (reordered(x) ? x : y).str() + " is channels last, and " +
                       backend.description() + " takes images in NCHW order only");
+}
+
+// A call whose images may all be channels last where the backend takes them (BatchNorm, pooling):
+// the same order for all of them.
+void takes_order(const char* call, const Backend& backend, std::initializer_list<const Shape*> images) {
+  same_order(call, images);
+  for (const Shape* s : images)
+    if (reordered(*s) && !backend.takes_channels_last())
+      throw ConfigError(std::string(call) + ": " + s->str() + " is channels last, and " + backend.description() +
+                        " takes images in NCHW order only");
 }
 
 // Elements per (sample, channel): H x W of an image, 1 of a flat tensor.
@@ -248,14 +267,14 @@ void Backend::from_16bit(const void* packed, Tensor x, ValueFormat format) {
 
 std::size_t Backend::conv2d_workspace_bytes(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass,
                                             std::size_t limit) {
-  check_order("conv2d_workspace_bytes", *this, x, y);
+  check_order("conv2d_workspace_bytes", *this, x, y, {}, true);
   return do_conv2d_workspace_bytes(desc, x, y, pass, limit);
 }
 
 void Backend::conv2d_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                              bool accumulate, Workspace ws) {
   check_conv("conv2d_forward", desc, x.shape, w, bias, y.shape);
-  check_order("conv2d_forward", *this, x.shape, y.shape, {&w.shape, &bias.shape});
+  check_order("conv2d_forward", *this, x.shape, y.shape, {&w.shape, &bias.shape}, true);
   do_conv2d_forward(desc, x, w, bias, y, accumulate, ws);
 }
 
@@ -269,12 +288,18 @@ void Backend::conv2d_backward_data(const Conv2dDesc& desc, const Tensor& dy, con
 void Backend::conv2d_backward_filter(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, Tensor dw,
                                      Tensor dbias, Workspace ws) {
   check_conv("conv2d_backward_filter", desc, x.shape, dw, dbias, dy.shape);
-  check_order("conv2d_backward_filter", *this, x.shape, dy.shape, {&dw.shape, &dbias.shape});
+  check_order("conv2d_backward_filter", *this, x.shape, dy.shape, {&dw.shape, &dbias.shape}, true);
   do_conv2d_backward_filter(desc, x, dy, dw, dbias, ws);
 }
 
 void Backend::conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor dw,
                               Tensor dbias, Tensor dx, bool accumulate, Workspace ws) {
+  check_conv("conv2d_backward", desc, x.shape, dw, dbias, dy.shape);
+  check_order("conv2d_backward", *this, x.shape, dy.shape, {&w.shape, &dw.shape, &dbias.shape}, dx.empty());
+  if (!dx.empty()) {
+    check_conv("conv2d_backward", desc, dx.shape, w, Tensor{}, dy.shape);
+    check_order("conv2d_backward", *this, dx.shape, dy.shape);
+  }
   do_conv2d_backward(desc, x, dy, w, dw, dbias, dx, accumulate, ws);
 }
 
@@ -290,7 +315,7 @@ void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gam
   same_size("batchnorm_relu_forward_training", x, y);
   check_channels("batchnorm_relu_forward_training", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
-  nchw_only("batchnorm_relu_forward_training", {&x.shape, &y.shape});
+  takes_order("batchnorm_relu_forward_training", *this, {&x.shape, &y.shape});
   do_batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
                                      saved_inv_std);
 }
@@ -310,7 +335,7 @@ void Backend::batchnorm_relu_backward(const Tensor& x, const Tensor& y, Tensor d
   same_size("batchnorm_relu_backward", x, dy);
   same_size("batchnorm_relu_backward", x, dx);
   check_channels("batchnorm_relu_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
-  nchw_only("batchnorm_relu_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape});
+  takes_order("batchnorm_relu_backward", *this, {&x.shape, &y.shape, &dy.shape, &dx.shape});
   do_batchnorm_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 
@@ -329,7 +354,7 @@ void Backend::batchnorm_add_relu_forward_training(const Tensor& x, const Tensor&
   same_size("batchnorm_add_relu_forward_training", x, y);
   check_channels("batchnorm_add_relu_forward_training", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
-  nchw_only("batchnorm_add_relu_forward_training", {&x.shape, &residual.shape, &y.shape});
+  takes_order("batchnorm_add_relu_forward_training", *this, {&x.shape, &residual.shape, &y.shape});
   do_batchnorm_add_relu_forward_training(x, residual, gamma, beta, y, running_mean, running_var, momentum, epsilon,
                                          saved_mean, saved_inv_std);
 }
@@ -353,7 +378,7 @@ void Backend::batchnorm_add_relu_backward(const Tensor& x, const Tensor& y, Tens
   same_size("batchnorm_add_relu_backward", x, dx);
   if (!dresidual.empty()) same_size("batchnorm_add_relu_backward", x, dresidual);
   check_channels("batchnorm_add_relu_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
-  nchw_only("batchnorm_add_relu_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape, &dresidual.shape});
+  takes_order("batchnorm_add_relu_backward", *this, {&x.shape, &y.shape, &dy.shape, &dx.shape, &dresidual.shape});
   do_batchnorm_add_relu_backward(x, y, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate,
                                  dresidual, accumulate_residual);
 }
@@ -419,7 +444,7 @@ void Backend::activation_backward(const ActivationDesc& desc, const Tensor& x, c
 
 void Backend::pool2d_forward(const Pool2dDesc& desc, const Tensor& x, Tensor y) {
   check_pool("pool2d_forward", desc, x, y);
-  nchw_only("pool2d_forward", {&x.shape, &y.shape});
+  takes_order("pool2d_forward", *this, {&x.shape, &y.shape});
   do_pool2d_forward(desc, x, y);
 }
 
@@ -428,7 +453,7 @@ void Backend::pool2d_backward(const Pool2dDesc& desc, const Tensor& x, const Ten
   check_pool("pool2d_backward", desc, x, y);
   same_size("pool2d_backward", y, dy);
   same_size("pool2d_backward", x, dx);
-  nchw_only("pool2d_backward", {&x.shape, &y.shape, &dy.shape, &dx.shape});
+  takes_order("pool2d_backward", *this, {&x.shape, &y.shape, &dy.shape, &dx.shape});
   do_pool2d_backward(desc, x, y, dy, dx, accumulate);
 }
 
@@ -438,7 +463,7 @@ void Backend::batchnorm_forward_training(const Tensor& x, const Tensor& gamma, c
   same_size("batchnorm_forward_training", x, y);
   check_channels("batchnorm_forward_training", x,
                  {&gamma, &beta, &running_mean, &running_var, &saved_mean, &saved_inv_std});
-  nchw_only("batchnorm_forward_training", {&x.shape, &y.shape});
+  takes_order("batchnorm_forward_training", *this, {&x.shape, &y.shape});
   do_batchnorm_forward_training(x, gamma, beta, y, running_mean, running_var, momentum, epsilon, saved_mean,
       saved_inv_std);
 }
@@ -448,7 +473,7 @@ void Backend::batchnorm_forward_inference(const Tensor& x, const Tensor& gamma, 
                                           Tensor y) {
   same_size("batchnorm_forward_inference", x, y);
   check_channels("batchnorm_forward_inference", x, {&gamma, &beta, &running_mean, &running_var});
-  nchw_only("batchnorm_forward_inference", {&x.shape, &y.shape});
+  takes_order("batchnorm_forward_inference", *this, {&x.shape, &y.shape});
   do_batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, epsilon, y);
 }
 
@@ -456,7 +481,7 @@ void Backend::batchnorm_forward_saved(const Tensor& x, const Tensor& gamma, cons
                                       const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor y) {
   same_size("batchnorm_forward_saved", x, y);
   check_channels("batchnorm_forward_saved", x, {&gamma, &beta, &saved_mean, &saved_inv_std});
-  nchw_only("batchnorm_forward_saved", {&x.shape, &y.shape});
+  takes_order("batchnorm_forward_saved", *this, {&x.shape, &y.shape});
   do_batchnorm_forward_saved(x, gamma, beta, saved_mean, saved_inv_std, y);
 }
 
@@ -466,7 +491,7 @@ void Backend::batchnorm_backward(const Tensor& x, const Tensor& dy, const Tensor
   same_size("batchnorm_backward", x, dy);
   same_size("batchnorm_backward", x, dx);
   check_channels("batchnorm_backward", x, {&gamma, &saved_mean, &saved_inv_std, &dgamma, &dbeta});
-  nchw_only("batchnorm_backward", {&x.shape, &dy.shape, &dx.shape});
+  takes_order("batchnorm_backward", *this, {&x.shape, &dy.shape, &dx.shape});
   do_batchnorm_backward(x, dy, gamma, saved_mean, saved_inv_std, epsilon, dx, dgamma, dbeta, accumulate);
 }
 

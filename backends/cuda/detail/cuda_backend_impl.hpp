@@ -63,7 +63,8 @@ class CudaBackend final : public Backend {
     return std::exchange(query_memory_, memory);
   }
   std::size_t library_reserved_bytes() const override {
-    return cublas_workspace_bytes_ + loss_scratch_bytes() + library_resident_bytes_ + kKernelsLoadedLater;
+    return cublas_workspace_bytes_ + loss_scratch_bytes() + channel_partials_bytes() + library_resident_bytes_ +
+           kKernelsLoadedLater;
   }
   // What the kernels loaded as a run first calls them take (Note [The libraries' own device memory]).
   static constexpr std::size_t kKernelsLoadedLater = std::size_t{32} << 20;
@@ -136,6 +137,10 @@ class CudaBackend final : public Backend {
   // The device memory the task losses sum their blocks' partial sums in (task_loss.cu): allocated
   // with the backend, so that the kernels of a captured step keep pointing at it.
   static std::size_t loss_scratch_bytes();
+  // The device memory channels-last BatchNorm sums its blocks' partial sums in (Note [BatchNorm
+  // over channels-last images], batchnorm_channels_last.cu), allocated with the backend where it
+  // takes channels-last images; none elsewhere.
+  std::size_t channel_partials_bytes() const;
   // Grid size for an element-wise kernel over n elements with 256 threads a block.
   unsigned blocks_for(std::size_t n) const;
 
@@ -182,6 +187,9 @@ class CudaBackend final : public Backend {
   // A convolution's filter as its 16-bit operand: operand16's for NCHW, rounded into `copy` in
   // cuDNN's NHWC filter order for a channels-last plan.
   const void* filter16(const ConvPlan& plan, const Tensor& w, void* copy);
+  // A convolution's input as its 16-bit operand: operand16's, or reordered into `copy` where the
+  // plan is channels last and x is NCHW (a network's input, Backend::takes_channels_last).
+  const void* operand16_in_order(const ConvPlan& plan, const Tensor& x, void* copy);
   // Whether any of `values` comes in 16 bits (Tensor::packed16), after checking that each holds its
   // values somewhere, that 16-bit ones reach a backend in bf16 or fp16, and that those from
   // `floats_from` on (gradients) are floats: throws ConfigError naming `call` otherwise.
@@ -203,6 +211,15 @@ class CudaBackend final : public Backend {
                             bool accumulate_residual = false);
   void batchnorm_normalise(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
                            const Tensor& spread, bool spread_is_variance, float epsilon, Tensor y);
+  // batchnorm_training16 and batchnorm_backward16 on channels-last images (Note [BatchNorm over
+  // channels-last images], batchnorm_channels_last.cu), their values floats or 16 bits.
+  void batchnorm_training_channels_last(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
+                                        Tensor running_mean, Tensor running_var, float momentum, float epsilon,
+                                        Tensor saved_mean, Tensor saved_inv_std, bool relu, const Tensor& residual);
+  void batchnorm_backward_channels_last(const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                                        const Tensor& saved_mean, const Tensor& saved_inv_std, Tensor dx,
+                                        Tensor dgamma, Tensor dbeta, bool accumulate, const Tensor& relu_y,
+                                        Tensor dresidual, bool accumulate_residual);
   // Throws, naming `call`, what batchnorm_forward_saved refuses: x without channels, a statistic or
   // parameter not one value a channel, an output of another size, values where require_values
   // finds none.
@@ -258,6 +275,7 @@ class CudaBackend final : public Backend {
   LabelError* label_error_ = nullptr;         // host view
   LabelError* label_error_device_ = nullptr;  // the same memory, as kernels see it
   void* loss_scratch_ = nullptr;              // loss_scratch_bytes() of device memory
+  void* channel_partials_ = nullptr;          // channel_partials_bytes() of device memory, or null
   CopyTracker tracker_;
   std::array<cudaEvent_t, kFenceEvents> fence_events_{};
   std::uint64_t fences_ = 0;  // fences issued; fence n is fence_events_[n % kFenceEvents]

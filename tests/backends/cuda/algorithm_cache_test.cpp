@@ -78,14 +78,19 @@ TEST_CASE("cuda an algorithm cache path that is not a cache is left as it was", 
   fs::remove(path);
 }
 
-// A line's last key field is the precision (0 fp32, 1 tf32, 2 bf16, 3 fp16); a choice's third
-// field its cuDNN math type, and tensor-op math (1) is no fp32 choice. Device 98: no other test's.
+// A line's last key field is the precision (0 fp32, 1 tf32, 2 bf16, 3 fp16), the one before it the
+// layout (1 channels last); a choice's third field its cuDNN math type, and tensor-op math (1) is
+// no fp32 choice. A line without the layout (written before it was a field) is skipped. Device
+// 98: no other test's.
 TEST_CASE("cuda cache lines read back by precision, tensor-op math never as fp32", "[cuda][algorithms][bf16]") {
-  const std::string shape = "0 2 3 9 9 4 9 9 3 3 1 1 1 1 ";
+  const std::string shape = "0 2 3 9 9 4 9 9 3 3 1 1 1 1 0 ";
   const std::string tensor_op_choice = "0 0 0|1 0 1 1 0.25";
   CHECK(cuda::import_measurements(98, {{shape + "2", tensor_op_choice}}) == 1);  // bf16
   CHECK(cuda::import_measurements(98, {{shape + "3", tensor_op_choice}}) == 1);  // fp16
   CHECK(cuda::import_measurements(98, {{shape + "1", tensor_op_choice}}) == 1);  // tf32
   CHECK(cuda::import_measurements(98, {{shape + "0", tensor_op_choice}}) == 0);  // fp32: refused
   CHECK(cuda::import_measurements(98, {{shape + "4", tensor_op_choice}}) == 0);  // no such precision
+  CHECK(cuda::import_measurements(98, {{"0 2 3 9 9 4 9 9 3 3 1 1 1 1 1 2", tensor_op_choice}}) == 1);  // NHWC
+  CHECK(cuda::import_measurements(98, {{"0 2 3 9 9 4 9 9 3 3 1 1 1 1 2 2", tensor_op_choice}}) == 0);  // no layout 2
+  CHECK(cuda::import_measurements(98, {{"0 2 3 9 9 4 9 9 3 3 1 1 1 1 2", tensor_op_choice}}) == 0);  // no layout
 }

@@ -452,3 +452,39 @@ TEST_CASE("cuda channel bias on channels-last images matches the CPU's NCHW", "[
   gpu.channel_bias_backward(y.gpu(), db.gpu());
   CHECK(db.relative_error() <= 1e-5);
 }
+
+// A network's first convolution reads its NCHW input under a channels-last output
+// (Backend::takes_channels_last): the input's 16-bit copy is reordered on the way.
+TEST_CASE("cuda conv2d in bf16 reads an NCHW input under a channels-last output", "[cuda][conv][bf16]") {
+  Backend& gpu = gpu_16bit(Precision::bf16);
+  for (const ConvCase& c : {kCases[0], kCases[5], kCases[8]}) {
+    INFO(c.name);
+    const Conv2dDesc d = desc_of(c);
+    const Shape xs = input_shape(c), ys = output_shape(c), ws = weight_shape(c);
+    const ConvOperands operands = conv_operands(gpu, c);  // x NCHW on both sides
+    const Twin &x = operands.x, &w = operands.w, &bias = operands.bias;
+    const std::size_t bytes =
+        std::max(gpu.conv2d_workspace_bytes(d, xs, in_order(ys, true), ConvPass::forward, kLimit),
+                 gpu.conv2d_workspace_bytes(d, xs, in_order(ys, true), ConvPass::backward, kLimit));
+    const DeviceBuffer space(gpu, bytes);
+    const std::size_t cpu_bytes = std::max(cpu().conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, kLimit),
+                                           cpu().conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, kLimit));
+    const DeviceBuffer cpu_space(cpu(), cpu_bytes);
+    const Workspace gws{space.data(), space.bytes()}, cws{cpu_space.data(), cpu_space.bytes()};
+    Twin y(gpu, ys, 4, true);
+    cpu().conv2d_forward(d, x.cpu(), w.cpu(), bias.cpu(), y.cpu(), false, cws);
+    gpu.conv2d_forward(d, x.gpu(), w.gpu(), bias.gpu(), y.gpu(), false, gws);
+    CHECK(y.relative_error() <= 1e-2);
+    Twin dy(gpu, ys, rounded16(Precision::bf16, random_values(ys.elements(), 6)), true);
+    Twin dw(gpu, ws, 19), dbias(gpu, Shape{c.k}, 20);
+    cpu().conv2d_backward(d, x.cpu(), dy.cpu(), w.cpu(), dw.cpu(), dbias.cpu(), Tensor{}, false, cws);
+    gpu.conv2d_backward(d, x.gpu(), dy.gpu(), w.gpu(), dw.gpu(), dbias.gpu(), Tensor{}, false, gws);
+    CHECK(dw.relative_error() <= 1e-2);
+    CHECK(dbias.relative_error() <= 1e-2);
+  }
+  // Backward-data has no such case: an input gradient is in its image's order.
+  const ConvCase& c = kCases[0];
+  Twin dy(gpu, output_shape(c), 6, true), w(gpu, weight_shape(c), 2), dx(gpu, input_shape(c), 7);
+  CHECK_THROWS_WITH(gpu.conv2d_backward_data(desc_of(c), dy.gpu(), w.gpu(), dx.gpu(), false, Workspace{}),
+                    Catch::Contains("conv2d_backward_data") && Catch::Contains("lie in different orders"));
+}

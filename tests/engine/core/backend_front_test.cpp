@@ -349,19 +349,31 @@ TEST_CASE("backend fronts: channels-last images reach only the calls and backend
       },
       "conv2d_backward_filter: the parameters [2x2x1x1, channels last] cannot be channels last (weights are [out, "
       "in, kh, kw] in every layout)");
-  // Calls that read NCHW refuse the order on every backend.
-  check_refused<ShapeError>(
+  // BatchNorm and pooling take the order where the backend does; the CPU does not.
+  check_refused<ConfigError>(
       [&](Backend& be) {
         be.pool2d_forward(Pool2dDesc{}, Tensor{a.data(), image}, Tensor{y.data(), channels_last(Shape{1, 2, 1, 1})});
       },
-      "pool2d_forward: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
-  check_refused<ShapeError>(
+      "pool2d_forward: [1x2x2x2, channels last] is channels last, and " + cpu_description +
+          " takes images in NCHW order only");
+  check_refused<ConfigError>(
       [&](Backend& be) {
         be.batchnorm_forward_inference(Tensor{a.data(), image}, Tensor{b.data(), Shape{2}}, Tensor{b.data(), Shape{2}},
                                        Tensor{b.data(), Shape{2}}, Tensor{b.data(), Shape{2}}, 1e-5f,
                                        Tensor{y.data(), image});
       },
-      "batchnorm_forward_inference: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
+      "batchnorm_forward_inference: [1x2x2x2, channels last] is channels last, and " + cpu_description +
+          " takes images in NCHW order only");
+  // Calls that read NCHW refuse the order on every backend.
+  check_refused<ShapeError>(
+      [&](Backend& be) {
+        be.upsample_forward(UpsampleDesc{2, UpsampleMode::nearest}, Tensor{a.data(), image},
+                            Tensor{y.data(), channels_last(Shape{1, 2, 4, 4})});
+      },
+      "upsample_forward: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
+  check_refused<ShapeError>(
+      [&](Backend& be) { be.batchnorm_channel_sums(Tensor{a.data(), image}, Tensor{sums.data(), Shape{2}}); },
+      "batchnorm_channel_sums: [1x2x2x2, channels last] is channels last; this call takes images in NCHW order");
   check_refused<ShapeError>(
       [&](Backend& be) {
         be.dense_forward(Tensor{a.data(), image}, Tensor{w.data(), Shape{3, 8}}, Tensor{},
