@@ -4,18 +4,22 @@
 // Note [BatchNorm over channels-last images]
 // A channel's values lie C apart, so the NCHW kernels' plan, a block (or a cluster) a channel
 // (Note [One block a channel], batchnorm_kernels.cu), would read 2 bytes of every 32 it fetches.
-// Here a pass is three launches over the pixels (N x H x W) in memory order:
-//  1. The blocks split the pixels evenly, in order. A block's threads each take V adjacent
-//     channels of every `rows`-th pixel of the block's share, so a warp reads consecutive bytes,
-//     and sum them in double; the block's first row then adds the other rows' sums in row order
-//     and writes the block's line of `partials` [blocks][C][2].
-//  2. One thread a channel adds the blocks' lines in block order into the statistics (forward)
-//     or the parameter gradients (backward), and leaves what step 3 needs per channel.
-//  3. One thread a vector of V channels of a pixel writes the output.
-// `partials` is the backend's (CudaBackend::channel_partials_, allocated with it and counted in
-// library_reserved_bytes): no workspace, and nothing allocated in a step. The block count depends
-// on the shape, the channels and the device alone, so a run gives the same bits every time.
-// The arithmetic is the NCHW kernels', value for value; only the order of the sums differs.
+// Here a pass is two launches over the pixels (N x H x W) in memory order:
+//  1. The sums. Blocks form a grid of channel groups (64 channels, or all C where C is not a
+//     multiple of 64) by splits of the pixels (even, in order). A block's threads each take V
+//     adjacent channels of its group at every `rows`-th pixel of its split, so a warp reads
+//     consecutive bytes, and sum them in double; the block's first row adds the other rows' sums
+//     in row order and writes the block's line of `partials` [splits][C][2]. The last block of a
+//     group to finish (a counter a group, Mark Harris's threadfence reduction) adds the group's
+//     lines in split order, a warp a channel (each lane every 32nd split in order, then a fixed
+//     tree), and writes the statistics (forward) or the parameter gradients (backward) and what
+//     step 2 needs per channel. Whichever block is last, the order is the same.
+//  2. One thread a vector of V channels of a pixel writes the output.
+// `partials` and the counters are the backend's (CudaBackend::channel_partials_, allocated and
+// zeroed with it and counted in library_reserved_bytes; the last block sets its counter back to
+// zero): no workspace, and nothing allocated in a step. The splits depend on the shape and the
+// device alone, so a run gives the same bits every time. The arithmetic is the NCHW kernels',
+// value for value; only the order of the sums differs.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -30,111 +34,160 @@
 namespace cnn::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-// The most channels a pixel's threads cover: `lanes` = C / V threads of V channels each.
-constexpr int kMostLanes = kThreads;
+constexpr int kThreads = 256, kWarp = 32;
+constexpr int kGroupChannels = 64;
+// The most threads a pixel's channels of a group take (`lanes` = group / V), and splits a group.
+constexpr int kMostLanes = kThreads, kMostSplits = 512;
+// The counters (one a group) at the front of the partials' memory.
+constexpr std::size_t kCounterBytes = 4096;
+constexpr int kMostGroups = static_cast<int>(kCounterBytes / sizeof(unsigned));
 
-// How step 1 splits the pixels: `lanes` threads a pixel (V channels each), `rows` pixels a round,
-// `blocks` blocks of `threads` threads, each with `shared_bytes` of dynamic shared memory.
-struct PixelSplit {
+// How step 1 splits the work: `groups` channel groups of `group` channels, `lanes` threads a pixel
+// (V channels each), `rows` pixels a round, `splits` blocks of `threads` a group, each with
+// `shared_bytes` of dynamic shared memory.
+struct ChannelSplit {
   std::size_t pixels;
-  int channels, lanes, rows, blocks, threads;
+  int channels, group, groups, lanes, rows, splits, threads;
   std::size_t shared_bytes;
-  __device__ std::size_t begin(unsigned block) const { return pixels * block / static_cast<unsigned>(blocks); }
+  __device__ std::size_t begin(unsigned split) const { return pixels * split / static_cast<unsigned>(splits); }
 };
 
-// x's split for `vector` channels a thread, on `multiprocessors`, with `partials_bytes` for the
-// blocks' lines (and one line more, for step 2's results).
-PixelSplit split_pixels(const char* call, const Tensor& x, int vector, int multiprocessors,
-                        std::size_t partials_bytes) {
-  const int channels = x.c(), lanes = channels / vector;
-  if (lanes > kMostLanes)
-    throw ConfigError(std::string(call) + ": " + x.shape.str() + " read " + std::to_string(vector) +
-                      " channels at a time is more than " + std::to_string(kMostLanes) +
-                      " vectors a pixel (channels-last BatchNorm takes up to " + std::to_string(kMostLanes * 8) +
-                      " channels, in multiples of 8 beyond " + std::to_string(kMostLanes) + ")");
-  PixelSplit split{};
-  split.pixels = x.elements() / static_cast<std::size_t>(channels);
-  split.channels = channels;
-  split.lanes = lanes;
-  split.rows = std::max(1, kThreads / lanes);
-  // Several blocks a multiprocessor, each a full round of rows or more, and room in the partials.
-  const std::size_t fit = partials_bytes / (2 * sizeof(double) * static_cast<std::size_t>(channels)) - 1;
-  const std::size_t rounds = (split.pixels + static_cast<std::size_t>(split.rows) - 1) / split.rows;
-  split.blocks = static_cast<int>(std::max<std::size_t>(
-      1, std::min({std::size_t{4} * static_cast<std::size_t>(multiprocessors), rounds, fit})));
-  split.threads = split.rows * lanes;
-  split.shared_bytes = static_cast<std::size_t>(split.threads) * 2 * static_cast<std::size_t>(vector) * sizeof(double);
-  return split;
+ChannelSplit split_channels(const char* call, const Tensor& x, int vector, int multiprocessors,
+                            std::size_t partials_bytes) {
+  ChannelSplit s{};
+  s.channels = x.c();
+  s.group = s.channels % kGroupChannels == 0 ? kGroupChannels : s.channels;
+  s.groups = s.channels / s.group;
+  s.lanes = s.group / vector;
+  if (s.lanes > kMostLanes || s.groups > kMostGroups)
+    throw ConfigError(std::string(call) + ": channels-last BatchNorm over " + x.shape.str() + ": " +
+                      std::to_string(s.lanes) + " vectors of " + std::to_string(vector) + " channels a pixel, more than " +
+                      std::to_string(kMostLanes) + " (it takes up to " + std::to_string(kMostGroups * kGroupChannels) +
+                      " channels in multiples of 64, up to " + std::to_string(kMostLanes * 8) + " otherwise)");
+  s.pixels = x.elements() / static_cast<std::size_t>(s.channels);
+  s.rows = std::max(1, kThreads / s.lanes);
+  s.threads = s.rows * s.lanes;
+  // About four blocks a multiprocessor in all, each of four rounds of rows or more, their lines
+  // (and one more, for step 2's per-channel values) within the partials.
+  const std::size_t line_bytes = 2 * sizeof(double) * static_cast<std::size_t>(s.channels);
+  const std::size_t fit = (partials_bytes - kCounterBytes) / line_bytes - 1;
+  const std::size_t wanted = (std::size_t{4} * static_cast<std::size_t>(multiprocessors) + s.groups - 1) / s.groups;
+  const std::size_t rounds = (s.pixels + 4 * static_cast<std::size_t>(s.rows) - 1) / (4 * static_cast<std::size_t>(s.rows));
+  s.splits = static_cast<int>(
+      std::max<std::size_t>(1, std::min({wanted, rounds, fit, static_cast<std::size_t>(kMostSplits)})));
+  s.shared_bytes = static_cast<std::size_t>(s.threads) * 2 * static_cast<std::size_t>(vector) * sizeof(double);
+  return s;
 }
 
-// The block's sums a and b of its rows, added in row order by row 0 into `line` [C][2].
+// The block's sums a and b of its rows, added in row order by row 0 into its line of `partials`.
 template <int V>
-__device__ void write_block_sums(const PixelSplit& s, int lane, int row, double (&a)[V], double (&b)[V],
-                                 double* line) {
+__device__ void write_block_sums(const ChannelSplit& s, int lane, int row, const double (&a)[V],
+                                 const double (&b)[V], double* partials) {
   extern __shared__ double row_sums[];  // [rows * lanes][2 V]
   double* mine = row_sums + static_cast<std::size_t>(threadIdx.x) * 2 * V;
 #pragma unroll
   for (int k = 0; k < V; ++k) mine[k] = a[k], mine[V + k] = b[k];
   __syncthreads();
   if (row != 0) return;
+  double sa[V], sb[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) sa[k] = a[k], sb[k] = b[k];
   for (int r = 1; r < s.rows; ++r) {
     const double* other = row_sums + static_cast<std::size_t>(r * s.lanes + lane) * 2 * V;
 #pragma unroll
-    for (int k = 0; k < V; ++k) a[k] += other[k], b[k] += other[V + k];
+    for (int k = 0; k < V; ++k) sa[k] += other[k], sb[k] += other[V + k];
+  }
+  double* line = partials + (static_cast<std::size_t>(blockIdx.x) * s.channels +
+                             static_cast<std::size_t>(blockIdx.y) * s.group + static_cast<std::size_t>(lane) * V) *
+                                2;
+#pragma unroll
+  for (int k = 0; k < V; ++k) line[2 * k] = sa[k], line[2 * k + 1] = sb[k];
+}
+
+// True in the last of a group's blocks to write its line (every block's writes then visible to
+// it); that block sets the group's counter back to zero.
+__device__ bool last_of_group(unsigned* counters, int splits) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&counters[blockIdx.y], 1u) == static_cast<unsigned>(splits) - 1;
+    if (last) atomicExch(&counters[blockIdx.y], 0u);
+  }
+  __syncthreads();
+  return last;
+}
+
+// In the last block: channel ch's two sums over every split, in split order by lanes (lane l
+// takes splits l, l + 32, ...) and then a fixed tree; lane 0 gets them.
+__device__ void group_totals(const ChannelSplit& s, const double* partials, int ch, int lane, double& a, double& b) {
+  a = 0, b = 0;
+  for (int split = lane; split < s.splits; split += kWarp) {
+    const std::size_t at = (static_cast<std::size_t>(split) * s.channels + ch) * 2;
+    a += __ldcg(partials + at);
+    b += __ldcg(partials + at + 1);
   }
 #pragma unroll
-  for (int k = 0; k < V; ++k) {
-    line[(lane * V + k) * 2] = a[k];
-    line[(lane * V + k) * 2 + 1] = b[k];
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    a += __shfl_down_sync(0xffffffffu, a, offset);
+    b += __shfl_down_sync(0xffffffffu, b, offset);
   }
 }
 
-// Step 1 forward: each block's sums of x and x^2 per channel.
+// Each channel of the block's group, a whole warp at a time (a block's last, partial warp takes
+// none): finish(ch, a, b) on lane 0 with its totals.
+template <class Finish>
+__device__ void for_each_group_channel(const ChannelSplit& s, const double* partials, Finish&& finish) {
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int warps = static_cast<int>(blockDim.x) / kWarp;
+  if (warp >= warps) return;
+  for (int k = warp; k < s.group; k += warps) {
+    const int ch = static_cast<int>(blockIdx.y) * s.group + k;
+    double a, b;
+    group_totals(s, partials, ch, lane, a, b);
+    if (lane == 0) finish(ch, a, b);
+  }
+}
+
+// Step 1 forward: the sums of x and x^2, then in a group's last block the statistics, as
+// training_forward_kernel computes them, and each channel's scale and shift in `scale_shift` [2][C].
 template <ValueFormat F, int V>
-__global__ void __launch_bounds__(kThreads) statistics_partials_kernel(ValuesIn x, PixelSplit s, double* partials) {
+__global__ void __launch_bounds__(kThreads)
+    statistics_kernel(ValuesIn x, ChannelSplit s, double* partials, unsigned* counters, const float* gamma,
+                      const float* beta, float* running_mean, float* running_var, float* saved_mean,
+                      float* saved_inv_std, float momentum, float epsilon, float* scale_shift) {
   const int lane = static_cast<int>(threadIdx.x) % s.lanes, row = static_cast<int>(threadIdx.x) / s.lanes;
+  const std::size_t c0 = static_cast<std::size_t>(blockIdx.y) * s.group + static_cast<std::size_t>(lane) * V;
   double sum[V] = {}, squares[V] = {};
   const std::size_t end = s.begin(blockIdx.x + 1);
   for (std::size_t p = s.begin(blockIdx.x) + row; p < end; p += s.rows) {
     float v[V];
-    load_values<F, V>(x, p * s.channels + static_cast<std::size_t>(lane) * V, v);
+    load_values<F, V>(x, p * s.channels + c0, v);
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       sum[k] += v[k];
       squares[k] += static_cast<double>(v[k]) * v[k];
     }
   }
-  write_block_sums<V>(s, lane, row, sum, squares, partials + static_cast<std::size_t>(blockIdx.x) * 2 * s.channels);
-}
-
-// Step 2 forward: the statistics, as training_forward_kernel computes them, and each channel's
-// scale and shift in `scale_shift` [2][C].
-__global__ void statistics_kernel(const double* partials, PixelSplit s, const float* gamma, const float* beta,
-                                  float* running_mean, float* running_var, float* saved_mean, float* saved_inv_std,
-                                  float momentum, float epsilon, float* scale_shift) {
-  const int ch = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (ch >= s.channels) return;
-  double sum = 0, squares = 0;
-  for (int b = 0; b < s.blocks; ++b) {
-    sum += partials[(static_cast<std::size_t>(b) * s.channels + ch) * 2];
-    squares += partials[(static_cast<std::size_t>(b) * s.channels + ch) * 2 + 1];
-  }
+  write_block_sums<V>(s, lane, row, sum, squares, partials);
+  if (!last_of_group(counters, s.splits)) return;
   const double count = static_cast<double>(s.pixels);
-  const double mean = sum / count;
-  const double var = fmax(squares / count - mean * mean, 0.0);
-  const float inv_std = static_cast<float>(1.0 / sqrt(var + epsilon));
-  saved_mean[ch] = static_cast<float>(mean);
-  saved_inv_std[ch] = inv_std;
-  const double unbiased = count > 1 ? var * count / (count - 1) : var;
-  running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
-  running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-  const float scale = gamma[ch] * inv_std;
-  scale_shift[ch] = scale;
-  scale_shift[s.channels + ch] = fmaf(-static_cast<float>(mean), scale, beta[ch]);
+  for_each_group_channel(s, partials, [&](int ch, double total, double total_squares) {
+    const double mean = total / count;
+    const double var = fmax(total_squares / count - mean * mean, 0.0);
+    const float inv_std = static_cast<float>(1.0 / sqrt(var + epsilon));
+    saved_mean[ch] = static_cast<float>(mean);
+    saved_inv_std[ch] = inv_std;
+    const double unbiased = count > 1 ? var * count / (count - 1) : var;
+    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
+    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+    const float scale = gamma[ch] * inv_std;
+    scale_shift[ch] = scale;
+    scale_shift[s.channels + ch] = fmaf(-static_cast<float>(mean), scale, beta[ch]);
+  });
 }
 
-// Step 3 forward: y = x * scale + shift, plus the residual, through the ReLU, as
+// Step 2 forward: y = x * scale + shift, plus the residual, through the ReLU, as
 // training_forward_kernel writes it.
 template <ValueFormat F, int V>
 __global__ void normalise_pixels_kernel(ValuesIn x, ValuesIn residual, ValuesOut y, const float* scale_shift,
@@ -169,20 +222,22 @@ __device__ void output_gradient(const float* dy, const ValuesIn& relu_y, std::si
   for (int k = 0; k < V; ++k) g[k] = out[k] > 0.0f ? g[k] : 0.0f;
 }
 
-// Step 1 backward: each block's sums of the gradient g and of g * xhat per channel; the residual's
-// gradient (g, or added to it) written on the way, as training_backward_kernel writes it.
+// Step 1 backward: the sums of the gradient g and of g * xhat, the residual's gradient (g, or
+// added to it) written on the way, as training_backward_kernel writes it; then in a group's last
+// block the parameter gradients (added to) and each channel's sums in `totals` [C][2].
 template <ValueFormat F, int V>
 __global__ void __launch_bounds__(kThreads)
-    gradient_partials_kernel(ValuesIn x, const float* dy, ValuesIn relu_y, const float* saved_mean,
-                             const float* saved_inv_std, float* dresidual, bool accumulate_residual, PixelSplit s,
-                             double* partials) {
+    gradient_sums_kernel(ValuesIn x, const float* dy, ValuesIn relu_y, const float* saved_mean,
+                         const float* saved_inv_std, float* dresidual, bool accumulate_residual, ChannelSplit s,
+                         double* partials, unsigned* counters, float* dgamma, float* dbeta, double* totals) {
   const int lane = static_cast<int>(threadIdx.x) % s.lanes, row = static_cast<int>(threadIdx.x) / s.lanes;
+  const std::size_t c0 = static_cast<std::size_t>(blockIdx.y) * s.group + static_cast<std::size_t>(lane) * V;
   double mean[V], inv_std[V], sum_dy[V] = {}, sum_dy_xhat[V] = {};
 #pragma unroll
-  for (int k = 0; k < V; ++k) mean[k] = saved_mean[lane * V + k], inv_std[k] = saved_inv_std[lane * V + k];
+  for (int k = 0; k < V; ++k) mean[k] = saved_mean[c0 + k], inv_std[k] = saved_inv_std[c0 + k];
   const std::size_t end = s.begin(blockIdx.x + 1);
   for (std::size_t p = s.begin(blockIdx.x) + row; p < end; p += s.rows) {
-    const std::size_t at = p * s.channels + static_cast<std::size_t>(lane) * V;
+    const std::size_t at = p * s.channels + c0;
     float v[V], g[V];
     load_values<F, V>(x, at, v);
     output_gradient<F, V>(dy, relu_y, at, g);
@@ -199,27 +254,17 @@ __global__ void __launch_bounds__(kThreads)
       sum_dy_xhat[k] += static_cast<double>(g[k]) * ((v[k] - mean[k]) * inv_std[k]);
     }
   }
-  write_block_sums<V>(s, lane, row, sum_dy, sum_dy_xhat,
-                      partials + static_cast<std::size_t>(blockIdx.x) * 2 * s.channels);
+  write_block_sums<V>(s, lane, row, sum_dy, sum_dy_xhat, partials);
+  if (!last_of_group(counters, s.splits)) return;
+  for_each_group_channel(s, partials, [&](int ch, double total_dy, double total_dy_xhat) {
+    if (dgamma) dgamma[ch] += static_cast<float>(total_dy_xhat);
+    if (dbeta) dbeta[ch] += static_cast<float>(total_dy);
+    totals[ch * 2] = total_dy;
+    totals[ch * 2 + 1] = total_dy_xhat;
+  });
 }
 
-// Step 2 backward: the parameter gradients (added to) and each channel's sums in `totals` [C][2].
-__global__ void gradient_totals_kernel(const double* partials, PixelSplit s, float* dgamma, float* dbeta,
-                                       double* totals) {
-  const int ch = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (ch >= s.channels) return;
-  double sum_dy = 0, sum_dy_xhat = 0;
-  for (int b = 0; b < s.blocks; ++b) {
-    sum_dy += partials[(static_cast<std::size_t>(b) * s.channels + ch) * 2];
-    sum_dy_xhat += partials[(static_cast<std::size_t>(b) * s.channels + ch) * 2 + 1];
-  }
-  if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
-  if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
-  totals[ch * 2] = sum_dy;
-  totals[ch * 2 + 1] = sum_dy_xhat;
-}
-
-// Step 3 backward: dx, written or added to, as training_backward_kernel computes it.
+// Step 2 backward: dx, written or added to, as training_backward_kernel computes it.
 template <ValueFormat F, int V>
 __global__ void input_gradient_kernel(ValuesIn x, const float* dy, ValuesIn relu_y, const float* gamma,
                                       const float* saved_mean, const float* saved_inv_std, const double* totals,
@@ -258,12 +303,25 @@ void with_vector(ValueFormat format, int vector, Launch&& launch) {
   });
 }
 
-unsigned channel_blocks_for(int channels) { return static_cast<unsigned>((channels + kThreads - 1) / kThreads); }
+// The partials' memory: the groups' counters, then the splits' lines, then one line of
+// per-channel values.
+struct PartialsMemory {
+  unsigned* counters;
+  double* lines;
+  double* per_channel;
+};
+PartialsMemory partials_memory(void* memory, const ChannelSplit& s) {
+  auto* bytes = static_cast<unsigned char*>(memory);
+  auto* lines = reinterpret_cast<double*>(bytes + kCounterBytes);
+  return {reinterpret_cast<unsigned*>(bytes), lines, lines + static_cast<std::size_t>(s.splits) * 2 * s.channels};
+}
 
 }  // namespace
 
-std::size_t CudaBackend::channel_partials_bytes() const {
-  return takes_channels_last() ? std::size_t{4} << 20 : 0;
+std::size_t CudaBackend::channel_partials_bytes() const { return takes_channels_last() ? std::size_t{4} << 20 : 0; }
+
+void CudaBackend::zero_channel_partials_counters() {
+  if (channel_partials_) CNN_CHECK(cudaMemsetAsync(channel_partials_, 0, kCounterBytes, compute_));
 }
 
 void CudaBackend::batchnorm_training_channels_last(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
@@ -273,20 +331,19 @@ void CudaBackend::batchnorm_training_channels_last(const Tensor& x, const Tensor
   if (x.elements() == 0) return;
   const int vector = vector_width(static_cast<std::size_t>(x.c()),
                                   {read_from(x), y.packed16 ? y.packed16 : y.data, read_from(residual)});
-  const PixelSplit s = split_pixels("batchnorm_forward_training", x, vector, multiprocessors_, channel_partials_bytes());
-  auto* partials = static_cast<double*>(channel_partials_);
-  auto* scale_shift = reinterpret_cast<float*>(partials + static_cast<std::size_t>(s.blocks) * 2 * s.channels);
+  const ChannelSplit s =
+      split_channels("batchnorm_forward_training", x, vector, multiprocessors_, channel_partials_bytes());
+  const PartialsMemory memory = partials_memory(channel_partials_, s);
+  auto* scale_shift = reinterpret_cast<float*>(memory.per_channel);
   with_vector(product_format(), vector, [&](auto f, auto v) {
     constexpr ValueFormat F = decltype(f)::value;
     constexpr int V = decltype(v)::value;
-    statistics_partials_kernel<F, V><<<static_cast<unsigned>(s.blocks), static_cast<unsigned>(s.threads),
-                                       s.shared_bytes, compute_>>>(values_in(x), s, partials);
-    check_launch("statistics_partials_kernel");
-    statistics_kernel<<<channel_blocks_for(s.channels), kThreads, 0, compute_>>>(
-        partials, s, gamma.data, beta.data, running_mean.data, running_var.data, saved_mean.data,
-        saved_inv_std.data, momentum, epsilon, scale_shift);
+    statistics_kernel<F, V><<<dim3(static_cast<unsigned>(s.splits), static_cast<unsigned>(s.groups)),
+                              static_cast<unsigned>(s.threads), s.shared_bytes, compute_>>>(
+        values_in(x), s, memory.lines, memory.counters, gamma.data, beta.data, running_mean.data, running_var.data,
+        saved_mean.data, saved_inv_std.data, momentum, epsilon, scale_shift);
     check_launch("statistics_kernel");
-    const std::size_t vectors = s.pixels * static_cast<std::size_t>(s.lanes);
+    const std::size_t vectors = s.pixels * static_cast<std::size_t>(s.channels / V);
     normalise_pixels_kernel<F, V><<<blocks_for(vectors), kThreads, 0, compute_>>>(
         values_in(x), values_in(residual), values_out(y), scale_shift, s.pixels, s.channels, relu);
     check_launch("normalise_pixels_kernel");
@@ -300,25 +357,20 @@ void CudaBackend::batchnorm_backward_channels_last(const Tensor& x, const Tensor
   if (x.elements() == 0) return;
   const int vector = vector_width(static_cast<std::size_t>(x.c()),
                                   {read_from(x), dy.data, dx.data, read_from(relu_y), dresidual.data});
-  const PixelSplit s = split_pixels("batchnorm_backward", x, vector, multiprocessors_, channel_partials_bytes());
-  auto* partials = static_cast<double*>(channel_partials_);
-  double* totals = partials + static_cast<std::size_t>(s.blocks) * 2 * s.channels;
+  const ChannelSplit s = split_channels("batchnorm_backward", x, vector, multiprocessors_, channel_partials_bytes());
+  const PartialsMemory memory = partials_memory(channel_partials_, s);
   with_vector(product_format(), vector, [&](auto f, auto v) {
     constexpr ValueFormat F = decltype(f)::value;
     constexpr int V = decltype(v)::value;
-    gradient_partials_kernel<F, V><<<static_cast<unsigned>(s.blocks), static_cast<unsigned>(s.threads),
-                                     s.shared_bytes, compute_>>>(values_in(x), dy.data, values_in(relu_y),
-                                                                     saved_mean.data, saved_inv_std.data,
-                                                                     dresidual.data, accumulate_residual, s,
-                                                                     partials);
-    check_launch("gradient_partials_kernel");
-    gradient_totals_kernel<<<channel_blocks_for(s.channels), kThreads, 0, compute_>>>(partials, s, dgamma.data,
-                                                                                       dbeta.data, totals);
-    check_launch("gradient_totals_kernel");
-    const std::size_t vectors = s.pixels * static_cast<std::size_t>(s.lanes);
+    gradient_sums_kernel<F, V><<<dim3(static_cast<unsigned>(s.splits), static_cast<unsigned>(s.groups)),
+                                 static_cast<unsigned>(s.threads), s.shared_bytes, compute_>>>(
+        values_in(x), dy.data, values_in(relu_y), saved_mean.data, saved_inv_std.data, dresidual.data,
+        accumulate_residual, s, memory.lines, memory.counters, dgamma.data, dbeta.data, memory.per_channel);
+    check_launch("gradient_sums_kernel");
+    const std::size_t vectors = s.pixels * static_cast<std::size_t>(s.channels / V);
     input_gradient_kernel<F, V><<<blocks_for(vectors), kThreads, 0, compute_>>>(
-        values_in(x), dy.data, values_in(relu_y), gamma.data, saved_mean.data, saved_inv_std.data, totals, dx.data,
-        accumulate, s.pixels, s.channels);
+        values_in(x), dy.data, values_in(relu_y), gamma.data, saved_mean.data, saved_inv_std.data,
+        memory.per_channel, dx.data, accumulate, s.pixels, s.channels);
     check_launch("input_gradient_kernel");
   });
 }

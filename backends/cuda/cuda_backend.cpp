@@ -113,6 +113,7 @@ CudaBackend::CudaBackend(const CudaOptions& options)
     if (channel_partials_bytes() > 0)
       channel_partials_ = device_memory_.allocate(channel_partials_bytes(), memory::kDefaultAlignment,
                                                   memory::Category::workspace);
+    zero_channel_partials_counters();
 
     void* flag = nullptr;
     CNN_CHECK(cudaHostAlloc(&flag, sizeof(LabelError), cudaHostAllocMapped));

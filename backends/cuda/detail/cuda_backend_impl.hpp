@@ -141,6 +141,8 @@ class CudaBackend final : public Backend {
   // over channels-last images], batchnorm_channels_last.cu), allocated with the backend where it
   // takes channels-last images; none elsewhere.
   std::size_t channel_partials_bytes() const;
+  // Sets the counters at the front of channel_partials_ to zero (once, as it is allocated).
+  void zero_channel_partials_counters();
   // Grid size for an element-wise kernel over n elements with 256 threads a block.
   unsigned blocks_for(std::size_t n) const;
 
