@@ -26,7 +26,7 @@
 
 #include "layers/conv2d.hpp"
 #include <cnnengine/cnnengine.hpp>
-#include <cnnengine/memory/buffer.hpp>
+#include "memory/buffer.hpp"
 
 using namespace cnn;
 using Clock = std::chrono::steady_clock;

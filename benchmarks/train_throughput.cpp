@@ -32,6 +32,7 @@
 #include <cnnengine/engine/core/backend.hpp>
 #include "backends/cpu/detail/winograd_conv.hpp"
 #include "engine/plan/detail/largest_fitting.hpp"
+#include "engine/plan/detail/step_plan.hpp"
 #include "engine/train/planning_options.hpp"
 #include "memory/buffer.hpp"
 
@@ -167,9 +168,12 @@ TrainerOptions trainer_options(const Settings& s, int batch, int micro_batch) {
 }
 
 json base_record(const Settings& s, const Backend& backend) {
-  // Every backend stores activations NCHW today (PyTorch's "contiguous").
+  // A training step's images: channels last where the backend and every layer take them (Note
+  // [Channels-last images]), else NCHW (PyTorch's "contiguous").
+  const Network net = make_network(s.model, parse_shape(s.input), s.classes);
+  const char* format = channels_last_step(net, backend, true) ? "channels_last" : "contiguous";
   return {{"engine", "cnnengine"}, {"model", s.model}, {"input", s.input}, {"precision", s.precision},
-          {"memory_format", "contiguous"}, {"device", backend.description()}, {"deterministic", s.deterministic},
+          {"memory_format", format}, {"device", backend.description()}, {"deterministic", s.deterministic},
           {"recompute", s.recompute}};
 }
 

@@ -30,6 +30,7 @@ class ActivationLayer final : public Layer {
   bool runs_in_place() const override { return derivative_from_output(desc_); }
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
+  bool takes_channels_last() const override { return true; }  // element-wise
   bool commutes_with_max_pooling() const override;
   LayerCost forward_cost() const override;
   void forward(const LayerContext& c) override { c.backend->activation_forward(desc_, c.inputs[0], c.output); }

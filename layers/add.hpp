@@ -22,6 +22,7 @@ class Add final : public Layer {
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
   bool packed_values() const override { return true; }
+  bool takes_channels_last() const override { return true; }  // element-wise
   bool is_add() const override { return true; }
   LayerCost forward_cost() const override { return {elements_, 3 * sizeof(float) * elements_}; }
   void forward(const LayerContext& c) override { c.backend->add(c.inputs[0], c.inputs[1], c.output); }

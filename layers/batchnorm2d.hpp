@@ -20,6 +20,7 @@ class BatchNorm2D final : public Layer {
   bool backward_needs_input() const override { return true; }
   bool backward_writes_input_gradient() const override { return true; }
   bool packed_values() const override { return true; }
+  bool takes_channels_last() const override { return true; }
   TrainingBatchNeed training_batch_need() const override;
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;

@@ -28,6 +28,12 @@ class Conv2D final : public Layer {
   void backward(const LayerContext& c) override;
   bool recomputable() const override { return true; }
   bool packed_values() const override { return true; }
+  bool takes_channels_last() const override { return true; }
+  bool takes_nchw_input() const override { return true; }
+  void use_orders(const std::vector<bool>& inputs_channels_last, bool output_channels_last) override {
+    in_.channels_last = inputs_channels_last[0];
+    out_.channels_last = output_channels_last;
+  }
   LayerCost forward_cost() const override;
   const Conv2dDesc& desc() const { return desc_; }
   bool has_bias() const { return bias_; }

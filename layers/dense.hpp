@@ -20,6 +20,7 @@ class Dense final : public Layer {
   int units() const { return units_; }
   bool has_bias() const { return bias_; }
   bool recomputable() const override { return true; }
+  bool takes_channels_last() const override { return one_order(in_); }
   LayerCost forward_cost() const override;
 
  private:

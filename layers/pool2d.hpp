@@ -24,6 +24,7 @@ class Pool2D final : public Layer {
   bool backward_needs_input() const override { return true; }
   bool backward_needs_output() const override { return true; }
   bool packed_values() const override { return true; }
+  bool takes_channels_last() const override { return true; }
   void forward(const LayerContext& c) override { c.backend->pool2d_forward(desc_, c.inputs[0], c.output); }
   void backward(const LayerContext& c) override;
   const Pool2dDesc& desc() const { return desc_; }

@@ -19,6 +19,7 @@ class ReLU final : public Layer {
   bool recomputable() const override { return true; }
   bool cheap_to_recompute() const override { return true; }
   bool packed_values() const override { return true; }
+  bool takes_channels_last() const override { return true; }  // element-wise
   bool commutes_with_max_pooling() const override { return true; }
   bool is_relu() const override { return true; }
   LayerCost forward_cost() const override { return {elements_, 2 * sizeof(float) * elements_}; }

@@ -155,6 +155,19 @@ class Layer {
   virtual void forward_then_add_relu(const LayerContext& context);
   virtual void backward_through_add_relu(const LayerContext& context);
 
+  // Note [Channels-last images] (tensor.hpp): true where every call this layer makes takes
+  // channels-last images on a backend that takes them (Backend::takes_channels_last), and reads
+  // them as the images they are (a flattening of [C, 1, 1] does; of [C, H, W] would read the
+  // pixels in another order). A training step whose layers all say so keeps its images between
+  // layers channels last on such a backend (step_needs).
+  virtual bool takes_channels_last() const { return false; }
+  // True where its calls also take an NCHW input under a channels-last output (a convolution,
+  // whose 16-bit copy of its input is reordered): it may read a network input that stays NCHW.
+  virtual bool takes_nchw_input() const { return false; }
+  // The order of the images the layer is handed, by input and for its output, told before its
+  // workspace is asked for: a layer that keeps its shapes for those queries keeps the orders.
+  virtual void use_orders(const std::vector<bool>& /*inputs_channels_last*/, bool /*output_channels_last*/) {}
+
   // Synchronised BatchNorm in a data-parallel run: the floats of CrossRankContext::scratch this
   // layer needs (0: it sums nothing over the ranks).
   virtual std::size_t cross_rank_scratch_floats() const { return 0; }

@@ -18,7 +18,8 @@ namespace cnn {
 // memory as N, H, W, C (PyTorch's torch.channels_last, cuDNN's NHWC), the order in which tensor-core
 // convolutions read them without a transpose. It belongs to the shape, so that a query on shapes
 // alone (a convolution's workspace) knows the layout, and two shapes of one size but different
-// orders are not equal. Only a rank-4 shape can be channels-last. A backend takes channels-last
+// orders are not equal. A batch [N, C, H, W] is channels last; a sample's shape [C, H, W] may
+// carry the flag for the batches made of it (batched). A backend takes channels-last
 // tensors where Backend::takes_channels_last says so, and only in the calls that say they do
 // (the convolutions); every other call refuses them (engine/core/backend_calls.cpp). Weights
 // stay [out, in, kh, kw] in every layout: a backend reorders its own copies of them.
@@ -57,6 +58,7 @@ struct Shape {
     s.dims[0] = n;
     for (int i = 0; i < rank; ++i) s.dims[static_cast<std::size_t>(i + 1)] = dims[static_cast<std::size_t>(i)];
     s.rank = rank + 1;
+    s.channels_last = channels_last;
     return s;
   }
   std::string str() const {
@@ -65,6 +67,12 @@ struct Shape {
     return s + (channels_last ? ", channels last]" : "]");
   }
 };
+
+// True where a sample's values lie alike in NCHW and channels-last order (Note [Channels-last
+// images]): not an image [C, H, W], or an image of one channel or of one pixel.
+inline bool one_order(const Shape& sample) {
+  return sample.rank != 3 || sample[0] == 1 || static_cast<long long>(sample[1]) * sample[2] == 1;
+}
 
 struct Tensor {
   float* data = nullptr;

@@ -414,11 +414,29 @@ std::vector<bool> accumulate_flags(const Network& net, const std::vector<std::ve
 
 }  // namespace
 
+// Note [Channels-last images] (tensor.hpp): a training step keeps its images between layers
+// channels last where the backend takes them and every layer does, the network's output reads
+// alike either way, and the network's input, which stays as it is staged (NCHW), is read only by
+// layers that reorder it (or reads alike either way too). Inference keeps NCHW.
+bool channels_last_step(const Network& net, const Backend& backend, bool training) {
+  if (!training || !backend.takes_channels_last() || !one_order(net.output_shape())) return false;
+  const bool input_either_way = one_order(net.node(0).shape);
+  for (int id = 1; id < net.size(); ++id) {
+    const Node& n = net.node(id);
+    if (!n.layer->takes_channels_last()) return false;
+    for (int in : n.inputs)
+      if (in == 0 && !input_either_way && !n.layer->takes_nchw_input()) return false;
+  }
+  return true;
+}
+
 StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit) {
   if (micro_batch <= 0) throw ConfigError("plan_step: micro-batch must be positive");
   StepNeeds needs;
   needs.micro_batch = micro_batch;
   needs.training = training;
+  needs.channels_last = channels_last_step(net, backend, training);
+  const bool input_channels_last = needs.channels_last && one_order(net.node(0).shape);
   const auto nodes = static_cast<std::size_t>(net.size());
   needs.saved_bytes.resize(nodes);
   needs.forward_workspace.assign(nodes, 0);
@@ -430,6 +448,9 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
     // A frozen layer runs forward alone: in eval mode as in inference, in train mode with what it
     // saves as scratch (Network::set_frozen_mode).
     const bool backward = training && !net.frozen(id);
+    std::vector<bool> inputs_channels_last;
+    for (int in : net.node(id).inputs) inputs_channels_last.push_back(in == 0 ? input_channels_last : needs.channels_last);
+    layer.use_orders(inputs_channels_last, needs.channels_last);
     if (training && net.runs_in_training(id))
       for (std::size_t floats : layer.saved_floats(micro_batch)) needs.saved_bytes[i].push_back(floats * sizeof(float));
     needs.forward_workspace[i] = layer.workspace_bytes(backend, micro_batch, ConvPass::forward, workspace_limit);
@@ -464,6 +485,7 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
                });
   p.values = needs.values;
   p.packed_values = takes_stored(needs);
+  p.channels_last = needs.channels_last;
   p.stored_16bit.assign(static_cast<std::size_t>(net.size()), false);
   for (int id = 0; id < net.size(); ++id) p.stored_16bit[static_cast<std::size_t>(id)] = stored_16bit(net, needs, net.node(id).value);
   const InPlace shared = in_place(net, readers, needs, schedule, allow_in_place);

@@ -73,6 +73,13 @@ struct StepPlan {
   // The values are in the 16-bit format the backend takes as they are stored (StepNeeds::packed):
   // a layer that says Layer::packed_values gets them so, and has no float32 copies.
   bool packed_values = false;
+  // The images between layers lie channels last (Note [Channels-last images], tensor.hpp): every
+  // rank-4 value and gradient but the network input's where that input has more than one order
+  // (images_channels_last).
+  bool channels_last = false;
+  bool images_channels_last(const Network& network, int node) const {
+    return channels_last && (node != 0 || one_order(network.node(0).shape));
+  }
 
   int forward_time(int node) const { return node; }
   int loss_time() const { return last_node + 1; }
@@ -110,9 +117,13 @@ struct StepNeeds {
   // And the residual add before that ReLU (Backend::fuses_batchnorm_add_relu; step_plan.cpp, Note
   // [BatchNorm, add and ReLU in one pass]).
   bool fuse_batchnorm_add_relu = false;
+  // The step's images lie channels last (Note [Channels-last images], tensor.hpp; step_needs).
+  bool channels_last = false;
 };
 
 StepNeeds step_needs(Network& network, Backend& backend, int micro_batch, bool training, std::size_t workspace_limit);
+// Whether a step of `network` on `backend` keeps its images channels last (StepNeeds::channels_last).
+bool channels_last_step(const Network& network, const Backend& backend, bool training);
 
 // The format a step at `needs` (its `values` ignored) stores its values in: `wanted`, or fp32
 // where `policy` is where_smaller and the float32 plan is no larger. Recomputation is chosen

@@ -13,7 +13,8 @@ StepExecutor::StepExecutor(Network& network, Backend& backend, ParameterStore& p
                            StepMemory& memory, StepSlots slots, bool capture)
     : net_(network), backend_(backend), params_(params), plan_(plan), memory_(memory), slots_(slots),
       capture_(capture),
-      packed_values_(plan.packed_values) {
+      packed_values_(plan.packed_values),
+      channels_last_(plan.channels_last && !slots.cross_rank) {
   if (packed_values_ && (!backend.takes_packed_values() || plan.values != value_format(backend.precision())))
     throw std::logic_error("step plan: made for a backend that takes " + to_string(plan.values) +
                            " values as they are stored, run on " + backend.description());
@@ -37,9 +38,14 @@ Tensor StepExecutor::buffer(int index, Shape shape) const {
   return Tensor{static_cast<float*>(memory_.address(index)), shape};
 }
 
+Shape StepExecutor::batched(int node, int n) const {
+  Shape shape = net_.node(node).shape.batched(n);
+  shape.channels_last = channels_last_ && shape.rank == 4 && plan_.images_channels_last(net_, node);
+  return shape;
+}
+
 Tensor StepExecutor::value(int node, int n) const {
-  const Node& nd = net_.node(node);
-  return buffer(plan_.node(nd.value).value, nd.shape.batched(n));
+  return buffer(plan_.node(net_.node(node).value).value, batched(node, n));
 }
 
 int StepExecutor::backward_buffer(int node) const {
@@ -51,7 +57,7 @@ int StepExecutor::backward_buffer(int node) const {
 Tensor StepExecutor::readable(int node, int n, bool after_loss, int fp32, bool read, bool as_stored) {
   const Node& nd = net_.node(node);
   const int index = after_loss ? backward_buffer(node) : plan_.node(nd.value).value;
-  const Shape shape = nd.shape.batched(n);
+  const Shape shape = batched(node, n);
   if (!plan_.stores_16bit(nd.value)) return buffer(index, shape);
   if (!read) return Tensor{nullptr, shape};
   void* stored = memory_.address(index);
@@ -64,8 +70,7 @@ Tensor StepExecutor::readable(int node, int n, bool after_loss, int fp32, bool r
 }
 
 Tensor StepExecutor::gradient(int node, int n) const {
-  const Node& nd = net_.node(node);
-  return buffer(plan_.node(nd.value).value_grad, nd.shape.batched(n));
+  return buffer(plan_.node(net_.node(node).value).value_grad, batched(node, n));
 }
 
 void StepExecutor::run(const Batch& batch, float grad_scale, std::uint64_t seed, float* logits,
@@ -143,8 +148,9 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   // or, for a layer that takes its values as they are stored, `stored` itself, 16 bits alone
   // (Note [Values as they are stored], backend.hpp).
   auto as_stored = [&](const Node& nd) { return packed_values_ && nd.layer->packed_values(); };
-  auto writable = [&](const Node& nd, int stored, int fp32) {
-    const Shape shape = nd.shape.batched(n);
+  auto writable = [&](int id, int stored, int fp32) {
+    const Node& nd = net_.node(id);
+    const Shape shape = batched(id, n);
     if (!plan_.stores_16bit(nd.value)) return buffer(stored, shape);
     if (as_stored(nd)) return Tensor{nullptr, shape, memory_.address(stored)};
     if (fp32 < 0) throw std::logic_error("step plan: no float32 copy of " + nd.name + " where its layer writes it");
@@ -190,7 +196,7 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       gather(nd, id, false, -1, b.forward_inputs_fp32, true);
       const int add = add_run_by(id);
       if (add) inputs.push_back(readable(net_.node(add).inputs[residual_of(add, id)], n, false, -1, true, true));
-      const Tensor output = writable(nd, b.value, b.forward_output_fp32);
+      const Tensor output = writable(id, b.value, b.forward_output_fp32);
       LayerContext c = context(id, b.forward_workspace, output);
       c.training = training && net_.runs_in_training(id);  // Network::set_frozen_mode
       if (add) nd.layer->forward_then_add_relu(c);
@@ -221,7 +227,7 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
     if (op.kind == StepOpKind::recompute) {
       const RecomputeBuffers& r = plan_.recomputations[static_cast<std::size_t>(t)];
       gather(nd, id, true, t, r.inputs_fp32, true);
-      const Tensor output = writable(nd, r.output, r.output_fp32);
+      const Tensor output = writable(id, r.output, r.output_fp32);
       nd.layer->recompute(context(id, r.workspace, output));
       store(nd, r.output, output);
       copies_[static_cast<std::size_t>(id)] = t;
@@ -232,7 +238,7 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       grad_inputs.clear();
       for (int in : nd.inputs) {
         Tensor g = gradient(in, n);  // empty for the network input, unless the layer must write one
-        if (g.empty()) g = buffer(b.discarded_input_grad, net_.node(in).shape.batched(n));
+        if (g.empty()) g = buffer(b.discarded_input_grad, batched(in, n));
         grad_inputs.push_back(g);
       }
       // A layer that runs a ReLU reads the ReLU's output, which the plan keeps until then.

@@ -71,6 +71,9 @@ class StepExecutor {
   Tensor readable(int node, int n, bool after_loss, int fp32, bool read, bool as_stored);
   Tensor gradient(int node, int n) const;
   Tensor buffer(int index, Shape shape) const;
+  // The node's batch of n, channels last where the step keeps its images so (Note [Channels-last
+  // images], tensor.hpp; StepPlan::images_channels_last).
+  Shape batched(int node, int n) const;
 
   struct Recording {
     int batch;
@@ -88,6 +91,9 @@ class StepExecutor {
   // The plan stores the values in the 16-bit format of a backend that takes them as they are
   // stored (StepPlan::packed_values, Backend::takes_packed_values).
   bool packed_values_;
+  // The images lie channels last (StepPlan::channels_last), but for synchronised BatchNorm, whose
+  // calls read NCHW: a data-parallel step with it keeps NCHW, within the same buffers.
+  bool channels_last_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
   // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):
   // as many as the layer with the most inputs has.
