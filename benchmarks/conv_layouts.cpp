@@ -189,6 +189,7 @@ int main(int argc, char** argv) {
     DeviceRequest request;
     request.device = parse_device(device);
     request.precision = parse_precision(precision);
+    request.channels_last = true;  // where the backend can (CudaOptions::channels_last)
     DeviceChoice chosen = select_device(request);
     Backend& backend = *chosen.backend;
     const bool both = backend.takes_channels_last();

@@ -52,6 +52,7 @@ struct Settings {
   int classes = 10, batch = 256, micro_batch = 0, steps = 50, warmup = 10, most = 1 << 16;
   float lr = 1e-3f;
   bool cuda_graph = false, host_batch = false, deterministic = false, fast_start = false, largest = false;
+  bool channels_last = false;
   bool no_winograd = false;
 };
 
@@ -337,6 +338,7 @@ int main(int argc, char** argv) {
   app.add_flag("--host-batch", s.host_batch, "the synthetic batch in pinned host memory, copied in every step")
       ->excludes(synthetic);
   app.add_flag("--deterministic", s.deterministic);
+  app.add_flag("--channels-last", s.channels_last, "CUDA in bf16 and fp16: images channels last between layers");
   app.add_flag("--fast-start", s.fast_start, "CUDA: convolution algorithms by heuristics");
   app.add_flag("--largest-batch", s.largest, "the largest batch --memory-budget holds, confirmed by running it");
   app.add_flag("--no-winograd", s.no_winograd, "CPU: 3x3 convolutions at stride 1 by im2col + GEMM (a comparison)");
@@ -351,6 +353,7 @@ int main(int argc, char** argv) {
     request.precision = parse_precision(s.precision);
     request.deterministic = s.deterministic;
     request.fast_start = s.fast_start;
+    request.channels_last = s.channels_last;
     request.algorithm_cache = s.algo_cache;
     DeviceChoice device = select_device(request);
     const std::optional<std::size_t> used_after_backend = driver_used_bytes(*device.backend);

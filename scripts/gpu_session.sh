@@ -29,7 +29,10 @@
 #                                  in bf16 and tf32, ours eager and with graphs against PyTorch
 #                                  eager in channels_last and NCHW, the kernels of a bf16 step,
 #                                  torch.compile in bf16 and channels_last, then resnet50 at
-#                                  3x224x224, batch 128, bf16 (ours, PyTorch eager channels_last)
+#                                  3x224x224, batch 128, bf16 (ours, PyTorch eager channels_last),
+#                                  ours with channels-last images (--channels-last: resnet18 with
+#                                  graphs, resnet50) and resnet50's layers in both orders
+#                                  (conv_layouts, into layouts.txt)
 #   scripts/gpu_session.sh speed-bf16 train_throughput alone built, then resnet18 in bf16, ours eager
 #                                  and with graphs, the kernels of its step, and torch.compile in
 #                                  bf16 and channels_last: a short call after a change
@@ -315,6 +318,15 @@ if [ "$WHAT" = best-peer ] && built "$THROUGHPUT"; then
   ours "resnet50 bf16" 60 0 --model resnet50 --input 3x224x224 --batch 128 --precision bf16 --cuda-graph
   peer "resnet50 bf16 eager" 60 0 --models resnet50 --precisions bf16 --modes eager --batch 128 \
     --memory-formats channels_last --syncs none --budget 0 --data-on-gpu
+  # Channels-last images (train_throughput --channels-last, off by default): both networks, and
+  # resnet50's convolutions and BatchNorms timed in each order (conv_layouts).
+  ours "resnet18 bf16 graph channels-last" 20 0 --model resnet18 --input 3x32x32 --batch 256 --precision bf16 \
+    --cuda-graph --channels-last
+  ours "resnet50 bf16 channels-last" 60 0 --model resnet50 --input 3x224x224 --batch 128 --precision bf16 \
+    --cuda-graph --channels-last
+  built "$BUILD/benchmarks/conv_layouts" &&
+    run_phase "conv_layouts resnet50 bf16" 90 0 "$OUT/layouts.txt" "$BUILD/benchmarks/conv_layouts" --device cuda \
+      --precision bf16 --model resnet50 --input 3x224x224 --batch 128 --repeat 10
   # Why the measured search chose each algorithm: its timings, shape by shape.
   [ -f "$ALGO_CACHE" ] && { echo "=== algorithm cache"; cat "$ALGO_CACHE"; } >>"$RUNS_LOG"
 fi

@@ -35,6 +35,12 @@ struct CudaOptions {
   // A file that keeps the measured convolution algorithms for later processes on the same GPU,
   // driver and libraries (backends/device/detail/algorithm_cache_file.hpp); empty: none.
   std::string algorithm_cache;
+  // In bf16 and fp16, training steps keep their images channels last (Note [Channels-last images],
+  // engine/core/tensor.hpp) where every layer takes them: no transposes inside cuDNN's tensor-core
+  // convolutions. Off by default until it is faster on every network measured: on an H200 resnet18
+  // (3x32x32) trained 1.12 x faster with it, resnet50 at 224 2.9 x slower
+  // (benchmarks/results/gpu_h200_channels_last.md).
+  bool channels_last = false;
 };
 
 struct CudaProbe {

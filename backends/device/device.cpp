@@ -41,6 +41,7 @@ DeviceChoice select_device(const DeviceRequest& request) {
         options.fast_start = request.fast_start;
         options.deterministic = request.deterministic;
         options.algorithm_cache = request.algorithm_cache;
+        options.channels_last = request.channels_last;
         options.device = request.cuda_device;
         choice.backend = cuda->make_backend(options);
         choice.reason = asked + ": using CUDA device " + std::to_string(request.cuda_device) + ", " + probe.device_name;

@@ -21,6 +21,7 @@ struct DeviceRequest {
   bool deterministic = false;        // CUDA: deterministic convolution algorithms only (the CPU always is)
   std::string algorithm_cache;       // CUDA: keep measured algorithms in this file; empty: none
   int cuda_device = 0;               // CUDA: which GPU (a data-parallel rank takes its local rank's)
+  bool channels_last = false;        // CUDA in bf16 and fp16: images channels last (CudaOptions::channels_last)
 };
 
 // "auto" (none), "cpu" or "cuda"; anything else is a ConfigError naming them.

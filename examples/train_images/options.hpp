@@ -53,6 +53,7 @@ struct Options {
   std::string precision = "fp32";
   bool fast_start = false;
   bool deterministic = false;
+  bool channels_last = false;
   std::string algo_cache;      // empty: default_algorithm_cache(); "none": no file
   bool cuda_graph = false;     // asked for: refused where it cannot run
   bool no_cuda_graph = false;  // otherwise graphs are on wherever they can run

@@ -119,7 +119,7 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
   if (ranks.several()) request.cuda_device = ranks.local_rank();  // a GPU each
   DeviceChoice device = select_device_for(o.device, request);
   if (device.backend->kind() == DeviceKind::cpu) {
-    for (const char* option : {"--fast-start", "--algo-cache"})
+    for (const char* option : {"--fast-start", "--algo-cache", "--channels-last"})
       if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";
     if (o.precision == "tf32") std::cout << "note: --precision tf32 applies to CUDA only: fp32 on the CPU\n";
   }

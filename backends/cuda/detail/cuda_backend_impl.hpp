@@ -56,7 +56,7 @@ class CudaBackend final : public Backend {
   // In bf16 and fp16, on its own kernels; in fp32 and tf32 cuDNN's BatchNorm has no ReLU to run.
   bool fuses_batchnorm_relu() const override { return products16(); }
   bool fuses_batchnorm_add_relu() const override { return products16(); }
-  bool takes_channels_last() const override { return products16(); }
+  bool takes_channels_last() const override { return products16() && options_.channels_last; }
   memory::MemoryResource& device_memory() override { return device_memory_; }
   memory::MemoryResource& staging_memory() override { return pinned_memory_; }
   memory::MemoryResource* set_query_memory(memory::MemoryResource* memory) override {

@@ -156,8 +156,8 @@ TEST_CASE("cuda batchnorm on channels-last images matches the CPU's NCHW", "[cud
   for (Precision p : {Precision::bf16, Precision::fp16})
     for (const Shape& xs : kShapes)
       for (Fused fused : {Fused::none, Fused::relu, Fused::add_relu})
-        for (bool stored : {false, true}) check_training(gpu_16bit(p), xs, fused, stored);
-  for (const Shape& xs : kShapes) check_normalise(gpu_16bit(Precision::bf16), xs);
+        for (bool stored : {false, true}) check_training(gpu_channels_last(p), xs, fused, stored);
+  for (const Shape& xs : kShapes) check_normalise(gpu_channels_last(Precision::bf16), xs);
 }
 
 TEST_CASE("cuda batchnorm refuses channels-last images it cannot take", "[cuda][batchnorm][bf16]") {
@@ -170,7 +170,11 @@ TEST_CASE("cuda batchnorm refuses channels-last images it cannot take", "[cuda][
                                                      c.gpu(), c.gpu()),
                     Catch::Contains("batchnorm_forward_training") && Catch::Contains("NCHW order only"));
   // Synchronised BatchNorm's sums read NCHW on every backend.
-  Backend& bf16 = gpu_16bit(Precision::bf16);
+  Backend& bf16 = gpu_channels_last(Precision::bf16);
+  // Without CudaOptions::channels_last, bf16 takes NCHW alone too.
+  CHECK_THROWS_WITH(gpu_16bit(Precision::bf16).pool2d_forward(Pool2dDesc{}, Tensor{gx.data, channels_last(Shape{2, 4, 4, 4})},
+                                                               Tensor{gy.data, channels_last(Shape{2, 4, 2, 2})}),
+                    Catch::Contains("pool2d_forward") && Catch::Contains("NCHW order only"));
   Twin x16(bf16, Shape{2, 4, 3, 3}, 93, true), sums(bf16, cs, 94);
   CHECK_THROWS_WITH(bf16.batchnorm_channel_sums(x16.gpu(), sums.gpu()),
                     Catch::Contains("batchnorm_channel_sums") && Catch::Contains("takes images in NCHW order"));
@@ -185,7 +189,7 @@ TEST_CASE("cuda batchnorm refuses channels-last images it cannot take", "[cuda][
 }
 
 TEST_CASE("cuda pooling on channels-last images matches the CPU's NCHW", "[cuda][pool][bf16]") {
-  Backend& gpu = gpu_16bit(Precision::bf16);
+  Backend& gpu = gpu_channels_last(Precision::bf16);
   struct Case {
     PoolMode mode;
     int window, stride, pad;

@@ -209,12 +209,13 @@ TEST_CASE("cuda conv2d in bf16 and fp16: float sums of 16-bit products, rounded 
 // 16-bit copy to reorder.
 TEST_CASE("cuda conv2d in bf16 and fp16 on channels-last images matches the CPU's NCHW", "[cuda][conv][bf16]") {
   for (const ConvCase& c : kCases) {
-    check_convolution(gpu_16bit(Precision::bf16), c, 1e-2, kLimit, true);
-    check_convolution(gpu_16bit(Precision::fp16), c, 2e-3, kLimit, true);
+    check_convolution(gpu_channels_last(Precision::bf16), c, 1e-2, kLimit, true);
+    check_convolution(gpu_channels_last(Precision::fp16), c, 2e-3, kLimit, true);
   }
   const ConvCase& c = kCases[0];
   CHECK_FALSE(gpu().takes_channels_last());
-  CHECK(gpu_16bit(Precision::bf16).takes_channels_last());
+  CHECK_FALSE(gpu_16bit(Precision::bf16).takes_channels_last());  // CudaOptions::channels_last is off by default
+  CHECK(gpu_channels_last(Precision::bf16).takes_channels_last());
   CHECK_THROWS_WITH(gpu().conv2d_workspace_bytes(desc_of(c), in_order(input_shape(c), true),
                                                  in_order(output_shape(c), true), ConvPass::forward, kLimit),
                     Catch::Contains("conv2d_workspace_bytes") && Catch::Contains("takes images in NCHW order only"));
@@ -440,7 +441,7 @@ TEST_CASE("cuda channel bias matches the CPU and sums the same bits every run", 
 }
 
 TEST_CASE("cuda channel bias on channels-last images matches the CPU's NCHW", "[cuda][conv][bf16]") {
-  Backend& gpu = gpu_16bit(Precision::bf16);
+  Backend& gpu = gpu_channels_last(Precision::bf16);
   const Shape ys{5, 7, 9, 11};
   Twin y(gpu, ys, 31, true), bias(gpu, Shape{7}, 32);
   cpu().add_channel_bias(bias.cpu(), y.cpu());
@@ -455,7 +456,7 @@ TEST_CASE("cuda channel bias on channels-last images matches the CPU's NCHW", "[
 // A network's first convolution reads its NCHW input under a channels-last output
 // (Backend::takes_channels_last): the input's 16-bit copy is reordered on the way.
 TEST_CASE("cuda conv2d in bf16 reads an NCHW input under a channels-last output", "[cuda][conv][bf16]") {
-  Backend& gpu = gpu_16bit(Precision::bf16);
+  Backend& gpu = gpu_channels_last(Precision::bf16);
   for (const ConvCase& c : {kCases[0], kCases[5], kCases[8]}) {
     INFO(c.name);
     const Conv2dDesc d = desc_of(c);

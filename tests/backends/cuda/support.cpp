@@ -19,11 +19,12 @@ Backend& cpu() {
 }
 
 namespace {
-Backend& cuda_backend(Precision precision, bool fast_start, bool deterministic = false) {
+Backend& cuda_backend(Precision precision, bool fast_start, bool deterministic = false, bool channels_last = false) {
   CudaOptions options;
   options.precision = precision;
   options.fast_start = fast_start;
   options.deterministic = deterministic;
+  options.channels_last = channels_last;
   return *make_cuda_backend(options).release();  // lives to the end of the process
 }
 }  // namespace
@@ -43,6 +44,11 @@ Backend& gpu_fast() {
 Backend& gpu_16bit(Precision precision) {
   static Backend& bf16 = cuda_backend(Precision::bf16, false);
   static Backend& fp16 = cuda_backend(Precision::fp16, false);
+  return precision == Precision::fp16 ? fp16 : bf16;
+}
+Backend& gpu_channels_last(Precision precision) {
+  static Backend& bf16 = cuda_backend(Precision::bf16, false, false, true);
+  static Backend& fp16 = cuda_backend(Precision::fp16, false, false, true);
   return precision == Precision::fp16 ? fp16 : bf16;
 }
 Backend& gpu_deterministic() {

@@ -16,6 +16,8 @@ Backend& gpu_tf32();   // tf32 allowed
 Backend& gpu_fast();   // fp32, algorithms by heuristics
 // bf16 or fp16: convolutions and dense layers multiply 16-bit copies of their operands.
 Backend& gpu_16bit(Precision precision);
+// The same, taking channels-last images (CudaOptions::channels_last).
+Backend& gpu_channels_last(Precision precision);
 // fp32, measured deterministic algorithms only: for the tests that compare two GPU runs of the
 // same shapes, which then differ only where the engine does.
 Backend& gpu_deterministic();
