@@ -15,7 +15,7 @@ struct DeviceRequest {
   std::optional<DeviceKind> device;  // none: auto, the GPU where one is usable
   int threads = 0;                   // CPU threads (0: all cores)
   // How convolutions and dense layers multiply (Precision): tf32 is CUDA's (fp32 on the CPU), bf16
-  // and fp16 the CPU's so far (CUDA refuses them until its 16-bit kernels are built).
+  // and fp16 both backends'.
   Precision precision = Precision::fp32;
   bool fast_start = false;           // CUDA: heuristics instead of measuring convolution algorithms
   bool deterministic = false;        // CUDA: deterministic convolution algorithms only (the CPU always is)
