@@ -25,6 +25,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/cuda/detail/batchnorm_statistics.cuh"
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
 #include "backends/cuda/detail/grid_stride.cuh"
@@ -173,17 +174,12 @@ __global__ void __launch_bounds__(kThreads)
   if (!last_of_group(counters, s.splits)) return;
   const double count = static_cast<double>(s.pixels);
   for_each_group_channel(s, partials, [&](int ch, double total, double total_squares) {
-    const double mean = total / count;
-    const double var = fmax(total_squares / count - mean * mean, 0.0);
-    const float inv_std = static_cast<float>(1.0 / sqrt(var + epsilon));
-    saved_mean[ch] = static_cast<float>(mean);
-    saved_inv_std[ch] = inv_std;
-    const double unbiased = count > 1 ? var * count / (count - 1) : var;
-    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
-    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-    const float scale = gamma[ch] * inv_std;
+    const BatchStatistics stats = batch_statistics(total, total_squares, count, epsilon);
+    record_statistics(static_cast<std::size_t>(ch), stats, count, momentum, running_mean, running_var, saved_mean,
+                      saved_inv_std);
+    const float scale = gamma[ch] * stats.inv_std;
     scale_shift[ch] = scale;
-    scale_shift[s.channels + ch] = fmaf(-static_cast<float>(mean), scale, beta[ch]);
+    scale_shift[s.channels + ch] = fmaf(-static_cast<float>(stats.mean), scale, beta[ch]);
   });
 }
 

@@ -16,11 +16,9 @@
 // cluster, so the calls need no workspace. The values are read 8 (or 4) at a time where the plane
 // and the pointers allow it (vector_width), which keeps enough bytes in flight for a block to pull
 // its share at a good part of the memory's speed.
-// The arithmetic is the CPU backend's (backends/cpu/batchnorm_channel.cpp): the mean and biased
-// variance in double, 1 / sqrt(var + epsilon) rounded to float, y = x * scale + shift with float
-// scale and shift; the input gradient in double. One difference: the variance comes from the sums
-// of x and x^2 in one pass, where the CPU sums squares about the mean in a second; in double that
-// loses nothing a float statistic keeps unless |mean| / std reaches about 10^4.
+// The arithmetic is the CPU backend's (backends/cpu/batchnorm_channel.cpp): the statistics as
+// detail/batchnorm_statistics.cuh computes them, y = x * scale + shift with float scale and shift;
+// the input gradient in double.
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -30,6 +28,7 @@
 #include <vector>
 
 #include "backends/cuda/detail/architectures.hpp"
+#include "backends/cuda/detail/batchnorm_statistics.cuh"
 #include "backends/cuda/detail/block_sums.cuh"
 #include "backends/cuda/detail/check.hpp"
 #include "backends/cuda/detail/cuda_backend_impl.hpp"
@@ -181,18 +180,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerMultiprocessor<kThreads>)
   }
   channel_sums<kThreads>(blocks, sum, squares);
   const double count = layout.values();
-  const double mean = sum / count;
-  const double var = fmax(squares / count - mean * mean, 0.0);
-  const float inv_std = static_cast<float>(1.0 / sqrt(var + epsilon));
-  if (threadIdx.x == 0 && share.rank == 0) {
-    saved_mean[ch] = static_cast<float>(mean);
-    saved_inv_std[ch] = inv_std;
-    const double unbiased = count > 1 ? var * count / (count - 1) : var;
-    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * mean);
-    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-  }
-  const float scale = gamma[ch] * inv_std;
-  const float shift = fmaf(-static_cast<float>(mean), scale, beta[ch]);  // as normalise_kernel's, to the bit
+  const BatchStatistics stats = batch_statistics(sum, squares, count, epsilon);
+  if (threadIdx.x == 0 && share.rank == 0)
+    record_statistics(ch, stats, count, momentum, running_mean, running_var, saved_mean, saved_inv_std);
+  const float scale = gamma[ch] * stats.inv_std;
+  const float shift = fmaf(-static_cast<float>(stats.mean), scale, beta[ch]);  // as normalise_kernel's, to the bit
   const bool add = residual.wide || residual.packed;
   for (std::size_t first = share.begin + threadIdx.x; first < share.end; first += kRound) {
     const int round = vectors_in_round<V, kThreads>(first, share.end);

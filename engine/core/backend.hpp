@@ -307,8 +307,8 @@ class Backend {
   // call's images in that order, weights [out, in, kh, kw] as always; a convolution's x may also
   // be NCHW under a channels-last y (a network's input). CUDA in bf16 and fp16 where asked
   // (CudaOptions::channels_last), whose tensor-core convolutions read that order without a
-  // transpose. Element-wise calls take either order on
-  // every backend; every other call, and every call on a backend that says false, refuses them.
+  // transpose. Element-wise calls take either order on every backend; every other call, and every
+  // call on a backend that says false, refuses them.
   virtual bool takes_channels_last() const { return false; }
 
   // Where tensors of this backend live, and host memory the loader fills for copy_to_device

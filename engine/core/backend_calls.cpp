@@ -187,25 +187,22 @@ void check_gate(const char* call, const Tensor& a, const Tensor& b) {
                    " nor one value per sample and channel");
 }
 
-// True where a shape's values lie in another order than NCHW (Note [Channels-last images],
-// tensor.hpp): channels last with more than one channel and more than one pixel. [N, C, 1, 1] and
-// [N, 1, H, W] lie the same way in either order.
-bool reordered(const Shape& s) {
-  return s.channels_last && s.rank == 4 && s[1] > 1 && static_cast<long long>(s[2]) * s[3] > 1;
+// The order a shape's values lie in (Note [Channels-last images], tensor.hpp): `either` where both
+// give the same, as for [N, C, 1, 1] and [N, 1, H, W].
+enum class Order { either, nchw, channels_last };
+Order order_of(const Shape& s) {
+  if (s.rank != 4 || s[1] <= 1 || static_cast<long long>(s[2]) * s[3] <= 1) return Order::either;
+  return s.channels_last ? Order::channels_last : Order::nchw;
 }
+
+// True where a shape's values lie in another order than NCHW.
+bool reordered(const Shape& s) { return order_of(s) == Order::channels_last; }
 
 // A call that reads images as [N, C, H, W] in that order: it refuses channels-last ones.
 void nchw_only(const char* call, std::initializer_list<const Shape*> shapes) {
   for (const Shape* s : shapes)
     if (reordered(*s))
       throw ShapeError(std::string(call) + ": " + s->str() + " is channels last; this call takes images in NCHW order");
-}
-
-// The order a shape's values lie in: one that both orders give alike is `either`.
-enum class Order { either, nchw, channels_last };
-Order order_of(const Shape& s) {
-  if (s.rank != 4 || s[1] <= 1 || static_cast<long long>(s[2]) * s[3] <= 1) return Order::either;
-  return s.channels_last ? Order::channels_last : Order::nchw;
 }
 
 // An element-wise call: its tensors in any order, as long as it is the same for all of them.

@@ -19,10 +19,11 @@ namespace cnn {
 // convolutions read them without a transpose. It belongs to the shape, so that a query on shapes
 // alone (a convolution's workspace) knows the layout, and two shapes of one size but different
 // orders are not equal. A batch [N, C, H, W] is channels last; a sample's shape [C, H, W] may
-// carry the flag for the batches made of it (batched). A backend takes channels-last
-// tensors where Backend::takes_channels_last says so, and only in the calls that say they do
-// (the convolutions); every other call refuses them (engine/core/backend_calls.cpp). Weights
-// stay [out, in, kh, kw] in every layout: a backend reorders its own copies of them.
+// carry the flag for the batches made of it (batched). A backend takes channels-last images
+// where Backend::takes_channels_last says so, in the calls it lists there; every other call
+// refuses them (engine/core/backend_calls.cpp). Weights stay [out, in, kh, kw] in every layout: a
+// backend reorders its own copies of them. A training step keeps its images channels last where
+// the backend and every layer take them (channels_last_step, engine/plan/detail/step_plan.cpp).
 struct Shape {
   static constexpr int kMaxRank = 4;
   std::array<int, kMaxRank> dims{1, 1, 1, 1};

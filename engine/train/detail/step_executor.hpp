@@ -92,7 +92,8 @@ class StepExecutor {
   // stored (StepPlan::packed_values, Backend::takes_packed_values).
   bool packed_values_;
   // The images lie channels last (StepPlan::channels_last), but for synchronised BatchNorm, whose
-  // calls read NCHW: a data-parallel step with it keeps NCHW, within the same buffers.
+  // calls read NCHW: a data-parallel step with it keeps NCHW, within the same buffers (its
+  // convolutions take the fastest algorithms that fit the workspaces planned for channels last).
   bool channels_last_;
   std::vector<Tensor> inputs_, grad_inputs_, saved_;
   // A layer's accumulate flags, copied out of the plan's std::vector<bool> (not contiguous):

@@ -87,27 +87,6 @@ std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo, fl
   return v;
 }
 
-namespace {
-// Value (n, c, h, w) of `shape` at `nchw` in NCHW order, and its place channels last.
-std::size_t channels_last_index(const Shape& s, std::size_t nchw) {
-  const auto c = static_cast<std::size_t>(s[1]), plane = static_cast<std::size_t>(s[2]) * static_cast<std::size_t>(s[3]);
-  const std::size_t pixel = nchw % plane, channel = nchw / plane % c, sample = nchw / plane / c;
-  return (sample * plane + pixel) * c + channel;
-}
-}  // namespace
-
-std::vector<float> to_channels_last(const std::vector<float>& nchw, const Shape& shape) {
-  std::vector<float> nhwc(nchw.size());
-  for (std::size_t i = 0; i < nchw.size(); ++i) nhwc[channels_last_index(shape, i)] = nchw[i];
-  return nhwc;
-}
-
-std::vector<float> from_channels_last(const std::vector<float>& nhwc, const Shape& shape) {
-  std::vector<float> nchw(nhwc.size());
-  for (std::size_t i = 0; i < nchw.size(); ++i) nchw[i] = nhwc[channels_last_index(shape, i)];
-  return nchw;
-}
-
 Twin::Twin(Backend& gpu, Shape shape, const std::vector<float>& values, bool gpu_channels_last)
     : gpu_backend_(&gpu),
       shape_(shape),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <cnnengine/engine/core/backend.hpp>
+#include "tests/channels_last_order.hpp"
 #include "tests/relative_error.hpp"
 
 namespace cnn::cuda_test {
@@ -44,10 +45,6 @@ std::vector<float> random_values(std::size_t n, std::uint64_t seed, float lo = -
 // tests/rounded16.hpp's rounding, which this header does not include: its cnn::cpu namespace would
 // make the tests' cpu() ambiguous.
 std::vector<float> rounded16(Precision precision, std::vector<float> values);
-
-// An image's values [N, C, H, W] in NCHW order put channels last (NHWC), and back.
-std::vector<float> to_channels_last(const std::vector<float>& nchw, const Shape& shape);
-std::vector<float> from_channels_last(const std::vector<float>& nhwc, const Shape& shape);
 
 // One tensor on the reference and on a GPU backend holding the same values: on the GPU in NCHW
 // order, or channels last (Note [Channels-last images]) where `gpu_channels_last`, its gpu()
@@ -104,6 +101,8 @@ struct Stored16 {
 Stored16 stored16(Backend& gpu, const Tensor& floats);
 std::vector<std::uint16_t> bits_on_host(Backend& gpu, const Stored16& stored);
 
+using cnn::testing::from_channels_last;
 using cnn::testing::relative_error;
+using cnn::testing::to_channels_last;
 
 }  // namespace cnn::cuda_test

@@ -17,21 +17,17 @@
 #include <cnnengine/engine/train/trainer.hpp>
 #include "memory/host_resource.hpp"
 #include <cnnengine/models/network_text.hpp>
+#include "tests/channels_last_order.hpp"
 #include "tests/engine/test_networks.hpp"
 
 using namespace cnn;
+using cnn::testing::channels_last_index;
 
 namespace {
 
 constexpr int kClasses = 4, kBatch = 8, kSteps = 3;
 
 bool reordered(const Shape& s) { return s.channels_last && s.rank == 4 && !one_order(Shape{s[1], s[2], s[3]}); }
-
-// Value i of an [N, C, H, W] image in NCHW order, and its place channels last.
-std::size_t channels_last_index(const Shape& s, std::size_t i) {
-  const auto c = static_cast<std::size_t>(s[1]), plane = static_cast<std::size_t>(s[2]) * static_cast<std::size_t>(s[3]);
-  return (i / plane / c * plane + i % plane) * c + i / plane % c;
-}
 
 // The images of one call in NCHW order: each channels-last tensor handed over is pointed at an
 // NCHW copy of its values (one copy a buffer, so tensors that share one still do), and the
