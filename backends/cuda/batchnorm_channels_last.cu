@@ -61,10 +61,11 @@ ChannelSplit split_channels(const char* call, const Tensor& x, int vector, int m
   s.groups = s.channels / s.group;
   s.lanes = s.group / vector;
   if (s.lanes > kMostLanes || s.groups > kMostGroups)
-    throw ConfigError(std::string(call) + ": channels-last BatchNorm over " + x.shape.str() + ": " +
-                      std::to_string(s.lanes) + " vectors of " + std::to_string(vector) + " channels a pixel, more than " +
-                      std::to_string(kMostLanes) + " (it takes up to " + std::to_string(kMostGroups * kGroupChannels) +
-                      " channels in multiples of 64, up to " + std::to_string(kMostLanes * 8) + " otherwise)");
+    throw ConfigError(std::string(call) + ": " + x.shape.str() + " read " + std::to_string(vector) +
+                      " channels at a time; channels-last BatchNorm takes up to " + std::to_string(kMostLanes) +
+                      " reads a pixel (" + std::to_string(kMostLanes * 8) + " channels), or a multiple of " +
+                      std::to_string(kGroupChannels) + " up to " + std::to_string(kMostGroups * kGroupChannels) +
+                      " channels");
   s.pixels = x.elements() / static_cast<std::size_t>(s.channels);
   s.rows = std::max(1, kThreads / s.lanes);
   s.threads = s.rows * s.lanes;
@@ -73,7 +74,8 @@ ChannelSplit split_channels(const char* call, const Tensor& x, int vector, int m
   const std::size_t line_bytes = 2 * sizeof(double) * static_cast<std::size_t>(s.channels);
   const std::size_t fit = (partials_bytes - kCounterBytes) / line_bytes - 1;
   const std::size_t wanted = (std::size_t{4} * static_cast<std::size_t>(multiprocessors) + s.groups - 1) / s.groups;
-  const std::size_t rounds = (s.pixels + 4 * static_cast<std::size_t>(s.rows) - 1) / (4 * static_cast<std::size_t>(s.rows));
+  const std::size_t round = 4 * static_cast<std::size_t>(s.rows);
+  const std::size_t rounds = (s.pixels + round - 1) / round;
   s.splits = static_cast<int>(
       std::max<std::size_t>(1, std::min({wanted, rounds, fit, static_cast<std::size_t>(kMostSplits)})));
   s.shared_bytes = static_cast<std::size_t>(s.threads) * 2 * static_cast<std::size_t>(vector) * sizeof(double);

@@ -1,6 +1,7 @@
 // A bias per channel (a transposed convolution's, and a convolution's over its 16-bit output):
-// added to [N, C, H, W], NCHW or channels last, one grid-striding thread per element, to the floats or, where the output
-// has them (Tensor::packed16), to its 16-bit values, widened, added and rounded; its gradient one
+// added to [N, C, H, W], NCHW or channels last, one grid-striding thread per element, to the
+// floats or, where the output has them (Tensor::packed16), to its 16-bit values, widened, added
+// and rounded; its gradient one
 // block per channel, each thread summing a fixed set of elements in order and the block adding
 // those sums in a fixed tree: the same bits every run, no atomics.
 #include <cstddef>

@@ -190,10 +190,11 @@ void CudaBackend::do_pool2d_backward(const Pool2dDesc& desc, const Tensor& x, co
     constexpr ValueFormat F = decltype(f)::value;
     constexpr bool L = decltype(channels_last)::value;
     const ValuesIn in = values_in(x);
-    if (is_max && accumulate) pool_backward_kernel<F, true, true, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
-    else if (is_max) pool_backward_kernel<F, true, false, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
-    else if (accumulate) pool_backward_kernel<F, false, true, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
-    else pool_backward_kernel<F, false, false, L><<<blocks, 256, 0, compute_>>>(in, dy.data, dx.data, g);
+    float *from = dy.data, *to = dx.data;
+    if (is_max && accumulate) pool_backward_kernel<F, true, true, L><<<blocks, 256, 0, compute_>>>(in, from, to, g);
+    else if (is_max) pool_backward_kernel<F, true, false, L><<<blocks, 256, 0, compute_>>>(in, from, to, g);
+    else if (accumulate) pool_backward_kernel<F, false, true, L><<<blocks, 256, 0, compute_>>>(in, from, to, g);
+    else pool_backward_kernel<F, false, false, L><<<blocks, 256, 0, compute_>>>(in, from, to, g);
   });
   check_launch("pool_backward_kernel");
   touched(x, packed_range(x), dy, dx);

@@ -449,7 +449,8 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
     // saves as scratch (Network::set_frozen_mode).
     const bool backward = training && !net.frozen(id);
     std::vector<bool> inputs_channels_last;
-    for (int in : net.node(id).inputs) inputs_channels_last.push_back(in == 0 ? input_channels_last : needs.channels_last);
+    for (int in : net.node(id).inputs)
+      inputs_channels_last.push_back(in == 0 ? input_channels_last : needs.channels_last);
     layer.use_orders(inputs_channels_last, needs.channels_last);
     if (training && net.runs_in_training(id))
       for (std::size_t floats : layer.saved_floats(micro_batch)) needs.saved_bytes[i].push_back(floats * sizeof(float));
