@@ -122,6 +122,8 @@ DeviceChoice choose_device(const Options& o, Ranks& ranks) {
     for (const char* option : {"--fast-start", "--algo-cache", "--channels-last"})
       if (o.given.count(option)) std::cout << "note: " << option << " applies to CUDA only: ignored on the CPU\n";
     if (o.precision == "tf32") std::cout << "note: --precision tf32 applies to CUDA only: fp32 on the CPU\n";
+  } else if (o.channels_last && !device.backend->takes_channels_last()) {
+    std::cout << "note: --channels-last applies to bf16 and fp16: ignored in " << o.precision << "\n";
   }
   return device;
 }
