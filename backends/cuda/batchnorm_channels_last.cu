@@ -289,8 +289,6 @@ __global__ void input_gradient_kernel(ValuesIn x, const float* dy, ValuesIn relu
   }
 }
 
-const void* read_from(const Tensor& t) { return t.packed16 ? t.packed16 : t.data; }
-
 // launch(format, V) with each a std::integral_constant.
 template <class Launch>
 void with_vector(ValueFormat format, int vector, Launch&& launch) {

@@ -278,9 +278,6 @@ __global__ void normalise_kernel(ValuesIn x, ValuesOut y, const float* gamma, co
   }
 }
 
-// Where a kernel reads or writes a tensor: its 16-bit values if it has them, else its floats.
-const void* read_from(const Tensor& t) { return t.packed16 ? t.packed16 : t.data; }
-
 // How many blocks each of `channels` channels of `vectors` vectors gets (Note [One block a
 // channel]): one, or where clusters run and the channels leave multiprocessors idle, enough for
 // about two blocks a multiprocessor, each with a full round (`round` vectors) or more.

@@ -191,7 +191,7 @@ void check_gate(const char* call, const Tensor& a, const Tensor& b) {
 // give the same, as for [N, C, 1, 1] and [N, 1, H, W].
 enum class Order { either, nchw, channels_last };
 Order order_of(const Shape& s) {
-  if (s.rank != 4 || s[1] <= 1 || static_cast<long long>(s[2]) * s[3] <= 1) return Order::either;
+  if (s.rank != 4 || one_order(Shape{s[1], s[2], s[3]})) return Order::either;
   return s.channels_last ? Order::channels_last : Order::nchw;
 }
 

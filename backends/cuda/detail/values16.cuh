@@ -55,6 +55,9 @@ struct ValuesOut {
 // What a kernel reads from and writes to a tensor: its 16-bit values where it has them, else its floats.
 inline ValuesIn values_in(const Tensor& t) { return {t.data, static_cast<const std::uint16_t*>(t.packed16)}; }
 inline ValuesOut values_out(const Tensor& t) { return {t.data, static_cast<std::uint16_t*>(t.packed16)}; }
+// Where a kernel reads or writes a tensor's values: its 16-bit values if it has them, else its floats
+// (for vector_width's alignment).
+inline const void* read_from(const Tensor& t) { return t.packed16 ? t.packed16 : t.data; }
 
 // V values from `at` on (V = 1, 4 or 8), read or written in one access where V > 1: `at` a multiple
 // of V and the pointers 16-byte aligned (vector_width below).
