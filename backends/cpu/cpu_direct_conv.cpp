@@ -8,9 +8,14 @@
 // [w + 2 pad][16], and the weights into [cout/64][cin/16][k][k][16 in][64 out]. A kernel sums a
 // tile of up to 7 output pixels of one row, 64 channels each, in 28 registers: for each input
 // channel it loads four vectors of weights and broadcasts each pixel's input value, 28 fused
-// multiply-adds for 11 loads. The taps that fall on the padding are skipped, as oneDNN skips them
-// (a fifth of a 7x7 map's multiply-adds): the kernel's rows above or below the image, and a tap's
-// first or last pixel where it reaches one column past the image's side. The weights of 64 outputs
+// multiply-adds for 11 loads. Narrower layers take tiles of 14 pixels x 32 channels or 28 x 16 (two
+// vectors of weights or one, 14 or 28 broadcasts; the weights' blocks of outputs as wide): resnet's
+// 16-channel layers on 28 x 28 maps, where im2col + GEMM ran a product 144 deep at 40% to 50% of
+// the peak, run at 80% to 95%. At 16 channels the reorders weigh: the image's copy and the tiles'
+// stores to NCHW turn 8 x 8 squares in registers (value by value they took 30% of the call). The
+// taps that fall on the padding are skipped, as oneDNN skips them (a fifth of a 7x7 map's
+// multiply-adds): the kernel's rows above or below the image, and a tap's first or last pixel
+// where it reaches one column past the image's side. The weights of 64 outputs
 // for 512 channels (1.2 MB) overflow a Zen 4 core's L2 cache, so the channel blocks go in passes
 // over the map that keep theirs in 512 KiB, each pass adding to the sums the last one stored.
 // Each output's sum is one chain of fused multiply-adds over the channel blocks, the taps and the
@@ -40,14 +45,28 @@
 namespace cnn::cpu {
 namespace {
 
-constexpr std::size_t kLanes = 16;                              // floats a vector, and input channels a block
-constexpr std::size_t kVectors = 4, kOutBlock = kVectors * 16;  // output channels a tile
-constexpr std::size_t kTileWide = 7;                            // output pixels a tile
+constexpr std::size_t kLanes = 16;        // floats a vector, and input channels a block
+constexpr std::size_t kAccumulators = 28;  // the registers a tile sums in: Vectors x 28 / Vectors pixels
+constexpr std::size_t kWideBlock = 64;     // output channels a tile of four vectors; the stem's, backward-filter's
+constexpr std::size_t kWideVectors = kWideBlock / kLanes;
+
+// A tile of output pixels of one row, `Vectors` vectors of output channels each: 7 pixels x 64
+// channels, 14 x 32 or 28 x 16.
+template <std::size_t Vectors>
+constexpr std::size_t kTileWide = kAccumulators / Vectors;
+
+// Output channels a tile takes: the widest block of 64, 32 or 16 that divides them.
+std::size_t out_block_of(std::size_t cout) {
+  for (std::size_t block = kWideBlock; block > kLanes; block /= 2)
+    if (cout % block == 0) return block;
+  return kLanes;
+}
 
 // One convolution: cin and cout channels, an h x w input padded by pad on each side, a k x k
-// kernel at `stride`.
+// kernel at `stride`; a tile's output channels.
 struct Geometry {
   std::size_t cin, cout, h, w, k, pad, stride;
+  std::size_t out_block = out_block_of(cout);
   std::size_t lanes() const { return std::min(cin, kLanes); }  // input channels a block: 16, or all of fewer
   std::size_t blocks() const { return cin / lanes(); }
   std::size_t hp() const { return h + 2 * pad; }
@@ -55,8 +74,8 @@ struct Geometry {
   std::size_t hout() const { return (hp() - k) / stride + 1; }
   std::size_t wout() const { return (wp() - k) / stride + 1; }
   std::size_t image_floats() const { return aligned_floats(cin * hp() * wp()); }
-  std::size_t share_floats() const { return image_floats() + hout() * wout() * kOutBlock; }  // + the sums
-  std::size_t block_floats() const { return cin * k * k * kOutBlock; }  // one block of outputs' weights
+  std::size_t share_floats() const { return image_floats() + hout() * wout() * out_block; }  // + the sums
+  std::size_t block_floats() const { return cin * k * k * out_block; }  // one block of outputs' weights
   std::size_t weight_floats() const { return aligned_floats(cout * cin * k * k); }
 };
 
@@ -86,35 +105,51 @@ std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads)
          static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) * g.share_floats();
 }
 
-// One image [cin][h][w] into [blocks][hp][wp][lanes], its border zero.
-void block_image(const Geometry& g, const float* x, float* blocked) {
-  const std::size_t wp = g.wp(), lanes = g.lanes(), plane = g.hp() * wp * lanes;
+// One image [cin][h][w] into [blocks][hp][wp][lanes], its border zero: 8 channels' rows turned
+// into [pixel][8] by 8 x 8 squares (the row's last under masks); the stem's few channels a value
+// at a time.
+CNN_TARGET_AVX512 void block_image_avx512(const Geometry& g, const float* x, float* blocked) {
+  const std::size_t wp = g.wp(), lanes = g.lanes(), plane = g.hp() * wp * lanes, hw = g.h * g.w;
   std::memset(blocked, 0, g.cin * g.hp() * wp * sizeof(float));
-  for (std::size_t c = 0; c < g.cin; ++c) {
-    float* to = blocked + (c / lanes) * plane + c % lanes;
-    const float* from = x + c * g.h * g.w;
-    for (std::size_t i = 0; i < g.h; ++i)
-      for (std::size_t j = 0; j < g.w; ++j) to[((i + g.pad) * wp + j + g.pad) * lanes] = from[i * g.w + j];
+  if (lanes != kLanes) {
+    for (std::size_t c = 0; c < g.cin; ++c)
+      for (std::size_t i = 0; i < g.h; ++i)
+        for (std::size_t j = 0; j < g.w; ++j)
+          blocked[((i + g.pad) * wp + j + g.pad) * lanes + c] = x[c * hw + i * g.w + j];
+    return;
   }
+  for (std::size_t c0 = 0; c0 < g.cin; c0 += 8)
+    for (std::size_t i = 0; i < g.h; ++i) {
+      float* to = blocked + (c0 / kLanes) * plane + ((i + g.pad) * wp + g.pad) * kLanes + c0 % kLanes;
+      const float* from = x + c0 * hw + i * g.w;
+      for (std::size_t j = 0; j < g.w; j += 8) {
+        const std::size_t count = std::min<std::size_t>(8, g.w - j);
+        const auto mask = static_cast<__mmask8>((1u << count) - 1);
+        __m256 square[8];
+        for (std::size_t c = 0; c < 8; ++c) square[c] = _mm256_maskz_loadu_ps(mask, from + c * hw + j);
+        transpose_8x8_avx(square);
+        for (std::size_t q = 0; q < count; ++q) _mm256_storeu_ps(to + (j + q) * kLanes, square[q]);
+      }
+    }
 }
 
-// The weights into [cout/64][blocks][k][k][lanes in][64 out]; taps(o, c) points at the k x k taps
-// of output o and input c, `turned` reads them backwards (backward-data's filter turned half a
-// circle).
+// The weights into [cout/out_block][blocks][k][k][lanes in][out_block out]; taps(o, c) points at
+// the k x k taps of output o and input c, `turned` reads them backwards (backward-data's filter
+// turned half a circle).
 template <class Taps>
 void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float* blocked) {
-  const std::size_t kk = g.k * g.k, lanes = g.lanes();
-  parallel_ranges(threads, g.cout / kOutBlock, [&](int, std::size_t first, std::size_t end) {
+  const std::size_t kk = g.k * g.k, lanes = g.lanes(), out_block = g.out_block;
+  parallel_ranges(threads, g.cout / out_block, [&](int, std::size_t first, std::size_t end) {
     for (std::size_t ob = first; ob < end; ++ob)
       for (std::size_t cb = 0; cb < g.blocks(); ++cb) {
-        float* to = blocked + ob * g.block_floats() + cb * kk * lanes * kOutBlock;
+        float* to = blocked + ob * g.block_floats() + cb * kk * lanes * out_block;
         // 16 outputs at a time: their rows of taps (16 x 16 x k x k floats) stay in L1 while each
         // line of the blocked weights is written whole.
-        for (std::size_t o0 = 0; o0 < kOutBlock; o0 += kLanes)
+        for (std::size_t o0 = 0; o0 < out_block; o0 += kLanes)
           for (std::size_t t = 0; t < kk; ++t)
             for (std::size_t c = 0; c < lanes; ++c)
               for (std::size_t o = o0; o < o0 + kLanes; ++o)
-                to[(t * lanes + c) * kOutBlock + o] = taps(ob * kOutBlock + o, cb * lanes + c)[turned ? kk - 1 - t : t];
+                to[(t * lanes + c) * out_block + o] = taps(ob * out_block + o, cb * lanes + c)[turned ? kk - 1 - t : t];
       }
   });
 }
@@ -135,36 +170,38 @@ Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pa
 // The multiply-adds of `count` consecutive inputs of each of the tile's pixels [Lo, Hi), the
 // pixels `step` floats apart (Step and Count where not 0): one tap over a block's channels, or
 // the stem's whole kernel row (its taps and channels lie side by side in the blocked image).
-template <std::size_t Wide, std::size_t Step, std::size_t Count, std::size_t Lo, std::size_t Hi>
-CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(__m512 (&acc)[Wide][kVectors],
+template <std::size_t Vectors, std::size_t Wide, std::size_t Step, std::size_t Count, std::size_t Lo, std::size_t Hi>
+CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(__m512 (&acc)[Wide][Vectors],
                                                                                const float* in, const float* w,
                                                                                std::size_t step, std::size_t count) {
   if constexpr (Step != 0) step = Step;
   if constexpr (Count != 0) count = Count;
+  constexpr std::size_t kOut = Vectors * kLanes;
   for (std::size_t c = 0; c < count; ++c) {
-    __m512 wv[kVectors];
-    for (std::size_t v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOutBlock + v * kLanes);
-#pragma GCC unroll 7
+    __m512 wv[Vectors];
+    for (std::size_t v = 0; v < Vectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOut + v * kLanes);
+#pragma GCC unroll 28
     for (std::size_t q = Lo; q < Hi; ++q) {
       const __m512 x = _mm512_set1_ps(in[q * step + c]);
-      for (std::size_t v = 0; v < kVectors; ++v) acc[q][v] = _mm512_fmadd_ps(x, wv[v], acc[q][v]);
+      for (std::size_t v = 0; v < Vectors; ++v) acc[q][v] = _mm512_fmadd_ps(x, wv[v], acc[q][v]);
     }
   }
 }
 
-// Wide output pixels of row oh from ow, kOutBlock channels each, summed over the channel blocks
-// [first, end) into sums[pixel][kOutBlock]: from zero for the first blocks, else from what the
+// Wide output pixels of row oh from ow, Vectors x 16 channels each, summed over the channel blocks
+// [first, end) into sums[pixel][Vectors x 16]: from zero for the first blocks, else from what the
 // blocks before left there (the same chain of fused multiply-adds). The taps on the padding are
 // skipped (where a tap reaches past a side, only the first or the last pixel; other cases compute
 // over the zeros of the blocked image's border). With blocks of fewer than 16 channels (Lanes 0:
 // the stem), a kernel row's taps run as one, over the zeros too.
-template <std::size_t Wide, std::size_t Stride, std::size_t Lanes>
+template <std::size_t Vectors, std::size_t Wide, std::size_t Stride, std::size_t Lanes>
 CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
                                           std::size_t ow, std::size_t first, std::size_t end, float* sums) {
-  __m512 acc[Wide][kVectors];
+  constexpr std::size_t kOut = Vectors * kLanes;
+  __m512 acc[Wide][Vectors];
   for (std::size_t q = 0; q < Wide; ++q)
-    for (std::size_t v = 0; v < kVectors; ++v)
-      acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOutBlock + v * kLanes);
+    for (std::size_t v = 0; v < Vectors; ++v)
+      acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOut + v * kLanes);
   const std::size_t lanes = Lanes != 0 ? Lanes : g.lanes();
   const std::size_t wp = g.wp(), plane = g.hp() * wp * lanes, kk = g.k * g.k, row = oh * Stride;
   // Kernel row i reads input row oh * stride + i - pad: inside the image for i in [top, bottom).
@@ -174,85 +211,113 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
   for (std::size_t j = 0; j < g.k && j < columns.size(); ++j) columns[j] = inside(ow, Wide, j, g.pad, Stride, g.w);
   for (std::size_t cb = first; cb < end; ++cb) {
     const float* block = image + cb * plane + (row * wp + ow * Stride) * lanes;
-    const float* taps = weights + cb * kk * lanes * kOutBlock;
+    const float* taps = weights + cb * kk * lanes * kOut;
     for (std::size_t i = top; i < bottom; ++i) {
       if constexpr (Lanes == 0) {
-        direct_tap_avx512<Wide, 0, 0, 0, Wide>(acc, block + i * wp * lanes, taps + i * g.k * lanes * kOutBlock,
-                                               Stride * lanes, g.k * lanes);
+        direct_tap_avx512<Vectors, Wide, 0, 0, 0, Wide>(acc, block + i * wp * lanes, taps + i * g.k * lanes * kOut,
+                                                        Stride * lanes, g.k * lanes);
         continue;
       }
       for (std::size_t j = 0; j < g.k; ++j) {
         const float* in = block + (i * wp + j) * lanes;
-        const float* w = taps + (i * g.k + j) * lanes * kOutBlock;
+        const float* w = taps + (i * g.k + j) * lanes * kOut;
         const Inside q = columns[j];
         constexpr std::size_t kStep = Stride * Lanes;
         if (q.lo == 0 && q.hi == Wide)
-          direct_tap_avx512<Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
+          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
         else if (q.lo == 1 && q.hi == Wide)
-          direct_tap_avx512<Wide, kStep, Lanes, 1, Wide>(acc, in, w, kStep, Lanes);
+          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 1, Wide>(acc, in, w, kStep, Lanes);
         else if (q.lo == 0 && q.hi + 1 == Wide)
-          direct_tap_avx512<Wide, kStep, Lanes, 0, Wide - 1>(acc, in, w, kStep, Lanes);
+          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 0, Wide - 1>(acc, in, w, kStep, Lanes);
         else
-          direct_tap_avx512<Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
+          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
       }
     }
   }
   for (std::size_t q = 0; q < Wide; ++q)
-    for (std::size_t v = 0; v < kVectors; ++v) _mm512_storeu_ps(sums + q * kOutBlock + v * kLanes, acc[q][v]);
+    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kOut + v * kLanes, acc[q][v]);
 }
 
 using TileKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
                             std::size_t, float*);
 
-template <std::size_t Stride, std::size_t Lanes, std::size_t... Wide>
-constexpr std::array<TileKernel, kTileWide> row_kernels(std::index_sequence<Wide...>) {
-  return {direct_tile_avx512<Wide + 1, Stride, Lanes>...};
-}
-// By blocks of 16 channels or fewer (the stem's 3), by stride (1 or 2), then by pixels.
-constexpr std::array<std::array<std::array<TileKernel, kTileWide>, 2>, 2> kTiles = {
-    {{row_kernels<1, kLanes>(std::make_index_sequence<kTileWide>()),
-      row_kernels<2, kLanes>(std::make_index_sequence<kTileWide>())},
-     {row_kernels<1, 0>(std::make_index_sequence<kTileWide>()),
-      row_kernels<2, 0>(std::make_index_sequence<kTileWide>())}}};
+// A row's tile kernels by width (1 to kTileWide pixels): kernels[wide - 1].
+struct TileRow {
+  const TileKernel* kernels;
+  std::size_t wide;
+};
 
-// Channel blocks a pass over the map takes, so that their weights (kOutBlock outputs' worth) stay
+template <std::size_t Vectors, std::size_t Stride, std::size_t Lanes, std::size_t... Wide>
+constexpr std::array<TileKernel, sizeof...(Wide)> row_kernels(std::index_sequence<Wide...>) {
+  return {direct_tile_avx512<Vectors, Wide + 1, Stride, Lanes>...};
+}
+template <std::size_t Vectors, std::size_t Stride, std::size_t Lanes>
+constexpr auto kRowKernels = row_kernels<Vectors, Stride, Lanes>(std::make_index_sequence<kTileWide<Vectors>>());
+
+template <std::size_t Vectors, std::size_t Lanes>
+TileRow tile_row_at(std::size_t stride) {
+  const auto& kernels = stride == 1 ? kRowKernels<Vectors, 1, Lanes> : kRowKernels<Vectors, 2, Lanes>;
+  return {kernels.data(), kTileWide<Vectors>};
+}
+
+// By the tile's output channels, blocks of 16 channels or fewer (the stem's 3, its outputs 64),
+// stride (1 or 2).
+TileRow tile_row(const Geometry& g) {
+  if (g.lanes() != kLanes) return tile_row_at<4, 0>(g.stride);
+  if (g.out_block == kWideBlock) return tile_row_at<4, kLanes>(g.stride);
+  if (g.out_block == 2 * kLanes) return tile_row_at<2, kLanes>(g.stride);
+  return tile_row_at<1, kLanes>(g.stride);
+}
+
+// Channel blocks a pass over the map takes, so that their weights (a tile's outputs' worth) stay
 // in a core's L2 cache.
 std::size_t blocks_in_cache(const Geometry& g) {
   constexpr std::size_t kCacheBytes = 512 * 1024;
-  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * g.lanes() * kOutBlock * sizeof(float)));
+  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * g.lanes() * g.out_block * sizeof(float)));
 }
 
-// A tile's sums, [wide][kOutBlock] from pixel p0 of the map, into the NCHW output of the block of
-// outputs from o0: y = (accumulate ? y : 0) + sum + bias.
-void write_tile(const float* sums, std::size_t wide, std::size_t pixels, std::size_t p0, std::size_t o0,
-                const float* bias, bool accumulate, float* y) {
-  for (std::size_t o = 0; o < kOutBlock; ++o) {
-    float* out = y + (o0 + o) * pixels + p0;
-    for (std::size_t q = 0; q < wide; ++q) {
-      float value = sums[q * kOutBlock + o];
-      if (accumulate) value = out[q] + value;
-      if (bias != nullptr) value += bias[o0 + o];
-      out[q] = value;
+// A tile's sums, [wide][out_block] from pixel p0 of the map, into the NCHW output of the block of
+// outputs from o0: y = (accumulate ? y : 0) + sum + bias, 8 pixels x 8 channels turned at a time.
+CNN_TARGET_AVX512 void write_tile_avx512(const float* sums, std::size_t wide, std::size_t out_block,
+                                         std::size_t pixels, std::size_t p0, std::size_t o0, const float* bias,
+                                         bool accumulate, float* y) {
+  for (std::size_t q0 = 0; q0 < wide; q0 += 8) {
+    const std::size_t count = std::min<std::size_t>(8, wide - q0);
+    const auto mask = static_cast<__mmask8>((1u << count) - 1);
+    for (std::size_t c0 = 0; c0 < out_block; c0 += 8) {
+      __m256 square[8];
+      for (std::size_t q = 0; q < 8; ++q)
+        square[q] = q < count ? _mm256_loadu_ps(sums + (q0 + q) * out_block + c0) : _mm256_setzero_ps();
+      transpose_8x8_avx(square);
+      for (std::size_t c = 0; c < 8; ++c) {
+        float* out = y + (o0 + c0 + c) * pixels + p0 + q0;
+        __m256 value = square[c];
+        if (accumulate) value = _mm256_add_ps(_mm256_maskz_loadu_ps(mask, out), value);
+        if (bias != nullptr) value = _mm256_add_ps(value, _mm256_set1_ps(bias[o0 + c0 + c]));
+        _mm256_mask_storeu_ps(out, mask, value);
+      }
     }
   }
 }
 
 // One image's output [cout][hout][wout], from its blocked copy. `sums` holds a block of outputs'
-// sums for every pixel, [hout * wout][kOutBlock], between the passes over the channel blocks; each
+// sums for every pixel, [hout * wout][out_block], between the passes over the channel blocks; each
 // tile goes to the output as the last pass leaves it, while its sums are in L1.
 void convolve_image(const Geometry& g, const float* image, const float* weights, const float* bias, bool accumulate,
                     float* sums, float* y) {
   const std::size_t hout = g.hout(), wout = g.wout(), pixels = hout * wout, blocks = g.blocks();
-  const auto& tiles = kTiles[g.lanes() == kLanes ? 0 : 1][g.stride - 1];
+  const std::size_t out_block = g.out_block;
+  const TileRow tiles = tile_row(g);
   const std::size_t step = blocks_in_cache(g);
-  for (std::size_t ob = 0; ob < g.cout / kOutBlock; ++ob)
+  for (std::size_t ob = 0; ob < g.cout / out_block; ++ob)
     for (std::size_t first = 0; first < blocks; first += step) {
       const std::size_t end = std::min(blocks, first + step);
       for (std::size_t oh = 0; oh < hout; ++oh)
-        for (std::size_t ow = 0; ow < wout; ow += kTileWide) {
-          const std::size_t wide = std::min(kTileWide, wout - ow), p0 = oh * wout + ow;
-          tiles[wide - 1](g, image, weights + ob * g.block_floats(), oh, ow, first, end, sums + p0 * kOutBlock);
-          if (end == blocks) write_tile(sums + p0 * kOutBlock, wide, pixels, p0, ob * kOutBlock, bias, accumulate, y);
+        for (std::size_t ow = 0; ow < wout; ow += tiles.wide) {
+          const std::size_t wide = std::min(tiles.wide, wout - ow), p0 = oh * wout + ow;
+          tiles.kernels[wide - 1](g, image, weights + ob * g.block_floats(), oh, ow, first, end, sums + p0 * out_block);
+          if (end == blocks)
+            write_tile_avx512(sums + p0 * out_block, wide, out_block, pixels, p0, ob * out_block, bias, accumulate, y);
         }
     }
 }
@@ -266,32 +331,36 @@ void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias
   parallel_ranges(threads, static_cast<std::size_t>(x.n()), [&](int t, std::size_t first, std::size_t end) {
     float* image = shares + static_cast<std::size_t>(t) * g.share_floats();
     for (std::size_t i = first; i < end; ++i) {
-      block_image(g, x.data + i * x.sample_elements(), image);
+      block_image_avx512(g, x.data + i * x.sample_elements(), image);
       convolve_image(g, image, weights, bias, accumulate, image + g.image_floats(), y.data + i * y.sample_elements());
     }
   });
 }
 
 // Note [Direct backward-filter]: dw[o][c][i][j] is the sum over images and output pixels of
-// dy[o][pixel] times the input at the pixel moved by the tap (i, j). A kernel holds 7 outputs x
-// 64 input channels of one tap in 28 registers and runs over the pixels whose input lies inside
-// the image (the padding skipped exactly: a rectangle a tap), for each of a group of images: per
-// pixel four vectors of the blocked image (64 channels) and 7 broadcasts of dy's NCHW values, 28
-// fused multiply-adds. The group's images are blocked side by side first, so that each thread's
-// partial gradient, [tap][cout][cin], is stored once a group, not once an image (9 MB for 512
-// channels). The partials are added in thread order into dw, as the other paths add theirs.
-constexpr std::size_t kFilterOuts = 7, kFilterGroup = 8;
+// dy[o][pixel] times the input at the pixel moved by the tap (i, j). A kernel holds a tile of
+// outputs x vectors of input channels of one tap in up to 28 registers (7 x 64 channels, 14 x 32
+// or 28 x 16) and runs over the pixels whose input lies inside the image (the padding skipped
+// exactly: a rectangle a tap), for each of a group of images: per pixel a vector of the blocked
+// image for each block of 16 channels and a broadcast of dy's NCHW value for each output, a fused
+// multiply-add for each pair. The group's images (up to 8) are blocked side by side first, so that
+// each thread's partial gradient, [tap][cout][cin], is stored once a group, not once an image (9 MB
+// for 512 channels); a narrow layer's partial is small beside its image, and its groups are one
+// image. Each value's sum runs over the images and pixels in order, however the groups and the
+// tiles cut them: the same bits. The partials are added in thread order into dw, as the other
+// paths add theirs.
+constexpr std::size_t kFilterGroup = 8;
 
-// Outs outputs from o0 x 64 input channels from block cb0, tap (i, j), over `count` images
-// blocked side by side (image_floats() apart) and their dy (`dy_stride` apart): added to
+// Outs outputs from o0 x Vectors x 16 input channels from block cb0, tap (i, j), over `count`
+// images blocked side by side (image_floats() apart) and their dy (`dy_stride` apart): added to
 // partial[o][c] (rows cin apart).
-template <std::size_t Outs>
+template <std::size_t Vectors, std::size_t Outs>
 CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* images, const float* dy,
                                             std::size_t dy_stride, std::size_t count, std::size_t i, std::size_t j,
                                             std::size_t o0, std::size_t cb0, float* partial) {
-  __m512 acc[Outs][kVectors];
+  __m512 acc[Outs][Vectors];
   for (std::size_t r = 0; r < Outs; ++r)
-    for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_loadu_ps(partial + r * g.cin + v * kLanes);
+    for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = _mm512_loadu_ps(partial + r * g.cin + v * kLanes);
   const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, hout = g.hout(), wout = g.wout(), pixels = hout * wout;
   // Output pixel (oh, ow) reads input (oh * stride + i - pad, ow * stride + j - pad): inside the
   // image for oh in [rows.lo, rows.hi) and ow in [columns.lo, columns.hi).
@@ -302,34 +371,60 @@ CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* imag
     for (std::size_t oh = rows.lo; oh < rows.hi; ++oh)
       for (std::size_t ow = columns.lo; ow < columns.hi; ++ow) {
         const float* in = image + ((oh * g.stride + i) * wp + ow * g.stride + j) * kLanes;
-        __m512 xv[kVectors];
-        for (std::size_t v = 0; v < kVectors; ++v) xv[v] = _mm512_loadu_ps(in + v * plane);
+        __m512 xv[Vectors];
+        for (std::size_t v = 0; v < Vectors; ++v) xv[v] = _mm512_loadu_ps(in + v * plane);
         const std::size_t p = oh * wout + ow;
-#pragma GCC unroll 7
+#pragma GCC unroll 28
         for (std::size_t r = 0; r < Outs; ++r) {
           const __m512 d = _mm512_set1_ps(grad[r * pixels + p]);
-          for (std::size_t v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(d, xv[v], acc[r][v]);
+          for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(d, xv[v], acc[r][v]);
         }
       }
   }
   for (std::size_t r = 0; r < Outs; ++r)
-    for (std::size_t v = 0; v < kVectors; ++v) _mm512_storeu_ps(partial + r * g.cin + v * kLanes, acc[r][v]);
+    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(partial + r * g.cin + v * kLanes, acc[r][v]);
 }
 
 using FilterKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
                               std::size_t, std::size_t, std::size_t, float*);
 
-template <std::size_t... Outs>
-constexpr std::array<FilterKernel, kFilterOuts> filter_kernels(std::index_sequence<Outs...>) {
-  return {direct_filter_avx512<Outs + 1>...};
+template <std::size_t Vectors, std::size_t... Outs>
+constexpr std::array<FilterKernel, sizeof...(Outs)> filter_kernels(std::index_sequence<Outs...>) {
+  return {direct_filter_avx512<Vectors, Outs + 1>...};
 }
-constexpr auto kFilterTiles = filter_kernels(std::make_index_sequence<kFilterOuts>());
+template <std::size_t Vectors>
+constexpr auto kFilterKernels = filter_kernels<Vectors>(std::make_index_sequence<kAccumulators / Vectors>());
+
+// Backward-filter's tiles: kernels[outs - 1] for a tile of `outs` outputs (the last may have
+// fewer) x `vectors` blocks of 16 input channels; the outputs cut into tiles of equal size.
+struct FilterTiles {
+  const FilterKernel* kernels;
+  std::size_t vectors, outs;
+};
+
+FilterTiles filter_tiles(const Geometry& g) {
+  const std::size_t blocks = g.cin / kLanes;
+  const std::size_t vectors = blocks % 4 == 0 ? 4 : blocks % 2 == 0 ? 2 : 1;
+  const std::size_t most = kAccumulators / vectors, tiles = (g.cout + most - 1) / most;
+  const std::size_t outs = (g.cout + tiles - 1) / tiles;
+  const FilterKernel* kernels = vectors == 4   ? kFilterKernels<4>.data()
+                                : vectors == 2 ? kFilterKernels<2>.data()
+                                               : kFilterKernels<1>.data();
+  return {kernels, vectors, outs};
+}
 
 std::size_t filter_partial_floats(const Geometry& g) { return aligned_floats(g.cout * g.cin * g.k * g.k + g.cout); }
 
+// Images a group takes: enough that their blocked copies outweigh the partial gradient stored
+// and loaded once a group (up to 8), and no more (one, where an image outweighs it: a narrow
+// layer's large map).
+std::size_t filter_group(const Geometry& g) {
+  return std::clamp<std::size_t>(filter_partial_floats(g) / g.image_floats() + 1, 1, kFilterGroup);
+}
+
 // A thread's share: its partial gradient (dw's, then the bias's), then a group's blocked images.
 std::size_t filter_share_floats(const Geometry& g, std::size_t images) {
-  return filter_partial_floats(g) + std::min(images, kFilterGroup) * g.image_floats();
+  return filter_partial_floats(g) + std::min(images, filter_group(g)) * g.image_floats();
 }
 
 std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int threads) {
@@ -353,14 +448,14 @@ constexpr std::size_t kStemTaps = 7;
 CNN_TARGET_AVX512 void turn_dy_row_avx512(const float* dy, std::size_t pixels, std::size_t wout, float* turned) {
   std::size_t ow0 = 0;
   for (; ow0 + 8 <= wout; ow0 += 8)
-    for (std::size_t o0 = 0; o0 < kOutBlock; o0 += 8) {
+    for (std::size_t o0 = 0; o0 < kWideBlock; o0 += 8) {
       __m256 square[8];
       for (std::size_t o = 0; o < 8; ++o) square[o] = _mm256_loadu_ps(dy + (o0 + o) * pixels + ow0);
       transpose_8x8_avx(square);
-      for (std::size_t q = 0; q < 8; ++q) _mm256_storeu_ps(turned + (ow0 + q) * kOutBlock + o0, square[q]);
+      for (std::size_t q = 0; q < 8; ++q) _mm256_storeu_ps(turned + (ow0 + q) * kWideBlock + o0, square[q]);
     }
   for (; ow0 < wout; ++ow0)
-    for (std::size_t o = 0; o < kOutBlock; ++o) turned[ow0 * kOutBlock + o] = dy[o * pixels + ow0];
+    for (std::size_t o = 0; o < kWideBlock; ++o) turned[ow0 * kWideBlock + o] = dy[o * pixels + ow0];
 }
 
 // Kernel row i of one input channel, its 7 taps x 64 outputs, over one output row: `row` the
@@ -368,21 +463,21 @@ CNN_TARGET_AVX512 void turn_dy_row_avx512(const float* dy, std::size_t pixels, s
 // added to partial[j][o] (rows cout apart).
 CNN_TARGET_AVX512 void stem_filter_row_avx512(const float* row, std::size_t stride, const float* turned,
                                               std::size_t wout, std::size_t cout, float* partial) {
-  __m512 acc[kStemTaps][kVectors];
+  __m512 acc[kStemTaps][kWideVectors];
   for (std::size_t j = 0; j < kStemTaps; ++j)
-    for (std::size_t v = 0; v < kVectors; ++v) acc[j][v] = _mm512_loadu_ps(partial + j * cout + v * kLanes);
+    for (std::size_t v = 0; v < kWideVectors; ++v) acc[j][v] = _mm512_loadu_ps(partial + j * cout + v * kLanes);
   for (std::size_t ow = 0; ow < wout; ++ow) {
-    __m512 d[kVectors];
-    for (std::size_t v = 0; v < kVectors; ++v) d[v] = _mm512_loadu_ps(turned + ow * kOutBlock + v * kLanes);
+    __m512 d[kWideVectors];
+    for (std::size_t v = 0; v < kWideVectors; ++v) d[v] = _mm512_loadu_ps(turned + ow * kWideBlock + v * kLanes);
     const float* in = row + ow * stride;
 #pragma GCC unroll 7
     for (std::size_t j = 0; j < kStemTaps; ++j) {
       const __m512 x = _mm512_set1_ps(in[j]);
-      for (std::size_t v = 0; v < kVectors; ++v) acc[j][v] = _mm512_fmadd_ps(x, d[v], acc[j][v]);
+      for (std::size_t v = 0; v < kWideVectors; ++v) acc[j][v] = _mm512_fmadd_ps(x, d[v], acc[j][v]);
     }
   }
   for (std::size_t j = 0; j < kStemTaps; ++j)
-    for (std::size_t v = 0; v < kVectors; ++v) _mm512_storeu_ps(partial + j * cout + v * kLanes, acc[j][v]);
+    for (std::size_t v = 0; v < kWideVectors; ++v) _mm512_storeu_ps(partial + j * cout + v * kLanes, acc[j][v]);
 }
 
 // One image [cin][h][w] into [cin][hp][wp], its border zero.
@@ -396,7 +491,7 @@ void pad_image(const Geometry& g, const float* x, float* padded) {
 
 // A thread's share: its partial gradient (dw's, then the bias's), the padded image, dy's turned row.
 std::size_t stem_filter_share_floats(const Geometry& g) {
-  return filter_partial_floats(g) + aligned_floats(g.cin * g.hp() * g.wp()) + aligned_floats(g.wout() * kOutBlock);
+  return filter_partial_floats(g) + aligned_floats(g.cin * g.hp() * g.wp()) + aligned_floats(g.wout() * kWideBlock);
 }
 
 std::size_t stem_filter_workspace_floats(const Geometry& g, std::size_t images, int threads) {
@@ -418,7 +513,7 @@ void stem_backward_filter(int threads, const Geometry& g, const Tensor& x, const
       pad_image(g, x.data + n * x.sample_elements(), padded);
       const float* grad = dy.data + n * dy.sample_elements();
       for (std::size_t oh = 0; oh < hout; ++oh)
-        for (std::size_t o0 = 0; o0 < g.cout; o0 += kOutBlock) {
+        for (std::size_t o0 = 0; o0 < g.cout; o0 += kWideBlock) {
           const float* block = grad + o0 * pixels + oh * wout;
           turn_dy_row_avx512(block, pixels, wout, turned);
           for (std::size_t c = 0; c < g.cin; ++c)
@@ -428,7 +523,7 @@ void stem_backward_filter(int threads, const Geometry& g, const Tensor& x, const
               stem_filter_row_avx512(padded + (c * g.hp() + row) * g.wp(), g.stride, turned, wout, g.cout,
                                      partial + (c * g.k + i) * g.k * g.cout + o0);
             }
-          for (std::size_t o = 0; o < kOutBlock && !dbias.empty(); ++o) {
+          for (std::size_t o = 0; o < kWideBlock && !dbias.empty(); ++o) {
             float sum = partial[weights + o0 + o];
             for (std::size_t ow = 0; ow < wout; ++ow) sum += block[o * pixels + ow];
             partial[weights + o0 + o] = sum;
@@ -459,7 +554,7 @@ std::atomic<int> direct_off{0};
 bool stem_applies(const Conv2dDesc& d, const Shape& x) {
   return x.rank == 4 && x[1] >= 1 && x[1] < static_cast<int>(kLanes) && d.kernel_h == 7 && d.kernel_w == 7 &&
          d.stride == 2 && std::max(d.groups, 1) == 1 && std::max(d.dilation, 1) == 1 && d.padding >= 0 &&
-         d.padding <= 3 && d.out_channels > 0 && d.out_channels % static_cast<int>(kOutBlock) == 0 &&
+         d.padding <= 3 && d.out_channels > 0 && d.out_channels % static_cast<int>(kWideBlock) == 0 &&
          x[2] + 2 * d.padding >= 7 && x[3] + 2 * d.padding >= 7;
 }
 
@@ -479,16 +574,20 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
     return false;
-  // The forward pass reads its input channels in blocks of 16; backward-data's adjoint has them as
-  // its outputs (blocks of 64), and backward-filter's vectors run along 64 of them.
-  const auto in_block = static_cast<int>(pass == DirectPass::forward ? kLanes : kOutBlock);
-  if (x[1] <= 0 || d.out_channels <= 0 || x[1] % in_block != 0 || d.out_channels % static_cast<int>(kOutBlock) != 0)
-    return false;
+  const int cin = x[1], cout = d.out_channels, lanes = static_cast<int>(kLanes), wide = static_cast<int>(kWideBlock);
+  if (cin <= 0 || cout <= 0 || cin % lanes != 0 || cout % lanes != 0) return false;
+  if (pass == DirectPass::backward_data && d.stride != 1) return false;  // no forward convolution
   const int hout = (x[2] + 2 * d.padding - 3) / d.stride + 1, wout = (x[3] + 2 * d.padding - 3) / d.stride + 1;
   if (x[2] + 2 * d.padding < 3 || x[3] + 2 * d.padding < 3) return false;
+  // Narrow: a tile of fewer than 64 outputs (the forward pass's, or backward-data's adjoint's: dx's
+  // channels), or backward-filter's of fewer than 64 input channels.
+  const int tile_outputs = pass == DirectPass::backward_data ? cin : cout;
+  const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
   if (d.stride == 2)
-    return pass == DirectPass::forward || (pass == DirectPass::backward_filter && std::max(hout, wout) <= 14);
+    return pass == DirectPass::forward ||
+           (pass == DirectPass::backward_filter && (narrow || std::max(hout, wout) <= 14));
   if (std::min(hout, wout) < 8) return true;
+  if (narrow) return std::min(cin, cout) < 32 || std::max(hout, wout) <= (pass == DirectPass::forward ? 14 : 28);
   return pass == DirectPass::forward && std::max(hout, wout) <= 14;
 }
 
@@ -530,20 +629,22 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
   require_workspace_floats(ws, filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
   const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), share = filter_share_floats(g, images);
   const std::size_t weights = g.cout * g.cin * kk;
+  const FilterTiles tiles = filter_tiles(g);
+  const std::size_t group = filter_group(g);
   auto* shares = static_cast<float*>(ws.data);
   const int used = parallel_ranges(threads, images, [&](int t, std::size_t first, std::size_t end) {
     float* partial = shares + static_cast<std::size_t>(t) * share;  // [tap][cout][cin], then [cout]
     float* blocked = partial + filter_partial_floats(g);
     std::memset(partial, 0, (weights + g.cout) * sizeof(float));
-    for (std::size_t b = first; b < end; b += kFilterGroup) {
-      const std::size_t count = std::min(kFilterGroup, end - b);
+    for (std::size_t b = first; b < end; b += group) {
+      const std::size_t count = std::min(group, end - b);
       for (std::size_t n = 0; n < count; ++n)
-        block_image(g, x.data + (b + n) * x.sample_elements(), blocked + n * g.image_floats());
+        block_image_avx512(g, x.data + (b + n) * x.sample_elements(), blocked + n * g.image_floats());
       const float* grad = dy.data + b * dy.sample_elements();
       for (std::size_t tap = 0; tap < kk; ++tap)
-        for (std::size_t o0 = 0; o0 < g.cout; o0 += kFilterOuts)
-          for (std::size_t cb0 = 0; cb0 < g.cin / kLanes; cb0 += kVectors)
-            kFilterTiles[std::min(kFilterOuts, g.cout - o0) - 1](g, blocked, grad, dy.sample_elements(), count,
+        for (std::size_t o0 = 0; o0 < g.cout; o0 += tiles.outs)
+          for (std::size_t cb0 = 0; cb0 < g.cin / kLanes; cb0 += tiles.vectors)
+            tiles.kernels[std::min(tiles.outs, g.cout - o0) - 1](g, blocked, grad, dy.sample_elements(), count,
                                                                  tap / g.k, tap % g.k, o0, cb0,
                                                                  partial + (tap * g.cout + o0) * g.cin + cb0 * kLanes);
       for (std::size_t n = 0; n < count && !dbias.empty(); ++n)

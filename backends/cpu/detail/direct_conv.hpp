@@ -1,9 +1,10 @@
 #pragma once
 // The CPU's direct fp32 convolution for small maps of many channels (resnet's 512-channel 7x7
-// layers): no column matrix and no matrix product, but each output pixel's 64 channels summed in
-// registers from the image and the weights, both reordered into blocks of channels inside the call
-// (Note [Direct convolution in blocks of channels], cpu_direct_conv.cpp). AVX-512 hosts only;
-// elsewhere im2col + GEMM takes these layers. Backward-data runs as a forward pass over dy (Note
+// layers) and for narrow layers of 16 to 48 channels (resnet's on 1x28x28): no column matrix and no
+// matrix product, but each output pixel's 64, 32 or 16 channels summed in registers from the image
+// and the weights, both reordered into blocks of channels inside the call (Note [Direct
+// convolution in blocks of channels], cpu_direct_conv.cpp). AVX-512 hosts only; elsewhere im2col +
+// GEMM and Winograd take these layers. Backward-data runs as a forward pass over dy (Note
 // [Backward-data as a convolution], cpu_conv.cpp); backward-filter has its own kernel (Note
 // [Direct backward-filter]).
 #include <cnnengine/engine/core/backend.hpp>
@@ -14,17 +15,21 @@ namespace cnn::cpu {
 enum class DirectPass { forward, backward_data, backward_filter };
 
 // True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host,
-// groups 1, a 3x3 kernel at dilation 1, padding at most 2, output channels in multiples of 64 and
-// input channels too (the forward pass: of 16; small's 32 -> 64 on 14 x 14 1.3x, resnet's 32 -> 64
-// at stride 2 1.9x), where measured faster than the other paths (conv_peak on resnet18, resnet50
-// and unet, Zen 4): at stride 1, outputs under 8 pixels a side, where the Winograd passes do not
-// apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's
-// F(4x4) tiles fit badly or its transforms outweigh what they save (1.05x to 1.2x); at stride 2,
-// forward (1.1x to 1.25x) and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger
-// maps the GEMM's is faster). Backward-data at stride 2 is no forward convolution: im2col + GEMM
-// keeps it. And the ImageNet stem's forward and backward-filter passes (Note [The stem's
-// backward-filter]): a 7x7 convolution at stride 2, padding at most 3, of fewer than 16 channels
-// into a multiple of 64.
+// groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of 16,
+// where measured faster than the other paths (conv_peak on resnet, resnet18, resnet50, small and
+// unet, Zen 4). Wide layers (a tile's 64 outputs, and backward-filter's 64 input channels): at
+// stride 1, outputs under 8 pixels a side, where the Winograd passes do not apply (1.2x to 1.4x
+// im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's F(4x4) tiles fit badly
+// or its transforms outweigh what they save (1.05x to 1.2x); at stride 2, forward (1.1x to 1.25x)
+// and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger maps the GEMM's is
+// faster). Narrow layers (tiles of 16 or 32 outputs, or backward-filter's of 16 or 32 input
+// channels), where im2col + GEMM runs at 40% to 60% of the peak: at stride 1 every pass of fewer
+// than 32 channels in or out, which Winograd does not take (1.2x to 2.3x on maps of 28 to 112 a
+// side), and where Winograd could, outputs of at most 14 x 14, and backward up to 28 x 28 (1.1x to
+// 1.4x; on larger maps Winograd is faster); at stride 2 forward and backward-filter (1.4x to 5x).
+// Backward-data at stride 2 is no forward convolution: im2col + GEMM keeps it. And the ImageNet
+// stem's forward and backward-filter passes (Note [The stem's backward-filter]): a 7x7 convolution
+// at stride 2, padding at most 3, of fewer than 16 channels into a multiple of 64.
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).

@@ -1,7 +1,7 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (and the
-// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter; the forward
-// pass alone where the input channels are a multiple of 16 but not of 64), on maps
+// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter; narrow layers of
+// 16, 32 or 48 channels, in and out), on maps
 // whose tiles end short, padding 0 to 2, more input channels than one pass keeps in cache, one and
 // two threads, writing and accumulating; forward and backward-data give the same bits on any
 // thread count; the workspace the backend asks for (NaN-filled) is the one each pass uses, whichever
@@ -169,12 +169,30 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(same, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(same, Shape{2, 64, 16, 16}, cpu::DirectPass::forward));
-  // Forward reads input channels in blocks of 16, the backward passes in blocks of 64.
-  CHECK(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::forward));
-  CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::backward_data));
-  CHECK_FALSE(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, cpu::DirectPass::backward_filter));
-  CHECK_FALSE(applies(Conv2dDesc{40, 64, 3, 3, 1, 1}, Shape{2, 40, 7, 7}, cpu::DirectPass::forward));  // 40 in
-  CHECK_FALSE(applies(Conv2dDesc{64, 96, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // 96 out
+  // Channels in multiples of 16, in and out.
+  for (const auto pass : {cpu::DirectPass::forward, cpu::DirectPass::backward_data, cpu::DirectPass::backward_filter}) {
+    CHECK(applies(Conv2dDesc{48, 64, 3, 3, 1, 1}, Shape{2, 48, 7, 7}, pass));
+    CHECK(applies(Conv2dDesc{64, 96, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, pass));
+    CHECK_FALSE(applies(Conv2dDesc{40, 64, 3, 3, 1, 1}, Shape{2, 40, 7, 7}, pass));  // 40 in
+    CHECK_FALSE(applies(Conv2dDesc{64, 40, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, pass));  // 40 out
+  }
+  // Narrow layers (tiles of 16 or 32 outputs, or backward-filter's of 16 or 32 input channels):
+  // every pass where Winograd does not take them (fewer than 32 channels), on any map; else where
+  // their outputs are at most 14 a side, and backward up to 28.
+  for (const auto pass : {cpu::DirectPass::forward, cpu::DirectPass::backward_data, cpu::DirectPass::backward_filter}) {
+    CHECK(applies(Conv2dDesc{16, 16, 3, 3, 1, 1}, Shape{2, 16, 28, 28}, pass));
+    CHECK(applies(Conv2dDesc{16, 32, 3, 3, 1, 1}, Shape{2, 16, 112, 112}, pass));
+    CHECK(applies(Conv2dDesc{32, 32, 3, 3, 1, 1}, Shape{2, 32, 14, 14}, pass));
+    CHECK_FALSE(applies(Conv2dDesc{32, 32, 3, 3, 1, 1}, Shape{2, 32, 32, 32}, pass));
+  }
+  CHECK_FALSE(applies(Conv2dDesc{32, 32, 3, 3, 1, 1}, Shape{2, 32, 28, 28}, cpu::DirectPass::forward));
+  CHECK(applies(Conv2dDesc{32, 32, 3, 3, 1, 1}, Shape{2, 32, 28, 28}, cpu::DirectPass::backward_data));
+  CHECK(applies(Conv2dDesc{32, 32, 3, 3, 1, 1}, Shape{2, 32, 28, 28}, cpu::DirectPass::backward_filter));
+  CHECK(applies(Conv2dDesc{32, 64, 3, 3, 1, 1}, Shape{2, 32, 28, 28}, cpu::DirectPass::backward_data));  // dx narrow
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 1}, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_data));
+  // At stride 2, narrow backward-filter on any map.
+  CHECK(applies(Conv2dDesc{16, 32, 3, 3, 2, 1}, Shape{2, 16, 112, 112}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(Conv2dDesc{16, 32, 3, 3, 2, 1}, Shape{2, 16, 112, 112}, cpu::DirectPass::backward_data));
   const Conv2dDesc halves{64, 64, 3, 3, 2, 1};
   CHECK(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
   CHECK(applies(halves, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_filter));  // 14 x 14 outputs
@@ -226,12 +244,24 @@ TEST_CASE(
       {64, 5, 5, 64, 2, 2, false, true},
       {64, 4, 4, 64, 0, 2, false, true},
       {64, 32, 30, 64, 1, 2, false, false},  // 16 x 15 outputs: backward-filter on the GEMM's
-      // Fewer input channels than a block of 64: the forward pass alone, in blocks of 16.
-      {32, 14, 14, 64, 1, 1, false, false},
-      {16, 9, 11, 128, 0, 1, false, false},
-      {48, 7, 7, 64, 1, 1, false, false},
-      {32, 14, 14, 64, 1, 2, false, false},
-      {96, 5, 13, 64, 2, 2, false, false},
+      // Narrow layers: tiles of 16 or 32 outputs, of 28 and 14 pixels; backward-filter's vectors
+      // along 16 or 32 input channels, the outputs cut into equal tiles.
+      {16, 28, 28, 16, 1, 1, true, true},
+      {16, 9, 30, 16, 1, 1, true, true},  // tiles of 28 and 2 pixels
+      {32, 14, 14, 32, 1, 1, true, true},
+      {32, 7, 15, 64, 1, 1, true, true},  // 64 out: backward-data's tiles narrow, 15 = 14 + 1 pixels
+      {16, 10, 10, 48, 1, 1, true, true},
+      {48, 7, 7, 96, 1, 1, true, true},  // 3 blocks in: backward-filter a vector at a time, groups of 8
+      {32, 12, 12, 16, 2, 1, true, true},
+      {16, 28, 28, 32, 1, 2, false, true},
+      {32, 15, 17, 16, 0, 2, false, true},
+      {16, 40, 38, 16, 1, 2, false, true},  // 20 x 19 outputs
+      // Input channels in blocks of 16 into 64 or 128.
+      {32, 14, 14, 64, 1, 1, true, true},
+      {16, 9, 11, 128, 0, 1, true, true},
+      {48, 12, 12, 64, 1, 1, true, true},
+      {32, 14, 14, 64, 1, 2, false, true},
+      {96, 5, 13, 64, 2, 2, false, true},
       // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
       // stride 2; output rows of 16, 7, 4, 1 and 18 pixels (whole 8 x 8 squares of dy turned, and the rest).
       {3, 32, 32, 64, 3, 2, false, true, 7},

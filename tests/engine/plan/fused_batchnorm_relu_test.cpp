@@ -318,8 +318,9 @@ TEST_CASE("a plan runs the residual adds in their BatchNorm unless that costs mo
   CHECK(fused_adds(pairs).empty());
   CHECK(kept.arena_bytes() > pairs.arena_bytes());
   CHECK(kept.arena_bytes() * 100 <= pairs.arena_bytes() * 101);
-  // resnet on 1x28x28 at micro-batch 16: 1.4 % larger, so the pairs alone.
-  Network resnet = make_preset("resnet", Shape{1, 28, 28}, 10);
+  // resnet on 1x64x64 at micro-batch 16: 2.6 % larger (whichever kernels take its convolutions),
+  // so the pairs alone.
+  Network resnet = make_preset("resnet", Shape{1, 64, 64}, 10);
   const StepPlan all = planned(resnet, cpu, 16, InPlaceSharing::always);
   const StepPlan chosen = planned(resnet, cpu, 16, InPlaceSharing::where_smaller);
   CHECK(!fused_adds(all).empty());
