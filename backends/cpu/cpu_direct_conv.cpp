@@ -583,9 +583,7 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   // channels), or backward-filter's of fewer than 64 input channels.
   const int tile_outputs = pass == DirectPass::backward_data ? cin : cout;
   const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
-  if (d.stride == 2)
-    return pass == DirectPass::forward ||
-           (pass == DirectPass::backward_filter && (narrow || std::max(hout, wout) <= 14));
+  if (d.stride == 2) return pass != DirectPass::backward_data;
   if (std::min(hout, wout) < 8) return true;
   if (narrow) return std::min(cin, cout) < 32 || std::max(hout, wout) <= (pass == DirectPass::forward ? 14 : 28);
   return pass == DirectPass::forward && std::max(hout, wout) <= 14;

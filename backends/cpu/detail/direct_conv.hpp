@@ -17,19 +17,19 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host,
 // groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of 16,
 // where measured faster than the other paths (conv_peak on resnet, resnet18, resnet50, small and
-// unet, Zen 4). Wide layers (a tile's 64 outputs, and backward-filter's 64 input channels): at
-// stride 1, outputs under 8 pixels a side, where the Winograd passes do not apply (1.2x to 1.4x
-// im2col + GEMM), and, forward, outputs of at most 14 x 14, where Winograd's F(4x4) tiles fit badly
-// or its transforms outweigh what they save (1.05x to 1.2x); at stride 2, forward (1.1x to 1.25x)
-// and, on outputs of at most 14 x 14, backward-filter (to 1.3x; on larger maps the GEMM's is
-// faster). Narrow layers (tiles of 16 or 32 outputs, or backward-filter's of 16 or 32 input
-// channels), where im2col + GEMM runs at 40% to 60% of the peak: at stride 1 every pass of fewer
-// than 32 channels in or out, which Winograd does not take (1.2x to 2.3x on maps of 28 to 112 a
-// side), and where Winograd could, outputs of at most 14 x 14, and backward up to 28 x 28 (1.1x to
-// 1.4x; on larger maps Winograd is faster); at stride 2 forward and backward-filter (1.4x to 5x).
-// Backward-data at stride 2 is no forward convolution: im2col + GEMM keeps it. And the ImageNet
-// stem's forward and backward-filter passes (Note [The stem's backward-filter]): a 7x7 convolution
-// at stride 2, padding at most 3, of fewer than 16 channels into a multiple of 64.
+// unet, Zen 4). At stride 2, forward (1.1x to 1.25x im2col + GEMM) and backward-filter (1.3x to
+// 1.5x on outputs of 14 to 56 a side, level at 112; narrow layers 1.4x to 5x); backward-data at
+// stride 2 is no forward convolution: im2col + GEMM keeps it. At stride 1, wide layers (a tile's
+// 64 outputs, and backward-filter's 64 input channels): outputs under 8 pixels a side, where the
+// Winograd passes do not apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most
+// 14 x 14, where Winograd's F(4x4) tiles fit badly or its transforms outweigh what they save (1.05x
+// to 1.2x). Narrow layers (tiles of 16 or 32 outputs, or backward-filter's of 16 or 32 input
+// channels), where im2col + GEMM runs at 40% to 60% of the peak: every pass of fewer than 32
+// channels in or out, which Winograd does not take (1.2x to 2.3x on maps of 28 to 112 a side), and
+// where Winograd could, outputs of at most 14 x 14, and backward up to 28 x 28 (1.1x to 1.4x; on
+// larger maps Winograd is faster). And the ImageNet stem's forward and backward-filter passes (Note
+// [The stem's backward-filter]): a 7x7 convolution at stride 2, padding at most 3, of fewer than
+// 16 channels into a multiple of 64.
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).

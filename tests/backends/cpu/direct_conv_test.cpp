@@ -196,8 +196,7 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   const Conv2dDesc halves{64, 64, 3, 3, 2, 1};
   CHECK(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
   CHECK(applies(halves, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_filter));  // 14 x 14 outputs
-  // 28 x 28 outputs: the GEMM's is faster.
-  CHECK_FALSE(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));
+  CHECK(applies(halves, Shape{2, 64, 224, 224}, cpu::DirectPass::backward_filter));  // 112 x 112
   CHECK_FALSE(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // no forward convolution
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
   const Conv2dDesc stem{3, 64, 7, 7, 2, 3};
@@ -243,7 +242,7 @@ TEST_CASE(
       {64, 28, 28, 64, 1, 2, false, true},
       {64, 5, 5, 64, 2, 2, false, true},
       {64, 4, 4, 64, 0, 2, false, true},
-      {64, 32, 30, 64, 1, 2, false, false},  // 16 x 15 outputs: backward-filter on the GEMM's
+      {64, 32, 30, 64, 1, 2, false, true},  // 16 x 15 outputs
       // Narrow layers: tiles of 16 or 32 outputs, of 28 and 14 pixels; backward-filter's vectors
       // along 16 or 32 input channels, the outputs cut into equal tiles.
       {16, 28, 28, 16, 1, 1, true, true},
