@@ -15,9 +15,9 @@
 // stores to NCHW turn 8 x 8 squares in registers (value by value they took 30% of the call). The
 // taps that fall on the padding are skipped, as oneDNN skips them (a fifth of a 7x7 map's
 // multiply-adds): the kernel's rows above or below the image, and a tap's first or last pixel
-// where it reaches one column past the image's side. The weights of 64 outputs
-// for 512 channels (1.2 MB) overflow a Zen 4 core's L2 cache, so the channel blocks go in passes
-// over the map that keep theirs in 512 KiB, each pass adding to the sums the last one stored.
+// where it reaches one column past the image's side. The weights of 64 outputs for 512 channels
+// (1.2 MB) overflow a Zen 4 core's L2 cache, so the channel blocks go in passes over the map that
+// keep theirs in 512 KiB, each pass adding to the sums the last one stored.
 // Each output's sum is one chain of fused multiply-adds over the channel blocks, the taps and the
 // 16 channels of a block, in that order, from zero, whatever the thread count (threads take
 // whole images): the same bits for the same host instructions. Then the sums go to the NCHW output

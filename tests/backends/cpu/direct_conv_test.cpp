@@ -1,11 +1,10 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (and the
-// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter; narrow layers of
-// 16, 32 or 48 channels, in and out), on maps
-// whose tiles end short, padding 0 to 2, more input channels than one pass keeps in cache, one and
-// two threads, writing and accumulating; forward and backward-data give the same bits on any
-// thread count; the workspace the backend asks for (NaN-filled) is the one each pass uses, whichever
-// of the backward passes is direct.
+// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter), narrow layers
+// of 16, 32 or 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2,
+// more input channels than one pass keeps in cache, one and two threads, writing and accumulating;
+// forward and backward-data give the same bits on any thread count; the workspace the backend asks
+// for (NaN-filled) is the one each pass uses, whichever of the backward passes is direct.
 #include "backends/cpu/detail/direct_conv.hpp"
 
 #include <catch2/catch.hpp>
