@@ -29,7 +29,8 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // where Winograd could, outputs of at most 14 x 14, and backward up to 28 x 28 (1.1x to 1.4x; on
 // larger maps Winograd is faster). And the ImageNet stem's forward and backward-filter passes (Note
 // [The stem's backward-filter]): a 7x7 convolution at stride 2, padding at most 3, of fewer than
-// 16 channels into a multiple of 64.
+// 16 channels into a multiple of 64; and, the same way, backward-filter of a 3x3 convolution at
+// stride 1 or 2 of fewer than 16 channels into a multiple of 16 (small's and resnet's first).
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).
