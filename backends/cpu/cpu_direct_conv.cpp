@@ -579,23 +579,25 @@ void image_backward_filter(int threads, const Geometry& g, const Tensor& x, cons
 
 std::atomic<int> direct_off{0};
 
-// The ImageNet stem: a 7x7 convolution at stride 2 of a few channels (RGB, grey) into a multiple
-// of 64, forward and backward-filter (its backward-data is not needed: the input is the image).
-bool stem_applies(const Conv2dDesc& d, const Shape& x) {
-  return x.rank == 4 && x[1] >= 1 && x[1] < static_cast<int>(kLanes) && d.kernel_h == 7 && d.kernel_w == 7 &&
-         d.stride == 2 && std::max(d.groups, 1) == 1 && std::max(d.dilation, 1) == 1 && d.padding >= 0 &&
-         d.padding <= 3 && d.out_channels > 0 && d.out_channels % static_cast<int>(kWideBlock) == 0 &&
-         x[2] + 2 * d.padding >= 7 && x[3] + 2 * d.padding >= 7;
-}
+// A convolution of a few channels (an image's: RGB, grey), whose backward-filter runs its vectors
+// along the outputs (Note [The stem's backward-filter]). The ImageNet stem: 7x7 at stride 2,
+// padding at most 3, into a multiple of 64, forward and backward-filter (its backward-data is not
+// needed: the input is the image). A 3x3 at stride 1 or 2, padding at most 2, into a multiple of
+// 16: backward-filter alone (its forward pass stays on im2col + GEMM: the stem's one run of a
+// kernel row is 3 to 9 inputs here, 0.56x to 0.79x the GEMM's).
+enum class FewChannels { no, stem, three_by_three };
 
-// A 3x3 convolution of a few channels into a multiple of 16, at stride 1 or 2, padding at most 2:
-// backward-filter along the outputs (its forward pass stays on im2col + GEMM: the stem's one run
-// of a kernel row is 3 to 9 inputs here, 0.56x to 0.79x the GEMM's).
-bool image_conv_applies(const Conv2dDesc& d, const Shape& x) {
-  return x.rank == 4 && x[1] >= 1 && x[1] < static_cast<int>(kLanes) && d.kernel_h == 3 && d.kernel_w == 3 &&
-         (d.stride == 1 || d.stride == 2) && std::max(d.groups, 1) == 1 && std::max(d.dilation, 1) == 1 &&
-         d.padding >= 0 && d.padding <= 2 && d.out_channels > 0 && d.out_channels % static_cast<int>(kLanes) == 0 &&
-         x[2] + 2 * d.padding >= 3 && x[3] + 2 * d.padding >= 3;
+FewChannels few_channels(const Conv2dDesc& d, const Shape& x) {
+  if (x.rank != 4 || x[1] < 1 || x[1] >= static_cast<int>(kLanes) || std::max(d.groups, 1) != 1 ||
+      std::max(d.dilation, 1) != 1 || d.kernel_h != d.kernel_w || d.padding < 0 || d.out_channels <= 0 ||
+      x[2] + 2 * d.padding < d.kernel_h || x[3] + 2 * d.padding < d.kernel_h)
+    return FewChannels::no;
+  if (d.kernel_h == 7 && d.stride == 2 && d.padding <= 3 && d.out_channels % static_cast<int>(kWideBlock) == 0)
+    return FewChannels::stem;
+  if (d.kernel_h == 3 && (d.stride == 1 || d.stride == 2) && d.padding <= 2 &&
+      d.out_channels % static_cast<int>(kLanes) == 0)
+    return FewChannels::three_by_three;
+  return FewChannels::no;
 }
 
 void require_applies(const Conv2dDesc& d, const Shape& x, DirectPass pass, const char* what) {
@@ -610,8 +612,14 @@ DirectOff::~DirectOff() { --direct_off; }
 
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass) {
   if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx512) return false;
-  if (stem_applies(d, x)) return pass != DirectPass::backward_data;
-  if (image_conv_applies(d, x)) return pass == DirectPass::backward_filter;
+  switch (few_channels(d, x)) {
+    case FewChannels::stem:
+      return pass != DirectPass::backward_data;
+    case FewChannels::three_by_three:
+      return pass == DirectPass::backward_filter;
+    case FewChannels::no:
+      break;
+  }
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
     return false;
@@ -640,7 +648,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
     case DirectPass::backward_filter:
       break;
   }
-  if (stem_applies(d, x) || image_conv_applies(d, x))
+  if (few_channels(d, x) != FewChannels::no)
     return image_filter_workspace_floats(forward_geometry(d, x), images, threads);
   return filter_workspace_floats(forward_geometry(d, x), images, threads);
 }
@@ -662,7 +670,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
   require_applies(d, x.shape, DirectPass::backward_filter, "conv2d_backward_filter");
   const Geometry g = forward_geometry(d, x.shape);
   const auto images = static_cast<std::size_t>(x.n());
-  if (stem_applies(d, x.shape) || image_conv_applies(d, x.shape)) {
+  if (few_channels(d, x.shape) != FewChannels::no) {
     require_workspace_floats(ws, image_filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
     return image_backward_filter(threads, g, x, dy, dw, dbias, static_cast<float*>(ws.data));
   }
