@@ -79,11 +79,21 @@ struct Geometry {
   std::size_t weight_floats() const { return aligned_floats(cout * cin * k * k); }
 };
 
+// A 1x1 convolution at stride 1 treats each pixel alike: its map runs as one row of h x w pixels,
+// so that the tiles cut it with no short tile at each row's end.
+Geometry flattened(Geometry g) {
+  if (g.k == 1 && g.stride == 1 && g.pad == 0) {
+    g.w *= g.h;
+    g.h = 1;
+  }
+  return g;
+}
+
 Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
-  return {static_cast<std::size_t>(x[1]),       static_cast<std::size_t>(d.out_channels),
-          static_cast<std::size_t>(x[2]),       static_cast<std::size_t>(x[3]),
-          static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding),
-          static_cast<std::size_t>(d.stride)};
+  return flattened({static_cast<std::size_t>(x[1]), static_cast<std::size_t>(d.out_channels),
+                    static_cast<std::size_t>(x[2]), static_cast<std::size_t>(x[3]),
+                    static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding),
+                    static_cast<std::size_t>(d.stride)});
 }
 
 // Backward-data's forward pass (Note [Backward-data as a convolution], cpu_conv.cpp): dy's channels
@@ -91,13 +101,8 @@ Geometry forward_geometry(const Conv2dDesc& d, const Shape& x) {
 Geometry adjoint_geometry(const Conv2dDesc& d, const Shape& dy, const Shape& dx) {
   const auto k = static_cast<std::size_t>(d.kernel_h);
   const auto pad = k - 1 - static_cast<std::size_t>(d.padding);
-  return {static_cast<std::size_t>(dy[1]),
-          static_cast<std::size_t>(dx[1]),
-          static_cast<std::size_t>(dy[2]),
-          static_cast<std::size_t>(dy[3]),
-          k,
-          pad,
-          1};
+  return flattened({static_cast<std::size_t>(dy[1]), static_cast<std::size_t>(dx[1]), static_cast<std::size_t>(dy[2]),
+                    static_cast<std::size_t>(dy[3]), k, pad, 1});
 }
 
 std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads) {
@@ -333,6 +338,200 @@ void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias
     for (std::size_t i = first; i < end; ++i) {
       block_image_avx512(g, x.data + i * x.sample_elements(), image);
       convolve_image(g, image, weights, bias, accumulate, image + g.image_floats(), y.data + i * y.sample_elements());
+    }
+  });
+}
+
+// Note [Stride-2 backward-data in phases]: dx[c][ih][iw] sums dy[o][oh][ow] w[o][c][i][j] over
+// the taps with 2 oh + i - pad = ih (and 2 ow + j - pad = iw): the kernel rows of one parity reach
+// only the dx rows of one parity. So each of dx's four phases (ih and iw even or odd) is a stride-1
+// convolution of dy with the taps of its parities, turned as backward-data turns them: for a 3x3
+// kernel at padding 1, the even rows take the middle kernel row, the odd ones the first and the
+// last, sub-kernels of 1x1, 1x2, 2x1 and 2x2 taps that together are the 9. On the GEMM this pass
+// was a product 9 x channels deep and col2im (resnet's narrow layers at 39% to 47% of the peak).
+// Each phase sums tiles as the forward pass does (direct_tap_avx512) over dy, blocked with a border
+// of two pixels (as far as a sub-kernel reaches past dy's side; the rows past it are skipped), and
+// stores them to every other pixel of the map of dx's sums; each dx row goes to dx as the forward
+// pass writes its tiles.
+// A dx row no tap reaches (the last of an even map at padding 0) gets no term: zero. Each value's
+// sum is one chain over dy's channel blocks, the phase's taps and a block's 16 channels, in that
+// order: the same bits on any thread count.
+constexpr std::size_t kPhaseBorder = 2;
+
+// The kernel rows (or columns) that reach dx rows of one parity: `count` of them, sub-row t being
+// kernel row first - 2t, read at dy row r + offset + t for dx row 2r + parity.
+struct PhaseTaps {
+  std::size_t count = 0, first = 0;
+  std::ptrdiff_t offset = 0;
+};
+
+PhaseTaps phase_taps(std::size_t k, std::size_t pad, std::size_t parity) {
+  const bool last_reaches = (k - 1 + parity + pad) % 2 == 0;  // kernel row k - 1 has the parity's
+  if (!last_reaches && k < 2) return {};
+  const std::size_t first = last_reaches ? k - 1 : k - 2;
+  return {first / 2 + 1, first, (static_cast<std::ptrdiff_t>(parity + pad) - static_cast<std::ptrdiff_t>(first)) / 2};
+}
+
+// dy blocked with its border (dy's channels in, dx's out, `out_block` of them a tile); dx's map;
+// the taps of each parity of rows and columns. Phase p = 2 x row parity + column parity.
+struct Phases {
+  Geometry dy;
+  std::size_t h, w;
+  PhaseTaps rows[2], columns[2];
+  std::size_t taps(std::size_t p) const { return rows[p / 2].count * columns[p % 2].count; }
+  // Floats of a block of outputs' weights before phase p's: [phase][cin/16][taps][16 in][out_block out].
+  std::size_t weights_before(std::size_t p) const {
+    std::size_t taps_before = 0;
+    for (std::size_t q = 0; q < p; ++q) taps_before += taps(q);
+    return taps_before * dy.cin * dy.out_block;
+  }
+  std::size_t sums_floats() const { return aligned_floats(h * w * dy.out_block); }
+  std::size_t share_floats() const { return dy.image_floats() + sums_floats(); }
+};
+
+Phases phases_of(const Conv2dDesc& d, const Shape& dy, const Shape& dx) {
+  const auto k = static_cast<std::size_t>(d.kernel_h), pad = static_cast<std::size_t>(d.padding);
+  Phases ph{Geometry{static_cast<std::size_t>(dy[1]), static_cast<std::size_t>(dx[1]), static_cast<std::size_t>(dy[2]),
+                     static_cast<std::size_t>(dy[3]), k, kPhaseBorder, 1},
+            static_cast<std::size_t>(dx[2]),
+            static_cast<std::size_t>(dx[3]),
+            {},
+            {}};
+  for (std::size_t parity = 0; parity < 2; ++parity) ph.rows[parity] = ph.columns[parity] = phase_taps(k, pad, parity);
+  return ph;
+}
+
+std::size_t phases_workspace_floats(const Phases& ph, std::size_t images, int threads) {
+  return ph.dy.weight_floats() +
+         static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) * ph.share_floats();
+}
+
+// The forward weights w [dy channels][dx channels][k][k] into each block of outputs' phases.
+void block_phase_weights(int threads, const Phases& ph, const float* w, float* blocked) {
+  const Geometry& g = ph.dy;
+  const std::size_t kk = g.k * g.k, out_block = g.out_block;
+  parallel_ranges(threads, g.cout / out_block, [&](int, std::size_t first, std::size_t end) {
+    for (std::size_t ob = first; ob < end; ++ob)
+      for (std::size_t p = 0; p < 4; ++p) {
+        const PhaseTaps &rows = ph.rows[p / 2], &columns = ph.columns[p % 2];
+        float* to = blocked + ob * g.block_floats() + ph.weights_before(p);
+        for (std::size_t cb = 0; cb < g.blocks(); ++cb)
+          for (std::size_t t = 0; t < rows.count; ++t)
+            for (std::size_t u = 0; u < columns.count; ++u) {
+              const std::size_t tap = (rows.first - 2 * t) * g.k + columns.first - 2 * u;
+              for (std::size_t c = 0; c < kLanes; ++c)
+                for (std::size_t o = 0; o < out_block; ++o)
+                  *to++ = w[((cb * kLanes + c) * g.cout + ob * out_block + o) * kk + tap];
+            }
+      }
+  });
+}
+
+// A phase's tile: `image` at its first pixel's first tap in block 0, the phase's weights, its
+// columns of taps, and the rows [top, bottom) of taps that lie inside dy.
+struct PhaseTile {
+  const float* image;
+  const float* weights;
+  std::size_t columns, taps, top, bottom;
+};
+
+// Wide pixels of one phase's row, Vectors x 16 dx channels each, summed over dy's channel blocks
+// [first, end) into sums (the pixels 2 x Vectors x 16 floats apart), from zero for the first
+// blocks, else from what the blocks before left there.
+template <std::size_t Vectors, std::size_t Wide>
+CNN_TARGET_AVX512 void phase_tile_avx512(const Geometry& g, const PhaseTile& tile, std::size_t first, std::size_t end,
+                                         float* sums) {
+  constexpr std::size_t kOut = Vectors * kLanes, kApart = 2 * kOut;
+  __m512 acc[Wide][Vectors];
+  for (std::size_t q = 0; q < Wide; ++q)
+    for (std::size_t v = 0; v < Vectors; ++v)
+      acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kApart + v * kLanes);
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes;
+  for (std::size_t cb = first; cb < end; ++cb) {
+    const float* block = tile.image + cb * plane;
+    const float* taps = tile.weights + cb * tile.taps * kLanes * kOut;
+    for (std::size_t t = tile.top; t < tile.bottom; ++t)
+      for (std::size_t u = 0; u < tile.columns; ++u)
+        direct_tap_avx512<Vectors, Wide, kLanes, kLanes, 0, Wide>(
+            acc, block + (t * wp + u) * kLanes, taps + (t * tile.columns + u) * kLanes * kOut, kLanes, kLanes);
+  }
+  for (std::size_t q = 0; q < Wide; ++q)
+    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kApart + v * kLanes, acc[q][v]);
+}
+
+using PhaseKernel = void (*)(const Geometry&, const PhaseTile&, std::size_t, std::size_t, float*);
+
+template <std::size_t Vectors, std::size_t... Wide>
+constexpr std::array<PhaseKernel, sizeof...(Wide)> phase_kernels(std::index_sequence<Wide...>) {
+  return {phase_tile_avx512<Vectors, Wide + 1>...};
+}
+template <std::size_t Vectors>
+constexpr auto kPhaseKernels = phase_kernels<Vectors>(std::make_index_sequence<kTileWide<Vectors>>());
+
+// By the tile's dx channels: kernels[wide - 1] for a tile of `wide` pixels, up to `most`.
+struct PhaseRow {
+  const PhaseKernel* kernels;
+  std::size_t most;
+};
+
+PhaseRow phase_row(const Geometry& g) {
+  if (g.out_block == kWideBlock) return {kPhaseKernels<4>.data(), kTileWide<4>};
+  if (g.out_block == 2 * kLanes) return {kPhaseKernels<2>.data(), kTileWide<2>};
+  return {kPhaseKernels<1>.data(), kTileWide<1>};
+}
+
+// One image's dx [cin][h][w] from its blocked dy: for each block of dx channels and pass over dy's
+// channel blocks, each pair of dx rows' four phases, then the rows to dx.
+void phases_image(const Phases& ph, const float* image, const float* weights, bool accumulate, float* sums, float* dx) {
+  const Geometry& g = ph.dy;
+  const std::size_t out_block = g.out_block, blocks = g.blocks(), step = blocks_in_cache(g), wp = g.wp();
+  const PhaseRow row_kernels = phase_row(g);
+  const auto hout = static_cast<std::ptrdiff_t>(g.h);
+  for (std::size_t ob = 0; ob < g.cout / out_block; ++ob)
+    for (std::size_t first = 0; first < blocks; first += step) {
+      const std::size_t end = std::min(blocks, first + step);
+      for (std::size_t ih = 0; ih < ph.h; ++ih) {
+        const PhaseTaps& rows = ph.rows[ih % 2];
+        // Sub-row t reads dy row `row` + t: inside dy for t in [top, bottom).
+        const std::ptrdiff_t row = static_cast<std::ptrdiff_t>(ih / 2) + rows.offset;
+        const auto count = static_cast<std::ptrdiff_t>(rows.count);
+        const auto top = static_cast<std::size_t>(std::clamp<std::ptrdiff_t>(-row, 0, count));
+        const auto bottom = static_cast<std::size_t>(std::clamp<std::ptrdiff_t>(hout - row, 0, count));
+        for (std::size_t parity = 0; parity < 2; ++parity) {
+          const std::size_t p = 2 * (ih % 2) + parity, wide = (ph.w - parity + 1) / 2;
+          const PhaseTaps& columns = ph.columns[parity];
+          float* at = sums + (ih * ph.w + parity) * out_block;
+          if (columns.count == 0 || top >= bottom) {  // no tap reaches these pixels
+            for (std::size_t q = 0; q < wide && first == 0; ++q) std::fill_n(at + 2 * q * out_block, out_block, 0.f);
+            continue;
+          }
+          const auto border = static_cast<std::ptrdiff_t>(kPhaseBorder);
+          for (std::size_t s0 = 0; s0 < wide; s0 += row_kernels.most) {
+            const std::size_t n = std::min(row_kernels.most, wide - s0);
+            const std::ptrdiff_t column = static_cast<std::ptrdiff_t>(s0) + columns.offset + border;
+            const auto pixel = static_cast<std::size_t>((row + border) * static_cast<std::ptrdiff_t>(wp) + column);
+            const PhaseTile tile{image + pixel * kLanes, weights + ob * g.block_floats() + ph.weights_before(p),
+                                 columns.count, ph.taps(p), top, bottom};
+            row_kernels.kernels[n - 1](g, tile, first, end, at + 2 * s0 * out_block);
+          }
+        }
+        if (end == blocks)
+          write_tile_avx512(sums + ih * ph.w * out_block, ph.w, out_block, ph.h * ph.w, ih * ph.w, ob * out_block,
+                            nullptr, accumulate, dx);
+      }
+    }
+}
+
+// dx of every image from dy, the phases' weights already blocked at the workspace's start.
+void phases_backward_data(int threads, const Phases& ph, const Tensor& dy, bool accumulate, Tensor dx,
+                          float* workspace) {
+  const float* weights = workspace;
+  float* shares = workspace + ph.dy.weight_floats();
+  parallel_ranges(threads, static_cast<std::size_t>(dy.n()), [&](int t, std::size_t first, std::size_t end) {
+    float* image = shares + static_cast<std::size_t>(t) * ph.share_floats();
+    for (std::size_t i = first; i < end; ++i) {
+      block_image_avx512(ph.dy, dy.data + i * dy.sample_elements(), image);
+      phases_image(ph, image, weights, accumulate, image + ph.dy.image_floats(), dx.data + i * dx.sample_elements());
     }
   });
 }
@@ -621,19 +820,24 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
       break;
   }
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
-      d.kernel_h != 3 || d.kernel_w != 3 || d.padding < 0 || d.padding > 2)
+      d.kernel_h != d.kernel_w)
     return false;
+  const int k = d.kernel_h;
+  const bool pointwise = k == 1 && d.padding == 0;
+  if (!pointwise && (k != 3 || d.padding < 0 || d.padding > 2)) return false;
   const int cin = x[1], cout = d.out_channels, lanes = static_cast<int>(kLanes), wide = static_cast<int>(kWideBlock);
   if (cin <= 0 || cout <= 0 || cin % lanes != 0 || cout % lanes != 0) return false;
-  if (pass == DirectPass::backward_data && d.stride != 1) return false;  // no forward convolution
-  const int hout = (x[2] + 2 * d.padding - 3) / d.stride + 1, wout = (x[3] + 2 * d.padding - 3) / d.stride + 1;
-  if (x[2] + 2 * d.padding < 3 || x[3] + 2 * d.padding < 3) return false;
+  // Backward-data at stride 2 runs in phases (Note [Stride-2 backward-data in phases]), 3x3 alone:
+  // a 1x1's one phase was no faster than the GEMM (0.85x to 1.0x).
+  if (pass == DirectPass::backward_data && d.stride == 2) return !pointwise;
+  if (x[2] + 2 * d.padding < k || x[3] + 2 * d.padding < k) return false;
+  const int hout = (x[2] + 2 * d.padding - k) / d.stride + 1, wout = (x[3] + 2 * d.padding - k) / d.stride + 1;
+  if (pointwise) return pass == DirectPass::backward_filter ? cin % (2 * lanes) == 0 : std::min(hout, wout) < 8;
   // Narrow: a tile of fewer than 64 outputs (the forward pass's, or backward-data's adjoint's: dx's
   // channels), or backward-filter's of fewer than 64 input channels.
   const int tile_outputs = pass == DirectPass::backward_data ? cin : cout;
   const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
-  if (d.stride == 2) return pass != DirectPass::backward_data;
-  if (std::min(hout, wout) < 8) return true;
+  if (d.stride == 2 || std::min(hout, wout) < 8) return true;
   if (narrow) return std::min(cin, cout) < 32 || std::max(hout, wout) <= (pass == DirectPass::forward ? 14 : 28);
   return pass == DirectPass::forward && std::max(hout, wout) <= 14;
 }
@@ -644,6 +848,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
     case DirectPass::forward:
       return workspace_floats(forward_geometry(d, x), images, threads);
     case DirectPass::backward_data:
+      if (d.stride == 2) return phases_workspace_floats(phases_of(d, y, x), images, threads);
       return workspace_floats(adjoint_geometry(d, y, x), images, threads);
     case DirectPass::backward_filter:
       break;
@@ -726,6 +931,14 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
 void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                           bool accumulate, Workspace ws) {
   require_applies(d, dx.shape, DirectPass::backward_data, "conv2d_backward_data");
+  if (d.stride == 2) {  // Note [Stride-2 backward-data in phases]
+    const Phases ph = phases_of(d, dy.shape, dx.shape);
+    require_workspace_floats(ws, phases_workspace_floats(ph, static_cast<std::size_t>(dx.n()), threads),
+                             "conv2d_backward_data");
+    auto* blocked = static_cast<float*>(ws.data);
+    block_phase_weights(threads, ph, w.data, blocked);
+    return phases_backward_data(threads, ph, dy, accumulate, dx, blocked);
+  }
   const Geometry g = adjoint_geometry(d, dy.shape, dx.shape);
   require_workspace_floats(ws, workspace_floats(g, static_cast<std::size_t>(dx.n()), threads), "conv2d_backward_data");
   auto* blocked = static_cast<float*>(ws.data);

@@ -5,8 +5,9 @@
 // and the weights, both reordered into blocks of channels inside the call (Note [Direct
 // convolution in blocks of channels], cpu_direct_conv.cpp). AVX-512 hosts only; elsewhere im2col +
 // GEMM and Winograd take these layers. Backward-data runs as a forward pass over dy (Note
-// [Backward-data as a convolution], cpu_conv.cpp); backward-filter has its own kernel (Note
-// [Direct backward-filter]).
+// [Backward-data as a convolution], cpu_conv.cpp), at stride 2 as four of them, one a phase of dx
+// (Note [Stride-2 backward-data in phases]); backward-filter has its own kernel (Note [Direct
+// backward-filter]).
 #include <cnnengine/engine/core/backend.hpp>
 #include <cstddef>
 
@@ -17,9 +18,10 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host,
 // groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of 16,
 // where measured faster than the other paths (conv_peak on resnet, resnet18, resnet50, small and
-// unet, Zen 4). At stride 2, forward (1.1x to 1.25x im2col + GEMM) and backward-filter (1.3x to
-// 1.5x on outputs of 14 to 56 a side, level at 112; narrow layers 1.4x to 5x); backward-data at
-// stride 2 is no forward convolution: im2col + GEMM keeps it. At stride 1, wide layers (a tile's
+// unet, Zen 4). At stride 2, every pass: forward (1.1x to 1.25x im2col + GEMM), backward-data in
+// phases (1.14x to 1.24x on resnet50's, 1.9x on resnet's 16-channel dx, level on 7 x 7 dy of
+// 32-channel dx or 16 x 16 of 256), backward-filter (1.3x to 1.5x on outputs of 14 to 56 a side,
+// level at 112; narrow layers 1.4x to 5x). At stride 1, wide layers (a tile's
 // 64 outputs, and backward-filter's 64 input channels): outputs under 8 pixels a side, where the
 // Winograd passes do not apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most
 // 14 x 14, where Winograd's F(4x4) tiles fit badly or its transforms outweigh what they save (1.05x
@@ -31,6 +33,10 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // [The stem's backward-filter]): a 7x7 convolution at stride 2, padding at most 3, of fewer than
 // 16 channels into a multiple of 64; and, the same way, backward-filter of a 3x3 convolution at
 // stride 1 or 2 of fewer than 16 channels into a multiple of 16 (small's and resnet's first).
+// 1x1 convolutions (padding 0, stride 1 or 2, channels in multiples of 16): backward-filter where
+// the input channels are a multiple of 32 (two vectors or more a pixel: 1.05x to 2.5x the GEMM's,
+// which packs x^T; level on a few of mobilenetv2's, 0.65x with one vector); forward where the
+// outputs are under 8 a side (1.02x to 1.27x), and backward-data there at stride 1 (1.05x to 1.1x).
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).

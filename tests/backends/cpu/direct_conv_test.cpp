@@ -1,7 +1,8 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
-// backward-data and backward-filter against the definition in double, at strides 1 and 2 (and the
-// ImageNet stem's 7x7 of 3 or 1 channels at stride 2, forward and backward-filter, and 3x3 layers
-// of a few channels, backward-filter), narrow layers of 16, 32 or 48 channels in and out among
+// backward-data and backward-filter against the definition in double, at strides 1 and 2 (stride
+// 2's backward-data in phases, dx rows no tap reaches among them; the ImageNet stem's 7x7 of 3 or
+// 1 channels at stride 2, forward and backward-filter; 3x3 layers of a few channels,
+// backward-filter; 1x1 layers), narrow layers of 16, 32 or 48 channels in and out among
 // them, on maps whose tiles end short, padding 0 to 2, more input channels than one pass keeps in
 // cache, one and two threads, writing and accumulating; forward and backward-data give the same
 // bits on any thread count; the workspace the backend asks for (NaN-filled) is the one each pass
@@ -193,12 +194,14 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 1}, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_data));
   // At stride 2, narrow backward-filter on any map.
   CHECK(applies(Conv2dDesc{16, 32, 3, 3, 2, 1}, Shape{2, 16, 112, 112}, cpu::DirectPass::backward_filter));
-  CHECK_FALSE(applies(Conv2dDesc{16, 32, 3, 3, 2, 1}, Shape{2, 16, 112, 112}, cpu::DirectPass::backward_data));
+  CHECK(applies(Conv2dDesc{16, 32, 3, 3, 2, 1}, Shape{2, 16, 112, 112}, cpu::DirectPass::backward_data));  // in phases
   const Conv2dDesc halves{64, 64, 3, 3, 2, 1};
   CHECK(applies(halves, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
   CHECK(applies(halves, Shape{2, 64, 28, 28}, cpu::DirectPass::backward_filter));  // 14 x 14 outputs
   CHECK(applies(halves, Shape{2, 64, 224, 224}, cpu::DirectPass::backward_filter));  // 112 x 112
-  CHECK_FALSE(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));  // no forward convolution
+  CHECK(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
+  CHECK(applies(halves, Shape{2, 64, 112, 112}, cpu::DirectPass::backward_data));
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 2, 0}, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
   const Conv2dDesc stem{3, 64, 7, 7, 2, 3};
   CHECK(applies(stem, Shape{2, 3, 224, 224}, cpu::DirectPass::forward));
@@ -213,7 +216,20 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::forward));
   CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(Conv2dDesc{1, 24, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_filter));
-  CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));    // 1x1
+  // 1x1 convolutions: backward-filter on any map at stride 1 or 2, of input channels in multiples
+  // of 32; forward, and backward-data at stride 1, where the outputs are under 8 a side.
+  const Conv2dDesc pointwise{64, 256, 1, 1, 1, 0};
+  CHECK(applies(pointwise, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(pointwise, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
+  CHECK_FALSE(applies(pointwise, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_data));
+  CHECK(applies(pointwise, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
+  CHECK(applies(pointwise, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_data));
+  CHECK(applies(Conv2dDesc{32, 64, 1, 1, 2, 0}, Shape{2, 32, 14, 14}, cpu::DirectPass::forward));  // 7 x 7 outputs
+  CHECK(applies(Conv2dDesc{256, 512, 1, 1, 2, 0}, Shape{2, 256, 56, 56}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(Conv2dDesc{256, 512, 1, 1, 2, 0}, Shape{2, 256, 56, 56}, cpu::DirectPass::forward));
+  CHECK_FALSE(applies(Conv2dDesc{48, 64, 1, 1, 1, 0}, Shape{2, 48, 28, 28}, cpu::DirectPass::backward_filter));
+  CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // 1x1 padded
+  CHECK_FALSE(applies(Conv2dDesc{64, 40, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_filter));
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 3}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));    // padding 3
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 1, 0}, Shape{2, 64, 2, 2}, cpu::DirectPass::forward));    // no output
   CHECK_FALSE(cpu::direct_applies(same, Shape{2, 64, 7, 7}, true, cpu::DirectPass::forward));  // 16-bit products
@@ -244,12 +260,13 @@ TEST_CASE(
       {1024, 2, 2, 64, 1, 1, true, true},  // 64 blocks of channels: five passes over the map, each from the last's sums
       {64, 14, 14, 64, 1, 1, false, false},
       {64, 9, 11, 64, 1, 1, false, false},
-      {64, 14, 14, 64, 1, 2, false, true},
-      {64, 13, 9, 128, 1, 2, false, true},  // 7 x 7 and 7 x 5 outputs
-      {64, 28, 28, 64, 1, 2, false, true},
-      {64, 5, 5, 64, 2, 2, false, true},
-      {64, 4, 4, 64, 0, 2, false, true},
-      {64, 32, 30, 64, 1, 2, false, true},  // 16 x 15 outputs
+      {64, 14, 14, 64, 1, 2, true, true},
+      {64, 13, 9, 128, 1, 2, true, true},  // 7 x 7 and 7 x 5 outputs
+      {64, 28, 28, 64, 1, 2, true, true},
+      {64, 5, 5, 64, 2, 2, true, true},
+      {64, 4, 4, 64, 0, 2, true, true},
+      {64, 32, 30, 64, 1, 2, true, true},  // 16 x 15 outputs
+      {64, 6, 6, 256, 1, 2, true, true},   // backward-data's phases over dy's 16 blocks in two passes
       // Narrow layers: tiles of 16 or 32 outputs, of 28 and 14 pixels; backward-filter's vectors
       // along 16 or 32 input channels, the outputs cut into equal tiles.
       {16, 28, 28, 16, 1, 1, true, true},
@@ -259,15 +276,15 @@ TEST_CASE(
       {16, 10, 10, 48, 1, 1, true, true},
       {48, 7, 7, 96, 1, 1, true, true},  // 3 blocks in: backward-filter a vector at a time, groups of 8
       {32, 12, 12, 16, 2, 1, true, true},
-      {16, 28, 28, 32, 1, 2, false, true},
-      {32, 15, 17, 16, 0, 2, false, true},
-      {16, 40, 38, 16, 1, 2, false, true},  // 20 x 19 outputs
+      {16, 28, 28, 32, 1, 2, true, true},
+      {32, 15, 17, 16, 0, 2, true, true},
+      {16, 40, 38, 16, 1, 2, true, true},  // 20 x 19 outputs
       // Input channels in blocks of 16 into 64 or 128.
       {32, 14, 14, 64, 1, 1, true, true},
       {16, 9, 11, 128, 0, 1, true, true},
       {48, 12, 12, 64, 1, 1, true, true},
-      {32, 14, 14, 64, 1, 2, false, true},
-      {96, 5, 13, 64, 2, 2, false, true},
+      {32, 14, 14, 64, 1, 2, true, true},
+      {96, 5, 13, 64, 2, 2, true, true},
       // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
       // stride 2; output rows of 16, 7, 4, 1 and 18 pixels (whole 8 x 8 squares of dy turned, and the rest).
       {3, 32, 32, 64, 3, 2, false, true, 7},
@@ -281,7 +298,14 @@ TEST_CASE(
       {1, 13, 11, 32, 1, 1, false, true, 3, false},
       {2, 9, 7, 48, 0, 1, false, true, 3, false},
       {3, 20, 22, 64, 1, 2, false, true, 3, false},
-      {3, 6, 5, 32, 2, 2, false, true, 3, false}};
+      {3, 6, 5, 32, 2, 2, false, true, 3, false},
+      // 1x1 convolutions: at stride 1 the map runs as one row (35 pixels: tiles of 28 and 7).
+      {64, 7, 7, 64, 0, 1, true, true, 1},
+      {16, 5, 7, 48, 0, 1, true, false, 1},
+      {32, 12, 10, 64, 0, 1, false, true, 1, false},
+      {32, 14, 13, 64, 0, 2, false, true, 1},
+      {48, 9, 9, 16, 0, 2, false, false, 1},
+      {96, 20, 18, 32, 0, 2, false, true, 1, false}};
   for (const DirectCase& k : cases)
     for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
       for (bool accumulate : {false, true}) {
