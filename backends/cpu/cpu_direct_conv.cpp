@@ -351,8 +351,8 @@ void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias
 // was a product 9 x channels deep and col2im (resnet's narrow layers at 39% to 47% of the peak).
 // Each phase sums tiles as the forward pass does (direct_tap_avx512) over dy, blocked with a border
 // of two pixels (as far as a sub-kernel reaches past dy's side; the rows past it are skipped), and
-// stores them to every other pixel of the map of dx's sums; each dx row goes to dx as the forward
-// pass writes its tiles.
+// stores them to every other pixel of a row of dx's sums (two rows kept, the whole map where dy's
+// channels take several passes); each dx row goes to dx as the forward pass writes its tiles.
 // A dx row no tap reaches (the last of an even map at padding 0) gets no term: zero. Each value's
 // sum is one chain over dy's channel blocks, the phase's taps and a block's 16 channels, in that
 // order: the same bits on any thread count.
@@ -385,7 +385,9 @@ struct Phases {
     for (std::size_t q = 0; q < p; ++q) taps_before += taps(q);
     return taps_before * dy.cin * dy.out_block;
   }
-  std::size_t sums_floats() const { return aligned_floats(h * w * dy.out_block); }
+  // dx rows whose sums are kept: two where one pass over dy's channel blocks sums them, else all.
+  std::size_t sums_rows() const { return blocks_in_cache(dy) >= dy.blocks() ? std::min<std::size_t>(2, h) : h; }
+  std::size_t sums_floats() const { return aligned_floats(sums_rows() * w * dy.out_block); }
   std::size_t share_floats() const { return dy.image_floats() + sums_floats(); }
 };
 
@@ -481,12 +483,13 @@ PhaseRow phase_row(const Geometry& g) {
 }
 
 // One image's dx [cin][h][w] from its blocked dy: for each block of dx channels and pass over dy's
-// channel blocks, each pair of dx rows' four phases, then the rows to dx.
+// channel blocks, each dx row's two phases (its even and odd pixels), then the row to dx.
 void phases_image(const Phases& ph, const float* image, const float* weights, bool accumulate, float* sums, float* dx) {
   const Geometry& g = ph.dy;
   const std::size_t out_block = g.out_block, blocks = g.blocks(), step = blocks_in_cache(g), wp = g.wp();
   const PhaseRow row_kernels = phase_row(g);
   const auto hout = static_cast<std::ptrdiff_t>(g.h);
+  const std::size_t kept = ph.sums_rows();
   for (std::size_t ob = 0; ob < g.cout / out_block; ++ob)
     for (std::size_t first = 0; first < blocks; first += step) {
       const std::size_t end = std::min(blocks, first + step);
@@ -500,7 +503,7 @@ void phases_image(const Phases& ph, const float* image, const float* weights, bo
         for (std::size_t parity = 0; parity < 2; ++parity) {
           const std::size_t p = 2 * (ih % 2) + parity, wide = (ph.w - parity + 1) / 2;
           const PhaseTaps& columns = ph.columns[parity];
-          float* at = sums + (ih * ph.w + parity) * out_block;
+          float* at = sums + ((ih % kept) * ph.w + parity) * out_block;
           if (columns.count == 0 || top >= bottom) {  // no tap reaches these pixels
             for (std::size_t q = 0; q < wide && first == 0; ++q) std::fill_n(at + 2 * q * out_block, out_block, 0.f);
             continue;
@@ -516,8 +519,8 @@ void phases_image(const Phases& ph, const float* image, const float* weights, bo
           }
         }
         if (end == blocks)
-          write_tile_avx512(sums + ih * ph.w * out_block, ph.w, out_block, ph.h * ph.w, ih * ph.w, ob * out_block,
-                            nullptr, accumulate, dx);
+          write_tile_avx512(sums + (ih % kept) * ph.w * out_block, ph.w, out_block, ph.h * ph.w, ih * ph.w,
+                            ob * out_block, nullptr, accumulate, dx);
       }
     }
 }
@@ -827,17 +830,19 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   if (!pointwise && (k != 3 || d.padding < 0 || d.padding > 2)) return false;
   const int cin = x[1], cout = d.out_channels, lanes = static_cast<int>(kLanes), wide = static_cast<int>(kWideBlock);
   if (cin <= 0 || cout <= 0 || cin % lanes != 0 || cout % lanes != 0) return false;
-  // Backward-data at stride 2 runs in phases (Note [Stride-2 backward-data in phases]), 3x3 alone:
-  // a 1x1's one phase was no faster than the GEMM (0.85x to 1.0x).
-  if (pass == DirectPass::backward_data && d.stride == 2) return !pointwise;
   if (x[2] + 2 * d.padding < k || x[3] + 2 * d.padding < k) return false;
   const int hout = (x[2] + 2 * d.padding - k) / d.stride + 1, wout = (x[3] + 2 * d.padding - k) / d.stride + 1;
-  if (pointwise) return pass == DirectPass::backward_filter ? cin % (2 * lanes) == 0 : std::min(hout, wout) < 8;
+  const bool small_map = std::min(hout, wout) < 8;
   // Narrow: a tile of fewer than 64 outputs (the forward pass's, or backward-data's adjoint's: dx's
   // channels), or backward-filter's of fewer than 64 input channels.
   const int tile_outputs = pass == DirectPass::backward_data ? cin : cout;
   const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
-  if (d.stride == 2 || std::min(hout, wout) < 8) return true;
+  // Backward-data at stride 2 runs in phases (Note [Stride-2 backward-data in phases]), 3x3 alone
+  // (a 1x1's one phase was 0.85x to 1.0x the GEMM's), and not where narrow tiles of dx meet dy rows
+  // under 8 (a phase's row fills half a tile: 0.85x).
+  if (pass == DirectPass::backward_data && d.stride == 2) return !pointwise && !(narrow && small_map);
+  if (pointwise) return pass == DirectPass::backward_filter ? cin % (2 * lanes) == 0 : small_map;
+  if (d.stride == 2 || small_map) return true;
   if (narrow) return std::min(cin, cout) < 32 || std::max(hout, wout) <= (pass == DirectPass::forward ? 14 : 28);
   return pass == DirectPass::forward && std::max(hout, wout) <= 14;
 }

@@ -18,9 +18,9 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host,
 // groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of 16,
 // where measured faster than the other paths (conv_peak on resnet, resnet18, resnet50, small and
-// unet, Zen 4). At stride 2, every pass: forward (1.1x to 1.25x im2col + GEMM), backward-data in
-// phases (1.14x to 1.24x on resnet50's, 1.9x on resnet's 16-channel dx, level on 7 x 7 dy of
-// 32-channel dx or 16 x 16 of 256), backward-filter (1.3x to 1.5x on outputs of 14 to 56 a side,
+// unet, Zen 4). At stride 2, forward (1.1x to 1.25x im2col + GEMM), backward-data in phases
+// (1.05x to 1.33x on resnet50's and resnet18's, 3.8x on resnet's 16-channel dx; not where a narrow
+// dx meets dy under 8 a side: 0.85x), backward-filter (1.3x to 1.5x on outputs of 14 to 56 a side,
 // level at 112; narrow layers 1.4x to 5x). At stride 1, wide layers (a tile's
 // 64 outputs, and backward-filter's 64 input channels): outputs under 8 pixels a side, where the
 // Winograd passes do not apply (1.2x to 1.4x im2col + GEMM), and, forward, outputs of at most

@@ -201,6 +201,7 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK(applies(halves, Shape{2, 64, 224, 224}, cpu::DirectPass::backward_filter));  // 112 x 112
   CHECK(applies(halves, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
   CHECK(applies(halves, Shape{2, 64, 112, 112}, cpu::DirectPass::backward_data));
+  CHECK_FALSE(applies(Conv2dDesc{32, 64, 3, 3, 2, 1}, Shape{2, 32, 14, 14}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 2, 0}, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 3, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));  // stride 3
   const Conv2dDesc stem{3, 64, 7, 7, 2, 3};
@@ -267,6 +268,7 @@ TEST_CASE(
       {64, 4, 4, 64, 0, 2, true, true},
       {64, 32, 30, 64, 1, 2, true, true},  // 16 x 15 outputs
       {64, 6, 6, 256, 1, 2, true, true},   // backward-data's phases over dy's 16 blocks in two passes
+      {64, 1, 2, 64, 1, 2, true, true},    // a dx row of one pixel of each phase
       // Narrow layers: tiles of 16 or 32 outputs, of 28 and 14 pixels; backward-filter's vectors
       // along 16 or 32 input channels, the outputs cut into equal tiles.
       {16, 28, 28, 16, 1, 1, true, true},
@@ -277,14 +279,16 @@ TEST_CASE(
       {48, 7, 7, 96, 1, 1, true, true},  // 3 blocks in: backward-filter a vector at a time, groups of 8
       {32, 12, 12, 16, 2, 1, true, true},
       {16, 28, 28, 32, 1, 2, true, true},
-      {32, 15, 17, 16, 0, 2, true, true},
+      {32, 15, 17, 16, 0, 2, false, true},  // backward-data: narrow dx tiles on dy rows of 8 or fewer
       {16, 40, 38, 16, 1, 2, true, true},  // 20 x 19 outputs
+      {32, 30, 28, 16, 1, 2, true, true},  // backward-data's phases in tiles of 14 x 32 channels
+      {48, 18, 20, 64, 1, 2, true, true},
       // Input channels in blocks of 16 into 64 or 128.
       {32, 14, 14, 64, 1, 1, true, true},
       {16, 9, 11, 128, 0, 1, true, true},
       {48, 12, 12, 64, 1, 1, true, true},
-      {32, 14, 14, 64, 1, 2, true, true},
-      {96, 5, 13, 64, 2, 2, true, true},
+      {32, 14, 14, 64, 1, 2, false, true},
+      {96, 5, 13, 64, 2, 2, false, true},
       // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
       // stride 2; output rows of 16, 7, 4, 1 and 18 pixels (whole 8 x 8 squares of dy turned, and the rest).
       {3, 32, 32, 64, 3, 2, false, true, 7},
