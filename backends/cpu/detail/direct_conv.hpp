@@ -19,7 +19,7 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of 16,
 // where measured faster than the other paths (conv_peak on resnet, resnet18, resnet50, small and
 // unet, Zen 4). At stride 2, forward (1.1x to 1.25x im2col + GEMM), backward-data in phases
-// (1.05x to 1.33x on resnet50's and resnet18's, 3.8x on resnet's 16-channel dx; not where a narrow
+// (1.05x to 1.33x on resnet50's and resnet18's, 2.2x on resnet's 16-channel dx; not where a narrow
 // dx meets dy under 8 a side: 0.85x), backward-filter (1.3x to 1.5x on outputs of 14 to 56 a side,
 // level at 112; narrow layers 1.4x to 5x). At stride 1, wide layers (a tile's
 // 64 outputs, and backward-filter's 64 input channels): outputs under 8 pixels a side, where the
