@@ -34,9 +34,10 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // 16 channels into a multiple of 64; and, the same way, backward-filter of a 3x3 convolution at
 // stride 1 or 2 of fewer than 16 channels into a multiple of 16 (small's and resnet's first).
 // 1x1 convolutions (padding 0, stride 1 or 2, channels in multiples of 16): backward-filter where
-// the input channels are a multiple of 32 (two vectors or more a pixel: 1.05x to 2.5x the GEMM's,
-// which packs x^T; level on a few of mobilenetv2's, 0.65x with one vector); forward where the
-// outputs are under 8 a side (1.02x to 1.27x), and backward-data there at stride 1 (1.05x to 1.1x).
+// the input channels are a multiple of 32 (two vectors or more a pixel: 1.05x to 3x the GEMM's,
+// which packs x^T; level on a few of mobilenetv2's, 0.89x on resnet50's 512 -> 1024 at stride 2;
+// with one vector 0.65x); forward where the outputs are under 8 a side (1.02x to 1.27x), and
+// backward-data there at stride 1 (1.05x to 1.1x).
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).
