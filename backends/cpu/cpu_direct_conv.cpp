@@ -39,6 +39,7 @@
 #include "backends/cpu/detail/direct_conv.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
+#include "backends/cpu/detail/pixel_conv.hpp"
 #include "backends/cpu/detail/transpose_8x8.hpp"
 #include "backends/cpu/detail/workspace_check.hpp"
 
@@ -785,7 +786,8 @@ std::atomic<int> direct_off{0};
 // along the outputs (Note [The stem's backward-filter]). The ImageNet stem: 7x7 at stride 2,
 // padding at most 3, into a multiple of 64, forward and backward-filter (its backward-data is not
 // needed: the input is the image). A 3x3 at stride 1 or 2, padding at most 2, into a multiple of
-// 16: backward-filter alone (its forward pass stays on im2col + GEMM: the stem's one run of a
+// 16: at stride 1 forward and backward-filter with vectors along the pixels (pixel_conv.hpp), at
+// stride 2 backward-filter alone (its forward pass stays on im2col + GEMM: the stem's one run of a
 // kernel row is 3 to 9 inputs here, 0.56x to 0.79x the GEMM's).
 enum class FewChannels { no, stem, three_by_three };
 
@@ -800,6 +802,11 @@ FewChannels few_channels(const Conv2dDesc& d, const Shape& x) {
       d.out_channels % static_cast<int>(kLanes) == 0)
     return FewChannels::three_by_three;
   return FewChannels::no;
+}
+
+// The few-channel 3x3 convolutions at stride 1, which run with their vectors along the pixels.
+bool along_pixels(const Conv2dDesc& d, const Shape& x) {
+  return few_channels(d, x) == FewChannels::three_by_three && d.stride == 1 && pixel_conv_takes(d, x);
 }
 
 void require_applies(const Conv2dDesc& d, const Shape& x, DirectPass pass, const char* what) {
@@ -818,7 +825,7 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
     case FewChannels::stem:
       return pass != DirectPass::backward_data;
     case FewChannels::three_by_three:
-      return pass == DirectPass::backward_filter;
+      return pass == DirectPass::backward_filter || (pass == DirectPass::forward && along_pixels(d, x));
     case FewChannels::no:
       break;
   }
@@ -851,6 +858,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
   const auto images = static_cast<std::size_t>(std::max(x[0], 0));
   switch (pass) {
     case DirectPass::forward:
+      if (along_pixels(d, x)) return pixel_forward_workspace_floats(d, x, threads);
       return workspace_floats(forward_geometry(d, x), images, threads);
     case DirectPass::backward_data:
       if (d.stride == 2) return phases_workspace_floats(phases_of(d, y, x), images, threads);
@@ -858,6 +866,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
     case DirectPass::backward_filter:
       break;
   }
+  if (along_pixels(d, x)) return pixel_filter_workspace_floats(d, x, threads);
   if (few_channels(d, x) != FewChannels::no)
     return image_filter_workspace_floats(forward_geometry(d, x), images, threads);
   return filter_workspace_floats(forward_geometry(d, x), images, threads);
@@ -866,6 +875,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                     bool accumulate, Workspace ws) {
   require_applies(d, x.shape, DirectPass::forward, "conv2d_forward");
+  if (along_pixels(d, x.shape)) return pixel_forward(threads, d, x, w, bias, y, accumulate, ws);
   const Geometry g = forward_geometry(d, x.shape);
   require_workspace_floats(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
   auto* blocked = static_cast<float*>(ws.data);
@@ -878,6 +888,7 @@ void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Ten
 void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                             Tensor dbias, Workspace ws) {
   require_applies(d, x.shape, DirectPass::backward_filter, "conv2d_backward_filter");
+  if (along_pixels(d, x.shape)) return pixel_backward_filter(threads, d, x, dy, dw, dbias, ws);
   const Geometry g = forward_geometry(d, x.shape);
   const auto images = static_cast<std::size_t>(x.n());
   if (few_channels(d, x.shape) != FewChannels::no) {

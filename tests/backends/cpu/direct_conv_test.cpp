@@ -1,12 +1,14 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (stride
 // 2's backward-data in phases, dx rows no tap reaches among them; the ImageNet stem's 7x7 of 3 or
-// 1 channels at stride 2, forward and backward-filter; 3x3 layers of a few channels,
-// backward-filter; 1x1 layers), narrow layers of 16, 32 or 48 channels in and out among
-// them, on maps whose tiles end short, padding 0 to 2, more input channels than one pass keeps in
-// cache, one and two threads, writing and accumulating; forward and backward-data give the same
-// bits on any thread count; the workspace the backend asks for (NaN-filled) is the one each pass
-// uses, whichever of the backward passes is direct.
+// 1 channels at stride 2, forward and backward-filter; 3x3 layers of a few channels, forward at
+// stride 1 with vectors along the pixels, backward-filter; 1x1 layers), narrow layers of 16, 32 or
+// 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more input
+// channels than one pass keeps in cache, one and two threads, writing and accumulating; forward
+// and backward-data give the same bits on any thread count; the workspace the backend asks for
+// (NaN-filled) is the one each pass uses, whichever of the backward passes is direct. The
+// pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
+// send them.
 #include "backends/cpu/detail/direct_conv.hpp"
 
 #include <catch2/catch.hpp>
@@ -18,6 +20,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
+#include "backends/cpu/detail/pixel_conv.hpp"
 #include "tests/backends/cpu/conv_test_data.hpp"
 
 using namespace cnn;
@@ -211,10 +214,13 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(Conv2dDesc{16, 64, 7, 7, 2, 3}, Shape{2, 16, 56, 56}, cpu::DirectPass::forward));  // 16 in
   CHECK_FALSE(applies(Conv2dDesc{3, 64, 7, 7, 1, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // stride 1
   CHECK_FALSE(applies(Conv2dDesc{3, 32, 7, 7, 2, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // 32 out
-  // A 3x3 convolution of a few channels: backward-filter alone.
+  // A 3x3 convolution of a few channels: at stride 1 forward and backward-filter (vectors along the
+  // pixels), at stride 2 backward-filter alone.
   CHECK(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_filter));
+  CHECK(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::forward));
+  CHECK(applies(Conv2dDesc{3, 64, 3, 3, 1, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::forward));
   CHECK(applies(Conv2dDesc{3, 32, 3, 3, 2, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::backward_filter));
-  CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::forward));
+  CHECK_FALSE(applies(Conv2dDesc{3, 32, 3, 3, 2, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::forward));
   CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(Conv2dDesc{1, 24, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_filter));
   // 1x1 convolutions: backward-filter on any map at stride 1 or 2, of input channels in multiples
@@ -296,11 +302,18 @@ TEST_CASE(
       {3, 7, 7, 128, 3, 2, false, true, 7},
       {3, 5, 6, 64, 1, 2, false, true, 7},
       {2, 37, 35, 64, 3, 2, false, true, 7},
-      // 3x3 convolutions of a few channels: backward-filter alone, along 16, 32 or 64 outputs, the
-      // three kernel rows at once (16 and 32) or one at a time (64).
-      {1, 28, 28, 16, 1, 1, false, true, 3, false},
-      {1, 13, 11, 32, 1, 1, false, true, 3, false},
-      {2, 9, 7, 48, 0, 1, false, true, 3, false},
+      // 3x3 convolutions of a few channels at stride 1, forward and backward-filter with vectors
+      // along the pixels: rows of 28 (runs of 16 and 12, a tile's three runs across rows), 11, 7,
+      // 16, 17 and 1 pixels; tiles of taps 3 wide (9, 18 and 27 taps); padding 0 to 2.
+      {1, 28, 28, 16, 1, 1, false, true},
+      {1, 13, 11, 32, 1, 1, false, true},
+      {2, 9, 7, 48, 0, 1, false, true},
+      {3, 10, 16, 64, 1, 1, false, true},
+      {3, 5, 17, 16, 1, 1, false, true},
+      {3, 3, 3, 32, 0, 1, false, true},  // one output pixel
+      {2, 4, 1, 16, 2, 1, false, true},
+      // At stride 2, backward-filter alone, along 32 or 64 outputs, the three kernel rows at once
+      // (32) or one at a time (64).
       {3, 20, 22, 64, 1, 2, false, true, 3, false},
       {3, 6, 5, 32, 2, 2, false, true, 3, false},
       // 1x1 convolutions: at stride 1 the map runs as one row (35 pixels: tiles of 28 and 7).
@@ -381,5 +394,82 @@ TEST_CASE("direct convolution: a workspace smaller than it asks for is refused",
   const testing::NanWorkspace ws(bytes);
   CHECK_THROWS_AS(cpu::direct_forward(2, d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape}, Tensor{},
                                       Tensor{y.data(), xs}, false, ws.ws),
+                  std::logic_error);
+}
+
+TEST_CASE("pixel-vector convolution: any kernel to 7, 1 to 15 channels, outputs in eights, against the definition",
+          "[cpu][conv]") {
+  if (cpu::isa() < cpu::CpuIsa::avx512) {
+    WARN("this host has no AVX-512: the pixel-vector convolution does not run here");
+    return;
+  }
+  const DirectCase cases[] = {
+      {1, 9, 21, 8, 0, 1, false, true, 1},    // 1x1: one tap
+      {2, 12, 19, 24, 2, 1, false, true, 5},  // 50 taps: tiles of 3 and 2
+      {3, 11, 9, 8, 3, 1, false, true, 7},    // 147 taps
+      {15, 6, 33, 16, 1, 1, false, true},     // 135 taps; rows of 33: runs of 16, 16 and 1
+      {4, 1, 40, 8, 0, 1, false, true, 1}};   // one row
+  for (const DirectCase& k : cases)
+    for (int n : {1, 3})
+      for (bool accumulate : {false, true}) {
+        CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, n, accumulate);
+        const Conv2dDesc d{k.cin, k.cout, k.k, k.k, 1, k.pad};
+        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, k.hout(), k.wout()}, ws_shape{k.cout, k.cin, k.k, k.k};
+        REQUIRE(cpu::pixel_conv_takes(d, xs));
+        std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
+                           dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
+        const std::vector<float> y_before =
+            accumulate ? testing::pattern(ys.elements(), 5) : std::vector<float>(ys.elements(), 7.f);
+        const Sums want_y =
+            accumulate ? forward_definition(k, n, x, w, y_before, false) : forward_definition(k, n, x, w, bias, true);
+        const Sums want_dw = backward_filter_definition(k, n, x, dy, 0.5f, 0.25f);
+        for (int threads : {1, 2}) {
+          CAPTURE(threads);
+          std::vector<float> y = y_before;
+          const testing::NanWorkspace forward_ws(cpu::pixel_forward_workspace_floats(d, xs, threads) * sizeof(float));
+          cpu::pixel_forward(threads, d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape},
+                             accumulate ? Tensor{} : Tensor{bias.data(), Shape{k.cout}}, Tensor{y.data(), ys},
+                             accumulate, forward_ws.ws);
+          CHECK(wrong_elements(y, want_y) == 0);
+          std::vector<float> dw(ws_shape.elements(), 0.5f), dbias(static_cast<std::size_t>(k.cout), 0.25f);
+          const testing::NanWorkspace filter_ws(cpu::pixel_filter_workspace_floats(d, xs, threads) * sizeof(float));
+          cpu::pixel_backward_filter(threads, d, Tensor{x.data(), xs}, Tensor{dy.data(), ys},
+                                     Tensor{dw.data(), ws_shape}, Tensor{dbias.data(), Shape{k.cout}}, filter_ws.ws);
+          dw.insert(dw.end(), dbias.begin(), dbias.end());
+          CHECK(wrong_elements(dw, want_dw) == 0);
+        }
+      }
+}
+
+TEST_CASE("pixel-vector convolution: what it does not take is refused, and a short workspace", "[cpu][conv]") {
+  const Shape xs{2, 3, 8, 8};
+  CHECK(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 1, 1}, xs));
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 2, 1}, xs));   // stride 2
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 12, 3, 3, 1, 1}, xs));   // 12 outputs
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 1, 3}, xs));   // padding past the kernel
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 9, 9, 1, 4}, xs));   // a 9x9 kernel
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 1, 0}, Shape{2, 3, 2, 8}));  // no output row
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{16, 16, 3, 3, 1, 1}, Shape{2, 16, 8, 8}));  // 16 channels
+  Conv2dDesc grouped{3, 24, 3, 3, 1, 1};
+  grouped.groups = 3;
+  CHECK_FALSE(cpu::pixel_conv_takes(grouped, xs));
+  if (cpu::isa() < cpu::CpuIsa::avx512) return;
+  const Conv2dDesc d{3, 16, 3, 3, 1, 1};
+  const Shape ys{2, 16, 8, 8}, ws_shape{16, 3, 3, 3};
+  std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2);
+  std::vector<float> y(ys.elements()), dw(ws_shape.elements());
+  const std::size_t forward_bytes = cpu::pixel_forward_workspace_floats(d, xs, 2) * sizeof(float);
+  const testing::NanWorkspace short_forward(forward_bytes - sizeof(float));
+  CHECK_THROWS_AS(cpu::pixel_forward(2, d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape}, Tensor{},
+                                     Tensor{y.data(), ys}, false, short_forward.ws),
+                  std::logic_error);
+  const testing::NanWorkspace short_filter(cpu::pixel_filter_workspace_floats(d, xs, 2) * sizeof(float) - sizeof(float));
+  CHECK_THROWS_AS(cpu::pixel_backward_filter(2, d, Tensor{x.data(), xs}, Tensor{y.data(), ys},
+                                             Tensor{dw.data(), ws_shape}, Tensor{}, short_filter.ws),
+                  std::logic_error);
+  const Conv2dDesc strided{3, 16, 3, 3, 2, 1};
+  const testing::NanWorkspace ws(forward_bytes);
+  CHECK_THROWS_AS(cpu::pixel_forward(2, strided, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape}, Tensor{},
+                                     Tensor{y.data(), Shape{2, 16, 4, 4}}, false, ws.ws),
                   std::logic_error);
 }
