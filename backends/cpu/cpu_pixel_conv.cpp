@@ -13,13 +13,17 @@
 //   row is cut into runs of 16, the last under a mask, and a tile takes the next three runs
 //   wherever they are (a 28-wide row is two runs, so a tile spans rows). Each output's sum is one
 //   chain over the taps in order, from zero, then y + sum + bias: the same bits on any thread count.
-// - Backward-filter: dw[o][tap] sums dy[o][p] x[tap's shift of p] over the pixels p. A tile of 4
-//   outputs x 6 taps holds 24 vectors of 16 partial sums (a lane each of the run's pixels) and runs
-//   along the output rows: per run of 16 pixels, 4 vectors of dy and 6 shifted input runs, 24 fused
-//   multiply-adds for 10 loads, a short run's lanes zero in both. The rows go in chunks whose dy
-//   stays in L1 while the tiles of taps pass over it. Each thread sums its whole images into its
-//   partial gradient; at the end a value's 16 lanes are added in lane order and the threads'
-//   partials in thread order (as the other backward-filters, the bits follow the thread count).
+// - Backward-filter: dw[o][tap] sums dy[o][p] x[tap's shift of p] over the pixels p. A tile of 8
+//   outputs x 3 taps holds 24 vectors of 16 partial sums (a lane each of the run's pixels) and runs
+//   along the output rows: per run of 16 pixels, 3 shifted input runs and 8 vectors of dy, 24
+//   fused multiply-adds for 11 loads, a short run's lanes zero in both. The taps go in tiles of 3
+//   (or as evenly as they split: 50 taps in 17 tiles of 3 and 2). dy goes in chunks of rows (the
+//   whole map where it fits 256 KB of the L2 cache) that the tiles of taps pass over in turn: the
+//   first reads the chunk from memory, the others fetch the next chunk as they run, since the
+//   layer reads all of dy once (resnet18 at 64: 64 MiB), and waiting on it cost a fifth of the
+//   time. Each thread sums its whole images into its partial gradient; at the end a value's 16
+//   lanes are added in lane order and the threads' partials in thread order (as the other
+//   backward-filters, the bits follow the thread count).
 // The image is copied once an image with its padding written out (and 16 floats past its end for
 // the last run's overreach, which the masks drop).
 #include <immintrin.h>
@@ -43,11 +47,11 @@ constexpr std::size_t kLanes = 16;        // floats a vector: pixels a run
 constexpr std::size_t kMaxChannels = 15;  // input channels
 constexpr std::size_t kMaxKernel = 7;
 constexpr std::size_t kMaxTaps = kMaxChannels * kMaxKernel * kMaxKernel;
-constexpr std::size_t kTileOuts = 8;            // forward: outputs a tile
-constexpr std::size_t kTileRuns = 3;            // forward: runs of 16 pixels a tile
-constexpr std::size_t kFilterOuts = 8;          // backward-filter: outputs a tile
-constexpr std::size_t kFilterTaps = 3;          // backward-filter: taps a tile, at most
-constexpr std::size_t kChunkBytes = 16 * 1024;  // backward-filter: a chunk's rows of dy for a tile's outputs
+constexpr std::size_t kTileOuts = 8;             // forward: outputs a tile
+constexpr std::size_t kTileRuns = 3;             // forward: runs of 16 pixels a tile
+constexpr std::size_t kFilterOuts = 8;           // backward-filter: outputs a tile
+constexpr std::size_t kFilterTaps = 3;           // backward-filter: taps a tile, at most
+constexpr std::size_t kChunkBytes = 256 * 1024;  // backward-filter: a chunk's rows of dy for a tile's outputs
 
 struct Geometry {
   std::size_t cin, cout, h, w, k, pad;
@@ -157,11 +161,24 @@ void forward_image(const Geometry& g, const TapOffsets& offsets, const float* pa
   }
 }
 
-// Which of a tile's outputs' dy the tile fetches into cache ahead of its run: outputs [first,
-// end), `ahead` floats on (the next chunk's rows).
+// The dy a tile fetches into cache as it runs: outputs [first, end) of the next chunk, `rows` rows
+// from `from` (output 0's; the others' `pixels` on).
 struct Prefetch {
-  std::size_t first, end, ahead;
+  const float* from;
+  std::size_t rows, first, end;
 };
+
+// The next chunk of the image's dy after rows [row0, row1) of the outputs from o0: the next rows,
+// else the next outputs' first rows; the share of its outputs the tile `group` of `groups` fetches
+// (the first tile fetches none: it reads the chunk it is on).
+Prefetch next_chunk(const Geometry& g, const float* dy, std::size_t o0, std::size_t row1, std::size_t step,
+                    std::size_t group, std::size_t groups) {
+  if (group == 0) return {nullptr, 0, 0, 0};
+  const std::size_t first = (group - 1) * kFilterOuts / (groups - 1), end = group * kFilterOuts / (groups - 1);
+  if (row1 < g.hout()) return {dy + o0 * g.pixels() + row1 * g.wout(), std::min(step, g.hout() - row1), first, end};
+  if (o0 + kFilterOuts < g.cout) return {dy + (o0 + kFilterOuts) * g.pixels(), std::min(step, g.hout()), first, end};
+  return {nullptr, 0, 0, 0};
+}
 
 // Backward-filter, one tile: Taps taps (their offsets) x 8 outputs (dy's planes `pixels` apart)
 // over the output rows [row0, row1), into partial [8][taps][16] (outputs `out_step` floats apart).
@@ -180,8 +197,8 @@ CNN_TARGET_AVX512 void filter_tile_avx512(const Geometry& g, const float* padded
       const auto lanes = static_cast<__mmask16>((1u << std::min(kLanes, wout - col)) - 1);
       const float* grad = dy + row * wout + col;
       const float* in = padded + row * wp + col;
-      for (std::size_t o = next.first; o < next.end; ++o)
-        _mm_prefetch(reinterpret_cast<const char*>(grad + o * pixels + next.ahead), _MM_HINT_T0);
+      for (std::size_t o = next.first; o < next.end && row - row0 < next.rows; ++o)
+        _mm_prefetch(reinterpret_cast<const char*>(next.from + o * pixels + (row - row0) * wout + col), _MM_HINT_T0);
       __m512 x[Taps];
 #pragma GCC unroll 3
       for (std::size_t t = 0; t < Taps; ++t) x[t] = _mm512_maskz_loadu_ps(lanes, in + offsets[t]);
@@ -302,10 +319,7 @@ void pixel_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, co
               const std::size_t row1 = std::min(g.hout(), row0 + step);
               for (std::size_t group = 0, t0 = 0; group < groups; ++group) {
                 const std::size_t count = (taps - t0) / (groups - group);
-                // The tiles after the first fetch the next chunk's dy, an even share of its outputs each.
-                const Prefetch next = group == 0 ? Prefetch{0, 0, 0}
-                                                 : Prefetch{(group - 1) * kFilterOuts / (groups - 1),
-                                                            group * kFilterOuts / (groups - 1), step * g.wout()};
+                const Prefetch next = next_chunk(g, grad, o0, row1, step, group, groups);
                 kFilterTiles[count - 1](g, padded, offsets.data() + t0, grad + o0 * pixels, row0, row1,
                                         partial + o0 * out_step + t0 * kLanes, out_step, next);
                 t0 += count;

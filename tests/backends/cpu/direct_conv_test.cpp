@@ -408,7 +408,8 @@ TEST_CASE("pixel-vector convolution: any kernel to 7, 1 to 15 channels, outputs 
       {2, 12, 19, 24, 2, 1, false, true, 5},  // 50 taps: tiles of 3 and 2
       {3, 11, 9, 8, 3, 1, false, true, 7},    // 147 taps
       {15, 6, 33, 16, 1, 1, false, true},     // 135 taps; rows of 33: runs of 16, 16 and 1
-      {4, 1, 40, 8, 0, 1, false, true, 1}};   // one row
+      {4, 1, 40, 8, 0, 1, false, true, 1},    // one row
+      {1, 16, 600, 16, 1, 1, false, true}};   // backward-filter's dy in chunks of 13 and 3 rows
   for (const DirectCase& k : cases)
     for (int n : {1, 3})
       for (bool accumulate : {false, true}) {
