@@ -21,8 +21,7 @@
 // Each output's sum is one chain of fused multiply-adds over the channel blocks, the taps and the
 // 16 channels of a block, in that order, from zero, whatever the thread count (threads take
 // whole images): the same bits for the same host instructions. Then the sums go to the NCHW output
-// (y + sum, then the bias). The ImageNet stem (7x7 at stride 2 of 3 channels) runs the same
-// kernel forward, its channels one block of 3. AVX-512 only: a host without it takes the other
+// (y + sum, then the bias). AVX-512 only: a host without it takes the other
 // paths, which sum in another order, so a network with such layers trains to other bits there
 // (within rounding).
 #include <immintrin.h>
@@ -68,8 +67,7 @@ std::size_t out_block_of(std::size_t cout) {
 struct Geometry {
   std::size_t cin, cout, h, w, k, pad, stride;
   std::size_t out_block = out_block_of(cout);
-  std::size_t lanes() const { return std::min(cin, kLanes); }  // input channels a block: 16, or all of fewer
-  std::size_t blocks() const { return cin / lanes(); }
+  std::size_t blocks() const { return cin / kLanes; }
   std::size_t hp() const { return h + 2 * pad; }
   std::size_t wp() const { return w + 2 * pad; }
   std::size_t hout() const { return (hp() - k) / stride + 1; }
@@ -111,19 +109,11 @@ std::size_t workspace_floats(const Geometry& g, std::size_t images, int threads)
          static_cast<std::size_t>(range_threads(threads, std::max<std::size_t>(images, 1))) * g.share_floats();
 }
 
-// One image [cin][h][w] into [blocks][hp][wp][lanes], its border zero: 8 channels' rows turned
-// into [pixel][8] by 8 x 8 squares (the row's last under masks); the stem's few channels a value
-// at a time.
+// One image [cin][h][w] into [blocks][hp][wp][16], its border zero: 8 channels' rows turned
+// into [pixel][8] by 8 x 8 squares (the row's last under masks).
 CNN_TARGET_AVX512 void block_image_avx512(const Geometry& g, const float* x, float* blocked) {
-  const std::size_t wp = g.wp(), lanes = g.lanes(), plane = g.hp() * wp * lanes, hw = g.h * g.w;
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, hw = g.h * g.w;
   std::memset(blocked, 0, g.cin * g.hp() * wp * sizeof(float));
-  if (lanes != kLanes) {
-    for (std::size_t c = 0; c < g.cin; ++c)
-      for (std::size_t i = 0; i < g.h; ++i)
-        for (std::size_t j = 0; j < g.w; ++j)
-          blocked[((i + g.pad) * wp + j + g.pad) * lanes + c] = x[c * hw + i * g.w + j];
-    return;
-  }
   for (std::size_t c0 = 0; c0 < g.cin; c0 += 8)
     for (std::size_t i = 0; i < g.h; ++i) {
       float* to = blocked + (c0 / kLanes) * plane + ((i + g.pad) * wp + g.pad) * kLanes + c0 % kLanes;
@@ -139,12 +129,12 @@ CNN_TARGET_AVX512 void block_image_avx512(const Geometry& g, const float* x, flo
     }
 }
 
-// The weights into [cout/out_block][blocks][k][k][lanes in][out_block out]; taps(o, c) points at
+// The weights into [cout/out_block][blocks][k][k][16 in][out_block out]; taps(o, c) points at
 // the k x k taps of output o and input c, `turned` reads them backwards (backward-data's filter
 // turned half a circle).
 template <class Taps>
 void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float* blocked) {
-  const std::size_t kk = g.k * g.k, lanes = g.lanes(), out_block = g.out_block;
+  const std::size_t kk = g.k * g.k, lanes = kLanes, out_block = g.out_block;
   parallel_ranges(threads, g.cout / out_block, [&](int, std::size_t first, std::size_t end) {
     for (std::size_t ob = first; ob < end; ++ob)
       for (std::size_t cb = 0; cb < g.blocks(); ++cb) {
@@ -174,8 +164,7 @@ Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pa
 }
 
 // The multiply-adds of `count` consecutive inputs of each of the tile's pixels [Lo, Hi), the
-// pixels `step` floats apart (Step and Count where not 0): one tap over a block's channels, or
-// the stem's whole kernel row (its taps and channels lie side by side in the blocked image).
+// pixels `step` floats apart (Step and Count where not 0): one tap over a block's channels.
 template <std::size_t Vectors, std::size_t Wide, std::size_t Step, std::size_t Count, std::size_t Lo, std::size_t Hi>
 CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(__m512 (&acc)[Wide][Vectors],
                                                                                const float* in, const float* w,
@@ -198,8 +187,7 @@ CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(_
 // [first, end) into sums[pixel][Vectors x 16]: from zero for the first blocks, else from what the
 // blocks before left there (the same chain of fused multiply-adds). The taps on the padding are
 // skipped (where a tap reaches past a side, only the first or the last pixel; other cases compute
-// over the zeros of the blocked image's border). With blocks of fewer than 16 channels (Lanes 0:
-// the stem), a kernel row's taps run as one, over the zeros too.
+// over the zeros of the blocked image's border).
 template <std::size_t Vectors, std::size_t Wide, std::size_t Stride, std::size_t Lanes>
 CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
                                           std::size_t ow, std::size_t first, std::size_t end, float* sums) {
@@ -208,7 +196,7 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
   for (std::size_t q = 0; q < Wide; ++q)
     for (std::size_t v = 0; v < Vectors; ++v)
       acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOut + v * kLanes);
-  const std::size_t lanes = Lanes != 0 ? Lanes : g.lanes();
+  constexpr std::size_t lanes = Lanes;
   const std::size_t wp = g.wp(), plane = g.hp() * wp * lanes, kk = g.k * g.k, row = oh * Stride;
   // Kernel row i reads input row oh * stride + i - pad: inside the image for i in [top, bottom).
   const std::size_t top = row < g.pad ? g.pad - row : 0, bottom = std::min(g.k, g.h + g.pad - row);
@@ -219,11 +207,6 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
     const float* block = image + cb * plane + (row * wp + ow * Stride) * lanes;
     const float* taps = weights + cb * kk * lanes * kOut;
     for (std::size_t i = top; i < bottom; ++i) {
-      if constexpr (Lanes == 0) {
-        direct_tap_avx512<Vectors, Wide, 0, 0, 0, Wide>(acc, block + i * wp * lanes, taps + i * g.k * lanes * kOut,
-                                                        Stride * lanes, g.k * lanes);
-        continue;
-      }
       for (std::size_t j = 0; j < g.k; ++j) {
         const float* in = block + (i * wp + j) * lanes;
         const float* w = taps + (i * g.k + j) * lanes * kOut;
@@ -266,10 +249,8 @@ TileRow tile_row_at(std::size_t stride) {
   return {kernels.data(), kTileWide<Vectors>};
 }
 
-// By the tile's output channels, blocks of 16 channels or fewer (the stem's 3, its outputs 64),
-// stride (1 or 2).
+// By the tile's output channels and stride (1 or 2).
 TileRow tile_row(const Geometry& g) {
-  if (g.lanes() != kLanes) return tile_row_at<4, 0>(g.stride);
   if (g.out_block == kWideBlock) return tile_row_at<4, kLanes>(g.stride);
   if (g.out_block == 2 * kLanes) return tile_row_at<2, kLanes>(g.stride);
   return tile_row_at<1, kLanes>(g.stride);
@@ -279,7 +260,7 @@ TileRow tile_row(const Geometry& g) {
 // in a core's L2 cache.
 std::size_t blocks_in_cache(const Geometry& g) {
   constexpr std::size_t kCacheBytes = 512 * 1024;
-  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * g.lanes() * g.out_block * sizeof(float)));
+  return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * kLanes * g.out_block * sizeof(float)));
 }
 
 // A tile's sums, [wide][out_block] from pixel p0 of the map, into the NCHW output of the block of
@@ -643,11 +624,11 @@ std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int t
 // registers and runs along the row's pixels: per pixel four vectors of the turned dy and 7
 // broadcasts of the input row (the image copied with its padding written out), 28 fused
 // multiply-adds. Kernel rows on the padding are skipped; taps on the padding's columns multiply
-// its zeros. A 3x3 convolution of a few channels (the first of small and resnet: one channel into
-// 32 or 16) runs the same way, with as many outputs as the layer's block (64, 32 or 16) and, where
-// they fit, its three kernel rows at once (9 taps x 32 or 16 outputs, the rows on the padding
-// multiplying its zeros). Each thread takes whole images into its partial gradient,
-// [cin][k][k][cout]; the partials are added in thread order into dw.
+// its zeros. Each thread takes whole images into its partial gradient, [cin][k][k][cout]; the
+// partials are added in thread order into dw. The stem's forward pass, and both passes of a 3x3
+// convolution of a few channels, run with their vectors along the pixels instead (Note [Vectors
+// along the pixels], cpu_pixel_conv.cpp: on the stem's 147 taps this kernel's backward-filter is
+// 1.15x that one's, its forward 0.8x).
 
 // dy's outputs [o0, o0 + out) of output row oh, [wout][out] into `turned`.
 CNN_TARGET_AVX512 void turn_dy_row_avx512(const float* dy, std::size_t pixels, std::size_t wout, std::size_t out,
@@ -664,52 +645,27 @@ CNN_TARGET_AVX512 void turn_dy_row_avx512(const float* dy, std::size_t pixels, s
     for (std::size_t o = 0; o < out; ++o) turned[ow0 * out + o] = dy[o * pixels + ow0];
 }
 
-// Rows kernel rows of one input channel from row i0, their Taps taps x Vectors x 16 outputs, over
-// one output row: `row` the padded input row kernel row i0 reads (the next rows `row_step` floats
-// on; pixel ow reads row[ow * stride + j]), `turned` dy's row [wout][Vectors x 16]; added to
-// partial[r][j][o] (kernel rows Taps x cout apart, taps cout apart).
-template <std::size_t Rows, std::size_t Taps, std::size_t Vectors>
-CNN_TARGET_AVX512 void image_filter_rows_avx512(const float* row, std::size_t row_step, std::size_t stride,
-                                                const float* turned, std::size_t wout, std::size_t cout,
-                                                float* partial) {
-  constexpr std::size_t kOut = Vectors * kLanes;
-  __m512 acc[Rows][Taps][Vectors];
-  for (std::size_t r = 0; r < Rows; ++r)
-    for (std::size_t j = 0; j < Taps; ++j)
-      for (std::size_t v = 0; v < Vectors; ++v)
-        acc[r][j][v] = _mm512_loadu_ps(partial + (r * Taps + j) * cout + v * kLanes);
+// One kernel row of one input channel, its 7 taps x 64 outputs, over one output row: `row` the
+// padded input row it reads (pixel ow reads row[ow * stride + j]), `turned` dy's row [wout][64];
+// added to partial[j][o] (taps cout apart).
+CNN_TARGET_AVX512 void stem_filter_row_avx512(const float* row, std::size_t stride, const float* turned,
+                                              std::size_t wout, std::size_t cout, float* partial) {
+  constexpr std::size_t kTaps = 7;
+  __m512 acc[kTaps][kWideVectors];
+  for (std::size_t j = 0; j < kTaps; ++j)
+    for (std::size_t v = 0; v < kWideVectors; ++v) acc[j][v] = _mm512_loadu_ps(partial + j * cout + v * kLanes);
   for (std::size_t ow = 0; ow < wout; ++ow) {
-    __m512 d[Vectors];
-    for (std::size_t v = 0; v < Vectors; ++v) d[v] = _mm512_loadu_ps(turned + ow * kOut + v * kLanes);
-    for (std::size_t r = 0; r < Rows; ++r) {
-      const float* in = row + r * row_step + ow * stride;
+    __m512 d[kWideVectors];
+    for (std::size_t v = 0; v < kWideVectors; ++v) d[v] = _mm512_loadu_ps(turned + ow * kWideBlock + v * kLanes);
+    const float* in = row + ow * stride;
 #pragma GCC unroll 7
-      for (std::size_t j = 0; j < Taps; ++j) {
-        const __m512 x = _mm512_set1_ps(in[j]);
-        for (std::size_t v = 0; v < Vectors; ++v) acc[r][j][v] = _mm512_fmadd_ps(x, d[v], acc[r][j][v]);
-      }
+    for (std::size_t j = 0; j < kTaps; ++j) {
+      const __m512 x = _mm512_set1_ps(in[j]);
+      for (std::size_t v = 0; v < kWideVectors; ++v) acc[j][v] = _mm512_fmadd_ps(x, d[v], acc[j][v]);
     }
   }
-  for (std::size_t r = 0; r < Rows; ++r)
-    for (std::size_t j = 0; j < Taps; ++j)
-      for (std::size_t v = 0; v < Vectors; ++v)
-        _mm512_storeu_ps(partial + (r * Taps + j) * cout + v * kLanes, acc[r][j][v]);
-}
-
-using ImageRowsKernel = void (*)(const float*, std::size_t, std::size_t, const float*, std::size_t, std::size_t,
-                                 float*);
-
-// The kernel for a layer's rows, and how many kernel rows it takes at once.
-struct ImageRows {
-  ImageRowsKernel kernel;
-  std::size_t rows;
-};
-
-ImageRows image_rows(const Geometry& g) {
-  if (g.k == 7) return {image_filter_rows_avx512<1, 7, 4>, 1};  // the stem: 64 outputs
-  if (g.out_block == kWideBlock) return {image_filter_rows_avx512<1, 3, 4>, 1};
-  if (g.out_block == 2 * kLanes) return {image_filter_rows_avx512<3, 3, 2>, 3};
-  return {image_filter_rows_avx512<3, 3, 1>, 3};
+  for (std::size_t j = 0; j < kTaps; ++j)
+    for (std::size_t v = 0; v < kWideVectors; ++v) _mm512_storeu_ps(partial + j * cout + v * kLanes, acc[j][v]);
 }
 
 // One image [cin][h][w] into [cin][hp][wp], its border zero.
@@ -735,7 +691,6 @@ void image_backward_filter(int threads, const Geometry& g, const Tensor& x, cons
                            float* shares) {
   const std::size_t kk = g.k * g.k, hout = g.hout(), wout = g.wout(), pixels = hout * wout, out = g.out_block;
   const std::size_t weights = g.cout * g.cin * kk, share = image_filter_share_floats(g);
-  const ImageRows rows = image_rows(g);
   const auto images = static_cast<std::size_t>(x.n());
   const int used = parallel_ranges(threads, images, [&](int t, std::size_t first, std::size_t end) {
     float* partial = shares + static_cast<std::size_t>(t) * share;  // [cin][k][k][cout], then [cout]
@@ -750,11 +705,11 @@ void image_backward_filter(int threads, const Geometry& g, const Tensor& x, cons
           const float* block = grad + o0 * pixels + oh * wout;
           turn_dy_row_avx512(block, pixels, wout, out, turned);
           for (std::size_t c = 0; c < g.cin; ++c)
-            for (std::size_t i = 0; i < g.k; i += rows.rows) {
+            for (std::size_t i = 0; i < g.k; ++i) {
               const std::size_t row = oh * g.stride + i;  // in the padded image
-              if (rows.rows == 1 && (row < g.pad || row >= g.pad + g.h)) continue;
-              rows.kernel(padded + (c * g.hp() + row) * g.wp(), g.wp(), g.stride, turned, wout, g.cout,
-                          partial + (c * g.k + i) * g.k * g.cout + o0);
+              if (row < g.pad || row >= g.pad + g.h) continue;
+              stem_filter_row_avx512(padded + (c * g.hp() + row) * g.wp(), g.stride, turned, wout, g.cout,
+                                     partial + (c * g.k + i) * g.k * g.cout + o0);
             }
           for (std::size_t o = 0; o < out && !dbias.empty(); ++o) {
             float sum = partial[weights + o0 + o];
@@ -782,13 +737,10 @@ void image_backward_filter(int threads, const Geometry& g, const Tensor& x, cons
 
 std::atomic<int> direct_off{0};
 
-// A convolution of a few channels (an image's: RGB, grey), whose backward-filter runs its vectors
-// along the outputs (Note [The stem's backward-filter]). The ImageNet stem: 7x7 at stride 2,
-// padding at most 3, into a multiple of 64, forward and backward-filter (its backward-data is not
-// needed: the input is the image). A 3x3 at stride 1 or 2, padding at most 2, into a multiple of
-// 16: at stride 1 forward and backward-filter with vectors along the pixels (pixel_conv.hpp), at
-// stride 2 backward-filter alone (its forward pass stays on im2col + GEMM: the stem's one run of a
-// kernel row is 3 to 9 inputs here, 0.56x to 0.79x the GEMM's).
+// A convolution of a few channels (an image's: RGB, grey), forward and backward-filter (its
+// backward-data is not needed: the input is the image). The ImageNet stem: 7x7 at stride 2,
+// padding at most 3, into a multiple of 64; a 3x3 at stride 1 or 2, padding at most 2, into a
+// multiple of 16.
 enum class FewChannels { no, stem, three_by_three };
 
 FewChannels few_channels(const Conv2dDesc& d, const Shape& x) {
@@ -804,9 +756,12 @@ FewChannels few_channels(const Conv2dDesc& d, const Shape& x) {
   return FewChannels::no;
 }
 
-// The few-channel 3x3 convolutions at stride 1, which run with their vectors along the pixels.
-bool along_pixels(const Conv2dDesc& d, const Shape& x) {
-  return few_channels(d, x) == FewChannels::three_by_three && d.stride == 1 && pixel_conv_takes(d, x);
+// The few-channel passes that run with their vectors along the pixels (pixel_conv.hpp): each but
+// the stem's backward-filter, which runs along the outputs (Note [The stem's backward-filter]).
+bool along_pixels(const Conv2dDesc& d, const Shape& x, DirectPass pass) {
+  const FewChannels few = few_channels(d, x);
+  if (few == FewChannels::no || !pixel_conv_takes(d, x)) return false;
+  return pass == DirectPass::forward || (pass == DirectPass::backward_filter && few == FewChannels::three_by_three);
 }
 
 void require_applies(const Conv2dDesc& d, const Shape& x, DirectPass pass, const char* what) {
@@ -823,9 +778,8 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx512) return false;
   switch (few_channels(d, x)) {
     case FewChannels::stem:
-      return pass != DirectPass::backward_data;
     case FewChannels::three_by_three:
-      return pass == DirectPass::backward_filter || (pass == DirectPass::forward && along_pixels(d, x));
+      return pass != DirectPass::backward_data;
     case FewChannels::no:
       break;
   }
@@ -858,7 +812,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
   const auto images = static_cast<std::size_t>(std::max(x[0], 0));
   switch (pass) {
     case DirectPass::forward:
-      if (along_pixels(d, x)) return pixel_forward_workspace_floats(d, x, threads);
+      if (along_pixels(d, x, pass)) return pixel_forward_workspace_floats(d, x, threads);
       return workspace_floats(forward_geometry(d, x), images, threads);
     case DirectPass::backward_data:
       if (d.stride == 2) return phases_workspace_floats(phases_of(d, y, x), images, threads);
@@ -866,7 +820,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
     case DirectPass::backward_filter:
       break;
   }
-  if (along_pixels(d, x)) return pixel_filter_workspace_floats(d, x, threads);
+  if (along_pixels(d, x, pass)) return pixel_filter_workspace_floats(d, x, threads);
   if (few_channels(d, x) != FewChannels::no)
     return image_filter_workspace_floats(forward_geometry(d, x), images, threads);
   return filter_workspace_floats(forward_geometry(d, x), images, threads);
@@ -875,7 +829,7 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
                     bool accumulate, Workspace ws) {
   require_applies(d, x.shape, DirectPass::forward, "conv2d_forward");
-  if (along_pixels(d, x.shape)) return pixel_forward(threads, d, x, w, bias, y, accumulate, ws);
+  if (along_pixels(d, x.shape, DirectPass::forward)) return pixel_forward(threads, d, x, w, bias, y, accumulate, ws);
   const Geometry g = forward_geometry(d, x.shape);
   require_workspace_floats(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
   auto* blocked = static_cast<float*>(ws.data);
@@ -888,7 +842,8 @@ void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Ten
 void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
                             Tensor dbias, Workspace ws) {
   require_applies(d, x.shape, DirectPass::backward_filter, "conv2d_backward_filter");
-  if (along_pixels(d, x.shape)) return pixel_backward_filter(threads, d, x, dy, dw, dbias, ws);
+  if (along_pixels(d, x.shape, DirectPass::backward_filter))
+    return pixel_backward_filter(threads, d, x, dy, dw, dbias, ws);
   const Geometry g = forward_geometry(d, x.shape);
   const auto images = static_cast<std::size_t>(x.n());
   if (few_channels(d, x.shape) != FewChannels::no) {

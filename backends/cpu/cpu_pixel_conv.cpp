@@ -25,7 +25,12 @@
 //   lanes are added in lane order and the threads' partials in thread order (as the other
 //   backward-filters, the bits follow the thread count).
 // The image is copied once an image with its padding written out (and 16 floats past its end for
-// the last run's overreach, which the masks drop).
+// the last run's overreach, which the masks drop). At stride 2 a run's 16 outputs read every other
+// input column, so each padded row is kept as its even columns, then its odd ones (split 32 values
+// at a time by two permutes): a tap's run is again 16 neighbours, in the half of its column's
+// parity. The ImageNet stem (7x7 at stride 2) runs forward this way, 1.25x the blocked direct
+// kernel; its backward-filter, 147 taps over dy in 49 tiles, was 0.87x the kernel along the outputs
+// (Note [The stem's backward-filter]) and stays there.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -53,23 +58,29 @@ constexpr std::size_t kFilterOuts = 8;           // backward-filter: outputs a t
 constexpr std::size_t kFilterTaps = 3;           // backward-filter: taps a tile, at most
 constexpr std::size_t kChunkBytes = 256 * 1024;  // backward-filter: a chunk's rows of dy for a tile's outputs
 
+// A convolution at stride 1 or 2. At stride 2 each padded row is kept as its even columns, then
+// its odd ones (each half `half()` floats), so that a tap's run of 16 outputs reads 16 neighbours.
 struct Geometry {
-  std::size_t cin, cout, h, w, k, pad;
+  std::size_t cin, cout, h, w, k, pad, stride;
   std::size_t hp() const { return h + 2 * pad; }
   std::size_t wp() const { return w + 2 * pad; }
-  std::size_t hout() const { return hp() - k + 1; }
-  std::size_t wout() const { return wp() - k + 1; }
+  std::size_t hout() const { return (hp() - k) / stride + 1; }
+  std::size_t wout() const { return (wp() - k) / stride + 1; }
   std::size_t pixels() const { return hout() * wout(); }
-  std::size_t plane() const { return hp() * wp(); }
+  std::size_t half() const { return (wp() + 1) / 2; }
+  std::size_t row_floats() const { return stride == 1 ? wp() : 2 * half(); }  // a padded row
+  std::size_t row_step() const { return stride * row_floats(); }  // from an output row's input to the next's
+  std::size_t plane() const { return hp() * row_floats(); }
   std::size_t taps() const { return cin * k * k; }
   std::size_t runs_a_row() const { return (wout() + kLanes - 1) / kLanes; }
   std::size_t padded_floats() const { return aligned_floats(cin * plane() + kLanes); }
+  // Where padded column j of a row lies in it.
+  std::size_t column(std::size_t j) const { return stride == 1 ? j : (j % 2) * half() + j / 2; }
 };
 
 Geometry geometry(const Conv2dDesc& d, const Shape& x) {
-  return {static_cast<std::size_t>(x[1]),       static_cast<std::size_t>(d.out_channels),
-          static_cast<std::size_t>(x[2]),       static_cast<std::size_t>(x[3]),
-          static_cast<std::size_t>(d.kernel_h), static_cast<std::size_t>(d.padding)};
+  const auto size = [](int v) { return static_cast<std::size_t>(v); };
+  return {size(x[1]), size(d.out_channels), size(x[2]), size(x[3]), size(d.kernel_h), size(d.padding), size(d.stride)};
 }
 
 void require_takes(const Conv2dDesc& d, const Shape& x, const char* what) {
@@ -77,7 +88,7 @@ void require_takes(const Conv2dDesc& d, const Shape& x, const char* what) {
     throw std::logic_error(std::string(what) + ": the pixel-vector passes take no such convolution of " + x.str());
 }
 
-// Where each tap's run starts, from its output pixel's: c * plane + i * wp + j.
+// Where each tap's run starts, from its output pixel's: c * plane + i * row + column(j).
 using TapOffsets = std::array<std::size_t, kMaxTaps>;
 
 TapOffsets tap_offsets(const Geometry& g) {
@@ -85,17 +96,42 @@ TapOffsets tap_offsets(const Geometry& g) {
   std::size_t t = 0;
   for (std::size_t c = 0; c < g.cin; ++c)
     for (std::size_t i = 0; i < g.k; ++i)
-      for (std::size_t j = 0; j < g.k; ++j) offsets[t++] = c * g.plane() + i * g.wp() + j;
+      for (std::size_t j = 0; j < g.k; ++j) offsets[t++] = c * g.plane() + i * g.row_floats() + g.column(j);
   return offsets;
 }
 
-// One image [cin][h][w] into [cin][hp][wp], its border and the floats past its end zero.
+// A row of w values into a stride-2 padded row from padded column `pad`: each value to its
+// column's half, 32 at a time split into even and odd ones.
+CNN_TARGET_AVX512 void split_row_avx512(const Geometry& g, const float* from, float* row) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  // Values at even q go to padded column q + pad: the even half where pad is even.
+  float* to_even = row + g.column(g.pad);
+  float* to_odd = row + g.column(g.pad + 1);
+  for (std::size_t q = 0; q < g.w; q += 2 * kLanes) {
+    const std::size_t count = std::min(2 * kLanes, g.w - q);
+    const auto low = static_cast<__mmask16>((1u << std::min(kLanes, count)) - 1);
+    const auto high = static_cast<__mmask16>((1u << (count > kLanes ? count - kLanes : 0)) - 1);
+    const __m512 a = _mm512_maskz_loadu_ps(low, from + q), b = _mm512_maskz_loadu_ps(high, from + q + kLanes);
+    const auto evens = static_cast<__mmask16>((1u << ((count + 1) / 2)) - 1);
+    const auto odds = static_cast<__mmask16>((1u << (count / 2)) - 1);
+    _mm512_mask_storeu_ps(to_even + q / 2, evens, _mm512_permutex2var_ps(a, even, b));
+    _mm512_mask_storeu_ps(to_odd + q / 2, odds, _mm512_permutex2var_ps(a, odd, b));
+  }
+}
+
+// One image [cin][h][w] into [cin][hp][row], its border and the floats past its end zero.
 void pad_image(const Geometry& g, const float* x, float* padded) {
-  const std::size_t wp = g.wp();
   std::memset(padded, 0, g.padded_floats() * sizeof(float));
   for (std::size_t c = 0; c < g.cin; ++c)
-    for (std::size_t i = 0; i < g.h; ++i)
-      std::memcpy(padded + (c * g.hp() + i + g.pad) * wp + g.pad, x + (c * g.h + i) * g.w, g.w * sizeof(float));
+    for (std::size_t i = 0; i < g.h; ++i) {
+      float* row = padded + c * g.plane() + (i + g.pad) * g.row_floats();
+      const float* from = x + (c * g.h + i) * g.w;
+      if (g.stride == 1)
+        std::memcpy(row + g.pad, from, g.w * sizeof(float));
+      else
+        split_row_avx512(g, from, row);
+    }
 }
 
 // A run of up to 16 output pixels of one row: where its input starts in the padded image, where
@@ -108,7 +144,7 @@ struct Run {
 Run run_at(const Geometry& g, std::size_t r) {
   const std::size_t row = r / g.runs_a_row(), col = (r % g.runs_a_row()) * kLanes;
   const std::size_t count = std::min(kLanes, g.wout() - col);
-  return {row * g.wp() + col, row * g.wout() + col, static_cast<__mmask16>((1u << count) - 1)};
+  return {row * g.row_step() + col, row * g.wout() + col, static_cast<__mmask16>((1u << count) - 1)};
 }
 
 // Forward, one tile: 8 outputs (weights [taps][8], the outputs' planes `pixels` apart from y)
@@ -186,7 +222,7 @@ template <std::size_t Taps>
 CNN_TARGET_AVX512 void filter_tile_avx512(const Geometry& g, const float* padded, const std::size_t* offsets,
                                           const float* dy, std::size_t row0, std::size_t row1, float* partial,
                                           std::size_t out_step, const Prefetch& next) {
-  const std::size_t pixels = g.pixels(), wout = g.wout(), wp = g.wp();
+  const std::size_t pixels = g.pixels(), wout = g.wout(), row_step = g.row_step();
   __m512 acc[kFilterOuts][Taps];
 #pragma GCC unroll 8
   for (std::size_t o = 0; o < kFilterOuts; ++o)
@@ -196,7 +232,7 @@ CNN_TARGET_AVX512 void filter_tile_avx512(const Geometry& g, const float* padded
     for (std::size_t col = 0; col < wout; col += kLanes) {
       const auto lanes = static_cast<__mmask16>((1u << std::min(kLanes, wout - col)) - 1);
       const float* grad = dy + row * wout + col;
-      const float* in = padded + row * wp + col;
+      const float* in = padded + row * row_step + col;
       for (std::size_t o = next.first; o < next.end && row - row0 < next.rows; ++o)
         _mm_prefetch(reinterpret_cast<const char*>(next.from + o * pixels + (row - row0) * wout + col), _MM_HINT_T0);
       __m512 x[Taps];
@@ -256,7 +292,7 @@ float lanes_sum(const float* lanes) {
 
 bool pixel_conv_takes(const Conv2dDesc& d, const Shape& x) {
   if (x.rank != 4 || x[1] < 1 || x[1] > static_cast<int>(kMaxChannels) || std::max(d.groups, 1) != 1 ||
-      std::max(d.dilation, 1) != 1 || d.stride != 1 || d.kernel_h != d.kernel_w || d.kernel_h < 1 ||
+      std::max(d.dilation, 1) != 1 || (d.stride != 1 && d.stride != 2) || d.kernel_h != d.kernel_w || d.kernel_h < 1 ||
       d.kernel_h > static_cast<int>(kMaxKernel) || d.padding < 0 || d.padding >= d.kernel_h || d.out_channels <= 0 ||
       d.out_channels % static_cast<int>(kTileOuts) != 0 || x[2] < 1 || x[3] < 1)
     return false;

@@ -29,10 +29,12 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // channels), where im2col + GEMM runs at 40% to 60% of the peak: every pass of fewer than 32
 // channels in or out, which Winograd does not take (1.2x to 2.3x on maps of 28 to 112 a side), and
 // where Winograd could, outputs of at most 14 x 14, and backward up to 28 x 28 (1.1x to 1.4x; on
-// larger maps Winograd is faster). And the ImageNet stem's forward and backward-filter passes (Note
-// [The stem's backward-filter]): a 7x7 convolution at stride 2, padding at most 3, of fewer than
-// 16 channels into a multiple of 64; and, the same way, backward-filter of a 3x3 convolution at
-// stride 1 or 2 of fewer than 16 channels into a multiple of 16 (small's and resnet's first).
+// larger maps Winograd is faster). Convolutions of fewer than 16 channels (an image's), forward
+// and backward-filter: the ImageNet stem, a 7x7 at stride 2, padding at most 3, into a multiple of
+// 64 (forward with vectors along the pixels, pixel_conv.hpp, 1.25x the blocked kernel's;
+// backward-filter along the outputs, Note [The stem's backward-filter]); a 3x3 at stride 1 or 2,
+// padding at most 2, into a multiple of 16, both passes along the pixels (1.3x to 3x im2col + GEMM
+// forward, 1.3x to 1.9x the kernel along the outputs backward).
 // 1x1 convolutions (padding 0, stride 1 or 2, channels in multiples of 16): backward-filter where
 // the input channels are a multiple of 32 (two vectors or more a pixel: 1.05x to 3x the GEMM's,
 // which packs x^T; level on a few of mobilenetv2's, 0.89x on resnet50's 512 -> 1024 at stride 2;

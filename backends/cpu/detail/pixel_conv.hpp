@@ -1,6 +1,6 @@
 #pragma once
-// The CPU's convolution of a few input channels at stride 1 (an image's: RGB or grey; resnet18's,
-// small's and resnet's first layers) with its vectors along each output row's pixels: forward and
+// The CPU's convolution of a few input channels (an image's: RGB or grey; the first layer of
+// small, resnet, resnet18 and mobilenetv2) with its vectors along each output row's pixels: forward and
 // backward-filter (Note [Vectors along the pixels], cpu_pixel_conv.cpp). AVX-512 hosts only;
 // direct_conv.hpp's gate decides where it runs and calls it.
 #include <cnnengine/engine/core/backend.hpp>
@@ -9,7 +9,7 @@
 namespace cnn::cpu {
 
 // The convolutions these kernels take: groups 1, dilation 1, a square kernel of at most 7 at
-// stride 1 with padding under the kernel's side, 1 to 15 input channels, outputs in a multiple of
+// stride 1 or 2 with padding under the kernel's side, 1 to 15 input channels, outputs in a multiple of
 // 8, at least one output pixel. Anything else is refused with std::logic_error.
 bool pixel_conv_takes(const Conv2dDesc& d, const Shape& x);
 

@@ -1,8 +1,8 @@
 // The direct convolution (backends/cpu/detail/direct_conv.hpp): where it applies, forward,
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (stride
 // 2's backward-data in phases, dx rows no tap reaches among them; the ImageNet stem's 7x7 of 3 or
-// 1 channels at stride 2, forward and backward-filter; 3x3 layers of a few channels, forward at
-// stride 1 with vectors along the pixels, backward-filter; 1x1 layers), narrow layers of 16, 32 or
+// 1 channels at stride 2, forward and backward-filter; 3x3 layers of a few channels at stride 1
+// and 2, forward and backward-filter with vectors along the pixels; 1x1 layers), narrow layers of 16, 32 or
 // 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more input
 // channels than one pass keeps in cache, one and two threads, writing and accumulating; forward
 // and backward-data give the same bits on any thread count; the workspace the backend asks for
@@ -214,13 +214,13 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   CHECK_FALSE(applies(Conv2dDesc{16, 64, 7, 7, 2, 3}, Shape{2, 16, 56, 56}, cpu::DirectPass::forward));  // 16 in
   CHECK_FALSE(applies(Conv2dDesc{3, 64, 7, 7, 1, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // stride 1
   CHECK_FALSE(applies(Conv2dDesc{3, 32, 7, 7, 2, 3}, Shape{2, 3, 56, 56}, cpu::DirectPass::forward));    // 32 out
-  // A 3x3 convolution of a few channels: at stride 1 forward and backward-filter (vectors along the
-  // pixels), at stride 2 backward-filter alone.
+  // A 3x3 convolution of a few channels at stride 1 or 2: forward and backward-filter (vectors along
+  // the pixels).
   CHECK(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_filter));
   CHECK(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::forward));
   CHECK(applies(Conv2dDesc{3, 64, 3, 3, 1, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::forward));
   CHECK(applies(Conv2dDesc{3, 32, 3, 3, 2, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::backward_filter));
-  CHECK_FALSE(applies(Conv2dDesc{3, 32, 3, 3, 2, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::forward));
+  CHECK(applies(Conv2dDesc{3, 32, 3, 3, 2, 1}, Shape{2, 3, 64, 64}, cpu::DirectPass::forward));
   CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_data));
   CHECK_FALSE(applies(Conv2dDesc{1, 24, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::backward_filter));
   // 1x1 convolutions: backward-filter on any map at stride 1 or 2, of input channels in multiples
@@ -295,8 +295,9 @@ TEST_CASE(
       {48, 12, 12, 64, 1, 1, true, true},
       {32, 14, 14, 64, 1, 2, false, true},
       {96, 5, 13, 64, 2, 2, false, true},
-      // The ImageNet stem, forward and backward-filter: 3 channels (and grey) into 64 or 128, 7x7 at
-      // stride 2; output rows of 16, 7, 4, 1 and 18 pixels (whole 8 x 8 squares of dy turned, and the rest).
+      // The ImageNet stem, forward (vectors along the pixels) and backward-filter (along the outputs):
+      // 3 channels (and grey) into 64 or 128, 7x7 at stride 2; output rows of 16, 7, 4, 1 and 18
+      // pixels (whole 8 x 8 squares of dy turned, and the rest).
       {3, 32, 32, 64, 3, 2, false, true, 7},
       {1, 20, 13, 64, 3, 2, false, true, 7},
       {3, 7, 7, 128, 3, 2, false, true, 7},
@@ -312,10 +313,9 @@ TEST_CASE(
       {3, 5, 17, 16, 1, 1, false, true},
       {3, 3, 3, 32, 0, 1, false, true},  // one output pixel
       {2, 4, 1, 16, 2, 1, false, true},
-      // At stride 2, backward-filter alone, along 32 or 64 outputs, the three kernel rows at once
-      // (32) or one at a time (64).
-      {3, 20, 22, 64, 1, 2, false, true, 3, false},
-      {3, 6, 5, 32, 2, 2, false, true, 3, false},
+      // At stride 2: rows split into even and odd columns.
+      {3, 20, 22, 64, 1, 2, false, true},
+      {3, 6, 5, 32, 2, 2, false, true},
       // 1x1 convolutions: at stride 1 the map runs as one row (35 pixels: tiles of 28 and 7).
       {64, 7, 7, 64, 0, 1, true, true, 1},
       {16, 5, 7, 48, 0, 1, true, false, 1},
@@ -397,7 +397,9 @@ TEST_CASE("direct convolution: a workspace smaller than it asks for is refused",
                   std::logic_error);
 }
 
-TEST_CASE("pixel-vector convolution: any kernel to 7, 1 to 15 channels, outputs in eights, against the definition",
+TEST_CASE(
+    "pixel-vector convolution: any kernel to 7 at stride 1 or 2, 1 to 15 channels, outputs in eights, against the "
+    "definition",
           "[cpu][conv]") {
   if (cpu::isa() < cpu::CpuIsa::avx512) {
     WARN("this host has no AVX-512: the pixel-vector convolution does not run here");
@@ -409,12 +411,18 @@ TEST_CASE("pixel-vector convolution: any kernel to 7, 1 to 15 channels, outputs 
       {3, 11, 9, 8, 3, 1, false, true, 7},    // 147 taps
       {15, 6, 33, 16, 1, 1, false, true},     // 135 taps; rows of 33: runs of 16, 16 and 1
       {4, 1, 40, 8, 0, 1, false, true, 1},    // one row
-      {1, 16, 600, 16, 1, 1, false, true}};   // backward-filter's dy in chunks of 13 and 3 rows
+      {1, 16, 600, 16, 1, 1, false, true},    // backward-filter's dy in chunks of 13 and 3 rows
+      // Stride 2: rows split into even and odd columns, at even and odd padding.
+      {3, 15, 17, 16, 1, 2, false, true},
+      {3, 34, 70, 8, 0, 2, false, true},  // rows of 70 split 32 at a time; 35 outputs: runs of 16, 16, 3
+      {1, 20, 40, 8, 2, 2, false, true, 5},
+      {2, 9, 9, 8, 3, 2, false, true, 7},
+      {3, 4, 5, 24, 0, 2, false, true, 1}};
   for (const DirectCase& k : cases)
     for (int n : {1, 3})
       for (bool accumulate : {false, true}) {
-        CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, n, accumulate);
-        const Conv2dDesc d{k.cin, k.cout, k.k, k.k, 1, k.pad};
+        CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, k.stride, n, accumulate);
+        const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
         const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, k.hout(), k.wout()}, ws_shape{k.cout, k.cin, k.k, k.k};
         REQUIRE(cpu::pixel_conv_takes(d, xs));
         std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
@@ -445,7 +453,8 @@ TEST_CASE("pixel-vector convolution: any kernel to 7, 1 to 15 channels, outputs 
 TEST_CASE("pixel-vector convolution: what it does not take is refused, and a short workspace", "[cpu][conv]") {
   const Shape xs{2, 3, 8, 8};
   CHECK(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 1, 1}, xs));
-  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 2, 1}, xs));   // stride 2
+  CHECK(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 2, 1}, xs));
+  CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 3, 1}, xs));   // stride 3
   CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 12, 3, 3, 1, 1}, xs));   // 12 outputs
   CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 3, 3, 1, 3}, xs));   // padding past the kernel
   CHECK_FALSE(cpu::pixel_conv_takes(Conv2dDesc{3, 16, 9, 9, 1, 4}, xs));   // a 9x9 kernel
@@ -468,9 +477,9 @@ TEST_CASE("pixel-vector convolution: what it does not take is refused, and a sho
   CHECK_THROWS_AS(cpu::pixel_backward_filter(2, d, Tensor{x.data(), xs}, Tensor{y.data(), ys},
                                              Tensor{dw.data(), ws_shape}, Tensor{}, short_filter.ws),
                   std::logic_error);
-  const Conv2dDesc strided{3, 16, 3, 3, 2, 1};
+  const Conv2dDesc strided{3, 16, 3, 3, 3, 1};
   const testing::NanWorkspace ws(forward_bytes);
   CHECK_THROWS_AS(cpu::pixel_forward(2, strided, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape}, Tensor{},
-                                     Tensor{y.data(), Shape{2, 16, 4, 4}}, false, ws.ws),
+                                     Tensor{y.data(), Shape{2, 16, 3, 3}}, false, ws.ws),
                   std::logic_error);
 }
