@@ -33,8 +33,8 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // and backward-filter: the ImageNet stem, a 7x7 at stride 2, padding at most 3, into a multiple of
 // 64 (forward with vectors along the pixels, pixel_conv.hpp, 1.25x the blocked kernel's;
 // backward-filter along the outputs, Note [The stem's backward-filter]); a 3x3 at stride 1 or 2,
-// padding at most 2, into a multiple of 16, both passes along the pixels (1.3x to 3x im2col + GEMM
-// forward, 1.3x to 1.9x the kernel along the outputs backward).
+// padding at most 2, into a multiple of 16, both passes along the pixels (1.3x to 1.6x im2col +
+// GEMM forward, 1.1x to 1.9x the kernel along the outputs backward).
 // 1x1 convolutions (padding 0, stride 1 or 2, channels in multiples of 16): backward-filter where
 // the input channels are a multiple of 32 (two vectors or more a pixel: 1.05x to 3x the GEMM's,
 // which packs x^T; level on a few of mobilenetv2's, 0.89x on resnet50's 512 -> 1024 at stride 2;
