@@ -134,18 +134,19 @@ CNN_TARGET_AVX512 void block_image_avx512(const Geometry& g, const float* x, flo
 // turned half a circle).
 template <class Taps>
 void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float* blocked) {
-  const std::size_t kk = g.k * g.k, lanes = kLanes, out_block = g.out_block;
+  const std::size_t kk = g.k * g.k, out_block = g.out_block;
   parallel_ranges(threads, g.cout / out_block, [&](int, std::size_t first, std::size_t end) {
     for (std::size_t ob = first; ob < end; ++ob)
       for (std::size_t cb = 0; cb < g.blocks(); ++cb) {
-        float* to = blocked + ob * g.block_floats() + cb * kk * lanes * out_block;
+        float* to = blocked + ob * g.block_floats() + cb * kk * kLanes * out_block;
         // 16 outputs at a time: their rows of taps (16 x 16 x k x k floats) stay in L1 while each
         // line of the blocked weights is written whole.
         for (std::size_t o0 = 0; o0 < out_block; o0 += kLanes)
           for (std::size_t t = 0; t < kk; ++t)
-            for (std::size_t c = 0; c < lanes; ++c)
+            for (std::size_t c = 0; c < kLanes; ++c)
               for (std::size_t o = o0; o < o0 + kLanes; ++o)
-                to[(t * lanes + c) * out_block + o] = taps(ob * out_block + o, cb * lanes + c)[turned ? kk - 1 - t : t];
+                to[(t * kLanes + c) * out_block + o] =
+                    taps(ob * out_block + o, cb * kLanes + c)[turned ? kk - 1 - t : t];
       }
   });
 }
@@ -163,21 +164,18 @@ Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pa
   return {std::min(lo, wide), end > first ? std::min(wide, end - first) : 0};
 }
 
-// The multiply-adds of `count` consecutive inputs of each of the tile's pixels [Lo, Hi), the
-// pixels `step` floats apart (Step and Count where not 0): one tap over a block's channels.
-template <std::size_t Vectors, std::size_t Wide, std::size_t Step, std::size_t Count, std::size_t Lo, std::size_t Hi>
+// The multiply-adds of one tap over a block's 16 channels for each of the tile's pixels [Lo, Hi),
+// the pixels Step floats apart.
+template <std::size_t Vectors, std::size_t Wide, std::size_t Step, std::size_t Lo, std::size_t Hi>
 CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(__m512 (&acc)[Wide][Vectors],
-                                                                               const float* in, const float* w,
-                                                                               std::size_t step, std::size_t count) {
-  if constexpr (Step != 0) step = Step;
-  if constexpr (Count != 0) count = Count;
+                                                                               const float* in, const float* w) {
   constexpr std::size_t kOut = Vectors * kLanes;
-  for (std::size_t c = 0; c < count; ++c) {
+  for (std::size_t c = 0; c < kLanes; ++c) {
     __m512 wv[Vectors];
     for (std::size_t v = 0; v < Vectors; ++v) wv[v] = _mm512_loadu_ps(w + c * kOut + v * kLanes);
 #pragma GCC unroll 28
     for (std::size_t q = Lo; q < Hi; ++q) {
-      const __m512 x = _mm512_set1_ps(in[q * step + c]);
+      const __m512 x = _mm512_set1_ps(in[q * Step + c]);
       for (std::size_t v = 0; v < Vectors; ++v) acc[q][v] = _mm512_fmadd_ps(x, wv[v], acc[q][v]);
     }
   }
@@ -188,7 +186,7 @@ CNN_TARGET_AVX512 inline __attribute__((always_inline)) void direct_tap_avx512(_
 // blocks before left there (the same chain of fused multiply-adds). The taps on the padding are
 // skipped (where a tap reaches past a side, only the first or the last pixel; other cases compute
 // over the zeros of the blocked image's border).
-template <std::size_t Vectors, std::size_t Wide, std::size_t Stride, std::size_t Lanes>
+template <std::size_t Vectors, std::size_t Wide, std::size_t Stride>
 CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image, const float* weights, std::size_t oh,
                                           std::size_t ow, std::size_t first, std::size_t end, float* sums) {
   constexpr std::size_t kOut = Vectors * kLanes;
@@ -196,30 +194,27 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
   for (std::size_t q = 0; q < Wide; ++q)
     for (std::size_t v = 0; v < Vectors; ++v)
       acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOut + v * kLanes);
-  constexpr std::size_t lanes = Lanes;
-  const std::size_t wp = g.wp(), plane = g.hp() * wp * lanes, kk = g.k * g.k, row = oh * Stride;
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, kk = g.k * g.k, row = oh * Stride;
   // Kernel row i reads input row oh * stride + i - pad: inside the image for i in [top, bottom).
   const std::size_t top = row < g.pad ? g.pad - row : 0, bottom = std::min(g.k, g.h + g.pad - row);
   // Which of the tile's pixels read inside the image, for each tap column.
   std::array<Inside, 7> columns{};
   for (std::size_t j = 0; j < g.k && j < columns.size(); ++j) columns[j] = inside(ow, Wide, j, g.pad, Stride, g.w);
   for (std::size_t cb = first; cb < end; ++cb) {
-    const float* block = image + cb * plane + (row * wp + ow * Stride) * lanes;
-    const float* taps = weights + cb * kk * lanes * kOut;
+    const float* block = image + cb * plane + (row * wp + ow * Stride) * kLanes;
+    const float* taps = weights + cb * kk * kLanes * kOut;
     for (std::size_t i = top; i < bottom; ++i) {
       for (std::size_t j = 0; j < g.k; ++j) {
-        const float* in = block + (i * wp + j) * lanes;
-        const float* w = taps + (i * g.k + j) * lanes * kOut;
+        const float* in = block + (i * wp + j) * kLanes;
+        const float* w = taps + (i * g.k + j) * kLanes * kOut;
         const Inside q = columns[j];
-        constexpr std::size_t kStep = Stride * Lanes;
-        if (q.lo == 0 && q.hi == Wide)
-          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
-        else if (q.lo == 1 && q.hi == Wide)
-          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 1, Wide>(acc, in, w, kStep, Lanes);
+        constexpr std::size_t kStep = Stride * kLanes;
+        if (q.lo == 1 && q.hi == Wide)
+          direct_tap_avx512<Vectors, Wide, kStep, 1, Wide>(acc, in, w);
         else if (q.lo == 0 && q.hi + 1 == Wide)
-          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 0, Wide - 1>(acc, in, w, kStep, Lanes);
+          direct_tap_avx512<Vectors, Wide, kStep, 0, Wide - 1>(acc, in, w);
         else
-          direct_tap_avx512<Vectors, Wide, kStep, Lanes, 0, Wide>(acc, in, w, kStep, Lanes);
+          direct_tap_avx512<Vectors, Wide, kStep, 0, Wide>(acc, in, w);
       }
     }
   }
@@ -236,24 +231,24 @@ struct TileRow {
   std::size_t wide;
 };
 
-template <std::size_t Vectors, std::size_t Stride, std::size_t Lanes, std::size_t... Wide>
+template <std::size_t Vectors, std::size_t Stride, std::size_t... Wide>
 constexpr std::array<TileKernel, sizeof...(Wide)> row_kernels(std::index_sequence<Wide...>) {
-  return {direct_tile_avx512<Vectors, Wide + 1, Stride, Lanes>...};
+  return {direct_tile_avx512<Vectors, Wide + 1, Stride>...};
 }
-template <std::size_t Vectors, std::size_t Stride, std::size_t Lanes>
-constexpr auto kRowKernels = row_kernels<Vectors, Stride, Lanes>(std::make_index_sequence<kTileWide<Vectors>>());
+template <std::size_t Vectors, std::size_t Stride>
+constexpr auto kRowKernels = row_kernels<Vectors, Stride>(std::make_index_sequence<kTileWide<Vectors>>());
 
-template <std::size_t Vectors, std::size_t Lanes>
+template <std::size_t Vectors>
 TileRow tile_row_at(std::size_t stride) {
-  const auto& kernels = stride == 1 ? kRowKernels<Vectors, 1, Lanes> : kRowKernels<Vectors, 2, Lanes>;
+  const auto& kernels = stride == 1 ? kRowKernels<Vectors, 1> : kRowKernels<Vectors, 2>;
   return {kernels.data(), kTileWide<Vectors>};
 }
 
 // By the tile's output channels and stride (1 or 2).
 TileRow tile_row(const Geometry& g) {
-  if (g.out_block == kWideBlock) return tile_row_at<4, kLanes>(g.stride);
-  if (g.out_block == 2 * kLanes) return tile_row_at<2, kLanes>(g.stride);
-  return tile_row_at<1, kLanes>(g.stride);
+  if (g.out_block == kWideBlock) return tile_row_at<4>(g.stride);
+  if (g.out_block == 2 * kLanes) return tile_row_at<2>(g.stride);
+  return tile_row_at<1>(g.stride);
 }
 
 // Channel blocks a pass over the map takes, so that their weights (a tile's outputs' worth) stay
@@ -436,8 +431,8 @@ CNN_TARGET_AVX512 void phase_tile_avx512(const Geometry& g, const PhaseTile& til
     const float* taps = tile.weights + cb * tile.taps * kLanes * kOut;
     for (std::size_t t = tile.top; t < tile.bottom; ++t)
       for (std::size_t u = 0; u < tile.columns; ++u)
-        direct_tap_avx512<Vectors, Wide, kLanes, kLanes, 0, Wide>(
-            acc, block + (t * wp + u) * kLanes, taps + (t * tile.columns + u) * kLanes * kOut, kLanes, kLanes);
+        direct_tap_avx512<Vectors, Wide, kLanes, 0, Wide>(acc, block + (t * wp + u) * kLanes,
+                                                          taps + (t * tile.columns + u) * kLanes * kOut);
   }
   for (std::size_t q = 0; q < Wide; ++q)
     for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kApart + v * kLanes, acc[q][v]);
