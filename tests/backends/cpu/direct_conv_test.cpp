@@ -2,11 +2,11 @@
 // backward-data and backward-filter against the definition in double, at strides 1 and 2 (stride
 // 2's backward-data in phases, dx rows no tap reaches among them; the ImageNet stem's 7x7 of 3 or
 // 1 channels at stride 2, forward and backward-filter; 3x3 layers of a few channels at stride 1
-// and 2, forward and backward-filter with vectors along the pixels; 1x1 layers), narrow layers of 16, 32 or
-// 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more input
-// channels than one pass keeps in cache, one and two threads, writing and accumulating; forward
-// and backward-data give the same bits on any thread count; the workspace the backend asks for
-// (NaN-filled) is the one each pass uses, whichever of the backward passes is direct. The
+// and 2, forward and backward-filter with vectors along the pixels; 1x1 layers), narrow layers of
+// 16, 32 or 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more
+// input channels than one pass keeps in cache, one and two threads, writing and accumulating;
+// forward and backward-data give the same bits on any thread count; the workspace the backend asks
+// for (NaN-filled) is the one each pass uses, whichever of the backward passes is direct. The
 // pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
 // send them.
 #include "backends/cpu/detail/direct_conv.hpp"
@@ -400,7 +400,7 @@ TEST_CASE("direct convolution: a workspace smaller than it asks for is refused",
 TEST_CASE(
     "pixel-vector convolution: any kernel to 7 at stride 1 or 2, 1 to 15 channels, outputs in eights, against the "
     "definition",
-          "[cpu][conv]") {
+    "[cpu][conv]") {
   if (cpu::isa() < cpu::CpuIsa::avx512) {
     WARN("this host has no AVX-512: the pixel-vector convolution does not run here");
     return;
