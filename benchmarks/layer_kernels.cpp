@@ -1,6 +1,6 @@
 // layer_kernels: the CPU backend's kernels for the modern CNN layers (depthwise, grouped, dilated
-// and transposed convolutions, activations, upsampling, concatenation, the channel gate, group and
-// layer normalisation), timed call by call on fixed shapes, with a plain 3x3 convolution as a
+// and transposed convolutions, activations, upsampling, concatenation, the channel gate, BatchNorm
+// and its ReLU, group and layer normalisation), timed call by call on fixed shapes, with a plain 3x3 convolution as a
 // reference point.
 //
 // Each case runs its forward pass and its backward pass alternately (backward: backward data and
@@ -235,6 +235,28 @@ void group_norm_case(Prepared& p, CpuBackend& cpu, int n, int c, int h, int w, i
   p.bytes[1] = bytes_of({xs, xs, xs, affine, affine, affine});
 }
 
+// BatchNorm in training and the ReLU after it, in the fused calls a network's plan makes.
+void batchnorm_relu_case(Prepared& p, CpuBackend& cpu, int n, int c, int h, int w) {
+  const Shape xs{n, c, h, w}, channels{c};
+  Tensor x = p.tensor(xs, 1), dy = p.tensor(xs, 3), gamma = p.tensor(channels, 6, 0.5, 1.0),
+         beta = p.tensor(channels, 7);
+  Tensor y = p.tensor(xs, 0), dx = p.tensor(xs, 0), running_mean = p.tensor(channels, 0),
+         running_var = p.tensor(channels, 0), mean = p.tensor(channels, 0), inv_std = p.tensor(channels, 0);
+  Tensor dgamma = p.tensor(channels, 0), dbeta = p.tensor(channels, 0);
+  p.shape = arrow(xs, xs);
+  p.passes[0] = [&cpu, x, gamma, beta, y, running_mean, running_var, mean, inv_std] {
+    cpu.batchnorm_relu_forward_training(x, gamma, beta, y, running_mean, running_var, 0.1f, 1e-5f, mean, inv_std);
+  };
+  p.passes[1] = [&cpu, x, y, dy, gamma, mean, inv_std, dx, dgamma, dbeta] {
+    cpu.batchnorm_relu_backward(x, y, dy, gamma, mean, inv_std, 1e-5f, dx, dgamma, dbeta, false);
+  };
+  p.written[0] = {{"y", y}};
+  p.written[1] = {{"dx", dx}, {"dgamma", dgamma}, {"dbeta", dbeta}};
+  p.accumulated = {dgamma, dbeta};
+  p.bytes[0] = bytes_of({xs, xs, channels, channels});
+  p.bytes[1] = bytes_of({xs, xs, xs, xs, channels, channels, channels});
+}
+
 struct CaseDef {
   std::string name;
   std::function<void(Prepared&, CpuBackend&)> prepare;
@@ -279,6 +301,12 @@ std::vector<CaseDef> cases() {
                   }});
   list.push_back({"concat_2x64x56x56", [](Prepared& p, CpuBackend& cpu) { concat_case(p, cpu, 8, 64, 56, 56); }});
   list.push_back({"multiply_gate_64x56x56", [](Prepared& p, CpuBackend& cpu) { multiply_case(p, cpu, 8, 64, 56, 56); }});
+  list.push_back({"batchnorm_relu_16x28x28", [](Prepared& p, CpuBackend& cpu) {
+                    batchnorm_relu_case(p, cpu, 64, 16, 28, 28);
+                  }});
+  list.push_back({"batchnorm_relu_64x56x56", [](Prepared& p, CpuBackend& cpu) {
+                    batchnorm_relu_case(p, cpu, 16, 64, 56, 56);
+                  }});
   list.push_back({"group_norm_g32_256x28x28", [](Prepared& p, CpuBackend& cpu) {
                     group_norm_case(p, cpu, 32, 256, 28, 28, 32, false);
                   }});

@@ -165,6 +165,26 @@ def multiply_case(n, c, hw):
     return Case(arrow(as_, as_) + " (times " + dims(bs) + ")", fwd, bwd)
 
 
+def batchnorm_relu_case(n, c, hw):
+    xs = (n, c, hw, hw)
+    x, dy = pattern(xs, 1), pattern(xs, 3)
+    gamma, beta = pattern((c,), 6, 0.5, 1.0), pattern((c,), 7)
+    running_mean, running_var = torch.zeros(c), torch.ones(c)
+    y, mean, invstd = aten.native_batch_norm(x, gamma, beta, running_mean, running_var, True, 0.1, 1e-5)
+    y = torch.relu(y)
+
+    def fwd():
+        return {"y": torch.relu(F.batch_norm(x, running_mean, running_var, gamma, beta, True, 0.1, 1e-5))}
+
+    def bwd():
+        masked = aten.threshold_backward(dy, y, 0)
+        dx, dg, db = aten.native_batch_norm_backward(masked, x, gamma, running_mean, running_var, mean, invstd, True,
+                                                     1e-5, [True, True, True])
+        return {"dx": dx, "dgamma": dg, "dbeta": db}
+
+    return Case(arrow(xs, xs), fwd, bwd)
+
+
 def group_norm_case(n, c, hw, groups):
     xs = (n, c, hw, hw)
     x, dy = pattern(xs, 1), pattern(xs, 3)
@@ -213,6 +233,8 @@ CASES = {
     "upsample_bilinear_x2_64x56x56": lambda: upsample_case(8, 64, 56, "bilinear"),
     "concat_2x64x56x56": lambda: concat_case(8, 64, 56),
     "multiply_gate_64x56x56": lambda: multiply_case(8, 64, 56),
+    "batchnorm_relu_16x28x28": lambda: batchnorm_relu_case(64, 16, 28),
+    "batchnorm_relu_64x56x56": lambda: batchnorm_relu_case(16, 64, 56),
     "group_norm_g32_256x28x28": lambda: group_norm_case(32, 256, 28, 32),
     "layer_norm_256x28x28": lambda: layer_norm_case(32, 256, 28),
 }

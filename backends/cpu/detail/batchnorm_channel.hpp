@@ -83,14 +83,25 @@ template <class Fn>
 inline constexpr int kSumLanes = 8;
 
 // fn(value index, lane) for every value of channel `ch`, value k of each plane given lane
-// k % kSumLanes: each lane's values in a fixed order.
-template <class Fn>
-[[gnu::always_inline]] inline void for_each_in_channel_lanes(const Tensor& x, std::size_t ch, Fn&& fn) {
+// k % kSumLanes: each lane's values in a fixed order. Each of the `ahead` arrays (indexed as x is)
+// is fetched one plane ahead, a cache line every 16 values: a channel's planes lie a whole image
+// apart, and the hardware's prefetcher starts afresh at each one (BatchNorm and ReLU's calls ran
+// 1.04x to 1.12x faster so, layer_kernels' batchnorm_relu cases on Zen 4).
+template <class Fn, class... Streams>
+[[gnu::always_inline]] inline void for_each_in_channel_lanes(const Tensor& x, std::size_t ch, Fn&& fn,
+                                                             const Streams*... ahead) {
   const int n = x.n(), c = x.c();
   const std::size_t hw = static_cast<std::size_t>(x.h()) * x.w();
+  const std::size_t plane_step = static_cast<std::size_t>(c) * hw;
   for (int i = 0; i < n; ++i) {
     const std::size_t offset = (static_cast<std::size_t>(i) * c + ch) * hw;
+    [[maybe_unused]] const std::size_t next = i + 1 < n ? offset + plane_step : offset;
     std::size_t k = 0;
+    for (; k + 2 * kSumLanes <= hw; k += 2 * kSumLanes) {
+      (__builtin_prefetch(ahead + next + k), ...);
+      for (int l = 0; l < kSumLanes; ++l) fn(offset + k + l, l);
+      for (int l = 0; l < kSumLanes; ++l) fn(offset + k + kSumLanes + l, l);
+    }
     for (; k + kSumLanes <= hw; k += kSumLanes)
       for (int l = 0; l < kSumLanes; ++l) fn(offset + k + l, l);
     for (; k < hw; ++k) fn(offset + k, static_cast<int>(k % kSumLanes));
@@ -103,21 +114,27 @@ inline double lanes_total(const double (&l)[kSumLanes]) {
 }
 
 // The sum of term(value index) over channel `ch`, in double, in lanes.
-template <class Term>
-[[gnu::always_inline]] inline double channel_sum(const Tensor& x, std::size_t ch, Term&& term) {
+template <class Term, class... Streams>
+[[gnu::always_inline]] inline double channel_sum(const Tensor& x, std::size_t ch, Term&& term,
+                                                 const Streams*... ahead) {
   double lanes[kSumLanes] = {};
-  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) __attribute__((always_inline)) { lanes[l] += term(i); });
+  for_each_in_channel_lanes(
+      x, ch, [&](std::size_t i, int l) __attribute__((always_inline)) { lanes[l] += term(i); }, ahead...);
   return lanes_total(lanes);
 }
 
 // The sums of term0(i) and term1(i) over channel `ch`, in one pass: each the bits channel_sum gives.
-template <class Term0, class Term1>
-[[gnu::always_inline]] inline void channel_sums(const Tensor& x, std::size_t ch, Term0&& term0, Term1&& term1, double& sum0, double& sum1) {
+template <class Term0, class Term1, class... Streams>
+[[gnu::always_inline]] inline void channel_sums(const Tensor& x, std::size_t ch, Term0&& term0, Term1&& term1,
+                                                double& sum0, double& sum1, const Streams*... ahead) {
   double lanes0[kSumLanes] = {}, lanes1[kSumLanes] = {};
-  for_each_in_channel_lanes(x, ch, [&](std::size_t i, int l) __attribute__((always_inline)) {
-    lanes0[l] += term0(i);
-    lanes1[l] += term1(i);
-  });
+  for_each_in_channel_lanes(
+      x, ch,
+      [&](std::size_t i, int l) __attribute__((always_inline)) {
+        lanes0[l] += term0(i);
+        lanes1[l] += term1(i);
+      },
+      ahead...);
   sum0 = lanes_total(lanes0);
   sum1 = lanes_total(lanes1);
 }

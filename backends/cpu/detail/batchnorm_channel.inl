@@ -25,7 +25,7 @@ void normalise_channel(const Tensor& x, float gamma, float beta, float mean, flo
 }
 
 ChannelMoments moments(const Tensor& x, std::size_t ch, double count) {
-  const double mean = channel_sum(x, ch, [&](std::size_t i) { return x.data[i]; }) / count;
+  const double mean = channel_sum(x, ch, [&](std::size_t i) { return x.data[i]; }, x.data) / count;
   const double squares = channel_sum(x, ch, [&](std::size_t i) { return (x.data[i] - mean) * (x.data[i] - mean); });
   return {mean, squares / count};
 }
@@ -82,13 +82,14 @@ void input_gradient(const BatchNormGradient& g, std::size_t ch, double sum_dy, d
 ChannelGradientSums gradient_sums(const Tensor& x, const Tensor& dy, std::size_t ch, double mean, double inv_std,
                                   const Tensor* relu_output) {
   ChannelGradientSums s{};
-  auto sums = [&](auto relu) {
+  auto sums = [&](auto relu, auto... ahead) {
     channel_sums(
         x, ch, [&](std::size_t i) { return double(masked(dy, relu, i)); },
-        [&](std::size_t i) { return masked(dy, relu, i) * (x.data[i] - mean) * inv_std; }, s.dy, s.dy_xhat);
+        [&](std::size_t i) { return masked(dy, relu, i) * (x.data[i] - mean) * inv_std; }, s.dy, s.dy_xhat,
+        ahead...);
   };
-  if (relu_output == nullptr) sums(nullptr);
-  else sums(relu_output);
+  if (relu_output == nullptr) sums(nullptr, x.data, dy.data);
+  else sums(relu_output, x.data, dy.data, relu_output->data);
   return s;
 }
 

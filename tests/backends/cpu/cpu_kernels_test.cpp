@@ -350,8 +350,10 @@ TEST_CASE("batchnorm's channel sums in lanes match one running sum, whatever the
           "[cpu][batchnorm]") {
   std::mt19937 random(7);
   std::normal_distribution<float> normal(3.0f, 2.0f);  // a mean away from zero
-  // Planes of 1 ([N, C]), fewer values than lanes, exactly the lanes, one more, and 63.
-  for (const Shape shape : {Shape{9, 3}, Shape{4, 3, 1, 7}, Shape{4, 3, 2, 4}, Shape{4, 3, 3, 3}, Shape{5, 2, 7, 9}}) {
+  // Planes of 1 ([N, C]), fewer values than lanes, exactly the lanes, one more, two lanes' worth,
+  // three, and 63 (the loop's steps of 16 and 8 values and its tail).
+  for (const Shape shape : {Shape{9, 3}, Shape{4, 3, 1, 7}, Shape{4, 3, 2, 4}, Shape{4, 3, 3, 3}, Shape{3, 2, 4, 4},
+                            Shape{3, 2, 4, 6}, Shape{5, 2, 7, 9}}) {
     INFO(shape.str());
     std::vector<float> x(shape.elements()), dy(shape.elements());
     for (float& v : x) v = normal(random);
@@ -378,6 +380,17 @@ TEST_CASE("batchnorm's channel sums in lanes match one running sum, whatever the
           [&](std::size_t i) { return double(dy[i]) * x[i]; }, lanes_dy, lanes_dy_x);
       CHECK(lanes_dy == Approx(sum_dy[channel]).epsilon(1e-13));
       CHECK(lanes_dy_x == Approx(sum_dy_x[channel]).epsilon(1e-13));
+
+      // The lanes exactly: value k of each plane into lane k % 8 in order, then the fixed tree;
+      // the arrays fetched ahead change nothing. (Floats' sums in double are exact; thirds round.)
+      const auto third = [&](std::size_t i) { return double(x[i]) / 3.0; };
+      double lane[cpu::kSumLanes] = {};
+      for (int i = 0; i < xt.n(); ++i)
+        for (std::size_t k = 0; k < hw; ++k)
+          lane[k % cpu::kSumLanes] += third((static_cast<std::size_t>(i) * c + ch) * hw + k);
+      const double in_lanes = cpu::lanes_total(lane);
+      CHECK(cpu::channel_sum(xt, channel, third) == in_lanes);
+      CHECK(cpu::channel_sum(xt, channel, third, x.data(), dy.data()) == in_lanes);
     }
 
     // Training's statistics and gradients: the same bits on one thread and on two.
