@@ -25,7 +25,7 @@ class BatchNorm2D final : public Layer {
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
   // In training, but for synchronised BatchNorm (which sums over the ranks between its calls).
-  bool runs_relu_after() const override { return true; }
+  ReluAfter relu_after() const override { return ReluAfter::batchnorm; }
   void forward_then_relu(const LayerContext& c) override;
   void backward_through_relu(const LayerContext& c) override;
   void forward_then_add_relu(const LayerContext& c) override;

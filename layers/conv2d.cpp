@@ -119,6 +119,11 @@ void Conv2D::backward(const LayerContext& c) {
                              c.workspace);
 }
 
+void Conv2D::forward_then_relu(const LayerContext& c) {
+  c.backend->conv2d_relu_forward(desc_, c.inputs[0], c.params[0], bias_ ? c.params[1] : Tensor{}, c.output,
+                                 c.workspace);
+}
+
 }  // namespace cnn
 
 namespace cnn {

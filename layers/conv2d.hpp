@@ -26,6 +26,8 @@ class Conv2D final : public Layer {
   bool backward_needs_input() const override { return true; }
   void forward(const LayerContext& c) override;
   void backward(const LayerContext& c) override;
+  ReluAfter relu_after() const override { return ReluAfter::convolution; }
+  void forward_then_relu(const LayerContext& c) override;
   bool recomputable() const override { return true; }
   bool packed_values() const override { return true; }
   bool takes_channels_last() const override { return true; }

@@ -45,6 +45,8 @@ class CpuBackend : public Backend {
   // the unfused bits.
   bool fuses_batchnorm_relu() const override { return true; }
   bool fuses_batchnorm_add_relu() const override { return true; }
+  // A convolution and its ReLU in one pass forward (cpu_conv.cpp), with the unfused bits.
+  bool fuses_conv_relu() const override { return true; }
 
   void copy_to_device(const void* host, void* device, std::size_t bytes) override;
   void copy_to_host(const void* device, void* host, std::size_t bytes) override;
@@ -59,6 +61,8 @@ class CpuBackend : public Backend {
   // cpu_channel_bias.cpp, cpu_upsample.cpp, cpu_pad.cpp, cpu_group_norm.cpp, cpu_task_loss.cpp (the losses
   // beyond classification; their workspace holds the sums of their work items).
   CNN_BACKEND_OVERRIDES
+  void do_conv2d_relu_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                              Workspace ws) override;
   void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                           Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                           Tensor saved_mean, Tensor saved_inv_std) override;
@@ -88,6 +92,10 @@ class CpuBackend : public Backend {
   // What a call at exactly these shapes needs; the public queries answer for every smaller
   // micro-batch too (detail/every_micro_batch.hpp, Note [A workspace for every smaller micro-batch]).
   std::size_t conv2d_workspace_at(const Conv2dDesc& desc, const Shape& x, const Shape& y, ConvPass pass) const;
+  // conv2d_forward, and with `relu` (never with accumulate) max(that, 0) as relu_forward gives it:
+  // in the pass that writes y where the path has one, else a pass of its own.
+  void conv_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                    bool accumulate, bool relu, Workspace ws);
   std::size_t dense_workspace_at(const Shape& x, int out, ConvPass pass) const;
   std::size_t group_norm_workspace_at(const GroupNormDesc& desc, const Shape& x) const;
   std::size_t loss_workspace_at(Task task, const Shape& output) const;

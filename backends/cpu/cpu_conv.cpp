@@ -509,14 +509,30 @@ std::size_t CpuBackend::conv2d_workspace_at(const Conv2dDesc& d, const Shape& x,
 
 void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w,
                                    const Tensor& bias, Tensor y, bool accumulate, Workspace ws) {
-  if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
+  conv_forward(d, x, w, bias, y, accumulate, false, ws);
+}
+
+void CpuBackend::do_conv2d_relu_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                        Tensor y, Workspace ws) {
+  conv_forward(d, x, w, bias, y, false, true, ws);
+}
+
+void CpuBackend::conv_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                              bool accumulate, bool relu, Workspace ws) {
+  if (relu && accumulate) throw std::logic_error("conv_forward: a ReLU over an output it adds to");
+  // The paths with no pass of their own for the ReLU: the convolution, then relu_forward's pass.
+  auto then_relu = [&] {
+    if (relu) do_relu_forward(y, y);
+  };
+  if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws), then_relu();
   if (cpu::grouped_kernels_apply(d)) {
     require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
-    return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
+    return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws), then_relu();
   }
   if (cpu::direct_applies(d, x.shape, products16(), cpu::DirectPass::forward))
-    return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws);
-  if (cpu::winograd_applies(d, x.shape, products16(), threads_)) return cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws);
+    return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws, relu);
+  if (cpu::winograd_applies(d, x.shape, products16(), threads_))
+    return cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws), then_relu();
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);
@@ -557,6 +573,10 @@ void CpuBackend::do_conv2d_forward(const Conv2dDesc& d, const Tensor& x, const T
       if (!bias.empty())
         MatrixMap(y.data + i * out_stride, d.out_channels, static_cast<Eigen::Index>(P)).colwise() +=
             Eigen::Map<const Eigen::VectorXf>(bias.data, d.out_channels);
+      if (relu) {  // relu_forward's select, while the image's output is in cache
+        float* out = y.data + i * out_stride;
+        for (std::size_t k = 0; k < out_stride; ++k) out[k] = out[k] > 0.f ? out[k] : 0.f;
+      }
     }
   });
 }

@@ -258,11 +258,18 @@ std::size_t blocks_in_cache(const Geometry& g) {
   return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * kLanes * g.out_block * sizeof(float)));
 }
 
+// What the sums become in the output: y = (accumulate ? y : 0) + sum + bias (when given), then with
+// relu max(that, 0), as relu_forward gives it (never with accumulate).
+struct TileOutput {
+  const float* bias = nullptr;
+  bool accumulate = false;
+  bool relu = false;
+};
+
 // A tile's sums, [wide][out_block] from pixel p0 of the map, into the NCHW output of the block of
-// outputs from o0: y = (accumulate ? y : 0) + sum + bias, 8 pixels x 8 channels turned at a time.
+// outputs from o0, 8 pixels x 8 channels turned at a time.
 CNN_TARGET_AVX512 void write_tile_avx512(const float* sums, std::size_t wide, std::size_t out_block,
-                                         std::size_t pixels, std::size_t p0, std::size_t o0, const float* bias,
-                                         bool accumulate, float* y) {
+                                         std::size_t pixels, std::size_t p0, std::size_t o0, TileOutput to, float* y) {
   for (std::size_t q0 = 0; q0 < wide; q0 += 8) {
     const std::size_t count = std::min<std::size_t>(8, wide - q0);
     const auto mask = static_cast<__mmask8>((1u << count) - 1);
@@ -274,8 +281,9 @@ CNN_TARGET_AVX512 void write_tile_avx512(const float* sums, std::size_t wide, st
       for (std::size_t c = 0; c < 8; ++c) {
         float* out = y + (o0 + c0 + c) * pixels + p0 + q0;
         __m256 value = square[c];
-        if (accumulate) value = _mm256_add_ps(_mm256_maskz_loadu_ps(mask, out), value);
-        if (bias != nullptr) value = _mm256_add_ps(value, _mm256_set1_ps(bias[o0 + c0 + c]));
+        if (to.accumulate) value = _mm256_add_ps(_mm256_maskz_loadu_ps(mask, out), value);
+        if (to.bias != nullptr) value = _mm256_add_ps(value, _mm256_set1_ps(to.bias[o0 + c0 + c]));
+        if (to.relu) value = _mm256_max_ps(value, _mm256_setzero_ps());  // a NaN or -0 gives +0, as relu_forward
         _mm256_mask_storeu_ps(out, mask, value);
       }
     }
@@ -285,8 +293,8 @@ CNN_TARGET_AVX512 void write_tile_avx512(const float* sums, std::size_t wide, st
 // One image's output [cout][hout][wout], from its blocked copy. `sums` holds a block of outputs'
 // sums for every pixel, [hout * wout][out_block], between the passes over the channel blocks; each
 // tile goes to the output as the last pass leaves it, while its sums are in L1.
-void convolve_image(const Geometry& g, const float* image, const float* weights, const float* bias, bool accumulate,
-                    float* sums, float* y) {
+void convolve_image(const Geometry& g, const float* image, const float* weights, TileOutput to, float* sums,
+                    float* y) {
   const std::size_t hout = g.hout(), wout = g.wout(), pixels = hout * wout, blocks = g.blocks();
   const std::size_t out_block = g.out_block;
   const TileRow tiles = tile_row(g);
@@ -299,22 +307,21 @@ void convolve_image(const Geometry& g, const float* image, const float* weights,
           const std::size_t wide = std::min(tiles.wide, wout - ow), p0 = oh * wout + ow;
           tiles.kernels[wide - 1](g, image, weights + ob * g.block_floats(), oh, ow, first, end, sums + p0 * out_block);
           if (end == blocks)
-            write_tile_avx512(sums + p0 * out_block, wide, out_block, pixels, p0, ob * out_block, bias, accumulate, y);
+            write_tile_avx512(sums + p0 * out_block, wide, out_block, pixels, p0, ob * out_block, to, y);
         }
     }
 }
 
 // Every image of x [n][cin][h][w] into y [n][cout][hout][wout], the weights already blocked at the
 // workspace's start; each thread blocks its images in its own share after them.
-void convolve(int threads, const Geometry& g, const Tensor& x, const float* bias, bool accumulate, Tensor y,
-              float* workspace) {
+void convolve(int threads, const Geometry& g, const Tensor& x, TileOutput to, Tensor y, float* workspace) {
   const float* weights = workspace;
   float* shares = workspace + g.weight_floats();
   parallel_ranges(threads, static_cast<std::size_t>(x.n()), [&](int t, std::size_t first, std::size_t end) {
     float* image = shares + static_cast<std::size_t>(t) * g.share_floats();
     for (std::size_t i = first; i < end; ++i) {
       block_image_avx512(g, x.data + i * x.sample_elements(), image);
-      convolve_image(g, image, weights, bias, accumulate, image + g.image_floats(), y.data + i * y.sample_elements());
+      convolve_image(g, image, weights, to, image + g.image_floats(), y.data + i * y.sample_elements());
     }
   });
 }
@@ -497,7 +504,7 @@ void phases_image(const Phases& ph, const float* image, const float* weights, bo
         }
         if (end == blocks)
           write_tile_avx512(sums + (ih % kept) * ph.w * out_block, ph.w, out_block, ph.h * ph.w, ih * ph.w,
-                            ob * out_block, nullptr, accumulate, dx);
+                            ob * out_block, TileOutput{nullptr, accumulate}, dx);
       }
     }
 }
@@ -822,16 +829,17 @@ std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const S
 }
 
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                    bool accumulate, Workspace ws) {
+                    bool accumulate, Workspace ws, bool relu) {
   require_applies(d, x.shape, DirectPass::forward, "conv2d_forward");
-  if (along_pixels(d, x.shape, DirectPass::forward)) return pixel_forward(threads, d, x, w, bias, y, accumulate, ws);
+  if (along_pixels(d, x.shape, DirectPass::forward))
+    return pixel_forward(threads, d, x, w, bias, y, accumulate, ws, relu);
   const Geometry g = forward_geometry(d, x.shape);
   require_workspace_floats(ws, workspace_floats(g, static_cast<std::size_t>(x.n()), threads), "conv2d_forward");
   auto* blocked = static_cast<float*>(ws.data);
   const std::size_t kk = g.k * g.k;
   block_weights(
       threads, g, [&](std::size_t o, std::size_t c) { return w.data + (o * g.cin + c) * kk; }, false, blocked);
-  convolve(threads, g, x, bias.empty() ? nullptr : bias.data, accumulate, y, blocked);
+  convolve(threads, g, x, TileOutput{bias.empty() ? nullptr : bias.data, accumulate, relu}, y, blocked);
 }
 
 void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw,
@@ -912,7 +920,7 @@ void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, co
   // Output o of the adjoint is dx's channel o, its input c is dy's channel c: the forward weight w[c][o].
   block_weights(
       threads, g, [&](std::size_t o, std::size_t c) { return w.data + (c * g.cout + o) * kk; }, true, blocked);
-  convolve(threads, g, dy, nullptr, accumulate, dx, blocked);
+  convolve(threads, g, dy, TileOutput{nullptr, accumulate}, dx, blocked);
 }
 
 }  // namespace cnn::cpu

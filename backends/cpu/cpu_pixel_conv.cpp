@@ -151,7 +151,8 @@ Run run_at(const Geometry& g, std::size_t r) {
 // over three runs.
 CNN_TARGET_AVX512 void forward_tile_avx512(const float* padded, const TapOffsets& offsets, std::size_t taps,
                                            const float* weights, const std::array<Run, kTileRuns>& runs,
-                                           std::size_t pixels, const float* bias, bool accumulate, float* y) {
+                                           std::size_t pixels, const float* bias, bool accumulate, bool relu,
+                                           float* y) {
   __m512 acc[kTileOuts][kTileRuns];
 #pragma GCC unroll 8
   for (std::size_t o = 0; o < kTileOuts; ++o)
@@ -177,13 +178,14 @@ CNN_TARGET_AVX512 void forward_tile_avx512(const float* padded, const TapOffsets
       __m512 value = acc[o][r];
       if (accumulate) value = _mm512_add_ps(_mm512_maskz_loadu_ps(runs[r].lanes, out), value);
       if (bias != nullptr) value = _mm512_add_ps(value, _mm512_set1_ps(bias[o]));
+      if (relu) value = _mm512_max_ps(value, _mm512_setzero_ps());  // a NaN or -0 gives +0, as relu_forward
       _mm512_mask_storeu_ps(out, runs[r].lanes, value);
     }
 }
 
 // One image's outputs [cout][hout][wout] from its padded copy; the weights [cout / 8][taps][8].
 void forward_image(const Geometry& g, const TapOffsets& offsets, const float* padded, const float* weights,
-                   const float* bias, bool accumulate, float* y) {
+                   const float* bias, bool accumulate, bool relu, float* y) {
   const std::size_t runs = g.hout() * g.runs_a_row(), pixels = g.pixels(), taps = g.taps();
   for (std::size_t o0 = 0; o0 < g.cout; o0 += kTileOuts) {
     const float* block = weights + o0 * taps;
@@ -192,7 +194,7 @@ void forward_image(const Geometry& g, const TapOffsets& offsets, const float* pa
       for (std::size_t r = 0; r < kTileRuns; ++r)  // past the last run: the first again, stored to no lane
         tile[r] = r0 + r < runs ? run_at(g, r0 + r) : Run{tile[0].in, tile[0].out, 0};
       forward_tile_avx512(padded, offsets, taps, block, tile, pixels, bias == nullptr ? nullptr : bias + o0, accumulate,
-                          y + o0 * pixels);
+                          relu, y + o0 * pixels);
     }
   }
 }
@@ -311,7 +313,7 @@ std::size_t pixel_filter_workspace_floats(const Conv2dDesc& d, const Shape& x, i
 }
 
 void pixel_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                   bool accumulate, Workspace ws) {
+                   bool accumulate, Workspace ws, bool relu) {
   require_takes(d, x.shape, "conv2d_forward");
   require_workspace_floats(ws, pixel_forward_workspace_floats(d, x.shape, threads), "conv2d_forward");
   const Geometry g = geometry(d, x.shape);
@@ -326,7 +328,7 @@ void pixel_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tens
     float* padded = shares + static_cast<std::size_t>(t) * g.padded_floats();
     for (std::size_t n = first; n < end; ++n) {
       pad_image(g, x.data + n * x.sample_elements(), padded);
-      forward_image(g, offsets, padded, weights, bias.empty() ? nullptr : bias.data, accumulate,
+      forward_image(g, offsets, padded, weights, bias.empty() ? nullptr : bias.data, accumulate, relu,
                     y.data + n * y.sample_elements());
     }
   });

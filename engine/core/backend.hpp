@@ -302,6 +302,10 @@ class Backend {
   // the CPU, CUDA in bf16 and fp16. The plan that fuses them keeps the ReLU's output a little
   // longer, so a backend that would only make the calls they are made of says false.
   virtual bool fuses_batchnorm_add_relu() const { return false; }
+  // True where conv2d_relu_forward runs in one pass over the output (Note [A convolution and its
+  // ReLU in one pass], step_plan.cpp): the CPU. A step then has the convolutions whose output only
+  // a ReLU reads run that ReLU's forward in their own call.
+  virtual bool fuses_conv_relu() const { return false; }
   // True where the convolutions, BatchNorm's calls (but synchronised BatchNorm's), pooling and the
   // channel biases take channels-last images (Note [Channels-last images], tensor.hpp), all of a
   // call's images in that order, weights [out, in, kh, kw] as always; a convolution's x may also
@@ -399,6 +403,11 @@ class Backend {
   // both (conv2d_workspace_bytes' backward answer). By default those two calls.
   void conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w, Tensor dw,
                        Tensor dbias, Tensor dx, bool accumulate, Workspace ws);
+  // A convolution and then a ReLU over its output in one call: y = max(conv(x) + bias, 0)
+  // (conv2d_forward with the same workspace, then relu_forward in place). By default those calls;
+  // fuses_conv_relu says where not.
+  void conv2d_relu_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                           Workspace ws);
 
   // Dense: y[N,out] = x[N,in] * w^T + bias. x may have any shape with N first. The workspace a
   // pass needs for input x (batched) and `out` units; none where the library keeps its own.
@@ -622,6 +631,8 @@ class Backend {
   // wrapper sees each); a backend overrides one where it does better in one call.
   virtual void do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const Tensor& dy, const Tensor& w,
                                   Tensor dw, Tensor dbias, Tensor dx, bool accumulate, Workspace ws);
+  virtual void do_conv2d_relu_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                      Tensor y, Workspace ws);
   virtual void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                                   Tensor running_mean, Tensor running_var, float momentum,
                                                   float epsilon, Tensor saved_mean, Tensor saved_inv_std);

@@ -306,6 +306,19 @@ void Backend::do_conv2d_backward(const Conv2dDesc& desc, const Tensor& x, const 
   if (!dx.empty()) conv2d_backward_data(desc, dy, w, dx, accumulate, ws);
 }
 
+void Backend::conv2d_relu_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                  Tensor y, Workspace ws) {
+  check_conv("conv2d_relu_forward", desc, x.shape, w, bias, y.shape);
+  check_order("conv2d_relu_forward", *this, x.shape, y.shape, {&w.shape, &bias.shape}, true);
+  do_conv2d_relu_forward(desc, x, w, bias, y, ws);
+}
+
+void Backend::do_conv2d_relu_forward(const Conv2dDesc& desc, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                     Tensor y, Workspace ws) {
+  conv2d_forward(desc, x, w, bias, y, false, ws);
+  relu_forward(y, y);
+}
+
 void Backend::batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                               Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                               Tensor saved_mean, Tensor saved_inv_std) {

@@ -33,6 +33,7 @@ class ForwardingBackend : public Backend {
   bool takes_packed_values() const override { return inner_.takes_packed_values(); }
   bool fuses_batchnorm_relu() const override { return inner_.fuses_batchnorm_relu(); }
   bool fuses_batchnorm_add_relu() const override { return inner_.fuses_batchnorm_add_relu(); }
+  bool fuses_conv_relu() const override { return inner_.fuses_conv_relu(); }
   bool takes_channels_last() const override { return inner_.takes_channels_last(); }
   memory::MemoryResource& device_memory() override { return inner_.device_memory(); }
   memory::MemoryResource& staging_memory() override { return inner_.staging_memory(); }

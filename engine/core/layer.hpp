@@ -40,6 +40,10 @@ struct LayerCost {
   double multiply_adds = 0;
 };
 
+// The backend calls that run a ReLU after a layer in one pass with it (Layer::relu_after):
+// BatchNorm's (Backend::fuses_batchnorm_relu) or the convolution's (Backend::fuses_conv_relu).
+enum class ReluAfter { none, batchnorm, convolution };
+
 struct TrainingBatchNeed {
   int samples = 1;
   std::string why;
@@ -138,12 +142,14 @@ class Layer {
   // True for max pooling: each output the largest value of a window of its input's channel.
   virtual bool is_max_pooling() const { return false; }
 
-  // Note [BatchNorm and ReLU in one pass] (step_plan.cpp): true for ReLU; and for a layer that can
-  // run, in training, a ReLU over its output in its own calls: forward_then_relu writes
-  // max(forward, 0) as the output, and backward_through_relu takes the ReLU's output as
-  // `c.output` and the ReLU's output gradient as `c.grad_output` (which it may overwrite).
+  // Notes [BatchNorm and ReLU in one pass] and [A convolution and its ReLU in one pass]
+  // (step_plan.cpp): true for ReLU; and, for a layer that can run a ReLU over its output in its own
+  // calls, the backend calls that do (ReluAfter). forward_then_relu writes max(forward, 0) as the
+  // output; BatchNorm's backward_through_relu (in training) takes the ReLU's output as `c.output`
+  // and the ReLU's output gradient as `c.grad_output` (which it may overwrite). A convolution runs
+  // the ReLU's forward alone: the ReLU's backward stays a call of its own.
   virtual bool is_relu() const { return false; }
-  virtual bool runs_relu_after() const { return false; }
+  virtual ReluAfter relu_after() const { return ReluAfter::none; }
   virtual void forward_then_relu(const LayerContext& context);
   virtual void backward_through_relu(const LayerContext& context);
   // Note [BatchNorm, add and ReLU in one pass] (step_plan.cpp): true for Add; a layer that runs a

@@ -167,6 +167,8 @@ MicroBatchPlan plan_micro_batch(const BatchPlanner& planner, int micro_batch, st
   m.in_place_layers = static_cast<int>(p.training.in_place.size());
   m.fused_relus = static_cast<int>(
       std::count_if(p.training.fused_relu.begin(), p.training.fused_relu.end(), [](int r) { return r != 0; }));
+  m.fused_conv_relus = static_cast<int>(std::count_if(p.training.relu_in_forward.begin(),
+                                                      p.training.relu_in_forward.end(), [](int r) { return r != 0; }));
   m.fused_adds = static_cast<int>(
       std::count_if(p.training.fused_add.begin(), p.training.fused_add.end(), [](int a) { return a != 0; }));
   m.values = training.values;

@@ -55,6 +55,12 @@ std::string format_memory_table(const MemoryBreakdown& m) {
                   adds.c_str());
     out += line;
   }
+  if (m.fused_conv_relus) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-24s %12s  each with the ReLU after it in its forward pass\n", "convolution",
+                  (std::to_string(m.fused_conv_relus) + (m.fused_conv_relus == 1 ? " layer" : " layers")).c_str());
+    out += line;
+  }
   if (m.recompute != RecomputePolicy::none) {
     char line[160];
     std::snprintf(line, sizeof line, "  %-24s %12s  +%.1f%% compute in backward\n",

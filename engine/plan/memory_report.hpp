@@ -53,6 +53,7 @@ struct MemoryBreakdown {
   double recompute_fraction = 0;
   int in_place_layers = 0;  // layers whose output the plan writes over their input
   int fused_relus = 0;      // BatchNorms that run the ReLU after them in their own calls
+  int fused_conv_relus = 0;  // convolutions that run the ReLU after them in their forward call
   ValueFormat values = ValueFormat::fp32;  // how the step stores the values between layers
   double expected_samples_per_second = 0;
 

@@ -57,9 +57,10 @@ class DirectOff {
 // reordered images a thread (the stem's: one padded image and a row of dy turned).
 std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, DirectPass pass, int threads);
 
-// accumulate: y += the convolution + bias.
+// accumulate: y += the convolution + bias; relu (never with accumulate): y = max(that, 0), as
+// relu_forward gives it, in the pass that writes y.
 void direct_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                    bool accumulate, Workspace ws);
+                    bool accumulate, Workspace ws, bool relu = false);
 void direct_backward_data(int threads, const Conv2dDesc& d, const Tensor& dy, const Tensor& w, Tensor dx,
                           bool accumulate, Workspace ws);
 // dw += the weight gradient, dbias += the bias gradient (when given).

@@ -18,9 +18,10 @@ bool pixel_conv_takes(const Conv2dDesc& d, const Shape& x);
 std::size_t pixel_forward_workspace_floats(const Conv2dDesc& d, const Shape& x, int threads);
 std::size_t pixel_filter_workspace_floats(const Conv2dDesc& d, const Shape& x, int threads);
 
-// y = (accumulate ? y : 0) + the convolution + bias (when given).
+// y = (accumulate ? y : 0) + the convolution + bias (when given); with relu, max(that, 0) as
+// relu_forward gives it.
 void pixel_forward(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
-                   bool accumulate, Workspace ws);
+                   bool accumulate, Workspace ws, bool relu = false);
 // dw += the weight gradient, dbias += the bias gradient (when given).
 void pixel_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias,
                            Workspace ws);

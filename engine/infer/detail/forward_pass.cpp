@@ -38,10 +38,13 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
   const StepScalars scalars{0, static_cast<std::uint64_t>(batch.first), 0.0f};
   input_.stage(batch, scalars, value(0, n).data, targets, &slots_.scalars);
 
+  // Note [A convolution and its ReLU in one pass] (step_plan.cpp): a convolution may run the ReLU
+  // after it, whose buffer it shares.
+  auto by_node = [](const std::vector<int>& v, int id) { return v.empty() ? 0 : v[static_cast<std::size_t>(id)]; };
   const int last = net_.last();
   for (int id = 1; id <= last; ++id) {
     const Node& nd = net_.node(id);
-    if (nd.layer->is_view()) continue;
+    if (nd.layer->is_view() || by_node(plan_.forward_into, id) != 0) continue;
     inputs_.clear();
     for (int in : nd.inputs) inputs_.push_back(value(in, n));
     LayerContext c;
@@ -57,7 +60,8 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
     if (const int w = plan_.node(id).forward_workspace; w >= 0)
       c.workspace = Workspace{arena_ + plan_.plan.offsets[static_cast<std::size_t>(w)],
                               plan_.requests[static_cast<std::size_t>(w)].bytes};
-    nd.layer->forward(c);
+    if (by_node(plan_.relu_in_forward, id) != 0) nd.layer->forward_then_relu(c);
+    else nd.layer->forward(c);
   }
   const Tensor out = value(last, n);
   if (loss) {

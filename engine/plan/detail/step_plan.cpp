@@ -85,6 +85,7 @@ struct InPlace {
   std::vector<int> fused_relu;             // by node: Note [BatchNorm and ReLU in one pass]
   std::vector<int> fused_add;              // by node: Note [BatchNorm, add and ReLU in one pass]
   std::vector<int> add_over;               // by node: the BatchNorm input an add runs in place over, or 0
+  std::vector<int> relu_in_forward;        // by node: Note [A convolution and its ReLU in one pass]
   bool shares_value(int id) const { return value_root[static_cast<std::size_t>(id)] != id; }
   bool shares_grad(int id) const { return grad_root[static_cast<std::size_t>(id)] != id; }
 };
@@ -114,7 +115,8 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
     const int b = relu.inputs[0];
     const auto i = static_cast<std::size_t>(b);
     if (!net.has_gradient(b)) continue;  // the network's input, or a frozen layer's: no backward
-    if (net.node(b).value != b || !net.node(b).layer->runs_relu_after() || readers[i].size() != 1) continue;
+    if (net.node(b).value != b || net.node(b).layer->relu_after() != ReluAfter::batchnorm || readers[i].size() != 1)
+      continue;
     if (s.recomputes(b) || s.recomputes(r)) continue;
     if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i] ||
         p.grad_root[i] != p.grad_root[static_cast<std::size_t>(r)])
@@ -122,6 +124,37 @@ void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>
     p.fused_relu[i] = r;
     int& last = p.value_last[static_cast<std::size_t>(p.value_root[i])];
     last = std::max(last, s.backward_time[i]);
+  }
+}
+
+// Note [A convolution and its ReLU in one pass]
+// Where the backend runs them so (Backend::fuses_conv_relu: the CPU), a convolution whose output
+// only a ReLU reads runs that ReLU in its forward call: it writes max(conv(x) + bias, 0) as it
+// writes its output, where the ReLU would read the output back and write it again (the conv,
+// ReLU stacks of networks without BatchNorm; a ReLU before max pooling has moved after it,
+// Network::commute_relu_and_max_pool). Forward only: the ReLU's backward runs as its own call, at
+// its own time, so that no buffer lives longer than without the fusion (the ReLU's output kept for
+// the convolution's backward, as BatchNorm's fusion keeps it, made VGG-like networks' arenas 3 % to
+// 10 % larger). The pair must share its buffer in place already (Note [In place]), and neither
+// may be recomputed (a recomputation writes its output elsewhere); in inference too. The CPU's
+// fused pass gives the unfused bits (tests/engine/plan/fused_batchnorm_relu_test.cpp).
+bool fuses_conv_relu(const StepNeeds& needs) {
+  return needs.fuse_conv_relu && (needs.values == ValueFormat::fp32 || takes_stored(needs));
+}
+
+void fuse_conv_relu(const Network& net, const std::vector<std::vector<int>>& readers, const StepSchedule& s,
+                    InPlace& p) {
+  for (int r = 1; r < net.size(); ++r) {
+    const Node& relu = net.node(r);
+    if (!relu.layer->is_relu() || relu.inputs.size() != 1) continue;
+    const int c = relu.inputs[0];
+    const auto i = static_cast<std::size_t>(c);
+    if (c == 0) continue;  // the network's input
+    if (net.node(c).value != c || net.node(c).layer->relu_after() != ReluAfter::convolution || readers[i].size() != 1)
+      continue;
+    if (s.recomputes(c) || s.recomputes(r)) continue;
+    if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i]) continue;
+    p.relu_in_forward[i] = r;
   }
 }
 
@@ -159,7 +192,8 @@ std::vector<int> adds_over_batchnorm(const Network& net, const std::vector<std::
     if (!add.layer->is_add() || add.value != a || add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) continue;
     if (add.inputs[0] != b && add.inputs[1] != b) continue;
     const Node& bn = net.node(b);
-    if (bn.value != b || !bn.layer->runs_relu_after() || !net.has_gradient(b) || only_reader(b) != a) continue;
+    if (bn.value != b || bn.layer->relu_after() != ReluAfter::batchnorm || !net.has_gradient(b) || only_reader(b) != a)
+      continue;
     const int r = only_reader(a);
     if (r == 0 || !net.node(r).layer->is_relu() || net.node(r).value != r || net.node(r).inputs.size() != 1) continue;
     if (s.recomputes(b) || s.recomputes(a) || s.recomputes(r)) continue;
@@ -200,6 +234,7 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
   p.grad_last.assign(nodes, -1);
   p.fused_relu.assign(nodes, 0);
   p.fused_add.assign(nodes, 0);
+  p.relu_in_forward.assign(nodes, 0);
   p.add_over = allowed && fuses_batchnorm_relu(needs) && needs.fuse_batchnorm_add_relu
                    ? adds_over_batchnorm(net, readers, needs, s)
                    : std::vector<int>(nodes, 0);
@@ -223,6 +258,7 @@ InPlace in_place(const Network& net, const std::vector<std::vector<int>>& reader
     int& last = p.value_last[static_cast<std::size_t>(root)];
     last = std::max(last, s.kept_until[static_cast<std::size_t>(id)]);
   }
+  if (allowed && fuses_conv_relu(needs)) fuse_conv_relu(net, readers, s, p);
   if (!training) return p;
   for (int id = net.size() - 1; id >= 1; --id) {
     const int v = in_place_input(id);
@@ -461,6 +497,7 @@ StepNeeds step_needs(Network& net, Backend& backend, int micro_batch, bool train
   needs.packed = backend.takes_packed_values() ? value_format(backend.precision()) : ValueFormat::fp32;
   needs.fuse_batchnorm_relu = backend.fuses_batchnorm_relu();
   needs.fuse_batchnorm_add_relu = backend.fuses_batchnorm_add_relu();
+  needs.fuse_conv_relu = backend.fuses_conv_relu();
   return needs;
 }
 
@@ -500,6 +537,10 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
   }
   p.fused_relu = shared.fused_relu;
   p.fused_add = shared.fused_add;
+  p.relu_in_forward = shared.relu_in_forward;
+  p.forward_into.assign(static_cast<std::size_t>(net.size()), 0);
+  for (int id = 1; id < net.size(); ++id)
+    if (const int r = p.relu_in_forward[static_cast<std::size_t>(id)]) p.forward_into[static_cast<std::size_t>(r)] = id;
   p.fused_into.assign(static_cast<std::size_t>(net.size()), 0);
   for (int id = 1; id < net.size(); ++id) {
     if (const int r = p.fused_relu[static_cast<std::size_t>(id)]) p.fused_into[static_cast<std::size_t>(r)] = id;
@@ -520,6 +561,8 @@ StepPlan plan_with(const Network& net, const std::vector<std::vector<int>>& read
 // that a plan running BatchNorm and ReLU in one pass (which needs the sharing: Note [BatchNorm and
 // ReLU in one pass]) is kept unless the other is more than 1 % smaller: the ReLU's own passes took
 // 8 % of a resnet18 bf16 step's kernel time on an H200 (benchmarks/results/gpu_h200_best_peer.md).
+// So is one where convolutions run the ReLU after them (Note [A convolution and its ReLU in one
+// pass]).
 // A plan that runs the residual adds in their BatchNorm too (Note [BatchNorm, add and ReLU in one
 // pass]) keeps values longer; it is kept on the same terms against the one that fuses the pairs
 // alone: resnet50 at 224 on the CPU, 0.18 % larger for 4 % of its step, kept; resnet on 1x28x28 at
@@ -537,7 +580,10 @@ StepPlan plan_step(const Network& net, const StepNeeds& needs, const RecomputeSe
     if (pairs.arena_bytes() < shared.arena_bytes() / 101 * 100) shared = std::move(pairs);
   }
   StepPlan separate = plan_with(net, readers, needs, schedule, false);
-  const bool fused = std::any_of(shared.fused_relu.begin(), shared.fused_relu.end(), [](int r) { return r != 0; });
+  auto any = [](const std::vector<int>& by_node) {
+    return std::any_of(by_node.begin(), by_node.end(), [](int r) { return r != 0; });
+  };
+  const bool fused = any(shared.fused_relu) || any(shared.relu_in_forward);
   const std::size_t kept_if_within = fused ? shared.arena_bytes() / 101 * 100 : shared.arena_bytes();
   return separate.arena_bytes() < kept_if_within ? separate : shared;
 }

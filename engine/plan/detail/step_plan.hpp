@@ -68,6 +68,9 @@ struct StepPlan {
   // one pass]): the ReLU a BatchNorm runs in its own calls, the add it runs before that ReLU, and
   // the BatchNorm that runs a ReLU's or an add's; 0 where none.
   std::vector<int> fused_relu, fused_add, fused_into;
+  // By node (step_plan.cpp, Note [A convolution and its ReLU in one pass]): the ReLU a convolution
+  // runs in its forward call, and the convolution that runs a ReLU's forward; 0 where none.
+  std::vector<int> relu_in_forward, forward_into;
   ValueFormat values = ValueFormat::fp32;
   std::vector<bool> stored_16bit;  // by value node: its buffers hold `values` (16 bits), not float32
   // The values are in the 16-bit format the backend takes as they are stored (StepNeeds::packed):
@@ -117,6 +120,9 @@ struct StepNeeds {
   // And the residual add before that ReLU (Backend::fuses_batchnorm_add_relu; step_plan.cpp, Note
   // [BatchNorm, add and ReLU in one pass]).
   bool fuse_batchnorm_add_relu = false;
+  // A convolution's calls run the ReLU after it (Backend::fuses_conv_relu; step_plan.cpp, Note [A
+  // convolution and its ReLU in one pass]).
+  bool fuse_conv_relu = false;
   // The step's images lie channels last (Note [Channels-last images], tensor.hpp; step_needs).
   bool channels_last = false;
 };

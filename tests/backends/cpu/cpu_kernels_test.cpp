@@ -419,6 +419,48 @@ TEST_CASE("batchnorm's channel sums in lanes match one running sum, whatever the
   }
 }
 
+// Note [A convolution and its ReLU in one pass] (step_plan.cpp): on every kernel a forward pass
+// may take (along the pixels, the ImageNet stem, the direct kernel at stride 1 and 2, 1x1, the
+// Winograd tiles, depthwise, grouped, the matrix product), on every instruction set the host has.
+TEST_CASE("a convolution and its ReLU in one call give the bits of the two calls", "[cpu][conv][fusion]") {
+  struct Case {
+    Conv2dDesc d;
+    int h, w;
+  };
+  const Case cases[] = {
+      {{3, 16, 3, 3, 1, 1}, 9, 9},         {{3, 16, 7, 7, 2, 3}, 30, 30},     {{16, 32, 3, 3, 1, 1}, 12, 12},
+      {{32, 64, 3, 3, 2, 1}, 7, 7},        {{64, 64, 1, 1, 1, 0}, 8, 8},      {{64, 64, 3, 3, 1, 1}, 20, 20},
+      {{16, 16, 3, 3, 1, 1, 1, 16}, 10, 10}, {{16, 16, 3, 3, 1, 1, 1, 4}, 10, 10}, {{5, 7, 3, 3, 1, 1}, 11, 13}};
+  for (cpu::CpuIsa isa : testing::host_isas())
+    for (int threads : {1, 2})
+      for (const Case& k : cases)
+        for (bool bias : {false, true}) {
+          const Conv2dDesc& d = k.d;
+          CAPTURE(cpu::isa_name(isa), threads, d.in_channels, d.out_channels, d.kernel_h, d.stride, d.groups, k.h,
+                  bias);
+          const cpu::IsaLimit limit(isa);
+          CpuBackend backend(threads);
+          const int ho = (k.h + 2 * d.padding - d.kernel_h) / d.stride + 1;
+          const int wo = (k.w + 2 * d.padding - d.kernel_w) / d.stride + 1;
+          const Shape xs{2, d.in_channels, k.h, k.w}, ys{2, d.out_channels, ho, wo};
+          const Shape ws{d.out_channels, d.in_channels / d.groups, d.kernel_h, d.kernel_w}, bs{d.out_channels};
+          std::vector<float> x = testing::pattern(xs.elements(), 3), w = testing::pattern(ws.elements(), 4);
+          std::vector<float> b = testing::pattern(static_cast<std::size_t>(d.out_channels), 5);
+          b[1] = std::numeric_limits<float>::quiet_NaN();  // a channel of NaN: max(NaN, 0) is 0 either way
+          const Tensor bias_tensor = bias ? Tensor{b.data(), bs} : Tensor{};
+          std::vector<float> fused(ys.elements(), 7.f), calls(ys.elements(), 9.f);
+          const testing::NanWorkspace space(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0));
+          backend.conv2d_relu_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), ws}, bias_tensor,
+                                      Tensor{fused.data(), ys}, space.ws);
+          backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), ws}, bias_tensor, Tensor{calls.data(), ys},
+                                 false, space.ws);
+          backend.relu_forward(Tensor{calls.data(), ys}, Tensor{calls.data(), ys});
+          CHECK(testing::same_bits(fused, calls));
+          CHECK(std::count(calls.begin(), calls.end(), 0.f) > 0);  // the ReLU cut some
+          CHECK(*std::min_element(fused.begin(), fused.end()) >= 0.f);
+        }
+}
+
 TEST_CASE("BatchNorm, add and ReLU in one pass each way give the bits of the calls they are made of",
           "[cpu][batchnorm][fusion]") {
   std::mt19937 random(11);

@@ -1,9 +1,10 @@
-// BatchNorm and the ReLU after it in one pass, and with a residual add between them (step_plan.cpp,
-// Notes [BatchNorm and ReLU in one pass] and [BatchNorm, add and ReLU in one pass]): which pairs
-// and triples a plan fuses and on which backends, the buffers they share, that the ReLU's output
-// stays live for the BatchNorm's backward, and that training through the fused calls (the CPU's
-// one pass each way, and the calls' default: the calls they are made of) gives the unfused run's
-// bits, with float values and with 16-bit values taken as stored.
+// BatchNorm and the ReLU after it in one pass, with a residual add between them, and a convolution
+// and the ReLU after it (step_plan.cpp, Notes [BatchNorm and ReLU in one pass], [BatchNorm, add and
+// ReLU in one pass] and [A convolution and its ReLU in one pass]): which pairs and triples a plan
+// fuses and on which backends, the buffers they share, that the ReLU's output stays live for the
+// fused layer's backward, and that training through the fused calls (the CPU's one pass, and the
+// calls' default: the calls they are made of) gives the unfused run's bits, with float values and
+// with 16-bit values taken as stored.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -25,17 +26,26 @@ namespace {
 const Shape kImage{1, 8, 8};
 constexpr int kClasses = 4, kBatch = 8, kSteps = 4;
 
-// A CPU backend that says it runs BatchNorm and ReLU, and BatchNorm, add and ReLU, in one pass, and
-// counts the fused calls it gets (they run as the calls they are made of: Backend's default).
+// A CPU backend that says it runs BatchNorm and ReLU, BatchNorm, add and ReLU, and a convolution
+// and ReLU in one pass, and counts the fused calls it gets (they run as the calls they are made
+// of: Backend's default).
 template <class Base>
 class Fusing : public Base {
  public:
   using Base::Base;
   bool fuses_batchnorm_relu() const override { return true; }
   bool fuses_batchnorm_add_relu() const override { return true; }
+  bool fuses_conv_relu() const override { return true; }
   int fused_forwards = 0, fused_backwards = 0, fused_add_forwards = 0, fused_add_backwards = 0;
+  int fused_conv_forwards = 0;
 
  protected:
+  void do_conv2d_relu_forward(const Conv2dDesc& d, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor y,
+                              Workspace ws) override {
+    ++fused_conv_forwards;
+    Base::do_conv2d_relu_forward(d, x, w, bias, y, ws);
+  }
+
   void do_batchnorm_relu_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor y,
                                           Tensor running_mean, Tensor running_var, float momentum, float epsilon,
                                           Tensor saved_mean, Tensor saved_inv_std) override {
@@ -77,6 +87,15 @@ class NotFusing : public Base {
   using Base::Base;
   bool fuses_batchnorm_relu() const override { return false; }
   bool fuses_batchnorm_add_relu() const override { return false; }
+  bool fuses_conv_relu() const override { return false; }
+};
+
+// One that fuses BatchNorm's and not a convolution's.
+template <class Base>
+class BatchNormAlone : public Base {
+ public:
+  using Base::Base;
+  bool fuses_conv_relu() const override { return false; }
 };
 
 // One that fuses the pairs alone.
@@ -137,6 +156,20 @@ const char* const kAddedTo =
 // BatchNorm's input gradient are one buffer, written by the one and added to by the other.
 const char* const kOwnInput = "conv 4 3 pad=1 bias=0 as=c\nbatchnorm\nadd c\nrelu\nflatten\ndense 4\n";
 
+// Convolutions with the ReLU after them on each of the CPU's kernels for a forward pass: a few
+// channels (along the pixels), 16 (the direct kernel on AVX-512), depthwise, 1x1 (a matrix
+// product), grouped; the last one's output has a second reader, so that its ReLU runs alone.
+const char* const kConvs =
+    "conv 16 3 pad=1\nrelu\nconv 16 3 pad=1\nrelu\ndwconv 3 pad=1\nrelu\nconv 16 1\nrelu\n"
+    "conv 16 3 pad=1 groups=4\nrelu\nconv 16 3 pad=1 as=c\nrelu\nadd c\nflatten\ndense 4\n";
+
+std::vector<std::pair<int, int>> relus_in_forward(const StepPlan& p) {
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t c = 0; c < p.relu_in_forward.size(); ++c)
+    if (p.relu_in_forward[c]) pairs.emplace_back(static_cast<int>(c), p.relu_in_forward[c]);
+  return pairs;
+}
+
 std::vector<std::pair<int, int>> fused_adds(const StepPlan& p) {
   std::vector<std::pair<int, int>> adds;
   for (std::size_t b = 0; b < p.fused_add.size(); ++b)
@@ -159,6 +192,17 @@ Run train(const std::string& model, Backend& backend, memory::Strategy strategy 
   for (int s = 0; s < kSteps; ++s) run.losses.push_back(trainer.train_step(data.batch(s * kBatch, kBatch)).loss);
   run.parameters = trainer.parameters().download();
   return run;
+}
+
+// `model`'s outputs for a few images on `parameters`, through a predictor.
+std::vector<float> predicted(const std::string& model, Backend& backend, const std::vector<float>& parameters) {
+  Network net = make_network(model);
+  Predictor predictor(net, backend);
+  predictor.parameters().upload(parameters);
+  const testing::SyntheticData data(kBatch, kImage, kClasses, 29);
+  std::vector<float> outputs(static_cast<std::size_t>(kBatch) * net.output_shape().elements());
+  predictor.logits(data.images.data(), kBatch, outputs.data());
+  return outputs;
 }
 
 }  // namespace
@@ -201,6 +245,49 @@ TEST_CASE("a BatchNorm runs the ReLU after it where the backend fuses them and t
   CHECK(fused_pairs(plan_step(net, inference)).empty());
 }
 
+TEST_CASE("a convolution runs the ReLU after it in its forward call, and every buffer lives as long as without",
+          "[plan][fusion]") {
+  // kConvs: 1 conv, 2 relu, 3 conv, 4 relu, 5 dwconv, 6 relu, 7 conv, 8 relu, 9 conv, 10 relu,
+  // 11 conv (read by the ReLU 12 and the add 13), 12 relu, 13 add, 14 flatten, 15 dense.
+  Network net = parse_network(kConvs, kImage, kClasses);
+  CpuBackend cpu(1);
+  FusingCpu fusing(cpu);
+  BatchNormAlone<ForwardingBackend> batchnorm_alone(cpu);
+  const std::vector<std::pair<int, int>> pairs{{1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}};
+  const StepPlan fused = plan(net, fusing), plain = plan(net, batchnorm_alone);
+  CHECK(relus_in_forward(fused) == pairs);
+  CHECK(relus_in_forward(plan(net, cpu)) == pairs);  // the CPU runs them in one pass
+  CHECK(fused_pairs(fused).empty());                 // the ReLU's backward stays its own
+  for (auto [c, r] : pairs) {
+    CHECK(fused.forward_into[static_cast<std::size_t>(r)] == c);
+    CHECK(fused.node(r).value == fused.node(c).value);
+  }
+  // The same buffers over the same times as the plan that runs each ReLU on its own.
+  REQUIRE(fused.requests.size() == plain.requests.size());
+  for (std::size_t k = 0; k < fused.requests.size(); ++k) {
+    INFO(fused.requests[k].name);
+    CHECK(fused.requests[k].bytes == plain.requests[k].bytes);
+    CHECK(fused.requests[k].first_use == plain.requests[k].first_use);
+    CHECK(fused.requests[k].last_use == plain.requests[k].last_use);
+  }
+  CHECK(fused.arena_bytes() == plain.arena_bytes());
+  CHECK(relus_in_forward(plain).empty());
+  // Not on a backend that does not fuse them, nor where nothing runs in place, nor where either is
+  // recomputed (the ReLUs 2 and 8, whose outputs backward reads); in inference too.
+  NotFusing<ForwardingBackend> not_fusing(cpu);
+  CHECK(relus_in_forward(plan(net, not_fusing)).empty());
+  StepNeeds separate = step_needs(net, fusing, 4, true, std::size_t{64} << 20);
+  separate.in_place = InPlaceSharing::never;
+  CHECK(relus_in_forward(plan_step(net, separate)).empty());
+  RecomputeSet recompute(static_cast<std::size_t>(net.size()), false);
+  recompute[2] = true;
+  recompute[8] = true;
+  CHECK(relus_in_forward(plan(net, fusing, recompute)) == std::vector<std::pair<int, int>>{{3, 4}, {5, 6}, {9, 10}});
+  StepNeeds inference = step_needs(net, fusing, 4, false, std::size_t{64} << 20);
+  inference.in_place = InPlaceSharing::always;
+  CHECK(relus_in_forward(plan_step(net, inference)) == pairs);
+}
+
 TEST_CASE("a BatchNorm runs the residual add and the ReLU after it where the add comes right after it",
           "[plan][fusion]") {
   Network net = parse_network(kTriples, kImage, kClasses);
@@ -241,7 +328,7 @@ TEST_CASE("a BatchNorm runs the residual add and the ReLU after it where the add
 }
 
 TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run's bits", "[plan][fusion][train]") {
-  for (const std::string model : {kPairs, kTriples, kAddedTo, kOwnInput, "resnet"}) {
+  for (const std::string model : {kPairs, kTriples, kAddedTo, kOwnInput, "resnet", kConvs}) {
     INFO(model);
     CpuBackend cpu(2);
     FusingCpu fusing(cpu);
@@ -250,25 +337,34 @@ TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run
     const Run direct = train(model, fusing, memory::Strategy::direct);
     CHECK(direct.losses == plain.losses);
     CHECK(direct.parameters == plain.parameters);
-    // kAddedTo and kOwnInput have no BatchNorm and ReLU pair
-    CHECK((model == kAddedTo || model == kOwnInput || fusing.fused_forwards > 0));
-    CHECK((model == kAddedTo || model == kOwnInput || fusing.fused_backwards > 0));
-    if (model != kPairs) {
-      CHECK(fusing.fused_add_forwards > 0);
-      CHECK(fusing.fused_add_backwards > 0);
-    }
+    // Which fused calls each network makes: BatchNorm and ReLU, BatchNorm, add and ReLU, a
+    // convolution and ReLU.
+    const bool pairs = model == kPairs || model == kTriples || model == "resnet";
+    const bool triples = model == kTriples || model == kAddedTo || model == kOwnInput || model == "resnet";
+    const bool conv_pairs = model == kAddedTo || model == kConvs;
+    CHECK((fusing.fused_forwards > 0) == pairs);
+    CHECK((fusing.fused_backwards > 0) == pairs);
+    CHECK((fusing.fused_add_forwards > 0) == triples);
+    CHECK((fusing.fused_add_backwards > 0) == triples);
+    CHECK((fusing.fused_conv_forwards > 0) == conv_pairs);
     CHECK(fused.losses == plain.losses);
     CHECK(fused.parameters == plain.parameters);
     CHECK(one_pass.losses == plain.losses);
     CHECK(one_pass.parameters == plain.parameters);
+    // Predictions run a convolution's ReLU in its call too.
+    const int trained_conv_forwards = fusing.fused_conv_forwards;
+    CHECK(predicted(model, fusing, plain.parameters) == predicted(model, not_fusing, plain.parameters));
+    CHECK(predicted(model, cpu, plain.parameters) == predicted(model, not_fusing, plain.parameters));
+    CHECK((fusing.fused_conv_forwards > trained_conv_forwards) == conv_pairs);
 
     for (Precision precision : {Precision::bf16, Precision::fp16}) {
       INFO(to_string(precision) << " values taken as stored");
       CpuBackend cpu16(2, precision);
       FusingStoredValuesCpu fusing16(cpu16, true);
       const Run floats = train(model, cpu16), stored = train(model, fusing16);
-      CHECK((model == kAddedTo || model == kOwnInput || fusing16.fused_forwards > 0));
-      CHECK((model == kPairs || fusing16.fused_add_forwards > 0));
+      CHECK((fusing16.fused_forwards > 0) == pairs);
+      CHECK((fusing16.fused_add_forwards > 0) == triples);
+      CHECK((fusing16.fused_conv_forwards > 0) == conv_pairs);
       CHECK(stored.losses == floats.losses);
       CHECK(stored.parameters == floats.parameters);
     }
