@@ -524,15 +524,21 @@ void CpuBackend::conv_forward(const Conv2dDesc& d, const Tensor& x, const Tensor
   auto then_relu = [&] {
     if (relu) do_relu_forward(y, y);
   };
-  if (cpu::is_depthwise(d)) return cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws), then_relu();
+  if (cpu::is_depthwise(d)) {
+    cpu::depthwise_forward(threads_, d, x, w, bias, y, accumulate, ws);
+    return then_relu();
+  }
   if (cpu::grouped_kernels_apply(d)) {
     require_workspace(ws, conv2d_workspace_at(d, x.shape, y.shape, ConvPass::forward), "conv2d_forward");
-    return cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws), then_relu();
+    cpu::grouped_forward(threads_, d, x, w, bias, y, accumulate, ws);
+    return then_relu();
   }
   if (cpu::direct_applies(d, x.shape, products16(), cpu::DirectPass::forward))
     return cpu::direct_forward(threads_, d, x, w, bias, y, accumulate, ws, relu);
-  if (cpu::winograd_applies(d, x.shape, products16(), threads_))
-    return cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws), then_relu();
+  if (cpu::winograd_applies(d, x.shape, products16(), threads_)) {
+    cpu::winograd_forward(threads_, d, x, w, bias, y, accumulate, ws);
+    return then_relu();
+  }
   const ConvGeometry g = geometry(d, x.shape, y.shape);
   const std::size_t K = static_cast<std::size_t>(g.patch()), P = static_cast<std::size_t>(g.pixels()),
                     C = static_cast<std::size_t>(g.cout);

@@ -40,11 +40,10 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
 
   // Note [A convolution and its ReLU in one pass] (step_plan.cpp): a convolution may run the ReLU
   // after it, whose buffer it shares.
-  auto by_node = [](const std::vector<int>& v, int id) { return v.empty() ? 0 : v[static_cast<std::size_t>(id)]; };
   const int last = net_.last();
   for (int id = 1; id <= last; ++id) {
     const Node& nd = net_.node(id);
-    if (nd.layer->is_view() || by_node(plan_.forward_into, id) != 0) continue;
+    if (nd.layer->is_view() || plan_.forward_runs_within(id)) continue;
     inputs_.clear();
     for (int in : nd.inputs) inputs_.push_back(value(in, n));
     LayerContext c;
@@ -60,7 +59,7 @@ void ForwardPass::run(const Batch& batch, bool loss, float* logits) {
     if (const int w = plan_.node(id).forward_workspace; w >= 0)
       c.workspace = Workspace{arena_ + plan_.plan.offsets[static_cast<std::size_t>(w)],
                               plan_.requests[static_cast<std::size_t>(w)].bytes};
-    if (by_node(plan_.relu_in_forward, id) != 0) nd.layer->forward_then_relu(c);
+    if (plan_.relu_in_forward_of(id)) nd.layer->forward_then_relu(c);
     else nd.layer->forward(c);
   }
   const Tensor out = value(last, n);

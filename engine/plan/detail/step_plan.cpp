@@ -107,24 +107,34 @@ bool fuses_batchnorm_relu(const StepNeeds& needs) {
   return needs.training && needs.fuse_batchnorm_relu && (needs.values == ValueFormat::fp32 || takes_stored(needs));
 }
 
-void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>& readers, const StepSchedule& s,
-                         InPlace& p) {
+// fn(l, r) for each ReLU r whose input is a layer l of `kind` (Layer::relu_after) with a value of
+// its own that only r reads, neither recomputed, r's value in l's buffer (Note [In place]).
+template <class Fn>
+void for_relu_after(const Network& net, const std::vector<std::vector<int>>& readers, const StepSchedule& s,
+                    const InPlace& p, ReluAfter kind, Fn&& fn) {
   for (int r = 1; r < net.size(); ++r) {
     const Node& relu = net.node(r);
     if (!relu.layer->is_relu() || relu.inputs.size() != 1) continue;
-    const int b = relu.inputs[0];
+    const int l = relu.inputs[0];
+    const auto i = static_cast<std::size_t>(l);
+    if (l == 0) continue;  // the network's input
+    if (net.node(l).value != l || net.node(l).layer->relu_after() != kind || readers[i].size() != 1) continue;
+    if (s.recomputes(l) || s.recomputes(r)) continue;
+    if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i]) continue;
+    fn(l, r);
+  }
+}
+
+void fuse_batchnorm_relu(const Network& net, const std::vector<std::vector<int>>& readers, const StepSchedule& s,
+                         InPlace& p) {
+  for_relu_after(net, readers, s, p, ReluAfter::batchnorm, [&](int b, int r) {
     const auto i = static_cast<std::size_t>(b);
-    if (!net.has_gradient(b)) continue;  // the network's input, or a frozen layer's: no backward
-    if (net.node(b).value != b || net.node(b).layer->relu_after() != ReluAfter::batchnorm || readers[i].size() != 1)
-      continue;
-    if (s.recomputes(b) || s.recomputes(r)) continue;
-    if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i] ||
-        p.grad_root[i] != p.grad_root[static_cast<std::size_t>(r)])
-      continue;
+    if (!net.has_gradient(b)) return;  // a frozen layer's: no backward
+    if (p.grad_root[i] != p.grad_root[static_cast<std::size_t>(r)]) return;
     p.fused_relu[i] = r;
     int& last = p.value_last[static_cast<std::size_t>(p.value_root[i])];
     last = std::max(last, s.backward_time[i]);
-  }
+  });
 }
 
 // Note [A convolution and its ReLU in one pass]
@@ -144,18 +154,8 @@ bool fuses_conv_relu(const StepNeeds& needs) {
 
 void fuse_conv_relu(const Network& net, const std::vector<std::vector<int>>& readers, const StepSchedule& s,
                     InPlace& p) {
-  for (int r = 1; r < net.size(); ++r) {
-    const Node& relu = net.node(r);
-    if (!relu.layer->is_relu() || relu.inputs.size() != 1) continue;
-    const int c = relu.inputs[0];
-    const auto i = static_cast<std::size_t>(c);
-    if (c == 0) continue;  // the network's input
-    if (net.node(c).value != c || net.node(c).layer->relu_after() != ReluAfter::convolution || readers[i].size() != 1)
-      continue;
-    if (s.recomputes(c) || s.recomputes(r)) continue;
-    if (p.value_root[static_cast<std::size_t>(r)] != p.value_root[i]) continue;
-    p.relu_in_forward[i] = r;
-  }
+  for_relu_after(net, readers, s, p, ReluAfter::convolution,
+                 [&](int c, int r) { p.relu_in_forward[static_cast<std::size_t>(c)] = r; });
 }
 
 // Note [BatchNorm, add and ReLU in one pass]

@@ -71,6 +71,12 @@ struct StepPlan {
   // By node (step_plan.cpp, Note [A convolution and its ReLU in one pass]): the ReLU a convolution
   // runs in its forward call, and the convolution that runs a ReLU's forward; 0 where none.
   std::vector<int> relu_in_forward, forward_into;
+  int relu_in_forward_of(int id) const {
+    return relu_in_forward.empty() ? 0 : relu_in_forward[static_cast<std::size_t>(id)];
+  }
+  bool forward_runs_within(int id) const {
+    return !forward_into.empty() && forward_into[static_cast<std::size_t>(id)] != 0;
+  }
   ValueFormat values = ValueFormat::fp32;
   std::vector<bool> stored_16bit;  // by value node: its buffers hold `values` (16 bits), not float32
   // The values are in the 16-bit format the backend takes as they are stored (StepNeeds::packed):

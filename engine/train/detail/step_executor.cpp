@@ -185,13 +185,8 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
   auto relu_run_by = [&](int id) { return fuse ? plan_.fused_relu[static_cast<std::size_t>(id)] : 0; };
   auto add_run_by = [&](int id) { return fuse ? plan_.fused_add[static_cast<std::size_t>(id)] : 0; };
   auto runs_within = [&](int id) { return fuse && plan_.fused_into[static_cast<std::size_t>(id)] != 0; };
-  // Note [A convolution and its ReLU in one pass]: the ReLU whose forward a convolution runs.
-  auto relu_in_forward = [&](int id) {
-    return plan_.relu_in_forward.empty() ? 0 : plan_.relu_in_forward[static_cast<std::size_t>(id)];
-  };
-  auto forward_within = [&](int id) {
-    return runs_within(id) || (!plan_.forward_into.empty() && plan_.forward_into[static_cast<std::size_t>(id)] != 0);
-  };
+  // Note [A convolution and its ReLU in one pass]: a ReLU whose forward its convolution runs.
+  auto forward_within = [&](int id) { return runs_within(id) || plan_.forward_runs_within(id); };
   auto residual_of = [&](int add, int id) { return net_.node(add).inputs[0] == id ? std::size_t{1} : std::size_t{0}; };
 
   for (int id = 1; id <= L; ++id) {
@@ -207,7 +202,7 @@ void StepExecutor::compute(int n, float* logits, GradientBuckets* buckets) {
       LayerContext c = context(id, b.forward_workspace, output);
       c.training = training && net_.runs_in_training(id);  // Network::set_frozen_mode
       if (add) nd.layer->forward_then_add_relu(c);
-      else if (relu_run_by(id) || relu_in_forward(id)) nd.layer->forward_then_relu(c);
+      else if (relu_run_by(id) || plan_.relu_in_forward_of(id)) nd.layer->forward_then_relu(c);
       else nd.layer->forward(c);
       store(nd, b.value, output);
     }
