@@ -42,6 +42,7 @@ class WorkPool {
   std::atomic<int> done_{0};
   Call call_ = nullptr;  // written before the ticket is published, read after a claim
   void* context_ = nullptr;
+  std::atomic<int> caller_core_{-1};  // where the job's caller was (Note [A worker woken on its caller's core])
   std::atomic<bool> busy_{false};  // one job at a time
   std::mutex growing_;             // reserve()
   std::atomic<int> started_{0};

@@ -2,6 +2,10 @@
 // vector lanes and the scalar rest of a row, ties, accumulation, sums in lanes.
 #include <catch2/catch.hpp>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -13,6 +17,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/batchnorm_channel.hpp"
+#include "backends/cpu/detail/core_placement.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "tests/backends/cpu/conv_test_data.hpp"
 #include "tests/backends/cpu/host_isas.hpp"
@@ -345,6 +350,43 @@ TEST_CASE("the CPU work pool runs every range once, from several threads and nes
   for (auto& t : callers) t.join();
   CHECK(failures == 0);
 }
+
+#if defined(__linux__)
+// Note [A worker woken on its caller's core]: the move leaves the thread on another core and
+// allowed everywhere it was; a thread allowed on one core alone stays there, its mask untouched.
+// A thread of its own does the moving, so that the test runner's affinity is never touched.
+TEST_CASE("a thread moved off its core runs on another and keeps every core it was allowed on", "[cpu][pool]") {
+  struct Seen {
+    int cores_allowed = 0, core = -1, core_after = -1;
+    bool moved = false, same_mask = false;
+    bool moved_from_its_one_core = true, one_core_mask_kept = false, moved_off_no_core = true;
+  } seen;
+  std::thread([&seen] {
+    cpu_set_t before, after, one, still;
+    if (sched_getaffinity(0, sizeof before, &before) != 0) return;
+    seen.cores_allowed = CPU_COUNT(&before);
+    seen.core = cpu::current_core();
+    seen.moved = cpu::move_off_core(seen.core);
+    seen.core_after = cpu::current_core();
+    seen.same_mask = sched_getaffinity(0, sizeof after, &after) == 0 && CPU_EQUAL(&before, &after);
+
+    CPU_ZERO(&one);
+    CPU_SET(seen.core_after, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return;
+    seen.moved_from_its_one_core = cpu::move_off_core(seen.core_after);
+    seen.one_core_mask_kept = sched_getaffinity(0, sizeof still, &still) == 0 && CPU_EQUAL(&one, &still);
+    seen.moved_off_no_core = cpu::move_off_core(-1);
+  }).join();
+  REQUIRE(seen.cores_allowed >= 1);
+  REQUIRE(seen.core >= 0);
+  CHECK(seen.moved == (seen.cores_allowed >= 2));
+  if (seen.cores_allowed >= 2) CHECK(seen.core_after != seen.core);
+  CHECK(seen.same_mask);
+  CHECK_FALSE(seen.moved_from_its_one_core);
+  CHECK(seen.one_core_mask_kept);
+  CHECK_FALSE(seen.moved_off_no_core);
+}
+#endif
 
 TEST_CASE("batchnorm's channel sums in lanes match one running sum, whatever the plane's size and the threads",
           "[cpu][batchnorm]") {
