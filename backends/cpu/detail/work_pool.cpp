@@ -18,8 +18,8 @@ namespace {
 // A worker spins this many pauses (some tens of microseconds) before sleeping: a step's kernels
 // follow one another closely, and a futex wake-up costs more than the wait between two of them.
 constexpr int kSpins = 2000;
-// Note [A worker woken on its caller's core]: how long the caller, waiting for ranges a worker
-// runs, spins and yields before it sleeps, and how often a worker may move off its caller's core.
+// How long the caller, waiting for ranges a worker runs, spins and yields before it sleeps, and
+// how often a worker may move off its caller's core (Note [A worker woken on its caller's core]).
 constexpr auto kCallerSpinFor = std::chrono::milliseconds(2);
 constexpr auto kMoveEvery = std::chrono::milliseconds(5);
 
@@ -124,10 +124,17 @@ void WorkPool::run(int ranges, Call call, void* context) {
   ticket_.store(ticket(generation, 0, ranges), std::memory_order_release);
   ticket_.notify_all();
   work(generation);
-  // Wait only for ranges that workers claimed and are running.
+  wait_for_claimed(ranges);
+  busy_.store(false, std::memory_order_release);
+}
+
+// The caller's wait for the ranges workers claimed and are running: pauses, then yields, then
+// sleeps (Note [A worker woken on its caller's core]). The clock is read only once it waits.
+void WorkPool::wait_for_claimed(int ranges) {
+  int done = done_.load(std::memory_order_acquire);
+  if (done == ranges) return;
   const auto start = std::chrono::steady_clock::now();
   bool spinning = true;
-  int done = done_.load(std::memory_order_acquire);
   for (int spin = 1; done != ranges; done = done_.load(std::memory_order_acquire), ++spin) {
     if (spinning && spin % 64 == 0) spinning = std::chrono::steady_clock::now() - start < kCallerSpinFor;
     if (spin < kSpins) {
@@ -138,7 +145,6 @@ void WorkPool::run(int ranges, Call call, void* context) {
       done_.wait(done, std::memory_order_acquire);
     }
   }
-  busy_.store(false, std::memory_order_release);
 }
 
 }  // namespace cnn::cpu

@@ -36,6 +36,7 @@ class WorkPool {
   WorkPool() = default;
   void work(std::uint32_t generation);
   void worker_loop();
+  void wait_for_claimed(int ranges);
 
   // The job: generation (high 32 bits), the next range to claim (16 bits), the ranges (16 bits).
   std::atomic<std::uint64_t> ticket_{0};
