@@ -36,6 +36,7 @@
 
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/direct_conv.hpp"
+#include "backends/cpu/detail/direct_tiles.hpp"
 #include "backends/cpu/detail/gemm.hpp"
 #include "backends/cpu/detail/parallel.hpp"
 #include "backends/cpu/detail/pixel_conv.hpp"
@@ -45,38 +46,28 @@
 namespace cnn::cpu {
 namespace {
 
-constexpr std::size_t kLanes = 16;        // floats a vector, and input channels a block
+using direct::Geometry;
+using direct::Inside;
+using direct::inside;
+using direct::KernelRow;
+using direct::kLanes;
+using direct::kWideBlock;
+using direct::PhaseKernel;
+using direct::PhaseTile;
+using direct::TileKernel;
+using direct::TileKernels;
+using direct::TileOutput;
+
+// The kernels of the host's instruction set: AVX-512's, else AVX2's.
+const TileKernels& host_tiles();
+
 constexpr std::size_t kAccumulators = 28;  // the registers a tile sums in: Vectors x 28 / Vectors pixels
-constexpr std::size_t kWideBlock = 64;     // output channels a tile of four vectors; the stem's, backward-filter's
 constexpr std::size_t kWideVectors = kWideBlock / kLanes;
 
 // A tile of output pixels of one row, `Vectors` vectors of output channels each: 7 pixels x 64
 // channels, 14 x 32 or 28 x 16.
 template <std::size_t Vectors>
 constexpr std::size_t kTileWide = kAccumulators / Vectors;
-
-// Output channels a tile takes: the widest block of 64, 32 or 16 that divides them.
-std::size_t out_block_of(std::size_t cout) {
-  for (std::size_t block = kWideBlock; block > kLanes; block /= 2)
-    if (cout % block == 0) return block;
-  return kLanes;
-}
-
-// One convolution: cin and cout channels, an h x w input padded by pad on each side, a k x k
-// kernel at `stride`; a tile's output channels.
-struct Geometry {
-  std::size_t cin, cout, h, w, k, pad, stride;
-  std::size_t out_block = out_block_of(cout);
-  std::size_t blocks() const { return cin / kLanes; }
-  std::size_t hp() const { return h + 2 * pad; }
-  std::size_t wp() const { return w + 2 * pad; }
-  std::size_t hout() const { return (hp() - k) / stride + 1; }
-  std::size_t wout() const { return (wp() - k) / stride + 1; }
-  std::size_t image_floats() const { return aligned_floats(cin * hp() * wp()); }
-  std::size_t share_floats() const { return image_floats() + hout() * wout() * out_block; }  // + the sums
-  std::size_t block_floats() const { return cin * k * k * out_block; }  // one block of outputs' weights
-  std::size_t weight_floats() const { return aligned_floats(cout * cin * k * k); }
-};
 
 // A 1x1 convolution at stride 1 treats each pixel alike: its map runs as one row of h x w pixels,
 // so that the tiles cut it with no short tile at each row's end.
@@ -163,19 +154,6 @@ void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float
   });
 }
 
-// The first pixel of `wide` whose input column (first + q) * stride + j - pad lies inside the
-// image, and the end of those pixels, for an output row's pixels from `first` and tap column j.
-struct Inside {
-  std::size_t lo, hi;
-};
-Inside inside(std::size_t first, std::size_t wide, std::size_t j, std::size_t pad, std::size_t stride, std::size_t w) {
-  if (j > w + pad - 1) return {0, 0};             // every pixel's column lies past the image
-  const std::size_t before = first * stride + j;  // the first pixel's column in the padded image
-  const std::size_t lo = before < pad ? (pad - before + stride - 1) / stride : 0;
-  const std::size_t end = (w + pad - 1 - j) / stride + 1;  // the outputs before `end` read inside on the right
-  return {std::min(lo, wide), end > first ? std::min(wide, end - first) : 0};
-}
-
 // The multiply-adds of one tap over a block's 16 channels for each of the tile's pixels [Lo, Hi),
 // the pixels Step floats apart.
 template <std::size_t Vectors, std::size_t Wide, std::size_t Step, std::size_t Lo, std::size_t Hi>
@@ -234,15 +212,6 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
     for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kOut + v * kLanes, acc[q][v]);
 }
 
-using TileKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
-                            std::size_t, float*);
-
-// A row's tile kernels by width (1 to kTileWide pixels): kernels[wide - 1].
-struct TileRow {
-  const TileKernel* kernels;
-  std::size_t wide;
-};
-
 template <std::size_t Vectors, std::size_t Stride, std::size_t... Wide>
 constexpr std::array<TileKernel, sizeof...(Wide)> row_kernels(std::index_sequence<Wide...>) {
   return {direct_tile_avx512<Vectors, Wide + 1, Stride>...};
@@ -251,13 +220,13 @@ template <std::size_t Vectors, std::size_t Stride>
 constexpr auto kRowKernels = row_kernels<Vectors, Stride>(std::make_index_sequence<kTileWide<Vectors>>());
 
 template <std::size_t Vectors>
-TileRow tile_row_at(std::size_t stride) {
+KernelRow<TileKernel> tile_row_at(std::size_t stride) {
   const auto& kernels = stride == 1 ? kRowKernels<Vectors, 1> : kRowKernels<Vectors, 2>;
-  return {kernels.data(), kTileWide<Vectors>};
+  return {kernels.data(), kTileWide<Vectors>, false};
 }
 
 // By the tile's output channels and stride (1 or 2).
-TileRow tile_row(const Geometry& g) {
+KernelRow<TileKernel> tile_row_avx512(const Geometry& g) {
   if (g.out_block == kWideBlock) return tile_row_at<4>(g.stride);
   if (g.out_block == 2 * kLanes) return tile_row_at<2>(g.stride);
   return tile_row_at<1>(g.stride);
@@ -269,14 +238,6 @@ std::size_t blocks_in_cache(const Geometry& g) {
   constexpr std::size_t kCacheBytes = 512 * 1024;
   return std::max<std::size_t>(1, kCacheBytes / (g.k * g.k * kLanes * g.out_block * sizeof(float)));
 }
-
-// What the sums become in the output: y = (accumulate ? y : 0) + sum + bias (when given), then with
-// relu max(that, 0), as relu_forward gives it (never with accumulate).
-struct TileOutput {
-  const float* bias = nullptr;
-  bool accumulate = false;
-  bool relu = false;
-};
 
 // A tile's sums, [wide][out_block] from pixel p0 of the map, into the NCHW output of the block of
 // outputs from o0, 8 pixels x 8 channels turned at a time.
@@ -305,21 +266,21 @@ CNN_TARGET_AVX512 void write_tile_avx512(const float* sums, std::size_t wide, st
 // One image's output [cout][hout][wout], from its blocked copy. `sums` holds a block of outputs'
 // sums for every pixel, [hout * wout][out_block], between the passes over the channel blocks; each
 // tile goes to the output as the last pass leaves it, while its sums are in L1.
-void convolve_image(const Geometry& g, const float* image, const float* weights, TileOutput to, float* sums,
-                    float* y) {
+void convolve_image(const TileKernels& kernels, const Geometry& g, const float* image, const float* weights,
+                    TileOutput to, float* sums, float* y) {
   const std::size_t hout = g.hout(), wout = g.wout(), pixels = hout * wout, blocks = g.blocks();
   const std::size_t out_block = g.out_block;
-  const TileRow tiles = tile_row(g);
+  const KernelRow<TileKernel> tiles = kernels.tile_row(g);
   const std::size_t step = blocks_in_cache(g);
   for (std::size_t ob = 0; ob < g.cout / out_block; ++ob)
     for (std::size_t first = 0; first < blocks; first += step) {
       const std::size_t end = std::min(blocks, first + step);
       for (std::size_t oh = 0; oh < hout; ++oh)
-        for (std::size_t ow = 0; ow < wout; ow += tiles.wide) {
-          const std::size_t wide = std::min(tiles.wide, wout - ow), p0 = oh * wout + ow;
+        for (std::size_t ow = 0, wide = 0; ow < wout; ow += wide) {
+          wide = tiles.width_at(ow, wout);
+          const std::size_t p0 = oh * wout + ow;
           tiles.kernels[wide - 1](g, image, weights + ob * g.block_floats(), oh, ow, first, end, sums + p0 * out_block);
-          if (end == blocks)
-            write_tile_avx512(sums + p0 * out_block, wide, out_block, pixels, p0, ob * out_block, to, y);
+          if (end == blocks) kernels.write_tile(sums + p0 * out_block, wide, out_block, pixels, p0, ob * out_block, to, y);
         }
     }
 }
@@ -329,11 +290,12 @@ void convolve_image(const Geometry& g, const float* image, const float* weights,
 void convolve(int threads, const Geometry& g, const Tensor& x, TileOutput to, Tensor y, float* workspace) {
   const float* weights = workspace;
   float* shares = workspace + g.weight_floats();
+  const TileKernels& kernels = host_tiles();
   parallel_ranges(threads, static_cast<std::size_t>(x.n()), [&](int t, std::size_t first, std::size_t end) {
     float* image = shares + static_cast<std::size_t>(t) * g.share_floats();
     for (std::size_t i = first; i < end; ++i) {
-      block_image_avx512(g, x.data + i * x.sample_elements(), image);
-      convolve_image(g, image, weights, to, image + g.image_floats(), y.data + i * y.sample_elements());
+      kernels.block_image(g, x.data + i * x.sample_elements(), image);
+      convolve_image(kernels, g, image, weights, to, image + g.image_floats(), y.data + i * y.sample_elements());
     }
   });
 }
@@ -425,14 +387,6 @@ void block_phase_weights(int threads, const Phases& ph, const float* w, float* b
   });
 }
 
-// A phase's tile: `image` at its first pixel's first tap in block 0, the phase's weights, its
-// columns of taps, and the rows [top, bottom) of taps that lie inside dy.
-struct PhaseTile {
-  const float* image;
-  const float* weights;
-  std::size_t columns, taps, top, bottom;
-};
-
 // Wide pixels of one phase's row, Vectors x 16 dx channels each, summed over dy's channel blocks
 // [first, end) into sums (the pixels 2 x Vectors x 16 floats apart), from zero for the first
 // blocks, else from what the blocks before left there.
@@ -457,8 +411,6 @@ CNN_TARGET_AVX512 void phase_tile_avx512(const Geometry& g, const PhaseTile& til
     for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kApart + v * kLanes, acc[q][v]);
 }
 
-using PhaseKernel = void (*)(const Geometry&, const PhaseTile&, std::size_t, std::size_t, float*);
-
 template <std::size_t Vectors, std::size_t... Wide>
 constexpr std::array<PhaseKernel, sizeof...(Wide)> phase_kernels(std::index_sequence<Wide...>) {
   return {phase_tile_avx512<Vectors, Wide + 1>...};
@@ -466,24 +418,24 @@ constexpr std::array<PhaseKernel, sizeof...(Wide)> phase_kernels(std::index_sequ
 template <std::size_t Vectors>
 constexpr auto kPhaseKernels = phase_kernels<Vectors>(std::make_index_sequence<kTileWide<Vectors>>());
 
-// By the tile's dx channels: kernels[wide - 1] for a tile of `wide` pixels, up to `most`.
-struct PhaseRow {
-  const PhaseKernel* kernels;
-  std::size_t most;
-};
+KernelRow<PhaseKernel> phase_row_avx512(const Geometry& g) {
+  if (g.out_block == kWideBlock) return {kPhaseKernels<4>.data(), kTileWide<4>, false};
+  if (g.out_block == 2 * kLanes) return {kPhaseKernels<2>.data(), kTileWide<2>, false};
+  return {kPhaseKernels<1>.data(), kTileWide<1>, false};
+}
 
-PhaseRow phase_row(const Geometry& g) {
-  if (g.out_block == kWideBlock) return {kPhaseKernels<4>.data(), kTileWide<4>};
-  if (g.out_block == 2 * kLanes) return {kPhaseKernels<2>.data(), kTileWide<2>};
-  return {kPhaseKernels<1>.data(), kTileWide<1>};
+const TileKernels& host_tiles() {
+  static constexpr TileKernels avx512{block_image_avx512, write_tile_avx512, tile_row_avx512, phase_row_avx512};
+  return isa() >= CpuIsa::avx512 ? avx512 : direct::avx2_tiles();
 }
 
 // One image's dx [cin][h][w] from its blocked dy: for each block of dx channels and pass over dy's
 // channel blocks, each dx row's two phases (its even and odd pixels), then the row to dx.
-void phases_image(const Phases& ph, const float* image, const float* weights, bool accumulate, float* sums, float* dx) {
+void phases_image(const TileKernels& kernels, const Phases& ph, const float* image, const float* weights,
+                  bool accumulate, float* sums, float* dx) {
   const Geometry& g = ph.dy;
   const std::size_t out_block = g.out_block, blocks = g.blocks(), step = blocks_in_cache(g), wp = g.wp();
-  const PhaseRow row_kernels = phase_row(g);
+  const KernelRow<PhaseKernel> row_kernels = kernels.phase_row(g);
   const auto hout = static_cast<std::ptrdiff_t>(g.h);
   const std::size_t kept = ph.sums_rows();
   for (std::size_t ob = 0; ob < g.cout / out_block; ++ob)
@@ -505,8 +457,8 @@ void phases_image(const Phases& ph, const float* image, const float* weights, bo
             continue;
           }
           const auto border = static_cast<std::ptrdiff_t>(kPhaseBorder);
-          for (std::size_t s0 = 0; s0 < wide; s0 += row_kernels.most) {
-            const std::size_t n = std::min(row_kernels.most, wide - s0);
+          for (std::size_t s0 = 0, n = 0; s0 < wide; s0 += n) {
+            n = row_kernels.width_at(s0, wide);
             const std::ptrdiff_t column = static_cast<std::ptrdiff_t>(s0) + columns.offset + border;
             const auto pixel = static_cast<std::size_t>((row + border) * static_cast<std::ptrdiff_t>(wp) + column);
             const PhaseTile tile{image + pixel * kLanes, weights + ob * g.block_floats() + ph.weights_before(p),
@@ -515,8 +467,8 @@ void phases_image(const Phases& ph, const float* image, const float* weights, bo
           }
         }
         if (end == blocks)
-          write_tile_avx512(sums + (ih % kept) * ph.w * out_block, ph.w, out_block, ph.h * ph.w, ih * ph.w,
-                            ob * out_block, TileOutput{nullptr, accumulate}, dx);
+          kernels.write_tile(sums + (ih % kept) * ph.w * out_block, ph.w, out_block, ph.h * ph.w, ih * ph.w,
+                             ob * out_block, TileOutput{nullptr, accumulate}, dx);
       }
     }
 }
@@ -526,11 +478,13 @@ void phases_backward_data(int threads, const Phases& ph, const Tensor& dy, bool 
                           float* workspace) {
   const float* weights = workspace;
   float* shares = workspace + ph.dy.weight_floats();
+  const TileKernels& kernels = host_tiles();
   parallel_ranges(threads, static_cast<std::size_t>(dy.n()), [&](int t, std::size_t first, std::size_t end) {
     float* image = shares + static_cast<std::size_t>(t) * ph.share_floats();
     for (std::size_t i = first; i < end; ++i) {
-      block_image_avx512(ph.dy, dy.data + i * dy.sample_elements(), image);
-      phases_image(ph, image, weights, accumulate, image + ph.dy.image_floats(), dx.data + i * dx.sample_elements());
+      kernels.block_image(ph.dy, dy.data + i * dy.sample_elements(), image);
+      phases_image(kernels, ph, image, weights, accumulate, image + ph.dy.image_floats(),
+                   dx.data + i * dx.sample_elements());
     }
   });
 }
@@ -789,14 +743,17 @@ DirectOff::DirectOff() { ++direct_off; }
 DirectOff::~DirectOff() { --direct_off; }
 
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass) {
-  if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx512) return false;
+  if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx2) return false;
+  // AVX2 has the forward-shaped passes' tiles (cpu_direct_tiles_avx2.cpp) alone.
+  const bool avx512 = isa() >= CpuIsa::avx512;
   switch (few_channels(d, x)) {
     case FewChannels::stem:
     case FewChannels::three_by_three:
-      return pass != DirectPass::backward_data;
+      return avx512 && pass != DirectPass::backward_data;
     case FewChannels::no:
       break;
   }
+  if (!avx512 && pass == DirectPass::backward_filter) return false;
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != d.kernel_w)
     return false;
@@ -812,6 +769,13 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   // channels), or backward-filter's of fewer than 64 input channels.
   const int tile_outputs = pass == DirectPass::backward_data ? cin : cout;
   const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
+  // AVX2's tiles beat the matrix products where those are weakest, over at most 64 channels in
+  // (forward's, or dy's for backward-data): narrow layers, small maps, stride 2 (conv_peak, Zen 3:
+  // 1.1x to 2.3x); over more, 0.65x to 1.06x. Not 1x1 layers (0.6x), nor stride-2 backward-data
+  // into 64 channels or more (0.8x to 1.0x).
+  if (!avx512 && ((pass == DirectPass::backward_data ? cout : cin) > wide || pointwise ||
+                  (pass == DirectPass::backward_data && d.stride == 2 && !narrow)))
+    return false;
   // Backward-data at stride 2 runs in phases (Note [Stride-2 backward-data in phases]), 3x3 alone
   // (a 1x1's one phase was 0.85x to 1.0x the GEMM's), and not where narrow tiles of dx meet dy rows
   // under 8 (a phase's row fills half a tile: 0.85x).

@@ -5,7 +5,8 @@
 // and 2, forward and backward-filter with vectors along the pixels; 1x1 layers), narrow layers of
 // 16, 32 or 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more
 // input channels than one pass keeps in cache, one and two threads, writing and accumulating;
-// forward and backward-data give the same bits on any thread count; the workspace the backend asks
+// forward and backward-data give the same bits on any thread count and on AVX2's tiles as on
+// AVX-512's (AVX2 hosts run those two passes alone); the workspace the backend asks
 // for (NaN-filled) is the one each pass uses, whichever of the backward passes is direct. The
 // pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
 // send them.
@@ -160,9 +161,29 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   const auto applies = [](const Conv2dDesc& d, const Shape& x, cpu::DirectPass pass) {
     return cpu::direct_applies(d, x, false, pass);
   };
-  if (cpu::isa() < cpu::CpuIsa::avx512) {
+  // AVX2 hosts run the forward-shaped passes alone (the tiles of cpu_direct_tiles_avx2.cpp), 3x3
+  // over at most 64 channels in, at stride 2 backward-data into a narrow dx only.
+  const auto avx2_applies = [&] {
+    CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
+    CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_data));
+    CHECK(applies(Conv2dDesc{64, 128, 3, 3, 2, 1}, Shape{2, 64, 56, 56}, cpu::DirectPass::forward));
+    CHECK(applies(Conv2dDesc{16, 32, 3, 3, 2, 1}, Shape{2, 16, 28, 28}, cpu::DirectPass::backward_data));
+    CHECK_FALSE(applies(Conv2dDesc{64, 64, 3, 3, 2, 1}, Shape{2, 64, 14, 14}, cpu::DirectPass::backward_data));
+    CHECK_FALSE(applies(Conv2dDesc{128, 128, 3, 3, 1, 1}, Shape{2, 128, 7, 7}, cpu::DirectPass::forward));
+    CHECK_FALSE(applies(Conv2dDesc{64, 128, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_data));
+    CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
+    CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_filter));
+    CHECK_FALSE(applies(Conv2dDesc{3, 64, 7, 7, 2, 3}, Shape{2, 3, 224, 224}, cpu::DirectPass::forward));  // the stem
+    CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::forward));
+  };
+  if (cpu::isa() < cpu::CpuIsa::avx2) {
     CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
-    WARN("this host has no AVX-512: the direct convolution does not run here");
+    WARN("this host has no AVX2: the direct convolution does not run here");
+    return;
+  }
+  if (cpu::isa() < cpu::CpuIsa::avx512) {
+    avx2_applies();
+    WARN("this host has no AVX-512: the direct convolution's other passes do not run here");
     return;
   }
   CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
@@ -246,17 +267,23 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   }
   {
     const cpu::IsaLimit limit(cpu::CpuIsa::avx2);
+    avx2_applies();
+  }
+  {
+    const cpu::IsaLimit limit(cpu::CpuIsa::portable);
     CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
   }
 }
 
 TEST_CASE(
-    "direct convolution: its passes match the definition, forward and backward-data the same bits on any thread count",
+    "direct convolution: its passes match the definition, forward and backward-data the same bits on any thread count "
+    "and on AVX2 as on AVX-512",
     "[cpu][conv]") {
-  if (cpu::isa() < cpu::CpuIsa::avx512) {
-    WARN("this host has no AVX-512: the direct convolution does not run here");
+  if (cpu::isa() < cpu::CpuIsa::avx2) {
+    WARN("this host has no AVX2: the direct convolution does not run here");
     return;
   }
+  if (cpu::isa() < cpu::CpuIsa::avx512) WARN("this host has no AVX-512: the direct convolution runs its AVX2 tiles alone");
   const DirectCase cases[] = {
       {64, 7, 7, 64, 1, 1, true, true},
       {128, 4, 4, 64, 1, 1, true, true},
@@ -323,18 +350,28 @@ TEST_CASE(
       {32, 14, 13, 64, 0, 2, false, true, 1},
       {48, 9, 9, 16, 0, 2, false, false, 1},
       {96, 20, 18, 32, 0, 2, false, true, 1, false}};
+  // The passes that take the direct kernels on an instruction set: AVX2 has the forward-shaped ones
+  // alone, 3x3 over at most 64 channels in (not the few channels of an image: the stem's and
+  // pixel-vector kernels), and at stride 2 backward-data into a narrow dx.
+  struct Direct {
+    bool forward, data, filter;
+  };
+  const auto direct_on = [](const DirectCase& k, cpu::CpuIsa isa) {
+    if (isa >= cpu::CpuIsa::avx512) return Direct{k.forward, k.data, k.filter};
+    return Direct{k.forward && k.k == 3 && k.cin >= 16 && k.cin <= 64,
+                  k.data && k.k == 3 && k.cout <= 64 && (k.stride == 1 || k.cin % 64 != 0), false};
+  };
   for (const DirectCase& k : cases)
     for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
       for (bool accumulate : {false, true}) {
         if (n > 1 && k.h * k.w > 196) continue;  // large maps on one image: the definitions' time
         if (n == 9 && k.h * k.w > 64) continue;
+        const Direct on_avx2 = direct_on(k, cpu::CpuIsa::avx2);
+        if (cpu::isa() < cpu::CpuIsa::avx512 && !on_avx2.forward && !on_avx2.data) continue;  // no direct pass here
         CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, k.stride, n, accumulate);
         const int ho = k.hout(), wo = k.wout();
         const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
         const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo}, ws_shape{k.cout, k.cin, k.k, k.k};
-        REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::forward) == k.forward);
-        REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_data) == k.data);
-        REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_filter) == k.filter);
         std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
                            dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
         const std::vector<float> y_before =
@@ -346,39 +383,58 @@ TEST_CASE(
         const Sums want_dx =
             backward_data_definition(k, n, dy, w, accumulate ? dx_before : std::vector<float>(xs.elements(), 0.f));
         const Sums want_dw = backward_filter_definition(k, n, x, dy, 0.5f, 0.25f);
-        std::vector<float> y_threads[2], dx_threads[2];
-        for (int threads : {1, 2}) {
-          CAPTURE(threads);
-          CpuBackend backend(threads);
-          std::vector<float>& y = y_threads[threads - 1];
-          y = y_before;
-          const testing::NanWorkspace forward_ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0));
-          backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape},
-                                 accumulate ? Tensor{} : Tensor{bias.data(), Shape{k.cout}}, Tensor{y.data(), ys},
-                                 accumulate, forward_ws.ws);
-          CHECK(wrong_elements(y, want_y) == 0);
-          // The backward passes, direct or not, in the backward workspace the backend asks for.
-          const testing::NanWorkspace backward_ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, 0));
-          std::vector<float>& dx = dx_threads[threads - 1];
-          dx = dx_before;
-          backend.conv2d_backward_data(d, Tensor{dy.data(), ys}, Tensor{w.data(), ws_shape}, Tensor{dx.data(), xs},
-                                       accumulate, backward_ws.ws);
-          CHECK(wrong_elements(dx, want_dx) == 0);
-          // Backward-filter always adds: dw and dbias start at 0.5 and 0.25. One vector for both.
-          std::vector<float> dw(ws_shape.elements(), 0.5f), dbias(static_cast<std::size_t>(k.cout), 0.25f);
-          backend.conv2d_backward_filter(d, Tensor{x.data(), xs}, Tensor{dy.data(), ys}, Tensor{dw.data(), ws_shape},
-                                         Tensor{dbias.data(), Shape{k.cout}}, backward_ws.ws);
-          dw.insert(dw.end(), dbias.begin(), dbias.end());
-          CHECK(wrong_elements(dw, want_dw) == 0);
+        // Each instruction set's y and dx on 1 and 2 threads: AVX-512's first, where the host has it.
+        std::vector<float> y_runs[2][2], dx_runs[2][2];
+        bool forward_runs[2] = {false, false}, data_runs[2] = {false, false};  // the direct passes ran
+        const cpu::CpuIsa isas[] = {cpu::CpuIsa::avx512, cpu::CpuIsa::avx2};
+        for (int s = 0; s < 2; ++s) {
+          if (isas[s] > cpu::isa()) continue;
+          CAPTURE(cpu::isa_name(isas[s]));
+          const cpu::IsaLimit limit(isas[s]);
+          const auto [forward, data, filter] = direct_on(k, isas[s]);
+          forward_runs[s] = forward;
+          data_runs[s] = data;
+          REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::forward) == forward);
+          REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_data) == data);
+          REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_filter) == filter);
+          if (isas[s] == cpu::CpuIsa::avx2 && !forward && !data) continue;  // no AVX2 tiles run
+          for (int threads : {1, 2}) {
+            CAPTURE(threads);
+            CpuBackend backend(threads);
+            std::vector<float>& y = y_runs[s][threads - 1];
+            y = y_before;
+            const testing::NanWorkspace forward_ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::forward, 0));
+            backend.conv2d_forward(d, Tensor{x.data(), xs}, Tensor{w.data(), ws_shape},
+                                   accumulate ? Tensor{} : Tensor{bias.data(), Shape{k.cout}}, Tensor{y.data(), ys},
+                                   accumulate, forward_ws.ws);
+            CHECK(wrong_elements(y, want_y) == 0);
+            // The backward passes, direct or not, in the backward workspace the backend asks for.
+            const testing::NanWorkspace backward_ws(backend.conv2d_workspace_bytes(d, xs, ys, ConvPass::backward, 0));
+            std::vector<float>& dx = dx_runs[s][threads - 1];
+            dx = dx_before;
+            backend.conv2d_backward_data(d, Tensor{dy.data(), ys}, Tensor{w.data(), ws_shape}, Tensor{dx.data(), xs},
+                                         accumulate, backward_ws.ws);
+            CHECK(wrong_elements(dx, want_dx) == 0);
+            // Backward-filter always adds: dw and dbias start at 0.5 and 0.25. One vector for both.
+            std::vector<float> dw(ws_shape.elements(), 0.5f), dbias(static_cast<std::size_t>(k.cout), 0.25f);
+            backend.conv2d_backward_filter(d, Tensor{x.data(), xs}, Tensor{dy.data(), ys},
+                                           Tensor{dw.data(), ws_shape}, Tensor{dbias.data(), Shape{k.cout}},
+                                           backward_ws.ws);
+            dw.insert(dw.end(), dbias.begin(), dbias.end());
+            CHECK(wrong_elements(dw, want_dw) == 0);
+          }
+          if (forward) CHECK(testing::same_bits(y_runs[s][0], y_runs[s][1]));
+          if (data) CHECK(testing::same_bits(dx_runs[s][0], dx_runs[s][1]));
         }
-        if (k.forward) CHECK(testing::same_bits(y_threads[0], y_threads[1]));
-        if (k.data) CHECK(testing::same_bits(dx_threads[0], dx_threads[1]));
+        // AVX2's tiles sum each value in AVX-512's chain: the same bits.
+        if (forward_runs[0] && forward_runs[1]) CHECK(testing::same_bits(y_runs[0][0], y_runs[1][0]));
+        if (data_runs[0] && data_runs[1]) CHECK(testing::same_bits(dx_runs[0][0], dx_runs[1][0]));
       }
 }
 
 TEST_CASE("direct convolution: a workspace smaller than it asks for is refused", "[cpu][conv]") {
-  if (cpu::isa() < cpu::CpuIsa::avx512) {
-    WARN("this host has no AVX-512: the direct convolution does not run here");
+  if (cpu::isa() < cpu::CpuIsa::avx2) {
+    WARN("this host has no AVX2: the direct convolution does not run here");
     return;
   }
   const Conv2dDesc d{64, 64, 3, 3, 1, 1};

@@ -157,7 +157,7 @@ const char* const kAddedTo =
 const char* const kOwnInput = "conv 4 3 pad=1 bias=0 as=c\nbatchnorm\nadd c\nrelu\nflatten\ndense 4\n";
 
 // Convolutions with the ReLU after them on each of the CPU's kernels for a forward pass: a few
-// channels (along the pixels), 16 (the direct kernel on AVX-512), depthwise, 1x1 (a matrix
+// channels (along the pixels), 16 (the direct kernel on AVX-512 and AVX2), depthwise, 1x1 (a matrix
 // product), grouped; the last one's output has a second reader, so that its ReLU runs alone.
 const char* const kConvs =
     "conv 16 3 pad=1\nrelu\nconv 16 3 pad=1\nrelu\ndwconv 3 pad=1\nrelu\nconv 16 1\nrelu\n"

@@ -5,8 +5,8 @@
 // "avx512" CNN_NATIVE's): the matrix products give the same bits on every instruction set, but
 // the element-wise and reduction kernels (Eigen's) round differently with other vector widths. On a build for
 // an instruction set with no recording, the losses are held to the AVX2 ones within 1e-3. The
-// direct convolution, which only AVX-512 hosts run (and resnet's 3x3 layers and small's second
-// take), is held off: the recordings hold the paths every host runs (its own tests hold it to the
+// direct convolution, which AVX-512 hosts run and AVX2 hosts in part (and resnet's 3x3 layers and
+// small's second take), is held off: the recordings hold the paths every host runs (its own tests hold it to the
 // definition). So are the Winograd passes (small's and small-bn's second convolution takes them
 // where the direct ones do not run): the recordings of every build hold im2col + GEMM, and the
 // Winograd tests hold those passes to the definition and their training to im2col's within
