@@ -21,9 +21,11 @@
 // Each output's sum is one chain of fused multiply-adds over the channel blocks, the taps and the
 // 16 channels of a block, in that order, from zero, whatever the thread count (threads take
 // whole images): the same bits for the same host instructions. Then the sums go to the NCHW output
-// (y + sum, then the bias). AVX-512 only: a host without it takes the other
-// paths, which sum in another order, so a network with such layers trains to other bits there
-// (within rounding).
+// (y + sum, then the bias). AVX2 hosts run the three passes on tiles of their own over the same
+// layouts and in the same chains (cpu_direct_tiles_avx2.cpp: the same bits), where direct_applies
+// lets them; the kernels for a few channels (the stem's, the pixel-vector ones) are AVX-512's
+// alone. A host without either takes the other paths, which sum in another order, so a network
+// with such layers trains to other bits there (within rounding).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -52,6 +54,8 @@ using direct::inside;
 using direct::KernelRow;
 using direct::kLanes;
 using direct::kWideBlock;
+using direct::FilterKernel;
+using direct::FilterTiles;
 using direct::PhaseKernel;
 using direct::PhaseTile;
 using direct::TileKernel;
@@ -424,11 +428,6 @@ KernelRow<PhaseKernel> phase_row_avx512(const Geometry& g) {
   return {kPhaseKernels<1>.data(), kTileWide<1>, false};
 }
 
-const TileKernels& host_tiles() {
-  static constexpr TileKernels avx512{block_image_avx512, write_tile_avx512, tile_row_avx512, phase_row_avx512};
-  return isa() >= CpuIsa::avx512 ? avx512 : direct::avx2_tiles();
-}
-
 // One image's dx [cin][h][w] from its blocked dy: for each block of dx channels and pass over dy's
 // channel blocks, each dx row's two phases (its even and odd pixels), then the row to dx.
 void phases_image(const TileKernels& kernels, const Phases& ph, const float* image, const float* weights,
@@ -537,9 +536,6 @@ CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* imag
     for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(partial + r * g.cin + v * kLanes, acc[r][v]);
 }
 
-using FilterKernel = void (*)(const Geometry&, const float*, const float*, std::size_t, std::size_t, std::size_t,
-                              std::size_t, std::size_t, std::size_t, float*);
-
 template <std::size_t Vectors, std::size_t... Outs>
 constexpr std::array<FilterKernel, sizeof...(Outs)> filter_kernels(std::index_sequence<Outs...>) {
   return {direct_filter_avx512<Vectors, Outs + 1>...};
@@ -547,14 +543,7 @@ constexpr std::array<FilterKernel, sizeof...(Outs)> filter_kernels(std::index_se
 template <std::size_t Vectors>
 constexpr auto kFilterKernels = filter_kernels<Vectors>(std::make_index_sequence<kAccumulators / Vectors>());
 
-// Backward-filter's tiles: kernels[outs - 1] for a tile of `outs` outputs (the last may have
-// fewer) x `vectors` blocks of 16 input channels; the outputs cut into tiles of equal size.
-struct FilterTiles {
-  const FilterKernel* kernels;
-  std::size_t vectors, outs;
-};
-
-FilterTiles filter_tiles(const Geometry& g) {
+FilterTiles filter_tiles_avx512(const Geometry& g) {
   const std::size_t blocks = g.cin / kLanes;
   const std::size_t vectors = blocks % 4 == 0 ? 4 : blocks % 2 == 0 ? 2 : 1;
   const std::size_t most = kAccumulators / vectors, tiles = (g.cout + most - 1) / most;
@@ -563,6 +552,12 @@ FilterTiles filter_tiles(const Geometry& g) {
                                 : vectors == 2 ? kFilterKernels<2>.data()
                                                : kFilterKernels<1>.data();
   return {kernels, vectors, outs};
+}
+
+const TileKernels& host_tiles() {
+  static constexpr TileKernels avx512{block_image_avx512, write_tile_avx512, tile_row_avx512, phase_row_avx512,
+                                      filter_tiles_avx512};
+  return isa() >= CpuIsa::avx512 ? avx512 : direct::avx2_tiles();
 }
 
 std::size_t filter_partial_floats(const Geometry& g) { return aligned_floats(g.cout * g.cin * g.k * g.k + g.cout); }
@@ -744,7 +739,7 @@ DirectOff::~DirectOff() { --direct_off; }
 
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass) {
   if (direct_off.load() != 0 || products16 || isa() < CpuIsa::avx2) return false;
-  // AVX2 has the forward-shaped passes' tiles (cpu_direct_tiles_avx2.cpp) alone.
+  // AVX2 has the blocked tiles (cpu_direct_tiles_avx2.cpp), not the kernels for a few channels.
   const bool avx512 = isa() >= CpuIsa::avx512;
   switch (few_channels(d, x)) {
     case FewChannels::stem:
@@ -753,7 +748,6 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
     case FewChannels::no:
       break;
   }
-  if (!avx512 && pass == DirectPass::backward_filter) return false;
   if (x.rank != 4 || std::max(d.groups, 1) != 1 || (d.stride != 1 && d.stride != 2) || std::max(d.dilation, 1) != 1 ||
       d.kernel_h != d.kernel_w)
     return false;
@@ -770,10 +764,11 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   const int tile_outputs = pass == DirectPass::backward_data ? cin : cout;
   const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
   // AVX2's tiles beat the matrix products where those are weakest, over at most 64 channels in
-  // (forward's, or dy's for backward-data): narrow layers, small maps, stride 2 (conv_peak, Zen 3:
-  // 1.1x to 2.3x); over more, 0.65x to 1.06x. Not 1x1 layers (0.6x), nor stride-2 backward-data
-  // into 64 channels or more (0.8x to 1.0x).
-  if (!avx512 && ((pass == DirectPass::backward_data ? cout : cin) > wide || pointwise ||
+  // (x's, or dy's for backward-data): narrow layers, small maps, stride 2 (conv_peak, Zen 3: 1.1x
+  // to 3x); over more, 0.55x to 1.06x. Not forward or backward-data of 1x1 layers (0.6x), nor
+  // stride-2 backward-data into 64 channels or more (0.8x to 1.0x).
+  const int tile_inputs = pass == DirectPass::backward_data ? cout : cin;
+  if (!avx512 && (tile_inputs > wide || (pointwise && pass != DirectPass::backward_filter) ||
                   (pass == DirectPass::backward_data && d.stride == 2 && !narrow)))
     return false;
   // Backward-data at stride 2 runs in phases (Note [Stride-2 backward-data in phases]), 3x3 alone
@@ -832,7 +827,8 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
   require_workspace_floats(ws, filter_workspace_floats(g, images, threads), "conv2d_backward_filter");
   const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), share = filter_share_floats(g, images);
   const std::size_t weights = g.cout * g.cin * kk;
-  const FilterTiles tiles = filter_tiles(g);
+  const TileKernels& kernels = host_tiles();
+  const FilterTiles tiles = kernels.filter_tiles(g);
   const std::size_t group = filter_group(g);
   auto* shares = static_cast<float*>(ws.data);
   const int used = parallel_ranges(threads, images, [&](int t, std::size_t first, std::size_t end) {
@@ -842,7 +838,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
     for (std::size_t b = first; b < end; b += group) {
       const std::size_t count = std::min(group, end - b);
       for (std::size_t n = 0; n < count; ++n)
-        block_image_avx512(g, x.data + (b + n) * x.sample_elements(), blocked + n * g.image_floats());
+        kernels.block_image(g, x.data + (b + n) * x.sample_elements(), blocked + n * g.image_floats());
       const float* grad = dy.data + b * dy.sample_elements();
       for (std::size_t tap = 0; tap < kk; ++tap)
         for (std::size_t o0 = 0; o0 < g.cout; o0 += tiles.outs)

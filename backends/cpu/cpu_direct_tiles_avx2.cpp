@@ -7,7 +7,8 @@
 // pixels, which stay in L1 between them. Each output's sum is the AVX-512 kernel's chain (over the
 // channel blocks, the taps and a block's 16 channels, in that order, from zero), and the taps on
 // the padding are skipped only where a skipped term is an exact zero, so the two give the same
-// bits for finite values.
+// bits for finite values. Backward-filter's tile is 6 outputs x one block of 16 input channels of
+// one tap, each value's sum over the images and pixels in order, as AVX-512's.
 #include <immintrin.h>
 
 #include <array>
@@ -84,9 +85,6 @@ CNN_TARGET_AVX2 void write_tile_avx2(const float* sums, std::size_t wide, std::s
 template <std::size_t Wide, std::size_t Step, std::size_t Lo, std::size_t Hi>
 CNN_TARGET_AVX2 inline __attribute__((always_inline)) void tap_avx2(__m256 (&acc)[Wide][2], const float* in,
                                                                     const float* w, std::size_t out_block) {
-  // Unrolled whole: over a loop GCC keeps the accumulators in memory and stores each after its
-  // multiply-add (one store a multiply-add: half the speed).
-#pragma GCC unroll 16
   for (std::size_t c = 0; c < kLanes; ++c) {
     const __m256 low = _mm256_loadu_ps(w + c * out_block), high = _mm256_loadu_ps(w + c * out_block + 8);
 #pragma GCC unroll 6
@@ -98,10 +96,17 @@ CNN_TARGET_AVX2 inline __attribute__((always_inline)) void tap_avx2(__m256 (&acc
   }
 }
 
+// Note [Accumulators in registers]: the loops that load and store a tile's accumulators are
+// unrolled by pragma. Left to GCC's late unrolling they are still loops when it decides which
+// arrays become registers, and it keeps the array in memory: the multiply-adds' loop then stores
+// every accumulator after each multiply-add (12 stores for 12 multiply-adds, at one store a
+// cycle: half the speed; objdump shows them as ymm stores to the stack).
 template <std::size_t Wide>
 CNN_TARGET_AVX2 inline __attribute__((always_inline)) void load_sums(__m256 (&acc)[Wide][2], bool zero,
                                                                      const float* sums, std::size_t apart) {
+#pragma GCC unroll 16
   for (std::size_t q = 0; q < Wide; ++q)
+#pragma GCC unroll 2
     for (std::size_t h = 0; h < 2; ++h)
       acc[q][h] = zero ? _mm256_setzero_ps() : _mm256_loadu_ps(sums + q * apart + 8 * h);
 }
@@ -109,7 +114,9 @@ CNN_TARGET_AVX2 inline __attribute__((always_inline)) void load_sums(__m256 (&ac
 template <std::size_t Wide>
 CNN_TARGET_AVX2 inline __attribute__((always_inline)) void store_sums(__m256 (&acc)[Wide][2], float* sums,
                                                                       std::size_t apart) {
+#pragma GCC unroll 16
   for (std::size_t q = 0; q < Wide; ++q)
+#pragma GCC unroll 2
     for (std::size_t h = 0; h < 2; ++h) _mm256_storeu_ps(sums + q * apart + 8 * h, acc[q][h]);
 }
 
@@ -180,6 +187,36 @@ void phase_tile_avx2(const Geometry& g, const PhaseTile& tile, std::size_t first
   }
 }
 
+// Backward-filter's tile (direct_filter_avx512's sums in its order): Outs outputs x one block of
+// 16 input channels, two vectors an output, up to 6 outputs in 12 accumulators; per pixel the
+// block's two vectors of the input and a broadcast of each output's dy.
+template <std::size_t Outs>
+CNN_TARGET_AVX2 void filter_avx2(const Geometry& g, const float* images, const float* dy, std::size_t dy_stride,
+                                 std::size_t count, std::size_t i, std::size_t j, std::size_t o0, std::size_t cb0,
+                                 float* partial) {
+  __m256 acc[Outs][2];
+  load_sums(acc, false, partial, g.cin);
+  const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, hout = g.hout(), wout = g.wout(), pixels = hout * wout;
+  const Inside rows = inside(0, hout, i, g.pad, g.stride, g.h), columns = inside(0, wout, j, g.pad, g.stride, g.w);
+  for (std::size_t n = 0; n < count; ++n) {
+    const float* image = images + n * g.image_floats() + cb0 * plane;
+    const float* grad = dy + n * dy_stride + o0 * pixels;
+    for (std::size_t oh = rows.lo; oh < rows.hi; ++oh)
+      for (std::size_t ow = columns.lo; ow < columns.hi; ++ow) {
+        const float* in = image + ((oh * g.stride + i) * wp + ow * g.stride + j) * kLanes;
+        const __m256 low = _mm256_loadu_ps(in), high = _mm256_loadu_ps(in + 8);
+        const std::size_t p = oh * wout + ow;
+#pragma GCC unroll 6
+        for (std::size_t r = 0; r < Outs; ++r) {
+          const __m256 d = _mm256_broadcast_ss(grad + r * pixels + p);
+          acc[r][0] = _mm256_fmadd_ps(d, low, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(d, high, acc[r][1]);
+        }
+      }
+  }
+  store_sums(acc, partial, g.cin);
+}
+
 template <std::size_t Stride, std::size_t... Wide>
 constexpr std::array<TileKernel, sizeof...(Wide)> tile_kernels(std::index_sequence<Wide...>) {
   return {tile_avx2<Wide + 1, Stride>...};
@@ -191,6 +228,12 @@ constexpr std::array<PhaseKernel, sizeof...(Wide)> phase_kernels(std::index_sequ
 constexpr auto kStride1 = tile_kernels<1>(std::make_index_sequence<kWide>());
 constexpr auto kStride2 = tile_kernels<2>(std::make_index_sequence<kWide>());
 constexpr auto kPhases = phase_kernels(std::make_index_sequence<kWide>());
+template <std::size_t... Outs>
+constexpr std::array<FilterKernel, sizeof...(Outs)> filter_kernels(std::index_sequence<Outs...>) {
+  return {filter_avx2<Outs + 1>...};
+}
+constexpr std::size_t kFilterOuts = 6;
+constexpr auto kFilters = filter_kernels(std::make_index_sequence<kFilterOuts>());
 
 // Rows cut evenly: a tile of 1 or 2 pixels would run at a third of a whole one's speed.
 KernelRow<TileKernel> tile_row_avx2(const Geometry& g) {
@@ -198,10 +241,17 @@ KernelRow<TileKernel> tile_row_avx2(const Geometry& g) {
 }
 KernelRow<PhaseKernel> phase_row_avx2(const Geometry&) { return {kPhases.data(), kWide, true}; }
 
+// The outputs cut into tiles of equal size, one block of input channels each.
+FilterTiles filter_tiles_avx2(const Geometry& g) {
+  const std::size_t tiles = (g.cout + kFilterOuts - 1) / kFilterOuts;
+  return {kFilters.data(), 1, (g.cout + tiles - 1) / tiles};
+}
+
 }  // namespace
 
 const TileKernels& avx2_tiles() {
-  static constexpr TileKernels kernels{block_image_avx2, write_tile_avx2, tile_row_avx2, phase_row_avx2};
+  static constexpr TileKernels kernels{block_image_avx2, write_tile_avx2, tile_row_avx2, phase_row_avx2,
+                                       filter_tiles_avx2};
   return kernels;
 }
 

@@ -3,11 +3,12 @@
 // layers) and for narrow layers of 16 to 48 channels (resnet's on 1x28x28): no column matrix and no
 // matrix product, but each output pixel's 64, 32 or 16 channels summed in registers from the image
 // and the weights, both reordered into blocks of channels inside the call (Note [Direct
-// convolution in blocks of channels], cpu_direct_conv.cpp). AVX-512 hosts only; elsewhere im2col +
-// GEMM and Winograd take these layers. Backward-data runs as a forward pass over dy (Note
-// [Backward-data as a convolution], cpu_conv.cpp), at stride 2 as four of them, one a phase of dx
-// (Note [Stride-2 backward-data in phases]); backward-filter has its own kernel (Note [Direct
-// backward-filter]).
+// convolution in blocks of channels], cpu_direct_conv.cpp). AVX-512 hosts run every kernel; AVX2
+// hosts the blocked ones (cpu_direct_tiles_avx2.cpp, the same bits), where measured faster
+// there; elsewhere im2col + GEMM and Winograd take these layers. Backward-data runs as a
+// forward pass over dy (Note [Backward-data as a convolution], cpu_conv.cpp), at stride 2 as four
+// of them, one a phase of dx (Note [Stride-2 backward-data in phases]); backward-filter has its
+// own kernel (Note [Direct backward-filter]).
 #include <cnnengine/engine/core/backend.hpp>
 #include <cstddef>
 
@@ -15,10 +16,10 @@ namespace cnn::cpu {
 
 enum class DirectPass { forward, backward_data, backward_filter };
 
-// True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host,
-// groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in multiples of 16,
-// where measured faster than the other paths (conv_peak on resnet, resnet18, resnet50, small and
-// unet, Zen 4). At stride 2, forward (1.1x to 1.25x im2col + GEMM), backward-data in phases
+// True where the direct kernels run this pass of the convolution: fp32 products, an AVX-512 host
+// (AVX2: below), groups 1, a 3x3 kernel at dilation 1, padding at most 2, channels in and out in
+// multiples of 16, where measured faster than the other paths (conv_peak on resnet, resnet18,
+// resnet50, small and unet, Zen 4). At stride 2, forward (1.1x to 1.25x im2col + GEMM), backward-data in phases
 // (1.05x to 1.33x on resnet50's and resnet18's, 2.2x on resnet's 16-channel dx; not where a narrow
 // dx meets dy under 8 a side: 0.85x), backward-filter (1.3x to 1.5x on outputs of 14 to 56 a side,
 // level at 112; narrow layers 1.4x to 5x). At stride 1, wide layers (a tile's
@@ -40,6 +41,11 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // which packs x^T; level on a few of mobilenetv2's, 0.89x on resnet50's 512 -> 1024 at stride 2;
 // with one vector 0.65x); forward where the outputs are under 8 a side (1.02x to 1.27x), and
 // backward-data there at stride 1 (1.05x to 1.1x).
+// On AVX2 hosts (16 registers of 8 floats: tiles of 16 outputs x 6 pixels, or of 6 outputs x 16
+// input channels backward-filter), of those, the passes over at most 64 channels in (x's, or dy's
+// for backward-data) but the few channels of an image; 1x1 layers backward-filter only; at stride 2
+// backward-data into fewer than 64 (conv_peak on resnet, resnet18, resnet34, small, small-bn and
+// unet, Zen 3: 1.1x to 3x; over more channels 0.55x to 1.06x, 1x1 forward 0.6x).
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).

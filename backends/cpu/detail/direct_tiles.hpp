@@ -1,9 +1,10 @@
 #pragma once
-// What the direct convolution's forward-shaped passes (cpu_direct_conv.cpp) share with their tile
-// kernels: a convolution's geometry, the blocked layouts, and one instruction set's kernels. The
-// AVX-512 kernels live beside the passes; AVX2's in cpu_direct_tiles_avx2.cpp. Both read the same
-// blocked image and weights, leave the same sums in the same places and sum each output in the same
-// chain of fused multiply-adds (Note [Direct convolution in blocks of channels]): the same bits.
+// What the direct convolution's blocked passes (cpu_direct_conv.cpp) share with their tile kernels:
+// a convolution's geometry, the blocked layouts, and one instruction set's kernels. The AVX-512
+// kernels live beside the passes; AVX2's in cpu_direct_tiles_avx2.cpp. Both read the same blocked
+// image and weights, leave the same sums in the same places and sum each value in the same chain
+// of fused multiply-adds (Note [Direct convolution in blocks of channels], Note [Direct
+// backward-filter]): the same bits.
 #include <algorithm>
 #include <cstddef>
 
@@ -77,6 +78,20 @@ using TileKernel = void (*)(const Geometry& g, const float* image, const float* 
 using PhaseKernel = void (*)(const Geometry& g, const PhaseTile& tile, std::size_t first, std::size_t end,
                              float* sums);
 
+// Backward-filter's tile (Note [Direct backward-filter]): outputs from o0 x vectors of 16 input
+// channels from block cb0, tap (i, j), over `count` images blocked side by side (image_floats()
+// apart) and their dy (`dy_stride` apart): added to partial[o][c] (rows cin apart).
+using FilterKernel = void (*)(const Geometry& g, const float* images, const float* dy, std::size_t dy_stride,
+                              std::size_t count, std::size_t i, std::size_t j, std::size_t o0, std::size_t cb0,
+                              float* partial);
+
+// Backward-filter's tiles: kernels[outs - 1] for a tile of `outs` outputs (the last may have
+// fewer) x `vectors` blocks of 16 input channels; the outputs cut into tiles of equal size.
+struct FilterTiles {
+  const FilterKernel* kernels;
+  std::size_t vectors, outs;
+};
+
 // A row's kernels by width, 1 to `wide` pixels: kernels[width - 1].
 template <class Kernel>
 struct KernelRow {
@@ -101,6 +116,7 @@ struct TileKernels {
                      std::size_t o0, TileOutput to, float* y);
   KernelRow<TileKernel> (*tile_row)(const Geometry& g);  // by the block's outputs and the stride (1 or 2)
   KernelRow<PhaseKernel> (*phase_row)(const Geometry& g);
+  FilterTiles (*filter_tiles)(const Geometry& g);
 };
 
 // AVX2's (cpu_direct_tiles_avx2.cpp).

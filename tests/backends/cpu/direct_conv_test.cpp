@@ -5,9 +5,10 @@
 // and 2, forward and backward-filter with vectors along the pixels; 1x1 layers), narrow layers of
 // 16, 32 or 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more
 // input channels than one pass keeps in cache, one and two threads, writing and accumulating;
-// forward and backward-data give the same bits on any thread count and on AVX2's tiles as on
-// AVX-512's (AVX2 hosts run those two passes alone); the workspace the backend asks
-// for (NaN-filled) is the one each pass uses, whichever of the backward passes is direct. The
+// forward and backward-data give the same bits on any thread count, and every pass the same bits
+// on AVX2's tiles as on AVX-512's (AVX2 hosts run the blocked ones alone); the workspace the
+// backend asks for (NaN-filled) is the one each pass uses, whichever of the backward passes is
+// direct. The
 // pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
 // send them.
 #include "backends/cpu/detail/direct_conv.hpp"
@@ -161,8 +162,9 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
   const auto applies = [](const Conv2dDesc& d, const Shape& x, cpu::DirectPass pass) {
     return cpu::direct_applies(d, x, false, pass);
   };
-  // AVX2 hosts run the forward-shaped passes alone (the tiles of cpu_direct_tiles_avx2.cpp), 3x3
-  // over at most 64 channels in, at stride 2 backward-data into a narrow dx only.
+  // AVX2 hosts run the blocked tiles alone (cpu_direct_tiles_avx2.cpp), over at most 64 channels in
+  // (dy's for backward-data), 1x1 backward-filter only, at stride 2 backward-data into a narrow dx
+  // only.
   const auto avx2_applies = [&] {
     CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
     CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_data));
@@ -172,7 +174,9 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
     CHECK_FALSE(applies(Conv2dDesc{128, 128, 3, 3, 1, 1}, Shape{2, 128, 7, 7}, cpu::DirectPass::forward));
     CHECK_FALSE(applies(Conv2dDesc{64, 128, 3, 3, 1, 1}, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_data));
     CHECK_FALSE(applies(Conv2dDesc{64, 64, 1, 1, 1, 0}, Shape{2, 64, 7, 7}, cpu::DirectPass::forward));
-    CHECK_FALSE(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_filter));
+    CHECK(applies(same, Shape{2, 64, 7, 7}, cpu::DirectPass::backward_filter));
+    CHECK(applies(Conv2dDesc{64, 256, 1, 1, 1, 0}, Shape{2, 64, 56, 56}, cpu::DirectPass::backward_filter));
+    CHECK_FALSE(applies(Conv2dDesc{128, 128, 3, 3, 1, 1}, Shape{2, 128, 7, 7}, cpu::DirectPass::backward_filter));
     CHECK_FALSE(applies(Conv2dDesc{3, 64, 7, 7, 2, 3}, Shape{2, 3, 224, 224}, cpu::DirectPass::forward));  // the stem
     CHECK_FALSE(applies(Conv2dDesc{1, 16, 3, 3, 1, 1}, Shape{2, 1, 28, 28}, cpu::DirectPass::forward));
   };
@@ -276,8 +280,8 @@ TEST_CASE("direct convolution: applies to 3x3 layers of many channels and to the
 }
 
 TEST_CASE(
-    "direct convolution: its passes match the definition, forward and backward-data the same bits on any thread count "
-    "and on AVX2 as on AVX-512",
+    "direct convolution: its passes match the definition, forward and backward-data the same bits on any thread count, "
+    "every pass the same bits on AVX2 as on AVX-512",
     "[cpu][conv]") {
   if (cpu::isa() < cpu::CpuIsa::avx2) {
     WARN("this host has no AVX2: the direct convolution does not run here");
@@ -350,16 +354,18 @@ TEST_CASE(
       {32, 14, 13, 64, 0, 2, false, true, 1},
       {48, 9, 9, 16, 0, 2, false, false, 1},
       {96, 20, 18, 32, 0, 2, false, true, 1, false}};
-  // The passes that take the direct kernels on an instruction set: AVX2 has the forward-shaped ones
-  // alone, 3x3 over at most 64 channels in (not the few channels of an image: the stem's and
-  // pixel-vector kernels), and at stride 2 backward-data into a narrow dx.
+  // The passes that take the direct kernels on an instruction set: AVX2 has the blocked tiles alone
+  // (not the kernels for the few channels of an image: the stem's and pixel-vector ones), over at
+  // most 64 channels in (dy's for backward-data), 1x1 backward-filter only, and at stride 2
+  // backward-data into a narrow dx.
   struct Direct {
     bool forward, data, filter;
   };
   const auto direct_on = [](const DirectCase& k, cpu::CpuIsa isa) {
     if (isa >= cpu::CpuIsa::avx512) return Direct{k.forward, k.data, k.filter};
     return Direct{k.forward && k.k == 3 && k.cin >= 16 && k.cin <= 64,
-                  k.data && k.k == 3 && k.cout <= 64 && (k.stride == 1 || k.cin % 64 != 0), false};
+                  k.data && k.k == 3 && k.cout <= 64 && (k.stride == 1 || k.cin % 64 != 0),
+                  k.filter && k.cin >= 16 && k.cin <= 64};
   };
   for (const DirectCase& k : cases)
     for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
@@ -367,7 +373,8 @@ TEST_CASE(
         if (n > 1 && k.h * k.w > 196) continue;  // large maps on one image: the definitions' time
         if (n == 9 && k.h * k.w > 64) continue;
         const Direct on_avx2 = direct_on(k, cpu::CpuIsa::avx2);
-        if (cpu::isa() < cpu::CpuIsa::avx512 && !on_avx2.forward && !on_avx2.data) continue;  // no direct pass here
+        if (cpu::isa() < cpu::CpuIsa::avx512 && !on_avx2.forward && !on_avx2.data && !on_avx2.filter)
+          continue;  // no direct pass here
         CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, k.stride, n, accumulate);
         const int ho = k.hout(), wo = k.wout();
         const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
@@ -384,8 +391,8 @@ TEST_CASE(
             backward_data_definition(k, n, dy, w, accumulate ? dx_before : std::vector<float>(xs.elements(), 0.f));
         const Sums want_dw = backward_filter_definition(k, n, x, dy, 0.5f, 0.25f);
         // Each instruction set's y and dx on 1 and 2 threads: AVX-512's first, where the host has it.
-        std::vector<float> y_runs[2][2], dx_runs[2][2];
-        bool forward_runs[2] = {false, false}, data_runs[2] = {false, false};  // the direct passes ran
+        std::vector<float> y_runs[2][2], dx_runs[2][2], dw_runs[2];
+        bool forward_runs[2] = {false, false}, data_runs[2] = {false, false}, filter_runs[2] = {false, false};
         const cpu::CpuIsa isas[] = {cpu::CpuIsa::avx512, cpu::CpuIsa::avx2};
         for (int s = 0; s < 2; ++s) {
           if (isas[s] > cpu::isa()) continue;
@@ -394,10 +401,11 @@ TEST_CASE(
           const auto [forward, data, filter] = direct_on(k, isas[s]);
           forward_runs[s] = forward;
           data_runs[s] = data;
+          filter_runs[s] = filter;
           REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::forward) == forward);
           REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_data) == data);
           REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_filter) == filter);
-          if (isas[s] == cpu::CpuIsa::avx2 && !forward && !data) continue;  // no AVX2 tiles run
+          if (isas[s] == cpu::CpuIsa::avx2 && !forward && !data && !filter) continue;  // no AVX2 tiles run
           for (int threads : {1, 2}) {
             CAPTURE(threads);
             CpuBackend backend(threads);
@@ -422,6 +430,7 @@ TEST_CASE(
                                            backward_ws.ws);
             dw.insert(dw.end(), dbias.begin(), dbias.end());
             CHECK(wrong_elements(dw, want_dw) == 0);
+            if (threads == 1) dw_runs[s] = dw;
           }
           if (forward) CHECK(testing::same_bits(y_runs[s][0], y_runs[s][1]));
           if (data) CHECK(testing::same_bits(dx_runs[s][0], dx_runs[s][1]));
@@ -429,6 +438,7 @@ TEST_CASE(
         // AVX2's tiles sum each value in AVX-512's chain: the same bits.
         if (forward_runs[0] && forward_runs[1]) CHECK(testing::same_bits(y_runs[0][0], y_runs[1][0]));
         if (data_runs[0] && data_runs[1]) CHECK(testing::same_bits(dx_runs[0][0], dx_runs[1][0]));
+        if (filter_runs[0] && filter_runs[1]) CHECK(testing::same_bits(dw_runs[0], dw_runs[1]));
       }
 }
 
