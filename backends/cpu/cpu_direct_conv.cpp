@@ -48,14 +48,14 @@
 namespace cnn::cpu {
 namespace {
 
+using direct::FilterKernel;
+using direct::FilterTiles;
 using direct::Geometry;
 using direct::Inside;
 using direct::inside;
 using direct::KernelRow;
 using direct::kLanes;
 using direct::kWideBlock;
-using direct::FilterKernel;
-using direct::FilterTiles;
 using direct::PhaseKernel;
 using direct::PhaseTile;
 using direct::TileKernel;
@@ -765,8 +765,8 @@ bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, Direct
   const bool narrow = tile_outputs % wide != 0 || (pass == DirectPass::backward_filter && cin % wide != 0);
   // AVX2's tiles beat the matrix products where those are weakest, over at most 64 channels in
   // (x's, or dy's for backward-data): narrow layers, small maps, stride 2 (conv_peak, Zen 3: 1.1x
-  // to 3x); over more, 0.55x to 1.06x. Not forward or backward-data of 1x1 layers (0.6x), nor
-  // stride-2 backward-data into 64 channels or more (0.8x to 1.0x).
+  // to 3x); over more, 0.55x to 1.47x from run to run. Not forward or backward-data of 1x1 layers
+  // (0.6x), nor stride-2 backward-data into 64 channels or more (0.8x to 1.0x).
   const int tile_inputs = pass == DirectPass::backward_data ? cout : cin;
   if (!avx512 && (tile_inputs > wide || (pointwise && pass != DirectPass::backward_filter) ||
                   (pass == DirectPass::backward_data && d.stride == 2 && !narrow)))

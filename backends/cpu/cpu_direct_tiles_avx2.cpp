@@ -51,7 +51,8 @@ CNN_TARGET_AVX2 void block_image_avx2(const Geometry& g, const float* x, float* 
         const std::size_t count = std::min<std::size_t>(8, g.w - j);
         const __m256i mask = first_lanes(count);
         __m256 square[8];
-        for (std::size_t c = 0; c < 8; ++c) square[c] = _mm256_maskload_ps(from + c * hw + j, mask);
+        for (std::size_t c = 0; c < 8; ++c)
+          square[c] = count == 8 ? _mm256_loadu_ps(from + c * hw + j) : _mm256_maskload_ps(from + c * hw + j, mask);
         transpose_8x8_avx(square);
         for (std::size_t q = 0; q < count; ++q) _mm256_storeu_ps(to + (j + q) * kLanes, square[q]);
       }
@@ -63,6 +64,7 @@ CNN_TARGET_AVX2 void write_tile_avx2(const float* sums, std::size_t wide, std::s
   for (std::size_t q0 = 0; q0 < wide; q0 += 8) {
     const std::size_t count = std::min<std::size_t>(8, wide - q0);
     const __m256i mask = first_lanes(count);
+    const bool whole = count == 8;  // masked stores take many micro-ops on AMD cores: a row's last alone
     for (std::size_t c0 = 0; c0 < out_block; c0 += 8) {
       __m256 square[8];
       for (std::size_t q = 0; q < 8; ++q)
@@ -71,10 +73,13 @@ CNN_TARGET_AVX2 void write_tile_avx2(const float* sums, std::size_t wide, std::s
       for (std::size_t c = 0; c < 8; ++c) {
         float* out = y + (o0 + c0 + c) * pixels + p0 + q0;
         __m256 value = square[c];
-        if (to.accumulate) value = _mm256_add_ps(_mm256_maskload_ps(out, mask), value);
+        if (to.accumulate) value = _mm256_add_ps(whole ? _mm256_loadu_ps(out) : _mm256_maskload_ps(out, mask), value);
         if (to.bias != nullptr) value = _mm256_add_ps(value, _mm256_set1_ps(to.bias[o0 + c0 + c]));
         if (to.relu) value = _mm256_max_ps(value, _mm256_setzero_ps());  // a NaN or -0 gives +0, as relu_forward
-        _mm256_maskstore_ps(out, mask, value);
+        if (whole)
+          _mm256_storeu_ps(out, value);
+        else
+          _mm256_maskstore_ps(out, mask, value);
       }
     }
   }

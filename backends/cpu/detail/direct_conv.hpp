@@ -45,7 +45,7 @@ enum class DirectPass { forward, backward_data, backward_filter };
 // input channels backward-filter), of those, the passes over at most 64 channels in (x's, or dy's
 // for backward-data) but the few channels of an image; 1x1 layers backward-filter only; at stride 2
 // backward-data into fewer than 64 (conv_peak on resnet, resnet18, resnet34, small, small-bn and
-// unet, Zen 3: 1.1x to 3x; over more channels 0.55x to 1.06x, 1x1 forward 0.6x).
+// unet, Zen 3: 1.1x to 3x; over more channels 0.55x to 1.47x, from run to run, 1x1 forward 0.6x).
 bool direct_applies(const Conv2dDesc& d, const Shape& x, bool products16, DirectPass pass);
 
 // While one lives, these passes run no convolution (benchmarks and tests compare with the GEMM's).

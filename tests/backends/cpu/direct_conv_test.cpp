@@ -8,11 +8,12 @@
 // forward and backward-data give the same bits on any thread count, and every pass the same bits
 // on AVX2's tiles as on AVX-512's (AVX2 hosts run the blocked ones alone); the workspace the
 // backend asks for (NaN-filled) is the one each pass uses, whichever of the backward passes is
-// direct. The
+// direct; a row's tiles (the widest first, or AVX2's of even widths) cover it once. The
 // pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
 // send them.
 #include "backends/cpu/detail/direct_conv.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cnnengine/engine/core/backend.hpp>
@@ -22,6 +23,7 @@
 
 #include "backends/cpu/cpu_backend.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
+#include "backends/cpu/detail/direct_tiles.hpp"
 #include "backends/cpu/detail/pixel_conv.hpp"
 #include "tests/backends/cpu/conv_test_data.hpp"
 
@@ -439,6 +441,28 @@ TEST_CASE(
         if (forward_runs[0] && forward_runs[1]) CHECK(testing::same_bits(y_runs[0][0], y_runs[1][0]));
         if (data_runs[0] && data_runs[1]) CHECK(testing::same_bits(dx_runs[0][0], dx_runs[1][0]));
         if (filter_runs[0] && filter_runs[1]) CHECK(testing::same_bits(dw_runs[0], dw_runs[1]));
+      }
+}
+
+TEST_CASE("direct convolution: a row's tiles cover it once, as wide as they go or of even widths", "[cpu][conv]") {
+  for (const bool even : {false, true})
+    for (std::size_t wide : {6u, 7u, 28u})
+      for (std::size_t pixels = 1; pixels <= 100; ++pixels) {
+        CAPTURE(even, wide, pixels);
+        const cpu::direct::KernelRow<cpu::direct::TileKernel> row{nullptr, wide, even};
+        std::size_t tiles = 0, narrowest = wide, widest = 0, at = 0;
+        while (at < pixels) {
+          const std::size_t width = row.width_at(at, pixels);
+          REQUIRE(width >= 1);
+          REQUIRE(width <= wide);
+          narrowest = std::min(narrowest, width);
+          widest = std::max(widest, width);
+          at += width;
+          ++tiles;
+        }
+        CHECK(at == pixels);
+        CHECK(tiles == (pixels + wide - 1) / wide);  // as few tiles as the widest takes
+        if (even) CHECK(widest - narrowest <= 1);
       }
 }
 
