@@ -52,100 +52,98 @@ std::size_t at(int n, int c, int h, int w, int channels, int height, int width) 
   return ((static_cast<std::size_t>(n) * channels + c) * height + h) * width + w;
 }
 
-// y = x convolved with w (3x3), plus `base` (a bias per channel, or y's values before).
-Sums forward_definition(const DirectCase& k, int n, const std::vector<float>& x, const std::vector<float>& w,
-                        const std::vector<float>& base, bool base_per_channel) {
+// Each element's terms of one pass before what it starts from (a bias, the values before): their
+// sum (exact products, summed in double), magnitudes and count.
+struct Terms {
+  explicit Terms(std::size_t elements) : sum(elements), size(elements), count(elements) {}
+  std::vector<double> sum, size, count;
+
+  // The sums that start from base(i), one term more.
+  template <class Base>
+  Sums starting_from(Base base) const {
+    Sums s{std::vector<double>(sum.size()), std::vector<double>(sum.size())};
+    for (std::size_t i = 0; i < sum.size(); ++i) {
+      const double first = base(i);
+      s.value[i] = first + sum[i];
+      s.bound[i] = (std::abs(first) + size[i]) * (count[i] + 1) * kRoundoff;
+    }
+    return s;
+  }
+};
+
+// The definitions of the three passes: y = x convolved with w; dx and dw the derivatives of
+// sum(y * dy) by x and by w, each output's terms added to the inputs and weights it read; dbias
+// dy's sum per channel. One walk over every (output, tap) pair computes them all, each element's
+// terms in the order of its own definition (the test programs may be unoptimised: the sanitizers').
+struct Definition {
+  Terms y, dx, dw, dbias;
+};
+
+Definition definition(const DirectCase& k, int n, const std::vector<float>& x, const std::vector<float>& w,
+                      const std::vector<float>& dy) {
   const int ho = k.hout(), wo = k.wout();
-  Sums s{std::vector<double>(static_cast<std::size_t>(n) * k.cout * ho * wo),
-         std::vector<double>(static_cast<std::size_t>(n) * k.cout * ho * wo)};
+  Definition d{Terms(dy.size()), Terms(x.size()), Terms(w.size()), Terms(static_cast<std::size_t>(k.cout))};
   for (int b = 0; b < n; ++b)
     for (int o = 0; o < k.cout; ++o)
       for (int oh = 0; oh < ho; ++oh)
         for (int ow = 0; ow < wo; ++ow) {
           const std::size_t out = at(b, o, oh, ow, k.cout, ho, wo);
-          double sum = base_per_channel ? base[static_cast<std::size_t>(o)] : base[out], size = std::abs(sum),
-                 terms = 1;
-          for (int c = 0; c < k.cin; ++c)
-            for (int i = 0; i < k.k; ++i)
-              for (int j = 0; j < k.k; ++j) {
-                const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
-                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-                const double term =
-                    static_cast<double>(x[at(b, c, ih, iw, k.cin, k.h, k.w)]) * w[at(o, c, i, j, k.cin, k.k, k.k)];
-                sum += term;
-                size += std::abs(term);
-                ++terms;
+          const double grad = dy[out];
+          d.dbias.sum[o] += grad;
+          d.dbias.size[o] += std::abs(grad);
+          d.dbias.count[o] += 1;
+          // The taps that land inside the image.
+          const int top = oh * k.stride - k.pad, left = ow * k.stride - k.pad;
+          const int i0 = std::max(0, -top), i1 = std::min(k.k, k.h - top);
+          const int j0 = std::max(0, -left), j1 = std::min(k.k, k.w - left);
+          double y_sum = 0, y_size = 0, y_count = 0;
+          for (int c = 0; c < k.cin; ++c) {
+            const std::size_t plane = at(b, c, 0, 0, k.cin, k.h, k.w), filter = at(o, c, 0, 0, k.cin, k.k, k.k);
+            const float* xs = x.data() + plane;
+            const float* ws = w.data() + filter;
+            double* dx_sum = d.dx.sum.data() + plane;
+            double* dx_size = d.dx.size.data() + plane;
+            double* dx_count = d.dx.count.data() + plane;
+            double* dw_sum = d.dw.sum.data() + filter;
+            double* dw_size = d.dw.size.data() + filter;
+            double* dw_count = d.dw.count.data() + filter;
+            for (int i = i0; i < i1; ++i)
+              for (int j = j0; j < j1; ++j) {
+                const std::size_t in = static_cast<std::size_t>(top + i) * k.w + (left + j), tap = i * k.k + j;
+                const double xv = xs[in], wv = ws[tap];
+                const double y_term = xv * wv, dx_term = grad * wv, dw_term = grad * xv;
+                y_sum += y_term;
+                y_size += std::abs(y_term);
+                y_count += 1;
+                dx_sum[in] += dx_term;
+                dx_size[in] += std::abs(dx_term);
+                dx_count[in] += 1;
+                dw_sum[tap] += dw_term;
+                dw_size[tap] += std::abs(dw_term);
+                dw_count[tap] += 1;
               }
-          s.value[out] = sum;
-          s.bound[out] = size * terms * kRoundoff;
+          }
+          d.y.sum[out] = y_sum;
+          d.y.size[out] = y_size;
+          d.y.count[out] = y_count;
         }
-  return s;
+  return d;
 }
 
-// dx = the derivative of sum(y * dy) by x, plus dx's values before: each output's terms added to
-// the inputs it read.
-Sums backward_data_definition(const DirectCase& k, int n, const std::vector<float>& dy, const std::vector<float>& w,
-                              const std::vector<float>& before) {
-  const int ho = k.hout(), wo = k.wout();
-  Sums s{std::vector<double>(before.begin(), before.end()), std::vector<double>(before.size())};
-  std::vector<double> size(before.size()), terms(before.size(), 1.0);
-  for (std::size_t i = 0; i < before.size(); ++i) size[i] = std::abs(before[i]);
-  for (int b = 0; b < n; ++b)
-    for (int o = 0; o < k.cout; ++o)
-      for (int oh = 0; oh < ho; ++oh)
-        for (int ow = 0; ow < wo; ++ow) {
-          const double grad = dy[at(b, o, oh, ow, k.cout, ho, wo)];
-          for (int c = 0; c < k.cin; ++c)
-            for (int i = 0; i < k.k; ++i)
-              for (int j = 0; j < k.k; ++j) {
-                const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
-                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-                const std::size_t in = at(b, c, ih, iw, k.cin, k.h, k.w);
-                const double term = grad * w[at(o, c, i, j, k.cin, k.k, k.k)];
-                s.value[in] += term;
-                size[in] += std::abs(term);
-                terms[in] += 1;
-              }
-        }
-  for (std::size_t i = 0; i < before.size(); ++i) s.bound[i] = size[i] * terms[i] * kRoundoff;
-  return s;
+// y's expected sums: from a bias per channel, or from y's values before.
+Sums forward_sums(const DirectCase& k, const Definition& d, const std::vector<float>& bias,
+                  const std::vector<float>& y_before, bool accumulate) {
+  const std::size_t plane = static_cast<std::size_t>(k.hout()) * k.wout();
+  if (accumulate) return d.y.starting_from([&](std::size_t i) { return double{y_before[i]}; });
+  return d.y.starting_from([&](std::size_t i) { return double{bias[i / plane % static_cast<std::size_t>(k.cout)]}; });
 }
 
-// dw = the derivative of sum(y * dy) by w plus dw's values before, then dbias likewise: one vector.
-Sums backward_filter_definition(const DirectCase& k, int n, const std::vector<float>& x, const std::vector<float>& dy,
-                                float dw_before, float dbias_before) {
-  const int ho = k.hout(), wo = k.wout();
-  const std::size_t weights = static_cast<std::size_t>(k.cout) * k.cin * k.k * k.k;
-  Sums s{std::vector<double>(weights + k.cout), std::vector<double>(weights + k.cout)};
-  for (int o = 0; o < k.cout; ++o) {
-    for (int c = 0; c < k.cin; ++c)
-      for (int i = 0; i < k.k; ++i)
-        for (int j = 0; j < k.k; ++j) {
-          double sum = dw_before, size = std::abs(sum), terms = 1;
-          for (int b = 0; b < n; ++b)
-            for (int oh = 0; oh < ho; ++oh)
-              for (int ow = 0; ow < wo; ++ow) {
-                const int ih = oh * k.stride - k.pad + i, iw = ow * k.stride - k.pad + j;
-                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
-                const double term =
-                    static_cast<double>(dy[at(b, o, oh, ow, k.cout, ho, wo)]) * x[at(b, c, ih, iw, k.cin, k.h, k.w)];
-                sum += term;
-                size += std::abs(term);
-                ++terms;
-              }
-          s.value[at(o, c, i, j, k.cin, k.k, k.k)] = sum;
-          s.bound[at(o, c, i, j, k.cin, k.k, k.k)] = size * terms * kRoundoff;
-        }
-    double sum = dbias_before, size = std::abs(sum), terms = 1;
-    for (int b = 0; b < n; ++b)
-      for (int p = 0; p < ho * wo; ++p) {
-        sum += dy[at(b, o, 0, p, k.cout, 1, ho * wo)];
-        size += std::abs(dy[at(b, o, 0, p, k.cout, 1, ho * wo)]);
-        ++terms;
-      }
-    s.value[weights + static_cast<std::size_t>(o)] = sum;
-    s.bound[weights + static_cast<std::size_t>(o)] = size * terms * kRoundoff;
-  }
+// dw's and then dbias's expected sums in one vector, from dw_before and dbias_before (backward-filter adds).
+Sums backward_filter_sums(const Definition& d, float dw_before, float dbias_before) {
+  Sums s = d.dw.starting_from([&](std::size_t) { return double{dw_before}; });
+  const Sums bias = d.dbias.starting_from([&](std::size_t) { return double{dbias_before}; });
+  s.value.insert(s.value.end(), bias.value.begin(), bias.value.end());
+  s.bound.insert(s.bound.end(), bias.bound.begin(), bias.bound.end());
   return s;
 }
 
@@ -370,28 +368,28 @@ TEST_CASE(
                   k.filter && k.cin >= 16 && k.cin <= 64};
   };
   for (const DirectCase& k : cases)
-    for (int n : {1, 3, 9})  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
+    for (int n : {1, 3, 9}) {  // 9: backward-filter's groups of 8 images, one short (on small maps: the time)
+      if (n > 1 && k.h * k.w > 196) continue;  // large maps on one image: the definitions' time
+      if (n == 9 && k.h * k.w > 64) continue;
+      const Direct on_avx2 = direct_on(k, cpu::CpuIsa::avx2);
+      if (cpu::isa() < cpu::CpuIsa::avx512 && !on_avx2.forward && !on_avx2.data && !on_avx2.filter)
+        continue;  // no direct pass here
+      const int ho = k.hout(), wo = k.wout();
+      const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
+      const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo}, ws_shape{k.cout, k.cin, k.k, k.k};
+      std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
+                         dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
+      const Definition want = definition(k, n, x, w, dy);
+      const Sums want_dw = backward_filter_sums(want, 0.5f, 0.25f);
       for (bool accumulate : {false, true}) {
-        if (n > 1 && k.h * k.w > 196) continue;  // large maps on one image: the definitions' time
-        if (n == 9 && k.h * k.w > 64) continue;
-        const Direct on_avx2 = direct_on(k, cpu::CpuIsa::avx2);
-        if (cpu::isa() < cpu::CpuIsa::avx512 && !on_avx2.forward && !on_avx2.data && !on_avx2.filter)
-          continue;  // no direct pass here
         CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, k.stride, n, accumulate);
-        const int ho = k.hout(), wo = k.wout();
-        const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
-        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, ho, wo}, ws_shape{k.cout, k.cin, k.k, k.k};
-        std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
-                           dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
         const std::vector<float> y_before =
             accumulate ? testing::pattern(ys.elements(), 5) : std::vector<float>(ys.elements(), 7.f);
         const std::vector<float> dx_before =
             accumulate ? testing::pattern(xs.elements(), 6) : std::vector<float>(xs.elements(), 7.f);
-        const Sums want_y =
-            accumulate ? forward_definition(k, n, x, w, y_before, false) : forward_definition(k, n, x, w, bias, true);
+        const Sums want_y = forward_sums(k, want, bias, y_before, accumulate);
         const Sums want_dx =
-            backward_data_definition(k, n, dy, w, accumulate ? dx_before : std::vector<float>(xs.elements(), 0.f));
-        const Sums want_dw = backward_filter_definition(k, n, x, dy, 0.5f, 0.25f);
+            want.dx.starting_from([&](std::size_t i) { return accumulate ? double{dx_before[i]} : 0.0; });
         // Each instruction set's y and dx on 1 and 2 threads: AVX-512's first, where the host has it.
         std::vector<float> y_runs[2][2], dx_runs[2][2], dw_runs[2];
         bool forward_runs[2] = {false, false}, data_runs[2] = {false, false}, filter_runs[2] = {false, false};
@@ -442,6 +440,7 @@ TEST_CASE(
         if (data_runs[0] && data_runs[1]) CHECK(testing::same_bits(dx_runs[0][0], dx_runs[1][0]));
         if (filter_runs[0] && filter_runs[1]) CHECK(testing::same_bits(dw_runs[0], dw_runs[1]));
       }
+    }
 }
 
 TEST_CASE("direct convolution: a row's tiles cover it once, as wide as they go or of even widths", "[cpu][conv]") {
@@ -509,19 +508,19 @@ TEST_CASE(
       {2, 9, 9, 8, 3, 2, false, true, 7},
       {3, 4, 5, 24, 0, 2, false, true, 1}};
   for (const DirectCase& k : cases)
-    for (int n : {1, 3})
+    for (int n : {1, 3}) {
+      const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
+      const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, k.hout(), k.wout()}, ws_shape{k.cout, k.cin, k.k, k.k};
+      std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
+                         dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
+      const Definition want = definition(k, n, x, w, dy);
+      const Sums want_dw = backward_filter_sums(want, 0.5f, 0.25f);
       for (bool accumulate : {false, true}) {
         CAPTURE(k.cin, k.h, k.w, k.cout, k.k, k.pad, k.stride, n, accumulate);
-        const Conv2dDesc d{k.cin, k.cout, k.k, k.k, k.stride, k.pad};
-        const Shape xs{n, k.cin, k.h, k.w}, ys{n, k.cout, k.hout(), k.wout()}, ws_shape{k.cout, k.cin, k.k, k.k};
         REQUIRE(cpu::pixel_conv_takes(d, xs));
-        std::vector<float> x = testing::pattern(xs.elements(), 1), w = testing::pattern(ws_shape.elements(), 2),
-                           dy = testing::pattern(ys.elements(), 3), bias = testing::pattern(k.cout, 4);
         const std::vector<float> y_before =
             accumulate ? testing::pattern(ys.elements(), 5) : std::vector<float>(ys.elements(), 7.f);
-        const Sums want_y =
-            accumulate ? forward_definition(k, n, x, w, y_before, false) : forward_definition(k, n, x, w, bias, true);
-        const Sums want_dw = backward_filter_definition(k, n, x, dy, 0.5f, 0.25f);
+        const Sums want_y = forward_sums(k, want, bias, y_before, accumulate);
         for (int threads : {1, 2}) {
           CAPTURE(threads);
           std::vector<float> y = y_before;
@@ -538,6 +537,7 @@ TEST_CASE(
           CHECK(wrong_elements(dw, want_dw) == 0);
         }
       }
+    }
 }
 
 TEST_CASE("pixel-vector convolution: what it does not take is refused, and a short workspace", "[cpu][conv]") {
