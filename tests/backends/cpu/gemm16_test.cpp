@@ -3,6 +3,7 @@
 // themselves; and the instructions against their emulation, to the bit, where the host has them.
 #include "backends/cpu/detail/gemm16.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -50,12 +51,19 @@ struct Case {
 
 // C = (or +=) op(A) op(B) over the operands rounded to the case's format, in double.
 std::vector<float> reference(const Case& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float> out) {
+  // The operands rounded once, then read through pointers and strides: the test programs may be
+  // unoptimised (the sanitizers' build), where this loop is most of the test's time.
+  std::vector<double> a16(a.size()), b16(b.size());
+  std::transform(a.begin(), a.end(), a16.begin(), [&](float v) { return double{rounded16(c.format, v)}; });
+  std::transform(b.begin(), b.end(), b16.begin(), [&](float v) { return double{rounded16(c.format, v)}; });
+  const std::size_t a_row = c.a_transposed ? 1 : c.k, a_step = c.a_transposed ? c.m : 1;  // op(A)[i][p]
+  const std::size_t b_col = c.b_transposed ? c.k : 1, b_step = c.b_transposed ? 1 : c.n;  // op(B)[p][j]
   for (std::size_t i = 0; i < c.m; ++i)
     for (std::size_t j = 0; j < c.n; ++j) {
+      const double* a_i = a16.data() + i * a_row;
+      const double* b_j = b16.data() + j * b_col;
       double sum = c.accumulate ? out[i * c.n + j] : 0.0;
-      for (std::size_t p = 0; p < c.k; ++p)
-        sum += double(rounded16(c.format, c.a_transposed ? a[p * c.m + i] : a[i * c.k + p])) *
-               rounded16(c.format, c.b_transposed ? b[j * c.k + p] : b[p * c.n + j]);
+      for (std::size_t p = 0; p < c.k; ++p) sum += a_i[p * a_step] * b_j[p * b_step];
       out[i * c.n + j] = static_cast<float>(sum);
     }
   return out;

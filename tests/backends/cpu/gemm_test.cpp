@@ -29,13 +29,17 @@ struct Case {
   bool a_transposed, b_transposed, accumulate;
 };
 
-// C = (or +=) op(A) op(B), in double.
+// C = (or +=) op(A) op(B), in double. Pointers and strides, not the vectors' indexing: the test
+// programs may be unoptimised (the sanitizers' build), and this loop is most of the test's time there.
 std::vector<float> reference(const Case& c, const std::vector<float>& a, const std::vector<float>& b, std::vector<float> out) {
+  const std::size_t a_row = c.a_transposed ? 1 : c.k, a_step = c.a_transposed ? c.m : 1;  // op(A)[i][p]
+  const std::size_t b_col = c.b_transposed ? c.k : 1, b_step = c.b_transposed ? 1 : c.n;  // op(B)[p][j]
   for (std::size_t i = 0; i < c.m; ++i)
     for (std::size_t j = 0; j < c.n; ++j) {
+      const float* a_i = a.data() + i * a_row;
+      const float* b_j = b.data() + j * b_col;
       double sum = c.accumulate ? out[i * c.n + j] : 0.0;
-      for (std::size_t p = 0; p < c.k; ++p)
-        sum += double(c.a_transposed ? a[p * c.m + i] : a[i * c.k + p]) * (c.b_transposed ? b[j * c.k + p] : b[p * c.n + j]);
+      for (std::size_t p = 0; p < c.k; ++p) sum += double{a_i[p * a_step]} * b_j[p * b_step];
       out[i * c.n + j] = static_cast<float>(sum);
     }
   return out;
