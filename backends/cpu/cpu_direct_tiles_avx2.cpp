@@ -7,8 +7,9 @@
 // pixels, which stay in L1 between them. Each output's sum is the AVX-512 kernel's chain (over the
 // channel blocks, the taps and a block's 16 channels, in that order, from zero), and the taps on
 // the padding are skipped only where a skipped term is an exact zero, so the two give the same
-// bits for finite values (but for the sign of a sum that underflowed to zero). Backward-filter's tile is 6 outputs x one block of 16 input channels of
-// one tap, each value's sum over the images and pixels in order, as AVX-512's.
+// bits for finite values (but for the sign of a sum that underflowed to zero). Backward-filter's
+// tile is 6 outputs x one block of 16 input channels of one tap, each value's sum over the images
+// and pixels in order, as AVX-512's.
 #include <immintrin.h>
 
 #include <algorithm>
