@@ -158,6 +158,30 @@ void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float
   });
 }
 
+// A tile's Wide x Vectors accumulators from sums (the pixels `apart` floats apart), or zero; and
+// back. Unrolled by pragma so that the accumulators stay in registers (Note [Accumulators in
+// registers], cpu_direct_tiles_avx2.cpp: left as loops, GCC 12 kept them in memory and stored all
+// 28 after each multiply-add).
+template <std::size_t Vectors, std::size_t Wide>
+CNN_TARGET_AVX512 inline __attribute__((always_inline)) void load_sums_avx512(__m512 (&acc)[Wide][Vectors],
+                                                                              bool zero, const float* sums,
+                                                                              std::size_t apart) {
+#pragma GCC unroll 28
+  for (std::size_t q = 0; q < Wide; ++q)
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < Vectors; ++v)
+      acc[q][v] = zero ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * apart + v * kLanes);
+}
+
+template <std::size_t Vectors, std::size_t Wide>
+CNN_TARGET_AVX512 inline __attribute__((always_inline)) void store_sums_avx512(__m512 (&acc)[Wide][Vectors],
+                                                                               float* sums, std::size_t apart) {
+#pragma GCC unroll 28
+  for (std::size_t q = 0; q < Wide; ++q)
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * apart + v * kLanes, acc[q][v]);
+}
+
 // The multiply-adds of one tap over a block's 16 channels for each of the tile's pixels [Lo, Hi),
 // the pixels Step floats apart.
 template <std::size_t Vectors, std::size_t Wide, std::size_t Step, std::size_t Lo, std::size_t Hi>
@@ -185,9 +209,7 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
                                           std::size_t ow, std::size_t first, std::size_t end, float* sums) {
   constexpr std::size_t kOut = Vectors * kLanes;
   __m512 acc[Wide][Vectors];
-  for (std::size_t q = 0; q < Wide; ++q)
-    for (std::size_t v = 0; v < Vectors; ++v)
-      acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kOut + v * kLanes);
+  load_sums_avx512(acc, first == 0, sums, kOut);
   const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, kk = g.k * g.k, row = oh * Stride;
   // Kernel row i reads input row oh * stride + i - pad: inside the image for i in [top, bottom).
   const std::size_t top = row < g.pad ? g.pad - row : 0, bottom = std::min(g.k, g.h + g.pad - row);
@@ -212,8 +234,7 @@ CNN_TARGET_AVX512 void direct_tile_avx512(const Geometry& g, const float* image,
       }
     }
   }
-  for (std::size_t q = 0; q < Wide; ++q)
-    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kOut + v * kLanes, acc[q][v]);
+  store_sums_avx512(acc, sums, kOut);
 }
 
 template <std::size_t Vectors, std::size_t Stride, std::size_t... Wide>
@@ -399,9 +420,7 @@ CNN_TARGET_AVX512 void phase_tile_avx512(const Geometry& g, const PhaseTile& til
                                          float* sums) {
   constexpr std::size_t kOut = Vectors * kLanes, kApart = 2 * kOut;
   __m512 acc[Wide][Vectors];
-  for (std::size_t q = 0; q < Wide; ++q)
-    for (std::size_t v = 0; v < Vectors; ++v)
-      acc[q][v] = first == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(sums + q * kApart + v * kLanes);
+  load_sums_avx512(acc, first == 0, sums, kApart);
   const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes;
   for (std::size_t cb = first; cb < end; ++cb) {
     const float* block = tile.image + cb * plane;
@@ -411,8 +430,7 @@ CNN_TARGET_AVX512 void phase_tile_avx512(const Geometry& g, const PhaseTile& til
         direct_tap_avx512<Vectors, Wide, kLanes, 0, Wide>(acc, block + (t * wp + u) * kLanes,
                                                           taps + (t * tile.columns + u) * kLanes * kOut);
   }
-  for (std::size_t q = 0; q < Wide; ++q)
-    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(sums + q * kApart + v * kLanes, acc[q][v]);
+  store_sums_avx512(acc, sums, kApart);
 }
 
 template <std::size_t Vectors, std::size_t... Wide>
@@ -510,8 +528,7 @@ CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* imag
                                             std::size_t dy_stride, std::size_t count, std::size_t i, std::size_t j,
                                             std::size_t o0, std::size_t cb0, float* partial) {
   __m512 acc[Outs][Vectors];
-  for (std::size_t r = 0; r < Outs; ++r)
-    for (std::size_t v = 0; v < Vectors; ++v) acc[r][v] = _mm512_loadu_ps(partial + r * g.cin + v * kLanes);
+  load_sums_avx512(acc, false, partial, g.cin);
   const std::size_t wp = g.wp(), plane = g.hp() * wp * kLanes, hout = g.hout(), wout = g.wout(), pixels = hout * wout;
   // Output pixel (oh, ow) reads input (oh * stride + i - pad, ow * stride + j - pad): inside the
   // image for oh in [rows.lo, rows.hi) and ow in [columns.lo, columns.hi).
@@ -532,8 +549,7 @@ CNN_TARGET_AVX512 void direct_filter_avx512(const Geometry& g, const float* imag
         }
       }
   }
-  for (std::size_t r = 0; r < Outs; ++r)
-    for (std::size_t v = 0; v < Vectors; ++v) _mm512_storeu_ps(partial + r * g.cin + v * kLanes, acc[r][v]);
+  store_sums_avx512(acc, partial, g.cin);
 }
 
 template <std::size_t Vectors, std::size_t... Outs>

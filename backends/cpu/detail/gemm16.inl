@@ -227,12 +227,16 @@ void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t
 }
 
 #if CNN_ISA_LEVEL >= 2
-// A tile's 24 accumulators (row r's columns 0-15, 16-31) to `out`.
+// A tile's 24 accumulators (row r's columns 0-15, 16-31) to `out`. Every loop runs over the
+// tile's 12 rows unrolled, so that each reads its accumulator by a constant index: a row chosen
+// at run time keeps the array in memory, and GCC 12 then stores every accumulator at each step of
+// the kernel's loop (Note [Accumulators in registers], cpu_direct_tiles_avx2.cpp).
 void store_tile(const __m512 (&acc)[kGemm16Rows][2], TileOut out, std::size_t rows, std::size_t cols, bool overwrite) {
   const __mmask16 lo = cols >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 hi = cols >= 32 ? __mmask16(0xFFFF) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
   if (out.transposed) {
     alignas(64) float tile[kGemm16Rows][kGemm16Cols];
+#pragma GCC unroll 12
     for (std::size_t r = 0; r < kGemm16Rows; ++r) {
       _mm512_store_ps(tile[r], acc[r][0]);
       _mm512_store_ps(tile[r] + 16, acc[r][1]);
@@ -240,14 +244,18 @@ void store_tile(const __m512 (&acc)[kGemm16Rows][2], TileOut out, std::size_t ro
     return store_transposed(tile, out, rows, cols, overwrite);
   }
   if (cols == kGemm16Cols) {  // a whole tile: plain loads and stores (masked ones are slower on some cores)
-    for (std::size_t r = 0; r < rows; ++r) {
+#pragma GCC unroll 12
+    for (std::size_t r = 0; r < kGemm16Rows; ++r) {
+      if (r == rows) return;
       float* row = out.c + r * out.ldc;
       _mm512_storeu_ps(row, overwrite ? acc[r][0] : _mm512_add_ps(_mm512_loadu_ps(row), acc[r][0]));
       _mm512_storeu_ps(row + 16, overwrite ? acc[r][1] : _mm512_add_ps(_mm512_loadu_ps(row + 16), acc[r][1]));
     }
     return;
   }
-  for (std::size_t r = 0; r < rows; ++r) {
+#pragma GCC unroll 12
+  for (std::size_t r = 0; r < kGemm16Rows; ++r) {
+    if (r == rows) return;
     float* row = out.c + r * out.ldc;
     if (overwrite) {
       _mm512_mask_storeu_ps(row, lo, acc[r][0]);
