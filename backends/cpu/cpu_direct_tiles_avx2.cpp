@@ -108,7 +108,10 @@ CNN_TARGET_AVX2 inline __attribute__((always_inline)) void tap_avx2(__m256 (&acc
 // unrolled by pragma. Left to GCC's late unrolling they are still loops when it decides which
 // arrays become registers, and it keeps the array in memory: the multiply-adds' loop then stores
 // every accumulator after each multiply-add (12 stores for 12 multiply-adds, at one store a
-// cycle: half the speed; objdump shows them as ymm stores to the stack).
+// cycle: half the speed; objdump shows them as ymm stores to the stack). A loop over the rows
+// of a tile that a run-time count ends does the same. The AVX-512 tiles (cpu_direct_conv.cpp) run
+// at a third of their speed so, with the same bits; tests/backends/cpu/accumulators_in_registers.py
+// checks every kernel's loops in the built library.
 template <std::size_t Wide>
 CNN_TARGET_AVX2 inline __attribute__((always_inline)) void load_sums(__m256 (&acc)[Wide][2], bool zero,
                                                                      const float* sums, std::size_t apart) {
