@@ -160,7 +160,7 @@ void block_weights(int threads, const Geometry& g, Taps taps, bool turned, float
 
 // A tile's Wide x Vectors accumulators from sums (the pixels `apart` floats apart), or zero; and
 // back. Unrolled by pragma so that the accumulators stay in registers (Note [Accumulators in
-// registers], cpu_direct_tiles_avx2.cpp: left as loops, GCC 12 kept them in memory and stored all
+// registers], cpu_direct_tiles_avx2.cpp: left as loops, GCC 12 keeps them in memory and stores all
 // 28 after each multiply-add).
 template <std::size_t Vectors, std::size_t Wide>
 CNN_TARGET_AVX512 inline __attribute__((always_inline)) void load_sums_avx512(__m512 (&acc)[Wide][Vectors],
