@@ -16,11 +16,10 @@ Exit 0 when every kernel keeps the rule, 1 (naming each loop's function, its sto
 multiply-adds) when one does not, 2 when objdump cannot read the library. Standard library only.
 """
 import re
-import subprocess
 import sys
 
-FUNCTION = re.compile(r"^[0-9a-f]+ <(.*)>:$")
-INSTRUCTION = re.compile(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$")
+from disassembly import disassembly
+
 MULTIPLY_ADD = re.compile(r"^(vfn?m(add|sub)\d{3}[ps]s|vdpbf16ps)$")
 STACK_STORE = re.compile(r"^%[xyz]mm\d+,.*\((%rsp|%rbp)[,)]")
 MOST_STORES_PER_MULTIPLY_ADD = 1 / 4
@@ -50,23 +49,7 @@ def innermost_loops(instructions):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", sys.argv[1]], capture_output=True, text=True)
-    if out.returncode != 0:
-        print(out.stderr.strip() or "objdump failed", file=sys.stderr)
-        sys.exit(2)
-    functions, function = {}, None
-    for line in out.stdout.splitlines():
-        named = FUNCTION.match(line)
-        if named:
-            function = named.group(1)
-            functions[function] = []
-            continue
-        instruction = INSTRUCTION.match(line)
-        if function is not None and instruction:
-            functions[function].append((int(instruction.group(1), 16), instruction.group(2), instruction.group(3)))
-    if not functions:
-        print(f"{sys.argv[1]}: no functions disassembled", file=sys.stderr)
-        sys.exit(2)
+    functions = disassembly(sys.argv[1])
     checked, offenders = 0, []
     for function, instructions in functions.items():
         if "avx" not in function.lower() or any(known in function for known in KNOWN):

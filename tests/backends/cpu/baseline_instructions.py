@@ -11,8 +11,9 @@ Exit 0 when the library keeps the rule, 1 (naming the functions and an instructi
 it does not, 2 when objdump cannot read it. Standard library only.
 """
 import re
-import subprocess
 import sys
+
+from disassembly import disassembly
 
 # Beyond SSE2: VEX and EVEX encodings (every AVX instruction's mnemonic starts with "v"), and the
 # SSE3 to SSE4.2, POPCNT, BMI and F16C instructions a compiler may choose on its own.
@@ -27,8 +28,6 @@ LATER = {
     "pdep", "pext", "rorx", "sarx", "shlx", "shrx", "lzcnt",
 }
 WIDE_REGISTER = re.compile(r"%(ymm|zmm)\d+|%k[0-7]\b")
-FUNCTION = re.compile(r"^[0-9a-f]+ <(.*)>:$")
-INSTRUCTION = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)\s*(.*)$")
 
 
 def later_instruction(mnemonic, operands):
@@ -40,33 +39,22 @@ def later_instruction(mnemonic, operands):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    out = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", sys.argv[1]], capture_output=True, text=True)
-    if out.returncode != 0:
-        print(out.stderr.strip() or "objdump failed", file=sys.stderr)
-        sys.exit(2)
-    function, allowed, offenders, functions = None, False, {}, 0
-    for line in out.stdout.splitlines():
-        named = FUNCTION.match(line)
-        if named:
-            function = named.group(1)
-            allowed = "avx" in function.lower() or function.endswith("@plt")
-            functions += 1
+    functions = disassembly(sys.argv[1])
+    offenders = {}
+    for function, instructions in functions.items():
+        if "avx" in function.lower() or function.endswith("@plt"):
             continue
-        if function is None or allowed or function in offenders:
-            continue
-        instruction = INSTRUCTION.match(line)
-        if instruction and later_instruction(instruction.group(1), instruction.group(2)):
-            offenders[function] = line.strip()
-    if functions == 0:
-        print(f"{sys.argv[1]}: no functions disassembled", file=sys.stderr)
-        sys.exit(2)
-    for function, line in sorted(offenders.items()):
-        print(f"{function}: {line}")
+        for _, mnemonic, operands in instructions:
+            if later_instruction(mnemonic, operands):
+                offenders[function] = f"{mnemonic} {operands}".strip()
+                break
+    for function, instruction in sorted(offenders.items()):
+        print(f"{function}: {instruction}")
     if offenders:
-        print(f"{len(offenders)} of {functions} functions use instructions beyond the x86-64 baseline outside the "
+        print(f"{len(offenders)} of {len(functions)} functions use instructions beyond the x86-64 baseline outside the "
               "kernels chosen at run time", file=sys.stderr)
         sys.exit(1)
-    print(f"{functions} functions: the x86-64 baseline, except the kernels chosen at run time")
+    print(f"{len(functions)} functions: the x86-64 baseline, except the kernels chosen at run time")
 
 
 if __name__ == "__main__":
