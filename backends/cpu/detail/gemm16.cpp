@@ -93,9 +93,11 @@ struct Region {
                std::size_t k, std::size_t width, std::uint32_t* packed);
 };
 
-// The region for the host's instructions.
-Region region() {
-  switch (region_for(CpuIsa::avx512_bf16)) {
+// The region for the host's instructions and the format: fp16's native kernel is AVX-512F's, in
+// the AVX-512 region alone (in_format, gemm16.inl).
+Region region_of(ValueFormat format) {
+  const CpuIsa host = region_for(CpuIsa::avx512_bf16);
+  switch (format == ValueFormat::fp16 && host == CpuIsa::avx512_bf16 ? CpuIsa::avx512 : host) {
 #if CNN_ISA_REGIONS
     case CpuIsa::avx512_bf16: return {isa_avx512_bf16::products16::multiply, isa_avx512_bf16::products16::pack};
     case CpuIsa::avx512: return {isa_avx512::products16::multiply, isa_avx512::products16::pack};
@@ -117,11 +119,11 @@ std::size_t packed16_b_words(std::size_t k, std::size_t n) { return round_up(n, 
 
 void pack16_a(ValueFormat format, int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
   require_16bit("pack16_a", format);
-  region().pack(format, native(), threads, a, !a.transposed, m, k, kGemm16Rows, packed);
+  region_of(format).pack(format, native(), threads, a, !a.transposed, m, k, kGemm16Rows, packed);
 }
 void pack16_b(ValueFormat format, int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
   require_16bit("pack16_b", format);
-  region().pack(format, native(), threads, b, b.transposed, n, k, kGemm16Cols, packed);
+  region_of(format).pack(format, native(), threads, b, b.transposed, n, k, kGemm16Cols, packed);
 }
 
 std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
@@ -131,7 +133,7 @@ std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, b
 void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
             Packing packing) {
   require_16bit("gemm16", format);
-  region().multiply(format, native(), m, n, k, a, b, c, packing);
+  region_of(format).multiply(format, native(), m, n, k, a, b, c, packing);
 }
 
 namespace {

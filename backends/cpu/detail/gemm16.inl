@@ -408,7 +408,9 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
 }
 
 // Runs run.operator()<F, Native>() for `format`: on this region's instructions where it has them
-// for the format and `native` asks for them, else emulated.
+// for the format and `native` asks for them, else emulated. Native fp16 is the AVX-512 region's
+// alone: AVX512-BF16 hosts run it there too (region_of in gemm16.cpp), as GCC 12 kept this
+// region's copy's accumulators in memory (Note [Accumulators in registers]).
 template <class Run>
 void in_format(ValueFormat format, [[maybe_unused]] bool native, Run&& run) {
   if (format == ValueFormat::bf16) {
@@ -417,7 +419,7 @@ void in_format(ValueFormat format, [[maybe_unused]] bool native, Run&& run) {
 #endif
     return run.template operator()<ValueFormat::bf16, false>();
   }
-#if CNN_ISA_LEVEL >= 2
+#if CNN_ISA_LEVEL == 2
   if (native) return run.template operator()<ValueFormat::fp16, true>();
 #endif
   run.template operator()<ValueFormat::fp16, false>();

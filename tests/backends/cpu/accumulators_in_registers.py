@@ -24,11 +24,6 @@ MULTIPLY_ADD = re.compile(r"^(vfn?m(add|sub)\d{3}[ps]s|vdpbf16ps)$")
 STACK_STORE = re.compile(r"^%[xyz]mm\d+,.*\((%rsp|%rbp)[,)]")
 MOST_STORES_PER_MULTIPLY_ADD = 1 / 4
 
-# Known and not yet mended: the fp16 product's kernel where it is compiled for AVX512-BF16 hosts
-# (GCC 12 gives its accumulators the tile's memory of the transposed store; the AVX-512 copy of
-# the same source keeps them in registers). fp16 training on the CPU is the rarest of its paths.
-KNOWN = ("isa_avx512_bf16::products16::(anonymous namespace)::gemm_blocks<(cnn::ValueFormat)2",)
-
 
 def innermost_loops(instructions):
     """(first, last) indices of the loops a backward jump closes that hold no other such loop."""
@@ -52,7 +47,7 @@ def main():
     functions = disassembly(sys.argv[1])
     checked, offenders = 0, []
     for function, instructions in functions.items():
-        if "avx" not in function.lower() or any(known in function for known in KNOWN):
+        if "avx" not in function.lower():
             continue
         for first, last in innermost_loops(instructions):
             body = instructions[first:last + 1]
