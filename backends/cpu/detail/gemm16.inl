@@ -266,7 +266,9 @@ void store_tile(const __m512 (&acc)[kGemm16Rows][2], TileOut out, std::size_t ro
     if (hi) _mm512_mask_storeu_ps(row + 16, hi, _mm512_add_ps(_mm512_maskz_loadu_ps(hi, row + 16), acc[r][1]));
   }
 }
+#endif
 
+#if CNN_ISA_LEVEL == 2  // native fp16 runs in the AVX-512 region alone (in_format)
 // The halves of 16 words: the even values (low halves) or the odd (high), widened.
 __m512 even_halves(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words)); }
 __m512 odd_halves(__m512i words) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(words, 16))); }
@@ -327,7 +329,7 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, T
 #if CNN_ISA_LEVEL >= 3
     if constexpr (F == ValueFormat::bf16) return kernel_avx512_bf16(a, b, pairs, out, rows, cols, overwrite);
 #endif
-#if CNN_ISA_LEVEL >= 2
+#if CNN_ISA_LEVEL == 2
     if constexpr (F == ValueFormat::fp16) return kernel_avx512_fp16(a, b, pairs, out, rows, cols, overwrite);
 #endif
   }
@@ -409,8 +411,8 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
 
 // Runs run.operator()<F, Native>() for `format`: on this region's instructions where it has them
 // for the format and `native` asks for them, else emulated. Native fp16 is the AVX-512 region's
-// alone: AVX512-BF16 hosts run it there too (region_of in gemm16.cpp), as GCC 12 kept this
-// region's copy's accumulators in memory (Note [Accumulators in registers]).
+// alone: AVX512-BF16 hosts run it there too (region_of in gemm16.cpp), as GCC 12 keeps a
+// BF16-targeted copy's accumulators in memory (Note [Accumulators in registers]).
 template <class Run>
 void in_format(ValueFormat format, [[maybe_unused]] bool native, Run&& run) {
   if (format == ValueFormat::bf16) {
