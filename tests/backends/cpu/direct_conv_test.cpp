@@ -5,8 +5,8 @@
 // and 2, forward and backward-filter with vectors along the pixels; 1x1 layers), narrow layers of
 // 16, 32 or 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more
 // input channels than one pass keeps in cache, one and two threads, writing and accumulating;
-// forward and backward-data give the same bits on any thread count, and every pass the same bits
-// on AVX2's tiles as on AVX-512's (AVX2 hosts run the blocked ones alone); the workspace the
+// forward and backward-data give the same bits on any thread count (backward-filter too where the
+// threads split its outputs), and every pass the same bits on AVX2's tiles as on AVX-512's (AVX2 hosts run the blocked ones alone); the workspace the
 // backend asks for (NaN-filled) is the one each pass uses, whichever of the backward passes is
 // direct; a row's tiles (the widest first, or AVX2's of even widths) cover it once. The
 // pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
@@ -463,6 +463,39 @@ TEST_CASE("direct convolution: a row's tiles cover it once, as wide as they go o
         CHECK(tiles == (pixels + wide - 1) / wide);  // as few tiles as the widest takes
         if (even) CHECK(widest - narrowest <= 1);
       }
+}
+
+TEST_CASE("direct convolution: backward-filter over many outputs gives the same bits on 1, 2 and 3 threads",
+          "[cpu][conv]") {
+  if (cpu::isa() < cpu::CpuIsa::avx2) {
+    WARN("this host has no AVX2: the direct convolution does not run here");
+    return;
+  }
+  // 64 -> 128 channels on 7 x 7 maps: the partial gradient outweighs an image and there are 19
+  // tiles of outputs (22 on AVX2), so the threads split the outputs and each value sums every
+  // image in order. 11 images: groups of 8 and 3, the blocked images shared by the threads.
+  const Conv2dDesc d{64, 128, 3, 3, 1, 1};
+  const Shape xs{11, 64, 7, 7}, ys{11, 128, 7, 7}, ws_shape{128, 64, 3, 3};
+  std::vector<float> x = testing::pattern(xs.elements(), 1), dy = testing::pattern(ys.elements(), 3);
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::avx512, cpu::CpuIsa::avx2}) {
+    if (isa > cpu::isa()) continue;
+    CAPTURE(cpu::isa_name(isa));
+    const cpu::IsaLimit limit(isa);
+    REQUIRE(cpu::direct_applies(d, xs, false, cpu::DirectPass::backward_filter));
+    std::vector<float> runs[3];
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(threads);
+      std::vector<float>& dw = runs[threads - 1];
+      dw.assign(ws_shape.elements() + 128, 0.5f);
+      const testing::NanWorkspace ws(
+          cpu::direct_workspace_floats(d, xs, ys, cpu::DirectPass::backward_filter, threads) * sizeof(float));
+      cpu::direct_backward_filter(threads, d, Tensor{x.data(), xs}, Tensor{dy.data(), ys},
+                                  Tensor{dw.data(), ws_shape}, Tensor{dw.data() + ws_shape.elements(), Shape{128}},
+                                  ws.ws);
+    }
+    CHECK(testing::same_bits(runs[0], runs[1]));
+    CHECK(testing::same_bits(runs[0], runs[2]));
+  }
 }
 
 TEST_CASE("direct convolution: a workspace smaller than it asks for is refused", "[cpu][conv]") {
