@@ -495,6 +495,15 @@ TEST_CASE("direct convolution: backward-filter over many outputs gives the same 
     }
     CHECK(testing::same_bits(runs[0], runs[1]));
     CHECK(testing::same_bits(runs[0], runs[2]));
+    // A batch of no images adds nothing.
+    const Shape none_x{0, 64, 7, 7}, none_y{0, 128, 7, 7};
+    std::vector<float> dw(ws_shape.elements() + 128, 0.5f);
+    const testing::NanWorkspace ws(
+        cpu::direct_workspace_floats(d, none_x, none_y, cpu::DirectPass::backward_filter, 2) * sizeof(float));
+    cpu::direct_backward_filter(2, d, Tensor{x.data(), none_x}, Tensor{dy.data(), none_y},
+                                Tensor{dw.data(), ws_shape}, Tensor{dw.data() + ws_shape.elements(), Shape{128}},
+                                ws.ws);
+    CHECK(testing::same_bits(dw, std::vector<float>(dw.size(), 0.5f)));
   }
 }
 
