@@ -609,12 +609,33 @@ std::size_t filter_workspace_floats(const Geometry& g, std::size_t images, int t
   return static_cast<std::size_t>(range_threads(threads, images)) * filter_share_floats(g, images);
 }
 
+// A group of `count` blocked images and their dy (from `grad`) added into the partial gradient
+// [tap][cout][cin] for outputs [o_first, o_end), and into the bias's [cout] after it when `bias`.
+void add_group(const Geometry& g, const FilterTiles& tiles, const float* blocked, const float* grad,
+               std::size_t dy_stride, std::size_t count, std::size_t o_first, std::size_t o_end, bool bias,
+               float* partial) {
+  const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), weights = g.cout * g.cin * kk;
+  for (std::size_t tap = 0; tap < kk; ++tap)
+    for (std::size_t o0 = o_first; o0 < o_end; o0 += tiles.outs)
+      for (std::size_t cb0 = 0; cb0 < g.cin / kLanes; cb0 += tiles.vectors)
+        tiles.kernels[std::min(tiles.outs, o_end - o0) - 1](g, blocked, grad, dy_stride, count, tap / g.k, tap % g.k,
+                                                            o0, cb0,
+                                                            partial + (tap * g.cout + o0) * g.cin + cb0 * kLanes);
+  for (std::size_t n = 0; n < count && bias; ++n)
+    for (std::size_t o = o_first; o < o_end; ++o) {
+      const float* row = grad + n * dy_stride + o * pixels;
+      float sum = partial[weights + o];
+      for (std::size_t p = 0; p < pixels; ++p) sum += row[p];
+      partial[weights + o] = sum;
+    }
+}
+
 // Backward-filter split by outputs (Note [Backward-filter split by outputs]): one partial
 // [tap][cout][cin], then [cout], before a group's blocked images.
 void filter_by_outputs(int threads, const Geometry& g, const TileKernels& kernels, const FilterTiles& tiles,
                        const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, float* partial) {
   const auto images = static_cast<std::size_t>(x.n());
-  const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), weights = g.cout * g.cin * kk;
+  const std::size_t kk = g.k * g.k, weights = g.cout * g.cin * kk;
   const std::size_t group = filter_group(g), out_tiles = (g.cout + tiles.outs - 1) / tiles.outs;
   float* blocked = partial + filter_partial_floats(g);
   if (images == 0) return;  // dw and dbias gain nothing; the partial is never zeroed
@@ -632,19 +653,7 @@ void filter_by_outputs(int threads, const Geometry& g, const TileKernels& kernel
           std::memset(partial + (tap * g.cout + o_first) * g.cin, 0, (o_end - o_first) * g.cin * sizeof(float));
         std::fill(partial + weights + o_first, partial + weights + o_end, 0.f);
       }
-      for (std::size_t tap = 0; tap < kk; ++tap)
-        for (std::size_t o0 = o_first; o0 < o_end; o0 += tiles.outs)
-          for (std::size_t cb0 = 0; cb0 < g.cin / kLanes; cb0 += tiles.vectors)
-            tiles.kernels[std::min(tiles.outs, o_end - o0) - 1](g, blocked, grad, dy.sample_elements(), count,
-                                                                tap / g.k, tap % g.k, o0, cb0,
-                                                                partial + (tap * g.cout + o0) * g.cin + cb0 * kLanes);
-      for (std::size_t n = 0; n < count && !dbias.empty(); ++n)
-        for (std::size_t o = o_first; o < o_end; ++o) {
-          const float* row = grad + n * dy.sample_elements() + o * pixels;
-          float sum = partial[weights + o];
-          for (std::size_t p = 0; p < pixels; ++p) sum += row[p];
-          partial[weights + o] = sum;
-        }
+      add_group(g, tiles, blocked, grad, dy.sample_elements(), count, o_first, o_end, !dbias.empty(), partial);
     });
   }
   // dw[o][c][tap] += partial[tap][o][c]: dw written along, the partial's kk rows read along.
@@ -908,8 +917,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
   const FilterTiles tiles = kernels.filter_tiles(g);
   if (filter_splits_outputs(g, tiles, threads))
     return filter_by_outputs(threads, g, kernels, tiles, x, dy, dw, dbias, static_cast<float*>(ws.data));
-  const std::size_t kk = g.k * g.k, pixels = g.hout() * g.wout(), share = filter_share_floats(g, images);
-  const std::size_t weights = g.cout * g.cin * kk;
+  const std::size_t kk = g.k * g.k, share = filter_share_floats(g, images), weights = g.cout * g.cin * kk;
   const std::size_t group = filter_group(g);
   auto* shares = static_cast<float*>(ws.data);
   const int used = parallel_ranges(threads, images, [&](int t, std::size_t first, std::size_t end) {
@@ -921,19 +929,7 @@ void direct_backward_filter(int threads, const Conv2dDesc& d, const Tensor& x, c
       for (std::size_t n = 0; n < count; ++n)
         kernels.block_image(g, x.data + (b + n) * x.sample_elements(), blocked + n * g.image_floats());
       const float* grad = dy.data + b * dy.sample_elements();
-      for (std::size_t tap = 0; tap < kk; ++tap)
-        for (std::size_t o0 = 0; o0 < g.cout; o0 += tiles.outs)
-          for (std::size_t cb0 = 0; cb0 < g.cin / kLanes; cb0 += tiles.vectors)
-            tiles.kernels[std::min(tiles.outs, g.cout - o0) - 1](g, blocked, grad, dy.sample_elements(), count,
-                                                                 tap / g.k, tap % g.k, o0, cb0,
-                                                                 partial + (tap * g.cout + o0) * g.cin + cb0 * kLanes);
-      for (std::size_t n = 0; n < count && !dbias.empty(); ++n)
-        for (std::size_t o = 0; o < g.cout; ++o) {
-          const float* row = grad + n * dy.sample_elements() + o * pixels;
-          float sum = partial[weights + o];
-          for (std::size_t p = 0; p < pixels; ++p) sum += row[p];
-          partial[weights + o] = sum;
-        }
+      add_group(g, tiles, blocked, grad, dy.sample_elements(), count, 0, g.cout, !dbias.empty(), partial);
     }
   });
   // The threads' partials added in thread order: dw[o][c][tap] += the sum of partial[tap][o][c].
