@@ -41,9 +41,10 @@ void sort_by_time(std::vector<Event>& events) {
 }
 
 // The largest sum of bytes live at one time step, and its categories (the first such step), by a
-// sweep over the buffers' starts and ends: O(n) for a step's dense times.
-void compute_lower_bound(const std::vector<BufferRequest>& requests,
-                         const std::vector<std::size_t>& sizes, Plan& plan) {
+// sweep over the buffers' starts and ends: O(n) for a step's dense times. Returns the last time
+// step whose live bytes reach it.
+int compute_lower_bound(const std::vector<BufferRequest>& requests, const std::vector<std::size_t>& sizes,
+                        Plan& plan) {
   struct Event {
     int time;
     bool starts;  // at `time` it becomes live; otherwise it is gone from `time` on
@@ -58,6 +59,7 @@ void compute_lower_bound(const std::vector<BufferRequest>& requests,
   sort_by_time(events);
   CategoryBytes live;
   std::size_t total = 0;
+  int peak = 0;
   for (std::size_t e = 0; e < events.size();) {
     const int time = events[e].time;
     for (; e < events.size() && events[e].time == time; ++e) {
@@ -75,7 +77,9 @@ void compute_lower_bound(const std::vector<BufferRequest>& requests,
       plan.lower_bound_bytes = total;
       plan.peak_by_category = live;
     }
+    if (total >= plan.lower_bound_bytes) peak = time;
   }
+  return peak;
 }
 
 // Note [Two placement algorithms]: greedy by size (place_in_order) looks, for each buffer, at
@@ -204,7 +208,7 @@ Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignm
       throw ConfigError("buffer '" + requests[i].name + "' is last used before it is first used");
     sizes[i] = align_up(std::max<std::size_t>(requests[i].bytes, 1), alignment);
   }
-  compute_lower_bound(requests, sizes, plan);
+  const int peak = compute_lower_bound(requests, sizes, plan);
   if (requests.size() > kGreedyLimit) {
     place_in_time_order(requests, sizes, plan);
     return plan;
@@ -212,8 +216,10 @@ Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignm
 
   // Largest first, with a few tie-breaks (ties and near-ties are where greedy placements differ);
   // and by bytes x time live, which puts the long-lived first where short buffers are larger (a
-  // 16-bit step's float32 copies: step_plan.cpp, Note [16-bit values]). Each order is
-  // deterministic; the smallest arena is kept.
+  // 16-bit step's float32 copies: step_plan.cpp, Note [16-bit values]). Each again with the
+  // buffers live at the peak first: placed first, they fill [0, lower bound) without a gap, and
+  // the rest fit around them where they can (resnet18's step at 3x32x32 reaches the bound so where
+  // no other order does). Each order is deterministic; the smallest arena is kept.
   auto lifetime = [&](std::size_t i) { return requests[i].last_use - requests[i].first_use; };
   auto area = [&](std::size_t i) { return static_cast<double>(sizes[i]) * (lifetime(i) + 1); };
   using Before = std::function<bool(std::size_t, std::size_t)>;
@@ -223,13 +229,23 @@ Plan plan_offsets(const std::vector<BufferRequest>& requests, std::size_t alignm
       return tie_break(a, b);
     };
   };
-  const std::vector<Before> orders = {
+  std::vector<Before> orders = {
       largest_first([&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); }),
       largest_first([&](std::size_t a, std::size_t b) { return requests[a].first_use < requests[b].first_use; }),
       largest_first([&](std::size_t a, std::size_t b) { return requests[a].last_use > requests[b].last_use; }),
       largest_first([&](std::size_t a, std::size_t b) { return lifetime(a) < lifetime(b); }),
       [&](std::size_t a, std::size_t b) { return area(a) > area(b); },
   };
+  auto at_peak_first = [&requests, peak](Before then) -> Before {
+    return [&requests, peak, then](std::size_t a, std::size_t b) {
+      const bool live_a = requests[a].first_use <= peak && peak <= requests[a].last_use;
+      const bool live_b = requests[b].first_use <= peak && peak <= requests[b].last_use;
+      if (live_a != live_b) return live_a;
+      return then(a, b);
+    };
+  };
+  const std::size_t plain = orders.size();
+  for (std::size_t k = 0; k < plain; ++k) orders.push_back(at_peak_first(orders[k]));
   bool first = true;
   for (const Before& before : orders) {
     std::vector<std::size_t> order(requests.size());

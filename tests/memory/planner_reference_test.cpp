@@ -49,34 +49,16 @@ std::vector<std::size_t> reference_place(const std::vector<BufferRequest>& reque
   return offsets;
 }
 
-// plan_offsets' greedy as documented: largest first, four tie-breaks, the smallest arena kept
-// (the first of equal ones).
+// plan_offsets' greedy as documented: largest first with four tie-breaks, and by bytes x time
+// live; each again with the buffers live at the last time step of the lower bound first; the
+// smallest arena kept (the first of equal ones).
 Plan reference_plan(const std::vector<BufferRequest>& requests, std::size_t alignment) {
   std::vector<std::size_t> sizes(requests.size());
   for (std::size_t i = 0; i < requests.size(); ++i)
     sizes[i] = align_up(std::max<std::size_t>(requests[i].bytes, 1), alignment);
-  auto lifetime = [&](std::size_t i) { return requests[i].last_use - requests[i].first_use; };
-  const std::vector<std::function<bool(std::size_t, std::size_t)>> tie_breaks = {
-      [&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); },
-      [&](std::size_t a, std::size_t b) { return requests[a].first_use < requests[b].first_use; },
-      [&](std::size_t a, std::size_t b) { return requests[a].last_use > requests[b].last_use; },
-      [&](std::size_t a, std::size_t b) { return lifetime(a) < lifetime(b); },
-  };
-  Plan best;
-  bool first = true;
-  for (const auto& tie_break : tie_breaks) {
-    std::vector<std::size_t> order(requests.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return sizes[a] != sizes[b] ? sizes[a] > sizes[b] : tie_break(a, b);
-    });
-    Plan candidate;
-    candidate.offsets = reference_place(requests, sizes, order, candidate.arena_bytes);
-    if (first || candidate.arena_bytes < best.arena_bytes) best = candidate;
-    first = false;
-  }
   // The liveness lower bound: the most bytes live at one time step, its categories at the first.
-  int last = 0;
+  Plan best;
+  int last = 0, peak = 0;
   for (const BufferRequest& r : requests) last = std::max(last, r.last_use);
   for (int t = 0; t <= last; ++t) {
     CategoryBytes live;
@@ -86,6 +68,41 @@ Plan reference_plan(const std::vector<BufferRequest>& requests, std::size_t alig
       best.lower_bound_bytes = live.total();
       best.peak_by_category = live;
     }
+    if (live.total() >= best.lower_bound_bytes) peak = t;
+  }
+  using Before = std::function<bool(std::size_t, std::size_t)>;
+  auto lifetime = [&](std::size_t i) { return requests[i].last_use - requests[i].first_use; };
+  auto area = [&](std::size_t i) { return static_cast<double>(sizes[i]) * (lifetime(i) + 1); };
+  auto largest_first = [&](Before tie_break) -> Before {
+    return [&, tie_break](std::size_t a, std::size_t b) {
+      return sizes[a] != sizes[b] ? sizes[a] > sizes[b] : tie_break(a, b);
+    };
+  };
+  std::vector<Before> orders = {
+      largest_first([&](std::size_t a, std::size_t b) { return lifetime(a) > lifetime(b); }),
+      largest_first([&](std::size_t a, std::size_t b) { return requests[a].first_use < requests[b].first_use; }),
+      largest_first([&](std::size_t a, std::size_t b) { return requests[a].last_use > requests[b].last_use; }),
+      largest_first([&](std::size_t a, std::size_t b) { return lifetime(a) < lifetime(b); }),
+      [&](std::size_t a, std::size_t b) { return area(a) > area(b); },
+  };
+  for (std::size_t k = 0; k < 5; ++k)
+    orders.push_back([&, then = orders[k]](std::size_t a, std::size_t b) {
+      const bool live_a = requests[a].first_use <= peak && peak <= requests[a].last_use;
+      const bool live_b = requests[b].first_use <= peak && peak <= requests[b].last_use;
+      return live_a != live_b ? live_a : then(a, b);
+    });
+  bool first = true;
+  for (const Before& before : orders) {
+    std::vector<std::size_t> order(requests.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), before);
+    std::size_t arena = 0;
+    std::vector<std::size_t> offsets = reference_place(requests, sizes, order, arena);
+    if (first || arena < best.arena_bytes) {
+      best.offsets = std::move(offsets);
+      best.arena_bytes = arena;
+    }
+    first = false;
   }
   return best;
 }

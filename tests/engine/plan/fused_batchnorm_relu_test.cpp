@@ -373,7 +373,7 @@ TEST_CASE("training through fused BatchNorm and ReLU calls gives the unfused run
 
 // Sharing buffers is kept where it is smaller, or where it lets BatchNorm and ReLU run in one pass
 // and the arena without it is not more than 1 % smaller (step_plan.cpp, plan_step). resnet50 at
-// 224, micro-batch 32, in bf16 values: 0.24 % larger with its 49 BatchNorms fused (16 with their add).
+// 224, micro-batch 32, in bf16 values: 0.46 % larger with its 49 BatchNorms fused (16 with their add).
 TEST_CASE("a plan that fuses BatchNorm and ReLU is kept within 1 % of the arena without sharing", "[plan][fusion]") {
   Network net = make_preset("resnet50", Shape{3, 224, 224}, 10);
   CpuBackend cpu(1, Precision::bf16);
@@ -391,8 +391,13 @@ TEST_CASE("a plan that fuses BatchNorm and ReLU is kept within 1 % of the arena 
   CHECK(fused_pairs(planned(fusing, InPlaceSharing::where_smaller)).size() == fused_pairs(shared).size());
   CHECK(fused_pairs(shared).size() == 49);
   CHECK(fused_adds(shared).size() == 16);
-  // Without the fusion the smaller arena is kept.
-  CHECK(planned(plain, InPlaceSharing::where_smaller).in_place.empty());
+  // Without the fusion the smaller arena is kept, without the 1 % allowance.
+  const std::size_t plain_shared = planned(plain, InPlaceSharing::always).arena_bytes();
+  const std::size_t plain_separate = planned(plain, InPlaceSharing::never).arena_bytes();
+  const StepPlan kept = planned(plain, InPlaceSharing::where_smaller);
+  INFO("without the fusion: " << plain_shared << " bytes sharing, " << plain_separate << " not");
+  CHECK(kept.arena_bytes() == std::min(plain_shared, plain_separate));
+  CHECK(kept.in_place.empty() == (plain_separate < plain_shared));
 }
 
 // plan_step keeps a plan that runs the residual adds in their BatchNorm unless the one that fuses
@@ -406,7 +411,7 @@ TEST_CASE("a plan runs the residual adds in their BatchNorm unless that costs mo
     needs.in_place = sharing;
     return plan_step(net, needs);
   };
-  // resnet50 at 224: 0.18 % larger, kept.
+  // resnet50 at 224: 0.47 % larger, kept.
   Network resnet50 = make_preset("resnet50", Shape{3, 224, 224}, 10);
   const StepPlan kept = planned(resnet50, cpu, 16, InPlaceSharing::where_smaller);
   const StepPlan pairs = planned(resnet50, pairs_alone, 16, InPlaceSharing::where_smaller);
@@ -414,7 +419,7 @@ TEST_CASE("a plan runs the residual adds in their BatchNorm unless that costs mo
   CHECK(fused_adds(pairs).empty());
   CHECK(kept.arena_bytes() > pairs.arena_bytes());
   CHECK(kept.arena_bytes() * 100 <= pairs.arena_bytes() * 101);
-  // resnet on 1x64x64 at micro-batch 16: 2.6 % larger (whichever kernels take its convolutions),
+  // resnet on 1x64x64 at micro-batch 16: 1.3 % larger (whichever kernels take its convolutions),
   // so the pairs alone.
   Network resnet = make_preset("resnet", Shape{1, 64, 64}, 10);
   const StepPlan all = planned(resnet, cpu, 16, InPlaceSharing::always);
