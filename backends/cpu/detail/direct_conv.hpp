@@ -60,7 +60,8 @@ class DirectOff {
 
 // Floats of workspace a pass needs at this batch: forward and backward-data the reordered weights,
 // then one reordered image and its sums a thread; backward-filter a partial gradient and up to 8
-// reordered images a thread (the stem's: one padded image and a row of dy turned).
+// reordered images a thread, or one partial and up to 8 images for all the threads where they
+// split the outputs (the stem's: one padded image and a row of dy turned).
 std::size_t direct_workspace_floats(const Conv2dDesc& d, const Shape& x, const Shape& y, DirectPass pass, int threads);
 
 // accumulate: y += the convolution + bias; relu (never with accumulate): y = max(that, 0), as

@@ -6,7 +6,8 @@
 // 16, 32 or 48 channels in and out among them, on maps whose tiles end short, padding 0 to 2, more
 // input channels than one pass keeps in cache, one and two threads, writing and accumulating;
 // forward and backward-data give the same bits on any thread count (backward-filter too where the
-// threads split its outputs), and every pass the same bits on AVX2's tiles as on AVX-512's (AVX2 hosts run the blocked ones alone); the workspace the
+// threads split its outputs, and a batch of no images adds nothing), and every pass the same bits
+// on AVX2's tiles as on AVX-512's (AVX2 hosts run the blocked ones alone); the workspace the
 // backend asks for (NaN-filled) is the one each pass uses, whichever of the backward passes is
 // direct; a row's tiles (the widest first, or AVX2's of even widths) cover it once. The
 // pixel-vector kernels (pixel_conv.hpp) also alone, on the kernels and channels the gate does not
