@@ -635,10 +635,10 @@ void add_group(const Geometry& g, const FilterTiles& tiles, const float* blocked
 void filter_by_outputs(int threads, const Geometry& g, const TileKernels& kernels, const FilterTiles& tiles,
                        const Tensor& x, const Tensor& dy, Tensor dw, Tensor dbias, float* partial) {
   const auto images = static_cast<std::size_t>(x.n());
+  if (images == 0) return;  // dw and dbias gain nothing; the partial is never zeroed
   const std::size_t kk = g.k * g.k, weights = g.cout * g.cin * kk;
   const std::size_t group = filter_group(g), out_tiles = (g.cout + tiles.outs - 1) / tiles.outs;
   float* blocked = partial + filter_partial_floats(g);
-  if (images == 0) return;  // dw and dbias gain nothing; the partial is never zeroed
   for (std::size_t b = 0; b < images; b += group) {
     const std::size_t count = std::min(group, images - b);
     parallel_ranges(threads, count, [&](int, std::size_t first, std::size_t end) {

@@ -253,8 +253,9 @@ TEST_CASE("small stores its values in 16 bits where no float32 copies are planne
   CHECK(plan_step(net, narrow).arena_bytes() < 0.8 * plan_step(net, wide).arena_bytes());
 }
 
-TEST_CASE("resnet18 in 16 bits: the activations' peak halves, the arena at 1.000x the lower bound, 1.8 times the micro-batch",
-          "[value_format][planner]") {
+TEST_CASE(
+    "resnet18 in 16 bits: the activations' peak halves, the arena at 1.000x the lower bound, 1.8 times the micro-batch",
+    "[value_format][planner]") {
   const Shape image{3, 32, 32};
   Network net = make_preset("resnet18", image, 10);
   CpuBackend backend(2);
