@@ -2,8 +2,9 @@
 // with --onednn, against oneDNN's.
 //
 // First measures the peak of the multiply-add instructions on --threads threads: fp32 fused
-// multiply-adds (AVX-512, else AVX2 + FMA) and, where the host has AVX512-BF16, bf16 dot
-// products (vdpbf16ps), each thread running independent chains in registers. Then takes each
+// multiply-adds (AVX-512, else AVX2 + FMA), where the host has AVX512-BF16 bf16 dot products
+// (vdpbf16ps), and where it has AMX the tiles' (tdpbf16ps), each thread running independent chains
+// in registers. Then takes each
 // distinct ordinary convolution (not depthwise or grouped) of the presets named, at the inputs
 // and batches given, and times its forward, backward-data and backward-filter passes on the CPU
 // backend in fp32 (median of --repeat runs after --warmup), as the network's layers call them.
@@ -31,8 +32,9 @@
 // one left spinning does not take a core from our next run.
 //
 // --products MxNxK,... times our matrix products alone instead of the networks' convolutions: C =
-// A B stored row-major, one thread, on each instruction set from AVX2 up that the host has
-// (conv_peak_products.hpp), "of peak" against one thread's share of the fp32 peak.
+// A B stored row-major, one thread, in fp32 on each instruction set from AVX2 up that the host has
+// and in bf16 on AVX512-BF16 and AMX (conv_peak_products.hpp), "of peak" against one thread's share
+// of the fp32 peak.
 #include <CLI/CLI.hpp>
 #include <immintrin.h>
 
@@ -118,6 +120,37 @@ CNN_TARGET_AVX512_BF16 float bf16_chains(long steps) {
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
   for (int i = 1; i < 12; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
   return lane_sum(acc[0]);
+}
+// AMX's tdpbf16ps: a 16 x 16 tile of floats += 16 rows x 32 bf16 by 32 x 16, 16,384 flops an
+// instruction, on four sums from two tiles of each operand (a product's tile kernel's shape).
+struct alignas(64) AmxShapes {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+CNN_TARGET_AVX512_AMX float amx_chains(long steps) {
+  static const AmxShapes shapes;
+  alignas(64) static const std::uint16_t operand[16 * 32] = {};  // zeros: the rate does not depend on the values
+  alignas(64) float sums[16 * 16];
+  __asm__ volatile("" ::: "memory");
+  _tile_loadconfig(&shapes);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, operand, 64);
+  _tile_loadd(5, operand, 64);
+  _tile_loadd(6, operand, 64);
+  _tile_loadd(7, operand, 64);
+  for (long s = 0; s < steps / 16; ++s) {  // 16 x 12 vdpbf16ps's flops a step, as bf16_chains's
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, sums, 64);
+  _tile_release();
+  return sums[0];
 }
 
 // GFLOP/s of `chains` (flops_per_step a step) on `threads` threads: the best of three runs.
@@ -351,12 +384,13 @@ int main(int argc, char** argv) {
 
   CpuBackend cpu(threads);
   const cpu::CpuIsa isa = cpu::isa();
-  double fp32_peak = 0, bf16_peak = 0;
+  double fp32_peak = 0, bf16_peak = 0, amx_peak = 0;
   if (isa >= cpu::CpuIsa::avx512) fp32_peak = peak_gflops(threads, fp32_chains_avx512, 12 * 16 * 2);
   else if (isa >= cpu::CpuIsa::avx2) fp32_peak = peak_gflops(threads, fp32_chains_avx2, 12 * 8 * 2);
   if (isa >= cpu::CpuIsa::avx512_bf16) bf16_peak = peak_gflops(threads, bf16_chains, 12 * 32 * 2);
+  if (isa >= cpu::CpuIsa::avx512_amx) amx_peak = peak_gflops(threads, amx_chains, 4 * 16 * 16 * 32 * 2 / 16.0);
   json peak{{"kind", "peak"}, {"device", cpu.description()}, {"threads", threads}, {"fp32_gflops", fp32_peak},
-            {"bf16_gflops", bf16_peak}};
+            {"bf16_gflops", bf16_peak}, {"amx_bf16_gflops", amx_peak}};
 #ifdef CNN_BENCH_ONEDNN
   if (onednn) {
     bench::onednn_set_threads(threads);  // its OpenMP threads; ours are the backend's
@@ -366,21 +400,21 @@ int main(int argc, char** argv) {
   }
 #endif
   emit(peak);
-  std::printf("# peak on %d threads: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s (%s)\n", threads, fp32_peak, bf16_peak,
-              cpu.description().c_str());
+  std::printf("# peak on %d threads: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s, bf16 on AMX's tiles %.1f GFLOP/s (%s)\n",
+              threads, fp32_peak, bf16_peak, amx_peak, cpu.description().c_str());
   if (onednn) std::printf("# %s\n", peak["onednn"].get<std::string>().c_str());
   if (!product_sizes.empty()) {
     const double core_peak = fp32_peak / threads;
     std::printf("# products on one thread, \"of peak\" of one thread's share of the fp32 peak\n");
-    std::printf("# %-24s %-8s %9s %8s %7s\n", "product m x n x k", "isa", "ms", "GFLOP/s", "of peak");
+    std::printf("# %-24s %-6s %-12s %9s %8s %7s\n", "product m x n x k", "format", "isa", "ms", "GFLOP/s", "of peak");
     for (const bench::ProductSize& size : product_sizes) {
       const std::string text = std::to_string(size.m) + "x" + std::to_string(size.n) + "x" + std::to_string(size.k);
       const double flops = 2.0 * static_cast<double>(size.m * size.n) * static_cast<double>(size.k);
       for (const bench::ProductTime& t : bench::time_product(size, warmup, repeat)) {
         const double gflops = flops / t.seconds / 1e9;
-        std::printf("  %-24s %-8s %9.3f %8.1f %6.0f%%\n", text.c_str(), t.isa.c_str(), t.seconds * 1e3, gflops,
-                    core_peak > 0 ? 100 * gflops / core_peak : 0.0);
-        emit(json{{"kind", "product"}, {"m", size.m}, {"n", size.n}, {"k", size.k}, {"isa", t.isa},
+        std::printf("  %-24s %-6s %-12s %9.3f %8.1f %6.0f%%\n", text.c_str(), t.format.c_str(), t.isa.c_str(),
+                    t.seconds * 1e3, gflops, core_peak > 0 ? 100 * gflops / core_peak : 0.0);
+        emit(json{{"kind", "product"}, {"m", size.m}, {"n", size.n}, {"k", size.k}, {"format", t.format}, {"isa", t.isa},
                   {"ms", t.seconds * 1e3}, {"gflops", gflops},
                   {"of_thread_fp32_peak", core_peak > 0 ? gflops / core_peak : 0.0}});
       }

@@ -7,6 +7,7 @@
 #include "aligned_floats.hpp"
 #include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/gemm.hpp"
+#include "backends/cpu/detail/gemm16.hpp"
 
 namespace cnn::bench {
 
@@ -29,28 +30,46 @@ ProductSize parse_product_size(const std::string& text) {
   return size;
 }
 
+namespace {
+
+template <class Run>
+double median_seconds(int warmup, int repeat, Run&& run) {
+  for (int i = 0; i < warmup; ++i) run();
+  std::vector<double> seconds;
+  for (int i = 0; i < repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+}  // namespace
+
 std::vector<ProductTime> time_product(const ProductSize& size, int warmup, int repeat) {
   const auto [m, n, k] = size;
   const Floats a = aligned_floats(m * k, 1.f), b = aligned_floats(k * n, 1.f), c = aligned_floats(m * n, 1.f);
   const std::size_t packing_floats = cpu::gemm_packing_floats(m, n, k);
-  const Floats packing = aligned_floats(packing_floats, 1.f);
+  const std::size_t packing16_floats = cpu::gemm16_packing_floats(m, n, k, false, false);
+  const Floats packing = aligned_floats(std::max(packing_floats, packing16_floats), 1.f);
   std::vector<ProductTime> times;
   for (cpu::CpuIsa isa : {cpu::CpuIsa::avx2, cpu::CpuIsa::avx512}) {
     if (isa > cpu::isa()) continue;
     const cpu::IsaLimit limit(isa);
-    auto run = [&] {
-      cpu::gemm(m, n, k, cpu::GemmOperand{a.get(), k}, cpu::GemmOperand{b.get(), n}, cpu::GemmOutput{c.get(), n},
-                cpu::Packing{packing.get(), packing_floats});
-    };
-    for (int i = 0; i < warmup; ++i) run();
-    std::vector<double> seconds;
-    for (int i = 0; i < repeat; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      run();
-      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(seconds.begin(), seconds.end());
-    times.push_back({cpu::isa_name(isa), seconds[seconds.size() / 2]});
+    times.push_back({"fp32", cpu::isa_name(isa), median_seconds(warmup, repeat, [&] {
+                       cpu::gemm(m, n, k, cpu::GemmOperand{a.get(), k}, cpu::GemmOperand{b.get(), n},
+                                 cpu::GemmOutput{c.get(), n}, cpu::Packing{packing.get(), packing_floats});
+                     })});
+  }
+  for (cpu::CpuIsa isa : {cpu::CpuIsa::avx512_bf16, cpu::CpuIsa::avx512_amx}) {
+    if (isa > cpu::isa()) continue;
+    const cpu::IsaLimit limit(isa);
+    times.push_back({"bf16", cpu::isa_name(isa), median_seconds(warmup, repeat, [&] {
+                       cpu::gemm16(ValueFormat::bf16, m, n, k, {cpu::GemmOperand{a.get(), k}},
+                                   {cpu::GemmOperand{b.get(), n}}, cpu::GemmOutput{c.get(), n},
+                                   cpu::Packing{packing.get(), packing16_floats});
+                     })});
   }
   return times;
 }

@@ -80,9 +80,10 @@ namespace {
 std::string products_description(Precision precision) {
   if (precision == Precision::bf16)
     return std::string(", bf16 products ") +
-           (cpu::bf16_instructions() ? "on AVX512-BF16"
-                                     : "emulated, without AVX512-BF16: slower than fp32's (about 0.7 x), for the "
-                                       "16-bit values' memory only");
+           (cpu::bf16_tiles()          ? "on AMX's tiles"
+            : cpu::bf16_instructions() ? "on AVX512-BF16"
+                                       : "emulated, without AVX512-BF16: slower than fp32's (about 0.7 x), for the "
+                                         "16-bit values' memory only");
   if (precision == Precision::fp16)
     return std::string(", fp16 products in float ") +
            (cpu::fp16_instructions() ? "on AVX-512"

@@ -5,13 +5,14 @@
 namespace cnn::cpu {
 
 // Lowest first; each has the instructions of the ones before it. avx2 is AVX2 with FMA and F16C;
-// avx512 is AVX-512 F, BW, DQ and VL; avx512_bf16 adds AVX512-BF16.
-enum class CpuIsa { portable, avx2, avx512, avx512_bf16 };
+// avx512 is AVX-512 F, BW, DQ and VL; avx512_bf16 adds AVX512-BF16; avx512_amx adds AMX's tiles and
+// their bf16 products (AMX-TILE, AMX-BF16), where the operating system lets the process use them.
+enum class CpuIsa { portable, avx2, avx512, avx512_bf16, avx512_amx };
 const char* isa_name(CpuIsa isa);
 
 // What the kernels run on now: the best the host has, at most what the environment variable
-// CNN_CPU_ISA names (portable, avx2, avx512 or avx512_bf16: a lower path on purpose; any other
-// word is refused with std::invalid_argument), at most a live IsaLimit's.
+// CNN_CPU_ISA names (portable, avx2, avx512, avx512_bf16 or avx512_amx: a lower path on purpose;
+// any other word is refused with std::invalid_argument), at most a live IsaLimit's.
 CpuIsa isa();
 
 // The region (isa_region.hpp) of a family of kernels built for instruction sets up to `most` that
@@ -44,3 +45,5 @@ class IsaLimit {
 #define CNN_TARGET_AVX512 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl")))
 #define CNN_TARGET_AVX512_BF16 \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#define CNN_TARGET_AVX512_AMX \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")))

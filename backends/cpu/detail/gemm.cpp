@@ -218,6 +218,7 @@ void kernel_avx512(const float* a, const float* b, std::size_t depth, TileOut ou
 
 Kernel kernel_for(CpuIsa isa) {
   switch (isa) {
+    case CpuIsa::avx512_amx:
     case CpuIsa::avx512_bf16:
     case CpuIsa::avx512: return kernel_avx512;
     case CpuIsa::avx2: return kernel_avx2;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -77,11 +78,14 @@ std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_pa
 #include "backends/cpu/detail/isa_region.hpp"
 #define CNN_ISA_REGION 3
 #include "backends/cpu/detail/isa_region.hpp"
+#define CNN_ISA_REGION 4
+#include "backends/cpu/detail/isa_region.hpp"
 
 namespace cnn::cpu {
 
-bool bf16_instructions() { return region_for(CpuIsa::avx512_bf16) >= CpuIsa::avx512_bf16; }
-bool fp16_instructions() { return region_for(CpuIsa::avx512_bf16) >= CpuIsa::avx512; }
+bool bf16_instructions() { return region_for(CpuIsa::avx512_amx) >= CpuIsa::avx512_bf16; }
+bool bf16_tiles() { return region_for(CpuIsa::avx512_amx) >= CpuIsa::avx512_amx; }
+bool fp16_instructions() { return region_for(CpuIsa::avx512_amx) >= CpuIsa::avx512; }
 
 namespace {
 
@@ -96,9 +100,10 @@ struct Region {
 // The region for the host's instructions and the format: fp16's native kernel is AVX-512F's, in
 // the AVX-512 region alone (in_format, gemm16.inl).
 Region region_of(ValueFormat format) {
-  const CpuIsa host = region_for(CpuIsa::avx512_bf16);
-  switch (format == ValueFormat::fp16 && host == CpuIsa::avx512_bf16 ? CpuIsa::avx512 : host) {
+  const CpuIsa host = region_for(CpuIsa::avx512_amx);
+  switch (format == ValueFormat::fp16 && host >= CpuIsa::avx512_bf16 ? CpuIsa::avx512 : host) {
 #if CNN_ISA_REGIONS
+    case CpuIsa::avx512_amx: return {isa_avx512_amx::products16::multiply, isa_avx512_amx::products16::pack};
     case CpuIsa::avx512_bf16: return {isa_avx512_bf16::products16::multiply, isa_avx512_bf16::products16::pack};
     case CpuIsa::avx512: return {isa_avx512::products16::multiply, isa_avx512::products16::pack};
 #endif

@@ -28,9 +28,10 @@ namespace cnn::cpu {
 
 constexpr std::size_t kGemm16Rows = 12, kGemm16Cols = 32, kGemm16Depth = 256;
 
-// Whether bf16 products run on the processor's bf16 instructions, and fp16 ones on AVX-512 (else
-// on their emulation).
+// Whether bf16 products run on the processor's bf16 instructions (AVX512-BF16's or AMX's tiles), on
+// AMX's tiles, and fp16 ones on AVX-512 (else on their emulation).
 bool bf16_instructions();
+bool bf16_tiles();
 bool fp16_instructions();
 
 // float -> bfloat16 bits, to nearest with ties to even, as vcvtne2ps2bf16 rounds: NaN stays a

@@ -1,7 +1,8 @@
 // The 16-bit products' packing and kernels, compiled once per instruction set they use
 // (Note [Kernels for each instruction set], isa_region.hpp): the portable region emulates the
-// instructions, the avx512 region has fp16's, the avx512_bf16 region bf16's too. Included by
-// gemm16.cpp, after the helpers every region shares.
+// instructions, the avx512 region has fp16's, the avx512_bf16 region bf16's too, the avx512_amx
+// region bf16's on AMX's tiles (Note [bf16 products on AMX]). Included by gemm16.cpp, after the
+// helpers every region shares.
 
 namespace cnn::cpu::CNN_ISA::products16 {
 namespace {
@@ -28,7 +29,7 @@ std::uint32_t pair_of(float even, float odd) {
 
 #if CNN_ISA_LEVEL >= 2
 // 32 floats (lo: the first 16) as 32 16-bit values in order, i.e. 16 words of adjacent pairs.
-// Native bf16 is instantiated only in the AVX512-BF16 region (in_format).
+// Native bf16 is instantiated only in the AVX512-BF16 and AMX regions (in_format).
 template <ValueFormat F>
 __m512i narrowed(__m512 lo, __m512 hi) {
   if constexpr (F == ValueFormat::bf16) {
@@ -142,6 +143,46 @@ void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t coun
   }
 }
 
+// Whether A's panels are stored line by line ([panel][row][pairs]: a row's pairs adjacent, as
+// AMX's tiles load A) rather than pair by pair ([panel][pairs][row]). The same words either way.
+template <ValueFormat F, bool Native>
+constexpr bool on_tiles() {
+  return CNN_ISA_LEVEL >= 4 && Native && F == ValueFormat::bf16;
+}
+
+#if CNN_ISA_LEVEL >= 4
+// One panel of `valid` lines (the rest of `width` zeros) stored line by line: dst[l * pairs + p].
+template <ValueFormat F>
+void pack_panel_by_line(const GemmOperand& x, bool along_k, std::size_t line0, std::size_t valid, std::size_t k0,
+                        std::size_t depth, std::size_t width, std::uint32_t* dst) {
+  const std::size_t pairs = pairs_of(depth);
+  if (along_k) {
+    // A line's 32 values narrowed in order are its 16 pairs.
+    for (std::size_t l = 0; l < valid; ++l) {
+      const float* line = x.data + (line0 + l) * x.stride + k0;
+      for (std::size_t p0 = 0; p0 < pairs; p0 += 16) {
+        const std::size_t values = std::min<std::size_t>(32, depth - 2 * p0), words = std::min<std::size_t>(16, pairs - p0);
+        const auto lo = static_cast<__mmask16>(values >= 16 ? 0xFFFFu : (1u << values) - 1);
+        const auto hi = static_cast<__mmask16>(values >= 32 ? 0xFFFFu : values > 16 ? (1u << (values - 16)) - 1 : 0u);
+        const __m512i pairs16 = narrowed<F>(_mm512_maskz_loadu_ps(lo, line + 2 * p0), _mm512_maskz_loadu_ps(hi, line + 2 * p0 + 16));
+        _mm512_mask_storeu_epi32(dst + l * pairs + p0, static_cast<__mmask16>((1u << words) - 1), pairs16);
+      }
+    }
+  } else {
+    // Pair by pair into a panel on the stack, then each line's pairs gathered.
+    std::uint32_t by_pair[kGemm16Depth / 2 * kGemm16Rows];
+    for (std::size_t p = 0; p < pairs; ++p) {
+      const float* even = x.data + (k0 + 2 * p) * x.stride + line0;
+      const float* odd = 2 * p + 1 < depth ? even + x.stride : nullptr;
+      interleave_rows<F, true>(even, odd, valid, by_pair + p * width);
+    }
+    for (std::size_t l = 0; l < valid; ++l)
+      for (std::size_t p = 0; p < pairs; ++p) dst[l * pairs + p] = by_pair[p * width + l];
+  }
+  std::fill(dst + valid * pairs, dst + width * pairs, 0u);
+}
+#endif
+
 // One block of k, [k0, k0 + depth), of `lines` rows of A (from row i0) or columns of B (from
 // column j0), in panels of `width` lines: [panel][pairs][width]. Lines past `last` are zeros.
 // `along_k` says the operand's values along k are adjacent in memory (A stored [m x k], B stored
@@ -154,6 +195,12 @@ void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size
     std::uint32_t* out = dst + panel * pairs * width;
     const std::size_t line0 = first + panel * width;
     const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
+#if CNN_ISA_LEVEL >= 4
+    if (on_tiles<F, Native>() && width == kGemm16Rows) {  // A's panels
+      pack_panel_by_line<F>(x, along_k, line0, valid, k0, depth, width, out);
+      continue;
+    }
+#endif
     if (along_k) {
       pairs_along_lines<F, Native>(x, line0, valid, k0, depth, out, width);
       for (std::size_t p = 0; p < pairs; ++p) std::fill(out + p * width + valid, out + (p + 1) * width, 0u);
@@ -226,7 +273,7 @@ void kernel_emulated(const std::uint32_t* a, const std::uint32_t* b, std::size_t
     }
 }
 
-#if CNN_ISA_LEVEL >= 2
+#if CNN_ISA_LEVEL == 2 || CNN_ISA_LEVEL == 3
 // A tile's 24 accumulators (row r's columns 0-15, 16-31) to `out`. Every loop runs over the
 // tile's 12 rows unrolled, so that each reads its accumulator by a constant index: a row chosen
 // at run time keeps the array in memory, and GCC 12 then stores every accumulator at each step of
@@ -302,7 +349,7 @@ void kernel_avx512_fp16(const std::uint32_t* a, const std::uint32_t* b, std::siz
 }
 #endif
 
-#if CNN_ISA_LEVEL >= 3
+#if CNN_ISA_LEVEL == 3
 // bf16 with vdpbf16ps: 24 accumulators, two vectors of B's pairs, A's pair broadcast.
 void kernel_avx512_bf16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out,
                         std::size_t rows, std::size_t cols, bool overwrite) {
@@ -322,11 +369,150 @@ void kernel_avx512_bf16(const std::uint32_t* a, const std::uint32_t* b, std::siz
 }
 #endif
 
+#if CNN_ISA_LEVEL >= 4
+// Note [bf16 products on AMX]: AMX's tdpbf16ps multiplies a tile of A (up to 16 rows by 16 pairs)
+// by one of B (16 pairs by 16 columns of pairs) into a tile of float sums: 16 x 16 x 32 products an
+// instruction, eight times vdpbf16ps's 16 x 2 at the instruction rate (the operands as
+// gemm16.hpp's, but a row of A's pairs adjacent: on_tiles). Its sums are not vdpbf16ps's two
+// rounded adds a pair: measured on a Sapphire Rapids-class host, one pair's two products are added
+// exactly and rounded once into the sum, and sixteen pairs in one instruction round otherwise still
+// (the manual leaves the order to the implementation), so bf16 products on AMX differ from the
+// other instruction sets' by a rounding or so per 16 pairs and are tested against the rounded
+// operands' exact product, not to the bit. They stay reproducible: a product is cut into the same
+// blocks of k (kGemm16Depth) and instructions of 16 pairs, from the block's first, whatever the
+// threads, and a block's last pairs are padded to 16 with zeros. Every product on this region uses
+// one tile configuration (TileConfig): two row panels of A by the 32 columns of a B panel at a
+// time, tiles 0-3 the sums (panel, half of the columns), 4-5 A's panels, 6-7 B's halves.
+
+// GCC 12's tile loads and configuration tell the compiler they read no memory (or the first 8
+// bytes of the configuration alone): the barrier keeps the stores before them where they are.
+inline void memory_barrier() { __asm__ volatile("" ::: "memory"); }
+
+struct alignas(64) TileShapes {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t bytes_per_row[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// This thread's tiles configured for the products while one lives (one product call).
+class TileConfig {
+ public:
+  TileConfig() {
+    TileShapes shapes;
+    for (int t = 0; t < 8; ++t) {
+      shapes.bytes_per_row[t] = 64;
+      shapes.rows[t] = t < 6 ? kGemm16Rows : 16;  // the sums and A: a panel's rows; B: 16 pairs
+    }
+    memory_barrier();
+    _tile_loadconfig(&shapes);
+  }
+  ~TileConfig() { _tile_release(); }
+  TileConfig(const TileConfig&) = delete;
+  TileConfig& operator=(const TileConfig&) = delete;
+};
+
+// One instruction's worth (16 pairs, from pair p) of up to two panels of A (a row's pairs `stride`
+// words apart) and a B panel (32 words a pair) into the sums.
+template <std::size_t Panels>
+void tile_products(const std::uint32_t* a, std::size_t a_stride, const std::uint32_t* b) {
+  const long a_bytes = static_cast<long>(a_stride * 4), b_bytes = kGemm16Cols * 4;
+  _tile_loadd(6, b, b_bytes);
+  _tile_loadd(7, b + 16, b_bytes);
+  _tile_loadd(4, a, a_bytes);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  if constexpr (Panels == 2) {
+    _tile_loadd(5, a + kGemm16Rows * a_stride, a_bytes);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+}
+
+// The sum tiles (0-1, and 2-3 for a second panel) loaded from or stored to rows of floats
+// `stride` floats apart; a tile's number is part of the instruction.
+template <std::size_t Panels>
+void load_sums(const float* sums, std::size_t stride) {
+  const long bytes = static_cast<long>(stride * 4);
+  _tile_loadd(0, sums, bytes);
+  _tile_loadd(1, sums + 16, bytes);
+  if constexpr (Panels == 2) {
+    _tile_loadd(2, sums + kGemm16Rows * stride, bytes);
+    _tile_loadd(3, sums + kGemm16Rows * stride + 16, bytes);
+  }
+}
+template <std::size_t Panels>
+void store_sums(float* sums, std::size_t stride) {
+  const long bytes = static_cast<long>(stride * 4);
+  _tile_stored(0, sums, bytes);
+  _tile_stored(1, sums + 16, bytes);
+  if constexpr (Panels == 2) {
+    _tile_stored(2, sums + kGemm16Rows * stride, bytes);
+    _tile_stored(3, sums + kGemm16Rows * stride + 16, bytes);
+  }
+}
+
+// c[rows x cols] (+)= up to two panels of A (rows <= 2 kGemm16Rows; stored by line) x a panel of B,
+// on the tiles a TileConfig set. The tiles add the products to C's values (zeros where
+// `overwrite`), read and written in place where the tiles cover whole rows of a row-major C, else
+// through a copy: every element is summed alike wherever it falls.
+template <std::size_t Panels>
+void kernel_amx_bf16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
+                     std::size_t cols, bool overwrite) {
+  constexpr std::size_t kRows = Panels * kGemm16Rows;
+  const bool in_place = !out.transposed && rows == kRows && cols == kGemm16Cols;
+  alignas(64) float copy[kRows][kGemm16Cols];
+  auto at = [&](std::size_t r, std::size_t j) -> float& {
+    return out.transposed ? out.c[j * out.ldc + r] : out.c[r * out.ldc + j];
+  };
+  if (!in_place && !overwrite)
+    for (std::size_t r = 0; r < kRows; ++r)
+      for (std::size_t j = 0; j < kGemm16Cols; ++j) copy[r][j] = r < rows && j < cols ? at(r, j) : 0.f;
+  float* sums = in_place ? out.c : &copy[0][0];
+  const std::size_t stride = in_place ? out.ldc : kGemm16Cols;
+  memory_barrier();
+  if (overwrite) {
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (Panels == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+  } else {
+    load_sums<Panels>(sums, stride);
+  }
+  std::size_t p = 0;
+  for (; p + 16 <= pairs; p += 16) tile_products<Panels>(a + p, pairs, b + p * kGemm16Cols);
+  if (p < pairs) {  // the last pairs, padded to 16 with zeros
+    const std::size_t left = pairs - p;
+    alignas(64) std::uint32_t a_end[kRows][16] = {}, b_end[16][kGemm16Cols] = {};
+    for (std::size_t r = 0; r < kRows; ++r) std::copy_n(a + r * pairs + p, left, a_end[r]);
+    std::copy_n(b + p * kGemm16Cols, left * kGemm16Cols, &b_end[0][0]);
+    memory_barrier();
+    tile_products<Panels>(&a_end[0][0], 16, &b_end[0][0]);
+  }
+  store_sums<Panels>(sums, stride);
+  if (!in_place)
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t j = 0; j < cols; ++j) at(r, j) = copy[r][j];
+}
+#endif
+
+// The rows one kernel call computes: two panels on AMX's tiles, else one.
+template <ValueFormat F, bool Native>
+constexpr std::size_t kernel_rows() {
+  return on_tiles<F, Native>() ? 2 * kGemm16Rows : kGemm16Rows;
+}
+
 template <ValueFormat F, bool Native>
 void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
             std::size_t cols, bool overwrite) {
   if constexpr (Native) {
-#if CNN_ISA_LEVEL >= 3
+#if CNN_ISA_LEVEL >= 4
+    if constexpr (F == ValueFormat::bf16)
+      return rows > kGemm16Rows ? kernel_amx_bf16<2>(a, b, pairs, out, rows, cols, overwrite)
+                                : kernel_amx_bf16<1>(a, b, pairs, out, rows, cols, overwrite);
+#endif
+#if CNN_ISA_LEVEL == 3
     if constexpr (F == ValueFormat::bf16) return kernel_avx512_bf16(a, b, pairs, out, rows, cols, overwrite);
 #endif
 #if CNN_ISA_LEVEL == 2
@@ -382,12 +568,12 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Opera
         const std::uint32_t* a_panels = a.packed ? packed_panel(a, kGemm16Rows, k0, i0, pairs) : a_block;
         if (!a.packed) pack_a_block<F, Native>(a.stored, i0, rows, m, k0, depth, a_block);
         for (std::size_t jr = 0; jr < cols; jr += kGemm16Cols)
-          for (std::size_t ir = 0; ir < rows; ir += kGemm16Rows)
+          for (std::size_t ir = 0; ir < rows; ir += kernel_rows<F, Native>())
             kernel<F, Native>(
                 a_panels + ir * pairs, b_panels + jr * pairs, pairs,
                 TileOut{transposed ? c.data + (j0 + jr) * c.stride + i0 + ir : c.data + (i0 + ir) * c.stride + j0 + jr,
                         c.stride, transposed},
-                std::min(kGemm16Rows, rows - ir), std::min(kGemm16Cols, cols - jr),
+                std::min(kernel_rows<F, Native>(), rows - ir), std::min(kGemm16Cols, cols - jr),
                 k0 == 0 && !c.accumulate);  // the first block of k writes C unless adding to it
       }
     }
@@ -402,6 +588,10 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
       for (std::size_t i = 0; i < m; ++i) std::fill_n(c.data + i * c.stride, n, 0.f);
     return;
   }
+#if CNN_ISA_LEVEL >= 4
+  std::optional<TileConfig> tiles;
+  if constexpr (on_tiles<F, Native>()) tiles.emplace();
+#endif
   if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<F, Native>(m, n, k, a, b, c, false, packing);
   // op(B)^T is B's storage read the other way, and op(A)^T likewise.
   Operand16 b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};

@@ -46,6 +46,10 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
 #define CNN_ISA isa_avx512_bf16
+#elif CNN_ISA_REGIONS && CNN_ISA_REGION == 4
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")
+#define CNN_ISA isa_avx512_amx
 #endif
 
 #if defined(CNN_ISA)

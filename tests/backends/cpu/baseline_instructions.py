@@ -15,8 +15,8 @@ import sys
 
 from disassembly import disassembly
 
-# Beyond SSE2: VEX and EVEX encodings (every AVX instruction's mnemonic starts with "v"), and the
-# SSE3 to SSE4.2, POPCNT, BMI and F16C instructions a compiler may choose on its own.
+# Beyond SSE2: VEX and EVEX encodings (every AVX instruction's mnemonic starts with "v"), the SSE3
+# to SSE4.2, POPCNT, BMI and F16C instructions a compiler may choose on its own, and AMX's.
 LATER = {
     "pshufb", "palignr", "pabsb", "pabsw", "pabsd", "phaddw", "phaddd", "phaddsw", "phsubw", "phsubd",
     "pmaddubsw", "pmulhrsw", "psignb", "psignw", "psignd", "pblendw", "pblendvb", "blendps", "blendpd",
@@ -26,6 +26,9 @@ LATER = {
     "crc32", "popcnt", "movntdqa", "mpsadbw", "phminposuw", "haddps", "haddpd", "hsubps", "hsubpd", "addsubps",
     "addsubpd", "movddup", "movshdup", "movsldup", "lddqu", "andn", "bextr", "blsi", "blsmsk", "blsr", "bzhi",
     "pdep", "pext", "rorx", "sarx", "shlx", "shrx", "lzcnt",
+    # AMX's tiles
+    "ldtilecfg", "sttilecfg", "tilerelease", "tilezero", "tileloadd", "tileloaddt1", "tilestored", "tdpbf16ps",
+    "tdpfp16ps", "tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud",
 }
 WIDE_REGISTER = re.compile(r"%(ymm|zmm)\d+|%k[0-7]\b")
 

@@ -1,6 +1,7 @@
 // The 16-bit products (bfloat16 and half operands) against a plain loop over the rounded operands:
 // every layout, operands packed whole or block by block, sizes around the blocks; the roundings
-// themselves; and the instructions against their emulation, to the bit, where the host has them.
+// themselves; the vector instructions against their emulation, to the bit, where the host has
+// them; and AMX's tiles against the exact product of the rounded operands, where it has those.
 #include "backends/cpu/detail/gemm16.hpp"
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <vector>
 
+#include "backends/cpu/detail/cpu_isa.hpp"
 #include "backends/cpu/detail/subnormals.hpp"
 #include "memory/buffer.hpp"
 #include "memory/host_resource.hpp"
@@ -200,6 +203,8 @@ TEST_CASE("gemm16: stays within its format's rounding of the fp32 product", "[bf
 }
 
 TEST_CASE("gemm16: the instructions and their emulation give the same bits", "[bf16][gemm16]") {
+  // AMX's tiles round otherwise (Note [bf16 products on AMX]; their own test below): vdpbf16ps here.
+  const cpu::IsaLimit vectors(cpu::CpuIsa::avx512_bf16);
   for (ValueFormat format : kFormats) {
     INFO(to_string(format));
     if (!instructions(format)) {
@@ -239,5 +244,62 @@ TEST_CASE("gemm16: the instructions and their emulation give the same bits", "[b
         }
         CHECK(fast.out == slow.out);
       }
+  }
+}
+
+TEST_CASE("gemm16: bf16 on AMX's tiles is the rounded operands' product within float's rounding of its sums, "
+          "the same bits packed or not and on any thread count", "[bf16][gemm16]") {
+  if (!cpu::bf16_tiles()) {
+    WARN("this host has no AMX tiles (AMX-TILE and AMX-BF16, allowed by the operating system): not run");
+    return;
+  }
+  // Every layout, sizes around a panel, a pair of panels (24 rows), 16 pairs and a block of k, large
+  // and small magnitudes mixed.
+  for (bool at : {false, true})
+    for (bool bt : {false, true})
+      for (auto [m, n, k] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 1},
+                             {13, 33, 31},
+                             {25, 40, 33},
+                             {24, 32, 512},
+                             {37, 70, 515},
+                             {100, 9, 300}}) {
+        auto a = random_vector(m * k, 12), b = random_vector(k * n, 13);
+        for (std::size_t i = 0; i < a.size(); i += 3) a[i] *= 4096.f;
+        const auto start = random_vector(m * n, 14);
+        const Case c{m, n, k, at, bt, true};
+        INFO("m " << m << " n " << n << " k " << k << " A^T " << at << " B^T " << bt);
+        // The exact sum of the rounded operands' products, and a bound on float's rounding of it: a
+        // rounding of up to the sum's magnitude per pair (vdpbf16ps's sums round twice a pair).
+        const std::vector<float> exact = reference(c, a, b, start);
+        const std::size_t a_row = at ? 1 : k, a_step = at ? m : 1, b_col = bt ? k : 1, b_step = bt ? 1 : n;
+        const Product tiles = run(c, a, b, start);
+        CHECK(tiles.heap_allocations == 0);
+        for (std::size_t i = 0; i < m; ++i)
+          for (std::size_t j = 0; j < n; ++j) {
+            double magnitude = std::fabs(start[i * n + j]);
+            for (std::size_t p = 0; p < k; ++p)
+              magnitude += std::fabs(double{cpu::from_bf16(cpu::to_bf16(a[i * a_row + p * a_step]))} *
+                                     cpu::from_bf16(cpu::to_bf16(b[j * b_col + p * b_step])));
+            const double bound = magnitude * std::ldexp(1.0, -24) * static_cast<double>(k + 2);
+            REQUIRE(std::fabs(double{tiles.out[i * n + j]} - exact[i * n + j]) <= bound);
+          }
+        for (int packed = 1; packed < 4; ++packed) {
+          Case p = c;
+          p.a_packed = (packed & 1) != 0;
+          p.b_packed = (packed & 2) != 0;
+          CHECK(run(p, a, b, start).out == tiles.out);
+          CHECK(run(p, a, b, start, 3).out == tiles.out);
+        }
+      }
+  // A NaN or an infinity among the operands reaches the sums as in float.
+  const Case c{13, 20, 40, false, false, false};
+  auto a = random_vector(c.m * c.k, 15), b = random_vector(c.k * c.n, 16);
+  a[3] = std::numeric_limits<float>::quiet_NaN();               // row 0
+  a[2 * c.k + 5] = std::numeric_limits<float>::infinity();     // row 2, k 5
+  const std::vector<float> out = run(c, a, b, std::vector<float>(c.m * c.n)).out;
+  for (std::size_t j = 0; j < c.n; ++j) {
+    CHECK(std::isnan(out[j]));
+    CHECK(std::isinf(out[2 * c.n + j]) == (b[5 * c.n + j] != 0.f && cpu::to_bf16(b[5 * c.n + j]) != 0));
+    CHECK(std::isfinite(out[c.n + j]));
   }
 }
