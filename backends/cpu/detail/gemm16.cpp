@@ -39,32 +39,42 @@ constexpr std::size_t pairs_of(std::size_t depth) { return (depth + 1) / 2; }
 
 std::atomic<bool> emulating{false};
 
-constexpr std::size_t kBlockRows = 8 * kGemm16Rows, kBlockCols = 16 * kGemm16Cols;
+// How a product is cut: panels of `rows` rows of A by panels of kGemm16Cols columns of B, a kernel
+// call for each; blocks of `depth` values of k, `block_rows` rows and `block_cols` columns packed
+// at a time. The vector kernels' 12 x 32 tile; AMX's tiles take 16 rows, and longer blocks of k keep
+// their sums in the tiles longer (Note [bf16 products on AMX], gemm16.inl).
+struct Blocking {
+  std::size_t rows, depth, block_rows, block_cols;
+};
+constexpr Blocking kVectorBlocking{kGemm16Rows, kGemm16Depth, 8 * kGemm16Rows, 16 * kGemm16Cols};
+constexpr Blocking kTileBlocking{16, 1024, 64, 128};
 
-std::size_t a_block_words(std::size_t m, std::size_t k) {
-  return aligned_floats(round_up(std::min(m, kBlockRows), kGemm16Rows) * pairs_of(std::min(k, kGemm16Depth)));
+std::size_t a_block_words(const Blocking& by, std::size_t m, std::size_t k) {
+  return aligned_floats(round_up(std::min(m, by.block_rows), by.rows) * pairs_of(std::min(k, by.depth)));
 }
-std::size_t b_block_words(std::size_t n, std::size_t k) {
-  return aligned_floats(round_up(std::min(n, kBlockCols), kGemm16Cols) * pairs_of(std::min(k, kGemm16Depth)));
-}
-
-std::size_t blocks_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
-  return (a_packed ? 0 : a_block_words(m, k)) + (b_packed ? 0 : b_block_words(n, k));
+std::size_t b_block_words(const Blocking& by, std::size_t n, std::size_t k) {
+  return aligned_floats(round_up(std::min(n, by.block_cols), kGemm16Cols) * pairs_of(std::min(k, by.depth)));
 }
 
-// Note [The narrow side as B]: the kernel's tile is 12 rows by 32 columns, so a product with
-// fewer columns than rows (a 3x3 convolution of one channel: dw[32 x 9] += dy col^T) computes
-// mostly padding. Where neither operand comes packed, C^T = B^T A^T gives the same bits (every
-// element sums the same products in the same order); it is taken where it computes under three
-// quarters of the padded tiles, since C^T's tiles are stored element by element.
-bool swapped(std::size_t m, std::size_t n, bool a_packed, bool b_packed) {
+std::size_t blocks_words(const Blocking& by, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
+                         bool b_packed) {
+  return (a_packed ? 0 : a_block_words(by, m, k)) + (b_packed ? 0 : b_block_words(by, n, k));
+}
+
+// Note [The narrow side as B]: the kernel's tile is 12 (or 16) rows by 32 columns, so a product
+// with fewer columns than rows (a 3x3 convolution of one channel: dw[32 x 9] += dy col^T)
+// computes mostly padding. Where neither operand comes packed, C^T = B^T A^T gives the same bits
+// (every element sums the same products in the same order); it is taken where it computes under
+// three quarters of the padded tiles, since C^T's tiles are stored element by element.
+bool swapped(const Blocking& by, std::size_t m, std::size_t n, bool a_packed, bool b_packed) {
   return !a_packed && !b_packed &&
-         4 * round_up(n, kGemm16Rows) * round_up(m, kGemm16Cols) < 3 * round_up(m, kGemm16Rows) * round_up(n, kGemm16Cols);
+         4 * round_up(n, by.rows) * round_up(m, kGemm16Cols) < 3 * round_up(m, by.rows) * round_up(n, kGemm16Cols);
 }
 
-std::size_t packing_words(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
-  return swapped(m, n, a_packed, b_packed) ? blocks_words(n, m, k, a_packed, b_packed)
-                                           : blocks_words(m, n, k, a_packed, b_packed);
+std::size_t packing_words(const Blocking& by, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
+                          bool b_packed) {
+  return swapped(by, m, n, a_packed, b_packed) ? blocks_words(by, n, m, k, a_packed, b_packed)
+                                               : blocks_words(by, m, n, k, a_packed, b_packed);
 }
 
 }  // namespace
@@ -89,12 +99,12 @@ bool fp16_instructions() { return region_for(CpuIsa::avx512_amx) >= CpuIsa::avx5
 
 namespace {
 
-// One region's entry points (gemm16.inl).
+// One region's entry points (gemm16.inl). pack packs A (a_operand) or B whole.
 struct Region {
   void (*multiply)(ValueFormat format, bool native, std::size_t m, std::size_t n, std::size_t k, Operand16 a,
                    Operand16 b, GemmOutput c, Packing packing);
-  void (*pack)(ValueFormat format, bool native, int threads, const GemmOperand& x, bool along_k, std::size_t count,
-               std::size_t k, std::size_t width, std::uint32_t* packed);
+  void (*pack)(ValueFormat format, bool native, int threads, const GemmOperand& x, bool a_operand, std::size_t count,
+               std::size_t k, std::uint32_t* packed);
 };
 
 // The region for the host's instructions and the format: fp16's native kernel is AVX-512F's, in
@@ -114,25 +124,40 @@ Region region_of(ValueFormat format) {
 // On the region's instructions, unless a Gemm16Emulation lives.
 bool native() { return !emulating.load(std::memory_order_relaxed); }
 
+// How the region cuts a product in `format` (on_tiles, gemm16.inl).
+const Blocking& blocking_of(ValueFormat format) {
+  return format == ValueFormat::bf16 && native() && bf16_tiles() ? kTileBlocking : kVectorBlocking;
+}
+
+// The most of words(blocking) over the blockings this host's products may run on: a size that
+// holds for either format, with or without the emulation.
+template <class Words>
+std::size_t most_words(Words&& words) {
+  const std::size_t vectors = words(kVectorBlocking);
+  return bf16_tiles() ? std::max(vectors, words(kTileBlocking)) : vectors;
+}
+
 }  // namespace
 
 Gemm16Emulation::Gemm16Emulation() { emulating = true; }
 Gemm16Emulation::~Gemm16Emulation() { emulating = false; }
 
-std::size_t packed16_a_words(std::size_t m, std::size_t k) { return round_up(m, kGemm16Rows) * pairs_of(k); }
+std::size_t packed16_a_words(std::size_t m, std::size_t k) {
+  return most_words([&](const Blocking& by) { return round_up(m, by.rows) * pairs_of(k); });
+}
 std::size_t packed16_b_words(std::size_t k, std::size_t n) { return round_up(n, kGemm16Cols) * pairs_of(k); }
 
 void pack16_a(ValueFormat format, int threads, std::size_t m, std::size_t k, GemmOperand a, std::uint32_t* packed) {
   require_16bit("pack16_a", format);
-  region_of(format).pack(format, native(), threads, a, !a.transposed, m, k, kGemm16Rows, packed);
+  region_of(format).pack(format, native(), threads, a, true, m, k, packed);
 }
 void pack16_b(ValueFormat format, int threads, std::size_t k, std::size_t n, GemmOperand b, std::uint32_t* packed) {
   require_16bit("pack16_b", format);
-  region_of(format).pack(format, native(), threads, b, b.transposed, n, k, kGemm16Cols, packed);
+  region_of(format).pack(format, native(), threads, b, false, n, k, packed);
 }
 
 std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, bool a_packed, bool b_packed) {
-  return packing_words(m, n, k, a_packed, b_packed);
+  return most_words([&](const Blocking& by) { return packing_words(by, m, n, k, a_packed, b_packed); });
 }
 
 void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
@@ -143,14 +168,22 @@ void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Ope
 
 namespace {
 
+// How parallel_gemm16 splits C's rows: at whole panels, so that a packed A's panels stay whole.
+struct RowSplit {
+  std::size_t panels;
+  int count;
+  RowSplit(const Blocking& by, int threads, std::size_t m)
+      : panels((m + by.rows - 1) / by.rows), count(range_threads(threads, panels)) {}
+};
+
 // Each thread's packing for the rows parallel_gemm16 gives it (which may be swapped apart).
-std::size_t per_thread_packing(int count, std::size_t panels, std::size_t m, std::size_t n, std::size_t k,
+std::size_t per_thread_packing(const Blocking& by, const RowSplit& split, std::size_t m, std::size_t n, std::size_t k,
                                bool a_packed, bool b_packed) {
   std::size_t most = 0;
-  for (int t = 0; t < count; ++t) {
-    const std::size_t row0 = range_begin(panels, t, count) * kGemm16Rows;
-    const std::size_t rows = std::min(m, range_begin(panels, t + 1, count) * kGemm16Rows) - row0;
-    most = std::max(most, packing_words(rows, n, k, a_packed, b_packed));
+  for (int t = 0; t < split.count; ++t) {
+    const std::size_t row0 = range_begin(split.panels, t, split.count) * by.rows;
+    const std::size_t rows = std::min(m, range_begin(split.panels, t + 1, split.count) * by.rows) - row0;
+    most = std::max(most, packing_words(by, rows, n, k, a_packed, b_packed));
   }
   return most;
 }
@@ -159,19 +192,19 @@ std::size_t per_thread_packing(int count, std::size_t panels, std::size_t m, std
 
 std::size_t parallel_gemm16_packing_floats(int threads, std::size_t m, std::size_t n, std::size_t k, bool a_packed,
                                            bool b_packed) {
-  const std::size_t panels = (m + kGemm16Rows - 1) / kGemm16Rows;
-  const int count = range_threads(threads, panels);
-  return static_cast<std::size_t>(count) * per_thread_packing(count, panels, m, n, k, a_packed, b_packed);
+  return most_words([&](const Blocking& by) {
+    const RowSplit split(by, threads, m);
+    return static_cast<std::size_t>(split.count) * per_thread_packing(by, split, m, n, k, a_packed, b_packed);
+  });
 }
 
 void parallel_gemm16(ValueFormat format, int threads, std::size_t m, std::size_t n, std::size_t k, Operand16 a,
                      Operand16 b, GemmOutput c, Packing packing) {
-  // Split at whole panels of rows, so that a packed A's panels stay whole.
-  const std::size_t panels = (m + kGemm16Rows - 1) / kGemm16Rows;
-  const int count = range_threads(threads, panels);
-  const std::size_t per_thread = per_thread_packing(count, panels, m, n, k, a.packed, b.packed);
-  parallel_ranges(count, panels, [&](int t, std::size_t begin, std::size_t end) {
-    const std::size_t row0 = begin * kGemm16Rows, rows = std::min(m, end * kGemm16Rows) - row0;
+  const Blocking& by = blocking_of(format);
+  const RowSplit split(by, threads, m);
+  const std::size_t per_thread = per_thread_packing(by, split, m, n, k, a.packed, b.packed);
+  parallel_ranges(split.count, split.panels, [&](int t, std::size_t begin, std::size_t end) {
+    const std::size_t row0 = begin * by.rows, rows = std::min(m, end * by.rows) - row0;
     Operand16 rows_of_a = a;
     if (a.packed) rows_of_a.first_line += row0;
     else rows_of_a.stored.data += a.stored.transposed ? row0 : row0 * a.stored.stride;

@@ -143,61 +143,75 @@ void pairs_along_lines(const GemmOperand& x, std::size_t first, std::size_t coun
   }
 }
 
-// Whether A's panels are stored line by line ([panel][row][pairs]: a row's pairs adjacent, as
-// AMX's tiles load A) rather than pair by pair ([panel][pairs][row]). The same words either way.
+// Whether products run on AMX's tiles: A's panels are then stored line by line ([panel][row][pairs]:
+// a row's pairs adjacent, as the tiles load A) rather than pair by pair ([panel][pairs][row]), and
+// the product is cut as kTileBlocking says (gemm16.cpp).
 template <ValueFormat F, bool Native>
 constexpr bool on_tiles() {
   return CNN_ISA_LEVEL >= 4 && Native && F == ValueFormat::bf16;
 }
+template <ValueFormat F, bool Native>
+constexpr const Blocking& blocking() {
+  if constexpr (on_tiles<F, Native>())
+    return kTileBlocking;
+  else
+    return kVectorBlocking;
+}
 
 #if CNN_ISA_LEVEL >= 4
-// One panel of `valid` lines (the rest of `width` zeros) stored line by line: dst[l * pairs + p].
+// One panel of `valid` lines (the rest of the panel's 16 zeros) stored line by line:
+// dst[l * pairs + p].
 template <ValueFormat F>
 void pack_panel_by_line(const GemmOperand& x, bool along_k, std::size_t line0, std::size_t valid, std::size_t k0,
-                        std::size_t depth, std::size_t width, std::uint32_t* dst) {
+                        std::size_t depth, std::uint32_t* dst) {
+  static_assert(kTileBlocking.rows == 16, "a panel is transposed as 16 x 16 words");
   const std::size_t pairs = pairs_of(depth);
-  if (along_k) {
-    // A line's 32 values narrowed in order are its 16 pairs.
-    for (std::size_t l = 0; l < valid; ++l) {
-      const float* line = x.data + (line0 + l) * x.stride + k0;
-      for (std::size_t p0 = 0; p0 < pairs; p0 += 16) {
-        const std::size_t values = std::min<std::size_t>(32, depth - 2 * p0), words = std::min<std::size_t>(16, pairs - p0);
-        const auto lo = static_cast<__mmask16>(values >= 16 ? 0xFFFFu : (1u << values) - 1);
-        const auto hi = static_cast<__mmask16>(values >= 32 ? 0xFFFFu : values > 16 ? (1u << (values - 16)) - 1 : 0u);
-        const __m512i pairs16 = narrowed<F>(_mm512_maskz_loadu_ps(lo, line + 2 * p0), _mm512_maskz_loadu_ps(hi, line + 2 * p0 + 16));
-        _mm512_mask_storeu_epi32(dst + l * pairs + p0, static_cast<__mmask16>((1u << words) - 1), pairs16);
+  for (std::size_t p0 = 0; p0 < pairs; p0 += 16) {
+    const auto words = static_cast<__mmask16>(pairs - p0 >= 16 ? 0xFFFFu : (1u << (pairs - p0)) - 1);
+    if (along_k) {  // a line's 32 values narrowed in order are its 16 pairs
+      const std::size_t values = std::min<std::size_t>(32, depth - 2 * p0);
+      const auto lo = static_cast<__mmask16>(values >= 16 ? 0xFFFFu : (1u << values) - 1);
+      const auto hi = static_cast<__mmask16>(values >= 32 ? 0xFFFFu : values > 16 ? (1u << (values - 16)) - 1 : 0u);
+      for (std::size_t l = 0; l < valid; ++l) {
+        const float* line = x.data + (line0 + l) * x.stride + k0 + 2 * p0;
+        _mm512_mask_storeu_epi32(dst + l * pairs + p0, words,
+                                 narrowed<F>(_mm512_maskz_loadu_ps(lo, line), _mm512_maskz_loadu_ps(hi, line + 16)));
       }
+      continue;
     }
-  } else {
-    // Pair by pair into a panel on the stack, then each line's pairs gathered.
-    std::uint32_t by_pair[kGemm16Depth / 2 * kGemm16Rows];
-    for (std::size_t p = 0; p < pairs; ++p) {
+    // 16 pairs of the lines' values paired along k, then transposed: line l's pairs.
+    alignas(64) std::uint32_t by_pair[16][16] = {};
+    for (std::size_t j = 0; j < 16 && p0 + j < pairs; ++j) {
+      const std::size_t p = p0 + j;
       const float* even = x.data + (k0 + 2 * p) * x.stride + line0;
-      const float* odd = 2 * p + 1 < depth ? even + x.stride : nullptr;
-      interleave_rows<F, true>(even, odd, valid, by_pair + p * width);
+      interleave_rows<F, true>(even, 2 * p + 1 < depth ? even + x.stride : nullptr, valid, by_pair[j]);
     }
-    for (std::size_t l = 0; l < valid; ++l)
-      for (std::size_t p = 0; p < pairs; ++p) dst[l * pairs + p] = by_pair[p * width + l];
+    __m512i r[16];
+    for (std::size_t j = 0; j < 16; ++j) r[j] = _mm512_load_si512(by_pair[j]);
+    transpose_16x16(r);
+    for (std::size_t l = 0; l < valid; ++l) _mm512_mask_storeu_epi32(dst + l * pairs + p0, words, r[l]);
   }
-  std::fill(dst + valid * pairs, dst + width * pairs, 0u);
+  std::fill(dst + valid * pairs, dst + 16 * pairs, 0u);
 }
 #endif
 
 // One block of k, [k0, k0 + depth), of `lines` rows of A (from row i0) or columns of B (from
-// column j0), in panels of `width` lines: [panel][pairs][width]. Lines past `last` are zeros.
-// `along_k` says the operand's values along k are adjacent in memory (A stored [m x k], B stored
-// [n x k]); otherwise its lines are (A stored [k x m], B stored [k x n]).
+// column j0), in panels of `width` lines: [panel][pairs][width], or with `by_line` (A on the
+// tiles) [panel][width][pairs]. Lines past `last` are zeros. `along_k` says the operand's values
+// along k are adjacent in memory (A stored [m x k], B stored [n x k]); otherwise its lines are (A
+// stored [k x m], B stored [k x n]).
 template <ValueFormat F, bool Native>
-void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size_t lines, std::size_t last,
-                std::size_t k0, std::size_t depth, std::size_t width, std::uint32_t* dst) {
+void pack_block(const GemmOperand& x, bool along_k, [[maybe_unused]] bool by_line, std::size_t first,
+                std::size_t lines, std::size_t last, std::size_t k0, std::size_t depth, std::size_t width,
+                std::uint32_t* dst) {
   const std::size_t pairs = pairs_of(depth);
   for (std::size_t panel = 0; panel * width < lines; ++panel) {
     std::uint32_t* out = dst + panel * pairs * width;
     const std::size_t line0 = first + panel * width;
     const std::size_t valid = line0 < last ? std::min(width, last - line0) : 0;
 #if CNN_ISA_LEVEL >= 4
-    if (on_tiles<F, Native>() && width == kGemm16Rows) {  // A's panels
-      pack_panel_by_line<F>(x, along_k, line0, valid, k0, depth, width, out);
+    if (by_line) {
+      pack_panel_by_line<F>(x, along_k, line0, valid, k0, depth, out);
       continue;
     }
 #endif
@@ -219,12 +233,12 @@ void pack_block(const GemmOperand& x, bool along_k, std::size_t first, std::size
 template <ValueFormat F, bool Native>
 void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t m, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<F, Native>(a, !a.transposed, i0, rows, m, k0, depth, kGemm16Rows, dst);
+  pack_block<F, Native>(a, !a.transposed, on_tiles<F, Native>(), i0, rows, m, k0, depth, blocking<F, Native>().rows, dst);
 }
 template <ValueFormat F, bool Native>
 void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::size_t n, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<F, Native>(b, b.transposed, j0, cols, n, k0, depth, kGemm16Cols, dst);
+  pack_block<F, Native>(b, b.transposed, false, j0, cols, n, k0, depth, kGemm16Cols, dst);
 }
 
 // Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is
@@ -384,6 +398,8 @@ void kernel_avx512_bf16(const std::uint32_t* a, const std::uint32_t* b, std::siz
 // one tile configuration (TileConfig): two row panels of A by the 32 columns of a B panel at a
 // time, tiles 0-3 the sums (panel, half of the columns), 4-5 A's panels, 6-7 B's halves.
 
+constexpr std::size_t kTileRows = kTileBlocking.rows;
+
 // GCC 12's tile loads and configuration tell the compiler they read no memory (or the first 8
 // bytes of the configuration alone): the barrier keeps the stores before them where they are.
 inline void memory_barrier() { __asm__ volatile("" ::: "memory"); }
@@ -401,7 +417,7 @@ class TileConfig {
     TileShapes shapes;
     for (int t = 0; t < 8; ++t) {
       shapes.bytes_per_row[t] = 64;
-      shapes.rows[t] = t < 6 ? kGemm16Rows : 16;  // the sums and A: a panel's rows; B: 16 pairs
+      shapes.rows[t] = 16;  // the sums and A: a panel's rows; B: 16 pairs
     }
     memory_barrier();
     _tile_loadconfig(&shapes);
@@ -422,7 +438,7 @@ void tile_products(const std::uint32_t* a, std::size_t a_stride, const std::uint
   _tile_dpbf16ps(0, 4, 6);
   _tile_dpbf16ps(1, 4, 7);
   if constexpr (Panels == 2) {
-    _tile_loadd(5, a + kGemm16Rows * a_stride, a_bytes);
+    _tile_loadd(5, a + kTileRows * a_stride, a_bytes);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
@@ -436,8 +452,8 @@ void load_sums(const float* sums, std::size_t stride) {
   _tile_loadd(0, sums, bytes);
   _tile_loadd(1, sums + 16, bytes);
   if constexpr (Panels == 2) {
-    _tile_loadd(2, sums + kGemm16Rows * stride, bytes);
-    _tile_loadd(3, sums + kGemm16Rows * stride + 16, bytes);
+    _tile_loadd(2, sums + kTileRows * stride, bytes);
+    _tile_loadd(3, sums + kTileRows * stride + 16, bytes);
   }
 }
 template <std::size_t Panels>
@@ -446,19 +462,19 @@ void store_sums(float* sums, std::size_t stride) {
   _tile_stored(0, sums, bytes);
   _tile_stored(1, sums + 16, bytes);
   if constexpr (Panels == 2) {
-    _tile_stored(2, sums + kGemm16Rows * stride, bytes);
-    _tile_stored(3, sums + kGemm16Rows * stride + 16, bytes);
+    _tile_stored(2, sums + kTileRows * stride, bytes);
+    _tile_stored(3, sums + kTileRows * stride + 16, bytes);
   }
 }
 
-// c[rows x cols] (+)= up to two panels of A (rows <= 2 kGemm16Rows; stored by line) x a panel of B,
+// c[rows x cols] (+)= up to two panels of A (rows <= 2 kTileRows; stored by line) x a panel of B,
 // on the tiles a TileConfig set. The tiles add the products to C's values (zeros where
 // `overwrite`), read and written in place where the tiles cover whole rows of a row-major C, else
 // through a copy: every element is summed alike wherever it falls.
 template <std::size_t Panels>
 void kernel_amx_bf16(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, TileOut out, std::size_t rows,
                      std::size_t cols, bool overwrite) {
-  constexpr std::size_t kRows = Panels * kGemm16Rows;
+  constexpr std::size_t kRows = Panels * kTileRows;
   const bool in_place = !out.transposed && rows == kRows && cols == kGemm16Cols;
   alignas(64) float copy[kRows][kGemm16Cols];
   auto at = [&](std::size_t r, std::size_t j) -> float& {
@@ -500,7 +516,7 @@ void kernel_amx_bf16(const std::uint32_t* a, const std::uint32_t* b, std::size_t
 // The rows one kernel call computes: two panels on AMX's tiles, else one.
 template <ValueFormat F, bool Native>
 constexpr std::size_t kernel_rows() {
-  return on_tiles<F, Native>() ? 2 * kGemm16Rows : kGemm16Rows;
+  return on_tiles<F, Native>() ? 2 * blocking<F, Native>().rows : blocking<F, Native>().rows;
 }
 
 template <ValueFormat F, bool Native>
@@ -509,8 +525,8 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, T
   if constexpr (Native) {
 #if CNN_ISA_LEVEL >= 4
     if constexpr (F == ValueFormat::bf16)
-      return rows > kGemm16Rows ? kernel_amx_bf16<2>(a, b, pairs, out, rows, cols, overwrite)
-                                : kernel_amx_bf16<1>(a, b, pairs, out, rows, cols, overwrite);
+      return rows > kTileRows ? kernel_amx_bf16<2>(a, b, pairs, out, rows, cols, overwrite)
+                              : kernel_amx_bf16<1>(a, b, pairs, out, rows, cols, overwrite);
 #endif
 #if CNN_ISA_LEVEL == 3
     if constexpr (F == ValueFormat::bf16) return kernel_avx512_bf16(a, b, pairs, out, rows, cols, overwrite);
@@ -523,23 +539,26 @@ void kernel(const std::uint32_t* a, const std::uint32_t* b, std::size_t pairs, T
 }
 
 // Where block (k0, panel of `line`) of a whole packed operand starts: each block of k before k0
-// holds kGemm16Depth / 2 pairs of every line.
+// holds half its depth in pairs of every line.
 const std::uint32_t* packed_panel(const Operand16& x, std::size_t width, std::size_t k0, std::size_t line,
                                   std::size_t pairs) {
   const std::size_t lines = round_up(x.packed_lines, width);
   return x.packed + k0 / 2 * lines + (x.first_line + line) / width * pairs * width;
 }
 
-// A whole operand: its `count` lines (A's m rows, B's n columns) in panels of `width`, every
-// block of k (the layout gemm16.hpp describes).
+// A whole operand, A (a_operand) or B: its `count` lines (A's m rows, B's n columns) in panels,
+// every block of k (the layout gemm16.hpp describes).
 template <ValueFormat F, bool Native>
-void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t count, std::size_t k, std::size_t width,
+void pack_whole(int threads, const GemmOperand& x, bool a_operand, std::size_t count, std::size_t k,
                 std::uint32_t* packed) {
+  constexpr Blocking by = blocking<F, Native>();
+  const bool along_k = a_operand ? !x.transposed : x.transposed, by_line = a_operand && on_tiles<F, Native>();
+  const std::size_t width = a_operand ? by.rows : kGemm16Cols;
   const std::size_t panels = (count + width - 1) / width, lines = panels * width;
   parallel_ranges(threads, panels, [&](int, std::size_t begin, std::size_t end) {
-    for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
-      const std::size_t depth = std::min(kGemm16Depth, k - k0);
-      pack_block<F, Native>(x, along_k, begin * width, (end - begin) * width, count, k0, depth, width,
+    for (std::size_t k0 = 0; k0 < k; k0 += by.depth) {
+      const std::size_t depth = std::min(by.depth, k - k0);
+      pack_block<F, Native>(x, along_k, by_line, begin * width, (end - begin) * width, count, k0, depth, width,
                             packed + k0 / 2 * lines + begin * width * pairs_of(depth));
     }
   });
@@ -549,23 +568,24 @@ void pack_whole(int threads, const GemmOperand& x, bool along_k, std::size_t cou
 template <ValueFormat F, bool Native>
 void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, bool transposed,
                  Packing packing) {
-  const std::size_t needed = blocks_words(m, n, k, a.packed, b.packed);
+  constexpr Blocking by = blocking<F, Native>();
+  const std::size_t needed = blocks_words(by, m, n, k, a.packed, b.packed);
   if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
     throw std::logic_error("gemm16: " + std::to_string(packing.floats) + " floats of packing, " +
                            std::to_string(needed) + " needed, 64-byte aligned");
-  if ((a.packed && a.first_line % kGemm16Rows) || (b.packed && b.first_line % kGemm16Cols))
+  if ((a.packed && a.first_line % by.rows) || (b.packed && b.first_line % kGemm16Cols))
     throw std::logic_error("gemm16: a packed operand's first line is not a panel's");
   auto* a_block = reinterpret_cast<std::uint32_t*>(packing.data);
-  std::uint32_t* b_block = a_block + (a.packed ? 0 : a_block_words(m, k));
-  for (std::size_t j0 = 0; j0 < n; j0 += kBlockCols) {
-    const std::size_t cols = std::min(kBlockCols, n - j0);
-    for (std::size_t k0 = 0; k0 < k; k0 += kGemm16Depth) {
-      const std::size_t depth = std::min(kGemm16Depth, k - k0), pairs = pairs_of(depth);
+  std::uint32_t* b_block = a_block + (a.packed ? 0 : a_block_words(by, m, k));
+  for (std::size_t j0 = 0; j0 < n; j0 += by.block_cols) {
+    const std::size_t cols = std::min(by.block_cols, n - j0);
+    for (std::size_t k0 = 0; k0 < k; k0 += by.depth) {
+      const std::size_t depth = std::min(by.depth, k - k0), pairs = pairs_of(depth);
       const std::uint32_t* b_panels = b.packed ? packed_panel(b, kGemm16Cols, k0, j0, pairs) : b_block;
       if (!b.packed) pack_b_block<F, Native>(b.stored, j0, cols, n, k0, depth, b_block);
-      for (std::size_t i0 = 0; i0 < m; i0 += kBlockRows) {
-        const std::size_t rows = std::min(kBlockRows, m - i0);
-        const std::uint32_t* a_panels = a.packed ? packed_panel(a, kGemm16Rows, k0, i0, pairs) : a_block;
+      for (std::size_t i0 = 0; i0 < m; i0 += by.block_rows) {
+        const std::size_t rows = std::min(by.block_rows, m - i0);
+        const std::uint32_t* a_panels = a.packed ? packed_panel(a, by.rows, k0, i0, pairs) : a_block;
         if (!a.packed) pack_a_block<F, Native>(a.stored, i0, rows, m, k0, depth, a_block);
         for (std::size_t jr = 0; jr < cols; jr += kGemm16Cols)
           for (std::size_t ir = 0; ir < rows; ir += kernel_rows<F, Native>())
@@ -592,7 +612,8 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
   std::optional<TileConfig> tiles;
   if constexpr (on_tiles<F, Native>()) tiles.emplace();
 #endif
-  if (!swapped(m, n, a.packed, b.packed)) return gemm_blocks<F, Native>(m, n, k, a, b, c, false, packing);
+  if (!swapped(blocking<F, Native>(), m, n, a.packed, b.packed))
+    return gemm_blocks<F, Native>(m, n, k, a, b, c, false, packing);
   // op(B)^T is B's storage read the other way, and op(A)^T likewise.
   Operand16 b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
   Operand16 a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
@@ -624,10 +645,10 @@ void multiply(ValueFormat format, bool native, std::size_t m, std::size_t n, std
   in_format(format, native, [&]<ValueFormat F, bool Native>() { product<F, Native>(m, n, k, a, b, c, packing); });
 }
 
-void pack(ValueFormat format, bool native, int threads, const GemmOperand& x, bool along_k, std::size_t count,
-          std::size_t k, std::size_t width, std::uint32_t* packed) {
+void pack(ValueFormat format, bool native, int threads, const GemmOperand& x, bool a_operand, std::size_t count,
+          std::size_t k, std::uint32_t* packed) {
   in_format(format, native,
-            [&]<ValueFormat F, bool Native>() { pack_whole<F, Native>(threads, x, along_k, count, k, width, packed); });
+            [&]<ValueFormat F, bool Native>() { pack_whole<F, Native>(threads, x, a_operand, count, k, packed); });
 }
 
 }  // namespace cnn::cpu::CNN_ISA::products16
