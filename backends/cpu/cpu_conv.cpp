@@ -169,32 +169,37 @@ struct ImageColumns {
   const float* image;
 };
 
+// Values [o0, o0 + count) of a column-matrix row that is the plane shifted by `s`
+// (rows_are_flat_shifts) into out[0, count): one stretch of the plane, the zeros of the rows
+// outside the image around it, and the wrapped columns zeroed after.
+void flat_column_stretch(const ConvGeometry& g, const float* plane, const FlatShift& s, std::ptrdiff_t o0,
+                         std::ptrdiff_t count, float* row) {
+  float* out = row - o0;  // out[o]
+  const std::ptrdiff_t end = o0 + count, lo = std::clamp(s.first, o0, end), hi = std::clamp(s.last, lo, end);
+  for (std::ptrdiff_t o = o0; o < lo; ++o) out[o] = 0.f;
+  for (std::ptrdiff_t o = lo; o < hi; ++o) out[o] = plane[o + s.offset];
+  for (std::ptrdiff_t o = hi; o < end; ++o) out[o] = 0.f;
+  if (s.cols.lo == 0 && s.cols.hi == g.wout) return;
+  const auto w = static_cast<std::ptrdiff_t>(g.w);
+  for (std::ptrdiff_t r = o0 - o0 % w; r < end; r += w) {
+    for (std::ptrdiff_t o = std::max(r, o0); o < std::min(r + s.cols.lo, end); ++o) out[o] = 0.f;
+    for (std::ptrdiff_t o = std::max(r + s.cols.hi, o0); o < std::min(r + w, end); ++o) out[o] = 0.f;
+  }
+}
+
 // pack_columns where a column-matrix row is the plane shifted (rows_are_flat_shifts): each panel
-// row is one stretch of the plane, the zeros of the rows outside the image around it, and the
-// wrapped columns zeroed after.
+// row is one stretch of it (flat_column_stretch).
 void pack_flat_columns(const ConvGeometry& g, const float* image, std::size_t k0, std::size_t depth, std::size_t j0,
                        std::size_t cols, float* dst) {
   constexpr auto W = static_cast<std::ptrdiff_t>(cpu::kGemmCols);
   const int taps = g.kh * g.kw;
-  const auto w = static_cast<std::ptrdiff_t>(g.w);
   for (std::size_t p = 0; p < depth; ++p) {
     const int kk = static_cast<int>(k0 + p), ki = kk % taps / g.kw, kj = kk % g.kw;
     const float* plane = image + static_cast<std::size_t>(kk / taps) * g.h * g.w;
     const FlatShift s = flat_shift(g, ki, kj);
-    const bool wraps = s.cols.lo > 0 || s.cols.hi < g.wout;
-    for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(cols); c += W) {
-      const std::ptrdiff_t o0 = static_cast<std::ptrdiff_t>(j0) + c;
-      float* out = dst + (static_cast<std::size_t>(c) / cpu::kGemmCols * depth + p) * cpu::kGemmCols - o0;  // out[o]
-      const std::ptrdiff_t lo = std::clamp(s.first, o0, o0 + W), hi = std::clamp(s.last, lo, o0 + W);
-      for (std::ptrdiff_t o = o0; o < lo; ++o) out[o] = 0.f;
-      for (std::ptrdiff_t o = lo; o < hi; ++o) out[o] = plane[o + s.offset];
-      for (std::ptrdiff_t o = hi; o < o0 + W; ++o) out[o] = 0.f;
-      if (!wraps) continue;
-      for (std::ptrdiff_t row = o0 - o0 % w; row < o0 + W; row += w) {
-        for (std::ptrdiff_t o = std::max(row, o0); o < std::min(row + s.cols.lo, o0 + W); ++o) out[o] = 0.f;
-        for (std::ptrdiff_t o = std::max(row + s.cols.hi, o0); o < std::min(row + w, o0 + W); ++o) out[o] = 0.f;
-      }
-    }
+    for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(cols); c += W)
+      flat_column_stretch(g, plane, s, static_cast<std::ptrdiff_t>(j0) + c, W,
+                          dst + (static_cast<std::size_t>(c) / cpu::kGemmCols * depth + p) * cpu::kGemmCols);
   }
 }
 
@@ -214,6 +219,17 @@ void pack_columns(const void* context, std::size_t k0, std::size_t depth, std::s
         for (std::size_t j = 0; j < W; ++j) panel_row[j] = row[c + j];  // a fixed count: vector moves, no memmove call
       }
     }
+}
+
+// The 16-bit forward pass's B by rows (gemm16's RowsOf16): row k of the column matrix, as
+// column_row makes it.
+void image_column_row(const void* context, std::size_t k, std::size_t first, std::size_t count, float* out) {
+  const auto& [g, image] = *static_cast<const ImageColumns*>(context);
+  if (!rows_are_flat_shifts(*g)) return column_row(*g, image, k, first, count, out);
+  const int taps = g->kh * g->kw, kk = static_cast<int>(k);
+  flat_column_stretch(*g, image + static_cast<std::size_t>(kk / taps) * g->h * g->w,
+                      flat_shift(*g, kk % taps / g->kw, kk % g->kw), static_cast<std::ptrdiff_t>(first),
+                      static_cast<std::ptrdiff_t>(count), out);
 }
 
 // Backward-filter's columns: the column matrices of consecutive images side by side, [K x
@@ -265,7 +281,8 @@ bool columns_spill(const ConvGeometry& g) {
 // (Note [The narrow side as B], gemm.cpp), and padding a 16-pixel product to the tiles' 48 columns
 // trained resnet18 at 32 x 32 0.8x as fast.
 bool columns_from_image(const ConvGeometry& g, ConvPass pass, bool products16) {
-  if (products16 || g.is_pointwise() || !columns_spill(g)) return false;
+  if (g.is_pointwise() || !columns_spill(g)) return false;
+  if (products16) return pass == ConvPass::forward;  // B by rows (gemm16's RowsOf16) beside packed weights
   const auto C = static_cast<std::size_t>(g.cout);
   return pass == ConvPass::forward ? !cpu::gemm_swaps(C, static_cast<std::size_t>(g.pixels()))
                                    : !cpu::gemm_swaps(C, static_cast<std::size_t>(g.patch()));
@@ -293,11 +310,11 @@ std::size_t images_side_by_side(const ConvGeometry& g, bool products16) {
 // back (col2im). It takes square kernels whose padding is at most the
 // dilated kernel's reach (a "same" or "valid" convolution); the rest keep col2im.
 // Like the forward pass's, its product stores its columns where they fit in cache or the product
-// is narrow (columns_from_image).
+// is narrow (columns_from_image); the 16-bit products' packed weights never swap, so they take it
+// wherever the columns spill.
 bool backward_data_as_forward(const ConvGeometry& g, bool products16) {
-  return !products16 && !g.is_pointwise() && columns_spill(g) && g.stride == 1 && g.kh == g.kw &&
-         g.pad <= g.dilation * (g.kh - 1) &&
-         !cpu::gemm_swaps(static_cast<std::size_t>(g.cin), static_cast<std::size_t>(g.h) * g.w);
+  return !g.is_pointwise() && columns_spill(g) && g.stride == 1 && g.kh == g.kw && g.pad <= g.dilation * (g.kh - 1) &&
+         (products16 || !cpu::gemm_swaps(static_cast<std::size_t>(g.cin), static_cast<std::size_t>(g.h) * g.w));
 }
 
 // The forward convolution that backward-data becomes: dy's channels in, dx's out.
@@ -406,8 +423,11 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products
     s.partial = aligned_floats(C * static_cast<std::size_t>(g.groups) * (K + 1));  // every group's dw, dbias
     const std::size_t images = images_side_by_side(g, products16);
     if (images > 1) s.side_by_side = aligned_floats(C * images * P);
-    s.packing = products16 ? std::max(cpu::gemm16_packing_floats(K, P, C, true, false),
-                                      cpu::gemm16_packing_floats(C, K, P, false, false))
+    const ConvGeometry a = adjoint(g);
+    s.packing = products16 ? std::max({cpu::gemm16_packing_floats(K, P, C, true, false),
+                                       cpu::gemm16_packing_floats(C, K, P, false, false),
+                                       cpu::gemm16_packing_floats(static_cast<std::size_t>(a.cout), a.pixels(),
+                                                                  static_cast<std::size_t>(a.patch()), true, false)})
                            : std::max(backward_data_product(g).packing_floats(),
                                       images > 1   ? cpu::gemm_panels_packing_floats(C, K, images * P)
                                       : from_image ? cpu::gemm_panels_packing_floats(C, K, P)
@@ -417,9 +437,14 @@ ConvThreadSpace thread_space(const ConvGeometry& g, ConvPass pass, bool products
 }
 
 // 16-bit products: every group's weights packed whole, once a call, before the threads' shares:
-// w [C x K] forward, w^T [K x C] backward (the backward-data product's; backward-filter leaves it unused).
+// w [C x K] forward, w^T [K x C] backward (the backward-data product's; backward-filter leaves it
+// unused), or the turned weights where backward-data runs as a forward convolution.
 std::size_t packed_weights_words(const ConvGeometry& g, ConvPass pass) {
   const std::size_t K = static_cast<std::size_t>(g.patch()), C = static_cast<std::size_t>(g.cout);
+  if (pass == ConvPass::backward && backward_data_as_forward(g, true)) {  // the turned weights, [cin x cout taps]
+    const ConvGeometry a = adjoint(g);
+    return cpu::packed16_a_words(static_cast<std::size_t>(a.cout), static_cast<std::size_t>(a.patch()));
+  }
   return pass == ConvPass::forward ? cpu::packed16_a_words(C, K) : cpu::packed16_a_words(K, C);
 }
 // fp32 backward-data's turned weights (flip_weights), where it runs as a forward convolution.
@@ -432,7 +457,8 @@ std::size_t flipped_floats(const ConvGeometry& g, ConvPass pass, bool products16
 // What a call's threads share at the workspace's start: the 16-bit products' packed weights, or
 // fp32's turned weights and every group's weights packed (pack_fp32_weights).
 std::size_t shared_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
-  if (products16) return aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups));
+  if (products16)
+    return flipped_floats(g, pass, true) + aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups));
   const WeightProduct product = pass == ConvPass::forward ? forward_product(g) : backward_data_product(g);
   return flipped_floats(g, pass, products16) + static_cast<std::size_t>(g.groups) * product.shared_floats();
 }
@@ -562,8 +588,13 @@ void CpuBackend::conv_forward(const Conv2dDesc& d, const Tensor& x, const Tensor
         const float* image = x.data + i * in_stride + group * group_in;
         float* out = y.data + i * out_stride + group * C * P;
         const cpu::SharedA weights = product.shared(packed_fp32 + group * product.shared_floats());
+        const ImageColumns columns{&g, image};
+        if (from_image && products16()) {
+          cpu::gemm16(product_format(), C, P, K, {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0},
+                      cpu::RowsOf16{image_column_row, &columns}, GemmOutput{out, P, accumulate}, packing);
+          continue;
+        }
         if (from_image) {
-          const ImageColumns columns{&g, image};
           cpu::gemm(C, P, K, weights, cpu::GemmPanels{pack_columns, &columns}, GemmOutput{out, P, accumulate}, packing);
           continue;
         }
@@ -604,6 +635,31 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
   const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
+  if (products16() && backward_data_as_forward(g, true)) {
+    auto* flipped = static_cast<float*>(ws.data);
+    flip_weights(g, w.data, flipped);
+    const ConvGeometry a = adjoint(g);
+    const std::size_t a_K = static_cast<std::size_t>(a.patch()), a_P = static_cast<std::size_t>(a.pixels()),
+                      a_C = static_cast<std::size_t>(a.cout);
+    const std::size_t group_words = packed_weights_words(g, ConvPass::backward);
+    auto* packed = reinterpret_cast<std::uint32_t*>(flipped + flipped_floats(g, ConvPass::backward, true));
+    for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group)
+      cpu::pack16_a(product_format(), threads_, a_C, a_K, GemmOperand{flipped + group * a_C * a_K, a_K},
+                    packed + group * group_words);
+    float* shares = flipped + shared_floats(g, ConvPass::backward, true);
+    cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
+      const cpu::Packing packing{shares + static_cast<std::size_t>(t) * space.total() + space.col + space.partial,
+                                 space.packing};
+      for (std::size_t i = b; i < e; ++i)
+        for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group) {
+          const ImageColumns columns{&a, dy.data + i * out_stride + group * C * P};
+          cpu::gemm16(product_format(), a_C, a_P, a_K, {{}, packed + group * group_words, a_C, 0},
+                      cpu::RowsOf16{image_column_row, &columns},
+                      GemmOutput{dx.data + i * in_stride + group * group_in, a_P, accumulate}, packing);
+        }
+    });
+    return;
+  }
   if (backward_data_as_forward(g, products16())) {
     auto* flipped = static_cast<float*>(ws.data);
     flip_weights(g, w.data, flipped);

@@ -102,7 +102,7 @@ namespace {
 // One region's entry points (gemm16.inl). pack packs A (a_operand) or B whole.
 struct Region {
   void (*multiply)(ValueFormat format, bool native, std::size_t m, std::size_t n, std::size_t k, Operand16 a,
-                   Operand16 b, GemmOutput c, Packing packing);
+                   Operand16 b, RowsOf16 b_rows, GemmOutput c, Packing packing);
   void (*pack)(ValueFormat format, bool native, int threads, const GemmOperand& x, bool a_operand, std::size_t count,
                std::size_t k, std::uint32_t* packed);
 };
@@ -163,7 +163,13 @@ std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, b
 void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
             Packing packing) {
   require_16bit("gemm16", format);
-  region_of(format).multiply(format, native(), m, n, k, a, b, c, packing);
+  region_of(format).multiply(format, native(), m, n, k, a, b, {}, c, packing);
+}
+void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, RowsOf16 b, GemmOutput c,
+            Packing packing) {
+  require_16bit("gemm16", format);
+  if (!a.packed || !b.row) throw std::logic_error("gemm16: B by rows needs its rows and an A packed whole");
+  region_of(format).multiply(format, native(), m, n, k, a, {}, b, c, packing);
 }
 
 namespace {

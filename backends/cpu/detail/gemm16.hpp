@@ -57,6 +57,13 @@ inline float from_bf16(std::uint16_t bits) {
 std::uint16_t to_fp16(float value);
 float from_fp16(std::uint16_t bits);
 
+// B made where it is packed, a stretch of one of its rows at a time (a convolution's im2col matrix,
+// made from the image): values [first, first + count) of row k of op(B) into `out`.
+struct RowsOf16 {
+  void (*row)(const void* context, std::size_t k, std::size_t first, std::size_t count, float* out) = nullptr;
+  const void* context = nullptr;
+};
+
 // An operand given as it is stored (packed here, a block at a time) or packed whole beforehand.
 struct Operand16 {
   GemmOperand stored;
@@ -76,6 +83,10 @@ std::size_t gemm16_packing_floats(std::size_t m, std::size_t n, std::size_t k, b
 
 // One thread. `packing` holds at least gemm16_packing_floats(...) floats, 64-byte aligned.
 void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c,
+            Packing packing);
+// The same with B made by its rows as it is packed, beside an A packed whole (the packing a B not
+// packed takes).
+void gemm16(ValueFormat format, std::size_t m, std::size_t n, std::size_t k, Operand16 a, RowsOf16 b, GemmOutput c,
             Packing packing);
 
 // The rows of C split over `threads` threads, each with its own packing, as parallel_gemm.

@@ -235,10 +235,26 @@ void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::s
                   std::size_t depth, std::uint32_t* dst) {
   pack_block<F, Native>(a, !a.transposed, on_tiles<F, Native>(), i0, rows, m, k0, depth, blocking<F, Native>().rows, dst);
 }
+// B's block, from its storage or made by its rows (b_rows.row set).
 template <ValueFormat F, bool Native>
-void pack_b_block(const GemmOperand& b, std::size_t j0, std::size_t cols, std::size_t n, std::size_t k0,
-                  std::size_t depth, std::uint32_t* dst) {
-  pack_block<F, Native>(b, b.transposed, false, j0, cols, n, k0, depth, kGemm16Cols, dst);
+void pack_b_block(const GemmOperand& b, const RowsOf16& b_rows, std::size_t j0, std::size_t cols, std::size_t n,
+                  std::size_t k0, std::size_t depth, std::uint32_t* dst) {
+  if (!b_rows.row) return pack_block<F, Native>(b, b.transposed, false, j0, cols, n, k0, depth, kGemm16Cols, dst);
+  // Made by rows: two rows of k at a time, then paired and narrowed panel by panel.
+  constexpr std::size_t kMostCols = blocking<F, Native>().block_cols;
+  alignas(64) float even[kMostCols], odd[kMostCols];
+  const std::size_t pairs = pairs_of(depth);
+  for (std::size_t p = 0; p < pairs; ++p) {
+    const bool has_odd = 2 * p + 1 < depth;
+    b_rows.row(b_rows.context, k0 + 2 * p, j0, cols, even);
+    if (has_odd) b_rows.row(b_rows.context, k0 + 2 * p + 1, j0, cols, odd);
+    for (std::size_t c = 0; c < cols; c += kGemm16Cols) {
+      const std::size_t valid = std::min(kGemm16Cols, cols - c);
+      std::uint32_t* out = dst + c / kGemm16Cols * pairs * kGemm16Cols + p * kGemm16Cols;
+      interleave_rows<F, Native>(even + c, has_odd ? odd + c : nullptr, valid, out);
+      std::fill(out + valid, out + kGemm16Cols, 0u);
+    }
+  }
 }
 
 // Where a tile of C goes: element (r, j) at c[r * ldc + j], or c[j * ldc + r] when C^T is
@@ -566,8 +582,8 @@ void pack_whole(int threads, const GemmOperand& x, bool a_operand, std::size_t c
 
 // C = A B, or with `transposed` C^T stored (the caller swapped the operands).
 template <ValueFormat F, bool Native>
-void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, bool transposed,
-                 Packing packing) {
+void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, const RowsOf16& b_rows,
+                 GemmOutput c, bool transposed, Packing packing) {
   constexpr Blocking by = blocking<F, Native>();
   const std::size_t needed = blocks_words(by, m, n, k, a.packed, b.packed);
   if (packing.floats < needed || reinterpret_cast<std::uintptr_t>(packing.data) % 64 != 0)
@@ -582,7 +598,7 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Opera
     for (std::size_t k0 = 0; k0 < k; k0 += by.depth) {
       const std::size_t depth = std::min(by.depth, k - k0), pairs = pairs_of(depth);
       const std::uint32_t* b_panels = b.packed ? packed_panel(b, kGemm16Cols, k0, j0, pairs) : b_block;
-      if (!b.packed) pack_b_block<F, Native>(b.stored, j0, cols, n, k0, depth, b_block);
+      if (!b.packed) pack_b_block<F, Native>(b.stored, b_rows, j0, cols, n, k0, depth, b_block);
       for (std::size_t i0 = 0; i0 < m; i0 += by.block_rows) {
         const std::size_t rows = std::min(by.block_rows, m - i0);
         const std::uint32_t* a_panels = a.packed ? packed_panel(a, by.rows, k0, i0, pairs) : a_block;
@@ -601,7 +617,8 @@ void gemm_blocks(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Opera
 }
 
 template <ValueFormat F, bool Native>
-void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, GemmOutput c, Packing packing) {
+void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b, const RowsOf16& b_rows,
+             GemmOutput c, Packing packing) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!c.accumulate)
@@ -612,12 +629,12 @@ void product(std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16
   std::optional<TileConfig> tiles;
   if constexpr (on_tiles<F, Native>()) tiles.emplace();
 #endif
-  if (!swapped(blocking<F, Native>(), m, n, a.packed, b.packed))
-    return gemm_blocks<F, Native>(m, n, k, a, b, c, false, packing);
+  if (!swapped(blocking<F, Native>(), m, n, a.packed, b.packed))  // never with A packed
+    return gemm_blocks<F, Native>(m, n, k, a, b, b_rows, c, false, packing);
   // op(B)^T is B's storage read the other way, and op(A)^T likewise.
   Operand16 b_as_a{{b.stored.data, b.stored.stride, !b.stored.transposed}};
   Operand16 a_as_b{{a.stored.data, a.stored.stride, !a.stored.transposed}};
-  gemm_blocks<F, Native>(n, m, k, b_as_a, a_as_b, c, true, packing);
+  gemm_blocks<F, Native>(n, m, k, b_as_a, a_as_b, {}, c, true, packing);
 }
 
 // Runs run.operator()<F, Native>() for `format`: on this region's instructions where it has them
@@ -641,8 +658,9 @@ void in_format(ValueFormat format, [[maybe_unused]] bool native, Run&& run) {
 }  // namespace
 
 void multiply(ValueFormat format, bool native, std::size_t m, std::size_t n, std::size_t k, Operand16 a, Operand16 b,
-              GemmOutput c, Packing packing) {
-  in_format(format, native, [&]<ValueFormat F, bool Native>() { product<F, Native>(m, n, k, a, b, c, packing); });
+              RowsOf16 b_rows, GemmOutput c, Packing packing) {
+  in_format(format, native,
+            [&]<ValueFormat F, bool Native>() { product<F, Native>(m, n, k, a, b, b_rows, c, packing); });
 }
 
 void pack(ValueFormat format, bool native, int threads, const GemmOperand& x, bool a_operand, std::size_t count,

@@ -76,18 +76,21 @@ TEST_CASE("bf16 and fp16 convolutions compute the fp32 convolution of rounded op
     int h, w;
   };
   // 3x3 padded, strided, 1x1 (pointwise: no column matrix), two groups at stride 2 (a product a
-  // group), a patch deeper than a block of k (3 x 3 x 64 > 256).
-  const Case cases[] = {{{3, 16, 3, 3, 1, 1, 1, 1}, 9, 7},
-                        {{8, 12, 3, 3, 2, 1, 1, 1}, 11, 10},
-                        {{16, 40, 1, 1, 1, 0, 1, 1}, 6, 5},
-                        {{8, 6, 3, 3, 2, 1, 1, 2}, 7, 7},
-                        {{64, 20, 3, 3, 1, 1, 1, 1}, 5, 6}};
+  // group), a patch deeper than a block of k (3 x 3 x 64 > 256). Then column matrices past half a
+  // megabyte, which the forward pass makes by rows from the image and backward-data (at stride 1)
+  // as a forward convolution of dy: rows that are the plane shifted (padded by 1, dilated by 2),
+  // rows that are not (unpadded), and strided.
+  const Case cases[] = {{{3, 16, 3, 3, 1, 1, 1, 1}, 9, 7},       {{8, 12, 3, 3, 2, 1, 1, 1}, 11, 10},
+                        {{16, 40, 1, 1, 1, 0, 1, 1}, 6, 5},      {{8, 6, 3, 3, 2, 1, 1, 2}, 7, 7},
+                        {{64, 20, 3, 3, 1, 1, 1, 1}, 5, 6},      {{16, 24, 3, 3, 1, 1, 1, 1}, 40, 40},
+                        {{8, 8, 3, 3, 1, 2, 2, 1}, 50, 50},      {{16, 8, 3, 3, 1, 0, 1, 1}, 42, 41},
+                        {{32, 8, 3, 3, 2, 1, 1, 1}, 48, 48}};
   for (Precision precision : k16BitPrecisions)
     for (int threads : {1, 2})
       for (const Case& c : cases) {
         CAPTURE(to_string(precision), threads, c.d.in_channels, c.d.out_channels, c.d.kernel_h, c.d.stride, c.d.groups);
-        const int n = 3, ho = (c.h + 2 * c.d.padding - c.d.kernel_h) / c.d.stride + 1,
-                  wo = (c.w + 2 * c.d.padding - c.d.kernel_w) / c.d.stride + 1;
+        const int n = 3, ho = (c.h + 2 * c.d.padding - c.d.dilation * (c.d.kernel_h - 1) - 1) / c.d.stride + 1,
+                  wo = (c.w + 2 * c.d.padding - c.d.dilation * (c.d.kernel_w - 1) - 1) / c.d.stride + 1;
         const Shape xs{n, c.d.in_channels, c.h, c.w}, ys{n, c.d.out_channels, ho, wo};
         const auto x = random_vector(xs.elements(), 1), dy = random_vector(ys.elements(), 3);
         const auto w = random_vector(
