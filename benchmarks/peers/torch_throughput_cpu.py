@@ -7,9 +7,11 @@ The network is torch_presets_cpu.py's definition of the preset (the same layers 
 default depth and width), the optimizer AdamW (lr 1e-3, weight decay 0.01), the loss cross
 entropy (for unet over every pixel: the engine's segmentation loss where no pixel is ignored),
 the batch uniform pixels and labels (unet: a class a pixel) made once. `--memory-format
-channels_last` converts the model and the batch (oneDNN's blocked kernels). Warm-up steps, then
-timed steps; prints one JSON line {"peer": "pytorch", "images_per_second": ...}. Run it with a
-python that has torch (pip's, in a virtual environment).
+channels_last` converts the model and the batch (oneDNN's blocked kernels); `--autocast bf16`
+runs the forward pass and the loss under torch.autocast (PyTorch's mixed precision on the CPU:
+oneDNN's bf16 kernels, on AMX where the CPU has it). Warm-up steps, then timed steps; prints one
+JSON line {"peer": "pytorch", "images_per_second": ...}. Run it with a python that has torch
+(pip's, in a virtual environment).
 """
 import argparse
 import json
@@ -37,6 +39,7 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="steps before the clock starts")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--memory-format", choices=["contiguous", "channels_last"], default="contiguous")
+    p.add_argument("--autocast", choices=["none", "bf16"], default="none")
     a = p.parse_args()
     channels, height, width = (int(v) for v in a.input.split("x"))
     if height != width:
@@ -58,7 +61,8 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss.detach()
@@ -71,7 +75,7 @@ def main():
     seconds = time.perf_counter() - start
     print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "model": a.model, "input": a.input,
                       "batch": a.batch, "threads": a.threads, "memory_format": a.memory_format,
-                      "steps": a.steps, "final_loss": loss.item(),
+                      "autocast": a.autocast, "steps": a.steps, "final_loss": loss.item(),
                       "images_per_second": a.batch * a.steps / seconds}), flush=True)
 
 

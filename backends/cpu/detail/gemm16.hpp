@@ -4,19 +4,22 @@
 // even) as it is packed; the products, exact in float (bfloat16's 8 significant bits, half's 11:
 // at most 22 in a product), are summed in float, as a GPU's tensor cores do. bf16: with
 // AVX512-BF16 the inner loop is vdpbf16ps (32 products an instruction, twice what an fp32 FMA
-// does). fp16: AVX-512 widens the halves (vcvtph2ps) and multiplies them in float, so it is
-// slower than fp32 (a packing and a widening more); it is there to train on the CPU as a GPU's
-// fp16 would round, loss scaling included. Without the instructions the same loops in plain C++
-// give the same bits (Note [One 16-bit product on every host], gemm16.cpp).
+// does), with AMX the tiles' tdpbf16ps (16 x 16 x 32 an instruction; its own bits: Note [bf16
+// products on AMX], gemm16.inl). fp16: AVX-512 widens the halves (vcvtph2ps) and multiplies them
+// in float, so it is slower than fp32 (a packing and a widening more); it is there to train on the
+// CPU as a GPU's fp16 would round, loss scaling included. Without the instructions the same loops
+// in plain C++ give vdpbf16ps's bits (Note [One 16-bit product on every host], gemm16.cpp).
 //
 // Operands as gemm.hpp's: row-major, C[m x n] (+)= op(A)[m x k] * op(B)[k x n]. Packed operands
 // are 32-bit words, each two 16-bit values adjacent along k (the even k in the low half), the
 // pairs vdpbf16ps multiplies:
-//   A: per block of kGemm16Depth values of k, per panel of kGemm16Rows rows:    [pairs][kGemm16Rows]
-//   B: per block of kGemm16Depth values of k, per panel of kGemm16Cols columns: [pairs][kGemm16Cols]
-// An operand that many products share (a layer's weights, used for every sample) is packed once
-// with pack16_a or pack16_b and passed packed, in the product's format; the others are packed
-// block by block into the product's own packing. `format` is bf16 or fp16 (fp32: a ConfigError).
+//   A: per block of k, per panel of rows:  [pairs][rows], on AMX's tiles [rows][pairs]
+//   B: per block of k, per panel of kGemm16Cols columns: [pairs][kGemm16Cols]
+// The blocks of k and the panels of A are kGemm16Depth values and kGemm16Rows rows, on AMX's tiles
+// 1,024 and 16 (gemm16.cpp's blockings). An operand that many products share (a layer's weights,
+// used for every sample) is packed once with pack16_a or pack16_b and passed packed, in the
+// product's format and on the same instruction set; the others are packed block by block into
+// the product's own packing. `format` is bf16 or fp16 (fp32: a ConfigError).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -233,7 +233,8 @@ void pack_block(const GemmOperand& x, bool along_k, [[maybe_unused]] bool by_lin
 template <ValueFormat F, bool Native>
 void pack_a_block(const GemmOperand& a, std::size_t i0, std::size_t rows, std::size_t m, std::size_t k0,
                   std::size_t depth, std::uint32_t* dst) {
-  pack_block<F, Native>(a, !a.transposed, on_tiles<F, Native>(), i0, rows, m, k0, depth, blocking<F, Native>().rows, dst);
+  pack_block<F, Native>(a, !a.transposed, on_tiles<F, Native>(), i0, rows, m, k0, depth, blocking<F, Native>().rows,
+                        dst);
 }
 // B's block, from its storage or made by its rows (b_rows.row set).
 template <ValueFormat F, bool Native>
@@ -400,19 +401,30 @@ void kernel_avx512_bf16(const std::uint32_t* a, const std::uint32_t* b, std::siz
 #endif
 
 #if CNN_ISA_LEVEL >= 4
-// Note [bf16 products on AMX]: AMX's tdpbf16ps multiplies a tile of A (up to 16 rows by 16 pairs)
-// by one of B (16 pairs by 16 columns of pairs) into a tile of float sums: 16 x 16 x 32 products an
-// instruction, eight times vdpbf16ps's 16 x 2 at the instruction rate (the operands as
-// gemm16.hpp's, but a row of A's pairs adjacent: on_tiles). Its sums are not vdpbf16ps's two
-// rounded adds a pair: measured on a Sapphire Rapids-class host, one pair's two products are added
-// exactly and rounded once into the sum, and sixteen pairs in one instruction round otherwise still
-// (the manual leaves the order to the implementation), so bf16 products on AMX differ from the
-// other instruction sets' by a rounding or so per 16 pairs and are tested against the rounded
-// operands' exact product, not to the bit. They stay reproducible: a product is cut into the same
-// blocks of k (kGemm16Depth) and instructions of 16 pairs, from the block's first, whatever the
-// threads, and a block's last pairs are padded to 16 with zeros. Every product on this region uses
-// one tile configuration (TileConfig): two row panels of A by the 32 columns of a B panel at a
-// time, tiles 0-3 the sums (panel, half of the columns), 4-5 A's panels, 6-7 B's halves.
+// Note [bf16 products on AMX]: AMX's tdpbf16ps multiplies a tile of A (16 rows by 16 pairs) by
+// one of B (16 pairs by 16 columns of pairs) into a tile of float sums: 16 x 16 x 32 products an
+// instruction, measured at 14 x fp32's fused multiply-adds' peak and 29 x vdpbf16ps's on a
+// Sapphire Rapids-class host (conv_peak). The
+// operands are gemm16.hpp's, but a row of A's pairs adjacent (on_tiles) and the product cut as
+// kTileBlocking says: two 16-row panels of A by a 32-column panel of B a kernel call, tiles 0-3
+// the sums (panel, half of the columns), 4-5 A's panels, 6-7 B's halves, one configuration for
+// every call (TileConfig). The sums start from C's values (zeros where the call writes C) and go
+// back to C through the tiles, in place where they cover whole rows of a row-major C, else through
+// a copy, so every element of C is summed alike wherever it falls in a tile.
+//
+// Its sums are not vdpbf16ps's two rounded adds a pair: measured on that host, one pair's two
+// products are added exactly and rounded once into the sum, and sixteen pairs in one instruction
+// round otherwise still (the manual leaves the order to the implementation). So bf16 on AMX has
+// bits of its own, within float's rounding of the rounded operands' exact product (its test), not
+// the emulation's. They stay reproducible: a product is cut into the same blocks of k and
+// instructions of 16 pairs, from a block's first, whatever the threads (which split C's rows at
+// whole panels) and whether an operand comes packed, and a block's last pairs are padded to 16
+// with zeros.
+//
+// The tiles' rate depends on the data and on the memory: zeros run twice as fast as a network's
+// values, and tile rows that straddle two cache lines halve it again. The packing here is 64-byte
+// aligned (checked) and a panel takes 64 bytes a pair (A) or 128 (B), so every tile row packed
+// here starts a cache line; an operand packed whole should start one too.
 
 constexpr std::size_t kTileRows = kTileBlocking.rows;
 

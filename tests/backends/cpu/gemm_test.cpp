@@ -225,6 +225,8 @@ TEST_CASE("gemm: the instruction sets are named as CNN_CPU_ISA takes them", "[ge
   CHECK(std::string(cpu::isa_name(cpu::CpuIsa::portable)) == "portable");
   CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx2)) == "avx2");
   CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx512)) == "avx512");
+  CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx512_bf16)) == "avx512_bf16");
+  CHECK(std::string(cpu::isa_name(cpu::CpuIsa::avx512_amx)) == "avx512_amx");
   {
     const cpu::IsaLimit limit(cpu::CpuIsa::portable);
     CHECK(cpu::isa() == cpu::CpuIsa::portable);
