@@ -458,7 +458,8 @@ std::size_t flipped_floats(const ConvGeometry& g, ConvPass pass, bool products16
 // fp32's turned weights and every group's weights packed (pack_fp32_weights).
 std::size_t shared_floats(const ConvGeometry& g, ConvPass pass, bool products16) {
   if (products16)
-    return flipped_floats(g, pass, true) + aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups));
+    return flipped_floats(g, pass, true) +
+           aligned_floats(packed_weights_words(g, pass) * static_cast<std::size_t>(g.groups));
   const WeightProduct product = pass == ConvPass::forward ? forward_product(g) : backward_data_product(g);
   return flipped_floats(g, pass, products16) + static_cast<std::size_t>(g.groups) * product.shared_floats();
 }
@@ -635,50 +636,36 @@ void CpuBackend::do_conv2d_backward_data(const Conv2dDesc& d, const Tensor& dy, 
   const ConvThreadSpace space = thread_space(g, ConvPass::backward, products16());
   const std::size_t in_stride = dx.sample_elements(), out_stride = dy.sample_elements();
   const std::size_t group_in = static_cast<std::size_t>(g.cin) * g.h * g.w;
-  if (products16() && backward_data_as_forward(g, true)) {
-    auto* flipped = static_cast<float*>(ws.data);
-    flip_weights(g, w.data, flipped);
-    const ConvGeometry a = adjoint(g);
-    const std::size_t a_K = static_cast<std::size_t>(a.patch()), a_P = static_cast<std::size_t>(a.pixels()),
-                      a_C = static_cast<std::size_t>(a.cout);
-    const std::size_t group_words = packed_weights_words(g, ConvPass::backward);
-    auto* packed = reinterpret_cast<std::uint32_t*>(flipped + flipped_floats(g, ConvPass::backward, true));
-    for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group)
-      cpu::pack16_a(product_format(), threads_, a_C, a_K, GemmOperand{flipped + group * a_C * a_K, a_K},
-                    packed + group * group_words);
-    float* shares = flipped + shared_floats(g, ConvPass::backward, true);
-    cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
-      const cpu::Packing packing{shares + static_cast<std::size_t>(t) * space.total() + space.col + space.partial,
-                                 space.packing};
-      for (std::size_t i = b; i < e; ++i)
-        for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group) {
-          const ImageColumns columns{&a, dy.data + i * out_stride + group * C * P};
-          cpu::gemm16(product_format(), a_C, a_P, a_K, {{}, packed + group * group_words, a_C, 0},
-                      cpu::RowsOf16{image_column_row, &columns},
-                      GemmOutput{dx.data + i * in_stride + group * group_in, a_P, accumulate}, packing);
-        }
-    });
-    return;
-  }
   if (backward_data_as_forward(g, products16())) {
     auto* flipped = static_cast<float*>(ws.data);
     flip_weights(g, w.data, flipped);
     const ConvGeometry a = adjoint(g);
     const std::size_t a_K = static_cast<std::size_t>(a.patch()), a_P = static_cast<std::size_t>(a.pixels()),
                       a_C = static_cast<std::size_t>(a.cout);
-    const WeightProduct product = backward_data_product(g);
-    float* packed = flipped + flipped_floats(g, ConvPass::backward, false);
-    pack_fp32_weights(threads_, g, product, GemmOperand{flipped, a_K}, a_C * a_K, packed);
-    float* shares = flipped + shared_floats(g, ConvPass::backward, false);
+    const WeightProduct product = backward_data_product(g);  // fp32's
+    float* packed = flipped + flipped_floats(g, ConvPass::backward, products16());
+    auto* packed16 = reinterpret_cast<std::uint32_t*>(packed);
+    const std::size_t group_words = products16() ? packed_weights_words(g, ConvPass::backward) : 0;
+    if (products16())
+      for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group)
+        cpu::pack16_a(product_format(), threads_, a_C, a_K, GemmOperand{flipped + group * a_C * a_K, a_K},
+                      packed16 + group * group_words);
+    else
+      pack_fp32_weights(threads_, g, product, GemmOperand{flipped, a_K}, a_C * a_K, packed);
+    float* shares = flipped + shared_floats(g, ConvPass::backward, products16());
     cpu::parallel_ranges(threads_, static_cast<std::size_t>(dx.n()), [&](int t, std::size_t b, std::size_t e) {
       const cpu::Packing packing{shares + static_cast<std::size_t>(t) * space.total() + space.col + space.partial,
                                  space.packing};
       for (std::size_t i = b; i < e; ++i)
         for (std::size_t group = 0; group < static_cast<std::size_t>(g.groups); ++group) {
           const ImageColumns columns{&a, dy.data + i * out_stride + group * C * P};
-          cpu::gemm(a_C, a_P, a_K, product.shared(packed + group * product.shared_floats()),
-                    cpu::GemmPanels{pack_columns, &columns},
-                    GemmOutput{dx.data + i * in_stride + group * group_in, a_P, accumulate}, packing);
+          const GemmOutput image{dx.data + i * in_stride + group * group_in, a_P, accumulate};
+          if (products16())
+            cpu::gemm16(product_format(), a_C, a_P, a_K, {{}, packed16 + group * group_words, a_C, 0},
+                        cpu::RowsOf16{image_column_row, &columns}, image, packing);
+          else
+            cpu::gemm(a_C, a_P, a_K, product.shared(packed + group * product.shared_floats()),
+                      cpu::GemmPanels{pack_columns, &columns}, image, packing);
         }
     });
     return;
