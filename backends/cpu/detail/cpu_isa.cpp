@@ -24,9 +24,11 @@ bool has_f16c() {
 }
 
 // AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits 24 and 22), the operating system saving the tiles
-// (XCR0 bits 17 and 18), and Linux's leave for this process to use them: the tiles' 8 KiB of state
-// are saved only for processes that ask (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA); one that
-// uses them without it dies of SIGILL. Asking again once it is granted is harmless.
+// (XCR0 bits 17 and 18: read where AVX-512 runs, so XGETBV does), and Linux's leave for this
+// process to use them: the tiles' 8 KiB of state are saved only for processes that ask (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XTILEDATA); one that uses them without it dies of SIGILL. Linux refuses
+// a process whose alternate signal stacks are too small for that state; asking again once it is
+// granted is harmless.
 bool has_amx() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (1u << 24)) == 0 || (edx & (1u << 22)) == 0)
