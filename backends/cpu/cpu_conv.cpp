@@ -591,8 +591,9 @@ void CpuBackend::conv_forward(const Conv2dDesc& d, const Tensor& x, const Tensor
         const cpu::SharedA weights = product.shared(packed_fp32 + group * product.shared_floats());
         const ImageColumns columns{&g, image};
         if (from_image && products16()) {
-          cpu::gemm16(product_format(), C, P, K, {{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0},
-                      cpu::RowsOf16{image_column_row, &columns}, GemmOutput{out, P, accumulate}, packing);
+          const cpu::Operand16 packed_weights{{}, packed + group * packed_weights_words(g, ConvPass::forward), C, 0};
+          cpu::gemm16(product_format(), C, P, K, packed_weights, cpu::RowsOf16{image_column_row, &columns},
+                      GemmOutput{out, P, accumulate}, packing);
           continue;
         }
         if (from_image) {
